@@ -1,0 +1,74 @@
+package cluster
+
+// Allocation is the gang a job was given: every node and GPU at once.
+type Allocation struct {
+	// Nodes are in rank order: Nodes[0] is the first node (NODE_RANK 0),
+	// where MASTER_ADDR points and where a batch script runs.
+	Nodes []NodeAlloc `msgpack:"nodes" json:"nodes"`
+	// MasterPort is chosen by the FSM, unique among live jobs whose first
+	// node is the same.
+	MasterPort int `msgpack:"master_port" json:"master_port"`
+	// Index is the raft index of the Allocate command that made it.
+	Index uint64 `msgpack:"index" json:"index"`
+}
+
+// TaskState is the state of one node's share of a job.
+type TaskState string
+
+const (
+	TaskAssigned TaskState = "assigned" // allocated, agent has not started it
+	TaskRunning  TaskState = "running"
+	TaskExited   TaskState = "exited"
+	TaskLost     TaskState = "lost" // node declared down while it ran
+)
+
+// NodeAlloc is one node's share of an allocation.
+type NodeAlloc struct {
+	Node string `msgpack:"node" json:"node"`
+	// GPUs are indices into that node's GPU list.
+	GPUs     []int     `msgpack:"gpus" json:"gpus"`
+	State    TaskState `msgpack:"state" json:"state"`
+	ExitCode int       `msgpack:"exit_code" json:"exit_code"`
+	// Released is set once the node's tasks are known dead (exit reported
+	// or node declared down); only then may its GPUs go to another job.
+	Released bool `msgpack:"released" json:"released"`
+}
+
+// Clone returns a deep copy of a.
+func (a *Allocation) Clone() *Allocation {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	c.Nodes = make([]NodeAlloc, len(a.Nodes))
+	for i, n := range a.Nodes {
+		n.GPUs = append([]int(nil), n.GPUs...)
+		c.Nodes[i] = n
+	}
+	return &c
+}
+
+// NodeNames returns the allocation's node names in rank order.
+func (a *Allocation) NodeNames() []string {
+	if a == nil {
+		return nil
+	}
+	names := make([]string, len(a.Nodes))
+	for i, n := range a.Nodes {
+		names[i] = n.Node
+	}
+	return names
+}
+
+// Find returns the index of node in the allocation, or -1.
+func (a *Allocation) Find(node string) int {
+	if a == nil {
+		return -1
+	}
+	for i, n := range a.Nodes {
+		if n.Node == node {
+			return i
+		}
+	}
+	return -1
+}

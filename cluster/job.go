@@ -1,0 +1,224 @@
+package cluster
+
+import (
+	"fmt"
+	"time"
+)
+
+// JobID identifies a job for the life of the cluster. IDs are assigned by
+// the FSM in submission order, starting at 1.
+type JobID uint64
+
+func (id JobID) String() string { return fmt.Sprintf("%d", uint64(id)) }
+
+// JobState is a job's state, named as Slurm names it so scripts and
+// people reading `shoal queue` see familiar words.
+type JobState string
+
+// The job states. PENDING and RUNNING are live; the rest are terminal.
+const (
+	JobPending   JobState = "PENDING"
+	JobRunning   JobState = "RUNNING"
+	JobCompleted JobState = "COMPLETED"
+	JobFailed    JobState = "FAILED"
+	JobCancelled JobState = "CANCELLED"
+	JobTimeout   JobState = "TIMEOUT"
+	JobNodeFail  JobState = "NODE_FAIL"
+)
+
+// Terminal reports whether no further transition can leave s.
+func (s JobState) Terminal() bool {
+	switch s {
+	case JobCompleted, JobFailed, JobCancelled, JobTimeout, JobNodeFail:
+		return true
+	}
+	return false
+}
+
+// Pending reasons, as Slurm's squeue shows them in its REASON column.
+const (
+	ReasonNone            = ""
+	ReasonResources       = "Resources"
+	ReasonPriority        = "Priority"
+	ReasonReqNodeNotAvail = "ReqNodeNotAvail"
+	ReasonNodeDown        = "NodeDown" // for a job that ended NODE_FAIL
+)
+
+// Request is what a job asks for. It is validated at submit (Validate) and
+// again by the FSM; placement only ever sees valid requests.
+type Request struct {
+	// Nodes is the exact number of nodes the gang needs (Slurm's -N).
+	Nodes int `msgpack:"nodes" json:"nodes"`
+	// GPUsPerNode is how many GPUs each node must give the job.
+	GPUsPerNode int `msgpack:"gpus_per_node" json:"gpus_per_node"`
+	// TasksPerNode is how many ranks start on each node (default 1).
+	TasksPerNode int `msgpack:"tasks_per_node" json:"tasks_per_node"`
+	// CPUsPerTask is recorded and exported as SLURM_CPUS_PER_TASK.
+	CPUsPerTask int `msgpack:"cpus_per_task" json:"cpus_per_task"`
+	// TimeLimit is the wall-clock limit; zero means unlimited.
+	TimeLimit time.Duration `msgpack:"time_limit" json:"time_limit"`
+}
+
+// Request bounds that keep one request from describing an absurd job; they
+// guard the FSM and placement against hostile or corrupt input.
+const (
+	MaxNodesPerJob    = 100000
+	MaxGPUsPerNode    = 1024
+	MaxTasksPerNode   = 4096
+	MaxCPUsPerTask    = 100000
+	MaxCommandArgs    = 4096
+	MaxCommandBytes   = 1 << 20
+	MaxJobNameBytes   = 256
+	MaxEnvVars        = 4096
+	MaxRequestIDBytes = 128
+)
+
+// Validate checks the request's fields one by one and names the first bad
+// one in its error. It fills no defaults; see WithDefaults.
+func (r Request) Validate() error {
+	switch {
+	case r.Nodes < 1:
+		return fmt.Errorf("nodes %d: want at least 1", r.Nodes)
+	case r.Nodes > MaxNodesPerJob:
+		return fmt.Errorf("nodes %d: want at most %d", r.Nodes, MaxNodesPerJob)
+	case r.GPUsPerNode < 0:
+		return fmt.Errorf("gpus_per_node %d: want 0 or more", r.GPUsPerNode)
+	case r.GPUsPerNode > MaxGPUsPerNode:
+		return fmt.Errorf("gpus_per_node %d: want at most %d", r.GPUsPerNode, MaxGPUsPerNode)
+	case r.TasksPerNode < 1:
+		return fmt.Errorf("tasks_per_node %d: want at least 1", r.TasksPerNode)
+	case r.TasksPerNode > MaxTasksPerNode:
+		return fmt.Errorf("tasks_per_node %d: want at most %d", r.TasksPerNode, MaxTasksPerNode)
+	case r.CPUsPerTask < 0 || r.CPUsPerTask > MaxCPUsPerTask:
+		return fmt.Errorf("cpus_per_task %d: want 0 to %d", r.CPUsPerTask, MaxCPUsPerTask)
+	case r.TimeLimit < 0:
+		return fmt.Errorf("time_limit %s: want 0 (unlimited) or more", r.TimeLimit)
+	}
+	return nil
+}
+
+// WithDefaults returns r with Slurm's defaults for fields left at zero:
+// one node, one task per node, one CPU per task.
+func (r Request) WithDefaults() Request {
+	if r.Nodes == 0 {
+		r.Nodes = 1
+	}
+	if r.TasksPerNode == 0 {
+		r.TasksPerNode = 1
+	}
+	if r.CPUsPerTask == 0 {
+		r.CPUsPerTask = 1
+	}
+	return r
+}
+
+// Spec is what a user submits: the request plus what to run and as whom.
+type Spec struct {
+	Name    string   `msgpack:"name" json:"name"`
+	Command []string `msgpack:"command" json:"command"`
+	// Env holds extra KEY=VALUE pairs for every task, in order.
+	Env     []string `msgpack:"env" json:"env,omitempty"`
+	WorkDir string   `msgpack:"work_dir" json:"work_dir"`
+	Request Request  `msgpack:"request" json:"request"`
+	// User, UID and GID are set by the agent from the caller's proven
+	// identity (socket peer credentials), never taken from the body alone.
+	User string `msgpack:"user" json:"user"`
+	UID  int    `msgpack:"uid" json:"uid"`
+	GID  int    `msgpack:"gid" json:"gid"`
+}
+
+// Validate checks the spec and names the first bad field.
+func (s Spec) Validate() error {
+	if len(s.Name) > MaxJobNameBytes {
+		return fmt.Errorf("name: %d bytes, want at most %d", len(s.Name), MaxJobNameBytes)
+	}
+	if len(s.Command) == 0 || s.Command[0] == "" {
+		return fmt.Errorf("command: empty, want a program and its arguments")
+	}
+	if len(s.Command) > MaxCommandArgs {
+		return fmt.Errorf("command: %d arguments, want at most %d", len(s.Command), MaxCommandArgs)
+	}
+	n := 0
+	for _, a := range s.Command {
+		n += len(a)
+	}
+	if n > MaxCommandBytes {
+		return fmt.Errorf("command: %d bytes, want at most %d", n, MaxCommandBytes)
+	}
+	if len(s.Env) > MaxEnvVars {
+		return fmt.Errorf("env: %d variables, want at most %d", len(s.Env), MaxEnvVars)
+	}
+	for i, kv := range s.Env {
+		if !validEnvPair(kv) {
+			return fmt.Errorf("env[%d] %q: want KEY=VALUE", i, kv)
+		}
+	}
+	if err := s.Request.Validate(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func validEnvPair(kv string) bool {
+	for i := 0; i < len(kv); i++ {
+		if kv[i] == '=' {
+			return i > 0
+		}
+		if kv[i] == 0 {
+			return false
+		}
+	}
+	return false
+}
+
+// Job is a job as the FSM records it. A Job read from a view is a copy the
+// reader owns; the FSM never hands out its own pointers.
+type Job struct {
+	ID        JobID    `msgpack:"id" json:"id"`
+	RequestID string   `msgpack:"request_id" json:"request_id"`
+	Spec      Spec     `msgpack:"spec" json:"spec"`
+	State     JobState `msgpack:"state" json:"state"`
+	Reason    string   `msgpack:"reason" json:"reason"`
+	// Alloc is set while the job holds resources and kept after it ends, so
+	// `shoal job` can show where it ran. Alloc.Nodes[i].Released tells
+	// whether node i's GPUs are still held.
+	Alloc *Allocation `msgpack:"alloc" json:"alloc,omitempty"`
+	// ExitCode is the first failing task's exit code, or 0.
+	ExitCode int `msgpack:"exit_code" json:"exit_code"`
+	// Incarnation counts starts: 1 on the first run, +1 on each requeue.
+	// Task reports name their incarnation so a stale one is ignored.
+	Incarnation uint64    `msgpack:"incarnation" json:"incarnation"`
+	SubmitTime  time.Time `msgpack:"submit_time" json:"submit_time"`
+	StartTime   time.Time `msgpack:"start_time" json:"start_time"`
+	EndTime     time.Time `msgpack:"end_time" json:"end_time"`
+
+	CreateIndex uint64 `msgpack:"create_index" json:"create_index"`
+	ModifyIndex uint64 `msgpack:"modify_index" json:"modify_index"`
+}
+
+// Clone returns a deep copy of j.
+func (j *Job) Clone() *Job {
+	if j == nil {
+		return nil
+	}
+	c := *j
+	c.Spec.Command = append([]string(nil), j.Spec.Command...)
+	c.Spec.Env = append([]string(nil), j.Spec.Env...)
+	c.Alloc = j.Alloc.Clone()
+	return &c
+}
+
+// HoldsResources reports whether some node of the job's allocation has not
+// yet released its GPUs. A terminal job may still hold them until its tasks
+// are confirmed dead: that is what keeps a GPU from two jobs at once.
+func (j *Job) HoldsResources() bool {
+	if j.Alloc == nil {
+		return false
+	}
+	for _, n := range j.Alloc.Nodes {
+		if !n.Released {
+			return true
+		}
+	}
+	return false
+}

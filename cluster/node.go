@@ -1,0 +1,72 @@
+package cluster
+
+import "time"
+
+// GPU is one device on a node. Index is the position the executor exports
+// in CUDA_VISIBLE_DEVICES.
+type GPU struct {
+	Index     int    `msgpack:"index" json:"index"`
+	UUID      string `msgpack:"uuid" json:"uuid"`
+	Model     string `msgpack:"model" json:"model"`
+	MemoryMiB uint64 `msgpack:"memory_mib" json:"memory_mib"`
+	// NUMA is the NUMA node the GPU hangs off, -1 when unknown.
+	NUMA int `msgpack:"numa" json:"numa"`
+	// NVLinkPeers lists indices of GPUs joined to this one by NVLink.
+	NVLinkPeers []int `msgpack:"nvlink_peers" json:"nvlink_peers,omitempty"`
+}
+
+// Topology is a node's place in the network: its leaf switch, that
+// switch's parent, and optionally an NVLink block.
+type Topology struct {
+	Switch       string `msgpack:"switch" json:"switch"`
+	SwitchParent string `msgpack:"switch_parent" json:"switch_parent"`
+	Block        string `msgpack:"block" json:"block,omitempty"`
+}
+
+// NodeStatus is whether the cluster counts a node as usable.
+type NodeStatus string
+
+const (
+	NodeUp   NodeStatus = "up"
+	NodeDown NodeStatus = "down" // lease expired; its allocations were failed
+	NodeLeft NodeStatus = "left" // left gracefully
+)
+
+// Node is a node as the FSM records it: what gossip announced, made
+// authoritative by a raft command.
+type Node struct {
+	Name       string     `msgpack:"name" json:"name"`
+	APIAddr    string     `msgpack:"api_addr" json:"api_addr"`
+	RaftAddr   string     `msgpack:"raft_addr" json:"raft_addr"`
+	GossipAddr string     `msgpack:"gossip_addr" json:"gossip_addr"`
+	GPUs       []GPU      `msgpack:"gpus" json:"gpus"`
+	CPUs       int        `msgpack:"cpus" json:"cpus"`
+	MemoryMiB  uint64     `msgpack:"memory_mib" json:"memory_mib"`
+	Topology   Topology   `msgpack:"topology" json:"topology"`
+	Version    string     `msgpack:"version" json:"version"`
+	Status     NodeStatus `msgpack:"status" json:"status"`
+	// Drain keeps new jobs off the node; running ones finish.
+	Drain       bool      `msgpack:"drain" json:"drain"`
+	DrainReason string    `msgpack:"drain_reason" json:"drain_reason,omitempty"`
+	StatusTime  time.Time `msgpack:"status_time" json:"status_time"`
+
+	CreateIndex uint64 `msgpack:"create_index" json:"create_index"`
+	ModifyIndex uint64 `msgpack:"modify_index" json:"modify_index"`
+}
+
+// Clone returns a deep copy of n.
+func (n *Node) Clone() *Node {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	c.GPUs = make([]GPU, len(n.GPUs))
+	for i, g := range n.GPUs {
+		g.NVLinkPeers = append([]int(nil), g.NVLinkPeers...)
+		c.GPUs[i] = g
+	}
+	return &c
+}
+
+// Schedulable reports whether new work may be placed on the node.
+func (n *Node) Schedulable() bool { return n.Status == NodeUp && !n.Drain }

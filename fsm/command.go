@@ -1,0 +1,155 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// CmdType is the first byte of every log entry. Types are append-only:
+// never renumber one, and ship a new one only once every voter's gossiped
+// version understands it.
+type CmdType uint8
+
+const (
+	CmdSubmitJob   CmdType = 1
+	CmdCancelJob   CmdType = 2
+	CmdUpsertNode  CmdType = 3
+	CmdNodeDown    CmdType = 4
+	CmdAllocate    CmdType = 5
+	CmdTaskStarted CmdType = 6
+	CmdTaskExited  CmdType = 7
+	CmdSetReasons  CmdType = 8
+)
+
+func (t CmdType) String() string {
+	switch t {
+	case CmdSubmitJob:
+		return "SubmitJob"
+	case CmdCancelJob:
+		return "CancelJob"
+	case CmdUpsertNode:
+		return "UpsertNode"
+	case CmdNodeDown:
+		return "NodeDown"
+	case CmdAllocate:
+		return "Allocate"
+	case CmdTaskStarted:
+		return "TaskStarted"
+	case CmdTaskExited:
+		return "TaskExited"
+	case CmdSetReasons:
+		return "SetReasons"
+	}
+	return fmt.Sprintf("CmdType(%d)", uint8(t))
+}
+
+// SubmitJob adds a job. RequestID deduplicates client retries: a second
+// SubmitJob with a RequestID already seen returns the first job's ID and
+// changes nothing.
+type SubmitJob struct {
+	RequestID string       `msgpack:"request_id"`
+	Spec      cluster.Spec `msgpack:"spec"`
+	Time      time.Time    `msgpack:"time"` // stamped by the leader
+}
+
+// CancelJob ends a live job as CANCELLED. The job's GPUs stay held until
+// every node reports its tasks dead.
+type CancelJob struct {
+	Job  cluster.JobID `msgpack:"job"`
+	Time time.Time     `msgpack:"time"`
+}
+
+// UpsertNode records a node's announced resources and marks it up. Drain
+// state is kept across upserts.
+type UpsertNode struct {
+	Node cluster.Node `msgpack:"node"`
+	Time time.Time    `msgpack:"time"`
+}
+
+// NodeDown marks a node down after its lease expired: its unreleased
+// allocations are released as lost and their live jobs end NODE_FAIL.
+type NodeDown struct {
+	Node string    `msgpack:"node"`
+	Time time.Time `msgpack:"time"`
+}
+
+// Decision is one gang placement proposed by the leader.
+type Decision struct {
+	Job   cluster.JobID `msgpack:"job"`
+	Nodes []Placement   `msgpack:"nodes"` // in rank order
+}
+
+// Placement is one node's part of a Decision.
+type Placement struct {
+	Node string `msgpack:"node"`
+	GPUs []int  `msgpack:"gpus"`
+}
+
+// Allocate starts pending jobs on the nodes chosen for them. The FSM checks
+// every decision again and rejects, one by one, those that would
+// double-book a GPU or name a job that is no longer pending.
+type Allocate struct {
+	Decisions []Decision `msgpack:"decisions"`
+	Time      time.Time  `msgpack:"time"`
+}
+
+// TaskStarted reports that a node started its tasks of a job incarnation.
+type TaskStarted struct {
+	Job         cluster.JobID `msgpack:"job"`
+	Incarnation uint64        `msgpack:"incarnation"`
+	Node        string        `msgpack:"node"`
+	Time        time.Time     `msgpack:"time"`
+}
+
+// Exit causes carried by TaskExited.
+const (
+	CauseExit      = "exit"      // the tasks exited on their own
+	CauseTimeout   = "timeout"   // killed at the time limit
+	CauseCancelled = "cancelled" // killed because the job was cancelled or failed elsewhere
+	CauseFenced    = "fenced"    // killed because the node lost its lease
+	CauseLost      = "lost"      // the agent restarted and could not account for them
+	CauseStartFail = "start"     // the tasks could not be started
+)
+
+// TaskExited reports that every task of a job incarnation on a node is
+// dead. ExitCode is the node's first failing task's code, or 0.
+type TaskExited struct {
+	Job         cluster.JobID `msgpack:"job"`
+	Incarnation uint64        `msgpack:"incarnation"`
+	Node        string        `msgpack:"node"`
+	ExitCode    int           `msgpack:"exit_code"`
+	Cause       string        `msgpack:"cause"`
+	Time        time.Time     `msgpack:"time"`
+}
+
+// JobReason is one pending job's reason.
+type JobReason struct {
+	Job    cluster.JobID `msgpack:"job"`
+	Reason string        `msgpack:"reason"`
+}
+
+// SetReasons records why pending jobs are still pending. The leader sends
+// it only when a reason changed, so it costs nothing in a steady state.
+type SetReasons struct {
+	Reasons []JobReason `msgpack:"reasons"`
+}
+
+// ErrEncode wraps a failure to encode a command (a programming error).
+var ErrEncode = errors.New("encode command")
+
+// Encode returns the log entry for a command: its type byte, then the
+// msgpack body.
+func Encode(t CmdType, body any) ([]byte, error) {
+	b, err := msgpack.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %v", ErrEncode, t, err)
+	}
+	out := make([]byte, 0, 1+len(b))
+	out = append(out, byte(t))
+	return append(out, b...), nil
+}
