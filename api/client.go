@@ -1,0 +1,265 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Headers of the HTTP API.
+const (
+	// HeaderIndex carries the raft index a read was served at; pass it back
+	// as ?index= to block until something newer exists.
+	HeaderIndex = "X-Shoal-Index"
+	// HeaderUser declares the caller's user name on a loopback TCP request;
+	// it is ignored elsewhere (the Unix socket proves identity itself).
+	HeaderUser = "X-Shoal-User"
+	HeaderUID  = "X-Shoal-Uid"
+	HeaderGID  = "X-Shoal-Gid"
+	// HeaderForwardedBy marks a request a follower forwarded to the leader;
+	// the identity headers then carry what the follower proved.
+	HeaderForwardedBy = "X-Shoal-Forwarded-By"
+)
+
+// StatusError is an error response from an agent.
+type StatusError struct {
+	Code    int
+	Message string
+	Field   string
+}
+
+func (e *StatusError) Error() string { return e.Message }
+
+// IsNotFound reports whether err is an agent's 404.
+func IsNotFound(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Code == http.StatusNotFound
+}
+
+// Identity is who a request acts for.
+type Identity struct {
+	User string
+	UID  int
+	GID  int
+}
+
+// Client talks to one agent.
+type Client struct {
+	base     string // http://host:port, or http://unix for a socket
+	http     *http.Client
+	identity *Identity
+	header   http.Header
+}
+
+// NewClient returns a client for addr: "unix:///path/shoal.sock",
+// "http://host:port" or "host:port".
+func NewClient(addr string) (*Client, error) {
+	tr := &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second}
+	c := &Client{http: &http.Client{Transport: tr}, header: http.Header{}}
+	switch {
+	case strings.HasPrefix(addr, "unix://"):
+		path := strings.TrimPrefix(addr, "unix://")
+		if path == "" {
+			return nil, fmt.Errorf("address %q: want unix:///path/to/shoal.sock", addr)
+		}
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		}
+		c.base = "http://unix"
+	case strings.HasPrefix(addr, "http://"):
+		c.base = strings.TrimSuffix(addr, "/")
+	case strings.HasPrefix(addr, "https://"):
+		return nil, fmt.Errorf("address %q: https is not supported yet; use http:// or unix://", addr)
+	default:
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("address %q: want unix:///path, http://host:port or host:port", addr)
+		}
+		c.base = "http://" + addr
+	}
+	if _, err := url.Parse(c.base); err != nil {
+		return nil, fmt.Errorf("address %q: %w", addr, err)
+	}
+	return c, nil
+}
+
+// WithIdentity returns a copy of c that declares id on every request (used
+// on loopback TCP and by agents forwarding a proven identity).
+func (c *Client) WithIdentity(id Identity) *Client {
+	cc := *c
+	cc.identity = &id
+	return &cc
+}
+
+// WithHeader returns a copy of c that adds a header to every request.
+func (c *Client) WithHeader(key, value string) *Client {
+	cc := *c
+	cc.header = c.header.Clone()
+	cc.header.Set(key, value)
+	return &cc
+}
+
+// Base is the URL the client sends to.
+func (c *Client) Base() string { return c.base }
+
+// Do sends a request and decodes a JSON answer into out (when non-nil). It
+// returns the answer's X-Shoal-Index.
+func (c *Client) Do(ctx context.Context, method, path string, in, out any) (uint64, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return 0, fmt.Errorf("encode %s %s: %w", method, path, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range c.header {
+		req.Header[k] = v
+	}
+	if c.identity != nil {
+		req.Header.Set(HeaderUser, c.identity.User)
+		req.Header.Set(HeaderUID, strconv.Itoa(c.identity.UID))
+		req.Header.Set(HeaderGID, strconv.Itoa(c.identity.GID))
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	const maxBody = 64 << 20
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	index, _ := strconv.ParseUint(resp.Header.Get(HeaderIndex), 10, 64)
+	if resp.StatusCode >= 300 {
+		var e Error
+		if json.Unmarshal(data, &e) != nil || e.Error == "" {
+			e.Error = fmt.Sprintf("%s %s: %s", method, path, resp.Status)
+		}
+		return index, &StatusError{Code: resp.StatusCode, Message: e.Error, Field: e.Field}
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return index, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+		}
+	}
+	return index, nil
+}
+
+// Submit submits a job. Transport failures are retried with the same
+// request id (a retry never yields two jobs) for up to retryFor.
+func (c *Client) Submit(ctx context.Context, req SubmitRequest, retryFor time.Duration) (SubmitResponse, error) {
+	var out SubmitResponse
+	deadline := time.Now().Add(retryFor)
+	backoff := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		_, err := c.Do(ctx, http.MethodPost, "/v1/jobs", req, &out)
+		if err == nil {
+			return out, nil
+		}
+		if !retryable(err) || req.RequestID == "" || time.Now().Add(backoff).After(deadline) {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// retryable reports whether a request may be sent again: a transport error
+// or an agent that has no leader to forward to yet.
+func retryable(err error) bool {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Code == http.StatusServiceUnavailable || se.Code == http.StatusBadGateway
+	}
+	return true
+}
+
+// Job returns one job.
+func (c *Client) Job(ctx context.Context, id uint64) (Job, error) {
+	var j Job
+	_, err := c.Do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs/%d", id), nil, &j)
+	return j, err
+}
+
+// WaitJob blocks until job id changes after index (or wait passes) and
+// returns it with the new index.
+func (c *Client) WaitJob(ctx context.Context, id, index uint64, wait time.Duration) (Job, uint64, error) {
+	var j Job
+	path := fmt.Sprintf("/v1/jobs/%d?index=%d&wait=%s", id, index, wait)
+	idx, err := c.Do(ctx, http.MethodGet, path, nil, &j)
+	return j, idx, err
+}
+
+// Jobs returns pending and running jobs, and finished ones too with all.
+func (c *Client) Jobs(ctx context.Context, all bool) ([]Job, error) {
+	var js []Job
+	path := "/v1/jobs"
+	if all {
+		path += "?all=1"
+	}
+	_, err := c.Do(ctx, http.MethodGet, path, nil, &js)
+	return js, err
+}
+
+// Cancel cancels a job.
+func (c *Client) Cancel(ctx context.Context, id uint64) error {
+	_, err := c.Do(ctx, http.MethodDelete, fmt.Sprintf("/v1/jobs/%d", id), nil, nil)
+	return err
+}
+
+// Logs returns every rank's output of a job, from whichever nodes hold it.
+func (c *Client) Logs(ctx context.Context, id uint64) ([]LogChunk, error) {
+	var out []LogChunk
+	_, err := c.Do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs/%d/logs", id), nil, &out)
+	return out, err
+}
+
+// Nodes returns every node the cluster knows.
+func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
+	var out []Node
+	_, err := c.Do(ctx, http.MethodGet, "/v1/nodes", nil, &out)
+	return out, err
+}
+
+// Members returns the agent's gossip view.
+func (c *Client) Members(ctx context.Context) ([]Member, error) {
+	var out []Member
+	_, err := c.Do(ctx, http.MethodGet, "/v1/members", nil, &out)
+	return out, err
+}
+
+// Leader returns the current leader.
+func (c *Client) Leader(ctx context.Context) (Leader, error) {
+	var out Leader
+	_, err := c.Do(ctx, http.MethodGet, "/v1/leader", nil, &out)
+	return out, err
+}
+
+// Status returns the agent's own status.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var out Status
+	_, err := c.Do(ctx, http.MethodGet, "/v1/status", nil, &out)
+	return out, err
+}

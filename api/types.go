@@ -1,0 +1,152 @@
+package api
+
+import (
+	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// Job is a job as `shoal job --json` and `shoal queue --json` print it.
+type Job struct {
+	ID         uint64           `json:"id"`
+	Name       string           `json:"name"`
+	User       string           `json:"user"`
+	State      string           `json:"state"`
+	Reason     string           `json:"reason"`
+	Nodes      []string         `json:"nodes"`
+	GPUs       map[string][]int `json:"gpus"`
+	ExitCode   int              `json:"exit_code"`
+	SubmitTime string           `json:"submit_time"`
+	StartTime  string           `json:"start_time"`
+	EndTime    string           `json:"end_time"`
+
+	Command      []string `json:"command"`
+	WorkDir      string   `json:"work_dir"`
+	NumNodes     int      `json:"num_nodes"`
+	GPUsPerNode  int      `json:"gpus_per_node"`
+	TasksPerNode int      `json:"tasks_per_node"`
+	CPUsPerTask  int      `json:"cpus_per_task"`
+	TimeLimitS   int64    `json:"time_limit_s"`
+	Incarnation  uint64   `json:"incarnation"`
+	MasterPort   int      `json:"master_port,omitempty"`
+	Tasks        []Task   `json:"tasks"`
+}
+
+// Task is one node's share of a running or finished job.
+type Task struct {
+	Node     string `json:"node"`
+	GPUs     []int  `json:"gpus"`
+	State    string `json:"state"`
+	ExitCode int    `json:"exit_code"`
+}
+
+// Node is a node as `shoal nodes --json` prints it.
+type Node struct {
+	Name         string `json:"name"`
+	State        string `json:"state"` // IDLE, MIXED, ALLOCATED, DOWN, DRAIN
+	GPUs         int    `json:"gpus"`
+	GPUsFree     int    `json:"gpus_free"`
+	GPUModel     string `json:"gpu_model"`
+	CPUs         int    `json:"cpus"`
+	MemoryMiB    uint64 `json:"memory_mib"`
+	Switch       string `json:"switch"`
+	SwitchParent string `json:"switch_parent"`
+	Block        string `json:"block,omitempty"`
+	Raft         string `json:"raft"` // leader, voter, nonvoter, none
+	Address      string `json:"address"`
+	Reason       string `json:"reason,omitempty"`
+	Version      string `json:"version"`
+}
+
+// Member is one entry of the gossip view (`shoal members --json`).
+type Member struct {
+	Name    string `json:"name"`
+	Address string `json:"address"` // gossip host:port
+	Status  string `json:"status"`  // alive, suspect, failed, left
+	APIAddr string `json:"api_address"`
+	GPUs    int    `json:"gpus"`
+	Switch  string `json:"switch"`
+	Version string `json:"version"`
+}
+
+// Leader names the current raft leader.
+type Leader struct {
+	Name    string `json:"name"`
+	Address string `json:"address"` // the leader's HTTP API host:port
+}
+
+// Status describes one agent.
+type Status struct {
+	Name         string `json:"name"`
+	Version      string `json:"version"`
+	RaftState    string `json:"raft_state"`
+	Leader       string `json:"leader"`
+	AppliedIndex uint64 `json:"applied_index"`
+	Diverged     string `json:"diverged,omitempty"`
+	Nodes        int    `json:"nodes"`
+	Jobs         int    `json:"jobs"`
+}
+
+// SubmitRequest is the body of POST /v1/jobs.
+type SubmitRequest struct {
+	// RequestID makes retries safe: the same id never yields two jobs.
+	RequestID    string   `json:"request_id"`
+	Name         string   `json:"name"`
+	Command      []string `json:"command"`
+	Env          []string `json:"env,omitempty"`
+	WorkDir      string   `json:"work_dir"`
+	Nodes        int      `json:"nodes"`
+	GPUsPerNode  int      `json:"gpus_per_node"`
+	TasksPerNode int      `json:"tasks_per_node"`
+	CPUsPerTask  int      `json:"cpus_per_task"`
+	TimeLimitS   int64    `json:"time_limit_s"`
+}
+
+// SubmitResponse answers POST /v1/jobs.
+type SubmitResponse struct {
+	ID        uint64 `json:"id"`
+	Duplicate bool   `json:"duplicate,omitempty"`
+}
+
+// LogChunk is one rank's output stream.
+type LogChunk struct {
+	Node        string `json:"node"`
+	Incarnation uint64 `json:"incarnation"`
+	Rank        int    `json:"rank"`
+	Stream      string `json:"stream"` // stdout or stderr
+	Data        string `json:"data"`
+	Error       string `json:"error,omitempty"` // the node holding it could not be read
+}
+
+// Error is every error response's body.
+type Error struct {
+	Error string `json:"error"`
+	Field string `json:"field,omitempty"`
+}
+
+// Internal node-to-node messages.
+
+// Heartbeat renews a node's lease with the leader and carries its full
+// record, so the leader can register or update it.
+type Heartbeat struct {
+	Node cluster.Node `json:"node"`
+}
+
+// TaskEvent reports a node's tasks of one job incarnation starting or
+// exiting; the leader turns it into a TaskStarted or TaskExited command.
+type TaskEvent struct {
+	Kind        string        `json:"kind"` // started or exited
+	Job         cluster.JobID `json:"job"`
+	Incarnation uint64        `json:"incarnation"`
+	Node        string        `json:"node"`
+	ExitCode    int           `json:"exit_code"`
+	Cause       string        `json:"cause"`
+}
+
+// FormatTime renders t as RFC 3339 in UTC, or "" for the zero time.
+func FormatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
