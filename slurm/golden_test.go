@@ -1,0 +1,155 @@
+package slurm
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// goldenDir holds the real Slurm's outputs; CI has shared/ beside the repo.
+var goldenDir = filepath.Join("..", "..", "shared", "peers", "slurm")
+
+type scontrolRun struct {
+	RC          int      `json:"rc"`
+	Stderr      string   `json:"stderr"`
+	Stdout      *string  `json:"stdout"`
+	StdoutLines int      `json:"stdout_lines"`
+	StdoutHead  []string `json:"stdout_head"`
+	StdoutTail  []string `json:"stdout_tail"`
+	StdoutSHA   string   `json:"stdout_sha256"`
+}
+
+type goldenCase struct {
+	Expr       *string     `json:"expr"`
+	Hostnames  scontrolRun `json:"hostnames"`
+	Hostlist   scontrolRun `json:"hostlist"`
+	OfExpanded *struct {
+		Input string `json:"input"`
+		scontrolRun
+	} `json:"hostlist_of_expansion"`
+}
+
+// slurmDivergences are the golden expressions Shoal deliberately rejects
+// although Slurm accepts them, with the reason.
+var slurmDivergences = map[string]string{
+	"n[1-":  "Slurm turns an unclosed bracket into the host \"n]\"",
+	"n[1-2": "Slurm turns an unclosed bracket into the host \"n]\"",
+}
+
+func loadGolden(t *testing.T) []goldenCase {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(goldenDir, "hostlist_golden.json"))
+	if err != nil {
+		t.Fatalf("golden hostlists from the real Slurm: %v", err)
+	}
+	var doc struct {
+		Cases []goldenCase `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("hostlist_golden.json: %v", err)
+	}
+	return doc.Cases
+}
+
+// TestGoldenCasesFile checks that hostlist_golden.json covers every line of
+// hostlist_cases.txt, so no case is silently skipped.
+func TestGoldenCasesFile(t *testing.T) {
+	f, err := os.Open(filepath.Join(goldenDir, "hostlist_cases.txt"))
+	if err != nil {
+		t.Fatalf("golden hostlist cases: %v", err)
+	}
+	defer f.Close()
+	have := map[string]bool{}
+	for _, c := range loadGolden(t) {
+		if c.Expr != nil {
+			have[*c.Expr] = true
+		}
+	}
+	sc := bufio.NewScanner(f)
+	n := 0
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "<NOARG") {
+			continue
+		}
+		if line == "<EMPTY>" {
+			line = ""
+		}
+		n++
+		if !have[line] {
+			t.Errorf("case %q of hostlist_cases.txt has no golden result", line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n < 40 {
+		t.Errorf("hostlist_cases.txt: %d cases; want the full set (40 or more)", n)
+	}
+}
+
+func checkNames(t *testing.T, what string, got []string, want scontrolRun) {
+	t.Helper()
+	if want.Stdout != nil {
+		if w := strings.Fields(*want.Stdout); !slices.Equal(got, w) {
+			t.Errorf("%s = %q; want %q", what, got, w)
+		}
+		return
+	}
+	sum := sha256.Sum256([]byte(strings.Join(got, "\n") + "\n"))
+	if len(got) != want.StdoutLines || hex.EncodeToString(sum[:]) != want.StdoutSHA {
+		t.Errorf("%s = %d names (%q...); want %d names %q...%q", what, len(got), got[:min(3, len(got))], want.StdoutLines, want.StdoutHead, want.StdoutTail)
+	}
+}
+
+// TestExpandCompressGolden runs every expression Slurm 22.05 was given
+// through ExpandHostlist and CompressHostlist and compares with what
+// `scontrol show hostnames` and `scontrol show hostlist` printed.
+func TestExpandCompressGolden(t *testing.T) {
+	for _, c := range loadGolden(t) {
+		if c.Expr == nil {
+			continue // no argument: reading SLURM_NODELIST is the caller's business
+		}
+		expr := *c.Expr
+		t.Run(expr, func(t *testing.T) {
+			got, err := ExpandHostlist(expr)
+			slurmValid := !strings.Contains(c.Hostnames.Stderr, "Invalid hostlist")
+			if why, ok := slurmDivergences[expr]; ok {
+				if err == nil {
+					t.Errorf("ExpandHostlist(%q) = %q; want an error (deliberate divergence: %s)", expr, got, why)
+				}
+				return
+			}
+			if !slurmValid {
+				if err == nil {
+					t.Errorf("ExpandHostlist(%q) = %q; want an error, as Slurm: %s", expr, got, c.Hostnames.Stderr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ExpandHostlist(%q) error %v; want names, as Slurm", expr, err)
+			}
+			checkNames(t, "ExpandHostlist("+expr+")", got, c.Hostnames)
+			if c.Hostlist.Stdout != nil {
+				if cg, want := CompressHostlist(got)+"\n", *c.Hostlist.Stdout; cg != want {
+					t.Errorf("CompressHostlist(ExpandHostlist(%q)) = %q; want %q", expr, cg, want)
+				}
+			}
+			if e := c.OfExpanded; e != nil && e.Stdout != nil {
+				names, err := ExpandHostlist(e.Input)
+				if err != nil {
+					t.Fatalf("ExpandHostlist(%q) error %v", e.Input, err)
+				}
+				if cg, want := CompressHostlist(names)+"\n", *e.Stdout; cg != want {
+					t.Errorf("CompressHostlist(%q) = %q; want %q", e.Input, cg, want)
+				}
+			}
+		})
+	}
+}
