@@ -1,0 +1,59 @@
+// Package exec runs this node's share of a job incarnation — its ranks —
+// and records how it ended, durably, until the agent has reported it.
+//
+// # What it owns
+//
+// The ranks' processes from fork to reaping: one process group per rank
+// (Setpgid), the environment contract (Env: torchrun's, Slurm's and
+// Shoal's names, in Slurm's formats), the ranks' stdout and stderr files,
+// the time limit, signals (SIGTERM, then SIGKILL after Config.KillGrace),
+// stopping the siblings of a failed rank, and the exit records. A task
+// ends when every rank's leader is reaped; exec then SIGKILLs whatever is
+// left in the ranks' process groups and waits for it, so a reported exit
+// means nothing of the task runs any more and its GPUs may go to another
+// job.
+//
+// # What it must never touch
+//
+// The raft log, the FSM and the network: exec neither reads cluster state
+// nor reports exits. The agent (package node) calls Start for allocations
+// naming this node, Stop/StopAll on cancel or lost lease, reports
+// PendingExits through the leader and calls Ack once one is committed.
+// exec signals only processes it started, or, on recovery, processes it
+// can prove are those (see below); it never kills by name.
+//
+// # On disk
+//
+//	DataDir/jobs/<job>.<incarnation>/    mode 0700
+//	    start.json       written and synced before the first fork
+//	    proc-<RANK>.json pid and /proc start time of each rank's leader
+//	    rank-<RANK>.out  stdout of the rank (RANK is the global rank)
+//	    rank-<RANK>.err  stderr of the rank
+//	    exit.json        exit code, cause, start and end; once all are dead
+//	    ack.json         the exit was reported; it is not pending again
+//
+// Every record is a small JSON file written atomically (temporary file,
+// fsync, rename, fsync of the directory). Directories are never removed:
+// garbage collection of old incarnations is left to a later change.
+//
+// # Crash and restart
+//
+// An incarnation runs at most once per node: Start does nothing when its
+// start record exists, also after a restart. The ranks are started with
+// Pdeathsig SIGKILL from a goroutine locked to its OS thread for the life
+// of the rank, so the leaders die with the agent (a killed agent cannot
+// renew its lease, and a node cut off must not keep running ranks).
+// Pdeathsig reaches only the leader; its children are found by New.
+//
+// New recovers: a task with a start record and no exit record belonged to
+// an agent that died. Its surviving processes are killed — a recorded
+// leader only if its /proc start time matches the recorded one (a recycled
+// pid is never killed), members of such a leader's group, and any process
+// whose environment names the task (SHOAL_JOB_ID, SHOAL_INCARNATION,
+// SHOAL_NODE_NAME of this node) — and an exit with cause "lost" and code
+// -1 is recorded. Exits recorded and not acknowledged are pending again.
+//
+// Limits: a descendant that left the rank's process group and rewrote or
+// dropped its environment escapes both Slurm-style group kills and
+// recovery; confining ranks to a cgroup would close that gap.
+package exec

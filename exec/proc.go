@@ -1,0 +1,127 @@
+package exec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// procStat is what exec reads from /proc/<pid>/stat.
+type procStat struct {
+	State      byte   // R, S, D, Z, ...
+	PGrp       int    // process group
+	StartTicks uint64 // start time in clock ticks since boot
+}
+
+// dead reports whether the process no longer runs: a zombie holds no
+// memory and no device.
+func (s procStat) dead() bool { return s.State == 'Z' || s.State == 'X' || s.State == 'x' }
+
+// readStat parses /proc/<pid>/stat. The command name (field 2) may contain
+// spaces and parentheses, so parsing starts after its last ')'.
+func readStat(pid int) (procStat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseStat(b)
+}
+
+func parseStat(b []byte) (procStat, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, errors.New("stat: no command name")
+	}
+	f := bytes.Fields(b[i+1:])
+	// f[0] is field 3 (state), f[2] field 5 (pgrp), f[19] field 22 (starttime).
+	if len(f) < 20 || len(f[0]) != 1 {
+		return procStat{}, fmt.Errorf("stat: %d fields after the name, want at least 20", len(f))
+	}
+	pgrp, err := strconv.Atoi(string(f[2]))
+	if err != nil {
+		return procStat{}, fmt.Errorf("stat pgrp: %w", err)
+	}
+	start, err := strconv.ParseUint(string(f[19]), 10, 64)
+	if err != nil {
+		return procStat{}, fmt.Errorf("stat starttime: %w", err)
+	}
+	return procStat{State: f[0][0], PGrp: pgrp, StartTicks: start}, nil
+}
+
+// listPIDs returns the pids in /proc.
+func listPIDs() ([]int, error) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("list /proc: %w", err)
+	}
+	pids := make([]int, 0, len(names))
+	for _, n := range names {
+		if pid, err := strconv.Atoi(n); err == nil && pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// groupAlive reports whether any live (non-zombie) process is in process
+// group pgid.
+func groupAlive(pgid int) bool {
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	pids, err := listPIDs()
+	if err != nil {
+		return true // cannot tell: assume the worst
+	}
+	for _, pid := range pids {
+		st, err := readStat(pid)
+		if err == nil && st.PGrp == pgid && !st.dead() {
+			return true
+		}
+	}
+	return false
+}
+
+// sameProcessAlive reports whether pid still runs and is the process that
+// started at startTicks (not a later one that reused the pid).
+func sameProcessAlive(pid int, startTicks uint64) bool {
+	st, err := readStat(pid)
+	return err == nil && st.StartTicks == startTicks && !st.dead()
+}
+
+// environMarks reports whether the environment of pid carries the markers
+// of task key on node: SHOAL_JOB_ID, SHOAL_INCARNATION and SHOAL_NODE_NAME.
+func environMarks(pid int) (key TaskKey, node string, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return TaskKey{}, "", false
+	}
+	var job, inc []byte
+	for kv := range bytes.SplitSeq(b, []byte{0}) {
+		k, v, found := bytes.Cut(kv, []byte{'='})
+		if !found {
+			continue
+		}
+		switch string(k) {
+		case "SHOAL_JOB_ID":
+			job = v
+		case "SHOAL_INCARNATION":
+			inc = v
+		case "SHOAL_NODE_NAME":
+			node = string(v)
+		}
+	}
+	if job == nil || inc == nil || node == "" {
+		return TaskKey{}, "", false
+	}
+	key, ok = parseDirName(string(job) + "." + string(inc))
+	return key, node, ok
+}

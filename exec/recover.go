@@ -1,0 +1,186 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// orphan is a task a previous agent started and never recorded the end of.
+type orphan struct {
+	key   TaskKey
+	dir   string
+	start time.Time
+	procs []procRecord
+}
+
+// recover loads the pending exits and turns every orphaned task into a
+// lost one, after killing what is left of it.
+func (e *Executor) recover(ctx context.Context) error {
+	entries, err := os.ReadDir(e.jobs)
+	if err != nil {
+		return err
+	}
+	var orphans []orphan
+	for _, d := range entries {
+		key, ok := parseDirName(d.Name())
+		if !ok || !d.IsDir() {
+			continue
+		}
+		dir := filepath.Join(e.jobs, d.Name())
+		log := e.log.With("job", key.Job, "incarnation", key.Incarnation)
+
+		var rec exitRecord
+		err := readJSON(dir, exitFile, &rec)
+		switch {
+		case err == nil:
+			acked, err := exists(filepath.Join(dir, ackFile))
+			if err != nil {
+				return err
+			}
+			if !acked {
+				e.pending[key] = rec.exit()
+			}
+			continue
+		case !errors.Is(err, fs.ErrNotExist):
+			// Atomic writes make this disk damage: count the task lost.
+			log.Error("unreadable exit record, recording the task as lost", "err", err)
+		}
+
+		var start startRecord
+		if err := readJSON(dir, startFile, &start); errors.Is(err, fs.ErrNotExist) {
+			continue // crashed before the start record: nothing was forked
+		} else if err != nil {
+			log.Error("unreadable start record", "err", err)
+		}
+		procs, errs := readProcs(dir)
+		for _, err := range errs {
+			log.Error("unreadable proc record", "err", err)
+		}
+		orphans = append(orphans, orphan{key: key, dir: dir, start: start.Start, procs: procs})
+	}
+	if len(orphans) == 0 {
+		return nil
+	}
+
+	killed, err := e.killOrphans(orphans)
+	if err != nil {
+		return err
+	}
+	if alive := waitPIDsGone(ctx, killed, killWait); len(alive) > 0 {
+		e.log.Error("processes of lost tasks survived SIGKILL", "pids", alive)
+	}
+	now := time.Now()
+	for _, o := range orphans {
+		rec := exitRecord{Job: o.key.Job, Incarnation: o.key.Incarnation, Node: e.cfg.NodeName,
+			ExitCode: codeLost, Cause: causeLost, Start: o.start, End: now}
+		if err := writeJSON(o.dir, exitFile, rec); err != nil {
+			return fmt.Errorf("job %s incarnation %d: %w", o.key.Job, o.key.Incarnation, err)
+		}
+		e.log.Warn("task lost across an agent restart", "job", o.key.Job, "incarnation", o.key.Incarnation)
+		e.pending[o.key] = rec.exit()
+	}
+	return nil
+}
+
+// killOrphans sends SIGKILL to every live process that belongs to an
+// orphaned task and returns them with their start times. A process belongs
+// to one when
+//   - it is a recorded rank leader: same pid and same start time, so a
+//     recycled pid is never killed;
+//   - it is in the process group of such a verified leader; or
+//   - its environment carries the task's markers (SHOAL_JOB_ID,
+//     SHOAL_INCARNATION, SHOAL_NODE_NAME = this node), which finds ranks'
+//     children after their leader died (Pdeathsig kills only the leader).
+func (e *Executor) killOrphans(orphans []orphan) (map[int]uint64, error) {
+	leaders := make(map[int]uint64)
+	tasks := make(map[TaskKey]bool)
+	for _, o := range orphans {
+		tasks[o.key] = true
+		for _, p := range o.procs {
+			leaders[p.PID] = p.StartTicks
+		}
+	}
+	pids, err := listPIDs()
+	if err != nil {
+		return nil, err
+	}
+	self := os.Getpid()
+	stats := make(map[int]procStat, len(pids))
+	groups := make(map[int]bool) // verified leaders' groups
+	for _, pid := range pids {
+		if pid == self {
+			continue
+		}
+		st, err := readStat(pid)
+		if err != nil || st.dead() {
+			continue
+		}
+		stats[pid] = st
+		if ticks, ok := leaders[pid]; ok && ticks == st.StartTicks {
+			groups[pid] = true
+		}
+	}
+	killed := make(map[int]uint64)
+	for pid, st := range stats {
+		mine := groups[st.PGrp]
+		if !mine {
+			key, node, ok := environMarks(pid)
+			mine = ok && node == e.cfg.NodeName && tasks[key]
+		}
+		if !mine {
+			continue
+		}
+		// The pidfd behind os.FindProcess pins this process: if the start
+		// time still matches after opening it, the signal reaches it and
+		// no other.
+		p, err := os.FindProcess(pid)
+		if err != nil {
+			continue
+		}
+		if sameProcessAlive(pid, st.StartTicks) {
+			if err := p.Signal(syscall.SIGKILL); err == nil {
+				killed[pid] = st.StartTicks
+				e.log.Warn("killed process of a lost task", "pid", pid)
+			}
+		}
+		p.Release()
+	}
+	// Members forked between the scan and the kills.
+	for pg := range groups {
+		_ = syscall.Kill(-pg, syscall.SIGKILL)
+	}
+	return killed, nil
+}
+
+// waitPIDsGone waits up to bound (or ctx) until none of the processes is
+// alive and returns those still alive.
+func waitPIDsGone(ctx context.Context, procs map[int]uint64, bound time.Duration) []int {
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	tick := time.NewTicker(killPoll)
+	defer tick.Stop()
+	for {
+		var alive []int
+		for pid, ticks := range procs {
+			if sameProcessAlive(pid, ticks) {
+				alive = append(alive, pid)
+			}
+		}
+		if len(alive) == 0 {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-t.C:
+			return alive
+		case <-ctx.Done():
+			return alive
+		}
+	}
+}
