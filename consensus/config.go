@@ -1,0 +1,172 @@
+package consensus
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/shoal-sched/shoal/fsm"
+)
+
+// DefaultTimeout bounds a wait on raft (Apply, Barrier, membership changes)
+// when the caller's context carries no deadline: long enough for an
+// election plus a commit on a LAN, short enough to fail visibly without a
+// quorum.
+const DefaultTimeout = 10 * time.Second
+
+// Config configures Open.
+type Config struct {
+	// ID is the raft server ID: the node name, stable for the node's life.
+	ID string
+	// DataDir is the node's data directory; raft's files live under
+	// DataDir/raft.
+	DataDir string
+	// BindAddr is the host:port to listen on for raft TCP. Port 0 picks a
+	// free port; Raft.Addr reports the result.
+	BindAddr string
+	// AdvertiseAddr is the host:port other servers dial; it defaults to the
+	// address actually bound, which must then not be 0.0.0.0 or [::].
+	AdvertiseAddr string
+	// FSM is the state machine committed entries are applied to.
+	FSM *fsm.State
+	// Logger receives raft's and this package's logs; nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// Timing holds raft's timeouts; zero fields take DefaultTiming's.
+	Timing Timing
+	// StreamLayer, when set, replaces plain TCP (BindAddr and
+	// AdvertiseAddr are then ignored): it is the seam for mutual TLS.
+	StreamLayer raft.StreamLayer
+}
+
+// Timing holds raft's timing and snapshot settings.
+type Timing struct {
+	// HeartbeatTimeout is how long a follower waits without hearing from a
+	// leader before it starts an election.
+	HeartbeatTimeout time.Duration
+	// ElectionTimeout is how long a candidate waits before a new election.
+	ElectionTimeout time.Duration
+	// LeaderLeaseTimeout is how long a leader keeps leading without contact
+	// with a quorum; it must not exceed HeartbeatTimeout.
+	LeaderLeaseTimeout time.Duration
+	// CommitTimeout is how long the leader waits with nothing to send
+	// before it sends an empty AppendEntries so followers learn the commit
+	// index.
+	CommitTimeout time.Duration
+	// SnapshotThreshold is how many new entries trigger a snapshot.
+	SnapshotThreshold uint64
+	// SnapshotInterval is how often raft checks the threshold (staggered
+	// randomly up to twice this).
+	SnapshotInterval time.Duration
+	// TrailingLogs is how many entries are kept behind a snapshot, so a
+	// briefly lagging follower catches up from the log instead of a full
+	// snapshot transfer.
+	TrailingLogs uint64
+}
+
+// DefaultTiming returns the values for a real network: raft's own
+// defaults, tuned by HashiCorp for LAN clusters. A 1s heartbeat timeout
+// rides out a GC pause or a loaded node without an election; a 500ms lease
+// lets a leader cut off from its quorum step down quickly; snapshots every
+// 8192 entries keep restart replay short while keeping 10240 entries for
+// followers to catch up from.
+func DefaultTiming() Timing {
+	return Timing{
+		HeartbeatTimeout:   1000 * time.Millisecond,
+		ElectionTimeout:    1000 * time.Millisecond,
+		LeaderLeaseTimeout: 500 * time.Millisecond,
+		CommitTimeout:      50 * time.Millisecond,
+		SnapshotThreshold:  8192,
+		SnapshotInterval:   120 * time.Second,
+		TrailingLogs:       10240,
+	}
+}
+
+// FastTiming returns values for loopback only (tests and `shoal dev`):
+// elections finish in well under a second, and the 10ms commit timeout
+// keeps followers' applied index close behind the leader's. It is too
+// tight for a real network, where packet delay and pauses would cause
+// spurious elections.
+func FastTiming() Timing {
+	return Timing{
+		HeartbeatTimeout:   300 * time.Millisecond,
+		ElectionTimeout:    300 * time.Millisecond,
+		LeaderLeaseTimeout: 150 * time.Millisecond,
+		CommitTimeout:      10 * time.Millisecond,
+		SnapshotThreshold:  1024,
+		SnapshotInterval:   5 * time.Second,
+		TrailingLogs:       1024,
+	}
+}
+
+// withDefaults fills t's zero fields from DefaultTiming.
+func (t Timing) withDefaults() Timing {
+	d := DefaultTiming()
+	if t.HeartbeatTimeout == 0 {
+		t.HeartbeatTimeout = d.HeartbeatTimeout
+	}
+	if t.ElectionTimeout == 0 {
+		t.ElectionTimeout = d.ElectionTimeout
+	}
+	if t.LeaderLeaseTimeout == 0 {
+		t.LeaderLeaseTimeout = min(d.LeaderLeaseTimeout, t.HeartbeatTimeout)
+	}
+	if t.CommitTimeout == 0 {
+		t.CommitTimeout = d.CommitTimeout
+	}
+	if t.SnapshotThreshold == 0 {
+		t.SnapshotThreshold = d.SnapshotThreshold
+	}
+	if t.SnapshotInterval == 0 {
+		t.SnapshotInterval = d.SnapshotInterval
+	}
+	if t.TrailingLogs == 0 {
+		t.TrailingLogs = d.TrailingLogs
+	}
+	return t
+}
+
+// ErrConfig is wrapped by Open's errors for an invalid Config.
+var ErrConfig = errors.New("invalid consensus config")
+
+func (c Config) validate() error {
+	switch {
+	case c.ID == "":
+		return fmt.Errorf("%w: ID is empty, want the node name", ErrConfig)
+	case c.DataDir == "":
+		return fmt.Errorf("%w: DataDir is empty", ErrConfig)
+	case c.StreamLayer == nil && c.BindAddr == "":
+		return fmt.Errorf("%w: BindAddr is empty, want host:port", ErrConfig)
+	case c.FSM == nil:
+		return fmt.Errorf("%w: FSM is nil", ErrConfig)
+	}
+	t := c.Timing
+	if t.LeaderLeaseTimeout > t.HeartbeatTimeout {
+		return fmt.Errorf("%w: Timing.LeaderLeaseTimeout %s exceeds HeartbeatTimeout %s",
+			ErrConfig, t.LeaderLeaseTimeout, t.HeartbeatTimeout)
+	}
+	return nil
+}
+
+// raftConfig builds raft's configuration from ours.
+func (c Config) raftConfig(logger *hclogAdapter, notify chan<- bool) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(c.ID)
+	rc.HeartbeatTimeout = c.Timing.HeartbeatTimeout
+	rc.ElectionTimeout = c.Timing.ElectionTimeout
+	rc.LeaderLeaseTimeout = c.Timing.LeaderLeaseTimeout
+	rc.CommitTimeout = c.Timing.CommitTimeout
+	rc.SnapshotThreshold = c.Timing.SnapshotThreshold
+	rc.SnapshotInterval = c.Timing.SnapshotInterval
+	rc.TrailingLogs = c.Timing.TrailingLogs
+	rc.Logger = logger
+	rc.NotifyCh = notify
+	// A server removed from the configuration stays up as a follower that
+	// holds no vote, so the leader can add it back (as a non-voter) when it
+	// reappears, without restarting the agent.
+	rc.ShutdownOnRemove = false
+	return rc
+}
