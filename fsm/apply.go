@@ -1,0 +1,405 @@
+package fsm
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// maxNodeNameBytes is the longest node name accepted (a DNS name).
+const maxNodeNameBytes = 253
+
+func (s *State) submit(index uint64, c SubmitJob) Result {
+	if len(c.RequestID) > cluster.MaxRequestIDBytes {
+		return Result{Err: fmt.Errorf("submit: %w: request_id: %d bytes, want at most %d",
+			ErrInvalid, len(c.RequestID), cluster.MaxRequestIDBytes)}
+	}
+	if c.RequestID != "" {
+		if id, ok := s.rids.get(c.RequestID); ok {
+			return Result{JobID: id, Duplicate: true}
+		}
+	}
+	if err := c.Spec.Validate(); err != nil {
+		return Result{Err: fmt.Errorf("submit request %q: %w: %w", c.RequestID, ErrInvalid, err)}
+	}
+	if s.lastJob == math.MaxUint64 {
+		return Result{Err: fmt.Errorf("submit request %q: %w: job ids exhausted", c.RequestID, ErrInvalid)}
+	}
+	j := &cluster.Job{
+		ID:          s.lastJob + 1,
+		RequestID:   c.RequestID,
+		Spec:        c.Spec,
+		State:       cluster.JobPending,
+		SubmitTime:  c.Time,
+		CreateIndex: index,
+		ModifyIndex: index,
+	}
+	canonJob(j)
+	s.jobs = append(s.jobs, j) // IDs only grow: still in order
+	s.lastJob = j.ID
+	if c.RequestID != "" {
+		s.rids.add(c.RequestID, j.ID)
+	}
+	return Result{JobID: j.ID}
+}
+
+func (s *State) cancel(index uint64, c CancelJob) Result {
+	pos, old := s.job(c.Job)
+	if old == nil {
+		return Result{Err: fmt.Errorf("cancel job %d: %w", c.Job, ErrUnknownJob)}
+	}
+	if old.State.Terminal() {
+		return Result{Err: fmt.Errorf("cancel job %d: %w (state %s)", c.Job, ErrJobFinished, old.State)}
+	}
+	// A running job's allocation stays unreleased until each node reports
+	// its tasks dead or is declared down (DESIGN invariant 1).
+	j := old.Clone()
+	j.State = cluster.JobCancelled
+	j.Reason = cluster.ReasonNone
+	j.EndTime = c.Time
+	j.ModifyIndex = index
+	s.storeJob(pos, j)
+	return Result{}
+}
+
+// validateNode checks what UpsertNode and Restore both require of a node.
+func validateNode(n *cluster.Node) error {
+	switch {
+	case n.Name == "":
+		return fmt.Errorf("name: empty, want 1 to %d bytes", maxNodeNameBytes)
+	case len(n.Name) > maxNodeNameBytes:
+		return fmt.Errorf("name: %d bytes, want at most %d", len(n.Name), maxNodeNameBytes)
+	case len(n.GPUs) > cluster.MaxGPUsPerNode:
+		return fmt.Errorf("gpus: %d, want at most %d", len(n.GPUs), cluster.MaxGPUsPerNode)
+	case n.CPUs < 0:
+		return fmt.Errorf("cpus %d: want 0 or more", n.CPUs)
+	}
+	for i, g := range n.GPUs {
+		if g.Index != i {
+			return fmt.Errorf("gpus[%d].index %d: want %d (indices 0..n-1 in order)", i, g.Index, i)
+		}
+		for _, p := range g.NVLinkPeers {
+			if p < 0 || p >= len(n.GPUs) {
+				return fmt.Errorf("gpus[%d].nvlink_peers: %d, want 0 to %d", i, p, len(n.GPUs)-1)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *State) upsertNode(index uint64, c UpsertNode) Result {
+	if err := validateNode(&c.Node); err != nil {
+		return Result{Err: fmt.Errorf("upsert node %.64q: %w: %w", c.Node.Name, ErrInvalid, err)}
+	}
+	in := c.Node
+	n := &cluster.Node{
+		Name:        in.Name,
+		APIAddr:     in.APIAddr,
+		RaftAddr:    in.RaftAddr,
+		GossipAddr:  in.GossipAddr,
+		GPUs:        in.GPUs,
+		CPUs:        in.CPUs,
+		MemoryMiB:   in.MemoryMiB,
+		Topology:    in.Topology,
+		Version:     in.Version,
+		Status:      cluster.NodeUp,
+		StatusTime:  c.Time,
+		CreateIndex: index,
+		ModifyIndex: index,
+	}
+	canonNode(n)
+	if old := s.node(in.Name); old != nil {
+		n.Drain, n.DrainReason = old.Drain, old.DrainReason
+		n.CreateIndex = old.CreateIndex
+		if old.Status == cluster.NodeUp {
+			n.StatusTime = old.StatusTime
+		}
+		if sameNode(old, n) {
+			return Result{} // a repeated announcement changes nothing
+		}
+	}
+	s.putNode(n)
+	return Result{}
+}
+
+// sameNode reports whether a and b are equal except for ModifyIndex.
+func sameNode(a, b *cluster.Node) bool {
+	return a.Name == b.Name && a.APIAddr == b.APIAddr && a.RaftAddr == b.RaftAddr &&
+		a.GossipAddr == b.GossipAddr && a.CPUs == b.CPUs && a.MemoryMiB == b.MemoryMiB &&
+		a.Topology == b.Topology && a.Version == b.Version && a.Status == b.Status &&
+		a.Drain == b.Drain && a.DrainReason == b.DrainReason &&
+		a.StatusTime.Equal(b.StatusTime) && a.CreateIndex == b.CreateIndex &&
+		slices.EqualFunc(a.GPUs, b.GPUs, func(g, h cluster.GPU) bool {
+			return g.Index == h.Index && g.UUID == h.UUID && g.Model == h.Model &&
+				g.MemoryMiB == h.MemoryMiB && g.NUMA == h.NUMA &&
+				slices.Equal(g.NVLinkPeers, h.NVLinkPeers)
+		})
+}
+
+func (s *State) nodeDown(index uint64, c NodeDown) Result {
+	old := s.node(c.Node)
+	if old == nil {
+		return Result{Err: fmt.Errorf("node down %.64q: %w", c.Node, ErrUnknownNode)}
+	}
+	if old.Status != cluster.NodeDown {
+		n := old.Clone()
+		n.Status = cluster.NodeDown
+		n.StatusTime = c.Time
+		n.ModifyIndex = index
+		canonNode(n)
+		s.putNode(n)
+	}
+	// The node's tasks are dead (its agent fences itself before its lease
+	// ends), so what it held is released and its live jobs fail.
+	for _, id := range s.res.liveJobs(c.Node) {
+		pos, old := s.job(id)
+		if old == nil || old.Alloc == nil {
+			continue // the index only names jobs it was given
+		}
+		i := old.Alloc.Find(c.Node)
+		if i < 0 || old.Alloc.Nodes[i].Released {
+			continue
+		}
+		j := old.Clone()
+		j.Alloc.Nodes[i].State = cluster.TaskLost
+		j.Alloc.Nodes[i].Released = true
+		if j.State == cluster.JobRunning {
+			j.State = cluster.JobNodeFail
+			j.Reason = cluster.ReasonNodeDown
+			j.EndTime = c.Time
+		}
+		j.ModifyIndex = index
+		s.storeJob(pos, j)
+		s.res.release(j, i)
+	}
+	return Result{}
+}
+
+func (s *State) allocate(index uint64, c Allocate) Result {
+	var res Result
+	for _, d := range c.Decisions {
+		pos, old := s.job(d.Job)
+		reason := s.checkDecision(old, d)
+		var port int
+		if reason == "" {
+			var ok bool
+			if port, ok = s.res.freePort(d.Nodes[0].Node); !ok {
+				reason = fmt.Sprintf("no free master port on node %q in [%d, %d)", d.Nodes[0].Node, minMasterPort, maxMasterPort)
+			}
+		}
+		if reason != "" {
+			res.Rejected = append(res.Rejected, Rejection{Job: d.Job, Reason: reason})
+			continue
+		}
+		j := old.Clone()
+		j.State = cluster.JobRunning
+		j.Reason = cluster.ReasonNone
+		j.StartTime = c.Time
+		j.Incarnation++
+		j.Alloc = &cluster.Allocation{
+			Nodes:      make([]cluster.NodeAlloc, len(d.Nodes)),
+			MasterPort: port,
+			Index:      index,
+		}
+		for i, p := range d.Nodes {
+			j.Alloc.Nodes[i] = cluster.NodeAlloc{Node: p.Node, GPUs: slices.Clone(p.GPUs), State: cluster.TaskAssigned}
+		}
+		j.ModifyIndex = index
+		canonJob(j)
+		if err := s.res.hold(j); err != nil {
+			// checkDecision saw these resources free a moment ago: the
+			// index is wrong, so this replica cannot be trusted.
+			s.diverge(index, fmt.Errorf("allocate job %d: resource index disagrees with its checks: %w", j.ID, err))
+			res.Rejected = append(res.Rejected, Rejection{Job: d.Job, Reason: "internal error: resource index inconsistent"})
+			continue
+		}
+		s.storeJob(pos, j)
+	}
+	return res
+}
+
+// checkDecision returns why d cannot be applied now, or "". The checks run
+// cheapest first; the GPU check is the FSM's own guard against
+// double-booking (DESIGN invariant 1), whatever placement believed.
+func (s *State) checkDecision(j *cluster.Job, d Decision) string {
+	if j == nil {
+		return "unknown job"
+	}
+	if j.State != cluster.JobPending {
+		return fmt.Sprintf("job is %s, want PENDING", j.State)
+	}
+	if j.Incarnation == math.MaxUint64 {
+		return "job incarnations exhausted"
+	}
+	req := j.Spec.Request
+	if len(d.Nodes) != req.Nodes {
+		return fmt.Sprintf("decision names %d nodes, job requests %d", len(d.Nodes), req.Nodes)
+	}
+	seen := make(map[string]struct{}, len(d.Nodes))
+	for _, p := range d.Nodes {
+		if _, dup := seen[p.Node]; dup {
+			return fmt.Sprintf("node %.64q named twice", p.Node)
+		}
+		seen[p.Node] = struct{}{}
+	}
+	for _, p := range d.Nodes {
+		n := s.node(p.Node)
+		switch {
+		case n == nil:
+			return fmt.Sprintf("unknown node %.64q", p.Node)
+		case n.Status != cluster.NodeUp:
+			return fmt.Sprintf("node %q is %s", p.Node, n.Status)
+		case n.Drain:
+			return fmt.Sprintf("node %q is draining", p.Node)
+		case len(p.GPUs) != req.GPUsPerNode:
+			return fmt.Sprintf("node %q: %d gpus, job requests %d per node", p.Node, len(p.GPUs), req.GPUsPerNode)
+		}
+		used := make([]bool, len(n.GPUs))
+		for _, g := range p.GPUs {
+			if g < 0 || g >= len(n.GPUs) {
+				return fmt.Sprintf("node %q: gpu %d out of range, node has %d", p.Node, g, len(n.GPUs))
+			}
+			if used[g] {
+				return fmt.Sprintf("node %q: gpu %d named twice", p.Node, g)
+			}
+			used[g] = true
+			if other, held := s.res.holder(p.Node, g); held {
+				return fmt.Sprintf("node %q: gpu %d held by job %d", p.Node, g, other)
+			}
+		}
+	}
+	return ""
+}
+
+// reportTarget finds the NodeAlloc a task report names. It returns
+// done=true with a zero Result when the report is stale (an older
+// incarnation) and must be acknowledged without change.
+func (s *State) reportTarget(what string, id cluster.JobID, inc uint64, node string) (pos int, j *cluster.Job, i int, res Result, done bool) {
+	pos, j = s.job(id)
+	if j == nil {
+		return 0, nil, 0, Result{Err: fmt.Errorf("%s job %d: %w", what, id, ErrUnknownJob)}, true
+	}
+	if inc < j.Incarnation {
+		return 0, nil, 0, Result{}, true
+	}
+	if inc > j.Incarnation {
+		return 0, nil, 0, Result{Err: fmt.Errorf("%s job %d incarnation %d: %w: job is at incarnation %d",
+			what, id, inc, ErrInvalid, j.Incarnation)}, true
+	}
+	if i = j.Alloc.Find(node); i < 0 {
+		return 0, nil, 0, Result{Err: fmt.Errorf("%s job %d incarnation %d: %w: node %.64q not in its allocation",
+			what, id, inc, ErrInvalid, node)}, true
+	}
+	return pos, j, i, Result{}, false
+}
+
+func (s *State) taskStarted(index uint64, c TaskStarted) Result {
+	pos, old, i, res, done := s.reportTarget("task started:", c.Job, c.Incarnation, c.Node)
+	if done {
+		return res
+	}
+	if old.Alloc.Nodes[i].State != cluster.TaskAssigned {
+		return Result{} // already running, exited or lost: a retried report
+	}
+	j := old.Clone()
+	j.Alloc.Nodes[i].State = cluster.TaskRunning
+	j.ModifyIndex = index
+	s.storeJob(pos, j)
+	return Result{}
+}
+
+func (s *State) taskExited(index uint64, c TaskExited) Result {
+	pos, old, i, res, done := s.reportTarget("task exited:", c.Job, c.Incarnation, c.Node)
+	if done {
+		return res
+	}
+	if old.Alloc.Nodes[i].Released {
+		return Result{} // a retried report: acknowledge it
+	}
+	j := old.Clone()
+	na := &j.Alloc.Nodes[i]
+	na.State = cluster.TaskExited
+	na.ExitCode = c.ExitCode
+	na.Released = true
+	if j.State == cluster.JobRunning {
+		switch {
+		case c.Cause == CauseTimeout:
+			j.State = cluster.JobTimeout
+		case c.Cause == CauseFenced || c.Cause == CauseLost:
+			j.State = cluster.JobNodeFail
+			j.Reason = cluster.ReasonNodeDown
+		case c.ExitCode != 0 || c.Cause == CauseStartFail:
+			j.State = cluster.JobFailed
+			j.ExitCode = c.ExitCode
+		case allExitedZero(j.Alloc):
+			j.State = cluster.JobCompleted
+		}
+		if j.State.Terminal() {
+			j.EndTime = c.Time
+		}
+	}
+	j.ModifyIndex = index
+	s.storeJob(pos, j)
+	s.res.release(j, i)
+	return Result{}
+}
+
+func allExitedZero(a *cluster.Allocation) bool {
+	for _, n := range a.Nodes {
+		if n.State != cluster.TaskExited || n.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *State) setReasons(index uint64, c SetReasons) Result {
+	for _, r := range c.Reasons {
+		pos, old := s.job(r.Job)
+		if old == nil || old.State != cluster.JobPending || old.Reason == r.Reason {
+			continue
+		}
+		j := old.Clone()
+		j.Reason = r.Reason
+		j.ModifyIndex = index
+		s.storeJob(pos, j)
+	}
+	return Result{}
+}
+
+// storeJob replaces the record at pos with j, a fresh clone.
+func (s *State) storeJob(pos int, j *cluster.Job) {
+	canonJob(j)
+	s.jobs[pos] = j
+}
+
+// canonJob stores empty slices as nil, so a record encodes the same
+// whether it was built from a command, cloned, or decoded from a snapshot
+// (msgpack decodes an empty array as a non-nil slice, Clone the reverse).
+func canonJob(j *cluster.Job) {
+	j.Spec.Command = nilIfEmpty(j.Spec.Command)
+	j.Spec.Env = nilIfEmpty(j.Spec.Env)
+	if j.Alloc != nil {
+		j.Alloc.Nodes = nilIfEmpty(j.Alloc.Nodes)
+		for i := range j.Alloc.Nodes {
+			j.Alloc.Nodes[i].GPUs = nilIfEmpty(j.Alloc.Nodes[i].GPUs)
+		}
+	}
+}
+
+// canonNode is canonJob for nodes.
+func canonNode(n *cluster.Node) {
+	n.GPUs = nilIfEmpty(n.GPUs)
+	for i := range n.GPUs {
+		n.GPUs[i].NVLinkPeers = nilIfEmpty(n.GPUs[i].NVLinkPeers)
+	}
+}
+
+func nilIfEmpty[S ~[]E, E any](s S) S {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,20 @@
+package fsm
+
+import "errors"
+
+// Sentinels for what callers branch on. Apply wraps them with the command
+// and the identity that failed; test with errors.Is.
+var (
+	// ErrUnknownJob: the command names a job the state does not hold.
+	ErrUnknownJob = errors.New("unknown job")
+	// ErrUnknownNode: the command names a node the state does not hold.
+	ErrUnknownNode = errors.New("unknown node")
+	// ErrJobFinished: the job is already in a terminal state.
+	ErrJobFinished = errors.New("job already finished")
+	// ErrInvalid: the command's content is invalid (a bad spec, a bad node
+	// record, a task report that cannot be true). The state is unchanged.
+	ErrInvalid = errors.New("invalid command")
+	// ErrDiverged: the entry could not be decoded or applied at all. The
+	// replica can no longer be trusted to match the others.
+	ErrDiverged = errors.New("replica diverged: cannot apply log entry")
+)

@@ -1,0 +1,255 @@
+package fsm
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// Master ports are chosen from [minMasterPort, maxMasterPort).
+const (
+	minMasterPort = 29500
+	maxMasterPort = 30500
+)
+
+// resources indexes what unreleased allocations hold, so Allocate and
+// NodeDown never scan every job. It is derived state: Restore rebuilds it
+// from the jobs, and it is not part of the snapshot.
+type resources struct {
+	// held maps node -> GPU index -> the job holding it. The inner maps are
+	// shared with views and so are copy-on-write: one may be changed in
+	// place only while owned says no view has seen it.
+	held  map[string]map[int]cluster.JobID
+	owned map[string]bool
+	// live maps node -> jobs with an unreleased NodeAlloc on it (GPU-less
+	// jobs included). State-only, never shared.
+	live map[string]map[cluster.JobID]struct{}
+	// ports maps a first node -> master port -> the job using it, for jobs
+	// that still hold resources. State-only.
+	ports map[string]map[int]cluster.JobID
+}
+
+func newResources() resources {
+	return resources{
+		held:  map[string]map[int]cluster.JobID{},
+		owned: map[string]bool{},
+		live:  map[string]map[cluster.JobID]struct{}{},
+		ports: map[string]map[int]cluster.JobID{},
+	}
+}
+
+// share returns the held table for a view. From now on no inner map may be
+// changed in place.
+func (r *resources) share() map[string]map[int]cluster.JobID {
+	clear(r.owned)
+	return maps.Clone(r.held)
+}
+
+// heldFor returns node's GPU table ready to be written.
+func (r *resources) heldFor(node string) map[int]cluster.JobID {
+	m := r.held[node]
+	switch {
+	case m == nil:
+		m = map[int]cluster.JobID{}
+	case !r.owned[node]:
+		m = maps.Clone(m)
+	default:
+		return m
+	}
+	r.held[node] = m
+	r.owned[node] = true
+	return m
+}
+
+// holder returns the job holding GPU gpu of node, if any.
+func (r *resources) holder(node string, gpu int) (cluster.JobID, bool) {
+	id, ok := r.held[node][gpu]
+	return id, ok
+}
+
+// freePort returns the lowest master port no job holding resources with
+// the same first node uses.
+func (r *resources) freePort(first string) (int, bool) {
+	used := r.ports[first]
+	for p := minMasterPort; p < maxMasterPort; p++ {
+		if _, ok := used[p]; !ok {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+// hold records every unreleased NodeAlloc of j. It refuses, changing
+// nothing, if a GPU or the master port is already taken by another job:
+// Allocate checks this before, so only a corrupt snapshot gets here.
+func (r *resources) hold(j *cluster.Job) error {
+	if j.Alloc == nil || !j.HoldsResources() {
+		return nil
+	}
+	for _, na := range j.Alloc.Nodes {
+		if na.Released {
+			continue
+		}
+		for _, g := range na.GPUs {
+			if other, ok := r.holder(na.Node, g); ok && other != j.ID {
+				return fmt.Errorf("job %d: gpu %d of node %q already held by job %d", j.ID, g, na.Node, other)
+			}
+		}
+	}
+	first, port := j.Alloc.Nodes[0].Node, j.Alloc.MasterPort
+	if other, ok := r.ports[first][port]; ok && other != j.ID {
+		return fmt.Errorf("job %d: master port %d on node %q already used by job %d", j.ID, port, first, other)
+	}
+	for _, na := range j.Alloc.Nodes {
+		if na.Released {
+			continue
+		}
+		if len(na.GPUs) > 0 {
+			m := r.heldFor(na.Node)
+			for _, g := range na.GPUs {
+				m[g] = j.ID
+			}
+		}
+		if r.live[na.Node] == nil {
+			r.live[na.Node] = map[cluster.JobID]struct{}{}
+		}
+		r.live[na.Node][j.ID] = struct{}{}
+	}
+	if r.ports[first] == nil {
+		r.ports[first] = map[int]cluster.JobID{}
+	}
+	r.ports[first][port] = j.ID
+	return nil
+}
+
+// release forgets what NodeAlloc i of j held. j is the updated record, with
+// that NodeAlloc already Released.
+func (r *resources) release(j *cluster.Job, i int) {
+	na := j.Alloc.Nodes[i]
+	if len(na.GPUs) > 0 && r.held[na.Node] != nil {
+		m := r.heldFor(na.Node)
+		for _, g := range na.GPUs {
+			if m[g] == j.ID {
+				delete(m, g)
+			}
+		}
+		if len(m) == 0 {
+			delete(r.held, na.Node)
+			delete(r.owned, na.Node)
+		}
+	}
+	if jobs := r.live[na.Node]; jobs != nil {
+		delete(jobs, j.ID)
+		if len(jobs) == 0 {
+			delete(r.live, na.Node)
+		}
+	}
+	if !j.HoldsResources() {
+		first := j.Alloc.Nodes[0].Node
+		if ports := r.ports[first]; ports != nil && ports[j.Alloc.MasterPort] == j.ID {
+			delete(ports, j.Alloc.MasterPort)
+			if len(ports) == 0 {
+				delete(r.ports, first)
+			}
+		}
+	}
+}
+
+// liveJobs returns the jobs with an unreleased NodeAlloc on node, in
+// ascending ID order (map order must never reach the state).
+func (r *resources) liveJobs(node string) []cluster.JobID {
+	ids := slices.Collect(maps.Keys(r.live[node]))
+	slices.Sort(ids)
+	return ids
+}
+
+// ridTableTail bounds the request IDs kept outside the shared base map;
+// past it the base is rebuilt, so a lookup scans at most this many.
+const ridTableTail = 1024
+
+type ridPair struct {
+	RequestID string        `msgpack:"request_id"`
+	Job       cluster.JobID `msgpack:"job"`
+}
+
+// ridTable maps request IDs to jobs. Views share it without copying: base
+// is immutable once built and tail is append-only, so a view keeps the
+// base pointer and a prefix of tail.
+type ridTable struct {
+	base    map[string]cluster.JobID
+	tail    []ridPair
+	tailMap map[string]cluster.JobID // the state's own index of tail
+}
+
+func newRIDTable(pairs []ridPair) ridTable {
+	base := make(map[string]cluster.JobID, len(pairs))
+	for _, p := range pairs {
+		base[p.RequestID] = p.Job
+	}
+	return ridTable{base: base, tailMap: map[string]cluster.JobID{}}
+}
+
+func (t *ridTable) get(rid string) (cluster.JobID, bool) {
+	if id, ok := t.tailMap[rid]; ok {
+		return id, true
+	}
+	id, ok := t.base[rid]
+	return id, ok
+}
+
+func (t *ridTable) add(rid string, id cluster.JobID) {
+	if len(t.tail) >= ridTableTail {
+		base := maps.Clone(t.base)
+		if base == nil {
+			base = map[string]cluster.JobID{}
+		}
+		for _, p := range t.tail {
+			base[p.RequestID] = p.Job
+		}
+		// Fresh tail and base: views keep the old ones untouched.
+		t.base, t.tail, t.tailMap = base, nil, map[string]cluster.JobID{}
+	}
+	t.tail = append(t.tail, ridPair{RequestID: rid, Job: id})
+	t.tailMap[rid] = id
+}
+
+// freeze returns a read-only copy sharing storage with t.
+func (t *ridTable) freeze() ridView {
+	return ridView{base: t.base, tail: t.tail[:len(t.tail):len(t.tail)]}
+}
+
+type ridView struct {
+	base map[string]cluster.JobID
+	tail []ridPair
+}
+
+func (v ridView) get(rid string) (cluster.JobID, bool) {
+	for _, p := range v.tail {
+		if p.RequestID == rid {
+			return p.Job, true
+		}
+	}
+	id, ok := v.base[rid]
+	return id, ok
+}
+
+// sorted returns every pair in ascending request ID order.
+func (v ridView) sorted() []ridPair {
+	out := make([]ridPair, 0, len(v.base)+len(v.tail))
+	for rid, id := range v.base {
+		out = append(out, ridPair{RequestID: rid, Job: id})
+	}
+	out = append(out, v.tail...)
+	slices.SortFunc(out, func(a, b ridPair) int {
+		switch {
+		case a.RequestID < b.RequestID:
+			return -1
+		case a.RequestID > b.RequestID:
+			return 1
+		}
+		return 0
+	})
+	return out
+}

@@ -1,0 +1,200 @@
+package fsm
+
+import (
+	"crypto/sha256"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// snapshotVersion is the first byte of every snapshot. Bump it when the
+// body's meaning changes; Restore refuses versions it does not know.
+const snapshotVersion byte = 1
+
+// snapshotBody is the canonical snapshot: no Go maps, records in ascending
+// order, fields encoded in declaration order.
+type snapshotBody struct {
+	Index      uint64          `msgpack:"index"`
+	Hash       []byte          `msgpack:"hash"`
+	LastJobID  cluster.JobID   `msgpack:"last_job_id"`
+	Jobs       []*cluster.Job  `msgpack:"jobs"`
+	Nodes      []*cluster.Node `msgpack:"nodes"`
+	RequestIDs []ridPair       `msgpack:"request_ids"`
+}
+
+// Snapshot returns the canonical bytes of the state: a version byte, then
+// msgpack. Identical states give identical bytes. It encodes a view, so
+// Apply is not held up while it runs.
+func (s *State) Snapshot() ([]byte, error) {
+	return s.View().encode()
+}
+
+// Digest returns the applied index and the sha256 of the snapshot bytes at
+// that index: what the chaos checker compares across replicas.
+func (s *State) Digest() (index uint64, sum [32]byte, err error) {
+	v := s.View()
+	b, err := v.encode()
+	if err != nil {
+		return 0, sum, err
+	}
+	return v.Index, sha256.Sum256(b), nil
+}
+
+func (v *View) encode() ([]byte, error) {
+	body := snapshotBody{
+		Index:      v.Index,
+		Hash:       v.hash[:],
+		LastJobID:  v.lastJob,
+		Jobs:       v.jobs,
+		Nodes:      v.nodes,
+		RequestIDs: v.rids.sorted(),
+	}
+	b, err := msgpack.Marshal(&body)
+	if err != nil {
+		return nil, fmt.Errorf("encode snapshot at %d: %w", v.Index, err)
+	}
+	return append([]byte{snapshotVersion}, b...), nil
+}
+
+// Restore replaces the whole state with the snapshot in data. A snapshot
+// that does not decode or breaks an invariant is an error and the old
+// state stays in place. A successful Restore clears Diverged and wakes
+// the watchers of older views.
+func (s *State) Restore(data []byte) error {
+	n, err := decodeSnapshot(data)
+	if err != nil {
+		return fmt.Errorf("restore snapshot: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.index, s.hash, s.lastJob = n.index, n.hash, n.lastJob
+	s.jobs, s.nodes, s.rids, s.res = n.jobs, n.nodes, n.rids, n.res
+	s.diverged = nil
+	s.moved()
+	return nil
+}
+
+// decodeSnapshot decodes and validates a snapshot into a fresh State.
+func decodeSnapshot(data []byte) (*State, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("empty, want a version byte and a body")
+	}
+	if data[0] != snapshotVersion {
+		return nil, fmt.Errorf("format version %d, want %d", data[0], snapshotVersion)
+	}
+	var body snapshotBody
+	if err := decodeStrict(data[1:], &body); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	if len(body.Hash) != len([32]byte{}) {
+		return nil, fmt.Errorf("hash: %d bytes, want 32", len(body.Hash))
+	}
+	s := New()
+	s.index, s.lastJob = body.Index, body.LastJobID
+	copy(s.hash[:], body.Hash)
+
+	for i, j := range body.Jobs {
+		if err := validateJob(j, body.LastJobID); err != nil {
+			return nil, fmt.Errorf("jobs[%d]: %w", i, err)
+		}
+		if i > 0 && j.ID <= body.Jobs[i-1].ID {
+			return nil, fmt.Errorf("jobs[%d]: id %d after %d, want ascending unique ids", i, j.ID, body.Jobs[i-1].ID)
+		}
+		canonJob(j)
+		if err := s.res.hold(j); err != nil {
+			return nil, fmt.Errorf("jobs[%d]: %w", i, err)
+		}
+	}
+	s.jobs = nilIfEmpty(body.Jobs)
+
+	for i, n := range body.Nodes {
+		if n == nil {
+			return nil, fmt.Errorf("nodes[%d]: nil", i)
+		}
+		if err := validateNode(n); err != nil {
+			return nil, fmt.Errorf("nodes[%d] %.64q: %w", i, n.Name, err)
+		}
+		if i > 0 && n.Name <= body.Nodes[i-1].Name {
+			return nil, fmt.Errorf("nodes[%d]: name %.64q after %.64q, want ascending unique names", i, n.Name, body.Nodes[i-1].Name)
+		}
+		canonNode(n)
+	}
+	s.nodes = nilIfEmpty(body.Nodes)
+
+	for i, p := range body.RequestIDs {
+		switch {
+		case p.RequestID == "" || len(p.RequestID) > cluster.MaxRequestIDBytes:
+			return nil, fmt.Errorf("request_ids[%d]: %d bytes, want 1 to %d", i, len(p.RequestID), cluster.MaxRequestIDBytes)
+		case p.Job == 0 || p.Job > body.LastJobID:
+			return nil, fmt.Errorf("request_ids[%d]: job %d, want 1 to last job id %d", i, p.Job, body.LastJobID)
+		case i > 0 && p.RequestID <= body.RequestIDs[i-1].RequestID:
+			return nil, fmt.Errorf("request_ids[%d]: %.64q not after %.64q, want ascending unique ids", i, p.RequestID, body.RequestIDs[i-1].RequestID)
+		}
+	}
+	s.rids = newRIDTable(body.RequestIDs)
+	return s, nil
+}
+
+// validateJob checks what the FSM's own transitions guarantee of a job, so
+// a corrupt snapshot cannot smuggle in a state Apply would never make.
+func validateJob(j *cluster.Job, lastJob cluster.JobID) error {
+	if j == nil {
+		return fmt.Errorf("nil")
+	}
+	if j.ID == 0 || j.ID > lastJob {
+		return fmt.Errorf("id %d: want 1 to last job id %d", j.ID, lastJob)
+	}
+	switch j.State {
+	case cluster.JobPending, cluster.JobRunning, cluster.JobCompleted, cluster.JobFailed,
+		cluster.JobCancelled, cluster.JobTimeout, cluster.JobNodeFail:
+	default:
+		return fmt.Errorf("job %d: state %.32q: want a known job state", j.ID, j.State)
+	}
+	if err := j.Spec.Request.Validate(); err != nil {
+		return fmt.Errorf("job %d: request: %w", j.ID, err)
+	}
+	if j.Alloc == nil {
+		if j.State == cluster.JobRunning {
+			return fmt.Errorf("job %d: RUNNING without an allocation", j.ID)
+		}
+		return nil
+	}
+	if len(j.Alloc.Nodes) == 0 {
+		return fmt.Errorf("job %d: allocation with no nodes", j.ID)
+	}
+	if j.State == cluster.JobPending && j.HoldsResources() {
+		return fmt.Errorf("job %d: PENDING while holding resources", j.ID)
+	}
+	names := make(map[string]struct{}, len(j.Alloc.Nodes))
+	for i, na := range j.Alloc.Nodes {
+		if _, dup := names[na.Node]; dup {
+			return fmt.Errorf("job %d: alloc.nodes[%d]: node %.64q named twice", j.ID, i, na.Node)
+		}
+		names[na.Node] = struct{}{}
+		switch na.State {
+		case cluster.TaskAssigned, cluster.TaskRunning:
+			if na.Released {
+				return fmt.Errorf("job %d: alloc.nodes[%d]: %s but released", j.ID, i, na.State)
+			}
+		case cluster.TaskExited, cluster.TaskLost:
+			if !na.Released {
+				return fmt.Errorf("job %d: alloc.nodes[%d]: %s but not released", j.ID, i, na.State)
+			}
+		default:
+			return fmt.Errorf("job %d: alloc.nodes[%d]: task state %.32q: want a known task state", j.ID, i, na.State)
+		}
+		if len(na.GPUs) > cluster.MaxGPUsPerNode {
+			return fmt.Errorf("job %d: alloc.nodes[%d]: %d gpus, want at most %d", j.ID, i, len(na.GPUs), cluster.MaxGPUsPerNode)
+		}
+		seen := make(map[int]struct{}, len(na.GPUs))
+		for _, g := range na.GPUs {
+			if _, dup := seen[g]; dup || g < 0 || g >= cluster.MaxGPUsPerNode {
+				return fmt.Errorf("job %d: alloc.nodes[%d]: gpu %d repeated or out of range", j.ID, i, g)
+			}
+			seen[g] = struct{}{}
+		}
+	}
+	return nil
+}
