@@ -1,0 +1,99 @@
+package slurm
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseTime(t *testing.T) {
+	const d, h, m, s = 24 * time.Hour, time.Hour, time.Minute, time.Second
+	tests := []struct {
+		in   string
+		want time.Duration
+	}{
+		{"90", 90 * m},
+		{"1:30", m + 30*s},
+		{"1:90", 2*m + 30*s},
+		{"02:03:04", 2*h + 3*m + 4*s},
+		{"1-12", d + 12*h},
+		{"1-12:30", d + 12*h + 30*m},
+		{"2-00:00:05", 2*d + 5*s},
+		{"0", 0},
+		{"0:00", 0},
+		{"UNLIMITED", 0},
+		{"infinite", 0},
+		{"-1", 0},
+		{"99999999", 99999999 * m},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseTime(tt.in)
+			if err != nil || got != tt.want {
+				t.Errorf("ParseTime(%q) = %v, %v; want %v, nil", tt.in, got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseTimeErrors(t *testing.T) {
+	for _, in := range []string{
+		"90x", "", " 90", "1:2:3:4", "1-2-3", "1-", "-5", "1:", ":1", "1-1:2:3:4",
+		"+5", "1e3", "1234567890", "999999999", "999999-999999999:0:0", "UNLIMITEDx", "1.5",
+	} {
+		t.Run(in, func(t *testing.T) {
+			got, err := ParseTime(in)
+			want := `--time "` + in + `"`
+			if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), timeForms) {
+				t.Errorf("ParseTime(%q) = %v, %v; want error %s: %s", in, got, err, want, timeForms)
+			}
+		})
+	}
+}
+
+func TestFormatTime(t *testing.T) {
+	tests := []struct {
+		in            time.Duration
+		limit, elapsd string
+	}{
+		{0, "UNLIMITED", "0:00"},
+		{59 * time.Second, "0:59", "0:59"},
+		{90 * time.Minute, "1:30:00", "1:30:00"},
+		{61*time.Minute + 500*time.Millisecond, "1:01:00", "1:01:00"},
+		{25*time.Hour + 2*time.Second, "1-01:00:02", "1-01:00:02"},
+		{100 * 24 * time.Hour, "100-00:00:00", "100-00:00:00"},
+		{-time.Second, "INVALID", "INVALID"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.limit, func(t *testing.T) {
+			if got := FormatTime(tt.in); got != tt.limit {
+				t.Errorf("FormatTime(%v) = %q; want %q", tt.in, got, tt.limit)
+			}
+			if got := FormatElapsed(tt.in); got != tt.elapsd {
+				t.Errorf("FormatElapsed(%v) = %q; want %q", tt.in, got, tt.elapsd)
+			}
+		})
+	}
+}
+
+func FuzzParseTime(f *testing.F) {
+	for _, s := range []string{"90", "1:30", "02:03:04", "1-12", "1-12:30", "2-00:00:05", "0", "UNLIMITED", "90x", "-1", "1-", "::"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseTime(s)
+		if err != nil {
+			if !strings.Contains(err.Error(), timeForms) {
+				t.Fatalf("ParseTime(%q) error %q; want it to list %s", s, err, timeForms)
+			}
+			return
+		}
+		if d < 0 || d%time.Second != 0 {
+			t.Fatalf("ParseTime(%q) = %v; want whole seconds, 0 or more", s, d)
+		}
+		// What FormatTime prints, ParseTime reads back (D-HH:MM:SS, H:MM:SS, M:SS, UNLIMITED).
+		if back, err := ParseTime(FormatTime(d)); err != nil || back != d {
+			t.Fatalf("ParseTime(FormatTime(%v) = %q) = %v, %v; want %v", d, FormatTime(d), back, err, d)
+		}
+	})
+}
