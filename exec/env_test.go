@@ -1,0 +1,209 @@
+package exec
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+func envMap(t *testing.T, env []string) map[string]string {
+	t.Helper()
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			t.Fatalf("entry %q: not KEY=VALUE", kv)
+		}
+		if _, dup := m[k]; dup {
+			t.Fatalf("key %s set twice", k)
+		}
+		m[k] = v
+	}
+	return m
+}
+
+func twoByTwo() Launch {
+	return Launch{
+		Job:         42,
+		Incarnation: 3,
+		Spec: cluster.Spec{
+			Name:    "train",
+			Command: []string{"/bin/true"},
+			WorkDir: "/home/ada/run",
+			User:    "ada", UID: 1000, GID: 100,
+			Request: cluster.Request{Nodes: 2, GPUsPerNode: 2, TasksPerNode: 2, CPUsPerTask: 8},
+		},
+		Alloc: cluster.Allocation{
+			Nodes:      []cluster.NodeAlloc{{Node: "n1", GPUs: []int{0, 1}}, {Node: "n2", GPUs: []int{2, 3}}},
+			MasterPort: 29500,
+		},
+		NodeIndex:  1,
+		MasterAddr: "10.0.0.1",
+		NodeList:   "n[1-2]",
+		NodeName:   "n2",
+	}
+}
+
+// TestEnvContract checks every variable of the environment contract
+// (DESIGN "The environment contract of a rank") for given ranks.
+func TestEnvContract(t *testing.T) {
+	oneNode := Launch{
+		Job: 7, Incarnation: 1,
+		Spec: cluster.Spec{Command: []string{"/opt/bin/job.sh"}, WorkDir: "/w", User: "bob", UID: 2000, GID: 2000},
+		Alloc: cluster.Allocation{
+			Nodes: []cluster.NodeAlloc{{Node: "a1"}}, MasterPort: 30000,
+		},
+		MasterAddr: "a1", NodeList: "a1",
+	}
+	tests := []struct {
+		name   string
+		launch Launch
+		local  int
+		want   map[string]string
+	}{
+		{"2x2 rank 3", twoByTwo(), 1, map[string]string{
+			"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "WORLD_SIZE": "4", "RANK": "3",
+			"LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "NODE_RANK": "1", "GROUP_RANK": "1",
+			"CUDA_VISIBLE_DEVICES": "2,3",
+			"SLURM_JOB_ID":         "42", "SLURM_JOBID": "42", "SLURM_JOB_NAME": "train",
+			"SLURM_JOB_NODELIST": "n[1-2]", "SLURM_NODELIST": "n[1-2]", "SLURM_NNODES": "2",
+			"SLURM_JOB_NUM_NODES": "2", "SLURM_NTASKS": "4", "SLURM_NPROCS": "4",
+			"SLURM_NTASKS_PER_NODE": "2", "SLURM_TASKS_PER_NODE": "2(x2)", "SLURM_PROCID": "3",
+			"SLURM_LOCALID": "1", "SLURM_NODEID": "1", "SLURM_GPUS_ON_NODE": "2",
+			"SLURM_JOB_GPUS": "2,3", "SLURM_STEP_GPUS": "2,3", "SLURM_CPUS_PER_TASK": "8",
+			"SLURM_SUBMIT_DIR": "/home/ada/run", "SLURMD_NODENAME": "n2", "SLURM_JOB_USER": "ada",
+			"SLURM_JOB_UID": "1000", "SLURM_JOB_GID": "100", "SLURM_RESTART_COUNT": "2",
+			"SHOAL_JOB_ID": "42", "SHOAL_JOB_NAME": "train", "SHOAL_NODELIST": "n[1-2]",
+			"SHOAL_NNODES": "2", "SHOAL_NTASKS": "4", "SHOAL_PROCID": "3", "SHOAL_LOCALID": "1",
+			"SHOAL_NODEID": "1", "SHOAL_NODE_NAME": "n2", "SHOAL_INCARNATION": "3",
+			"PATH": defaultPath, "USER": "ada", "LOGNAME": "ada",
+		}},
+		{"1 node no GPUs defaults", oneNode, 0, map[string]string{
+			"MASTER_ADDR": "a1", "MASTER_PORT": "30000", "WORLD_SIZE": "1", "RANK": "0",
+			"LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", "NODE_RANK": "0", "GROUP_RANK": "0",
+			"CUDA_VISIBLE_DEVICES": "",
+			"SLURM_JOB_ID":         "7", "SLURM_JOBID": "7", "SLURM_JOB_NAME": "job.sh",
+			"SLURM_JOB_NODELIST": "a1", "SLURM_NODELIST": "a1", "SLURM_NNODES": "1",
+			"SLURM_JOB_NUM_NODES": "1", "SLURM_NTASKS": "1", "SLURM_NPROCS": "1",
+			"SLURM_NTASKS_PER_NODE": "1", "SLURM_TASKS_PER_NODE": "1", "SLURM_PROCID": "0",
+			"SLURM_LOCALID": "0", "SLURM_NODEID": "0", "SLURM_GPUS_ON_NODE": "0",
+			"SLURM_CPUS_PER_TASK": "1", "SLURM_SUBMIT_DIR": "/w", "SLURMD_NODENAME": "a1",
+			"SLURM_JOB_USER": "bob", "SLURM_JOB_UID": "2000", "SLURM_JOB_GID": "2000",
+			"SHOAL_JOB_ID": "7", "SHOAL_JOB_NAME": "job.sh", "SHOAL_NODELIST": "a1",
+			"SHOAL_NNODES": "1", "SHOAL_NTASKS": "1", "SHOAL_PROCID": "0", "SHOAL_LOCALID": "0",
+			"SHOAL_NODEID": "0", "SHOAL_NODE_NAME": "a1", "SHOAL_INCARNATION": "1",
+			"PATH": defaultPath, "USER": "bob", "LOGNAME": "bob",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := Env(tt.launch, tt.local)
+			if !slices.IsSorted(env) {
+				t.Errorf("Env(...) is not sorted: %q", env)
+			}
+			got := envMap(t, env)
+			for k, want := range tt.want {
+				if v, ok := got[k]; !ok || v != want {
+					t.Errorf("Env(...)[%s] = %q (set %v); want %q", k, v, ok, want)
+				}
+			}
+			for k, v := range got {
+				if _, ok := tt.want[k]; !ok {
+					t.Errorf("Env(...) sets unexpected %s=%q", k, v)
+				}
+			}
+		})
+	}
+}
+
+// TestEnvSpecEnv checks that the submitter's variables come through, later
+// ones winning, and that the contract wins over them.
+func TestEnvSpecEnv(t *testing.T) {
+	l := twoByTwo()
+	l.Incarnation = 1
+	l.Spec.Env = []string{
+		"FOO=1", "FOO=2", "PATH=/custom/bin", "HOME=/h",
+		"RANK=99", "SLURM_JOB_ID=1", "SLURM_RESTART_COUNT=5", "SHOAL_NODEID=7",
+		"CUDA_VISIBLE_DEVICES=0,1,2,3", "SLURM_ARRAY_TASK_ID=4", "USER=other", "bogus",
+	}
+	got := envMap(t, contractEnv(l, 0, "/home/ada"))
+	for k, want := range map[string]string{
+		"FOO": "2", "PATH": "/custom/bin", "HOME": "/h", "RANK": "2", "SLURM_JOB_ID": "42",
+		"SHOAL_NODEID": "1", "CUDA_VISIBLE_DEVICES": "2,3", "SLURM_ARRAY_TASK_ID": "4",
+		"USER": "other", "LOGNAME": "ada",
+	} {
+		if got[k] != want {
+			t.Errorf("Env(...)[%s] = %q; want %q", k, got[k], want)
+		}
+	}
+	if v, ok := got["SLURM_RESTART_COUNT"]; ok {
+		t.Errorf("SLURM_RESTART_COUNT = %q on the first incarnation; want unset", v)
+	}
+	if _, ok := got["bogus"]; ok {
+		t.Errorf("malformed entry passed through")
+	}
+	if got := envMap(t, contractEnv(twoByTwo(), 0, "/home/ada"))["HOME"]; got != "/home/ada" {
+		t.Errorf("HOME = %q; want the looked-up /home/ada", got)
+	}
+}
+
+// TestEnvGolden compares the names Shoal sets with a real Slurm task's
+// environment: srun -N2 --ntasks-per-node=2 --gres=gpu:2, task 1 (node n1,
+// local id 1) of job 1 "envcheck".
+func TestEnvGolden(t *testing.T) {
+	path := filepath.Join("..", "..", "shared", "peers", "slurm", "env_golden", "envcheck.step0.task1.env")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("golden environment: %v", err)
+	}
+	defer f.Close()
+	golden := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+			golden[k] = v
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	l := Launch{
+		Job: 1, Incarnation: 1,
+		Spec: cluster.Spec{
+			Name: "envcheck", Command: []string{"env"}, WorkDir: "/tmp/slurmpeer/env",
+			User: "root", UID: 0, GID: 0,
+			Request: cluster.Request{Nodes: 2, GPUsPerNode: 2, TasksPerNode: 2},
+		},
+		Alloc: cluster.Allocation{Nodes: []cluster.NodeAlloc{
+			{Node: "n1", GPUs: []int{0, 1}}, {Node: "n2", GPUs: []int{0, 1}},
+		}, MasterPort: 29500},
+		NodeIndex: 0, MasterAddr: "n1", NodeList: "n[1-2]", NodeName: "n1",
+	}
+	got := envMap(t, contractEnv(l, 1, "/root"))
+	// Names Shoal sets that this Slurm run did not: asked for without -c,
+	// and never requeued.
+	notInGolden := map[string]bool{"SLURM_CPUS_PER_TASK": true, "SLURM_RESTART_COUNT": true,
+		"USER": true, "LOGNAME": true}
+	checked := 0
+	for k, v := range got {
+		gv, ok := golden[k]
+		switch {
+		case ok:
+			checked++
+			if v != gv {
+				t.Errorf("%s = %q; Slurm sets %q", k, v, gv)
+			}
+		case strings.HasPrefix(k, "SLURM") && !notInGolden[k]:
+			t.Errorf("%s = %q is not in Slurm's environment", k, v)
+		}
+	}
+	if checked < 25 {
+		t.Errorf("only %d names compared with the golden file; want at least 25", checked)
+	}
+}

@@ -1,0 +1,110 @@
+package exec
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// fakeRanks stands in for rank processes inside a synctest bubble: it
+// records each signal with the fake time it arrived, and ranks that
+// "honour" SIGTERM exit 143 on it; all exit 137 on SIGKILL.
+type fakeRanks struct {
+	mu      sync.Mutex
+	start   time.Time
+	signals []string
+	exits   chan rankExit
+	live    map[int]bool
+	honour  bool
+}
+
+func (f *fakeRanks) signal(sig syscall.Signal) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.signals = append(f.signals, fmt.Sprintf("%v@%v", sig, time.Since(f.start)))
+	for _, i := range slices.Sorted(maps.Keys(f.live)) {
+		if sig == syscall.SIGKILL || f.honour {
+			delete(f.live, i)
+			f.exits <- rankExit{local: i, code: 128 + int(sig)}
+		}
+	}
+}
+
+func (f *fakeRanks) exit(i, code int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.live, i)
+	f.exits <- rankExit{local: i, code: code}
+}
+
+// TestSupervise drives the end-of-task logic on fake time: time limits,
+// kill grace and first-cause-wins (DESIGN invariant 1 relies on every
+// rank being dead before the exit is reported).
+func TestSupervise(t *testing.T) {
+	tests := []struct {
+		name    string
+		limit   time.Duration
+		honour  bool
+		initial string
+		act     func(f *fakeRanks, stop chan string)
+		want    outcome
+		signals []string
+	}{
+		{"all succeed", 0, true, "", func(f *fakeRanks, _ chan string) {
+			time.Sleep(time.Second)
+			f.exit(0, 0)
+			f.exit(1, 0)
+		}, outcome{0, causeExit}, nil},
+		{"one fails, sibling stopped", 0, true, "", func(f *fakeRanks, _ chan string) {
+			time.Sleep(time.Second)
+			f.exit(1, 3)
+		}, outcome{3, causeExit}, []string{"terminated@1s"}},
+		{"time limit, TERM honoured", time.Minute, true, "", func(*fakeRanks, chan string) {},
+			outcome{143, causeTimeout}, []string{"terminated@1m0s"}},
+		{"time limit, TERM ignored", time.Minute, false, "", func(*fakeRanks, chan string) {},
+			outcome{137, causeTimeout}, []string{"terminated@1m0s", "killed@1m10s"}},
+		{"stop then limit: first cause wins", time.Minute, false, "", func(_ *fakeRanks, stop chan string) {
+			time.Sleep(55 * time.Second)
+			stop <- causeCancelled
+		}, outcome{137, causeCancelled}, []string{"terminated@55s", "killed@1m5s"}},
+		{"failure then stop", 0, false, "", func(f *fakeRanks, stop chan string) {
+			f.exit(0, 1)
+			time.Sleep(time.Second)
+			stop <- causeFenced
+		}, outcome{1, causeExit}, []string{"terminated@0s", "killed@10s"}},
+		{"start failure", 0, true, causeStartFail, func(*fakeRanks, chan string) {},
+			outcome{143, causeStartFail}, []string{"terminated@0s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeRanks{start: time.Now(), exits: make(chan rankExit, 2),
+					live: map[int]bool{0: true, 1: true}, honour: tt.honour}
+				stop := make(chan string, 1)
+				done := make(chan outcome, 1)
+				go func() {
+					done <- supervise(supervision{ranks: 2, exits: f.exits, stop: stop,
+						timeLimit: tt.limit, grace: 10 * time.Second, signal: f.signal, initial: tt.initial})
+				}()
+				tt.act(f, stop)
+				var got outcome
+				select {
+				case got = <-done:
+				case <-time.After(time.Hour):
+					t.Fatalf("supervise did not return within an hour of fake time; signals %q", f.signals)
+				}
+				if got != tt.want {
+					t.Errorf("supervise(...) = %+v; want %+v", got, tt.want)
+				}
+				if !slices.Equal(f.signals, tt.signals) {
+					t.Errorf("signals = %q; want %q", f.signals, tt.signals)
+				}
+			})
+		})
+	}
+}
