@@ -1,0 +1,208 @@
+package exec
+
+import (
+	"context"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// helperEnv makes the test binary act as a crashing agent (see TestMain).
+const helperEnv = "SHOAL_EXEC_TEST_AGENT_DIR"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(helperEnv); dir != "" {
+		os.Exit(helperAgent(dir))
+	}
+	os.Exit(m.Run())
+}
+
+// helperAgent starts job 50 on node n2 whose rank leaves a background
+// child, then idles until the test kills it with SIGKILL (bounded, in case
+// the test died first).
+func helperAgent(dir string) int {
+	ctx := context.Background()
+	e, err := New(ctx, Config{DataDir: dir, NodeName: "n2"})
+	if err != nil {
+		return 2
+	}
+	work := filepath.Join(dir, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return 2
+	}
+	l := Launch{Job: 50, Incarnation: 1, NodeIndex: 0, MasterAddr: "127.0.0.1", NodeList: "n2", NodeName: "n2"}
+	l.Spec.Command = []string{"/bin/sh", "-c", `sleep 300 & echo $! > child.pid; wait`}
+	l.Spec.WorkDir = work
+	l.Alloc.Nodes = []cluster.NodeAlloc{{Node: "n2"}}
+	if err := e.Start(ctx, l); err != nil {
+		return 2
+	}
+	time.Sleep(60 * time.Second)
+	return 3
+}
+
+// TestRecoveryAfterAgentKill protects DESIGN's rule that a node cut off
+// must not keep running ranks, and invariant 1 (no GPU held twice): when
+// the agent is killed -9 its rank leaders die through Pdeathsig, and the
+// next agent kills what they left behind and reports the task lost.
+func TestRecoveryAfterAgentKill(t *testing.T) {
+	dir := t.TempDir()
+	agent := osexec.Command(os.Args[0], "-test.run=^$")
+	agent.Env = append(os.Environ(), helperEnv+"="+dir)
+	agent.Stderr = t.Output()
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = agent.Process.Kill(); _ = agent.Wait() })
+
+	pidFile := filepath.Join(dir, "work", "child.pid")
+	waitFile(t, pidFile)
+	var child int
+	for deadline := time.Now().Add(waitBound); child == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(pidFile)
+		child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	childStat, err := readStat(child)
+	if err != nil {
+		t.Fatalf("background child %d: %v", child, err)
+	}
+	// Hold a pidfd so the cleanup can only ever kill this very process.
+	childProc, err := os.FindProcess(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = childProc.Kill(); childProc.Release() })
+	taskDir := filepath.Join(dir, "jobs", "50.1")
+	procs, errs := readProcs(taskDir)
+	if len(procs) != 1 || len(errs) != 0 {
+		t.Fatalf("proc records = %+v, %v; want one", procs, errs)
+	}
+
+	if err := agent.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = agent.Wait()
+	if alive := waitPIDsGone(t.Context(), map[int]uint64{procs[0].PID: procs[0].StartTicks}, waitBound); len(alive) > 0 {
+		t.Errorf("rank leader %d outlived the agent; Pdeathsig should have killed it", procs[0].PID)
+	}
+	if !sameProcessAlive(child, childStat.StartTicks) {
+		t.Fatalf("background child %d died with its leader; the test needs it alive", child)
+	}
+
+	e := newTestExec(t, dir, time.Second)
+	if sameProcessAlive(child, childStat.StartTicks) {
+		t.Errorf("background child %d of the lost task still runs after New", child)
+	}
+	got := e.PendingExits()
+	if len(got) != 1 || got[0].Job != 50 || got[0].Cause != causeLost || got[0].ExitCode != -1 {
+		t.Errorf("PendingExits = %+v; want job 50 lost with code -1", got)
+	}
+}
+
+// TestRecoveryKillsOnlyVerifiedGroups fabricates a crashed agent's records:
+// one task whose leader still runs (its whole group must die) and one whose
+// recorded pid now belongs to another process (it must survive).
+func TestRecoveryKillsOnlyVerifiedGroups(t *testing.T) {
+	dir := t.TempDir()
+	// startGroup runs script as its own process group; the cleanup kills
+	// the group unless it is already reaped.
+	startGroup := func(script string) (pid int, reaped <-chan struct{}) {
+		cmd := osexec.Command("/bin/sh", "-c", script)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		t.Cleanup(func() {
+			select {
+			case <-done:
+			default:
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-done
+			}
+		})
+		return cmd.Process.Pid, done
+	}
+	lost, lostReaped := startGroup(`sleep 300 & exec sleep 301`)
+	decoy, _ := startGroup(`exec sleep 300`)
+	// Wait for the lost group's background child.
+	for deadline := time.Now().Add(waitBound); ; time.Sleep(20 * time.Millisecond) {
+		if members(t, lost) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("background child did not start")
+		}
+	}
+
+	write := func(job string, pid int, ticks uint64) {
+		d := filepath.Join(dir, "jobs", job)
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		key, _ := parseDirName(job)
+		if err := writeJSON(d, startFile, startRecord{Job: key.Job, Incarnation: key.Incarnation, Node: "n2", Ranks: 1, Start: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeJSON(d, procFile(0), procRecord{Rank: 0, PID: pid, StartTicks: ticks}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := readStat(lost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lost group %d, decoy %d", lost, decoy)
+	write("60.1", lost, st.StartTicks)
+	dst, err := readStat(decoy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("61.2", decoy, dst.StartTicks+1) // a recycled pid
+	// A directory without a start record: nothing was forked.
+	if err := os.MkdirAll(filepath.Join(dir, "jobs", "62.1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	e := newTestExec(t, dir, time.Second)
+	select {
+	case <-lostReaped:
+	case <-time.After(waitBound):
+		t.Fatal("the lost task's leader survived recovery")
+	}
+	if n := members(t, lost); n != 0 {
+		t.Errorf("%d members of the lost task's group survived recovery", n)
+	}
+	if !sameProcessAlive(decoy, dst.StartTicks) {
+		t.Errorf("recovery killed pid %d, whose start time differs from the record", decoy)
+	}
+	got := e.PendingExits()
+	if len(got) != 2 || got[0].Job != 60 || got[1].Job != 61 || got[1].Incarnation != 2 ||
+		got[0].Cause != causeLost || got[1].Cause != causeLost {
+		t.Errorf("PendingExits = %+v; want 60.1 and 61.2 lost", got)
+	}
+}
+
+// members counts live processes in process group pgid.
+func members(t *testing.T, pgid int) int {
+	t.Helper()
+	pids, err := listPIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, pid := range pids {
+		if st, err := readStat(pid); err == nil && st.PGrp == pgid && !st.dead() {
+			n++
+		}
+	}
+	return n
+}
