@@ -1,0 +1,251 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// TestScripts runs the scenarios in testdata/scripts. Each command applies
+// one entry at the next index, one second after the last:
+//
+//	submit nodes=N gpus=G [rid=R] [name=X]   SubmitJob
+//	node NAME gpus=G [switch=S]              UpsertNode
+//	node-down NAME                           NodeDown
+//	allocate job=J NODE:g,g ... | input lines of the same form, one per decision
+//	started job=J node=N [inc=I]             TaskStarted (inc defaults to the job's)
+//	exited job=J node=N [code=C] [cause=X] [inc=I]
+//	cancel job=J
+//	reasons J=REASON ...                     SetReasons
+//	raw hex=BYTES                            an arbitrary entry
+//	show                                     jobs and nodes as tables
+//	roundtrip                                Snapshot -> Restore -> Snapshot
+//
+// Regenerate with: go test ./fsm -run TestScripts -rewrite
+func TestScripts(t *testing.T) {
+	datadriven.Walk(t, "testdata/scripts", func(t *testing.T, path string) {
+		h := newHarness()
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			return runScript(t, h, d)
+		})
+	})
+}
+
+func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
+	intArg := func(key string, def int) int {
+		if !d.HasArg(key) {
+			return def
+		}
+		var v int
+		d.ScanArgs(t, key, &v)
+		return v
+	}
+	strArg := func(key, def string) string {
+		if !d.HasArg(key) {
+			return def
+		}
+		var v string
+		d.ScanArgs(t, key, &v)
+		return v
+	}
+	jobArg := func() cluster.JobID { return cluster.JobID(intArg("job", 0)) }
+	// incArg defaults to the job's current incarnation.
+	incArg := func(id cluster.JobID) uint64 {
+		def := 0
+		if j, ok := h.s.View().Job(id); ok {
+			def = int(j.Incarnation)
+		}
+		return uint64(intArg("inc", def))
+	}
+	positional := func() string {
+		if len(d.CmdArgs) == 0 || len(d.CmdArgs[0].Vals) != 0 {
+			d.Fatalf(t, "%s: want a name first", d.Cmd)
+		}
+		return d.CmdArgs[0].Key
+	}
+
+	switch d.Cmd {
+	case "submit":
+		sp := spec(1, 0) // no WithDefaults here: nodes=0 must stay invalid
+		sp.Request.Nodes, sp.Request.GPUsPerNode = intArg("nodes", 1), intArg("gpus", 0)
+		sp.Name = strArg("name", sp.Name)
+		return resultString(h.apply(t, CmdSubmitJob, SubmitJob{RequestID: strArg("rid", ""), Spec: sp}))
+	case "node":
+		return resultString(h.apply(t, CmdUpsertNode, UpsertNode{Node: gpuNode(positional(), intArg("gpus", 0), strArg("switch", "leaf0"))}))
+	case "node-down":
+		return resultString(h.apply(t, CmdNodeDown, NodeDown{Node: positional()}))
+	case "allocate":
+		var ds []Decision
+		if d.Input != "" {
+			for _, line := range strings.Split(d.Input, "\n") {
+				ds = append(ds, parseDecision(t, d, strings.Fields(line)))
+			}
+		} else {
+			var words []string
+			for _, a := range d.CmdArgs {
+				words = append(words, a.String())
+			}
+			ds = append(ds, parseDecision(t, d, words))
+		}
+		return resultString(h.apply(t, CmdAllocate, Allocate{Decisions: ds}))
+	case "started":
+		id := jobArg()
+		return resultString(h.apply(t, CmdTaskStarted, TaskStarted{Job: id, Incarnation: incArg(id), Node: strArg("node", "")}))
+	case "exited":
+		id := jobArg()
+		return resultString(h.apply(t, CmdTaskExited, TaskExited{
+			Job: id, Incarnation: incArg(id), Node: strArg("node", ""),
+			ExitCode: intArg("code", 0), Cause: strArg("cause", CauseExit),
+		}))
+	case "cancel":
+		return resultString(h.apply(t, CmdCancelJob, CancelJob{Job: jobArg()}))
+	case "reasons":
+		var c SetReasons
+		for _, a := range d.CmdArgs {
+			id, err := strconv.ParseUint(a.Key, 10, 64)
+			if err != nil || len(a.Vals) != 1 {
+				d.Fatalf(t, "reasons: %s: want JOB=REASON", a)
+			}
+			c.Reasons = append(c.Reasons, JobReason{Job: cluster.JobID(id), Reason: a.Vals[0]})
+		}
+		return resultString(h.apply(t, CmdSetReasons, c))
+	case "raw":
+		b, err := hex.DecodeString(strArg("hex", ""))
+		if err != nil {
+			d.Fatalf(t, "raw: %v", err)
+		}
+		h.index++
+		return resultString(h.s.Apply(h.index, b))
+	case "show":
+		return show(h.s.View())
+	case "roundtrip":
+		a := mustSnapshot(t, h.s)
+		r := New()
+		if err := r.Restore(a); err != nil {
+			return "restore: " + err.Error() + "\n"
+		}
+		if b := mustSnapshot(t, r); !bytes.Equal(a, b) {
+			return "snapshot differs after restore\n"
+		}
+		return fmt.Sprintf("identical, %d bytes\n", len(a))
+	}
+	d.Fatalf(t, "unknown command %q", d.Cmd)
+	return ""
+}
+
+// parseDecision parses "job=J node:g,g node:g,g" ("node:" for no GPUs).
+func parseDecision(t *testing.T, d *datadriven.TestData, words []string) Decision {
+	var dec Decision
+	for _, w := range words {
+		if v, ok := strings.CutPrefix(w, "job="); ok {
+			id, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				d.Fatalf(t, "allocate: %s: %v", w, err)
+			}
+			dec.Job = cluster.JobID(id)
+			continue
+		}
+		name, list, ok := strings.Cut(w, ":")
+		if !ok {
+			d.Fatalf(t, "allocate: %q: want job=J or NODE:g,g", w)
+		}
+		p := Placement{Node: name}
+		for _, g := range strings.Split(list, ",") {
+			if g == "" {
+				continue
+			}
+			n, err := strconv.Atoi(g)
+			if err != nil {
+				d.Fatalf(t, "allocate: %q: %v", w, err)
+			}
+			p.GPUs = append(p.GPUs, n)
+		}
+		dec.Nodes = append(dec.Nodes, p)
+	}
+	return dec
+}
+
+func resultString(r Result) string {
+	var b strings.Builder
+	switch {
+	case r.Err != nil:
+		fmt.Fprintf(&b, "error: %v\n", r.Err)
+	case r.Duplicate:
+		fmt.Fprintf(&b, "duplicate of job %d\n", r.JobID)
+	case r.JobID != 0:
+		fmt.Fprintf(&b, "job %d\n", r.JobID)
+	case len(r.Rejected) == 0:
+		b.WriteString("ok\n")
+	}
+	for _, rj := range r.Rejected {
+		fmt.Fprintf(&b, "rejected job %d: %s\n", rj.Job, rj.Reason)
+	}
+	return b.String()
+}
+
+// show prints the view as two compact tables; times are seconds after t0.
+func show(v *View) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "index %d\n", v.Index)
+	w := tabwriter.NewWriter(&b, 0, 0, 1, ' ', 0)
+	fmt.Fprintln(w, "job\tstate\tinc\treason\texit\tstart\tend\tport\talloc")
+	for _, j := range v.Jobs() {
+		port, alloc := "-", "-"
+		if j.Alloc != nil {
+			port = strconv.Itoa(j.Alloc.MasterPort)
+			var parts []string
+			for _, na := range j.Alloc.Nodes {
+				s := fmt.Sprintf("%s[%s]:%s", na.Node, joinInts(na.GPUs), na.State)
+				if na.State == cluster.TaskExited {
+					s += fmt.Sprintf("(%d)", na.ExitCode)
+				}
+				if na.Released {
+					s += "*"
+				}
+				parts = append(parts, s)
+			}
+			alloc = strings.Join(parts, " ")
+		}
+		fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\n", j.ID, j.State, j.Incarnation, orDash(j.Reason),
+			j.ExitCode, offset(j.StartTime), offset(j.EndTime), port, alloc)
+	}
+	w.Flush()
+	w = tabwriter.NewWriter(&b, 0, 0, 1, ' ', 0)
+	fmt.Fprintln(w, "node\tstatus\tgpus\tfree\tswitch")
+	for _, n := range v.Nodes() {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", n.Name, n.Status, len(n.GPUs), orDash(joinInts(v.FreeGPUs(n.Name))), n.Topology.Switch)
+	}
+	w.Flush()
+	return b.String()
+}
+
+func joinInts(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ",")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func offset(tm time.Time) string {
+	if tm.IsZero() {
+		return "-"
+	}
+	return fmt.Sprintf("+%ds", int(tm.Sub(t0)/time.Second))
+}
