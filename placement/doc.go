@@ -1,0 +1,34 @@
+// Package placement decides which pending jobs start now and on which
+// nodes and GPUs. It owns gang placement over the switch tree, the choice
+// of GPUs inside a node, queue order and the pending reasons it explains
+// itself with.
+//
+// It is pure: the same View, queue and now always give the same Result.
+// It must never read the clock (now is an argument), do I/O, start
+// goroutines, use global randomness, or depend on Go's map iteration
+// order; purity_test.go enforces the first four. It knows nothing of raft,
+// memberlist, HTTP or processes, and imports only the standard library and
+// the cluster domain types.
+//
+// Contracts that are not obvious:
+//
+//   - NewView and Place never modify the nodes, jobs or queue they are
+//     given, nor the View: every Place call starts from the view as it was
+//     built, and each decision it makes takes its GPUs away only for the
+//     jobs after it in the same call.
+//   - A GPU is free unless some job's Alloc lists it on that node with
+//     Released false, whatever that job's state (a terminal job keeps its
+//     GPUs until its tasks are known dead: DESIGN invariant 1). The FSM
+//     checks every decision again on apply; this is the first of the two
+//     checks.
+//   - GPU numbers in Assignment.GPUs, like cluster.NodeAlloc.GPUs, are
+//     positions in the node's GPUs list. NVLinkPeers name GPUs by their
+//     Index field.
+//   - Queue policy is Slurm's sched/builtin without backfill: jobs are
+//     taken in ascending ID order; the first one that would fit the usable
+//     nodes were they empty, but does not fit now, pends with Resources and
+//     every later job pends with Priority. A job that could not fit even
+//     the empty usable nodes pends with ReqNodeNotAvail and blocks nothing.
+//   - Node names are unique in the FSM; should two nodes share a name, the
+//     first one given wins.
+package placement

@@ -1,0 +1,83 @@
+package placement
+
+import (
+	"fmt"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// mkNode returns an up node with gpus GPUs (NUMA unknown, no NVLink)
+// under leaf switch leaf and parent switch parent.
+func mkNode(name string, gpus int, leaf, parent string) *cluster.Node {
+	n := &cluster.Node{
+		Name:     name,
+		Status:   cluster.NodeUp,
+		Topology: cluster.Topology{Switch: leaf, SwitchParent: parent},
+	}
+	for i := range gpus {
+		n.GPUs = append(n.GPUs, cluster.GPU{Index: i, UUID: fmt.Sprintf("GPU-%s-%d", name, i), NUMA: -1})
+	}
+	return n
+}
+
+// mkLeaf returns count nodes named prefix1..prefixN with gpus GPUs each.
+func mkLeaf(prefix string, count, gpus int, leaf, parent string) []*cluster.Node {
+	var ns []*cluster.Node
+	for i := 1; i <= count; i++ {
+		ns = append(ns, mkNode(fmt.Sprintf("%s%d", prefix, i), gpus, leaf, parent))
+	}
+	return ns
+}
+
+func withStatus(n *cluster.Node, s cluster.NodeStatus) *cluster.Node { n.Status = s; return n }
+func drained(n *cluster.Node) *cluster.Node                          { n.Drain = true; return n }
+
+// pending returns a pending job asking for nodes x gpus.
+func pending(id cluster.JobID, nodes, gpus int) *cluster.Job {
+	return &cluster.Job{
+		ID:    id,
+		State: cluster.JobPending,
+		Spec: cluster.Spec{
+			Command: []string{"true"},
+			Request: cluster.Request{Nodes: nodes, GPUsPerNode: gpus, TasksPerNode: 1, CPUsPerTask: 1},
+		},
+	}
+}
+
+// holding returns a job in state st whose allocation holds the given GPUs
+// of each node (released ones are marked Released).
+func holding(id cluster.JobID, st cluster.JobState, released bool, byNode ...any) *cluster.Job {
+	j := pending(id, len(byNode)/2, 0)
+	j.State = st
+	j.Alloc = &cluster.Allocation{}
+	for i := 0; i+1 < len(byNode); i += 2 {
+		j.Alloc.Nodes = append(j.Alloc.Nodes, cluster.NodeAlloc{
+			Node: byNode[i].(string), GPUs: byNode[i+1].([]int), Released: released,
+			State: cluster.TaskRunning,
+		})
+	}
+	return j
+}
+
+func seq(lo, hi int) []int {
+	var s []int
+	for i := lo; i <= hi; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
+func cat(groups ...[]*cluster.Node) []*cluster.Node {
+	var all []*cluster.Node
+	for _, g := range groups {
+		all = append(all, g...)
+	}
+	return all
+}
+
+func asg(node string, gpus ...int) Assignment {
+	if len(gpus) == 0 {
+		gpus = nil
+	}
+	return Assignment{Node: node, GPUs: gpus}
+}

@@ -1,0 +1,316 @@
+package placement
+
+import (
+	"cmp"
+	"math/bits"
+	"slices"
+	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// ReasonBadConstraints is the pending reason of a job whose request no
+// cluster could satisfy (no nodes, negative GPUs); the FSM's validation
+// should make it unreachable. It is Slurm's name for such a job.
+const ReasonBadConstraints = "BadConstraints"
+
+// Decision places one job: its gang, in rank order (Nodes[0] is NODE_RANK
+// 0, where the batch script runs and MASTER_ADDR points).
+type Decision struct {
+	Job   cluster.JobID
+	Nodes []Assignment
+}
+
+// Assignment is one node's share of a decision. GPUs are positions in the
+// node's GPU list, ascending; nil when the job asks for no GPUs.
+type Assignment struct {
+	Node string
+	GPUs []int
+}
+
+// Result is what one Place call decided: the jobs to start, in ascending
+// job ID order, and, for every pending job not placed, a Slurm pending
+// reason (cluster.ReasonResources, ReasonPriority, ReasonReqNodeNotAvail,
+// or ReasonBadConstraints). Reasons is never nil.
+type Result struct {
+	Decisions []Decision
+	Reasons   map[cluster.JobID]string
+}
+
+// Place decides which jobs of queue (the pending jobs) start now and
+// where. Jobs are taken in ascending ID order; each decision takes its
+// GPUs out of the view for the jobs after it (the View itself is not
+// modified). A gang is all Request.Nodes distinct usable nodes, each
+// giving Request.GPUsPerNode free GPUs, or nothing; jobs asking for no
+// GPUs may share nodes. See the package doc for the queue policy, and
+// chooseNodes and chooseGPUs for the topology preferences.
+//
+// now is unused by this first policy; priority aging and backfill will
+// read it. Nil jobs and repeated IDs (after the first) are ignored.
+func Place(v *View, queue []*cluster.Job, now time.Time) Result {
+	_ = now
+	if v == nil {
+		v = NewView(nil, nil)
+	}
+	res := Result{Reasons: make(map[cluster.JobID]string)}
+	jobs := make([]*cluster.Job, 0, len(queue))
+	for _, j := range queue {
+		if j != nil {
+			jobs = append(jobs, j)
+		}
+	}
+	slices.SortStableFunc(jobs, func(a, b *cluster.Job) int { return cmp.Compare(a.ID, b.ID) })
+	jobs = slices.CompactFunc(jobs, func(a, b *cluster.Job) bool { return a.ID == b.ID })
+
+	s := newState(v)
+	blocked := false
+	for _, j := range jobs {
+		req := j.Spec.Request
+		switch {
+		case req.Nodes < 1 || req.GPUsPerNode < 0:
+			res.Reasons[j.ID] = ReasonBadConstraints
+			continue
+		case !v.fitsEmpty(req.Nodes, req.GPUsPerNode):
+			res.Reasons[j.ID] = cluster.ReasonReqNodeNotAvail
+			continue
+		case blocked:
+			res.Reasons[j.ID] = cluster.ReasonPriority
+			continue
+		}
+		nodes := s.chooseNodes(req.Nodes, req.GPUsPerNode)
+		if nodes == nil {
+			res.Reasons[j.ID] = cluster.ReasonResources
+			blocked = true
+			continue
+		}
+		d := Decision{Job: j.ID, Nodes: make([]Assignment, len(nodes))}
+		for k, ni := range nodes {
+			gpus := s.chooseGPUs(ni, req.GPUsPerNode)
+			s.take(ni, gpus)
+			d.Nodes[k] = Assignment{Node: v.nodes[ni].node.Name, GPUs: gpus}
+		}
+		res.Decisions = append(res.Decisions, d)
+	}
+	return res
+}
+
+// state is one Place call's private copy of what is free.
+type state struct {
+	v     *View
+	words []uint64 // free bitsets, as View.words
+	free  []int    // free GPUs per node
+	hist  []int    // per-leaf histograms of free GPUs, as View.leaves[i].hist
+	q     []int    // scratch: qualifying nodes per leaf for the current job
+}
+
+func newState(v *View) *state {
+	s := &state{
+		v:     v,
+		words: slices.Clone(v.words),
+		free:  make([]int, len(v.nodes)),
+		hist:  make([]int, v.histLen),
+		q:     make([]int, len(v.leaves)),
+	}
+	for i := range v.nodes {
+		s.free[i] = v.nodes[i].free
+		if l := v.nodes[i].leaf; l >= 0 {
+			s.hist[v.leaves[l].hist+s.free[i]]++
+		}
+	}
+	return s
+}
+
+// take marks gpus of node ni as no longer free.
+func (s *state) take(ni int, gpus []int) {
+	if len(gpus) == 0 {
+		return
+	}
+	n := &s.v.nodes[ni]
+	for _, p := range gpus {
+		s.words[n.off+p/64] &^= 1 << (p % 64)
+	}
+	h := s.v.leaves[n.leaf].hist
+	s.hist[h+s.free[ni]]--
+	s.free[ni] -= len(gpus)
+	s.hist[h+s.free[ni]]++
+}
+
+// chooseNodes picks count distinct usable nodes with at least g free GPUs
+// each, or returns nil when there are not that many. Preferences, in
+// order:
+//
+//  1. One leaf switch: the leaf with the fewest qualifying nodes that
+//     still suffice (best fit), ties by (parent, leaf) name.
+//  2. Leaves under one parent: the parent needing the fewest leaves, then
+//     with the fewest qualifying nodes, then by name; see pickLeaves.
+//  3. Leaves anywhere, by the same rule as under one parent.
+//
+// Inside a leaf, nodes with the fewest free GPUs that suffice come first
+// (best fit), ties by name. The result is in rank order: by leaf, then by
+// node name, so ranks under one switch are neighbours.
+func (s *state) chooseNodes(count, g int) []int {
+	v := s.v
+	total := 0
+	best := -1
+	for li := range v.leaves {
+		l := &v.leaves[li]
+		q := 0
+		for f := max(g, 0); f <= l.maxGPUs; f++ {
+			q += s.hist[l.hist+f]
+		}
+		s.q[li] = q
+		total += q
+		if q >= count && (best < 0 || q < s.q[best]) {
+			best = li
+		}
+	}
+	if total < count {
+		return nil
+	}
+	var takes []leafTake
+	if best >= 0 {
+		takes = []leafTake{{leaf: best, n: count}}
+	} else {
+		bestK, bestQ := 0, 0
+		for _, p := range v.parents {
+			t, k, q := s.pickLeaves(p, count)
+			if t != nil && (takes == nil || k < bestK || (k == bestK && q < bestQ)) {
+				takes, bestK, bestQ = t, k, q
+			}
+		}
+		if takes == nil {
+			takes, _, _ = s.pickLeaves(span{0, len(v.leaves)}, count)
+		}
+	}
+	var nodes []int
+	for _, t := range takes {
+		nodes = append(nodes, s.bestFit(t.leaf, t.n, g)...)
+	}
+	slices.SortFunc(nodes, func(a, b int) int {
+		return cmp.Or(cmp.Compare(v.nodes[a].leaf, v.nodes[b].leaf), cmp.Compare(a, b))
+	})
+	return nodes
+}
+
+// leafTake is how many nodes to take from one leaf.
+type leafTake struct{ leaf, n int }
+
+// pickLeaves spreads count nodes over the fewest leaves of span p: every
+// qualifying node of the k-1 fullest leaves, and the rest from the leaf
+// with the fewest qualifying nodes that still covers it (best fit). It
+// returns nil when p has fewer than count qualifying nodes, else the takes,
+// k and the qualifying nodes under p. It reads s.q, filled by chooseNodes.
+func (s *state) pickLeaves(p span, count int) (takes []leafTake, k, qual int) {
+	var order []int
+	for li := p.lo; li < p.hi; li++ {
+		if s.q[li] > 0 {
+			order = append(order, li)
+			qual += s.q[li]
+		}
+	}
+	if qual < count {
+		return nil, 0, qual
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(s.q[b], s.q[a]) })
+	left := count
+	i := 0
+	for ; s.q[order[i]] < left; i++ {
+		takes = append(takes, leafTake{leaf: order[i], n: s.q[order[i]]})
+		left -= s.q[order[i]]
+	}
+	// order[i] covers the rest; a smaller leaf after it may too.
+	last := order[i]
+	for _, li := range order[i+1:] {
+		if s.q[li] >= left && s.q[li] < s.q[last] {
+			last = li
+		}
+	}
+	takes = append(takes, leafTake{leaf: last, n: left})
+	return takes, len(takes), qual
+}
+
+// bestFit returns n qualifying nodes (at least g free GPUs) of leaf li with
+// the fewest free GPUs, ties by name.
+func (s *state) bestFit(li, n, g int) []int {
+	var cand []int
+	for _, ni := range s.v.leaves[li].nodes {
+		if s.free[ni] >= g {
+			cand = append(cand, ni)
+		}
+	}
+	slices.SortStableFunc(cand, func(a, b int) int { return cmp.Compare(s.free[a], s.free[b]) })
+	return cand[:n]
+}
+
+// maxSeeds bounds how many starting GPUs chooseGPUs tries on a node that
+// reports its topology, so a node with hundreds of GPUs stays cheap.
+const maxSeeds = 64
+
+// chooseGPUs picks g of node ni's free GPUs, ascending. When the node
+// reports NVLink peers or NUMA nodes it prefers, in order, the most NVLink
+// pairs inside the set, then the most pairs on one NUMA node, then the
+// lowest positions; it builds sets greedily from each free GPU in turn.
+// Otherwise it takes the lowest free positions.
+func (s *state) chooseGPUs(ni, g int) []int {
+	if g <= 0 {
+		return nil
+	}
+	n := &s.v.nodes[ni]
+	var free []int
+	for w := 0; w < wordsFor(len(n.node.GPUs)); w++ {
+		for x := s.words[n.off+w]; x != 0; x &= x - 1 {
+			free = append(free, w*64+bits.TrailingZeros64(x))
+		}
+	}
+	if len(free) <= g || (n.peers == nil && n.numa == nil) {
+		return free[:g]
+	}
+	var best []int
+	bestLinks, bestNUMA := -1, -1
+	links := make([]int, len(n.node.GPUs))
+	sameNUMA := make([]int, len(n.node.GPUs))
+	in := make([]bool, len(n.node.GPUs))
+	for si, seed := range free {
+		if si == maxSeeds {
+			break
+		}
+		clear(links)
+		clear(sameNUMA)
+		clear(in)
+		set := make([]int, 0, g)
+		nLinks, nNUMA := 0, 0
+		add := func(p int) {
+			set = append(set, p)
+			in[p] = true
+			nLinks += links[p]
+			nNUMA += sameNUMA[p]
+			if n.peers != nil {
+				for _, q := range n.peers[p] {
+					links[q]++
+				}
+			}
+			if n.numa != nil && n.numa[p] >= 0 {
+				for _, q := range free {
+					if n.numa[q] == n.numa[p] {
+						sameNUMA[q]++
+					}
+				}
+			}
+		}
+		add(seed)
+		for len(set) < g {
+			c := -1
+			for _, q := range free {
+				if !in[q] && (c < 0 || links[q] > links[c] || (links[q] == links[c] && sameNUMA[q] > sameNUMA[c])) {
+					c = q
+				}
+			}
+			add(c)
+		}
+		slices.Sort(set)
+		if nLinks > bestLinks || (nLinks == bestLinks && (nNUMA > bestNUMA || (nNUMA == bestNUMA && slices.Compare(set, best) < 0))) {
+			best, bestLinks, bestNUMA = set, nLinks, nNUMA
+		}
+	}
+	return best
+}

@@ -1,0 +1,198 @@
+package placement
+
+import (
+	"cmp"
+	"math/bits"
+	"slices"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// View is the cluster as placement sees it: every known node and which of
+// its GPUs are free. Build it with NewView; it is read-only afterwards and
+// may be shared by concurrent Place calls.
+type View struct {
+	nodes   []nodeInfo     // every known node, by name
+	byName  map[string]int // name -> index in nodes
+	leaves  []leafInfo     // leaf switches with usable nodes, by (parent, name)
+	parents []span         // runs of leaves sharing a parent, in leaf order
+	words   []uint64       // free-GPU bitsets of all nodes, back to back
+	// totals holds the GPU count of every usable node, ascending, to tell
+	// whether a request could fit were the usable nodes empty.
+	totals []int
+	// histLen is the size of all leaves' free-count histograms together.
+	histLen int
+}
+
+// nodeInfo is one node and where its state lives in the View.
+type nodeInfo struct {
+	node   *cluster.Node
+	usable bool
+	leaf   int // index in View.leaves; -1 when not usable
+	off    int // first word of the free bitset in View.words
+	free   int // free GPUs
+	// peers lists, per GPU position, the positions it has NVLink to (made
+	// symmetric); nil when the node reports no NVLink.
+	peers [][]int
+	// numa is each GPU's NUMA node; nil when the node reports none.
+	numa []int
+}
+
+// leafInfo is one leaf switch: its usable nodes and its free histogram.
+type leafInfo struct {
+	parent, name string
+	nodes        []int // indices in View.nodes, by name
+	hist         int   // offset of the histogram: hist[f] = nodes with f free GPUs
+	maxGPUs      int   // histogram has maxGPUs+1 buckets
+}
+
+// span is the half-open run [lo, hi) of leaves under one parent.
+type span struct{ lo, hi int }
+
+func wordsFor(gpus int) int { return (gpus + 63) / 64 }
+
+// NewView builds the view from the FSM's nodes and jobs. Free GPUs are a
+// node's GPUs minus those in any job's Alloc entry for that node with
+// Released false. Nodes that are not Schedulable (down, left, drained) are
+// known but not usable. Neither slice, nor anything they point to, is
+// modified; nil entries are skipped.
+func NewView(nodes []*cluster.Node, jobs []*cluster.Job) *View {
+	v := &View{byName: make(map[string]int, len(nodes))}
+	for _, n := range nodes {
+		if n == nil {
+			continue
+		}
+		if _, dup := v.byName[n.Name]; dup {
+			continue
+		}
+		v.byName[n.Name] = len(v.nodes)
+		v.nodes = append(v.nodes, nodeInfo{node: n})
+	}
+	slices.SortFunc(v.nodes, func(a, b nodeInfo) int { return cmp.Compare(a.node.Name, b.node.Name) })
+	nwords := 0
+	for i := range v.nodes {
+		ni := &v.nodes[i]
+		v.byName[ni.node.Name] = i
+		ni.off = nwords
+		nwords += wordsFor(len(ni.node.GPUs))
+	}
+	v.words = make([]uint64, nwords)
+	for i := range v.nodes {
+		ni := &v.nodes[i]
+		g := len(ni.node.GPUs)
+		for w := 0; w < wordsFor(g); w++ {
+			v.words[ni.off+w] = ^uint64(0)
+		}
+		if r := g % 64; r != 0 {
+			v.words[ni.off+wordsFor(g)-1] = 1<<r - 1
+		}
+	}
+	for _, j := range jobs {
+		if j == nil || j.Alloc == nil {
+			continue
+		}
+		for _, na := range j.Alloc.Nodes {
+			i, ok := v.byName[na.Node]
+			if na.Released || !ok {
+				continue
+			}
+			ni := &v.nodes[i]
+			for _, p := range na.GPUs {
+				if p >= 0 && p < len(ni.node.GPUs) {
+					v.words[ni.off+p/64] &^= 1 << (p % 64)
+				}
+			}
+		}
+	}
+	for i := range v.nodes {
+		ni := &v.nodes[i]
+		for w := 0; w < wordsFor(len(ni.node.GPUs)); w++ {
+			ni.free += bits.OnesCount64(v.words[ni.off+w])
+		}
+		ni.peers, ni.numa = gpuTopology(ni.node.GPUs)
+		ni.leaf = -1
+		ni.usable = ni.node.Schedulable()
+	}
+	v.buildLeaves()
+	return v
+}
+
+// buildLeaves groups the usable nodes by (parent, leaf switch).
+func (v *View) buildLeaves() {
+	var usable []int
+	for i := range v.nodes {
+		if v.nodes[i].usable {
+			usable = append(usable, i)
+			v.totals = append(v.totals, len(v.nodes[i].node.GPUs))
+		}
+	}
+	slices.Sort(v.totals)
+	key := func(i int) cluster.Topology { return v.nodes[i].node.Topology }
+	slices.SortStableFunc(usable, func(a, b int) int {
+		ta, tb := key(a), key(b)
+		return cmp.Or(cmp.Compare(ta.SwitchParent, tb.SwitchParent), cmp.Compare(ta.Switch, tb.Switch))
+	})
+	for _, i := range usable {
+		t := key(i)
+		if n := len(v.leaves); n == 0 || v.leaves[n-1].parent != t.SwitchParent || v.leaves[n-1].name != t.Switch {
+			v.leaves = append(v.leaves, leafInfo{parent: t.SwitchParent, name: t.Switch})
+		}
+		l := &v.leaves[len(v.leaves)-1]
+		l.nodes = append(l.nodes, i)
+		l.maxGPUs = max(l.maxGPUs, len(v.nodes[i].node.GPUs))
+		v.nodes[i].leaf = len(v.leaves) - 1
+	}
+	for li := range v.leaves {
+		l := &v.leaves[li]
+		l.hist = v.histLen
+		v.histLen += l.maxGPUs + 1
+		if n := len(v.parents); n == 0 || v.leaves[v.parents[n-1].lo].parent != l.parent {
+			v.parents = append(v.parents, span{lo: li, hi: li})
+		}
+		v.parents[len(v.parents)-1].hi = li + 1
+	}
+}
+
+// gpuTopology returns the NVLink adjacency (by position, symmetric) and
+// NUMA nodes of a node's GPUs, each nil when the node reports none.
+func gpuTopology(gpus []cluster.GPU) (peers [][]int, numa []int) {
+	pos := make(map[int]int, len(gpus)) // GPU.Index -> position
+	for p, g := range gpus {
+		if _, dup := pos[g.Index]; !dup {
+			pos[g.Index] = p
+		}
+	}
+	for p, g := range gpus {
+		for _, idx := range g.NVLinkPeers {
+			q, ok := pos[idx]
+			if !ok || q == p {
+				continue
+			}
+			if peers == nil {
+				peers = make([][]int, len(gpus))
+			}
+			if !slices.Contains(peers[p], q) {
+				peers[p] = append(peers[p], q)
+			}
+			if !slices.Contains(peers[q], p) {
+				peers[q] = append(peers[q], p)
+			}
+		}
+		if g.NUMA >= 0 && numa == nil {
+			numa = make([]int, len(gpus))
+		}
+	}
+	if numa != nil {
+		for p, g := range gpus {
+			numa[p] = g.NUMA
+		}
+	}
+	return peers, numa
+}
+
+// fitsEmpty reports whether n nodes with g GPUs each exist among the
+// usable nodes, were they all idle.
+func (v *View) fitsEmpty(n, g int) bool {
+	i, _ := slices.BinarySearch(v.totals, g)
+	return len(v.totals)-i >= n
+}
