@@ -1,9 +1,11 @@
 package consensus
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 
@@ -20,6 +22,10 @@ const maxSnapshotBytes = 4 << 30
 type fsmAdapter struct {
 	state *fsm.State
 	log   *slog.Logger
+	// raft is set once raft.NewRaft returned; nil while raft restores its
+	// snapshot inside NewRaft.
+	raft     atomic.Pointer[raft.Raft]
+	diverged atomic.Bool
 }
 
 var _ raft.FSM = (*fsmAdapter)(nil)
@@ -33,7 +39,26 @@ func (a *fsmAdapter) Apply(l *raft.Log) any {
 		return nil
 	}
 	res := a.state.Apply(l.Index, l.Data)
+	if res.Err != nil && errors.Is(res.Err, fsm.ErrDiverged) {
+		a.onDiverged(l.Index, res.Err)
+	}
 	return res
+}
+
+// onDiverged says loudly that this replica cannot follow the log and, if
+// it leads, hands leadership away: a leader whose state machine stopped
+// applying would propose against state it no longer has. The transfer is
+// requested without waiting (this runs on raft's FSM goroutine, which the
+// transfer itself needs). The agent stops serving reads on
+// State.Diverged.
+func (a *fsmAdapter) onDiverged(index uint64, err error) {
+	first := a.diverged.CompareAndSwap(false, true)
+	a.log.Error("replica diverged: state machine cannot apply a committed entry",
+		"index", index, "err", err, "first", first)
+	if r := a.raft.Load(); r != nil && r.State() == raft.Leader {
+		a.log.Error("giving up leadership after divergence", "index", index)
+		r.LeadershipTransfer() // its future resolves on raft's leader loop; nothing to wait for here
+	}
 }
 
 // Snapshot captures the state's canonical bytes now; raft persists them

@@ -165,6 +165,7 @@ func Open(ctx context.Context, cfg Config) (*Raft, error) {
 		closeStore()
 		return nil, fmt.Errorf("start raft server %s: %w", cfg.ID, err)
 	}
+	adapter.raft.Store(rn)
 
 	r := &Raft{
 		raft:     rn,
