@@ -1,0 +1,141 @@
+package gossip
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Limits on the strings a Meta may carry. They are chosen so that a Meta
+// with every string at its limit and every number at its widest still
+// encodes within memberlist.MetaMaxSize (TestMetaWorstCaseFits proves it).
+const (
+	MaxAddrLen    = 80 // APIAddr, RaftAddr
+	MaxModelLen   = 64 // GPUModel
+	MaxLabelLen   = 48 // Switch, SwitchParent, Block
+	MaxVersionLen = 32 // Version
+)
+
+// ErrMetaTooLarge is returned (wrapped) when an encoded Meta would not fit
+// in memberlist's node metadata.
+var ErrMetaTooLarge = errors.New("node metadata too large")
+
+// Meta is what a node announces about itself over gossip. It is encoded
+// with msgpack under one- or two-letter keys to fit memberlist's 512-byte
+// NodeMeta limit; the keys are a wire format: add fields with new keys,
+// never reuse or rename one.
+type Meta struct {
+	APIAddr  string `msgpack:"a,omitempty"` // host:port of the HTTP API
+	RaftAddr string `msgpack:"r,omitempty"` // host:port of the raft transport
+
+	GPUs         int    `msgpack:"g,omitempty"`
+	GPUModel     string `msgpack:"m,omitempty"`
+	GPUMemoryMiB uint64 `msgpack:"gm,omitempty"` // per GPU
+	CPUs         int    `msgpack:"c,omitempty"`
+	MemoryMiB    uint64 `msgpack:"mm,omitempty"`
+
+	Switch       string `msgpack:"s,omitempty"`
+	SwitchParent string `msgpack:"sp,omitempty"`
+	Block        string `msgpack:"b,omitempty"`
+
+	Version string `msgpack:"v,omitempty"`
+
+	// BootstrapExpect is the --bootstrap-expect this node started with
+	// (0 = none).
+	BootstrapExpect int `msgpack:"be,omitempty"`
+	// HasRaftState says this node already belongs to a formed raft
+	// cluster (it bootstrapped one or has raft state on disk).
+	HasRaftState bool `msgpack:"h,omitempty"`
+}
+
+// Validate checks every field against the limits above and the address
+// fields for host:port form. An error names the field and the accepted form.
+func (m Meta) Validate() error {
+	for _, f := range []struct {
+		name, val string
+		max       int
+	}{
+		{"APIAddr", m.APIAddr, MaxAddrLen},
+		{"RaftAddr", m.RaftAddr, MaxAddrLen},
+		{"GPUModel", m.GPUModel, MaxModelLen},
+		{"Switch", m.Switch, MaxLabelLen},
+		{"SwitchParent", m.SwitchParent, MaxLabelLen},
+		{"Block", m.Block, MaxLabelLen},
+		{"Version", m.Version, MaxVersionLen},
+	} {
+		if len(f.val) > f.max {
+			return fmt.Errorf("meta %s is %d bytes: want at most %d", f.name, len(f.val), f.max)
+		}
+	}
+	for _, f := range []struct{ name, val string }{
+		{"APIAddr", m.APIAddr},
+		{"RaftAddr", m.RaftAddr},
+	} {
+		if f.val == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(f.val); err != nil {
+			return fmt.Errorf("meta %s %q: want host:port: %w", f.name, f.val, err)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		val  int
+	}{
+		{"GPUs", m.GPUs},
+		{"CPUs", m.CPUs},
+		{"BootstrapExpect", m.BootstrapExpect},
+	} {
+		if f.val < 0 {
+			return fmt.Errorf("meta %s is %d: want a non-negative count", f.name, f.val)
+		}
+	}
+	return nil
+}
+
+// Encode validates m and returns its msgpack encoding, which is at most
+// memberlist.MetaMaxSize bytes.
+func (m Meta) Encode() ([]byte, error) {
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("encode meta: %w", err)
+	}
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.UseCompactInts(true)
+	if err := enc.Encode(m); err != nil {
+		return nil, fmt.Errorf("encode meta: %w", err)
+	}
+	if buf.Len() > memberlist.MetaMaxSize {
+		return nil, fmt.Errorf("encode meta: %w: %d bytes, limit %d", ErrMetaTooLarge, buf.Len(), memberlist.MetaMaxSize)
+	}
+	return buf.Bytes(), nil
+}
+
+// DecodeMeta decodes what Encode produced. It never panics; it rejects
+// empty or oversized input, trailing bytes, and values that fail Validate,
+// so every Meta it returns could have been encoded. Unknown keys (from a
+// newer version) are ignored.
+func DecodeMeta(b []byte) (Meta, error) {
+	if len(b) == 0 {
+		return Meta{}, errors.New("decode meta: empty")
+	}
+	if len(b) > memberlist.MetaMaxSize {
+		return Meta{}, fmt.Errorf("decode meta: %w: %d bytes, limit %d", ErrMetaTooLarge, len(b), memberlist.MetaMaxSize)
+	}
+	r := bytes.NewReader(b)
+	var m Meta
+	if err := msgpack.NewDecoder(r).Decode(&m); err != nil {
+		return Meta{}, fmt.Errorf("decode meta: %w", err)
+	}
+	if r.Len() != 0 {
+		return Meta{}, fmt.Errorf("decode meta: %d trailing bytes", r.Len())
+	}
+	if err := m.Validate(); err != nil {
+		return Meta{}, fmt.Errorf("decode meta: %w", err)
+	}
+	return m, nil
+}

@@ -1,0 +1,186 @@
+package gossip
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/memberlist"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+func worstCaseMeta() Meta {
+	addr := func() string { // host:port padded to MaxAddrLen
+		return strings.Repeat("h", MaxAddrLen-6) + ":65535"
+	}
+	return Meta{
+		APIAddr:         addr(),
+		RaftAddr:        addr(),
+		GPUs:            int(^uint(0) >> 1),
+		GPUModel:        strings.Repeat("m", MaxModelLen),
+		GPUMemoryMiB:    ^uint64(0),
+		CPUs:            int(^uint(0) >> 1),
+		MemoryMiB:       ^uint64(0),
+		Switch:          strings.Repeat("s", MaxLabelLen),
+		SwitchParent:    strings.Repeat("p", MaxLabelLen),
+		Block:           strings.Repeat("b", MaxLabelLen),
+		Version:         strings.Repeat("v", MaxVersionLen),
+		BootstrapExpect: int(^uint(0) >> 1),
+		HasRaftState:    true,
+	}
+}
+
+// The worst case (every string at its limit, every number at its widest)
+// must fit memberlist's NodeMeta limit, or UpdateNode would panic inside
+// memberlist.
+func TestMetaWorstCaseFits(t *testing.T) {
+	m := worstCaseMeta()
+	b, err := m.Encode()
+	if err != nil {
+		t.Fatalf("Encode(worst case) error: %v", err)
+	}
+	if len(b) > memberlist.MetaMaxSize {
+		t.Fatalf("Encode(worst case) = %d bytes; want <= %d", len(b), memberlist.MetaMaxSize)
+	}
+	t.Logf("worst-case meta: %d of %d bytes", len(b), memberlist.MetaMaxSize)
+	got, err := DecodeMeta(b)
+	if err != nil {
+		t.Fatalf("DecodeMeta(worst case) error: %v", err)
+	}
+	if diff := cmp.Diff(m, got); diff != "" {
+		t.Fatalf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestMetaRoundTrip(t *testing.T) {
+	for _, m := range []Meta{
+		{},
+		{APIAddr: "10.0.0.1:7070", RaftAddr: "10.0.0.1:7071", GPUs: 8, GPUModel: "NVIDIA H100 80GB HBM3",
+			GPUMemoryMiB: 81559, CPUs: 224, MemoryMiB: 2 << 20, Switch: "leaf3", SwitchParent: "spine0",
+			Block: "nvl72-0", Version: "0.1.0", BootstrapExpect: 3, HasRaftState: true},
+		{APIAddr: "[fe80::1%eth0]:7070"},
+	} {
+		b, err := m.Encode()
+		if err != nil {
+			t.Fatalf("Encode(%+v) error: %v", m, err)
+		}
+		got, err := DecodeMeta(b)
+		if err != nil {
+			t.Fatalf("DecodeMeta(Encode(%+v)) error: %v", m, err)
+		}
+		if diff := cmp.Diff(m, got); diff != "" {
+			t.Errorf("round trip (-want +got):\n%s", diff)
+		}
+	}
+}
+
+func TestMetaEncodeRejects(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("x", n) }
+	tests := []struct {
+		name string
+		m    Meta
+		want string
+	}{
+		{"api addr too long", Meta{APIAddr: long(MaxAddrLen) + ":7070"}, "APIAddr is 85 bytes: want at most 80"},
+		{"raft addr no port", Meta{RaftAddr: "10.0.0.1"}, "RaftAddr \"10.0.0.1\": want host:port"},
+		{"model too long", Meta{GPUModel: long(MaxModelLen + 1)}, "GPUModel is 65 bytes"},
+		{"switch too long", Meta{Switch: long(MaxLabelLen + 1)}, "Switch is 49 bytes"},
+		{"parent too long", Meta{SwitchParent: long(MaxLabelLen + 1)}, "SwitchParent is 49 bytes"},
+		{"block too long", Meta{Block: long(MaxLabelLen + 1)}, "Block is 49 bytes"},
+		{"version too long", Meta{Version: long(MaxVersionLen + 1)}, "Version is 33 bytes"},
+		{"negative gpus", Meta{GPUs: -1}, "GPUs is -1"},
+		{"negative cpus", Meta{CPUs: -2}, "CPUs is -2"},
+		{"negative bootstrap", Meta{BootstrapExpect: -1}, "BootstrapExpect is -1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.m.Encode()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Encode() error = %v; want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// A Meta that bypasses Validate's per-field limits (here via a raw
+// encoding of oversized values) is refused by size with a clear error.
+func TestMetaOversizedRefused(t *testing.T) {
+	raw, err := msgpack.Marshal(map[string]string{"a": "h:1", "m": strings.Repeat("m", 600)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = DecodeMeta(raw)
+	if !errors.Is(err, ErrMetaTooLarge) || !strings.Contains(err.Error(), "bytes, limit 512") {
+		t.Fatalf("DecodeMeta(%d bytes) error = %v; want ErrMetaTooLarge naming the size", len(raw), err)
+	}
+	// Encode refuses a too-long field before it ever gets near the limit.
+	_, err = Meta{GPUModel: strings.Repeat("m", 600)}.Encode()
+	if err == nil || !strings.Contains(err.Error(), "GPUModel is 600 bytes: want at most 64") {
+		t.Fatalf("Encode(600-byte model) error = %v", err)
+	}
+}
+
+func TestDecodeMetaRejects(t *testing.T) {
+	good, err := Meta{GPUs: 1}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	neg, err := msgpack.Marshal(map[string]int{"g": -3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"empty", nil, "empty"},
+		{"trailing", append(append([]byte{}, good...), 0xc0), "1 trailing bytes"},
+		{"not msgpack", []byte{0xc1}, "decode meta"},
+		{"truncated", good[:len(good)-1], "decode meta"},
+		{"wrong type", []byte{0x81, 0xa1, 'g', 0xa1, 'x'}, "decode meta"},
+		{"invalid value", neg, "GPUs is -3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodeMeta(tt.in)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("DecodeMeta(%x) error = %v; want one containing %q", tt.in, err, tt.want)
+			}
+		})
+	}
+}
+
+// Gossip metadata arrives from the network: decoding must never panic, and
+// whatever decodes must re-encode within the limit and round-trip.
+func FuzzDecodeMeta(f *testing.F) {
+	for _, m := range []Meta{{}, worstCaseMeta(), {APIAddr: "a:1", GPUs: 8, Switch: "leaf1", HasRaftState: true}} {
+		b, err := m.Encode()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte{})
+	f.Add([]byte{0x80})
+	f.Add([]byte{0xdf, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{0x81, 0xa1, 'm', 0xdb, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := DecodeMeta(b)
+		if err != nil {
+			return
+		}
+		enc, err := m.Encode()
+		if err != nil {
+			t.Fatalf("decoded %+v but Encode failed: %v", m, err)
+		}
+		m2, err := DecodeMeta(enc)
+		if err != nil {
+			t.Fatalf("DecodeMeta(Encode(%+v)) error: %v", m, err)
+		}
+		if diff := cmp.Diff(m, m2); diff != "" {
+			t.Fatalf("round trip (-want +got):\n%s", diff)
+		}
+	})
+}
