@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
@@ -52,6 +56,7 @@ func testLogger(tb testing.TB) *slog.Logger {
 
 type testNode struct {
 	id, dir, addr string
+	stream        func(tb testing.TB, addr string) raft.StreamLayer // nil: plain TCP
 	st            *fsm.State
 	r             *Raft
 }
@@ -64,9 +69,11 @@ func (n *testNode) open(tb testing.TB, timing Timing) {
 		bind = "127.0.0.1:0"
 	}
 	n.st = fsm.New()
-	r, err := Open(context.Background(), Config{
-		ID: n.id, DataDir: n.dir, BindAddr: bind, FSM: n.st, Logger: testLogger(tb), Timing: timing,
-	})
+	cfg := Config{ID: n.id, DataDir: n.dir, BindAddr: bind, FSM: n.st, Logger: testLogger(tb), Timing: timing}
+	if n.stream != nil {
+		cfg.StreamLayer, cfg.BindAddr = n.stream(tb, bind), ""
+	}
+	r, err := Open(context.Background(), cfg)
 	if err != nil {
 		tb.Fatalf("Open(%s) = %v", n.id, err)
 	}
@@ -606,5 +613,47 @@ func TestBootstrapRefused(t *testing.T) {
 	_, _, err := n.r.Apply(context.Background(), submitCmd(t, "x"))
 	if err != nil {
 		t.Errorf("Apply on a restarted single server = %v", err)
+	}
+}
+
+// countingStream is a raft.StreamLayer over TCP that counts its dials:
+// the seam TLS will use.
+type countingStream struct {
+	net.Listener
+	dials *atomic.Int64
+}
+
+func (s countingStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	s.dials.Add(1)
+	return net.DialTimeout("tcp", string(addr), timeout)
+}
+
+// TestStreamLayer: a cluster whose transport is a caller's StreamLayer
+// elects, replicates, and really uses that layer.
+func TestStreamLayer(t *testing.T) {
+	var dials atomic.Int64
+	stream := func(tb testing.TB, addr string) raft.StreamLayer {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			tb.Fatalf("listen %s: %v", addr, err)
+		}
+		return countingStream{Listener: l, dials: &dials}
+	}
+	nodes := make([]*testNode, 3)
+	var servers []Server
+	for i := range nodes {
+		nodes[i] = &testNode{id: fmt.Sprintf("s%d", i+1), dir: t.TempDir(), stream: stream}
+		nodes[i].open(t, FastTiming())
+		servers = append(servers, Server{ID: nodes[i].id, Addr: nodes[i].addr, Suffrage: Voter})
+	}
+	for _, n := range nodes {
+		if err := n.r.Bootstrap(servers); err != nil {
+			t.Fatalf("Bootstrap(%s) = %v", n.id, err)
+		}
+	}
+	_, index := submit(t, nodes, "via-stream")
+	waitConverged(t, nodes, index)
+	if dials.Load() == 0 {
+		t.Errorf("no dials through the StreamLayer")
 	}
 }

@@ -100,8 +100,10 @@ type Raft struct {
 }
 
 // Open opens (creating if needed) the raft stores under DataDir/raft,
-// starts the transport and the raft server. A server with no state waits
-// to be bootstrapped (Bootstrap) or added by a leader.
+// starts the transport and the raft server, restoring the newest snapshot
+// into cfg.FSM before it returns. A server with no state waits to be
+// bootstrapped (Bootstrap) or added by a leader. Open fails at once on a
+// done ctx; its own waits are bounded by boltOpenTimeout.
 func Open(ctx context.Context, cfg Config) (*Raft, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("open raft: %w", err)
@@ -476,6 +478,8 @@ func (r *Raft) Shutdown() error {
 		if err := r.raft.Shutdown().Error(); err != nil {
 			errs = append(errs, fmt.Errorf("shut down raft %s: %w", r.id, err))
 		}
+		// The waiter is owned by this call; it outlives it only if raft
+		// failed to resolve a future, which the error below reports.
 		waited := make(chan struct{})
 		go func() { r.wg.Wait(); close(waited) }()
 		select {
