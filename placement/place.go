@@ -101,6 +101,9 @@ type state struct {
 	free  []int    // free GPUs per node
 	hist  []int    // per-leaf histograms of free GPUs, as View.leaves[i].hist
 	q     []int    // scratch: qualifying nodes per leaf for the current job
+	// scratch for chooseGPUs, indexed by GPU position
+	links, sameNUMA []int
+	in              []bool
 }
 
 func newState(v *View) *state {
@@ -249,8 +252,10 @@ const maxSeeds = 64
 // chooseGPUs picks g of node ni's free GPUs, ascending. When the node
 // reports NVLink peers or NUMA nodes it prefers, in order, the most NVLink
 // pairs inside the set, then the most pairs on one NUMA node, then the
-// lowest positions; it builds sets greedily from each free GPU in turn.
-// Otherwise it takes the lowest free positions.
+// lowest positions; it builds sets greedily from each free GPU in turn
+// (at most maxSeeds), stopping early at a set where every pair is
+// NVLinked and on one NUMA node. Otherwise it takes the lowest free
+// positions.
 func (s *state) chooseGPUs(ni, g int) []int {
 	if g <= 0 {
 		return nil
@@ -267,9 +272,22 @@ func (s *state) chooseGPUs(ni, g int) []int {
 	}
 	var best []int
 	bestLinks, bestNUMA := -1, -1
-	links := make([]int, len(n.node.GPUs))
-	sameNUMA := make([]int, len(n.node.GPUs))
-	in := make([]bool, len(n.node.GPUs))
+	if len(s.links) < len(n.node.GPUs) {
+		s.links = make([]int, len(n.node.GPUs))
+		s.sameNUMA = make([]int, len(n.node.GPUs))
+		s.in = make([]bool, len(n.node.GPUs))
+	}
+	links, sameNUMA, in := s.links[:len(n.node.GPUs)], s.sameNUMA[:len(n.node.GPUs)], s.in[:len(n.node.GPUs)]
+	// A set with every pair NVLinked (and on one NUMA node) cannot be
+	// beaten; the search stops at the first one.
+	perfectLinks, perfectNUMA := 0, 0
+	if n.peers != nil {
+		perfectLinks = g * (g - 1) / 2
+	}
+	if n.numa != nil {
+		perfectNUMA = g * (g - 1) / 2
+	}
+	set := make([]int, 0, g)
 	for si, seed := range free {
 		if si == maxSeeds {
 			break
@@ -277,7 +295,7 @@ func (s *state) chooseGPUs(ni, g int) []int {
 		clear(links)
 		clear(sameNUMA)
 		clear(in)
-		set := make([]int, 0, g)
+		set = set[:0]
 		nLinks, nNUMA := 0, 0
 		add := func(p int) {
 			set = append(set, p)
@@ -309,7 +327,10 @@ func (s *state) chooseGPUs(ni, g int) []int {
 		}
 		slices.Sort(set)
 		if nLinks > bestLinks || (nLinks == bestLinks && (nNUMA > bestNUMA || (nNUMA == bestNUMA && slices.Compare(set, best) < 0))) {
-			best, bestLinks, bestNUMA = set, nLinks, nNUMA
+			best, bestLinks, bestNUMA = append(best[:0], set...), nLinks, nNUMA
+		}
+		if bestLinks == perfectLinks && bestNUMA == perfectNUMA {
+			break
 		}
 	}
 	return best

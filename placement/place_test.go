@@ -141,11 +141,11 @@ func TestPlace(t *testing.T) {
 		queue: []*cluster.Job{pending(2, 1, 2)},
 		want:  []Decision{{Job: 2, Nodes: []Assignment{asg("n1", 4, 5)}}},
 	}, {
-		name:  "lowest free GPUs without topology, past 64 GPUs",
-		nodes: []*cluster.Node{mkNode("big", 100, "a", "s0")},
-		jobs:  []*cluster.Job{holding(1, cluster.JobRunning, false, "big", seq(0, 69))},
-		queue: []*cluster.Job{pending(2, 1, 20), pending(3, 1, 11)},
-		want:  []Decision{{Job: 2, Nodes: []Assignment{asg("big", seq(70, 89)...)}}},
+		name:    "lowest free GPUs without topology, past 64 GPUs",
+		nodes:   []*cluster.Node{mkNode("big", 100, "a", "s0")},
+		jobs:    []*cluster.Job{holding(1, cluster.JobRunning, false, "big", seq(0, 69))},
+		queue:   []*cluster.Job{pending(2, 1, 20), pending(3, 1, 11)},
+		want:    []Decision{{Job: 2, Nodes: []Assignment{asg("big", seq(70, 89)...)}}},
 		reasons: reasons{3: cluster.ReasonResources},
 	}, {
 		name:    "invalid requests",

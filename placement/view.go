@@ -153,33 +153,60 @@ func (v *View) buildLeaves() {
 	}
 }
 
-// gpuTopology returns the NVLink adjacency (by position, symmetric) and
-// NUMA nodes of a node's GPUs, each nil when the node reports none.
+// gpuTopology returns the NVLink adjacency (by position, symmetric,
+// ascending) and NUMA nodes of a node's GPUs, each nil when the node
+// reports none.
 func gpuTopology(gpus []cluster.GPU) (peers [][]int, numa []int) {
-	pos := make(map[int]int, len(gpus)) // GPU.Index -> position
+	var pos map[int]int // GPU.Index -> position, when they differ
 	for p, g := range gpus {
-		if _, dup := pos[g.Index]; !dup {
-			pos[g.Index] = p
+		if g.Index != p {
+			pos = make(map[int]int, len(gpus))
+			break
 		}
 	}
+	for p := len(gpus) - 1; pos != nil && p >= 0; p-- {
+		pos[gpus[p].Index] = p // the first GPU with an Index wins
+	}
+	// adj is a len(gpus) x len(gpus) bit matrix, so repeated and one-sided
+	// peer lists come out symmetric and without duplicates.
+	var adj []uint64
+	words := wordsFor(len(gpus))
+	edges := 0
 	for p, g := range gpus {
 		for _, idx := range g.NVLinkPeers {
-			q, ok := pos[idx]
+			q, ok := idx, idx >= 0 && idx < len(gpus)
+			if pos != nil {
+				q, ok = pos[idx]
+			}
 			if !ok || q == p {
 				continue
 			}
-			if peers == nil {
-				peers = make([][]int, len(gpus))
+			if adj == nil {
+				adj = make([]uint64, len(gpus)*words)
 			}
-			if !slices.Contains(peers[p], q) {
-				peers[p] = append(peers[p], q)
-			}
-			if !slices.Contains(peers[q], p) {
-				peers[q] = append(peers[q], p)
+			for _, e := range [2][2]int{{p, q}, {q, p}} {
+				w := &adj[e[0]*words+e[1]/64]
+				if *w&(1<<(e[1]%64)) == 0 {
+					*w |= 1 << (e[1] % 64)
+					edges++
+				}
 			}
 		}
 		if g.NUMA >= 0 && numa == nil {
 			numa = make([]int, len(gpus))
+		}
+	}
+	if adj != nil {
+		peers = make([][]int, len(gpus))
+		flat := make([]int, 0, edges)
+		for p := range gpus {
+			start := len(flat)
+			for w := 0; w < words; w++ {
+				for x := adj[p*words+w]; x != 0; x &= x - 1 {
+					flat = append(flat, w*64+bits.TrailingZeros64(x))
+				}
+			}
+			peers[p] = flat[start:len(flat):len(flat)]
 		}
 	}
 	if numa != nil {

@@ -1,0 +1,75 @@
+package placement
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// benchCluster returns nodes x 8-GPU nodes, 40 per leaf switch and 10
+// leaves per spine, every GPU NVLinked to every other (NVSwitch).
+func benchCluster(nodes int) []*cluster.Node {
+	ns := make([]*cluster.Node, 0, nodes)
+	for i := range nodes {
+		leaf := i / 40
+		n := mkNode(fmt.Sprintf("gpu%05d", i), 8, fmt.Sprintf("leaf%03d", leaf), fmt.Sprintf("spine%02d", leaf/10))
+		for g := range n.GPUs {
+			for p := range 8 {
+				if p != g {
+					n.GPUs[g].NVLinkPeers = append(n.GPUs[g].NVLinkPeers, p)
+				}
+			}
+			n.GPUs[g].NUMA = g / 4
+		}
+		ns = append(ns, n)
+	}
+	return ns
+}
+
+func BenchmarkPlace64NodeJobOn10kNodes(b *testing.B) {
+	v := NewView(benchCluster(10000), nil)
+	queue := []*cluster.Job{pending(1, 64, 8)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := Place(v, queue, now); len(res.Decisions) != 1 {
+			b.Fatalf("Place() = %+v; want the job placed", res)
+		}
+	}
+}
+
+func BenchmarkNewView10kNodes(b *testing.B) {
+	nodes := benchCluster(10000)
+	var running []*cluster.Job
+	for i := range 2000 {
+		running = append(running, holding(cluster.JobID(i+1), cluster.JobRunning, false, nodes[i*5].Name, []int{0, 1, 2, 3}))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		NewView(nodes, running)
+	}
+}
+
+// BenchmarkPlace1000Pending places a mixed queue of 1000 jobs (1 to 16
+// nodes, 1 to 8 GPUs each) on 10,000 nodes that are half busy.
+func BenchmarkPlace1000Pending(b *testing.B) {
+	nodes := benchCluster(10000)
+	var running []*cluster.Job
+	for i := 0; i < len(nodes); i += 2 {
+		running = append(running, holding(cluster.JobID(100000+i), cluster.JobRunning, false, nodes[i].Name, []int{0, 1, 2, 3, 4}))
+	}
+	v := NewView(nodes, running)
+	var queue []*cluster.Job
+	for i := range 1000 {
+		queue = append(queue, pending(cluster.JobID(i+1), 1+i*7%16, 1+i*5%8))
+	}
+	placed := len(Place(v, queue, now).Decisions)
+	if placed < 100 {
+		b.Fatalf("Place() placed %d jobs; want a benchmark that places many", placed)
+	}
+	b.ReportMetric(float64(placed), "placed")
+	b.ReportAllocs()
+	for b.Loop() {
+		Place(v, queue, now)
+	}
+}
