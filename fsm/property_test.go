@@ -1,0 +1,327 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// logEntry is one applied entry, kept to replay the log elsewhere.
+type logEntry struct {
+	index uint64
+	data  []byte
+}
+
+// model drives a State with random commands shaped to hit the interesting
+// paths (mostly plausible decisions and reports, some nonsense) and checks
+// the invariants after every entry.
+type model struct {
+	s     *State
+	log   []logEntry
+	index uint64
+	now   time.Time
+	nodes []string
+	// prevInc and prevState remember each job as the last check saw it.
+	prevInc     map[cluster.JobID]uint64
+	prevState   map[cluster.JobID]cluster.JobState
+	prevHolding map[cluster.JobID]bool
+}
+
+func (m *model) apply(t *rapid.T, typ CmdType, body any) {
+	m.index += uint64(rapid.IntRange(1, 3).Draw(t, "gap")) // raft indexes have gaps
+	m.now = m.now.Add(time.Duration(rapid.IntRange(0, 5).Draw(t, "dt")) * time.Second)
+	data, err := Encode(typ, stamp(body, m.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.applyRaw(t, data)
+}
+
+func (m *model) applyRaw(t *rapid.T, data []byte) {
+	m.log = append(m.log, logEntry{m.index, data})
+	m.s.Apply(m.index, data)
+}
+
+func (m *model) drawJob(t *rapid.T) (cluster.JobID, *cluster.Job) {
+	v := m.s.View()
+	id := cluster.JobID(rapid.IntRange(0, len(v.Jobs())+1).Draw(t, "job"))
+	j, _ := v.Job(id)
+	return id, j
+}
+
+func (m *model) drawNode(t *rapid.T) string {
+	return rapid.SampledFrom(m.nodes).Draw(t, "node")
+}
+
+func (m *model) actions() map[string]func(*rapid.T) {
+	return map[string]func(*rapid.T){
+		"submit": func(t *rapid.T) {
+			m.apply(t, CmdSubmitJob, SubmitJob{
+				RequestID: rapid.SampledFrom([]string{"", "", "a", "b", "c", "d"}).Draw(t, "rid"),
+				Spec:      spec(rapid.IntRange(1, 3).Draw(t, "nodes"), rapid.IntRange(0, 3).Draw(t, "gpus")),
+			})
+		},
+		"upsert": func(t *rapid.T) {
+			// GPU counts change, so a node may shrink under held GPUs.
+			m.apply(t, CmdUpsertNode, UpsertNode{Node: gpuNode(m.drawNode(t), rapid.IntRange(0, 4).Draw(t, "gpus"), "leaf0")})
+		},
+		"nodeDown": func(t *rapid.T) {
+			m.apply(t, CmdNodeDown, NodeDown{Node: m.drawNode(t)})
+		},
+		"allocate": func(t *rapid.T) {
+			var c Allocate
+			for range rapid.IntRange(1, 3).Draw(t, "decisions") {
+				c.Decisions = append(c.Decisions, m.drawDecision(t))
+			}
+			m.apply(t, CmdAllocate, c)
+		},
+		"started": func(t *rapid.T) {
+			id, j := m.drawJob(t)
+			inc, node := m.drawReport(t, j)
+			m.apply(t, CmdTaskStarted, TaskStarted{Job: id, Incarnation: inc, Node: node})
+		},
+		"exited": func(t *rapid.T) {
+			id, j := m.drawJob(t)
+			inc, node := m.drawReport(t, j)
+			m.apply(t, CmdTaskExited, TaskExited{
+				Job: id, Incarnation: inc, Node: node,
+				ExitCode: rapid.SampledFrom([]int{0, 0, 0, 1, 137}).Draw(t, "code"),
+				Cause:    rapid.SampledFrom([]string{CauseExit, CauseExit, CauseTimeout, CauseCancelled, CauseFenced, CauseLost, CauseStartFail}).Draw(t, "cause"),
+			})
+		},
+		"cancel": func(t *rapid.T) {
+			id, _ := m.drawJob(t)
+			m.apply(t, CmdCancelJob, CancelJob{Job: id})
+		},
+		"reasons": func(t *rapid.T) {
+			id, _ := m.drawJob(t)
+			m.apply(t, CmdSetReasons, SetReasons{Reasons: []JobReason{{Job: id, Reason: rapid.SampledFrom([]string{"", cluster.ReasonResources, cluster.ReasonPriority}).Draw(t, "reason")}}})
+		},
+		"garbage": func(t *rapid.T) {
+			m.index++
+			m.applyRaw(t, rapid.SliceOfN(rapid.Byte(), 0, 8).Draw(t, "bytes"))
+		},
+		"": m.check,
+	}
+}
+
+// weighted returns the actions with the common ones listed several times
+// (Repeat draws action names uniformly).
+func (m *model) weighted() map[string]func(*rapid.T) {
+	a := m.actions()
+	for _, name := range []string{"submit", "allocate", "allocate", "exited", "started"} {
+		for i := 2; ; i++ {
+			key := fmt.Sprintf("%s#%d", name, i)
+			if _, taken := a[key]; !taken {
+				a[key] = a[name]
+				break
+			}
+		}
+	}
+	return a
+}
+
+// drawDecision proposes a placement that is usually plausible (a pending
+// job, its shape, distinct up nodes, free GPUs) and often aims at GPUs
+// another job holds, which the FSM must refuse.
+func (m *model) drawDecision(t *rapid.T) Decision {
+	v := m.s.View()
+	var pending []cluster.JobID
+	for _, j := range v.Jobs() {
+		if j.State == cluster.JobPending {
+			pending = append(pending, j.ID)
+		}
+	}
+	var up []string
+	for _, n := range v.Nodes() {
+		if n.Status == cluster.NodeUp {
+			up = append(up, n.Name)
+		}
+	}
+	id, _ := m.drawJob(t)
+	nodes, gpus := rapid.IntRange(1, 3).Draw(t, "n"), rapid.IntRange(0, 3).Draw(t, "g")
+	names := rapid.SliceOfN(rapid.SampledFrom(m.nodes), nodes, nodes).Draw(t, "names")
+	if len(pending) > 0 && rapid.IntRange(0, 4).Draw(t, "plausible") > 0 {
+		id = rapid.SampledFrom(pending).Draw(t, "pending")
+		j, _ := v.Job(id)
+		nodes, gpus = j.Spec.Request.Nodes, j.Spec.Request.GPUsPerNode
+		if len(up) >= nodes {
+			names = rapid.SliceOfNDistinct(rapid.SampledFrom(up), nodes, nodes, func(s string) string { return s }).Draw(t, "distinct")
+		}
+	}
+	d := Decision{Job: id}
+	for _, name := range names {
+		free := v.FreeGPUs(name)
+		var held []int
+		for g := range 5 {
+			if _, ok := v.HeldBy(name, g); ok {
+				held = append(held, g)
+			}
+		}
+		pool := []int{0, 1, 2, 3, 4}
+		switch rapid.IntRange(0, 3).Draw(t, "pool") {
+		case 0, 1:
+			if len(free) >= gpus {
+				pool = free
+			}
+		case 2:
+			if len(held) > 0 {
+				pool = held
+			}
+		}
+		p := Placement{Node: name}
+		if gpus > 0 {
+			// Distinct most of the time; a repeated GPU must be refused.
+			if len(pool) >= gpus && rapid.IntRange(0, 5).Draw(t, "repeat gpu") > 0 {
+				p.GPUs = rapid.SliceOfNDistinct(rapid.SampledFrom(pool), gpus, gpus, func(g int) int { return g }).Draw(t, "gpus")
+			} else {
+				p.GPUs = rapid.SliceOfN(rapid.SampledFrom(pool), gpus, gpus).Draw(t, "gpus")
+			}
+		}
+		d.Nodes = append(d.Nodes, p)
+	}
+	return d
+}
+
+// drawReport returns an incarnation (usually the job's) and a node
+// (usually one of its allocation's).
+func (m *model) drawReport(t *rapid.T, j *cluster.Job) (uint64, string) {
+	if j == nil || j.Alloc == nil || rapid.IntRange(0, 5).Draw(t, "odd") == 0 {
+		return uint64(rapid.IntRange(0, 2).Draw(t, "inc")), m.drawNode(t)
+	}
+	return j.Incarnation, rapid.SampledFrom(j.Alloc.NodeNames()).Draw(t, "allocnode")
+}
+
+// check asserts the invariants the FSM must keep at every index.
+func (m *model) check(t *rapid.T) {
+	v := m.s.View()
+	// DESIGN invariant 1: no GPU held by two unreleased allocations, and the
+	// view's index of held GPUs agrees with the jobs.
+	holder := map[string]cluster.JobID{}
+	ports := map[string]cluster.JobID{}
+	for _, j := range v.Jobs() {
+		if j.Alloc == nil {
+			continue
+		}
+		if j.HoldsResources() {
+			key := fmt.Sprintf("%s:%d", j.Alloc.Nodes[0].Node, j.Alloc.MasterPort)
+			if other, dup := ports[key]; dup {
+				t.Fatalf("master port %s used by jobs %d and %d", key, other, j.ID)
+			}
+			ports[key] = j.ID
+		}
+		for _, na := range j.Alloc.Nodes {
+			if na.Released {
+				continue
+			}
+			for _, g := range na.GPUs {
+				key := fmt.Sprintf("%s/%d", na.Node, g)
+				if other, dup := holder[key]; dup {
+					t.Fatalf("gpu %s held by jobs %d and %d", key, other, j.ID)
+				}
+				holder[key] = j.ID
+				if id, ok := v.HeldBy(na.Node, g); !ok || id != j.ID {
+					t.Fatalf("HeldBy(%s) = %d, %t; want %d", key, id, ok, j.ID)
+				}
+			}
+		}
+	}
+	for _, n := range v.Nodes() {
+		var want []int
+		for i := range n.GPUs {
+			if _, held := holder[fmt.Sprintf("%s/%d", n.Name, i)]; !held {
+				want = append(want, i)
+			}
+		}
+		if got := v.FreeGPUs(n.Name); !slices.Equal(got, want) {
+			t.Fatalf("FreeGPUs(%s) = %v; want %v", n.Name, got, want)
+		}
+	}
+	// DESIGN invariant 3: a job is never in two incarnations at once. An
+	// incarnation starts only from PENDING with nothing held, and a
+	// terminal state is final.
+	for _, j := range v.Jobs() {
+		prevInc, prevState, prevHolding := m.prevInc[j.ID], m.prevState[j.ID], m.prevHolding[j.ID]
+		switch {
+		case j.Incarnation < prevInc:
+			t.Fatalf("job %d incarnation went from %d to %d", j.ID, prevInc, j.Incarnation)
+		case j.Incarnation > prevInc && (prevState != cluster.JobPending && prevState != "" || prevHolding):
+			t.Fatalf("job %d started incarnation %d from %s (holding %t)", j.ID, j.Incarnation, prevState, prevHolding)
+		case prevState.Terminal() && j.State != prevState:
+			t.Fatalf("job %d left terminal state %s for %s", j.ID, prevState, j.State)
+		case (j.Incarnation == 0) != (j.Alloc == nil):
+			t.Fatalf("job %d incarnation %d with alloc %v", j.ID, j.Incarnation, j.Alloc)
+		case j.State == cluster.JobPending && j.HoldsResources():
+			t.Fatalf("job %d PENDING while holding resources", j.ID)
+		case j.State == cluster.JobRunning && j.Alloc == nil:
+			t.Fatalf("job %d RUNNING without an allocation", j.ID)
+		}
+		m.prevInc[j.ID], m.prevState[j.ID], m.prevHolding[j.ID] = j.Incarnation, j.State, j.HoldsResources()
+	}
+}
+
+// TestPropertyInvariants runs random logs and checks invariants 1 and 3 at
+// every index, then invariant 5: replicas fed the same log, from the start
+// or from a snapshot taken part way, agree on hash and digest, and
+// Snapshot -> Restore -> Snapshot is byte-identical.
+func TestPropertyInvariants(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := &model{
+			s: New(), now: t0, nodes: []string{"n1", "n2", "n3", "n4"},
+			prevInc: map[cluster.JobID]uint64{}, prevState: map[cluster.JobID]cluster.JobState{}, prevHolding: map[cluster.JobID]bool{},
+		}
+		for _, n := range m.nodes {
+			m.apply(t, CmdUpsertNode, UpsertNode{Node: gpuNode(n, 4, "leaf0")})
+		}
+		t.Repeat(m.weighted())
+
+		// Invariant 5: a replica replaying the log agrees.
+		replica := New()
+		cut := rapid.IntRange(0, len(m.log)).Draw(t, "snapshot at")
+		for _, e := range m.log[:cut] {
+			replica.Apply(e.index, e.data)
+		}
+		snap, err := replica.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		restored := New()
+		if err := restored.Restore(snap); err != nil {
+			t.Fatalf("Restore(Snapshot()) at entry %d: %v", cut, err)
+		}
+		if again, _ := restored.Snapshot(); !bytes.Equal(snap, again) {
+			t.Fatalf("Snapshot -> Restore -> Snapshot differs at entry %d", cut)
+		}
+		for _, e := range m.log[cut:] {
+			replica.Apply(e.index, e.data)
+			restored.Apply(e.index, e.data)
+		}
+		wantIdx, wantHash := m.s.Hash()
+		_, wantDigest, err := m.s.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, r := range map[string]*State{"replayed": replica, "restored": restored} {
+			if idx, h := r.Hash(); idx != wantIdx || h != wantHash {
+				t.Fatalf("%s Hash() = %d, %x; want %d, %x", name, idx, h, wantIdx, wantHash)
+			}
+			if _, d, _ := r.Digest(); d != wantDigest {
+				t.Fatalf("%s Digest() = %x; want %x", name, d, wantDigest)
+			}
+		}
+		final, _ := m.s.Snapshot()
+		back := New()
+		if err := back.Restore(final); err != nil {
+			t.Fatalf("Restore(final snapshot): %v", err)
+		}
+		if again, _ := back.Snapshot(); !bytes.Equal(final, again) {
+			t.Fatalf("Snapshot -> Restore -> Snapshot differs at the end")
+		}
+	})
+}
