@@ -48,7 +48,6 @@ type Result struct {
 // now is unused by this first policy; priority aging and backfill will
 // read it. Nil jobs and repeated IDs (after the first) are ignored.
 func Place(v *View, queue []*cluster.Job, now time.Time) Result {
-	_ = now
 	if v == nil {
 		v = NewView(nil, nil)
 	}
