@@ -1,0 +1,19 @@
+//go:build !cgo
+
+package gpu
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// Discover would list this node's GPUs through NVML, which needs cgo; this
+// build has none, so it always returns an error wrapping ErrNoNVML.
+func Discover(ctx context.Context) ([]cluster.GPU, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("discover gpus: %w", err)
+	}
+	return nil, fmt.Errorf("discover gpus: %w: NVML not compiled in (built without cgo)", ErrNoNVML)
+}
