@@ -6,7 +6,7 @@
 // Gossip carries who is alive and what each node has; Raft carries what is
 // decided. This package must never touch raft, the FSM or job state, and
 // nothing it reports is authoritative: the leader turns gossip events into
-// raft commands. It imports only the standard library, memberlist, msgpack
+// raft commands. It may import only the standard library, memberlist, msgpack
 // and the cluster domain types.
 //
 // Contracts that are not obvious:
