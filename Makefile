@@ -1,0 +1,47 @@
+# Shoal — common tasks. `make help` lists them.
+GO      ?= go
+BIN     ?= bin/shoal
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+STATICCHECK_VERSION ?= 2025.1.1
+
+.PHONY: help build test test-short demo bench lint fuzz clean
+
+help:
+	@echo "make build   - build $(BIN)"
+	@echo "make demo    - run a 4-node local cluster with a demo gang job (Ctrl-C stops it)"
+	@echo "make test    - the full test suite, as CI runs it"
+	@echo "make bench   - benchmarks (figures go to BENCHMARKS.md)"
+	@echo "make lint    - gofmt, go vet, staticcheck"
+	@echo "make fuzz    - run every fuzz target for FUZZTIME (default 10s) each"
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/shoal
+
+demo:
+	$(GO) run ./cmd/shoal dev
+
+# The README's test command; .ci/run runs exactly this.
+test:
+	$(GO) test -race -count=1 -timeout 25m ./...
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+FUZZTIME ?= 10s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+clean:
+	rm -rf bin

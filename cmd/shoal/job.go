@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shoal-sched/shoal/api"
+)
+
+func parseJobID(s string) (uint64, error) {
+	id, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || id == 0 {
+		return 0, fmt.Errorf("job id %q: want a positive integer", s)
+	}
+	return id, nil
+}
+
+func newJobCmd(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "job ID",
+		Short: "Show one job: state, placement, exit code (like scontrol show job)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseJobID(args[0])
+			if err != nil {
+				return err
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			j, err := c.Job(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return printJSON(j)
+			}
+			printJob(os.Stdout, j)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON")
+	return cmd
+}
+
+func printJob(w io.Writer, j api.Job) {
+	fmt.Fprintf(w, "JobId=%d JobName=%s UserId=%s\n", j.ID, j.Name, j.User)
+	fmt.Fprintf(w, "   JobState=%s Reason=%s ExitCode=%d Incarnation=%d\n", j.State, orNone(j.Reason), j.ExitCode, j.Incarnation)
+	fmt.Fprintf(w, "   SubmitTime=%s StartTime=%s EndTime=%s\n", orUnknown(j.SubmitTime), orUnknown(j.StartTime), orUnknown(j.EndTime))
+	fmt.Fprintf(w, "   NumNodes=%d GPUsPerNode=%d TasksPerNode=%d CPUsPerTask=%d TimeLimit=%ds\n",
+		j.NumNodes, j.GPUsPerNode, j.TasksPerNode, j.CPUsPerTask, j.TimeLimitS)
+	fmt.Fprintf(w, "   Command=%s\n", strings.Join(j.Command, " "))
+	fmt.Fprintf(w, "   WorkDir=%s\n", j.WorkDir)
+	if len(j.Tasks) > 0 {
+		fmt.Fprintf(w, "   MasterPort=%d\n", j.MasterPort)
+	}
+	for i, t := range j.Tasks {
+		fmt.Fprintf(w, "   Node[%d]=%s GPUs=%s State=%s ExitCode=%d\n", i, t.Node, joinInts(t.GPUs), t.State, t.ExitCode)
+	}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "Unknown"
+	}
+	return s
+}

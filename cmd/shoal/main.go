@@ -1,0 +1,68 @@
+// Command shoal is Shoal's single binary: the agent every node runs, the
+// local dev cluster, and the CLI that talks to an agent.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shoal-sched/shoal/api"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCmd()
+	if err := root.ExecuteContext(ctx); err != nil {
+		var se *api.StatusError
+		if errors.As(err, &se) {
+			fmt.Fprintf(os.Stderr, "shoal: %s\n", se.Message)
+		} else {
+			fmt.Fprintf(os.Stderr, "shoal: %v\n", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// globalFlags are the flags every CLI subcommand shares.
+type globalFlags struct {
+	addr    string
+	dataDir string
+	json    bool
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globalFlags{}
+	root := &cobra.Command{
+		Use:           "shoal",
+		Short:         "Shoal: a peer-to-peer GPU cluster scheduler",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.addr, "addr", "", "agent to talk to: unix:///path/shoal.sock or http://host:port (default: the socket in --data-dir, else $SHOAL_ADDR, else http://127.0.0.1:7070)")
+	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "the local agent's data dir (default $SHOAL_DATA_DIR or ./shoal-data)")
+	root.AddCommand(
+		newAgentCmd(g),
+		newDevCmd(g),
+		newSubmitCmd(g),
+		newQueueCmd(g),
+		newJobCmd(g),
+		newLogsCmd(g),
+		newCancelCmd(g),
+		newNodesCmd(g),
+		newMembersCmd(g),
+		newLeaderCmd(g),
+		newBenchCmd(),
+		newVersionCmd(),
+	)
+	return root
+}

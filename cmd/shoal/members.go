@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+func newMembersCmd(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "members",
+		Short: "List the gossip members this agent sees, with their status",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			ms, err := c.Members(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return printJSON(ms)
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tADDRESS\tSTATUS\tAPI\tGPUS\tSWITCH\tVERSION")
+			for _, m := range ms {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.Name, m.Address, m.Status, m.APIAddr, m.GPUs, dash(m.Switch), m.Version)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON")
+	return cmd
+}
+
+func newLeaderCmd(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "leader",
+		Short: "Show the current raft leader",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			l, err := c.Leader(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return printJSON(l)
+			}
+			fmt.Printf("%s %s\n", l.Name, l.Address)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON")
+	return cmd
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print Shoal's version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Printf("shoal %s\n", version)
+		},
+	}
+}

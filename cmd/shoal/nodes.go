@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shoal-sched/shoal/api"
+)
+
+func newNodesCmd(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "nodes",
+		Short: "List the cluster's nodes, their GPUs, switches and raft roles (like sinfo -N)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			nodes, err := c.Nodes(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return printJSON(nodes)
+			}
+			printNodes(os.Stdout, nodes)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON")
+	return cmd
+}
+
+func printNodes(w io.Writer, nodes []api.Node) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATE\tGPUS\tFREE\tSWITCH\tPARENT\tRAFT\tADDRESS\tREASON")
+	for _, n := range nodes {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.State, n.GPUs, n.GPUsFree,
+			dash(n.Switch), dash(n.SwitchParent), n.Raft, n.Address, n.Reason)
+	}
+	tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/slurm"
+)
+
+// submitRetry is how long `shoal submit` retries a submit whose answer it
+// did not get (the request id makes that safe).
+const submitRetry = 30 * time.Second
+
+func newSubmitCmd(g *globalFlags) *cobra.Command {
+	var (
+		req       api.SubmitRequest
+		timeLimit string
+		parsable  bool
+		noEnv     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "submit [flags] -- COMMAND [ARGS...]",
+		Short: "Submit a command to run on every node of a gang allocation",
+		Example: `  shoal submit --name hello --nodes 2 --gpus-per-node 4 -- python train.py --lr 3e-4
+  shoal submit -N 1 --time 10:00 --parsable -- sleep 60`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("command: empty, want `shoal submit [flags] -- COMMAND [ARGS...]`")
+			}
+			req.Command = args
+			if err := checkCounts(cmd, req); err != nil {
+				return err
+			}
+			if timeLimit != "" {
+				d, err := slurm.ParseTime(timeLimit)
+				if err != nil {
+					return err
+				}
+				req.TimeLimitS = int64(d / time.Second)
+			}
+			if req.WorkDir == "" {
+				wd, err := os.Getwd()
+				if err != nil {
+					return fmt.Errorf("--chdir: not given and the current directory is unknown: %w", err)
+				}
+				req.WorkDir = wd
+			}
+			if !noEnv {
+				// Like sbatch's default --export=ALL.
+				req.Env = os.Environ()
+			}
+			if req.RequestID == "" {
+				req.RequestID = newRequestID()
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			res, err := c.Submit(cmd.Context(), req, submitRetry)
+			if err != nil {
+				return err
+			}
+			if parsable {
+				fmt.Println(res.ID)
+			} else {
+				fmt.Printf("Submitted job %d\n", res.ID)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&req.Name, "name", "J", "", "job name (default: the command's base name)")
+	f.IntVarP(&req.Nodes, "nodes", "N", 1, "number of nodes, all allocated at once")
+	f.IntVar(&req.GPUsPerNode, "gpus-per-node", 0, "GPUs on each node")
+	f.IntVar(&req.TasksPerNode, "ntasks-per-node", 1, "ranks started on each node")
+	f.IntVarP(&req.CPUsPerTask, "cpus-per-task", "c", 1, "CPUs per rank (exported as SLURM_CPUS_PER_TASK)")
+	f.StringVarP(&timeLimit, "time", "t", "", "time limit: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED")
+	f.StringVarP(&req.WorkDir, "chdir", "D", "", "working directory of the ranks (default: the current directory)")
+	f.StringVar(&req.RequestID, "request-id", "", "idempotency key: submits with the same id make one job (default: random)")
+	f.BoolVar(&parsable, "parsable", false, "print only the job id")
+	f.BoolVar(&noEnv, "no-export", false, "do not pass this shell's environment to the ranks")
+	return cmd
+}
+
+// checkCounts refuses counts the user typed that make no job. A count
+// left out takes its default; the API cannot tell 0 from "not given", so
+// an explicit 0 is caught here.
+func checkCounts(cmd *cobra.Command, req api.SubmitRequest) error {
+	f := cmd.Flags()
+	switch {
+	case req.Nodes < 1:
+		return fmt.Errorf("--nodes %d: want at least 1", req.Nodes)
+	case req.GPUsPerNode < 0 || (f.Changed("gpus-per-node") && req.GPUsPerNode == 0):
+		return fmt.Errorf("--gpus-per-node %d: want at least 1 (leave it out for a job without GPUs)", req.GPUsPerNode)
+	case req.TasksPerNode < 1:
+		return fmt.Errorf("--ntasks-per-node %d: want at least 1", req.TasksPerNode)
+	case req.CPUsPerTask < 1:
+		return fmt.Errorf("--cpus-per-task %d: want at least 1", req.CPUsPerTask)
+	}
+	return nil
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+	return hex.EncodeToString(b[:])
+}

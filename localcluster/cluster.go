@@ -1,0 +1,357 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+)
+
+// Options shape a local cluster.
+type Options struct {
+	// Binary is the shoal executable to run.
+	Binary string
+	// Dir holds one data dir per agent (Dir/<name>) and the agents' logs.
+	Dir         string
+	Nodes       int
+	GPUsPerNode int
+	// LeafSize is how many nodes share a leaf switch; leaves sit under
+	// one spine, "spine0".
+	LeafSize int
+	// BootstrapExpect is how many of the first nodes bootstrap together
+	// (default min(3, Nodes)); the rest join later.
+	BootstrapExpect int
+	// Host is the loopback IP every agent binds (default 127.0.0.1).
+	Host string
+	// ExtraArgs are added to every agent's command line.
+	ExtraArgs []string
+	// Detach starts agents in their own session so they outlive this
+	// process (`shoal dev --detach`).
+	Detach bool
+	// Initial is how many agents Start launches (default all); the others
+	// are prepared and started later with StartAgent, as nodes that join a
+	// running cluster.
+	Initial int
+}
+
+// Agent is one agent process of the cluster.
+type Agent struct {
+	Name       string
+	DataDir    string
+	HTTPPort   int
+	RaftPort   int
+	GossipPort int
+	Args       []string
+
+	mu   sync.Mutex
+	cmd  *osexec.Cmd
+	done chan struct{} // closed when cmd exits
+	host string
+}
+
+// HTTPAddr is the agent's API host:port.
+func (a *Agent) HTTPAddr() string { return net.JoinHostPort(a.host, strconv.Itoa(a.HTTPPort)) }
+
+// GossipAddr is the agent's gossip host:port (what --join takes).
+func (a *Agent) GossipAddr() string { return net.JoinHostPort(a.host, strconv.Itoa(a.GossipPort)) }
+
+// Socket is the agent's Unix socket.
+func (a *Agent) Socket() string { return filepath.Join(a.DataDir, "shoal.sock") }
+
+// LogPath is where the agent's stderr goes.
+func (a *Agent) LogPath() string { return filepath.Join(a.DataDir, "agent.log") }
+
+// Pid is the running process's pid, or 0.
+func (a *Agent) Pid() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cmd == nil || a.cmd.Process == nil {
+		return 0
+	}
+	return a.cmd.Process.Pid
+}
+
+// Client returns an API client over the agent's Unix socket.
+func (a *Agent) Client() *api.Client {
+	c, err := api.NewClient("unix://" + a.Socket())
+	if err != nil {
+		panic(fmt.Sprintf("client for %s: %v", a.Name, err)) // the path is ours: cannot fail
+	}
+	return c
+}
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	opts   Options
+	Agents []*Agent
+}
+
+// Start launches the agents and returns once every process has started
+// (not once the cluster has formed: see WaitReady).
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	if opts.Nodes < 1 {
+		return nil, fmt.Errorf("--nodes %d: want at least 1", opts.Nodes)
+	}
+	if opts.GPUsPerNode < 0 {
+		return nil, fmt.Errorf("--gpus-per-node %d: want 0 or more", opts.GPUsPerNode)
+	}
+	if opts.LeafSize < 1 {
+		return nil, fmt.Errorf("--leaf-size %d: want at least 1", opts.LeafSize)
+	}
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	if opts.BootstrapExpect == 0 {
+		opts.BootstrapExpect = min(3, opts.Nodes)
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--data-dir %s: %w", opts.Dir, err)
+	}
+	ports, err := FreePorts(opts.Host, 3*opts.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{opts: opts}
+	for i := range opts.Nodes {
+		name := fmt.Sprintf("n%d", i+1)
+		a := &Agent{
+			Name: name, DataDir: filepath.Join(opts.Dir, name), host: opts.Host,
+			HTTPPort: ports[3*i], RaftPort: ports[3*i+1], GossipPort: ports[3*i+2],
+		}
+		c.Agents = append(c.Agents, a)
+	}
+	for i, a := range c.Agents {
+		a.Args = []string{"agent",
+			"--name", a.Name, "--data-dir", a.DataDir, "--bind", opts.Host,
+			"--http-port", strconv.Itoa(a.HTTPPort), "--raft-port", strconv.Itoa(a.RaftPort),
+			"--gossip-port", strconv.Itoa(a.GossipPort),
+			"--gpus", strconv.Itoa(opts.GPUsPerNode),
+			"--switch", fmt.Sprintf("leaf%d", i/opts.LeafSize), "--switch-parent", "spine0",
+		}
+		if i < opts.BootstrapExpect {
+			a.Args = append(a.Args, "--bootstrap-expect", strconv.Itoa(opts.BootstrapExpect))
+		}
+		if i > 0 {
+			a.Args = append(a.Args, "--join", c.Agents[0].GossipAddr())
+		}
+		a.Args = append(a.Args, opts.ExtraArgs...)
+	}
+	if opts.Initial == 0 {
+		opts.Initial = opts.Nodes
+	}
+	for _, a := range c.Agents[:min(opts.Initial, opts.Nodes)] {
+		if err := c.start(a); err != nil {
+			c.Stop(5 * time.Second)
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(a *Agent) error {
+	if err := os.MkdirAll(a.DataDir, 0o755); err != nil {
+		return fmt.Errorf("agent %s: %w", a.Name, err)
+	}
+	logf, err := os.OpenFile(a.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("agent %s: log file: %w", a.Name, err)
+	}
+	cmd := osexec.Command(c.opts.Binary, a.Args...)
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	// Each agent leads its own process group, so a signal to this process
+	// group (Ctrl-C in a terminal) is not delivered to it twice.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !c.opts.Detach, Setsid: c.opts.Detach}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("agent %s: start %s: %w", a.Name, c.opts.Binary, err)
+	}
+	done := make(chan struct{})
+	a.mu.Lock()
+	a.cmd, a.done = cmd, done
+	a.mu.Unlock()
+	// Reaps the process; ends when it exits.
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(done)
+	}()
+	return nil
+}
+
+// Running reports whether the agent's process is alive.
+func (a *Agent) Running() bool {
+	a.mu.Lock()
+	done := a.done
+	a.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+// signal sends sig to the agent and, with wait > 0, waits for its exit.
+func (a *Agent) signal(sig syscall.Signal, wait time.Duration) error {
+	a.mu.Lock()
+	cmd, done := a.cmd, a.done
+	a.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return fmt.Errorf("agent %s: not started", a.Name)
+	}
+	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("agent %s: signal %s: %w", a.Name, sig, err)
+	}
+	if wait <= 0 {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-time.After(wait):
+		return fmt.Errorf("agent %s: still running %s after %s", a.Name, wait, sig)
+	}
+}
+
+// Kill sends SIGKILL (kill -9) and waits for the process to go.
+func (c *Cluster) Kill(i int) error { return c.Agents[i].signal(syscall.SIGKILL, 10*time.Second) }
+
+// Pause stops the agent with SIGSTOP; Resume continues it.
+func (c *Cluster) Pause(i int) error  { return c.Agents[i].signal(syscall.SIGSTOP, 0) }
+func (c *Cluster) Resume(i int) error { return c.Agents[i].signal(syscall.SIGCONT, 0) }
+
+// StopAgent stops one agent gracefully (SIGTERM), killing it after grace.
+func (c *Cluster) StopAgent(i int, grace time.Duration) error {
+	a := c.Agents[i]
+	if !a.Running() {
+		return nil
+	}
+	if err := a.signal(syscall.SIGTERM, grace); err != nil {
+		_ = a.signal(syscall.SIGCONT, 0)
+		return a.signal(syscall.SIGKILL, 10*time.Second)
+	}
+	return nil
+}
+
+// StartAgent starts agent i (one held back by Options.Initial, or one
+// that stopped) from its data dir, with its name, ports and flags.
+func (c *Cluster) StartAgent(i int) error { return c.Restart(i) }
+
+// Restart starts a stopped agent again from its data dir, with the same
+// name, ports and flags.
+func (c *Cluster) Restart(i int) error {
+	if c.Agents[i].Running() {
+		return fmt.Errorf("agent %s: still running", c.Agents[i].Name)
+	}
+	return c.start(c.Agents[i])
+}
+
+// Stop stops every agent (SIGTERM, SIGKILL after grace), in parallel.
+func (c *Cluster) Stop(grace time.Duration) {
+	var wg sync.WaitGroup
+	for i := range c.Agents {
+		wg.Go(func() { _ = c.StopAgent(i, grace) })
+	}
+	wg.Wait()
+}
+
+// WaitReady waits until agent 0 reports a leader and want registered nodes
+// that are up, or ctx ends.
+func (c *Cluster) WaitReady(ctx context.Context, want int) error {
+	var last error
+	for {
+		last = c.ready(ctx, want)
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster not ready: %w (last: %v)", ctx.Err(), last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) ready(ctx context.Context, want int) error {
+	for _, a := range c.Agents {
+		if !a.Running() {
+			continue
+		}
+		cl := a.Client()
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if _, err := cl.Leader(rctx); err != nil {
+			return err
+		}
+		nodes, err := cl.Nodes(rctx)
+		if err != nil {
+			return err
+		}
+		up := 0
+		for _, n := range nodes {
+			if n.State != "DOWN" {
+				up++
+			}
+		}
+		if up < want {
+			return fmt.Errorf("%d of %d nodes registered", up, want)
+		}
+		return nil
+	}
+	return errors.New("no agent is running")
+}
+
+// FreePorts finds n distinct ports on host free for both TCP and UDP
+// (gossip uses both on one port).
+func FreePorts(host string, n int) ([]int, error) {
+	const maxTries = 1000
+	var ports []int
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for try := 0; len(ports) < n; try++ {
+		if try >= maxTries {
+			return nil, fmt.Errorf("found only %d of %d free ports on %s", len(ports), n, host)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("find free port on %s: %w", host, err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			l.Close()
+			continue
+		}
+		u.Close()
+		held = append(held, l) // hold it so the next Listen gets another
+		ports = append(ports, port)
+	}
+	return ports, nil
+}
+
+// PidFile lists "name pid" lines, for `shoal dev stop`.
+func (c *Cluster) PidFile() string {
+	var b strings.Builder
+	for _, a := range c.Agents {
+		fmt.Fprintf(&b, "%s %d\n", a.Name, a.Pid())
+	}
+	return b.String()
+}

@@ -1,0 +1,411 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/consensus"
+	"github.com/shoal-sched/shoal/exec"
+	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/gossip"
+)
+
+// Agent is one running Shoal node.
+type Agent struct {
+	cfg  Config
+	log  *slog.Logger
+	dir  *dataDir
+	self cluster.Node
+
+	state  *fsm.State
+	raft   *consensus.Raft
+	gossip *gossip.Gossip
+	exec   *exec.Executor
+
+	httpLn net.Listener
+	unixLn net.Listener
+	server *http.Server
+
+	peers peerClients
+
+	leases leaseTable
+	// lastRenew is when the last heartbeat the leader acknowledged was
+	// sent (unix nanoseconds); the fence deadline counts from it.
+	lastRenew atomic.Int64
+
+	// stopLeading cancels the leader-only loops; owned by leadLoop.
+	stopLeading context.CancelFunc
+	// leaderSince is when this node last became leader (unix nanos).
+	leaderSince atomic.Int64
+}
+
+// New opens the data dir, the raft stores, gossip, the executor and the
+// listeners. Nothing runs until Run. On error everything opened is closed.
+func New(ctx context.Context, cfg Config) (a *Agent, err error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger.With("node", cfg.Name)
+	a = &Agent{cfg: cfg, log: log}
+	var closers []func()
+	defer func() {
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				closers[i]()
+			}
+		}
+	}()
+
+	if a.dir, err = openDataDir(cfg.DataDir, cfg.Name); err != nil {
+		return nil, err
+	}
+	closers = append(closers, a.dir.close)
+
+	a.self = cluster.Node{
+		Name:       cfg.Name,
+		APIAddr:    cfg.apiAdvert(),
+		RaftAddr:   cfg.raftAdvert(),
+		GossipAddr: cfg.gossipAdvert(),
+		GPUs:       cfg.GPUs,
+		CPUs:       cfg.CPUs,
+		MemoryMiB:  cfg.MemoryMiB,
+		Topology:   cfg.Topology,
+		Version:    cfg.Version,
+	}
+
+	if a.httpLn, err = net.Listen("tcp", cfg.httpAddr()); err != nil {
+		return nil, fmt.Errorf("--http-port %d: listen on %s: %w", cfg.HTTPPort, cfg.httpAddr(), err)
+	}
+	closers = append(closers, func() { a.httpLn.Close() })
+	sock := a.dir.socketPath()
+	_ = os.Remove(sock) // stale from a crash; the data dir lock proves no agent owns it
+	if a.unixLn, err = net.Listen("unix", sock); err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", sock, err)
+	}
+	// Anyone may connect: SO_PEERCRED tells us who they are.
+	_ = os.Chmod(sock, 0o666)
+	closers = append(closers, func() { a.unixLn.Close() })
+
+	a.state = fsm.New()
+	a.raft, err = consensus.Open(ctx, consensus.Config{
+		ID:            cfg.Name,
+		DataDir:       cfg.DataDir,
+		BindAddr:      cfg.raftBind(),
+		AdvertiseAddr: cfg.raftAdvert(),
+		FSM:           a.state,
+		Logger:        log.With("component", "raft"),
+		Timing:        cfg.RaftTiming,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open raft: %w", err)
+	}
+	closers = append(closers, func() { _ = a.raft.Shutdown() })
+
+	a.gossip, err = gossip.New(gossip.Config{
+		Name:          cfg.Name,
+		BindAddr:      cfg.BindAddr,
+		BindPort:      cfg.GossipPort,
+		AdvertiseAddr: cfg.AdvertiseAddr,
+		AdvertisePort: cfg.GossipPort,
+		Meta:          a.meta(a.raft.HasState()),
+		Logger:        log.With("component", "gossip"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start gossip on port %d: %w", cfg.GossipPort, err)
+	}
+	closers = append(closers, func() { _ = a.gossip.Shutdown() })
+
+	a.exec, err = exec.New(ctx, exec.Config{
+		DataDir:   filepath.Join(cfg.DataDir, "exec"),
+		NodeName:  cfg.Name,
+		KillGrace: cfg.KillGrace,
+		Logger:    log.With("component", "exec"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start executor: %w", err)
+	}
+
+	a.peers = peerClients{clients: map[string]*api.Client{}}
+	a.server = &http.Server{
+		Handler:           a.routes(),
+		ConnContext:       peerCredConnContext,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
+	}
+	a.lastRenew.Store(time.Now().UnixNano())
+	return a, nil
+}
+
+func (a *Agent) meta(hasRaftState bool) gossip.Meta {
+	m := gossip.Meta{
+		APIAddr:         a.cfg.apiAdvert(),
+		RaftAddr:        a.cfg.raftAdvert(),
+		GPUs:            len(a.cfg.GPUs),
+		CPUs:            a.cfg.CPUs,
+		MemoryMiB:       a.cfg.MemoryMiB,
+		Switch:          a.cfg.Topology.Switch,
+		SwitchParent:    a.cfg.Topology.SwitchParent,
+		Block:           a.cfg.Topology.Block,
+		Version:         a.cfg.Version,
+		BootstrapExpect: a.bootstrapExpect(),
+		HasRaftState:    hasRaftState,
+	}
+	if len(a.cfg.GPUs) > 0 {
+		m.GPUModel = a.cfg.GPUs[0].Model
+		m.GPUMemoryMiB = a.cfg.GPUs[0].MemoryMiB
+	}
+	return m
+}
+
+// bootstrapExpect is the --bootstrap-expect in force: a lone agent (no
+// --join, no --bootstrap-expect) is a one-node cluster.
+func (a *Agent) bootstrapExpect() int {
+	if a.cfg.BootstrapExpect == 0 && len(a.cfg.Join) == 0 {
+		return 1
+	}
+	return a.cfg.BootstrapExpect
+}
+
+// Name is the node's name.
+func (a *Agent) Name() string { return a.cfg.Name }
+
+// SocketPath is the agent's Unix socket.
+func (a *Agent) SocketPath() string { return a.dir.socketPath() }
+
+// Run runs the agent until ctx ends or a fatal error (such as a name
+// conflict found while joining), then shuts everything down.
+func (a *Agent) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+
+	// HTTP servers; stopped by Shutdown below.
+	for _, ln := range []net.Listener{a.httpLn, a.unixLn} {
+		wg.Go(func() {
+			if err := a.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				cancel(fmt.Errorf("serve %s: %w", ln.Addr(), err))
+			}
+		})
+	}
+	if len(a.cfg.Join) > 0 {
+		wg.Go(func() {
+			if err := a.gossip.Join(ctx, a.cfg.Join); err != nil && ctx.Err() == nil {
+				cancel(fmt.Errorf("join %v: %w", a.cfg.Join, err))
+			}
+		})
+	}
+	wg.Go(func() { a.bootstrapLoop(ctx) })
+	wg.Go(func() { a.leadLoop(ctx) })
+	wg.Go(func() { a.heartbeatLoop(ctx) })
+	wg.Go(func() { a.driveLoop(ctx) })
+	wg.Go(func() { a.reportLoop(ctx) })
+	wg.Go(func() { a.drainGossipEvents(ctx) })
+
+	a.log.Info("agent started", "api", a.cfg.apiAdvert(), "raft", a.cfg.raftAdvert(),
+		"gossip", a.cfg.gossipAdvert(), "socket", a.dir.socketPath(), "gpus", len(a.cfg.GPUs))
+	<-ctx.Done()
+	cause := context.Cause(ctx)
+	if errors.Is(cause, context.Canceled) {
+		cause = nil
+	}
+	a.shutdown(&wg)
+	return cause
+}
+
+// shutdown stops the ranks on this node, says goodbye to gossip, and
+// closes raft and the listeners, in that order: ranks first, so no rank
+// outlives the agent that answers for it.
+func (a *Agent) shutdown(wg *sync.WaitGroup) {
+	a.log.Info("agent stopping")
+	a.exec.StopAll(fsm.CauseFenced)
+	waitCtx, cancelWait := context.WithTimeout(context.Background(), a.cfg.KillGrace+2*time.Second)
+	for len(a.exec.Running()) > 0 && waitCtx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancelWait()
+	// Best effort: report the exits now; what is not acknowledged is
+	// reported again after a restart.
+	reportCtx, cancelReport := context.WithTimeout(context.Background(), 2*time.Second)
+	a.reportExits(reportCtx)
+	cancelReport()
+
+	leaveCtx, cancelLeave := context.WithTimeout(context.Background(), 2*time.Second)
+	if err := a.gossip.Leave(leaveCtx); err != nil {
+		a.log.Warn("gossip leave", "err", err)
+	}
+	cancelLeave()
+	shutCtx, cancelShut := context.WithTimeout(context.Background(), 3*time.Second)
+	_ = a.server.Shutdown(shutCtx)
+	cancelShut()
+	wg.Wait()
+	if err := a.raft.Shutdown(); err != nil {
+		a.log.Warn("raft shutdown", "err", err)
+	}
+	_ = a.gossip.Shutdown()
+	closeCtx, cancelClose := context.WithTimeout(context.Background(), 2*time.Second)
+	_ = a.exec.Close(closeCtx)
+	cancelClose()
+	_ = os.Remove(a.dir.socketPath())
+	a.dir.close()
+	a.log.Info("agent stopped")
+}
+
+// drainGossipEvents consumes membership events: it logs them and keeps the
+// gossip buffer from filling. Voter reconciliation reads Members() itself.
+func (a *Agent) drainGossipEvents(ctx context.Context) {
+	events := a.gossip.Events()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			a.log.Debug("member event", "event", ev.Kind.String(), "member", ev.Member.Name, "status", string(ev.Member.Status))
+		}
+	}
+}
+
+// bootstrapLoop forms the cluster once --bootstrap-expect nodes have met,
+// and marks this node as holding raft state once it sees a leader.
+func (a *Agent) bootstrapLoop(ctx context.Context) {
+	const poll = 250 * time.Millisecond
+	expect := a.bootstrapExpect()
+	announced := a.raft.HasState()
+	tried := a.raft.HasState() || expect == 0
+	var lastSet []consensus.Server
+	waitLogged := time.Time{}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		if id, _ := a.raft.Leader(); id != "" {
+			tried = true
+			if !announced {
+				announced = true
+				if err := a.gossip.UpdateMeta(ctx, a.meta(true)); err != nil {
+					a.log.Warn("update gossip meta", "err", err)
+				}
+			}
+			return
+		}
+		if !tried {
+			var ms []consensus.BootstrapMember
+			for _, m := range a.gossip.Members() {
+				ms = append(ms, consensus.BootstrapMember{
+					ID: m.Name, RaftAddr: m.Meta.RaftAddr, Expect: m.Meta.BootstrapExpect,
+					HasRaftState: m.Meta.HasRaftState,
+					Alive:        m.Status == gossip.StatusAlive,
+				})
+			}
+			set, ok := consensus.BootstrapSet(expect, a.cfg.Name, ms)
+			switch {
+			case ok && sameServers(set, lastSet):
+				// The same set on two polls in a row: gossip has settled.
+				if err := a.raft.Bootstrap(set); err != nil {
+					a.log.Warn("bootstrap", "err", err)
+				} else {
+					a.log.Info("bootstrapped raft cluster", "servers", len(set))
+				}
+				tried = true
+			case ok:
+				lastSet = set
+			default:
+				lastSet = nil
+				if time.Since(waitLogged) > 10*time.Second {
+					waitLogged = time.Now()
+					a.log.Info("waiting for peers to bootstrap", "expect", expect, "members", len(ms))
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func sameServers(a, b []consensus.Server) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// peerClients caches one API client per peer address.
+type peerClients struct {
+	mu      sync.Mutex
+	clients map[string]*api.Client
+}
+
+func (p *peerClients) get(addr string) (*api.Client, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.clients[addr]; ok {
+		return c, nil
+	}
+	c, err := api.NewClient("http://" + addr)
+	if err != nil {
+		return nil, err
+	}
+	p.clients[addr] = c
+	return c, nil
+}
+
+// errNoLeader is returned when no leader is known to forward to.
+var errNoLeader = errors.New("no raft leader yet: the cluster is forming or has lost its quorum; retry")
+
+// leaderAPI returns the leader's API address, and whether we are it.
+func (a *Agent) leaderAPI() (addr string, self bool, err error) {
+	if a.raft.IsLeader() {
+		return a.cfg.apiAdvert(), true, nil
+	}
+	id, _ := a.raft.Leader()
+	if id == "" {
+		return "", false, errNoLeader
+	}
+	if id == a.cfg.Name {
+		return a.cfg.apiAdvert(), true, nil
+	}
+	for _, m := range a.gossip.Members() {
+		if m.Name == id && m.Meta.APIAddr != "" {
+			return m.Meta.APIAddr, false, nil
+		}
+	}
+	if n, ok := a.state.View().Node(id); ok && n.APIAddr != "" {
+		return n.APIAddr, false, nil
+	}
+	return "", false, fmt.Errorf("leader %s: API address unknown: %w", id, errNoLeader)
+}
+
+// leaderClient returns a client for the leader that marks requests as
+// forwarded by this node.
+func (a *Agent) leaderClient() (*api.Client, error) {
+	addr, _, err := a.leaderAPI()
+	if err != nil {
+		return nil, err
+	}
+	c, err := a.peers.get(addr)
+	if err != nil {
+		return nil, err
+	}
+	return c.WithHeader(api.HeaderForwardedBy, a.cfg.Name), nil
+}

@@ -1,0 +1,178 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/consensus"
+)
+
+// Default ports of an agent.
+const (
+	DefaultHTTPPort   = 7070
+	DefaultRaftPort   = 7071
+	DefaultGossipPort = 7072
+)
+
+// Config is an agent's configuration, filled from flags by cmd/shoal.
+type Config struct {
+	Name    string
+	DataDir string
+
+	// BindAddr is the IP every listener binds; AdvertiseAddr is the IP
+	// other nodes dial (defaults to BindAddr, or 127.0.0.1 for 0.0.0.0).
+	BindAddr      string
+	AdvertiseAddr string
+	HTTPPort      int
+	RaftPort      int
+	GossipPort    int
+
+	// Join lists gossip addresses of existing members ("host" or
+	// "host:port"). BootstrapExpect > 0 bootstraps once that many nodes
+	// with the same setting have met; with neither Join nor
+	// BootstrapExpect a lone agent bootstraps itself.
+	Join            []string
+	BootstrapExpect int
+
+	// GPUs is this node's devices (discovered or simulated by the caller).
+	GPUs      []cluster.GPU
+	CPUs      int
+	MemoryMiB uint64
+	Topology  cluster.Topology
+
+	// Timing of raft; zero value = consensus.DefaultTiming().
+	RaftTiming consensus.Timing
+	// HeartbeatInterval, LeaseTTL and KillGrace govern node liveness
+	// (see the package comment).
+	HeartbeatInterval time.Duration
+	LeaseTTL          time.Duration
+	KillGrace         time.Duration
+	// DeadServerGrace is how long a failed voter stays before it is replaced.
+	DeadServerGrace time.Duration
+	// ScheduleInterval bounds how long a pending job waits for a pass when
+	// nothing changes.
+	ScheduleInterval time.Duration
+
+	Version string
+	Logger  *slog.Logger
+}
+
+// Defaults of the liveness timings.
+const (
+	DefaultHeartbeatInterval = time.Second
+	DefaultLeaseTTL          = 10 * time.Second
+	DefaultKillGrace         = 10 * time.Second
+	DefaultDeadServerGrace   = 30 * time.Second
+	DefaultScheduleInterval  = 2 * time.Second
+	// leaseMargin is added on the leader's side on top of LeaseTTL +
+	// KillGrace to absorb scheduling delay and clock-rate drift.
+	leaseMargin = 2 * time.Second
+)
+
+func (c *Config) setDefaults() {
+	if c.BindAddr == "" {
+		c.BindAddr = "127.0.0.1"
+	}
+	if c.AdvertiseAddr == "" {
+		c.AdvertiseAddr = c.BindAddr
+		if ip := net.ParseIP(c.BindAddr); ip != nil && ip.IsUnspecified() {
+			c.AdvertiseAddr = "127.0.0.1"
+		}
+	}
+	if c.HTTPPort == 0 {
+		c.HTTPPort = DefaultHTTPPort
+	}
+	if c.RaftPort == 0 {
+		c.RaftPort = DefaultRaftPort
+	}
+	if c.GossipPort == 0 {
+		c.GossipPort = DefaultGossipPort
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.KillGrace == 0 {
+		c.KillGrace = DefaultKillGrace
+	}
+	if c.DeadServerGrace == 0 {
+		c.DeadServerGrace = DefaultDeadServerGrace
+	}
+	if c.ScheduleInterval == 0 {
+		c.ScheduleInterval = DefaultScheduleInterval
+	}
+	if c.RaftTiming == (consensus.Timing{}) {
+		c.RaftTiming = consensus.DefaultTiming()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+}
+
+// validate names the first bad field, as the flag the user typed.
+func (c *Config) validate() error {
+	switch {
+	case c.Name == "":
+		return errors.New("--name: empty, want this node's name")
+	case !validNodeName(c.Name):
+		return fmt.Errorf("--name %q: want letters, digits, '-', '_' or '.', at most 63 characters, starting with a letter or digit", c.Name)
+	case c.DataDir == "":
+		return errors.New("--data-dir: empty, want a directory for this node's state")
+	case net.ParseIP(c.BindAddr) == nil:
+		return fmt.Errorf("--bind %q: want an IP address", c.BindAddr)
+	case net.ParseIP(c.AdvertiseAddr) == nil:
+		return fmt.Errorf("--advertise %q: want an IP address", c.AdvertiseAddr)
+	case c.BootstrapExpect < 0:
+		return fmt.Errorf("--bootstrap-expect %d: want 0 or more", c.BootstrapExpect)
+	case c.LeaseTTL < 3*c.HeartbeatInterval:
+		return fmt.Errorf("--lease-ttl %s: want at least 3 heartbeat intervals (%s)", c.LeaseTTL, 3*c.HeartbeatInterval)
+	case c.CPUs < 0:
+		return fmt.Errorf("--cpus %d: want 0 or more", c.CPUs)
+	}
+	for _, p := range []struct {
+		flag string
+		port int
+	}{{"--http-port", c.HTTPPort}, {"--raft-port", c.RaftPort}, {"--gossip-port", c.GossipPort}} {
+		if p.port < 1 || p.port > 65535 {
+			return fmt.Errorf("%s %d: want 1 to 65535", p.flag, p.port)
+		}
+	}
+	return nil
+}
+
+func validNodeName(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case (r == '-' || r == '_' || r == '.') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Config) httpAddr() string { return net.JoinHostPort(c.BindAddr, strconv.Itoa(c.HTTPPort)) }
+func (c *Config) raftBind() string { return net.JoinHostPort(c.BindAddr, strconv.Itoa(c.RaftPort)) }
+func (c *Config) raftAdvert() string {
+	return net.JoinHostPort(c.AdvertiseAddr, strconv.Itoa(c.RaftPort))
+}
+func (c *Config) apiAdvert() string {
+	return net.JoinHostPort(c.AdvertiseAddr, strconv.Itoa(c.HTTPPort))
+}
+func (c *Config) gossipAdvert() string {
+	return net.JoinHostPort(c.AdvertiseAddr, strconv.Itoa(c.GossipPort))
+}

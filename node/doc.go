@@ -1,0 +1,31 @@
+// Package node is the Shoal agent: it wires gossip, consensus, the FSM,
+// the leader's control loops, the executor and the HTTP API into one
+// process, the one every machine of a cluster runs.
+//
+// Every control loop here is gather → decide → act: take a consistent FSM
+// view, call a pure function (placement.Place, consensus.PlanVoters), and
+// Apply the result through raft in bounded batches. Only the middle step
+// holds logic, and it lives in the pure packages.
+//
+// Leader-only loops (scheduling, leases, voter reconciliation) are started
+// when this node gains leadership and stopped, and waited for, when it
+// loses it. Loops every node runs (heartbeats, the executor driver, exit
+// reports, bootstrap) live as long as the agent.
+//
+// Leases. An agent renews its lease by a heartbeat to the leader every
+// HeartbeatInterval. The leader declares a node down only LeaseTTL +
+// KillGrace + leaseMargin after the last heartbeat it received (and never
+// sooner than that after it became leader); an agent that has not had a
+// heartbeat acknowledged for LeaseTTL, counted from when it sent the last
+// acknowledged one, stops its ranks (SIGTERM, SIGKILL after KillGrace).
+// So, as long as the two clocks run at about the same rate (not the same
+// time: only durations are compared, each on its own machine), a node cut
+// off from the quorum has killed its ranks before the majority can place
+// anything on its GPUs.
+//
+// Identity. On the Unix socket the caller's uid/gid come from SO_PEERCRED.
+// On TCP, a request's declared identity (X-Shoal-User/-Uid/-Gid) is
+// trusted only from a loopback peer; other TCP writes are refused until
+// node-to-node TLS lands. A follower forwards writes to the leader with the
+// identity it proved.
+package node

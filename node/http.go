@@ -1,0 +1,571 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/consensus"
+	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/gossip"
+)
+
+// Bounds of the HTTP API.
+const (
+	maxRequestBody = 4 << 20
+	maxLogBytes    = 16 << 20
+	defaultWait    = 30 * time.Second
+	maxWait        = 5 * time.Minute
+	forwardTimeout = 15 * time.Second
+)
+
+// httpError is an error with the status it answers with.
+type httpError struct {
+	code int
+	err  error
+}
+
+func (e *httpError) Error() string { return e.err.Error() }
+func (e *httpError) Unwrap() error { return e.err }
+
+func badRequest(err error) error { return &httpError{http.StatusBadRequest, err} }
+func notFound(err error) error   { return &httpError{http.StatusNotFound, err} }
+func forbidden(err error) error  { return &httpError{http.StatusForbidden, err} }
+func conflict(err error) error   { return &httpError{http.StatusConflict, err} }
+
+func (a *Agent) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/jobs", a.handleJobs)
+	mux.HandleFunc("POST /v1/jobs", a.handleSubmit)
+	mux.HandleFunc("GET /v1/jobs/{id}", a.handleJob)
+	mux.HandleFunc("DELETE /v1/jobs/{id}", a.handleCancel)
+	mux.HandleFunc("POST /v1/jobs/{id}/cancel", a.handleCancel)
+	mux.HandleFunc("GET /v1/jobs/{id}/logs", a.handleLogs)
+	mux.HandleFunc("GET /v1/nodes", a.handleNodes)
+	mux.HandleFunc("GET /v1/members", a.handleMembers)
+	mux.HandleFunc("GET /v1/leader", a.handleLeader)
+	mux.HandleFunc("GET /v1/status", a.handleStatus)
+	mux.HandleFunc("POST /v1/internal/heartbeat", a.handleHeartbeat)
+	mux.HandleFunc("POST /v1/internal/task", a.handleTaskEvent)
+	mux.HandleFunc("GET /v1/internal/logs/{id}", a.handleLocalLogs)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &httpError{http.StatusNotFound, fmt.Errorf("%s %s: no such endpoint", r.Method, r.URL.Path)})
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, index uint64, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	if index > 0 {
+		w.Header().Set(api.HeaderIndex, strconv.FormatUint(index, 10))
+	}
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	var he *httpError
+	var se *api.StatusError
+	switch {
+	case errors.As(err, &he):
+		code = he.code
+	case errors.As(err, &se):
+		code = se.Code // forwarded from the leader as it answered
+	case errors.Is(err, consensus.ErrNotLeader), errors.Is(err, errNoLeader):
+		code = http.StatusServiceUnavailable
+	case errors.Is(err, context.DeadlineExceeded):
+		code = http.StatusGatewayTimeout
+	}
+	writeJSON(w, code, 0, api.Error{Error: err.Error()})
+}
+
+// decodeBody reads a JSON body into v, naming what is wrong with it.
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxRequestBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest(fmt.Errorf("request body: malformed JSON: %v", err))
+	}
+	return nil
+}
+
+func jobID(r *http.Request) (cluster.JobID, error) {
+	s := r.PathValue("id")
+	id, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || id == 0 {
+		return 0, badRequest(fmt.Errorf("job id %q: want a positive integer", s))
+	}
+	return cluster.JobID(id), nil
+}
+
+// forward sends a write to the leader when this node is not it. It returns
+// handled=true when it answered the request itself.
+func (a *Agent) forward(w http.ResponseWriter, r *http.Request, who caller, body any) (handled bool) {
+	_, self, err := a.leaderAPI()
+	if err != nil {
+		writeError(w, err)
+		return true
+	}
+	if self {
+		return false
+	}
+	if r.Header.Get(api.HeaderForwardedBy) != "" {
+		// Forwarded to us, but we are not the leader (any more): let the
+		// original node's client retry rather than bounce between nodes.
+		writeError(w, &httpError{http.StatusServiceUnavailable, errors.New("leadership moved while forwarding; retry")})
+		return true
+	}
+	c, err := a.leaderClient()
+	if err != nil {
+		writeError(w, err)
+		return true
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), forwardTimeout)
+	defer cancel()
+	var out json.RawMessage
+	_, err = c.WithIdentity(who.Identity).Do(ctx, r.Method, r.URL.RequestURI(), body, &out)
+	if err != nil {
+		var se *api.StatusError
+		if !errors.As(err, &se) {
+			err = &httpError{http.StatusBadGateway, fmt.Errorf("forward to leader: %w", err)}
+		}
+		writeError(w, err)
+		return true
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+	return true
+}
+
+func requireProven(who caller) error {
+	if who.proven {
+		return nil
+	}
+	return forbidden(errors.New("identity: writes over TCP are accepted only from loopback or a peer agent; use the agent's Unix socket (<data-dir>/shoal.sock)"))
+}
+
+func (a *Agent) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	who := callerOf(r)
+	if err := requireProven(who); err != nil {
+		writeError(w, err)
+		return
+	}
+	var req api.SubmitRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if a.forward(w, r, who, req) {
+		return
+	}
+	if len(req.RequestID) > cluster.MaxRequestIDBytes {
+		writeError(w, badRequest(fmt.Errorf("request_id: %d bytes, want at most %d", len(req.RequestID), cluster.MaxRequestIDBytes)))
+		return
+	}
+	if req.TimeLimitS < 0 {
+		writeError(w, badRequest(fmt.Errorf("time_limit_s %d: want 0 (unlimited) or more", req.TimeLimitS)))
+		return
+	}
+	spec := specOf(req, who)
+	res, err := a.leaderSubmit(r.Context(), req.RequestID, spec)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a.state.Index(), api.SubmitResponse{ID: uint64(res.JobID), Duplicate: res.Duplicate})
+}
+
+// specOf builds the spec a submit asks for, as the proven caller.
+func specOf(req api.SubmitRequest, who caller) cluster.Spec {
+	name := req.Name
+	if name == "" && len(req.Command) > 0 {
+		name = filepath.Base(req.Command[0])
+	}
+	rq := cluster.Request{
+		Nodes:        req.Nodes,
+		GPUsPerNode:  req.GPUsPerNode,
+		TasksPerNode: req.TasksPerNode,
+		CPUsPerTask:  req.CPUsPerTask,
+		TimeLimit:    time.Duration(req.TimeLimitS) * time.Second,
+	}
+	// Zero means "not given": fill Slurm's defaults. Negative values stay
+	// and are refused by validation, naming the field.
+	return cluster.Spec{
+		Name:    name,
+		Command: req.Command,
+		Env:     req.Env,
+		WorkDir: req.WorkDir,
+		Request: rq.WithDefaults(),
+		User:    who.User,
+		UID:     who.UID,
+		GID:     who.GID,
+	}
+}
+
+func (a *Agent) handleCancel(w http.ResponseWriter, r *http.Request) {
+	who := callerOf(r)
+	if err := requireProven(who); err != nil {
+		writeError(w, err)
+		return
+	}
+	id, err := jobID(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if a.forward(w, r, who, nil) {
+		return
+	}
+	if err := a.leaderCancel(r.Context(), id, who); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a.state.Index(), map[string]uint64{"id": uint64(id)})
+}
+
+func (a *Agent) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
+	var hb api.Heartbeat
+	if err := decodeBody(r, &hb); err != nil {
+		writeError(w, err)
+		return
+	}
+	if !a.raft.IsLeader() {
+		writeError(w, &httpError{http.StatusServiceUnavailable, consensus.ErrNotLeader})
+		return
+	}
+	if err := a.leaderHeartbeat(r.Context(), hb.Node); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, 0, struct{}{})
+}
+
+func (a *Agent) handleTaskEvent(w http.ResponseWriter, r *http.Request) {
+	var ev api.TaskEvent
+	if err := decodeBody(r, &ev); err != nil {
+		writeError(w, err)
+		return
+	}
+	if !a.raft.IsLeader() {
+		writeError(w, &httpError{http.StatusServiceUnavailable, consensus.ErrNotLeader})
+		return
+	}
+	if err := a.leaderTaskEvent(r.Context(), ev); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, 0, struct{}{})
+}
+
+// blockingView returns a view newer than ?index=, waiting up to ?wait=.
+func (a *Agent) blockingView(r *http.Request) (*fsm.View, error) {
+	v := a.state.View()
+	q := r.URL.Query()
+	if q.Get("index") == "" {
+		return v, nil
+	}
+	index, err := strconv.ParseUint(q.Get("index"), 10, 64)
+	if err != nil {
+		return nil, badRequest(fmt.Errorf("index %q: want a raft index (from %s)", q.Get("index"), api.HeaderIndex))
+	}
+	wait := defaultWait
+	if s := q.Get("wait"); s != "" {
+		if wait, err = time.ParseDuration(s); err != nil || wait < 0 {
+			return nil, badRequest(fmt.Errorf("wait %q: want a duration such as 30s", s))
+		}
+	}
+	wait = min(wait, maxWait)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for v.Index <= index {
+		select {
+		case <-v.Changed():
+			v = a.state.View()
+		case <-timer.C:
+			return v, nil
+		case <-r.Context().Done():
+			return v, r.Context().Err()
+		}
+	}
+	return v, nil
+}
+
+func (a *Agent) handleJobs(w http.ResponseWriter, r *http.Request) {
+	v, err := a.blockingView(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	all := r.URL.Query().Get("all") != ""
+	out := []api.Job{}
+	for _, j := range v.Jobs() {
+		if all || !j.State.Terminal() {
+			out = append(out, jobOf(j))
+		}
+	}
+	writeJSON(w, http.StatusOK, v.Index, out)
+}
+
+func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
+	id, err := jobID(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	v, err := a.blockingView(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	j, ok := v.Job(id)
+	if !ok {
+		writeError(w, notFound(fmt.Errorf("job %d: no such job", id)))
+		return
+	}
+	writeJSON(w, http.StatusOK, v.Index, jobOf(j))
+}
+
+// jobOf renders a job for the API (the README's output contract).
+func jobOf(j *cluster.Job) api.Job {
+	out := api.Job{
+		ID: uint64(j.ID), Name: j.Spec.Name, User: j.Spec.User, State: string(j.State), Reason: j.Reason,
+		Nodes: []string{}, GPUs: map[string][]int{}, ExitCode: j.ExitCode,
+		SubmitTime: api.FormatTime(j.SubmitTime), StartTime: api.FormatTime(j.StartTime), EndTime: api.FormatTime(j.EndTime),
+		Command: j.Spec.Command, WorkDir: j.Spec.WorkDir,
+		NumNodes: j.Spec.Request.Nodes, GPUsPerNode: j.Spec.Request.GPUsPerNode,
+		TasksPerNode: j.Spec.Request.TasksPerNode, CPUsPerTask: j.Spec.Request.CPUsPerTask,
+		TimeLimitS: int64(j.Spec.Request.TimeLimit / time.Second), Incarnation: j.Incarnation,
+		Tasks: []api.Task{},
+	}
+	if j.Alloc != nil {
+		out.MasterPort = j.Alloc.MasterPort
+		for _, n := range j.Alloc.Nodes {
+			gpus := append([]int{}, n.GPUs...)
+			out.Nodes = append(out.Nodes, n.Node)
+			out.GPUs[n.Node] = gpus
+			out.Tasks = append(out.Tasks, api.Task{Node: n.Node, GPUs: gpus, State: string(n.State), ExitCode: n.ExitCode})
+		}
+	}
+	return out
+}
+
+func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
+	id, err := jobID(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	v := a.state.View()
+	j, ok := v.Job(id)
+	if !ok {
+		writeError(w, notFound(fmt.Errorf("job %d: no such job", id)))
+		return
+	}
+	out := []api.LogChunk{}
+	for _, name := range j.Alloc.NodeNames() {
+		chunks, err := a.nodeLogs(r.Context(), v, name, id)
+		if err != nil {
+			out = append(out, api.LogChunk{Node: name, Error: err.Error()})
+			continue
+		}
+		out = append(out, chunks...)
+	}
+	slices.SortStableFunc(out, func(x, y api.LogChunk) int {
+		if x.Incarnation != y.Incarnation {
+			return int(x.Incarnation) - int(y.Incarnation)
+		}
+		if x.Rank != y.Rank {
+			return x.Rank - y.Rank
+		}
+		return strings.Compare(x.Stream, y.Stream)
+	})
+	writeJSON(w, http.StatusOK, v.Index, out)
+}
+
+// nodeLogs reads a job's output from the node that holds it.
+func (a *Agent) nodeLogs(ctx context.Context, v *fsm.View, node string, id cluster.JobID) ([]api.LogChunk, error) {
+	if node == a.cfg.Name {
+		return a.localLogs(id)
+	}
+	n, ok := v.Node(node)
+	if !ok || n.APIAddr == "" {
+		return nil, fmt.Errorf("node %s: address unknown", node)
+	}
+	c, err := a.peers.get(n.APIAddr)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+	defer cancel()
+	var out []api.LogChunk
+	if _, err := c.Do(ctx, http.MethodGet, fmt.Sprintf("/v1/internal/logs/%d", id), nil, &out); err != nil {
+		return nil, fmt.Errorf("node %s: %w", node, err)
+	}
+	return out, nil
+}
+
+func (a *Agent) handleLocalLogs(w http.ResponseWriter, r *http.Request) {
+	id, err := jobID(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out, err := a.localLogs(id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, 0, out)
+}
+
+// readTail reads at most limit bytes from the end of a file.
+func readTail(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > limit {
+		if _, err := f.Seek(st.Size()-limit, io.SeekStart); err != nil {
+			return nil, err
+		}
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+func (a *Agent) handleNodes(w http.ResponseWriter, r *http.Request) {
+	v, err := a.blockingView(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	roles := a.raftRoles(r.Context())
+	out := []api.Node{}
+	busy := map[string]bool{}
+	for _, j := range v.Jobs() {
+		if j.Alloc == nil {
+			continue
+		}
+		for _, n := range j.Alloc.Nodes {
+			if !n.Released {
+				busy[n.Node] = true
+			}
+		}
+	}
+	for _, n := range v.Nodes() {
+		free := len(v.FreeGPUs(n.Name))
+		out = append(out, api.Node{
+			Name: n.Name, State: nodeState(n, free, busy[n.Name]), GPUs: len(n.GPUs), GPUsFree: free,
+			GPUModel: gpuModel(n), CPUs: n.CPUs, MemoryMiB: n.MemoryMiB,
+			Switch: n.Topology.Switch, SwitchParent: n.Topology.SwitchParent, Block: n.Topology.Block,
+			Raft: roleOr(roles, n.Name), Address: n.APIAddr, Reason: n.DrainReason, Version: n.Version,
+		})
+	}
+	writeJSON(w, http.StatusOK, v.Index, out)
+}
+
+// nodeState is the Slurm-style state sinfo would show.
+func nodeState(n *cluster.Node, free int, busy bool) string {
+	switch {
+	case n.Status != cluster.NodeUp:
+		return "DOWN"
+	case n.Drain:
+		return "DRAIN"
+	case !busy:
+		return "IDLE"
+	case free == 0:
+		return "ALLOCATED"
+	default:
+		return "MIXED"
+	}
+}
+
+func gpuModel(n *cluster.Node) string {
+	if len(n.GPUs) == 0 {
+		return ""
+	}
+	return n.GPUs[0].Model
+}
+
+func roleOr(roles map[string]string, name string) string {
+	if r, ok := roles[name]; ok {
+		return r
+	}
+	return "none"
+}
+
+// raftRoles maps server IDs to leader, voter or nonvoter.
+func (a *Agent) raftRoles(ctx context.Context) map[string]string {
+	roles := map[string]string{}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	servers, err := a.raft.Servers(ctx)
+	if err != nil {
+		return roles
+	}
+	leader, _ := a.raft.Leader()
+	for _, s := range servers {
+		roles[s.ID] = string(s.Suffrage)
+		if s.ID == leader {
+			roles[s.ID] = "leader"
+		}
+	}
+	return roles
+}
+
+func (a *Agent) handleMembers(w http.ResponseWriter, r *http.Request) {
+	out := []api.Member{}
+	for _, m := range a.gossip.Members() {
+		out = append(out, memberOf(m))
+	}
+	writeJSON(w, http.StatusOK, 0, out)
+}
+
+func memberOf(m gossip.Member) api.Member {
+	return api.Member{Name: m.Name, Address: m.Addr, Status: string(m.Status), APIAddr: m.Meta.APIAddr,
+		GPUs: m.Meta.GPUs, Switch: m.Meta.Switch, Version: m.Meta.Version}
+}
+
+func (a *Agent) handleLeader(w http.ResponseWriter, r *http.Request) {
+	id, _ := a.raft.Leader()
+	if id == "" {
+		writeError(w, &httpError{http.StatusServiceUnavailable, errNoLeader})
+		return
+	}
+	addr, _, err := a.leaderAPI()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, 0, api.Leader{Name: id, Address: addr})
+}
+
+func (a *Agent) handleStatus(w http.ResponseWriter, r *http.Request) {
+	v := a.state.View()
+	leader, _ := a.raft.Leader()
+	st := api.Status{
+		Name: a.cfg.Name, Version: a.cfg.Version, RaftState: a.raft.State(), Leader: leader,
+		AppliedIndex: v.Index, Nodes: len(v.Nodes()), Jobs: len(v.Jobs()),
+	}
+	if err := a.state.Diverged(); err != nil {
+		st.Diverged = err.Error()
+	}
+	writeJSON(w, http.StatusOK, v.Index, st)
+}

@@ -1,0 +1,426 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/consensus"
+	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/placement"
+)
+
+// Bounds of the leader's loops.
+const (
+	// maxDecisionsPerApply bounds one Allocate command, so one log entry
+	// stays small and one bad decision cannot hold up a whole pass.
+	maxDecisionsPerApply = 64
+	// maxReasonsPerApply bounds one SetReasons command.
+	maxReasonsPerApply = 512
+	// barrierTimeout is how long a new leader waits for its FSM to catch up
+	// with everything committed before it acts on it.
+	barrierTimeout = 10 * time.Second
+	// applyTimeout bounds one Apply of a leader loop.
+	applyTimeout  = 10 * time.Second
+	voterInterval = 3 * time.Second
+	leaseInterval = 500 * time.Millisecond
+	// scheduleDebounce lets a burst of changes settle into one pass.
+	scheduleDebounce = 20 * time.Millisecond
+)
+
+// leadLoop starts the leader-only loops on gaining leadership and stops
+// them, waiting, on losing it (STYLE.md section 5).
+func (a *Agent) leadLoop(ctx context.Context) {
+	var wg sync.WaitGroup
+	stop := func() {
+		if a.stopLeading != nil {
+			a.stopLeading()
+			wg.Wait()
+			a.stopLeading = nil
+		}
+	}
+	defer stop()
+	leaderCh := a.raft.LeaderCh()
+	for {
+		var isLeader, ok bool
+		select {
+		case <-ctx.Done():
+			return
+		case isLeader, ok = <-leaderCh:
+			if !ok {
+				return
+			}
+		}
+		stop() // lose, or lose-then-regain: stop first
+		if !isLeader {
+			a.log.Info("lost leadership")
+			continue
+		}
+		bctx, cancel := context.WithTimeout(ctx, barrierTimeout)
+		err := a.raft.Barrier(bctx)
+		cancel()
+		if err != nil {
+			a.log.Warn("barrier after election", "err", err)
+			continue
+		}
+		a.log.Info("became leader", "index", a.state.Index())
+		a.leaderSince.Store(time.Now().UnixNano())
+		lctx, cancelLead := context.WithCancel(ctx)
+		a.stopLeading = cancelLead
+		wg.Go(func() { a.scheduleLoop(lctx) })
+		wg.Go(func() { a.leaseLoop(lctx) })
+		wg.Go(func() { a.voterLoop(lctx) })
+	}
+}
+
+// apply encodes and applies one command through raft.
+func (a *Agent) apply(ctx context.Context, t fsm.CmdType, body any) (fsm.Result, error) {
+	data, err := fsm.Encode(t, body)
+	if err != nil {
+		return fsm.Result{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
+	defer cancel()
+	res, _, err := a.raft.Apply(ctx, data)
+	if err != nil {
+		return res, fmt.Errorf("apply %s: %w", t, err)
+	}
+	return res, nil
+}
+
+// scheduleLoop places pending jobs whenever the state changes, and at
+// least every ScheduleInterval.
+func (a *Agent) scheduleLoop(ctx context.Context) {
+	log := a.log.With("component", "scheduler")
+	t := time.NewTicker(a.cfg.ScheduleInterval)
+	defer t.Stop()
+	for {
+		v := a.state.View()
+		if err := a.schedulePass(ctx, v); err != nil && ctx.Err() == nil {
+			log.Warn("schedule pass", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-v.Changed():
+		case <-t.C:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(scheduleDebounce):
+		}
+	}
+}
+
+// schedulePass is one gather → decide → act round.
+func (a *Agent) schedulePass(ctx context.Context, v *fsm.View) error {
+	var pending []*cluster.Job
+	for _, j := range v.Jobs() {
+		if j.State == cluster.JobPending {
+			pending = append(pending, j)
+		}
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	now := time.Now()
+	res := placement.Place(placement.NewView(v.Nodes(), v.Jobs()), pending, now)
+
+	for batch := range slices.Chunk(res.Decisions, maxDecisionsPerApply) {
+		cmd := fsm.Allocate{Time: now}
+		for _, d := range batch {
+			fd := fsm.Decision{Job: d.Job}
+			for _, as := range d.Nodes {
+				fd.Nodes = append(fd.Nodes, fsm.Placement{Node: as.Node, GPUs: as.GPUs})
+			}
+			cmd.Decisions = append(cmd.Decisions, fd)
+		}
+		r, err := a.apply(ctx, fsm.CmdAllocate, cmd)
+		if err != nil {
+			return err
+		}
+		for _, rej := range r.Rejected {
+			// Placement and the FSM disagree: the FSM is right (it checks
+			// double-booking again); the job stays pending for the next pass.
+			a.log.Warn("allocation refused by fsm", "job", uint64(rej.Job), "reason", rej.Reason)
+		}
+		for _, d := range batch {
+			if !slices.ContainsFunc(r.Rejected, func(x fsm.Rejection) bool { return x.Job == d.Job }) {
+				a.log.Info("job placed", "job", uint64(d.Job), "nodes", len(d.Nodes))
+			}
+		}
+	}
+
+	var changed []fsm.JobReason
+	for _, j := range pending {
+		if r, ok := res.Reasons[j.ID]; ok && r != j.Reason {
+			changed = append(changed, fsm.JobReason{Job: j.ID, Reason: r})
+		}
+	}
+	for batch := range slices.Chunk(changed, maxReasonsPerApply) {
+		if _, err := a.apply(ctx, fsm.CmdSetReasons, fsm.SetReasons{Reasons: batch}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// leaseTable records when the leader last heard from each node.
+type leaseTable struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+func (l *leaseTable) renew(node string, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen == nil {
+		l.seen = map[string]time.Time{}
+	}
+	l.seen[node] = at
+}
+
+func (l *leaseTable) last(node string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seen[node]
+}
+
+// leaseLoop declares nodes down whose lease expired. A lease is counted
+// from the later of the node's last heartbeat and this node's election,
+// so a new leader gives every node a full lease before judging it.
+func (a *Agent) leaseLoop(ctx context.Context) {
+	expiry := a.cfg.LeaseTTL + a.cfg.KillGrace + leaseMargin
+	t := time.NewTicker(leaseInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		since := time.Unix(0, a.leaderSince.Load())
+		now := time.Now()
+		for _, n := range a.state.View().Nodes() {
+			if n.Status != cluster.NodeUp || n.Name == a.cfg.Name {
+				continue
+			}
+			last := a.leases.last(n.Name)
+			if last.Before(since) {
+				last = since
+			}
+			if now.Sub(last) <= expiry {
+				continue
+			}
+			a.log.Warn("node lease expired", "node", n.Name, "last_heartbeat", last, "expiry", expiry)
+			if _, err := a.apply(ctx, fsm.CmdNodeDown, fsm.NodeDown{Node: n.Name, Time: now}); err != nil {
+				a.log.Warn("declare node down", "node", n.Name, "err", err)
+			}
+		}
+	}
+}
+
+// voterLoop keeps raft membership in line with gossip: an odd number of
+// voters spread over switches, the rest nonvoters, dead ones replaced.
+func (a *Agent) voterLoop(ctx context.Context) {
+	log := a.log.With("component", "voters")
+	failedSince := map[string]time.Time{}
+	t := time.NewTicker(voterInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		servers, err := a.raft.Servers(ctx)
+		if err != nil {
+			log.Warn("read raft configuration", "err", err)
+			continue
+		}
+		now := time.Now()
+		cands := voterCandidates(a.gossip.Members(), servers, failedSince, now)
+		changes := consensus.PlanVoters(consensus.VoterConfig{DeadServerGrace: a.cfg.DeadServerGrace}, a.cfg.Name, cands, now)
+		if len(changes) == 0 {
+			continue
+		}
+		for _, c := range changes {
+			log.Info("raft membership change", "change", string(c.Kind), "server", c.ID, "why", c.Why)
+		}
+		if err := a.raft.ApplyChanges(ctx, changes); err != nil && ctx.Err() == nil {
+			log.Warn("apply membership changes", "err", err)
+		}
+	}
+}
+
+// voterCandidates merges the gossip view and the raft configuration into
+// PlanVoters' input. failedSince remembers when each member was first seen
+// not alive; it is updated in place.
+func voterCandidates(members []gossip.Member, servers []consensus.Server, failedSince map[string]time.Time, now time.Time) []consensus.Candidate {
+	inConfig := map[string]consensus.Server{}
+	for _, s := range servers {
+		inConfig[s.ID] = s
+	}
+	seen := map[string]bool{}
+	var cands []consensus.Candidate
+	for _, m := range members {
+		seen[m.Name] = true
+		alive := m.Status == gossip.StatusAlive || m.Status == gossip.StatusSuspect
+		if alive {
+			delete(failedSince, m.Name)
+		} else if _, ok := failedSince[m.Name]; !ok {
+			failedSince[m.Name] = now
+		}
+		s, in := inConfig[m.Name]
+		addr := m.Meta.RaftAddr
+		if in {
+			addr = s.Addr
+		}
+		if addr == "" {
+			continue // an agent too old or too new to announce raft
+		}
+		cands = append(cands, consensus.Candidate{
+			ID: m.Name, Addr: addr, Switch: m.Meta.Switch,
+			Alive: alive, Left: m.Status == gossip.StatusLeft,
+			FailedSince: failedSince[m.Name], InConfig: in, Suffrage: s.Suffrage,
+		})
+	}
+	// Servers gossip has forgotten (reaped) count as failed.
+	for _, s := range servers {
+		if seen[s.ID] {
+			continue
+		}
+		if _, ok := failedSince[s.ID]; !ok {
+			failedSince[s.ID] = now
+		}
+		cands = append(cands, consensus.Candidate{
+			ID: s.ID, Addr: s.Addr, FailedSince: failedSince[s.ID], InConfig: true, Suffrage: s.Suffrage,
+		})
+	}
+	return cands
+}
+
+// ErrForbidden is returned when the caller may not act on a job.
+var ErrForbidden = errors.New("permission denied")
+
+// leaderSubmit validates a submit against the cluster and applies it.
+func (a *Agent) leaderSubmit(ctx context.Context, requestID string, spec cluster.Spec) (fsm.Result, error) {
+	v := a.state.View()
+	if requestID != "" {
+		if id, ok := v.JobByRequestID(requestID); ok {
+			return fsm.Result{JobID: id, Duplicate: true}, nil
+		}
+	}
+	if err := spec.Validate(); err != nil {
+		return fsm.Result{}, badRequest(err)
+	}
+	if err := placement.Check(v.Nodes(), spec.Request); err != nil {
+		return fsm.Result{}, badRequest(err)
+	}
+	res, err := a.apply(ctx, fsm.CmdSubmitJob, fsm.SubmitJob{RequestID: requestID, Spec: spec, Time: time.Now()})
+	if err != nil {
+		return res, err
+	}
+	if res.Err != nil {
+		return res, badRequest(res.Err)
+	}
+	return res, nil
+}
+
+// leaderCancel cancels a job on behalf of who.
+func (a *Agent) leaderCancel(ctx context.Context, id cluster.JobID, who caller) error {
+	j, ok := a.state.View().Job(id)
+	if !ok {
+		return notFound(fmt.Errorf("job %d: %w", id, fsm.ErrUnknownJob))
+	}
+	if who.UID != 0 && who.UID != j.Spec.UID {
+		return forbidden(fmt.Errorf("cancel job %d: %w: it belongs to %s, and only its owner or root may cancel it", id, ErrForbidden, j.Spec.User))
+	}
+	res, err := a.apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: id, Time: time.Now()})
+	if err != nil {
+		return err
+	}
+	if res.Err != nil {
+		if errors.Is(res.Err, fsm.ErrJobFinished) {
+			return conflict(res.Err)
+		}
+		return badRequest(res.Err)
+	}
+	return nil
+}
+
+// leaderHeartbeat renews a node's lease and registers or updates its
+// record when what it announces changed.
+func (a *Agent) leaderHeartbeat(ctx context.Context, n cluster.Node) error {
+	if !validNodeName(n.Name) {
+		return badRequest(fmt.Errorf("heartbeat: node name %q is not valid", n.Name))
+	}
+	a.leases.renew(n.Name, time.Now())
+	cur, ok := a.state.View().Node(n.Name)
+	if ok && cur.Status == cluster.NodeUp && sameAnnouncement(cur, &n) {
+		return nil
+	}
+	res, err := a.apply(ctx, fsm.CmdUpsertNode, fsm.UpsertNode{Node: n, Time: time.Now()})
+	if err != nil {
+		return err
+	}
+	if res.Err != nil {
+		return badRequest(res.Err)
+	}
+	if !ok {
+		a.log.Info("node registered", "node", n.Name, "gpus", len(n.GPUs), "switch", n.Topology.Switch)
+	}
+	return nil
+}
+
+// sameAnnouncement compares what a node announces about itself.
+func sameAnnouncement(a, b *cluster.Node) bool {
+	if a.APIAddr != b.APIAddr || a.RaftAddr != b.RaftAddr || a.GossipAddr != b.GossipAddr ||
+		a.CPUs != b.CPUs || a.MemoryMiB != b.MemoryMiB || a.Topology != b.Topology ||
+		a.Version != b.Version || len(a.GPUs) != len(b.GPUs) {
+		return false
+	}
+	for i := range a.GPUs {
+		ga, gb := a.GPUs[i], b.GPUs[i]
+		if ga.Index != gb.Index || ga.UUID != gb.UUID || ga.Model != gb.Model || ga.MemoryMiB != gb.MemoryMiB ||
+			ga.NUMA != gb.NUMA || !slices.Equal(ga.NVLinkPeers, gb.NVLinkPeers) {
+			return false
+		}
+	}
+	return true
+}
+
+// leaderTaskEvent turns a node's task report into a command.
+func (a *Agent) leaderTaskEvent(ctx context.Context, ev taskEvent) error {
+	var (
+		res fsm.Result
+		err error
+	)
+	switch ev.Kind {
+	case "started":
+		res, err = a.apply(ctx, fsm.CmdTaskStarted, fsm.TaskStarted{
+			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node, Time: time.Now()})
+	case "exited":
+		res, err = a.apply(ctx, fsm.CmdTaskExited, fsm.TaskExited{
+			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node,
+			ExitCode: ev.ExitCode, Cause: ev.Cause, Time: time.Now()})
+	default:
+		return badRequest(fmt.Errorf("kind %q: want started or exited", ev.Kind))
+	}
+	if err != nil {
+		return err
+	}
+	if res.Err != nil {
+		if errors.Is(res.Err, fsm.ErrUnknownJob) {
+			return nil // nothing to report to: acknowledge so the node stops retrying
+		}
+		return badRequest(res.Err)
+	}
+	return nil
+}

@@ -1,0 +1,259 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec"
+	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/slurm"
+)
+
+type taskEvent = api.TaskEvent
+
+// Bounds of the per-node loops.
+const (
+	heartbeatTimeout = 2 * time.Second
+	reportTimeout    = 5 * time.Second
+	reportInterval   = time.Second
+	driveInterval    = time.Second
+	// maxReportsPerRound bounds one round of exit reports.
+	maxReportsPerRound = 256
+)
+
+// heartbeatLoop renews this node's lease with the leader and fences the
+// node (stops every rank) when it has not managed to for LeaseTTL.
+func (a *Agent) heartbeatLoop(ctx context.Context) {
+	t := time.NewTicker(a.cfg.HeartbeatInterval)
+	defer t.Stop()
+	fenced := false
+	for {
+		sent := time.Now()
+		if err := a.heartbeat(ctx); err == nil {
+			a.lastRenew.Store(sent.UnixNano())
+			if fenced {
+				a.log.Info("lease renewed again")
+				fenced = false
+			}
+		} else if ctx.Err() == nil {
+			a.log.Debug("heartbeat", "err", err)
+		}
+		last := time.Unix(0, a.lastRenew.Load())
+		if time.Since(last) > a.cfg.LeaseTTL && len(a.exec.Running()) > 0 {
+			if !fenced {
+				a.log.Warn("lease expired: stopping every rank on this node", "last_renewed", last, "lease_ttl", a.cfg.LeaseTTL)
+			}
+			fenced = true
+			a.exec.StopAll(fsm.CauseFenced)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (a *Agent) heartbeat(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
+	defer cancel()
+	_, self, err := a.leaderAPI()
+	if err != nil {
+		return err
+	}
+	if self {
+		return a.leaderHeartbeat(ctx, a.self)
+	}
+	c, err := a.leaderClient()
+	if err != nil {
+		return err
+	}
+	_, err = c.Do(ctx, http.MethodPost, "/v1/internal/heartbeat", api.Heartbeat{Node: a.self}, nil)
+	return err
+}
+
+// sendTaskEvent delivers a task report to the leader.
+func (a *Agent) sendTaskEvent(ctx context.Context, ev taskEvent) error {
+	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
+	defer cancel()
+	_, self, err := a.leaderAPI()
+	if err != nil {
+		return err
+	}
+	if self {
+		return a.leaderTaskEvent(ctx, ev)
+	}
+	c, err := a.leaderClient()
+	if err != nil {
+		return err
+	}
+	_, err = c.Do(ctx, http.MethodPost, "/v1/internal/task", ev, nil)
+	return err
+}
+
+// reportLoop reports exits recorded by the executor until the leader
+// acknowledges them.
+func (a *Agent) reportLoop(ctx context.Context) {
+	t := time.NewTicker(reportInterval)
+	defer t.Stop()
+	for {
+		a.reportExits(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.exec.ExitNotify():
+		case <-t.C:
+		}
+	}
+}
+
+func (a *Agent) reportExits(ctx context.Context) {
+	for i, ex := range a.exec.PendingExits() {
+		if i >= maxReportsPerRound || ctx.Err() != nil {
+			return
+		}
+		err := a.sendTaskEvent(ctx, taskEvent{
+			Kind: "exited", Job: ex.Job, Incarnation: ex.Incarnation, Node: a.cfg.Name,
+			ExitCode: ex.ExitCode, Cause: ex.Cause,
+		})
+		if err != nil {
+			a.log.Debug("report exit", "job", uint64(ex.Job), "err", err)
+			return // the leader is unreachable; try again next round
+		}
+		if err := a.exec.Ack(ex.Job, ex.Incarnation); err != nil {
+			a.log.Warn("acknowledge exit", "job", uint64(ex.Job), "err", err)
+		}
+		a.log.Info("exit reported", "job", uint64(ex.Job), "incarnation", ex.Incarnation, "exit_code", ex.ExitCode, "cause", ex.Cause)
+	}
+}
+
+// driveLoop makes this node's executor follow the allocations in its
+// replica: it starts what is allocated here and stops what no longer is.
+func (a *Agent) driveLoop(ctx context.Context) {
+	t := time.NewTicker(driveInterval)
+	defer t.Stop()
+	for {
+		v := a.state.View()
+		a.drive(ctx, v)
+		select {
+		case <-ctx.Done():
+			return
+		case <-v.Changed():
+		case <-t.C:
+		}
+	}
+}
+
+func (a *Agent) drive(ctx context.Context, v *fsm.View) {
+	running := map[exec.TaskKey]bool{}
+	for _, k := range a.exec.Running() {
+		running[k] = true
+	}
+	pendingExit := map[exec.TaskKey]bool{}
+	for _, ex := range a.exec.PendingExits() {
+		pendingExit[exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation}] = true
+	}
+	wanted := map[exec.TaskKey]bool{}
+
+	for _, j := range v.Jobs() {
+		i := j.Alloc.Find(a.cfg.Name)
+		if i < 0 {
+			continue
+		}
+		na := j.Alloc.Nodes[i]
+		key := exec.TaskKey{Job: j.ID, Incarnation: j.Incarnation}
+		if na.Released {
+			continue
+		}
+		switch {
+		case j.State == cluster.JobRunning:
+			wanted[key] = true
+			if !running[key] && !pendingExit[key] {
+				a.startTasks(ctx, v, j, i)
+			} else if running[key] && na.State == cluster.TaskAssigned {
+				a.reportStarted(ctx, j)
+			}
+		case j.State.Terminal() && !running[key] && !pendingExit[key]:
+			// The job ended (cancelled, or failed elsewhere) and holds GPUs
+			// here that no local task uses — perhaps it never started here.
+			// Tell the leader they are free; a duplicate is harmless.
+			err := a.sendTaskEvent(ctx, taskEvent{Kind: "exited", Job: j.ID, Incarnation: j.Incarnation,
+				Node: a.cfg.Name, Cause: fsm.CauseCancelled})
+			if err != nil {
+				a.log.Debug("release unused allocation", "job", uint64(j.ID), "err", err)
+			}
+		}
+	}
+	for k := range running {
+		if !wanted[k] {
+			if a.exec.Stop(k.Job, k.Incarnation, fsm.CauseCancelled) {
+				a.log.Info("stopping job", "job", uint64(k.Job), "incarnation", k.Incarnation)
+			}
+		}
+	}
+}
+
+func (a *Agent) startTasks(ctx context.Context, v *fsm.View, j *cluster.Job, nodeIndex int) {
+	l := exec.Launch{
+		Job:         j.ID,
+		Incarnation: j.Incarnation,
+		Spec:        j.Spec,
+		Alloc:       *j.Alloc,
+		NodeIndex:   nodeIndex,
+		NodeList:    slurm.CompressHostlist(j.Alloc.NodeNames()),
+		NodeName:    a.cfg.Name,
+		MasterAddr:  a.masterAddr(v, j.Alloc.Nodes[0].Node),
+	}
+	if err := a.exec.Start(ctx, l); err != nil {
+		// The executor records a start failure as an exit, which the report
+		// loop sends; nothing else to do here.
+		a.log.Warn("start job", "job", uint64(j.ID), "err", err)
+		return
+	}
+	a.log.Info("job started here", "job", uint64(j.ID), "incarnation", j.Incarnation, "node_rank", nodeIndex)
+	a.reportStarted(ctx, j)
+}
+
+func (a *Agent) reportStarted(ctx context.Context, j *cluster.Job) {
+	err := a.sendTaskEvent(ctx, taskEvent{Kind: "started", Job: j.ID, Incarnation: j.Incarnation, Node: a.cfg.Name})
+	if err != nil {
+		a.log.Debug("report start", "job", uint64(j.ID), "err", err)
+	}
+}
+
+// masterAddr is the host ranks dial to reach the job's first node.
+func (a *Agent) masterAddr(v *fsm.View, first string) string {
+	if first == a.cfg.Name {
+		return a.cfg.AdvertiseAddr
+	}
+	if n, ok := v.Node(first); ok {
+		if host, _, err := net.SplitHostPort(n.APIAddr); err == nil {
+			return host
+		}
+	}
+	return first // resolvable as a host name on a real cluster
+}
+
+// localLogs reads this node's rank output of a job.
+func (a *Agent) localLogs(id cluster.JobID) ([]api.LogChunk, error) {
+	files, err := a.exec.LogFiles(id)
+	if err != nil {
+		return nil, fmt.Errorf("logs of job %d on %s: %w", id, a.cfg.Name, err)
+	}
+	out := make([]api.LogChunk, 0, len(files))
+	for _, f := range files {
+		c := api.LogChunk{Node: a.cfg.Name, Incarnation: f.Incarnation, Rank: f.Rank, Stream: f.Stream}
+		data, err := readTail(f.Path, maxLogBytes)
+		if err != nil {
+			c.Error = err.Error()
+		}
+		c.Data = string(data)
+		out = append(out, c)
+	}
+	return out, nil
+}

@@ -1,0 +1,215 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/localcluster"
+)
+
+// shoalBin is the binary under test, built once by TestMain.
+var shoalBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "shoal-test-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "make temp dir:", err)
+		os.Exit(1)
+	}
+	shoalBin = filepath.Join(dir, "shoal")
+	build := osexec.Command("go", "build", "-o", shoalBin, "../cmd/shoal")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build shoal:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// testAgentArgs make agents fast on loopback: short raft timeouts, a 3s
+// lease, a 2s kill grace and a 5s dead-server grace.
+var testAgentArgs = []string{"--dev-timing", "--heartbeat", "300ms", "--lease-ttl", "3s",
+	"--kill-grace", "2s", "--dead-server-grace", "5s", "--log-level", "debug"}
+
+// startCluster starts a local cluster that is stopped when the test ends;
+// a failing test gets the tail of every agent's log.
+func startCluster(t *testing.T, opts localcluster.Options) *localcluster.Cluster {
+	t.Helper()
+	opts.Binary = shoalBin
+	opts.Dir = t.TempDir()
+	if opts.LeafSize == 0 {
+		opts.LeafSize = 2
+	}
+	opts.ExtraArgs = append(append([]string{}, testAgentArgs...), opts.ExtraArgs...)
+	c, err := localcluster.Start(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("start cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		c.Stop(10 * time.Second)
+		if t.Failed() {
+			dumpLogs(t, c)
+		}
+	})
+	want := opts.Nodes
+	if opts.Initial > 0 {
+		want = opts.Initial
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := c.WaitReady(ctx, want); err != nil {
+		t.Fatalf("wait for cluster: %v", err)
+	}
+	return c
+}
+
+func dumpLogs(t *testing.T, c *localcluster.Cluster) {
+	for _, a := range c.Agents {
+		data, err := os.ReadFile(a.LogPath())
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(string(data), "\n")
+		if len(lines) > 60 {
+			lines = lines[len(lines)-60:]
+		}
+		t.Logf("---- %s agent.log (tail) ----\n%s", a.Name, strings.Join(lines, "\n"))
+	}
+}
+
+// cliResult is one run of the shoal CLI.
+type cliResult struct {
+	stdout, stderr string
+	code           int
+}
+
+// shoal runs the CLI against agent a (through its Unix socket).
+func shoal(t *testing.T, a *localcluster.Agent, args ...string) cliResult {
+	t.Helper()
+	return run(t, append([]string{"--data-dir", a.DataDir}, args...)...)
+}
+
+// run runs the shoal binary with args, bounded to a minute.
+func run(t *testing.T, args ...string) cliResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, shoalBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	res := cliResult{stdout: out.String(), stderr: errb.String()}
+	var ee *osexec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		res.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("run shoal %v: %v", args, err)
+	}
+	return res
+}
+
+// mustShoal runs the CLI and fails the test on a non-zero exit.
+func mustShoal(t *testing.T, a *localcluster.Agent, args ...string) string {
+	t.Helper()
+	r := shoal(t, a, args...)
+	if r.code != 0 {
+		t.Fatalf("shoal %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// jsonOf runs the CLI with --json and decodes its output into out.
+func jsonOf(t *testing.T, a *localcluster.Agent, out any, args ...string) {
+	t.Helper()
+	stdout := mustShoal(t, a, append(args, "--json")...)
+	if err := json.Unmarshal([]byte(stdout), out); err != nil {
+		t.Fatalf("shoal %s --json: %v\n%s", strings.Join(args, " "), err, stdout)
+	}
+}
+
+// eventually retries cond until it returns nil or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for {
+		if err = cond(); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, timeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// submit submits through agent a and returns the job id.
+func submit(t *testing.T, a *localcluster.Agent, args ...string) uint64 {
+	t.Helper()
+	out := mustShoal(t, a, append([]string{"submit", "--parsable"}, args...)...)
+	var id uint64
+	if _, err := fmt.Sscan(out, &id); err != nil {
+		t.Fatalf("submit printed %q: want a job id", out)
+	}
+	return id
+}
+
+// waitJob waits until job id reaches a terminal state and returns it.
+func waitJob(t *testing.T, a *localcluster.Agent, id uint64, timeout time.Duration) api.Job {
+	t.Helper()
+	var j api.Job
+	eventually(t, timeout, fmt.Sprintf("job %d to finish", id), func() error {
+		r := shoal(t, a, "job", fmt.Sprint(id), "--json")
+		if r.code != 0 {
+			return fmt.Errorf("shoal job: %s", r.stderr)
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &j); err != nil {
+			return err
+		}
+		switch j.State {
+		case "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL":
+			return nil
+		}
+		return fmt.Errorf("state %s (%s)", j.State, j.Reason)
+	})
+	return j
+}
+
+// leaderIndex returns the index of the agent that leads, asking agent from.
+func leaderIndex(t *testing.T, c *localcluster.Cluster, from int) int {
+	t.Helper()
+	var l api.Leader
+	jsonOf(t, c.Agents[from], &l, "leader")
+	for i, a := range c.Agents {
+		if a.Name == l.Name {
+			return i
+		}
+	}
+	t.Fatalf("leader %q is not an agent of the cluster", l.Name)
+	return -1
+}
+
+// nodesByName returns `shoal nodes --json` keyed by name.
+func nodesByName(t *testing.T, a *localcluster.Agent) map[string]api.Node {
+	t.Helper()
+	var ns []api.Node
+	jsonOf(t, a, &ns, "nodes")
+	m := map[string]api.Node{}
+	for _, n := range ns {
+		m[n.Name] = n
+	}
+	return m
+}
