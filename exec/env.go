@@ -20,7 +20,7 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 var contractKeys = map[string]bool{
 	"MASTER_ADDR": true, "MASTER_PORT": true, "WORLD_SIZE": true, "RANK": true,
 	"LOCAL_RANK": true, "LOCAL_WORLD_SIZE": true, "NODE_RANK": true,
-	"GROUP_RANK": true, "CUDA_VISIBLE_DEVICES": true,
+	"GROUP_RANK": true, "CUDA_VISIBLE_DEVICES": true, "CUDA_DEVICE_ORDER": true,
 
 	"SLURM_JOB_ID": true, "SLURM_JOBID": true, "SLURM_JOB_NAME": true,
 	"SLURM_JOB_NODELIST": true, "SLURM_NODELIST": true, "SLURM_NNODES": true,
@@ -112,6 +112,9 @@ func contractEnv(l Launch, localRank int, home string) []string {
 	set("NODE_RANK", itoa(l.NodeIndex))
 	set("GROUP_RANK", itoa(l.NodeIndex))
 	set("CUDA_VISIBLE_DEVICES", gpuList)
+	// GPU indices are NVML's, which follow the PCI bus; CUDA's default
+	// order is "fastest first". Pin CUDA to the bus order so both agree.
+	set("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 
 	// Slurm's names, formatted as slurmstepd formats them.
 	set("SLURM_JOB_ID", job)

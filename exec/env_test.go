@@ -69,8 +69,8 @@ func TestEnvContract(t *testing.T) {
 		{"2x2 rank 3", twoByTwo(), 1, map[string]string{
 			"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "WORLD_SIZE": "4", "RANK": "3",
 			"LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "NODE_RANK": "1", "GROUP_RANK": "1",
-			"CUDA_VISIBLE_DEVICES": "2,3",
-			"SLURM_JOB_ID":         "42", "SLURM_JOBID": "42", "SLURM_JOB_NAME": "train",
+			"CUDA_VISIBLE_DEVICES": "2,3", "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+			"SLURM_JOB_ID": "42", "SLURM_JOBID": "42", "SLURM_JOB_NAME": "train",
 			"SLURM_JOB_NODELIST": "n[1-2]", "SLURM_NODELIST": "n[1-2]", "SLURM_NNODES": "2",
 			"SLURM_JOB_NUM_NODES": "2", "SLURM_NTASKS": "4", "SLURM_NPROCS": "4",
 			"SLURM_NTASKS_PER_NODE": "2", "SLURM_TASKS_PER_NODE": "2(x2)", "SLURM_PROCID": "3",
@@ -86,8 +86,8 @@ func TestEnvContract(t *testing.T) {
 		{"1 node no GPUs defaults", oneNode, 0, map[string]string{
 			"MASTER_ADDR": "a1", "MASTER_PORT": "30000", "WORLD_SIZE": "1", "RANK": "0",
 			"LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", "NODE_RANK": "0", "GROUP_RANK": "0",
-			"CUDA_VISIBLE_DEVICES": "",
-			"SLURM_JOB_ID":         "7", "SLURM_JOBID": "7", "SLURM_JOB_NAME": "job.sh",
+			"CUDA_VISIBLE_DEVICES": "", "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+			"SLURM_JOB_ID": "7", "SLURM_JOBID": "7", "SLURM_JOB_NAME": "job.sh",
 			"SLURM_JOB_NODELIST": "a1", "SLURM_NODELIST": "a1", "SLURM_NNODES": "1",
 			"SLURM_JOB_NUM_NODES": "1", "SLURM_NTASKS": "1", "SLURM_NPROCS": "1",
 			"SLURM_NTASKS_PER_NODE": "1", "SLURM_TASKS_PER_NODE": "1", "SLURM_PROCID": "0",
