@@ -21,11 +21,15 @@ func (s *State) submit(index uint64, c SubmitJob) Result {
 			return Result{JobID: id, Duplicate: true}
 		}
 	}
+	what := "submit"
+	if c.RequestID != "" {
+		what = fmt.Sprintf("submit request %q", c.RequestID)
+	}
 	if err := c.Spec.Validate(); err != nil {
-		return Result{Err: fmt.Errorf("submit request %q: %w: %w", c.RequestID, ErrInvalid, err)}
+		return Result{Err: fmt.Errorf("%s: %w: %w", what, ErrInvalid, err)}
 	}
 	if s.lastJob == math.MaxUint64 {
-		return Result{Err: fmt.Errorf("submit request %q: %w: job ids exhausted", c.RequestID, ErrInvalid)}
+		return Result{Err: fmt.Errorf("%s: %w: job ids exhausted", what, ErrInvalid)}
 	}
 	j := &cluster.Job{
 		ID:          s.lastJob + 1,

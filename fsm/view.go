@@ -55,7 +55,8 @@ func (v *View) JobByRequestID(id string) (cluster.JobID, bool) {
 func (v *View) Changed() <-chan struct{} { return v.changed }
 
 // FreeGPUs returns, in ascending order, the indices of node's GPUs that no
-// unreleased allocation holds; nil for an unknown node.
+// unreleased allocation holds, whatever the node's status or drain (the
+// caller decides whether the node is usable); nil for an unknown node.
 func (v *View) FreeGPUs(node string) []int {
 	n, ok := v.Node(node)
 	if !ok {
