@@ -48,6 +48,8 @@ type Agent struct {
 	stopLeading context.CancelFunc
 	// leaderSince is when this node last became leader (unix nanos).
 	leaderSince atomic.Int64
+	// ready is set once the replica has caught up after start (caughtUp).
+	ready atomic.Bool
 }
 
 // New opens the data dir, the raft stores, gossip, the executor and the

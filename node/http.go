@@ -135,7 +135,12 @@ func (a *Agent) forward(w http.ResponseWriter, r *http.Request, who caller, body
 	ctx, cancel := context.WithTimeout(r.Context(), forwardTimeout)
 	defer cancel()
 	var out json.RawMessage
-	_, err = c.WithIdentity(who.Identity).Do(ctx, r.Method, r.URL.RequestURI(), body, &out)
+	index, err := c.WithIdentity(who.Identity).Do(ctx, r.Method, r.URL.RequestURI(), body, &out)
+	if err == nil {
+		// Read your writes through the same agent: answer only once this
+		// replica has applied what the leader did for us.
+		a.waitApplied(ctx, index)
+	}
 	if err != nil {
 		var se *api.StatusError
 		if !errors.As(err, &se) {
@@ -145,8 +150,56 @@ func (a *Agent) forward(w http.ResponseWriter, r *http.Request, who caller, body
 		return true
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if index > 0 {
+		w.Header().Set(api.HeaderIndex, strconv.FormatUint(index, 10))
+	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(out)
+	return true
+}
+
+// waitApplied waits, until ctx ends, for the local replica to apply index.
+func (a *Agent) waitApplied(ctx context.Context, index uint64) {
+	for {
+		v := a.state.View()
+		if v.Index >= index {
+			return
+		}
+		select {
+		case <-v.Changed():
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// errCatchingUp answers reads while the replica is behind the cluster.
+var errCatchingUp = errors.New("this agent's replica is catching up with the cluster; retry in a moment")
+
+// readView returns the view reads are served from, or an error while the
+// replica has not yet caught up with the log it had before a restart: an
+// empty or stale answer then would look like lost jobs.
+func (a *Agent) readView() (*fsm.View, error) {
+	if !a.caughtUp() {
+		return nil, &httpError{http.StatusServiceUnavailable, errCatchingUp}
+	}
+	return a.state.View(), nil
+}
+
+// caughtUp reports whether this replica has once applied everything the
+// cluster had committed when it first heard from a leader. It stays true.
+func (a *Agent) caughtUp() bool {
+	if a.ready.Load() {
+		return true
+	}
+	if id, _ := a.raft.Leader(); id == "" {
+		return false
+	}
+	commit := a.raft.CommitIndex()
+	if commit == 0 || a.state.Index() < commit {
+		return false
+	}
+	a.ready.Store(true)
 	return true
 }
 
@@ -272,7 +325,10 @@ func (a *Agent) handleTaskEvent(w http.ResponseWriter, r *http.Request) {
 
 // blockingView returns a view newer than ?index=, waiting up to ?wait=.
 func (a *Agent) blockingView(r *http.Request) (*fsm.View, error) {
-	v := a.state.View()
+	v, err := a.readView()
+	if err != nil {
+		return nil, err
+	}
 	q := r.URL.Query()
 	if q.Get("index") == "" {
 		return v, nil
@@ -368,7 +424,11 @@ func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	v := a.state.View()
+	v, err := a.readView()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	j, ok := v.Job(id)
 	if !ok {
 		writeError(w, notFound(fmt.Errorf("job %d: no such job", id)))

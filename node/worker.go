@@ -139,7 +139,11 @@ func (a *Agent) driveLoop(ctx context.Context) {
 	defer t.Stop()
 	for {
 		v := a.state.View()
-		a.drive(ctx, v)
+		// A replica still replaying its log after a restart would start or
+		// stop ranks from stale allocations; wait until it has caught up.
+		if a.caughtUp() {
+			a.drive(ctx, v)
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -254,7 +254,12 @@ func TestFullRestart(t *testing.T) {
 	if after.State != before.State || after.EndTime != before.EndTime || fmt.Sprint(after.GPUs) != fmt.Sprint(before.GPUs) {
 		t.Errorf("finished job after restart = %+v; before %+v", after, before)
 	}
-	mustShoal(t, c.Agents[0], "cancel", fmt.Sprint(long))
+	// A stopping agent stops its ranks (they must not outlive the agent that
+	// answers for them), so the running job ended NODE_FAIL, reported before
+	// or after the restart.
+	if j := waitJob(t, c.Agents[2], long, 30*time.Second); j.State != "NODE_FAIL" {
+		t.Errorf("job %d running across a full stop = %s; want NODE_FAIL", long, j.State)
+	}
 	j := waitJob(t, c.Agents[0], pending, 30*time.Second)
 	if j.State != "COMPLETED" {
 		t.Errorf("queued job %d = %s; want COMPLETED once the GPUs were free", pending, j.State)
