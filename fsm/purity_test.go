@@ -25,7 +25,7 @@ func forbidden(path string) bool {
 
 // allowedModules are the only non-standard imports: never raft or
 // memberlist.
-var allowedModules = []string{"github.com/vmihailenco/msgpack/v5", "github.com/shoal-sched/shoal/cluster"}
+var allowedModules = []string{"github.com/vmihailenco/msgpack/v5", "github.com/shoal-sched/shoal/cluster", "github.com/shoal-sched/shoal/wire"}
 
 // clockReaders are the time functions that read or wait on the clock.
 var clockReaders = map[string]bool{"Now": true, "Since": true, "Until": true, "Sleep": true, "After": true, "Tick": true, "NewTimer": true, "NewTicker": true, "AfterFunc": true}

@@ -7,6 +7,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/wire"
 )
 
 // snapshotVersion is the first byte of every snapshot. Bump it when the
@@ -85,7 +86,7 @@ func decodeSnapshot(data []byte) (*State, error) {
 		return nil, fmt.Errorf("format version %d, want %d", data[0], snapshotVersion)
 	}
 	var body snapshotBody
-	if err := decodeStrict(data[1:], &body); err != nil {
+	if err := wire.Decode(data[1:], &body); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	if len(body.Hash) != len([32]byte{}) {

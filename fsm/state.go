@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/wire"
 )
 
 // Result is what applying one entry decided. Every replica computes the
@@ -119,49 +120,49 @@ func (s *State) apply(index uint64, data []byte) Result {
 	switch t {
 	case CmdSubmitJob:
 		var c SubmitJob
-		if err := decodeStrict(body, &c); err != nil {
+		if err := wire.Decode(body, &c); err != nil {
 			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
 		}
 		return s.submit(index, c)
 	case CmdCancelJob:
 		var c CancelJob
-		if err := decodeStrict(body, &c); err != nil {
+		if err := wire.Decode(body, &c); err != nil {
 			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
 		}
 		return s.cancel(index, c)
 	case CmdUpsertNode:
 		var c UpsertNode
-		if err := decodeStrict(body, &c); err != nil {
+		if err := wire.Decode(body, &c); err != nil {
 			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
 		}
 		return s.upsertNode(index, c)
 	case CmdNodeDown:
 		var c NodeDown
-		if err := decodeStrict(body, &c); err != nil {
+		if err := wire.Decode(body, &c); err != nil {
 			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
 		}
 		return s.nodeDown(index, c)
 	case CmdAllocate:
 		var c Allocate
-		if err := decodeStrict(body, &c); err != nil {
+		if err := wire.Decode(body, &c); err != nil {
 			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
 		}
 		return s.allocate(index, c)
 	case CmdTaskStarted:
 		var c TaskStarted
-		if err := decodeStrict(body, &c); err != nil {
+		if err := wire.Decode(body, &c); err != nil {
 			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
 		}
 		return s.taskStarted(index, c)
 	case CmdTaskExited:
 		var c TaskExited
-		if err := decodeStrict(body, &c); err != nil {
+		if err := wire.Decode(body, &c); err != nil {
 			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
 		}
 		return s.taskExited(index, c)
 	case CmdSetReasons:
 		var c SetReasons
-		if err := decodeStrict(body, &c); err != nil {
+		if err := wire.Decode(body, &c); err != nil {
 			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
 		}
 		return s.setReasons(index, c)

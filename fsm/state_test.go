@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/wire"
 )
 
 func TestApplyDiverges(t *testing.T) {
@@ -213,7 +214,7 @@ func TestRestoreRefusesCorruptSnapshots(t *testing.T) {
 		withRunning(t, h)
 		v := h.s.View()
 		var b snapshotBody
-		if err := decodeStrict(mustSnapshot(t, h.s)[1:], &b); err != nil {
+		if err := wire.Decode(mustSnapshot(t, h.s)[1:], &b); err != nil {
 			t.Fatal(err)
 		}
 		if len(b.Jobs) != 2 || len(b.Nodes) != 3 || b.Index != v.Index {

@@ -1,13 +1,14 @@
 package gossip
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/hashicorp/memberlist"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/shoal-sched/shoal/wire"
 )
 
 // memberlist v0.5.4 does not tell its event delegate whether a node that
@@ -48,13 +49,9 @@ func decodeMessage(b []byte) (leaveIntent, error) {
 	}
 	switch msgType(b[0]) {
 	case msgLeaveIntent:
-		r := bytes.NewReader(b[1:])
 		var li leaveIntent
-		if err := msgpack.NewDecoder(r).Decode(&li); err != nil {
+		if err := wire.Decode(b[1:], &li); err != nil {
 			return leaveIntent{}, fmt.Errorf("decode leave intent: %w", err)
-		}
-		if r.Len() != 0 {
-			return leaveIntent{}, fmt.Errorf("decode leave intent: %d trailing bytes", r.Len())
 		}
 		if li.Node == "" || len(li.Node) > maxNodeNameLen {
 			return leaveIntent{}, fmt.Errorf("decode leave intent: node name of %d bytes: want 1..%d", len(li.Node), maxNodeNameLen)

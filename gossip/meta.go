@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/shoal-sched/shoal/wire"
 )
 
 // Limits on the strings a Meta may carry. They are chosen so that a Meta
@@ -126,13 +128,11 @@ func DecodeMeta(b []byte) (Meta, error) {
 	if len(b) > memberlist.MetaMaxSize {
 		return Meta{}, fmt.Errorf("decode meta: %w: %d bytes, limit %d", ErrMetaTooLarge, len(b), memberlist.MetaMaxSize)
 	}
-	r := bytes.NewReader(b)
 	var m Meta
-	if err := msgpack.NewDecoder(r).Decode(&m); err != nil {
+	// wire.Decode refuses length headers larger than the bytes present:
+	// msgpack alone would preallocate what a hostile header claims.
+	if err := wire.Decode(b, &m); err != nil {
 		return Meta{}, fmt.Errorf("decode meta: %w", err)
-	}
-	if r.Len() != 0 {
-		return Meta{}, fmt.Errorf("decode meta: %d trailing bytes", r.Len())
 	}
 	if err := m.Validate(); err != nil {
 		return Meta{}, fmt.Errorf("decode meta: %w", err)

@@ -1,4 +1,4 @@
-package fsm
+package wire
 
 import (
 	"encoding/binary"
@@ -8,29 +8,29 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// maxNesting bounds how deeply msgpack containers may nest in a log body
-// or a snapshot. The deepest legitimate path (snapshot → jobs → job →
+// MaxNesting bounds how deeply msgpack containers may nest in anything
+// Shoal decodes. The deepest legitimate path (snapshot → jobs → job →
 // alloc → nodes → node → gpus) is under 10 levels.
-const maxNesting = 32
+const MaxNesting = 32
 
 var errTruncated = errors.New("msgpack: truncated")
 
-// decodeStrict decodes exactly one msgpack value from b into v. It first
+// Decode decodes exactly one msgpack value from b into v. It first
 // walks b and refuses input that is malformed, nests deeper than
-// maxNesting, declares a container or string longer than the bytes left,
+// MaxNesting, declares a container or string longer than the bytes left,
 // or carries trailing bytes. msgpack v5.4.1 preallocates slices to the
 // length a header declares, so without the walk a few hostile bytes could
 // demand gigabytes.
-func decodeStrict(b []byte, v any) error {
-	if err := checkWellFormed(b); err != nil {
+func Decode(b []byte, v any) error {
+	if err := CheckWellFormed(b); err != nil {
 		return err
 	}
 	return msgpack.Unmarshal(b, v)
 }
 
-// checkWellFormed reports whether b is exactly one well-formed msgpack
+// CheckWellFormed reports whether b is exactly one well-formed msgpack
 // value whose declared lengths all fit in b.
-func checkWellFormed(b []byte) error {
+func CheckWellFormed(b []byte) error {
 	end, err := skipValue(b, 0, 0)
 	if err != nil {
 		return err
@@ -43,8 +43,8 @@ func checkWellFormed(b []byte) error {
 
 // skipValue returns the offset just past the value starting at off.
 func skipValue(b []byte, off, depth int) (int, error) {
-	if depth > maxNesting {
-		return 0, fmt.Errorf("msgpack: nested deeper than %d at offset %d", maxNesting, off)
+	if depth > MaxNesting {
+		return 0, fmt.Errorf("msgpack: nested deeper than %d at offset %d", MaxNesting, off)
 	}
 	if off >= len(b) {
 		return 0, errTruncated
