@@ -70,6 +70,13 @@ func (a *Agent) leadLoop(ctx context.Context) {
 		}
 		a.log.Info("became leader", "index", a.state.Index())
 		a.leaderSince.Store(time.Now().UnixNano())
+		// Register (or refresh) ourselves now rather than at the next
+		// heartbeat, so a fresh cluster can take submits at once.
+		hctx, cancelHB := context.WithTimeout(ctx, applyTimeout)
+		if err := a.leaderHeartbeat(hctx, a.self); err != nil {
+			a.log.Warn("register self as leader", "err", err)
+		}
+		cancelHB()
 		lctx, cancelLead := context.WithCancel(ctx)
 		a.stopLeading = cancelLead
 		wg.Go(func() { a.scheduleLoop(lctx) })
@@ -320,7 +327,7 @@ func (a *Agent) leaderSubmit(ctx context.Context, requestID string, spec cluster
 	if err := spec.Validate(); err != nil {
 		return fsm.Result{}, badRequest(err)
 	}
-	if err := placement.Check(v.Nodes(), spec.Request); err != nil {
+	if err := placement.Check(a.knownNodes(v), spec.Request); err != nil {
 		return fsm.Result{}, badRequest(err)
 	}
 	res, err := a.apply(ctx, fsm.CmdSubmitJob, fsm.SubmitJob{RequestID: requestID, Spec: spec, Time: time.Now()})
@@ -331,6 +338,28 @@ func (a *Agent) leaderSubmit(ctx context.Context, requestID string, spec cluster
 		return res, badRequest(res.Err)
 	}
 	return res, nil
+}
+
+// knownNodes is every node the FSM records, plus live gossip members that
+// have not registered yet (a forming cluster, a node just started): a
+// submit is judged against the cluster as it is about to be, not refused
+// because a heartbeat has not landed.
+func (a *Agent) knownNodes(v *fsm.View) []*cluster.Node {
+	nodes := v.Nodes()
+	for _, m := range a.gossip.Members() {
+		if m.Status != gossip.StatusAlive {
+			continue
+		}
+		if _, ok := v.Node(m.Name); ok {
+			continue
+		}
+		n := &cluster.Node{Name: m.Name, Status: cluster.NodeUp, GPUs: make([]cluster.GPU, m.Meta.GPUs)}
+		for i := range n.GPUs {
+			n.GPUs[i] = cluster.GPU{Index: i, Model: m.Meta.GPUModel, MemoryMiB: m.Meta.GPUMemoryMiB, NUMA: -1}
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes
 }
 
 // leaderCancel cancels a job on behalf of who.

@@ -2,7 +2,12 @@ package test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"strings"
 	"sync"
 )
 
@@ -24,4 +29,19 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// osCommand is the shoal binary as an exec.Cmd bound to ctx.
+func osCommand(ctx context.Context, args ...string) *osexec.Cmd {
+	return osexec.CommandContext(ctx, shoalBin, args...)
+}
+
+// processAlive reports whether pid runs; a zombie counts as gone.
+func processAlive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }

@@ -232,10 +232,10 @@ func stopDetached(dir string) error {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for _, pid := range pids {
-		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+		for processAlive(pid) && time.Now().Before(deadline) {
 			time.Sleep(pollInterval)
 		}
-		if syscall.Kill(pid, 0) == nil {
+		if processAlive(pid) {
 			_ = syscall.Kill(pid, syscall.SIGKILL) // still there after 20s
 		}
 	}
@@ -244,4 +244,19 @@ func stopDetached(dir string) error {
 	}
 	fmt.Printf("Stopped %d agents; removed %s\n", len(pids), dir)
 	return nil
+}
+
+// processAlive reports whether pid runs. A zombie (exited, not yet reaped:
+// detached agents are orphans, and not every init reaps) counts as gone.
+func processAlive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
