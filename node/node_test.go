@@ -1,0 +1,278 @@
+package node
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/consensus"
+	"github.com/shoal-sched/shoal/gossip"
+)
+
+func validConfig() Config {
+	c := Config{Name: "n1", DataDir: "/tmp/x"}
+	c.setDefaults()
+	return c
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Config)
+		want   string // "" for valid
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"empty name", func(c *Config) { c.Name = "" }, "--name: empty"},
+		{"name with space", func(c *Config) { c.Name = "a b" }, `--name "a b"`},
+		{"name starting with dash", func(c *Config) { c.Name = "-a" }, `--name "-a"`},
+		{"name too long", func(c *Config) { c.Name = strings.Repeat("a", 64) }, "--name"},
+		{"dotted name", func(c *Config) { c.Name = "gpu-01.rack2" }, ""},
+		{"no data dir", func(c *Config) { c.DataDir = "" }, "--data-dir: empty"},
+		{"bind not an IP", func(c *Config) { c.BindAddr = "host" }, `--bind "host"`},
+		{"advertise not an IP", func(c *Config) { c.AdvertiseAddr = "x" }, `--advertise "x"`},
+		{"negative expect", func(c *Config) { c.BootstrapExpect = -1 }, "--bootstrap-expect -1"},
+		{"lease shorter than 3 heartbeats", func(c *Config) { c.LeaseTTL = 2 * time.Second }, "--lease-ttl 2s"},
+		{"port zero", func(c *Config) { c.RaftPort = 70000 }, "--raft-port 70000"},
+		{"negative cpus", func(c *Config) { c.CPUs = -4 }, "--cpus -4"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validConfig()
+			tc.change(&c)
+			err := c.validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("validate() = %v; want nil", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("validate() = %v; want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestConfigDefaultsAdvertise(t *testing.T) {
+	c := Config{Name: "n", DataDir: "d", BindAddr: "0.0.0.0"}
+	c.setDefaults()
+	if c.AdvertiseAddr != "127.0.0.1" {
+		t.Errorf("advertise for bind 0.0.0.0 = %q; want 127.0.0.1", c.AdvertiseAddr)
+	}
+	if c.HTTPPort != 7070 || c.RaftPort != 7071 || c.GossipPort != 7072 {
+		t.Errorf("default ports = %d/%d/%d; want 7070/7071/7072", c.HTTPPort, c.RaftPort, c.GossipPort)
+	}
+}
+
+func TestDataDir(t *testing.T) {
+	dir := t.TempDir()
+	d, err := openDataDir(dir, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second agent on the same dir is refused while the first holds it.
+	if _, err := openDataDir(dir, "n1"); !errors.Is(err, ErrDataDirLocked) {
+		t.Errorf("second open = %v; want ErrDataDirLocked", err)
+	}
+	d.close()
+	// Another name on the same dir is refused even when unlocked.
+	if _, err := openDataDir(dir, "n2"); err == nil || !strings.Contains(err.Error(), `belongs to node "n1"`) {
+		t.Errorf("open as n2 = %v; want it refused naming n1", err)
+	}
+	d2, err := openDataDir(dir, "n1")
+	if err != nil {
+		t.Fatalf("reopen as n1: %v", err)
+	}
+	d2.close()
+	// A path under a regular file cannot be a data dir.
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openDataDir(filepath.Join(file, "sub"), "n1"); err == nil || !strings.Contains(err.Error(), "--data-dir") {
+		t.Errorf("open under a file = %v; want a --data-dir error", err)
+	}
+}
+
+func TestNodeState(t *testing.T) {
+	up := &cluster.Node{Status: cluster.NodeUp}
+	tests := []struct {
+		name string
+		node *cluster.Node
+		free int
+		busy bool
+		want string
+	}{
+		{"idle", up, 8, false, "IDLE"},
+		{"mixed", up, 4, true, "MIXED"},
+		{"allocated", up, 0, true, "ALLOCATED"},
+		{"cpu job on a gpu-less node", up, 0, true, "ALLOCATED"},
+		{"down", &cluster.Node{Status: cluster.NodeDown}, 8, false, "DOWN"},
+		{"left", &cluster.Node{Status: cluster.NodeLeft}, 8, false, "DOWN"},
+		{"drain", &cluster.Node{Status: cluster.NodeUp, Drain: true}, 8, true, "DRAIN"},
+	}
+	for _, tc := range tests {
+		if got := nodeState(tc.node, tc.free, tc.busy); got != tc.want {
+			t.Errorf("%s: nodeState = %s; want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestJobOf(t *testing.T) {
+	at := time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC)
+	j := &cluster.Job{
+		ID: 7, State: cluster.JobRunning, SubmitTime: at, StartTime: at.Add(time.Second), Incarnation: 1,
+		Spec: cluster.Spec{Name: "train", User: "ada", Command: []string{"python", "t.py"},
+			Request: cluster.Request{Nodes: 2, GPUsPerNode: 2, TasksPerNode: 1, CPUsPerTask: 1, TimeLimit: 90 * time.Second}},
+		Alloc: &cluster.Allocation{MasterPort: 29500, Nodes: []cluster.NodeAlloc{
+			{Node: "n2", GPUs: []int{0, 1}, State: cluster.TaskRunning},
+			{Node: "n1", GPUs: []int{2, 3}, State: cluster.TaskAssigned},
+		}},
+	}
+	got := jobOf(j)
+	if got.ID != 7 || got.State != "RUNNING" || got.User != "ada" || got.Name != "train" {
+		t.Errorf("jobOf identity = %+v", got)
+	}
+	if strings.Join(got.Nodes, ",") != "n2,n1" {
+		t.Errorf("nodes = %v; want rank order n2,n1", got.Nodes)
+	}
+	if len(got.GPUs["n1"]) != 2 || got.GPUs["n1"][0] != 2 {
+		t.Errorf("gpus = %v", got.GPUs)
+	}
+	if got.SubmitTime != "2026-11-22T01:02:03Z" || got.StartTime != "2026-11-22T01:02:04Z" || got.EndTime != "" {
+		t.Errorf("times = %q %q %q; want RFC 3339 and empty end", got.SubmitTime, got.StartTime, got.EndTime)
+	}
+	if got.TimeLimitS != 90 || got.MasterPort != 29500 || len(got.Tasks) != 2 {
+		t.Errorf("details = %+v", got)
+	}
+	// A pending job renders empty arrays, not null, in its contract fields.
+	p := jobOf(&cluster.Job{ID: 1, State: cluster.JobPending})
+	if p.Nodes == nil || p.GPUs == nil || p.Tasks == nil {
+		t.Errorf("pending job has nil collections: %+v", p)
+	}
+}
+
+func TestCallerOf(t *testing.T) {
+	declare := func(r *http.Request) {
+		r.Header.Set(api.HeaderUser, "ada")
+		r.Header.Set(api.HeaderUID, "1000")
+		r.Header.Set(api.HeaderGID, "100")
+	}
+	tests := []struct {
+		name       string
+		remote     string
+		declare    bool
+		forwarded  bool
+		wantProven bool
+		wantUID    int
+	}{
+		{"loopback declared", "127.0.0.1:5000", true, false, true, 1000},
+		{"remote declared", "10.1.2.3:5000", true, false, false, 1000},
+		{"remote forwarded by a peer", "10.1.2.3:5000", true, true, true, 1000},
+		{"loopback undeclared", "127.0.0.1:5000", false, false, false, -1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/v1/jobs", nil)
+			r.RemoteAddr = tc.remote
+			if tc.declare {
+				declare(r)
+			}
+			if tc.forwarded {
+				r.Header.Set(api.HeaderForwardedBy, "n2")
+			}
+			c := callerOf(r)
+			if c.proven != tc.wantProven || c.UID != tc.wantUID {
+				t.Errorf("callerOf = %+v; want proven %v uid %d", c, tc.wantProven, tc.wantUID)
+			}
+		})
+	}
+}
+
+func TestSpecOfDefaults(t *testing.T) {
+	s := specOf(api.SubmitRequest{Command: []string{"/usr/bin/python3", "x.py"}, TimeLimitS: 60},
+		caller{Identity: api.Identity{User: "ada", UID: 1000, GID: 100}, proven: true})
+	if s.Name != "python3" || s.Request.Nodes != 1 || s.Request.TasksPerNode != 1 || s.Request.CPUsPerTask != 1 ||
+		s.Request.TimeLimit != time.Minute || s.User != "ada" || s.UID != 1000 {
+		t.Errorf("specOf = %+v", s)
+	}
+	if err := s.Validate(); err != nil {
+		t.Errorf("defaulted spec invalid: %v", err)
+	}
+	neg := specOf(api.SubmitRequest{Command: []string{"x"}, Nodes: -1}, caller{})
+	if err := neg.Validate(); err == nil || !strings.Contains(err.Error(), "nodes -1") {
+		t.Errorf("negative nodes: Validate = %v; want an error naming nodes", err)
+	}
+}
+
+func TestVoterCandidates(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	members := []gossip.Member{
+		{Name: "n1", Status: gossip.StatusAlive, Meta: gossip.Meta{RaftAddr: "a:1", Switch: "leaf0"}},
+		{Name: "n2", Status: gossip.StatusFailed, Meta: gossip.Meta{RaftAddr: "a:2", Switch: "leaf0"}},
+		{Name: "n3", Status: gossip.StatusLeft, Meta: gossip.Meta{RaftAddr: "a:3", Switch: "leaf1"}},
+		{Name: "n4", Status: gossip.StatusAlive, Meta: gossip.Meta{RaftAddr: "a:4", Switch: "leaf1"}},
+		{Name: "old", Status: gossip.StatusAlive}, // announces no raft address
+	}
+	servers := []consensus.Server{
+		{ID: "n1", Addr: "a:1", Suffrage: consensus.Voter},
+		{ID: "n2", Addr: "a:2", Suffrage: consensus.Voter},
+		{ID: "n3", Addr: "a:3", Suffrage: consensus.Voter},
+		{ID: "gone", Addr: "a:9", Suffrage: consensus.Voter}, // reaped from gossip
+	}
+	failed := map[string]time.Time{"n2": now.Add(-time.Minute)}
+	got := voterCandidates(members, servers, failed, now)
+	byID := map[string]consensus.Candidate{}
+	for _, c := range got {
+		byID[c.ID] = c
+	}
+	if _, ok := byID["old"]; ok {
+		t.Errorf("member without a raft address became a candidate")
+	}
+	if c := byID["n2"]; c.Alive || !c.FailedSince.Equal(now.Add(-time.Minute)) || !c.InConfig {
+		t.Errorf("n2 = %+v; want failed since a minute ago, in config", c)
+	}
+	if c := byID["n3"]; !c.Left || c.Alive {
+		t.Errorf("n3 = %+v; want left", c)
+	}
+	if c := byID["n4"]; !c.Alive || c.InConfig || c.Switch != "leaf1" {
+		t.Errorf("n4 = %+v; want alive, not in config, on leaf1", c)
+	}
+	if c := byID["gone"]; c.Alive || !c.InConfig || !c.FailedSince.Equal(now) {
+		t.Errorf("gone = %+v; want failed since now, in config", c)
+	}
+	// A member seen alive again forgets its failure.
+	members[1].Status = gossip.StatusAlive
+	voterCandidates(members, servers, failed, now.Add(time.Second))
+	if _, ok := failed["n2"]; ok {
+		t.Errorf("n2 alive again but still marked failed")
+	}
+}
+
+func TestSameAnnouncement(t *testing.T) {
+	base := cluster.Node{Name: "n1", APIAddr: "a:1", CPUs: 8, GPUs: []cluster.GPU{{Index: 0, UUID: "u", NVLinkPeers: []int{1}}},
+		Topology: cluster.Topology{Switch: "leaf0"}}
+	same := *base.Clone()
+	same.Status, same.ModifyIndex, same.Drain = cluster.NodeDown, 99, true // not announced by the node
+	if !sameAnnouncement(&base, &same) {
+		t.Errorf("status/index/drain differences count as a new announcement")
+	}
+	for name, change := range map[string]func(*cluster.Node){
+		"address":  func(n *cluster.Node) { n.APIAddr = "b:1" },
+		"cpus":     func(n *cluster.Node) { n.CPUs = 16 },
+		"switch":   func(n *cluster.Node) { n.Topology.Switch = "leaf1" },
+		"gpu uuid": func(n *cluster.Node) { n.GPUs[0].UUID = "v" },
+		"nvlink":   func(n *cluster.Node) { n.GPUs[0].NVLinkPeers = nil },
+		"gpu gone": func(n *cluster.Node) { n.GPUs = nil },
+	} {
+		c := base.Clone()
+		change(c)
+		if sameAnnouncement(&base, c) {
+			t.Errorf("%s changed but sameAnnouncement = true", name)
+		}
+	}
+}
