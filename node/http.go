@@ -180,6 +180,12 @@ var errCatchingUp = errors.New("this agent's replica is catching up with the clu
 // replica has not yet caught up with the log it had before a restart: an
 // empty or stale answer then would look like lost jobs.
 func (a *Agent) readView() (*fsm.View, error) {
+	if err := a.state.Diverged(); err != nil {
+		// This replica could not apply a committed entry: what it holds is
+		// not the cluster's state, so it must not answer for it.
+		return nil, &httpError{http.StatusInternalServerError,
+			fmt.Errorf("this agent's replica diverged and serves no reads; ask another agent: %w", err)}
+	}
 	if !a.caughtUp() {
 		return nil, &httpError{http.StatusServiceUnavailable, errCatchingUp}
 	}

@@ -140,8 +140,10 @@ func (a *Agent) driveLoop(ctx context.Context) {
 	for {
 		v := a.state.View()
 		// A replica still replaying its log after a restart would start or
-		// stop ranks from stale allocations; wait until it has caught up.
-		if a.caughtUp() {
+		// stop ranks from stale allocations; wait until it has caught up. A
+		// diverged one starts nothing new (its running ranks are fenced if
+		// it also loses its lease).
+		if a.caughtUp() && a.state.Diverged() == nil {
 			a.drive(ctx, v)
 		}
 		select {

@@ -2,6 +2,7 @@ package test
 
 import (
 	"fmt"
+	"os/user"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,6 +78,10 @@ func TestGangJob(t *testing.T) {
 	j := waitJob(t, c.Agents[2], id, 30*time.Second)
 	if j.State != "COMPLETED" || j.ExitCode != 0 {
 		t.Fatalf("job %d = %s exit %d; want COMPLETED exit 0", id, j.State, j.ExitCode)
+	}
+	// The agent took the user from the Unix socket's peer credentials.
+	if me, err := user.Current(); err != nil || j.User != me.Username {
+		t.Errorf("job %d user = %q; want the submitting user (%v)", id, j.User, me)
 	}
 	if len(j.Nodes) != 2 || j.MasterPort == 0 {
 		t.Fatalf("job %d nodes %v master port %d; want 2 nodes and a port", id, j.Nodes, j.MasterPort)
