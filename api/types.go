@@ -82,9 +82,14 @@ type Status struct {
 	RaftState    string `json:"raft_state"`
 	Leader       string `json:"leader"`
 	AppliedIndex uint64 `json:"applied_index"`
-	Diverged     string `json:"diverged,omitempty"`
-	Nodes        int    `json:"nodes"`
-	Jobs         int    `json:"jobs"`
+	// StateHash is the FSM's running hash (hex) over every entry applied
+	// up to HashIndex: replicas at the same index must agree (DESIGN
+	// invariant 5).
+	StateHash string `json:"state_hash"`
+	HashIndex uint64 `json:"hash_index"`
+	Diverged  string `json:"diverged,omitempty"`
+	Nodes     int    `json:"nodes"`
+	Jobs      int    `json:"jobs"`
 }
 
 // SubmitRequest is the body of POST /v1/jobs.

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -626,9 +627,11 @@ func (a *Agent) handleLeader(w http.ResponseWriter, r *http.Request) {
 func (a *Agent) handleStatus(w http.ResponseWriter, r *http.Request) {
 	v := a.state.View()
 	leader, _ := a.raft.Leader()
+	hashIndex, sum := a.state.Hash()
 	st := api.Status{
 		Name: a.cfg.Name, Version: a.cfg.Version, RaftState: a.raft.State(), Leader: leader,
 		AppliedIndex: v.Index, Nodes: len(v.Nodes()), Jobs: len(v.Jobs()),
+		StateHash: hex.EncodeToString(sum[:]), HashIndex: hashIndex,
 	}
 	if err := a.state.Diverged(); err != nil {
 		st.Diverged = err.Error()

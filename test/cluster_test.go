@@ -213,6 +213,30 @@ func TestLeaderKill(t *testing.T) {
 		}
 		return nil
 	})
+	// DESIGN invariant 5: once writes stop, every replica, the restarted
+	// one included, reaches the same state hash at the same index.
+	eventually(t, 20*time.Second, "replicas agree", func() error {
+		var first api.Status
+		for i, a := range c.Agents {
+			var st api.Status
+			r := shoal(t, a, "status", "--json")
+			if r.code != 0 {
+				return fmt.Errorf("%s: %s", a.Name, r.stderr)
+			}
+			if err := jsonUnmarshal(r.stdout, &st); err != nil {
+				return err
+			}
+			if i == 0 {
+				first = st
+				continue
+			}
+			if st.HashIndex != first.HashIndex || st.StateHash != first.StateHash {
+				return fmt.Errorf("%s at %d has %s; %s at %d has %s", a.Name, st.HashIndex, st.StateHash[:12],
+					first.Name, first.HashIndex, first.StateHash[:12])
+			}
+		}
+		return nil
+	})
 }
 
 // TestFullRestart: every agent stopped and restarted from its data dir

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -132,13 +133,20 @@ func runBench(ctx context.Context, o benchOptions) error {
 			rows = append(rows, benchRow{"submit-to-running, 2-node gang, idle 3-node cluster", percentiles(samples), fmt.Sprintf("n=%d, rank's own timestamp", len(samples))})
 		}
 		if want("throughput") {
-			for _, clients := range []int{1, o.clients} {
-				rate, failed, err := measureThroughput(ctx, c, o.submits, clients)
+			for _, mode := range []struct {
+				clients int
+				cli     bool
+			}{{1, false}, {o.clients, false}, {1, true}, {o.clients, true}} {
+				rate, failed, err := measureThroughput(ctx, c, o.submits, mode.clients, mode.cli)
 				if err != nil {
 					return fmt.Errorf("throughput: %w", err)
 				}
-				rows = append(rows, benchRow{fmt.Sprintf("submits/s through one follower, %d client(s)", clients),
-					fmt.Sprintf("%.1f jobs/s", rate), fmt.Sprintf("%d submits, %d failed, jobs pend", o.submits, failed)})
+				how := "Go client"
+				if mode.cli {
+					how = "one `shoal submit` process each, like sbatch"
+				}
+				rows = append(rows, benchRow{fmt.Sprintf("submits/s through one follower, %d client(s)", mode.clients),
+					fmt.Sprintf("%.1f jobs/s", rate), fmt.Sprintf("%d submits, %d failed, jobs pend; %s", o.submits, failed, how)})
 			}
 		}
 	}
@@ -246,12 +254,16 @@ func measureLatency(ctx context.Context, c *localcluster.Cluster, runs int) ([]t
 // measureThroughput submits n jobs through a follower from clients
 // goroutines. The jobs ask for more GPUs than are free behind a long job,
 // so they pend: this measures the write path, not the executor.
-func measureThroughput(ctx context.Context, c *localcluster.Cluster, n, clients int) (float64, int, error) {
+func measureThroughput(ctx context.Context, c *localcluster.Cluster, n, clients int, viaCLI bool) (float64, int, error) {
 	leader, err := c.Agents[0].Client().Leader(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
 	fi := slices.IndexFunc(c.Agents, func(a *localcluster.Agent) bool { return a.Name != leader.Name })
+	self, err := os.Executable()
+	if err != nil {
+		return 0, 0, err
+	}
 	cl := c.Agents[fi].Client()
 	blocker, err := cl.Submit(ctx, api.SubmitRequest{RequestID: newRequestID(), Name: "blocker", Nodes: 3, GPUsPerNode: 8,
 		Command: []string{"sleep", "3600"}, WorkDir: "/"}, 10*time.Second)
@@ -265,8 +277,14 @@ func measureThroughput(ctx context.Context, c *localcluster.Cluster, n, clients 
 	for range clients {
 		wg.Go(func() {
 			for range per {
-				_, err := cl.Submit(ctx, api.SubmitRequest{RequestID: newRequestID(), Name: "tp", Nodes: 1, GPUsPerNode: 1,
-					Command: []string{"true"}, WorkDir: "/"}, 10*time.Second)
+				var err error
+				if viaCLI {
+					err = osexec.CommandContext(ctx, self, "--addr", "unix://"+c.Agents[fi].Socket(), "submit", "--parsable",
+						"--no-export", "-J", "tp", "--gpus-per-node", "1", "--", "true").Run()
+				} else {
+					_, err = cl.Submit(ctx, api.SubmitRequest{RequestID: newRequestID(), Name: "tp", Nodes: 1, GPUsPerNode: 1,
+						Command: []string{"true"}, WorkDir: "/"}, 10*time.Second)
+				}
 				if err != nil {
 					failed.Add(1)
 				}

@@ -61,6 +61,7 @@ func newRootCmd() *cobra.Command {
 		newNodesCmd(g),
 		newMembersCmd(g),
 		newLeaderCmd(g),
+		newStatusCmd(g),
 		newBenchCmd(),
 		newVersionCmd(),
 	)
