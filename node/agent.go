@@ -50,6 +50,9 @@ type Agent struct {
 	leaderSince atomic.Int64
 	// ready is set once the replica has caught up after start (caughtUp).
 	ready atomic.Bool
+	// readFloor is the highest leader index of a write this agent
+	// forwarded and acknowledged; reads wait for the replica to reach it.
+	readFloor atomic.Uint64
 }
 
 // New opens the data dir, the raft stores, gossip, the executor and the

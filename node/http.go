@@ -138,9 +138,11 @@ func (a *Agent) forward(w http.ResponseWriter, r *http.Request, who caller, body
 	var out json.RawMessage
 	index, err := c.WithIdentity(who.Identity).Do(ctx, r.Method, r.URL.RequestURI(), body, &out)
 	if err == nil {
-		// Read your writes through the same agent: answer only once this
-		// replica has applied what the leader did for us.
-		a.waitApplied(ctx, index)
+		// Read your writes through the same agent: later reads here wait
+		// until this replica has applied what the leader did for us. The
+		// write itself does not wait: a follower learns the commit only
+		// with the leader's next message.
+		a.raiseReadFloor(index)
 	}
 	if err != nil {
 		var se *api.StatusError
@@ -159,17 +161,37 @@ func (a *Agent) forward(w http.ResponseWriter, r *http.Request, who caller, body
 	return true
 }
 
-// waitApplied waits, until ctx ends, for the local replica to apply index.
-func (a *Agent) waitApplied(ctx context.Context, index uint64) {
+// raiseReadFloor records that this agent acknowledged a write the leader
+// applied at index: reads here must not show an older state.
+func (a *Agent) raiseReadFloor(index uint64) {
+	for {
+		cur := a.readFloor.Load()
+		if index <= cur || a.readFloor.CompareAndSwap(cur, index) {
+			return
+		}
+	}
+}
+
+// readFloorWait bounds how long a read waits for the replica to reach the
+// read floor; past it the read answers 503 rather than an older state.
+const readFloorWait = 5 * time.Second
+
+// waitReadFloor waits until the replica has applied every write this agent
+// acknowledged, so a client reads its own writes through the same agent.
+func (a *Agent) waitReadFloor(ctx context.Context) (*fsm.View, error) {
+	floor := a.readFloor.Load()
+	ctx, cancel := context.WithTimeout(ctx, readFloorWait)
+	defer cancel()
 	for {
 		v := a.state.View()
-		if v.Index >= index {
-			return
+		if v.Index >= floor {
+			return v, nil
 		}
 		select {
 		case <-v.Changed():
 		case <-ctx.Done():
-			return
+			return nil, &httpError{http.StatusServiceUnavailable,
+				fmt.Errorf("this agent's replica is at index %d, behind a write it acknowledged at %d; retry", v.Index, floor)}
 		}
 	}
 }
@@ -180,7 +202,7 @@ var errCatchingUp = errors.New("this agent's replica is catching up with the clu
 // readView returns the view reads are served from, or an error while the
 // replica has not yet caught up with the log it had before a restart: an
 // empty or stale answer then would look like lost jobs.
-func (a *Agent) readView() (*fsm.View, error) {
+func (a *Agent) readView(ctx context.Context) (*fsm.View, error) {
 	if err := a.state.Diverged(); err != nil {
 		// This replica could not apply a committed entry: what it holds is
 		// not the cluster's state, so it must not answer for it.
@@ -190,7 +212,7 @@ func (a *Agent) readView() (*fsm.View, error) {
 	if !a.caughtUp() {
 		return nil, &httpError{http.StatusServiceUnavailable, errCatchingUp}
 	}
-	return a.state.View(), nil
+	return a.waitReadFloor(ctx)
 }
 
 // caughtUp reports whether this replica has once applied everything the
@@ -332,7 +354,7 @@ func (a *Agent) handleTaskEvent(w http.ResponseWriter, r *http.Request) {
 
 // blockingView returns a view newer than ?index=, waiting up to ?wait=.
 func (a *Agent) blockingView(r *http.Request) (*fsm.View, error) {
-	v, err := a.readView()
+	v, err := a.readView(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -431,7 +453,7 @@ func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	v, err := a.readView()
+	v, err := a.readView(r.Context())
 	if err != nil {
 		writeError(w, err)
 		return

@@ -174,7 +174,11 @@ func TestLeaderKill(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 8})
 	var ids []uint64
 	for i := range 3 {
-		ids = append(ids, submit(t, c.Agents[i], "--name", fmt.Sprintf("pre%d", i), "--", "true"))
+		id := submit(t, c.Agents[i], "--name", fmt.Sprintf("pre%d", i), "--", "true")
+		// Read your writes: the agent that acknowledged a submit shows the
+		// job at once, leader or follower.
+		mustShoal(t, c.Agents[i], "job", fmt.Sprint(id))
+		ids = append(ids, id)
 	}
 	old := leaderIndex(t, c, 0)
 	if err := c.Kill(old); err != nil {
