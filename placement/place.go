@@ -31,10 +31,13 @@ type Assignment struct {
 // Result is what one Place call decided: the jobs to start, in ascending
 // job ID order, and, for every pending job not placed, a Slurm pending
 // reason (cluster.ReasonResources, ReasonPriority, ReasonReqNodeNotAvail,
-// or ReasonBadConstraints). Reasons is never nil.
+// or ReasonBadConstraints). Reasons is never nil; it is empty when
+// Options.OmitReasons asked so. Reservation is set only by the backfilling
+// policies, when the first job that does not fit now can be given one.
 type Result struct {
-	Decisions []Decision
-	Reasons   map[cluster.JobID]string
+	Decisions   []Decision
+	Reasons     map[cluster.JobID]string
+	Reservation *Reservation
 }
 
 // Place decides which jobs of queue (the pending jobs) start now and
@@ -45,13 +48,126 @@ type Result struct {
 // GPUs may share nodes. See the package doc for the queue policy, and
 // chooseNodes and chooseGPUs for the topology preferences.
 //
-// now is unused by this first policy; priority aging and backfill will
-// read it. Nil jobs and repeated IDs (after the first) are ignored.
+// Place is the agent's policy: the topology preferences of PolicyShoal
+// with strict FIFO and no backfill (Slurm's sched/builtin). now is unused
+// by it. Nil jobs and repeated IDs (after the first) are ignored.
 func Place(v *View, queue []*cluster.Job, now time.Time) Result {
+	return place(v, queue, now, rules{topology: true}, false)
+}
+
+// rules are what distinguishes the policies inside place.
+type rules struct {
+	topology bool // chooseNodes and chooseGPUs, else first fit
+	backfill bool // EASY backfill behind the first blocked job
+}
+
+// started is a job placed earlier in the same call: when it ends (zero:
+// never) and what it holds, for the reservation.
+type started struct {
+	end  time.Time
+	held []heldNode
+}
+
+// place is Place and PlaceWith.
+func place(v *View, queue []*cluster.Job, now time.Time, r rules, omitReasons bool) Result {
 	if v == nil {
 		v = NewView(nil, nil)
 	}
 	res := Result{Reasons: make(map[cluster.JobID]string)}
+	reason := func(id cluster.JobID, why string) {
+		if !omitReasons {
+			res.Reasons[id] = why
+		}
+	}
+	s := newState(v)
+	var (
+		blocked bool
+		// m is s without the reserved GPUs that are free now: where a job
+		// that would still run at the reservation may go. Nil unless
+		// backfilling behind a reservation.
+		m    *state
+		done []started
+	)
+jobs:
+	for _, j := range inOrder(queue) {
+		req := j.Spec.Request
+		switch {
+		case req.Nodes < 1 || req.GPUsPerNode < 0:
+			reason(j.ID, ReasonBadConstraints)
+			continue
+		case !v.fitsEmpty(req.Nodes, req.GPUsPerNode):
+			reason(j.ID, cluster.ReasonReqNodeNotAvail)
+			continue
+		case !blocked:
+			if d, held, ok := s.start(j.ID, req, r.topology, nil); ok {
+				res.Decisions = append(res.Decisions, d)
+				if r.backfill {
+					done = append(done, started{end: endsAt(now, req), held: held})
+				}
+				continue
+			}
+			blocked = true
+			reason(j.ID, cluster.ReasonResources)
+			if r.backfill {
+				res.Reservation = s.reserve(j.ID, req, done, now, r.topology)
+				if res.Reservation != nil {
+					m = s.without(res.Reservation)
+				}
+			}
+			continue
+		case m == nil:
+			// Strict FIFO behind the blocked job: without backfill, or
+			// when it could not get a reservation (it waits on jobs with
+			// no time limit), so no later job may overtake it.
+			if omitReasons {
+				break jobs
+			}
+			reason(j.ID, cluster.ReasonPriority)
+			continue
+		}
+		// EASY backfill: a job that ends by the reservation may use any
+		// free GPU; one that would still run then only the unreserved.
+		var (
+			d  Decision
+			ok bool
+		)
+		if end := endsAt(now, req); !end.IsZero() && !end.After(res.Reservation.Start) {
+			d, _, ok = s.start(j.ID, req, r.topology, m)
+		} else {
+			d, _, ok = m.start(j.ID, req, r.topology, s)
+		}
+		if ok {
+			res.Decisions = append(res.Decisions, d)
+		} else {
+			reason(j.ID, cluster.ReasonPriority)
+		}
+	}
+	return res
+}
+
+// endsAt is when a job starting at now with request req ends at the
+// latest: now + TimeLimit, or zero (never) without a limit.
+func endsAt(now time.Time, req cluster.Request) time.Time {
+	if req.TimeLimit <= 0 {
+		return time.Time{}
+	}
+	return now.Add(req.TimeLimit)
+}
+
+// inOrder returns the queue's jobs by ascending ID without nil entries
+// and repeated IDs (the first kept). A queue already in that order (the
+// simulator's, every pass) is returned as it is, not copied.
+func inOrder(queue []*cluster.Job) []*cluster.Job {
+	sorted := true
+	for i, j := range queue {
+		if j == nil || (i > 0 && queue[i-1].ID >= j.ID) {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return queue
+	}
 	jobs := make([]*cluster.Job, 0, len(queue))
 	for _, j := range queue {
 		if j != nil {
@@ -59,38 +175,39 @@ func Place(v *View, queue []*cluster.Job, now time.Time) Result {
 		}
 	}
 	slices.SortStableFunc(jobs, func(a, b *cluster.Job) int { return cmp.Compare(a.ID, b.ID) })
-	jobs = slices.CompactFunc(jobs, func(a, b *cluster.Job) bool { return a.ID == b.ID })
+	return slices.CompactFunc(jobs, func(a, b *cluster.Job) bool { return a.ID == b.ID })
+}
 
-	s := newState(v)
-	blocked := false
-	for _, j := range jobs {
-		req := j.Spec.Request
-		switch {
-		case req.Nodes < 1 || req.GPUsPerNode < 0:
-			res.Reasons[j.ID] = ReasonBadConstraints
-			continue
-		case !v.fitsEmpty(req.Nodes, req.GPUsPerNode):
-			res.Reasons[j.ID] = cluster.ReasonReqNodeNotAvail
-			continue
-		case blocked:
-			res.Reasons[j.ID] = cluster.ReasonPriority
-			continue
-		}
-		nodes := s.chooseNodes(req.Nodes, req.GPUsPerNode)
-		if nodes == nil {
-			res.Reasons[j.ID] = cluster.ReasonResources
-			blocked = true
-			continue
-		}
-		d := Decision{Job: j.ID, Nodes: make([]Assignment, len(nodes))}
-		for k, ni := range nodes {
-			gpus := s.chooseGPUs(ni, req.GPUsPerNode)
-			s.take(ni, gpus)
-			d.Nodes[k] = Assignment{Node: v.nodes[ni].node.Name, GPUs: gpus}
-		}
-		res.Decisions = append(res.Decisions, d)
+// start places one job in s, when some gang fits: the policy's choice of
+// nodes and GPUs, taken out of s and, where still free there, out of
+// mirror (nil for none). It returns the decision and what it holds.
+func (s *state) start(id cluster.JobID, req cluster.Request, topology bool, mirror *state) (Decision, []heldNode, bool) {
+	var nodes []int
+	if topology {
+		nodes = s.chooseNodes(req.Nodes, req.GPUsPerNode)
+	} else {
+		nodes = s.firstFit(req.Nodes, req.GPUsPerNode)
 	}
-	return res
+	if nodes == nil {
+		return Decision{}, nil, false
+	}
+	d := Decision{Job: id, Nodes: make([]Assignment, len(nodes))}
+	held := make([]heldNode, len(nodes))
+	for k, ni := range nodes {
+		var gpus []int
+		if topology {
+			gpus = s.chooseGPUs(ni, req.GPUsPerNode)
+		} else {
+			gpus = s.lowestGPUs(ni, req.GPUsPerNode)
+		}
+		s.take(ni, gpus)
+		if mirror != nil {
+			mirror.takeFree(ni, gpus)
+		}
+		d.Nodes[k] = Assignment{Node: s.v.nodes[ni].node.Name, GPUs: gpus}
+		held[k] = heldNode{node: ni, gpus: gpus}
+	}
+	return d, held, true
 }
 
 // state is one Place call's private copy of what is free.
@@ -99,7 +216,10 @@ type state struct {
 	words []uint64 // free bitsets, as View.words
 	free  []int    // free GPUs per node
 	hist  []int    // per-leaf histograms of free GPUs, as View.leaves[i].hist
-	q     []int    // scratch: qualifying nodes per leaf for the current job
+	// atLeast[g] counts the usable nodes with g or more free GPUs, for
+	// g in 0..View.maxGPUs: whether a gang fits at all is one lookup.
+	atLeast []int
+	q       []int // scratch: qualifying nodes per leaf for the current job
 	// scratch for chooseGPUs, indexed by GPU position
 	links, sameNUMA []int
 	in              []bool
@@ -107,22 +227,49 @@ type state struct {
 
 func newState(v *View) *state {
 	s := &state{
-		v:     v,
-		words: slices.Clone(v.words),
-		free:  make([]int, len(v.nodes)),
-		hist:  make([]int, v.histLen),
-		q:     make([]int, len(v.leaves)),
+		v:       v,
+		words:   slices.Clone(v.words),
+		free:    make([]int, len(v.nodes)),
+		hist:    make([]int, v.histLen),
+		atLeast: make([]int, v.maxGPUs+2),
+		q:       make([]int, len(v.leaves)),
 	}
 	for i := range v.nodes {
 		s.free[i] = v.nodes[i].free
 		if l := v.nodes[i].leaf; l >= 0 {
 			s.hist[v.leaves[l].hist+s.free[i]]++
+			s.atLeast[s.free[i]]++
 		}
+	}
+	// atLeast holds a histogram so far; sum it from the top.
+	for g := len(s.atLeast) - 2; g >= 0; g-- {
+		s.atLeast[g] += s.atLeast[g+1]
 	}
 	return s
 }
 
-// take marks gpus of node ni as no longer free.
+// clone returns an independent copy of s (scratch space not shared).
+func (s *state) clone() *state {
+	return &state{
+		v:       s.v,
+		words:   slices.Clone(s.words),
+		free:    slices.Clone(s.free),
+		hist:    slices.Clone(s.hist),
+		atLeast: slices.Clone(s.atLeast),
+		q:       make([]int, len(s.q)),
+	}
+}
+
+// fits reports whether count usable nodes have g free GPUs each now.
+func (s *state) fits(count, g int) bool {
+	if g < 0 || g > s.v.maxGPUs || count < 1 {
+		return false
+	}
+	return s.atLeast[g] >= count
+}
+
+// take marks gpus of node ni as no longer free. They must be free, and
+// ni usable.
 func (s *state) take(ni int, gpus []int) {
 	if len(gpus) == 0 {
 		return
@@ -133,8 +280,49 @@ func (s *state) take(ni int, gpus []int) {
 	}
 	h := s.v.leaves[n.leaf].hist
 	s.hist[h+s.free[ni]]--
+	for f := s.free[ni] - len(gpus) + 1; f <= s.free[ni]; f++ {
+		s.atLeast[f]--
+	}
 	s.free[ni] -= len(gpus)
 	s.hist[h+s.free[ni]]++
+}
+
+// takeFree takes those of gpus that are still free in s.
+func (s *state) takeFree(ni int, gpus []int) {
+	n := &s.v.nodes[ni]
+	var some []int
+	for _, p := range gpus {
+		if s.words[n.off+p/64]&(1<<(p%64)) != 0 {
+			some = append(some, p)
+		}
+	}
+	s.take(ni, some)
+}
+
+// give marks those of gpus of node ni that are taken as free again (a
+// GPU already free is left alone). Only a usable node counts towards the
+// histograms.
+func (s *state) give(ni int, gpus []int) {
+	n := &s.v.nodes[ni]
+	k := 0
+	for _, p := range gpus {
+		if w := &s.words[n.off+p/64]; *w&(1<<(p%64)) == 0 {
+			*w |= 1 << (p % 64)
+			k++
+		}
+	}
+	if k == 0 {
+		return
+	}
+	if n.leaf >= 0 {
+		h := s.v.leaves[n.leaf].hist
+		s.hist[h+s.free[ni]]--
+		s.hist[h+s.free[ni]+k]++
+		for f := s.free[ni] + 1; f <= s.free[ni]+k; f++ {
+			s.atLeast[f]++
+		}
+	}
+	s.free[ni] += k
 }
 
 // chooseNodes picks count distinct usable nodes with at least g free GPUs
@@ -151,6 +339,9 @@ func (s *state) take(ni int, gpus []int) {
 // (best fit), ties by name. The result is in rank order: by leaf, then by
 // node name, so ranks under one switch are neighbours.
 func (s *state) chooseNodes(count, g int) []int {
+	if !s.fits(count, g) {
+		return nil
+	}
 	v := s.v
 	total := 0
 	best := -1

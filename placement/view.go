@@ -4,13 +4,17 @@ import (
 	"cmp"
 	"math/bits"
 	"slices"
+	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
 )
 
-// View is the cluster as placement sees it: every known node and which of
-// its GPUs are free. Build it with NewView; it is read-only afterwards and
-// may be shared by concurrent Place calls.
+// View is the cluster as placement sees it: every known node, which of
+// its GPUs are free, and which job holds the others until when. Build it
+// with NewView. Place and PlaceWith only read it, so concurrent calls may
+// share it; Start and Finish change it in place (the simulator's
+// incremental view) and must not run alongside any other call on the
+// same View.
 type View struct {
 	nodes   []nodeInfo     // every known node, by name
 	byName  map[string]int // name -> index in nodes
@@ -22,6 +26,58 @@ type View struct {
 	totals []int
 	// histLen is the size of all leaves' free-count histograms together.
 	histLen int
+	// maxGPUs is the most GPUs any usable node has.
+	maxGPUs int
+	// held lists every job holding GPUs or nodes, sorted by holderOrder:
+	// expected end ascending, jobs that never end last. Backfill frees
+	// them in this order to find when a blocked job could start.
+	held []holder
+	// heldEnd maps a holder's job ID to its end, to find it in held.
+	heldEnd map[cluster.JobID]time.Time
+	// dup counts, per GPU slot (node off*64 + position), the holders
+	// beyond the first of a GPU that several jobs' allocations list. The
+	// FSM never allows that; NewView tolerates it, and keeps such a GPU
+	// taken until its last holder finishes. Nil when there is none.
+	dup map[int]int
+}
+
+// holder is one job holding resources: what, and until when.
+type holder struct {
+	id cluster.JobID
+	// end is StartTime + TimeLimit; zero when the job has no limit (or no
+	// start time), so it never ends as far as a reservation is concerned.
+	end   time.Time
+	nodes []heldNode // by node index, each node once
+}
+
+// heldNode is one node's share of a holder: GPU positions, ascending,
+// distinct and in range.
+type heldNode struct {
+	node int
+	gpus []int
+}
+
+// holderOrder sorts holders by end, never-ending ones last, then by ID.
+func holderOrder(aEnd time.Time, aID cluster.JobID, bEnd time.Time, bID cluster.JobID) int {
+	switch {
+	case aEnd.IsZero() != bEnd.IsZero():
+		if aEnd.IsZero() {
+			return 1
+		}
+		return -1
+	case !aEnd.Equal(bEnd):
+		return aEnd.Compare(bEnd)
+	}
+	return cmp.Compare(aID, bID)
+}
+
+// expectedEnd is when a job holding resources is expected to release
+// them: StartTime + TimeLimit, or zero (never) without both.
+func expectedEnd(j *cluster.Job) time.Time {
+	if j.Spec.Request.TimeLimit <= 0 || j.StartTime.IsZero() {
+		return time.Time{}
+	}
+	return j.StartTime.Add(j.Spec.Request.TimeLimit)
 }
 
 // nodeInfo is one node and where its state lives in the View.
@@ -54,10 +110,13 @@ func wordsFor(gpus int) int { return (gpus + 63) / 64 }
 // NewView builds the view from the FSM's nodes and jobs. Free GPUs are a
 // node's GPUs minus those in any job's Alloc entry for that node with
 // Released false. Nodes that are not Schedulable (down, left, drained) are
-// known but not usable. Neither slice, nor anything they point to, is
-// modified; nil entries are skipped.
+// known but not usable. Every job holding something is recorded with its
+// expected end (StartTime + Request.TimeLimit; never without a limit) for
+// backfill; of two jobs with one ID, the first one given is recorded and
+// the other's GPUs stay taken for good. Neither slice, nor anything they
+// point to, is modified; nil entries are skipped.
 func NewView(nodes []*cluster.Node, jobs []*cluster.Job) *View {
-	v := &View{byName: make(map[string]int, len(nodes))}
+	v := &View{byName: make(map[string]int, len(nodes)), heldEnd: make(map[cluster.JobID]time.Time)}
 	for _, n := range nodes {
 		if n == nil {
 			continue
@@ -91,19 +150,30 @@ func NewView(nodes []*cluster.Node, jobs []*cluster.Job) *View {
 		if j == nil || j.Alloc == nil {
 			continue
 		}
-		for _, na := range j.Alloc.Nodes {
-			i, ok := v.byName[na.Node]
-			if na.Released || !ok {
-				continue
-			}
-			ni := &v.nodes[i]
-			for _, p := range na.GPUs {
-				if p >= 0 && p < len(ni.node.GPUs) {
-					v.words[ni.off+p/64] &^= 1 << (p % 64)
+		held, _ := v.holdings(j.ID, j.Alloc, false)
+		if len(held) == 0 {
+			continue
+		}
+		for _, h := range held {
+			ni := &v.nodes[h.node]
+			for _, p := range h.gpus {
+				if w := &v.words[ni.off+p/64]; *w&(1<<(p%64)) != 0 {
+					*w &^= 1 << (p % 64)
+				} else {
+					if v.dup == nil {
+						v.dup = make(map[int]int)
+					}
+					v.dup[ni.off*64+p]++
 				}
 			}
 		}
+		if _, seen := v.heldEnd[j.ID]; !seen {
+			end := expectedEnd(j)
+			v.heldEnd[j.ID] = end
+			v.held = append(v.held, holder{id: j.ID, end: end, nodes: held})
+		}
 	}
+	slices.SortFunc(v.held, func(a, b holder) int { return holderOrder(a.end, a.id, b.end, b.id) })
 	for i := range v.nodes {
 		ni := &v.nodes[i]
 		for w := 0; w < wordsFor(len(ni.node.GPUs)); w++ {
@@ -127,6 +197,9 @@ func (v *View) buildLeaves() {
 		}
 	}
 	slices.Sort(v.totals)
+	if len(v.totals) > 0 {
+		v.maxGPUs = v.totals[len(v.totals)-1]
+	}
 	key := func(i int) cluster.Topology { return v.nodes[i].node.Topology }
 	slices.SortStableFunc(usable, func(a, b int) int {
 		ta, tb := key(a), key(b)
