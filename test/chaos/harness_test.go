@@ -1,0 +1,83 @@
+package chaos_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/chaos"
+)
+
+// requireNetNS fails (in CI) or skips (elsewhere) when this host cannot
+// give the harness network namespaces, saying what is missing.
+func requireNetNS(t *testing.T) {
+	t.Helper()
+	if missing := chaos.NetNSMissing(); missing != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("chaos tests need network namespaces in CI; missing: %s", missing)
+		}
+		t.Skipf("no network namespaces (missing: %s); CI=true makes this a failure", missing)
+	}
+}
+
+// shortDir is a data dir short enough for Unix socket paths.
+func shortDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "shc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kept %s for inspection", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	return dir
+}
+
+// TestHarnessNetNS: agents in namespaces form a cluster; isolating the
+// leader's link elects another; Stop removes every namespace and link.
+func TestHarnessNetNS(t *testing.T) {
+	requireNetNS(t)
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	h, err := chaos.Start(ctx, chaos.Options{Binary: shoalBin, Nodes: 3, Dir: shortDir(t), Net: chaos.NetNamespaces, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := h.Stop(context.Background()); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	l := h.Leader(ctx)
+	if l < 0 {
+		t.Fatal("no leader")
+	}
+	if err := h.SetLink(ctx, l, false); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := h.Agents[(l+1)%3].Client().Status(ctx)
+		if err == nil && st.Leader != "" && st.Leader != h.Agents[l].Name {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new leader 20s after isolating %s: %+v %v", h.Agents[l].Name, st, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := h.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := h.WaitHealthy(wctx); err != nil {
+		t.Fatalf("not healthy after heal: %v", err)
+	}
+}
