@@ -95,10 +95,10 @@ type netns struct {
 	log    *slog.Logger
 }
 
-func (x *netns) bridge() string      { return x.prefix + "b" }
+func (x *netns) bridge() string        { return x.prefix + "b" }
 func (x *netns) hostVeth(i int) string { return fmt.Sprintf("%sv%d", x.prefix, i) }
-func (x *netns) ns(i int) string     { return fmt.Sprintf("%sn%d", x.prefix, i) }
-func (x *netns) addr(i int) string   { return fmt.Sprintf("%s%d", subnet, i+1) }
+func (x *netns) ns(i int) string       { return fmt.Sprintf("%sn%d", x.prefix, i) }
+func (x *netns) addr(i int) string     { return fmt.Sprintf("%s%d", subnet, i+1) }
 
 // setup creates the bridge and the namespaces; on error it removes what it
 // made.
