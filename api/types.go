@@ -28,8 +28,12 @@ type Job struct {
 	CPUsPerTask  int      `json:"cpus_per_task"`
 	TimeLimitS   int64    `json:"time_limit_s"`
 	Incarnation  uint64   `json:"incarnation"`
-	MasterPort   int      `json:"master_port,omitempty"`
-	Tasks        []Task   `json:"tasks"`
+	Requeue      bool     `json:"requeue"`
+	// RestartCount is how many times the job was requeued (Slurm's
+	// SLURM_RESTART_COUNT).
+	RestartCount uint64 `json:"restart_count"`
+	MasterPort   int    `json:"master_port,omitempty"`
+	Tasks        []Task `json:"tasks"`
 }
 
 // Task is one node's share of a running or finished job.
@@ -105,6 +109,8 @@ type SubmitRequest struct {
 	TasksPerNode int      `json:"tasks_per_node"`
 	CPUsPerTask  int      `json:"cpus_per_task"`
 	TimeLimitS   int64    `json:"time_limit_s"`
+	// Requeue sends the job back to the queue if it loses a node.
+	Requeue bool `json:"requeue,omitempty"`
 }
 
 // SubmitResponse answers POST /v1/jobs.

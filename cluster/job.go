@@ -15,7 +15,8 @@ func (id JobID) String() string { return fmt.Sprintf("%d", uint64(id)) }
 // people reading `shoal queue` see familiar words.
 type JobState string
 
-// The job states. PENDING and RUNNING are live; the rest are terminal.
+// The job states. PENDING, RUNNING and REQUEUED are live; the rest are
+// terminal.
 const (
 	JobPending   JobState = "PENDING"
 	JobRunning   JobState = "RUNNING"
@@ -24,6 +25,11 @@ const (
 	JobCancelled JobState = "CANCELLED"
 	JobTimeout   JobState = "TIMEOUT"
 	JobNodeFail  JobState = "NODE_FAIL"
+	// JobRequeued is a job that lost a node and asked to be requeued: its
+	// surviving nodes are stopping their ranks, and it returns to PENDING
+	// only once every node has released, so two incarnations never run at
+	// once (DESIGN invariant 3). It is not terminal.
+	JobRequeued JobState = "REQUEUED"
 )
 
 // Terminal reports whether no further transition can leave s.
@@ -125,6 +131,9 @@ type Spec struct {
 	User string `msgpack:"user" json:"user"`
 	UID  int    `msgpack:"uid" json:"uid"`
 	GID  int    `msgpack:"gid" json:"gid"`
+	// Requeue sends the job back to the queue when it loses a node, as
+	// Slurm's --requeue; without it the job ends NODE_FAIL.
+	Requeue bool `msgpack:"requeue" json:"requeue"`
 }
 
 // Validate checks the spec and names the first bad field.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
 )
@@ -170,15 +171,41 @@ func (s *State) nodeDown(index uint64, c NodeDown) Result {
 		j.Alloc.Nodes[i].State = cluster.TaskLost
 		j.Alloc.Nodes[i].Released = true
 		if j.State == cluster.JobRunning {
-			j.State = cluster.JobNodeFail
-			j.Reason = cluster.ReasonNodeDown
-			j.EndTime = c.Time
+			lostNode(j, c.Time)
 		}
 		j.ModifyIndex = index
-		s.storeJob(pos, j)
 		s.res.release(j, i)
+		finishRequeue(j)
+		s.storeJob(pos, j)
 	}
 	return Result{}
+}
+
+// lostNode moves a running job that lost a node: to REQUEUED when it asked
+// for requeue, else to NODE_FAIL.
+func lostNode(j *cluster.Job, at time.Time) {
+	j.Reason = cluster.ReasonNodeDown
+	if j.Spec.Requeue {
+		j.State = cluster.JobRequeued
+		return
+	}
+	j.State = cluster.JobNodeFail
+	j.EndTime = at
+}
+
+// finishRequeue returns a REQUEUED job to the queue once none of its nodes
+// holds anything any more: only then can its next incarnation start
+// without overlapping the last one (DESIGN invariant 3). Call it after the
+// release is recorded in the resource index, which reads the allocation.
+func finishRequeue(j *cluster.Job) {
+	if j.State != cluster.JobRequeued || j.HoldsResources() {
+		return
+	}
+	j.State = cluster.JobPending
+	j.Reason = cluster.ReasonNone
+	j.Alloc = nil
+	j.StartTime = time.Time{}
+	j.EndTime = time.Time{}
 }
 
 func (s *State) allocate(index uint64, c Allocate) Result {
@@ -332,8 +359,7 @@ func (s *State) taskExited(index uint64, c TaskExited) Result {
 		case c.Cause == CauseTimeout:
 			j.State = cluster.JobTimeout
 		case c.Cause == CauseFenced || c.Cause == CauseLost:
-			j.State = cluster.JobNodeFail
-			j.Reason = cluster.ReasonNodeDown
+			lostNode(j, c.Time)
 		case c.ExitCode != 0 || c.Cause == CauseStartFail:
 			j.State = cluster.JobFailed
 			j.ExitCode = c.ExitCode
@@ -345,8 +371,9 @@ func (s *State) taskExited(index uint64, c TaskExited) Result {
 		}
 	}
 	j.ModifyIndex = index
-	s.storeJob(pos, j)
 	s.res.release(j, i)
+	finishRequeue(j)
+	s.storeJob(pos, j)
 	return Result{}
 }
 

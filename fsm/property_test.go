@@ -64,7 +64,7 @@ func (m *model) actions() map[string]func(*rapid.T) {
 		"submit": func(t *rapid.T) {
 			m.apply(t, CmdSubmitJob, SubmitJob{
 				RequestID: rapid.SampledFrom([]string{"", "", "a", "b", "c", "d"}).Draw(t, "rid"),
-				Spec:      spec(rapid.IntRange(1, 3).Draw(t, "nodes"), rapid.IntRange(0, 3).Draw(t, "gpus")),
+				Spec:      requeueSpec(spec(rapid.IntRange(1, 3).Draw(t, "nodes"), rapid.IntRange(0, 3).Draw(t, "gpus")), rapid.Bool().Draw(t, "requeue")),
 			})
 		},
 		"upsert": func(t *rapid.T) {
@@ -255,12 +255,14 @@ func (m *model) check(t *rapid.T) {
 			t.Fatalf("job %d started incarnation %d from %s (holding %t)", j.ID, j.Incarnation, prevState, prevHolding)
 		case prevState.Terminal() && j.State != prevState:
 			t.Fatalf("job %d left terminal state %s for %s", j.ID, prevState, j.State)
-		case (j.Incarnation == 0) != (j.Alloc == nil):
-			t.Fatalf("job %d incarnation %d with alloc %v", j.ID, j.Incarnation, j.Alloc)
+		case j.Incarnation == 0 && j.Alloc != nil:
+			t.Fatalf("job %d never started but has alloc %v", j.ID, j.Alloc)
 		case j.State == cluster.JobPending && j.HoldsResources():
 			t.Fatalf("job %d PENDING while holding resources", j.ID)
-		case j.State == cluster.JobRunning && j.Alloc == nil:
-			t.Fatalf("job %d RUNNING without an allocation", j.ID)
+		case (j.State == cluster.JobRunning || j.State == cluster.JobRequeued) && j.Alloc == nil:
+			t.Fatalf("job %d %s without an allocation", j.ID, j.State)
+		case j.State == cluster.JobRequeued && !j.HoldsResources():
+			t.Fatalf("job %d REQUEUED with every node released: it should be PENDING", j.ID)
 		}
 		m.prevInc[j.ID], m.prevState[j.ID], m.prevHolding[j.ID] = j.Incarnation, j.State, j.HoldsResources()
 	}
@@ -324,4 +326,9 @@ func TestPropertyInvariants(t *testing.T) {
 			t.Fatalf("Snapshot -> Restore -> Snapshot differs at the end")
 		}
 	})
+}
+
+func requeueSpec(s cluster.Spec, requeue bool) cluster.Spec {
+	s.Requeue = requeue
+	return s
 }

@@ -78,6 +78,7 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 		sp := spec(1, 0) // no WithDefaults here: nodes=0 must stay invalid
 		sp.Request.Nodes, sp.Request.GPUsPerNode = intArg("nodes", 1), intArg("gpus", 0)
 		sp.Name = strArg("name", sp.Name)
+		sp.Requeue = strArg("requeue", "") == "yes"
 		return resultString(h.apply(t, CmdSubmitJob, SubmitJob{RequestID: strArg("rid", ""), Spec: sp}))
 	case "node":
 		return resultString(h.apply(t, CmdUpsertNode, UpsertNode{Node: gpuNode(positional(), intArg("gpus", 0), strArg("switch", "leaf0"))}))

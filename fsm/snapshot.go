@@ -149,7 +149,7 @@ func validateJob(j *cluster.Job, lastJob cluster.JobID) error {
 	}
 	switch j.State {
 	case cluster.JobPending, cluster.JobRunning, cluster.JobCompleted, cluster.JobFailed,
-		cluster.JobCancelled, cluster.JobTimeout, cluster.JobNodeFail:
+		cluster.JobCancelled, cluster.JobTimeout, cluster.JobNodeFail, cluster.JobRequeued:
 	default:
 		return fmt.Errorf("job %d: state %.32q: want a known job state", j.ID, j.State)
 	}
@@ -157,10 +157,14 @@ func validateJob(j *cluster.Job, lastJob cluster.JobID) error {
 		return fmt.Errorf("job %d: request: %w", j.ID, err)
 	}
 	if j.Alloc == nil {
-		if j.State == cluster.JobRunning {
-			return fmt.Errorf("job %d: RUNNING without an allocation", j.ID)
+		if j.State == cluster.JobRunning || j.State == cluster.JobRequeued {
+			return fmt.Errorf("job %d: %s without an allocation", j.ID, j.State)
 		}
 		return nil
+	}
+	if j.State == cluster.JobRequeued && !j.HoldsResources() {
+		// Apply returns such a job to PENDING at once.
+		return fmt.Errorf("job %d: REQUEUED with every node released", j.ID)
 	}
 	if len(j.Alloc.Nodes) == 0 {
 		return fmt.Errorf("job %d: allocation with no nodes", j.ID)

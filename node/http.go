@@ -294,6 +294,7 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 		User:    who.User,
 		UID:     who.UID,
 		GID:     who.GID,
+		Requeue: req.Requeue,
 	}
 }
 
@@ -423,6 +424,16 @@ func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v.Index, jobOf(j))
 }
 
+// restarts is how many times a job was requeued: each start after the
+// first, counting a requeued job waiting for its next start.
+func restarts(j *cluster.Job) uint64 {
+	n := j.Incarnation
+	if j.State != cluster.JobPending && n > 0 {
+		n-- // the current run is not a restart of itself
+	}
+	return n
+}
+
 // jobOf renders a job for the API (the README's output contract).
 func jobOf(j *cluster.Job) api.Job {
 	out := api.Job{
@@ -433,6 +444,7 @@ func jobOf(j *cluster.Job) api.Job {
 		NumNodes: j.Spec.Request.Nodes, GPUsPerNode: j.Spec.Request.GPUsPerNode,
 		TasksPerNode: j.Spec.Request.TasksPerNode, CPUsPerTask: j.Spec.Request.CPUsPerTask,
 		TimeLimitS: int64(j.Spec.Request.TimeLimit / time.Second), Incarnation: j.Incarnation,
+		Requeue: j.Spec.Requeue, RestartCount: restarts(j),
 		Tasks: []api.Task{},
 	}
 	if j.Alloc != nil {

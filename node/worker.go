@@ -184,10 +184,11 @@ func (a *Agent) drive(ctx context.Context, v *fsm.View) {
 			} else if running[key] && na.State == cluster.TaskAssigned {
 				a.reportStarted(ctx, j)
 			}
-		case j.State.Terminal() && !running[key] && !pendingExit[key]:
-			// The job ended (cancelled, or failed elsewhere) and holds GPUs
-			// here that no local task uses — perhaps it never started here.
-			// Tell the leader they are free; a duplicate is harmless.
+		case !running[key] && !pendingExit[key]:
+			// The job ended (cancelled, failed elsewhere) or is being
+			// requeued, and holds GPUs here that no local task uses —
+			// perhaps it never started here. Tell the leader they are free;
+			// a duplicate is harmless.
 			err := a.sendTaskEvent(ctx, taskEvent{Kind: "exited", Job: j.ID, Incarnation: j.Incarnation,
 				Node: a.cfg.Name, Cause: fsm.CauseCancelled})
 			if err != nil {

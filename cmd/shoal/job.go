@@ -51,7 +51,8 @@ func newJobCmd(g *globalFlags) *cobra.Command {
 
 func printJob(w io.Writer, j api.Job) {
 	fmt.Fprintf(w, "JobId=%d JobName=%s UserId=%s\n", j.ID, j.Name, j.User)
-	fmt.Fprintf(w, "   JobState=%s Reason=%s ExitCode=%d Incarnation=%d\n", j.State, orNone(j.Reason), j.ExitCode, j.Incarnation)
+	fmt.Fprintf(w, "   JobState=%s Reason=%s ExitCode=%d Incarnation=%d Requeue=%d Restarts=%d\n",
+		j.State, orNone(j.Reason), j.ExitCode, j.Incarnation, boolInt(j.Requeue), j.RestartCount)
 	fmt.Fprintf(w, "   SubmitTime=%s StartTime=%s EndTime=%s\n", orUnknown(j.SubmitTime), orUnknown(j.StartTime), orUnknown(j.EndTime))
 	fmt.Fprintf(w, "   NumNodes=%d GPUsPerNode=%d TasksPerNode=%d CPUsPerTask=%d TimeLimit=%ds\n",
 		j.NumNodes, j.GPUsPerNode, j.TasksPerNode, j.CPUsPerTask, j.TimeLimitS)
@@ -70,4 +71,11 @@ func orUnknown(s string) string {
 		return "Unknown"
 	}
 	return s
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -44,7 +44,7 @@ func newQueueCmd(g *globalFlags) *cobra.Command {
 // stateCodes are squeue's compact state codes.
 var stateCodes = map[string]string{
 	"PENDING": "PD", "RUNNING": "R", "COMPLETED": "CD", "FAILED": "F",
-	"CANCELLED": "CA", "TIMEOUT": "TO", "NODE_FAIL": "NF",
+	"CANCELLED": "CA", "TIMEOUT": "TO", "NODE_FAIL": "NF", "REQUEUED": "RQ",
 }
 
 func printQueue(w io.Writer, jobs []api.Job, now time.Time) {

@@ -84,6 +84,9 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 	f.StringVarP(&req.WorkDir, "chdir", "D", "", "working directory of the ranks (default: the current directory)")
 	f.StringVar(&req.RequestID, "request-id", "", "idempotency key: submits with the same id make one job (default: random)")
 	f.BoolVar(&parsable, "parsable", false, "print only the job id")
+	f.BoolVar(&req.Requeue, "requeue", false, "if the job loses a node, put it back in the queue to run again (SLURM_RESTART_COUNT counts the restarts)")
+	f.Bool("no-requeue", false, "end the job NODE_FAIL if it loses a node (the default for submit)")
+	cmd.MarkFlagsMutuallyExclusive("requeue", "no-requeue")
 	f.BoolVar(&noEnv, "no-export", false, "do not pass this shell's environment to the ranks")
 	return cmd
 }

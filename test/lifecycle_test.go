@@ -1,0 +1,140 @@
+package test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/localcluster"
+)
+
+// heartbeatScript has each rank append a timestamp (ns) to its own record
+// file every 100 ms: long in the first run, short after a restart. A rank
+// killed with SIGKILL leaves its last moment alive on record.
+const heartbeatScript = `f=%s/$SLURMD_NODENAME.$SHOAL_INCARNATION.$RANK
+if [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then n=600; else n=10; fi
+i=0; while [ $i -lt $n ]; do date +%%s%%N >> $f; sleep 0.1; i=$((i+1)); done`
+
+// record is one rank's heartbeat file.
+type record struct {
+	node        string
+	incarnation int
+	first, last int64
+}
+
+func readRecords(t *testing.T, dir string) []record {
+	t.Helper()
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []record
+	for _, f := range files {
+		parts := strings.Split(f.Name(), ".")
+		if len(parts) != 3 {
+			t.Fatalf("record file %q: want node.incarnation.rank", f.Name())
+		}
+		inc, _ := strconv.Atoi(parts[1])
+		data, err := os.ReadFile(filepath.Join(dir, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := record{node: parts[0], incarnation: inc}
+		for _, line := range strings.Fields(string(data)) {
+			ns, err := strconv.ParseInt(line, 10, 64)
+			if err != nil {
+				continue // a line cut by SIGKILL
+			}
+			if r.first == 0 || ns < r.first {
+				r.first = ns
+			}
+			r.last = max(r.last, ns)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestRequeueAfterNodeKill: kill -9 of a node running a gang job with
+// --requeue: the job is requeued and finishes elsewhere, and the ranks of
+// its first run never overlap in time with its second (DESIGN invariant
+// 3: no job has two live incarnations at once).
+func TestRequeueAfterNodeKill(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 4, GPUsPerNode: 2})
+	recs := t.TempDir()
+	id := submit(t, c.Agents[0], "--requeue", "--name", "resilient", "--nodes", "2", "--gpus-per-node", "2",
+		"--", "/bin/sh", "-c", fmt.Sprintf(heartbeatScript, recs))
+	var first api.Job
+	eventually(t, 20*time.Second, "first run writing records", func() error {
+		jsonOf(t, c.Agents[0], &first, "job", fmt.Sprint(id))
+		if first.State != "RUNNING" {
+			return fmt.Errorf("state %s", first.State)
+		}
+		if n := len(readRecords(t, recs)); n < 2 {
+			return fmt.Errorf("%d record files", n)
+		}
+		return nil
+	})
+	victimName := first.Nodes[0]
+	victim := slices.IndexFunc(c.Agents, func(a *localcluster.Agent) bool { return a.Name == victimName })
+	if leaderIndex(t, c, 0) == victim {
+		// Kill the other node, so the test is about a worker's death, not
+		// an election (TestLeaderKill covers that).
+		victimName = first.Nodes[1]
+		victim = slices.IndexFunc(c.Agents, func(a *localcluster.Agent) bool { return a.Name == victimName })
+	}
+	if err := c.Kill(victim); err != nil {
+		t.Fatal(err)
+	}
+	killedAt := time.Now().UnixNano()
+	observer := c.Agents[(victim+1)%len(c.Agents)]
+	sawRequeued := false
+	var j api.Job
+	eventually(t, 60*time.Second, "job requeued and completed", func() error {
+		jsonOf(t, observer, &j, "job", fmt.Sprint(id))
+		if j.State == "REQUEUED" || (j.State == "PENDING" && j.RestartCount > 0) {
+			sawRequeued = true
+		}
+		if j.State != "COMPLETED" {
+			return fmt.Errorf("state %s (%s), incarnation %d", j.State, j.Reason, j.Incarnation)
+		}
+		return nil
+	})
+	if j.Incarnation != 2 || j.RestartCount != 1 {
+		t.Errorf("job %d incarnation %d restarts %d; want 2 and 1", id, j.Incarnation, j.RestartCount)
+	}
+	if slices.Contains(j.Nodes, victimName) {
+		t.Errorf("job %d reran on %v, including the killed %s", id, j.Nodes, victimName)
+	}
+	t.Logf("requeue observed in between: %v", sawRequeued)
+
+	var lastFirstRun, firstSecondRun int64
+	for _, r := range readRecords(t, recs) {
+		switch r.incarnation {
+		case 1:
+			lastFirstRun = max(lastFirstRun, r.last)
+			if r.node == victimName && r.last > killedAt+int64(time.Second) {
+				t.Errorf("rank on killed %s kept running %s after its agent died", r.node, time.Duration(r.last-killedAt))
+			}
+		case 2:
+			if firstSecondRun == 0 || r.first < firstSecondRun {
+				firstSecondRun = r.first
+			}
+		default:
+			t.Errorf("record of unexpected incarnation %d on %s", r.incarnation, r.node)
+		}
+	}
+	if firstSecondRun == 0 {
+		t.Fatalf("no record of the second run")
+	}
+	if lastFirstRun >= firstSecondRun {
+		t.Errorf("runs overlap: the first run was alive at %d, the second started at %d (%s earlier)",
+			lastFirstRun, firstSecondRun, time.Duration(lastFirstRun-firstSecondRun))
+	}
+}
