@@ -12,8 +12,8 @@
 //
 // Contracts that are not obvious:
 //
-//   - NewView and Place never modify the nodes, jobs or queue they are
-//     given, nor the View: every Place call starts from the view as it was
+//   - NewView, Place and PlaceWith never modify the nodes, jobs or queue
+//     they are given, nor the View: every Place call starts from the view as it was
 //     built, and each decision it makes takes its GPUs away only for the
 //     jobs after it in the same call.
 //   - A GPU is free unless some job's Alloc lists it on that node with
@@ -24,11 +24,18 @@
 //   - GPU numbers in Assignment.GPUs, like cluster.NodeAlloc.GPUs, are
 //     positions in the node's GPUs list. NVLinkPeers name GPUs by their
 //     Index field.
-//   - Queue policy is Slurm's sched/builtin without backfill: jobs are
-//     taken in ascending ID order; the first one that would fit the usable
-//     nodes were they empty, but does not fit now, pends with Resources and
-//     every later job pends with Priority. A job that could not fit even
-//     the empty usable nodes pends with ReqNodeNotAvail and blocks nothing.
+//   - Place's queue policy is Slurm's sched/builtin without backfill: jobs
+//     are taken in ascending ID order; the first one that would fit the
+//     usable nodes were they empty, but does not fit now, pends with
+//     Resources and every later job pends with Priority. A job that could
+//     not fit even the empty usable nodes pends with ReqNodeNotAvail and
+//     blocks nothing. PlaceWith offers the policies the trace simulator
+//     compares: fifo (that order, first-fit nodes), backfill (EASY backfill,
+//     first fit) and shoal (Place's topology preferences with EASY
+//     backfill); backfill reads the jobs' time limits, recorded by the View.
+//   - A View is read-only for Place and PlaceWith. Start and Finish update
+//     it in place, for the simulator, which keeps one View for a whole
+//     replay instead of building one per event.
 //   - Node names are unique in the FSM; should two nodes share a name, the
 //     first one given wins.
 package placement
