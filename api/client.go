@@ -236,6 +236,18 @@ func (c *Client) Logs(ctx context.Context, id uint64) ([]LogChunk, error) {
 	return out, err
 }
 
+// Drain keeps new jobs off a node; running ones finish. Root only.
+func (c *Client) Drain(ctx context.Context, node, reason string) error {
+	_, err := c.Do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(node)+"/drain", DrainRequest{Reason: reason}, nil)
+	return err
+}
+
+// Resume lets jobs land on a drained node again. Root only.
+func (c *Client) Resume(ctx context.Context, node string) error {
+	_, err := c.Do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(node)+"/resume", nil, nil)
+	return err
+}
+
 // Nodes returns every node the cluster knows.
 func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
 	var out []Node

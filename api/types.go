@@ -113,6 +113,11 @@ type SubmitRequest struct {
 	Requeue bool `json:"requeue,omitempty"`
 }
 
+// DrainRequest is the body of POST /v1/nodes/{name}/drain.
+type DrainRequest struct {
+	Reason string `json:"reason"`
+}
+
 // SubmitResponse answers POST /v1/jobs.
 type SubmitResponse struct {
 	ID        uint64 `json:"id"`

@@ -400,6 +400,30 @@ func (s *State) setReasons(index uint64, c SetReasons) Result {
 	return Result{}
 }
 
+func (s *State) setDrain(index uint64, c SetDrain) Result {
+	old := s.node(c.Node)
+	if old == nil {
+		return Result{Err: fmt.Errorf("drain node %.64q: %w", c.Node, ErrUnknownNode)}
+	}
+	if len(c.Reason) > MaxDrainReasonBytes {
+		return Result{Err: fmt.Errorf("drain node %s: %w: reason of %d bytes, want at most %d",
+			c.Node, ErrInvalid, len(c.Reason), MaxDrainReasonBytes)}
+	}
+	reason := c.Reason
+	if !c.Drain {
+		reason = ""
+	}
+	if old.Drain == c.Drain && old.DrainReason == reason {
+		return Result{}
+	}
+	n := old.Clone()
+	n.Drain, n.DrainReason = c.Drain, reason
+	n.ModifyIndex = index
+	canonNode(n)
+	s.putNode(n)
+	return Result{}
+}
+
 // storeJob replaces the record at pos with j, a fresh clone.
 func (s *State) storeJob(pos int, j *cluster.Job) {
 	canonJob(j)

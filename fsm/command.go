@@ -24,6 +24,7 @@ const (
 	CmdTaskStarted CmdType = 6
 	CmdTaskExited  CmdType = 7
 	CmdSetReasons  CmdType = 8
+	CmdSetDrain    CmdType = 9
 )
 
 func (t CmdType) String() string {
@@ -44,6 +45,8 @@ func (t CmdType) String() string {
 		return "TaskExited"
 	case CmdSetReasons:
 		return "SetReasons"
+	case CmdSetDrain:
+		return "SetDrain"
 	}
 	return fmt.Sprintf("CmdType(%d)", uint8(t))
 }
@@ -137,6 +140,19 @@ type JobReason struct {
 // it only when a reason changed, so it costs nothing in a steady state.
 type SetReasons struct {
 	Reasons []JobReason `msgpack:"reasons"`
+}
+
+// MaxDrainReasonBytes bounds a drain reason.
+const MaxDrainReasonBytes = 1024
+
+// SetDrain drains a node (no new jobs land on it; running ones finish) or,
+// with Drain false, resumes it. Drain state survives the node's upserts,
+// restarts and going down and up.
+type SetDrain struct {
+	Node   string    `msgpack:"node"`
+	Drain  bool      `msgpack:"drain"`
+	Reason string    `msgpack:"reason"`
+	Time   time.Time `msgpack:"time"`
 }
 
 // ErrEncode wraps a failure to encode a command (a programming error).

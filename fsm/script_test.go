@@ -119,6 +119,8 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			c.Reasons = append(c.Reasons, JobReason{Job: cluster.JobID(id), Reason: a.Vals[0]})
 		}
 		return resultString(h.apply(t, CmdSetReasons, c))
+	case "drain", "resume":
+		return resultString(h.apply(t, CmdSetDrain, SetDrain{Node: positional(), Drain: d.Cmd == "drain", Reason: strArg("reason", "")}))
 	case "raw":
 		b, err := hex.DecodeString(strArg("hex", ""))
 		if err != nil {
@@ -223,7 +225,11 @@ func show(v *View) string {
 	w = tabwriter.NewWriter(&b, 0, 0, 1, ' ', 0)
 	fmt.Fprintln(w, "node\tstatus\tgpus\tfree\tswitch")
 	for _, n := range v.Nodes() {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", n.Name, n.Status, len(n.GPUs), orDash(joinInts(v.FreeGPUs(n.Name))), n.Topology.Switch)
+		status := string(n.Status)
+		if n.Drain {
+			status += fmt.Sprintf("+drain(%s)", n.DrainReason)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", n.Name, status, len(n.GPUs), orDash(joinInts(v.FreeGPUs(n.Name))), n.Topology.Switch)
 	}
 	w.Flush()
 	return b.String()

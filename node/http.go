@@ -54,6 +54,8 @@ func (a *Agent) routes() http.Handler {
 	mux.HandleFunc("POST /v1/jobs/{id}/cancel", a.handleCancel)
 	mux.HandleFunc("GET /v1/jobs/{id}/logs", a.handleLogs)
 	mux.HandleFunc("GET /v1/nodes", a.handleNodes)
+	mux.HandleFunc("POST /v1/nodes/{name}/drain", a.handleDrain)
+	mux.HandleFunc("POST /v1/nodes/{name}/resume", a.handleDrain)
 	mux.HandleFunc("GET /v1/members", a.handleMembers)
 	mux.HandleFunc("GET /v1/leader", a.handleLeader)
 	mux.HandleFunc("GET /v1/status", a.handleStatus)
@@ -317,6 +319,31 @@ func (a *Agent) handleCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, a.state.Index(), map[string]uint64{"id": uint64(id)})
+}
+
+// handleDrain drains or resumes a node (the last path element says which).
+func (a *Agent) handleDrain(w http.ResponseWriter, r *http.Request) {
+	who := callerOf(r)
+	if err := requireProven(who); err != nil {
+		writeError(w, err)
+		return
+	}
+	drain := strings.HasSuffix(r.URL.Path, "/drain")
+	var req api.DrainRequest
+	if drain {
+		if err := decodeBody(r, &req); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	if a.forward(w, r, who, req) {
+		return
+	}
+	if err := a.leaderSetDrain(r.Context(), r.PathValue("name"), drain, req.Reason, who); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a.state.Index(), struct{}{})
 }
 
 func (a *Agent) handleHeartbeat(w http.ResponseWriter, r *http.Request) {

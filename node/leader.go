@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -381,6 +382,33 @@ func (a *Agent) leaderCancel(ctx context.Context, id cluster.JobID, who caller) 
 		}
 		return badRequest(res.Err)
 	}
+	return nil
+}
+
+// leaderSetDrain drains or resumes a node on behalf of who (root only, as
+// scontrol update State=DRAIN needs an administrator).
+func (a *Agent) leaderSetDrain(ctx context.Context, node string, drain bool, reason string, who caller) error {
+	verb := "resume"
+	if drain {
+		verb = "drain"
+	}
+	if who.UID != 0 {
+		return forbidden(fmt.Errorf("%s node %s: %w: only root may", verb, node, ErrForbidden))
+	}
+	if drain && strings.TrimSpace(reason) == "" {
+		return badRequest(fmt.Errorf("drain node %s: reason: empty, want why (it shows in shoal nodes)", node))
+	}
+	if _, ok := a.state.View().Node(node); !ok {
+		return notFound(fmt.Errorf("%s node %s: %w", verb, node, fsm.ErrUnknownNode))
+	}
+	res, err := a.apply(ctx, fsm.CmdSetDrain, fsm.SetDrain{Node: node, Drain: drain, Reason: reason, Time: time.Now()})
+	if err != nil {
+		return err
+	}
+	if res.Err != nil {
+		return badRequest(res.Err)
+	}
+	a.log.Info("node "+verb+"ed", "node", node, "reason", reason, "by", who.User)
 	return nil
 }
 

@@ -138,3 +138,60 @@ func TestRequeueAfterNodeKill(t *testing.T) {
 			lastFirstRun, firstSecondRun, time.Duration(lastFirstRun-firstSecondRun))
 	}
 }
+
+// TestDrainResume: a drained node keeps what runs there and takes nothing
+// new; the reason shows in shoal nodes; only root may drain; resume lifts
+// it.
+func TestDrainResume(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 2})
+	a := c.Agents[1]
+	running := submit(t, a, "--nodes", "3", "--gpus-per-node", "1", "--", "sleep", "2")
+	eventually(t, 15*time.Second, "job running", func() error {
+		var j api.Job
+		jsonOf(t, a, &j, "job", fmt.Sprint(running))
+		if j.State != "RUNNING" {
+			return fmt.Errorf("state %s", j.State)
+		}
+		return nil
+	})
+	if r := shoal(t, a, "drain", "n3"); r.code == 0 || !strings.Contains(r.stderr, "--reason") {
+		t.Errorf("drain without a reason: exit %d %q; want it refused naming --reason", r.code, r.stderr)
+	}
+	if r := shoal(t, a, "drain", "n9", "--reason", "x"); r.code == 0 || !strings.Contains(r.stderr, "unknown node") {
+		t.Errorf("drain of an unknown node: exit %d %q; want it refused", r.code, r.stderr)
+	}
+	// A non-root caller (declared over loopback TCP) may not drain.
+	cl, err := api.NewClient("http://" + a.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cl.WithIdentity(api.Identity{User: "ada", UID: 1000, GID: 1000}).Drain(t.Context(), "n3", "mine")
+	if !strings.Contains(fmt.Sprint(err), "only root") {
+		t.Errorf("drain as uid 1000 = %v; want it refused", err)
+	}
+
+	mustShoal(t, a, "drain", "n3", "--reason", "bad fan")
+	n := nodesByName(t, c.Agents[0])["n3"]
+	if n.State != "DRAIN" || n.Reason != "bad fan" {
+		t.Errorf("n3 = %s %q; want DRAIN with the reason", n.State, n.Reason)
+	}
+	if j := waitJob(t, a, running, 30*time.Second); j.State != "COMPLETED" {
+		t.Errorf("job %d running on the drained node = %s; want COMPLETED", running, j.State)
+	}
+	blocked := submit(t, a, "--nodes", "3", "--", "true")
+	eventually(t, 10*time.Second, "pending on the drained node", func() error {
+		var j api.Job
+		jsonOf(t, a, &j, "job", fmt.Sprint(blocked))
+		if j.State != "PENDING" || j.Reason != "ReqNodeNotAvail" {
+			return fmt.Errorf("job %d is %s (%s)", blocked, j.State, j.Reason)
+		}
+		return nil
+	})
+	mustShoal(t, a, "resume", "n3")
+	if j := waitJob(t, a, blocked, 30*time.Second); j.State != "COMPLETED" {
+		t.Errorf("job %d after resume = %s; want COMPLETED", blocked, j.State)
+	}
+	if n := nodesByName(t, c.Agents[2])["n3"]; n.State != "IDLE" || n.Reason != "" {
+		t.Errorf("n3 after resume = %s %q; want IDLE with no reason", n.State, n.Reason)
+	}
+}

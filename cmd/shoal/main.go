@@ -61,9 +61,12 @@ func newRootCmd() *cobra.Command {
 		newNodesCmd(g),
 		newMembersCmd(g),
 		newLeaderCmd(g),
+		newDrainCmd(g),
+		newResumeCmd(g),
 		newStatusCmd(g),
 		newBenchCmd(),
 		newVersionCmd(),
+		newChaosCmd(),
 	)
 	return root
 }
