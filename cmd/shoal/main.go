@@ -67,6 +67,7 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(),
 		newVersionCmd(),
 		newChaosCmd(),
+		newChaosCmd(),
 	)
 	return root
 }
