@@ -67,7 +67,6 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(),
 		newVersionCmd(),
 		newChaosCmd(),
-		newChaosCmd(),
 	)
 	return root
 }
