@@ -65,6 +65,7 @@ func newRootCmd() *cobra.Command {
 		newResumeCmd(g),
 		newStatusCmd(g),
 		newBenchCmd(),
+		newSimCmd(),
 		newVersionCmd(),
 		newChaosCmd(),
 	)
