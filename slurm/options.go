@@ -1,0 +1,609 @@
+package slurm
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Command is the Slurm command whose options are parsed.
+type Command string
+
+// The commands ParseArgs knows.
+const (
+	Sbatch Command = "sbatch"
+	Srun   Command = "srun"
+	Salloc Command = "salloc"
+)
+
+// Options is what sbatch, srun or salloc options ask for, typed. A field
+// left at its zero value was not given unless Set says otherwise; Set is
+// keyed by the long option name ("nodes", "mem", "no-requeue").
+type Options struct {
+	Nodes         Nodes
+	NTasks        int
+	NTasksPerNode int
+	CPUsPerTask   int
+	CPUsPerGPU    int
+	// TimeLimit is --time; 0 means no limit (or not given: see Set).
+	TimeLimit time.Duration
+	Name      string
+	// Output, Error and Input are filename patterns, kept raw (see
+	// ExpandOutputPattern). Slurm's "none" is kept as written.
+	Output, Error, Input string
+	Partition            string
+	Account              string
+	QOS                  string
+	// NodeList is --nodelist expanded and de-duplicated (first occurrence
+	// kept); NodeListFile is its value instead when it names a file (it
+	// contains '/'), which the parser does not read. Exclude likewise.
+	NodeList     []string
+	NodeListFile string
+	Exclude      []string
+	ExcludeFile  string
+	// Constraint is --constraint, syntax-checked but kept raw.
+	Constraint string
+	// GPUs is --gpus (the job's total); GPUsPerNode is --gpus-per-node or
+	// the count of --gres=gpu (they must agree when both are given);
+	// GPUsPerTask is --gpus-per-task. GPUType is the one TYPE any of them
+	// named ("a100" of --gres=gpu:a100:2).
+	GPUs        int
+	GPUsPerNode int
+	GPUsPerTask int
+	GPUType     string
+	Gres        []Gres
+	// Mem, MemPerGPU and MemPerCPU are in MiB. MemAll is --mem=0: all of
+	// each node's memory.
+	Mem       uint64
+	MemAll    bool
+	MemPerGPU uint64
+	MemPerCPU uint64
+	Exclusive bool
+	// Requeue is --requeue (true) or --no-requeue (false); nil: the
+	// cluster's default.
+	Requeue  *bool
+	Signal   *Signal
+	OpenMode string // "append", "truncate" or "" (the cluster's default)
+	Export   *Export
+	ChDir    string
+	Parsable bool
+	Wrap     string
+	TestOnly bool
+	Hold     bool
+	// Nice is the --nice adjustment (100 when given with no value).
+	Nice       int
+	Switches   *Switches
+	Array      *Array
+	Dependency *Dependency
+	// KillOnBadExit is srun's -K: nil means the cluster's default.
+	KillOnBadExit *bool
+	Label         bool
+	// Wait is sbatch's --wait: return when the job ends.
+	Wait    bool
+	Quiet   bool
+	Verbose int
+
+	Set      map[string]bool
+	Warnings []string
+}
+
+type argMode uint8
+
+const (
+	noArg argMode = iota
+	needArg
+	optArg
+)
+
+type cmdSet uint8
+
+const (
+	cSbatch cmdSet = 1 << iota
+	cSrun
+	cSalloc
+	cAll = cSbatch | cSrun | cSalloc
+)
+
+func (c Command) set() cmdSet {
+	switch c {
+	case Sbatch:
+		return cSbatch
+	case Srun:
+		return cSrun
+	case Salloc:
+		return cSalloc
+	}
+	return 0
+}
+
+func (s cmdSet) names() string {
+	var n []string
+	for _, c := range []Command{Sbatch, Srun, Salloc} {
+		if s&c.set() != 0 {
+			n = append(n, string(c))
+		}
+	}
+	return strings.Join(n, " and ")
+}
+
+// An optDef is one row of the option table. Exactly one of apply, warn
+// and reject says what the option does:
+//   - apply sets Options fields (value is "" when no argument was given);
+//   - warn: Shoal accepts the option and ignores it, adding a warning
+//     (only where Slurm itself uses it for accounting, notification or a
+//     preference the job cannot tell apart from its absence);
+//   - reject: Shoal refuses it, because ignoring it would change what
+//     runs, where, when or with what; ok, if set, lets through the values
+//     that already describe what Shoal does (--cpu-bind=none).
+type optDef struct {
+	long   string
+	short  byte
+	arg    argMode
+	cmds   cmdSet
+	apply  func(o *Options, v string) error
+	warn   string
+	reject string
+	ok     func(v string) bool
+}
+
+// parseState is one run of the option parser over one argument list.
+type parseState struct {
+	cmd Command
+	o   *Options
+	at  int // index of the argument being parsed, for messages
+}
+
+// ParseArgs parses sbatch, srun or salloc options from args, up to the
+// first argument that is not an option (or after "--"); that argument
+// and everything after it are returned as rest: the script and its
+// arguments, or the command to run. It follows getopt_long as Slurm uses
+// it: --opt=value and --opt value, an unambiguous prefix of a long name,
+// -N2 and -N 2, grouped flags (-lN2), optional arguments only attached
+// (--nice=5, -K1). Cross-option checks run on the whole list.
+func ParseArgs(cmd Command, args []string) (Options, []string, error) {
+	o := Options{Set: map[string]bool{}}
+	if cmd.set() == 0 {
+		return o, nil, fmt.Errorf("command %q: want sbatch, srun or salloc", clip(string(cmd)))
+	}
+	p := parseState{cmd: cmd, o: &o}
+	rest, err := p.parse(args)
+	if err != nil {
+		return o, nil, err
+	}
+	if err := p.finish(rest); err != nil {
+		return o, nil, err
+	}
+	return o, rest, nil
+}
+
+// parse reads options until the first non-option and returns the rest.
+func (p *parseState) parse(args []string) ([]string, error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		p.at = i
+		switch {
+		case a == "--":
+			return args[i+1:], nil
+		case len(a) < 2 || a[0] != '-':
+			return args[i:], nil
+		case strings.HasPrefix(a, "--"):
+			name, val, hasVal := strings.Cut(a[2:], "=")
+			d, err := p.lookupLong(name)
+			if err != nil {
+				return nil, err
+			}
+			switch d.arg {
+			case noArg:
+				if hasVal {
+					return nil, fmt.Errorf("option '--%s' doesn't allow an argument", d.long)
+				}
+			case needArg:
+				if !hasVal {
+					if i+1 >= len(args) {
+						return nil, fmt.Errorf("option '--%s' requires an argument", d.long)
+					}
+					i++
+					val = args[i]
+				}
+			}
+			if err := p.apply(d, "--"+d.long, val, hasVal || d.arg == needArg); err != nil {
+				return nil, err
+			}
+		default: // one or more short options
+			for j := 1; j < len(a); j++ {
+				d, err := p.lookupShort(a[j])
+				if err != nil {
+					return nil, err
+				}
+				if d.arg == noArg {
+					if err := p.apply(d, "-"+string(a[j]), "", false); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				val, has := a[j+1:], j+1 < len(a)
+				if !has && d.arg == needArg {
+					if i+1 >= len(args) {
+						return nil, fmt.Errorf("option requires an argument -- '%c'", a[j])
+					}
+					i++
+					val, has = args[i], true
+				}
+				if err := p.apply(d, "-"+string(a[j]), val, has); err != nil {
+					return nil, err
+				}
+				break
+			}
+		}
+	}
+	return nil, nil
+}
+
+// lookupLong finds a long option by its name or an unambiguous prefix,
+// among the options of p.cmd.
+func (p *parseState) lookupLong(name string) (*optDef, error) {
+	idx := tableFor(p.cmd)
+	if d, ok := idx.long[name]; ok {
+		return d, nil
+	}
+	var matches []*optDef
+	if name != "" {
+		for _, n := range idx.names {
+			if strings.HasPrefix(n, name) {
+				matches = append(matches, idx.long[n])
+			}
+		}
+	}
+	switch {
+	case len(matches) == 1:
+		return matches[0], nil
+	case len(matches) > 1:
+		var b strings.Builder
+		fmt.Fprintf(&b, "option '--%s' is ambiguous; possibilities:", name)
+		for _, m := range matches {
+			fmt.Fprintf(&b, " '--%s'", m.long)
+		}
+		return nil, fmt.Errorf("%s", b.String())
+	}
+	if other := commandsTaking(name, 0); other != 0 {
+		return nil, fmt.Errorf("unrecognized option '--%s': %s takes it, %s does not", clip(name), other.names(), p.cmd)
+	}
+	return nil, fmt.Errorf("unrecognized option '--%s'", clip(name))
+}
+
+func (p *parseState) lookupShort(c byte) (*optDef, error) {
+	if d, ok := tableFor(p.cmd).short[c]; ok {
+		return d, nil
+	}
+	if other := commandsTaking("", c); other != 0 {
+		return nil, fmt.Errorf("invalid option -- '%c': %s takes -%c, %s does not", c, other.names(), c, p.cmd)
+	}
+	return nil, fmt.Errorf("invalid option -- '%s'", printable(c))
+}
+
+func printable(c byte) string {
+	if c >= 0x20 && c < 0x7f {
+		return string(c)
+	}
+	return fmt.Sprintf("\\x%02x", c)
+}
+
+// apply runs one option: what tells how it was spelled, for messages.
+func (p *parseState) apply(d *optDef, what, val string, hasVal bool) error {
+	shown := "--" + d.long
+	if hasVal {
+		shown = fmt.Sprintf("--%s=%s", d.long, val)
+	}
+	switch {
+	case d.reject != "" && (d.ok == nil || !d.ok(val)):
+		return fmt.Errorf("%s: not supported by Shoal: %s", clip(shown), d.reject)
+	case d.warn != "":
+		p.o.Warnings = append(p.o.Warnings, fmt.Sprintf("%s ignored: %s", clip(shown), d.warn))
+	case d.apply != nil:
+		if err := d.apply(p.o, val); err != nil {
+			return err
+		}
+	}
+	p.o.Set[d.long] = true
+	return nil
+}
+
+// finish runs the checks Slurm makes once all options are known.
+func (p *parseState) finish(rest []string) error {
+	o := p.o
+	if p.cmd == Sbatch && len(rest) > 0 && rest[0] == ":" || p.cmd != Sbatch && slices.Contains(rest, ":") {
+		return fmt.Errorf("\":\": heterogeneous jobs are not supported by Shoal")
+	}
+	if p.cmd == Sbatch && o.Set["wrap"] && len(rest) > 0 {
+		return fmt.Errorf("--wrap: script arguments %q are not permitted with --wrap", clip(strings.Join(rest, " ")))
+	}
+	return o.check()
+}
+
+// check makes the cross-option checks Slurm makes, on the merged options.
+func (o *Options) check() error {
+	n := 0
+	for _, m := range []string{"mem", "mem-per-cpu", "mem-per-gpu"} {
+		if o.Set[m] {
+			n++
+		}
+	}
+	if n > 1 {
+		return fmt.Errorf("--mem, --mem-per-cpu and --mem-per-gpu are mutually exclusive")
+	}
+	gresGPU, gresType, hasGresGPU := 0, "", false
+	for _, g := range o.Gres {
+		if g.Name != "gpu" {
+			return fmt.Errorf("--gres %q: not supported by Shoal: it allocates only GPUs (--gres=gpu[:TYPE][:COUNT])", g.Name)
+		}
+		if hasGresGPU {
+			return fmt.Errorf("--gres: gpu given twice: want one gpu[:TYPE][:COUNT] item (Shoal takes one kind of GPU per job)")
+		}
+		gresGPU, gresType, hasGresGPU = int(g.Count), g.Type, true
+	}
+	perNode := o.GPUsPerNode
+	if hasGresGPU {
+		if o.Set["gpus-per-node"] && perNode != gresGPU {
+			return fmt.Errorf("--gres=gpu:%d and --gpus-per-node=%d disagree: give one of them", gresGPU, perNode)
+		}
+		perNode = gresGPU
+	}
+	typ := ""
+	for _, t := range []string{gresType, o.GPUType} {
+		if t != "" && typ != "" && t != typ {
+			return fmt.Errorf("GPU types %q and %q: want one GPU type per job", typ, t)
+		}
+		if t != "" {
+			typ = t
+		}
+	}
+	o.GPUsPerNode, o.GPUType = perNode, typ
+	if o.Set["gpus"] && perNode > 0 {
+		if o.GPUs%perNode != 0 {
+			return fmt.Errorf("--gpus=%d is not a multiple of --gres=gpu/--gpus-per-node (%d)", o.GPUs, perNode)
+		}
+		if nodes := o.GPUs / perNode; o.Set["nodes"] && (nodes < o.Nodes.Min || nodes > o.Nodes.Max) {
+			return fmt.Errorf("--gpus=%d at %d per node needs %d nodes, outside --nodes %d-%d", o.GPUs, perNode, nodes, o.Nodes.Min, o.Nodes.Max)
+		}
+	}
+	if o.Set["gpus-per-task"] {
+		switch {
+		case !o.Set["gpus"] && !o.Set["ntasks"]:
+			return fmt.Errorf("--gpus-per-task needs --gpus or -n/--ntasks")
+		case o.Set["gpus"] && o.Set["ntasks"] && o.GPUs != o.GPUsPerTask*o.NTasks:
+			return fmt.Errorf("--gpus=%d, --gpus-per-task=%d and --ntasks=%d disagree: want gpus = gpus-per-task × ntasks", o.GPUs, o.GPUsPerTask, o.NTasks)
+		}
+	}
+	return nil
+}
+
+// intOpt returns an apply function that parses a positive count into *f.
+func intOpt(name string, f func(o *Options) *int) func(*Options, string) error {
+	return func(o *Options, v string) error {
+		n, err := positive(name, v)
+		*f(o) = n
+		return err
+	}
+}
+
+func strOpt(f func(o *Options) *string) func(*Options, string) error {
+	return func(o *Options, v string) error {
+		*f(o) = v
+		return nil
+	}
+}
+
+func flagOpt(f func(o *Options) *bool) func(*Options, string) error {
+	return func(o *Options, v string) error {
+		*f(o) = true
+		return nil
+	}
+}
+
+func memOpt(name string, f func(o *Options) *uint64) func(*Options, string) error {
+	return func(o *Options, v string) error {
+		n, err := ParseMemory(v)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", name, err)
+		}
+		*f(o) = n
+		if name == "mem" {
+			o.MemAll = n == 0
+		}
+		return nil
+	}
+}
+
+func gpuOpt(name string, f func(o *Options) *int) func(*Options, string) error {
+	return func(o *Options, v string) error {
+		t, n, err := parseGPUCount(name, v)
+		if err != nil {
+			return err
+		}
+		if t != "" && o.GPUType != "" && t != o.GPUType {
+			return fmt.Errorf("--%s %q: GPU type %q differs from %q given before: want one GPU type per job", name, clip(v), t, o.GPUType)
+		}
+		if t != "" {
+			o.GPUType = t
+		}
+		*f(o) = n
+		return nil
+	}
+}
+
+// hostOpt sets a host list (expanded, de-duplicated) or, for a value with
+// a '/', the name of the file that holds it.
+func hostOpt(name string, list func(o *Options) *[]string, file func(o *Options) *string) func(*Options, string) error {
+	return func(o *Options, v string) error {
+		if strings.Contains(v, "/") {
+			*file(o), *list(o) = v, nil
+			return nil
+		}
+		names, err := ExpandHostlist(v)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", name, err)
+		}
+		seen := make(map[string]bool, len(names))
+		out := names[:0]
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+		*list(o), *file(o) = out, ""
+		return nil
+	}
+}
+
+func setTime(o *Options, v string) error {
+	d, err := ParseTime(v)
+	o.TimeLimit = d
+	return err
+}
+
+func setNodes(o *Options, v string) error {
+	lo, hi, err := ParseNodes(v)
+	o.Nodes = Nodes{Min: lo, Max: hi}
+	return err
+}
+
+func setGres(o *Options, v string) error {
+	g, err := ParseGres(v)
+	o.Gres = g
+	return err
+}
+
+func setConstraint(o *Options, v string) error {
+	o.Constraint = v
+	return checkConstraint(v)
+}
+
+func setExclusive(o *Options, v string) error {
+	if v != "" {
+		return fmt.Errorf("--exclusive=%s: not supported by Shoal: only whole-node --exclusive (no =user or =mcs)", clip(v))
+	}
+	o.Exclusive = true
+	return nil
+}
+
+func setRequeue(b bool) func(*Options, string) error {
+	return func(o *Options, _ string) error {
+		o.Requeue = &b
+		return nil
+	}
+}
+
+func setSignal(cmd cmdSet) func(*Options, string) error {
+	return func(o *Options, v string) error {
+		s, err := ParseSignal(v)
+		if err != nil {
+			return err
+		}
+		if s.BatchOnly && cmd != cSbatch {
+			return fmt.Errorf("--signal %q: B: (batch shell only) is an sbatch option; %s", clip(v), signalForms)
+		}
+		o.Signal = &s
+		return nil
+	}
+}
+
+func setOpenMode(o *Options, v string) error {
+	// Slurm looks only at the first letter.
+	switch {
+	case v != "" && (v[0] == 'a' || v[0] == 'A'):
+		o.OpenMode = "append"
+	case v != "" && (v[0] == 't' || v[0] == 'T'):
+		o.OpenMode = "truncate"
+	default:
+		return fmt.Errorf("--open-mode %q: want append or truncate", clip(v))
+	}
+	return nil
+}
+
+func setExport(o *Options, v string) error {
+	e, err := ParseExport(v)
+	o.Export = &e
+	return err
+}
+
+func setNice(o *Options, v string) error {
+	if v == "" {
+		o.Nice = 100
+		return nil
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < -2147483645 || n > 2147483645 {
+		return fmt.Errorf("--nice %q: want a whole number from -2147483645 to 2147483645", clip(v))
+	}
+	o.Nice = int(n)
+	return nil
+}
+
+func setSwitches(o *Options, v string) error {
+	s, err := ParseSwitches(v)
+	o.Switches = &s
+	return err
+}
+
+func setArray(o *Options, v string) error {
+	a, err := ParseArray(v)
+	o.Array = &a
+	return err
+}
+
+func setDependency(o *Options, v string) error {
+	d, err := ParseDependency(v)
+	o.Dependency = &d
+	return err
+}
+
+func setKillOnBadExit(o *Options, v string) error {
+	b := true
+	if v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("--kill-on-bad-exit %q: want 0 or 1 (or no value, meaning 1)", clip(v))
+		}
+		b = n != 0
+	}
+	o.KillOnBadExit = &b
+	return nil
+}
+
+func setWrap(o *Options, v string) error {
+	o.Wrap = v
+	return nil
+}
+
+func setVerbose(o *Options, _ string) error {
+	o.Verbose++
+	return nil
+}
+
+func setCPUsPerGPU(o *Options, v string) error {
+	n, err := positive("cpus-per-gpu", v)
+	o.CPUsPerGPU = n
+	return err
+}
+
+// isNone accepts the value "none" (any case).
+func isNone(v string) bool { return strings.EqualFold(v, "none") }
+
+// blockDist accepts the --distribution values that mean block placement
+// of tasks on nodes, which is what Shoal does: block or *, optionally
+// followed by :* levels.
+func blockDist(v string) bool {
+	first, more, _ := strings.Cut(v, ":")
+	if !strings.EqualFold(first, "block") && first != "*" {
+		return false
+	}
+	for l := range strings.SplitSeq(more, ":") {
+		if more != "" && l != "*" {
+			return false
+		}
+	}
+	return true
+}
