@@ -144,13 +144,23 @@ func sameNode(a, b *cluster.Node) bool {
 }
 
 func (s *State) nodeDown(index uint64, c NodeDown) Result {
+	return s.nodeGone(index, c.Node, cluster.NodeDown, c.Time)
+}
+
+// nodeGone marks a node down (lease expired) or left (stopped gracefully)
+// and releases what it held, failing or requeueing its running jobs.
+func (s *State) nodeGone(index uint64, name string, status cluster.NodeStatus, at time.Time) Result {
+	c := struct {
+		Node string
+		Time time.Time
+	}{name, at}
 	old := s.node(c.Node)
 	if old == nil {
-		return Result{Err: fmt.Errorf("node down %.64q: %w", c.Node, ErrUnknownNode)}
+		return Result{Err: fmt.Errorf("node %s %.64q: %w", status, c.Node, ErrUnknownNode)}
 	}
-	if old.Status != cluster.NodeDown {
+	if old.Status != status {
 		n := old.Clone()
-		n.Status = cluster.NodeDown
+		n.Status = status
 		n.StatusTime = c.Time
 		n.ModifyIndex = index
 		canonNode(n)

@@ -25,6 +25,7 @@ const (
 	CmdTaskExited  CmdType = 7
 	CmdSetReasons  CmdType = 8
 	CmdSetDrain    CmdType = 9
+	CmdNodeLeft    CmdType = 10
 )
 
 func (t CmdType) String() string {
@@ -47,6 +48,8 @@ func (t CmdType) String() string {
 		return "SetReasons"
 	case CmdSetDrain:
 		return "SetDrain"
+	case CmdNodeLeft:
+		return "NodeLeft"
 	}
 	return fmt.Sprintf("CmdType(%d)", uint8(t))
 }
@@ -77,6 +80,14 @@ type UpsertNode struct {
 // NodeDown marks a node down after its lease expired: its unreleased
 // allocations are released as lost and their live jobs end NODE_FAIL.
 type NodeDown struct {
+	Node string    `msgpack:"node"`
+	Time time.Time `msgpack:"time"`
+}
+
+// NodeLeft marks a node whose agent stopped gracefully: it takes no new
+// work at once (rather than after its lease), and whatever it still held
+// is released as NodeDown releases it. Its next heartbeat brings it up.
+type NodeLeft struct {
 	Node string    `msgpack:"node"`
 	Time time.Time `msgpack:"time"`
 }

@@ -57,6 +57,12 @@ func stamp(body any, now time.Time) any {
 	case NodeDown:
 		c.Time = now
 		return c
+	case NodeLeft:
+		c.Time = now
+		return c
+	case SetDrain:
+		c.Time = now
+		return c
 	case Allocate:
 		c.Time = now
 		return c

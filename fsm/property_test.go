@@ -74,6 +74,9 @@ func (m *model) actions() map[string]func(*rapid.T) {
 		"nodeDown": func(t *rapid.T) {
 			m.apply(t, CmdNodeDown, NodeDown{Node: m.drawNode(t)})
 		},
+		"nodeLeft": func(t *rapid.T) {
+			m.apply(t, CmdNodeLeft, NodeLeft{Node: m.drawNode(t)})
+		},
 		"drain": func(t *rapid.T) {
 			m.apply(t, CmdSetDrain, SetDrain{Node: m.drawNode(t), Drain: rapid.Bool().Draw(t, "drain"), Reason: "r"})
 		},

@@ -84,6 +84,8 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 		return resultString(h.apply(t, CmdUpsertNode, UpsertNode{Node: gpuNode(positional(), intArg("gpus", 0), strArg("switch", "leaf0"))}))
 	case "node-down":
 		return resultString(h.apply(t, CmdNodeDown, NodeDown{Node: positional()}))
+	case "node-left":
+		return resultString(h.apply(t, CmdNodeLeft, NodeLeft{Node: positional()}))
 	case "allocate":
 		var ds []Decision
 		if d.Input != "" {

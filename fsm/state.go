@@ -166,6 +166,12 @@ func (s *State) apply(index uint64, data []byte) Result {
 			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
 		}
 		return s.setReasons(index, c)
+	case CmdNodeLeft:
+		var c NodeLeft
+		if err := wire.Decode(body, &c); err != nil {
+			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
+		}
+		return s.nodeGone(index, c.Node, cluster.NodeLeft, c.Time)
 	case CmdSetDrain:
 		var c SetDrain
 		if err := wire.Decode(body, &c); err != nil {

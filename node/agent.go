@@ -229,21 +229,45 @@ func (a *Agent) Run(ctx context.Context) error {
 	return cause
 }
 
-// shutdown stops the ranks on this node, says goodbye to gossip, and
-// closes raft and the listeners, in that order: ranks first, so no rank
-// outlives the agent that answers for it.
+// shutdown hands leadership over if it leads, stops the ranks on this node
+// (a job with --requeue runs again elsewhere), reports their exits, says
+// goodbye to gossip — the leader then removes this node from the raft
+// configuration — and closes raft and the listeners, in that order: no
+// rank outlives the agent that answers for it.
 func (a *Agent) shutdown(wg *sync.WaitGroup) {
 	a.log.Info("agent stopping")
+	// Hand leadership over first, so the cluster keeps a leader while we
+	// stop (no election timeout to wait out) and our exit reports below
+	// reach it.
+	if a.raft.IsLeader() {
+		tctx, cancelTransfer := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := a.raft.TransferLeadership(tctx); err != nil {
+			a.log.Warn("hand leadership over", "err", err)
+		} else {
+			a.log.Info("handed leadership over")
+		}
+		cancelTransfer()
+	}
 	a.exec.StopAll(fsm.CauseFenced)
 	waitCtx, cancelWait := context.WithTimeout(context.Background(), a.cfg.KillGrace+2*time.Second)
 	for len(a.exec.Running()) > 0 && waitCtx.Err() == nil {
 		time.Sleep(50 * time.Millisecond)
 	}
 	cancelWait()
-	// Best effort: report the exits now; what is not acknowledged is
-	// reported again after a restart.
-	reportCtx, cancelReport := context.WithTimeout(context.Background(), 2*time.Second)
-	a.reportExits(reportCtx)
+	// Best effort, retried while a new leader is found: report the exits
+	// now (what is not acknowledged is reported again after a restart),
+	// then take no new work, rather than once our lease expires.
+	reportCtx, cancelReport := context.WithTimeout(context.Background(), 5*time.Second)
+	for a.reportExits(reportCtx); len(a.exec.PendingExits()) > 0 && sleepCtx(reportCtx, 100*time.Millisecond); {
+		a.reportExits(reportCtx)
+	}
+	err := a.announceLeave(reportCtx)
+	for err != nil && sleepCtx(reportCtx, 100*time.Millisecond) {
+		err = a.announceLeave(reportCtx)
+	}
+	if err != nil {
+		a.log.Warn("announce leave; the leader will find out when the lease expires", "err", err)
+	}
 	cancelReport()
 
 	leaveCtx, cancelLeave := context.WithTimeout(context.Background(), 2*time.Second)
@@ -340,6 +364,16 @@ func (a *Agent) bootstrapLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// sleepCtx sleeps for d and reports whether ctx is still live.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
 	}
 }
 

@@ -412,6 +412,22 @@ func (a *Agent) leaderSetDrain(ctx context.Context, node string, drain bool, rea
 	return nil
 }
 
+// leaderNodeLeft marks a node that is stopping gracefully as left.
+func (a *Agent) leaderNodeLeft(ctx context.Context, node string) error {
+	if _, ok := a.state.View().Node(node); !ok {
+		return nil // never registered: nothing to mark
+	}
+	res, err := a.apply(ctx, fsm.CmdNodeLeft, fsm.NodeLeft{Node: node, Time: time.Now()})
+	if err != nil {
+		return err
+	}
+	if res.Err != nil {
+		return badRequest(res.Err)
+	}
+	a.log.Info("node left", "node", node)
+	return nil
+}
+
 // leaderHeartbeat renews a node's lease and registers or updates its
 // record when what it announces changed.
 func (a *Agent) leaderHeartbeat(ctx context.Context, n cluster.Node) error {

@@ -96,6 +96,23 @@ func (a *Agent) sendTaskEvent(ctx context.Context, ev taskEvent) error {
 	return err
 }
 
+// announceLeave tells the leader this node is going away.
+func (a *Agent) announceLeave(ctx context.Context) error {
+	_, self, err := a.leaderAPI()
+	if err != nil {
+		return err
+	}
+	if self {
+		return a.leaderNodeLeft(ctx, a.cfg.Name)
+	}
+	c, err := a.leaderClient()
+	if err != nil {
+		return err
+	}
+	_, err = c.Do(ctx, http.MethodPost, "/v1/internal/leave", api.Heartbeat{Node: cluster.Node{Name: a.cfg.Name}}, nil)
+	return err
+}
+
 // reportLoop reports exits recorded by the executor until the leader
 // acknowledges them.
 func (a *Agent) reportLoop(ctx context.Context) {

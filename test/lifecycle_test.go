@@ -195,3 +195,65 @@ func TestDrainResume(t *testing.T) {
 		t.Errorf("n3 after resume = %s %q; want IDLE with no reason", n.State, n.Reason)
 	}
 }
+
+// TestGracefulLeaderStop: a leader stopped with SIGTERM hands leadership
+// over and leaves the raft configuration; the cluster keeps taking jobs.
+func TestGracefulLeaderStop(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 4, GPUsPerNode: 1})
+	eventually(t, 20*time.Second, "n4 a nonvoter", func() error {
+		if r := nodesByName(t, c.Agents[0])["n4"].Raft; r != "nonvoter" {
+			return fmt.Errorf("n4 is %s", r)
+		}
+		return nil
+	})
+	old := leaderIndex(t, c, 0)
+	if err := c.StopAgent(old, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	gone := c.Agents[old].Name
+	other := c.Agents[(old+1)%4]
+	eventually(t, 30*time.Second, gone+" out of the raft configuration and replaced", func() error {
+		ns := nodesByName(t, other)
+		if r := ns[gone].Raft; r != "none" {
+			return fmt.Errorf("%s is still %s", gone, r)
+		}
+		voters := 0
+		for _, n := range ns {
+			if n.Raft == "voter" || n.Raft == "leader" {
+				voters++
+			}
+		}
+		if voters != 3 {
+			return fmt.Errorf("%d voters; want 3", voters)
+		}
+		return nil
+	})
+	if l := c.Agents[leaderIndex(t, c, (old+1)%4)].Name; l == gone {
+		t.Fatalf("leader is still %s", gone)
+	}
+	id := submit(t, other, "--", "true")
+	if j := waitJob(t, other, id, 20*time.Second); j.State != "COMPLETED" {
+		t.Errorf("job %d = %s; want COMPLETED", id, j.State)
+	}
+	data, err := os.ReadFile(c.Agents[old].LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "handed leadership over") {
+		t.Errorf("%s's log does not say it handed leadership over", gone)
+	}
+}
+
+// TestTimeLimit: a job past its --time is stopped (SIGTERM, then SIGKILL)
+// and ends TIMEOUT; the executor counts seconds, not Slurm's minutes.
+func TestTimeLimit(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 2, GPUsPerNode: 1})
+	id := submit(t, c.Agents[0], "--nodes", "2", "--time", "0:02", "--", "sleep", "60")
+	j := waitJob(t, c.Agents[1], id, 30*time.Second)
+	if j.State != "TIMEOUT" {
+		t.Fatalf("job %d = %s; want TIMEOUT", id, j.State)
+	}
+	if j.TimeLimitS != 2 {
+		t.Errorf("time_limit_s = %d; want 2", j.TimeLimitS)
+	}
+}
