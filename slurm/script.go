@@ -31,7 +31,8 @@ type directive struct {
 // do not end the header, and #SBATCH lines after it are ignored. A
 // directive must start its line ("  #SBATCH" is a comment). Its text is
 // split at white space; single or double quotes group, a backslash
-// escapes the next byte, and an unquoted, unescaped '#' starts a comment
+// escapes the next byte (but, as in Slurm, never white space outside
+// quotes: "a\ b" is two arguments), and an unquoted, unescaped '#' starts a comment
 // to the end of the line ("#SBATCH -N 2 # two nodes" is -N 2). A quoted
 // empty string ends the line, as in Slurm.
 func ScriptDirectives(script []byte) ([]string, error) {
