@@ -473,7 +473,7 @@ func ParseGres(s string) ([]Gres, error) {
 		case 2:
 			if c, ok := gresCount(fields[1]); ok {
 				g.Count = c
-			} else if validName(fields[1]) {
+			} else if validName(fields[1]) && (fields[1][0] < '0' || fields[1][0] > '9') {
 				g.Type = fields[1]
 			} else {
 				return nil, fmt.Errorf("--gres %q: bad item %q; %s", clip(s), clip(item), gresForms)
