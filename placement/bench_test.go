@@ -3,6 +3,7 @@ package placement
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
 )
@@ -71,5 +72,74 @@ func BenchmarkPlace1000Pending(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Place(v, queue, now)
+	}
+}
+
+// busyJobs returns n running jobs on distinct nodes of nodes, 4 GPUs each,
+// with time limits, for the backfill and incremental-view benchmarks.
+func busyJobs(nodes []*cluster.Node, n int) []*cluster.Job {
+	var running []*cluster.Job
+	for i := range n {
+		j := holding(cluster.JobID(100000+i), cluster.JobRunning, false, nodes[i*len(nodes)/n].Name, []int{0, 1, 2, 3})
+		j.StartTime = now
+		j.Spec.Request.TimeLimit = time.Duration(1+i%97) * time.Minute
+		running = append(running, j)
+	}
+	return running
+}
+
+// BenchmarkNewView1024Nodes is what rebuilding the simulator's view for
+// every event would cost (compare BenchmarkViewStartFinish).
+func BenchmarkNewView1024Nodes(b *testing.B) {
+	nodes := benchCluster(1024)
+	running := busyJobs(nodes, 512)
+	b.ReportAllocs()
+	for b.Loop() {
+		NewView(nodes, running)
+	}
+}
+
+// BenchmarkViewStartFinish is one job starting and one ending in the
+// simulator's incremental view of 1024 nodes.
+func BenchmarkViewStartFinish(b *testing.B) {
+	nodes := benchCluster(1024)
+	v := NewView(nodes, busyJobs(nodes, 512))
+	j := holding(1, cluster.JobRunning, false, nodes[1].Name, []int{4, 5, 6, 7}, nodes[3].Name, []int{4, 5, 6, 7})
+	j.StartTime, j.Spec.Request.TimeLimit = now, time.Hour
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := v.Start(j); err != nil {
+			b.Fatal(err)
+		}
+		if err := v.Finish(1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPlaceWithBackfill1000Pending is BenchmarkPlace1000Pending
+// under each policy, with time limits, so backfill computes a
+// reservation and tries every job behind it.
+func BenchmarkPlaceWithBackfill1000Pending(b *testing.B) {
+	nodes := benchCluster(10000)
+	v := NewView(nodes, busyJobs(nodes, 5000))
+	var queue []*cluster.Job
+	for i := range 1000 {
+		queue = append(queue, limited(cluster.JobID(i+1), 1+i*7%16, 1+i*5%8, time.Duration(1+i%50)*time.Minute))
+	}
+	for _, p := range Policies() {
+		b.Run(string(p), func(b *testing.B) {
+			res, err := PlaceWith(v, queue, now, Options{Policy: p})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(len(res.Decisions)), "placed")
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := PlaceWith(v, queue, now, Options{Policy: p}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

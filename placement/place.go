@@ -99,7 +99,7 @@ jobs:
 			reason(j.ID, cluster.ReasonReqNodeNotAvail)
 			continue
 		case !blocked:
-			if d, held, ok := s.start(j.ID, req, r.topology, nil); ok {
+			if d, held, ok := s.start(j.ID, req, r.topology, nil, r.backfill); ok {
 				res.Decisions = append(res.Decisions, d)
 				if r.backfill {
 					done = append(done, started{end: endsAt(now, req), held: held})
@@ -132,9 +132,9 @@ jobs:
 			ok bool
 		)
 		if end := endsAt(now, req); !end.IsZero() && !end.After(res.Reservation.Start) {
-			d, _, ok = s.start(j.ID, req, r.topology, m)
+			d, _, ok = s.start(j.ID, req, r.topology, m, false)
 		} else {
-			d, _, ok = m.start(j.ID, req, r.topology, s)
+			d, _, ok = m.start(j.ID, req, r.topology, s, false)
 		}
 		if ok {
 			res.Decisions = append(res.Decisions, d)
@@ -180,8 +180,9 @@ func inOrder(queue []*cluster.Job) []*cluster.Job {
 
 // start places one job in s, when some gang fits: the policy's choice of
 // nodes and GPUs, taken out of s and, where still free there, out of
-// mirror (nil for none). It returns the decision and what it holds.
-func (s *state) start(id cluster.JobID, req cluster.Request, topology bool, mirror *state) (Decision, []heldNode, bool) {
+// mirror (nil for none). It returns the decision and, if keep, what it
+// holds.
+func (s *state) start(id cluster.JobID, req cluster.Request, topology bool, mirror *state, keep bool) (Decision, []heldNode, bool) {
 	var nodes []int
 	if topology {
 		nodes = s.chooseNodes(req.Nodes, req.GPUsPerNode)
@@ -192,7 +193,10 @@ func (s *state) start(id cluster.JobID, req cluster.Request, topology bool, mirr
 		return Decision{}, nil, false
 	}
 	d := Decision{Job: id, Nodes: make([]Assignment, len(nodes))}
-	held := make([]heldNode, len(nodes))
+	var held []heldNode
+	if keep {
+		held = make([]heldNode, len(nodes))
+	}
 	for k, ni := range nodes {
 		var gpus []int
 		if topology {
@@ -205,7 +209,9 @@ func (s *state) start(id cluster.JobID, req cluster.Request, topology bool, mirr
 			mirror.takeFree(ni, gpus)
 		}
 		d.Nodes[k] = Assignment{Node: s.v.nodes[ni].node.Name, GPUs: gpus}
-		held[k] = heldNode{node: ni, gpus: gpus}
+		if keep {
+			held[k] = heldNode{node: ni, gpus: gpus}
+		}
 	}
 	return d, held, true
 }

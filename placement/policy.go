@@ -154,7 +154,7 @@ func (s *state) reserve(id cluster.JobID, req cluster.Request, done []started, n
 		if !f.fits(req.Nodes, req.GPUsPerNode) {
 			continue
 		}
-		d, _, ok := f.start(id, req, topology, nil)
+		d, _, ok := f.start(id, req, topology, nil, false)
 		if !ok {
 			continue
 		}
