@@ -1,6 +1,11 @@
 // Package slurm reads and writes the text formats Slurm users and their
 // scripts already know: hostlist expressions ("n[1-4,7]"), the --time
-// syntax, squeue's time columns and SLURM_TASKS_PER_NODE.
+// syntax, squeue's time columns, SLURM_TASKS_PER_NODE, and the options of
+// sbatch, srun and salloc, on their command lines and in #SBATCH
+// directives (ParseArgs, ScriptDirectives, ParseBatch), with the parsers
+// of their values (ParseArray, ParseDependency, ParseSignal, ParseMemory,
+// ParseGres, ParseExport, ParseNodes, ParseSwitches) and output filename
+// patterns (ExpandOutputPattern).
 //
 // It owns only pure string conversions. It must never touch the clock, the
 // file system, the network or the environment of the process; callers pass
@@ -28,6 +33,24 @@
 //   - Expansion is bounded: at most MaxRangeHosts names per range (Slurm's
 //     own limit), MaxHostlistNames names and MaxHostlistBytes bytes in all,
 //     checked before any name is built.
+//   - One table (table.go) lists every option with the commands that take
+//     it, as Slurm 22.05 does, and what Shoal does with it: sets a field of
+//     Options; accepts it and adds a line to Options.Warnings (only
+//     accounting, mail, and preferences a job cannot tell apart from their
+//     absence); or refuses it, naming the reason, where ignoring it would
+//     change what runs, where or when. An option of another command is an
+//     error that names the command that takes it.
+//   - Parsing follows getopt_long as Slurm calls it: it stops at the first
+//     non-option, accepts unambiguous prefixes of long names, and takes an
+//     optional argument only when attached (--nice=5, -K1).
+//   - Directives are read as sbatch reads them (see ScriptDirectives) and
+//     parsed as one argument list before the command line, whose options
+//     win; cross-option checks (--mem vs --mem-per-cpu, --gpus vs
+//     --gpus-per-node) run once on the merged result, as in Slurm, so a
+//     script's --mem and a command line's --mem-per-cpu conflict.
+//   - The parsers read no files and no environment: a --nodelist naming a
+//     file is kept as a name, and SBATCH_* / SLURM_* input variables are
+//     the caller's business.
 //   - ParseTime returns 0 for "no limit" (UNLIMITED, INFINITE, -1 and any
 //     spelling of zero), which is what cluster.Request.TimeLimit means by 0.
 package slurm

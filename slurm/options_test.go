@@ -62,7 +62,9 @@ func TestParseArgs(t *testing.T) {
 				o.Export = &Export{Vars: []ExportVar{{"CUDA_LAUNCH_BLOCKING", "1", true}, {"HOME", "", false}}}
 			}, []string{"no-requeue", "requeue", "signal", "open-mode", "export"}},
 		{"sbatch flags", Sbatch, []string{"--parsable", "--test-only", "-H", "--nice", "--exclusive", "--wrap", "hostname"}, nil,
-			func(o *Options) { o.Parsable, o.TestOnly, o.Hold, o.Nice, o.Exclusive, o.Wrap = true, true, true, 100, true, "hostname" },
+			func(o *Options) {
+				o.Parsable, o.TestOnly, o.Hold, o.Nice, o.Exclusive, o.Wrap = true, true, true, 100, true, "hostname"
+			},
 			[]string{"parsable", "test-only", "hold", "nice", "exclusive", "wrap"}},
 		{"array dependency switches", Sbatch, []string{"-a", "0-7:2%2", "-d", "afterok:12:13_2", "--switches=1@10:00", "--nice=-5"}, nil,
 			func(o *Options) {
