@@ -148,6 +148,14 @@ type Heartbeat struct {
 	Node cluster.Node `json:"node"`
 }
 
+// HeartbeatReply acknowledges a heartbeat. Index is the leader's applied
+// index when it renewed the lease: the node starts no rank until its own
+// replica has applied that far, so it never acts on an allocation the
+// cluster has already taken back from it.
+type HeartbeatReply struct {
+	Index uint64 `json:"index"`
+}
+
 // TaskEvent reports a node's tasks of one job incarnation starting or
 // exiting; the leader turns it into a TaskStarted or TaskExited command.
 type TaskEvent struct {

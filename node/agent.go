@@ -41,8 +41,12 @@ type Agent struct {
 
 	leases leaseTable
 	// lastRenew is when the last heartbeat the leader acknowledged was
-	// sent (unix nanoseconds); the fence deadline counts from it.
+	// sent (unix nanoseconds); the fence deadline counts from it. Zero
+	// until the first: a starting agent holds no lease.
 	lastRenew atomic.Int64
+	// leaseIndex is the leader's applied index in that acknowledgement;
+	// ranks start only from a replica at least that far (startAllowed).
+	leaseIndex atomic.Uint64
 
 	// stopLeading cancels the leader-only loops; owned by leadLoop.
 	stopLeading context.CancelFunc
@@ -149,7 +153,6 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
 	}
-	a.lastRenew.Store(time.Now().UnixNano())
 	return a, nil
 }
 

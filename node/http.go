@@ -357,11 +357,12 @@ func (a *Agent) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &httpError{http.StatusServiceUnavailable, consensus.ErrNotLeader})
 		return
 	}
-	if err := a.leaderHeartbeat(r.Context(), hb.Node); err != nil {
+	index, err := a.leaderHeartbeat(r.Context(), hb.Node)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, 0, struct{}{})
+	writeJSON(w, http.StatusOK, index, api.HeartbeatReply{Index: index})
 }
 
 func (a *Agent) handleLeave(w http.ResponseWriter, r *http.Request) {

@@ -74,7 +74,7 @@ func (a *Agent) leadLoop(ctx context.Context) {
 		// Register (or refresh) ourselves now rather than at the next
 		// heartbeat, so a fresh cluster can take submits at once.
 		hctx, cancelHB := context.WithTimeout(ctx, applyTimeout)
-		if err := a.leaderHeartbeat(hctx, a.self); err != nil {
+		if _, err := a.leaderHeartbeat(hctx, a.self); err != nil {
 			a.log.Warn("register self as leader", "err", err)
 		}
 		cancelHB()
@@ -430,26 +430,30 @@ func (a *Agent) leaderNodeLeft(ctx context.Context, node string) error {
 
 // leaderHeartbeat renews a node's lease and registers or updates its
 // record when what it announces changed.
-func (a *Agent) leaderHeartbeat(ctx context.Context, n cluster.Node) error {
+//
+// It returns the leader's applied index, which the node must reach before
+// it starts any rank (see HeartbeatReply): every NodeDown or NodeLeft that
+// took allocations back from the node is at or below it.
+func (a *Agent) leaderHeartbeat(ctx context.Context, n cluster.Node) (uint64, error) {
 	if !validNodeName(n.Name) {
-		return badRequest(fmt.Errorf("heartbeat: node name %q is not valid", n.Name))
+		return 0, badRequest(fmt.Errorf("heartbeat: node name %q is not valid", n.Name))
 	}
 	a.leases.renew(n.Name, time.Now())
 	cur, ok := a.state.View().Node(n.Name)
 	if ok && cur.Status == cluster.NodeUp && sameAnnouncement(cur, &n) {
-		return nil
+		return a.state.Index(), nil
 	}
 	res, err := a.apply(ctx, fsm.CmdUpsertNode, fsm.UpsertNode{Node: n, Time: time.Now()})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if res.Err != nil {
-		return badRequest(res.Err)
+		return 0, badRequest(res.Err)
 	}
 	if !ok {
 		a.log.Info("node registered", "node", n.Name, "gpus", len(n.GPUs), "switch", n.Topology.Switch)
 	}
-	return nil
+	return a.state.Index(), nil
 }
 
 // sameAnnouncement compares what a node announces about itself.

@@ -34,7 +34,9 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 	fenced := false
 	for {
 		sent := time.Now()
-		if err := a.heartbeat(ctx); err == nil {
+		if index, err := a.heartbeat(ctx); err == nil {
+			// Index before time: startAllowed reads them in the other order.
+			a.leaseIndex.Store(index)
 			a.lastRenew.Store(sent.UnixNano())
 			if fenced {
 				a.log.Info("lease renewed again")
@@ -59,22 +61,40 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 	}
 }
 
-func (a *Agent) heartbeat(ctx context.Context) error {
+func (a *Agent) heartbeat(ctx context.Context) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
 	defer cancel()
 	_, self, err := a.leaderAPI()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if self {
 		return a.leaderHeartbeat(ctx, a.self)
 	}
 	c, err := a.leaderClient()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	_, err = c.Do(ctx, http.MethodPost, "/v1/internal/heartbeat", api.Heartbeat{Node: a.self}, nil)
-	return err
+	var reply api.HeartbeatReply
+	if _, err := c.Do(ctx, http.MethodPost, "/v1/internal/heartbeat", api.Heartbeat{Node: a.self}, &reply); err != nil {
+		return 0, err
+	}
+	return reply.Index, nil
+}
+
+// startAllowed reports whether the executor may start ranks from view v:
+// only under a live lease, and only from a replica that has applied at
+// least what the leader had applied when it last renewed that lease. A
+// node cut off and healed replays the log through states in which it
+// still holds allocations the cluster has since taken back (NodeDown) and
+// given to other jobs; acting on those would put two jobs on one GPU
+// (DESIGN invariant 1). Stopping ranks needs no such care.
+func (a *Agent) startAllowed(v *fsm.View) bool {
+	renewed := time.Unix(0, a.lastRenew.Load())
+	if time.Since(renewed) > a.cfg.LeaseTTL {
+		return false
+	}
+	return v.Index >= a.leaseIndex.Load()
 }
 
 // sendTaskEvent delivers a task report to the leader.
@@ -183,6 +203,7 @@ func (a *Agent) drive(ctx context.Context, v *fsm.View) {
 	}
 	wanted := map[exec.TaskKey]bool{}
 
+	canStart := a.startAllowed(v)
 	for _, j := range v.Jobs() {
 		i := j.Alloc.Find(a.cfg.Name)
 		if i < 0 {
@@ -197,7 +218,9 @@ func (a *Agent) drive(ctx context.Context, v *fsm.View) {
 		case j.State == cluster.JobRunning:
 			wanted[key] = true
 			if !running[key] && !pendingExit[key] {
-				a.startTasks(ctx, v, j, i)
+				if canStart {
+					a.startTasks(ctx, v, j, i)
+				}
 			} else if running[key] && na.State == cluster.TaskAssigned {
 				a.reportStarted(ctx, j)
 			}
