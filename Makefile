@@ -4,7 +4,7 @@ BIN     ?= bin/shoal
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 STATICCHECK_VERSION ?= 2025.1.1
 
-.PHONY: help build test test-short demo bench lint fuzz clean
+.PHONY: help build test test-short demo bench lint fuzz chaos clean
 
 help:
 	@echo "make build   - build $(BIN)"
@@ -13,6 +13,7 @@ help:
 	@echo "make bench   - benchmarks (figures go to BENCHMARKS.md)"
 	@echo "make lint    - gofmt, go vet, staticcheck"
 	@echo "make fuzz    - run every fuzz target for FUZZTIME (default 10s) each"
+	@echo "make chaos   - the long chaos schedule: SEEDS seeds (default 100) of DURATION (default 60s), as root"
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/shoal
@@ -42,6 +43,13 @@ fuzz:
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
 	done
+
+# The long chaos run (root: agents in network namespaces). CI runs a short
+# schedule as part of make test.
+SEEDS    ?= 100
+DURATION ?= 60s
+chaos: build
+	$(BIN) chaos --seeds $(SEEDS) --duration $(DURATION)
 
 clean:
 	rm -rf bin
