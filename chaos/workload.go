@@ -37,6 +37,7 @@ const (
 	maxAttempts      = 8
 	maxSubmitsPerRun = 10_000
 	cancelChance     = 0.15
+	requeueChance    = 0.5
 )
 
 // Run submits until ctx ends; it returns once every submitter has stopped.
@@ -75,6 +76,9 @@ func (w *Workload) submitter(ctx context.Context, k int) {
 			Nodes:        nodes,
 			GPUsPerNode:  perNode,
 			TasksPerNode: 1,
+			// Half the jobs ask to be requeued when they lose a node, so
+			// faults exercise requeue and invariant 3 (one live incarnation).
+			Requeue: r.Float64() < requeueChance,
 		}
 		// The job's name is its request id: the final state then shows
 		// which request made each job (invariant 2).
