@@ -138,7 +138,14 @@ func (a *Agent) schedulePass(ctx context.Context, v *fsm.View) error {
 		return nil
 	}
 	now := time.Now()
-	res := placement.Place(placement.NewView(v.Nodes(), v.Jobs()), pending, now)
+	// The shoal policy: topology-aware gangs with EASY backfill. A job with
+	// a --time limit may start ahead of a blocked one only if it cannot
+	// delay that job's reservation; without limits this is strict FIFO.
+	res, err := placement.PlaceWith(placement.NewView(v.Nodes(), v.Jobs()), pending, now,
+		placement.Options{Policy: placement.PolicyShoal})
+	if err != nil {
+		return err
+	}
 
 	for batch := range slices.Chunk(res.Decisions, maxDecisionsPerApply) {
 		cmd := fsm.Allocate{Time: now}

@@ -257,3 +257,44 @@ func TestTimeLimit(t *testing.T) {
 		t.Errorf("time_limit_s = %d; want 2", j.TimeLimitS)
 	}
 }
+
+// TestBackfill: a short job with a --time limit starts ahead of a blocked
+// bigger job when it cannot delay that job's reservation; without limits
+// the queue stays first come, first served.
+func TestBackfill(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 2})
+	a := c.Agents[0]
+	running := submit(t, a, "--nodes", "2", "--gpus-per-node", "2", "--time", "10:00", "--", "sleep", "600")
+	eventually(t, 15*time.Second, "first job running", func() error {
+		var j api.Job
+		jsonOf(t, a, &j, "job", fmt.Sprint(running))
+		if j.State != "RUNNING" {
+			return fmt.Errorf("state %s", j.State)
+		}
+		return nil
+	})
+	// Needs all three nodes: waits for the first job, with a reservation
+	// at its limit, ten minutes away.
+	big := submit(t, a, "--nodes", "3", "--gpus-per-node", "2", "--time", "1:00", "--", "true")
+	// Fits on the third node and ends well before the reservation.
+	short := submit(t, a, "--nodes", "1", "--gpus-per-node", "2", "--time", "0:30", "--", "true")
+	// No limit: could hold the third node past the reservation.
+	unlimited := submit(t, a, "--nodes", "1", "--gpus-per-node", "2", "--", "true")
+
+	if j := waitJob(t, a, short, 30*time.Second); j.State != "COMPLETED" {
+		t.Fatalf("short job %d = %s; want COMPLETED by backfill", short, j.State)
+	}
+	for id, want := range map[uint64]string{big: "Resources", unlimited: "Priority"} {
+		var j api.Job
+		jsonOf(t, a, &j, "job", fmt.Sprint(id))
+		if j.State != "PENDING" || j.Reason != want {
+			t.Errorf("job %d = %s (%s); want PENDING (%s)", id, j.State, j.Reason, want)
+		}
+	}
+	mustShoal(t, a, "cancel", fmt.Sprint(running))
+	for _, id := range []uint64{big, unlimited} {
+		if j := waitJob(t, a, id, 30*time.Second); j.State != "COMPLETED" {
+			t.Errorf("job %d = %s; want COMPLETED once the first job is gone", id, j.State)
+		}
+	}
+}
