@@ -134,6 +134,9 @@ type Spec struct {
 	// Requeue sends the job back to the queue when it loses a node, as
 	// Slurm's --requeue; without it the job ends NODE_FAIL.
 	Requeue bool `msgpack:"requeue" json:"requeue"`
+	// Batch, when set, makes this a batch job: its script runs on the
+	// first node and Command is empty.
+	Batch *Batch `msgpack:"batch" json:"batch,omitempty"`
 }
 
 // Validate checks the spec and names the first bad field.
@@ -141,7 +144,14 @@ func (s Spec) Validate() error {
 	if len(s.Name) > MaxJobNameBytes {
 		return fmt.Errorf("name: %d bytes, want at most %d", len(s.Name), MaxJobNameBytes)
 	}
-	if len(s.Command) == 0 || s.Command[0] == "" {
+	if s.Batch != nil {
+		if len(s.Command) != 0 {
+			return fmt.Errorf("command: a batch job runs its script, want no command")
+		}
+		if err := s.Batch.Validate(); err != nil {
+			return err
+		}
+	} else if len(s.Command) == 0 || s.Command[0] == "" {
 		return fmt.Errorf("command: empty, want a program and its arguments")
 	}
 	if len(s.Command) > MaxCommandArgs {
@@ -196,10 +206,12 @@ type Job struct {
 	ExitCode int `msgpack:"exit_code" json:"exit_code"`
 	// Incarnation counts starts: 1 on the first run, +1 on each requeue.
 	// Task reports name their incarnation so a stale one is ignored.
-	Incarnation uint64    `msgpack:"incarnation" json:"incarnation"`
-	SubmitTime  time.Time `msgpack:"submit_time" json:"submit_time"`
-	StartTime   time.Time `msgpack:"start_time" json:"start_time"`
-	EndTime     time.Time `msgpack:"end_time" json:"end_time"`
+	Incarnation uint64 `msgpack:"incarnation" json:"incarnation"`
+	// Steps are the srun steps of the current incarnation, by ID.
+	Steps      []Step    `msgpack:"steps" json:"steps,omitempty"`
+	SubmitTime time.Time `msgpack:"submit_time" json:"submit_time"`
+	StartTime  time.Time `msgpack:"start_time" json:"start_time"`
+	EndTime    time.Time `msgpack:"end_time" json:"end_time"`
 
 	CreateIndex uint64 `msgpack:"create_index" json:"create_index"`
 	ModifyIndex uint64 `msgpack:"modify_index" json:"modify_index"`
@@ -213,7 +225,21 @@ func (j *Job) Clone() *Job {
 	c := *j
 	c.Spec.Command = append([]string(nil), j.Spec.Command...)
 	c.Spec.Env = append([]string(nil), j.Spec.Env...)
+	if j.Spec.Batch != nil {
+		b := *j.Spec.Batch
+		b.Args = append([]string(nil), b.Args...)
+		c.Spec.Batch = &b
+	}
 	c.Alloc = j.Alloc.Clone()
+	if j.Steps != nil {
+		c.Steps = make([]Step, len(j.Steps))
+		for i, st := range j.Steps {
+			st.Spec.Command = append([]string(nil), st.Spec.Command...)
+			st.Spec.Env = append([]string(nil), st.Spec.Env...)
+			st.Nodes = append([]StepNode(nil), st.Nodes...)
+			c.Steps[i] = st
+		}
+	}
 	return &c
 }
 

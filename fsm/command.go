@@ -26,6 +26,9 @@ const (
 	CmdSetReasons  CmdType = 8
 	CmdSetDrain    CmdType = 9
 	CmdNodeLeft    CmdType = 10
+	CmdStartStep   CmdType = 11
+	CmdStepExited  CmdType = 12
+	CmdCancelStep  CmdType = 13
 )
 
 func (t CmdType) String() string {
@@ -50,6 +53,12 @@ func (t CmdType) String() string {
 		return "SetDrain"
 	case CmdNodeLeft:
 		return "NodeLeft"
+	case CmdStartStep:
+		return "StartStep"
+	case CmdStepExited:
+		return "StepExited"
+	case CmdCancelStep:
+		return "CancelStep"
 	}
 	return fmt.Sprintf("CmdType(%d)", uint8(t))
 }
@@ -164,6 +173,35 @@ type SetDrain struct {
 	Drain  bool      `msgpack:"drain"`
 	Reason string    `msgpack:"reason"`
 	Time   time.Time `msgpack:"time"`
+}
+
+// StartStep starts an srun step in a running job incarnation: the step's
+// command runs as Spec.TasksPerNode ranks on each of the allocation's first
+// Spec.Nodes nodes. The result's StepID names it.
+type StartStep struct {
+	Job         cluster.JobID    `msgpack:"job"`
+	Incarnation uint64           `msgpack:"incarnation"`
+	Spec        cluster.StepSpec `msgpack:"spec"`
+	Time        time.Time        `msgpack:"time"`
+}
+
+// StepExited reports that every task of a step on a node is dead.
+type StepExited struct {
+	Job         cluster.JobID `msgpack:"job"`
+	Incarnation uint64        `msgpack:"incarnation"`
+	Step        int           `msgpack:"step"`
+	Node        string        `msgpack:"node"`
+	ExitCode    int           `msgpack:"exit_code"`
+	Cause       string        `msgpack:"cause"`
+	Time        time.Time     `msgpack:"time"`
+}
+
+// CancelStep stops a running step (srun interrupted); its nodes stop its
+// tasks and report them.
+type CancelStep struct {
+	Job  cluster.JobID `msgpack:"job"`
+	Step int           `msgpack:"step"`
+	Time time.Time     `msgpack:"time"`
 }
 
 // ErrEncode wraps a failure to encode a command (a programming error).

@@ -1,0 +1,100 @@
+package cluster
+
+import (
+	"fmt"
+	"time"
+)
+
+// Batch is a batch job's script, as sbatch takes it: it runs once, on the
+// allocation's first node, and launches steps (srun) on the allocation.
+type Batch struct {
+	// Script is the whole script; it must start with "#!".
+	Script string   `msgpack:"script" json:"script"`
+	Args   []string `msgpack:"args" json:"args,omitempty"`
+	// Output and Error are sbatch's --output/--error filename patterns
+	// (%j %x %u %N %A %a %%), relative to the job's WorkDir unless
+	// absolute; empty Output means slurm-%j.out, empty Error means "with
+	// Output". OpenMode is "truncate" (default) or "append".
+	Output   string `msgpack:"output" json:"output,omitempty"`
+	Error    string `msgpack:"error" json:"error,omitempty"`
+	OpenMode string `msgpack:"open_mode" json:"open_mode,omitempty"`
+}
+
+// Bounds of batch jobs and steps.
+const (
+	// MaxScriptBytes bounds a batch script (it travels in the raft log;
+	// Slurm's default max_script_size is 4 MB).
+	MaxScriptBytes = 1 << 20
+	// MaxStepsPerJob bounds the steps one incarnation of a job may start.
+	MaxStepsPerJob = 10000
+)
+
+// Validate checks a batch script and names the first bad field.
+func (b *Batch) Validate() error {
+	switch {
+	case len(b.Script) == 0:
+		return fmt.Errorf("batch script: empty")
+	case len(b.Script) > MaxScriptBytes:
+		return fmt.Errorf("batch script: %d bytes, want at most %d", len(b.Script), MaxScriptBytes)
+	case len(b.Script) < 2 || b.Script[:2] != "#!":
+		return fmt.Errorf("batch script: the first line must start with #! followed by the path to an interpreter")
+	case len(b.Args) > MaxCommandArgs:
+		return fmt.Errorf("batch args: %d, want at most %d", len(b.Args), MaxCommandArgs)
+	case b.OpenMode != "" && b.OpenMode != "truncate" && b.OpenMode != "append":
+		return fmt.Errorf("open_mode %q: want truncate or append", b.OpenMode)
+	}
+	return nil
+}
+
+// StepSpec is what srun asks for inside an allocation: a command run as
+// TasksPerNode ranks on each of the allocation's first Nodes nodes.
+type StepSpec struct {
+	Name    string   `msgpack:"name" json:"name"`
+	Command []string `msgpack:"command" json:"command"`
+	// Env holds extra KEY=VALUE pairs (srun's --export), applied before
+	// the step's environment contract.
+	Env     []string `msgpack:"env" json:"env,omitempty"`
+	WorkDir string   `msgpack:"work_dir" json:"work_dir"`
+	// Nodes is how many of the allocation's nodes, in rank order, run the
+	// step (0 means all of them).
+	Nodes int `msgpack:"nodes" json:"nodes"`
+	// TasksPerNode is the ranks per node (0 means the job's).
+	TasksPerNode int `msgpack:"tasks_per_node" json:"tasks_per_node"`
+	// GPUsPerTask splits each node's GPUs among its ranks (0: every rank
+	// sees all of the node's GPUs).
+	GPUsPerTask int `msgpack:"gpus_per_task" json:"gpus_per_task"`
+}
+
+// StepState is the state of a step.
+type StepState string
+
+const (
+	StepRunning   StepState = "RUNNING"
+	StepCompleted StepState = "COMPLETED"
+	StepFailed    StepState = "FAILED"
+	StepCancelled StepState = "CANCELLED"
+)
+
+// StepNode is one node's share of a step.
+type StepNode struct {
+	Node string `msgpack:"node" json:"node"`
+	// FirstRank is the global rank (SLURM_PROCID) of the node's first task.
+	FirstRank int       `msgpack:"first_rank" json:"first_rank"`
+	Tasks     int       `msgpack:"tasks" json:"tasks"`
+	State     TaskState `msgpack:"state" json:"state"`
+	ExitCode  int       `msgpack:"exit_code" json:"exit_code"`
+}
+
+// Step is one srun inside a job incarnation. IDs count from 0 in each
+// incarnation, as Slurm's step ids do in each run of a job.
+type Step struct {
+	ID          int        `msgpack:"id" json:"id"`
+	Incarnation uint64     `msgpack:"incarnation" json:"incarnation"`
+	Spec        StepSpec   `msgpack:"spec" json:"spec"`
+	State       StepState  `msgpack:"state" json:"state"`
+	Nodes       []StepNode `msgpack:"nodes" json:"nodes"`
+	// ExitCode is the step's worst task exit code, as srun returns it.
+	ExitCode  int       `msgpack:"exit_code" json:"exit_code"`
+	StartTime time.Time `msgpack:"start_time" json:"start_time"`
+	EndTime   time.Time `msgpack:"end_time" json:"end_time"`
+}
