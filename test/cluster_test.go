@@ -49,7 +49,7 @@ func TestFormAndGrow(t *testing.T) {
 	all := map[string]string{"n1": "voter", "n2": "voter", "n3": "voter", "n4": "voter", "n5": "voter"}
 	eventually(t, 30*time.Second, "5 voters", roles(all))
 	switches := map[string]bool{}
-	for _, n := range nodesByName(t, c.Agents[4]) {
+	for _, n := range nodesByName(t, c.Agents[0]) {
 		switches[n.Switch] = true
 		if n.State != "IDLE" || n.GPUs != 8 || n.SwitchParent != "spine0" {
 			t.Errorf("node %s = %+v; want IDLE with 8 GPUs under spine0", n.Name, n)
