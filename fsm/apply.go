@@ -65,6 +65,7 @@ func (s *State) cancel(index uint64, c CancelJob) Result {
 	j.Reason = cluster.ReasonNone
 	j.EndTime = c.Time
 	j.ModifyIndex = index
+	settleSteps(j, c.Time)
 	s.storeJob(pos, j)
 	return Result{}
 }
@@ -185,6 +186,7 @@ func (s *State) nodeGone(index uint64, name string, status cluster.NodeStatus, a
 		}
 		j.ModifyIndex = index
 		s.res.release(j, i)
+		settleSteps(j, c.Time)
 		finishRequeue(j)
 		s.storeJob(pos, j)
 	}
@@ -205,7 +207,8 @@ func lostNode(j *cluster.Job, at time.Time) {
 
 // finishRequeue returns a REQUEUED job to the queue once none of its nodes
 // holds anything any more: only then can its next incarnation start
-// without overlapping the last one (DESIGN invariant 3). Call it after the
+// without overlapping the last one (DESIGN invariant 3). Its steps belong
+// to the incarnation that ended and are forgotten. Call it after the
 // release is recorded in the resource index, which reads the allocation.
 func finishRequeue(j *cluster.Job) {
 	if j.State != cluster.JobRequeued || j.HoldsResources() {
@@ -214,6 +217,7 @@ func finishRequeue(j *cluster.Job) {
 	j.State = cluster.JobPending
 	j.Reason = cluster.ReasonNone
 	j.Alloc = nil
+	j.Steps = nil
 	j.StartTime = time.Time{}
 	j.EndTime = time.Time{}
 }
@@ -365,15 +369,23 @@ func (s *State) taskExited(index uint64, c TaskExited) Result {
 	na.ExitCode = c.ExitCode
 	na.Released = true
 	if j.State == cluster.JobRunning {
+		// A batch job's script runs on its first node only; its other
+		// nodes run nothing of their own and hold their GPUs for steps.
+		batch := j.Spec.Batch != nil
 		switch {
-		case c.Cause == CauseTimeout:
-			j.State = cluster.JobTimeout
 		case c.Cause == CauseFenced || c.Cause == CauseLost:
 			lostNode(j, c.Time)
+		case batch && i != 0:
+			// Such a node reports only once the job has left RUNNING, or
+			// when fenced; whatever else it says just releases it.
+		case c.Cause == CauseTimeout:
+			j.State = cluster.JobTimeout
 		case c.ExitCode != 0 || c.Cause == CauseStartFail:
 			j.State = cluster.JobFailed
 			j.ExitCode = c.ExitCode
-		case allExitedZero(j.Alloc):
+		case batch || allExitedZero(j.Alloc):
+			// The script's exit decides a batch job, whatever its other
+			// nodes still hold (they release when they report).
 			j.State = cluster.JobCompleted
 		}
 		if j.State.Terminal() {
@@ -382,6 +394,7 @@ func (s *State) taskExited(index uint64, c TaskExited) Result {
 	}
 	j.ModifyIndex = index
 	s.res.release(j, i)
+	settleSteps(j, c.Time)
 	finishRequeue(j)
 	s.storeJob(pos, j)
 	return Result{}
@@ -443,14 +456,35 @@ func (s *State) storeJob(pos int, j *cluster.Job) {
 // canonJob stores empty slices as nil, so a record encodes the same
 // whether it was built from a command, cloned, or decoded from a snapshot
 // (msgpack decodes an empty array as a non-nil slice, Clone the reverse).
+//
+// It writes only where a slice is empty but not nil, so it leaves alone
+// (and may be run on a copy sharing) an Alloc or Batch already canonical:
+// stored records are shared with views.
 func canonJob(j *cluster.Job) {
-	j.Spec.Command = nilIfEmpty(j.Spec.Command)
-	j.Spec.Env = nilIfEmpty(j.Spec.Env)
+	nilEmpty(&j.Spec.Command)
+	nilEmpty(&j.Spec.Env)
+	if j.Spec.Batch != nil {
+		nilEmpty(&j.Spec.Batch.Args)
+	}
 	if j.Alloc != nil {
-		j.Alloc.Nodes = nilIfEmpty(j.Alloc.Nodes)
+		nilEmpty(&j.Alloc.Nodes)
 		for i := range j.Alloc.Nodes {
-			j.Alloc.Nodes[i].GPUs = nilIfEmpty(j.Alloc.Nodes[i].GPUs)
+			nilEmpty(&j.Alloc.Nodes[i].GPUs)
 		}
+	}
+	nilEmpty(&j.Steps)
+	for i := range j.Steps {
+		st := &j.Steps[i]
+		nilEmpty(&st.Spec.Command)
+		nilEmpty(&st.Spec.Env)
+		nilEmpty(&st.Nodes)
+	}
+}
+
+// nilEmpty sets *p to nil if it is empty and not nil already.
+func nilEmpty[S ~[]E, E any](p *S) {
+	if *p != nil && len(*p) == 0 {
+		*p = nil
 	}
 }
 

@@ -11,6 +11,11 @@ var (
 	ErrUnknownNode = errors.New("unknown node")
 	// ErrJobFinished: the job is already in a terminal state.
 	ErrJobFinished = errors.New("job already finished")
+	// ErrUnknownStep: the command names a step the job's current
+	// incarnation does not hold.
+	ErrUnknownStep = errors.New("unknown step")
+	// ErrStepFinished: the step was already cancelled or has ended.
+	ErrStepFinished = errors.New("step already finished")
 	// ErrInvalid: the command's content is invalid (a bad spec, a bad node
 	// record, a task report that cannot be true). The state is unchanged.
 	ErrInvalid = errors.New("invalid command")

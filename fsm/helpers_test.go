@@ -72,6 +72,15 @@ func stamp(body any, now time.Time) any {
 	case TaskExited:
 		c.Time = now
 		return c
+	case StartStep:
+		c.Time = now
+		return c
+	case StepExited:
+		c.Time = now
+		return c
+	case CancelStep:
+		c.Time = now
+		return c
 	}
 	return body
 }
@@ -95,6 +104,22 @@ func spec(nodes, gpus int) cluster.Spec {
 		UID:     1000,
 		GID:     1000,
 	}
+}
+
+// batchSpec is a valid batch job spec: a script, no command.
+func batchSpec(nodes, gpus int) cluster.Spec {
+	sp := spec(nodes, gpus)
+	sp.Command = nil
+	sp.Batch = &cluster.Batch{Script: "#!/bin/sh\nsrun python train.py\n"}
+	return sp
+}
+
+// stepCmd is a StartStep of job id's incarnation inc with the given node
+// count and tasks per node (0: the defaults).
+func stepCmd(id cluster.JobID, inc uint64, nodes, tpn int) StartStep {
+	return StartStep{Job: id, Incarnation: inc, Spec: cluster.StepSpec{
+		Name: "step", Command: []string{"python", "eval.py"}, Nodes: nodes, TasksPerNode: tpn,
+	}}
 }
 
 // gpuNode is a node announcement with gpus GPUs under leaf switch sw.

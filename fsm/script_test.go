@@ -18,7 +18,8 @@ import (
 // TestScripts runs the scenarios in testdata/scripts. Each command applies
 // one entry at the next index, one second after the last:
 //
-//	submit nodes=N gpus=G [rid=R] [name=X]   SubmitJob
+//	submit nodes=N gpus=G [rid=R] [name=X] [tpn=T] [requeue=yes] [batch=yes]
+//	                                         SubmitJob (batch=yes: a script, no command)
 //	node NAME gpus=G [switch=S]              UpsertNode
 //	node-down NAME                           NodeDown
 //	allocate job=J NODE:g,g ... | input lines of the same form, one per decision
@@ -26,8 +27,12 @@ import (
 //	exited job=J node=N [code=C] [cause=X] [inc=I]
 //	cancel job=J
 //	reasons J=REASON ...                     SetReasons
+//	step job=J [nodes=N] [tpn=T] [gpt=G] [cmd=(a,b)] [inc=I]
+//	                                         StartStep (cmd defaults to hostname)
+//	step-exited job=J step=S node=N [code=C] [cause=X] [inc=I]
+//	cancel-step job=J step=S                 CancelStep
 //	raw hex=BYTES                            an arbitrary entry
-//	show                                     jobs and nodes as tables
+//	show                                     jobs, steps (if any) and nodes as tables
 //	roundtrip                                Snapshot -> Restore -> Snapshot
 //
 // Regenerate with: go test ./fsm -run TestScripts -rewrite
@@ -79,6 +84,11 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 		sp.Request.Nodes, sp.Request.GPUsPerNode = intArg("nodes", 1), intArg("gpus", 0)
 		sp.Name = strArg("name", sp.Name)
 		sp.Requeue = strArg("requeue", "") == "yes"
+		sp.Request.TasksPerNode = intArg("tpn", sp.Request.TasksPerNode)
+		if strArg("batch", "") == "yes" {
+			sp.Command = nil
+			sp.Batch = &cluster.Batch{Script: "#!/bin/sh\nsrun hostname\n"}
+		}
 		return resultString(h.apply(t, CmdSubmitJob, SubmitJob{RequestID: strArg("rid", ""), Spec: sp}))
 	case "node":
 		return resultString(h.apply(t, CmdUpsertNode, UpsertNode{Node: gpuNode(positional(), intArg("gpus", 0), strArg("switch", "leaf0"))}))
@@ -111,6 +121,27 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 		}))
 	case "cancel":
 		return resultString(h.apply(t, CmdCancelJob, CancelJob{Job: jobArg()}))
+	case "step":
+		id := jobArg()
+		sp := cluster.StepSpec{Command: []string{"hostname"}, Nodes: intArg("nodes", 0), TasksPerNode: intArg("tpn", 0), GPUsPerTask: intArg("gpt", 0)}
+		for _, a := range d.CmdArgs {
+			if a.Key == "cmd" {
+				sp.Command = a.Vals
+			}
+		}
+		r := h.apply(t, CmdStartStep, StartStep{Job: id, Incarnation: incArg(id), Spec: sp})
+		if r.Err != nil {
+			return resultString(r)
+		}
+		return fmt.Sprintf("step %d.%d\n", id, r.StepID)
+	case "step-exited":
+		id := jobArg()
+		return resultString(h.apply(t, CmdStepExited, StepExited{
+			Job: id, Incarnation: incArg(id), Step: intArg("step", 0), Node: strArg("node", ""),
+			ExitCode: intArg("code", 0), Cause: strArg("cause", CauseExit),
+		}))
+	case "cancel-step":
+		return resultString(h.apply(t, CmdCancelStep, CancelStep{Job: jobArg(), Step: intArg("step", 0)}))
 	case "reasons":
 		var c SetReasons
 		for _, a := range d.CmdArgs {
@@ -224,6 +255,7 @@ func show(v *View) string {
 			j.ExitCode, offset(j.StartTime), offset(j.EndTime), port, alloc)
 	}
 	w.Flush()
+	showSteps(&b, v)
 	w = tabwriter.NewWriter(&b, 0, 0, 1, ' ', 0)
 	fmt.Fprintln(w, "node\tstatus\tgpus\tfree\tswitch")
 	for _, n := range v.Nodes() {
@@ -235,6 +267,31 @@ func show(v *View) string {
 	}
 	w.Flush()
 	return b.String()
+}
+
+// showSteps prints every job's steps, if any job has one, as JOB.STEP
+// lines; each node shows its ranks, its state and, once exited, its code.
+func showSteps(b *strings.Builder, v *View) {
+	w := tabwriter.NewWriter(b, 0, 0, 1, ' ', 0)
+	header := false
+	for _, j := range v.Jobs() {
+		for _, st := range j.Steps {
+			if !header {
+				fmt.Fprintln(w, "step\tstate\tinc\texit\tstart\tend\ttpn\tgpt\tnodes")
+				header = true
+			}
+			parts := make([]string, len(st.Nodes))
+			for i, sn := range st.Nodes {
+				parts[i] = fmt.Sprintf("%s[%d-%d]:%s", sn.Node, sn.FirstRank, sn.FirstRank+sn.Tasks-1, sn.State)
+				if sn.State != cluster.TaskAssigned {
+					parts[i] += fmt.Sprintf("(%d)", sn.ExitCode)
+				}
+			}
+			fmt.Fprintf(w, "%d.%d\t%s\t%d\t%d\t%s\t%s\t%d\t%d\t%s\n", j.ID, st.ID, st.State, st.Incarnation, st.ExitCode,
+				offset(st.StartTime), offset(st.EndTime), st.Spec.TasksPerNode, st.Spec.GPUsPerTask, strings.Join(parts, " "))
+		}
+	}
+	w.Flush()
 }
 
 func joinInts(xs []int) string {

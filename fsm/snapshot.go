@@ -160,7 +160,7 @@ func validateJob(j *cluster.Job, lastJob cluster.JobID) error {
 		if j.State == cluster.JobRunning || j.State == cluster.JobRequeued {
 			return fmt.Errorf("job %d: %s without an allocation", j.ID, j.State)
 		}
-		return nil
+		return validateSteps(j)
 	}
 	if j.State == cluster.JobRequeued && !j.HoldsResources() {
 		// Apply returns such a job to PENDING at once.
@@ -201,5 +201,5 @@ func validateJob(j *cluster.Job, lastJob cluster.JobID) error {
 			seen[g] = struct{}{}
 		}
 	}
-	return nil
+	return validateSteps(j)
 }

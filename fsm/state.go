@@ -29,6 +29,8 @@ type Result struct {
 	// Rejected lists, for Allocate, the decisions refused one by one; the
 	// others in the batch still applied.
 	Rejected []Rejection
+	// StepID is, for an accepted StartStep, the new step's ID.
+	StepID int
 }
 
 // Rejection is one Allocate decision the FSM refused.
@@ -178,6 +180,24 @@ func (s *State) apply(index uint64, data []byte) Result {
 			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
 		}
 		return s.setDrain(index, c)
+	case CmdStartStep:
+		var c StartStep
+		if err := wire.Decode(body, &c); err != nil {
+			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
+		}
+		return s.startStep(index, c)
+	case CmdStepExited:
+		var c StepExited
+		if err := wire.Decode(body, &c); err != nil {
+			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
+		}
+		return s.stepExited(index, c)
+	case CmdCancelStep:
+		var c CancelStep
+		if err := wire.Decode(body, &c); err != nil {
+			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
+		}
+		return s.cancelStep(index, c)
 	}
 	return s.diverge(index, fmt.Errorf("unknown command type %d", data[0]))
 }

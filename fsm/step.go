@@ -1,0 +1,325 @@
+package fsm
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// maxWorkDirBytes bounds a step's working directory (Linux's PATH_MAX).
+const maxWorkDirBytes = 4096
+
+func (s *State) startStep(index uint64, c StartStep) Result {
+	pos, old := s.job(c.Job)
+	if old == nil {
+		return Result{Err: fmt.Errorf("start step: job %d: %w", c.Job, ErrUnknownJob)}
+	}
+	what := fmt.Sprintf("start step: job %d incarnation %d", c.Job, c.Incarnation)
+	switch {
+	case old.State.Terminal():
+		return Result{Err: fmt.Errorf("%s: %w (state %s)", what, ErrJobFinished, old.State)}
+	case old.State != cluster.JobRunning:
+		return Result{Err: fmt.Errorf("%s: %w: job is %s, want RUNNING", what, ErrInvalid, old.State)}
+	case c.Incarnation != old.Incarnation:
+		return Result{Err: fmt.Errorf("%s: %w: job is at incarnation %d", what, ErrInvalid, old.Incarnation)}
+	case len(old.Steps) >= cluster.MaxStepsPerJob:
+		return Result{Err: fmt.Errorf("%s: %w: steps: %d started, want at most %d per incarnation",
+			what, ErrInvalid, len(old.Steps), cluster.MaxStepsPerJob)}
+	}
+	sp, err := stepSpec(c.Spec, old)
+	if err != nil {
+		return Result{Err: fmt.Errorf("%s: %w: %w", what, ErrInvalid, err)}
+	}
+	st := cluster.Step{
+		ID:          len(old.Steps),
+		Incarnation: old.Incarnation,
+		Spec:        sp,
+		State:       cluster.StepRunning,
+		Nodes:       make([]cluster.StepNode, sp.Nodes),
+		StartTime:   c.Time,
+	}
+	for i := range st.Nodes {
+		na := old.Alloc.Nodes[i]
+		if na.Released {
+			// Its tasks are dead and its GPUs may already be another job's.
+			return Result{Err: fmt.Errorf("%s: %w: node %.64q (rank %d) has released its share of the allocation (%s)",
+				what, ErrInvalid, na.Node, i, na.State)}
+		}
+		st.Nodes[i] = cluster.StepNode{Node: na.Node, FirstRank: i * sp.TasksPerNode, Tasks: sp.TasksPerNode, State: cluster.TaskAssigned}
+	}
+	j := *old // shares everything but Steps, which append copies (cap == len)
+	j.Steps = append(old.Steps[:len(old.Steps):len(old.Steps)], st)
+	j.ModifyIndex = index
+	s.storeJob(pos, &j)
+	return Result{StepID: st.ID}
+}
+
+// stepSpec fills sp's defaults from job j (Nodes 0: every node of the
+// allocation; TasksPerNode 0: the job's) and checks it against the
+// allocation, naming the first bad field. Restore runs it on stored specs,
+// which must come back unchanged.
+func stepSpec(sp cluster.StepSpec, j *cluster.Job) (cluster.StepSpec, error) {
+	switch {
+	case len(sp.Command) == 0 || sp.Command[0] == "":
+		return sp, fmt.Errorf("command: empty, want a program and its arguments")
+	case len(sp.Command) > cluster.MaxCommandArgs:
+		return sp, fmt.Errorf("command: %d arguments, want at most %d", len(sp.Command), cluster.MaxCommandArgs)
+	case len(sp.Name) > cluster.MaxJobNameBytes:
+		return sp, fmt.Errorf("name: %d bytes, want at most %d", len(sp.Name), cluster.MaxJobNameBytes)
+	case len(sp.WorkDir) > maxWorkDirBytes:
+		return sp, fmt.Errorf("work_dir: %d bytes, want at most %d", len(sp.WorkDir), maxWorkDirBytes)
+	case len(sp.Env) > cluster.MaxEnvVars:
+		return sp, fmt.Errorf("env: %d variables, want at most %d", len(sp.Env), cluster.MaxEnvVars)
+	}
+	n := 0
+	for _, a := range sp.Command {
+		n += len(a)
+	}
+	if n > cluster.MaxCommandBytes {
+		return sp, fmt.Errorf("command: %d bytes, want at most %d", n, cluster.MaxCommandBytes)
+	}
+	for i, kv := range sp.Env {
+		if !validEnvPair(kv) {
+			return sp, fmt.Errorf("env[%d] %.64q: want KEY=VALUE", i, kv)
+		}
+	}
+	nodes := len(j.Alloc.Nodes)
+	if sp.Nodes == 0 {
+		sp.Nodes = nodes
+	}
+	if sp.Nodes < 1 || sp.Nodes > nodes {
+		return sp, fmt.Errorf("nodes %d: the allocation has %d nodes, want 0 (all of them) to %d", sp.Nodes, nodes, nodes)
+	}
+	if sp.TasksPerNode == 0 {
+		sp.TasksPerNode = j.Spec.Request.TasksPerNode
+	}
+	if sp.TasksPerNode < 1 || sp.TasksPerNode > cluster.MaxTasksPerNode {
+		return sp, fmt.Errorf("tasks_per_node %d: want 0 (the job's %d) or 1 to %d",
+			sp.TasksPerNode, j.Spec.Request.TasksPerNode, cluster.MaxTasksPerNode)
+	}
+	// Each node holds GPUsPerNode GPUs for the job (Allocate checks it);
+	// comparing GPUsPerTask first keeps the product from overflowing.
+	gpus := j.Spec.Request.GPUsPerNode
+	if sp.GPUsPerTask < 0 || sp.GPUsPerTask > gpus || sp.GPUsPerTask*sp.TasksPerNode > gpus {
+		return sp, fmt.Errorf("gpus_per_task %d x tasks_per_node %d: each node holds %d gpus for the job",
+			sp.GPUsPerTask, sp.TasksPerNode, gpus)
+	}
+	return sp, nil
+}
+
+// validEnvPair is cluster.Spec's rule for Env: KEY=VALUE with a non-empty
+// key and no NUL byte in the key.
+func validEnvPair(kv string) bool {
+	for i := 0; i < len(kv); i++ {
+		if kv[i] == '=' {
+			return i > 0
+		}
+		if kv[i] == 0 {
+			return false
+		}
+	}
+	return false
+}
+
+func (s *State) stepExited(index uint64, c StepExited) Result {
+	pos, old := s.job(c.Job)
+	if old == nil {
+		return Result{Err: fmt.Errorf("step exited: job %d: %w", c.Job, ErrUnknownJob)}
+	}
+	what := fmt.Sprintf("step exited: job %d incarnation %d step %d", c.Job, c.Incarnation, c.Step)
+	switch {
+	case c.Incarnation < old.Incarnation:
+		return Result{} // an older incarnation's step: acknowledge it
+	case c.Incarnation > old.Incarnation:
+		return Result{Err: fmt.Errorf("%s: %w: job is at incarnation %d", what, ErrInvalid, old.Incarnation)}
+	case old.State == cluster.JobPending && old.Incarnation > 0:
+		// The incarnation was requeued and its steps forgotten, but it did
+		// run them: a late report, acknowledged.
+		return Result{}
+	case c.Step < 0 || c.Step >= len(old.Steps):
+		return Result{Err: fmt.Errorf("%s: %w: the incarnation has %d steps", what, ErrUnknownStep, len(old.Steps))}
+	}
+	k := slices.IndexFunc(old.Steps[c.Step].Nodes, func(sn cluster.StepNode) bool { return sn.Node == c.Node })
+	if k < 0 {
+		return Result{Err: fmt.Errorf("%s: %w: node %.64q does not run the step", what, ErrInvalid, c.Node)}
+	}
+	if !taskLive(old.Steps[c.Step].Nodes[k].State) {
+		return Result{} // a retried report: acknowledge it
+	}
+	j := *old // shares everything but Steps, and the changed step's Nodes
+	j.Steps = slices.Clone(old.Steps)
+	st := &j.Steps[c.Step]
+	st.Nodes = slices.Clone(st.Nodes)
+	sn := &st.Nodes[k]
+	sn.State = cluster.TaskExited
+	if c.Cause == CauseFenced || c.Cause == CauseLost {
+		sn.State = cluster.TaskLost
+	}
+	sn.ExitCode = c.ExitCode
+	endStep(st, c.Time)
+	j.ModifyIndex = index
+	s.storeJob(pos, &j)
+	return Result{}
+}
+
+func (s *State) cancelStep(index uint64, c CancelStep) Result {
+	pos, old := s.job(c.Job)
+	if old == nil {
+		return Result{Err: fmt.Errorf("cancel step: job %d: %w", c.Job, ErrUnknownJob)}
+	}
+	if c.Step < 0 || c.Step >= len(old.Steps) {
+		return Result{Err: fmt.Errorf("cancel step %d.%d: %w: the job's incarnation %d has %d steps",
+			c.Job, c.Step, ErrUnknownStep, old.Incarnation, len(old.Steps))}
+	}
+	if st := old.Steps[c.Step]; st.State != cluster.StepRunning {
+		return Result{Err: fmt.Errorf("cancel step %d.%d: %w (state %s)", c.Job, c.Step, ErrStepFinished, st.State)}
+	}
+	// A RUNNING step has a live node (endStep), so it cannot end here: its
+	// nodes see CANCELLED, stop its tasks and report them.
+	j := *old
+	j.Steps = slices.Clone(old.Steps)
+	j.Steps[c.Step].State = cluster.StepCancelled
+	j.ModifyIndex = index
+	s.storeJob(pos, &j)
+	return Result{}
+}
+
+// taskLive reports whether a node's share of a step may still have tasks
+// alive.
+func taskLive(t cluster.TaskState) bool {
+	return t == cluster.TaskAssigned || t == cluster.TaskRunning
+}
+
+// endStep ends st if none of its nodes is live any more: CANCELLED stays
+// CANCELLED, every node exited 0 makes COMPLETED, anything else FAILED;
+// ExitCode is the largest node exit code, as srun returns it. Call it
+// only when a node of st just stopped being live.
+func endStep(st *cluster.Step, at time.Time) {
+	completed := true
+	worst := 0
+	for i, sn := range st.Nodes {
+		if taskLive(sn.State) {
+			return
+		}
+		if i == 0 || sn.ExitCode > worst {
+			worst = sn.ExitCode
+		}
+		if sn.State != cluster.TaskExited || sn.ExitCode != 0 {
+			completed = false
+		}
+	}
+	switch {
+	case st.State == cluster.StepCancelled:
+	case completed:
+		st.State = cluster.StepCompleted
+	default:
+		st.State = cluster.StepFailed
+	}
+	st.ExitCode = worst
+	st.EndTime = at
+}
+
+// settleSteps brings j's steps in line with a change to the job or its
+// allocation (j is a deep clone the caller owns). A job that is no longer
+// RUNNING cancels its RUNNING steps: their nodes stop them because the
+// step, and the job, are not RUNNING. A step node whose NodeAlloc is
+// released has no live tasks (the agent stops every task of the job on a
+// node before it reports, and a node declared down has fenced itself), so
+// it is lost; a step whose last live node that was ends. Steps never hold
+// GPUs of their own: the job's NodeAllocs hold them (DESIGN invariant 1).
+func settleSteps(j *cluster.Job, at time.Time) {
+	for k := range j.Steps {
+		st := &j.Steps[k]
+		if j.State != cluster.JobRunning && st.State == cluster.StepRunning {
+			st.State = cluster.StepCancelled
+		}
+		lost := false
+		for i := range st.Nodes {
+			sn := &st.Nodes[i]
+			if taskLive(sn.State) && (i >= len(j.Alloc.Nodes) || j.Alloc.Nodes[i].Released) {
+				sn.State = cluster.TaskLost
+				lost = true
+			}
+		}
+		if lost {
+			endStep(st, at)
+		}
+	}
+}
+
+// validateSteps checks what Apply guarantees of a job's steps (see
+// validateJob); j's allocation is already checked.
+func validateSteps(j *cluster.Job) error {
+	if len(j.Steps) == 0 {
+		return nil
+	}
+	if len(j.Steps) > cluster.MaxStepsPerJob {
+		return fmt.Errorf("job %d: %d steps, want at most %d", j.ID, len(j.Steps), cluster.MaxStepsPerJob)
+	}
+	if j.Alloc == nil || j.State == cluster.JobPending {
+		return fmt.Errorf("job %d: steps in a %s job without a running incarnation", j.ID, j.State)
+	}
+	for k := range j.Steps {
+		st := &j.Steps[k]
+		what := fmt.Sprintf("job %d: steps[%d]", j.ID, k)
+		if st.ID != k {
+			return fmt.Errorf("%s: id %d, want %d (ids 0..n-1 in order)", what, st.ID, k)
+		}
+		if st.Incarnation != j.Incarnation {
+			return fmt.Errorf("%s: incarnation %d, want the job's %d", what, st.Incarnation, j.Incarnation)
+		}
+		sp, err := stepSpec(st.Spec, j)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if sp.Nodes != st.Spec.Nodes || sp.TasksPerNode != st.Spec.TasksPerNode {
+			return fmt.Errorf("%s: spec without its defaults filled in", what)
+		}
+		if len(st.Nodes) != sp.Nodes {
+			return fmt.Errorf("%s: %d step nodes, want the spec's %d", what, len(st.Nodes), sp.Nodes)
+		}
+		live, completed := 0, true
+		for i, sn := range st.Nodes {
+			na := j.Alloc.Nodes[i]
+			switch {
+			case sn.Node != na.Node:
+				return fmt.Errorf("%s: nodes[%d]: node %.64q, want the allocation's rank %d node %.64q", what, i, sn.Node, i, na.Node)
+			case sn.Tasks != sp.TasksPerNode || sn.FirstRank != i*sp.TasksPerNode:
+				return fmt.Errorf("%s: nodes[%d]: tasks %d from rank %d, want %d from rank %d",
+					what, i, sn.Tasks, sn.FirstRank, sp.TasksPerNode, i*sp.TasksPerNode)
+			case taskLive(sn.State):
+				if na.Released {
+					return fmt.Errorf("%s: nodes[%d]: %s on a released node", what, i, sn.State)
+				}
+				live++
+			case sn.State != cluster.TaskExited && sn.State != cluster.TaskLost:
+				return fmt.Errorf("%s: nodes[%d]: task state %.32q: want a known task state", what, i, sn.State)
+			}
+			if sn.State != cluster.TaskExited || sn.ExitCode != 0 {
+				completed = false
+			}
+		}
+		switch st.State {
+		case cluster.StepRunning:
+			if live == 0 {
+				return fmt.Errorf("%s: RUNNING with every node done", what)
+			}
+			if j.State != cluster.JobRunning {
+				return fmt.Errorf("%s: RUNNING in a %s job", what, j.State)
+			}
+		case cluster.StepCompleted, cluster.StepFailed:
+			if live > 0 {
+				return fmt.Errorf("%s: %s with %d nodes live", what, st.State, live)
+			}
+			if st.State == cluster.StepCompleted && !completed {
+				return fmt.Errorf("%s: COMPLETED but a node did not exit 0", what)
+			}
+		case cluster.StepCancelled:
+		default:
+			return fmt.Errorf("%s: state %.32q: want a known step state", what, st.State)
+		}
+	}
+	return nil
+}
