@@ -30,23 +30,29 @@ var contractKeys = map[string]bool{
 	"SLURM_GPUS_ON_NODE": true, "SLURM_JOB_GPUS": true, "SLURM_STEP_GPUS": true,
 	"SLURM_CPUS_PER_TASK": true, "SLURM_SUBMIT_DIR": true, "SLURMD_NODENAME": true,
 	"SLURM_JOB_USER": true, "SLURM_JOB_UID": true, "SLURM_JOB_GID": true,
-	"SLURM_RESTART_COUNT": true,
+	"SLURM_RESTART_COUNT": true, "SLURM_GTIDS": true, "SLURM_GPUS_PER_TASK": true,
+	"SLURMD_TRES_BIND": true, "SLURM_STEP_ID": true, "SLURM_STEPID": true,
+	"SLURM_STEP_NODELIST": true, "SLURM_STEP_NUM_NODES": true,
+	"SLURM_STEP_NUM_TASKS": true, "SLURM_STEP_TASKS_PER_NODE": true,
+	"ENVIRONMENT": true,
 
 	"SHOAL_JOB_ID": true, "SHOAL_JOB_NAME": true, "SHOAL_NODELIST": true,
 	"SHOAL_NNODES": true, "SHOAL_NTASKS": true, "SHOAL_PROCID": true,
 	"SHOAL_LOCALID": true, "SHOAL_NODEID": true, "SHOAL_NODE_NAME": true,
-	"SHOAL_INCARNATION": true,
+	"SHOAL_INCARNATION": true, "SHOAL_STEP_ID": true,
 }
 
 // Env returns the complete environment of one rank, sorted by key, as
 // KEY=VALUE strings. localRank is the rank's index on this node, from 0 to
-// TasksPerNode-1. It is pure: it reads no clock, file or user database.
+// TasksPerNode-1 (to the node's StepNode.Tasks-1 for a step). It is pure:
+// it reads no clock, file or user database.
 //
-// Spec.Env comes first, later entries winning over earlier ones; entries
-// for any variable the contract owns are dropped, so the contract always
-// wins. PATH, USER and LOGNAME are filled in when Spec.Env lacks them.
-// HOME needs the user database, so Env leaves it to the submitter; Start
-// adds it from the user's passwd entry.
+// Spec.Env comes first, then for a step Step.Spec.Env, later entries
+// winning over earlier ones; entries for any variable the contract owns
+// are dropped, so the contract always wins. PATH, USER and LOGNAME are
+// filled in when the submitter's variables lack them. HOME needs the user
+// database, so Env leaves it to the submitter; Start adds it from the
+// user's passwd entry.
 //
 // Values follow Slurm's formats (see the golden environments under
 // shared/peers/slurm/env_golden), with two deliberate differences:
@@ -54,57 +60,52 @@ var contractKeys = map[string]bool{
 // without GPUs cannot touch another job's (Slurm relies on device cgroups
 // for that); and SLURM_NTASKS_PER_NODE and SLURM_CPUS_PER_TASK are always
 // set, from the request with its defaults.
+//
+// For a step (l.Step set) the rank variables are the step's, as srun sets
+// them: RANK and SLURM_PROCID are the StepNode's FirstRank+localRank,
+// WORLD_SIZE, SLURM_NTASKS, SLURM_NPROCS and SLURM_STEP_NUM_TASKS count the
+// step's tasks, NODE_RANK and SLURM_NODEID index the step's nodes,
+// SLURM_NNODES and SLURM_STEP_NUM_NODES count them, SLURM_TASKS_PER_NODE
+// and SLURM_STEP_TASKS_PER_NODE spread the step's tasks; the job's names
+// (SLURM_JOB_NODELIST, SLURM_NODELIST, SLURM_JOB_NUM_NODES,
+// SLURM_NTASKS_PER_NODE) stay the job's. With Step.Spec.GPUsPerTask g > 0
+// task i of the node sees GPUs [i*g, (i+1)*g) of the node's list in
+// CUDA_VISIBLE_DEVICES and SLURM_STEP_GPUS; otherwise every task sees all
+// of them. ShimDir, when set, is put first in PATH.
 func Env(l Launch, localRank int) []string {
 	return contractEnv(l, localRank, "")
 }
 
+// BatchEnv returns the environment of a batch job's script, sorted, as
+// sbatch's batch shell has it: the job's Slurm and Shoal names on its
+// first node (SLURM_PROCID, SLURM_LOCALID and SLURM_NODEID 0, the first
+// node's GPUs in CUDA_VISIBLE_DEVICES), ENVIRONMENT=BATCH, MASTER_ADDR and
+// MASTER_PORT, but none of the per-rank torchrun names (RANK, WORLD_SIZE,
+// ...): the script is no rank; the steps it starts are. Spec.Env comes
+// first as in Env; ShimDir, when set, is put first in PATH. It is pure.
+func BatchEnv(l Launch) []string {
+	return batchEnv(l, "")
+}
+
 // contractEnv is Env with the user's home directory, which Start looks up;
-// home "" leaves HOME to Spec.Env.
+// home "" leaves HOME to the submitter.
 func contractEnv(l Launch, localRank int, home string) []string {
+	if l.Step != nil {
+		return stepEnv(l, localRank, home)
+	}
 	req := l.Spec.Request.WithDefaults()
 	tpn := req.TasksPerNode
 	nnodes := len(l.Alloc.Nodes)
-	var gpus []int
-	nodeName := l.NodeName
-	if l.NodeIndex >= 0 && l.NodeIndex < nnodes {
-		gpus = l.Alloc.Nodes[l.NodeIndex].GPUs
-		if nodeName == "" {
-			nodeName = l.Alloc.Nodes[l.NodeIndex].Node
-		}
-	}
+	gpus := nodeGPUs(l, l.NodeIndex)
 	gpuList := joinInts(gpus)
 	rank := l.NodeIndex*tpn + localRank
 	itoa := strconv.Itoa
-	name := jobName(l.Spec)
-	job := l.Job.String()
 
-	env := make(map[string]string, len(l.Spec.Env)+len(contractKeys)+4)
-	for _, kv := range l.Spec.Env {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" || contractKeys[k] {
-			continue
-		}
-		env[k] = v
-	}
+	env := userEnv(l, nil, home, false)
 	set := func(k, v string) { env[k] = v }
-	setDefault := func(k, v string) {
-		if _, ok := env[k]; !ok {
-			env[k] = v
-		}
-	}
-
-	setDefault("PATH", defaultPath)
-	if l.Spec.User != "" {
-		setDefault("USER", l.Spec.User)
-		setDefault("LOGNAME", l.Spec.User)
-	}
-	if home != "" {
-		setDefault("HOME", home)
-	}
+	jobVars(env, l, l.NodeIndex)
 
 	// The torch.distributed / torchrun contract.
-	set("MASTER_ADDR", l.MasterAddr)
-	set("MASTER_PORT", itoa(l.Alloc.MasterPort))
 	set("WORLD_SIZE", itoa(nnodes*tpn))
 	set("RANK", itoa(rank))
 	set("LOCAL_RANK", itoa(localRank))
@@ -112,29 +113,190 @@ func contractEnv(l Launch, localRank int, home string) []string {
 	set("NODE_RANK", itoa(l.NodeIndex))
 	set("GROUP_RANK", itoa(l.NodeIndex))
 	set("CUDA_VISIBLE_DEVICES", gpuList)
+
+	// Slurm's names, formatted as slurmstepd formats them.
+	set("SLURM_NNODES", itoa(nnodes))
+	set("SLURM_NTASKS", itoa(nnodes*tpn))
+	set("SLURM_NPROCS", itoa(nnodes*tpn))
+	set("SLURM_TASKS_PER_NODE", tasksPerNode(tpn, nnodes))
+	set("SLURM_PROCID", itoa(rank))
+	set("SLURM_LOCALID", itoa(localRank))
+	set("SLURM_NODEID", itoa(l.NodeIndex))
+	if len(gpus) > 0 {
+		set("SLURM_STEP_GPUS", gpuList)
+	}
+
+	// Shoal's own names.
+	set("SHOAL_NNODES", itoa(nnodes))
+	set("SHOAL_NTASKS", itoa(nnodes*tpn))
+	set("SHOAL_PROCID", itoa(rank))
+	set("SHOAL_LOCALID", itoa(localRank))
+	set("SHOAL_NODEID", itoa(l.NodeIndex))
+	return sortedEnv(env)
+}
+
+// stepEnv is contractEnv for a rank of a step.
+func stepEnv(l Launch, localRank int, home string) []string {
+	st := l.Step
+	idx, sn, _ := stepShare(l)
+	total := 0
+	counts := make([]int, len(st.Nodes))
+	for i, n := range st.Nodes {
+		total += n.Tasks
+		counts[i] = n.Tasks
+	}
+	gpus := nodeGPUs(l, l.NodeIndex)
+	taskGPUs := gpus
+	if g := st.Spec.GPUsPerTask; g > 0 {
+		lo, hi := min(localRank*g, len(gpus)), min((localRank+1)*g, len(gpus))
+		taskGPUs = gpus[max(lo, 0):max(hi, 0)]
+	}
+	rank := sn.FirstRank + localRank
+	itoa := strconv.Itoa
+
+	env := userEnv(l, st.Spec.Env, home, true)
+	set := func(k, v string) { env[k] = v }
+	jobVars(env, l, l.NodeIndex)
+
+	set("WORLD_SIZE", itoa(total))
+	set("RANK", itoa(rank))
+	set("LOCAL_RANK", itoa(localRank))
+	set("LOCAL_WORLD_SIZE", itoa(sn.Tasks))
+	set("NODE_RANK", itoa(idx))
+	set("GROUP_RANK", itoa(idx))
+	set("CUDA_VISIBLE_DEVICES", joinInts(taskGPUs))
+
+	if l.Spec.Batch != nil { // srun inherits it from the batch shell
+		set("ENVIRONMENT", "BATCH")
+	}
+	set("SLURM_NNODES", itoa(len(st.Nodes)))
+	set("SLURM_NTASKS", itoa(total))
+	set("SLURM_NPROCS", itoa(total))
+	set("SLURM_TASKS_PER_NODE", tasksPerNodeList(counts))
+	set("SLURM_PROCID", itoa(rank))
+	set("SLURM_LOCALID", itoa(localRank))
+	set("SLURM_NODEID", itoa(idx))
+	set("SLURM_GTIDS", rankRange(sn.FirstRank, sn.Tasks))
+	if len(gpus) > 0 {
+		set("SLURM_STEP_GPUS", joinInts(taskGPUs))
+	}
+	if g := st.Spec.GPUsPerTask; g > 0 {
+		set("SLURM_GPUS_PER_TASK", itoa(g))
+		set("SLURMD_TRES_BIND", "gpu:per_task:"+itoa(g))
+	}
+	set("SLURM_STEP_ID", itoa(st.ID))
+	set("SLURM_STEPID", itoa(st.ID))
+	set("SLURM_STEP_NODELIST", l.StepNodeList)
+	set("SLURM_STEP_NUM_NODES", itoa(len(st.Nodes)))
+	set("SLURM_STEP_NUM_TASKS", itoa(total))
+	set("SLURM_STEP_TASKS_PER_NODE", tasksPerNodeList(counts))
+
+	set("SHOAL_NNODES", itoa(len(st.Nodes)))
+	set("SHOAL_NTASKS", itoa(total))
+	set("SHOAL_PROCID", itoa(rank))
+	set("SHOAL_LOCALID", itoa(localRank))
+	set("SHOAL_NODEID", itoa(idx))
+	set("SHOAL_STEP_ID", itoa(st.ID))
+	return sortedEnv(env)
+}
+
+// batchEnv is BatchEnv with the user's home directory.
+func batchEnv(l Launch, home string) []string {
+	req := l.Spec.Request.WithDefaults()
+	tpn := req.TasksPerNode
+	nnodes := len(l.Alloc.Nodes)
+	gpus := nodeGPUs(l, 0)
+	itoa := strconv.Itoa
+
+	env := userEnv(l, nil, home, true)
+	set := func(k, v string) { env[k] = v }
+	jobVars(env, l, 0)
+
+	set("CUDA_VISIBLE_DEVICES", joinInts(gpus))
+	set("ENVIRONMENT", "BATCH")
+	set("SLURM_NNODES", itoa(nnodes))
+	set("SLURM_NTASKS", itoa(nnodes*tpn))
+	set("SLURM_NPROCS", itoa(nnodes*tpn))
+	set("SLURM_TASKS_PER_NODE", tasksPerNode(tpn, nnodes))
+	set("SLURM_PROCID", "0")
+	set("SLURM_LOCALID", "0")
+	set("SLURM_NODEID", "0")
+	set("SLURM_GTIDS", "0")
+
+	set("SHOAL_NNODES", itoa(nnodes))
+	set("SHOAL_NTASKS", itoa(nnodes*tpn))
+	set("SHOAL_PROCID", "0")
+	set("SHOAL_LOCALID", "0")
+	set("SHOAL_NODEID", "0")
+	return sortedEnv(env)
+}
+
+// userEnv starts an environment: Spec.Env, then extra, later entries
+// winning, without the contract's names; then PATH (with ShimDir first
+// when shim is set), USER, LOGNAME and HOME where missing.
+func userEnv(l Launch, extra []string, home string, shim bool) map[string]string {
+	env := make(map[string]string, len(l.Spec.Env)+len(extra)+len(contractKeys)+4)
+	for _, list := range [][]string{l.Spec.Env, extra} {
+		for _, kv := range list {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" || contractKeys[k] {
+				continue
+			}
+			env[k] = v
+		}
+	}
+	setDefault := func(k, v string) {
+		if _, ok := env[k]; !ok {
+			env[k] = v
+		}
+	}
+	setDefault("PATH", defaultPath)
+	if shim && l.ShimDir != "" {
+		if first, _, _ := strings.Cut(env["PATH"], ":"); first != l.ShimDir {
+			env["PATH"] = l.ShimDir + ":" + env["PATH"]
+		}
+	}
+	if l.Spec.User != "" {
+		setDefault("USER", l.Spec.User)
+		setDefault("LOGNAME", l.Spec.User)
+	}
+	if home != "" {
+		setDefault("HOME", home)
+	}
+	return env
+}
+
+// jobVars sets the names that describe the job and node index i of its
+// allocation, the same for every rank, step and batch script there.
+func jobVars(env map[string]string, l Launch, i int) {
+	req := l.Spec.Request.WithDefaults()
+	nnodes := len(l.Alloc.Nodes)
+	gpus := nodeGPUs(l, i)
+	nodeName := l.NodeName
+	if nodeName == "" && i >= 0 && i < nnodes {
+		nodeName = l.Alloc.Nodes[i].Node
+	}
+	name := jobName(l.Spec)
+	job := l.Job.String()
+	itoa := strconv.Itoa
+	set := func(k, v string) { env[k] = v }
+
+	set("MASTER_ADDR", l.MasterAddr)
+	set("MASTER_PORT", itoa(l.Alloc.MasterPort))
 	// GPU indices are NVML's, which follow the PCI bus; CUDA's default
 	// order is "fastest first". Pin CUDA to the bus order so both agree.
 	set("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 
-	// Slurm's names, formatted as slurmstepd formats them.
 	set("SLURM_JOB_ID", job)
 	set("SLURM_JOBID", job)
 	set("SLURM_JOB_NAME", name)
 	set("SLURM_JOB_NODELIST", l.NodeList)
 	set("SLURM_NODELIST", l.NodeList)
-	set("SLURM_NNODES", itoa(nnodes))
 	set("SLURM_JOB_NUM_NODES", itoa(nnodes))
-	set("SLURM_NTASKS", itoa(nnodes*tpn))
-	set("SLURM_NPROCS", itoa(nnodes*tpn))
-	set("SLURM_NTASKS_PER_NODE", itoa(tpn))
-	set("SLURM_TASKS_PER_NODE", tasksPerNode(tpn, nnodes))
-	set("SLURM_PROCID", itoa(rank))
-	set("SLURM_LOCALID", itoa(localRank))
-	set("SLURM_NODEID", itoa(l.NodeIndex))
+	set("SLURM_NTASKS_PER_NODE", itoa(req.TasksPerNode))
 	set("SLURM_GPUS_ON_NODE", itoa(len(gpus)))
 	if len(gpus) > 0 { // Slurm sets the GPU lists only when GPUs were given
-		set("SLURM_JOB_GPUS", gpuList)
-		set("SLURM_STEP_GPUS", gpuList)
+		set("SLURM_JOB_GPUS", joinInts(gpus))
 	}
 	set("SLURM_CPUS_PER_TASK", itoa(req.CPUsPerTask))
 	set("SLURM_SUBMIT_DIR", l.Spec.WorkDir)
@@ -146,18 +308,22 @@ func contractEnv(l Launch, localRank int, home string) []string {
 		set("SLURM_RESTART_COUNT", strconv.FormatUint(l.Incarnation-1, 10))
 	}
 
-	// Shoal's own names.
 	set("SHOAL_JOB_ID", job)
 	set("SHOAL_JOB_NAME", name)
 	set("SHOAL_NODELIST", l.NodeList)
-	set("SHOAL_NNODES", itoa(nnodes))
-	set("SHOAL_NTASKS", itoa(nnodes*tpn))
-	set("SHOAL_PROCID", itoa(rank))
-	set("SHOAL_LOCALID", itoa(localRank))
-	set("SHOAL_NODEID", itoa(l.NodeIndex))
 	set("SHOAL_NODE_NAME", nodeName)
 	set("SHOAL_INCARNATION", strconv.FormatUint(l.Incarnation, 10))
+}
 
+// nodeGPUs is the GPU list of node index i of the allocation.
+func nodeGPUs(l Launch, i int) []int {
+	if i < 0 || i >= len(l.Alloc.Nodes) {
+		return nil
+	}
+	return l.Alloc.Nodes[i].GPUs
+}
+
+func sortedEnv(env map[string]string) []string {
 	out := make([]string, 0, len(env))
 	for k, v := range env {
 		out = append(out, k+"="+v)
@@ -186,6 +352,36 @@ func tasksPerNode(tpn, nnodes int) string {
 		return strconv.Itoa(tpn)
 	}
 	return strconv.Itoa(tpn) + "(x" + strconv.Itoa(nnodes) + ")"
+}
+
+// tasksPerNodeList formats SLURM_TASKS_PER_NODE for any spread, as Slurm
+// compresses it: runs of equal counts become "c(xN)", e.g. "2(x2),1".
+func tasksPerNodeList(counts []int) string {
+	var b strings.Builder
+	for i := 0; i < len(counts); {
+		j := i
+		for j < len(counts) && counts[j] == counts[i] {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(tasksPerNode(counts[i], j-i))
+		i = j
+	}
+	return b.String()
+}
+
+// rankRange is SLURM_GTIDS: the n global ranks from first, comma separated.
+func rankRange(first, n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(first + i))
+	}
+	return b.String()
 }
 
 func joinInts(xs []int) string {

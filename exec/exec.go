@@ -58,8 +58,12 @@ var (
 	ErrStartFailed = errors.New("ranks could not be started")
 )
 
+// NoStep is the Step of a TaskKey naming a job's own task: the command of
+// `shoal submit` on every node, or a batch job's script on its first node.
+const NoStep = -1
+
 // Launch is everything exec needs to run this node's share of a job
-// incarnation.
+// incarnation, or of one of its steps.
 type Launch struct {
 	Job         cluster.JobID
 	Incarnation uint64
@@ -77,9 +81,39 @@ type Launch struct {
 	NodeList string
 	// NodeName is this node's name.
 	NodeName string
+
+	// Step, when set, makes this launch this node's share of an srun step:
+	// the StepNode whose Node is NodeName, as Tasks ranks with global ranks
+	// FirstRank to FirstRank+Tasks-1, running Step.Spec.Command with
+	// Step.Spec.Env added to Spec.Env, in Step.Spec.WorkDir (Spec.WorkDir
+	// when empty). A step has no time limit of its own: it ends with the
+	// job. Nil means the job's own tasks.
+	Step *cluster.Step
+	// StepNodeList is the compressed hostlist of the step's nodes.
+	StepNodeList string
+	// Stdout and Stderr, when set, are absolute paths a batch script's
+	// output goes to instead of the rank files; Stderr equal to Stdout
+	// sends both to one file, Stderr empty sends stderr to the rank file.
+	// They are opened as the job's user, appended to when
+	// Spec.Batch.OpenMode is "append" and truncated otherwise. Only a
+	// batch job's own task may set them.
+	Stdout, Stderr string
+	// ShimDir, when set, is a directory of the agent's Slurm command shims
+	// (srun, scontrol, ...); it is put first in PATH of batch scripts and
+	// step tasks.
+	ShimDir string
 }
 
-func (l Launch) key() TaskKey { return TaskKey{Job: l.Job, Incarnation: l.Incarnation} }
+func (l Launch) key() TaskKey {
+	k := TaskKey{Job: l.Job, Incarnation: l.Incarnation, Step: NoStep}
+	if l.Step != nil {
+		k.Step = l.Step.ID
+	}
+	return k
+}
+
+// batchScript reports whether l runs a batch job's script.
+func (l Launch) batchScript() bool { return l.Spec.Batch != nil && l.Step == nil }
 
 // Config configures an Executor.
 type Config struct {
@@ -96,20 +130,31 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// TaskKey names one job incarnation's task on this node.
+// TaskKey names one task on this node: a job incarnation's own ranks
+// (Step NoStep) or its share of a step (Step 0, 1, ...).
 type TaskKey struct {
 	Job         cluster.JobID
 	Incarnation uint64
+	Step        int
+}
+
+func (k TaskKey) String() string {
+	if k.Step == NoStep {
+		return fmt.Sprintf("%s.%d", k.Job, k.Incarnation)
+	}
+	return fmt.Sprintf("%s.%d step %d", k.Job, k.Incarnation, k.Step)
 }
 
 func compareKeys(a, b TaskKey) int {
-	return cmp.Or(cmp.Compare(a.Job, b.Job), cmp.Compare(a.Incarnation, b.Incarnation))
+	return cmp.Or(cmp.Compare(a.Job, b.Job), cmp.Compare(a.Incarnation, b.Incarnation),
+		cmp.Compare(a.Step, b.Step))
 }
 
 // Exit is a task's end as recorded on disk.
 type Exit struct {
 	Job         cluster.JobID
 	Incarnation uint64
+	Step        int // NoStep for the job's own task
 	// ExitCode is the first failing rank's code (128+signal for a signal
 	// death), 0 when all succeeded, -1 when lost.
 	ExitCode int
@@ -118,10 +163,15 @@ type Exit struct {
 	Start, End time.Time
 }
 
-// LogFile is one rank's output file.
+func (x Exit) key() TaskKey { return TaskKey{Job: x.Job, Incarnation: x.Incarnation, Step: x.Step} }
+
+// LogFile is one rank's output file. A batch script's Stdout and Stderr
+// files are reported with Step NoStep and Rank 0; a single file for both
+// is reported once, as "stdout".
 type LogFile struct {
 	Incarnation uint64
-	Rank        int    // global rank
+	Step        int    // NoStep for the job's own task
+	Rank        int    // global rank (within the step for a step)
 	Stream      string // "stdout" or "stderr"
 	Path        string
 }
@@ -140,10 +190,11 @@ type Executor struct {
 	pending map[TaskKey]Exit
 }
 
-// task is one running job incarnation.
+// task is one running task.
 type task struct {
 	key    TaskKey
 	launch Launch
+	plan   plan
 	dir    string
 	start  time.Time
 	stop   chan string   // buffered 1: the first Stop's cause
@@ -191,13 +242,26 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	return e, nil
 }
 
-// Start launches this node's ranks of l: Spec.Request.TasksPerNode
-// processes (default 1), each leading its own process group, with the
-// environment of Env. It returns once every rank was forked.
+// Start launches this node's share of l and returns once every rank was
+// forked. Each rank leads its own process group.
 //
-// Start is idempotent per (job, incarnation): a call while the task runs,
-// after it exited, or after an agent restart found its records, does
-// nothing and returns nil. An incarnation is never run twice on a node.
+//   - The job's own tasks (Step nil, no Spec.Batch): Spec.Command as
+//     Spec.Request.TasksPerNode ranks (default 1) with the environment of
+//     Env, under the job's time limit.
+//   - A batch job's own task (Step nil, Spec.Batch set) runs on the first
+//     node only (NodeIndex 0; elsewhere Start returns an error): the
+//     script, written to the task directory as an executable owned by the
+//     job's user, runs as one task with Spec.Batch.Args, in Spec.WorkDir,
+//     with BatchEnv, under the job's time limit. Its output goes to
+//     Stdout/Stderr when set. When it ends, the job's steps still running
+//     on this node are stopped.
+//   - A step (Step set): this node's StepNode of it, with Env; no time
+//     limit of its own.
+//
+// Start is idempotent per TaskKey {Job, Incarnation, Step ID or NoStep}: a
+// call while the task runs, after it exited, or after an agent restart
+// found its records, does nothing and returns nil. A task is never run
+// twice on a node.
 //
 // Start records the launch durably before the first fork. If the ranks
 // cannot be started (missing work dir, command not found) the failure is
@@ -206,16 +270,17 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 func (e *Executor) Start(ctx context.Context, l Launch) error {
 	key := l.key()
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("start job %s incarnation %d: %w", l.Job, l.Incarnation, err)
+		return fmt.Errorf("start job %s: %w", key, err)
 	}
-	if err := e.validate(l); err != nil {
-		return fmt.Errorf("start job %s incarnation %d: %w", l.Job, l.Incarnation, err)
+	p, err := e.plan(l)
+	if err != nil {
+		return fmt.Errorf("start job %s: %w", key, err)
 	}
 
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return fmt.Errorf("start job %s incarnation %d: %w", l.Job, l.Incarnation, ErrClosed)
+		return fmt.Errorf("start job %s: %w", key, ErrClosed)
 	}
 	if _, ok := e.running[key]; ok {
 		e.mu.Unlock()
@@ -226,13 +291,14 @@ func (e *Executor) Start(ctx context.Context, l Launch) error {
 	if err != nil || started {
 		e.mu.Unlock()
 		if err != nil {
-			return fmt.Errorf("start job %s incarnation %d: %w", l.Job, l.Incarnation, err)
+			return fmt.Errorf("start job %s: %w", key, err)
 		}
 		return nil
 	}
 	t := &task{
 		key:    key,
 		launch: l,
+		plan:   p,
 		dir:    dir,
 		start:  time.Now(),
 		stop:   make(chan string, 1),
@@ -240,7 +306,7 @@ func (e *Executor) Start(ctx context.Context, l Launch) error {
 	}
 	if err := e.writeStart(t); err != nil {
 		e.mu.Unlock()
-		return fmt.Errorf("start job %s incarnation %d: %w", l.Job, l.Incarnation, err)
+		return fmt.Errorf("start job %s: %w", key, err)
 	}
 	e.running[key] = t
 	e.mu.Unlock()
@@ -250,22 +316,96 @@ func (e *Executor) Start(ctx context.Context, l Launch) error {
 	return <-launched // bounded by fork and exec of the ranks
 }
 
-func (e *Executor) validate(l Launch) error {
+// plan is what a task runs on this node, derived from its Launch.
+type plan struct {
+	first, ranks int      // global rank of the first, how many
+	argv         []string // the command; for a batch script, its Args
+	workDir      string
+	script       bool          // run the batch script, argv are its arguments
+	timeLimit    time.Duration // 0: none
+}
+
+// plan validates l and derives what this node runs for it.
+func (e *Executor) plan(l Launch) (plan, error) {
 	if l.Job == 0 || l.Incarnation == 0 {
-		return fmt.Errorf("job id and incarnation must be positive, got %d and %d", l.Job, l.Incarnation)
+		return plan{}, fmt.Errorf("job id and incarnation must be positive, got %d and %d", l.Job, l.Incarnation)
 	}
 	if l.NodeIndex < 0 || l.NodeIndex >= len(l.Alloc.Nodes) {
-		return fmt.Errorf("node index %d: want 0 to %d", l.NodeIndex, len(l.Alloc.Nodes)-1)
+		return plan{}, fmt.Errorf("node index %d: want 0 to %d", l.NodeIndex, len(l.Alloc.Nodes)-1)
 	}
 	if n := l.Alloc.Nodes[l.NodeIndex].Node; n != e.cfg.NodeName {
-		return fmt.Errorf("node index %d names node %q, this node is %q", l.NodeIndex, n, e.cfg.NodeName)
+		return plan{}, fmt.Errorf("node index %d names node %q, this node is %q", l.NodeIndex, n, e.cfg.NodeName)
+	}
+	if l.NodeName != "" && l.NodeName != e.cfg.NodeName {
+		return plan{}, fmt.Errorf("node name %q, this node is %q", l.NodeName, e.cfg.NodeName)
 	}
 	s := l.Spec
 	s.Request = s.Request.WithDefaults()
 	if err := s.Validate(); err != nil {
-		return fmt.Errorf("spec: %w", err)
+		return plan{}, fmt.Errorf("spec: %w", err)
 	}
-	return nil
+	if (l.Stdout != "" || l.Stderr != "") && !l.batchScript() {
+		return plan{}, errors.New("stdout/stderr files: only for a batch script")
+	}
+	for _, p := range []string{l.Stdout, l.Stderr} {
+		if p != "" && !filepath.IsAbs(p) {
+			return plan{}, fmt.Errorf("output file %q: want an absolute path", p)
+		}
+	}
+	tpn := s.Request.TasksPerNode
+	switch {
+	case l.Step != nil:
+		st := l.Step
+		if st.ID < 0 {
+			return plan{}, fmt.Errorf("step id %d: want 0 or more", st.ID)
+		}
+		if st.Incarnation != 0 && st.Incarnation != l.Incarnation {
+			return plan{}, fmt.Errorf("step %d belongs to incarnation %d, not %d", st.ID, st.Incarnation, l.Incarnation)
+		}
+		if len(st.Spec.Command) == 0 || st.Spec.Command[0] == "" {
+			return plan{}, fmt.Errorf("step %d command: empty", st.ID)
+		}
+		_, sn, ok := stepShare(l)
+		if !ok {
+			return plan{}, fmt.Errorf("step %d: no share for node %s", st.ID, e.cfg.NodeName)
+		}
+		if sn.Tasks < 1 || sn.FirstRank < 0 {
+			return plan{}, fmt.Errorf("step %d on %s: %d tasks from rank %d", st.ID, sn.Node, sn.Tasks, sn.FirstRank)
+		}
+		if g := st.Spec.GPUsPerTask; g < 0 || g*sn.Tasks > len(l.Alloc.Nodes[l.NodeIndex].GPUs) {
+			return plan{}, fmt.Errorf("step %d: %d tasks with %d GPUs each, node %s has %d",
+				st.ID, sn.Tasks, g, sn.Node, len(l.Alloc.Nodes[l.NodeIndex].GPUs))
+		}
+		dir := st.Spec.WorkDir
+		if dir == "" {
+			dir = s.WorkDir
+		}
+		return plan{first: sn.FirstRank, ranks: sn.Tasks, argv: st.Spec.Command, workDir: dir}, nil
+	case l.Spec.Batch != nil:
+		if l.NodeIndex != 0 {
+			return plan{}, fmt.Errorf("batch script: runs on the first node, this is node index %d", l.NodeIndex)
+		}
+		return plan{first: 0, ranks: 1, argv: l.Spec.Batch.Args, workDir: s.WorkDir,
+			script: true, timeLimit: s.Request.TimeLimit}, nil
+	default:
+		return plan{first: l.NodeIndex * tpn, ranks: tpn, argv: s.Command, workDir: s.WorkDir,
+			timeLimit: s.Request.TimeLimit}, nil
+	}
+}
+
+// stepShare finds this node's StepNode in l.Step, and its index among the
+// step's nodes.
+func stepShare(l Launch) (int, cluster.StepNode, bool) {
+	name := l.NodeName
+	if name == "" && l.NodeIndex >= 0 && l.NodeIndex < len(l.Alloc.Nodes) {
+		name = l.Alloc.Nodes[l.NodeIndex].Node
+	}
+	for i, sn := range l.Step.Nodes {
+		if sn.Node == name {
+			return i, sn, true
+		}
+	}
+	return -1, cluster.StepNode{}, false
 }
 
 func (e *Executor) writeStart(t *task) error {
@@ -275,24 +415,29 @@ func (e *Executor) writeStart(t *task) error {
 	if err := syncDir(e.jobs); err != nil {
 		return err
 	}
-	tpn := t.launch.Spec.Request.WithDefaults().TasksPerNode
 	return writeJSON(t.dir, startFile, startRecord{
 		Job:         t.key.Job,
 		Incarnation: t.key.Incarnation,
+		Step:        stepField(t.key.Step),
 		Node:        e.cfg.NodeName,
-		FirstRank:   t.launch.NodeIndex * tpn,
-		Ranks:       tpn,
+		FirstRank:   t.plan.first,
+		Ranks:       t.plan.ranks,
 		Start:       t.start,
+		Stdout:      t.launch.Stdout,
+		Stderr:      t.launch.Stderr,
 	})
 }
 
 // finish records a task's exit durably, makes it pending and wakes
 // ExitNotify. A failed write is logged and the exit still reported from
-// memory; after a restart the task then reads as lost.
+// memory; after a restart the task then reads as lost. When a batch
+// script ends, the job's steps still running here are stopped: the job
+// ends with its script.
 func (e *Executor) finish(t *task, out outcome) {
 	rec := exitRecord{
 		Job:         t.key.Job,
 		Incarnation: t.key.Incarnation,
+		Step:        stepField(t.key.Step),
 		Node:        e.cfg.NodeName,
 		ExitCode:    out.code,
 		Cause:       out.cause,
@@ -300,16 +445,31 @@ func (e *Executor) finish(t *task, out outcome) {
 		End:         time.Now(),
 	}
 	if err := writeJSON(t.dir, exitFile, rec); err != nil {
-		e.log.Error("record exit", "job", t.key.Job, "incarnation", t.key.Incarnation, "err", err)
+		e.log.Error("record exit", "task", t.key, "err", err)
 	}
-	e.log.Info("task exited", "job", t.key.Job, "incarnation", t.key.Incarnation,
-		"exit_code", out.code, "cause", out.cause)
+	e.log.Info("task exited", "task", t.key, "exit_code", out.code, "cause", out.cause)
 	e.mu.Lock()
 	delete(e.running, t.key)
-	e.pending[t.key] = rec.exit()
+	e.pending[t.key] = rec.exit(t.key)
+	var steps []TaskKey
+	if t.plan.script {
+		for k := range e.running {
+			if k.Job == t.key.Job && k.Incarnation == t.key.Incarnation {
+				steps = append(steps, k)
+			}
+		}
+	}
 	e.mu.Unlock()
 	close(t.done)
 	e.signalPending()
+	cause := causeCancelled
+	if out.cause == causeTimeout || out.cause == causeFenced {
+		cause = out.cause
+	}
+	for _, k := range steps {
+		e.log.Info("stopping step of an ended batch script", "task", k, "cause", cause)
+		e.Stop(k, cause)
+	}
 }
 
 func (e *Executor) signalPending() {
@@ -322,10 +482,11 @@ func (e *Executor) signalPending() {
 // Stop ends a running task: SIGTERM to every rank's process group, SIGKILL
 // after KillGrace. The exit record carries cause unless the ranks had
 // already ended it (a rank failed, the time limit). It returns whether the
-// task was running; it does not wait for the ranks to die.
-func (e *Executor) Stop(job cluster.JobID, incarnation uint64, cause string) bool {
+// task was running; it does not wait for the ranks to die. Stopping a
+// step leaves the job's own task and its other steps running.
+func (e *Executor) Stop(key TaskKey, cause string) bool {
 	e.mu.Lock()
-	t, ok := e.running[TaskKey{Job: job, Incarnation: incarnation}]
+	t, ok := e.running[key]
 	e.mu.Unlock()
 	if !ok {
 		return false
@@ -341,11 +502,12 @@ func (e *Executor) Stop(job cluster.JobID, incarnation uint64, cause string) boo
 // lost its lease.
 func (e *Executor) StopAll(cause string) {
 	for _, k := range e.Running() {
-		e.Stop(k.Job, k.Incarnation, cause)
+		e.Stop(k, cause)
 	}
 }
 
-// Running returns the running tasks, sorted.
+// Running returns the running tasks, sorted by job, incarnation and step
+// (a job's own task first).
 func (e *Executor) Running() []TaskKey {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -353,41 +515,38 @@ func (e *Executor) Running() []TaskKey {
 }
 
 // PendingExits returns the exits recorded and not yet acknowledged,
-// sorted by job and incarnation.
+// sorted by job, incarnation and step.
 func (e *Executor) PendingExits() []Exit {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := slices.Collect(maps.Values(e.pending))
-	slices.SortFunc(out, func(a, b Exit) int {
-		return compareKeys(TaskKey{a.Job, a.Incarnation}, TaskKey{b.Job, b.Incarnation})
-	})
+	slices.SortFunc(out, func(a, b Exit) int { return compareKeys(a.key(), b.key()) })
 	return out
 }
 
-// Ack records durably that the exit of (job, incarnation) was reported, so
-// it is not pending again after a restart. Acknowledging twice is fine; an
-// unknown or still running task is an error (fs.ErrNotExist when exec has
-// no record of it).
-func (e *Executor) Ack(job cluster.JobID, incarnation uint64) error {
-	key := TaskKey{Job: job, Incarnation: incarnation}
+// Ack records durably that the exit of key was reported, so it is not
+// pending again after a restart. Acknowledging twice is fine; an unknown
+// or still running task is an error (fs.ErrNotExist when exec has no
+// record of it).
+func (e *Executor) Ack(key TaskKey) error {
 	dir := filepath.Join(e.jobs, key.dirName())
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.pending[key]; !ok {
 		if _, ok := e.running[key]; ok {
-			return fmt.Errorf("ack job %s incarnation %d: still running", job, incarnation)
+			return fmt.Errorf("ack job %s: still running", key)
 		}
 		acked, err := exists(filepath.Join(dir, ackFile))
 		switch {
 		case err != nil:
-			return fmt.Errorf("ack job %s incarnation %d: %w", job, incarnation, err)
+			return fmt.Errorf("ack job %s: %w", key, err)
 		case acked:
 			return nil
 		}
-		return fmt.Errorf("ack job %s incarnation %d: no exit: %w", job, incarnation, fs.ErrNotExist)
+		return fmt.Errorf("ack job %s: no exit: %w", key, fs.ErrNotExist)
 	}
 	if err := writeJSON(dir, ackFile, ackRecord{Time: time.Now()}); err != nil {
-		return fmt.Errorf("ack job %s incarnation %d: %w", job, incarnation, err)
+		return fmt.Errorf("ack job %s: %w", key, err)
 	}
 	delete(e.pending, key)
 	return nil
@@ -398,8 +557,8 @@ func (e *Executor) Ack(job cluster.JobID, incarnation uint64) error {
 // PendingExits.
 func (e *Executor) ExitNotify() <-chan struct{} { return e.notify }
 
-// LogFiles returns the output files of every incarnation of job on this
-// node, sorted by incarnation, rank and stream.
+// LogFiles returns the output files of every incarnation and step of job
+// on this node, sorted by incarnation, step, rank and stream.
 func (e *Executor) LogFiles(job cluster.JobID) ([]LogFile, error) {
 	entries, err := os.ReadDir(e.jobs)
 	if err != nil {
@@ -421,12 +580,28 @@ func (e *Executor) LogFiles(job cluster.JobID) ([]LogFile, error) {
 			if !ok {
 				continue
 			}
-			out = append(out, LogFile{Incarnation: key.Incarnation, Rank: rank,
+			out = append(out, LogFile{Incarnation: key.Incarnation, Step: key.Step, Rank: rank,
 				Stream: stream, Path: filepath.Join(dir, f.Name())})
+		}
+		if key.Step != NoStep {
+			continue
+		}
+		var start startRecord
+		if err := readJSON(dir, startFile, &start); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return nil, fmt.Errorf("log files of job %s: %w", job, err)
+		}
+		if start.Stdout != "" {
+			out = append(out, LogFile{Incarnation: key.Incarnation, Step: NoStep, Stream: "stdout", Path: start.Stdout})
+		}
+		if start.Stderr != "" && start.Stderr != start.Stdout {
+			out = append(out, LogFile{Incarnation: key.Incarnation, Step: NoStep, Stream: "stderr", Path: start.Stderr})
 		}
 	}
 	slices.SortFunc(out, func(a, b LogFile) int {
-		return cmp.Or(cmp.Compare(a.Incarnation, b.Incarnation),
+		return cmp.Or(cmp.Compare(a.Incarnation, b.Incarnation), cmp.Compare(a.Step, b.Step),
 			cmp.Compare(a.Rank, b.Rank), strings.Compare(a.Stream, b.Stream))
 	})
 	return out, nil

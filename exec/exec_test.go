@@ -59,13 +59,19 @@ func shLaunch(t *testing.T, id cluster.JobID, tpn int, script string) Launch {
 	}
 }
 
-// waitExit waits for the pending exit of (job, 1).
+// waitExit waits for the pending exit of job's own task, incarnation 1.
 func waitExit(t *testing.T, e *Executor, job cluster.JobID) Exit {
+	t.Helper()
+	return waitKey(t, e, TaskKey{job, 1, NoStep})
+}
+
+// waitKey waits for the pending exit of key.
+func waitKey(t *testing.T, e *Executor, key TaskKey) Exit {
 	t.Helper()
 	deadline := time.After(waitBound)
 	for {
 		for _, x := range e.PendingExits() {
-			if x.Job == job && x.Incarnation == 1 {
+			if x.key() == key {
 				return x
 			}
 		}
@@ -73,7 +79,7 @@ func waitExit(t *testing.T, e *Executor, job cluster.JobID) Exit {
 		case <-e.ExitNotify():
 		case <-time.After(50 * time.Millisecond):
 		case <-deadline:
-			t.Fatalf("no exit of job %d within %v; running %v", job, waitBound, e.Running())
+			t.Fatalf("no exit of %v within %v; running %v", key, waitBound, e.Running())
 		}
 	}
 }
@@ -161,17 +167,17 @@ func TestStartIdempotent(t *testing.T) {
 		}
 	}
 	waitFile(t, filepath.Join(l.Spec.WorkDir, "count"))
-	if got, want := e.Running(), []TaskKey{{2, 1}}; !slices.Equal(got, want) {
+	if got, want := e.Running(), []TaskKey{{2, 1, NoStep}}; !slices.Equal(got, want) {
 		t.Fatalf("Running() = %v; want %v", got, want)
 	}
-	if !e.Stop(2, 1, causeCancelled) {
+	if !e.Stop(TaskKey{2, 1, NoStep}, causeCancelled) {
 		t.Fatalf("Stop of a running task = false")
 	}
 	x := waitExit(t, e, 2)
 	if x.Cause != causeCancelled || x.ExitCode != 128+15 {
 		t.Errorf("exit = %+v; want cause cancelled code 143", x)
 	}
-	if e.Stop(2, 1, causeCancelled) {
+	if e.Stop(TaskKey{2, 1, NoStep}, causeCancelled) {
 		t.Errorf("Stop after exit = true; want false")
 	}
 	if err := e.Start(t.Context(), l); err != nil || len(e.Running()) != 0 {
@@ -217,7 +223,7 @@ while :; do sleep 0.1; done`)
 	waitFile(t, filepath.Join(l.Spec.WorkDir, "ready0"))
 	waitFile(t, filepath.Join(l.Spec.WorkDir, "ready1"))
 	stopped := time.Now()
-	if !e.Stop(4, 1, causeCancelled) {
+	if !e.Stop(TaskKey{4, 1, NoStep}, causeCancelled) {
 		t.Fatal("Stop = false; want true")
 	}
 	x := waitExit(t, e, 4)
@@ -292,13 +298,13 @@ func TestAckPersists(t *testing.T) {
 		}
 		waitExit(t, e, job)
 	}
-	if err := e.Ack(6, 1); err != nil {
+	if err := e.Ack(TaskKey{6, 1, NoStep}); err != nil {
 		t.Fatalf("Ack: %v", err)
 	}
-	if err := e.Ack(6, 1); err != nil {
+	if err := e.Ack(TaskKey{6, 1, NoStep}); err != nil {
 		t.Errorf("second Ack = %v; want nil", err)
 	}
-	if err := e.Ack(99, 1); !errors.Is(err, fs.ErrNotExist) {
+	if err := e.Ack(TaskKey{99, 1, NoStep}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Ack of an unknown task = %v; want fs.ErrNotExist", err)
 	}
 	e2 := newTestExec(t, dir, time.Second)

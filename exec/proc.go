@@ -98,13 +98,14 @@ func sameProcessAlive(pid int, startTicks uint64) bool {
 }
 
 // environMarks reports whether the environment of pid carries the markers
-// of task key on node: SHOAL_JOB_ID, SHOAL_INCARNATION and SHOAL_NODE_NAME.
+// of task key on node: SHOAL_JOB_ID, SHOAL_INCARNATION, SHOAL_NODE_NAME and,
+// in a step's ranks, SHOAL_STEP_ID.
 func environMarks(pid int) (key TaskKey, node string, ok bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
 		return TaskKey{}, "", false
 	}
-	var job, inc []byte
+	var job, inc, step []byte
 	for kv := range bytes.SplitSeq(b, []byte{0}) {
 		k, v, found := bytes.Cut(kv, []byte{'='})
 		if !found {
@@ -117,11 +118,13 @@ func environMarks(pid int) (key TaskKey, node string, ok bool) {
 			inc = v
 		case "SHOAL_NODE_NAME":
 			node = string(v)
+		case "SHOAL_STEP_ID":
+			step = v
 		}
 	}
 	if job == nil || inc == nil || node == "" {
 		return TaskKey{}, "", false
 	}
-	key, ok = parseDirName(string(job) + "." + string(inc))
+	key, ok = parseKey(string(job), string(inc), string(step))
 	return key, node, ok
 }

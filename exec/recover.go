@@ -33,7 +33,7 @@ func (e *Executor) recover(ctx context.Context) error {
 			continue
 		}
 		dir := filepath.Join(e.jobs, d.Name())
-		log := e.log.With("job", key.Job, "incarnation", key.Incarnation)
+		log := e.log.With("task", key)
 
 		var rec exitRecord
 		err := readJSON(dir, exitFile, &rec)
@@ -44,7 +44,7 @@ func (e *Executor) recover(ctx context.Context) error {
 				return err
 			}
 			if !acked {
-				e.pending[key] = rec.exit()
+				e.pending[key] = rec.exit(key)
 			}
 			continue
 		case !errors.Is(err, fs.ErrNotExist):
@@ -77,13 +77,13 @@ func (e *Executor) recover(ctx context.Context) error {
 	}
 	now := time.Now()
 	for _, o := range orphans {
-		rec := exitRecord{Job: o.key.Job, Incarnation: o.key.Incarnation, Node: e.cfg.NodeName,
-			ExitCode: codeLost, Cause: causeLost, Start: o.start, End: now}
+		rec := exitRecord{Job: o.key.Job, Incarnation: o.key.Incarnation, Step: stepField(o.key.Step),
+			Node: e.cfg.NodeName, ExitCode: codeLost, Cause: causeLost, Start: o.start, End: now}
 		if err := writeJSON(o.dir, exitFile, rec); err != nil {
-			return fmt.Errorf("job %s incarnation %d: %w", o.key.Job, o.key.Incarnation, err)
+			return fmt.Errorf("job %s: %w", o.key, err)
 		}
-		e.log.Warn("task lost across an agent restart", "job", o.key.Job, "incarnation", o.key.Incarnation)
-		e.pending[o.key] = rec.exit()
+		e.log.Warn("task lost across an agent restart", "task", o.key)
+		e.pending[o.key] = rec.exit(o.key)
 	}
 	return nil
 }
@@ -95,8 +95,9 @@ func (e *Executor) recover(ctx context.Context) error {
 //     recycled pid is never killed;
 //   - it is in the process group of such a verified leader; or
 //   - its environment carries the task's markers (SHOAL_JOB_ID,
-//     SHOAL_INCARNATION, SHOAL_NODE_NAME = this node), which finds ranks'
-//     children after their leader died (Pdeathsig kills only the leader).
+//     SHOAL_INCARNATION, SHOAL_STEP_ID for a step, SHOAL_NODE_NAME = this
+//     node), which finds ranks' children after their leader died
+//     (Pdeathsig kills only the leader).
 func (e *Executor) killOrphans(orphans []orphan) (map[int]uint64, error) {
 	leaders := make(map[int]uint64)
 	tasks := make(map[TaskKey]bool)

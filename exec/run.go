@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // rankStart is what a rank goroutine reports once its process was forked.
@@ -27,16 +28,17 @@ type rankStart struct {
 // It sends the launch result on launched exactly once, before supervising.
 func (e *Executor) run(t *task, launched chan<- error) {
 	log := e.log.With("job", t.key.Job, "incarnation", t.key.Incarnation)
-	l := t.launch
-	tpn := l.Spec.Request.WithDefaults().TasksPerNode
-	exits := make(chan rankExit, tpn)
+	if t.key.Step != NoStep {
+		log = log.With("step", t.key.Step)
+	}
+	exits := make(chan rankExit, t.plan.ranks)
 
 	pgids, startCode, startErr := e.startRanks(t, log, exits)
 	if startErr != nil {
 		log.Error("start ranks", "err", startErr)
-		launched <- fmt.Errorf("start job %s incarnation %d: %w: %w", t.key.Job, t.key.Incarnation, ErrStartFailed, startErr)
+		launched <- fmt.Errorf("start job %s: %w: %w", t.key, ErrStartFailed, startErr)
 	} else {
-		log.Info("ranks started", "ranks", tpn, "pids", pgids)
+		log.Info("ranks started", "ranks", t.plan.ranks, "pids", pgids)
 		launched <- nil
 	}
 
@@ -51,14 +53,14 @@ func (e *Executor) run(t *task, launched chan<- error) {
 		ranks:     len(pgids),
 		exits:     exits,
 		stop:      t.stop,
-		timeLimit: l.Spec.Request.TimeLimit - time.Since(t.start),
+		timeLimit: t.plan.timeLimit - time.Since(t.start),
 		grace:     e.cfg.KillGrace,
 		signal:    signal,
 		onSignal: func(cause string, sig syscall.Signal) {
 			log.Info("ending ranks", "cause", cause, "signal", sig.String())
 		},
 	}
-	if l.Spec.Request.TimeLimit <= 0 {
+	if t.plan.timeLimit <= 0 {
 		s.timeLimit = 0
 	} else if s.timeLimit <= 0 {
 		s.timeLimit = time.Nanosecond
@@ -86,17 +88,15 @@ func (e *Executor) run(t *task, launched chan<- error) {
 // code a shell would give and the error; the ranks started so far then run
 // until supervise stops them.
 func (e *Executor) startRanks(t *task, log *slog.Logger, exits chan<- rankExit) (pgids []int, code int, err error) {
-	l := t.launch
-	tpn := l.Spec.Request.WithDefaults().TasksPerNode
-	first := l.NodeIndex * tpn
+	l, p := t.launch, t.plan
 
-	if l.Spec.WorkDir == "" {
+	if p.workDir == "" {
 		return nil, codeNotFound, errors.New("work dir: empty")
 	}
-	if fi, err := os.Stat(l.Spec.WorkDir); err != nil {
+	if fi, err := os.Stat(p.workDir); err != nil {
 		return nil, codeNotFound, fmt.Errorf("work dir: %w", err)
 	} else if !fi.IsDir() {
-		return nil, codeNotFound, fmt.Errorf("work dir %s: not a directory", l.Spec.WorkDir)
+		return nil, codeNotFound, fmt.Errorf("work dir %s: not a directory", p.workDir)
 	}
 
 	id := lookupUser(l.Spec.UID, l.Spec.GID)
@@ -104,25 +104,50 @@ func (e *Executor) startRanks(t *task, log *slog.Logger, exits chan<- rankExit) 
 	if os.Geteuid() == 0 && l.Spec.UID != 0 {
 		cred = &syscall.Credential{Uid: uint32(l.Spec.UID), Gid: uint32(l.Spec.GID), Groups: id.groups}
 	}
-
-	for local := range tpn {
-		rank := first + local
-		env := contractEnv(l, local, id.home)
-		path, err := lookPath(l.Spec.Command[0], envValue(env, "PATH"), l.Spec.WorkDir)
-		if err != nil {
-			return pgids, startFailCode(err), fmt.Errorf("rank %d: %w", rank, err)
+	var script *os.File
+	if p.script {
+		if script, err = writeScript(t.dir, l.Spec.Batch.Script, cred); err != nil {
+			return nil, codeNotFound, fmt.Errorf("batch script: %w", err)
 		}
-		stdout, stderr, err := e.openLogs(t.dir, rank, cred)
+		defer script.Close()
+	}
+
+	for local := range p.ranks {
+		rank := p.first + local
+		var env []string
+		var path string
+		var args []string
+		var extra []*os.File
+		switch {
+		case p.script:
+			env = batchEnv(l, id.home)
+			// The task directory is the agent's alone; a script that runs
+			// as another user is executed through its open descriptor.
+			path = script.Name()
+			if cred != nil {
+				path, extra = "/dev/fd/3", []*os.File{script}
+			}
+			args = append([]string{path}, p.argv...)
+		default:
+			env = contractEnv(l, local, id.home)
+			path, err = lookPath(p.argv[0], envValue(env, "PATH"), p.workDir)
+			if err != nil {
+				return pgids, startFailCode(err), fmt.Errorf("rank %d: %w", rank, err)
+			}
+			args = p.argv
+		}
+		stdout, stderr, err := e.openOutput(t, rank, cred)
 		if err != nil {
 			return pgids, codeNotFound, fmt.Errorf("rank %d: %w", rank, err)
 		}
 		cmd := &osexec.Cmd{
-			Path:   path,
-			Args:   l.Spec.Command,
-			Env:    env,
-			Dir:    l.Spec.WorkDir,
-			Stdout: stdout,
-			Stderr: stderr,
+			Path:       path,
+			Args:       args,
+			Env:        env,
+			Dir:        p.workDir,
+			Stdout:     stdout,
+			Stderr:     stderr,
+			ExtraFiles: extra,
 			SysProcAttr: &syscall.SysProcAttr{
 				Setpgid:    true,
 				Pdeathsig:  syscall.SIGKILL,
@@ -133,7 +158,9 @@ func (e *Executor) startRanks(t *task, log *slog.Logger, exits chan<- rankExit) 
 		e.wg.Go(func() { runRank(cmd, local, ready, exits) })
 		r := <-ready // bounded: fork and exec
 		stdout.Close()
-		stderr.Close()
+		if stderr != stdout {
+			stderr.Close()
+		}
 		if r.err != nil {
 			return pgids, startFailCode(r.err), fmt.Errorf("rank %d: %w", rank, r.err)
 		}
@@ -184,11 +211,25 @@ func startFailCode(err error) int {
 	return codeNotFound
 }
 
-// openLogs opens rank's output files, owned by the job's user when exec
-// switches to it.
-func (e *Executor) openLogs(dir string, rank int, cred *syscall.Credential) (stdout, stderr *os.File, err error) {
-	open := func(ext string) (*os.File, error) {
-		f, err := os.OpenFile(filepath.Join(dir, logFile(rank, ext)), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+// openOutput opens rank's stdout and stderr: the task's Stdout/Stderr
+// files when set (the same *os.File for both when they are one path),
+// else the rank files of the task directory, owned by the job's user when
+// exec switches to it.
+func (e *Executor) openOutput(t *task, rank int, cred *syscall.Credential) (stdout, stderr *os.File, err error) {
+	l := t.launch
+	open := func(path, ext string) (*os.File, error) {
+		if path != "" {
+			// O_NONBLOCK keeps a FIFO without a reader from blocking the
+			// agent; os/exec makes the descriptor blocking again (Fd).
+			flags := os.O_WRONLY | os.O_CREATE | syscall.O_NOCTTY | syscall.O_NONBLOCK
+			if l.Spec.Batch != nil && l.Spec.Batch.OpenMode == "append" {
+				flags |= os.O_APPEND
+			} else {
+				flags |= os.O_TRUNC
+			}
+			return openAsUser(path, flags, cred)
+		}
+		f, err := os.OpenFile(filepath.Join(t.dir, logFile(rank, ext)), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
 		if err != nil {
 			return nil, err
 		}
@@ -200,14 +241,80 @@ func (e *Executor) openLogs(dir string, rank int, cred *syscall.Credential) (std
 		}
 		return f, nil
 	}
-	if stdout, err = open("out"); err != nil {
+	if stdout, err = open(l.Stdout, "out"); err != nil {
 		return nil, nil, fmt.Errorf("open stdout: %w", err)
 	}
-	if stderr, err = open("err"); err != nil {
+	if l.Stderr != "" && l.Stderr == l.Stdout {
+		return stdout, stdout, nil
+	}
+	if stderr, err = open(l.Stderr, "err"); err != nil {
 		stdout.Close()
 		return nil, nil, fmt.Errorf("open stderr: %w", err)
 	}
 	return stdout, stderr, nil
+}
+
+// writeScript writes a batch script to dir as an executable owned by the
+// job's user and returns it open for reading.
+func writeScript(dir, script string, cred *syscall.Credential) (*os.File, error) {
+	path := filepath.Join(dir, scriptFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o700)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.WriteString(script)
+	if err == nil && cred != nil {
+		err = f.Chown(int(cred.Uid), int(cred.Gid))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return os.Open(path)
+}
+
+// openAsUser opens path with flags as the job's user would: on a thread of
+// its own that takes the user's ids before the open and dies after it, so
+// a root agent neither creates nor truncates a file the user could not.
+// A file it creates belongs to the user. With cred nil it is os.OpenFile.
+func openAsUser(path string, flags int, cred *syscall.Credential) (*os.File, error) {
+	if cred == nil {
+		return os.OpenFile(path, flags, 0o644)
+	}
+	type result struct {
+		f   *os.File
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		// Never unlocked: the thread, whose ids no longer are the agent's,
+		// ends with this goroutine instead of running others.
+		runtime.LockOSThread()
+		// Raw system calls change the ids of this thread only (the
+		// syscall package's wrappers change every thread's).
+		groups := cred.Groups
+		if len(groups) == 0 {
+			groups = []uint32{cred.Gid}
+		}
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SETGROUPS, uintptr(len(groups)), uintptr(unsafe.Pointer(&groups[0])), 0); e != 0 {
+			res <- result{err: fmt.Errorf("setgroups: %w", e)}
+			return
+		}
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESGID, uintptr(cred.Gid), uintptr(cred.Gid), uintptr(cred.Gid)); e != 0 {
+			res <- result{err: fmt.Errorf("setresgid %d: %w", cred.Gid, e)}
+			return
+		}
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, uintptr(cred.Uid), uintptr(cred.Uid), uintptr(cred.Uid)); e != 0 {
+			res <- result{err: fmt.Errorf("setresuid %d: %w", cred.Uid, e)}
+			return
+		}
+		f, err := os.OpenFile(path, flags, 0o644)
+		res <- result{f, err}
+	}()
+	r := <-res
+	return r.f, r.err
 }
 
 // identity is what the user database says about the job's user.

@@ -14,12 +14,14 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 )
 
-// File names inside a task directory DataDir/jobs/<job>.<incarnation>/.
+// File names inside a task directory DataDir/jobs/<job>.<incarnation>/
+// (or <job>.<incarnation>.<step>/ for a step).
 const (
-	startFile = "start.json" // written and synced before the first fork
-	exitFile  = "exit.json"  // written once every rank is dead
-	ackFile   = "ack.json"   // written when the exit was reported
-	procGlob  = "proc-*.json"
+	startFile  = "start.json" // written and synced before the first fork
+	exitFile   = "exit.json"  // written once every rank is dead
+	ackFile    = "ack.json"   // written when the exit was reported
+	procGlob   = "proc-*.json"
+	scriptFile = "script" // a batch job's script
 )
 
 // startRecord says that a task was launched; with no exitRecord beside it,
@@ -27,10 +29,16 @@ const (
 type startRecord struct {
 	Job         cluster.JobID `json:"job"`
 	Incarnation uint64        `json:"incarnation"`
-	Node        string        `json:"node"`
-	FirstRank   int           `json:"first_rank"`
-	Ranks       int           `json:"ranks"`
-	Start       time.Time     `json:"start"`
+	// Step is absent in records older than steps: the job's own task.
+	Step      *int      `json:"step,omitempty"`
+	Node      string    `json:"node"`
+	FirstRank int       `json:"first_rank"`
+	Ranks     int       `json:"ranks"`
+	Start     time.Time `json:"start"`
+	// Stdout and Stderr are a batch script's output files, when they are
+	// not the rank files of the task directory.
+	Stdout string `json:"stdout,omitempty"`
+	Stderr string `json:"stderr,omitempty"`
 }
 
 // procRecord names one started rank's process, which leads its own
@@ -46,6 +54,7 @@ type procRecord struct {
 type exitRecord struct {
 	Job         cluster.JobID `json:"job"`
 	Incarnation uint64        `json:"incarnation"`
+	Step        *int          `json:"step,omitempty"` // as in startRecord
 	Node        string        `json:"node"`
 	ExitCode    int           `json:"exit_code"`
 	Cause       string        `json:"cause"`
@@ -58,28 +67,61 @@ type ackRecord struct {
 	Time time.Time `json:"time"`
 }
 
-func (r exitRecord) exit() Exit {
-	return Exit{Job: r.Job, Incarnation: r.Incarnation, ExitCode: r.ExitCode,
-		Cause: r.Cause, Start: r.Start, End: r.End}
+// exit is the Exit of the record; key is the task's key, which the
+// directory name gives (records older than steps carry no step).
+func (r exitRecord) exit(key TaskKey) Exit {
+	return Exit{Job: key.Job, Incarnation: key.Incarnation, Step: key.Step,
+		ExitCode: r.ExitCode, Cause: r.Cause, Start: r.Start, End: r.End}
 }
 
-// dirName is the task directory's name: "<job>.<incarnation>".
+// stepField is the step of a record: nil for the job's own task.
+func stepField(step int) *int {
+	if step == NoStep {
+		return nil
+	}
+	return &step
+}
+
+// dirName is the task directory's name: "<job>.<incarnation>" for the
+// job's own task, "<job>.<incarnation>.<step>" for a step.
 func (k TaskKey) dirName() string {
-	return k.Job.String() + "." + strconv.FormatUint(k.Incarnation, 10)
+	s := k.Job.String() + "." + strconv.FormatUint(k.Incarnation, 10)
+	if k.Step != NoStep {
+		s += "." + strconv.Itoa(k.Step)
+	}
+	return s
 }
 
 // parseDirName is the inverse of dirName.
 func parseDirName(name string) (TaskKey, bool) {
-	j, inc, ok := strings.Cut(name, ".")
-	if !ok {
+	parts := strings.Split(name, ".")
+	if len(parts) != 2 && len(parts) != 3 {
 		return TaskKey{}, false
 	}
-	job, err1 := strconv.ParseUint(j, 10, 64)
-	n, err2 := strconv.ParseUint(inc, 10, 64)
-	if err1 != nil || err2 != nil || job == 0 || n == 0 {
+	step := ""
+	if len(parts) == 3 {
+		step = parts[2]
+	}
+	key, ok := parseKey(parts[0], parts[1], step)
+	return key, ok && key.dirName() == name // canonical names only
+}
+
+// parseKey parses a task key from its decimal parts; step "" is NoStep.
+func parseKey(job, incarnation, step string) (TaskKey, bool) {
+	j, err1 := strconv.ParseUint(job, 10, 64)
+	n, err2 := strconv.ParseUint(incarnation, 10, 64)
+	if err1 != nil || err2 != nil || j == 0 || n == 0 {
 		return TaskKey{}, false
 	}
-	return TaskKey{Job: cluster.JobID(job), Incarnation: n}, true
+	key := TaskKey{Job: cluster.JobID(j), Incarnation: n, Step: NoStep}
+	if step != "" {
+		s, err := strconv.ParseUint(step, 10, 31)
+		if err != nil {
+			return TaskKey{}, false
+		}
+		key.Step = int(s)
+	}
+	return key, true
 }
 
 // writeJSON writes v to dir/name atomically and durably: a temporary file

@@ -162,7 +162,7 @@ func (a *Agent) reportExits(ctx context.Context) {
 			a.log.Debug("report exit", "job", uint64(ex.Job), "err", err)
 			return // the leader is unreachable; try again next round
 		}
-		if err := a.exec.Ack(ex.Job, ex.Incarnation); err != nil {
+		if err := a.exec.Ack(exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step}); err != nil {
 			a.log.Warn("acknowledge exit", "job", uint64(ex.Job), "err", err)
 		}
 		a.log.Info("exit reported", "job", uint64(ex.Job), "incarnation", ex.Incarnation, "exit_code", ex.ExitCode, "cause", ex.Cause)
@@ -199,7 +199,7 @@ func (a *Agent) drive(ctx context.Context, v *fsm.View) {
 	}
 	pendingExit := map[exec.TaskKey]bool{}
 	for _, ex := range a.exec.PendingExits() {
-		pendingExit[exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation}] = true
+		pendingExit[exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step}] = true
 	}
 	wanted := map[exec.TaskKey]bool{}
 
@@ -210,7 +210,7 @@ func (a *Agent) drive(ctx context.Context, v *fsm.View) {
 			continue
 		}
 		na := j.Alloc.Nodes[i]
-		key := exec.TaskKey{Job: j.ID, Incarnation: j.Incarnation}
+		key := exec.TaskKey{Job: j.ID, Incarnation: j.Incarnation, Step: exec.NoStep}
 		if na.Released {
 			continue
 		}
@@ -238,7 +238,7 @@ func (a *Agent) drive(ctx context.Context, v *fsm.View) {
 	}
 	for k := range running {
 		if !wanted[k] {
-			if a.exec.Stop(k.Job, k.Incarnation, fsm.CauseCancelled) {
+			if a.exec.Stop(k, fsm.CauseCancelled) {
 				a.log.Info("stopping job", "job", uint64(k.Job), "incarnation", k.Incarnation)
 			}
 		}
