@@ -14,8 +14,12 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 )
 
-// helperEnv makes the test binary act as a crashing agent (see TestMain).
-const helperEnv = "SHOAL_EXEC_TEST_AGENT_DIR"
+// helperEnv makes the test binary act as a crashing agent (see TestMain);
+// helperStepEnv=1 makes it run a step instead of a job's own task.
+const (
+	helperEnv     = "SHOAL_EXEC_TEST_AGENT_DIR"
+	helperStepEnv = "SHOAL_EXEC_TEST_AGENT_STEP"
+)
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(helperEnv); dir != "" {
@@ -25,8 +29,9 @@ func TestMain(m *testing.M) {
 }
 
 // helperAgent starts job 50 on node n2 whose rank leaves a background
-// child, then idles until the test kills it with SIGKILL (bounded, in case
-// the test died first).
+// child (with helperStepEnv: step 3 of job 51, whose own task is not
+// started), then idles until the test kills it with SIGKILL (bounded, in
+// case the test died first).
 func helperAgent(dir string) int {
 	ctx := context.Background()
 	e, err := New(ctx, Config{DataDir: dir, NodeName: "n2"})
@@ -41,6 +46,12 @@ func helperAgent(dir string) int {
 	l.Spec.Command = []string{"/bin/sh", "-c", `sleep 300 & echo $! > child.pid; wait`}
 	l.Spec.WorkDir = work
 	l.Alloc.Nodes = []cluster.NodeAlloc{{Node: "n2"}}
+	if os.Getenv(helperStepEnv) != "" {
+		l.Job = 51
+		l.Step = &cluster.Step{ID: 3, Incarnation: 1, Spec: cluster.StepSpec{Command: l.Spec.Command},
+			Nodes: []cluster.StepNode{{Node: "n2", FirstRank: 0, Tasks: 1}}}
+		l.StepNodeList = "n2"
+	}
 	if err := e.Start(ctx, l); err != nil {
 		return 2
 	}
@@ -53,9 +64,27 @@ func helperAgent(dir string) int {
 // the agent is killed -9 its rank leaders die through Pdeathsig, and the
 // next agent kills what they left behind and reports the task lost.
 func TestRecoveryAfterAgentKill(t *testing.T) {
+	for _, step := range []bool{false, true} {
+		name := "own task"
+		if step {
+			name = "step"
+		}
+		t.Run(name, func(t *testing.T) { testRecoveryAfterAgentKill(t, step) })
+	}
+}
+
+// testRecoveryAfterAgentKill runs the agent's crash for job 50's own task
+// or, with step, for step 3 of job 51: the step's background child is
+// found by its SHOAL_STEP_ID among the lost tasks' markers.
+func testRecoveryAfterAgentKill(t *testing.T, step bool) {
 	dir := t.TempDir()
 	agent := osexec.Command(os.Args[0], "-test.run=^$")
 	agent.Env = append(os.Environ(), helperEnv+"="+dir)
+	key := TaskKey{50, 1, NoStep}
+	if step {
+		agent.Env = append(agent.Env, helperStepEnv+"=1")
+		key = TaskKey{51, 1, 3}
+	}
 	agent.Stderr = t.Output()
 	if err := agent.Start(); err != nil {
 		t.Fatal(err)
@@ -79,7 +108,7 @@ func TestRecoveryAfterAgentKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = childProc.Kill(); childProc.Release() })
-	taskDir := filepath.Join(dir, "jobs", "50.1")
+	taskDir := filepath.Join(dir, "jobs", key.dirName())
 	procs, errs := readProcs(taskDir)
 	if len(procs) != 1 || len(errs) != 0 {
 		t.Fatalf("proc records = %+v, %v; want one", procs, errs)
@@ -101,8 +130,14 @@ func TestRecoveryAfterAgentKill(t *testing.T) {
 		t.Errorf("background child %d of the lost task still runs after New", child)
 	}
 	got := e.PendingExits()
-	if len(got) != 1 || got[0].Job != 50 || got[0].Cause != causeLost || got[0].ExitCode != -1 {
-		t.Errorf("PendingExits = %+v; want job 50 lost with code -1", got)
+	if len(got) != 1 || got[0].key() != key || got[0].Cause != causeLost || got[0].ExitCode != -1 {
+		t.Fatalf("PendingExits = %+v; want %v lost with code -1", got, key)
+	}
+	if err := e.Ack(key); err != nil {
+		t.Errorf("Ack(%v): %v", key, err)
+	}
+	if got := newTestExec(t, dir, time.Second).PendingExits(); len(got) != 0 {
+		t.Errorf("PendingExits after Ack and restart = %+v; want none", got)
 	}
 }
 
