@@ -1,11 +1,25 @@
 // Package exec runs this node's share of a job incarnation — its ranks —
 // and records how it ended, durably, until the agent has reported it.
 //
+// # Tasks
+//
+// A task is what one Start runs, named by a TaskKey {Job, Incarnation,
+// Step}: the job's own ranks (Step NoStep: the `shoal submit` command on
+// every node, or a batch job's script, one task on the first node only),
+// or this node's share of an srun step (Step 0, 1, ...). Each task has its
+// own records, exit and acknowledgement; stopping a step leaves the job's
+// own task running. A job's time limit applies to its own task (for a
+// batch job, the script); a step has none and ends with the job: when a
+// batch script ends, exec stops the job's steps on its node, and the agent
+// stops them elsewhere.
+//
 // # What it owns
 //
 // The ranks' processes from fork to reaping: one process group per rank
-// (Setpgid), the environment contract (Env: torchrun's, Slurm's and
-// Shoal's names, in Slurm's formats), the ranks' stdout and stderr files,
+// (Setpgid), the environment contract (Env for ranks and step tasks,
+// BatchEnv for batch scripts: torchrun's, Slurm's and Shoal's names, in
+// Slurm's formats), the ranks' stdout and stderr files (a batch script's
+// output files, opened as the job's user),
 // the time limit, signals (SIGTERM, then SIGKILL after Config.KillGrace),
 // stopping the siblings of a failed rank, and the exit records. A task
 // ends when every rank's leader is reaped; exec then SIGKILLs whatever is
@@ -24,13 +38,20 @@
 //
 // # On disk
 //
-//	DataDir/jobs/<job>.<incarnation>/    mode 0700
-//	    start.json       written and synced before the first fork
+//	DataDir/jobs/<job>.<incarnation>/    mode 0700, the job's own task
+//	DataDir/jobs/<job>.<incarnation>.<step>/   a step's task
+//	    start.json       written and synced before the first fork (with a
+//	                     batch script's output paths)
+//	    script           a batch job's script, owned by the job's user
 //	    proc-<RANK>.json pid and /proc start time of each rank's leader
-//	    rank-<RANK>.out  stdout of the rank (RANK is the global rank)
+//	    rank-<RANK>.out  stdout of the rank (RANK is the global rank, in
+//	                     the step for a step), unless redirected
 //	    rank-<RANK>.err  stderr of the rank
 //	    exit.json        exit code, cause, start and end; once all are dead
 //	    ack.json         the exit was reported; it is not pending again
+//
+// The task directory is the agent's alone, so a script run as another
+// user is executed through an inherited descriptor (/dev/fd/3, its $0).
 //
 // Every record is a small JSON file written atomically (temporary file,
 // fsync, rename, fsync of the directory). Directories are never removed:
@@ -38,8 +59,8 @@
 //
 // # Crash and restart
 //
-// An incarnation runs at most once per node: Start does nothing when its
-// start record exists, also after a restart. The ranks are started with
+// A task runs at most once per node: Start does nothing when its start
+// record exists, also after a restart. The ranks are started with
 // Pdeathsig SIGKILL from a goroutine locked to its OS thread for the life
 // of the rank, so the leaders die with the agent (a killed agent cannot
 // renew its lease, and a node cut off must not keep running ranks).
@@ -50,8 +71,8 @@
 // leader only if its /proc start time matches the recorded one (a recycled
 // pid is never killed), members of such a leader's group, and any process
 // whose environment names the task (SHOAL_JOB_ID, SHOAL_INCARNATION,
-// SHOAL_NODE_NAME of this node) — and an exit with cause "lost" and code
-// -1 is recorded. Exits recorded and not acknowledged are pending again.
+// SHOAL_STEP_ID for a step, SHOAL_NODE_NAME of this node) — and an exit
+// with cause "lost" and code -1 is recorded. Exits recorded and not acknowledged are pending again.
 //
 // Limits: a descendant that left the rank's process group and rewrote or
 // dropped its environment escapes both Slurm-style group kills and
