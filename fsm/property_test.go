@@ -31,6 +31,9 @@ type model struct {
 	prevInc     map[cluster.JobID]uint64
 	prevState   map[cluster.JobID]cluster.JobState
 	prevHolding map[cluster.JobID]bool
+	// prevJob is each job's record at the last check (records are never
+	// modified once stored, so keeping the pointer is keeping the copy).
+	prevJob map[cluster.JobID]*cluster.Job
 }
 
 func (m *model) apply(t *rapid.T, typ CmdType, body any) {
@@ -48,9 +51,20 @@ func (m *model) applyRaw(t *rapid.T, data []byte) {
 	m.s.Apply(m.index, data)
 }
 
-func (m *model) drawJob(t *rapid.T) (cluster.JobID, *cluster.Job) {
+// drawJob returns a job id, usually of a job in one of the states given
+// (when there is one), else any id, known or not.
+func (m *model) drawJob(t *rapid.T, states ...cluster.JobState) (cluster.JobID, *cluster.Job) {
 	v := m.s.View()
+	var in []cluster.JobID
+	for _, j := range v.Jobs() {
+		if slices.Contains(states, j.State) {
+			in = append(in, j.ID)
+		}
+	}
 	id := cluster.JobID(rapid.IntRange(0, len(v.Jobs())+1).Draw(t, "job"))
+	if len(in) > 0 && rapid.IntRange(0, 3).Draw(t, "in state") > 0 {
+		id = rapid.SampledFrom(in).Draw(t, "job in state")
+	}
 	j, _ := v.Job(id)
 	return id, j
 }
@@ -62,9 +76,15 @@ func (m *model) drawNode(t *rapid.T) string {
 func (m *model) actions() map[string]func(*rapid.T) {
 	return map[string]func(*rapid.T){
 		"submit": func(t *rapid.T) {
+			nodes, gpus := rapid.IntRange(1, 3).Draw(t, "nodes"), rapid.IntRange(0, 3).Draw(t, "gpus")
+			sp := spec(nodes, gpus)
+			if rapid.Bool().Draw(t, "batch") {
+				sp = batchSpec(nodes, gpus)
+			}
+			sp.Request.TasksPerNode = rapid.IntRange(1, 2).Draw(t, "tpn")
 			m.apply(t, CmdSubmitJob, SubmitJob{
 				RequestID: rapid.SampledFrom([]string{"", "", "a", "b", "c", "d"}).Draw(t, "rid"),
-				Spec:      requeueSpec(spec(rapid.IntRange(1, 3).Draw(t, "nodes"), rapid.IntRange(0, 3).Draw(t, "gpus")), rapid.Bool().Draw(t, "requeue")),
+				Spec:      requeueSpec(sp, rapid.Bool().Draw(t, "requeue")),
 			})
 		},
 		"upsert": func(t *rapid.T) {
@@ -101,6 +121,44 @@ func (m *model) actions() map[string]func(*rapid.T) {
 				Cause:    rapid.SampledFrom([]string{CauseExit, CauseExit, CauseTimeout, CauseCancelled, CauseFenced, CauseLost, CauseStartFail}).Draw(t, "cause"),
 			})
 		},
+		"startStep": func(t *rapid.T) {
+			id, j := m.drawJob(t, cluster.JobRunning)
+			c := StartStep{Job: id, Incarnation: uint64(rapid.IntRange(0, 2).Draw(t, "inc")), Spec: cluster.StepSpec{
+				Command:      []string{"srun"},
+				Nodes:        rapid.IntRange(-1, 3).Draw(t, "step nodes"),
+				TasksPerNode: rapid.IntRange(0, 2).Draw(t, "step tpn"),
+				GPUsPerTask:  rapid.IntRange(0, 2).Draw(t, "gpus per task"),
+			}}
+			if j != nil && j.Alloc != nil && rapid.IntRange(0, 5).Draw(t, "odd") > 0 {
+				// Mostly a step that fits the allocation.
+				c.Incarnation = j.Incarnation
+				c.Spec.Nodes = rapid.IntRange(0, len(j.Alloc.Nodes)).Draw(t, "fitting nodes")
+				c.Spec.GPUsPerTask = rapid.IntRange(0, min(1, j.Spec.Request.GPUsPerNode)).Draw(t, "fitting gpus")
+			}
+			m.apply(t, CmdStartStep, c)
+		},
+		"stepExited": func(t *rapid.T) {
+			id, j := m.drawJob(t, cluster.JobRunning)
+			c := StepExited{
+				Job: id, Incarnation: uint64(rapid.IntRange(0, 2).Draw(t, "inc")), Step: rapid.IntRange(-1, 3).Draw(t, "step"), Node: m.drawNode(t),
+				ExitCode: rapid.SampledFrom([]int{0, 0, 0, 1, 143}).Draw(t, "code"),
+				Cause:    rapid.SampledFrom([]string{CauseExit, CauseExit, CauseExit, CauseCancelled, CauseFenced, CauseLost}).Draw(t, "cause"),
+			}
+			if j != nil && len(j.Steps) > 0 && rapid.IntRange(0, 5).Draw(t, "odd") > 0 {
+				st := rapid.SampledFrom(j.Steps).Draw(t, "a step")
+				c.Incarnation, c.Step = j.Incarnation, st.ID
+				c.Node = rapid.SampledFrom(st.Nodes).Draw(t, "step node").Node
+			}
+			m.apply(t, CmdStepExited, c)
+		},
+		"cancelStep": func(t *rapid.T) {
+			id, j := m.drawJob(t, cluster.JobRunning)
+			s := rapid.IntRange(-1, 3).Draw(t, "step")
+			if j != nil && len(j.Steps) > 0 {
+				s = rapid.IntRange(0, len(j.Steps)-1).Draw(t, "a step")
+			}
+			m.apply(t, CmdCancelStep, CancelStep{Job: id, Step: s})
+		},
 		"cancel": func(t *rapid.T) {
 			id, _ := m.drawJob(t)
 			m.apply(t, CmdCancelJob, CancelJob{Job: id})
@@ -121,7 +179,7 @@ func (m *model) actions() map[string]func(*rapid.T) {
 // (Repeat draws action names uniformly).
 func (m *model) weighted() map[string]func(*rapid.T) {
 	a := m.actions()
-	for _, name := range []string{"submit", "allocate", "allocate", "exited", "started"} {
+	for _, name := range []string{"submit", "allocate", "allocate", "exited", "started", "startStep", "startStep", "startStep", "stepExited", "stepExited", "stepExited", "cancelStep"} {
 		for i := 2; ; i++ {
 			key := fmt.Sprintf("%s#%d", name, i)
 			if _, taken := a[key]; !taken {
@@ -271,6 +329,63 @@ func (m *model) check(t *rapid.T) {
 			t.Fatalf("job %d REQUEUED with every node released: it should be PENDING", j.ID)
 		}
 		m.prevInc[j.ID], m.prevState[j.ID], m.prevHolding[j.ID] = j.Incarnation, j.State, j.HoldsResources()
+		m.checkSteps(t, j, m.prevJob[j.ID])
+		m.prevJob[j.ID] = j
+	}
+}
+
+// checkSteps asserts what holds of a job's steps, now (j) and since the
+// last check (prev, nil for a new job).
+func (m *model) checkSteps(t *rapid.T, j, prev *cluster.Job) {
+	if j.State == cluster.JobPending && j.Steps != nil {
+		t.Fatalf("job %d PENDING with steps %+v: no step survives a requeue", j.ID, j.Steps)
+	}
+	var before []cluster.Step
+	if prev != nil && prev.Incarnation == j.Incarnation && prev.State != cluster.JobPending && j.State != cluster.JobPending {
+		before = prev.Steps
+	}
+	if len(j.Steps) < len(before) {
+		t.Fatalf("job %d lost steps: %d, was %d", j.ID, len(j.Steps), len(before))
+	}
+	if len(j.Steps) > len(before) && (prev == nil || prev.State != cluster.JobRunning || prev.Incarnation != j.Incarnation) {
+		t.Fatalf("job %d started a step while it was not RUNNING (was %v)", j.ID, prev)
+	}
+	for k, st := range j.Steps {
+		if st.ID != k || st.Incarnation != j.Incarnation {
+			t.Fatalf("job %d steps[%d]: id %d incarnation %d; want id %d, the job's incarnation %d", j.ID, k, st.ID, st.Incarnation, k, j.Incarnation)
+		}
+		live := 0
+		for i, sn := range st.Nodes {
+			na := j.Alloc.Nodes[i] // steps only on the allocation's nodes, in rank order
+			if sn.Node != na.Node || sn.FirstRank != i*st.Spec.TasksPerNode || sn.Tasks != st.Spec.TasksPerNode {
+				t.Fatalf("job %d step %d node %d = %+v; want node %s from rank %d", j.ID, k, i, sn, na.Node, i*st.Spec.TasksPerNode)
+			}
+			if taskLive(sn.State) {
+				live++
+				if na.Released {
+					t.Fatalf("job %d step %d still live on released node %s", j.ID, k, na.Node)
+				}
+			}
+		}
+		// A step ends exactly when its last node is done.
+		ended := !st.EndTime.IsZero()
+		switch {
+		case len(st.Nodes) == 0:
+			t.Fatalf("job %d step %d has no nodes", j.ID, k)
+		case ended != (live == 0):
+			t.Fatalf("job %d step %d: %d nodes live but ended %t (%+v)", j.ID, k, live, ended, st)
+		case st.State == cluster.StepRunning && (live == 0 || j.State != cluster.JobRunning):
+			t.Fatalf("job %d (%s) step %d RUNNING with %d nodes live", j.ID, j.State, k, live)
+		case (st.State == cluster.StepCompleted || st.State == cluster.StepFailed) && live > 0:
+			t.Fatalf("job %d step %d %s with %d nodes live", j.ID, k, st.State, live)
+		}
+		if k < len(before) {
+			if b := before[k]; !b.EndTime.IsZero() && (b.State != st.State || b.ExitCode != st.ExitCode || !b.EndTime.Equal(st.EndTime)) {
+				t.Fatalf("job %d step %d changed after it ended: %+v, was %+v", j.ID, k, st, b)
+			} else if b.State != cluster.StepRunning && st.State != b.State {
+				t.Fatalf("job %d step %d went from %s to %s", j.ID, k, b.State, st.State)
+			}
+		}
 	}
 }
 
@@ -283,6 +398,7 @@ func TestPropertyInvariants(t *testing.T) {
 		m := &model{
 			s: New(), now: t0, nodes: []string{"n1", "n2", "n3", "n4"},
 			prevInc: map[cluster.JobID]uint64{}, prevState: map[cluster.JobID]cluster.JobState{}, prevHolding: map[cluster.JobID]bool{},
+			prevJob: map[cluster.JobID]*cluster.Job{},
 		}
 		for _, n := range m.nodes {
 			m.apply(t, CmdUpsertNode, UpsertNode{Node: gpuNode(n, 4, "leaf0")})
