@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/shoal-sched/shoal/cluster"
 )
 
-// fixtureSnapshot is a small state with nodes, a running gang job, a
-// pending job and request ids, as snapshot bytes.
+// fixtureSnapshot is a small state with nodes, a running gang job with a
+// running step, a pending job, a running batch job and request ids, as
+// snapshot bytes.
 func fixtureSnapshot(tb testing.TB) []byte {
 	tb.Helper()
 	h := newHarness()
@@ -18,6 +21,11 @@ func fixtureSnapshot(tb testing.TB) []byte {
 	h.must(tb, CmdSubmitJob, SubmitJob{RequestID: "b", Spec: spec(1, 2)})
 	h.must(tb, CmdAllocate, Allocate{Decisions: []Decision{place(1, "n1", []int{0, 1}, "n2", []int{0, 1})}})
 	h.must(tb, CmdTaskStarted, TaskStarted{Job: 1, Incarnation: 1, Node: "n2"})
+	h.must(tb, CmdStartStep, stepCmd(1, 1, 0, 0))
+	h.must(tb, CmdSubmitJob, SubmitJob{RequestID: "c", Spec: batchSpec(2, 1)})
+	if r := h.must(tb, CmdAllocate, Allocate{Decisions: []Decision{place(3, "n2", []int{2}, "n3", []int{0})}}); len(r.Rejected) != 0 {
+		tb.Fatalf("fixture allocate rejected %v", r.Rejected)
+	}
 	return mustSnapshotTB(tb, h.s)
 }
 
@@ -52,6 +60,13 @@ func FuzzApply(f *testing.F) {
 		{CmdTaskExited, TaskExited{Job: 1, Incarnation: 1, Node: "n1", ExitCode: 1, Cause: CauseExit, Time: t0}},
 		{CmdTaskExited, TaskExited{Job: 1, Incarnation: 1, Node: "n2", Cause: CauseFenced}},
 		{CmdSetReasons, SetReasons{Reasons: []JobReason{{Job: 2, Reason: "Resources"}}}},
+		{CmdStartStep, stepCmd(1, 1, 1, 2)},
+		{CmdStartStep, StartStep{Job: 3, Incarnation: 1, Spec: cluster.StepSpec{Command: []string{"a"}, Env: []string{"A=1"}, GPUsPerTask: 1}, Time: t0}},
+		{CmdStepExited, StepExited{Job: 1, Incarnation: 1, Step: 0, Node: "n2", ExitCode: 1, Cause: CauseExit, Time: t0}},
+		{CmdStepExited, StepExited{Job: 1, Incarnation: 1, Step: 0, Node: "n1", Cause: CauseFenced}},
+		{CmdCancelStep, CancelStep{Job: 1, Step: 0, Time: t0}},
+		{CmdTaskExited, TaskExited{Job: 3, Incarnation: 1, Node: "n2", Cause: CauseExit}},
+		{CmdNodeDown, NodeDown{Node: "n2"}},
 	} {
 		f.Add(mustEncode(f, c.t, c.body))
 	}
