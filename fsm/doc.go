@@ -31,6 +31,25 @@
 //   - GPUs stay held by an allocation until its NodeAlloc is Released (a
 //     TaskExited report or NodeDown), even after the job turned terminal;
 //     Allocate refuses any decision naming a held GPU (DESIGN invariant 1).
+//   - Batch jobs (Spec.Batch set) run their script on Alloc.Nodes[0] only.
+//     That node's TaskExited decides the job (0: COMPLETED, else FAILED
+//     with the code; timeout: TIMEOUT; fenced or lost: NODE_FAIL or
+//     REQUEUED) while the other nodes stay unreleased until they report.
+//     The other nodes run only steps, so they report while the job is
+//     RUNNING only when fenced or lost (which fails or requeues the job);
+//     any other report from them just releases the node.
+//   - Steps (StartStep) belong to one incarnation: IDs count from 0, a
+//     requeue forgets them. A step runs on the allocation's first
+//     Spec.Nodes nodes in rank order and holds no GPUs of its own: the
+//     job's NodeAllocs hold them. A step's State is the node's order:
+//     RUNNING means run it; anything else means stop it (or it ended).
+//     CancelStep, and the job leaving RUNNING, set CANCELLED at once while
+//     the step's nodes stay live until they report (StepExited) or their
+//     NodeAlloc is released, which marks them lost (an agent reports its
+//     job's tasks dead only once its step tasks are dead too). A step ends
+//     — EndTime set, ExitCode the largest node code, and unless CANCELLED
+//     COMPLETED when every node exited 0, else FAILED — exactly when its
+//     last live node is done. A step never outlives its job's GPUs.
 //   - Stored records are canonical: empty slices are stored as nil, so
 //     identical histories give identical snapshot bytes whether a replica
 //     applied the log or restored a snapshot.
