@@ -275,3 +275,36 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	_, err := c.Do(ctx, http.MethodGet, "/v1/status", nil, &out)
 	return out, err
 }
+
+// StartStep starts an srun step in a running job and returns its id.
+func (c *Client) StartStep(ctx context.Context, job uint64, req StepRequest) (int, error) {
+	var out StepResponse
+	_, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/v1/jobs/%d/steps", job), req, &out)
+	return out.Step, err
+}
+
+// CancelStep stops a running step.
+func (c *Client) CancelStep(ctx context.Context, job uint64, step int) error {
+	_, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/v1/jobs/%d/steps/%d/cancel", job, step), nil, nil)
+	return err
+}
+
+// StepLogs returns the output of one step (or, with step -1, of the job's
+// own tasks) from every node, each chunk starting at the offset given for
+// its key in from (see LogKey), so a caller that passes back the sizes it
+// saw reads only what is new.
+func (c *Client) StepLogs(ctx context.Context, job uint64, step int, from map[string]int64) ([]LogChunk, error) {
+	q := url.Values{}
+	q.Set("step", strconv.Itoa(step))
+	for k, off := range from {
+		q.Add("from", k+":"+strconv.FormatInt(off, 10))
+	}
+	var out []LogChunk
+	_, err := c.Do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs/%d/logs?%s", job, q.Encode()), nil, &out)
+	return out, err
+}
+
+// LogKey names one rank's stream of one node in StepLogs' from map.
+func LogKey(c LogChunk) string {
+	return fmt.Sprintf("%s/%d/%d/%s", c.Node, c.Incarnation, c.Rank, c.Stream)
+}

@@ -34,6 +34,22 @@ type Job struct {
 	RestartCount uint64 `json:"restart_count"`
 	MasterPort   int    `json:"master_port,omitempty"`
 	Tasks        []Task `json:"tasks"`
+	// Batch says the job is a batch job (its script is not echoed back).
+	Batch bool   `json:"batch"`
+	Steps []Step `json:"steps"`
+}
+
+// Step is one srun step of a job's current incarnation.
+type Step struct {
+	ID        int      `json:"id"`
+	Name      string   `json:"name"`
+	State     string   `json:"state"`
+	ExitCode  int      `json:"exit_code"`
+	Nodes     []string `json:"nodes"`
+	NTasks    int      `json:"ntasks"`
+	Command   []string `json:"command"`
+	StartTime string   `json:"start_time"`
+	EndTime   string   `json:"end_time"`
 }
 
 // Task is one node's share of a running or finished job.
@@ -111,6 +127,23 @@ type SubmitRequest struct {
 	TimeLimitS   int64    `json:"time_limit_s"`
 	// Requeue sends the job back to the queue if it loses a node.
 	Requeue bool `json:"requeue,omitempty"`
+	// Batch makes this a batch job (sbatch): its script runs on the first
+	// node and launches steps; Command must then be empty.
+	Batch *cluster.Batch `json:"batch,omitempty"`
+}
+
+// StepRequest is the body of POST /v1/jobs/{id}/steps (srun inside an
+// allocation).
+type StepRequest struct {
+	// Incarnation is the run of the job the step belongs to
+	// (SHOAL_INCARNATION in the caller's environment).
+	Incarnation uint64           `json:"incarnation"`
+	Spec        cluster.StepSpec `json:"spec"`
+}
+
+// StepResponse answers POST /v1/jobs/{id}/steps.
+type StepResponse struct {
+	Step int `json:"step"`
 }
 
 // DrainRequest is the body of POST /v1/nodes/{name}/drain.
@@ -128,10 +161,17 @@ type SubmitResponse struct {
 type LogChunk struct {
 	Node        string `json:"node"`
 	Incarnation uint64 `json:"incarnation"`
-	Rank        int    `json:"rank"`
-	Stream      string `json:"stream"` // stdout or stderr
-	Data        string `json:"data"`
-	Error       string `json:"error,omitempty"` // the node holding it could not be read
+	// Step is the srun step the output belongs to, or -1 for the job's
+	// own tasks (its command, or its batch script).
+	Step   int    `json:"step"`
+	Rank   int    `json:"rank"`
+	Stream string `json:"stream"` // stdout or stderr
+	Data   string `json:"data"`
+	// Offset is where Data starts in the rank's file, and Size the file's
+	// size when read: pass Size back to read only what came after.
+	Offset int64  `json:"offset"`
+	Size   int64  `json:"size"`
+	Error  string `json:"error,omitempty"` // the node holding it could not be read
 }
 
 // Error is every error response's body.
@@ -159,7 +199,8 @@ type HeartbeatReply struct {
 // TaskEvent reports a node's tasks of one job incarnation starting or
 // exiting; the leader turns it into a TaskStarted or TaskExited command.
 type TaskEvent struct {
-	Kind        string        `json:"kind"` // started or exited
+	Kind        string        `json:"kind"` // started, exited or step-exited
+	Step        int           `json:"step,omitempty"`
 	Job         cluster.JobID `json:"job"`
 	Incarnation uint64        `json:"incarnation"`
 	Node        string        `json:"node"`

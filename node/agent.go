@@ -57,6 +57,9 @@ type Agent struct {
 	// readFloor is the highest leader index of a write this agent
 	// forwarded and acknowledged; reads wait for the replica to reach it.
 	readFloor atomic.Uint64
+	// shimDir holds srun, scontrol and sbatch links to this binary, put
+	// first on the PATH of batch scripts and steps.
+	shimDir string
 }
 
 // New opens the data dir, the raft stores, gossip, the executor and the
@@ -146,6 +149,9 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		return nil, fmt.Errorf("start executor: %w", err)
 	}
 
+	if a.shimDir, err = makeShimDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
 	a.peers = peerClients{clients: map[string]*api.Client{}}
 	a.server = &http.Server{
 		Handler:           a.routes(),

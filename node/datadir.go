@@ -23,7 +23,13 @@ var ErrDataDirLocked = errors.New("data dir is locked by another agent")
 // an agent restarted under another name on the same dir is refused, since
 // its raft state would claim to be a different server.
 func openDataDir(dir, name string) (*dataDir, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return nil, fmt.Errorf("--data-dir %s: %w", dir, err)
+	}
+	// Searchable, not listable: jobs of every user reach the socket and the
+	// srun shims in it by path; raft and task records keep their own 0700
+	// directories.
+	if err := os.Chmod(dir, 0o711); err != nil {
 		return nil, fmt.Errorf("--data-dir %s: %w", dir, err)
 	}
 	probe := filepath.Join(dir, ".write-test")

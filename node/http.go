@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -53,6 +52,8 @@ func (a *Agent) routes() http.Handler {
 	mux.HandleFunc("DELETE /v1/jobs/{id}", a.handleCancel)
 	mux.HandleFunc("POST /v1/jobs/{id}/cancel", a.handleCancel)
 	mux.HandleFunc("GET /v1/jobs/{id}/logs", a.handleLogs)
+	mux.HandleFunc("POST /v1/jobs/{id}/steps", a.handleStartStep)
+	mux.HandleFunc("POST /v1/jobs/{id}/steps/{step}/cancel", a.handleCancelStep)
 	mux.HandleFunc("GET /v1/nodes", a.handleNodes)
 	mux.HandleFunc("POST /v1/nodes/{name}/drain", a.handleDrain)
 	mux.HandleFunc("POST /v1/nodes/{name}/resume", a.handleDrain)
@@ -298,6 +299,7 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 		UID:     who.UID,
 		GID:     who.GID,
 		Requeue: req.Requeue,
+		Batch:   req.Batch,
 	}
 }
 
@@ -491,7 +493,18 @@ func jobOf(j *cluster.Job) api.Job {
 		TasksPerNode: j.Spec.Request.TasksPerNode, CPUsPerTask: j.Spec.Request.CPUsPerTask,
 		TimeLimitS: int64(j.Spec.Request.TimeLimit / time.Second), Incarnation: j.Incarnation,
 		Requeue: j.Spec.Requeue, RestartCount: restarts(j),
+		Batch: j.Spec.Batch != nil, Steps: []api.Step{},
 		Tasks: []api.Task{},
+	}
+	for _, st := range j.Steps {
+		as := api.Step{ID: st.ID, Name: st.Spec.Name, State: string(st.State), ExitCode: st.ExitCode,
+			Nodes: []string{}, Command: st.Spec.Command,
+			StartTime: api.FormatTime(st.StartTime), EndTime: api.FormatTime(st.EndTime)}
+		for _, n := range st.Nodes {
+			as.Nodes = append(as.Nodes, n.Node)
+			as.NTasks += n.Tasks
+		}
+		out.Steps = append(out.Steps, as)
 	}
 	if j.Alloc != nil {
 		out.MasterPort = j.Alloc.MasterPort
@@ -511,6 +524,11 @@ func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	filter, err := parseLogFilter(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	v, err := a.readView(r.Context())
 	if err != nil {
 		writeError(w, err)
@@ -523,7 +541,7 @@ func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	out := []api.LogChunk{}
 	for _, name := range j.Alloc.NodeNames() {
-		chunks, err := a.nodeLogs(r.Context(), v, name, id)
+		chunks, err := a.nodeLogs(r.Context(), v, name, id, filter)
 		if err != nil {
 			out = append(out, api.LogChunk{Node: name, Error: err.Error()})
 			continue
@@ -534,6 +552,9 @@ func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
 		if x.Incarnation != y.Incarnation {
 			return int(x.Incarnation) - int(y.Incarnation)
 		}
+		if x.Step != y.Step {
+			return x.Step - y.Step
+		}
 		if x.Rank != y.Rank {
 			return x.Rank - y.Rank
 		}
@@ -543,9 +564,9 @@ func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
 }
 
 // nodeLogs reads a job's output from the node that holds it.
-func (a *Agent) nodeLogs(ctx context.Context, v *fsm.View, node string, id cluster.JobID) ([]api.LogChunk, error) {
+func (a *Agent) nodeLogs(ctx context.Context, v *fsm.View, node string, id cluster.JobID, filter logFilter) ([]api.LogChunk, error) {
 	if node == a.cfg.Name {
-		return a.localLogs(id)
+		return a.localLogs(id, filter)
 	}
 	n, ok := v.Node(node)
 	if !ok || n.APIAddr == "" {
@@ -558,7 +579,7 @@ func (a *Agent) nodeLogs(ctx context.Context, v *fsm.View, node string, id clust
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
 	var out []api.LogChunk
-	if _, err := c.Do(ctx, http.MethodGet, fmt.Sprintf("/v1/internal/logs/%d", id), nil, &out); err != nil {
+	if _, err := c.Do(ctx, http.MethodGet, fmt.Sprintf("/v1/internal/logs/%d%s", id, filter.query()), nil, &out); err != nil {
 		return nil, fmt.Errorf("node %s: %w", node, err)
 	}
 	return out, nil
@@ -570,31 +591,17 @@ func (a *Agent) handleLocalLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out, err := a.localLogs(id)
+	filter, err := parseLogFilter(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out, err := a.localLogs(id, filter)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, 0, out)
-}
-
-// readTail reads at most limit bytes from the end of a file.
-func readTail(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() > limit {
-		if _, err := f.Seek(st.Size()-limit, io.SeekStart); err != nil {
-			return nil, err
-		}
-	}
-	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 func (a *Agent) handleNodes(w http.ResponseWriter, r *http.Request) {

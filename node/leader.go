@@ -494,14 +494,18 @@ func (a *Agent) leaderTaskEvent(ctx context.Context, ev taskEvent) error {
 		res, err = a.apply(ctx, fsm.CmdTaskExited, fsm.TaskExited{
 			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node,
 			ExitCode: ev.ExitCode, Cause: ev.Cause, Time: time.Now()})
+	case "step-exited":
+		res, err = a.apply(ctx, fsm.CmdStepExited, fsm.StepExited{
+			Job: ev.Job, Incarnation: ev.Incarnation, Step: ev.Step, Node: ev.Node,
+			ExitCode: ev.ExitCode, Cause: ev.Cause, Time: time.Now()})
 	default:
-		return badRequest(fmt.Errorf("kind %q: want started or exited", ev.Kind))
+		return badRequest(fmt.Errorf("kind %q: want started, exited or step-exited", ev.Kind))
 	}
 	if err != nil {
 		return err
 	}
 	if res.Err != nil {
-		if errors.Is(res.Err, fsm.ErrUnknownJob) {
+		if errors.Is(res.Err, fsm.ErrUnknownJob) || errors.Is(res.Err, fsm.ErrUnknownStep) {
 			return nil // nothing to report to: acknowledge so the node stops retrying
 		}
 		return badRequest(res.Err)

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -150,14 +153,28 @@ func (a *Agent) reportLoop(ctx context.Context) {
 }
 
 func (a *Agent) reportExits(ctx context.Context) {
+	// A job's own exit releases this node's GPUs: report it only once no
+	// step of the same run is still alive here (DESIGN invariant 1).
+	stepsAlive := map[exec.TaskKey]bool{}
+	for _, k := range a.exec.Running() {
+		if k.Step != exec.NoStep {
+			stepsAlive[exec.TaskKey{Job: k.Job, Incarnation: k.Incarnation, Step: exec.NoStep}] = true
+		}
+	}
 	for i, ex := range a.exec.PendingExits() {
 		if i >= maxReportsPerRound || ctx.Err() != nil {
 			return
 		}
-		err := a.sendTaskEvent(ctx, taskEvent{
+		ev := taskEvent{
 			Kind: "exited", Job: ex.Job, Incarnation: ex.Incarnation, Node: a.cfg.Name,
 			ExitCode: ex.ExitCode, Cause: ex.Cause,
-		})
+		}
+		if ex.Step != exec.NoStep {
+			ev.Kind, ev.Step = "step-exited", ex.Step
+		} else if stepsAlive[exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: exec.NoStep}] {
+			continue // its steps are still stopping; report on a later round
+		}
+		err := a.sendTaskEvent(ctx, ev)
 		if err != nil {
 			a.log.Debug("report exit", "job", uint64(ex.Job), "err", err)
 			return // the leader is unreachable; try again next round
@@ -194,12 +211,19 @@ func (a *Agent) driveLoop(ctx context.Context) {
 
 func (a *Agent) drive(ctx context.Context, v *fsm.View) {
 	running := map[exec.TaskKey]bool{}
+	// busy counts, per job incarnation, the local keys (its own task and
+	// its steps) still running or with an exit not yet reported: the
+	// node's GPUs may be released only once none is left.
+	busy := map[exec.TaskKey]int{}
 	for _, k := range a.exec.Running() {
 		running[k] = true
+		busy[exec.TaskKey{Job: k.Job, Incarnation: k.Incarnation, Step: exec.NoStep}]++
 	}
 	pendingExit := map[exec.TaskKey]bool{}
 	for _, ex := range a.exec.PendingExits() {
-		pendingExit[exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step}] = true
+		k := exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step}
+		pendingExit[k] = true
+		busy[exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: exec.NoStep}]++
 	}
 	wanted := map[exec.TaskKey]bool{}
 
@@ -214,17 +238,22 @@ func (a *Agent) drive(ctx context.Context, v *fsm.View) {
 		if na.Released {
 			continue
 		}
+		// A batch job's own task is its script, on the first node only; the
+		// other nodes hold their GPUs for its steps.
+		ownTask := j.Spec.Batch == nil || i == 0
 		switch {
 		case j.State == cluster.JobRunning:
 			wanted[key] = true
-			if !running[key] && !pendingExit[key] {
+			switch {
+			case ownTask && !running[key] && !pendingExit[key]:
 				if canStart {
 					a.startTasks(ctx, v, j, i)
 				}
-			} else if running[key] && na.State == cluster.TaskAssigned {
+			case na.State == cluster.TaskAssigned && (running[key] || !ownTask && canStart):
 				a.reportStarted(ctx, j)
 			}
-		case !running[key] && !pendingExit[key]:
+			a.driveSteps(ctx, v, j, i, running, pendingExit, wanted, canStart)
+		case busy[key] == 0:
 			// The job ended (cancelled, failed elsewhere) or is being
 			// requeued, and holds GPUs here that no local task uses —
 			// perhaps it never started here. Tell the leader they are free;
@@ -239,22 +268,98 @@ func (a *Agent) drive(ctx context.Context, v *fsm.View) {
 	for k := range running {
 		if !wanted[k] {
 			if a.exec.Stop(k, fsm.CauseCancelled) {
-				a.log.Info("stopping job", "job", uint64(k.Job), "incarnation", k.Incarnation)
+				a.log.Info("stopping job", "job", uint64(k.Job), "incarnation", k.Incarnation, "step", k.Step)
 			}
 		}
 	}
 }
 
-func (a *Agent) startTasks(ctx context.Context, v *fsm.View, j *cluster.Job, nodeIndex int) {
-	l := exec.Launch{
+// driveSteps starts this node's share of the running steps of job j (this
+// node is its allocation's node i) and marks them wanted; a step that
+// ended or was cancelled is not wanted, so drive stops its tasks.
+func (a *Agent) driveSteps(ctx context.Context, v *fsm.View, j *cluster.Job, i int,
+	running, pendingExit, wanted map[exec.TaskKey]bool, canStart bool) {
+	for si := range j.Steps {
+		st := &j.Steps[si]
+		if st.State != cluster.StepRunning || st.Incarnation != j.Incarnation {
+			continue
+		}
+		k := slices.IndexFunc(st.Nodes, func(n cluster.StepNode) bool { return n.Node == a.cfg.Name })
+		if k < 0 || st.Nodes[k].State == cluster.TaskExited || st.Nodes[k].State == cluster.TaskLost {
+			continue
+		}
+		key := exec.TaskKey{Job: j.ID, Incarnation: j.Incarnation, Step: st.ID}
+		wanted[key] = true
+		if running[key] || pendingExit[key] || !canStart {
+			continue
+		}
+		names := make([]string, len(st.Nodes))
+		for n := range st.Nodes {
+			names[n] = st.Nodes[n].Node
+		}
+		l := a.launch(v, j, i)
+		stepCopy := *st
+		l.Step = &stepCopy
+		l.StepNodeList = slurm.CompressHostlist(names)
+		if err := a.exec.Start(ctx, l); err != nil {
+			a.log.Warn("start step", "job", uint64(j.ID), "step", st.ID, "err", err)
+			continue
+		}
+		a.log.Info("step started here", "job", uint64(j.ID), "step", st.ID, "tasks", st.Nodes[k].Tasks)
+	}
+}
+
+// launch is what the executor needs to run job j's tasks on this node,
+// its allocation's node nodeIndex: the contract's inputs, the agent's
+// address (so srun inside finds it) and the Slurm shims on PATH.
+func (a *Agent) launch(v *fsm.View, j *cluster.Job, nodeIndex int) exec.Launch {
+	spec := j.Spec
+	spec.Env = append(append([]string(nil), j.Spec.Env...), "SHOAL_ADDR=unix://"+a.dir.socketPath())
+	return exec.Launch{
 		Job:         j.ID,
 		Incarnation: j.Incarnation,
-		Spec:        j.Spec,
+		Spec:        spec,
 		Alloc:       *j.Alloc,
 		NodeIndex:   nodeIndex,
 		NodeList:    slurm.CompressHostlist(j.Alloc.NodeNames()),
 		NodeName:    a.cfg.Name,
 		MasterAddr:  a.masterAddr(v, j.Alloc.Nodes[0].Node),
+		ShimDir:     a.shimDir,
+	}
+}
+
+// batchOutput is where a batch script's stdout and stderr go: sbatch's
+// --output/--error patterns, expanded, relative to the job's WorkDir
+// (default slurm-%j.out; stderr with stdout unless --error is given).
+func batchOutput(j *cluster.Job, node string) (stdout, stderr string) {
+	f := slurm.PatternFields{JobID: uint64(j.ID), StepID: "batch", User: j.Spec.User,
+		JobName: j.Spec.Name, NodeName: node}
+	path := func(pattern string) string {
+		if pattern == "none" {
+			return os.DevNull
+		}
+		p := slurm.ExpandOutputPattern(pattern, f)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(j.Spec.WorkDir, p)
+		}
+		return p
+	}
+	out := j.Spec.Batch.Output
+	if out == "" {
+		out = slurm.DefaultOutput(false)
+	}
+	stdout = path(out)
+	stderr = stdout
+	if j.Spec.Batch.Error != "" {
+		stderr = path(j.Spec.Batch.Error)
+	}
+	return stdout, stderr
+}
+
+func (a *Agent) startTasks(ctx context.Context, v *fsm.View, j *cluster.Job, nodeIndex int) {
+	l := a.launch(v, j, nodeIndex)
+	if j.Spec.Batch != nil {
+		l.Stdout, l.Stderr = batchOutput(j, a.cfg.Name)
 	}
 	if err := a.exec.Start(ctx, l); err != nil {
 		// The executor records a start failure as an exit, which the report
@@ -287,19 +392,22 @@ func (a *Agent) masterAddr(v *fsm.View, first string) string {
 }
 
 // localLogs reads this node's rank output of a job.
-func (a *Agent) localLogs(id cluster.JobID) ([]api.LogChunk, error) {
+func (a *Agent) localLogs(id cluster.JobID, filter logFilter) ([]api.LogChunk, error) {
 	files, err := a.exec.LogFiles(id)
 	if err != nil {
 		return nil, fmt.Errorf("logs of job %d on %s: %w", id, a.cfg.Name, err)
 	}
 	out := make([]api.LogChunk, 0, len(files))
 	for _, f := range files {
-		c := api.LogChunk{Node: a.cfg.Name, Incarnation: f.Incarnation, Rank: f.Rank, Stream: f.Stream}
-		data, err := readTail(f.Path, maxLogBytes)
+		if filter.step != nil && f.Step != *filter.step {
+			continue
+		}
+		c := api.LogChunk{Node: a.cfg.Name, Incarnation: f.Incarnation, Step: f.Step, Rank: f.Rank, Stream: f.Stream}
+		data, offset, size, err := readFrom(f.Path, filter.from[api.LogKey(c)], maxLogBytes)
 		if err != nil {
 			c.Error = err.Error()
 		}
-		c.Data = string(data)
+		c.Data, c.Offset, c.Size = string(data), offset, size
 		out = append(out, c)
 	}
 	return out, nil

@@ -104,9 +104,17 @@ func shoal(t *testing.T, a *localcluster.Agent, args ...string) cliResult {
 // run runs the shoal binary with args, bounded to a minute.
 func run(t *testing.T, args ...string) cliResult {
 	t.Helper()
+	return runEnv(t, nil, shoalBin, args...)
+}
+
+// runEnv runs a program (the shoal binary, or a shim linked to it) with
+// extra environment, bounded to a minute.
+func runEnv(t *testing.T, env []string, program string, args ...string) cliResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := osexec.CommandContext(ctx, shoalBin, args...)
+	cmd := osexec.CommandContext(ctx, program, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

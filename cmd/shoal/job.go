@@ -56,13 +56,21 @@ func printJob(w io.Writer, j api.Job) {
 	fmt.Fprintf(w, "   SubmitTime=%s StartTime=%s EndTime=%s\n", orUnknown(j.SubmitTime), orUnknown(j.StartTime), orUnknown(j.EndTime))
 	fmt.Fprintf(w, "   NumNodes=%d GPUsPerNode=%d TasksPerNode=%d CPUsPerTask=%d TimeLimit=%ds\n",
 		j.NumNodes, j.GPUsPerNode, j.TasksPerNode, j.CPUsPerTask, j.TimeLimitS)
-	fmt.Fprintf(w, "   Command=%s\n", strings.Join(j.Command, " "))
+	if j.Batch {
+		fmt.Fprintf(w, "   Command=(batch script)\n")
+	} else {
+		fmt.Fprintf(w, "   Command=%s\n", strings.Join(j.Command, " "))
+	}
 	fmt.Fprintf(w, "   WorkDir=%s\n", j.WorkDir)
 	if len(j.Tasks) > 0 {
 		fmt.Fprintf(w, "   MasterPort=%d\n", j.MasterPort)
 	}
 	for i, t := range j.Tasks {
 		fmt.Fprintf(w, "   Node[%d]=%s GPUs=%s State=%s ExitCode=%d\n", i, t.Node, joinInts(t.GPUs), t.State, t.ExitCode)
+	}
+	for _, s := range j.Steps {
+		fmt.Fprintf(w, "   Step=%d.%d Name=%s State=%s ExitCode=%d NTasks=%d Nodes=%s Command=%s\n",
+			j.ID, s.ID, s.Name, s.State, s.ExitCode, s.NTasks, strings.Join(s.Nodes, ","), strings.Join(s.Command, " "))
 	}
 }
 

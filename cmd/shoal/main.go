@@ -21,9 +21,18 @@ var version = "0.1.0-dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if name, ok := isShim(os.Args[0]); ok {
+		code := runShim(ctx, &globalFlags{}, name, os.Args[1:])
+		stop()
+		os.Exit(code)
+	}
 	root := newRootCmd()
 	if err := root.ExecuteContext(ctx); err != nil {
 		var se *api.StatusError
+		var ec exitCode
+		if errors.As(err, &ec) {
+			os.Exit(int(ec))
+		}
 		if errors.As(err, &se) {
 			fmt.Fprintf(os.Stderr, "shoal: %s\n", se.Message)
 		} else {
@@ -61,6 +70,9 @@ func newRootCmd() *cobra.Command {
 		newNodesCmd(g),
 		newMembersCmd(g),
 		newLeaderCmd(g),
+		newBatchCmd(g),
+		newSlurmCmd(g),
+		newInstallShimsCmd(),
 		newDrainCmd(g),
 		newResumeCmd(g),
 		newStatusCmd(g),

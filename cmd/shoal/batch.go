@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func newBatchCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "batch [sbatch options] SCRIPT [ARGS...]",
+		Short: "Submit a batch script, as sbatch does (#SBATCH directives, then command-line options)",
+		Long: `Submits a batch script: its #SBATCH directives, overridden by the options
+given here, ask for the allocation; the script runs on its first node with
+the Slurm environment, its output in slurm-%j.out (--output/--error), and
+launches steps on every node with srun. Takes sbatch's options.`,
+		DisableFlagParsing: true, // sbatch's own option table parses them
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+				return cmd.Help()
+			}
+			args, err := takeGlobalFlags(g, args)
+			if err != nil {
+				return err
+			}
+			return runSbatch(cmd.Context(), g, args, cmd.OutOrStdout())
+		},
+	}
+}
+
+// runSbatch submits a batch job from sbatch's command line and prints
+// "Submitted batch job N", or N with --parsable.
+func runSbatch(ctx context.Context, g *globalFlags, args []string, out io.Writer) error {
+	req, opts, warnings, err := batchRequest(args)
+	if err != nil {
+		return err
+	}
+	printWarnings("sbatch", warnings)
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	res, err := c.Submit(ctx, req, submitRetry)
+	if err != nil {
+		return err
+	}
+	if opts.Parsable {
+		fmt.Fprintln(out, res.ID)
+	} else {
+		fmt.Fprintf(out, "Submitted batch job %d\n", res.ID)
+	}
+	return nil
+}
+
+// takeGlobalFlags removes shoal's own --addr and --data-dir from the front
+// of args (cobra passes them through to a command that parses its own
+// flags) and sets them on g.
+func takeGlobalFlags(g *globalFlags, args []string) ([]string, error) {
+	for len(args) > 0 {
+		var name, value string
+		switch a := args[0]; {
+		case a == "--addr" || a == "--data-dir":
+			if len(args) < 2 {
+				return nil, fmt.Errorf("%s: want a value", a)
+			}
+			name, value, args = a, args[1], args[2:]
+		case strings.HasPrefix(a, "--addr=") || strings.HasPrefix(a, "--data-dir="):
+			name, value, _ = strings.Cut(a, "=")
+			value = a[len(name)+1:]
+			args = args[1:]
+		default:
+			return args, nil
+		}
+		if name == "--addr" {
+			g.addr = value
+		} else {
+			g.dataDir = value
+		}
+	}
+	return args, nil
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// shimNames are the Slurm commands this binary answers to when invoked
+// under their name (a link made by install-shims, or the agent's shim
+// directory on a batch script's PATH).
+var shimNames = []string{"sbatch", "srun", "scontrol"}
+
+// isShim reports whether argv0 names a Slurm command this binary plays.
+func isShim(argv0 string) (string, bool) {
+	base := filepath.Base(argv0)
+	for _, n := range shimNames {
+		if base == n {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// runShim runs a Slurm command with its own argument syntax and returns
+// the process exit code.
+func runShim(ctx context.Context, g *globalFlags, name string, args []string) int {
+	var code int
+	var err error
+	switch name {
+	case "sbatch":
+		err = runSbatch(ctx, g, args, os.Stdout)
+		if err != nil {
+			code = 1
+		}
+	case "srun":
+		code, err = runSrun(ctx, g, args, os.Stdout, os.Stderr)
+	case "scontrol":
+		err = runScontrol(ctx, g, args, os.Stdout)
+		if err != nil {
+			code = 1
+		}
+	default:
+		err, code = fmt.Errorf("unknown command %q", name), 1
+	}
+	if msg := errMessage(err); msg != "" {
+		fmt.Fprintf(os.Stderr, "%s: error: %s\n", name, msg)
+	}
+	return code
+}
+
+// InstallShims links each Slurm command name in dir to this binary.
+func InstallShims(dir, self string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("shim dir %s: %w", dir, err)
+	}
+	for _, n := range shimNames {
+		link := filepath.Join(dir, n)
+		if cur, err := os.Readlink(link); err == nil && cur == self {
+			continue
+		}
+		_ = os.Remove(link)
+		if err := os.Symlink(self, link); err != nil {
+			return fmt.Errorf("link %s: %w", link, err)
+		}
+	}
+	return nil
+}
+
+func newInstallShimsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "install-shims DIR",
+		Short: "Link sbatch, srun and scontrol in DIR to this binary, so Slurm scripts and habits work unchanged",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			if self, err = filepath.EvalSymlinks(self); err != nil {
+				return err
+			}
+			if err := InstallShims(args[0], self); err != nil {
+				return err
+			}
+			fmt.Printf("Linked %s in %s to %s\n", strings.Join(shimNames, ", "), args[0], self)
+			return nil
+		},
+	}
+}
+
+func newSlurmCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:                "slurm COMMAND [ARGS...]",
+		Short:              "Run a Slurm command (sbatch, srun, scontrol) with its own options",
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+				return cmd.Help()
+			}
+			args, err := takeGlobalFlags(g, args)
+			if err != nil {
+				return err
+			}
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			name, ok := isShim(args[0])
+			if !ok {
+				return fmt.Errorf("slurm %s: want one of %s", args[0], strings.Join(shimNames, ", "))
+			}
+			if code := runShim(cmd.Context(), g, name, args[1:]); code != 0 {
+				return exitCode(code)
+			}
+			return nil
+		},
+	}
+}
+
+// exitCode is an error that only carries a process exit code (its message
+// was already printed).
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// errMessage is what to print for err: nothing for none, or for an error
+// that only carries an exit code.
+func errMessage(err error) string {
+	var ec exitCode
+	if err == nil || errors.As(err, &ec) {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/slurm"
+)
+
+// unsupported are Slurm options the parser accepts that would change what
+// runs if Shoal ignored them; they are refused, naming the option, until
+// Shoal implements them.
+var unsupported = []string{
+	"array", "dependency", "hold", "nodelist", "exclude", "constraint",
+	"switches", "signal", "test-only", "exclusive", "wait", "nice",
+}
+
+// accountingOnly are options Shoal accepts with a warning: Slurm uses them
+// for accounting or node sets Shoal does not have yet.
+var accountingOnly = []string{"mem", "mem-per-gpu", "mem-per-cpu", "partition", "cpus-per-gpu"}
+
+// requestFromOptions turns parsed sbatch/srun options into a submit
+// request, with the warnings to print.
+func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
+	var req api.SubmitRequest
+	warnings := append([]string(nil), opts.Warnings...)
+	for _, name := range unsupported {
+		if opts.Set[name] {
+			return req, nil, fmt.Errorf("--%s: not supported by Shoal yet; it would change what runs, so the job is refused rather than run without it", name)
+		}
+	}
+	for _, name := range accountingOnly {
+		if opts.Set[name] {
+			warnings = append(warnings, fmt.Sprintf("--%s is accepted but not enforced by Shoal yet", name))
+		}
+	}
+	nodes := 1
+	if opts.Set["nodes"] {
+		nodes = opts.Nodes.Min
+		if opts.Nodes.Max > opts.Nodes.Min {
+			warnings = append(warnings, fmt.Sprintf("--nodes %d-%d: Shoal allocates exactly %d", opts.Nodes.Min, opts.Nodes.Max, nodes))
+		}
+	}
+	tasksPerNode := 1
+	switch {
+	case opts.NTasksPerNode > 0:
+		tasksPerNode = opts.NTasksPerNode
+	case opts.NTasks > 0:
+		if !opts.Set["nodes"] {
+			nodes = 1
+		}
+		if opts.NTasks%nodes != 0 {
+			return req, nil, fmt.Errorf("--ntasks %d on %d nodes: Shoal runs the same number of tasks on every node; use --ntasks-per-node", opts.NTasks, nodes)
+		}
+		tasksPerNode = opts.NTasks / nodes
+	}
+	gpusPerNode := opts.GPUsPerNode
+	if opts.GPUs > 0 {
+		if opts.GPUs%nodes != 0 {
+			return req, nil, fmt.Errorf("--gpus %d on %d nodes: want a multiple of the node count, or --gpus-per-node", opts.GPUs, nodes)
+		}
+		gpusPerNode = opts.GPUs / nodes
+	}
+	if opts.GPUsPerTask > 0 && gpusPerNode == 0 {
+		gpusPerNode = opts.GPUsPerTask * tasksPerNode
+	}
+	req = api.SubmitRequest{
+		RequestID:    newRequestID(),
+		Name:         opts.Name,
+		Nodes:        nodes,
+		GPUsPerNode:  gpusPerNode,
+		TasksPerNode: tasksPerNode,
+		CPUsPerTask:  max(1, opts.CPUsPerTask),
+		TimeLimitS:   int64(opts.TimeLimit / time.Second),
+		WorkDir:      opts.ChDir,
+	}
+	if req.WorkDir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return req, nil, fmt.Errorf("--chdir: not given and the current directory is unknown: %w", err)
+		}
+		req.WorkDir = wd
+	} else if !filepath.IsAbs(req.WorkDir) {
+		wd, _ := os.Getwd()
+		req.WorkDir = filepath.Join(wd, req.WorkDir)
+	}
+	env, err := exportEnv(opts.Export)
+	if err != nil {
+		return req, nil, err
+	}
+	req.Env = env
+	return req, warnings, nil
+}
+
+// exportEnv is the environment --export passes: all of ours by default
+// (Slurm's ALL), none, or the named variables (NAME, or NAME=value).
+func exportEnv(e *slurm.Export) ([]string, error) {
+	if e == nil || e.All {
+		env := os.Environ()
+		if e != nil {
+			for _, v := range e.Vars {
+				env = append(env, exportPair(v))
+			}
+		}
+		return env, nil
+	}
+	var env []string
+	for _, v := range e.Vars {
+		env = append(env, exportPair(v))
+	}
+	return env, nil
+}
+
+func exportPair(v slurm.ExportVar) string {
+	if v.HasValue {
+		return v.Name + "=" + v.Value
+	}
+	return v.Name + "=" + os.Getenv(v.Name)
+}
+
+// batchRequest builds a batch job submit from sbatch's command line: the
+// options, then the script (a file, or --wrap) and its arguments.
+func batchRequest(args []string) (api.SubmitRequest, slurm.Options, []string, error) {
+	var req api.SubmitRequest
+	opts, rest, err := slurm.ParseArgs(slurm.Sbatch, args)
+	if err != nil {
+		return req, opts, nil, err
+	}
+	var script []byte
+	var scriptArgs []string
+	name := "wrap"
+	switch {
+	case opts.Wrap != "":
+		// No file, so no directives: the command line is all there is.
+		if len(rest) > 0 {
+			return req, opts, nil, fmt.Errorf("--wrap: a batch script (%s) was given as well", rest[0])
+		}
+		script = slurm.WrapScript(opts.Wrap)
+	case len(rest) == 0:
+		return req, opts, nil, fmt.Errorf("script: none given, want `sbatch [options] SCRIPT [ARGS]` or --wrap")
+	default:
+		if script, err = os.ReadFile(rest[0]); err != nil {
+			return req, opts, nil, fmt.Errorf("script %s: %w", rest[0], err)
+		}
+		name = filepath.Base(rest[0])
+		if opts, scriptArgs, err = slurm.ParseBatch(script, args); err != nil {
+			return req, opts, nil, err
+		}
+	}
+	req, warnings, err := requestFromOptions(opts)
+	if err != nil {
+		return req, opts, nil, err
+	}
+	if req.Name == "" {
+		req.Name = name
+	}
+	req.Batch = &cluster.Batch{Script: string(script), Args: scriptArgs, Output: opts.Output, Error: opts.Error, OpenMode: opts.OpenMode}
+	// Slurm requeues batch jobs by default (JobRequeue=1).
+	req.Requeue = opts.Requeue == nil || *opts.Requeue
+	return req, opts, warnings, nil
+}
+
+// printWarnings prints the parser's and the translation's warnings the
+// way sbatch does, to stderr.
+func printWarnings(cmd string, warnings []string) {
+	for _, w := range warnings {
+		if w = strings.TrimSpace(w); w != "" {
+			fmt.Fprintf(os.Stderr, "%s: warning: %s\n", cmd, w)
+		}
+	}
+}

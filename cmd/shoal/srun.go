@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/slurm"
+)
+
+// Bounds of srun's wait.
+const (
+	srunPoll = 200 * time.Millisecond
+	// srunCancelWait is how long srun waits for a step it cancelled
+	// (Ctrl-C) to end before it gives up on it.
+	srunCancelWait = 30 * time.Second
+)
+
+// runSrun is srun: inside an allocation (SHOAL_JOB_ID or SLURM_JOB_ID set)
+// it runs a step on the allocation, streams the tasks' output and returns
+// the worst task exit code; outside one it runs the command as a job of
+// its own and waits for it.
+func runSrun(ctx context.Context, g *globalFlags, args []string, stdout, stderr io.Writer) (int, error) {
+	opts, rest, err := slurm.ParseArgs(slurm.Srun, args)
+	if err != nil {
+		return 1, err
+	}
+	if len(rest) == 0 {
+		return 1, errors.New("command: none given, want `srun [options] COMMAND [ARGS...]`")
+	}
+	printWarnings("srun", opts.Warnings)
+	jobEnv := os.Getenv("SHOAL_JOB_ID")
+	if jobEnv == "" {
+		jobEnv = os.Getenv("SLURM_JOB_ID")
+	}
+	if jobEnv == "" {
+		return runOwnJob(ctx, g, opts, rest, stdout, stderr)
+	}
+	job, err := strconv.ParseUint(jobEnv, 10, 64)
+	if err != nil {
+		return 1, fmt.Errorf("SLURM_JOB_ID %q: want a job id", jobEnv)
+	}
+	inc, _ := strconv.ParseUint(os.Getenv("SHOAL_INCARNATION"), 10, 64)
+	spec, err := stepSpec(opts, rest)
+	if err != nil {
+		return 1, err
+	}
+	c, err := g.client()
+	if err != nil {
+		return 1, err
+	}
+	step, err := c.StartStep(ctx, job, api.StepRequest{Incarnation: inc, Spec: spec})
+	if err != nil {
+		return 1, fmt.Errorf("start step in job %d: %w", job, err)
+	}
+	return followStep(ctx, c, job, step, opts.Label, stdout, stderr)
+}
+
+// stepSpec is the step srun's options ask for.
+func stepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error) {
+	for _, name := range []string{"nodelist", "exclude", "constraint", "exclusive", "array", "dependency", "signal"} {
+		if opts.Set[name] {
+			return cluster.StepSpec{}, fmt.Errorf("--%s: not supported for steps by Shoal yet", name)
+		}
+	}
+	spec := cluster.StepSpec{Name: opts.Name, Command: command, GPUsPerTask: opts.GPUsPerTask}
+	if spec.Name == "" {
+		spec.Name = filepath.Base(command[0])
+	}
+	if opts.Set["nodes"] {
+		spec.Nodes = opts.Nodes.Min
+	}
+	switch {
+	case opts.NTasksPerNode > 0:
+		spec.TasksPerNode = opts.NTasksPerNode
+	case opts.NTasks > 0:
+		nodes := spec.Nodes
+		if nodes == 0 {
+			n, _ := strconv.Atoi(os.Getenv("SLURM_NNODES"))
+			nodes = max(1, n)
+		}
+		if opts.NTasks%nodes != 0 {
+			return spec, fmt.Errorf("--ntasks %d on %d nodes: Shoal runs the same number of tasks on every node; use --ntasks-per-node", opts.NTasks, nodes)
+		}
+		spec.TasksPerNode = opts.NTasks / nodes
+	}
+	env, err := exportEnv(opts.Export)
+	if err != nil {
+		return spec, err
+	}
+	spec.Env = env
+	spec.WorkDir = opts.ChDir
+	if spec.WorkDir == "" {
+		spec.WorkDir, _ = os.Getwd()
+	}
+	return spec, nil
+}
+
+// followStep streams a step's output until it ends, and returns its exit
+// code. Ctrl-C (ctx ending) cancels the step and waits for it to stop.
+func followStep(ctx context.Context, c *api.Client, job uint64, step int, label bool, stdout, stderr io.Writer) (int, error) {
+	out := newStreamer(label, stdout, stderr)
+	bg := context.Background()
+	cancelled := false
+	var deadline time.Time
+	for {
+		if ctx.Err() != nil && !cancelled {
+			cancelled = true
+			deadline = time.Now().Add(srunCancelWait)
+			fmt.Fprintf(stderr, "srun: interrupted: cancelling step %d.%d\n", job, step)
+			cctx, cancel := context.WithTimeout(bg, 5*time.Second)
+			if err := c.CancelStep(cctx, job, step); err != nil {
+				fmt.Fprintf(stderr, "srun: cancel step %d.%d: %v\n", job, step, err)
+			}
+			cancel()
+		}
+		rctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		chunks, err := c.StepLogs(rctx, job, step, out.offsets)
+		if err == nil {
+			out.write(chunks)
+		}
+		j, jerr := c.Job(rctx, job)
+		cancel()
+		if jerr == nil {
+			if st, ok := findStep(j, step); ok && st.State != string(cluster.StepRunning) {
+				// One last read: output written just before the end.
+				rctx, cancel := context.WithTimeout(bg, 10*time.Second)
+				if chunks, err := c.StepLogs(rctx, job, step, out.offsets); err == nil {
+					out.write(chunks)
+				}
+				cancel()
+				out.flush()
+				if st.State == string(cluster.StepCancelled) && st.ExitCode == 0 {
+					return 130, nil
+				}
+				return st.ExitCode, nil
+			}
+			if _, ok := findStep(j, step); !ok && j.State != "RUNNING" {
+				out.flush()
+				return 1, fmt.Errorf("job %d is %s: step %d ended with it", job, j.State, step)
+			}
+		}
+		if cancelled && time.Now().After(deadline) {
+			out.flush()
+			return 1, fmt.Errorf("step %d.%d still running %s after it was cancelled", job, step, srunCancelWait)
+		}
+		time.Sleep(srunPoll)
+	}
+}
+
+func findStep(j api.Job, id int) (api.Step, bool) {
+	for _, s := range j.Steps {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return api.Step{}, false
+}
+
+// streamer writes rank output as it arrives, keeping each stream's offset
+// and, with label, prefixing whole lines with the rank ("0: ...").
+type streamer struct {
+	label   bool
+	stdout  io.Writer
+	stderr  io.Writer
+	offsets map[string]int64
+	partial map[string][]byte
+	rank    map[string]int
+}
+
+func newStreamer(label bool, stdout, stderr io.Writer) *streamer {
+	return &streamer{label: label, stdout: stdout, stderr: stderr,
+		offsets: map[string]int64{}, partial: map[string][]byte{}, rank: map[string]int{}}
+}
+
+func (s *streamer) write(chunks []api.LogChunk) {
+	for _, ch := range chunks {
+		if ch.Error != "" {
+			continue // that node did not answer this time; its output comes on a later read
+		}
+		key := api.LogKey(ch)
+		if ch.Offset > s.offsets[key] {
+			// The node could not serve what we asked for (a file cut to
+			// its tail): say so rather than splice silently.
+			fmt.Fprintf(s.stderr, "srun: %d bytes of rank %d's %s skipped\n", ch.Offset-s.offsets[key], ch.Rank, ch.Stream)
+		}
+		s.offsets[key] = ch.Size
+		s.rank[key] = ch.Rank
+		w := s.stdout
+		if ch.Stream == "stderr" {
+			w = s.stderr
+		}
+		if !s.label {
+			io.WriteString(w, ch.Data)
+			continue
+		}
+		buf := append(s.partial[key], ch.Data...)
+		for {
+			i := bytes.IndexByte(buf, '\n')
+			if i < 0 {
+				break
+			}
+			fmt.Fprintf(w, "%d: %s\n", ch.Rank, buf[:i])
+			buf = buf[i+1:]
+		}
+		s.partial[key] = buf
+	}
+}
+
+// flush prints what is left of unterminated labelled lines.
+func (s *streamer) flush() {
+	for key, rest := range s.partial {
+		if len(rest) > 0 {
+			fmt.Fprintf(s.stdout, "%d: %s\n", s.rank[key], rest)
+		}
+		delete(s.partial, key)
+	}
+}
+
+// runOwnJob is srun outside an allocation: it allocates, runs the command
+// on every node of a job of its own, streams the output and returns the
+// job's exit code.
+func runOwnJob(ctx context.Context, g *globalFlags, opts slurm.Options, command []string, stdout, stderr io.Writer) (int, error) {
+	req, warnings, err := requestFromOptions(opts)
+	if err != nil {
+		return 1, err
+	}
+	printWarnings("srun", warnings)
+	req.Command = command
+	if req.Name == "" {
+		req.Name = filepath.Base(command[0])
+	}
+	c, err := g.client()
+	if err != nil {
+		return 1, err
+	}
+	res, err := c.Submit(ctx, req, submitRetry)
+	if err != nil {
+		return 1, err
+	}
+	fmt.Fprintf(stderr, "srun: job %d queued and waiting for resources\n", res.ID)
+	out := newStreamer(opts.Label, stdout, stderr)
+	bg := context.Background()
+	for {
+		if ctx.Err() != nil {
+			cctx, cancel := context.WithTimeout(bg, 5*time.Second)
+			_ = c.Cancel(cctx, res.ID)
+			cancel()
+			fmt.Fprintf(stderr, "srun: interrupted: job %d cancelled\n", res.ID)
+			return 130, nil
+		}
+		rctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		if chunks, err := c.StepLogs(rctx, res.ID, -1, out.offsets); err == nil {
+			out.write(chunks)
+		}
+		j, jerr := c.Job(rctx, res.ID)
+		cancel()
+		if jerr == nil && cluster.JobState(j.State).Terminal() {
+			rctx, cancel := context.WithTimeout(bg, 10*time.Second)
+			if chunks, err := c.StepLogs(rctx, res.ID, -1, out.offsets); err == nil {
+				out.write(chunks)
+			}
+			cancel()
+			out.flush()
+			if j.State != "COMPLETED" && j.ExitCode == 0 {
+				fmt.Fprintf(stderr, "srun: job %d ended %s (%s)\n", res.ID, j.State, j.Reason)
+				return 1, nil
+			}
+			return j.ExitCode, nil
+		}
+		time.Sleep(srunPoll)
+	}
+}
