@@ -121,3 +121,21 @@ func at(xs []string, i int) string {
 	}
 	return ""
 }
+
+// TestRunInteractive: shoal run (srun outside a job) allocates, streams
+// every rank's output, says where it runs, and exits with the job's code.
+func TestRunInteractive(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 2, GPUsPerNode: 1})
+	r := shoal(t, c.Agents[1], "run", "-N", "2", "--label", "sh", "-c", `echo "hi $RANK of $WORLD_SIZE"; exit 2`)
+	if r.code != 2 {
+		t.Fatalf("shoal run: exit %d; want the job's exit code 2\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	slices.Sort(lines)
+	if strings.Join(lines, "|") != "0: hi 0 of 2|1: hi 1 of 2" {
+		t.Errorf("shoal run output = %q; want a labelled line from each rank", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "has been allocated resources") {
+		t.Errorf("shoal run stderr = %q; want the allocation line", r.stderr)
+	}
+}

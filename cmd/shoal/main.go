@@ -71,6 +71,7 @@ func newRootCmd() *cobra.Command {
 		newMembersCmd(g),
 		newLeaderCmd(g),
 		newBatchCmd(g),
+		newRunCmd(g),
 		newSlurmCmd(g),
 		newInstallShimsCmd(),
 		newDrainCmd(g),

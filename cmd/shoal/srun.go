@@ -64,6 +64,19 @@ func runSrun(ctx context.Context, g *globalFlags, args []string, stdout, stderr 
 	return followStep(ctx, c, job, step, opts.Label, stdout, stderr)
 }
 
+// parseSrunOutside parses srun's options for a job of its own (shoal run).
+func parseSrunOutside(args []string) (slurm.Options, []string, error) {
+	opts, rest, err := slurm.ParseArgs(slurm.Srun, args)
+	if err != nil {
+		return opts, nil, err
+	}
+	if len(rest) == 0 {
+		return opts, nil, errors.New("command: none given, want `shoal run [options] COMMAND [ARGS...]`")
+	}
+	printWarnings("srun", opts.Warnings)
+	return opts, rest, nil
+}
+
 // stepSpec is the step srun's options ask for.
 func stepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error) {
 	for _, name := range []string{"nodelist", "exclude", "constraint", "exclusive", "array", "dependency", "signal"} {
@@ -246,9 +259,9 @@ func runOwnJob(ctx context.Context, g *globalFlags, opts slurm.Options, command 
 	if err != nil {
 		return 1, err
 	}
-	fmt.Fprintf(stderr, "srun: job %d queued and waiting for resources\n", res.ID)
 	out := newStreamer(opts.Label, stdout, stderr)
 	bg := context.Background()
+	pending := newPendingLine(stderr, res.ID)
 	for {
 		if ctx.Err() != nil {
 			cctx, cancel := context.WithTimeout(bg, 5*time.Second)
@@ -263,6 +276,9 @@ func runOwnJob(ctx context.Context, g *globalFlags, opts slurm.Options, command 
 		}
 		j, jerr := c.Job(rctx, res.ID)
 		cancel()
+		if jerr == nil {
+			pending.show(j)
+		}
 		if jerr == nil && cluster.JobState(j.State).Terminal() {
 			rctx, cancel := context.WithTimeout(bg, 10*time.Second)
 			if chunks, err := c.StepLogs(rctx, res.ID, -1, out.offsets); err == nil {
@@ -278,4 +294,50 @@ func runOwnJob(ctx context.Context, g *globalFlags, opts slurm.Options, command 
 		}
 		time.Sleep(srunPoll)
 	}
+}
+
+// pendingLine tells the user, while srun waits, whether its job is still
+// pending and why, the way srun's "job N queued and waiting for resources"
+// does: on a terminal one line rewritten in place, elsewhere a line per
+// change.
+type pendingLine struct {
+	w      io.Writer
+	job    uint64
+	tty    bool
+	last   string
+	active bool
+}
+
+func newPendingLine(w io.Writer, job uint64) *pendingLine {
+	p := &pendingLine{w: w, job: job}
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.tty = true
+		}
+	}
+	return p
+}
+
+func (p *pendingLine) show(j api.Job) {
+	var line string
+	switch j.State {
+	case "PENDING", "REQUEUED":
+		line = fmt.Sprintf("srun: job %d queued and waiting for resources (%s)", p.job, orNone(j.Reason))
+	default:
+		line = fmt.Sprintf("srun: job %d has been allocated resources: %s", p.job, slurm.CompressHostlist(j.Nodes))
+	}
+	if line == p.last {
+		return
+	}
+	p.last = line
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%s", line)
+		p.active = true
+		if j.State != "PENDING" && j.State != "REQUEUED" {
+			fmt.Fprintln(p.w)
+			p.active = false
+		}
+		return
+	}
+	fmt.Fprintln(p.w, line)
 }
