@@ -236,6 +236,29 @@ func (a *Agent) caughtUp() bool {
 	return true
 }
 
+// acceptWrite is the common front of every write: the caller must be
+// proven, body (a pointer, or nil when the request has none) is decoded,
+// and a follower forwards the request to the leader. It returns the caller
+// and whether this node, the leader, is to carry the write out; when not,
+// the request has been answered.
+func (a *Agent) acceptWrite(w http.ResponseWriter, r *http.Request, body any) (caller, bool) {
+	who := callerOf(r)
+	if err := requireProven(who); err != nil {
+		writeError(w, err)
+		return who, false
+	}
+	if body != nil {
+		if err := decodeBody(r, body); err != nil {
+			writeError(w, err)
+			return who, false
+		}
+	}
+	if a.forward(w, r, who, body) {
+		return who, false
+	}
+	return who, true
+}
+
 func requireProven(who caller) error {
 	if who.proven {
 		return nil
@@ -244,17 +267,9 @@ func requireProven(who caller) error {
 }
 
 func (a *Agent) handleSubmit(w http.ResponseWriter, r *http.Request) {
-	who := callerOf(r)
-	if err := requireProven(who); err != nil {
-		writeError(w, err)
-		return
-	}
 	var req api.SubmitRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	if a.forward(w, r, who, req) {
+	who, here := a.acceptWrite(w, r, &req)
+	if !here {
 		return
 	}
 	if len(req.RequestID) > cluster.MaxRequestIDBytes {
@@ -304,17 +319,13 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 }
 
 func (a *Agent) handleCancel(w http.ResponseWriter, r *http.Request) {
-	who := callerOf(r)
-	if err := requireProven(who); err != nil {
-		writeError(w, err)
-		return
-	}
 	id, err := jobID(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if a.forward(w, r, who, nil) {
+	who, here := a.acceptWrite(w, r, nil)
+	if !here {
 		return
 	}
 	if err := a.leaderCancel(r.Context(), id, who); err != nil {
@@ -326,20 +337,14 @@ func (a *Agent) handleCancel(w http.ResponseWriter, r *http.Request) {
 
 // handleDrain drains or resumes a node (the last path element says which).
 func (a *Agent) handleDrain(w http.ResponseWriter, r *http.Request) {
-	who := callerOf(r)
-	if err := requireProven(who); err != nil {
-		writeError(w, err)
-		return
-	}
 	drain := strings.HasSuffix(r.URL.Path, "/drain")
 	var req api.DrainRequest
+	var body any // resume has no body
 	if drain {
-		if err := decodeBody(r, &req); err != nil {
-			writeError(w, err)
-			return
-		}
+		body = &req
 	}
-	if a.forward(w, r, who, req) {
+	who, here := a.acceptWrite(w, r, body)
+	if !here {
 		return
 	}
 	if err := a.leaderSetDrain(r.Context(), r.PathValue("name"), drain, req.Reason, who); err != nil {

@@ -52,22 +52,14 @@ func makeShimDir(dataDir string) (string, error) {
 }
 
 func (a *Agent) handleStartStep(w http.ResponseWriter, r *http.Request) {
-	who := callerOf(r)
-	if err := requireProven(who); err != nil {
-		writeError(w, err)
-		return
-	}
 	id, err := jobID(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	var req api.StepRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	if a.forward(w, r, who, req) {
+	who, here := a.acceptWrite(w, r, &req)
+	if !here {
 		return
 	}
 	step, err := a.leaderStartStep(r.Context(), id, req, who)
@@ -106,11 +98,6 @@ func (a *Agent) leaderStartStep(ctx context.Context, id cluster.JobID, req api.S
 }
 
 func (a *Agent) handleCancelStep(w http.ResponseWriter, r *http.Request) {
-	who := callerOf(r)
-	if err := requireProven(who); err != nil {
-		writeError(w, err)
-		return
-	}
 	id, err := jobID(r)
 	if err != nil {
 		writeError(w, err)
@@ -121,7 +108,8 @@ func (a *Agent) handleCancelStep(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest(fmt.Errorf("step %q: want a step id (0, 1, ...)", r.PathValue("step"))))
 		return
 	}
-	if a.forward(w, r, who, nil) {
+	who, here := a.acceptWrite(w, r, nil)
+	if !here {
 		return
 	}
 	j, ok := a.state.View().Job(id)
