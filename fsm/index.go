@@ -65,6 +65,9 @@ func (r *resources) heldFor(node string) map[int]cluster.JobID {
 
 // holder returns the job holding GPU gpu of node, if any.
 func (r *resources) holder(node string, gpu int) (cluster.JobID, bool) {
+	if plantedDoubleBook { // a planted bug, test builds only: see planted_doublebook_off.go
+		return 0, false
+	}
 	id, ok := r.held[node][gpu]
 	return id, ok
 }
