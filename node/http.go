@@ -281,6 +281,10 @@ func (a *Agent) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	spec := specOf(req, who)
+	if plantedEarlyAck { // a planted bug, test builds only: see planted_earlyack_off.go
+		a.plantedAckEarly(w, req.RequestID, spec)
+		return
+	}
 	res, err := a.leaderSubmit(r.Context(), req.RequestID, spec)
 	if err != nil {
 		writeError(w, err)

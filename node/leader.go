@@ -141,7 +141,11 @@ func (a *Agent) schedulePass(ctx context.Context, v *fsm.View) error {
 	// The shoal policy: topology-aware gangs with EASY backfill. A job with
 	// a --time limit may start ahead of a blocked one only if it cannot
 	// delay that job's reservation; without limits this is strict FIFO.
-	res, err := placement.PlaceWith(placement.NewView(v.Nodes(), v.Jobs()), pending, now,
+	jobs := v.Jobs()
+	if plantedDoubleBook { // a planted bug, test builds only: see planted_doublebook_off.go
+		jobs = plantedHideNewest(jobs)
+	}
+	res, err := placement.PlaceWith(placement.NewView(v.Nodes(), jobs), pending, now,
 		placement.Options{Policy: placement.PolicyShoal})
 	if err != nil {
 		return err

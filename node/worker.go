@@ -49,7 +49,8 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 			a.log.Debug("heartbeat", "err", err)
 		}
 		last := time.Unix(0, a.lastRenew.Load())
-		if time.Since(last) > a.cfg.LeaseTTL && len(a.exec.Running()) > 0 {
+		// plantedNoFence: a planted bug, test builds only (planted_nofence_off.go).
+		if time.Since(last) > a.cfg.LeaseTTL && len(a.exec.Running()) > 0 && !plantedNoFence {
 			if !fenced {
 				a.log.Warn("lease expired: stopping every rank on this node", "last_renewed", last, "lease_ttl", a.cfg.LeaseTTL)
 			}

@@ -1,0 +1,35 @@
+//go:build planted_earlyack
+
+package node
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// plantedEarlyAck: see planted_earlyack_off.go. Test builds only.
+const plantedEarlyAck = true
+
+// plantedAckEarly acknowledges a submit before it is committed: it answers
+// with the id the next job would get in this replica's view (or the id of
+// a job the request id already made) and applies the submit afterwards.
+func (a *Agent) plantedAckEarly(w http.ResponseWriter, requestID string, spec cluster.Spec) {
+	v := a.state.View()
+	if id, ok := v.JobByRequestID(requestID); ok {
+		writeJSON(w, http.StatusOK, v.Index, api.SubmitResponse{ID: uint64(id), Duplicate: true})
+		return
+	}
+	var next cluster.JobID = 1
+	if jobs := v.Jobs(); len(jobs) > 0 {
+		next = jobs[len(jobs)-1].ID + 1
+	}
+	writeJSON(w, http.StatusOK, v.Index, api.SubmitResponse{ID: uint64(next)})
+	go func() {
+		if _, err := a.leaderSubmit(context.Background(), requestID, spec); err != nil {
+			a.log.Warn("planted early ack: submit acknowledged but not applied", "request_id", requestID, "err", err)
+		}
+	}()
+}
