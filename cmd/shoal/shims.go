@@ -14,7 +14,7 @@ import (
 // shimNames are the Slurm commands this binary answers to when invoked
 // under their name (a link made by install-shims, or the agent's shim
 // directory on a batch script's PATH).
-var shimNames = []string{"sbatch", "srun", "scontrol"}
+var shimNames = []string{"sbatch", "srun", "scontrol", "squeue", "scancel", "sinfo", "sacct"}
 
 // isShim reports whether argv0 names a Slurm command this binary plays.
 func isShim(argv0 string) (string, bool) {
@@ -43,6 +43,22 @@ func runShim(ctx context.Context, g *globalFlags, name string, args []string) in
 	case "scontrol":
 		err = runScontrol(ctx, g, args, os.Stdout)
 		if err != nil {
+			code = 1
+		}
+	case "squeue":
+		if err = runSqueue(ctx, g, args, os.Stdout, os.Stderr); err != nil {
+			code = 1
+		}
+	case "scancel":
+		if err = runScancel(ctx, g, args, os.Stderr); err != nil {
+			code = 1
+		}
+	case "sinfo":
+		if err = runSinfo(ctx, g, args, os.Stdout, os.Stderr); err != nil {
+			code = 1
+		}
+	case "sacct":
+		if err = runSacct(ctx, g, args, os.Stdout, os.Stderr); err != nil {
 			code = 1
 		}
 	default:

@@ -1,0 +1,533 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/slurm"
+)
+
+// sacctDefaultFormat is sacct's default field list. Shoal has no accounts
+// and no partitions yet: Account is empty and Partition is "shoal".
+const sacctDefaultFormat = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"
+
+// sacctBriefFormat is sacct -b's.
+const sacctBriefFormat = "JobID,State,ExitCode"
+
+var sacctOpts = []cliOpt{
+	{long: "jobs", short: 'j', arg: argRequired},
+	{long: "format", short: 'o', arg: argRequired},
+	{long: "allocations", short: 'X', arg: argNone},
+	{long: "parsable", short: 'p', arg: argNone},
+	{long: "parsable2", short: 'P', arg: argNone},
+	{long: "delimiter", arg: argRequired},
+	{long: "noheader", short: 'n', arg: argNone},
+	{long: "user", short: 'u', arg: argRequired},
+	{long: "allusers", short: 'a', arg: argNone},
+	{long: "state", short: 's', arg: argRequired},
+	{long: "name", arg: argRequired},
+	{long: "brief", short: 'b', arg: argNone},
+	{long: "starttime", short: 'S', arg: argRequired},
+	{long: "endtime", short: 'E', arg: argRequired},
+	{long: "partition", short: 'r', arg: argRequired},
+	{long: "verbose", short: 'v', arg: argNone},
+	{long: "duplicates", short: 'D', arg: argNone, unsupported: "Shoal keeps one record per job, of its latest run"},
+	{long: "long", short: 'l', arg: argNone, unsupported: "Shoal has no resource usage accounting; use --format"},
+	{long: "units", arg: argRequired, unsupported: "Shoal has no resource usage accounting"},
+	{long: "accounts", short: 'A', arg: argRequired, unsupported: "Shoal has no accounts"},
+	{long: "qos", short: 'q', arg: argRequired, unsupported: "Shoal has no QOS"},
+	{long: "nodelist", short: 'N', arg: argRequired, unsupported: "filtering by node is not implemented"},
+	{long: "clusters", short: 'M', arg: argRequired, unsupported: "Shoal has no federation of clusters"},
+	{long: "json", arg: argNone, unsupported: "use `shoal job N --json`"},
+	{long: "helpformat", short: 'e', arg: argNone, unsupported: "see the fields listed in `shoal slurm sacct --format` errors"},
+	{long: "help", arg: argNone, unsupported: "see `shoal help`"},
+	{long: "usage", arg: argNone, unsupported: "see `shoal help`"},
+}
+
+// sacctRow is one line of sacct: a job, its batch step, or one of its
+// srun steps.
+type sacctRow struct {
+	job   api.Job
+	step  *api.Step // nil for the job and the batch step
+	batch bool
+}
+
+// sacctField is one --format field, with sacct's default width (negative:
+// left-aligned).
+type sacctField struct {
+	name  string
+	width int
+	value func(r sacctRow, v slurmView) string
+}
+
+// sacctTime renders a time as sacct does: local time, "Unknown" when not
+// set.
+func (v slurmView) sacctTime(s string) string { return v.date(s, "Unknown") }
+
+// sacctElapsed is secs2time_str: [D-]HH:MM:SS.
+func sacctElapsed(d time.Duration) string {
+	t := int64(d / time.Second)
+	if t < 0 {
+		t = 0
+	}
+	s, m, h, days := t%60, t/60%60, t/3600%24, t/86400
+	if days > 0 {
+		return fmt.Sprintf("%d-%02d:%02d:%02d", days, h, m, s)
+	}
+	return fmt.Sprintf("%02d:%02d:%02d", h, m, s)
+}
+
+// sacctExitCode renders an exit code as sacct's "code:signal". Shoal
+// records a rank killed by a signal as 128+signal, as a shell does, so
+// 129 to 159 are shown as sacct shows a signal death.
+func sacctExitCode(code int) string {
+	if code > 128 && code < 160 {
+		return fmt.Sprintf("0:%d", code-128)
+	}
+	return fmt.Sprintf("%d:0", code)
+}
+
+func (r sacctRow) id() string {
+	switch {
+	case r.batch:
+		return fmt.Sprintf("%d.batch", r.job.ID)
+	case r.step != nil:
+		return fmt.Sprintf("%d.%d", r.job.ID, r.step.ID)
+	}
+	return strconv.FormatUint(r.job.ID, 10)
+}
+
+func (r sacctRow) state() string {
+	switch {
+	case r.step != nil:
+		return r.step.State
+	case r.batch:
+		switch r.job.State {
+		case "COMPLETED", "FAILED":
+			if r.job.ExitCode == 0 {
+				return "COMPLETED"
+			}
+			return "FAILED"
+		}
+	}
+	return r.job.State
+}
+
+func (r sacctRow) exitCode() int {
+	if r.step != nil {
+		return r.step.ExitCode
+	}
+	return r.job.ExitCode
+}
+
+func (r sacctRow) times() (start, end string) {
+	if r.step != nil {
+		return r.step.StartTime, r.step.EndTime
+	}
+	return r.job.StartTime, r.job.EndTime
+}
+
+func (r sacctRow) nodes() []string {
+	switch {
+	case r.step != nil:
+		return r.step.Nodes
+	case r.batch && len(r.job.Nodes) > 0:
+		return r.job.Nodes[:1]
+	}
+	return r.job.Nodes
+}
+
+func (r sacctRow) nnodes() int {
+	if r.step == nil && !r.batch {
+		return jobNodeCount(r.job)
+	}
+	return len(r.nodes())
+}
+
+func (r sacctRow) cpus() int {
+	cpt := max(1, r.job.CPUsPerTask)
+	switch {
+	case r.step != nil:
+		return r.step.NTasks * cpt
+	case r.batch:
+		return max(1, r.job.TasksPerNode) * cpt
+	case r.job.StartTime == "":
+		return 0 // nothing allocated yet
+	}
+	return jobCPUs(r.job)
+}
+
+func (r sacctRow) elapsed(now time.Time) time.Duration {
+	start, end := r.times()
+	return elapsed(api.Job{StartTime: start, EndTime: end}, now)
+}
+
+var sacctFields = []sacctField{
+	{"JobID", -12, func(r sacctRow, _ slurmView) string { return r.id() }},
+	{"JobIDRaw", -12, func(r sacctRow, _ slurmView) string { return r.id() }},
+	{"JobName", 10, func(r sacctRow, _ slurmView) string {
+		switch {
+		case r.step != nil:
+			return r.step.Name
+		case r.batch:
+			return "batch"
+		}
+		return r.job.Name
+	}},
+	{"Partition", 10, func(r sacctRow, _ slurmView) string {
+		if r.step != nil || r.batch {
+			return ""
+		}
+		return shoalPartition
+	}},
+	{"Account", 10, func(sacctRow, slurmView) string { return "" }},
+	{"User", 9, func(r sacctRow, _ slurmView) string {
+		if r.step != nil || r.batch {
+			return ""
+		}
+		return r.job.User
+	}},
+	{"AllocCPUS", 10, func(r sacctRow, _ slurmView) string { return strconv.Itoa(r.cpus()) }},
+	{"NCPUS", 10, func(r sacctRow, _ slurmView) string { return strconv.Itoa(r.cpus()) }},
+	{"State", 10, func(r sacctRow, _ slurmView) string { return r.state() }},
+	{"ExitCode", 8, func(r sacctRow, _ slurmView) string { return sacctExitCode(r.exitCode()) }},
+	{"Elapsed", 10, func(r sacctRow, v slurmView) string { return sacctElapsed(r.elapsed(v.now)) }},
+	{"ElapsedRaw", 10, func(r sacctRow, v slurmView) string {
+		return strconv.FormatInt(int64(r.elapsed(v.now)/time.Second), 10)
+	}},
+	{"Submit", 19, func(r sacctRow, v slurmView) string {
+		if r.step != nil {
+			return v.sacctTime(r.step.StartTime)
+		}
+		return v.sacctTime(r.job.SubmitTime)
+	}},
+	{"Start", 19, func(r sacctRow, v slurmView) string { s, _ := r.times(); return v.sacctTime(s) }},
+	{"End", 19, func(r sacctRow, v slurmView) string { _, e := r.times(); return v.sacctTime(e) }},
+	{"NNodes", 8, func(r sacctRow, _ slurmView) string { return strconv.Itoa(r.nnodes()) }},
+	{"NTasks", 8, func(r sacctRow, _ slurmView) string {
+		switch {
+		case r.step != nil:
+			return strconv.Itoa(r.step.NTasks)
+		case r.batch:
+			return "1"
+		}
+		return ""
+	}},
+	{"NodeList", 15, func(r sacctRow, _ slurmView) string {
+		if len(r.nodes()) == 0 {
+			return "None assigned"
+		}
+		return slurm.CompressHostlist(r.nodes())
+	}},
+	{"Timelimit", 10, func(r sacctRow, _ slurmView) string {
+		if r.step != nil || r.batch {
+			return ""
+		}
+		if r.job.TimeLimitS == 0 {
+			return "UNLIMITED"
+		}
+		return sacctElapsed(time.Duration(r.job.TimeLimitS) * time.Second)
+	}},
+	{"AllocTRES", 10, func(r sacctRow, _ slurmView) string {
+		cpus := r.cpus()
+		if cpus == 0 {
+			return ""
+		}
+		nodes := r.nnodes()
+		tres := fmt.Sprintf("cpu=%d", cpus)
+		if gpus := r.job.GPUsPerNode * nodes; gpus > 0 {
+			tres += fmt.Sprintf(",gres/gpu=%d", gpus)
+		}
+		return tres + fmt.Sprintf(",node=%d", nodes)
+	}},
+	{"WorkDir", 20, func(r sacctRow, _ slurmView) string { return r.job.WorkDir }},
+	{"Reason", 22, func(r sacctRow, _ slurmView) string { return jobReason(r.job) }},
+}
+
+// sacctCol is a --format field with its width.
+type sacctCol struct {
+	field *sacctField
+	width int // negative: left-aligned
+}
+
+// parseSacctFormat parses --format: comma-separated names (any case),
+// each with an optional %WIDTH.
+func parseSacctFormat(format string) ([]sacctCol, error) {
+	var cols []sacctCol
+	for _, item := range splitList(format) {
+		name, w, hasW := strings.Cut(item, "%")
+		var col sacctCol
+		for i := range sacctFields {
+			if strings.EqualFold(sacctFields[i].name, name) {
+				col.field = &sacctFields[i]
+			}
+		}
+		if col.field == nil {
+			names := make([]string, len(sacctFields))
+			for i, f := range sacctFields {
+				names[i] = f.name
+			}
+			return nil, fmt.Errorf("Invalid field requested: \"%s\" (Shoal fills %s)", name, strings.Join(names, ", "))
+		}
+		col.width = col.field.width
+		if hasW {
+			n, err := strconv.Atoi(w)
+			if err != nil || n == 0 {
+				return nil, fmt.Errorf("Invalid field width: %q", item)
+			}
+			col.width = n
+		}
+		cols = append(cols, col)
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("--format: no fields given")
+	}
+	return cols, nil
+}
+
+// sacctLayout is how rows are printed: aligned columns, or delimited
+// with or without a delimiter after the last field.
+type sacctLayout struct {
+	parsable  bool
+	delimiter string
+	trailing  bool // --parsable: a delimiter after the last field too
+	header    bool
+}
+
+// sacctCell fits one value to its column as print_fields_str does: right-
+// aligned (left for a negative width), an overlong value cut with "+".
+func sacctCell(s string, width int) string {
+	w := width
+	if w < 0 {
+		w = -w
+	}
+	if len(s) > w {
+		s = s[:w-1] + "+"
+	}
+	return fitField(s, w, width > 0) + " "
+}
+
+func printSacct(w io.Writer, cols []sacctCol, rows []sacctRow, v slurmView, l sacctLayout) {
+	line := func(cell func(c sacctCol) string) {
+		var b strings.Builder
+		for i, c := range cols {
+			s := cell(c)
+			switch {
+			case !l.parsable:
+				b.WriteString(sacctCell(s, c.width))
+			case i < len(cols)-1 || l.trailing:
+				b.WriteString(s + l.delimiter)
+			default:
+				b.WriteString(s)
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	if l.header {
+		line(func(c sacctCol) string { return c.field.name })
+		if !l.parsable {
+			var b strings.Builder
+			for _, c := range cols {
+				b.WriteString(strings.Repeat("-", max(c.width, -c.width)) + " ")
+			}
+			fmt.Fprintln(w, b.String())
+		}
+	}
+	for _, r := range rows {
+		line(func(c sacctCol) string { return c.field.value(r, v) })
+	}
+}
+
+// sacctRows lists a job and, unless jobsOnly, its batch step and steps.
+func sacctRows(jobs []api.Job, jobsOnly bool) []sacctRow {
+	var rows []sacctRow
+	for _, j := range jobs {
+		rows = append(rows, sacctRow{job: j})
+		if jobsOnly {
+			continue
+		}
+		if j.Batch && j.StartTime != "" {
+			rows = append(rows, sacctRow{job: j, batch: true})
+		}
+		for i := range j.Steps {
+			rows = append(rows, sacctRow{job: j, step: &j.Steps[i]})
+		}
+	}
+	return rows
+}
+
+// parseSacctTime parses -S/-E: YYYY-MM-DD[THH:MM[:SS]], HH:MM[:SS]
+// (today), "now", "today" or "midnight", in local time.
+func parseSacctTime(s string, now time.Time) (time.Time, error) {
+	midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
+	switch strings.ToLower(s) {
+	case "now":
+		return now, nil
+	case "today", "midnight":
+		return midnight, nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil {
+			return t, nil
+		}
+	}
+	for _, layout := range []string{"15:04:05", "15:04"} {
+		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil {
+			return midnight.Add(time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute + time.Duration(t.Second())*time.Second), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("invalid time specification %q: want YYYY-MM-DD[THH:MM[:SS]], HH:MM[:SS], now or midnight", s)
+}
+
+// sacctQuery is what sacct was asked to show.
+type sacctQuery struct {
+	ids      []uint64
+	users    []string
+	allUsers bool
+	states   map[string]bool
+	names    []string
+	noPart   bool
+	start    time.Time
+	end      time.Time
+}
+
+func (q sacctQuery) match(j api.Job) bool {
+	switch {
+	case q.noPart:
+		return false
+	case len(q.ids) > 0:
+		if !slices.Contains(q.ids, j.ID) {
+			return false
+		}
+	case !q.allUsers && len(q.users) > 0 && !slices.Contains(q.users, j.User):
+		return false
+	}
+	if len(q.names) > 0 && !slices.Contains(q.names, j.Name) {
+		return false
+	}
+	if q.states != nil && !q.states[j.State] {
+		return false
+	}
+	if len(q.ids) > 0 {
+		return true
+	}
+	// Without -j, as sacct: jobs that were eligible, running or ending
+	// between the start and end times.
+	if t, err := time.Parse(time.RFC3339, j.EndTime); err == nil && t.Before(q.start) {
+		return false
+	}
+	if t, err := time.Parse(time.RFC3339, j.SubmitTime); err == nil && !q.end.IsZero() && t.After(q.end) {
+		return false
+	}
+	return true
+}
+
+// runSacct is sacct over the jobs the cluster still holds: Shoal keeps
+// every job in its replicated state, so the "accounting" is the queue with
+// finished jobs.
+func runSacct(ctx context.Context, g *globalFlags, args []string, stdout, stderr io.Writer) error {
+	vals, rest, err := cliArgs("sacct", sacctOpts, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected argument %q", rest[0])
+	}
+	now := time.Now()
+	v := slurmView{now: now, loc: time.Local}
+	q := sacctQuery{start: time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.Local)}
+	format := sacctDefaultFormat
+	layout := sacctLayout{header: true, delimiter: "|"}
+	jobsOnly := false
+	for _, o := range vals {
+		switch o.opt.long {
+		case "jobs":
+			for _, s := range splitList(o.value) {
+				// JOB.STEP selects the job here; its steps are listed
+				// with it.
+				jobPart, _, _ := strings.Cut(s, ".")
+				ids, err := parseJobList(jobPart)
+				if err != nil {
+					return err
+				}
+				q.ids = append(q.ids, ids...)
+			}
+		case "format":
+			format = o.value
+		case "brief":
+			format = sacctBriefFormat
+		case "allocations":
+			jobsOnly = true
+		case "parsable":
+			layout.parsable, layout.trailing = true, true
+		case "parsable2":
+			layout.parsable, layout.trailing = true, false
+		case "delimiter":
+			layout.delimiter = o.value
+		case "noheader":
+			layout.header = false
+		case "user":
+			q.users = append(q.users, resolveUsers(o.value)...)
+		case "allusers":
+			q.allUsers = true
+		case "state":
+			if q.states, _, err = parseStates(o.value); err != nil {
+				return err
+			}
+		case "name":
+			q.names = append(q.names, splitList(o.value)...)
+		case "partition":
+			q.noPart = !slices.Contains(splitList(o.value), shoalPartition)
+		case "starttime":
+			if q.start, err = parseSacctTime(o.value, now); err != nil {
+				return err
+			}
+		case "endtime":
+			if q.end, err = parseSacctTime(o.value, now); err != nil {
+				return err
+			}
+		}
+	}
+	if len(q.users) == 0 && !q.allUsers {
+		// Like sacct, a user sees their own jobs by default and root
+		// everyone's.
+		if id := currentIdentity(); id.UID != 0 {
+			q.users = []string{id.User}
+		}
+	}
+	cols, err := parseSacctFormat(format)
+	if err != nil {
+		return err
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	jobs, err := c.Jobs(ctx, true)
+	if err != nil {
+		return err
+	}
+	var shown []api.Job
+	for _, j := range jobs {
+		if q.match(j) {
+			shown = append(shown, j)
+		}
+	}
+	slices.SortStableFunc(shown, func(a, b api.Job) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	printSacct(stdout, cols, sacctRows(shown, jobsOnly), v, layout)
+	return nil
+}

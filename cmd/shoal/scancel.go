@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/shoal-sched/shoal/api"
+)
+
+var scancelOpts = []cliOpt{
+	{long: "user", short: 'u', arg: argRequired},
+	{long: "me", arg: argNone},
+	{long: "name", short: 'n', arg: argRequired},
+	{long: "jobname", arg: argRequired},
+	{long: "state", short: 't', arg: argRequired},
+	{long: "partition", short: 'p', arg: argRequired},
+	{long: "quiet", short: 'Q', arg: argNone},
+	{long: "verbose", short: 'v', arg: argNone},
+	{long: "hurry", short: 'H', arg: argNone},
+	{long: "full", short: 'f', arg: argNone},
+	{long: "signal", short: 's', arg: argRequired, unsupported: "signalling a job without cancelling it needs agent support that does not exist yet"},
+	{long: "batch", short: 'b', arg: argNone, unsupported: "signalling only the batch shell needs agent support that does not exist yet"},
+	{long: "interactive", short: 'i', arg: argNone, unsupported: "scancel asks no questions here"},
+	{long: "account", short: 'A', arg: argRequired, unsupported: "Shoal has no accounts"},
+	{long: "qos", short: 'q', arg: argRequired, unsupported: "Shoal has no QOS"},
+	{long: "reservation", short: 'R', arg: argRequired, unsupported: "Shoal has no reservations"},
+	{long: "nodelist", short: 'w', arg: argRequired, unsupported: "cancelling by node is not implemented"},
+	{long: "clusters", short: 'M', arg: argRequired, unsupported: "Shoal has no federation of clusters"},
+	{long: "sibling", arg: argRequired, unsupported: "Shoal has no federation of clusters"},
+	{long: "wckey", arg: argRequired, unsupported: "Shoal has no accounting"},
+	{long: "help", arg: argNone, unsupported: "see `shoal help`"},
+	{long: "usage", arg: argNone, unsupported: "see `shoal help`"},
+}
+
+// scancelTarget is one job (or step, when step >= 0) named on the
+// command line.
+type scancelTarget struct {
+	job  uint64
+	step int
+	arg  string
+}
+
+// parseScancelIDs parses scancel's operands: N, or N.S for one step.
+// Array elements (N_M) are refused until Shoal has arrays.
+func parseScancelIDs(args []string) ([]scancelTarget, error) {
+	var out []scancelTarget
+	for _, a := range args {
+		for _, s := range splitList(a) {
+			if strings.Contains(s, "_") {
+				return nil, fmt.Errorf("Invalid job id %s: job arrays are not supported by Shoal yet", s)
+			}
+			jobPart, stepPart, hasStep := strings.Cut(s, ".")
+			t := scancelTarget{step: -1, arg: s}
+			id, err := strconv.ParseUint(jobPart, 10, 64)
+			if err != nil || id == 0 {
+				return nil, fmt.Errorf("Invalid job id %s", s)
+			}
+			t.job = id
+			if hasStep {
+				st, err := strconv.Atoi(stepPart)
+				if err != nil || st < 0 {
+					return nil, fmt.Errorf("Invalid job id %s", s)
+				}
+				t.step = st
+			}
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// parseScancelStates parses scancel -t: the states a job can be
+// cancelled in.
+func parseScancelStates(list string) (map[string]bool, error) {
+	want := map[string]bool{}
+	for _, s := range splitList(list) {
+		switch strings.ToUpper(s) {
+		case "PD", "PENDING":
+			want["PENDING"] = true
+			want["REQUEUED"] = true // waiting to run again
+		case "R", "RUNNING":
+			want["RUNNING"] = true
+		case "S", "SUSPENDED":
+			want["SUSPENDED"] = true // no Shoal job is ever suspended
+		default:
+			return nil, fmt.Errorf("Invalid job state specified: %s\nValid job states are PENDING, RUNNING, and SUSPENDED", s)
+		}
+	}
+	return want, nil
+}
+
+// runScancel is scancel: cancel the jobs named, or every live job that
+// matches the filters. Like Slurm 22.05's scancel, a job that does not
+// exist or has already ended is not an error (-v reports it); a
+// malformed id, a job of another user and a failed request are.
+func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Writer) error {
+	vals, rest, err := cliArgs("scancel", scancelOpts, args, stderr)
+	if err != nil {
+		return err
+	}
+	var users, names []string
+	var states map[string]bool
+	quiet, verbose, noPart := false, false, false
+	for _, v := range vals {
+		switch v.opt.long {
+		case "user":
+			users = append(users, resolveUsers(v.value)...)
+		case "me":
+			users = append(users, currentIdentity().User)
+		case "name", "jobname":
+			names = append(names, splitList(v.value)...)
+		case "state":
+			if states, err = parseScancelStates(v.value); err != nil {
+				return err
+			}
+		case "partition":
+			noPart = !slices.Contains(splitList(v.value), shoalPartition)
+		case "quiet":
+			quiet = true
+		case "verbose":
+			verbose = true
+		}
+	}
+	targets, err := parseScancelIDs(rest)
+	if err != nil {
+		return err
+	}
+	filtered := len(users) > 0 || len(names) > 0 || states != nil || noPart
+	if len(targets) == 0 && !filtered {
+		return errors.New("No job identification provided")
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	if filtered {
+		jobs, err := c.Jobs(ctx, false)
+		if err != nil {
+			return err
+		}
+		match := func(j api.Job) bool {
+			switch {
+			case noPart:
+				return false
+			case len(users) > 0 && !slices.Contains(users, j.User):
+				return false
+			case len(names) > 0 && !slices.Contains(names, j.Name):
+				return false
+			case states != nil:
+				return states[j.State]
+			}
+			return liveState(j.State)
+		}
+		if len(targets) == 0 {
+			for _, j := range jobs {
+				if match(j) {
+					targets = append(targets, scancelTarget{job: j.ID, step: -1, arg: strconv.FormatUint(j.ID, 10)})
+				}
+			}
+		} else {
+			// Ids and filters: only the named jobs that match.
+			var keep []scancelTarget
+			for _, t := range targets {
+				i := slices.IndexFunc(jobs, func(j api.Job) bool { return j.ID == t.job })
+				if i >= 0 && match(jobs[i]) {
+					keep = append(keep, t)
+				}
+			}
+			targets = keep
+		}
+	}
+	failed := false
+	for _, t := range targets {
+		what := "job"
+		if t.step >= 0 {
+			what = "step"
+		}
+		if verbose {
+			fmt.Fprintf(stderr, "scancel: Terminating %s %s\n", what, t.arg)
+		}
+		var err error
+		if t.step >= 0 {
+			err = c.CancelStep(ctx, t.job, t.step)
+		} else {
+			err = c.Cancel(ctx, t.job)
+		}
+		if err == nil {
+			continue
+		}
+		var se *api.StatusError
+		if errors.As(err, &se) && (se.Code == http.StatusNotFound || se.Code == http.StatusConflict) {
+			if verbose && !quiet {
+				fmt.Fprintf(stderr, "scancel: error: Kill job error on job id %s: %s\n", t.arg, scancelReason(se))
+			}
+			continue
+		}
+		failed = true
+		if !quiet {
+			fmt.Fprintf(stderr, "scancel: error: Kill job error on job id %s: %s\n", t.arg, scancelReason(err))
+		}
+	}
+	if failed {
+		return exitCode(1)
+	}
+	return nil
+}
+
+// scancelReason words a failed cancel as Slurm's error strings do, with
+// the agent's message where Slurm has no equivalent.
+func scancelReason(err error) string {
+	var se *api.StatusError
+	if errors.As(err, &se) {
+		switch se.Code {
+		case http.StatusNotFound:
+			return "Invalid job id specified"
+		case http.StatusConflict:
+			return "Job/step already completing or completed"
+		case http.StatusForbidden:
+			return "Access/permission denied"
+		}
+		return se.Message
+	}
+	return err.Error()
+}

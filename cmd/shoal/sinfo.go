@@ -1,0 +1,418 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/slurm"
+)
+
+// Slurm 22.05's sinfo formats ("#": as wide as the widest value, at least
+// 9). Where sinfo aligns a column differently from what its format string
+// says (the partition of the node view is right-aligned, the CPUs of the
+// long node view left-aligned), these follow what it prints.
+const (
+	sinfoDefaultFormat  = "%#P %.5a %.10l %.6D %.6t %N"
+	sinfoLongFormat     = "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N"
+	sinfoSummarizeFmt   = "%#P %.5a %.10l %.16F %N"
+	sinfoNodeFormat     = "%#N %.6D %.#P %6t"
+	sinfoNodeLongFormat = "%#N %.6D %.#P %.11T %4c %.8z %.6m %.8d %.6w %.8f %20E"
+	sinfoMinAutoWidth   = 9
+)
+
+var sinfoOpts = []cliOpt{
+	{long: "Node", short: 'N', arg: argNone},
+	{long: "long", short: 'l', arg: argNone},
+	{long: "noheader", short: 'h', arg: argNone},
+	{long: "format", short: 'o', arg: argRequired},
+	{long: "partition", short: 'p', arg: argRequired},
+	{long: "nodes", short: 'n', arg: argRequired},
+	{long: "states", short: 't', arg: argRequired},
+	{long: "summarize", short: 's', arg: argNone},
+	{long: "responding", short: 'r', arg: argNone},
+	{long: "dead", short: 'd', arg: argNone},
+	{long: "all", short: 'a', arg: argNone},
+	{long: "exact", short: 'e', arg: argNone},
+	{long: "verbose", short: 'v', arg: argNone},
+	{long: "Format", short: 'O', arg: argRequired, unsupported: "use -o"},
+	{long: "list-reasons", short: 'R', arg: argNone, unsupported: "shoal nodes shows each drained node's reason"},
+	{long: "iterate", short: 'i', arg: argRequired, unsupported: "run it under watch(1)"},
+	{long: "sort", short: 'S', arg: argRequired, unsupported: "rows are listed by state, then by node name"},
+	{long: "reservation", short: 'T', arg: argNone, unsupported: "Shoal has no reservations"},
+	{long: "clusters", short: 'M', arg: argRequired, unsupported: "Shoal has no federation of clusters"},
+	{long: "json", arg: argNone, unsupported: "use `shoal nodes --json`"},
+	{long: "help", arg: argNone, unsupported: "see `shoal help`"},
+	{long: "usage", arg: argNone, unsupported: "see `shoal help`"},
+}
+
+// sinfoState is a node's state as sinfo prints it: compact (%t) and long
+// (%T) names, and the rank sinfo sorts partition rows by (highest first).
+// A DOWN node has stopped renewing its lease, which Slurm marks with "*"
+// (not responding).
+func sinfoState(n api.Node) (compact, long string, rank int) {
+	switch n.State {
+	case "DRAIN":
+		if n.GPUsFree < n.GPUs {
+			return "drng", "draining", 6
+		}
+		return "drain", "drained", 5
+	case "MIXED":
+		return "mix", "mixed", 4
+	case "ALLOCATED":
+		return "alloc", "allocated", 3
+	case "IDLE":
+		return "idle", "idle", 2
+	case "DOWN":
+		return "down*", "down*", 1
+	}
+	s := strings.ToLower(n.State)
+	return s, s, 0
+}
+
+// sinfoField is one % field of sinfo -o. A field with agg describes a set
+// of nodes (a partition view row); the others are per node, and nodes
+// whose per-node fields print the same share a row.
+type sinfoField struct {
+	letter byte
+	header string
+	one    func(n api.Node) string
+	agg    func(ns []api.Node) string
+}
+
+var sinfoFields = []sinfoField{
+	{letter: 'P', header: "PARTITION", one: func(api.Node) string { return shoalPartition + "*" }},
+	{letter: 'R', header: "PARTITION", one: func(api.Node) string { return shoalPartition }},
+	{letter: 'a', header: "AVAIL", one: func(api.Node) string { return "up" }},
+	{letter: 'l', header: "TIMELIMIT", one: func(api.Node) string { return "infinite" }},
+	{letter: 's', header: "JOB_SIZE", one: func(api.Node) string { return "1-infinite" }},
+	{letter: 'r', header: "ROOT", one: func(api.Node) string { return "no" }},
+	{letter: 'h', header: "OVERSUBSCRIBE", one: func(api.Node) string { return "NO" }},
+	{letter: 'g', header: "GROUPS", one: func(api.Node) string { return "all" }},
+	{letter: 't', header: "STATE", one: func(n api.Node) string { c, _, _ := sinfoState(n); return c }},
+	{letter: 'T', header: "STATE", one: func(n api.Node) string { _, l, _ := sinfoState(n); return l }},
+	{letter: 'c', header: "CPUS", one: func(n api.Node) string { return strconv.Itoa(n.CPUs) }},
+	{letter: 'z', header: "S:C:T", one: func(n api.Node) string { return fmt.Sprintf("1:%d:1", n.CPUs) }},
+	{letter: 'm', header: "MEMORY", one: func(n api.Node) string { return strconv.FormatUint(n.MemoryMiB, 10) }},
+	{letter: 'd', header: "TMP_DISK", one: func(api.Node) string { return "0" }},
+	{letter: 'w', header: "WEIGHT", one: func(api.Node) string { return "1" }},
+	{letter: 'f', header: "AVAIL_FEATURES", one: func(api.Node) string { return "(null)" }},
+	{letter: 'b', header: "ACTIVE_FEATURES", one: func(api.Node) string { return "(null)" }},
+	{letter: 'G', header: "GRES", one: func(n api.Node) string {
+		if n.GPUs == 0 {
+			return "(null)"
+		}
+		return fmt.Sprintf("gpu:%d", n.GPUs)
+	}},
+	{letter: 'E', header: "REASON", one: func(n api.Node) string {
+		switch {
+		case n.Reason != "":
+			return n.Reason
+		case n.State == "DOWN":
+			return "Not responding"
+		}
+		return "none"
+	}},
+	{letter: 'N', header: "NODELIST", agg: func(ns []api.Node) string { return slurm.CompressHostlist(nodeNames(ns)) }},
+	{letter: 'n', header: "HOSTNAMES", agg: func(ns []api.Node) string { return strings.Join(nodeNames(ns), ",") }},
+	{letter: 'D', header: "NODES", agg: func(ns []api.Node) string { return strconv.Itoa(len(ns)) }},
+	{letter: 'F', header: "NODES(A/I/O/T)", agg: func(ns []api.Node) string {
+		var a, i, o int
+		for _, n := range ns {
+			switch n.State {
+			case "ALLOCATED", "MIXED":
+				a++
+			case "IDLE":
+				i++
+			default:
+				o++
+			}
+		}
+		return fmt.Sprintf("%d/%d/%d/%d", a, i, o, len(ns))
+	}},
+}
+
+func nodeNames(ns []api.Node) []string {
+	names := make([]string, len(ns))
+	for i, n := range ns {
+		names[i] = n.Name
+	}
+	return names
+}
+
+func sinfoFieldByLetter(c byte) *sinfoField {
+	for i := range sinfoFields {
+		if sinfoFields[i].letter == c {
+			return &sinfoFields[i]
+		}
+	}
+	return nil
+}
+
+// sinfoCol is a parsed piece of an sinfo format.
+type sinfoCol struct {
+	field   *sinfoField
+	width   int
+	auto    bool // "#": as wide as the widest value
+	right   bool
+	literal string
+}
+
+// parseSinfoFormat parses %[.][#|width]letter fields and text; an unknown
+// letter is an error, as in sinfo.
+func parseSinfoFormat(format string) ([]sinfoCol, error) {
+	var cols []sinfoCol
+	var lit strings.Builder
+	flush := func() {
+		if lit.Len() > 0 {
+			cols = append(cols, sinfoCol{literal: lit.String()})
+			lit.Reset()
+		}
+	}
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			lit.WriteByte(format[i])
+			continue
+		}
+		if i+1 < len(format) && format[i+1] == '%' {
+			lit.WriteByte('%')
+			i++
+			continue
+		}
+		col := sinfoCol{}
+		j := i + 1
+		if j < len(format) && format[j] == '.' {
+			col.right = true
+			j++
+		}
+		if j < len(format) && format[j] == '#' {
+			col.auto = true
+			j++
+		}
+		for j < len(format) && format[j] >= '0' && format[j] <= '9' && col.width < 1<<20 {
+			col.width = col.width*10 + int(format[j]-'0')
+			j++
+		}
+		if j >= len(format) {
+			return nil, fmt.Errorf("Invalid node format specification: %s", format[i:])
+		}
+		if col.field = sinfoFieldByLetter(format[j]); col.field == nil {
+			return nil, fmt.Errorf("Invalid node format specification: %c", format[j])
+		}
+		flush()
+		cols = append(cols, col)
+		i = j
+	}
+	flush()
+	return cols, nil
+}
+
+// sinfoQuery is what sinfo was asked to show.
+type sinfoQuery struct {
+	nodeView   bool
+	long       bool
+	summarize  bool
+	noHeader   bool
+	format     string
+	noPart     bool
+	nodes      map[string]bool
+	states     []string
+	responding bool
+	dead       bool
+}
+
+func (q sinfoQuery) match(n api.Node) bool {
+	if q.noPart || q.nodes != nil && !q.nodes[n.Name] {
+		return false
+	}
+	if q.responding && n.State == "DOWN" || q.dead && n.State != "DOWN" {
+		return false
+	}
+	if len(q.states) == 0 {
+		return true
+	}
+	c, l, _ := sinfoState(n)
+	c, l = strings.TrimSuffix(c, "*"), strings.TrimSuffix(l, "*")
+	for _, s := range q.states {
+		switch {
+		case s == c || s == l:
+			return true
+		case (s == "drain" || s == "drained") && (c == "drng" || c == "drain"):
+			return true
+		case s == "alloc" && c == "alloc", s == "allocated" && c == "alloc":
+			return true
+		}
+	}
+	return false
+}
+
+// runSinfo is sinfo: the partition view (one row per state), or with -N
+// one row per node.
+func runSinfo(ctx context.Context, g *globalFlags, args []string, stdout, stderr io.Writer) error {
+	vals, rest, err := cliArgs("sinfo", sinfoOpts, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected argument %q", rest[0])
+	}
+	var q sinfoQuery
+	for _, v := range vals {
+		switch v.opt.long {
+		case "Node":
+			q.nodeView = true
+		case "long":
+			q.long = true
+		case "summarize":
+			q.summarize = true
+		case "noheader":
+			q.noHeader = true
+		case "format":
+			q.format = v.value
+		case "partition":
+			q.noPart = !slices.Contains(splitList(v.value), shoalPartition)
+		case "nodes":
+			names, err := slurm.ExpandHostlist(v.value)
+			if err != nil {
+				return err
+			}
+			q.nodes = map[string]bool{}
+			for _, n := range names {
+				q.nodes[n] = true
+			}
+		case "states":
+			for _, s := range splitList(v.value) {
+				q.states = append(q.states, strings.ToLower(s))
+			}
+		case "responding":
+			q.responding = true
+		case "dead":
+			q.dead = true
+		}
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	nodes, err := c.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	var shown []api.Node
+	for _, n := range nodes {
+		if q.match(n) {
+			shown = append(shown, n)
+		}
+	}
+	format := q.format
+	if format == "" {
+		switch {
+		case q.summarize:
+			format = sinfoSummarizeFmt
+		case q.nodeView && q.long:
+			format = sinfoNodeLongFormat
+		case q.nodeView:
+			format = sinfoNodeFormat
+		case q.long:
+			format = sinfoLongFormat
+		default:
+			format = sinfoDefaultFormat
+		}
+	}
+	cols, err := parseSinfoFormat(format)
+	if err != nil {
+		return err
+	}
+	if q.long && q.format == "" {
+		fmt.Fprintln(stdout, time.Now().Format("Mon Jan _2 15:04:05 2006"))
+	}
+	printSinfo(stdout, cols, sinfoRows(cols, shown, q.nodeView), !q.noHeader)
+	return nil
+}
+
+// sinfoRows groups nodes into rows: one per node in the node view, else
+// one per set of nodes whose per-node fields print the same. Rows are in
+// sinfo's order: by state (drained first, down last), then by node name.
+func sinfoRows(cols []sinfoCol, nodes []api.Node, nodeView bool) [][]api.Node {
+	nodes = slices.Clone(nodes)
+	slices.SortStableFunc(nodes, func(a, b api.Node) int {
+		switch {
+		case naturalLess(a.Name, b.Name):
+			return -1
+		case naturalLess(b.Name, a.Name):
+			return 1
+		}
+		return 0
+	})
+	var rows [][]api.Node
+	if nodeView {
+		for _, n := range nodes {
+			rows = append(rows, []api.Node{n})
+		}
+		return rows
+	}
+	index := map[string]int{}
+	for _, n := range nodes {
+		var key strings.Builder
+		for _, c := range cols {
+			if c.field != nil && c.field.one != nil {
+				key.WriteString(c.field.one(n))
+				key.WriteByte(0)
+			}
+		}
+		if i, ok := index[key.String()]; ok {
+			rows[i] = append(rows[i], n)
+			continue
+		}
+		index[key.String()] = len(rows)
+		rows = append(rows, []api.Node{n})
+	}
+	slices.SortStableFunc(rows, func(a, b []api.Node) int {
+		_, _, ra := sinfoState(a[0])
+		_, _, rb := sinfoState(b[0])
+		return rb - ra
+	})
+	return rows
+}
+
+// printSinfo prints the header (when asked) and the rows.
+func printSinfo(w io.Writer, cols []sinfoCol, rows [][]api.Node, header bool) {
+	value := func(f *sinfoField, ns []api.Node) string {
+		if f.agg != nil {
+			return f.agg(ns)
+		}
+		return f.one(ns[0])
+	}
+	widths := make([]int, len(cols))
+	for i, c := range cols {
+		widths[i] = c.width
+		if c.auto {
+			widths[i] = sinfoMinAutoWidth
+			for _, r := range rows {
+				widths[i] = max(widths[i], len(value(c.field, r)))
+			}
+		}
+	}
+	line := func(cell func(f *sinfoField) string) {
+		var b strings.Builder
+		for i, c := range cols {
+			if c.field == nil {
+				b.WriteString(c.literal)
+				continue
+			}
+			b.WriteString(fitField(cell(c.field), widths[i], c.right))
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	if header {
+		line(func(f *sinfoField) string { return f.header })
+	}
+	for _, r := range rows {
+		line(func(f *sinfoField) string { return value(f, r) })
+	}
+}

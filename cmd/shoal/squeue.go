@@ -1,0 +1,541 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/slurm"
+)
+
+// shoalPartition is the partition every job and node is in: Shoal has no
+// partitions yet, so the PARTITION columns of squeue, sinfo and sacct show
+// this one fixed name.
+const shoalPartition = "shoal"
+
+// Slurm 22.05's squeue formats.
+const (
+	squeueDefaultFormat = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
+	squeueLongFormat    = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
+)
+
+var squeueOpts = []cliOpt{
+	{long: "user", short: 'u', arg: argRequired},
+	{long: "me", arg: argNone},
+	{long: "states", short: 't', arg: argRequired},
+	{long: "jobs", short: 'j', arg: argRequired},
+	{long: "name", short: 'n', arg: argRequired},
+	{long: "partition", short: 'p', arg: argRequired},
+	{long: "noheader", short: 'h', arg: argNone},
+	{long: "long", short: 'l', arg: argNone},
+	{long: "format", short: 'o', arg: argRequired},
+	{long: "Format", short: 'O', arg: argRequired},
+	{long: "all", short: 'a', arg: argNone},
+	{long: "array", short: 'r', arg: argNone},
+	{long: "verbose", short: 'v', arg: argNone},
+	{long: "sort", short: 'S', arg: argRequired, unsupported: "jobs are listed by state, then in queue order"},
+	{long: "iterate", short: 'i', arg: argRequired, unsupported: "run it under watch(1)"},
+	{long: "steps", short: 's', arg: argOptional, unsupported: "sacct -j N lists a job's steps"},
+	{long: "start", arg: argNone, unsupported: "Shoal does not report expected start times"},
+	{long: "account", short: 'A', arg: argRequired, unsupported: "Shoal has no accounts"},
+	{long: "qos", short: 'q', arg: argRequired, unsupported: "Shoal has no QOS"},
+	{long: "nodelist", short: 'w', arg: argRequired, unsupported: "filtering by node is not implemented"},
+	{long: "clusters", short: 'M', arg: argRequired, unsupported: "Shoal has no federation of clusters"},
+	{long: "json", arg: argNone, unsupported: "use `shoal queue --json`"},
+	{long: "help", arg: argNone, unsupported: "see `shoal help`"},
+	{long: "usage", arg: argNone, unsupported: "see `shoal help`"},
+}
+
+// jobStates are the job states squeue -t and sacct -s accept, compact
+// code to long name (Slurm 22.05's list; Shoal's jobs only ever reach
+// the first eight).
+var jobStates = [][2]string{
+	{"PD", "PENDING"}, {"R", "RUNNING"}, {"CD", "COMPLETED"}, {"CA", "CANCELLED"},
+	{"F", "FAILED"}, {"TO", "TIMEOUT"}, {"NF", "NODE_FAIL"}, {"RQ", "REQUEUED"},
+	{"S", "SUSPENDED"}, {"PR", "PREEMPTED"}, {"BF", "BOOT_FAIL"}, {"DL", "DEADLINE"},
+	{"OOM", "OUT_OF_MEMORY"}, {"CG", "COMPLETING"}, {"CF", "CONFIGURING"},
+	{"RS", "RESIZING"}, {"RD", "RESV_DEL_HOLD"}, {"RF", "REQUEUE_FED"},
+	{"RH", "REQUEUE_HOLD"}, {"RV", "REVOKED"}, {"SI", "SIGNALING"},
+	{"SE", "SPECIAL_EXIT"}, {"SO", "STAGE_OUT"}, {"ST", "STOPPED"},
+}
+
+// parseStates turns a -t list into long state names; all is nil with
+// every state wanted.
+func parseStates(list string) (map[string]bool, bool, error) {
+	want := map[string]bool{}
+	for _, s := range splitList(list) {
+		if strings.EqualFold(s, "all") {
+			return nil, true, nil
+		}
+		found := false
+		for _, st := range jobStates {
+			if strings.EqualFold(s, st[0]) || strings.EqualFold(s, st[1]) {
+				want[st[1]], found = true, true
+			}
+		}
+		if !found {
+			names := make([]string, len(jobStates))
+			for i, st := range jobStates {
+				names[i] = st[1]
+			}
+			slices.Sort(names)
+			return nil, false, fmt.Errorf("Invalid job state specified: %s\nValid job states include: %s", s, strings.Join(names, ","))
+		}
+	}
+	return want, false, nil
+}
+
+// liveState reports whether a job is one squeue shows by default.
+func liveState(state string) bool {
+	return state == "PENDING" || state == "RUNNING" || state == "REQUEUED"
+}
+
+// parseJobList parses -j's comma list of job ids. Array elements (N_M)
+// are refused: Shoal has no arrays yet.
+func parseJobList(list string) ([]uint64, error) {
+	var ids []uint64
+	for _, s := range splitList(list) {
+		if strings.Contains(s, "_") {
+			return nil, fmt.Errorf("Invalid job id: %s (job arrays are not supported by Shoal yet)", s)
+		}
+		id, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || id == 0 {
+			return nil, fmt.Errorf("Invalid job id: %s", s)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// resolveUsers turns -u's names or uids into user names.
+func resolveUsers(list string) []string {
+	var out []string
+	for _, u := range splitList(list) {
+		if _, err := strconv.Atoi(u); err == nil {
+			if pw, err := user.LookupId(u); err == nil {
+				u = pw.Username
+			}
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// squeueQuery is what squeue was asked to show.
+type squeueQuery struct {
+	users     []string
+	names     []string
+	ids       []uint64
+	states    map[string]bool
+	allStates bool
+	noPart    bool // -p named no partition of Shoal's
+	noHeader  bool
+	long      bool
+	format    string // -o
+	format2   string // -O
+}
+
+func (q squeueQuery) match(j api.Job) bool {
+	switch {
+	case q.noPart:
+		return false
+	case len(q.users) > 0 && !slices.Contains(q.users, j.User):
+		return false
+	case len(q.names) > 0 && !slices.Contains(q.names, j.Name):
+		return false
+	case len(q.ids) > 0 && !slices.Contains(q.ids, j.ID):
+		return false
+	case q.allStates:
+		return true
+	case q.states != nil:
+		return q.states[j.State]
+	}
+	return liveState(j.State)
+}
+
+// runSqueue is squeue: pending and running jobs in Slurm's columns.
+func runSqueue(ctx context.Context, g *globalFlags, args []string, stdout, stderr io.Writer) error {
+	vals, rest, err := cliArgs("squeue", squeueOpts, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected argument %q", rest[0])
+	}
+	q := squeueQuery{format: os.Getenv("SQUEUE_FORMAT"), format2: os.Getenv("SQUEUE_FORMAT2")}
+	for _, v := range vals {
+		switch v.opt.long {
+		case "user":
+			q.users = append(q.users, resolveUsers(v.value)...)
+		case "me":
+			q.users = append(q.users, currentIdentity().User)
+		case "states":
+			if q.states, q.allStates, err = parseStates(v.value); err != nil {
+				return err
+			}
+		case "jobs":
+			if q.ids, err = parseJobList(v.value); err != nil {
+				return err
+			}
+		case "name":
+			q.names = append(q.names, splitList(v.value)...)
+		case "partition":
+			q.noPart = !slices.ContainsFunc(splitList(v.value), func(p string) bool { return p == shoalPartition })
+		case "noheader":
+			q.noHeader = true
+		case "long":
+			q.long = true
+		case "format":
+			q.format, q.format2 = v.value, ""
+		case "Format":
+			q.format2, q.format = v.value, ""
+		}
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	var jobs []api.Job
+	if len(q.ids) == 1 {
+		// As squeue loads a single job: an unknown id is an error.
+		j, err := c.Job(ctx, q.ids[0])
+		if api.IsNotFound(err) {
+			fmt.Fprintln(stderr, "slurm_load_jobs error: Invalid job id specified")
+			return exitCode(1)
+		}
+		if err != nil {
+			return err
+		}
+		jobs = []api.Job{j}
+	} else {
+		wantAll := q.allStates || len(q.ids) > 0
+		for st := range q.states {
+			wantAll = wantAll || !liveState(st)
+		}
+		if jobs, err = c.Jobs(ctx, wantAll); err != nil {
+			return err
+		}
+	}
+	var shown []api.Job
+	for _, j := range jobs {
+		if q.match(j) {
+			shown = append(shown, j)
+		}
+	}
+	sortSqueue(shown)
+	v := slurmView{now: time.Now(), loc: time.Local}
+	if q.long && q.format == "" && q.format2 == "" {
+		fmt.Fprintln(stdout, v.now.In(v.loc).Format("Mon Jan _2 15:04:05 2006"))
+	}
+	if q.format2 != "" {
+		cols, err := parseSqueueFormat2(q.format2)
+		if err != nil {
+			return err
+		}
+		printSqueue(stdout, cols, shown, v, !q.noHeader)
+		return nil
+	}
+	format := q.format
+	if format == "" {
+		format = squeueDefaultFormat
+		if q.long {
+			format = squeueLongFormat
+		}
+	}
+	cols, bad := parseSqueueFormat(format)
+	for _, b := range bad {
+		fmt.Fprintf(stderr, "squeue: error: Invalid job format specification: %s\n", b)
+	}
+	printSqueue(stdout, cols, shown, v, !q.noHeader)
+	return nil
+}
+
+// sortSqueue orders jobs as squeue does by default: by state name, then
+// in queue order (Shoal queues in submission order, so by job id).
+func sortSqueue(jobs []api.Job) {
+	slices.SortStableFunc(jobs, func(a, b api.Job) int {
+		if c := strings.Compare(a.State, b.State); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+}
+
+// slurmView is what the formatters need besides a job: the clock and the
+// time zone Slurm's dates are printed in.
+type slurmView struct {
+	now time.Time
+	loc *time.Location
+}
+
+// date renders an RFC 3339 time as Slurm does (local time, no zone), or
+// none when the time is not set.
+func (v slurmView) date(s, none string) string {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return none
+	}
+	return t.In(v.loc).Format("2006-01-02T15:04:05")
+}
+
+// squeueField is one % field of squeue -o (and its -O name).
+type squeueField struct {
+	letter byte
+	long   string // -O name, lower case
+	header string
+	value  func(j api.Job, v slurmView) string
+}
+
+var squeueFields = []squeueField{
+	{'i', "jobid", "JOBID", func(j api.Job, _ slurmView) string { return strconv.FormatUint(j.ID, 10) }},
+	{'A', "jobarrayid", "JOBID", func(j api.Job, _ slurmView) string { return strconv.FormatUint(j.ID, 10) }},
+	{'j', "name", "NAME", func(j api.Job, _ slurmView) string { return j.Name }},
+	{'u', "username", "USER", func(j api.Job, _ slurmView) string { return j.User }},
+	{'t', "statecompact", "ST", func(j api.Job, _ slurmView) string { return cmp.Or(stateCodes[j.State], j.State) }},
+	{'T', "state", "STATE", func(j api.Job, _ slurmView) string { return j.State }},
+	{'M', "timeused", "TIME", func(j api.Job, v slurmView) string { return slurm.FormatElapsed(elapsed(j, v.now)) }},
+	{'l', "timelimit", "TIME_LIMIT", func(j api.Job, _ slurmView) string {
+		return slurm.FormatTime(time.Duration(j.TimeLimitS) * time.Second)
+	}},
+	{'L', "timeleft", "TIME_LEFT", func(j api.Job, v slurmView) string {
+		if j.TimeLimitS == 0 {
+			return "UNLIMITED"
+		}
+		return slurm.FormatElapsed(max(0, time.Duration(j.TimeLimitS)*time.Second-elapsed(j, v.now)))
+	}},
+	{'D', "numnodes", "NODES", func(j api.Job, _ slurmView) string { return strconv.Itoa(jobNodeCount(j)) }},
+	{'C', "numcpus", "CPUS", func(j api.Job, _ slurmView) string { return strconv.Itoa(jobCPUs(j)) }},
+	{'c', "mincpus", "MIN_CPUS", func(j api.Job, _ slurmView) string { return strconv.Itoa(max(1, j.CPUsPerTask)) }},
+	{'b', "tres-per-node", "TRES_PER_NODE", func(j api.Job, _ slurmView) string {
+		if j.GPUsPerNode == 0 {
+			return "N/A"
+		}
+		return fmt.Sprintf("gres:gpu:%d", j.GPUsPerNode)
+	}},
+	{'N', "nodelist", "NODELIST", func(j api.Job, _ slurmView) string { return slurm.CompressHostlist(j.Nodes) }},
+	{'R', "reasonlist", "NODELIST(REASON)", func(j api.Job, _ slurmView) string {
+		if showsReason(j) {
+			return "(" + jobReason(j) + ")"
+		}
+		return slurm.CompressHostlist(j.Nodes)
+	}},
+	{'r', "reason", "REASON", func(j api.Job, _ slurmView) string { return jobReason(j) }},
+	{'P', "partition", "PARTITION", func(api.Job, slurmView) string { return shoalPartition }},
+	{'a', "account", "ACCOUNT", func(api.Job, slurmView) string { return "(null)" }},
+	{'V', "submittime", "SUBMIT_TIME", func(j api.Job, v slurmView) string { return v.date(j.SubmitTime, "N/A") }},
+	{'S', "starttime", "START_TIME", func(j api.Job, v slurmView) string { return v.date(j.StartTime, "N/A") }},
+	{'e', "endtime", "END_TIME", func(j api.Job, v slurmView) string {
+		if j.EndTime != "" {
+			return v.date(j.EndTime, "N/A")
+		}
+		start, err := time.Parse(time.RFC3339, j.StartTime)
+		switch {
+		case err != nil:
+			return "N/A"
+		case j.TimeLimitS == 0:
+			return "NONE"
+		}
+		return v.date(start.Add(time.Duration(j.TimeLimitS)*time.Second).Format(time.RFC3339), "N/A")
+	}},
+	{'Z', "workdir", "WORK_DIR", func(j api.Job, _ slurmView) string { return j.WorkDir }},
+	{'o', "command", "COMMAND", func(j api.Job, _ slurmView) string {
+		if j.Batch {
+			return "(batch script)"
+		}
+		return strings.Join(j.Command, " ")
+	}},
+}
+
+// jobNodeCount is the job's node count: its nodes once placed, else what
+// it asked for.
+func jobNodeCount(j api.Job) int {
+	if len(j.Nodes) > 0 {
+		return len(j.Nodes)
+	}
+	return j.NumNodes
+}
+
+// jobCPUs is the CPUs the job holds (or asks for): tasks times CPUs per
+// task on every node.
+func jobCPUs(j api.Job) int {
+	return jobNodeCount(j) * max(1, j.TasksPerNode) * max(1, j.CPUsPerTask)
+}
+
+// showsReason reports whether squeue's NODELIST(REASON) shows the reason
+// in parentheses instead of the nodes: for pending, failed and timed-out
+// jobs, as Slurm does.
+func showsReason(j api.Job) bool {
+	switch j.State {
+	case "PENDING", "FAILED", "TIMEOUT", "REQUEUED":
+		return true
+	}
+	return false
+}
+
+// jobReason is squeue's REASON: the agent's, or the one Slurm gives a job
+// that ended that way.
+func jobReason(j api.Job) string {
+	if j.Reason != "" {
+		return j.Reason
+	}
+	switch j.State {
+	case "FAILED":
+		return "NonZeroExitCode"
+	case "TIMEOUT":
+		return "TimeLimit"
+	case "NODE_FAIL", "REQUEUED":
+		return "NodeDown"
+	}
+	return "None"
+}
+
+// squeueCol is one piece of a parsed squeue format: a field with its
+// width and alignment, or literal text.
+type squeueCol struct {
+	field   *squeueField
+	width   int // 0: as wide as the value
+	right   bool
+	literal string
+}
+
+// parseSqueueFormat parses squeue -o: %[.][width]letter fields and text.
+// Like squeue it reports a specification it does not know and prints it
+// as text; "%%" is a literal "%".
+func parseSqueueFormat(format string) ([]squeueCol, []string) {
+	var cols []squeueCol
+	var bad []string
+	var lit strings.Builder
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			lit.WriteByte(format[i])
+			continue
+		}
+		if i+1 < len(format) && format[i+1] == '%' {
+			lit.WriteByte('%')
+			i++
+			continue
+		}
+		j := i + 1
+		right := false
+		if j < len(format) && format[j] == '.' {
+			right = true
+			j++
+		}
+		w := 0
+		for j < len(format) && format[j] >= '0' && format[j] <= '9' && w < 1<<20 {
+			w = w*10 + int(format[j]-'0')
+			j++
+		}
+		var f *squeueField
+		if j < len(format) {
+			f = squeueFieldByLetter(format[j])
+		}
+		if f == nil {
+			if j < len(format) {
+				bad = append(bad, string(format[j]))
+				lit.WriteString(format[i : j+1])
+				i = j
+			} else {
+				lit.WriteString(format[i:])
+				i = len(format)
+			}
+			continue
+		}
+		if lit.Len() > 0 {
+			cols = append(cols, squeueCol{literal: lit.String()})
+			lit.Reset()
+		}
+		cols = append(cols, squeueCol{field: f, width: w, right: right})
+		i = j
+	}
+	if lit.Len() > 0 {
+		cols = append(cols, squeueCol{literal: lit.String()})
+	}
+	return cols, bad
+}
+
+func squeueFieldByLetter(c byte) *squeueField {
+	for i := range squeueFields {
+		if squeueFields[i].letter == c {
+			return &squeueFields[i]
+		}
+	}
+	return nil
+}
+
+// parseSqueueFormat2 parses squeue -O: comma-separated names, each with an
+// optional ":[.]width" (default 20, left-aligned).
+func parseSqueueFormat2(format string) ([]squeueCol, error) {
+	var cols []squeueCol
+	for _, item := range splitList(format) {
+		name, size, hasSize := strings.Cut(item, ":")
+		col := squeueCol{width: 20}
+		if hasSize {
+			if strings.HasPrefix(size, ".") {
+				col.right, size = true, size[1:]
+			}
+			if size != "" {
+				w, err := strconv.Atoi(size)
+				if err != nil || w < 0 {
+					return nil, fmt.Errorf("Invalid job format specification: %s", item)
+				}
+				col.width = w
+			}
+		}
+		for i := range squeueFields {
+			if strings.EqualFold(squeueFields[i].long, name) {
+				col.field = &squeueFields[i]
+			}
+		}
+		if col.field == nil {
+			return nil, fmt.Errorf("Invalid job format specification: %s", name)
+		}
+		cols = append(cols, col)
+	}
+	return cols, nil
+}
+
+// printSqueue prints the header (when asked) and one line per job.
+func printSqueue(w io.Writer, cols []squeueCol, jobs []api.Job, v slurmView, header bool) {
+	line := func(value func(f *squeueField) string) {
+		var b strings.Builder
+		for _, c := range cols {
+			if c.field == nil {
+				b.WriteString(c.literal)
+				continue
+			}
+			b.WriteString(fitField(value(c.field), c.width, c.right))
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	if header {
+		line(func(f *squeueField) string { return f.header })
+	}
+	for _, j := range jobs {
+		line(func(f *squeueField) string { return f.value(j, v) })
+	}
+}
+
+// fitField pads s to width (0: as is) and truncates it to width, right- or
+// left-aligned, as Slurm's printf("%*.*s") does.
+func fitField(s string, width int, right bool) string {
+	if width == 0 {
+		return s
+	}
+	if len(s) > width {
+		s = s[:width]
+	}
+	pad := strings.Repeat(" ", width-len(s))
+	if right {
+		return pad + s
+	}
+	return s + pad
+}
