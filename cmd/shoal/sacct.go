@@ -314,11 +314,14 @@ func sacctCell(s string, width int) string {
 }
 
 func printSacct(w io.Writer, cols []sacctCol, rows []sacctRow, v slurmView, l sacctLayout) {
-	line := func(cell func(c sacctCol) string) {
+	line := func(header bool, cell func(c sacctCol) string) {
 		var b strings.Builder
 		for i, c := range cols {
 			s := cell(c)
 			switch {
+			case !l.parsable && header:
+				// Headers are cut without the "+".
+				b.WriteString(fitField(s, max(c.width, -c.width), c.width > 0) + " ")
 			case !l.parsable:
 				b.WriteString(sacctCell(s, c.width))
 			case i < len(cols)-1 || l.trailing:
@@ -330,7 +333,7 @@ func printSacct(w io.Writer, cols []sacctCol, rows []sacctRow, v slurmView, l sa
 		fmt.Fprintln(w, b.String())
 	}
 	if l.header {
-		line(func(c sacctCol) string { return c.field.name })
+		line(true, func(c sacctCol) string { return c.field.name })
 		if !l.parsable {
 			var b strings.Builder
 			for _, c := range cols {
@@ -340,7 +343,7 @@ func printSacct(w io.Writer, cols []sacctCol, rows []sacctRow, v slurmView, l sa
 		}
 	}
 	for _, r := range rows {
-		line(func(c sacctCol) string { return c.field.value(r, v) })
+		line(false, func(c sacctCol) string { return c.field.value(r, v) })
 	}
 }
 
