@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 )
 
@@ -190,17 +189,12 @@ func splitTrailingNumber(s string) (string, uint64, bool) {
 	return s[:i], n, true
 }
 
-// sortedNames returns names in natural order.
-func sortedNames(names []string) []string {
-	out := slices.Clone(names)
-	slices.SortStableFunc(out, func(a, b string) int {
-		switch {
-		case naturalLess(a, b):
-			return -1
-		case naturalLess(b, a):
-			return 1
-		}
-		return 0
-	})
-	return out
+// slurmError is an error worded as the Slurm command words it
+// (capitalized: "Invalid job id specified").
+type slurmError struct{ msg string }
+
+func (e *slurmError) Error() string { return e.msg }
+
+func slurmErrorf(format string, args ...any) error {
+	return &slurmError{fmt.Sprintf(format, args...)}
 }

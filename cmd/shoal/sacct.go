@@ -273,13 +273,13 @@ func parseSacctFormat(format string) ([]sacctCol, error) {
 			for i, f := range sacctFields {
 				names[i] = f.name
 			}
-			return nil, fmt.Errorf("Invalid field requested: \"%s\" (Shoal fills %s)", name, strings.Join(names, ", "))
+			return nil, slurmErrorf("Invalid field requested: \"%s\" (Shoal fills %s)", name, strings.Join(names, ", "))
 		}
 		col.width = col.field.width
 		if hasW {
 			n, err := strconv.Atoi(w)
 			if err != nil || n == 0 {
-				return nil, fmt.Errorf("Invalid field width: %q", item)
+				return nil, slurmErrorf("Invalid field width: %q", item)
 			}
 			col.width = n
 		}

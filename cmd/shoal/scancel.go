@@ -53,19 +53,19 @@ func parseScancelIDs(args []string) ([]scancelTarget, error) {
 	for _, a := range args {
 		for _, s := range splitList(a) {
 			if strings.Contains(s, "_") {
-				return nil, fmt.Errorf("Invalid job id %s: job arrays are not supported by Shoal yet", s)
+				return nil, slurmErrorf("Invalid job id %s: job arrays are not supported by Shoal yet", s)
 			}
 			jobPart, stepPart, hasStep := strings.Cut(s, ".")
 			t := scancelTarget{step: -1, arg: s}
 			id, err := strconv.ParseUint(jobPart, 10, 64)
 			if err != nil || id == 0 {
-				return nil, fmt.Errorf("Invalid job id %s", s)
+				return nil, slurmErrorf("Invalid job id %s", s)
 			}
 			t.job = id
 			if hasStep {
 				st, err := strconv.Atoi(stepPart)
 				if err != nil || st < 0 {
-					return nil, fmt.Errorf("Invalid job id %s", s)
+					return nil, slurmErrorf("Invalid job id %s", s)
 				}
 				t.step = st
 			}
@@ -89,7 +89,7 @@ func parseScancelStates(list string) (map[string]bool, error) {
 		case "S", "SUSPENDED":
 			want["SUSPENDED"] = true // no Shoal job is ever suspended
 		default:
-			return nil, fmt.Errorf("Invalid job state specified: %s\nValid job states are PENDING, RUNNING, and SUSPENDED", s)
+			return nil, slurmErrorf("Invalid job state specified: %s\nValid job states are PENDING, RUNNING, and SUSPENDED", s)
 		}
 	}
 	return want, nil
@@ -133,7 +133,7 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 	}
 	filtered := len(users) > 0 || len(names) > 0 || states != nil || noPart
 	if len(targets) == 0 && !filtered {
-		return errors.New("No job identification provided")
+		return slurmErrorf("No job identification provided")
 	}
 	c, err := g.client()
 	if err != nil {

@@ -199,10 +199,10 @@ func parseSinfoFormat(format string) ([]sinfoCol, error) {
 			j++
 		}
 		if j >= len(format) {
-			return nil, fmt.Errorf("Invalid node format specification: %s", format[i:])
+			return nil, slurmErrorf("Invalid node format specification: %s", format[i:])
 		}
 		if col.field = sinfoFieldByLetter(format[j]); col.field == nil {
-			return nil, fmt.Errorf("Invalid node format specification: %c", format[j])
+			return nil, slurmErrorf("Invalid node format specification: %c", format[j])
 		}
 		flush()
 		cols = append(cols, col)

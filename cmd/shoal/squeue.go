@@ -87,7 +87,7 @@ func parseStates(list string) (map[string]bool, bool, error) {
 				names[i] = st[1]
 			}
 			slices.Sort(names)
-			return nil, false, fmt.Errorf("Invalid job state specified: %s\nValid job states include: %s", s, strings.Join(names, ","))
+			return nil, false, slurmErrorf("Invalid job state specified: %s\nValid job states include: %s", s, strings.Join(names, ","))
 		}
 	}
 	return want, false, nil
@@ -104,11 +104,11 @@ func parseJobList(list string) ([]uint64, error) {
 	var ids []uint64
 	for _, s := range splitList(list) {
 		if strings.Contains(s, "_") {
-			return nil, fmt.Errorf("Invalid job id: %s (job arrays are not supported by Shoal yet)", s)
+			return nil, slurmErrorf("Invalid job id: %s (job arrays are not supported by Shoal yet)", s)
 		}
 		id, err := strconv.ParseUint(s, 10, 64)
 		if err != nil || id == 0 {
-			return nil, fmt.Errorf("Invalid job id: %s", s)
+			return nil, slurmErrorf("Invalid job id: %s", s)
 		}
 		ids = append(ids, id)
 	}
@@ -485,7 +485,7 @@ func parseSqueueFormat2(format string) ([]squeueCol, error) {
 			if size != "" {
 				w, err := strconv.Atoi(size)
 				if err != nil || w < 0 {
-					return nil, fmt.Errorf("Invalid job format specification: %s", item)
+					return nil, slurmErrorf("Invalid job format specification: %s", item)
 				}
 				col.width = w
 			}
@@ -496,7 +496,7 @@ func parseSqueueFormat2(format string) ([]squeueCol, error) {
 			}
 		}
 		if col.field == nil {
-			return nil, fmt.Errorf("Invalid job format specification: %s", name)
+			return nil, slurmErrorf("Invalid job format specification: %s", name)
 		}
 		cols = append(cols, col)
 	}
