@@ -69,7 +69,6 @@ func takeGlobalFlags(g *globalFlags, args []string) ([]string, error) {
 			name, value, args = a, args[1], args[2:]
 		case strings.HasPrefix(a, "--addr=") || strings.HasPrefix(a, "--data-dir="):
 			name, value, _ = strings.Cut(a, "=")
-			value = a[len(name)+1:]
 			args = args[1:]
 		default:
 			return args, nil

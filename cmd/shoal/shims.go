@@ -91,7 +91,7 @@ func InstallShims(dir, self string) error {
 func newInstallShimsCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "install-shims DIR",
-		Short: "Link sbatch, srun and scontrol in DIR to this binary, so Slurm scripts and habits work unchanged",
+		Short: "Link the Slurm commands (sbatch, srun, scontrol, squeue, scancel, sinfo, sacct) in DIR to this binary",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			self, err := os.Executable()
@@ -113,7 +113,7 @@ func newInstallShimsCmd() *cobra.Command {
 func newSlurmCmd(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:                "slurm COMMAND [ARGS...]",
-		Short:              "Run a Slurm command (sbatch, srun, scontrol) with its own options",
+		Short:              "Run a Slurm command (sbatch, srun, scontrol, squeue, scancel, sinfo, sacct) with its own options",
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
