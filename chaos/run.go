@@ -33,6 +33,19 @@ type Config struct {
 	// it is always kept when the seed found violations.
 	KeepDir bool
 	Log     *slog.Logger
+
+	// The workload's and faults' shape, for a test that needs another one
+	// (a bug that shows only with ranks outliving the lease); the zero
+	// values keep the default shape, and a seed's schedule with it.
+	//
+	// RankTicks bounds each job's rank life in 200 ms ticks, drawn from
+	// [RankTicks[0], RankTicks[1]] (default 3 to 15: 0.6 s to 3 s).
+	RankTicks [2]int
+	// SubmitGap bounds each submitter's pause after a submit, drawn from
+	// [SubmitGap[0], SubmitGap[1]) (default 100 ms to 800 ms).
+	SubmitGap [2]time.Duration
+	// MinFault is the least time each fault is held (default: as drawn).
+	MinFault time.Duration
 }
 
 // Result is what one seed's run found; `shoal chaos --json` prints these.
@@ -79,6 +92,12 @@ func RunSeed(ctx context.Context, cfg Config, seed uint64) (res Result, err erro
 	if cfg.RecoverBound == 0 {
 		cfg.RecoverBound = defaultRecoverIn
 	}
+	if t := cfg.RankTicks; t != [2]int{} && (t[0] < 1 || t[1] < t[0]) {
+		return res, fmt.Errorf("seed %d: rank ticks %v: want 1 <= min <= max", seed, t)
+	}
+	if g := cfg.SubmitGap; g != [2]time.Duration{} && (g[0] < 0 || g[1] <= g[0]) {
+		return res, fmt.Errorf("seed %d: submit gap %v: want 0 <= min < max", seed, g)
+	}
 	log := cfg.Log.With("component", "chaos", "seed", seed)
 	dir, err := os.MkdirTemp(cfg.Dir, "shc")
 	if err != nil {
@@ -110,6 +129,7 @@ func RunSeed(ctx context.Context, cfg Config, seed uint64) (res Result, err erro
 
 	// The workload runs while faults happen; it is stopped when they stop.
 	w := NewWorkload(h, seed)
+	w.ticks, w.gap = cfg.RankTicks, cfg.SubmitGap
 	wctx, stopWorkload := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { w.Run(wctx) })
@@ -126,7 +146,7 @@ func RunSeed(ctx context.Context, cfg Config, seed uint64) (res Result, err erro
 		if err := sleep(ctx, f.Gap); err != nil {
 			break
 		}
-		f.Duration = min(f.Duration, time.Until(end))
+		f.Duration = min(max(f.Duration, cfg.MinFault), time.Until(end))
 		ev, ferr := h.Inject(ctx, f)
 		res.Faults++
 		rctx, cancel := context.WithTimeout(ctx, cfg.RecoverBound)

@@ -19,6 +19,10 @@ import (
 type Workload struct {
 	h    *Harness
 	seed uint64
+	// ticks and gap replace the default rank life and pause between
+	// submits when set (Config.RankTicks, Config.SubmitGap).
+	ticks [2]int
+	gap   [2]time.Duration
 
 	mu       sync.Mutex
 	attempts []Attempt
@@ -65,6 +69,9 @@ func (w *Workload) submitter(ctx context.Context, k int) {
 		nodes := min(n, []int{1, 1, 1, 2, 2, 3, 4}[r.IntN(7)])
 		perNode := min(gpus, []int{1, 1, 2, 2, 4, 8}[r.IntN(6)])
 		ticks := 3 + r.IntN(13) // 0.6 s to 3 s
+		if w.ticks != [2]int{} {
+			ticks = w.ticks[0] + r.IntN(w.ticks[1]-w.ticks[0]+1)
+		}
 		slow := "fast"
 		if r.Float64() < 0.3 {
 			slow = "slow"
@@ -90,7 +97,11 @@ func (w *Workload) submitter(ctx context.Context, k int) {
 			}
 			w.cancel(ctx, r, id)
 		}
-		if sleep(ctx, time.Duration(100+r.IntN(700))*time.Millisecond) != nil {
+		gap := time.Duration(100+r.IntN(700)) * time.Millisecond
+		if w.gap != [2]time.Duration{} {
+			gap = w.gap[0] + time.Duration(r.Int64N(int64(w.gap[1]-w.gap[0])))
+		}
+		if sleep(ctx, gap) != nil {
 			return
 		}
 	}
