@@ -126,7 +126,10 @@ func at(xs []string, i int) string {
 // every rank's output, says where it runs, and exits with the job's code.
 func TestRunInteractive(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 2, GPUsPerNode: 1})
-	r := shoal(t, c.Agents[1], "run", "-N", "2", "--label", "sh", "-c", `echo "hi $RANK of $WORLD_SIZE"; exit 2`)
+	// Rank 0 fails, after both have printed: the first failing task ends
+	// the gang, so a rank that failed at once could cut the other short.
+	r := shoal(t, c.Agents[1], "run", "-N", "2", "--label", "sh", "-c",
+		`echo "hi $RANK of $WORLD_SIZE"; if [ "$RANK" = 0 ]; then sleep 1; exit 2; fi`)
 	if r.code != 2 {
 		t.Fatalf("shoal run: exit %d; want the job's exit code 2\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}

@@ -174,7 +174,10 @@ func TestLeaderKill(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 8})
 	var ids []uint64
 	for i := range 3 {
-		id := submit(t, c.Agents[i], "--name", fmt.Sprintf("pre%d", i), "--", "true")
+		// --requeue: a job placed on the leader's node and killed with it
+		// before its exit was reported runs again instead of ending
+		// NODE_FAIL, so every acknowledged job must end COMPLETED.
+		id := submit(t, c.Agents[i], "--requeue", "--name", fmt.Sprintf("pre%d", i), "--", "true")
 		// Read your writes: the agent that acknowledged a submit shows the
 		// job at once, leader or follower.
 		mustShoal(t, c.Agents[i], "job", fmt.Sprint(id))
