@@ -46,6 +46,9 @@ type Config struct {
 	SubmitGap [2]time.Duration
 	// MinFault is the least time each fault is held (default: as drawn).
 	MinFault time.Duration
+	// Requeue is the share of jobs submitted with --requeue, in (0, 1]
+	// (default 0.5).
+	Requeue float64
 }
 
 // Result is what one seed's run found; `shoal chaos --json` prints these.
@@ -98,6 +101,9 @@ func RunSeed(ctx context.Context, cfg Config, seed uint64) (res Result, err erro
 	if g := cfg.SubmitGap; g != [2]time.Duration{} && (g[0] < 0 || g[1] <= g[0]) {
 		return res, fmt.Errorf("seed %d: submit gap %v: want 0 <= min < max", seed, g)
 	}
+	if cfg.Requeue < 0 || cfg.Requeue > 1 {
+		return res, fmt.Errorf("seed %d: requeue share %v: want 0 (default) to 1", seed, cfg.Requeue)
+	}
 	log := cfg.Log.With("component", "chaos", "seed", seed)
 	dir, err := os.MkdirTemp(cfg.Dir, "shc")
 	if err != nil {
@@ -129,7 +135,7 @@ func RunSeed(ctx context.Context, cfg Config, seed uint64) (res Result, err erro
 
 	// The workload runs while faults happen; it is stopped when they stop.
 	w := NewWorkload(h, seed)
-	w.ticks, w.gap = cfg.RankTicks, cfg.SubmitGap
+	w.ticks, w.gap, w.requeue = cfg.RankTicks, cfg.SubmitGap, cfg.Requeue
 	wctx, stopWorkload := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { w.Run(wctx) })

@@ -19,10 +19,12 @@ import (
 type Workload struct {
 	h    *Harness
 	seed uint64
-	// ticks and gap replace the default rank life and pause between
-	// submits when set (Config.RankTicks, Config.SubmitGap).
-	ticks [2]int
-	gap   [2]time.Duration
+	// ticks, gap and requeue replace the default rank life, pause between
+	// submits and share of requeued jobs when set (Config.RankTicks,
+	// Config.SubmitGap, Config.Requeue).
+	ticks   [2]int
+	gap     [2]time.Duration
+	requeue float64
 
 	mu       sync.Mutex
 	attempts []Attempt
@@ -86,6 +88,9 @@ func (w *Workload) submitter(ctx context.Context, k int) {
 			// Half the jobs ask to be requeued when they lose a node, so
 			// faults exercise requeue and invariant 3 (one live incarnation).
 			Requeue: r.Float64() < requeueChance,
+		}
+		if w.requeue > 0 {
+			req.Requeue = r.Float64() < w.requeue
 		}
 		// The job's name is its request id: the final state then shows
 		// which request made each job (invariant 2).
