@@ -261,9 +261,7 @@ func TestBatchEndStopsSteps(t *testing.T) {
 // TestBatchScriptAsUser checks that a root agent runs the script and
 // opens its output as the job's user.
 func TestBatchScriptAsUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to switch users")
-	}
+	requireRoot(t)
 	e := newTestExec(t, t.TempDir(), time.Second)
 	dir := t.TempDir()
 	for _, d := range []string{filepath.Dir(dir), dir} {
