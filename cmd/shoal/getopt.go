@@ -198,3 +198,65 @@ func (e *slurmError) Error() string { return e.msg }
 func slurmErrorf(format string, args ...any) error {
 	return &slurmError{fmt.Sprintf(format, args...)}
 }
+
+// formatSpec is one "%[.][#][width]letter" field of a Slurm -o format, as
+// squeue and sinfo take them.
+type formatSpec struct {
+	right  bool // ".": right-aligned
+	auto   bool // "#" (sinfo): as wide as the widest value
+	width  int  // 0: as wide as the value
+	letter byte // 0 when the format ends before one
+	raw    string
+}
+
+// scanFormat splits a Slurm -o format into literal text ("%%" is a "%")
+// and field specifications, handing each to text or spec in order; the
+// commands differ only in what they do with a letter they do not know.
+// allowAuto says whether "#" is syntax (sinfo) or a letter (squeue).
+func scanFormat(format string, allowAuto bool, text func(string), spec func(formatSpec) error) error {
+	var lit strings.Builder
+	flush := func() {
+		if lit.Len() > 0 {
+			text(lit.String())
+			lit.Reset()
+		}
+	}
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			lit.WriteByte(format[i])
+			continue
+		}
+		if i+1 < len(format) && format[i+1] == '%' {
+			lit.WriteByte('%')
+			i++
+			continue
+		}
+		var f formatSpec
+		j := i + 1
+		if j < len(format) && format[j] == '.' {
+			f.right = true
+			j++
+		}
+		if allowAuto && j < len(format) && format[j] == '#' {
+			f.auto = true
+			j++
+		}
+		for j < len(format) && format[j] >= '0' && format[j] <= '9' && f.width < 1<<20 {
+			f.width = f.width*10 + int(format[j]-'0')
+			j++
+		}
+		if j < len(format) {
+			f.letter = format[j]
+			f.raw = format[i : j+1]
+		} else {
+			f.raw = format[i:]
+		}
+		flush()
+		if err := spec(f); err != nil {
+			return err
+		}
+		i = j
+	}
+	flush()
+	return nil
+}

@@ -167,48 +167,22 @@ type sinfoCol struct {
 // letter is an error, as in sinfo.
 func parseSinfoFormat(format string) ([]sinfoCol, error) {
 	var cols []sinfoCol
-	var lit strings.Builder
-	flush := func() {
-		if lit.Len() > 0 {
-			cols = append(cols, sinfoCol{literal: lit.String()})
-			lit.Reset()
+	err := scanFormat(format, true, func(t string) {
+		cols = append(cols, sinfoCol{literal: t})
+	}, func(f formatSpec) error {
+		if f.letter == 0 {
+			return slurmErrorf("Invalid node format specification: %s", f.raw)
 		}
+		field := sinfoFieldByLetter(f.letter)
+		if field == nil {
+			return slurmErrorf("Invalid node format specification: %c", f.letter)
+		}
+		cols = append(cols, sinfoCol{field: field, width: f.width, auto: f.auto, right: f.right})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	for i := 0; i < len(format); i++ {
-		if format[i] != '%' {
-			lit.WriteByte(format[i])
-			continue
-		}
-		if i+1 < len(format) && format[i+1] == '%' {
-			lit.WriteByte('%')
-			i++
-			continue
-		}
-		col := sinfoCol{}
-		j := i + 1
-		if j < len(format) && format[j] == '.' {
-			col.right = true
-			j++
-		}
-		if j < len(format) && format[j] == '#' {
-			col.auto = true
-			j++
-		}
-		for j < len(format) && format[j] >= '0' && format[j] <= '9' && col.width < 1<<20 {
-			col.width = col.width*10 + int(format[j]-'0')
-			j++
-		}
-		if j >= len(format) {
-			return nil, slurmErrorf("Invalid node format specification: %s", format[i:])
-		}
-		if col.field = sinfoFieldByLetter(format[j]); col.field == nil {
-			return nil, slurmErrorf("Invalid node format specification: %c", format[j])
-		}
-		flush()
-		cols = append(cols, col)
-		i = j
-	}
-	flush()
 	return cols, nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -391,5 +392,41 @@ func TestScancelIDs(t *testing.T) {
 	}
 	if _, err := parseScancelStates("done"); err == nil {
 		t.Error("scancel -t done accepted")
+	}
+}
+
+func TestScanFormat(t *testing.T) {
+	tests := []struct {
+		format    string
+		allowAuto bool
+		want      string
+	}{
+		{"%.10i %j", false, "spec(.10i:r,w10,i) text( ) spec(%j:w0,j)"},
+		{"100%% %", false, "text(100% ) spec(%:w0,-)"},
+		{"%#P", true, "spec(%#P:a,w0,P)"},
+		{"%#P", false, "spec(%#:w0,#) text(P)"},
+		{"%.5", false, "spec(.5:r,w5,-)"},
+	}
+	for _, tc := range tests {
+		var parts []string
+		_ = scanFormat(tc.format, tc.allowAuto, func(s string) {
+			parts = append(parts, "text("+s+")")
+		}, func(f formatSpec) error {
+			desc := f.raw + ":"
+			if f.right {
+				desc = strings.TrimPrefix(f.raw, "%") + ":r,"
+			} else if f.auto {
+				desc += "a,"
+			}
+			letter := "-"
+			if f.letter != 0 {
+				letter = string(f.letter)
+			}
+			parts = append(parts, fmt.Sprintf("spec(%sw%d,%s)", desc, f.width, letter))
+			return nil
+		})
+		if got := strings.Join(parts, " "); got != tc.want {
+			t.Errorf("scanFormat(%q, %v) = %s; want %s", tc.format, tc.allowAuto, got, tc.want)
+		}
 	}
 }

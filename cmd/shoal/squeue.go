@@ -412,53 +412,26 @@ type squeueCol struct {
 func parseSqueueFormat(format string) ([]squeueCol, []string) {
 	var cols []squeueCol
 	var bad []string
-	var lit strings.Builder
-	for i := 0; i < len(format); i++ {
-		if format[i] != '%' {
-			lit.WriteByte(format[i])
-			continue
+	text := func(t string) {
+		// An unknown specification joins the text around it, as in squeue.
+		if n := len(cols); n > 0 && cols[n-1].field == nil {
+			cols[n-1].literal += t
+			return
 		}
-		if i+1 < len(format) && format[i+1] == '%' {
-			lit.WriteByte('%')
-			i++
-			continue
-		}
-		j := i + 1
-		right := false
-		if j < len(format) && format[j] == '.' {
-			right = true
-			j++
-		}
-		w := 0
-		for j < len(format) && format[j] >= '0' && format[j] <= '9' && w < 1<<20 {
-			w = w*10 + int(format[j]-'0')
-			j++
-		}
-		var f *squeueField
-		if j < len(format) {
-			f = squeueFieldByLetter(format[j])
-		}
-		if f == nil {
-			if j < len(format) {
-				bad = append(bad, string(format[j]))
-				lit.WriteString(format[i : j+1])
-				i = j
-			} else {
-				lit.WriteString(format[i:])
-				i = len(format)
+		cols = append(cols, squeueCol{literal: t})
+	}
+	_ = scanFormat(format, false, text, func(f formatSpec) error {
+		field := squeueFieldByLetter(f.letter)
+		if f.letter == 0 || field == nil {
+			if f.letter != 0 {
+				bad = append(bad, string(f.letter))
 			}
-			continue
+			text(f.raw)
+			return nil
 		}
-		if lit.Len() > 0 {
-			cols = append(cols, squeueCol{literal: lit.String()})
-			lit.Reset()
-		}
-		cols = append(cols, squeueCol{field: f, width: w, right: right})
-		i = j
-	}
-	if lit.Len() > 0 {
-		cols = append(cols, squeueCol{literal: lit.String()})
-	}
+		cols = append(cols, squeueCol{field: field, width: f.width, right: f.right})
+		return nil
+	})
 	return cols, bad
 }
 
