@@ -31,15 +31,23 @@ const (
 	Flap Kind = "flap"
 	// RestartAll: kill -9 every agent at once, restart all after Duration.
 	RestartAll Kind = "restart-all"
+	// Slow: the links of one or more agents are limited to RateKbit in
+	// each direction by a tc tbf queue for Duration. The queue holds a
+	// packet up to Latency before dropping it, so a busy slow link is also
+	// a delaying one.
+	Slow Kind = "slow"
+	// Loss: Percent of one agent's packets to and from the others are
+	// dropped at random (nftables numgen) for Duration.
+	Loss Kind = "loss"
 )
 
-// AllKinds is every kind, in a fixed order.
-var AllKinds = []Kind{Kill, Pause, Isolate, Partition, OneWay, Flap, RestartAll}
+// AllKinds is every kind, in a fixed order. New kinds go at the end.
+var AllKinds = []Kind{Kill, Pause, Isolate, Partition, OneWay, Flap, RestartAll, Slow, Loss}
 
 // NetKind reports whether a kind needs network namespaces.
 func (k Kind) NetKind() bool {
 	switch k {
-	case Isolate, Partition, OneWay, Flap:
+	case Isolate, Partition, OneWay, Flap, Slow, Loss:
 		return true
 	}
 	return false
@@ -81,6 +89,12 @@ type Fault struct {
 	Targets []int
 	// Period is how often a flapping link changes state.
 	Period time.Duration
+	// RateKbit and Latency shape a Slow fault's tbf queue: its rate in
+	// kbit/s and how long it holds a packet before dropping it.
+	RateKbit int
+	Latency  time.Duration
+	// Percent is the share of packets a Loss fault drops, 1 to 99.
+	Percent int
 }
 
 func (f Fault) String() string {
@@ -94,6 +108,12 @@ func (f Fault) String() string {
 	}
 	if f.Period > 0 {
 		s += fmt.Sprintf(" every %s", f.Period.Round(time.Millisecond))
+	}
+	if f.RateKbit > 0 {
+		s += fmt.Sprintf(" at %dkbit latency %s", f.RateKbit, f.Latency.Round(time.Millisecond))
+	}
+	if f.Percent > 0 {
+		s += fmt.Sprintf(" dropping %d%%", f.Percent)
 	}
 	return s
 }
@@ -137,6 +157,16 @@ func Plan(seed uint64, nodes int, kinds []Kind, n int) []Fault {
 			f.Targets, f.Duration, f.Period = []int{r.IntN(nodes)}, dur(3, 8), dur(0.2, 1.5)
 		case RestartAll:
 			f.Duration = dur(0, 2)
+		case Slow:
+			// Up to a minority, so a majority still talks at full speed.
+			slowed := 1 + r.IntN(max(1, (nodes-1)/2))
+			f.Targets = r.Perm(nodes)[:slowed]
+			slices.Sort(f.Targets)
+			f.RateKbit = 64 << r.IntN(4) // 64 to 512 kbit/s
+			f.Latency = time.Duration(100+r.IntN(900)) * time.Millisecond
+			f.Duration = dur(3, 10)
+		case Loss:
+			f.Targets, f.Percent, f.Duration = []int{r.IntN(nodes)}, 5+r.IntN(46), dur(3, 10)
 		}
 		out = append(out, f)
 	}
@@ -266,6 +296,18 @@ func (h *Harness) Inject(ctx context.Context, f Fault) (ev Event, err error) {
 			}
 		}
 		return ev, nil
+	case Slow:
+		for _, i := range targets {
+			if err := h.Slow(ctx, i, f.RateKbit, f.Latency); err != nil {
+				return ev, err
+			}
+		}
+		return ev, hold()
+	case Loss:
+		if err := h.Lose(ctx, targets[0], f.Percent); err != nil {
+			return ev, err
+		}
+		return ev, hold()
 	case RestartAll:
 		var errs []error
 		for i := range h.Agents {

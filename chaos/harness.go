@@ -87,6 +87,9 @@ func (a *Agent) Client() *api.Client { return a.client }
 // Socket is the agent's Unix socket.
 func (a *Agent) Socket() string { return filepath.Join(a.DataDir, "shoal.sock") }
 
+// Netns is the agent's network namespace, or "" on loopback.
+func (a *Agent) Netns() string { return a.ns }
+
 // LogPath is where the agent's stderr goes.
 func (a *Agent) LogPath() string { return filepath.Join(a.DataDir, "agent.log") }
 
@@ -382,8 +385,26 @@ func (h *Harness) Block(ctx context.Context, i int, inFrom, outTo []int) error {
 	return h.net.setBlocks(ctx, i, inFrom, outTo)
 }
 
-// Heal undoes every fault: links up, drop rules cleared, paused agents
-// continued and stopped agents started.
+// Slow limits agent i's link to rateKbit in each direction with tc tbf
+// queues that hold a packet up to latency before dropping it.
+func (h *Harness) Slow(ctx context.Context, i, rateKbit int, latency time.Duration) error {
+	if h.net == nil {
+		return errNoNetFaults
+	}
+	return h.net.setSlow(ctx, i, rateKbit, latency)
+}
+
+// Lose drops percent of agent i's packets to and from the others at
+// random. It replaces Block's rules; Block(ctx, i, nil, nil) clears it.
+func (h *Harness) Lose(ctx context.Context, i, percent int) error {
+	if h.net == nil {
+		return errNoNetFaults
+	}
+	return h.net.setLoss(ctx, i, percent)
+}
+
+// Heal undoes every fault: links up to full speed, drop and loss rules
+// cleared, paused agents continued and stopped agents started.
 func (h *Harness) Heal(ctx context.Context) error {
 	var errs []error
 	for i, a := range h.Agents {
@@ -392,6 +413,9 @@ func (h *Harness) Heal(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 			if err := h.net.setBlocks(ctx, i, nil, nil); err != nil {
+				errs = append(errs, err)
+			}
+			if err := h.net.clearSlow(ctx, i); err != nil {
 				errs = append(errs, err)
 			}
 		}

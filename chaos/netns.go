@@ -76,9 +76,9 @@ func NetNSMissing() string {
 	if os.Geteuid() != 0 {
 		missing = append(missing, "root (euid is "+strconv.Itoa(os.Geteuid())+")")
 	}
-	for _, tool := range []string{"ip", "nft"} {
+	for _, tool := range []string{"ip", "nft", "tc"} {
 		if _, err := osexec.LookPath(tool); err != nil {
-			hint := map[string]string{"ip": "iproute2", "nft": "nftables"}[tool]
+			hint := map[string]string{"ip": "iproute2", "nft": "nftables", "tc": "iproute2"}[tool]
 			missing = append(missing, fmt.Sprintf("the %s command (apt-get install -y %s)", tool, hint))
 		}
 	}
@@ -157,8 +157,25 @@ func (x *netns) setLink(ctx context.Context, i int, up bool) error {
 }
 
 // setBlocks replaces agent i's drop rules: packets from the agents in
-// inFrom and to the agents in outTo are dropped inside its namespace.
+// inFrom and to the agents in outTo are dropped inside its namespace. It
+// clears any random loss.
 func (x *netns) setBlocks(ctx context.Context, i int, inFrom, outTo []int) error {
+	return x.setRules(ctx, i, inFrom, outTo, 0)
+}
+
+// setLoss replaces agent i's drop rules with one dropping percent of the
+// packets its eth0 sends and receives, at random.
+func (x *netns) setLoss(ctx context.Context, i, percent int) error {
+	if percent < 1 || percent > 99 {
+		return fmt.Errorf("loss of agent %d: percent %d: want 1 to 99", i, percent)
+	}
+	return x.setRules(ctx, i, nil, nil, percent)
+}
+
+// setRules writes agent i's one nftables table: the drops of setBlocks and
+// lossPercent of random loss (0 for none). The counters let a test see the
+// rules work.
+func (x *netns) setRules(ctx context.Context, i int, inFrom, outTo []int, lossPercent int) error {
 	var b strings.Builder
 	// "table; delete table" makes the script work whether or not the table
 	// exists yet.
@@ -167,15 +184,80 @@ func (x *netns) setBlocks(ctx context.Context, i int, inFrom, outTo []int) error
 	if len(inFrom) > 0 {
 		fmt.Fprintf(&b, "\t\tip saddr { %s } drop\n", x.addrList(inFrom))
 	}
+	if lossPercent > 0 {
+		fmt.Fprintf(&b, "\t\tiifname \"eth0\" numgen random mod 100 < %d counter drop\n", lossPercent)
+	}
 	b.WriteString("\t}\n\tchain out {\n\t\ttype filter hook output priority 0; policy accept;\n")
 	if len(outTo) > 0 {
 		fmt.Fprintf(&b, "\t\tip daddr { %s } drop\n", x.addrList(outTo))
+	}
+	if lossPercent > 0 {
+		fmt.Fprintf(&b, "\t\toifname \"eth0\" numgen random mod 100 < %d counter drop\n", lossPercent)
 	}
 	b.WriteString("\t}\n}\n")
 	if err := runInput(ctx, b.String(), "ip", "netns", "exec", x.ns(i), "nft", "-f", "-"); err != nil {
 		return fmt.Errorf("nftables rules of agent %d: %w", i, err)
 	}
 	return nil
+}
+
+// tbfBurst is the bucket of a slow link: a few full-size packets, so the
+// rate holds from the first second.
+const tbfBurst = "8kb"
+
+// setSlow limits agent i's link to rateKbit in both directions: a tbf
+// queue on its eth0 (what it sends) and one on the host end of its veth
+// (what it receives). latency is how long a queue holds a packet before
+// dropping it.
+func (x *netns) setSlow(ctx context.Context, i, rateKbit int, latency time.Duration) error {
+	if rateKbit < 1 {
+		return fmt.Errorf("slow link of agent %d: rate %d kbit: want at least 1", i, rateKbit)
+	}
+	if latency < time.Millisecond {
+		return fmt.Errorf("slow link of agent %d: latency %s: want at least 1ms", i, latency)
+	}
+	tbf := []string{"qdisc", "replace", "dev", "", "root", "tbf", "rate", fmt.Sprintf("%dkbit", rateKbit),
+		"burst", tbfBurst, "latency", fmt.Sprintf("%dms", latency.Milliseconds())}
+	for _, d := range x.slowDevs(i) {
+		tbf[3] = d.dev
+		if err := run(ctx, d.prefix[0], append(d.prefix[1:], tbf...)...); err != nil {
+			return fmt.Errorf("slow link of agent %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// clearSlow removes the tbf queues setSlow made on agent i's link, if any.
+func (x *netns) clearSlow(ctx context.Context, i int) error {
+	var errs []error
+	for _, d := range x.slowDevs(i) {
+		out, err := output(ctx, d.prefix[0], append(d.prefix[1:], "qdisc", "show", "dev", d.dev, "root")...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("slow link of agent %d: %w", i, err))
+			continue
+		}
+		if !strings.Contains(out, "qdisc tbf ") {
+			continue
+		}
+		if err := run(ctx, d.prefix[0], append(d.prefix[1:], "qdisc", "del", "dev", d.dev, "root")...); err != nil {
+			errs = append(errs, fmt.Errorf("heal slow link of agent %d: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// slowDev is a device a slow link shapes and the command prefix that runs
+// tc where it lives.
+type slowDev struct {
+	prefix []string
+	dev    string
+}
+
+func (x *netns) slowDevs(i int) []slowDev {
+	return []slowDev{
+		{[]string{"ip", "netns", "exec", x.ns(i), "tc"}, "eth0"},
+		{[]string{"tc"}, x.hostVeth(i)},
+	}
 }
 
 func (x *netns) addrList(idx []int) string {
