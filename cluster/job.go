@@ -152,6 +152,12 @@ func (s Spec) Validate() error {
 			return err
 		}
 	} else if len(s.Command) == 0 || s.Command[0] == "" {
+	// Account and QoS name the job's fair-share account (-A) and QoS
+	// level (-q) in the queue Policy; Nice (--nice) is subtracted from its
+	// priority, and only root may make it negative.
+	Account string `msgpack:"account,omitempty" json:"account,omitempty"`
+	QoS     string `msgpack:"qos,omitempty" json:"qos,omitempty"`
+	Nice    int    `msgpack:"nice,omitempty" json:"nice,omitempty"`
 		return fmt.Errorf("command: empty, want a program and its arguments")
 	}
 	if len(s.Command) > MaxCommandArgs {
@@ -201,6 +207,19 @@ type Job struct {
 	// Alloc is set while the job holds resources and kept after it ends, so
 	// `shoal job` can show where it ran. Alloc.Nodes[i].Released tells
 	// whether node i's GPUs are still held.
+	if s.Account != "" {
+		if err := policyName(s.Account); err != nil {
+			return fmt.Errorf("account %.64q: %w", s.Account, err)
+		}
+	}
+	if s.QoS != "" {
+		if err := policyName(s.QoS); err != nil {
+			return fmt.Errorf("qos %.64q: %w", s.QoS, err)
+		}
+	}
+	if s.Nice < -MaxNice || s.Nice > MaxNice {
+		return fmt.Errorf("nice %d: want %d to %d", s.Nice, -MaxNice, MaxNice)
+	}
 	Alloc *Allocation `msgpack:"alloc" json:"alloc,omitempty"`
 	// ExitCode is the first failing task's exit code, or 0.
 	ExitCode int `msgpack:"exit_code" json:"exit_code"`

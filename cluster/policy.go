@@ -1,0 +1,321 @@
+package cluster
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// Policy is the queue policy every leader orders pending jobs by: the
+// weights of Slurm's multifactor priority and what its factors are
+// measured against. It is replicated (the FSM's SetPolicy), so it holds no
+// Go maps: accounts, users and QoS levels are slices sorted by name, which
+// keeps its encoding, and so snapshots, the same on every replica.
+type Policy struct {
+	Weights Weights `msgpack:"weights" json:"weights"`
+	// MaxAge is the wait at which the age factor reaches 1 (Slurm's
+	// PriorityMaxAge); zero makes every pending job's age factor 1.
+	MaxAge time.Duration `msgpack:"max_age" json:"max_age"`
+	// HalfLife is the fair-share usage decay half-life (Slurm's
+	// PriorityDecayHalfLife); zero means usage never decays.
+	HalfLife time.Duration `msgpack:"half_life" json:"half_life"`
+	// Accounts are the configured fair-share accounts, by ascending name.
+	Accounts []AccountShare `msgpack:"accounts" json:"accounts"`
+	// QoS are the named QoS levels, by ascending name.
+	QoS []QoSLevel `msgpack:"qos" json:"qos"`
+}
+
+// Weights are the integer weights of the priority factors (each factor is
+// in [0,1]), as Slurm's PriorityWeight* settings.
+type Weights struct {
+	Age       int64 `msgpack:"age" json:"age"`
+	FairShare int64 `msgpack:"fair_share" json:"fair_share"`
+	JobSize   int64 `msgpack:"job_size" json:"job_size"`
+	QoS       int64 `msgpack:"qos" json:"qos"`
+}
+
+// AccountShare is one account's fair-share: its shares among the accounts
+// and, optionally, its users' shares within it.
+type AccountShare struct {
+	Name   string      `msgpack:"name" json:"name"`
+	Shares int64       `msgpack:"shares" json:"shares"`
+	Users  []UserShare `msgpack:"users" json:"users"` // ascending name
+}
+
+// UserShare is one user's shares within an account.
+type UserShare struct {
+	Name   string `msgpack:"name" json:"name"`
+	Shares int64  `msgpack:"shares" json:"shares"`
+}
+
+// QoSLevel is a named QoS and its priority (Slurm's QOS Priority).
+type QoSLevel struct {
+	Name     string `msgpack:"name" json:"name"`
+	Priority int64  `msgpack:"priority" json:"priority"`
+}
+
+// Policy bounds: they keep a hostile or corrupt policy from making the
+// replicated state or a scheduling pass large, and priorities from
+// overflowing int64 (four weights and a nice all under 2^32).
+const (
+	MaxPolicyWeight   = 1 << 32
+	MaxPolicyShares   = 1 << 32
+	MaxPolicyAccounts = 10000
+	MaxPolicyUsers    = 10000 // per account
+	MaxPolicyQoS      = 1000
+	MaxPolicyNameLen  = 64
+	MaxPolicyDuration = 10 * 365 * 24 * time.Hour
+	// MaxNice bounds --nice either way (Slurm's own bound).
+	MaxNice = 2147483645
+)
+
+// DefaultPolicy is the policy in force until one is set: age and
+// fair-share at equal weight, everything a week. Jobs of users with equal
+// usage keep FIFO order (equal fair-share, the older job's age factor is
+// never lower, ties go to the lower ID); a user who has used more waits
+// behind one who has used less.
+func DefaultPolicy() Policy {
+	week := 7 * 24 * time.Hour
+	return Policy{
+		Weights:  Weights{Age: 1000, FairShare: 1000},
+		MaxAge:   week,
+		HalfLife: week,
+	}
+}
+
+// Validate checks the policy and names the first bad field. Accounts,
+// their users and QoS levels must be sorted by name without repeats (the
+// canonical form ParsePolicyJSON makes).
+func (p *Policy) Validate() error {
+	for _, w := range []struct {
+		name string
+		v    int64
+	}{{"age", p.Weights.Age}, {"fair_share", p.Weights.FairShare}, {"job_size", p.Weights.JobSize}, {"qos", p.Weights.QoS}} {
+		if w.v < 0 || w.v > MaxPolicyWeight {
+			return fmt.Errorf("weights.%s %d: want 0 to %d", w.name, w.v, int64(MaxPolicyWeight))
+		}
+	}
+	if p.MaxAge < 0 || p.MaxAge > MaxPolicyDuration {
+		return fmt.Errorf("max_age %s: want 0 to %s", p.MaxAge, MaxPolicyDuration)
+	}
+	if p.HalfLife < 0 || p.HalfLife > MaxPolicyDuration {
+		return fmt.Errorf("half_life %s: want 0 (no decay) to %s", p.HalfLife, MaxPolicyDuration)
+	}
+	if len(p.Accounts) > MaxPolicyAccounts {
+		return fmt.Errorf("accounts: %d, want at most %d", len(p.Accounts), MaxPolicyAccounts)
+	}
+	for i, a := range p.Accounts {
+		where := fmt.Sprintf("accounts[%d] %.64q", i, a.Name)
+		if err := policyName(a.Name); err != nil {
+			return fmt.Errorf("%s: name: %w", where, err)
+		}
+		if i > 0 && a.Name <= p.Accounts[i-1].Name {
+			return fmt.Errorf("%s: name not after %q, want ascending unique names", where, p.Accounts[i-1].Name)
+		}
+		if a.Shares < 0 || a.Shares > MaxPolicyShares {
+			return fmt.Errorf("%s: shares %d: want 0 to %d", where, a.Shares, int64(MaxPolicyShares))
+		}
+		if len(a.Users) > MaxPolicyUsers {
+			return fmt.Errorf("%s: users: %d, want at most %d", where, len(a.Users), MaxPolicyUsers)
+		}
+		for k, u := range a.Users {
+			uw := fmt.Sprintf("%s: users[%d] %.64q", where, k, u.Name)
+			if err := policyName(u.Name); err != nil {
+				return fmt.Errorf("%s: name: %w", uw, err)
+			}
+			if k > 0 && u.Name <= a.Users[k-1].Name {
+				return fmt.Errorf("%s: name not after %q, want ascending unique names", uw, a.Users[k-1].Name)
+			}
+			if u.Shares < 0 || u.Shares > MaxPolicyShares {
+				return fmt.Errorf("%s: shares %d: want 0 to %d", uw, u.Shares, int64(MaxPolicyShares))
+			}
+		}
+	}
+	if len(p.QoS) > MaxPolicyQoS {
+		return fmt.Errorf("qos: %d levels, want at most %d", len(p.QoS), MaxPolicyQoS)
+	}
+	for i, q := range p.QoS {
+		where := fmt.Sprintf("qos[%d] %.64q", i, q.Name)
+		if err := policyName(q.Name); err != nil {
+			return fmt.Errorf("%s: name: %w", where, err)
+		}
+		if i > 0 && q.Name <= p.QoS[i-1].Name {
+			return fmt.Errorf("%s: name not after %q, want ascending unique names", where, p.QoS[i-1].Name)
+		}
+		if q.Priority < 0 || q.Priority > MaxPolicyWeight {
+			return fmt.Errorf("%s: priority %d: want 0 to %d", where, q.Priority, int64(MaxPolicyWeight))
+		}
+	}
+	return nil
+}
+
+// policyName checks an account, user or QoS name.
+func policyName(s string) error {
+	if s == "" || len(s) > MaxPolicyNameLen {
+		return fmt.Errorf("%d bytes, want 1 to %d", len(s), MaxPolicyNameLen)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == 0x7f {
+			return fmt.Errorf("control or space character at byte %d", i)
+		}
+	}
+	return nil
+}
+
+// HasQoS reports whether the policy names QoS level name.
+func (p *Policy) HasQoS(name string) bool {
+	_, ok := slices.BinarySearchFunc(p.QoS, name, func(q QoSLevel, n string) int { return cmp.Compare(q.Name, n) })
+	return ok
+}
+
+// Clone returns a deep copy of p.
+func (p *Policy) Clone() *Policy {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	c.Accounts = slices.Clone(p.Accounts)
+	for i := range c.Accounts {
+		c.Accounts[i].Users = slices.Clone(p.Accounts[i].Users)
+	}
+	c.QoS = slices.Clone(p.QoS)
+	return &c
+}
+
+// Equal reports whether p and q are the same policy.
+func (p *Policy) Equal(q *Policy) bool {
+	if p == nil || q == nil {
+		return p == q
+	}
+	return p.Weights == q.Weights && p.MaxAge == q.MaxAge && p.HalfLife == q.HalfLife &&
+		slices.Equal(p.QoS, q.QoS) &&
+		slices.EqualFunc(p.Accounts, q.Accounts, func(a, b AccountShare) bool {
+			return a.Name == b.Name && a.Shares == b.Shares && slices.Equal(a.Users, b.Users)
+		})
+}
+
+// PolicyFile is the JSON form of a Policy: what `shoal agent --policy`
+// and `shoal policy set` read and `shoal policy show` prints. Durations
+// are Go durations ("168h", "30m"; absent: 168h, "0s" for none); weights
+// absent are 0; accounts, users and QoS levels are
+// objects keyed by name.
+//
+//	{
+//	  "weights": {"age": 1000, "fair_share": 10000, "job_size": 500, "qos": 2000},
+//	  "max_age": "168h",
+//	  "half_life": "168h",
+//	  "accounts": {
+//	    "physics": {"shares": 60, "users": {"alice": 2, "bob": 1}},
+//	    "bio":     {"shares": 40}
+//	  },
+//	  "qos": {"normal": 0, "high": 100}
+//	}
+type PolicyFile struct {
+	Weights  Weights                `json:"weights"`
+	MaxAge   string                 `json:"max_age"`
+	HalfLife string                 `json:"half_life"`
+	Accounts map[string]AccountFile `json:"accounts,omitempty"`
+	QoS      map[string]int64       `json:"qos,omitempty"`
+}
+
+// AccountFile is one account in a PolicyFile.
+type AccountFile struct {
+	Shares int64            `json:"shares"`
+	Users  map[string]int64 `json:"users,omitempty"`
+}
+
+// maxPolicyFileBytes bounds a policy file.
+const maxPolicyFileBytes = 16 << 20
+
+// ParsePolicyJSON reads a policy file (see PolicyFile) into its canonical
+// Policy and validates it. Unknown fields are errors, so a misspelt weight
+// is not silently zero; an error names the field.
+func ParsePolicyJSON(b []byte) (Policy, error) {
+	if len(b) > maxPolicyFileBytes {
+		return Policy{}, fmt.Errorf("policy: %d bytes, want at most %d", len(b), maxPolicyFileBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var f PolicyFile
+	if err := dec.Decode(&f); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return Policy{}, fmt.Errorf("policy: %s: want a %s, got a JSON %s", te.Field, te.Type, te.Value)
+		}
+		return Policy{}, fmt.Errorf("policy: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Policy{}, errors.New("policy: data after the JSON object, want one object")
+	}
+	p := Policy{Weights: f.Weights}
+	var err error
+	def := DefaultPolicy()
+	if p.MaxAge, err = policyDuration("max_age", f.MaxAge, def.MaxAge); err != nil {
+		return Policy{}, err
+	}
+	if p.HalfLife, err = policyDuration("half_life", f.HalfLife, def.HalfLife); err != nil {
+		return Policy{}, err
+	}
+	if len(f.Accounts) > MaxPolicyAccounts {
+		return Policy{}, fmt.Errorf("policy: accounts: %d, want at most %d", len(f.Accounts), MaxPolicyAccounts)
+	}
+	for name, a := range f.Accounts {
+		as := AccountShare{Name: name, Shares: a.Shares}
+		for u, s := range a.Users {
+			as.Users = append(as.Users, UserShare{Name: u, Shares: s})
+		}
+		slices.SortFunc(as.Users, func(x, y UserShare) int { return cmp.Compare(x.Name, y.Name) })
+		p.Accounts = append(p.Accounts, as)
+	}
+	slices.SortFunc(p.Accounts, func(x, y AccountShare) int { return cmp.Compare(x.Name, y.Name) })
+	for name, pr := range f.QoS {
+		p.QoS = append(p.QoS, QoSLevel{Name: name, Priority: pr})
+	}
+	slices.SortFunc(p.QoS, func(x, y QoSLevel) int { return cmp.Compare(x.Name, y.Name) })
+	if err := p.Validate(); err != nil {
+		return Policy{}, fmt.Errorf("policy: %w", err)
+	}
+	return p, nil
+}
+
+// policyDuration parses a duration field; absent, it is def.
+func policyDuration(field, s string, def time.Duration) (time.Duration, error) {
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("policy: %s %q: want a duration such as \"168h\" or \"30m\"", field, s)
+	}
+	return d, nil
+}
+
+// File returns p in its JSON file form.
+func (p *Policy) File() PolicyFile {
+	f := PolicyFile{Weights: p.Weights, MaxAge: p.MaxAge.String(), HalfLife: p.HalfLife.String()}
+	if len(p.Accounts) > 0 {
+		f.Accounts = make(map[string]AccountFile, len(p.Accounts))
+		for _, a := range p.Accounts {
+			af := AccountFile{Shares: a.Shares}
+			if len(a.Users) > 0 {
+				af.Users = make(map[string]int64, len(a.Users))
+				for _, u := range a.Users {
+					af.Users[u.Name] = u.Shares
+				}
+			}
+			f.Accounts[a.Name] = af
+		}
+	}
+	if len(p.QoS) > 0 {
+		f.QoS = make(map[string]int64, len(p.QoS))
+		for _, q := range p.QoS {
+			f.QoS[q.Name] = q.Priority
+		}
+	}
+	return f
+}

@@ -1,0 +1,111 @@
+package cluster
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParsePolicyJSON(t *testing.T) {
+	p, err := ParsePolicyJSON([]byte(`{
+		"weights": {"age": 1000, "fair_share": 10000, "job_size": 500, "qos": 2000},
+		"max_age": "24h", "half_life": "0s",
+		"accounts": {"physics": {"shares": 60, "users": {"bob": 1, "alice": 2}}, "bio": {"shares": 40}},
+		"qos": {"normal": 0, "high": 100}
+	}`))
+	if err != nil {
+		t.Fatalf("ParsePolicyJSON: %v", err)
+	}
+	want := Policy{
+		Weights:  Weights{Age: 1000, FairShare: 10000, JobSize: 500, QoS: 2000},
+		MaxAge:   24 * time.Hour,
+		HalfLife: 0,
+		Accounts: []AccountShare{
+			{Name: "bio", Shares: 40},
+			{Name: "physics", Shares: 60, Users: []UserShare{{"alice", 2}, {"bob", 1}}},
+		},
+		QoS: []QoSLevel{{"high", 100}, {"normal", 0}},
+	}
+	if !p.Equal(&want) {
+		t.Fatalf("ParsePolicyJSON = %+v; want %+v", p, want)
+	}
+	// The file form reads back to the same policy.
+	f := p.File()
+	if f.MaxAge != "24h0m0s" || f.Accounts["physics"].Users["alice"] != 2 || f.QoS["high"] != 100 {
+		t.Errorf("File() = %+v", f)
+	}
+	if c := p.Clone(); !c.Equal(&p) || &c.Accounts[1].Users[0] == &p.Accounts[1].Users[0] {
+		t.Errorf("Clone is not a deep copy")
+	}
+	d, err := ParsePolicyJSON([]byte(`{}`))
+	if err != nil || d.MaxAge != 7*24*time.Hour || d.HalfLife != 7*24*time.Hour {
+		t.Errorf("ParsePolicyJSON({}) = %+v, %v; want week-long max_age and half_life", d, err)
+	}
+}
+
+// TestParsePolicyJSONErrors: every mistake is refused naming the field.
+func TestParsePolicyJSONErrors(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"unknown field", `{"weights": {"agee": 1}}`, `"agee"`},
+		{"negative weight", `{"weights": {"fair_share": -1}}`, "weights.fair_share -1"},
+		{"huge weight", `{"weights": {"age": 99999999999}}`, "weights.age"},
+		{"wrong type", `{"weights": {"age": "high"}}`, "weights.age"},
+		{"bad max_age", `{"max_age": "a week"}`, "max_age"},
+		{"negative half_life", `{"half_life": "-1h"}`, "half_life -1h0m0s"},
+		{"negative shares", `{"accounts": {"physics": {"shares": -5}}}`, `accounts[0] "physics": shares -5`},
+		{"negative user shares", `{"accounts": {"physics": {"shares": 5, "users": {"al": -1}}}}`, `users[0] "al": shares -1`},
+		{"empty account name", `{"accounts": {"": {"shares": 5}}}`, `accounts[0] "": name`},
+		{"space in qos name", `{"qos": {"very high": 5}}`, `qos[0] "very high": name`},
+		{"negative qos", `{"qos": {"high": -5}}`, `qos[0] "high": priority -5`},
+		{"two objects", `{} {}`, "one object"},
+		{"not json", `weights: 1`, "policy:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParsePolicyJSON([]byte(tc.in))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("ParsePolicyJSON(%s) = %v; want an error with %q", tc.in, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPolicyValidateOrder(t *testing.T) {
+	p := Policy{QoS: []QoSLevel{{"normal", 0}, {"high", 1}}}
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "ascending") {
+		t.Fatalf("Validate(unsorted qos) = %v; want an ascending-names error", err)
+	}
+	p = Policy{Accounts: []AccountShare{{Name: "a", Users: []UserShare{{"x", 1}, {"x", 2}}}}}
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "users[1]") {
+		t.Fatalf("Validate(repeated user) = %v; want users[1] named", err)
+	}
+}
+
+func TestSpecValidatePolicyFields(t *testing.T) {
+	base := Spec{Command: []string{"true"}, Request: Request{Nodes: 1, TasksPerNode: 1}}
+	for _, tc := range []struct {
+		name string
+		mod  func(*Spec)
+		want string
+	}{
+		{"ok", func(s *Spec) { s.Account, s.QoS, s.Nice = "physics", "high", -5 }, ""},
+		{"nice too big", func(s *Spec) { s.Nice = MaxNice + 1 }, "nice 2147483646"},
+		{"nice too small", func(s *Spec) { s.Nice = -MaxNice - 1 }, "nice -2147483646"},
+		{"account space", func(s *Spec) { s.Account = "a b" }, `account "a b"`},
+		{"qos long", func(s *Spec) { s.QoS = strings.Repeat("q", 65) }, "qos"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base
+			tc.mod(&s)
+			err := s.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v; want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v; want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
