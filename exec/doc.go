@@ -20,8 +20,10 @@
 // BatchEnv for batch scripts: torchrun's, Slurm's and Shoal's names, in
 // Slurm's formats), the ranks' stdout and stderr files (a batch script's
 // output files, opened as the job's user),
-// the time limit, signals (SIGTERM, then SIGKILL after Config.KillGrace),
-// stopping the siblings of a failed rank, and the exit records. A task
+// the time limit, signals (SIGTERM, then SIGKILL after Config.KillWait, or
+// the shorter Config.KillGrace when the node is fenced; the --signal
+// warning before the time limit; Signal on request), stopping the
+// siblings of a failed rank, and the exit records. A task
 // ends when every rank's leader is reaped; exec then SIGKILLs whatever is
 // left in the ranks' process groups and waits for it, so a reported exit
 // means nothing of the task runs any more and its GPUs may go to another

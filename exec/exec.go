@@ -39,7 +39,11 @@ const (
 )
 
 const (
-	// DefaultKillGrace is the time between SIGTERM and SIGKILL.
+	// DefaultKillWait is the time between SIGTERM and SIGKILL when a task
+	// is stopped (time limit, cancel, a failed rank), as Slurm's KillWait.
+	DefaultKillWait = 30 * time.Second
+	// DefaultKillGrace is the time between SIGTERM and SIGKILL when a task
+	// is fenced.
 	DefaultKillGrace = 10 * time.Second
 	// killWait bounds how long exec waits for SIGKILLed processes that are
 	// not its children (orphaned group members, a crashed agent's ranks)
@@ -102,6 +106,11 @@ type Launch struct {
 	// (srun, scontrol, ...); it is put first in PATH of batch scripts and
 	// step tasks.
 	ShimDir string
+	// JobStart is when the job incarnation started (the FSM's StartTime):
+	// a step's --signal warning is due at JobStart + the time limit - the
+	// warning time (the job's own task counts from its own start, as its
+	// time limit does).
+	JobStart time.Time
 }
 
 func (l Launch) key() TaskKey {
@@ -123,8 +132,14 @@ type Config struct {
 	// NodeName is this node's name; recovery uses it to recognise the
 	// ranks this node started.
 	NodeName string
-	// KillGrace is the time between SIGTERM and SIGKILL; DefaultKillGrace
-	// when zero.
+	// KillWait is the time between SIGTERM and SIGKILL when a task is
+	// stopped for any cause but "fenced": its time limit, a cancel, a
+	// failed rank (Slurm's KillWait); DefaultKillWait when zero.
+	KillWait time.Duration
+	// KillGrace is that time for cause "fenced" (the node lost its lease,
+	// or the agent stops), also for a task already stopping for another
+	// cause, and never more than KillWait; DefaultKillGrace when zero. The
+	// leader's lease expiry counts on it (see package node).
 	KillGrace time.Duration
 	// Logger receives exec's logs; slog.Default() when nil.
 	Logger *slog.Logger
@@ -199,6 +214,9 @@ type task struct {
 	start  time.Time
 	stop   chan string   // buffered 1: the first Stop's cause
 	done   chan struct{} // closed once the task left running
+	// pgids are the process groups of the ranks started, set once they
+	// are (under Executor.mu): what Signal signals.
+	pgids []int
 }
 
 // New opens the executor's directory under cfg.DataDir, creating it, and
@@ -215,6 +233,9 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	}
 	if cfg.KillGrace <= 0 {
 		cfg.KillGrace = DefaultKillGrace
+	}
+	if cfg.KillWait <= 0 {
+		cfg.KillWait = DefaultKillWait
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -480,7 +501,7 @@ func (e *Executor) signalPending() {
 }
 
 // Stop ends a running task: SIGTERM to every rank's process group, SIGKILL
-// after KillGrace. The exit record carries cause unless the ranks had
+// after KillWait (KillGrace for cause "fenced"). The exit record carries cause unless the ranks had
 // already ended it (a rank failed, the time limit). It returns whether the
 // task was running; it does not wait for the ranks to die. Stopping a
 // step leaves the job's own task and its other steps running.

@@ -27,7 +27,7 @@ func testLogger(t *testing.T) *slog.Logger {
 // fails, that every task it started is killed and reaped.
 func newTestExec(t *testing.T, dir string, grace time.Duration) *Executor {
 	t.Helper()
-	e, err := New(t.Context(), Config{DataDir: dir, NodeName: "n2", KillGrace: grace, Logger: testLogger(t)})
+	e, err := New(t.Context(), Config{DataDir: dir, NodeName: "n2", KillWait: grace, KillGrace: grace, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -34,6 +34,9 @@ func (e *Executor) run(t *task, launched chan<- error) {
 	exits := make(chan rankExit, t.plan.ranks)
 
 	pgids, startCode, startErr := e.startRanks(t, log, exits)
+	e.mu.Lock()
+	t.pgids = pgids // before Start returns, so Signal reaches them
+	e.mu.Unlock()
 	if startErr != nil {
 		log.Error("start ranks", "err", startErr)
 		launched <- fmt.Errorf("start job %s: %w: %w", t.key, ErrStartFailed, startErr)
@@ -54,11 +57,23 @@ func (e *Executor) run(t *task, launched chan<- error) {
 		exits:     exits,
 		stop:      t.stop,
 		timeLimit: t.plan.timeLimit - time.Since(t.start),
-		grace:     e.cfg.KillGrace,
+		grace:     e.cfg.KillWait,
 		signal:    signal,
 		onSignal: func(cause string, sig syscall.Signal) {
 			log.Info("ending ranks", "cause", cause, "signal", sig.String())
 		},
+		fenceGrace: e.cfg.KillGrace,
+	}
+	if d, ok := earlySignalDelay(t.launch, t.plan, t.start, time.Now()); ok && startErr == nil {
+		js := t.launch.Spec.Signal
+		s.early = d
+		s.earlySignal = func() {
+			sig := syscall.Signal(js.Number)
+			log.Info("signal before the time limit", "signal", sig.String(), "before", js.Before, "shell_only", js.BatchOnly)
+			if err := signalGroups(pgids, sig, js.BatchOnly); err != nil {
+				log.Warn("signal before the time limit", "err", err)
+			}
+		}
 	}
 	if t.plan.timeLimit <= 0 {
 		s.timeLimit = 0

@@ -18,12 +18,22 @@ type supervision struct {
 	exits     <-chan rankExit              // one value per leader
 	stop      <-chan string                // a cause from Stop
 	timeLimit time.Duration                // 0: none; measured from the call
-	grace     time.Duration                // SIGTERM to SIGKILL
+	grace     time.Duration                // SIGTERM to SIGKILL: the kill-wait
 	signal    func(syscall.Signal)         // to every rank's process group
 	onSignal  func(string, syscall.Signal) // logging hook, may be nil
 	// initial, when set, terminates the ranks at once with this cause
 	// (some rank failed to start).
 	initial string
+	// fenceGrace, when positive and shorter than grace, is the SIGTERM to
+	// SIGKILL time of cause "fenced", also when the ranks were already
+	// terminating: a node that lost its lease must have them dead within
+	// the bound the leader waits for (node's leaseLoop).
+	fenceGrace time.Duration
+	// early, when earlySignal is set, is when to call it (measured from
+	// the call; 0 or less: at once): the --signal warning before the time
+	// limit. It is called at most once, and not once the ranks are ending.
+	early       time.Duration
+	earlySignal func()
 }
 
 // outcome is how a task ended.
@@ -35,7 +45,8 @@ type outcome struct {
 // supervise waits until every rank leader is reaped. The first of these
 // ends the task early: a rank exiting non-zero (cause exit), the time limit
 // (cause timeout), a Stop (its cause). Ending sends SIGTERM to every group,
-// then SIGKILL after the grace period. The first cause wins.
+// then SIGKILL after the grace period (fenceGrace for cause fenced). The
+// first cause wins.
 //
 // It returns only when all ranks.exits values have arrived: the bound is the
 // kernel's, as SIGKILL cannot be ignored.
@@ -49,8 +60,15 @@ func supervise(s supervision) outcome {
 		defer t.Stop()
 		limitC = t.C
 	}
+	var earlyC <-chan time.Time
+	if s.earlySignal != nil {
+		t := time.NewTimer(max(s.early, 0))
+		defer t.Stop()
+		earlyC = t.C
+	}
 	var killC <-chan time.Time
 	var killTimer *time.Timer
+	var killAt time.Time
 	defer func() {
 		if killTimer != nil {
 			killTimer.Stop()
@@ -61,16 +79,26 @@ func supervise(s supervision) outcome {
 		if out.cause == "" {
 			out.cause = cause
 		}
+		grace := s.grace
+		if cause == causeFenced && s.fenceGrace > 0 {
+			grace = min(grace, s.fenceGrace)
+		}
 		if terminating {
+			// A shorter grace (fencing) moves a SIGKILL not yet sent earlier.
+			if at := time.Now().Add(grace); killC != nil && at.Before(killAt) {
+				killTimer.Reset(grace)
+				killAt = at
+			}
 			return
 		}
 		terminating = true
-		limitC = nil
+		limitC, earlyC = nil, nil
 		if s.onSignal != nil {
 			s.onSignal(cause, syscall.SIGTERM)
 		}
 		s.signal(syscall.SIGTERM)
-		killTimer = time.NewTimer(s.grace)
+		killTimer = time.NewTimer(grace)
+		killAt = time.Now().Add(grace)
 		killC = killTimer.C
 	}
 	if s.initial != "" {
@@ -92,6 +120,9 @@ func supervise(s supervision) outcome {
 			terminate(c)
 		case <-limitC:
 			terminate(causeTimeout)
+		case <-earlyC:
+			earlyC = nil
+			s.earlySignal()
 		case <-killC:
 			killC = nil
 			if s.onSignal != nil {
