@@ -50,6 +50,10 @@ type Node struct {
 	DrainReason string    `msgpack:"drain_reason" json:"drain_reason,omitempty"`
 	StatusTime  time.Time `msgpack:"status_time" json:"status_time"`
 
+	// Features are the node's labels (the agent's --features) that a
+	// job's Constraint matches, as Slurm's node features.
+	Features []string `msgpack:"features" json:"features,omitempty"`
+
 	CreateIndex uint64 `msgpack:"create_index" json:"create_index"`
 	ModifyIndex uint64 `msgpack:"modify_index" json:"modify_index"`
 }
@@ -60,6 +64,7 @@ func (n *Node) Clone() *Node {
 		return nil
 	}
 	c := *n
+	c.Features = append([]string(nil), n.Features...)
 	c.GPUs = make([]GPU, len(n.GPUs))
 	for i, g := range n.GPUs {
 		g.NVLinkPeers = append([]int(nil), g.NVLinkPeers...)
