@@ -48,6 +48,24 @@ const (
 	ReasonPriority        = "Priority"
 	ReasonReqNodeNotAvail = "ReqNodeNotAvail"
 	ReasonNodeDown        = "NodeDown" // for a job that ended NODE_FAIL
+	// ReasonDependency: a --dependency does not hold yet.
+	ReasonDependency = "Dependency"
+	// ReasonDependencyNever: a --dependency can never hold; the job is
+	// cancelled with it as its reason.
+	ReasonDependencyNever = "DependencyNeverSatisfied"
+	// ReasonHeldUser and ReasonHeldAdmin: held (--hold, scontrol hold) by
+	// its owner or by root; scontrol release lets it run.
+	ReasonHeldUser  = "JobHeldUser"
+	ReasonHeldAdmin = "JobHeldAdmin"
+	// ReasonArrayTaskLimit: the array's %N throttle is reached.
+	ReasonArrayTaskLimit = "JobArrayTaskLimit"
+)
+
+// Holds on a pending job.
+const (
+	HoldNone  = ""
+	HoldUser  = "user"
+	HoldAdmin = "admin"
 )
 
 // Request is what a job asks for. It is validated at submit (Validate) and
@@ -151,9 +169,26 @@ type Spec struct {
 	// Requeue sends the job back to the queue when it loses a node, as
 	// Slurm's --requeue; without it the job ends NODE_FAIL.
 	Requeue bool `msgpack:"requeue" json:"requeue"`
+	// Account and QoS name the job's fair-share account (-A) and QoS
+	// level (-q) in the queue Policy; Nice (--nice) is subtracted from its
+	// priority, and only root may make it negative.
+	Account string `msgpack:"account,omitempty" json:"account,omitempty"`
+	QoS     string `msgpack:"qos,omitempty" json:"qos,omitempty"`
+	Nice    int    `msgpack:"nice,omitempty" json:"nice,omitempty"`
 	// Batch, when set, makes this a batch job: its script runs on the
 	// first node and Command is empty.
 	Batch *Batch `msgpack:"batch" json:"batch,omitempty"`
+	// Signal, when set, is sent before the time limit (--signal).
+	Signal *JobSignal `msgpack:"signal" json:"signal,omitempty"`
+	// Dependency, when set, keeps the job pending until it holds.
+	Dependency *Dependency `msgpack:"dependency" json:"dependency,omitempty"`
+	// Array, at submit, makes the job an array: one job per index. The
+	// elements' own specs have no Array; their Job.Array says where they
+	// stand in it.
+	Array *ArraySpec `msgpack:"array" json:"array,omitempty"`
+	// Hold submits the job held (sbatch --hold): it pends with
+	// JobHeldUser until released.
+	Hold bool `msgpack:"hold" json:"hold,omitempty"`
 }
 
 // Validate checks the spec and names the first bad field.
@@ -169,12 +204,6 @@ func (s Spec) Validate() error {
 			return err
 		}
 	} else if len(s.Command) == 0 || s.Command[0] == "" {
-	// Account and QoS name the job's fair-share account (-A) and QoS
-	// level (-q) in the queue Policy; Nice (--nice) is subtracted from its
-	// priority, and only root may make it negative.
-	Account string `msgpack:"account,omitempty" json:"account,omitempty"`
-	QoS     string `msgpack:"qos,omitempty" json:"qos,omitempty"`
-	Nice    int    `msgpack:"nice,omitempty" json:"nice,omitempty"`
 		return fmt.Errorf("command: empty, want a program and its arguments")
 	}
 	if len(s.Command) > MaxCommandArgs {
@@ -195,8 +224,43 @@ func (s Spec) Validate() error {
 			return fmt.Errorf("env[%d] %q: want KEY=VALUE", i, kv)
 		}
 	}
+	if s.Account != "" {
+		if err := policyName(s.Account); err != nil {
+			return fmt.Errorf("account %.64q: %w", s.Account, err)
+		}
+	}
+	if s.QoS != "" {
+		if err := policyName(s.QoS); err != nil {
+			return fmt.Errorf("qos %.64q: %w", s.QoS, err)
+		}
+	}
+	if s.Nice < -MaxNice || s.Nice > MaxNice {
+		return fmt.Errorf("nice %d: want %d to %d", s.Nice, -MaxNice, MaxNice)
+	}
 	if err := s.Request.Validate(); err != nil {
 		return err
+	}
+	if s.Dependency != nil {
+		if err := s.Dependency.Validate(); err != nil {
+			return err
+		}
+	}
+	if s.Array != nil {
+		if err := s.Array.Validate(); err != nil {
+			return err
+		}
+		if total := int64(len(s.Array.Indices)) * int64(s.bytes()); total > MaxArraySpecBytes {
+			return fmt.Errorf("array: %d elements of %d bytes each, want at most %d bytes in all (a smaller script, or fewer elements)",
+				len(s.Array.Indices), s.bytes(), MaxArraySpecBytes)
+		}
+	}
+	if s.Signal != nil {
+		if err := s.Signal.Validate(); err != nil {
+			return err
+		}
+		if s.Signal.BatchOnly && s.Batch == nil {
+			return fmt.Errorf("signal.batch_only: B: signals a batch script's shell, and this is not a batch job")
+		}
 	}
 	return nil
 }
@@ -213,6 +277,24 @@ func validEnvPair(kv string) bool {
 	return false
 }
 
+// bytes is roughly what one copy of the spec costs in a snapshot.
+func (s Spec) bytes() int {
+	n := len(s.Name) + len(s.WorkDir) + len(s.User) + 256
+	for _, a := range s.Command {
+		n += len(a) + 1
+	}
+	for _, kv := range s.Env {
+		n += len(kv) + 1
+	}
+	if s.Batch != nil {
+		n += len(s.Batch.Script) + len(s.Batch.Output) + len(s.Batch.Error)
+		for _, a := range s.Batch.Args {
+			n += len(a) + 1
+		}
+	}
+	return n
+}
+
 // Job is a job as the FSM records it. A Job read from a view is a copy the
 // reader owns; the FSM never hands out its own pointers.
 type Job struct {
@@ -224,27 +306,22 @@ type Job struct {
 	// Alloc is set while the job holds resources and kept after it ends, so
 	// `shoal job` can show where it ran. Alloc.Nodes[i].Released tells
 	// whether node i's GPUs are still held.
-	if s.Account != "" {
-		if err := policyName(s.Account); err != nil {
-			return fmt.Errorf("account %.64q: %w", s.Account, err)
-		}
-	}
-	if s.QoS != "" {
-		if err := policyName(s.QoS); err != nil {
-			return fmt.Errorf("qos %.64q: %w", s.QoS, err)
-		}
-	}
-	if s.Nice < -MaxNice || s.Nice > MaxNice {
-		return fmt.Errorf("nice %d: want %d to %d", s.Nice, -MaxNice, MaxNice)
-	}
 	Alloc *Allocation `msgpack:"alloc" json:"alloc,omitempty"`
 	// ExitCode is the first failing task's exit code, or 0.
 	ExitCode int `msgpack:"exit_code" json:"exit_code"`
 	// Incarnation counts starts: 1 on the first run, +1 on each requeue.
 	// Task reports name their incarnation so a stale one is ignored.
 	Incarnation uint64 `msgpack:"incarnation" json:"incarnation"`
+	// Array is set on an array job's elements.
+	Array *ArrayTask `msgpack:"array" json:"array,omitempty"`
+	// Hold is HoldUser or HoldAdmin while a pending job is held.
+	Hold string `msgpack:"hold" json:"hold,omitempty"`
 	// Steps are the srun steps of the current incarnation, by ID.
-	Steps      []Step    `msgpack:"steps" json:"steps,omitempty"`
+	Steps []Step `msgpack:"steps" json:"steps,omitempty"`
+	// Signals are the latest signal requests (shoal cancel --signal), at
+	// most MaxSignalRequests, oldest first.
+	Signals []SignalRequest `msgpack:"signals" json:"signals,omitempty"`
+
 	SubmitTime time.Time `msgpack:"submit_time" json:"submit_time"`
 	StartTime  time.Time `msgpack:"start_time" json:"start_time"`
 	EndTime    time.Time `msgpack:"end_time" json:"end_time"`
@@ -267,6 +344,17 @@ func (j *Job) Clone() *Job {
 		b := *j.Spec.Batch
 		b.Args = append([]string(nil), b.Args...)
 		c.Spec.Batch = &b
+	}
+	if j.Spec.Signal != nil {
+		sig := *j.Spec.Signal
+		c.Spec.Signal = &sig
+	}
+	c.Signals = append([]SignalRequest(nil), j.Signals...)
+	c.Spec.Dependency = j.Spec.Dependency.Clone()
+	c.Spec.Array = j.Spec.Array.Clone()
+	if j.Array != nil {
+		a := *j.Array
+		c.Array = &a
 	}
 	c.Alloc = j.Alloc.Clone()
 	if j.Steps != nil {
