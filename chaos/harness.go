@@ -36,9 +36,10 @@ const (
 const MaxNodes = 9
 
 // DefaultAgentArgs make agents fast: short raft timeouts, a 3s lease, a 2s
-// kill grace and a 5s dead-server grace (as the integration tests use).
+// kill grace and kill-wait and a 5s dead-server grace (as the integration
+// tests use).
 var DefaultAgentArgs = []string{"--dev-timing", "--heartbeat", "300ms", "--lease-ttl", "3s",
-	"--kill-grace", "2s", "--dead-server-grace", "5s", "--log-level", "debug"}
+	"--kill-grace", "2s", "--kill-wait", "2s", "--dead-server-grace", "5s", "--log-level", "debug"}
 
 // Options shape a harness.
 type Options struct {

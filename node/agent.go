@@ -143,6 +143,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		DataDir:   filepath.Join(cfg.DataDir, "exec"),
 		NodeName:  cfg.Name,
 		KillGrace: cfg.KillGrace,
+		KillWait:  cfg.KillWait,
 		Logger:    log.With("component", "exec"),
 	})
 	if err != nil {

@@ -48,10 +48,16 @@ type Config struct {
 	// Timing of raft; zero value = consensus.DefaultTiming().
 	RaftTiming consensus.Timing
 	// HeartbeatInterval, LeaseTTL and KillGrace govern node liveness
-	// (see the package comment).
+	// (see the package comment): KillGrace is the time between SIGTERM and
+	// SIGKILL when a node fences its ranks.
 	HeartbeatInterval time.Duration
 	LeaseTTL          time.Duration
 	KillGrace         time.Duration
+	// KillWait is the time between SIGTERM and SIGKILL when ranks are
+	// stopped at their time limit, on cancel or when a rank failed
+	// (Slurm's KillWait). It plays no part in the lease bound: fencing
+	// uses KillGrace, also for ranks already in their kill-wait.
+	KillWait time.Duration
 	// DeadServerGrace is how long a failed voter stays before it is replaced.
 	DeadServerGrace time.Duration
 	// ScheduleInterval bounds how long a pending job waits for a pass when
@@ -67,6 +73,7 @@ const (
 	DefaultHeartbeatInterval = time.Second
 	DefaultLeaseTTL          = 10 * time.Second
 	DefaultKillGrace         = 10 * time.Second
+	DefaultKillWait          = 30 * time.Second
 	DefaultDeadServerGrace   = 30 * time.Second
 	DefaultScheduleInterval  = 2 * time.Second
 	// leaseMargin is added on the leader's side on top of LeaseTTL +
@@ -102,6 +109,9 @@ func (c *Config) setDefaults() {
 	if c.KillGrace == 0 {
 		c.KillGrace = DefaultKillGrace
 	}
+	if c.KillWait == 0 {
+		c.KillWait = DefaultKillWait
+	}
 	if c.DeadServerGrace == 0 {
 		c.DeadServerGrace = DefaultDeadServerGrace
 	}
@@ -134,6 +144,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--advertise %q: want an IP address", c.AdvertiseAddr)
 	case c.BootstrapExpect < 0:
 		return fmt.Errorf("--bootstrap-expect %d: want 0 or more", c.BootstrapExpect)
+	case c.KillGrace < 0:
+		return fmt.Errorf("--kill-grace %s: want more than 0", c.KillGrace)
+	case c.KillWait < 0:
+		return fmt.Errorf("--kill-wait %s: want more than 0", c.KillWait)
 	case c.LeaseTTL < 3*c.HeartbeatInterval:
 		return fmt.Errorf("--lease-ttl %s: want at least 3 heartbeat intervals (%s)", c.LeaseTTL, 3*c.HeartbeatInterval)
 	case c.CPUs < 0:

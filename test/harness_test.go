@@ -39,9 +39,9 @@ func TestMain(m *testing.M) {
 }
 
 // testAgentArgs make agents fast on loopback: short raft timeouts, a 3s
-// lease, a 2s kill grace and a 5s dead-server grace.
+// lease, a 2s kill grace and kill-wait and a 5s dead-server grace.
 var testAgentArgs = []string{"--dev-timing", "--heartbeat", "300ms", "--lease-ttl", "3s",
-	"--kill-grace", "2s", "--dead-server-grace", "5s", "--log-level", "debug"}
+	"--kill-grace", "2s", "--kill-wait", "2s", "--dead-server-grace", "5s", "--log-level", "debug"}
 
 // startCluster starts a local cluster that is stopped when the test ends;
 // a failing test gets the tail of every agent's log.

@@ -72,7 +72,7 @@ func runBench(ctx context.Context, o benchOptions) error {
 		return err
 	}
 	defer os.RemoveAll(root)
-	args := []string{"--heartbeat", "500ms", "--lease-ttl", "5s", "--kill-grace", "3s", "--log-level", "warn"}
+	args := []string{"--heartbeat", "500ms", "--lease-ttl", "5s", "--kill-grace", "3s", "--kill-wait", "3s", "--log-level", "warn"}
 	if o.devTiming {
 		args = append(args, "--dev-timing")
 	}

@@ -69,7 +69,7 @@ func runDev(ctx context.Context, g *globalFlags, opts localcluster.Options, deta
 	}
 	opts.Binary = self
 	opts.Detach = detach
-	opts.ExtraArgs = []string{"--dev-timing", "--heartbeat", "500ms", "--lease-ttl", "5s", "--kill-grace", "3s"}
+	opts.ExtraArgs = []string{"--dev-timing", "--heartbeat", "500ms", "--lease-ttl", "5s", "--kill-grace", "3s", "--kill-wait", "3s"}
 	created := false
 	if g.dataDir == "" {
 		if opts.Dir, err = os.MkdirTemp("", "shoal-dev-"); err != nil {
