@@ -28,8 +28,8 @@ type Assignment struct {
 	GPUs []int
 }
 
-// Result is what one Place call decided: the jobs to start, in ascending
-// job ID order, and, for every pending job not placed, a Slurm pending
+// Result is what one Place call decided: the jobs to start, in the order
+// they were taken (ascending job ID unless Options.Order), and, for every pending job not placed, a Slurm pending
 // reason (cluster.ReasonResources, ReasonPriority, ReasonReqNodeNotAvail,
 // or ReasonBadConstraints). Reasons is never nil; it is empty when
 // Options.OmitReasons asked so. Reservation is set only by the backfilling
@@ -59,6 +59,8 @@ func Place(v *View, queue []*cluster.Job, now time.Time) Result {
 type rules struct {
 	topology bool // chooseNodes and chooseGPUs, else first fit
 	backfill bool // EASY backfill behind the first blocked job
+	// order, when non-nil, is the order jobs are taken in (Options.Order).
+	order []cluster.JobID
 }
 
 // started is a job placed earlier in the same call: when it ends (zero:
@@ -89,7 +91,7 @@ func place(v *View, queue []*cluster.Job, now time.Time, r rules, omitReasons bo
 		done []started
 	)
 jobs:
-	for _, j := range inOrder(queue) {
+	for _, j := range byOrder(queue, r.order) {
 		req := j.Spec.Request
 		switch {
 		case req.Nodes < 1 || req.GPUsPerNode < 0:
@@ -176,6 +178,30 @@ func inOrder(queue []*cluster.Job) []*cluster.Job {
 	}
 	slices.SortStableFunc(jobs, func(a, b *cluster.Job) int { return cmp.Compare(a.ID, b.ID) })
 	return slices.CompactFunc(jobs, func(a, b *cluster.Job) bool { return a.ID == b.ID })
+}
+
+// byOrder returns inOrder(queue) rearranged to follow order: the jobs it
+// names first, in its order, then the others by ID. Nil order is ID order.
+func byOrder(queue []*cluster.Job, order []cluster.JobID) []*cluster.Job {
+	jobs := inOrder(queue)
+	if order == nil {
+		return jobs
+	}
+	pos := make(map[cluster.JobID]int, len(order))
+	for i, id := range order {
+		if _, dup := pos[id]; !dup {
+			pos[id] = i
+		}
+	}
+	rank := func(j *cluster.Job) int {
+		if i, ok := pos[j.ID]; ok {
+			return i
+		}
+		return len(order)
+	}
+	jobs = slices.Clone(jobs) // inOrder may return the caller's slice
+	slices.SortStableFunc(jobs, func(a, b *cluster.Job) int { return cmp.Compare(rank(a), rank(b)) })
+	return jobs
 }
 
 // start places one job in s, when some gang fits: the policy's choice of

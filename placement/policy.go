@@ -50,6 +50,11 @@ type Options struct {
 	// waiting job per call for a caller that reads only the decisions
 	// (the trace simulator, which calls PlaceWith after every event).
 	OmitReasons bool
+	// Order, when set, is the order jobs are taken in (the leader passes
+	// PriorityOrder(Priorities(...))): the EASY reservation then goes to
+	// the first job in it that does not fit. Queue jobs it does not name
+	// come after it, by ID. Nil keeps ascending ID order.
+	Order []cluster.JobID
 }
 
 // Reservation is where and when the first job that cannot start now will
@@ -64,7 +69,7 @@ type Reservation struct {
 }
 
 // PlaceWith is Place under a chosen policy. Jobs are taken in ascending
-// ID order and placed as the policy says until one does not fit: that job
+// ID order, or in Options.Order when given, and placed as the policy says until one does not fit: that job
 // pends with Resources. Under PolicyFIFO every later job then pends with
 // Priority. The backfilling policies (PolicyBackfill, PolicyShoal) do EASY
 // backfill instead:
@@ -104,6 +109,7 @@ func PlaceWith(v *View, queue []*cluster.Job, now time.Time, opts Options) (Resu
 	default:
 		return Result{Reasons: make(map[cluster.JobID]string)}, fmt.Errorf("policy %q: want fifo, backfill or shoal", opts.Policy)
 	}
+	r.order = opts.Order
 	return place(v, queue, now, r, opts.OmitReasons), nil
 }
 

@@ -1,0 +1,53 @@
+package placement
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// BenchmarkPriorities is one scheduling pass's priority computation on a
+// large queue: 10,000 pending jobs and 100,000 finished ones (whose
+// allocations are the fair-share usage) from 500 users in 20 accounts.
+func BenchmarkPriorities(b *testing.B) {
+	const pendingJobs, historical, users, accounts = 10000, 100000, 500, 20
+	p := cluster.DefaultPolicy()
+	p.Weights.JobSize, p.Weights.QoS = 500, 2000
+	for a := range accounts {
+		p.Accounts = append(p.Accounts, cluster.AccountShare{Name: fmt.Sprintf("acct%02d", a), Shares: int64(1 + a)})
+	}
+	p.QoS = []cluster.QoSLevel{{Name: "high", Priority: 100}, {Name: "normal", Priority: 10}}
+	jobs := make([]*cluster.Job, 0, pendingJobs+historical)
+	for i := range pendingJobs + historical {
+		u := i * 7919 % users
+		j := &cluster.Job{
+			ID: cluster.JobID(i + 1),
+			Spec: cluster.Spec{
+				User: fmt.Sprintf("user%03d", u), Account: fmt.Sprintf("acct%02d", u%accounts),
+				QoS:     []string{"normal", "high", ""}[i%3],
+				Request: cluster.Request{Nodes: 1 + i%4, GPUsPerNode: 8, TasksPerNode: 1},
+			},
+			SubmitTime: now.Add(-time.Duration(pendingJobs+historical-i) * time.Minute),
+		}
+		if i < historical {
+			j.State = cluster.JobCompleted
+			j.StartTime = j.SubmitTime.Add(time.Minute)
+			j.EndTime = j.StartTime.Add(time.Duration(1+i%240) * time.Minute)
+			j.Alloc = &cluster.Allocation{}
+			for n := range j.Spec.Request.Nodes {
+				j.Alloc.Nodes = append(j.Alloc.Nodes, cluster.NodeAlloc{Node: fmt.Sprint("n", n), GPUs: seq(0, 7), Released: true})
+			}
+		} else {
+			j.State = cluster.JobPending
+		}
+		jobs = append(jobs, j)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if ps := Priorities(p, jobs, 80000, now); len(ps) != pendingJobs {
+			b.Fatalf("%d priorities; want %d", len(ps), pendingJobs)
+		}
+	}
+}
