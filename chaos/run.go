@@ -67,6 +67,9 @@ type Result struct {
 	Jobs map[string]int `json:"jobs"`
 	// Dir holds the run's data dirs, agent logs and records when kept.
 	Dir string `json:"dir,omitempty"`
+	// Timeline is what `shoal chaos --report` and `--plot` draw; nil when
+	// the run did not get as far as its final state.
+	Timeline *Timeline `json:"-"`
 }
 
 // Bounds of a run's waits.
@@ -133,6 +136,17 @@ func RunSeed(ctx context.Context, cfg Config, seed uint64) (res Result, err erro
 	}
 	plan := Plan(seed, len(h.Agents), kinds, maxFaultsPerRun)
 
+	// The leader is sampled for the timeline until the run ends.
+	var lw leaderWatch
+	lctx, stopLeaders := context.WithCancel(ctx)
+	var lwg sync.WaitGroup
+	lwg.Go(func() { lw.run(lctx, h) })
+	defer func() {
+		stopLeaders()
+		lwg.Wait()
+	}()
+	start := time.Now()
+
 	// The workload runs while faults happen; it is stopped when they stop.
 	w := NewWorkload(h, seed)
 	w.ticks, w.gap, w.requeue = cfg.RankTicks, cfg.SubmitGap, cfg.Requeue
@@ -189,6 +203,9 @@ func RunSeed(ctx context.Context, cfg Config, seed uint64) (res Result, err erro
 	in.Attempts, _ = w.History()
 	res.Violations = append(res.Violations, Check(in)...)
 	summarize(&res, in)
+	stopLeaders()
+	lwg.Wait()
+	res.Timeline = buildTimeline(in, start, res.Events, lw.Samples(), res.Violations)
 	return res, nil
 }
 
