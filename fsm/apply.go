@@ -29,11 +29,17 @@ func (s *State) submit(index uint64, c SubmitJob) Result {
 	if err := c.Spec.Validate(); err != nil {
 		return Result{Err: fmt.Errorf("%s: %w: %w", what, ErrInvalid, err)}
 	}
-	if s.lastJob == math.MaxUint64 {
+	count := uint64(1)
+	if c.Spec.Array != nil {
+		count = uint64(len(c.Spec.Array.Indices))
+	}
+	if uint64(s.lastJob) > math.MaxUint64-count {
 		return Result{Err: fmt.Errorf("%s: %w: job ids exhausted", what, ErrInvalid)}
 	}
-	j := &cluster.Job{
-		ID:          s.lastJob + 1,
+	if err := s.checkDependency(c.Spec); err != nil {
+		return Result{Err: fmt.Errorf("%s: %w: %w", what, ErrInvalid, err)}
+	}
+	tmpl := &cluster.Job{
 		RequestID:   c.RequestID,
 		Spec:        c.Spec,
 		State:       cluster.JobPending,
@@ -41,13 +47,72 @@ func (s *State) submit(index uint64, c SubmitJob) Result {
 		CreateIndex: index,
 		ModifyIndex: index,
 	}
-	canonJob(j)
-	s.jobs = append(s.jobs, j) // IDs only grow: still in order
-	s.lastJob = j.ID
-	if c.RequestID != "" {
-		s.rids.add(c.RequestID, j.ID)
+	tmpl.Spec.Array, tmpl.Spec.Hold = nil, false
+	if c.Spec.Hold {
+		tmpl.Hold, tmpl.Reason = cluster.HoldUser, cluster.ReasonHeldUser
 	}
-	return Result{JobID: j.ID}
+	first := s.lastJob + 1
+	var elements []cluster.ArrayTask
+	if c.Spec.Array != nil {
+		elements = c.Spec.Array.Elements(first)
+	}
+	for k := range count {
+		j := tmpl.Clone()
+		j.ID = first + cluster.JobID(k)
+		if elements != nil {
+			j.Array = &elements[k]
+		}
+		canonJob(j)
+		s.jobs = append(s.jobs, j) // IDs only grow: still in order
+		s.lastJob = j.ID
+	}
+	if c.RequestID != "" {
+		s.rids.add(c.RequestID, first)
+	}
+	return Result{JobID: first}
+}
+
+// checkDependency refuses a dependency on a job the FSM has never had, as
+// Slurm refuses one at submit ("Job dependency problem"): an element that
+// is not in its array, an aftercorr on something that is not an array or
+// from a job that is not one.
+func (s *State) checkDependency(spec cluster.Spec) error {
+	d := spec.Dependency
+	if d == nil {
+		return nil
+	}
+	for _, c := range d.Conditions {
+		for _, dj := range c.Jobs {
+			i, ok := findJob(s.jobs, dj.ID)
+			if !ok {
+				return fmt.Errorf("dependency %s: job %d: no such job", c.Type, dj.ID)
+			}
+			t := s.jobs[i]
+			isArray := t.Array != nil && t.Array.JobID == dj.ID
+			switch {
+			case dj.Task >= 0 && !isArray:
+				return fmt.Errorf("dependency %s: job %d is not an array, so has no element %d", c.Type, dj.ID, dj.Task)
+			case dj.Task >= 0 && !s.hasElement(i, dj.ID, dj.Task):
+				return fmt.Errorf("dependency %s: array %d has no element %d", c.Type, dj.ID, dj.Task)
+			case c.Type == cluster.DepAfterCorr && !isArray:
+				return fmt.Errorf("dependency aftercorr: job %d is not an array", dj.ID)
+			case c.Type == cluster.DepAfterCorr && spec.Array == nil:
+				return fmt.Errorf("dependency aftercorr: only an array job can wait on another array's elements")
+			}
+		}
+	}
+	return nil
+}
+
+// hasElement reports whether array id, whose first element is jobs[i], has
+// an element of index task.
+func (s *State) hasElement(i int, id cluster.JobID, task int) bool {
+	for k := i; k < len(s.jobs) && s.jobs[k].Array != nil && s.jobs[k].Array.JobID == id; k++ {
+		if s.jobs[k].Array.TaskID == task {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *State) cancel(index uint64, c CancelJob) Result {
@@ -58,11 +123,20 @@ func (s *State) cancel(index uint64, c CancelJob) Result {
 	if old.State.Terminal() {
 		return Result{Err: fmt.Errorf("cancel job %d: %w (state %s)", c.Job, ErrJobFinished, old.State)}
 	}
+	switch c.Reason {
+	case cluster.ReasonNone:
+	case cluster.ReasonDependencyNever:
+		if old.State != cluster.JobPending || !newGates(s.jobs, c.Time).NeverSatisfied(old) {
+			return Result{Err: fmt.Errorf("cancel job %d: %w: its dependency can still be satisfied", c.Job, ErrWrongState)}
+		}
+	default:
+		return Result{Err: fmt.Errorf("cancel job %d: %w: reason %.64q, want none or %s", c.Job, ErrInvalid, c.Reason, cluster.ReasonDependencyNever)}
+	}
 	// A running job's allocation stays unreleased until each node reports
 	// its tasks dead or is declared down (DESIGN invariant 1).
 	j := old.Clone()
 	j.State = cluster.JobCancelled
-	j.Reason = cluster.ReasonNone
+	j.Reason = c.Reason
 	j.EndTime = c.Time
 	j.ModifyIndex = index
 	settleSteps(j, c.Time)
@@ -215,18 +289,32 @@ func finishRequeue(j *cluster.Job) {
 		return
 	}
 	j.State = cluster.JobPending
-	j.Reason = cluster.ReasonNone
+	j.Reason = holdReason(j.Hold)
 	j.Alloc = nil
 	j.Steps = nil
 	j.StartTime = time.Time{}
 	j.EndTime = time.Time{}
 }
 
+// holdReason is the reason a pending job with hold h shows until the
+// scheduler gives it another.
+func holdReason(h string) string {
+	switch h {
+	case cluster.HoldUser:
+		return cluster.ReasonHeldUser
+	case cluster.HoldAdmin:
+		return cluster.ReasonHeldAdmin
+	}
+	return cluster.ReasonNone
+}
+
 func (s *State) allocate(index uint64, c Allocate) Result {
 	var res Result
 	for _, d := range c.Decisions {
 		pos, old := s.job(d.Job)
-		reason := s.checkDecision(old, d)
+		// Fresh gates per decision: the ones before may have started
+		// elements of the same array.
+		reason := s.checkDecision(old, d, newGates(s.jobs, c.Time))
 		var port int
 		if reason == "" {
 			var ok bool
@@ -268,7 +356,7 @@ func (s *State) allocate(index uint64, c Allocate) Result {
 // checkDecision returns why d cannot be applied now, or "". The checks run
 // cheapest first; the GPU check is the FSM's own guard against
 // double-booking (DESIGN invariant 1), whatever placement believed.
-func (s *State) checkDecision(j *cluster.Job, d Decision) string {
+func (s *State) checkDecision(j *cluster.Job, d Decision, gates *Gates) string {
 	if j == nil {
 		return "unknown job"
 	}
@@ -277,6 +365,9 @@ func (s *State) checkDecision(j *cluster.Job, d Decision) string {
 	}
 	if j.Incarnation == math.MaxUint64 {
 		return "job incarnations exhausted"
+	}
+	if why := gates.Admit(j); why != "" {
+		return "job waits: " + why
 	}
 	req := j.Spec.Request
 	if len(d.Nodes) != req.Nodes {
@@ -473,6 +564,7 @@ func canonJob(j *cluster.Job) {
 		}
 	}
 	nilEmpty(&j.Steps)
+	nilEmpty(&j.Signals)
 	for i := range j.Steps {
 		st := &j.Steps[i]
 		nilEmpty(&st.Spec.Command)

@@ -29,10 +29,15 @@ const (
 	CmdStartStep   CmdType = 11
 	CmdStepExited  CmdType = 12
 	CmdCancelStep  CmdType = 13
+	CmdSignalJob   CmdType = 14
+	CmdSetHold     CmdType = 15
+	CmdRequeueJob  CmdType = 16
 )
 
 func (t CmdType) String() string {
 	switch t {
+	case CmdSetPolicy:
+		return "SetPolicy"
 	case CmdSubmitJob:
 		return "SubmitJob"
 	case CmdCancelJob:
@@ -59,6 +64,12 @@ func (t CmdType) String() string {
 		return "StepExited"
 	case CmdCancelStep:
 		return "CancelStep"
+	case CmdSignalJob:
+		return "SignalJob"
+	case CmdSetHold:
+		return "SetHold"
+	case CmdRequeueJob:
+		return "RequeueJob"
 	}
 	return fmt.Sprintf("CmdType(%d)", uint8(t))
 }
@@ -74,8 +85,30 @@ type SubmitJob struct {
 
 // CancelJob ends a live job as CANCELLED. The job's GPUs stay held until
 // every node reports its tasks dead.
+//
+// Reason, when set, must be DependencyNeverSatisfied: the leader cancels
+// a job whose dependency can never hold, and the FSM checks that it cannot.
 type CancelJob struct {
+	Job    cluster.JobID `msgpack:"job"`
+	Time   time.Time     `msgpack:"time"`
+	Reason string        `msgpack:"reason"`
+}
+
+// SetHold holds a pending job (Hold HoldUser or HoldAdmin: scontrol hold,
+// by its owner or by root) or, with Hold empty, releases it.
+type SetHold struct {
 	Job  cluster.JobID `msgpack:"job"`
+	Hold string        `msgpack:"hold"`
+	Time time.Time     `msgpack:"time"`
+}
+
+// RequeueJob sends a running or ended job back to the queue (scontrol
+// requeue): a running one's nodes stop its tasks and it pends again once
+// every node has released; Hold, when set, pends it held (scontrol
+// requeuehold).
+type RequeueJob struct {
+	Job  cluster.JobID `msgpack:"job"`
+	Hold string        `msgpack:"hold"`
 	Time time.Time     `msgpack:"time"`
 }
 

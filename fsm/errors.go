@@ -16,6 +16,9 @@ var (
 	ErrUnknownStep = errors.New("unknown step")
 	// ErrStepFinished: the step was already cancelled or has ended.
 	ErrStepFinished = errors.New("step already finished")
+	// ErrWrongState: the job is not in a state the command applies to
+	// (holding a running job, requeueing a pending one).
+	ErrWrongState = errors.New("job not in a state for this")
 	// ErrInvalid: the command's content is invalid (a bad spec, a bad node
 	// record, a task report that cannot be true). The state is unchanged.
 	ErrInvalid = errors.New("invalid command")

@@ -51,6 +51,12 @@ func stamp(body any, now time.Time) any {
 	case CancelJob:
 		c.Time = now
 		return c
+	case SetHold:
+		c.Time = now
+		return c
+	case RequeueJob:
+		c.Time = now
+		return c
 	case UpsertNode:
 		c.Time = now
 		return c

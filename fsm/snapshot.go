@@ -23,6 +23,8 @@ type snapshotBody struct {
 	Jobs       []*cluster.Job  `msgpack:"jobs"`
 	Nodes      []*cluster.Node `msgpack:"nodes"`
 	RequestIDs []ridPair       `msgpack:"request_ids"`
+	// Policy is the queue policy, absent when none was set.
+	Policy *cluster.Policy `msgpack:"policy,omitempty"`
 }
 
 // Snapshot returns the canonical bytes of the state: a version byte, then
@@ -51,6 +53,7 @@ func (v *View) encode() ([]byte, error) {
 		Jobs:       v.jobs,
 		Nodes:      v.nodes,
 		RequestIDs: v.rids.sorted(),
+		Policy:     v.policy,
 	}
 	b, err := msgpack.Marshal(&body)
 	if err != nil {
@@ -72,6 +75,7 @@ func (s *State) Restore(data []byte) error {
 	defer s.mu.Unlock()
 	s.index, s.hash, s.lastJob = n.index, n.hash, n.lastJob
 	s.jobs, s.nodes, s.rids, s.res = n.jobs, n.nodes, n.rids, n.res
+	s.policy = n.policy
 	s.diverged = nil
 	s.moved()
 	return nil
@@ -135,6 +139,12 @@ func decodeSnapshot(data []byte) (*State, error) {
 		}
 	}
 	s.rids = newRIDTable(body.RequestIDs)
+	if body.Policy != nil {
+		if err := body.Policy.Validate(); err != nil {
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+		s.policy = canonPolicy(body.Policy)
+	}
 	return s, nil
 }
 
@@ -155,6 +165,12 @@ func validateJob(j *cluster.Job, lastJob cluster.JobID) error {
 	}
 	if err := j.Spec.Request.Validate(); err != nil {
 		return fmt.Errorf("job %d: request: %w", j.ID, err)
+	}
+	if err := validateSignals(j); err != nil {
+		return err
+	}
+	if err := validateQueueFields(j); err != nil {
+		return fmt.Errorf("job %d: %w", j.ID, err)
 	}
 	if j.Alloc == nil {
 		if j.State == cluster.JobRunning || j.State == cluster.JobRequeued {
@@ -202,4 +218,38 @@ func validateJob(j *cluster.Job, lastJob cluster.JobID) error {
 		}
 	}
 	return validateSteps(j)
+}
+
+// validateQueueFields checks a job's hold, dependency and array place.
+func validateQueueFields(j *cluster.Job) error {
+	switch j.Hold {
+	case cluster.HoldNone:
+	case cluster.HoldUser, cluster.HoldAdmin:
+		if j.State != cluster.JobPending && j.State != cluster.JobRequeued {
+			return fmt.Errorf("hold %s on a %s job, want PENDING or REQUEUED", j.Hold, j.State)
+		}
+	default:
+		return fmt.Errorf("hold %.16q: want user, admin or none", j.Hold)
+	}
+	if d := j.Spec.Dependency; d != nil {
+		if err := d.Validate(); err != nil {
+			return err
+		}
+	}
+	if j.Spec.Array != nil || j.Spec.Hold {
+		return fmt.Errorf("spec: array or hold kept on a stored job, want them moved to the job")
+	}
+	if a := j.Array; a != nil {
+		switch {
+		case a.JobID == 0 || a.JobID > j.ID || uint64(j.ID-a.JobID) >= cluster.MaxArrayIndex:
+			return fmt.Errorf("array job id %d: want its first element's id, at most %d before %d", a.JobID, cluster.MaxArrayIndex-1, j.ID)
+		case a.Count < 1 || a.Count > cluster.MaxArrayIndex || uint64(j.ID-a.JobID) >= uint64(a.Count):
+			return fmt.Errorf("array count %d: want 1 to %d, more than the element's position %d", a.Count, cluster.MaxArrayIndex, j.ID-a.JobID)
+		case a.TaskID < a.Min || a.TaskID > a.Max || a.Min < 0 || a.Max >= cluster.MaxArrayIndex:
+			return fmt.Errorf("array task %d: want %d to %d within 0 to %d", a.TaskID, a.Min, a.Max, cluster.MaxArrayIndex-1)
+		case a.Throttle < 0 || a.Step < 0:
+			return fmt.Errorf("array throttle %d or step %d: want 0 or more", a.Throttle, a.Step)
+		}
+	}
+	return nil
 }

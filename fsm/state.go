@@ -55,6 +55,8 @@ type State struct {
 	nodes []*cluster.Node
 	rids  ridTable
 	res   resources
+	// policy is the queue policy last set (SetPolicy); nil: none.
+	policy *cluster.Policy
 
 	diverged error
 
@@ -120,6 +122,12 @@ func (s *State) apply(index uint64, data []byte) Result {
 	}
 	t, body := CmdType(data[0]), data[1:]
 	switch t {
+	case CmdSetPolicy:
+		var c SetPolicy
+		if err := wire.Decode(body, &c); err != nil {
+			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
+		}
+		return s.setPolicy(index, c)
 	case CmdSubmitJob:
 		var c SubmitJob
 		if err := wire.Decode(body, &c); err != nil {
@@ -198,6 +206,24 @@ func (s *State) apply(index uint64, data []byte) Result {
 			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
 		}
 		return s.cancelStep(index, c)
+	case CmdSignalJob:
+		var c SignalJob
+		if err := wire.Decode(body, &c); err != nil {
+			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
+		}
+		return s.signalJob(index, c)
+	case CmdSetHold:
+		var c SetHold
+		if err := wire.Decode(body, &c); err != nil {
+			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
+		}
+		return s.setHold(index, c)
+	case CmdRequeueJob:
+		var c RequeueJob
+		if err := wire.Decode(body, &c); err != nil {
+			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
+		}
+		return s.requeueJob(index, c)
 	}
 	return s.diverge(index, fmt.Errorf("unknown command type %d", data[0]))
 }
@@ -256,6 +282,7 @@ func (s *State) View() *View {
 		nodes:   slices.Clone(s.nodes),
 		held:    s.res.share(),
 		rids:    s.rids.freeze(),
+		policy:  s.policy,
 		changed: s.changed,
 	}
 	return s.view
