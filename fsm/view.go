@@ -15,6 +15,7 @@ type View struct {
 	nodes   []*cluster.Node // ascending name
 	held    map[string]map[int]cluster.JobID
 	rids    ridView
+	policy  *cluster.Policy // never modified once stored (SetPolicy clones)
 	changed <-chan struct{}
 }
 
