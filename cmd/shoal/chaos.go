@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -26,6 +27,8 @@ type chaosFlags struct {
 	dir      string
 	keep     bool
 	json     bool
+	report   string
+	plot     string
 	verbose  bool
 }
 
@@ -46,8 +49,14 @@ their state hash. A seed replays the same schedule.
 Faults: kill (kill -9, restart from the data dir), pause (SIGSTOP/SIGCONT),
 isolate (the leader's link down), partition (minority/majority), oneway
 (one agent's packets to the others dropped), flap (a link going down and up),
-restart-all (kill -9 every agent at once). It exits non-zero when any seed
-found a violation, or a check could not be made.`,
+restart-all (kill -9 every agent at once), slow (a minority's links limited
+to 64-512 kbit/s by tc tbf queues, which also delay what they hold), loss
+(5-50% of one agent's packets dropped at random). It exits non-zero when any
+seed found a violation, or a check could not be made.
+
+--report out.html writes a self-contained HTML timeline (a lane per node with
+its faults and the job incarnations it ran, the faults, the leader over time,
+the violations) and the summary; --plot out.png draws the same timeline.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runChaos(cmd, f)
@@ -63,6 +72,8 @@ found a violation, or a check could not be made.`,
 	fl.StringVar(&f.dir, "dir", "", "where each seed's data dirs, agent logs and records go (default: the temp dir; kept when a seed fails)")
 	fl.BoolVar(&f.keep, "keep", false, "keep each seed's directory even when it passed")
 	fl.BoolVar(&f.json, "json", false, "print a JSON array with one object per seed")
+	fl.StringVar(&f.report, "report", "", "write an HTML timeline of every seed to this file")
+	fl.StringVar(&f.plot, "plot", "", "draw the timeline of every seed as a PNG to this file")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log faults and recoveries to stderr")
 	return cmd
 }
@@ -81,6 +92,15 @@ func runChaos(cmd *cobra.Command, f chaosFlags) error {
 	}
 	if f.duration <= 0 {
 		return fmt.Errorf("--duration %s: want more than 0", f.duration)
+	}
+	// A report that cannot be written should fail now, not after the runs.
+	for flag, path := range map[string]string{"--report": f.report, "--plot": f.plot} {
+		if path == "" {
+			continue
+		}
+		if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+			return fmt.Errorf("%s %s: directory %s does not exist", flag, path, filepath.Dir(path))
+		}
 	}
 	seedSet := cmd.Flags().Changed("seed")
 	if seedSet && cmd.Flags().Changed("seeds") {
@@ -148,8 +168,33 @@ func runChaos(cmd *cobra.Command, f chaosFlags) error {
 	} else {
 		printChaos(os.Stdout, results)
 	}
+	if err := writeChaosFile("--report", f.report, results, chaos.WriteReport); err != nil {
+		return err
+	}
+	if err := writeChaosFile("--plot", f.plot, results, chaos.WritePlot); err != nil {
+		return err
+	}
 	if len(failed) > 0 {
 		return fmt.Errorf("violations in seeds %s", strings.Join(failed, ","))
+	}
+	return nil
+}
+
+// writeChaosFile writes results to path with write, when path is set.
+func writeChaosFile(flag, path string, results []chaos.Result, write func(io.Writer, []chaos.Result) error) error {
+	if path == "" {
+		return nil
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	if err := write(out, results); err != nil {
+		out.Close()
+		return fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("%s %s: %w", flag, path, err)
 	}
 	return nil
 }

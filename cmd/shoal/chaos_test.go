@@ -21,6 +21,8 @@ func TestChaosFlagErrors(t *testing.T) {
 		{[]string{"chaos", "--faults", "kill,meteor"}, `unknown fault "meteor"`},
 		{[]string{"chaos", "--net", "wifi"}, `--net "wifi": want auto, netns or loopback`},
 		{[]string{"chaos", "--duration", "0s"}, "--duration 0s: want more than 0"},
+		{[]string{"chaos", "--report", "/nonexistent-dir/r.html"}, "--report /nonexistent-dir/r.html: directory /nonexistent-dir does not exist"},
+		{[]string{"chaos", "--plot", "/nonexistent-dir/p.png"}, "--plot /nonexistent-dir/p.png: directory /nonexistent-dir does not exist"},
 	}
 	for _, tt := range tests {
 		root := newRootCmd()
