@@ -3,6 +3,7 @@ package placement
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/shoal-sched/shoal/cluster"
 )
@@ -49,6 +50,9 @@ func Check(nodes []*cluster.Node, req cluster.Request) error {
 	case req.GPUsPerNode < 0:
 		return fmt.Errorf("gpus_per_node %d: want 0 or more", req.GPUsPerNode)
 	}
+	if req.Constrained() {
+		return checkNodeSet(nodes, req)
+	}
 	seen := make(map[string]bool, len(nodes))
 	known, largest, enough := 0, 0, 0
 	for _, n := range nodes {
@@ -74,6 +78,61 @@ func Check(nodes []*cluster.Node, req cluster.Request) error {
 		}
 		return infeasible("nodes %d with gpus_per_node %d: only %s %s %d or more GPUs",
 			req.Nodes, req.GPUsPerNode, plural(enough, "node"), verb, req.GPUsPerNode)
+	}
+	return nil
+}
+
+// checkNodeSet is Check for a request with a node set: every listed node
+// known and able to hold a rank, some node with the features, and enough
+// nodes that match everything. The messages follow Slurm's
+// "Requested node configuration is not available", naming what is
+// missing.
+func checkNodeSet(nodes []*cluster.Node, req cluster.Request) error {
+	c, err := cluster.ParseConstraint(req.Constraint)
+	if req.Constraint == "" {
+		c, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	byName := make(map[string]*cluster.Node, len(nodes))
+	var known []*cluster.Node
+	for _, n := range nodes {
+		if n == nil || n.Status == cluster.NodeLeft || byName[n.Name] != nil {
+			continue
+		}
+		byName[n.Name] = n
+		known = append(known, n)
+	}
+	for _, name := range req.NodeList {
+		n := byName[name]
+		switch {
+		case n == nil:
+			return infeasible("node_list: node %q is not in the cluster", name)
+		case len(n.GPUs) < req.GPUsPerNode:
+			return infeasible("node_list: node %q has %s, gpus_per_node is %d", name, plural(len(n.GPUs), "GPU"), req.GPUsPerNode)
+		case !c.Match(n.Features):
+			return infeasible("node_list: node %q lacks the features of constraint %q (it has %q)", name, req.Constraint, strings.Join(n.Features, ","))
+		}
+	}
+	if c != nil {
+		featured := false
+		for _, n := range known {
+			featured = featured || c.Match(n.Features)
+		}
+		if !featured {
+			return infeasible("constraint %q: no node has these features; requested node configuration is not available", req.Constraint)
+		}
+	}
+	fit := 0
+	for _, n := range known {
+		if fitsNode(n, req, c) {
+			fit++
+		}
+	}
+	if fit < req.Nodes {
+		return infeasible("nodes %d: only %s match gpus_per_node %d, the constraint and the exclude list; requested node configuration is not available",
+			req.Nodes, plural(fit, "node"), req.GPUsPerNode)
 	}
 	return nil
 }

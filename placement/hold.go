@@ -100,12 +100,17 @@ func (v *View) Start(j *cluster.Job) error {
 			}
 		}
 	}
+	excl := j.Spec.Request.Exclusive
 	for _, h := range held {
 		n := &v.nodes[h.node]
 		for _, p := range h.gpus {
 			v.words[n.off+p/64] &^= 1 << (p % 64)
 		}
 		n.free -= len(h.gpus)
+		n.jobs++
+		if excl {
+			n.excl++
+		}
 	}
 	end := expectedEnd(j)
 	if v.heldEnd == nil {
@@ -115,7 +120,7 @@ func (v *View) Start(j *cluster.Job) error {
 	at, _ := slices.BinarySearchFunc(v.held, holder{id: j.ID, end: end}, func(a, b holder) int {
 		return holderOrder(a.end, a.id, b.end, b.id)
 	})
-	v.held = slices.Insert(v.held, at, holder{id: j.ID, end: end, nodes: held})
+	v.held = slices.Insert(v.held, at, holder{id: j.ID, end: end, nodes: held, excl: excl})
 	return nil
 }
 
@@ -136,6 +141,10 @@ func (v *View) Finish(id cluster.JobID) error {
 	}
 	for _, h := range v.held[at].nodes {
 		n := &v.nodes[h.node]
+		n.jobs--
+		if v.held[at].excl {
+			n.excl--
+		}
 		for _, p := range h.gpus {
 			slot := n.off*64 + p
 			if c := v.dup[slot]; c > 0 {

@@ -45,8 +45,10 @@ type Result struct {
 // GPUs out of the view for the jobs after it (the View itself is not
 // modified). A gang is all Request.Nodes distinct usable nodes, each
 // giving Request.GPUsPerNode free GPUs, or nothing; jobs asking for no
-// GPUs may share nodes. See the package doc for the queue policy, and
-// chooseNodes and chooseGPUs for the topology preferences.
+// GPUs may share nodes unless one is Exclusive. A request's node set
+// (NodeList, Exclude, Constraint, Exclusive) limits its nodes; see
+// nodeset.go. See the package doc for the queue policy, and chooseNodes
+// and chooseGPUs for the topology preferences.
 //
 // Place is the agent's policy: the topology preferences of PolicyShoal
 // with strict FIFO and no backfill (Slurm's sched/builtin). now is unused
@@ -68,6 +70,7 @@ type rules struct {
 type started struct {
 	end  time.Time
 	held []heldNode
+	excl bool // Request.Exclusive
 }
 
 // place is Place and PlaceWith.
@@ -97,14 +100,16 @@ jobs:
 		case req.Nodes < 1 || req.GPUsPerNode < 0:
 			reason(j.ID, ReasonBadConstraints)
 			continue
-		case !v.fitsEmpty(req.Nodes, req.GPUsPerNode):
-			reason(j.ID, cluster.ReasonReqNodeNotAvail)
+		case s.never(req) != "":
+			// Too big for the usable nodes, even empty; or a node set
+			// they cannot give (see never).
+			reason(j.ID, s.never(req))
 			continue
 		case !blocked:
 			if d, held, ok := s.start(j.ID, req, r.topology, nil, r.backfill); ok {
 				res.Decisions = append(res.Decisions, d)
 				if r.backfill {
-					done = append(done, started{end: endsAt(now, req), held: held})
+					done = append(done, started{end: endsAt(now, req), held: held, excl: req.Exclusive})
 				}
 				continue
 			}
@@ -113,7 +118,7 @@ jobs:
 			if r.backfill {
 				res.Reservation = s.reserve(j.ID, req, done, now, r.topology)
 				if res.Reservation != nil {
-					m = s.without(res.Reservation)
+					m = s.without(res.Reservation, req.Exclusive)
 				}
 			}
 			continue
@@ -210,7 +215,9 @@ func byOrder(queue []*cluster.Job, order []cluster.JobID) []*cluster.Job {
 // holds.
 func (s *state) start(id cluster.JobID, req cluster.Request, topology bool, mirror *state, keep bool) (Decision, []heldNode, bool) {
 	var nodes []int
-	if topology {
+	if req.Constrained() {
+		nodes = s.chooseEligible(req, topology)
+	} else if topology {
 		nodes = s.chooseNodes(req.Nodes, req.GPUsPerNode)
 	} else {
 		nodes = s.firstFit(req.Nodes, req.GPUsPerNode)
@@ -225,14 +232,19 @@ func (s *state) start(id cluster.JobID, req cluster.Request, topology bool, mirr
 	}
 	for k, ni := range nodes {
 		var gpus []int
-		if topology {
+		switch {
+		case req.Exclusive:
+			gpus = s.lowestGPUs(ni, len(s.v.nodes[ni].node.GPUs)) // the whole node
+		case topology:
 			gpus = s.chooseGPUs(ni, req.GPUsPerNode)
-		} else {
+		default:
 			gpus = s.lowestGPUs(ni, req.GPUsPerNode)
 		}
 		s.take(ni, gpus)
+		s.occupy(ni, req.Exclusive)
 		if mirror != nil {
 			mirror.takeFree(ni, gpus)
+			mirror.occupy(ni, req.Exclusive)
 		}
 		d.Nodes[k] = Assignment{Node: s.v.nodes[ni].node.Name, GPUs: gpus}
 		if keep {
@@ -252,6 +264,12 @@ type state struct {
 	// g in 0..View.maxGPUs: whether a gang fits at all is one lookup.
 	atLeast []int
 	q       []int // scratch: qualifying nodes per leaf for the current job
+	// busy and excl count, per node, the jobs holding it and those of them
+	// holding it whole (see nodeInfo.jobs). A node with excl > 0 is left
+	// out of hist and atLeast, so the aggregate fast path never offers it.
+	busy, excl []int
+	// cons caches parsed Request.Constraint expressions.
+	cons map[string]*cluster.Constraint
 	// scratch for chooseGPUs, indexed by GPU position
 	links, sameNUMA []int
 	in              []bool
@@ -265,10 +283,13 @@ func newState(v *View) *state {
 		hist:    make([]int, v.histLen),
 		atLeast: make([]int, v.maxGPUs+2),
 		q:       make([]int, len(v.leaves)),
+		busy:    make([]int, len(v.nodes)),
+		excl:    make([]int, len(v.nodes)),
 	}
 	for i := range v.nodes {
 		s.free[i] = v.nodes[i].free
-		if l := v.nodes[i].leaf; l >= 0 {
+		s.busy[i], s.excl[i] = v.nodes[i].jobs, v.nodes[i].excl
+		if l := v.nodes[i].leaf; l >= 0 && s.excl[i] == 0 {
 			s.hist[v.leaves[l].hist+s.free[i]]++
 			s.atLeast[s.free[i]]++
 		}
@@ -289,6 +310,9 @@ func (s *state) clone() *state {
 		hist:    slices.Clone(s.hist),
 		atLeast: slices.Clone(s.atLeast),
 		q:       make([]int, len(s.q)),
+		busy:    slices.Clone(s.busy),
+		excl:    slices.Clone(s.excl),
+		cons:    s.cons,
 	}
 }
 
@@ -309,6 +333,10 @@ func (s *state) take(ni int, gpus []int) {
 	n := &s.v.nodes[ni]
 	for _, p := range gpus {
 		s.words[n.off+p/64] &^= 1 << (p % 64)
+	}
+	if s.excl[ni] > 0 { // not in the aggregates
+		s.free[ni] -= len(gpus)
+		return
 	}
 	h := s.v.leaves[n.leaf].hist
 	s.hist[h+s.free[ni]]--
@@ -346,7 +374,7 @@ func (s *state) give(ni int, gpus []int) {
 	if k == 0 {
 		return
 	}
-	if n.leaf >= 0 {
+	if n.leaf >= 0 && s.excl[ni] == 0 {
 		h := s.v.leaves[n.leaf].hist
 		s.hist[h+s.free[ni]]--
 		s.hist[h+s.free[ni]+k]++
@@ -459,7 +487,7 @@ func (s *state) pickLeaves(p span, count int) (takes []leafTake, k, qual int) {
 func (s *state) bestFit(li, n, g int) []int {
 	var cand []int
 	for _, ni := range s.v.leaves[li].nodes {
-		if s.free[ni] >= g {
+		if s.free[ni] >= g && s.excl[ni] == 0 {
 			cand = append(cand, ni)
 		}
 	}

@@ -150,11 +150,13 @@ func (s *state) reserve(id cluster.JobID, req cluster.Request, done []started, n
 		for ; i < len(held) && !held[i].end.IsZero() && !endOf(held[i].end).After(t); i++ {
 			for _, h := range held[i].nodes {
 				f.give(h.node, h.gpus)
+				f.vacate(h.node, held[i].excl)
 			}
 		}
 		for ; k < len(done) && !done[k].end.IsZero() && !done[k].end.After(t); k++ {
 			for _, h := range done[k].held {
 				f.give(h.node, h.gpus)
+				f.vacate(h.node, done[k].excl)
 			}
 		}
 		if !f.fits(req.Nodes, req.GPUsPerNode) {
@@ -169,11 +171,15 @@ func (s *state) reserve(id cluster.JobID, req cluster.Request, done []started, n
 }
 
 // without returns a copy of s with the reservation's GPUs that are free
-// now taken.
-func (s *state) without(r *Reservation) *state {
+// now taken, and its nodes occupied by it (whole when excl): no job that
+// would still run at the reservation may take them whole, nor share them
+// with an exclusive reservation.
+func (s *state) without(r *Reservation, excl bool) *state {
 	m := s.clone()
 	for _, a := range r.Nodes {
-		m.takeFree(s.v.byName[a.Node], a.GPUs)
+		ni := s.v.byName[a.Node]
+		m.takeFree(ni, a.GPUs)
+		m.occupy(ni, excl)
 	}
 	return m
 }
@@ -186,7 +192,7 @@ func (s *state) firstFit(count, g int) []int {
 	}
 	nodes := make([]int, 0, count)
 	for i := range s.v.nodes {
-		if s.v.nodes[i].usable && s.free[i] >= g {
+		if s.v.nodes[i].usable && s.free[i] >= g && s.excl[i] == 0 {
 			nodes = append(nodes, i)
 			if len(nodes) == count {
 				break

@@ -48,6 +48,8 @@ type holder struct {
 	// start time), so it never ends as far as a reservation is concerned.
 	end   time.Time
 	nodes []heldNode // by node index, each node once
+	// excl is set for a job holding its nodes whole (Request.Exclusive).
+	excl bool
 }
 
 // heldNode is one node's share of a holder: GPU positions, ascending,
@@ -87,6 +89,10 @@ type nodeInfo struct {
 	leaf   int // index in View.leaves; -1 when not usable
 	off    int // first word of the free bitset in View.words
 	free   int // free GPUs
+	// jobs counts the holders with an unreleased entry on the node (GPU-less
+	// jobs too), excl those of them holding it whole: an exclusive job
+	// needs jobs == 0, and no job may join a node with excl > 0.
+	jobs, excl int
 	// peers lists, per GPU position, the positions it has NVLink to (made
 	// symmetric); nil when the node reports no NVLink.
 	peers [][]int
@@ -156,6 +162,10 @@ func NewView(nodes []*cluster.Node, jobs []*cluster.Job) *View {
 		}
 		for _, h := range held {
 			ni := &v.nodes[h.node]
+			ni.jobs++
+			if j.Spec.Request.Exclusive {
+				ni.excl++
+			}
 			for _, p := range h.gpus {
 				if w := &v.words[ni.off+p/64]; *w&(1<<(p%64)) != 0 {
 					*w &^= 1 << (p % 64)
@@ -170,7 +180,7 @@ func NewView(nodes []*cluster.Node, jobs []*cluster.Job) *View {
 		if _, seen := v.heldEnd[j.ID]; !seen {
 			end := expectedEnd(j)
 			v.heldEnd[j.ID] = end
-			v.held = append(v.held, holder{id: j.ID, end: end, nodes: held})
+			v.held = append(v.held, holder{id: j.ID, end: end, nodes: held, excl: j.Spec.Request.Exclusive})
 		}
 	}
 	slices.SortFunc(v.held, func(a, b holder) int { return holderOrder(a.end, a.id, b.end, b.id) })
