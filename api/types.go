@@ -37,6 +37,8 @@ type Job struct {
 	// Batch says the job is a batch job (its script is not echoed back).
 	Batch bool   `json:"batch"`
 	Steps []Step `json:"steps"`
+	// Signal is the job's --signal, if any.
+	Signal *cluster.JobSignal `json:"signal,omitempty"`
 }
 
 // Step is one srun step of a job's current incarnation.
@@ -130,6 +132,8 @@ type SubmitRequest struct {
 	// Batch makes this a batch job (sbatch): its script runs on the first
 	// node and launches steps; Command must then be empty.
 	Batch *cluster.Batch `json:"batch,omitempty"`
+	// Signal is --signal=[B:]SIG[@SECONDS]: SIG sent Before the time limit.
+	Signal *cluster.JobSignal `json:"signal,omitempty"`
 }
 
 // StepRequest is the body of POST /v1/jobs/{id}/steps (srun inside an

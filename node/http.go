@@ -54,6 +54,7 @@ func (a *Agent) routes() http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}/logs", a.handleLogs)
 	mux.HandleFunc("POST /v1/jobs/{id}/steps", a.handleStartStep)
 	mux.HandleFunc("POST /v1/jobs/{id}/steps/{step}/cancel", a.handleCancelStep)
+	mux.HandleFunc("POST /v1/jobs/{id}/signal", a.handleSignal)
 	mux.HandleFunc("GET /v1/nodes", a.handleNodes)
 	mux.HandleFunc("POST /v1/nodes/{name}/drain", a.handleDrain)
 	mux.HandleFunc("POST /v1/nodes/{name}/resume", a.handleDrain)
@@ -319,6 +320,7 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 		GID:     who.GID,
 		Requeue: req.Requeue,
 		Batch:   req.Batch,
+		Signal:  req.Signal,
 	}
 }
 
@@ -502,7 +504,7 @@ func jobOf(j *cluster.Job) api.Job {
 		TasksPerNode: j.Spec.Request.TasksPerNode, CPUsPerTask: j.Spec.Request.CPUsPerTask,
 		TimeLimitS: int64(j.Spec.Request.TimeLimit / time.Second), Incarnation: j.Incarnation,
 		Requeue: j.Spec.Requeue, RestartCount: restarts(j),
-		Batch: j.Spec.Batch != nil, Steps: []api.Step{},
+		Batch: j.Spec.Batch != nil, Steps: []api.Step{}, Signal: j.Spec.Signal,
 		Tasks: []api.Task{},
 	}
 	for _, st := range j.Steps {

@@ -192,6 +192,7 @@ func (a *Agent) reportExits(ctx context.Context) {
 func (a *Agent) driveLoop(ctx context.Context) {
 	t := time.NewTicker(driveInterval)
 	defer t.Stop()
+	signals := &signalLog{seen: map[exec.TaskKey]uint64{}}
 	for {
 		v := a.state.View()
 		// A replica still replaying its log after a restart would start or
@@ -200,6 +201,7 @@ func (a *Agent) driveLoop(ctx context.Context) {
 		// it also loses its lease).
 		if a.caughtUp() && a.state.Diverged() == nil {
 			a.drive(ctx, v)
+			a.deliverSignals(v, signals)
 		}
 		select {
 		case <-ctx.Done():
@@ -326,6 +328,7 @@ func (a *Agent) launch(v *fsm.View, j *cluster.Job, nodeIndex int) exec.Launch {
 		NodeName:    a.cfg.Name,
 		MasterAddr:  a.masterAddr(v, j.Alloc.Nodes[0].Node),
 		ShimDir:     a.shimDir,
+		JobStart:    j.StartTime,
 	}
 }
 
