@@ -12,8 +12,13 @@ import (
 var shoalBin string
 
 // TestMain builds the shoal binary from this checkout, or takes
-// $SHOAL_CHAOS_BIN when set (to chaos-test a given build).
+// $SHOAL_CHAOS_BIN when set (to chaos-test a given build). With
+// $SHOAL_CHAOS_UDP set it is the UDP helper of udp_test.go instead.
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(udpHelperEnv); spec != "" {
+		// This binary was started inside a namespace as a UDP helper.
+		os.Exit(udpHelper(spec))
+	}
 	if bin := os.Getenv("SHOAL_CHAOS_BIN"); bin != "" {
 		shoalBin = bin
 		os.Exit(m.Run())
