@@ -156,6 +156,9 @@ func validateNode(n *cluster.Node) error {
 	case n.CPUs < 0:
 		return fmt.Errorf("cpus %d: want 0 or more", n.CPUs)
 	}
+	if err := cluster.ValidateFeatures(n.Features); err != nil {
+		return err
+	}
 	for i, g := range n.GPUs {
 		if g.Index != i {
 			return fmt.Errorf("gpus[%d].index %d: want %d (indices 0..n-1 in order)", i, g.Index, i)
@@ -183,6 +186,7 @@ func (s *State) upsertNode(index uint64, c UpsertNode) Result {
 		CPUs:        in.CPUs,
 		MemoryMiB:   in.MemoryMiB,
 		Topology:    in.Topology,
+		Features:    in.Features,
 		Version:     in.Version,
 		Status:      cluster.NodeUp,
 		StatusTime:  c.Time,
@@ -211,6 +215,7 @@ func sameNode(a, b *cluster.Node) bool {
 		a.Topology == b.Topology && a.Version == b.Version && a.Status == b.Status &&
 		a.Drain == b.Drain && a.DrainReason == b.DrainReason &&
 		a.StatusTime.Equal(b.StatusTime) && a.CreateIndex == b.CreateIndex &&
+		slices.Equal(a.Features, b.Features) &&
 		slices.EqualFunc(a.GPUs, b.GPUs, func(g, h cluster.GPU) bool {
 			return g.Index == h.Index && g.UUID == h.UUID && g.Model == h.Model &&
 				g.MemoryMiB == h.MemoryMiB && g.NUMA == h.NUMA &&
@@ -389,7 +394,9 @@ func (s *State) checkDecision(j *cluster.Job, d Decision, gates *Gates) string {
 			return fmt.Sprintf("node %q is %s", p.Node, n.Status)
 		case n.Drain:
 			return fmt.Sprintf("node %q is draining", p.Node)
-		case len(p.GPUs) != req.GPUsPerNode:
+		case req.Exclusive && len(p.GPUs) != len(n.GPUs):
+			return fmt.Sprintf("node %q: %d gpus, exclusive job takes all %d", p.Node, len(p.GPUs), len(n.GPUs))
+		case !req.Exclusive && len(p.GPUs) != req.GPUsPerNode:
 			return fmt.Sprintf("node %q: %d gpus, job requests %d per node", p.Node, len(p.GPUs), req.GPUsPerNode)
 		}
 		used := make([]bool, len(n.GPUs))
@@ -406,7 +413,7 @@ func (s *State) checkDecision(j *cluster.Job, d Decision, gates *Gates) string {
 			}
 		}
 	}
-	return ""
+	return s.checkNodeSet(req, d)
 }
 
 // reportTarget finds the NodeAlloc a task report names. It returns
@@ -554,6 +561,8 @@ func (s *State) storeJob(pos int, j *cluster.Job) {
 func canonJob(j *cluster.Job) {
 	nilEmpty(&j.Spec.Command)
 	nilEmpty(&j.Spec.Env)
+	nilEmpty(&j.Spec.Request.NodeList)
+	nilEmpty(&j.Spec.Request.Exclude)
 	if j.Spec.Batch != nil {
 		nilEmpty(&j.Spec.Batch.Args)
 	}
@@ -583,6 +592,7 @@ func nilEmpty[S ~[]E, E any](p *S) {
 // canonNode is canonJob for nodes.
 func canonNode(n *cluster.Node) {
 	n.GPUs = nilIfEmpty(n.GPUs)
+	n.Features = nilIfEmpty(n.Features)
 	for i := range n.GPUs {
 		n.GPUs[i].NVLinkPeers = nilIfEmpty(n.GPUs[i].NVLinkPeers)
 	}
