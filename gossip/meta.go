@@ -9,15 +9,19 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/wire"
 )
 
 // Limits on the strings a Meta may carry. They are chosen so that a Meta
 // with every string at its limit and every number at its widest still
 // encodes within memberlist.MetaMaxSize (TestMetaWorstCaseFits proves it).
+// Features gets cluster.MaxFeaturesBytes; the address and model limits
+// were lowered (from 80 and 64) to make room. An advertised address is an
+// IP and a port, at most 47 bytes for an IPv6 one without a zone.
 const (
-	MaxAddrLen    = 80 // APIAddr, RaftAddr
-	MaxModelLen   = 64 // GPUModel
+	MaxAddrLen    = 64 // APIAddr, RaftAddr
+	MaxModelLen   = 48 // GPUModel
 	MaxLabelLen   = 48 // Switch, SwitchParent, Block
 	MaxVersionLen = 32 // Version
 )
@@ -43,6 +47,9 @@ type Meta struct {
 	Switch       string `msgpack:"s,omitempty"`
 	SwitchParent string `msgpack:"sp,omitempty"`
 	Block        string `msgpack:"b,omitempty"`
+	// Features are the node's features (--features), joined with commas:
+	// one string costs less than a list under the 512-byte limit.
+	Features string `msgpack:"f,omitempty"`
 
 	Version string `msgpack:"v,omitempty"`
 
@@ -68,10 +75,14 @@ func (m Meta) Validate() error {
 		{"SwitchParent", m.SwitchParent, MaxLabelLen},
 		{"Block", m.Block, MaxLabelLen},
 		{"Version", m.Version, MaxVersionLen},
+		{"Features", m.Features, cluster.MaxFeaturesBytes},
 	} {
 		if len(f.val) > f.max {
 			return fmt.Errorf("meta %s is %d bytes: want at most %d", f.name, len(f.val), f.max)
 		}
+	}
+	if _, err := cluster.ParseFeatures(m.Features); err != nil {
+		return fmt.Errorf("meta Features: %w", err)
 	}
 	for _, f := range []struct{ name, val string }{
 		{"APIAddr", m.APIAddr},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/memberlist"
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -26,6 +27,7 @@ func worstCaseMeta() Meta {
 		SwitchParent:    strings.Repeat("p", MaxLabelLen),
 		Block:           strings.Repeat("b", MaxLabelLen),
 		Version:         strings.Repeat("v", MaxVersionLen),
+		Features:        strings.Repeat("f", cluster.MaxFeatureBytes) + "," + strings.Repeat("g", cluster.MaxFeaturesBytes-cluster.MaxFeatureBytes-1),
 		BootstrapExpect: int(^uint(0) >> 1),
 		HasRaftState:    true,
 	}
@@ -58,7 +60,7 @@ func TestMetaRoundTrip(t *testing.T) {
 		{},
 		{APIAddr: "10.0.0.1:7070", RaftAddr: "10.0.0.1:7071", GPUs: 8, GPUModel: "NVIDIA H100 80GB HBM3",
 			GPUMemoryMiB: 81559, CPUs: 224, MemoryMiB: 2 << 20, Switch: "leaf3", SwitchParent: "spine0",
-			Block: "nvl72-0", Version: "0.1.0", BootstrapExpect: 3, HasRaftState: true},
+			Block: "nvl72-0", Version: "0.1.0", Features: "ib,a100", BootstrapExpect: 3, HasRaftState: true},
 		{APIAddr: "[fe80::1%eth0]:7070"},
 	} {
 		b, err := m.Encode()
@@ -82,13 +84,15 @@ func TestMetaEncodeRejects(t *testing.T) {
 		m    Meta
 		want string
 	}{
-		{"api addr too long", Meta{APIAddr: long(MaxAddrLen) + ":7070"}, "APIAddr is 85 bytes: want at most 80"},
+		{"api addr too long", Meta{APIAddr: long(MaxAddrLen) + ":7070"}, "APIAddr is 69 bytes: want at most 64"},
 		{"raft addr no port", Meta{RaftAddr: "10.0.0.1"}, "RaftAddr \"10.0.0.1\": want host:port"},
-		{"model too long", Meta{GPUModel: long(MaxModelLen + 1)}, "GPUModel is 65 bytes"},
+		{"model too long", Meta{GPUModel: long(MaxModelLen + 1)}, "GPUModel is 49 bytes"},
 		{"switch too long", Meta{Switch: long(MaxLabelLen + 1)}, "Switch is 49 bytes"},
 		{"parent too long", Meta{SwitchParent: long(MaxLabelLen + 1)}, "SwitchParent is 49 bytes"},
 		{"block too long", Meta{Block: long(MaxLabelLen + 1)}, "Block is 49 bytes"},
 		{"version too long", Meta{Version: long(MaxVersionLen + 1)}, "Version is 33 bytes"},
+		{"features too long", Meta{Features: long(cluster.MaxFeaturesBytes + 1)}, "Features is 65 bytes"},
+		{"bad feature", Meta{Features: "ib,a&b"}, `meta Features: feature "a&b"`},
 		{"negative gpus", Meta{GPUs: -1}, "GPUs is -1"},
 		{"negative cpus", Meta{CPUs: -2}, "CPUs is -2"},
 		{"negative bootstrap", Meta{BootstrapExpect: -1}, "BootstrapExpect is -1"},
@@ -116,7 +120,7 @@ func TestMetaOversizedRefused(t *testing.T) {
 	}
 	// Encode refuses a too-long field before it ever gets near the limit.
 	_, err = Meta{GPUModel: strings.Repeat("m", 600)}.Encode()
-	if err == nil || !strings.Contains(err.Error(), "GPUModel is 600 bytes: want at most 64") {
+	if err == nil || !strings.Contains(err.Error(), "GPUModel is 600 bytes: want at most 48") {
 		t.Fatalf("Encode(600-byte model) error = %v", err)
 	}
 }
