@@ -72,6 +72,7 @@ func newRootCmd() *cobra.Command {
 		newLeaderCmd(g),
 		newBatchCmd(g),
 		newRunCmd(g),
+		newStepCmd(g),
 		newSlurmCmd(g),
 		newInstallShimsCmd(),
 		newDrainCmd(g),

@@ -24,8 +24,8 @@ var scancelOpts = []cliOpt{
 	{long: "verbose", short: 'v', arg: argNone},
 	{long: "hurry", short: 'H', arg: argNone},
 	{long: "full", short: 'f', arg: argNone},
-	{long: "signal", short: 's', arg: argRequired, unsupported: "signalling a job without cancelling it needs agent support that does not exist yet"},
-	{long: "batch", short: 'b', arg: argNone, unsupported: "signalling only the batch shell needs agent support that does not exist yet"},
+	{long: "signal", short: 's', arg: argRequired},
+	{long: "batch", short: 'b', arg: argNone},
 	{long: "interactive", short: 'i', arg: argNone, unsupported: "scancel asks no questions here"},
 	{long: "account", short: 'A', arg: argRequired, unsupported: "Shoal has no accounts"},
 	{long: "qos", short: 'q', arg: argRequired, unsupported: "Shoal has no QOS"},
@@ -107,6 +107,10 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 	var users, names []string
 	var states map[string]bool
 	quiet, verbose, noPart := false, false, false
+	// --signal sends a signal instead of cancelling: to the jobs' steps,
+	// or with --batch to their batch shells (without --signal, --batch
+	// changes nothing: a cancel ends the whole job).
+	var sig api.SignalRequest
 	for _, v := range vals {
 		switch v.opt.long {
 		case "user":
@@ -125,6 +129,12 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 			quiet = true
 		case "verbose":
 			verbose = true
+		case "signal":
+			if sig.Signal, err = parseSignalName("--signal", v.value); err != nil {
+				return slurmErrorf("Invalid signal name: %s", v.value)
+			}
+		case "batch":
+			sig.BatchOnly = true
 		}
 	}
 	targets, err := parseScancelIDs(rest)
@@ -185,7 +195,9 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 			fmt.Fprintf(stderr, "scancel: Terminating %s %s\n", what, t.arg)
 		}
 		var err error
-		if t.step >= 0 {
+		if sig.Signal != 0 {
+			err = scancelSignal(ctx, c, t, sig)
+		} else if t.step >= 0 {
 			err = c.CancelStep(ctx, t.job, t.step)
 		} else {
 			err = c.Cancel(ctx, t.job)

@@ -17,7 +17,7 @@ import (
 // Shoal implements them.
 var unsupported = []string{
 	"array", "dependency", "hold", "nodelist", "exclude", "constraint",
-	"switches", "signal", "test-only", "exclusive", "wait", "nice",
+	"switches", "test-only", "exclusive", "wait", "nice",
 }
 
 // accountingOnly are options Shoal accepts with a warning: Slurm uses them
@@ -89,6 +89,7 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 		wd, _ := os.Getwd()
 		req.WorkDir = filepath.Join(wd, req.WorkDir)
 	}
+	req.Signal = jobSignal(opts.Signal)
 	env, err := exportEnv(opts.Export)
 	if err != nil {
 		return req, nil, err

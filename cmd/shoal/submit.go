@@ -21,6 +21,7 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 	var (
 		req       api.SubmitRequest
 		timeLimit string
+		signal    string
 		parsable  bool
 		noEnv     bool
 	)
@@ -43,6 +44,16 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 					return err
 				}
 				req.TimeLimitS = int64(d / time.Second)
+			}
+			if signal != "" {
+				s, err := slurm.ParseSignal(signal)
+				if err != nil {
+					return err
+				}
+				if s.BatchOnly {
+					return fmt.Errorf("--signal %q: B: signals a batch script's shell; use shoal batch for a batch job", signal)
+				}
+				req.Signal = jobSignal(&s)
 			}
 			if req.WorkDir == "" {
 				wd, err := os.Getwd()
@@ -88,6 +99,7 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 	f.Bool("no-requeue", false, "end the job NODE_FAIL if it loses a node (the default for submit)")
 	cmd.MarkFlagsMutuallyExclusive("requeue", "no-requeue")
 	f.BoolVar(&noEnv, "no-export", false, "do not pass this shell's environment to the ranks")
+	f.StringVar(&signal, "signal", "", "SIG[@SECONDS]: send SIG to the ranks SECONDS (default 60) before the time limit")
 	return cmd
 }
 
