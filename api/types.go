@@ -37,6 +37,11 @@ type Job struct {
 	// Batch says the job is a batch job (its script is not echoed back).
 	Batch bool   `json:"batch"`
 	Steps []Step `json:"steps"`
+	// Account, QoS and Nice are the job's queue-policy fields (-A, -q,
+	// --nice); see `shoal priority` for what they make of its priority.
+	Account string `json:"account,omitempty"`
+	QoS     string `json:"qos,omitempty"`
+	Nice    int    `json:"nice,omitempty"`
 	// Signal is the job's --signal, if any.
 	Signal *cluster.JobSignal `json:"signal,omitempty"`
 }
@@ -129,6 +134,11 @@ type SubmitRequest struct {
 	TimeLimitS   int64    `json:"time_limit_s"`
 	// Requeue sends the job back to the queue if it loses a node.
 	Requeue bool `json:"requeue,omitempty"`
+	// Account (-A), QoS (-q) and Nice (--nice; negative for root only)
+	// place the job in the queue policy.
+	Account string `json:"account,omitempty"`
+	QoS     string `json:"qos,omitempty"`
+	Nice    int    `json:"nice,omitempty"`
 	// Batch makes this a batch job (sbatch): its script runs on the first
 	// node and launches steps; Command must then be empty.
 	Batch *cluster.Batch `json:"batch,omitempty"`
@@ -159,6 +169,9 @@ type DrainRequest struct {
 type SubmitResponse struct {
 	ID        uint64 `json:"id"`
 	Duplicate bool   `json:"duplicate,omitempty"`
+	// Warnings are what the job was accepted despite (a QoS the policy
+	// does not name), to print as the CLI's warnings.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // LogChunk is one rank's output stream.

@@ -61,6 +61,9 @@ func (a *Agent) routes() http.Handler {
 	mux.HandleFunc("GET /v1/members", a.handleMembers)
 	mux.HandleFunc("GET /v1/leader", a.handleLeader)
 	mux.HandleFunc("GET /v1/status", a.handleStatus)
+	mux.HandleFunc("GET /v1/priority", a.handlePriority)
+	mux.HandleFunc("GET /v1/policy", a.handlePolicy)
+	mux.HandleFunc("POST /v1/policy", a.handleSetPolicy)
 	mux.HandleFunc("POST /v1/internal/heartbeat", a.handleHeartbeat)
 	mux.HandleFunc("POST /v1/internal/task", a.handleTaskEvent)
 	mux.HandleFunc("POST /v1/internal/leave", a.handleLeave)
@@ -282,6 +285,11 @@ func (a *Agent) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	spec := specOf(req, who)
+	warnings, err := queueFieldsOf(a.state.View(), spec, who)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	if plantedEarlyAck { // a planted bug, test builds only: see planted_earlyack_off.go
 		a.plantedAckEarly(w, req.RequestID, spec)
 		return
@@ -291,7 +299,7 @@ func (a *Agent) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.state.Index(), api.SubmitResponse{ID: uint64(res.JobID), Duplicate: res.Duplicate})
+	writeJSON(w, http.StatusOK, a.state.Index(), api.SubmitResponse{ID: uint64(res.JobID), Duplicate: res.Duplicate, Warnings: warnings})
 }
 
 // specOf builds the spec a submit asks for, as the proven caller.
@@ -319,6 +327,9 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 		UID:     who.UID,
 		GID:     who.GID,
 		Requeue: req.Requeue,
+		Account: req.Account,
+		QoS:     req.QoS,
+		Nice:    req.Nice,
 		Batch:   req.Batch,
 		Signal:  req.Signal,
 	}
@@ -505,7 +516,8 @@ func jobOf(j *cluster.Job) api.Job {
 		TimeLimitS: int64(j.Spec.Request.TimeLimit / time.Second), Incarnation: j.Incarnation,
 		Requeue: j.Spec.Requeue, RestartCount: restarts(j),
 		Batch: j.Spec.Batch != nil, Steps: []api.Step{}, Signal: j.Spec.Signal,
-		Tasks: []api.Task{},
+		Tasks:   []api.Task{},
+		Account: j.Spec.Account, QoS: j.Spec.QoS, Nice: j.Spec.Nice,
 	}
 	for _, st := range j.Steps {
 		as := api.Step{ID: st.ID, Name: st.Spec.Name, State: string(st.State), ExitCode: st.ExitCode,

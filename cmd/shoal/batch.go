@@ -47,6 +47,7 @@ func runSbatch(ctx context.Context, g *globalFlags, args []string, out io.Writer
 	if err != nil {
 		return err
 	}
+	printWarnings("sbatch", res.Warnings)
 	if opts.Parsable {
 		fmt.Fprintln(out, res.ID)
 	} else {

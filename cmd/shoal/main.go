@@ -78,6 +78,8 @@ func newRootCmd() *cobra.Command {
 		newDrainCmd(g),
 		newResumeCmd(g),
 		newStatusCmd(g),
+		newPriorityCmd(g),
+		newPolicyCmd(g),
 		newBenchCmd(),
 		newSimCmd(),
 		newVersionCmd(),

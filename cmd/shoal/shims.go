@@ -14,7 +14,7 @@ import (
 // shimNames are the Slurm commands this binary answers to when invoked
 // under their name (a link made by install-shims, or the agent's shim
 // directory on a batch script's PATH).
-var shimNames = []string{"sbatch", "srun", "scontrol", "squeue", "scancel", "sinfo", "sacct"}
+var shimNames = []string{"sbatch", "srun", "scontrol", "squeue", "scancel", "sinfo", "sacct", "sprio"}
 
 // isShim reports whether argv0 names a Slurm command this binary plays.
 func isShim(argv0 string) (string, bool) {
@@ -59,6 +59,10 @@ func runShim(ctx context.Context, g *globalFlags, name string, args []string) in
 		}
 	case "sacct":
 		if err = runSacct(ctx, g, args, os.Stdout, os.Stderr); err != nil {
+			code = 1
+		}
+	case "sprio":
+		if err = runSprio(ctx, g, args, os.Stdout, os.Stderr); err != nil {
 			code = 1
 		}
 	default:

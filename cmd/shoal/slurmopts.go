@@ -17,7 +17,7 @@ import (
 // Shoal implements them.
 var unsupported = []string{
 	"array", "dependency", "hold", "nodelist", "exclude", "constraint",
-	"switches", "test-only", "exclusive", "wait", "nice",
+	"switches", "test-only", "exclusive", "wait",
 }
 
 // accountingOnly are options Shoal accepts with a warning: Slurm uses them
@@ -78,6 +78,9 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 		CPUsPerTask:  max(1, opts.CPUsPerTask),
 		TimeLimitS:   int64(opts.TimeLimit / time.Second),
 		WorkDir:      opts.ChDir,
+		Account:      opts.Account,
+		QoS:          opts.QOS,
+		Nice:         opts.Nice,
 	}
 	if req.WorkDir == "" {
 		wd, err := os.Getwd()

@@ -259,6 +259,7 @@ func runOwnJob(ctx context.Context, g *globalFlags, opts slurm.Options, command 
 	if err != nil {
 		return 1, err
 	}
+	printWarnings("srun", res.Warnings)
 	out := newStreamer(opts.Label, stdout, stderr)
 	bg := context.Background()
 	pending := newPendingLine(stderr, res.ID)

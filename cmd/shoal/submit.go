@@ -77,6 +77,7 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			printWarnings("shoal submit", res.Warnings)
 			if parsable {
 				fmt.Println(res.ID)
 			} else {
@@ -99,6 +100,10 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 	f.Bool("no-requeue", false, "end the job NODE_FAIL if it loses a node (the default for submit)")
 	cmd.MarkFlagsMutuallyExclusive("requeue", "no-requeue")
 	f.BoolVar(&noEnv, "no-export", false, "do not pass this shell's environment to the ranks")
+	f.StringVarP(&req.Account, "account", "A", "", "fair-share account the job's usage counts against (see shoal priority)")
+	f.StringVarP(&req.QoS, "qos", "q", "", "QoS level, as the queue policy names them")
+	f.IntVar(&req.Nice, "nice", 0, "lower the job's priority by N (--nice alone: 100; negative N: root only)")
+	f.Lookup("nice").NoOptDefVal = "100"
 	f.StringVar(&signal, "signal", "", "SIG[@SECONDS]: send SIG to the ranks SECONDS (default 60) before the time limit")
 	return cmd
 }
