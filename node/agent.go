@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,6 +95,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		CPUs:       cfg.CPUs,
 		MemoryMiB:  cfg.MemoryMiB,
 		Topology:   cfg.Topology,
+		Features:   cfg.Features,
 		Version:    cfg.Version,
 	}
 
@@ -173,12 +175,14 @@ func (a *Agent) meta(hasRaftState bool) gossip.Meta {
 		Switch:          a.cfg.Topology.Switch,
 		SwitchParent:    a.cfg.Topology.SwitchParent,
 		Block:           a.cfg.Topology.Block,
+		Features:        strings.Join(a.cfg.Features, ","),
 		Version:         a.cfg.Version,
 		BootstrapExpect: a.bootstrapExpect(),
 		HasRaftState:    hasRaftState,
 	}
 	if len(a.cfg.GPUs) > 0 {
-		m.GPUModel = a.cfg.GPUs[0].Model
+		// Gossip only summarises the model; the FSM's record has it whole.
+		m.GPUModel = a.cfg.GPUs[0].Model[:min(len(a.cfg.GPUs[0].Model), gossip.MaxModelLen)]
 		m.GPUMemoryMiB = a.cfg.GPUs[0].MemoryMiB
 	}
 	return m

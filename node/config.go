@@ -44,6 +44,8 @@ type Config struct {
 	CPUs      int
 	MemoryMiB uint64
 	Topology  cluster.Topology
+	// Features label the node for jobs' --constraint (--features a,b).
+	Features []string
 
 	// Timing of raft; zero value = consensus.DefaultTiming().
 	RaftTiming consensus.Timing
@@ -63,9 +65,6 @@ type Config struct {
 	// ScheduleInterval bounds how long a pending job waits for a pass when
 	// nothing changes.
 	ScheduleInterval time.Duration
-	// Policy, when set (--policy FILE), is the queue policy this agent
-	// makes the cluster's whenever it becomes leader (see proposePolicy).
-	Policy *cluster.Policy
 
 	Version string
 	Logger  *slog.Logger
@@ -155,6 +154,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--lease-ttl %s: want at least 3 heartbeat intervals (%s)", c.LeaseTTL, 3*c.HeartbeatInterval)
 	case c.CPUs < 0:
 		return fmt.Errorf("--cpus %d: want 0 or more", c.CPUs)
+	}
+	if err := cluster.ValidateFeatures(c.Features); err != nil {
+		return fmt.Errorf("--features: %w", err)
 	}
 	for _, p := range []struct {
 		flag string

@@ -78,7 +78,6 @@ func (a *Agent) leadLoop(ctx context.Context) {
 			a.log.Warn("register self as leader", "err", err)
 		}
 		cancelHB()
-		a.proposePolicy(ctx)
 		lctx, cancelLead := context.WithCancel(ctx)
 		a.stopLeading = cancelLead
 		wg.Go(func() { a.scheduleLoop(lctx) })
@@ -147,7 +146,7 @@ func (a *Agent) schedulePass(ctx context.Context, v *fsm.View) error {
 		jobs = plantedHideNewest(jobs)
 	}
 	res, err := placement.PlaceWith(placement.NewView(v.Nodes(), jobs), pending, now,
-		placement.Options{Policy: placement.PolicyShoal, Order: placement.PriorityOrder(priorities(v, now))})
+		placement.Options{Policy: placement.PolicyShoal})
 	if err != nil {
 		return err
 	}
@@ -367,6 +366,7 @@ func (a *Agent) knownNodes(v *fsm.View) []*cluster.Node {
 			continue
 		}
 		n := &cluster.Node{Name: m.Name, Status: cluster.NodeUp, GPUs: make([]cluster.GPU, m.Meta.GPUs)}
+		n.Features, _ = cluster.ParseFeatures(m.Meta.Features) // DecodeMeta checked them
 		for i := range n.GPUs {
 			n.GPUs[i] = cluster.GPU{Index: i, Model: m.Meta.GPUModel, MemoryMiB: m.Meta.GPUMemoryMiB, NUMA: -1}
 		}
@@ -472,7 +472,7 @@ func (a *Agent) leaderHeartbeat(ctx context.Context, n cluster.Node) (uint64, er
 func sameAnnouncement(a, b *cluster.Node) bool {
 	if a.APIAddr != b.APIAddr || a.RaftAddr != b.RaftAddr || a.GossipAddr != b.GossipAddr ||
 		a.CPUs != b.CPUs || a.MemoryMiB != b.MemoryMiB || a.Topology != b.Topology ||
-		a.Version != b.Version || len(a.GPUs) != len(b.GPUs) {
+		a.Version != b.Version || len(a.GPUs) != len(b.GPUs) || !slices.Equal(a.Features, b.Features) {
 		return false
 	}
 	for i := range a.GPUs {

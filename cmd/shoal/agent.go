@@ -26,12 +26,10 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 		gpuModel  string
 		gpuMemory string
 		memory    string
+		features  string
 		devTiming bool
 		logLevel  string
 		logJSON   bool
-		// policyFile is --policy: the queue policy this agent proposes
-		// when it leads.
-		policyFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -81,12 +79,8 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 			if devTiming {
 				cfg.RaftTiming = consensus.FastTiming()
 			}
-			if policyFile != "" {
-				p, err := readPolicyFile(policyFile)
-				if err != nil {
-					return err
-				}
-				cfg.Policy = &p
+			if cfg.Features, err = cluster.ParseFeatures(features); err != nil {
+				return fmt.Errorf("--features: %w", err)
 			}
 			a, err := node.New(cmd.Context(), cfg)
 			if err != nil {
@@ -112,6 +106,7 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.StringVar(&cfg.Topology.Switch, "switch", "", "this node's leaf switch")
 	f.StringVar(&cfg.Topology.SwitchParent, "switch-parent", "", "the leaf switch's parent (spine)")
 	f.StringVar(&cfg.Topology.Block, "block", "", "this node's NVLink block (domain)")
+	f.StringVar(&features, "features", "", "this node's features for jobs' --constraint, comma-separated (like slurm.conf Features=)")
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", node.DefaultLeaseTTL, "how long this node's allocations survive without contact with the leader")
 	f.DurationVar(&cfg.KillGrace, "kill-grace", node.DefaultKillGrace, "time between SIGTERM and SIGKILL when this node fences its ranks (lost lease, agent stopping); part of the lease bound")
 	f.DurationVar(&cfg.KillWait, "kill-wait", node.DefaultKillWait, "time between SIGTERM and SIGKILL at a time limit, on cancel or when a rank failed (Slurm's KillWait)")
@@ -120,7 +115,6 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.BoolVar(&devTiming, "dev-timing", false, "fast raft timeouts for loopback clusters (shoal dev, tests); not for real networks")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")
-	f.StringVar(&policyFile, "policy", "", "queue policy file (JSON: priority weights, fair-share accounts, QoS levels) this agent makes the cluster's when it becomes leader; give every agent the same file")
 	return cmd
 }
 
