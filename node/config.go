@@ -65,6 +65,9 @@ type Config struct {
 	// ScheduleInterval bounds how long a pending job waits for a pass when
 	// nothing changes.
 	ScheduleInterval time.Duration
+	// Policy, when set (--policy FILE), is the queue policy this agent
+	// makes the cluster's whenever it becomes leader (see proposePolicy).
+	Policy *cluster.Policy
 
 	Version string
 	Logger  *slog.Logger

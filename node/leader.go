@@ -78,6 +78,7 @@ func (a *Agent) leadLoop(ctx context.Context) {
 			a.log.Warn("register self as leader", "err", err)
 		}
 		cancelHB()
+		a.proposePolicy(ctx)
 		lctx, cancelLead := context.WithCancel(ctx)
 		a.stopLeading = cancelLead
 		wg.Go(func() { a.scheduleLoop(lctx) })
@@ -146,7 +147,7 @@ func (a *Agent) schedulePass(ctx context.Context, v *fsm.View) error {
 		jobs = plantedHideNewest(jobs)
 	}
 	res, err := placement.PlaceWith(placement.NewView(v.Nodes(), jobs), pending, now,
-		placement.Options{Policy: placement.PolicyShoal})
+		placement.Options{Policy: placement.PolicyShoal, Order: placement.PriorityOrder(priorities(v, now))})
 	if err != nil {
 		return err
 	}

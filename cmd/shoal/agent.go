@@ -30,6 +30,9 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 		devTiming bool
 		logLevel  string
 		logJSON   bool
+		// policyFile is --policy: the queue policy this agent proposes
+		// when it leads.
+		policyFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -82,6 +85,13 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 			if cfg.Features, err = cluster.ParseFeatures(features); err != nil {
 				return fmt.Errorf("--features: %w", err)
 			}
+			if policyFile != "" {
+				p, err := readPolicyFile(policyFile)
+				if err != nil {
+					return err
+				}
+				cfg.Policy = &p
+			}
 			a, err := node.New(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -115,6 +125,7 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.BoolVar(&devTiming, "dev-timing", false, "fast raft timeouts for loopback clusters (shoal dev, tests); not for real networks")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")
+	f.StringVar(&policyFile, "policy", "", "queue policy file (JSON: priority weights, fair-share accounts, QoS levels) this agent makes the cluster's when it becomes leader; give every agent the same file")
 	return cmd
 }
 
