@@ -134,6 +134,12 @@ type SubmitRequest struct {
 	TimeLimitS   int64    `json:"time_limit_s"`
 	// Requeue sends the job back to the queue if it loses a node.
 	Requeue bool `json:"requeue,omitempty"`
+	// NodeList (-w), Exclude (-x), Constraint (-C) and Exclusive
+	// (--exclusive) limit the job's nodes; see cluster.Request.
+	NodeList   []string `json:"node_list,omitempty"`
+	Exclude    []string `json:"exclude,omitempty"`
+	Constraint string   `json:"constraint,omitempty"`
+	Exclusive  bool     `json:"exclusive,omitempty"`
 	// Account (-A), QoS (-q) and Nice (--nice; negative for root only)
 	// place the job in the queue policy.
 	Account string `json:"account,omitempty"`

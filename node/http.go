@@ -314,6 +314,10 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 		TasksPerNode: req.TasksPerNode,
 		CPUsPerTask:  req.CPUsPerTask,
 		TimeLimit:    time.Duration(req.TimeLimitS) * time.Second,
+		NodeList:     req.NodeList,
+		Exclude:      req.Exclude,
+		Constraint:   req.Constraint,
+		Exclusive:    req.Exclusive,
 	}
 	// Zero means "not given": fill Slurm's defaults. Negative values stay
 	// and are refused by validation, naming the field.
