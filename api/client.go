@@ -229,6 +229,54 @@ func (c *Client) Cancel(ctx context.Context, id uint64) error {
 	return err
 }
 
+// JobByRef returns one job named as Slurm names it: "12" or, for an array
+// element, "12_3".
+func (c *Client) JobByRef(ctx context.Context, ref string) (Job, error) {
+	var j Job
+	_, err := c.Do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(ref), nil, &j)
+	return j, err
+}
+
+// CancelRef cancels a job, an array element ("12_3"), some elements
+// ("12_[1-3]"), or every live element of array 12 ("12").
+func (c *Client) CancelRef(ctx context.Context, ref string) (JobsChanged, error) {
+	var out JobsChanged
+	_, err := c.Do(ctx, http.MethodDelete, "/v1/jobs/"+url.PathEscape(ref), nil, &out)
+	return out, err
+}
+
+// Hold holds pending jobs named as CancelRef names them: an
+// administrator's hold when root asks, unless user is set (scontrol
+// uhold).
+func (c *Client) Hold(ctx context.Context, ref string, user bool) (JobsChanged, error) {
+	path := "/v1/jobs/" + url.PathEscape(ref) + "/hold"
+	if user {
+		path += "?kind=user"
+	}
+	var out JobsChanged
+	_, err := c.Do(ctx, http.MethodPost, path, nil, &out)
+	return out, err
+}
+
+// Release releases held jobs.
+func (c *Client) Release(ctx context.Context, ref string) (JobsChanged, error) {
+	var out JobsChanged
+	_, err := c.Do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(ref)+"/release", nil, &out)
+	return out, err
+}
+
+// Requeue sends running or ended jobs back to the queue, held with hold
+// (scontrol requeuehold).
+func (c *Client) Requeue(ctx context.Context, ref string, hold bool) (JobsChanged, error) {
+	path := "/v1/jobs/" + url.PathEscape(ref) + "/requeue"
+	if hold {
+		path += "?hold=1"
+	}
+	var out JobsChanged
+	_, err := c.Do(ctx, http.MethodPost, path, nil, &out)
+	return out, err
+}
+
 // Logs returns every rank's output of a job, from whichever nodes hold it.
 func (c *Client) Logs(ctx context.Context, id uint64) ([]LogChunk, error) {
 	var out []LogChunk

@@ -37,13 +37,24 @@ type Job struct {
 	// Batch says the job is a batch job (its script is not echoed back).
 	Batch bool   `json:"batch"`
 	Steps []Step `json:"steps"`
+	// ArrayJobID and ArrayTaskID place an array element (ArrayTaskID is
+	// -1 for a job that is not one); JobIDString is "12" or, for an element,
+	// "12_3" as Slurm names it.
+	ArrayJobID    uint64 `json:"array_job_id,omitempty"`
+	ArrayTaskID   int    `json:"array_task_id"`
+	ArrayThrottle int    `json:"array_throttle,omitempty"`
+	JobIDString   string `json:"job_id_string"`
+	// Dependency is the --dependency still recorded, in Slurm's syntax;
+	// Hold is "user" or "admin" while held.
+	Dependency string `json:"dependency,omitempty"`
+	Hold       string `json:"hold,omitempty"`
+	// Signal is the job's --signal, if any.
+	Signal *cluster.JobSignal `json:"signal,omitempty"`
 	// Account, QoS and Nice are the job's queue-policy fields (-A, -q,
 	// --nice); see `shoal priority` for what they make of its priority.
 	Account string `json:"account,omitempty"`
 	QoS     string `json:"qos,omitempty"`
 	Nice    int    `json:"nice,omitempty"`
-	// Signal is the job's --signal, if any.
-	Signal *cluster.JobSignal `json:"signal,omitempty"`
 }
 
 // Step is one srun step of a job's current incarnation.
@@ -150,6 +161,11 @@ type SubmitRequest struct {
 	Batch *cluster.Batch `json:"batch,omitempty"`
 	// Signal is --signal=[B:]SIG[@SECONDS]: SIG sent Before the time limit.
 	Signal *cluster.JobSignal `json:"signal,omitempty"`
+	// Dependency, Array and Hold are sbatch's --dependency, --array and
+	// --hold, already parsed.
+	Dependency *cluster.Dependency `json:"dependency,omitempty"`
+	Array      *cluster.ArraySpec  `json:"array,omitempty"`
+	Hold       bool                `json:"hold,omitempty"`
 }
 
 // StepRequest is the body of POST /v1/jobs/{id}/steps (srun inside an
@@ -169,6 +185,13 @@ type StepResponse struct {
 // DrainRequest is the body of POST /v1/nodes/{name}/drain.
 type DrainRequest struct {
 	Reason string `json:"reason"`
+}
+
+// JobsChanged answers a write on a job reference (cancel, hold, release,
+// requeue): ID is the job or array named, IDs the jobs it changed.
+type JobsChanged struct {
+	ID  uint64   `json:"id"`
+	IDs []uint64 `json:"ids"`
 }
 
 // SubmitResponse answers POST /v1/jobs.

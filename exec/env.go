@@ -30,6 +30,8 @@ var contractKeys = map[string]bool{
 	"SLURM_GPUS_ON_NODE": true, "SLURM_JOB_GPUS": true, "SLURM_STEP_GPUS": true,
 	"SLURM_CPUS_PER_TASK": true, "SLURM_SUBMIT_DIR": true, "SLURMD_NODENAME": true,
 	"SLURM_JOB_USER": true, "SLURM_JOB_UID": true, "SLURM_JOB_GID": true,
+	"SLURM_ARRAY_JOB_ID": true, "SLURM_ARRAY_TASK_ID": true, "SLURM_ARRAY_TASK_COUNT": true,
+	"SLURM_ARRAY_TASK_MIN": true, "SLURM_ARRAY_TASK_MAX": true, "SLURM_ARRAY_TASK_STEP": true,
 	"SLURM_RESTART_COUNT": true, "SLURM_GTIDS": true, "SLURM_GPUS_PER_TASK": true,
 	"SLURMD_TRES_BIND": true, "SLURM_STEP_ID": true, "SLURM_STEPID": true,
 	"SLURM_STEP_NODELIST": true, "SLURM_STEP_NUM_NODES": true,
@@ -306,6 +308,16 @@ func jobVars(env map[string]string, l Launch, i int) {
 	set("SLURM_JOB_GID", itoa(l.Spec.GID))
 	if l.Incarnation > 1 { // Slurm sets it only after a requeue
 		set("SLURM_RESTART_COUNT", strconv.FormatUint(l.Incarnation-1, 10))
+	}
+	if a := l.Array; a != nil {
+		set("SLURM_ARRAY_JOB_ID", a.JobID.String())
+		set("SLURM_ARRAY_TASK_ID", itoa(a.TaskID))
+		set("SLURM_ARRAY_TASK_COUNT", itoa(a.Count))
+		set("SLURM_ARRAY_TASK_MIN", itoa(a.Min))
+		set("SLURM_ARRAY_TASK_MAX", itoa(a.Max))
+		if a.Step > 0 { // indices that are no one progression have no step
+			set("SLURM_ARRAY_TASK_STEP", itoa(a.Step))
+		}
 	}
 
 	set("SHOAL_JOB_ID", job)

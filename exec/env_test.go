@@ -134,12 +134,17 @@ func TestEnvSpecEnv(t *testing.T) {
 	got := envMap(t, contractEnv(l, 0, "/home/ada"))
 	for k, want := range map[string]string{
 		"FOO": "2", "PATH": "/custom/bin", "HOME": "/h", "RANK": "2", "SLURM_JOB_ID": "42",
-		"SHOAL_NODEID": "1", "CUDA_VISIBLE_DEVICES": "2,3", "SLURM_ARRAY_TASK_ID": "4",
+		"SHOAL_NODEID": "1", "CUDA_VISIBLE_DEVICES": "2,3",
 		"USER": "other", "LOGNAME": "ada",
 	} {
 		if got[k] != want {
 			t.Errorf("Env(...)[%s] = %q; want %q", k, got[k], want)
 		}
+	}
+	// A stale array id from the submit shell (an sbatch run inside an
+	// array element) must not make this job look like an element.
+	if v, ok := got["SLURM_ARRAY_TASK_ID"]; ok {
+		t.Errorf("SLURM_ARRAY_TASK_ID = %q from the submitter; want it dropped", v)
 	}
 	if v, ok := got["SLURM_RESTART_COUNT"]; ok {
 		t.Errorf("SLURM_RESTART_COUNT = %q on the first incarnation; want unset", v)

@@ -106,6 +106,9 @@ type Launch struct {
 	// (srun, scontrol, ...); it is put first in PATH of batch scripts and
 	// step tasks.
 	ShimDir string
+	// Array, for an array element, is its place in the array
+	// (SLURM_ARRAY_*).
+	Array *cluster.ArrayTask
 	// JobStart is when the job incarnation started (the FSM's StartTime):
 	// a step's --signal warning is due at JobStart + the time limit - the
 	// warning time (the job's own task counts from its own start, as its

@@ -281,3 +281,48 @@ func TestParseDirName(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestEnvArrayGolden compares array elements' batch shells and step tasks
+// with Slurm's envarray run (sbatch --array=0-3%2, one GPU each): the
+// SLURM_ARRAY_* names and every other name both set. The element and
+// array ids are taken from the golden files, since Slurm numbers an
+// array's elements its own way (README: arrays).
+func TestEnvArrayGolden(t *testing.T) {
+	arrayNames := []string{"SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT",
+		"SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX", "SLURM_ARRAY_TASK_STEP"}
+	for task := range 4 {
+		for _, ctx := range []string{"batch", "step0"} {
+			name := "envarray.task" + itoa(task) + "." + ctx + ".env"
+			t.Run(name, func(t *testing.T) {
+				golden := readGolden(t, name)
+				id, _ := strconv.ParseUint(golden["SLURM_JOB_ID"], 10, 64)
+				arrayID, _ := strconv.ParseUint(golden["SLURM_ARRAY_JOB_ID"], 10, 64)
+				gpu, _ := strconv.Atoi(golden["SLURM_JOB_GPUS"])
+				spec := &cluster.ArraySpec{Indices: []int{0, 1, 2, 3}, Throttle: 2}
+				l := Launch{
+					Job: cluster.JobID(id), Incarnation: 1,
+					Spec: cluster.Spec{Name: "envarray", WorkDir: "/tmp/slurmpeer/env", User: "root",
+						Request: cluster.Request{Nodes: 1, GPUsPerNode: 1, TasksPerNode: 1},
+						Batch:   &cluster.Batch{Script: "#!/bin/sh\n"}},
+					Alloc:     cluster.Allocation{Nodes: []cluster.NodeAlloc{{Node: "n1", GPUs: []int{gpu}}}, MasterPort: 29500},
+					NodeIndex: 0, MasterAddr: "n1", NodeList: "n1", NodeName: "n1",
+					Array: &spec.Elements(cluster.JobID(arrayID))[task],
+				}
+				var env map[string]string
+				if ctx == "batch" {
+					env = envMap(t, BatchEnv(l))
+				} else {
+					l.Step = &cluster.Step{ID: 0, Incarnation: 1, Spec: cluster.StepSpec{Command: []string{"env"}},
+						Nodes: []cluster.StepNode{{Node: "n1", FirstRank: 0, Tasks: 1}}}
+					l.StepNodeList = "n1"
+					env = envMap(t, Env(l, 0))
+				}
+				skip := map[string]bool{"SLURM_NTASKS_PER_NODE": true} // Shoal always sets it
+				for k := range notInGolden {
+					skip[k] = true
+				}
+				compareGolden(t, env, golden, arrayNames, skip)
+			})
+		}
+	}
+}

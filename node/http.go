@@ -51,6 +51,9 @@ func (a *Agent) routes() http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}", a.handleJob)
 	mux.HandleFunc("DELETE /v1/jobs/{id}", a.handleCancel)
 	mux.HandleFunc("POST /v1/jobs/{id}/cancel", a.handleCancel)
+	mux.HandleFunc("POST /v1/jobs/{id}/hold", a.handleHold)
+	mux.HandleFunc("POST /v1/jobs/{id}/release", a.handleRelease)
+	mux.HandleFunc("POST /v1/jobs/{id}/requeue", a.handleRequeue)
 	mux.HandleFunc("GET /v1/jobs/{id}/logs", a.handleLogs)
 	mux.HandleFunc("POST /v1/jobs/{id}/steps", a.handleStartStep)
 	mux.HandleFunc("POST /v1/jobs/{id}/steps/{step}/cancel", a.handleCancelStep)
@@ -336,11 +339,17 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 		Nice:    req.Nice,
 		Batch:   req.Batch,
 		Signal:  req.Signal,
+
+		Dependency: req.Dependency,
+		Array:      req.Array,
+		Hold:       req.Hold,
 	}
 }
 
+// handleCancel cancels a job, an array element, or every live element of
+// an array (its bare id, as scancel does).
 func (a *Agent) handleCancel(w http.ResponseWriter, r *http.Request) {
-	id, err := jobID(r)
+	ref, err := parseJobRef(r.PathValue("id"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -349,11 +358,26 @@ func (a *Agent) handleCancel(w http.ResponseWriter, r *http.Request) {
 	if !here {
 		return
 	}
-	if err := a.leaderCancel(r.Context(), id, who); err != nil {
+	jobs, err := ref.resolve(a.state.View())
+	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.state.Index(), map[string]uint64{"id": uint64(id)})
+	ids := []uint64{}
+	for _, j := range jobs {
+		if len(jobs) > 1 && j.State.Terminal() {
+			continue // an array's finished elements
+		}
+		if err := a.leaderCancel(r.Context(), j.ID, who); err != nil {
+			if len(jobs) > 1 && errors.Is(err, fsm.ErrJobFinished) {
+				continue
+			}
+			writeError(w, err)
+			return
+		}
+		ids = append(ids, uint64(j.ID))
+	}
+	writeJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: uint64(ref.id), IDs: ids})
 }
 
 // handleDrain drains or resumes a node (the last path element says which).
@@ -479,10 +503,15 @@ func (a *Agent) handleJobs(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v.Index, out)
 }
 
+// handleJob returns one job: by its id, or an array element as N_TASK.
 func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
-	id, err := jobID(r)
+	ref, err := parseJobRef(r.PathValue("id"))
 	if err != nil {
 		writeError(w, err)
+		return
+	}
+	if len(ref.tasks) > 1 {
+		writeError(w, badRequest(fmt.Errorf("job id %q: names several array elements, want one", ref.raw)))
 		return
 	}
 	v, err := a.blockingView(r)
@@ -490,10 +519,18 @@ func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	j, ok := v.Job(id)
+	j, ok := v.Job(ref.id)
 	if !ok {
-		writeError(w, notFound(fmt.Errorf("job %d: no such job", id)))
+		writeError(w, notFound(fmt.Errorf("job %s: no such job", ref.raw)))
 		return
+	}
+	if ref.tasks != nil {
+		js, err := ref.resolve(v)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		j = js[0]
 	}
 	writeJSON(w, http.StatusOK, v.Index, jobOf(j))
 }
@@ -523,6 +560,11 @@ func jobOf(j *cluster.Job) api.Job {
 		Tasks:   []api.Task{},
 		Account: j.Spec.Account, QoS: j.Spec.QoS, Nice: j.Spec.Nice,
 	}
+	out.ArrayTaskID, out.JobIDString = -1, j.ID.String()
+	if a := j.Array; a != nil {
+		out.ArrayJobID, out.ArrayTaskID, out.ArrayThrottle, out.JobIDString = uint64(a.JobID), a.TaskID, a.Throttle, a.Name()
+	}
+	out.Dependency, out.Hold = j.Spec.Dependency.String(), j.Hold
 	for _, st := range j.Steps {
 		as := api.Step{ID: st.ID, Name: st.Spec.Name, State: string(st.State), ExitCode: st.ExitCode,
 			Nodes: []string{}, Command: st.Spec.Command,

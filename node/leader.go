@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -129,16 +130,42 @@ func (a *Agent) scheduleLoop(ctx context.Context) {
 
 // schedulePass is one gather → decide → act round.
 func (a *Agent) schedulePass(ctx context.Context, v *fsm.View) error {
+	now := time.Now()
+	// Held jobs, unmet dependencies and full array throttles are not
+	// placement's business: such jobs wait with that reason, and one whose
+	// dependency can never hold is cancelled (the FSM checks both again).
 	var pending []*cluster.Job
+	var never []cluster.JobID
+	waits := map[cluster.JobID]string{}
+	gates := v.Gates(now)
 	for _, j := range v.Jobs() {
-		if j.State == cluster.JobPending {
-			pending = append(pending, j)
+		if j.State != cluster.JobPending {
+			continue
 		}
+		switch why := gates.Admit(j); why {
+		case "":
+			pending = append(pending, j)
+		case cluster.ReasonDependencyNever:
+			never = append(never, j.ID)
+		default:
+			waits[j.ID] = why
+		}
+	}
+	for _, id := range never {
+		r, err := a.apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: id, Reason: cluster.ReasonDependencyNever, Time: now})
+		if err != nil {
+			return err
+		}
+		if r.Err == nil {
+			a.log.Info("job cancelled: its dependency can never be satisfied", "job", uint64(id))
+		}
+	}
+	if err := a.setWaitReasons(ctx, v, waits); err != nil {
+		return err
 	}
 	if len(pending) == 0 {
 		return nil
 	}
-	now := time.Now()
 	// The shoal policy: topology-aware gangs with EASY backfill. A job with
 	// a --time limit may start ahead of a blocked one only if it cannot
 	// delay that job's reservation; without limits this is strict FIFO.
@@ -183,6 +210,24 @@ func (a *Agent) schedulePass(ctx context.Context, v *fsm.View) error {
 			changed = append(changed, fsm.JobReason{Job: j.ID, Reason: r})
 		}
 	}
+	for batch := range slices.Chunk(changed, maxReasonsPerApply) {
+		if _, err := a.apply(ctx, fsm.CmdSetReasons, fsm.SetReasons{Reasons: batch}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setWaitReasons records the reasons of jobs kept from placement, where
+// they changed.
+func (a *Agent) setWaitReasons(ctx context.Context, v *fsm.View, waits map[cluster.JobID]string) error {
+	var changed []fsm.JobReason
+	for id, why := range waits {
+		if j, ok := v.Job(id); ok && j.Reason != why {
+			changed = append(changed, fsm.JobReason{Job: id, Reason: why})
+		}
+	}
+	slices.SortFunc(changed, func(x, y fsm.JobReason) int { return cmp.Compare(x.Job, y.Job) })
 	for batch := range slices.Chunk(changed, maxReasonsPerApply) {
 		if _, err := a.apply(ctx, fsm.CmdSetReasons, fsm.SetReasons{Reasons: batch}); err != nil {
 			return err

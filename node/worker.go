@@ -329,6 +329,7 @@ func (a *Agent) launch(v *fsm.View, j *cluster.Job, nodeIndex int) exec.Launch {
 		MasterAddr:  a.masterAddr(v, j.Alloc.Nodes[0].Node),
 		ShimDir:     a.shimDir,
 		JobStart:    j.StartTime,
+		Array:       j.Array,
 	}
 }
 
@@ -338,6 +339,9 @@ func (a *Agent) launch(v *fsm.View, j *cluster.Job, nodeIndex int) exec.Launch {
 func batchOutput(j *cluster.Job, node string) (stdout, stderr string) {
 	f := slurm.PatternFields{JobID: uint64(j.ID), StepID: "batch", User: j.Spec.User,
 		JobName: j.Spec.Name, NodeName: node}
+	if j.Array != nil {
+		f.IsArray, f.ArrayJobID, f.ArrayTaskID = true, uint64(j.Array.JobID), j.Array.TaskID
+	}
 	path := func(pattern string) string {
 		if pattern == "none" {
 			return os.DevNull
@@ -350,7 +354,7 @@ func batchOutput(j *cluster.Job, node string) (stdout, stderr string) {
 	}
 	out := j.Spec.Batch.Output
 	if out == "" {
-		out = slurm.DefaultOutput(false)
+		out = slurm.DefaultOutput(j.Array != nil)
 	}
 	stdout = path(out)
 	stderr = stdout

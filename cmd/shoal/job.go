@@ -51,6 +51,12 @@ func newJobCmd(g *globalFlags) *cobra.Command {
 
 func printJob(w io.Writer, j api.Job) {
 	fmt.Fprintf(w, "JobId=%d JobName=%s UserId=%s\n", j.ID, j.Name, j.User)
+	if j.ArrayJobID != 0 {
+		fmt.Fprintf(w, "   ArrayJobId=%d ArrayTaskId=%d ArrayTaskThrottle=%d\n", j.ArrayJobID, j.ArrayTaskID, j.ArrayThrottle)
+	}
+	if j.Dependency != "" || j.Hold != "" {
+		fmt.Fprintf(w, "   Dependency=%s Hold=%s\n", orNull(j.Dependency), orNone(j.Hold))
+	}
 	fmt.Fprintf(w, "   JobState=%s Reason=%s ExitCode=%d Incarnation=%d Requeue=%d Restarts=%d\n",
 		j.State, orNone(j.Reason), j.ExitCode, j.Incarnation, boolInt(j.Requeue), j.RestartCount)
 	fmt.Fprintf(w, "   SubmitTime=%s StartTime=%s EndTime=%s\n", orUnknown(j.SubmitTime), orUnknown(j.StartTime), orUnknown(j.EndTime))
@@ -86,4 +92,12 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// orNull is Slurm's "(null)" for an empty field.
+func orNull(s string) string {
+	if s == "" {
+		return "(null)"
+	}
+	return s
 }

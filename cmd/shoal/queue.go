@@ -59,7 +59,7 @@ func printQueue(w io.Writer, jobs []api.Job, now time.Time) {
 		if j.State == "PENDING" {
 			where = "(" + orNone(j.Reason) + ")"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t\n", j.ID, truncate(j.Name, 8), truncate(j.User, 8), st,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", jobIDString(j), truncate(j.Name, 8), truncate(j.User, 8), st,
 			slurm.FormatElapsed(elapsed(j, now)), j.NumNodes, where)
 	}
 	tw.Flush()

@@ -93,14 +93,29 @@ func sacctExitCode(code int) string {
 	return fmt.Sprintf("%d:0", code)
 }
 
+// id is the row's JobID: "12", "12_3" for an array element, with
+// ".batch" or ".STEP" for those rows.
 func (r sacctRow) id() string {
+	job := jobIDString(r.job)
 	switch {
 	case r.batch:
-		return fmt.Sprintf("%d.batch", r.job.ID)
+		return job + ".batch"
 	case r.step != nil:
-		return fmt.Sprintf("%d.%d", r.job.ID, r.step.ID)
+		return fmt.Sprintf("%s.%d", job, r.step.ID)
 	}
-	return strconv.FormatUint(r.job.ID, 10)
+	return job
+}
+
+// rawID is JobIDRaw: the job's own id, whatever array it is in.
+func (r sacctRow) rawID() string {
+	job := strconv.FormatUint(r.job.ID, 10)
+	switch {
+	case r.batch:
+		return job + ".batch"
+	case r.step != nil:
+		return fmt.Sprintf("%s.%d", job, r.step.ID)
+	}
+	return job
 }
 
 func (r sacctRow) state() string {
@@ -170,7 +185,7 @@ func (r sacctRow) elapsed(now time.Time) time.Duration {
 
 var sacctFields = []sacctField{
 	{"JobID", -12, func(r sacctRow, _ slurmView) string { return r.id() }},
-	{"JobIDRaw", -12, func(r sacctRow, _ slurmView) string { return r.id() }},
+	{"JobIDRaw", -12, func(r sacctRow, _ slurmView) string { return r.rawID() }},
 	{"JobName", 10, func(r sacctRow, _ slurmView) string {
 		switch {
 		case r.step != nil:
@@ -390,7 +405,7 @@ func parseSacctTime(s string, now time.Time) (time.Time, error) {
 
 // sacctQuery is what sacct was asked to show.
 type sacctQuery struct {
-	ids      []uint64
+	ids      []jobSel
 	users    []string
 	allUsers bool
 	states   map[string]bool
@@ -405,7 +420,7 @@ func (q sacctQuery) match(j api.Job) bool {
 	case q.noPart:
 		return false
 	case len(q.ids) > 0:
-		if !slices.Contains(q.ids, j.ID) {
+		if !selects(q.ids, j) {
 			return false
 		}
 	case !q.allUsers && len(q.users) > 0 && !slices.Contains(q.users, j.User):

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/slurm"
 )
 
 var scancelOpts = []cliOpt{
@@ -44,33 +46,34 @@ type scancelTarget struct {
 	job  uint64
 	step int
 	arg  string
+	// element is "N_M" or "N_[LIST]" for array elements.
+	element string
 }
 
-// parseScancelIDs parses scancel's operands: N, or N.S for one step.
-// Array elements (N_M) are refused until Shoal has arrays.
+// parseScancelIDs parses scancel's operands: N (a job, or every element
+// of array N), N_M or N_[LIST] (array elements), or N.S for one step.
 func parseScancelIDs(args []string) ([]scancelTarget, error) {
 	var out []scancelTarget
-	for _, a := range args {
-		for _, s := range splitList(a) {
-			if strings.Contains(s, "_") {
-				return nil, slurmErrorf("Invalid job id %s: job arrays are not supported by Shoal yet", s)
-			}
-			jobPart, stepPart, hasStep := strings.Cut(s, ".")
-			t := scancelTarget{step: -1, arg: s}
-			id, err := strconv.ParseUint(jobPart, 10, 64)
-			if err != nil || id == 0 {
+	for _, s := range splitJobIDs(args) {
+		jobPart, stepPart, hasStep := strings.Cut(s, ".")
+		t := scancelTarget{step: -1, arg: s}
+		head, tasks, isElement := strings.Cut(jobPart, "_")
+		id, err := strconv.ParseUint(head, 10, 64)
+		if err != nil || id == 0 || (isElement && (hasStep || !validTaskList(tasks))) {
+			return nil, slurmErrorf("Invalid job id %s", s)
+		}
+		t.job = id
+		if isElement {
+			t.element = jobPart
+		}
+		if hasStep {
+			st, err := strconv.Atoi(stepPart)
+			if err != nil || st < 0 {
 				return nil, slurmErrorf("Invalid job id %s", s)
 			}
-			t.job = id
-			if hasStep {
-				st, err := strconv.Atoi(stepPart)
-				if err != nil || st < 0 {
-					return nil, slurmErrorf("Invalid job id %s", s)
-				}
-				t.step = st
-			}
-			out = append(out, t)
+			t.step = st
 		}
+		out = append(out, t)
 	}
 	return out, nil
 }
@@ -200,7 +203,11 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 		} else if t.step >= 0 {
 			err = c.CancelStep(ctx, t.job, t.step)
 		} else {
-			err = c.Cancel(ctx, t.job)
+			ref := t.element
+			if ref == "" {
+				ref = strconv.FormatUint(t.job, 10)
+			}
+			_, err = c.CancelRef(ctx, ref)
 		}
 		if err == nil {
 			continue
@@ -239,4 +246,38 @@ func scancelReason(err error) string {
 		return se.Message
 	}
 	return err.Error()
+}
+
+// splitJobIDs splits comma-separated job ids, keeping "12_[1,3]" whole.
+func splitJobIDs(args []string) []string {
+	var out []string
+	for _, a := range args {
+		depth, start := 0, 0
+		for i := 0; i <= len(a); i++ {
+			switch {
+			case i == len(a) || (a[i] == ',' && depth == 0):
+				if part := strings.TrimSpace(a[start:i]); part != "" {
+					out = append(out, part)
+				}
+				start = i + 1
+			case a[i] == '[':
+				depth++
+			case a[i] == ']':
+				depth--
+			}
+		}
+	}
+	return out
+}
+
+// validTaskList reports whether s is an array element ("3") or a
+// bracketed list of them ("[1-3,7]").
+func validTaskList(s string) bool {
+	if list, ok := strings.CutPrefix(s, "["); ok {
+		list, ok = strings.CutSuffix(list, "]")
+		a, err := slurm.ParseArray(list)
+		return ok && err == nil && a.Throttle == 0
+	}
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 0 && n < cluster.MaxArrayIndex
 }

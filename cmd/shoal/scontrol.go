@@ -13,6 +13,11 @@ import (
 // runScontrol is the subset of scontrol that scripts use: show hostnames
 // (the MASTER_ADDR idiom), show hostlist, show job.
 func runScontrol(ctx context.Context, g *globalFlags, args []string, out io.Writer) error {
+	if len(args) > 0 {
+		if handled, err := runScontrolWrite(ctx, g, args); handled {
+			return err
+		}
+	}
 	if len(args) >= 2 && strings.EqualFold(args[0], "show") {
 		switch strings.ToLower(args[1]) {
 		case "hostnames", "hostname":
@@ -46,7 +51,7 @@ func runScontrol(ctx context.Context, g *globalFlags, args []string, out io.Writ
 			if len(args) != 3 {
 				return fmt.Errorf("show job: want a job id")
 			}
-			id, err := parseJobID(args[2])
+			ref, err := parseJobRefArg(args[2], false)
 			if err != nil {
 				return err
 			}
@@ -54,7 +59,7 @@ func runScontrol(ctx context.Context, g *globalFlags, args []string, out io.Writ
 			if err != nil {
 				return err
 			}
-			j, err := c.Job(ctx, id)
+			j, err := c.JobByRef(ctx, ref)
 			if err != nil {
 				return err
 			}
@@ -62,5 +67,5 @@ func runScontrol(ctx context.Context, g *globalFlags, args []string, out io.Writ
 			return nil
 		}
 	}
-	return fmt.Errorf("scontrol %s: not supported by Shoal yet (show hostnames, show hostlist and show job are)", strings.Join(args, " "))
+	return fmt.Errorf("scontrol %s: not supported by Shoal yet (show hostnames, show hostlist, show job, hold, uhold, release, requeue, requeuehold and update NodeName= are)", strings.Join(args, " "))
 }

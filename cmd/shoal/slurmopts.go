@@ -16,7 +16,7 @@ import (
 // runs if Shoal ignored them; they are refused, naming the option, until
 // Shoal implements them.
 var unsupported = []string{
-	"array", "dependency", "hold", "nodelist", "exclude", "constraint",
+	"nodelist", "exclude", "constraint",
 	"switches", "test-only", "exclusive", "wait",
 }
 
@@ -92,6 +92,13 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 		wd, _ := os.Getwd()
 		req.WorkDir = filepath.Join(wd, req.WorkDir)
 	}
+	if opts.Array != nil {
+		req.Array = opts.Array.Cluster()
+	}
+	if opts.Dependency != nil {
+		req.Dependency = opts.Dependency.Cluster()
+	}
+	req.Hold = opts.Hold
 	req.Signal = jobSignal(opts.Signal)
 	env, err := exportEnv(opts.Export)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,7 +147,7 @@ func TestSqueueFilter(t *testing.T) {
 		{"-t CD", squeueQuery{states: map[string]bool{"COMPLETED": true}}, []uint64{3}},
 		{"-u ada", squeueQuery{users: []string{"ada"}}, []uint64{1}},
 		{"-u ada -t all", squeueQuery{users: []string{"ada"}, allStates: true}, []uint64{1, 3, 4}},
-		{"-j 2,3", squeueQuery{ids: []uint64{2, 3}}, []uint64{2}},
+		{"-j 2,3", squeueQuery{ids: []jobSel{{2, -1}, {3, -1}}}, []uint64{2}},
 		{"-n pend", squeueQuery{names: []string{"pend"}}, []uint64{2}},
 		{"-p other", squeueQuery{noPart: true}, nil},
 	} {
@@ -163,7 +164,7 @@ func TestSqueueFilter(t *testing.T) {
 	if _, all, _ := parseStates("ALL"); !all {
 		t.Error("-t ALL is not all states")
 	}
-	for _, bad := range []string{"1_2", "x", "0"} {
+	for _, bad := range []string{"1_x", "1_1001", "x", "0"} {
 		if _, err := parseJobList(bad); err == nil {
 			t.Errorf("-j %s accepted", bad)
 		}
@@ -381,14 +382,15 @@ func TestScancelIDs(t *testing.T) {
 	if len(ts) != 4 || ts[0].job != 5 || ts[0].step != -1 || ts[1].job != 6 || ts[1].step != 1 || ts[3].job != 8 {
 		t.Errorf("targets = %+v", ts)
 	}
-	for _, bad := range []string{"abc", "0", "5.x", "5_2"} {
+	for _, bad := range []string{"abc", "0", "5.x", "5_x", "5_2.1", "5_[1-"} {
 		_, err := parseScancelIDs([]string{bad})
 		if err == nil || !strings.HasPrefix(err.Error(), "Invalid job id "+bad) {
 			t.Errorf("%s: err %v; want Invalid job id %s", bad, err, bad)
 		}
 	}
-	if _, err := parseScancelIDs([]string{"5_2"}); err == nil || !strings.Contains(err.Error(), "arrays are not supported") {
-		t.Errorf("5_2: err %v; want arrays named", err)
+	ts, err = parseScancelIDs([]string{"5_2,6_[1-3,7],9"})
+	if err != nil || len(ts) != 3 || ts[0].element != "5_2" || ts[1].element != "6_[1-3,7]" || ts[1].job != 6 || ts[2].element != "" {
+		t.Errorf("array elements: %+v, %v", ts, err)
 	}
 	if _, err := parseScancelStates("done"); err == nil {
 		t.Error("scancel -t done accepted")
@@ -428,5 +430,58 @@ func TestScanFormat(t *testing.T) {
 		if got := strings.Join(parts, " "); got != tc.want {
 			t.Errorf("scanFormat(%q, %v) = %s; want %s", tc.format, tc.allowAuto, got, tc.want)
 		}
+	}
+}
+
+// TestSqueueArrays checks how array elements show: running ones as N_M,
+// pending ones folded into one N_[LIST%T] row unless -r, and -j N_M and
+// -j N selecting an element and a whole array.
+func TestSqueueArrays(t *testing.T) {
+	el := func(id uint64, task int, state string) api.Job {
+		return api.Job{ID: id, State: state, ArrayJobID: 10, ArrayTaskID: task, ArrayThrottle: 2,
+			JobIDString: fmt.Sprintf("10_%d", task), Name: "sweep"}
+	}
+	jobs := []api.Job{el(10, 0, "RUNNING"), el(11, 1, "PENDING"), el(12, 2, "PENDING"), el(13, 5, "PENDING"),
+		{ID: 14, State: "PENDING", ArrayTaskID: -1, Name: "plain"}}
+	folded := groupPendingArrays(jobs)
+	var got []string
+	for _, j := range folded {
+		got = append(got, jobIDString(j))
+	}
+	if want := []string{"10_0", "10_[1-2,5%2]", "14"}; !slices.Equal(got, want) {
+		t.Errorf("folded ids = %v; want %v", got, want)
+	}
+	k := squeueFieldByLetter('K')
+	if v := k.value(folded[1], slurmView{}); v != "1-2,5%2" {
+		t.Errorf("%%K of the folded row = %q", v)
+	}
+	if v := k.value(folded[2], slurmView{}); v != "N/A" {
+		t.Errorf("%%K of a plain job = %q; want N/A", v)
+	}
+	if v := squeueFieldByLetter('A').value(jobs[2], slurmView{}); v != "10" {
+		t.Errorf("%%A of an element = %q; want 10", v)
+	}
+	sels, err := parseJobList("10_2,14")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var picked []uint64
+	for _, j := range jobs {
+		if selects(sels, j) {
+			picked = append(picked, j.ID)
+		}
+	}
+	if want := []uint64{12, 14}; !slices.Equal(picked, want) {
+		t.Errorf("-j 10_2,14 picked %v; want %v", picked, want)
+	}
+	sels, _ = parseJobList("10")
+	picked = nil
+	for _, j := range jobs {
+		if selects(sels, j) {
+			picked = append(picked, j.ID)
+		}
+	}
+	if want := []uint64{10, 11, 12, 13}; !slices.Equal(picked, want) {
+		t.Errorf("-j 10 picked %v; want the whole array %v", picked, want)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -98,21 +99,77 @@ func liveState(state string) bool {
 	return state == "PENDING" || state == "RUNNING" || state == "REQUEUED"
 }
 
-// parseJobList parses -j's comma list of job ids. Array elements (N_M)
-// are refused: Shoal has no arrays yet.
-func parseJobList(list string) ([]uint64, error) {
-	var ids []uint64
+// jobSel is one -j id: a job (and, when it is an array, its elements) or
+// one array element (task >= 0).
+type jobSel struct {
+	id   uint64
+	task int
+}
+
+// parseJobList parses -j's comma list of job ids: N or N_M.
+func parseJobList(list string) ([]jobSel, error) {
+	var ids []jobSel
 	for _, s := range splitList(list) {
-		if strings.Contains(s, "_") {
-			return nil, slurmErrorf("Invalid job id: %s (job arrays are not supported by Shoal yet)", s)
-		}
-		id, err := strconv.ParseUint(s, 10, 64)
+		head, task, isElement := strings.Cut(s, "_")
+		id, err := strconv.ParseUint(head, 10, 64)
 		if err != nil || id == 0 {
 			return nil, slurmErrorf("Invalid job id: %s", s)
 		}
-		ids = append(ids, id)
+		sel := jobSel{id: id, task: -1}
+		if isElement {
+			t, err := strconv.Atoi(task)
+			if err != nil || t < 0 || t >= cluster.MaxArrayIndex {
+				return nil, slurmErrorf("Invalid job id: %s", s)
+			}
+			sel.task = t
+		}
+		ids = append(ids, sel)
 	}
 	return ids, nil
+}
+
+// selects reports whether job j is one of the -j selections.
+func selects(sels []jobSel, j api.Job) bool {
+	for _, s := range sels {
+		switch {
+		case s.task < 0 && (j.ID == s.id || j.ArrayJobID == s.id):
+			return true
+		case s.task >= 0 && j.ArrayJobID == s.id && j.ArrayTaskID == s.task:
+			return true
+		}
+	}
+	return false
+}
+
+// groupPendingArrays folds each array's pending elements into one row, as
+// squeue shows them unless -r: the first pending element's, with the id
+// "12_[3-9%2]".
+func groupPendingArrays(jobs []api.Job) []api.Job {
+	type group struct {
+		row   int
+		tasks []int
+	}
+	groups := map[uint64]*group{}
+	var out []api.Job
+	for _, j := range jobs {
+		if j.ArrayJobID == 0 || j.State != "PENDING" {
+			out = append(out, j)
+			continue
+		}
+		g, ok := groups[j.ArrayJobID]
+		if !ok {
+			g = &group{row: len(out)}
+			groups[j.ArrayJobID] = g
+			out = append(out, j)
+		}
+		g.tasks = append(g.tasks, j.ArrayTaskID)
+	}
+	for id, g := range groups {
+		if len(g.tasks) > 1 {
+			out[g.row].JobIDString = fmt.Sprintf("%d_[%s]", id, cluster.IndexList(g.tasks, out[g.row].ArrayThrottle))
+		}
+	}
+	return out
 }
 
 // resolveUsers turns -u's names or uids into user names.
@@ -133,12 +190,13 @@ func resolveUsers(list string) []string {
 type squeueQuery struct {
 	users     []string
 	names     []string
-	ids       []uint64
+	ids       []jobSel
 	states    map[string]bool
 	allStates bool
 	noPart    bool // -p named no partition of Shoal's
 	noHeader  bool
 	long      bool
+	array     bool   // -r: one row per array element
 	format    string // -o
 	format2   string // -O
 }
@@ -151,7 +209,7 @@ func (q squeueQuery) match(j api.Job) bool {
 		return false
 	case len(q.names) > 0 && !slices.Contains(q.names, j.Name):
 		return false
-	case len(q.ids) > 0 && !slices.Contains(q.ids, j.ID):
+	case len(q.ids) > 0 && !selects(q.ids, j):
 		return false
 	case q.allStates:
 		return true
@@ -193,6 +251,8 @@ func runSqueue(ctx context.Context, g *globalFlags, args []string, stdout, stder
 			q.noHeader = true
 		case "long":
 			q.long = true
+		case "array":
+			q.array = true
 		case "format":
 			q.format, q.format2 = v.value, ""
 		case "Format":
@@ -206,7 +266,12 @@ func runSqueue(ctx context.Context, g *globalFlags, args []string, stdout, stder
 	var jobs []api.Job
 	if len(q.ids) == 1 {
 		// As squeue loads a single job: an unknown id is an error.
-		j, err := c.Job(ctx, q.ids[0])
+		var j api.Job
+		if sel := q.ids[0]; sel.task >= 0 {
+			j, err = c.JobByRef(ctx, fmt.Sprintf("%d_%d", sel.id, sel.task))
+		} else {
+			j, err = c.Job(ctx, sel.id)
+		}
 		if api.IsNotFound(err) {
 			fmt.Fprintln(stderr, "slurm_load_jobs error: Invalid job id specified")
 			return exitCode(1)
@@ -215,6 +280,12 @@ func runSqueue(ctx context.Context, g *globalFlags, args []string, stdout, stder
 			return err
 		}
 		jobs = []api.Job{j}
+		if q.ids[0].task < 0 && j.ArrayJobID == j.ID {
+			// The array's own id: every element.
+			if jobs, err = c.Jobs(ctx, true); err != nil {
+				return err
+			}
+		}
 	} else {
 		wantAll := q.allStates || len(q.ids) > 0
 		for st := range q.states {
@@ -231,6 +302,9 @@ func runSqueue(ctx context.Context, g *globalFlags, args []string, stdout, stder
 		}
 	}
 	sortSqueue(shown)
+	if !q.array {
+		shown = groupPendingArrays(shown)
+	}
 	v := slurmView{now: time.Now(), loc: time.Local}
 	if q.long && q.format == "" && q.format2 == "" {
 		fmt.Fprintln(stdout, v.now.In(v.loc).Format("Mon Jan _2 15:04:05 2006"))
@@ -295,8 +369,18 @@ type squeueField struct {
 }
 
 var squeueFields = []squeueField{
-	{'i', "jobid", "JOBID", func(j api.Job, _ slurmView) string { return strconv.FormatUint(j.ID, 10) }},
-	{'A', "jobarrayid", "JOBID", func(j api.Job, _ slurmView) string { return strconv.FormatUint(j.ID, 10) }},
+	{'i', "jobid", "JOBID", func(j api.Job, _ slurmView) string { return jobIDString(j) }},
+	{'A', "jobarrayid", "JOBID", func(j api.Job, _ slurmView) string { return strconv.FormatUint(arrayJobID(j), 10) }},
+	{'F', "arrayjobid", "ARRAY_JOB_ID", func(j api.Job, _ slurmView) string { return strconv.FormatUint(arrayJobID(j), 10) }},
+	{'K', "arraytaskid", "ARRAY_TASK_ID", func(j api.Job, _ slurmView) string {
+		if j.ArrayJobID == 0 {
+			return "N/A"
+		}
+		if id, ok := strings.CutPrefix(jobIDString(j), strconv.FormatUint(j.ArrayJobID, 10)+"_"); ok {
+			return strings.Trim(id, "[]")
+		}
+		return strconv.Itoa(j.ArrayTaskID)
+	}},
 	{'j', "name", "NAME", func(j api.Job, _ slurmView) string { return j.Name }},
 	{'u', "username", "USER", func(j api.Job, _ slurmView) string { return j.User }},
 	{'t', "statecompact", "ST", func(j api.Job, _ slurmView) string { return cmp.Or(stateCodes[j.State], j.State) }},
@@ -511,4 +595,21 @@ func fitField(s string, width int, right bool) string {
 		return pad + s
 	}
 	return s + pad
+}
+
+// jobIDString is the job's id as Slurm prints it: "12", "12_3", or for a
+// folded row of pending elements "12_[3-9]".
+func jobIDString(j api.Job) string {
+	if j.JobIDString != "" {
+		return j.JobIDString
+	}
+	return strconv.FormatUint(j.ID, 10)
+}
+
+// arrayJobID is %A and %F: the array's id for an element, else the job's.
+func arrayJobID(j api.Job) uint64 {
+	if j.ArrayJobID != 0 {
+		return j.ArrayJobID
+	}
+	return j.ID
 }

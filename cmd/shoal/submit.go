@@ -19,11 +19,13 @@ const submitRetry = 30 * time.Second
 
 func newSubmitCmd(g *globalFlags) *cobra.Command {
 	var (
-		req       api.SubmitRequest
-		timeLimit string
-		signal    string
-		parsable  bool
-		noEnv     bool
+		req        api.SubmitRequest
+		timeLimit  string
+		signal     string
+		parsable   bool
+		array      string
+		dependency string
+		noEnv      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "submit [flags] -- COMMAND [ARGS...]",
@@ -54,6 +56,9 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 					return fmt.Errorf("--signal %q: B: signals a batch script's shell; use shoal batch for a batch job", signal)
 				}
 				req.Signal = jobSignal(&s)
+			}
+			if err := queueFlags(&req, array, dependency); err != nil {
+				return err
 			}
 			if req.WorkDir == "" {
 				wd, err := os.Getwd()
@@ -100,12 +105,34 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 	f.Bool("no-requeue", false, "end the job NODE_FAIL if it loses a node (the default for submit)")
 	cmd.MarkFlagsMutuallyExclusive("requeue", "no-requeue")
 	f.BoolVar(&noEnv, "no-export", false, "do not pass this shell's environment to the ranks")
+	f.StringVar(&signal, "signal", "", "SIG[@SECONDS]: send SIG to the ranks SECONDS (default 60) before the time limit")
 	f.StringVarP(&req.Account, "account", "A", "", "fair-share account the job's usage counts against (see shoal priority)")
 	f.StringVarP(&req.QoS, "qos", "q", "", "QoS level, as the queue policy names them")
 	f.IntVar(&req.Nice, "nice", 0, "lower the job's priority by N (--nice alone: 100; negative N: root only)")
 	f.Lookup("nice").NoOptDefVal = "100"
-	f.StringVar(&signal, "signal", "", "SIG[@SECONDS]: send SIG to the ranks SECONDS (default 60) before the time limit")
+	f.StringVarP(&array, "array", "a", "", "run an array of jobs, one per index: 0-15, 1,3,5-7:2, with %N to run at most N at once")
+	f.StringVarP(&dependency, "dependency", "d", "", "start only after other jobs: afterok:ID[:ID...], afterany:, afternotok:, after:ID[+MIN], aftercorr:, singleton; ',' all, '?' any")
+	f.BoolVarP(&req.Hold, "hold", "H", false, "submit held: the job pends until `scontrol release` (or shoal release)")
 	return cmd
+}
+
+// queueFlags parses --array and --dependency into req.
+func queueFlags(req *api.SubmitRequest, array, dependency string) error {
+	if array != "" {
+		a, err := slurm.ParseArray(array)
+		if err != nil {
+			return err
+		}
+		req.Array = a.Cluster()
+	}
+	if dependency != "" {
+		d, err := slurm.ParseDependency(dependency)
+		if err != nil {
+			return err
+		}
+		req.Dependency = d.Cluster()
+	}
+	return nil
 }
 
 // checkCounts refuses counts the user typed that make no job. A count

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/slurm"
+)
+
+// parseJobRefArg checks a job id as Slurm's commands take it: N, N_M, and
+// with several, N_[LIST] too.
+func parseJobRefArg(s string, several bool) (string, error) {
+	head, tasks, isElement := strings.Cut(s, "_")
+	id, err := strconv.ParseUint(head, 10, 64)
+	switch {
+	case err != nil || id == 0:
+		return "", fmt.Errorf("job id %q: want N or N_TASK", s)
+	case !isElement:
+		return s, nil
+	case strings.HasPrefix(tasks, "[") && !several:
+		return "", fmt.Errorf("job id %q: names several array elements, want one", s)
+	case !validTaskList(tasks):
+		return "", fmt.Errorf("job id %q: bad array task", s)
+	}
+	return s, nil
+}
+
+// runScontrolWrite carries out scontrol's writes: hold, uhold, release,
+// requeue, requeuehold (on jobs, array elements or whole arrays, as a
+// comma-separated list) and update of a node's State and Reason. It
+// reports whether args were such a command.
+func runScontrolWrite(ctx context.Context, g *globalFlags, args []string) (bool, error) {
+	verb := strings.ToLower(args[0])
+	switch verb {
+	case "hold", "uhold", "release", "requeue", "requeuehold":
+	case "update":
+		return true, scontrolUpdate(ctx, g, args[1:])
+	default:
+		return false, nil
+	}
+	ids := splitJobIDs(args[1:])
+	if verb == "requeuehold" || verb == "requeue" {
+		// scontrol requeuehold State=SpecialExit: Shoal has no such state.
+		var kept []string
+		for _, id := range ids {
+			if strings.Contains(id, "=") {
+				return true, fmt.Errorf("%s %s: not supported by Shoal", verb, id)
+			}
+			kept = append(kept, id)
+		}
+		ids = kept
+	}
+	if len(ids) == 0 {
+		return true, fmt.Errorf("%s: want a job id (N, N_M, N_[LIST]), or several separated by commas", verb)
+	}
+	c, err := g.client()
+	if err != nil {
+		return true, err
+	}
+	for _, id := range ids {
+		ref, err := parseJobRefArg(id, true)
+		if err != nil {
+			return true, err
+		}
+		var changed api.JobsChanged
+		switch verb {
+		case "hold", "uhold":
+			changed, err = c.Hold(ctx, ref, verb == "uhold")
+		case "release":
+			changed, err = c.Release(ctx, ref)
+		default:
+			changed, err = c.Requeue(ctx, ref, verb == "requeuehold")
+		}
+		if err != nil {
+			return true, fmt.Errorf("%s job %s: %w", verb, ref, err)
+		}
+		if len(changed.IDs) == 0 {
+			return true, fmt.Errorf("%s job %s: no job in a state for it", verb, ref)
+		}
+	}
+	return true, nil
+}
+
+// scontrolUpdate is `scontrol update NodeName=N State=DRAIN|RESUME
+// Reason=...`; other updates are refused naming what is not supported.
+func scontrolUpdate(ctx context.Context, g *globalFlags, args []string) error {
+	fields := map[string]string{}
+	var order []string
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok {
+			return fmt.Errorf("update: %q: want KEY=VALUE", a)
+		}
+		k = strings.ToLower(k)
+		fields[k] = v
+		order = append(order, k)
+	}
+	node, ok := fields["nodename"]
+	if !ok {
+		if _, job := fields["jobid"]; job {
+			return fmt.Errorf("update JobId=...: not supported by Shoal yet (use scontrol hold/release/requeue, or shoal cancel)")
+		}
+		return fmt.Errorf("update: want NodeName=NODE State=DRAIN|RESUME [Reason=...]")
+	}
+	for _, k := range order {
+		switch k {
+		case "nodename", "state", "reason":
+		default:
+			return fmt.Errorf("update NodeName=%s: %s= not supported by Shoal (State and Reason are)", node, k)
+		}
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	names, err := slurm.ExpandHostlist(node)
+	if err != nil {
+		return fmt.Errorf("update NodeName=%s: %w", node, err)
+	}
+	for _, n := range names {
+		switch strings.ToUpper(fields["state"]) {
+		case "DRAIN":
+			if fields["reason"] == "" {
+				return fmt.Errorf("update NodeName=%s State=DRAIN: Reason= is required, as in Slurm", node)
+			}
+			err = c.Drain(ctx, n, fields["reason"])
+		case "RESUME", "IDLE":
+			err = c.Resume(ctx, n)
+		case "":
+			return fmt.Errorf("update NodeName=%s: State= missing (DRAIN or RESUME)", node)
+		default:
+			return fmt.Errorf("update NodeName=%s State=%s: want DRAIN or RESUME", node, fields["state"])
+		}
+		if err != nil {
+			return fmt.Errorf("update NodeName=%s: %w", n, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,196 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/slurm"
+)
+
+// jobRef is a job as Slurm's commands name it: "12" (a job, or every
+// element of array 12), "12_3" (one element) or "12_[1-3,7]" (some).
+type jobRef struct {
+	id    cluster.JobID
+	tasks []int // nil: the job itself, or the whole array
+	raw   string
+}
+
+func parseJobRef(s string) (jobRef, error) {
+	bad := func(why string) (jobRef, error) {
+		return jobRef{}, badRequest(fmt.Errorf("job id %.64q: %s; want N, N_TASK or N_[TASKS]", s, why))
+	}
+	head, task, hasTask := strings.Cut(s, "_")
+	id, err := strconv.ParseUint(head, 10, 64)
+	if err != nil || id == 0 {
+		return bad("not a positive job id")
+	}
+	ref := jobRef{id: cluster.JobID(id), raw: s}
+	if !hasTask {
+		return ref, nil
+	}
+	if list, ok := strings.CutPrefix(task, "["); ok {
+		list, ok = strings.CutSuffix(list, "]")
+		if !ok {
+			return bad("no closing ]")
+		}
+		a, err := slurm.ParseArray(list)
+		if err != nil || a.Throttle != 0 {
+			return bad("bad task list")
+		}
+		ref.tasks = a.Indices
+		return ref, nil
+	}
+	t, err := strconv.Atoi(task)
+	if err != nil || t < 0 || t >= cluster.MaxArrayIndex {
+		return bad("bad array task")
+	}
+	ref.tasks = []int{t}
+	return ref, nil
+}
+
+// resolve returns the jobs ref names, in ascending ID order: all of an
+// array's elements for its bare id.
+func (r jobRef) resolve(v *fsm.View) ([]*cluster.Job, error) {
+	head, ok := v.Job(r.id)
+	if !ok {
+		return nil, notFound(fmt.Errorf("job %s: %w", r.raw, fsm.ErrUnknownJob))
+	}
+	if head.Array == nil || head.Array.JobID != r.id {
+		if r.tasks != nil {
+			return nil, notFound(fmt.Errorf("job %s: job %d is not an array", r.raw, r.id))
+		}
+		return []*cluster.Job{head}, nil
+	}
+	var out []*cluster.Job
+	for id := r.id; ; id++ {
+		e, ok := v.Job(id)
+		if !ok || e.Array == nil || e.Array.JobID != r.id {
+			break
+		}
+		if r.tasks == nil || containsInt(r.tasks, e.Array.TaskID) {
+			out = append(out, e)
+		}
+	}
+	if len(out) == 0 {
+		return nil, notFound(fmt.Errorf("job %s: array %d has no such element", r.raw, r.id))
+	}
+	return out, nil
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// jobsOf resolves the request's {id} against the current state.
+func (a *Agent) jobsOf(r *http.Request) ([]*cluster.Job, error) {
+	ref, err := parseJobRef(r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	return ref.resolve(a.state.View())
+}
+
+// mayTouch is the rule for changing a job: its owner or root.
+func mayTouch(verb string, j *cluster.Job, who caller) error {
+	if who.UID != 0 && who.UID != j.Spec.UID {
+		return forbidden(fmt.Errorf("%s job %d: %w: it belongs to %s, and only its owner or root may", verb, j.ID, ErrForbidden, j.Spec.User))
+	}
+	return nil
+}
+
+// eachJob applies op to every job r names, in order. Jobs op refuses as
+// not in the right state are skipped when the reference names several (an
+// array's finished elements), and reported when it names one.
+func (a *Agent) eachJob(w http.ResponseWriter, r *http.Request, verb string, op func(context.Context, *cluster.Job) (fsm.Result, error)) {
+	who, here := a.acceptWrite(w, r, nil)
+	if !here {
+		return
+	}
+	jobs, err := a.jobsOf(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	for _, j := range jobs {
+		if err := mayTouch(verb, j, who); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	ids := []uint64{}
+	for _, j := range jobs {
+		res, err := op(r.Context(), j)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if res.Err != nil {
+			if len(jobs) > 1 && (errors.Is(res.Err, fsm.ErrWrongState) || errors.Is(res.Err, fsm.ErrJobFinished)) {
+				continue
+			}
+			if errors.Is(res.Err, fsm.ErrWrongState) || errors.Is(res.Err, fsm.ErrJobFinished) {
+				writeError(w, conflict(res.Err))
+			} else {
+				writeError(w, badRequest(res.Err))
+			}
+			return
+		}
+		ids = append(ids, uint64(j.ID))
+	}
+	writeJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids})
+}
+
+// handleHold holds pending jobs (scontrol hold): a user hold when their
+// owner asks, an administrator's when root does.
+func (a *Agent) handleHold(w http.ResponseWriter, r *http.Request) {
+	hold := cluster.HoldUser
+	if callerOf(r).UID == 0 {
+		hold = cluster.HoldAdmin
+	}
+	if r.URL.Query().Get("kind") == "user" { // scontrol uhold
+		hold = cluster.HoldUser
+	}
+	a.eachJob(w, r, "hold", func(ctx context.Context, j *cluster.Job) (fsm.Result, error) {
+		return a.apply(ctx, fsm.CmdSetHold, fsm.SetHold{Job: j.ID, Hold: hold, Time: time.Now()})
+	})
+}
+
+// handleRelease releases held jobs; only root releases an administrator's
+// hold.
+func (a *Agent) handleRelease(w http.ResponseWriter, r *http.Request) {
+	admin := callerOf(r).UID == 0
+	a.eachJob(w, r, "release", func(ctx context.Context, j *cluster.Job) (fsm.Result, error) {
+		if j.Hold == cluster.HoldAdmin && !admin {
+			return fsm.Result{}, forbidden(fmt.Errorf("release job %d: %w: it was held by root, and only root may release it", j.ID, ErrForbidden))
+		}
+		return a.apply(ctx, fsm.CmdSetHold, fsm.SetHold{Job: j.ID, Time: time.Now()})
+	})
+}
+
+// handleRequeue requeues running or ended jobs (scontrol requeue, or with
+// ?hold=1 requeuehold).
+func (a *Agent) handleRequeue(w http.ResponseWriter, r *http.Request) {
+	hold := cluster.HoldNone
+	if r.URL.Query().Get("hold") != "" {
+		hold = cluster.HoldUser
+		if callerOf(r).UID == 0 {
+			hold = cluster.HoldAdmin
+		}
+	}
+	a.eachJob(w, r, "requeue", func(ctx context.Context, j *cluster.Job) (fsm.Result, error) {
+		return a.apply(ctx, fsm.CmdRequeueJob, fsm.RequeueJob{Job: j.ID, Hold: hold, Time: time.Now()})
+	})
+}
