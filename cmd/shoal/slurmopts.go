@@ -15,10 +15,7 @@ import (
 // unsupported are Slurm options the parser accepts that would change what
 // runs if Shoal ignored them; they are refused, naming the option, until
 // Shoal implements them.
-var unsupported = []string{
-	"nodelist", "exclude", "constraint",
-	"switches", "test-only", "exclusive", "wait",
-}
+var unsupported = []string{"switches", "test-only", "wait"}
 
 // accountingOnly are options Shoal accepts with a warning: Slurm uses them
 // for accounting or node sets Shoal does not have yet.
@@ -100,6 +97,9 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 	}
 	req.Hold = opts.Hold
 	req.Signal = jobSignal(opts.Signal)
+	if err := nodeSetFromOptions(opts, &req); err != nil {
+		return req, nil, err
+	}
 	env, err := exportEnv(opts.Export)
 	if err != nil {
 		return req, nil, err

@@ -26,6 +26,7 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 		array      string
 		dependency string
 		noEnv      bool
+		nodeSet    nodeSetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "submit [flags] -- COMMAND [ARGS...]",
@@ -58,6 +59,9 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 				req.Signal = jobSignal(&s)
 			}
 			if err := queueFlags(&req, array, dependency); err != nil {
+				return err
+			}
+			if err := nodeSet.apply(&req); err != nil {
 				return err
 			}
 			if req.WorkDir == "" {
@@ -93,6 +97,7 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&req.Name, "name", "J", "", "job name (default: the command's base name)")
+	nodeSet.add(cmd)
 	f.IntVarP(&req.Nodes, "nodes", "N", 1, "number of nodes, all allocated at once")
 	f.IntVar(&req.GPUsPerNode, "gpus-per-node", 0, "GPUs on each node")
 	f.IntVar(&req.TasksPerNode, "ntasks-per-node", 1, "ranks started on each node")
