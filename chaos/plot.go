@@ -209,7 +209,7 @@ func timelinePlot(tl *Timeline) (*plot.Plot, float64, error) {
 	}
 
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("shoal chaos seed %d: %d faults, %d job incarnations, %d violations", tl.Seed, len(tl.Events), len(tl.Runs), len(tl.Violations))
+	p.Title.Text = fmt.Sprintf("shoal chaos seed %d: %d faults, %d job runs (incarnation x node), %d violations", tl.Seed, len(tl.Events), len(tl.Runs), len(tl.Violations))
 	p.X.Label.Text = "seconds since the run began"
 	p.X.Min, p.X.Max = 0, b.xmax
 	p.Y.Min, p.Y.Max = 0, b.ymax
