@@ -19,8 +19,9 @@ import (
 )
 
 // shimNames are the Slurm commands the agent puts on a batch script's and
-// a step's PATH, as links to its own binary.
-var shimNames = []string{"srun", "scontrol", "sbatch"}
+// a step's PATH, as links to its own binary, and shoal itself (for shoal
+// step).
+var shimNames = []string{"srun", "scontrol", "sbatch", "shoal"}
 
 // makeShimDir links the Slurm command names to this agent's binary under
 // the data dir, so scripts call Shoal's srun with no change.

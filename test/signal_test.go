@@ -31,6 +31,36 @@ func TestSignals(t *testing.T) {
 	t.Run("StepsWarnedBeforeTimeout", func(t *testing.T) { testStepWarning(t, a) })
 	t.Run("KillWait", func(t *testing.T) { testKillWait(t, a) })
 	t.Run("CancelSignalFromOutside", func(t *testing.T) { testCancelSignal(t, c) })
+	t.Run("ShoalStep", func(t *testing.T) { testShoalStep(t, a) })
+}
+
+// testShoalStep: shoal step inside a batch script runs a step on the
+// allocation as srun does; outside a job it refuses.
+func testShoalStep(t *testing.T, a *localcluster.Agent) {
+	dir := t.TempDir()
+	id := submitBatch(t, a, dir, `#!/bin/sh
+#SBATCH -N 2
+#SBATCH -o out
+shoal step -N 2 --label -- sh -c 'echo "task $SLURM_PROCID of $SLURM_NTASKS step $SLURM_STEP_ID"'
+shoal step -- sh -c 'exit 4'
+echo "second step exit $?"
+`)
+	if j := waitJob(t, a, id, 60*time.Second); j.State != "COMPLETED" || len(j.Steps) != 2 {
+		t.Fatalf("job %d = %s with %d steps; want COMPLETED with 2", id, j.State, len(j.Steps))
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"0: task 0 of 2 step 0", "1: task 1 of 2 step 0", "second step exit 4"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("output lacks %q:\n%s", want, b)
+		}
+	}
+	r := runEnv(t, []string{"SHOAL_JOB_ID=", "SLURM_JOB_ID="}, shoalBin, "--data-dir", a.DataDir, "step", "--", "true")
+	if r.code == 0 || !strings.Contains(r.stderr, "not inside a job") {
+		t.Errorf("shoal step outside a job: exit %d %q; want a refusal", r.code, r.stderr)
+	}
 }
 
 // submitBatch writes script to dir and submits it with shoal batch.
