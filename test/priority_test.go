@@ -62,7 +62,7 @@ func TestFairShareOrdersTheQueue(t *testing.T) {
 	}
 
 	// heavy runs first and so has used GPUs while its next job waits.
-	first := sub("heavy", 3, nil).ID
+	first := sub("heavy", 5, nil).ID
 	eventually(t, 20*time.Second, "heavy's first job running", func() error {
 		j, err := cl.Job(t.Context(), first)
 		if err != nil || j.State != "RUNNING" {
@@ -87,6 +87,12 @@ func TestFairShareOrdersTheQueue(t *testing.T) {
 	out := mustShoal(t, a, "priority", "-u", "heavy")
 	if !strings.Contains(out, "FAIRSHARE") || !strings.Contains(out, fmt.Sprintf("%8d heavy", heavy)) || strings.Contains(out, "light") {
 		t.Errorf("shoal priority -u heavy:\n%s\nwant the header and heavy's job only", out)
+	}
+	shims := t.TempDir()
+	mustShoal(t, a, "install-shims", shims)
+	r := runEnv(t, []string{"SHOAL_DATA_DIR=" + a.DataDir}, filepath.Join(shims, "sprio"), "-h", "-n", "-j", fmt.Sprint(light))
+	if f := strings.Fields(r.stdout); r.code != 0 || len(f) != 8 || f[0] != fmt.Sprint(light) || f[1] != "light" || f[4] != "1.0000000" {
+		t.Errorf("sprio -h -n -j %d: exit %d %q %q; want one row: light's job, fair-share 1.0000000", light, r.code, r.stdout, r.stderr)
 	}
 
 	jl, jh := waitJob(t, a, light, time.Minute), waitJob(t, a, heavy, time.Minute)
@@ -113,6 +119,9 @@ func TestFairShareOrdersTheQueue(t *testing.T) {
 	}
 	if j, err := cl.Job(t.Context(), res.ID); err != nil || j.QoS != "gold" || j.Nice != 7 {
 		t.Errorf("job %d = qos %q nice %d (%v); want gold, 7", res.ID, j.QoS, j.Nice, err)
+	}
+	if out := mustShoal(t, a, "job", fmt.Sprint(res.ID)); !strings.Contains(out, "Account=(null) QOS=gold Nice=7") {
+		t.Errorf("shoal job %d:\n%s\nwant Account=(null) QOS=gold Nice=7", res.ID, out)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

@@ -51,6 +51,7 @@ func newJobCmd(g *globalFlags) *cobra.Command {
 
 func printJob(w io.Writer, j api.Job) {
 	fmt.Fprintf(w, "JobId=%d JobName=%s UserId=%s\n", j.ID, j.Name, j.User)
+	fmt.Fprintf(w, "   Account=%s QOS=%s Nice=%d\n", orNull(j.Account), orNull(j.QoS), j.Nice)
 	if j.ArrayJobID != 0 {
 		fmt.Fprintf(w, "   ArrayJobId=%d ArrayTaskId=%d ArrayTaskThrottle=%d\n", j.ArrayJobID, j.ArrayTaskID, j.ArrayThrottle)
 	}

@@ -77,7 +77,7 @@ func clip10(s string) string {
 
 // sprioOpts are the sprio options Shoal takes.
 var sprioOpts = []cliOpt{
-	{long: "jobs", short: 'j', arg: argOptional},
+	{long: "jobs", short: 'j', arg: argRequired},
 	{long: "user", short: 'u', arg: argRequired},
 	{long: "noheader", short: 'h', arg: argNone},
 	{long: "norm", short: 'n', arg: argNone},
