@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -108,4 +109,31 @@ func TestSpecValidatePolicyFields(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParsePolicyJSON: any bytes give a valid canonical policy or an
+// error, never a panic, and a parsed policy reads back from its file form.
+func FuzzParsePolicyJSON(f *testing.F) {
+	f.Add([]byte(`{"weights": {"age": 1000, "fair_share": 10000}, "max_age": "24h", "half_life": "0s",
+		"accounts": {"physics": {"shares": 60, "users": {"alice": 2}}, "bio": {"shares": 40}}, "qos": {"high": 100}}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"accounts": {"a": {"users": {"": 1}}}}`))
+	f.Add([]byte(`{"weights": {"qos": 4294967296}, "qos": {"x": -1}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := ParsePolicyJSON(b)
+		if err != nil {
+			return
+		}
+		if err := p.Validate(); err != nil {
+			t.Fatalf("parsed policy does not validate: %v", err)
+		}
+		back, err := json.Marshal(p.File())
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := ParsePolicyJSON(back)
+		if err != nil || !q.Equal(&p) {
+			t.Fatalf("file form %s reads back as %+v, %v; want %+v", back, q, err, p)
+		}
+	})
 }
