@@ -37,6 +37,13 @@ type Job struct {
 	// Batch says the job is a batch job (its script is not echoed back).
 	Batch bool   `json:"batch"`
 	Steps []Step `json:"steps"`
+
+	// ReqNodeList, ExcNodeList, Features and Exclusive are the job's -w,
+	// -x, -C and --exclusive, named as scontrol show job names them.
+	ReqNodeList []string `json:"req_node_list,omitempty"`
+	ExcNodeList []string `json:"exc_node_list,omitempty"`
+	Features    string   `json:"features,omitempty"`
+	Exclusive   bool     `json:"exclusive,omitempty"`
 	// ArrayJobID and ArrayTaskID place an array element (ArrayTaskID is
 	// -1 for a job that is not one); JobIDString is "12" or, for an element,
 	// "12_3" as Slurm names it.
@@ -94,6 +101,9 @@ type Node struct {
 	Address      string `json:"address"`
 	Reason       string `json:"reason,omitempty"`
 	Version      string `json:"version"`
+
+	// Features are the node's features (its agent's --features).
+	Features []string `json:"features,omitempty"`
 }
 
 // Member is one entry of the gossip view (`shoal members --json`).

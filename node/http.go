@@ -565,6 +565,8 @@ func jobOf(j *cluster.Job) api.Job {
 		out.ArrayJobID, out.ArrayTaskID, out.ArrayThrottle, out.JobIDString = uint64(a.JobID), a.TaskID, a.Throttle, a.Name()
 	}
 	out.Dependency, out.Hold = j.Spec.Dependency.String(), j.Hold
+	out.ReqNodeList, out.ExcNodeList = j.Spec.Request.NodeList, j.Spec.Request.Exclude
+	out.Features, out.Exclusive = j.Spec.Request.Constraint, j.Spec.Request.Exclusive
 	for _, st := range j.Steps {
 		as := api.Step{ID: st.ID, Name: st.Spec.Name, State: string(st.State), ExitCode: st.ExitCode,
 			Nodes: []string{}, Command: st.Spec.Command,
@@ -699,6 +701,7 @@ func (a *Agent) handleNodes(w http.ResponseWriter, r *http.Request) {
 			GPUModel: gpuModel(n), CPUs: n.CPUs, MemoryMiB: n.MemoryMiB,
 			Switch: n.Topology.Switch, SwitchParent: n.Topology.SwitchParent, Block: n.Topology.Block,
 			Raft: roleOr(roles, n.Name), Address: n.APIAddr, Reason: n.DrainReason, Version: n.Version,
+			Features: n.Features,
 		})
 	}
 	writeJSON(w, http.StatusOK, v.Index, out)

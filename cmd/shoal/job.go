@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/slurm"
 )
 
 func parseJobID(s string) (uint64, error) {
@@ -63,6 +64,13 @@ func printJob(w io.Writer, j api.Job) {
 	fmt.Fprintf(w, "   SubmitTime=%s StartTime=%s EndTime=%s\n", orUnknown(j.SubmitTime), orUnknown(j.StartTime), orUnknown(j.EndTime))
 	fmt.Fprintf(w, "   NumNodes=%d GPUsPerNode=%d TasksPerNode=%d CPUsPerTask=%d TimeLimit=%ds\n",
 		j.NumNodes, j.GPUsPerNode, j.TasksPerNode, j.CPUsPerTask, j.TimeLimitS)
+	// Slurm shows --exclusive as OverSubscribe=NO.
+	overSubscribe := "OK"
+	if j.Exclusive {
+		overSubscribe = "NO"
+	}
+	fmt.Fprintf(w, "   ReqNodeList=%s ExcNodeList=%s Features=%s OverSubscribe=%s\n",
+		orNull(slurm.CompressHostlist(j.ReqNodeList)), orNull(slurm.CompressHostlist(j.ExcNodeList)), orNull(j.Features), overSubscribe)
 	if j.Batch {
 		fmt.Fprintf(w, "   Command=(batch script)\n")
 	} else {

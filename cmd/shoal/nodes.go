@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -38,10 +39,10 @@ func newNodesCmd(g *globalFlags) *cobra.Command {
 
 func printNodes(w io.Writer, nodes []api.Node) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tGPUS\tFREE\tSWITCH\tPARENT\tRAFT\tADDRESS\tREASON")
+	fmt.Fprintln(tw, "NAME\tSTATE\tGPUS\tFREE\tSWITCH\tPARENT\tRAFT\tADDRESS\tFEATURES\tREASON")
 	for _, n := range nodes {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.State, n.GPUs, n.GPUsFree,
-			dash(n.Switch), dash(n.SwitchParent), n.Raft, n.Address, n.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.State, n.GPUs, n.GPUsFree,
+			dash(n.Switch), dash(n.SwitchParent), n.Raft, n.Address, dash(strings.Join(n.Features, ",")), n.Reason)
 	}
 	tw.Flush()
 }

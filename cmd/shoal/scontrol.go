@@ -65,7 +65,9 @@ func runScontrol(ctx context.Context, g *globalFlags, args []string, out io.Writ
 			}
 			printJob(out, j)
 			return nil
+		case "node", "nodes":
+			return scontrolShowNodes(ctx, g, args[2:], out)
 		}
 	}
-	return fmt.Errorf("scontrol %s: not supported by Shoal yet (show hostnames, show hostlist, show job, hold, uhold, release, requeue, requeuehold and update NodeName= are)", strings.Join(args, " "))
+	return fmt.Errorf("scontrol %s: not supported by Shoal yet (show hostnames, show hostlist, show job, show nodes, hold, uhold, release, requeue, requeuehold and update NodeName= are)", strings.Join(args, " "))
 }

@@ -101,8 +101,8 @@ var sinfoFields = []sinfoField{
 	{letter: 'm', header: "MEMORY", one: func(n api.Node) string { return strconv.FormatUint(n.MemoryMiB, 10) }},
 	{letter: 'd', header: "TMP_DISK", one: func(api.Node) string { return "0" }},
 	{letter: 'w', header: "WEIGHT", one: func(api.Node) string { return "1" }},
-	{letter: 'f', header: "AVAIL_FEATURES", one: func(api.Node) string { return "(null)" }},
-	{letter: 'b', header: "ACTIVE_FEATURES", one: func(api.Node) string { return "(null)" }},
+	{letter: 'f', header: "AVAIL_FEATURES", one: nodeFeatures},
+	{letter: 'b', header: "ACTIVE_FEATURES", one: nodeFeatures},
 	{letter: 'G', header: "GRES", one: func(n api.Node) string {
 		if n.GPUs == 0 {
 			return "(null)"
@@ -135,6 +135,14 @@ var sinfoFields = []sinfoField{
 		}
 		return fmt.Sprintf("%d/%d/%d/%d", a, i, o, len(ns))
 	}},
+}
+
+// nodeFeatures is a node's features as sinfo and scontrol print them.
+func nodeFeatures(n api.Node) string {
+	if len(n.Features) == 0 {
+		return "(null)"
+	}
+	return strings.Join(n.Features, ",")
 }
 
 func nodeNames(ns []api.Node) []string {
