@@ -33,6 +33,12 @@
 //     compares: fifo (that order, first-fit nodes), backfill (EASY backfill,
 //     first fit) and shoal (Place's topology preferences with EASY
 //     backfill); backfill reads the jobs' time limits, recorded by the View.
+//     Options.Order replaces ID order with another (the leader passes the
+//     multifactor priority order of Priorities; see priority.go), and the
+//     reservation then goes to the first job in that order that waits.
+//   - Priorities uses maps only to look associations up; every sum over
+//     them adds whole numbers, so the result does not depend on their
+//     iteration order.
 //   - A View is read-only for Place and PlaceWith. Start and Finish update
 //     it in place, for the simulator, which keeps one View for a whole
 //     replay instead of building one per event.
