@@ -137,6 +137,7 @@ func (s *State) cancel(index uint64, c CancelJob) Result {
 	j := old.Clone()
 	j.State = cluster.JobCancelled
 	j.Reason = c.Reason
+	j.Hold = cluster.HoldNone // a hold is on a pending job only
 	j.EndTime = c.Time
 	j.ModifyIndex = index
 	settleSteps(j, c.Time)

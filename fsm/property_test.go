@@ -34,11 +34,26 @@ type model struct {
 	// prevJob is each job's record at the last check (records are never
 	// modified once stored, so keeping the pointer is keeping the copy).
 	prevJob map[cluster.JobID]*cluster.Job
+	// before is the state the last entry was applied to, at beforeAt.
+	before   *View
+	beforeAt time.Time
+	// requeued is the job the last entry asked to requeue (scontrol
+	// requeue may take a job out of a terminal state), or 0.
+	requeued cluster.JobID
+	// decisions are the last entry's, when it was an Allocate.
+	decisions []Decision
 }
 
 func (m *model) apply(t *rapid.T, typ CmdType, body any) {
 	m.index += uint64(rapid.IntRange(1, 3).Draw(t, "gap")) // raft indexes have gaps
 	m.now = m.now.Add(time.Duration(rapid.IntRange(0, 5).Draw(t, "dt")) * time.Second)
+	m.requeued, m.decisions = 0, nil
+	switch c := body.(type) {
+	case RequeueJob:
+		m.requeued = c.Job
+	case Allocate:
+		m.decisions = c.Decisions
+	}
 	data, err := Encode(typ, stamp(body, m.now))
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +62,7 @@ func (m *model) apply(t *rapid.T, typ CmdType, body any) {
 }
 
 func (m *model) applyRaw(t *rapid.T, data []byte) {
+	m.before, m.beforeAt = m.s.View(), m.now
 	m.log = append(m.log, logEntry{m.index, data})
 	m.s.Apply(m.index, data)
 }
@@ -82,6 +98,16 @@ func (m *model) actions() map[string]func(*rapid.T) {
 				sp = batchSpec(nodes, gpus)
 			}
 			sp.Request.TasksPerNode = rapid.IntRange(1, 2).Draw(t, "tpn")
+			if rapid.IntRange(0, 4).Draw(t, "array?") == 0 {
+				sp.Array = &cluster.ArraySpec{Indices: []int{0, 1, 2}, Throttle: rapid.IntRange(0, 2).Draw(t, "throttle")}
+			}
+			if last := len(m.s.View().Jobs()); last > 0 && rapid.IntRange(0, 3).Draw(t, "dep?") == 0 {
+				sp.Dependency = &cluster.Dependency{Any: rapid.Bool().Draw(t, "any"), Conditions: []cluster.DepCondition{{
+					Type: rapid.SampledFrom([]string{cluster.DepAfter, cluster.DepAfterAny, cluster.DepAfterOK, cluster.DepAfterNotOK}).Draw(t, "dep type"),
+					Jobs: []cluster.DepJob{{ID: cluster.JobID(rapid.IntRange(1, last).Draw(t, "dep job")), Task: -1}},
+				}, {Type: cluster.DepSingleton}}}
+			}
+			sp.Hold = rapid.IntRange(0, 5).Draw(t, "hold?") == 0
 			m.apply(t, CmdSubmitJob, SubmitJob{
 				RequestID: rapid.SampledFrom([]string{"", "", "a", "b", "c", "d"}).Draw(t, "rid"),
 				Spec:      requeueSpec(sp, rapid.Bool().Draw(t, "requeue")),
@@ -162,6 +188,19 @@ func (m *model) actions() map[string]func(*rapid.T) {
 		"cancel": func(t *rapid.T) {
 			id, _ := m.drawJob(t)
 			m.apply(t, CmdCancelJob, CancelJob{Job: id})
+		},
+		"hold": func(t *rapid.T) {
+			id, _ := m.drawJob(t, cluster.JobPending)
+			hold := rapid.SampledFrom([]string{cluster.HoldNone, cluster.HoldUser, cluster.HoldAdmin, "bogus"}).Draw(t, "hold")
+			m.apply(t, CmdSetHold, SetHold{Job: id, Hold: hold})
+		},
+		"requeue": func(t *rapid.T) {
+			id, _ := m.drawJob(t, cluster.JobRunning, cluster.JobCompleted, cluster.JobFailed)
+			m.apply(t, CmdRequeueJob, RequeueJob{Job: id, Hold: rapid.SampledFrom([]string{"", cluster.HoldUser}).Draw(t, "hold")})
+		},
+		"cancelNever": func(t *rapid.T) {
+			id, _ := m.drawJob(t, cluster.JobPending)
+			m.apply(t, CmdCancelJob, CancelJob{Job: id, Reason: cluster.ReasonDependencyNever})
 		},
 		"reasons": func(t *rapid.T) {
 			id, _ := m.drawJob(t)
@@ -307,6 +346,28 @@ func (m *model) check(t *rapid.T) {
 			t.Fatalf("FreeGPUs(%s) = %v; want %v", n.Name, got, want)
 		}
 	}
+	// Holds, dependencies and array throttles: every job the last entry
+	// started was admitted by Gates over the state its decision met (the
+	// decisions before it in the entry applied).
+	if m.before != nil {
+		work := slices.Clone(m.before.Jobs())
+		for _, d := range m.decisions {
+			now, ok := v.Job(d.Job)
+			i, known := findJob(work, d.Job)
+			if !ok || !known || now.Incarnation == work[i].Incarnation {
+				continue // refused
+			}
+			if why := newGates(work, m.beforeAt).Admit(work[i]); why != "" {
+				t.Fatalf("job %d started though it had to wait: %s", d.Job, why)
+			}
+			work[i] = now
+		}
+		for _, j := range v.Jobs() {
+			if old, ok := m.before.Job(j.ID); ok && j.Incarnation > old.Incarnation && m.decisions == nil {
+				t.Fatalf("job %d started by an entry that was no Allocate", j.ID)
+			}
+		}
+	}
 	// DESIGN invariant 3: a job is never in two incarnations at once. An
 	// incarnation starts only from PENDING with nothing held, and a
 	// terminal state is final.
@@ -317,7 +378,7 @@ func (m *model) check(t *rapid.T) {
 			t.Fatalf("job %d incarnation went from %d to %d", j.ID, prevInc, j.Incarnation)
 		case j.Incarnation > prevInc && (prevState != cluster.JobPending && prevState != "" || prevHolding):
 			t.Fatalf("job %d started incarnation %d from %s (holding %t)", j.ID, j.Incarnation, prevState, prevHolding)
-		case prevState.Terminal() && j.State != prevState:
+		case prevState.Terminal() && j.State != prevState && j.ID != m.requeued:
 			t.Fatalf("job %d left terminal state %s for %s", j.ID, prevState, j.State)
 		case j.Incarnation == 0 && j.Alloc != nil:
 			t.Fatalf("job %d never started but has alloc %v", j.ID, j.Alloc)
@@ -332,6 +393,7 @@ func (m *model) check(t *rapid.T) {
 		m.checkSteps(t, j, m.prevJob[j.ID])
 		m.prevJob[j.ID] = j
 	}
+	m.requeued, m.decisions = 0, nil
 }
 
 // checkSteps asserts what holds of a job's steps, now (j) and since the
