@@ -77,8 +77,6 @@ func TestParseArgs(t *testing.T) {
 			func(o *Options) {
 				o.Account, o.QOS = "proj", "high"
 				o.Warnings = []string{
-					"--account=proj recorded only: Shoal has no accounting",
-					"--qos=high recorded only: Shoal has no QOS limits or priorities",
 					"--mail-type=END,FAIL ignored: Shoal sends no mail",
 					"--comment=hi ignored: Shoal has no accounting",
 				}
@@ -271,8 +269,7 @@ func TestParseBatchTorchrun(t *testing.T) {
 		Requeue: ptr(false), Exclusive: true,
 		Export:  &Export{All: true, Vars: []ExportVar{{"NCCL_DEBUG", "INFO", true}}},
 		Account: "ml-research", Constraint: "a100&ib",
-		Warnings: []string{"--account=ml-research recorded only: Shoal has no accounting"},
-		Set:      map[string]bool{},
+		Set: map[string]bool{},
 	}
 	for _, s := range []string{"job-name", "nodes", "ntasks-per-node", "gpus-per-node", "cpus-per-task", "mem", "time",
 		"output", "signal", "requeue", "no-requeue", "exclusive", "export", "account", "constraint"} {

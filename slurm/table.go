@@ -70,13 +70,11 @@ var optionTable = []optDef{
 	{long: "quiet", short: 'Q', arg: noArg, cmds: cAll, apply: flagOpt(func(o *Options) *bool { return &o.Quiet })},
 	{long: "verbose", short: 'v', arg: noArg, cmds: cAll, apply: setVerbose},
 	{long: "account", short: 'A', arg: needArg, cmds: cAll, apply: func(o *Options, v string) error {
-		o.Account = v
-		o.Warnings = append(o.Warnings, "--account="+clip(v)+" recorded only: "+whyAccounting)
+		o.Account = v // the job's fair-share account
 		return nil
 	}},
 	{long: "qos", short: 'q', arg: needArg, cmds: cAll, apply: func(o *Options, v string) error {
-		o.QOS = v
-		o.Warnings = append(o.Warnings, "--qos="+clip(v)+" recorded only: Shoal has no QOS limits or priorities")
+		o.QOS = v // its priority level; the agent warns of one the policy lacks
 		return nil
 	}},
 

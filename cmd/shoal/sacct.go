@@ -201,7 +201,7 @@ var sacctFields = []sacctField{
 		}
 		return shoalPartition
 	}},
-	{"Account", 10, func(sacctRow, slurmView) string { return "" }},
+	{"Account", 10, func(r sacctRow, _ slurmView) string { return r.job.Account }},
 	{"User", 9, func(r sacctRow, _ slurmView) string {
 		if r.step != nil || r.batch {
 			return ""

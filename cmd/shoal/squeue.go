@@ -413,7 +413,7 @@ var squeueFields = []squeueField{
 	}},
 	{'r', "reason", "REASON", func(j api.Job, _ slurmView) string { return jobReason(j) }},
 	{'P', "partition", "PARTITION", func(api.Job, slurmView) string { return shoalPartition }},
-	{'a', "account", "ACCOUNT", func(api.Job, slurmView) string { return "(null)" }},
+	{'a', "account", "ACCOUNT", func(j api.Job, _ slurmView) string { return orNull(j.Account) }},
 	{'V', "submittime", "SUBMIT_TIME", func(j api.Job, v slurmView) string { return v.date(j.SubmitTime, "N/A") }},
 	{'S', "starttime", "START_TIME", func(j api.Job, v slurmView) string { return v.date(j.StartTime, "N/A") }},
 	{'e', "endtime", "END_TIME", func(j api.Job, v slurmView) string {
