@@ -45,6 +45,13 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &se) && se.Code == http.StatusNotFound
 }
 
+// IsConflict reports whether err is an agent's 409: the job is not in a
+// state for the request (it already ended, say).
+func IsConflict(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Code == http.StatusConflict
+}
+
 // Identity is who a request acts for.
 type Identity struct {
 	User string

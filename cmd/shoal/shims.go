@@ -14,7 +14,7 @@ import (
 // shimNames are the Slurm commands this binary answers to when invoked
 // under their name (a link made by install-shims, or the agent's shim
 // directory on a batch script's PATH).
-var shimNames = []string{"sbatch", "srun", "scontrol", "squeue", "scancel", "sinfo", "sacct", "sprio"}
+var shimNames = []string{"sbatch", "srun", "salloc", "scontrol", "squeue", "scancel", "sinfo", "sacct", "sprio"}
 
 // isShim reports whether argv0 names a Slurm command this binary plays.
 func isShim(argv0 string) (string, bool) {
@@ -40,6 +40,8 @@ func runShim(ctx context.Context, g *globalFlags, name string, args []string) in
 		}
 	case "srun":
 		code, err = runSrun(ctx, g, args, os.Stdout, os.Stderr)
+	case "salloc":
+		code, err = runSalloc(ctx, g, args, os.Stderr)
 	case "scontrol":
 		err = runScontrol(ctx, g, args, os.Stdout)
 		if err != nil {
@@ -95,7 +97,7 @@ func InstallShims(dir, self string) error {
 func newInstallShimsCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "install-shims DIR",
-		Short: "Link the Slurm commands (sbatch, srun, scontrol, squeue, scancel, sinfo, sacct) in DIR to this binary",
+		Short: "Link the Slurm commands (sbatch, srun, salloc, scontrol, squeue, scancel, sinfo, sacct, sprio) in DIR to this binary",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			self, err := os.Executable()

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	osexec "os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/slurm"
+)
+
+// sallocHolder is the batch script of an salloc job: it holds the
+// allocation on the first node until salloc ends it with SIGTERM (the job
+// then COMPLETES, as Slurm's salloc job does) or the time limit does.
+const sallocHolder = `#!/bin/sh
+# shoal salloc: holds this allocation until salloc releases it
+trap 'exit 0' TERM
+while :; do sleep 3600 & wait $!; done
+`
+
+// runSalloc is salloc: allocate nodes, run COMMAND (default: the user's
+// shell) here with the allocation's environment, so that srun inside it
+// starts steps on the allocation, then release the allocation and return
+// the command's exit code.
+func runSalloc(ctx context.Context, g *globalFlags, args []string, stderr io.Writer) (int, error) {
+	opts, rest, err := slurm.ParseArgs(slurm.Salloc, args)
+	if err != nil {
+		return 1, err
+	}
+	req, warnings, err := requestFromOptions(opts)
+	if err != nil {
+		return 1, err
+	}
+	printWarnings("salloc", warnings)
+	command := rest
+	if len(command) == 0 {
+		command = []string{cmp.Or(os.Getenv("SHELL"), "/bin/sh")}
+	}
+	if req.Name == "" {
+		req.Name = "interactive"
+	}
+	req.Env = nil // the command runs here, with this environment
+	req.Batch = &cluster.Batch{Script: sallocHolder, Output: "none"}
+	c, err := g.client()
+	if err != nil {
+		return 1, err
+	}
+	res, err := c.Submit(ctx, req, submitRetry)
+	if err != nil {
+		return 1, err
+	}
+	printWarnings("salloc", res.Warnings)
+	fmt.Fprintf(stderr, "salloc: Pending job allocation %d\n", res.ID)
+
+	// Wait for the allocation; an interrupt while waiting cancels it.
+	var j api.Job
+	announced := false
+	for {
+		if ctx.Err() != nil {
+			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, _ = c.CancelRef(cctx, strconv.FormatUint(res.ID, 10))
+			cancel()
+			fmt.Fprintf(stderr, "salloc: Job allocation %d has been revoked.\n", res.ID)
+			return 1, nil
+		}
+		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		j, err = c.Job(rctx, res.ID)
+		cancel()
+		if err == nil {
+			switch {
+			case j.State == "RUNNING":
+			case cluster.JobState(j.State).Terminal():
+				return 1, fmt.Errorf("job %d ended %s (%s) before it was allocated", res.ID, j.State, orNone(j.Reason))
+			default:
+				if !announced && j.Reason != "" {
+					fmt.Fprintf(stderr, "salloc: job %d queued and waiting for resources\n", res.ID)
+					announced = true
+				}
+				time.Sleep(srunPoll)
+				continue
+			}
+			break
+		}
+		time.Sleep(srunPoll)
+	}
+	fmt.Fprintf(stderr, "salloc: Granted job allocation %d\n", res.ID)
+
+	code, runErr := runAllocated(ctx, c, j, command, stderr)
+
+	fmt.Fprintf(stderr, "salloc: Relinquishing job allocation %d\n", res.ID)
+	rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Signal(rctx, res.ID, api.SignalRequest{Signal: int(syscall.SIGTERM), BatchOnly: true}); err != nil && !api.IsConflict(err) {
+		// The holder could not be told to end: cancel it instead.
+		if _, cerr := c.CancelRef(rctx, strconv.FormatUint(res.ID, 10)); cerr != nil {
+			fmt.Fprintf(stderr, "salloc: error: release job %d: %v\n", res.ID, errors.Join(err, cerr))
+		}
+	}
+	return code, runErr
+}
+
+// runAllocated runs command here with the allocation's environment until
+// it exits, or until the job ends under it (time limit, cancel): then the
+// command gets SIGHUP, as salloc does when its allocation is revoked.
+func runAllocated(ctx context.Context, c *api.Client, j api.Job, command []string, stderr io.Writer) (int, error) {
+	cmd := osexec.Command(command[0], command[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), sallocEnv(j)...)
+	if err := cmd.Start(); err != nil {
+		return 1, fmt.Errorf("run %s: %w", command[0], err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	revoked := false
+	for {
+		select {
+		case err := <-done:
+			var ee *osexec.ExitError
+			switch {
+			case err == nil:
+				return 0, nil
+			case errors.As(err, &ee):
+				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+					return 128 + int(ws.Signal()), nil
+				}
+				return ee.ExitCode(), nil
+			}
+			return 1, err
+		case <-t.C:
+			if revoked {
+				continue
+			}
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			cur, err := c.Job(rctx, j.ID)
+			cancel()
+			if err == nil && cur.State != "RUNNING" {
+				revoked = true
+				fmt.Fprintf(stderr, "salloc: Job allocation %d has been revoked (%s).\n", j.ID, cur.State)
+				_ = cmd.Process.Signal(syscall.SIGHUP)
+			}
+		}
+	}
+}
+
+// sallocEnv is what salloc exports to its command: the allocation, as
+// Slurm names it, and the incarnation srun needs to start steps.
+func sallocEnv(j api.Job) []string {
+	nodes := slurm.CompressHostlist(j.Nodes)
+	id := strconv.FormatUint(j.ID, 10)
+	env := []string{
+		"SLURM_JOB_ID=" + id, "SLURM_JOBID=" + id, "SLURM_JOB_NAME=" + j.Name,
+		"SLURM_JOB_NODELIST=" + nodes, "SLURM_NODELIST=" + nodes,
+		"SLURM_JOB_NUM_NODES=" + strconv.Itoa(len(j.Nodes)), "SLURM_NNODES=" + strconv.Itoa(len(j.Nodes)),
+		"SLURM_NTASKS_PER_NODE=" + strconv.Itoa(j.TasksPerNode),
+		"SLURM_NTASKS=" + strconv.Itoa(j.TasksPerNode*len(j.Nodes)), "SLURM_NPROCS=" + strconv.Itoa(j.TasksPerNode*len(j.Nodes)),
+		"SLURM_CPUS_PER_TASK=" + strconv.Itoa(max(1, j.CPUsPerTask)),
+		"SLURM_SUBMIT_DIR=" + j.WorkDir,
+		"SHOAL_JOB_ID=" + id, "SHOAL_INCARNATION=" + strconv.FormatUint(j.Incarnation, 10),
+		"SHOAL_NODELIST=" + nodes,
+	}
+	if j.GPUsPerNode > 0 {
+		env = append(env, "SLURM_GPUS_PER_NODE="+strconv.Itoa(j.GPUsPerNode))
+	}
+	return env
+}
