@@ -17,26 +17,40 @@ import (
 // node held whole leaves the aggregates (hist, atLeast), so no job on the
 // fast path is offered it, GPU-less ones included.
 func (s *state) occupy(ni int, excl bool) {
-	s.busy[ni]++
+	s.busy = add(s.busy, ni, +1)
 	if !excl {
 		return
 	}
-	if s.excl[ni] == 0 {
+	if s.exclOf(ni) == 0 {
 		s.aggregate(ni, -1)
 	}
-	s.excl[ni]++
+	s.excl = add(s.excl, ni, +1)
 }
 
 // vacate undoes occupy.
 func (s *state) vacate(ni int, excl bool) {
-	s.busy[ni]--
+	s.busy = add(s.busy, ni, -1)
 	if !excl {
 		return
 	}
-	s.excl[ni]--
-	if s.excl[ni] == 0 {
+	s.excl = add(s.excl, ni, -1)
+	if s.exclOf(ni) == 0 {
 		s.aggregate(ni, +1)
 	}
+}
+
+// busyOf is how many jobs hold node ni in s, exclOf how many of them
+// hold it whole.
+func (s *state) busyOf(ni int) int { return s.v.nodes[ni].jobs + s.busy[ni] }
+func (s *state) exclOf(ni int) int { return s.v.nodes[ni].excl + s.excl[ni] }
+
+// add adds d to m[k], making m when nil.
+func add(m map[int]int, k, d int) map[int]int {
+	if m == nil {
+		m = make(map[int]int)
+	}
+	m[k] += d
+	return m
 }
 
 // aggregate adds (d = +1) or removes (d = -1) node ni's free GPUs to or
@@ -130,10 +144,10 @@ func (s *state) never(req cluster.Request) string {
 func (s *state) eligible(ni int, req cluster.Request, c *cluster.Constraint) bool {
 	n := &s.v.nodes[ni]
 	switch {
-	case !n.usable || s.excl[ni] > 0 || !fitsNode(n.node, req, c):
+	case !n.usable || s.exclOf(ni) > 0 || !fitsNode(n.node, req, c):
 		return false
 	case req.Exclusive:
-		return s.busy[ni] == 0 && s.free[ni] == len(n.node.GPUs)
+		return s.busyOf(ni) == 0 && s.free[ni] == len(n.node.GPUs)
 	}
 	return s.free[ni] >= req.GPUsPerNode
 }

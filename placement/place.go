@@ -2,6 +2,7 @@ package placement
 
 import (
 	"cmp"
+	"maps"
 	"math/bits"
 	"slices"
 	"time"
@@ -264,10 +265,13 @@ type state struct {
 	// g in 0..View.maxGPUs: whether a gang fits at all is one lookup.
 	atLeast []int
 	q       []int // scratch: qualifying nodes per leaf for the current job
-	// busy and excl count, per node, the jobs holding it and those of them
-	// holding it whole (see nodeInfo.jobs). A node with excl > 0 is left
-	// out of hist and atLeast, so the aggregate fast path never offers it.
-	busy, excl []int
+	// busy and excl are what this call changed in the View's per-node
+	// counts of jobs and of jobs holding the node whole (nodeInfo.jobs and
+	// excl), by node index: sparse, so a call allocates in proportion to
+	// what it places, not to the cluster. Read them through busyOf and
+	// exclOf. A node with exclOf > 0 is left out of hist and atLeast, so
+	// the aggregate fast path never offers it.
+	busy, excl map[int]int
 	// cons caches parsed Request.Constraint expressions.
 	cons map[string]*cluster.Constraint
 	// scratch for chooseGPUs, indexed by GPU position
@@ -283,13 +287,10 @@ func newState(v *View) *state {
 		hist:    make([]int, v.histLen),
 		atLeast: make([]int, v.maxGPUs+2),
 		q:       make([]int, len(v.leaves)),
-		busy:    make([]int, len(v.nodes)),
-		excl:    make([]int, len(v.nodes)),
 	}
 	for i := range v.nodes {
 		s.free[i] = v.nodes[i].free
-		s.busy[i], s.excl[i] = v.nodes[i].jobs, v.nodes[i].excl
-		if l := v.nodes[i].leaf; l >= 0 && s.excl[i] == 0 {
+		if l := v.nodes[i].leaf; l >= 0 && v.nodes[i].excl == 0 {
 			s.hist[v.leaves[l].hist+s.free[i]]++
 			s.atLeast[s.free[i]]++
 		}
@@ -310,8 +311,8 @@ func (s *state) clone() *state {
 		hist:    slices.Clone(s.hist),
 		atLeast: slices.Clone(s.atLeast),
 		q:       make([]int, len(s.q)),
-		busy:    slices.Clone(s.busy),
-		excl:    slices.Clone(s.excl),
+		busy:    maps.Clone(s.busy),
+		excl:    maps.Clone(s.excl),
 		cons:    s.cons,
 	}
 }
@@ -334,7 +335,7 @@ func (s *state) take(ni int, gpus []int) {
 	for _, p := range gpus {
 		s.words[n.off+p/64] &^= 1 << (p % 64)
 	}
-	if s.excl[ni] > 0 { // not in the aggregates
+	if s.exclOf(ni) > 0 { // not in the aggregates
 		s.free[ni] -= len(gpus)
 		return
 	}
@@ -374,7 +375,7 @@ func (s *state) give(ni int, gpus []int) {
 	if k == 0 {
 		return
 	}
-	if n.leaf >= 0 && s.excl[ni] == 0 {
+	if n.leaf >= 0 && s.exclOf(ni) == 0 {
 		h := s.v.leaves[n.leaf].hist
 		s.hist[h+s.free[ni]]--
 		s.hist[h+s.free[ni]+k]++
@@ -487,7 +488,7 @@ func (s *state) pickLeaves(p span, count int) (takes []leafTake, k, qual int) {
 func (s *state) bestFit(li, n, g int) []int {
 	var cand []int
 	for _, ni := range s.v.leaves[li].nodes {
-		if s.free[ni] >= g && s.excl[ni] == 0 {
+		if s.free[ni] >= g && s.exclOf(ni) == 0 {
 			cand = append(cand, ni)
 		}
 	}

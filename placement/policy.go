@@ -192,7 +192,7 @@ func (s *state) firstFit(count, g int) []int {
 	}
 	nodes := make([]int, 0, count)
 	for i := range s.v.nodes {
-		if s.v.nodes[i].usable && s.free[i] >= g && s.excl[i] == 0 {
+		if s.v.nodes[i].usable && s.free[i] >= g && s.exclOf(i) == 0 {
 			nodes = append(nodes, i)
 			if len(nodes) == count {
 				break
