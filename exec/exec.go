@@ -109,6 +109,9 @@ type Launch struct {
 	// Array, for an array element, is its place in the array
 	// (SLURM_ARRAY_*).
 	Array *cluster.ArrayTask
+	// Hosts are the cluster's node names and their agents' addresses,
+	// for the tasks' /etc/hosts when Config.TaskNamespace is set.
+	Hosts []Host
 	// JobStart is when the job incarnation started (the FSM's StartTime):
 	// a step's --signal warning is due at JobStart + the time limit - the
 	// warning time (the job's own task counts from its own start, as its
@@ -146,6 +149,11 @@ type Config struct {
 	KillGrace time.Duration
 	// Logger receives exec's logs; slog.Default() when nil.
 	Logger *slog.Logger
+	// TaskNamespace, when set, is the argv prefix of the task namespace
+	// helper (the shoal binary and TaskNamespaceCommand): each rank then
+	// runs in its own UTS and mount namespace with NodeName as hostname
+	// and an /etc/hosts naming Launch.Hosts. It needs root.
+	TaskNamespace []string
 }
 
 // TaskKey names one task on this node: a job incarnation's own ranks
@@ -242,6 +250,9 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if len(cfg.TaskNamespace) > 0 && os.Geteuid() != 0 {
+		return nil, errors.New("exec config: task namespace: needs root")
 	}
 	e := &Executor{
 		cfg:     cfg,

@@ -22,6 +22,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == TaskNamespaceCommand {
+		os.Exit(TaskNamespaceMain(os.Args[2:]))
+	}
 	if dir := os.Getenv(helperEnv); dir != "" {
 		os.Exit(helperAgent(dir))
 	}

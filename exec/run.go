@@ -169,6 +169,13 @@ func (e *Executor) startRanks(t *task, log *slog.Logger, exits chan<- rankExit) 
 				Credential: cred,
 			},
 		}
+		if err := e.inTaskNamespace(t, cmd); err != nil {
+			stdout.Close()
+			if stderr != stdout {
+				stderr.Close()
+			}
+			return pgids, codeNotFound, fmt.Errorf("rank %d: %w", rank, err)
+		}
 		ready := make(chan rankStart, 1)
 		e.wg.Go(func() { runRank(cmd, local, ready, exits) })
 		r := <-ready // bounded: fork and exec

@@ -13,12 +13,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/exec"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
 func main() {
+	// The task namespace helper execs a rank's program at once: no signal
+	// handlers, no flag parsing of the rank's argv.
+	if len(os.Args) > 1 && os.Args[1] == exec.TaskNamespaceCommand {
+		os.Exit(exec.TaskNamespaceMain(os.Args[2:]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if name, ok := isShim(os.Args[0]); ok {
