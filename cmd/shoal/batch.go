@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
 )
 
 func newBatchCmd(g *globalFlags) *cobra.Command {
@@ -53,7 +57,66 @@ func runSbatch(ctx context.Context, g *globalFlags, args []string, out io.Writer
 	} else {
 		fmt.Fprintf(out, "Submitted batch job %d\n", res.ID)
 	}
+	if opts.Wait {
+		return waitBatch(ctx, c, res.ID, req.Array != nil)
+	}
 	return nil
+}
+
+// waitBatch is sbatch --wait: wait until the job (every element of an
+// array) has ended and exit with its exit code, the highest of an array's,
+// or 1 when one ended by a signal or without an exit of its own.
+func waitBatch(ctx context.Context, c *api.Client, id uint64, array bool) error {
+	worst := 0
+	for {
+		jobs, err := waitTargets(ctx, c, id, array)
+		if err != nil {
+			return err
+		}
+		live := false
+		worst = 0
+		for _, j := range jobs {
+			switch {
+			case !cluster.JobState(j.State).Terminal():
+				live = true
+			case j.ExitCode > 128 || (j.State != "COMPLETED" && j.ExitCode == 0):
+				worst = max(worst, 1) // a signal, a cancel, a lost node: Slurm says 1
+			default:
+				worst = max(worst, j.ExitCode)
+			}
+		}
+		if !live {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	if worst != 0 {
+		return exitCode(worst)
+	}
+	return nil
+}
+
+// waitTargets is the job, or every element of array id.
+func waitTargets(ctx context.Context, c *api.Client, id uint64, array bool) ([]api.Job, error) {
+	if !array {
+		j, err := c.Job(ctx, id)
+		return []api.Job{j}, err
+	}
+	all, err := c.Jobs(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	var out []api.Job
+	for _, j := range all {
+		if j.ArrayJobID == id {
+			out = append(out, j)
+		}
+	}
+	return out, nil
 }
 
 // takeGlobalFlags removes shoal's own --addr and --data-dir from the front

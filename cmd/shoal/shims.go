@@ -35,7 +35,11 @@ func runShim(ctx context.Context, g *globalFlags, name string, args []string) in
 	switch name {
 	case "sbatch":
 		err = runSbatch(ctx, g, args, os.Stdout)
-		if err != nil {
+		var ec exitCode
+		switch {
+		case errors.As(err, &ec): // sbatch --wait: the job's exit code
+			code = int(ec)
+		case err != nil:
 			code = 1
 		}
 	case "srun":

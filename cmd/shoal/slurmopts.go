@@ -15,7 +15,7 @@ import (
 // unsupported are Slurm options the parser accepts that would change what
 // runs if Shoal ignored them; they are refused, naming the option, until
 // Shoal implements them.
-var unsupported = []string{"switches", "test-only", "wait"}
+var unsupported = []string{"switches", "test-only"}
 
 // accountingOnly are options Shoal accepts with a warning: Slurm uses them
 // for accounting or node sets Shoal does not have yet.
