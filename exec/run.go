@@ -169,7 +169,7 @@ func (e *Executor) startRanks(t *task, log *slog.Logger, exits chan<- rankExit) 
 				Credential: cred,
 			},
 		}
-		if err := e.inTaskNamespace(t, cmd); err != nil {
+		if err := inTaskNamespace(cmd, e.cfg.TaskNamespace, e.cfg.NodeName, t.dir, l.Hosts, log); err != nil {
 			stdout.Close()
 			if stderr != stdout {
 				stderr.Close()

@@ -39,27 +39,28 @@ type Host struct {
 }
 
 // inTaskNamespace makes cmd, a rank's command as exec builds it, run in
-// t's own UTS and mount namespace through the helper when
-// Config.TaskNamespace is set; otherwise it leaves cmd alone. The helper
-// runs as root and takes the rank's Credential itself (a process that has
-// switched to the user could not set a hostname or mount), then re-arms
-// Pdeathsig, which a change of ids clears, and enters cmd.Dir as the user.
-func (e *Executor) inTaskNamespace(t *task, cmd *osexec.Cmd) error {
-	helper := e.cfg.TaskNamespace
+// its own UTS and mount namespace through helper (Config.TaskNamespace),
+// with hostname as its hostname and hosts, written to taskDir once, as its
+// /etc/hosts; with helper empty it leaves cmd alone. The helper runs as
+// root and takes the rank's Credential itself (a process that has switched
+// to the user could not set a hostname or mount), then re-arms Pdeathsig,
+// which a change of ids clears, and enters cmd.Dir as the user. It depends
+// on nothing but its arguments, so any process that forks ranks can call it.
+func inTaskNamespace(cmd *osexec.Cmd, helper []string, hostname, taskDir string, hosts []Host, log *slog.Logger) error {
 	if len(helper) == 0 {
 		return nil
 	}
-	hosts := filepath.Join(t.dir, hostsFile)
-	if ok, err := exists(hosts); err != nil {
+	file := filepath.Join(taskDir, hostsFile)
+	if ok, err := exists(file); err != nil {
 		return fmt.Errorf("task namespace: %w", err)
 	} else if !ok {
 		// Read by the helper before any rank runs; a task never restarts,
 		// so the file needs no sync.
-		if err := os.WriteFile(hosts, hostsContent(t.launch.Hosts, e.log), 0o644); err != nil {
-			return fmt.Errorf("task namespace: write %s: %w", hosts, err)
+		if err := os.WriteFile(file, hostsContent(hosts, log), 0o644); err != nil {
+			return fmt.Errorf("task namespace: write %s: %w", file, err)
 		}
 	}
-	args := append(helper[1:len(helper):len(helper)], "--hostname", e.cfg.NodeName, "--hosts", hosts)
+	args := append(helper[1:len(helper):len(helper)], "--hostname", hostname, "--hosts", file)
 	attr := cmd.SysProcAttr
 	if attr == nil {
 		attr = &syscall.SysProcAttr{}

@@ -217,3 +217,45 @@ func hostsMounts(t *testing.T) int {
 	}
 	return n
 }
+
+// TestInTaskNamespaceCmd checks how a rank's command is rewritten: the
+// helper first, the ids and the parent-death signal moved to it, the
+// namespaces asked of the fork, the rest kept.
+func TestInTaskNamespaceCmd(t *testing.T) {
+	dir := t.TempDir()
+	cred := &syscall.Credential{Uid: 1000, Gid: 100, Groups: []uint32{100, 27}}
+	cmd := &osexec.Cmd{Path: "/dev/fd/3", Args: []string{"/dev/fd/3", "a b"}, Dir: "/work",
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}}
+	orig := cmd.SysProcAttr
+	hosts := []Host{{Name: "n1", Addr: "10.0.0.1"}}
+	if err := inTaskNamespace(cmd, []string{"/bin/shoal", "__x"}, "n1", dir, hosts, testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	wantArgs := []string{"/bin/shoal", "__x", "--hostname", "n1", "--hosts", filepath.Join(dir, hostsFile),
+		"--uid", "1000", "--gid", "100", "--groups", "100,27", "--pdeathsig", "9", "--dir", "/work",
+		"--", "/dev/fd/3", "/dev/fd/3", "a b"}
+	if cmd.Path != "/bin/shoal" || !slices.Equal(cmd.Args, wantArgs) {
+		t.Errorf("command = %s %q; want /bin/shoal %q", cmd.Path, cmd.Args, wantArgs)
+	}
+	a := cmd.SysProcAttr
+	if a.Credential != nil || !a.Setpgid || a.Pdeathsig != syscall.SIGKILL ||
+		a.Cloneflags != syscall.CLONE_NEWUTS|syscall.CLONE_NEWNS {
+		t.Errorf("SysProcAttr = %+v", a)
+	}
+	if orig.Credential != cred || orig.Cloneflags != 0 {
+		t.Errorf("the caller's SysProcAttr was changed: %+v", orig)
+	}
+	got, err := parseTaskNamespaceArgs(cmd.Args[2:])
+	if err != nil || got.cred == nil || got.cred.Uid != 1000 || !slices.Equal(got.argv, []string{"/dev/fd/3", "/dev/fd/3", "a b"}) {
+		t.Errorf("the helper reads back %+v, %v", got, err)
+	}
+	if data := readFile(t, filepath.Join(dir, hostsFile)); !strings.Contains(data, "10.0.0.1\tn1\n") {
+		t.Errorf("hosts file = %q", data)
+	}
+
+	plain := &osexec.Cmd{Path: "/bin/true", Args: []string{"true"}}
+	if err := inTaskNamespace(plain, nil, "n1", dir, hosts, testLogger(t)); err != nil || plain.Path != "/bin/true" ||
+		len(plain.Args) != 1 || plain.SysProcAttr != nil {
+		t.Errorf("without a helper the command changed: %+v, %v", plain, err)
+	}
+}
