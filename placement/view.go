@@ -197,7 +197,12 @@ func NewView(nodes []*cluster.Node, jobs []*cluster.Job) *View {
 	return v
 }
 
-// buildLeaves groups the usable nodes by (parent, leaf switch).
+// blockParent is the parent all NVLink blocks share in the leaf grouping;
+// no switch name can be it (names are printable).
+const blockParent = "\x00block"
+
+// buildLeaves groups the usable nodes by (parent, leaf switch), or by
+// NVLink block for nodes that report one.
 func (v *View) buildLeaves() {
 	var usable []int
 	for i := range v.nodes {
@@ -210,7 +215,17 @@ func (v *View) buildLeaves() {
 	if len(v.totals) > 0 {
 		v.maxGPUs = v.totals[len(v.totals)-1]
 	}
-	key := func(i int) cluster.Topology { return v.nodes[i].node.Topology }
+	key := func(i int) cluster.Topology {
+		t := v.nodes[i].node.Topology
+		if t.Block != "" {
+			// An NVLink block (Slurm's topology/block) stands in for the
+			// leaf switch, and all blocks are siblings: a job that fits one
+			// block stays in it, best fit, and a larger one spreads over
+			// the fewest blocks, filling the fullest first.
+			return cluster.Topology{SwitchParent: blockParent, Switch: t.Block}
+		}
+		return t
+	}
 	slices.SortStableFunc(usable, func(a, b int) int {
 		ta, tb := key(a), key(b)
 		return cmp.Or(cmp.Compare(ta.SwitchParent, tb.SwitchParent), cmp.Compare(ta.Switch, tb.Switch))
