@@ -99,14 +99,14 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			if err != nil {
 				d.Fatalf(t, "submit: %v", err)
 			}
-			sp.Array = a.Cluster()
+			sp.Array = cluster.ArrayFromSlurm(a)
 		}
 		if v := strArg("dep", ""); v != "" {
 			dep, err := slurm.ParseDependency(v)
 			if err != nil {
 				d.Fatalf(t, "submit: %v", err)
 			}
-			sp.Dependency = dep.Cluster()
+			sp.Dependency = cluster.DependencyFromSlurm(dep)
 		}
 		sp.Hold = strArg("hold", "") == "yes"
 		sp.User = strArg("user", sp.User)

@@ -90,10 +90,10 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 		req.WorkDir = filepath.Join(wd, req.WorkDir)
 	}
 	if opts.Array != nil {
-		req.Array = opts.Array.Cluster()
+		req.Array = cluster.ArrayFromSlurm(*opts.Array)
 	}
 	if opts.Dependency != nil {
-		req.Dependency = opts.Dependency.Cluster()
+		req.Dependency = cluster.DependencyFromSlurm(*opts.Dependency)
 	}
 	req.Hold = opts.Hold
 	req.Signal = jobSignal(opts.Signal)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -128,14 +129,14 @@ func queueFlags(req *api.SubmitRequest, array, dependency string) error {
 		if err != nil {
 			return err
 		}
-		req.Array = a.Cluster()
+		req.Array = cluster.ArrayFromSlurm(a)
 	}
 	if dependency != "" {
 		d, err := slurm.ParseDependency(dependency)
 		if err != nil {
 			return err
 		}
-		req.Dependency = d.Cluster()
+		req.Dependency = cluster.DependencyFromSlurm(d)
 	}
 	return nil
 }
