@@ -93,6 +93,10 @@ type Request struct {
 	// other job shares them while it runs, and it gets all their GPUs
 	// (GPUsPerNode is then the least each node must have).
 	Exclusive bool `msgpack:"exclusive" json:"exclusive,omitempty"`
+	// Partition is the partition (-p) the job runs in, whose nodes only
+	// it may use; the FSM names the default one at submit when the queue
+	// policy has partitions.
+	Partition string `msgpack:"partition,omitempty" json:"partition,omitempty"`
 }
 
 // Request bounds that keep one request from describing an absurd job; they
@@ -129,6 +133,11 @@ func (r Request) Validate() error {
 		return fmt.Errorf("cpus_per_task %d: want 0 to %d", r.CPUsPerTask, MaxCPUsPerTask)
 	case r.TimeLimit < 0:
 		return fmt.Errorf("time_limit %s: want 0 (unlimited) or more", r.TimeLimit)
+	}
+	if r.Partition != "" {
+		if err := policyName(r.Partition); err != nil {
+			return fmt.Errorf("partition: %w", err)
+		}
 	}
 	return r.validateNodeSet()
 }

@@ -28,6 +28,9 @@ type Policy struct {
 	Accounts []AccountShare `msgpack:"accounts" json:"accounts"`
 	// QoS are the named QoS levels, by ascending name.
 	QoS []QoSLevel `msgpack:"qos" json:"qos"`
+	// Partitions are the named node sets jobs run in, by ascending name;
+	// none: every job may use every node.
+	Partitions []Partition `msgpack:"partitions,omitempty" json:"partitions,omitempty"`
 }
 
 // Weights are the integer weights of the priority factors (each factor is
@@ -37,6 +40,9 @@ type Weights struct {
 	FairShare int64 `msgpack:"fair_share" json:"fair_share"`
 	JobSize   int64 `msgpack:"job_size" json:"job_size"`
 	QoS       int64 `msgpack:"qos" json:"qos"`
+	// Partition weighs the job's partition's Priority, relative to the
+	// highest partition priority.
+	Partition int64 `msgpack:"partition,omitempty" json:"partition,omitempty"`
 }
 
 // AccountShare is one account's fair-share: its shares among the accounts
@@ -95,7 +101,7 @@ func (p *Policy) Validate() error {
 	for _, w := range []struct {
 		name string
 		v    int64
-	}{{"age", p.Weights.Age}, {"fair_share", p.Weights.FairShare}, {"job_size", p.Weights.JobSize}, {"qos", p.Weights.QoS}} {
+	}{{"age", p.Weights.Age}, {"fair_share", p.Weights.FairShare}, {"job_size", p.Weights.JobSize}, {"qos", p.Weights.QoS}, {"partition", p.Weights.Partition}} {
 		if w.v < 0 || w.v > MaxPolicyWeight {
 			return fmt.Errorf("weights.%s %d: want 0 to %d", w.name, w.v, int64(MaxPolicyWeight))
 		}
@@ -151,7 +157,7 @@ func (p *Policy) Validate() error {
 			return fmt.Errorf("%s: priority %d: want 0 to %d", where, q.Priority, int64(MaxPolicyWeight))
 		}
 	}
-	return nil
+	return validatePartitions(p.Partitions)
 }
 
 // policyName checks an account, user or QoS name.
@@ -184,6 +190,10 @@ func (p *Policy) Clone() *Policy {
 		c.Accounts[i].Users = slices.Clone(p.Accounts[i].Users)
 	}
 	c.QoS = slices.Clone(p.QoS)
+	c.Partitions = slices.Clone(p.Partitions)
+	for i := range c.Partitions {
+		c.Partitions[i].Nodes = slices.Clone(p.Partitions[i].Nodes)
+	}
 	return &c
 }
 
@@ -196,6 +206,10 @@ func (p *Policy) Equal(q *Policy) bool {
 		slices.Equal(p.QoS, q.QoS) &&
 		slices.EqualFunc(p.Accounts, q.Accounts, func(a, b AccountShare) bool {
 			return a.Name == b.Name && a.Shares == b.Shares && slices.Equal(a.Users, b.Users)
+		}) &&
+		slices.EqualFunc(p.Partitions, q.Partitions, func(a, b Partition) bool {
+			return a.Name == b.Name && slices.Equal(a.Nodes, b.Nodes) && a.Default == b.Default &&
+				a.DefaultTime == b.DefaultTime && a.MaxTime == b.MaxTime && a.Priority == b.Priority
 		})
 }
 
@@ -213,7 +227,11 @@ func (p *Policy) Equal(q *Policy) bool {
 //	    "physics": {"shares": 60, "users": {"alice": 2, "bob": 1}},
 //	    "bio":     {"shares": 40}
 //	  },
-//	  "qos": {"normal": 0, "high": 100}
+//	  "qos": {"normal": 0, "high": 100},
+//	  "partitions": {
+//	    "gpu":   {"nodes": "n[01-16]", "default": true, "default_time": "1:00:00", "max_time": "2-00:00:00"},
+//	    "debug": {"nodes": "n[17-18]", "max_time": "30:00", "priority": 10}
+//	  }
 //	}
 type PolicyFile struct {
 	Weights  Weights                `json:"weights"`
@@ -221,6 +239,8 @@ type PolicyFile struct {
 	HalfLife string                 `json:"half_life"`
 	Accounts map[string]AccountFile `json:"accounts,omitempty"`
 	QoS      map[string]int64       `json:"qos,omitempty"`
+	// Partitions are keyed by name; see PartitionFile.
+	Partitions map[string]PartitionFile `json:"partitions,omitempty"`
 }
 
 // AccountFile is one account in a PolicyFile.
@@ -277,6 +297,9 @@ func ParsePolicyJSON(b []byte) (Policy, error) {
 		p.QoS = append(p.QoS, QoSLevel{Name: name, Priority: pr})
 	}
 	slices.SortFunc(p.QoS, func(x, y QoSLevel) int { return cmp.Compare(x.Name, y.Name) })
+	if p.Partitions, err = partitionsFromFile(f.Partitions); err != nil {
+		return Policy{}, fmt.Errorf("policy: %w", err)
+	}
 	if err := p.Validate(); err != nil {
 		return Policy{}, fmt.Errorf("policy: %w", err)
 	}
@@ -317,5 +340,6 @@ func (p *Policy) File() PolicyFile {
 			f.QoS[q.Name] = q.Priority
 		}
 	}
+	f.Partitions = partitionsToFile(p.Partitions)
 	return f
 }

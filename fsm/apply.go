@@ -29,6 +29,13 @@ func (s *State) submit(index uint64, c SubmitJob) Result {
 	if err := c.Spec.Validate(); err != nil {
 		return Result{Err: fmt.Errorf("%s: %w: %w", what, ErrInvalid, err)}
 	}
+	// The job's partition: the default one when it names none, and its
+	// default time limit when it asks for none.
+	spec, _, err := s.policy.ResolvePartition(c.Spec)
+	if err != nil {
+		return Result{Err: fmt.Errorf("%s: %w: %w", what, ErrInvalid, err)}
+	}
+	c.Spec = spec
 	count := uint64(1)
 	if c.Spec.Array != nil {
 		count = uint64(len(c.Spec.Array.Indices))
@@ -126,7 +133,7 @@ func (s *State) cancel(index uint64, c CancelJob) Result {
 	switch c.Reason {
 	case cluster.ReasonNone:
 	case cluster.ReasonDependencyNever:
-		if old.State != cluster.JobPending || !newGates(s.jobs, c.Time).NeverSatisfied(old) {
+		if old.State != cluster.JobPending || !newGates(s.jobs, s.policy, c.Time).NeverSatisfied(old) {
 			return Result{Err: fmt.Errorf("cancel job %d: %w: its dependency can still be satisfied", c.Job, ErrWrongState)}
 		}
 	default:
@@ -320,7 +327,7 @@ func (s *State) allocate(index uint64, c Allocate) Result {
 		pos, old := s.job(d.Job)
 		// Fresh gates per decision: the ones before may have started
 		// elements of the same array.
-		reason := s.checkDecision(old, d, newGates(s.jobs, c.Time))
+		reason := s.checkDecision(old, d, newGates(s.jobs, s.policy, c.Time))
 		var port int
 		if reason == "" {
 			var ok bool
@@ -411,6 +418,13 @@ func (s *State) checkDecision(j *cluster.Job, d Decision, gates *Gates) string {
 			used[g] = true
 			if other, held := s.res.holder(p.Node, g); held {
 				return fmt.Sprintf("node %q: gpu %d held by job %d", p.Node, g, other)
+			}
+		}
+	}
+	if pt, ok := s.policy.Partition(req.Partition); ok {
+		for _, p := range d.Nodes {
+			if !pt.Has(p.Node) {
+				return fmt.Sprintf("node %q: not in the job's partition %s", p.Node, pt.Name)
 			}
 		}
 	}

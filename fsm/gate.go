@@ -7,8 +7,8 @@ import (
 )
 
 // Gates decides what, besides free resources, keeps pending jobs from
-// starting: a hold, a --dependency that does not hold yet, or the array's
-// %N throttle. The leader asks before offering jobs to placement, and the
+// starting: a hold, a time limit above its partition's, a --dependency
+// that does not hold yet, or the array's %N throttle. The leader asks before offering jobs to placement, and the
 // FSM asks again for every Allocate decision, so no job starts early
 // whatever the leader believed.
 //
@@ -16,8 +16,9 @@ import (
 // goroutine; the answers for array throttles count the elements admitted
 // so far, so ask in ascending job ID order.
 type Gates struct {
-	jobs []*cluster.Job // ascending ID
-	now  time.Time
+	jobs   []*cluster.Job  // ascending ID
+	policy *cluster.Policy // nil: none set
+	now    time.Time
 
 	// singles maps a (user, name) to the lowest ID among its pending jobs
 	// and whether one of its jobs runs; built on the first singleton.
@@ -34,23 +35,28 @@ type singleInfo struct {
 }
 
 // Gates returns a Gates over the view's jobs at now.
-func (v *View) Gates(now time.Time) *Gates { return newGates(v.jobs, now) }
+func (v *View) Gates(now time.Time) *Gates { return newGates(v.jobs, v.policy, now) }
 
-func newGates(jobs []*cluster.Job, now time.Time) *Gates {
-	return &Gates{jobs: jobs, now: now}
+func newGates(jobs []*cluster.Job, policy *cluster.Policy, now time.Time) *Gates {
+	return &Gates{jobs: jobs, policy: policy, now: now}
 }
 
 // Admit returns "" when pending job j may be offered to placement now, and
 // counts it against its array's throttle; otherwise the reason it waits
-// (JobHeldUser, JobHeldAdmin, Dependency, JobArrayTaskLimit) or
-// DependencyNeverSatisfied, for a job that never can start: the leader
-// cancels those.
+// (JobHeldUser, JobHeldAdmin, PartitionTimeLimit, Dependency,
+// JobArrayTaskLimit) or DependencyNeverSatisfied, for a job that never
+// can start: the leader cancels those.
 func (g *Gates) Admit(j *cluster.Job) string {
 	switch j.Hold {
 	case cluster.HoldUser:
 		return cluster.ReasonHeldUser
 	case cluster.HoldAdmin:
 		return cluster.ReasonHeldAdmin
+	}
+	if pt, ok := g.policy.Partition(j.Spec.Request.Partition); ok && pt.OverLimit(j.Spec.Request.TimeLimit) {
+		// A job asking for more than its partition allows waits, as
+		// Slurm's does, until an administrator raises the limit.
+		return cluster.ReasonPartitionLimit
 	}
 	if d := j.Spec.Dependency; d != nil {
 		switch g.dependency(j, d) {

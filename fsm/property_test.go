@@ -357,7 +357,7 @@ func (m *model) check(t *rapid.T) {
 			if !ok || !known || now.Incarnation == work[i].Incarnation {
 				continue // refused
 			}
-			if why := newGates(work, m.beforeAt).Admit(work[i]); why != "" {
+			if why := newGates(work, m.before.Policy(), m.beforeAt).Admit(work[i]); why != "" {
 				t.Fatalf("job %d started though it had to wait: %s", d.Job, why)
 			}
 			work[i] = now

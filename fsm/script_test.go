@@ -21,6 +21,7 @@ import (
 //
 //	submit nodes=N gpus=G [rid=R] [name=X] [tpn=T] [requeue=yes] [batch=yes]
 //	       [array=SPEC] [dep=SPEC] [hold=yes] [user=U]   (--array, --dependency, --hold)
+//	       [partition=P] [time=SECONDS]
 //	                                         SubmitJob (batch=yes: a script, no command)
 //	node NAME gpus=G [switch=S]              UpsertNode
 //	node-down NAME                           NodeDown
@@ -31,6 +32,8 @@ import (
 //	hold job=J [by=user|admin] / release job=J   SetHold
 //	requeue job=J [hold=user|admin]          RequeueJob
 //	gates                                    Gates.Admit for every pending job
+//	policy + input: a policy file (JSON)     SetPolicy
+//	spec job=J                               the job's partition and time limit
 //	reasons J=REASON ...                     SetReasons
 //	step job=J [nodes=N] [tpn=T] [gpt=G] [cmd=(a,b)] [inc=I]
 //	                                         StartStep (cmd defaults to hostname)
@@ -109,6 +112,8 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			sp.Dependency = cluster.DependencyFromSlurm(dep)
 		}
 		sp.Hold = strArg("hold", "") == "yes"
+		sp.Request.Partition = strArg("partition", "")
+		sp.Request.TimeLimit = time.Duration(intArg("time", 0)) * time.Second
 		sp.User = strArg("user", sp.User)
 		return resultString(h.apply(t, CmdSubmitJob, SubmitJob{RequestID: strArg("rid", ""), Spec: sp}))
 	case "node":
@@ -142,6 +147,18 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 		}))
 	case "cancel":
 		return resultString(h.apply(t, CmdCancelJob, CancelJob{Job: jobArg(), Reason: strArg("reason", "")}))
+	case "policy":
+		p, err := cluster.ParsePolicyJSON([]byte(d.Input))
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		return resultString(h.apply(t, CmdSetPolicy, SetPolicy{Policy: p}))
+	case "spec":
+		j, ok := h.s.View().Job(jobArg())
+		if !ok {
+			return "no such job\n"
+		}
+		return fmt.Sprintf("partition=%s time_limit=%s\n", orDash(j.Spec.Request.Partition), j.Spec.Request.TimeLimit)
 	case "hold":
 		return resultString(h.apply(t, CmdSetHold, SetHold{Job: jobArg(), Hold: strArg("by", cluster.HoldUser)}))
 	case "release":

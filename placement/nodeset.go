@@ -100,7 +100,7 @@ func (s *state) never(req cluster.Request) string {
 	if req.Nodes < 1 || req.GPUsPerNode < 0 {
 		return ReasonBadConstraints
 	}
-	if !req.Constrained() {
+	if !req.Constrained() && !v.restricts(req.Partition) {
 		if !v.fitsEmpty(req.Nodes, req.GPUsPerNode) {
 			return cluster.ReasonReqNodeNotAvail
 		}
@@ -116,7 +116,7 @@ func (s *state) never(req cluster.Request) string {
 		switch {
 		case !known:
 			why = cluster.ReasonReqNodeNotAvail
-		case !fitsNode(v.nodes[i].node, req, c):
+		case !fitsNode(v.nodes[i].node, req, c) || !v.inPartition(i, req.Partition):
 			return ReasonBadConstraints
 		case !v.nodes[i].usable:
 			why = cluster.ReasonReqNodeNotAvail
@@ -124,7 +124,7 @@ func (s *state) never(req cluster.Request) string {
 	}
 	usable, known := 0, 0
 	for i := range v.nodes {
-		if n := v.nodes[i].node; fitsNode(n, req, c) {
+		if n := v.nodes[i].node; fitsNode(n, req, c) && v.inPartition(i, req.Partition) {
 			known++
 			if v.nodes[i].usable {
 				usable++
@@ -144,7 +144,7 @@ func (s *state) never(req cluster.Request) string {
 func (s *state) eligible(ni int, req cluster.Request, c *cluster.Constraint) bool {
 	n := &s.v.nodes[ni]
 	switch {
-	case !n.usable || s.exclOf(ni) > 0 || !fitsNode(n.node, req, c):
+	case !n.usable || s.exclOf(ni) > 0 || !fitsNode(n.node, req, c) || !s.v.inPartition(ni, req.Partition):
 		return false
 	case req.Exclusive:
 		return s.busyOf(ni) == 0 && s.free[ni] == len(n.node.GPUs)

@@ -16,6 +16,7 @@ type Factors struct {
 	FairShare float64 `json:"fair_share"`
 	JobSize   float64 `json:"job_size"`
 	QoS       float64 `json:"qos"`
+	Partition float64 `json:"partition"`
 }
 
 // Priority is one pending job's multifactor priority, every factor
@@ -60,14 +61,19 @@ type Priority struct {
 //     anything, and 0 for an association with no share.
 //   - QoS: the job's QoS level's priority over the highest level's; 0
 //     for a QoS the policy does not name.
+//   - Partition: the job's partition's priority over the highest
+//     partition's (Slurm's PriorityJobFactor); 0 outside partitions.
 //
 // Only a job's current incarnation counts towards usage (a requeue
 // clears the allocation). Priorities is pure and its order deterministic.
 func Priorities(p cluster.Policy, jobs []*cluster.Job, gpus int, now time.Time) []Priority {
 	fs := fairShares(&p, jobs, now)
-	var maxQoS int64
+	var maxQoS, maxPart int64
 	for _, q := range p.QoS {
 		maxQoS = max(maxQoS, q.Priority)
+	}
+	for _, pt := range p.Partitions {
+		maxPart = max(maxPart, pt.Priority)
 	}
 	w := p.Weights
 	var out []Priority
@@ -90,14 +96,18 @@ func Priorities(p cluster.Policy, jobs []*cluster.Job, gpus int, now time.Time) 
 		if i, ok := findQoS(p.QoS, j.Spec.QoS); ok && maxQoS > 0 {
 			f.QoS = float64(p.QoS[i].Priority) / float64(maxQoS)
 		}
+		if pt, ok := p.Partition(j.Spec.Request.Partition); ok && maxPart > 0 {
+			f.Partition = float64(pt.Priority) / float64(maxPart)
+		}
 		pr.Weighted = Factors{
 			Age:       f.Age * float64(w.Age),
 			FairShare: f.FairShare * float64(w.FairShare),
 			JobSize:   f.JobSize * float64(w.JobSize),
 			QoS:       f.QoS * float64(w.QoS),
+			Partition: f.Partition * float64(w.Partition),
 		}
 		// Summed in a fixed order, so every replica gets the same bits.
-		sum := pr.Weighted.Age + pr.Weighted.FairShare + pr.Weighted.JobSize + pr.Weighted.QoS
+		sum := pr.Weighted.Age + pr.Weighted.FairShare + pr.Weighted.JobSize + pr.Weighted.QoS + pr.Weighted.Partition
 		pr.Priority = int64(sum) - int64(j.Spec.Nice)
 		out = append(out, pr)
 	}

@@ -119,6 +119,14 @@ func TestPriorityFactors(t *testing.T) {
 			j.Spec.QoS = "gold"
 			return j
 		}, want: Factors{FairShare: 1}, prio: 10000},
+		{name: "partition debug is 10 of 40", job: func() *cluster.Job {
+			j := pjob(1, cluster.JobPending, "u", "", 1, 0)
+			j.Spec.Request.Partition = "debug"
+			return j
+		}, pol: func(p *cluster.Policy) {
+			p.Weights.Partition = 800
+			p.Partitions = []cluster.Partition{{Name: "debug", Priority: 10}, {Name: "gpu", Priority: 40}}
+		}, want: Factors{Partition: 0.25, FairShare: 1}, prio: 200 + 10000},
 		{name: "nice is subtracted", job: func() *cluster.Job {
 			j := pjob(1, cluster.JobPending, "u", "", 1, 0)
 			j.Spec.Nice = 300

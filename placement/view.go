@@ -39,6 +39,8 @@ type View struct {
 	// FSM never allows that; NewView tolerates it, and keeps such a GPU
 	// taken until its last holder finishes. Nil when there is none.
 	dup map[int]int
+	// parts are the partitions jobs may name (WithPartitions); nil: none.
+	parts map[string]partInfo
 }
 
 // holder is one job holding resources: what, and until when.

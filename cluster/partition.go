@@ -1,0 +1,239 @@
+package cluster
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shoal-sched/shoal/slurm"
+)
+
+// Partition is a named set of nodes with its own time limits and
+// priority, as Slurm's partitions: a job names one with -p (or gets the
+// default one), runs only on its nodes, gets its DefaultTime when it asks
+// for no limit, and pends with PartitionTimeLimit while it asks for more
+// than MaxTime.
+type Partition struct {
+	Name string `msgpack:"name" json:"name"`
+	// Nodes are the partition's node names, ascending and distinct; empty
+	// means every node.
+	Nodes []string `msgpack:"nodes" json:"nodes"`
+	// Default marks the partition jobs go to when they name none.
+	Default bool `msgpack:"default" json:"default"`
+	// DefaultTime is the limit of a job that asks for none; zero: MaxTime.
+	DefaultTime time.Duration `msgpack:"default_time" json:"default_time"`
+	// MaxTime is the most a job may ask for; zero: no limit.
+	MaxTime time.Duration `msgpack:"max_time" json:"max_time"`
+	// Priority is the partition's priority factor (Slurm's
+	// PriorityJobFactor), weighted by Weights.Partition.
+	Priority int64 `msgpack:"priority" json:"priority"`
+}
+
+// Partition bounds.
+const (
+	MaxPartitions        = 256
+	MaxPartitionNodes    = 100000
+	ReasonPartitionLimit = "PartitionTimeLimit"
+)
+
+// validatePartitions checks the policy's partitions (sorted by name, at
+// most one default, limits that agree) and names the first bad field.
+func validatePartitions(ps []Partition) error {
+	if len(ps) > MaxPartitions {
+		return fmt.Errorf("partitions: %d, want at most %d", len(ps), MaxPartitions)
+	}
+	defaults := 0
+	for i, p := range ps {
+		where := fmt.Sprintf("partitions[%d] %.64q", i, p.Name)
+		if err := policyName(p.Name); err != nil {
+			return fmt.Errorf("%s: name: %w", where, err)
+		}
+		if i > 0 && p.Name <= ps[i-1].Name {
+			return fmt.Errorf("%s: name not after %q, want ascending unique names", where, ps[i-1].Name)
+		}
+		if len(p.Nodes) > MaxPartitionNodes {
+			return fmt.Errorf("%s: nodes: %d, want at most %d", where, len(p.Nodes), MaxPartitionNodes)
+		}
+		for k, n := range p.Nodes {
+			if n == "" || len(n) > MaxNodeNameBytes {
+				return fmt.Errorf("%s: nodes[%d]: %d bytes, want 1 to %d", where, k, len(n), MaxNodeNameBytes)
+			}
+			if k > 0 && n <= p.Nodes[k-1] {
+				return fmt.Errorf("%s: nodes[%d] %.64q not after %.64q, want ascending unique names", where, k, n, p.Nodes[k-1])
+			}
+		}
+		switch {
+		case p.DefaultTime < 0 || p.DefaultTime > MaxPolicyDuration:
+			return fmt.Errorf("%s: default_time %s: want 0 to %s", where, p.DefaultTime, MaxPolicyDuration)
+		case p.MaxTime < 0 || p.MaxTime > MaxPolicyDuration:
+			return fmt.Errorf("%s: max_time %s: want 0 (no limit) to %s", where, p.MaxTime, MaxPolicyDuration)
+		case p.MaxTime > 0 && p.DefaultTime > p.MaxTime:
+			return fmt.Errorf("%s: default_time %s is above max_time %s", where, p.DefaultTime, p.MaxTime)
+		case p.Priority < 0 || p.Priority > MaxPolicyWeight:
+			return fmt.Errorf("%s: priority %d: want 0 to %d", where, p.Priority, int64(MaxPolicyWeight))
+		}
+		if p.Default {
+			defaults++
+		}
+	}
+	if defaults > 1 {
+		return fmt.Errorf("partitions: %d marked default, want at most one", defaults)
+	}
+	return nil
+}
+
+// Partition returns the partition named name.
+func (p *Policy) Partition(name string) (*Partition, bool) {
+	if p == nil {
+		return nil, false
+	}
+	i, ok := slices.BinarySearchFunc(p.Partitions, name, func(x Partition, n string) int { return cmp.Compare(x.Name, n) })
+	if !ok {
+		return nil, false
+	}
+	return &p.Partitions[i], true
+}
+
+// DefaultPartition returns the partition jobs that name none go to.
+func (p *Policy) DefaultPartition() (*Partition, bool) {
+	if p == nil {
+		return nil, false
+	}
+	for i := range p.Partitions {
+		if p.Partitions[i].Default {
+			return &p.Partitions[i], true
+		}
+	}
+	return nil, false
+}
+
+// Has reports whether node is in the partition.
+func (pt *Partition) Has(node string) bool {
+	if len(pt.Nodes) == 0 {
+		return true
+	}
+	_, ok := slices.BinarySearch(pt.Nodes, node)
+	return ok
+}
+
+// Limit is the time limit a job asking for limit gets in the partition:
+// its DefaultTime (else MaxTime) when it asks for none.
+func (pt *Partition) Limit(limit time.Duration) time.Duration {
+	if limit > 0 {
+		return limit
+	}
+	if pt.DefaultTime > 0 {
+		return pt.DefaultTime
+	}
+	return pt.MaxTime
+}
+
+// OverLimit reports whether a job with this (already defaulted) limit
+// asks for more than the partition allows.
+func (pt *Partition) OverLimit(limit time.Duration) bool {
+	return pt.MaxTime > 0 && (limit <= 0 || limit > pt.MaxTime)
+}
+
+// ResolvePartition returns the partition a spec runs in, and the spec
+// with its partition named and its time limit defaulted. With no
+// partitions configured, a spec's -p names nothing and is kept as it is.
+func (p *Policy) ResolvePartition(spec Spec) (Spec, *Partition, error) {
+	if p == nil || len(p.Partitions) == 0 {
+		return spec, nil, nil
+	}
+	var pt *Partition
+	if spec.Request.Partition == "" {
+		d, ok := p.DefaultPartition()
+		if !ok {
+			return spec, nil, fmt.Errorf("partition: none given and no default partition; want one of %s", p.partitionNames())
+		}
+		pt = d
+	} else {
+		var ok bool
+		if pt, ok = p.Partition(spec.Request.Partition); !ok {
+			return spec, nil, fmt.Errorf("partition %.64q: no such partition; want one of %s", spec.Request.Partition, p.partitionNames())
+		}
+	}
+	spec.Request.Partition = pt.Name
+	spec.Request.TimeLimit = pt.Limit(spec.Request.TimeLimit)
+	return spec, pt, nil
+}
+
+func (p *Policy) partitionNames() string {
+	names := make([]string, len(p.Partitions))
+	for i, pt := range p.Partitions {
+		names[i] = pt.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// PartitionFile is one partition in a PolicyFile: nodes as a Slurm
+// hostlist ("n[01-16]"; absent: every node), times in Slurm's --time
+// forms ("1-00:00:00", "UNLIMITED"; absent: none).
+type PartitionFile struct {
+	Nodes       string `json:"nodes,omitempty"`
+	Default     bool   `json:"default,omitempty"`
+	DefaultTime string `json:"default_time,omitempty"`
+	MaxTime     string `json:"max_time,omitempty"`
+	Priority    int64  `json:"priority,omitempty"`
+}
+
+// partitionsFromFile reads a policy file's partitions, sorted by name.
+func partitionsFromFile(fs map[string]PartitionFile) ([]Partition, error) {
+	if len(fs) > MaxPartitions {
+		return nil, fmt.Errorf("partitions: %d, want at most %d", len(fs), MaxPartitions)
+	}
+	var out []Partition
+	for name, f := range fs {
+		pt := Partition{Name: name, Default: f.Default, Priority: f.Priority}
+		if f.Nodes != "" {
+			nodes, err := slurm.ExpandHostlist(f.Nodes)
+			if err != nil {
+				return nil, fmt.Errorf("partitions.%s.nodes: %w", name, err)
+			}
+			slices.Sort(nodes)
+			pt.Nodes = slices.Compact(nodes)
+		}
+		for _, t := range []struct {
+			field string
+			in    string
+			out   *time.Duration
+		}{{"default_time", f.DefaultTime, &pt.DefaultTime}, {"max_time", f.MaxTime, &pt.MaxTime}} {
+			if t.in == "" {
+				continue
+			}
+			d, err := slurm.ParseTime(t.in)
+			if err != nil {
+				return nil, fmt.Errorf("partitions.%s.%s: %w", name, t.field, err)
+			}
+			*t.out = d
+		}
+		out = append(out, pt)
+	}
+	slices.SortFunc(out, func(a, b Partition) int { return cmp.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// partitionsToFile is the inverse of partitionsFromFile.
+func partitionsToFile(ps []Partition) map[string]PartitionFile {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make(map[string]PartitionFile, len(ps))
+	for _, pt := range ps {
+		f := PartitionFile{Default: pt.Default, Priority: pt.Priority}
+		if len(pt.Nodes) > 0 {
+			f.Nodes = slurm.CompressHostlist(pt.Nodes)
+		}
+		if pt.DefaultTime > 0 {
+			f.DefaultTime = slurm.FormatTime(pt.DefaultTime)
+		}
+		if pt.MaxTime > 0 {
+			f.MaxTime = slurm.FormatTime(pt.MaxTime)
+		}
+		out[pt.Name] = f
+	}
+	return out
+}
