@@ -141,12 +141,17 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	}
 	closers = append(closers, func() { _ = a.gossip.Shutdown() })
 
+	// From here on a.cfg.TaskHelper is set only if tasks get namespaces.
+	if a.cfg.TaskHelper, err = cfg.taskNamespace(log); err != nil {
+		return nil, err
+	}
 	a.exec, err = exec.New(ctx, exec.Config{
-		DataDir:   filepath.Join(cfg.DataDir, "exec"),
-		NodeName:  cfg.Name,
-		KillGrace: cfg.KillGrace,
-		KillWait:  cfg.KillWait,
-		Logger:    log.With("component", "exec"),
+		TaskNamespace: a.cfg.TaskHelper,
+		DataDir:       filepath.Join(cfg.DataDir, "exec"),
+		NodeName:      cfg.Name,
+		KillGrace:     cfg.KillGrace,
+		KillWait:      cfg.KillWait,
+		Logger:        log.With("component", "exec"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start executor: %w", err)

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
+	"github.com/shoal-sched/shoal/exec"
 )
 
 // Default ports of an agent.
@@ -68,6 +71,17 @@ type Config struct {
 	// Policy, when set (--policy FILE), is the queue policy this agent
 	// makes the cluster's whenever it becomes leader (see proposePolicy).
 	Policy *cluster.Policy
+	// TaskHostname (--task-hostname) says whether tasks run in a UTS and
+	// mount namespace of their own with the node's name as hostname and
+	// an /etc/hosts naming the cluster's nodes: TaskHostnameAuto (the
+	// default: when the host's name is not the node's and the agent has
+	// root, as with several agents on one machine), TaskHostnameOn or
+	// TaskHostnameOff.
+	TaskHostname string
+	// TaskHelper is the argv prefix of the program that sets up a task's
+	// namespaces (the shoal binary and exec.TaskNamespaceCommand); without
+	// it tasks never get namespaces of their own.
+	TaskHelper []string
 
 	Version string
 	Logger  *slog.Logger
@@ -132,6 +146,9 @@ func (c *Config) setDefaults() {
 	if c.Version == "" {
 		c.Version = "dev"
 	}
+	if c.TaskHostname == "" {
+		c.TaskHostname = TaskHostnameAuto
+	}
 }
 
 // validate names the first bad field, as the flag the user typed.
@@ -157,6 +174,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--lease-ttl %s: want at least 3 heartbeat intervals (%s)", c.LeaseTTL, 3*c.HeartbeatInterval)
 	case c.CPUs < 0:
 		return fmt.Errorf("--cpus %d: want 0 or more", c.CPUs)
+	case c.TaskHostname != TaskHostnameAuto && c.TaskHostname != TaskHostnameOn && c.TaskHostname != TaskHostnameOff:
+		return fmt.Errorf("--task-hostname %q: want auto, on or off", c.TaskHostname)
 	}
 	if err := cluster.ValidateFeatures(c.Features); err != nil {
 		return fmt.Errorf("--features: %w", err)
@@ -170,6 +189,48 @@ func (c *Config) validate() error {
 		}
 	}
 	return nil
+}
+
+// Values of Config.TaskHostname.
+const (
+	TaskHostnameAuto = "auto"
+	TaskHostnameOn   = "on"
+	TaskHostnameOff  = "off"
+)
+
+// taskNamespace decides from TaskHostname whether this node's tasks run
+// in namespaces of their own and returns the helper for exec, or nil. It
+// says in the log when node names will not resolve inside jobs.
+func (c *Config) taskNamespace(log *slog.Logger) ([]string, error) {
+	if c.TaskHostname == TaskHostnameOff {
+		return nil, nil
+	}
+	host, _ := os.Hostname()
+	on := c.TaskHostname == TaskHostnameOn
+	if short, _, _ := strings.Cut(host, "."); !on && short == c.Name {
+		return nil, nil // a real cluster: the node's name is the host's
+	}
+	why := ""
+	switch {
+	case os.Geteuid() != 0:
+		why = "the agent is not root"
+	case len(c.TaskHelper) == 0:
+		why = "no task namespace helper"
+	default:
+		if err := exec.ProbeTaskNamespace(c.TaskHelper, c.Name); err != nil {
+			why = err.Error()
+		}
+	}
+	if why != "" {
+		if on {
+			return nil, fmt.Errorf("--task-hostname=on: tasks cannot get namespaces of their own: %s", why)
+		}
+		log.Warn("node names will not resolve inside jobs: tasks keep the host's name and /etc/hosts (--task-hostname)",
+			"host", host, "node", c.Name, "why", why)
+		return nil, nil
+	}
+	log.Info("tasks run with the node's name as hostname and an /etc/hosts naming the cluster's nodes", "host", host)
+	return c.TaskHelper, nil
 }
 
 func validNodeName(s string) bool {

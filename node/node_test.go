@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -41,6 +42,8 @@ func TestConfigValidate(t *testing.T) {
 		{"lease shorter than 3 heartbeats", func(c *Config) { c.LeaseTTL = 2 * time.Second }, "--lease-ttl 2s"},
 		{"port zero", func(c *Config) { c.RaftPort = 70000 }, "--raft-port 70000"},
 		{"negative cpus", func(c *Config) { c.CPUs = -4 }, "--cpus -4"},
+		{"task hostname off", func(c *Config) { c.TaskHostname = TaskHostnameOff }, ""},
+		{"task hostname unknown", func(c *Config) { c.TaskHostname = "yes" }, `--task-hostname "yes"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,6 +55,39 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("validate() = %v; want nil", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Fatalf("validate() = %v; want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestTaskNamespaceChoice covers the cases of --task-hostname that do not
+// depend on root: off, auto on a host named as the node, on without a
+// helper, auto without a helper.
+func TestTaskNamespaceChoice(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skip("no host name:", err)
+	}
+	short, _, _ := strings.Cut(host, ".")
+	helper := []string{"/nonexistent/shoal", "__task-namespace"}
+	tests := []struct {
+		name, setting, node string
+		helper              []string
+		wantErr             bool
+	}{
+		{"off", TaskHostnameOff, "n1", helper, false},
+		{"auto, host named as the node", TaskHostnameAuto, short, helper, false},
+		{"auto, no helper", TaskHostnameAuto, "n1-" + short, nil, false},
+		{"on, no helper", TaskHostnameOn, "n1", nil, true},
+		{"on, helper that cannot run", TaskHostnameOn, "n1", helper, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := validConfig()
+			c.Name, c.TaskHostname, c.TaskHelper = tt.node, tt.setting, tt.helper
+			got, err := c.taskNamespace(slog.New(slog.DiscardHandler))
+			if (err != nil) != tt.wantErr || got != nil {
+				t.Errorf("taskNamespace() = %q, %v; want nil and an error: %v", got, err, tt.wantErr)
 			}
 		})
 	}

@@ -318,7 +318,12 @@ func (a *Agent) driveSteps(ctx context.Context, v *fsm.View, j *cluster.Job, i i
 func (a *Agent) launch(v *fsm.View, j *cluster.Job, nodeIndex int) exec.Launch {
 	spec := j.Spec
 	spec.Env = append(append([]string(nil), j.Spec.Env...), "SHOAL_ADDR=unix://"+a.dir.socketPath())
+	var hosts []exec.Host
+	if len(a.cfg.TaskHelper) > 0 {
+		hosts = a.taskHosts(v)
+	}
 	return exec.Launch{
+		Hosts:       hosts,
 		Job:         j.ID,
 		Incarnation: j.Incarnation,
 		Spec:        spec,
@@ -384,6 +389,22 @@ func (a *Agent) reportStarted(ctx context.Context, j *cluster.Job) {
 	if err != nil {
 		a.log.Debug("report start", "job", uint64(j.ID), "err", err)
 	}
+}
+
+// taskHosts are the cluster's node names at their agents' addresses (the
+// host of each node's API address, as masterAddr), for the tasks' own
+// /etc/hosts.
+func (a *Agent) taskHosts(v *fsm.View) []exec.Host {
+	nodes := v.Nodes()
+	hosts := make([]exec.Host, 0, len(nodes))
+	for _, n := range nodes {
+		addr := a.masterAddr(v, n.Name)
+		if addr == n.Name {
+			continue // no address known
+		}
+		hosts = append(hosts, exec.Host{Name: n.Name, Addr: addr})
+	}
+	return hosts
 }
 
 // masterAddr is the host ranks dial to reach the job's first node.

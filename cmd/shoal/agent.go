@@ -14,6 +14,7 @@ import (
 
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
+	"github.com/shoal-sched/shoal/exec"
 	"github.com/shoal-sched/shoal/gpu"
 	"github.com/shoal-sched/shoal/node"
 )
@@ -92,6 +93,9 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 				}
 				cfg.Policy = &p
 			}
+			if exe, err := os.Executable(); err == nil {
+				cfg.TaskHelper = []string{exe, exec.TaskNamespaceCommand}
+			}
 			a, err := node.New(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -125,6 +129,7 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.BoolVar(&devTiming, "dev-timing", false, "fast raft timeouts for loopback clusters (shoal dev, tests); not for real networks")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")
+	f.StringVar(&cfg.TaskHostname, "task-hostname", node.TaskHostnameAuto, "run each task with the node's name as hostname and an /etc/hosts naming the cluster's nodes, in namespaces of its own (needs root): auto (when the host's name is not the node's), on or off")
 	f.StringVar(&policyFile, "policy", "", "queue policy file (JSON: priority weights, fair-share accounts, QoS levels) this agent makes the cluster's when it becomes leader; give every agent the same file")
 	return cmd
 }
