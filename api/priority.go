@@ -13,17 +13,20 @@ import (
 // (sprio) shows it: the weighted factors, whose sum less Nice is Priority,
 // and the factors themselves, each in [0,1].
 type Priority struct {
-	Job      uint64         `json:"job"`
-	User     string         `json:"user"`
-	Account  string         `json:"account"`
-	QoSName  string         `json:"qos_name"`
-	Priority int64          `json:"priority"`
-	Age      float64        `json:"age"`
-	Fair     float64        `json:"fair_share"`
-	JobSize  float64        `json:"job_size"`
-	QoS      float64        `json:"qos"`
-	Nice     int            `json:"nice"`
-	Factors  PriorityFactor `json:"factors"`
+	Job      uint64  `json:"job"`
+	User     string  `json:"user"`
+	Account  string  `json:"account"`
+	QoSName  string  `json:"qos_name"`
+	Priority int64   `json:"priority"`
+	Age      float64 `json:"age"`
+	Fair     float64 `json:"fair_share"`
+	JobSize  float64 `json:"job_size"`
+	QoS      float64 `json:"qos"`
+	// Partition is the weighted partition factor; PartitionName the job's.
+	Partition     float64        `json:"partition"`
+	PartitionName string         `json:"partition_name,omitempty"`
+	Nice          int            `json:"nice"`
+	Factors       PriorityFactor `json:"factors"`
 }
 
 // PriorityFactor holds a job's normalised priority factors.
@@ -32,6 +35,7 @@ type PriorityFactor struct {
 	FairShare float64 `json:"fair_share"`
 	JobSize   float64 `json:"job_size"`
 	QoS       float64 `json:"qos"`
+	Partition float64 `json:"partition"`
 }
 
 // PolicyResponse answers GET /v1/policy: the queue policy in force, and

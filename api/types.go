@@ -55,6 +55,8 @@ type Job struct {
 	// Hold is "user" or "admin" while held.
 	Dependency string `json:"dependency,omitempty"`
 	Hold       string `json:"hold,omitempty"`
+	// Partition is the job's partition; empty when the cluster has none.
+	Partition string `json:"partition,omitempty"`
 	// Signal is the job's --signal, if any.
 	Signal *cluster.JobSignal `json:"signal,omitempty"`
 	// Account, QoS and Nice are the job's queue-policy fields (-A, -q,
@@ -176,6 +178,8 @@ type SubmitRequest struct {
 	Dependency *cluster.Dependency `json:"dependency,omitempty"`
 	Array      *cluster.ArraySpec  `json:"array,omitempty"`
 	Hold       bool                `json:"hold,omitempty"`
+	// Partition is -p: empty for the default one.
+	Partition string `json:"partition,omitempty"`
 }
 
 // StepRequest is the body of POST /v1/jobs/{id}/steps (srun inside an

@@ -321,6 +321,7 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 		Exclude:      req.Exclude,
 		Constraint:   req.Constraint,
 		Exclusive:    req.Exclusive,
+		Partition:    req.Partition,
 	}
 	// Zero means "not given": fill Slurm's defaults. Negative values stay
 	// and are refused by validation, naming the field.
@@ -564,7 +565,7 @@ func jobOf(j *cluster.Job) api.Job {
 	if a := j.Array; a != nil {
 		out.ArrayJobID, out.ArrayTaskID, out.ArrayThrottle, out.JobIDString = uint64(a.JobID), a.TaskID, a.Throttle, a.Name()
 	}
-	out.Dependency, out.Hold = j.Spec.Dependency.String(), j.Hold
+	out.Dependency, out.Hold, out.Partition = j.Spec.Dependency.String(), j.Hold, j.Spec.Request.Partition
 	out.ReqNodeList, out.ExcNodeList = j.Spec.Request.NodeList, j.Spec.Request.Exclude
 	out.Features, out.Exclusive = j.Spec.Request.Constraint, j.Spec.Request.Exclusive
 	for _, st := range j.Steps {

@@ -173,7 +173,11 @@ func (a *Agent) schedulePass(ctx context.Context, v *fsm.View) error {
 	if plantedDoubleBook { // a planted bug, test builds only: see planted_doublebook_off.go
 		jobs = plantedHideNewest(jobs)
 	}
-	res, err := placement.PlaceWith(placement.NewView(v.Nodes(), jobs), pending, now,
+	var parts []cluster.Partition
+	if p := v.Policy(); p != nil {
+		parts = p.Partitions
+	}
+	res, err := placement.PlaceWith(placement.NewView(v.Nodes(), jobs).WithPartitions(parts), pending, now,
 		placement.Options{Policy: placement.PolicyShoal, Order: placement.PriorityOrder(priorities(v, now))})
 	if err != nil {
 		return err
@@ -385,7 +389,20 @@ func (a *Agent) leaderSubmit(ctx context.Context, requestID string, spec cluster
 	if err := spec.Validate(); err != nil {
 		return fsm.Result{}, badRequest(err)
 	}
-	if err := placement.Check(a.knownNodes(v), spec.Request); err != nil {
+	// Judge the request against its partition's nodes (the FSM names the
+	// partition again when it applies the submit).
+	resolved, part, err := v.Policy().ResolvePartition(spec)
+	if err != nil {
+		return fsm.Result{}, badRequest(err)
+	}
+	nodes := a.knownNodes(v)
+	if part != nil && len(part.Nodes) > 0 {
+		nodes = slices.DeleteFunc(slices.Clone(nodes), func(n *cluster.Node) bool { return !part.Has(n.Name) })
+	}
+	if err := placement.Check(nodes, resolved.Request); err != nil {
+		if part != nil {
+			err = fmt.Errorf("partition %s: %w", part.Name, err)
+		}
 		return fsm.Result{}, badRequest(err)
 	}
 	res, err := a.apply(ctx, fsm.CmdSubmitJob, fsm.SubmitJob{RequestID: requestID, Spec: spec, Time: time.Now()})

@@ -152,6 +152,7 @@ func (a *Agent) handlePriority(w http.ResponseWriter, r *http.Request) {
 			Job: uint64(p.Job), User: p.User, Account: p.Account, QoSName: p.QoS,
 			Priority: p.Priority, Nice: p.Nice,
 			Age: p.Weighted.Age, Fair: p.Weighted.FairShare, JobSize: p.Weighted.JobSize, QoS: p.Weighted.QoS,
+			Partition: p.Weighted.Partition, PartitionName: p.Partition,
 			Factors: api.PriorityFactor(p.Factors),
 		})
 	}

@@ -26,6 +26,8 @@ type Priority struct {
 	User    string
 	Account string
 	QoS     string
+	// Partition is the job's partition, "" for none.
+	Partition string
 	// Priority is the sum of Weighted, truncated to an integer, less Nice
 	// (Slurm's multifactor formula).
 	Priority int64
@@ -81,7 +83,8 @@ func Priorities(p cluster.Policy, jobs []*cluster.Job, gpus int, now time.Time) 
 		if j == nil || j.State != cluster.JobPending {
 			continue
 		}
-		pr := Priority{Job: j.ID, User: j.Spec.User, Account: j.Spec.Account, QoS: j.Spec.QoS, Nice: j.Spec.Nice}
+		pr := Priority{Job: j.ID, User: j.Spec.User, Account: j.Spec.Account, QoS: j.Spec.QoS, Nice: j.Spec.Nice,
+			Partition: j.Spec.Request.Partition}
 		f := &pr.Factors
 		switch age := now.Sub(j.SubmitTime); {
 		case p.MaxAge <= 0 || age >= p.MaxAge:

@@ -56,6 +56,9 @@ func printJob(w io.Writer, j api.Job) {
 	if j.ArrayJobID != 0 {
 		fmt.Fprintf(w, "   ArrayJobId=%d ArrayTaskId=%d ArrayTaskThrottle=%d\n", j.ArrayJobID, j.ArrayTaskID, j.ArrayThrottle)
 	}
+	if j.Partition != "" {
+		fmt.Fprintf(w, "   Partition=%s\n", j.Partition)
+	}
 	if j.Dependency != "" || j.Hold != "" {
 		fmt.Fprintf(w, "   Dependency=%s Hold=%s\n", orNull(j.Dependency), orNone(j.Hold))
 	}

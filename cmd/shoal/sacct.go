@@ -199,7 +199,7 @@ var sacctFields = []sacctField{
 		if r.step != nil || r.batch {
 			return ""
 		}
-		return shoalPartition
+		return jobPartition(r.job)
 	}},
 	{"Account", 10, func(r sacctRow, _ slurmView) string { return r.job.Account }},
 	{"User", 9, func(r sacctRow, _ slurmView) string {
@@ -410,14 +410,14 @@ type sacctQuery struct {
 	allUsers bool
 	states   map[string]bool
 	names    []string
-	noPart   bool
+	parts    []string // -r: only these partitions
 	start    time.Time
 	end      time.Time
 }
 
 func (q sacctQuery) match(j api.Job) bool {
 	switch {
-	case q.noPart:
+	case len(q.parts) > 0 && !slices.Contains(q.parts, jobPartition(j)):
 		return false
 	case len(q.ids) > 0:
 		if !selects(q.ids, j) {
@@ -501,7 +501,7 @@ func runSacct(ctx context.Context, g *globalFlags, args []string, stdout, stderr
 		case "name":
 			q.names = append(q.names, splitList(o.value)...)
 		case "partition":
-			q.noPart = !slices.Contains(splitList(o.value), shoalPartition)
+			q.parts = append(q.parts, splitList(o.value)...)
 		case "starttime":
 			if q.start, err = parseSacctTime(o.value, now); err != nil {
 				return err

@@ -109,7 +109,8 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 	}
 	var users, names []string
 	var states map[string]bool
-	quiet, verbose, noPart := false, false, false
+	quiet, verbose := false, false
+	var parts []string
 	// --signal sends a signal instead of cancelling: to the jobs' steps,
 	// or with --batch to their batch shells (without --signal, --batch
 	// changes nothing: a cancel ends the whole job).
@@ -127,7 +128,7 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 				return err
 			}
 		case "partition":
-			noPart = !slices.Contains(splitList(v.value), shoalPartition)
+			parts = append(parts, splitList(v.value)...)
 		case "quiet":
 			quiet = true
 		case "verbose":
@@ -144,7 +145,7 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	filtered := len(users) > 0 || len(names) > 0 || states != nil || noPart
+	filtered := len(users) > 0 || len(names) > 0 || states != nil || len(parts) > 0
 	if len(targets) == 0 && !filtered {
 		return slurmErrorf("No job identification provided")
 	}
@@ -159,7 +160,7 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 		}
 		match := func(j api.Job) bool {
 			switch {
-			case noPart:
+			case len(parts) > 0 && !slices.Contains(parts, jobPartition(j)):
 				return false
 			case len(users) > 0 && !slices.Contains(users, j.User):
 				return false

@@ -65,6 +65,16 @@ func runScontrol(ctx context.Context, g *globalFlags, args []string, out io.Writ
 			}
 			printJob(out, j)
 			return nil
+		case "partition", "partitions":
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			pol, err := c.Policy(ctx)
+			if err != nil {
+				return err
+			}
+			return printPartitions(out, pol.Policy, args[2:])
 		case "node", "nodes":
 			return scontrolShowNodes(ctx, g, args[2:], out)
 		}

@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -137,6 +141,50 @@ func scontrolUpdate(ctx context.Context, g *globalFlags, args []string) error {
 		if err != nil {
 			return fmt.Errorf("update NodeName=%s: %w", n, err)
 		}
+	}
+	return nil
+}
+
+// printPartitions is `scontrol show partition [NAME]`: the queue policy's
+// partitions in Slurm's layout, or the one partition of a cluster that
+// declares none.
+func printPartitions(w io.Writer, pol cluster.PolicyFile, only []string) error {
+	parts := pol.Partitions
+	if len(parts) == 0 {
+		parts = map[string]cluster.PartitionFile{shoalPartition: {Default: true}}
+	}
+	names := slices.Sorted(maps.Keys(parts))
+	if len(only) > 0 {
+		if _, ok := parts[only[0]]; !ok {
+			return fmt.Errorf("partition %s not found", only[0])
+		}
+		names = only[:1]
+	}
+	yesNo := map[bool]string{true: "YES", false: "NO"}
+	for i, name := range names {
+		p := parts[name]
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		maxTime, defTime := "UNLIMITED", "NONE"
+		if p.MaxTime != "" {
+			if d, err := slurm.ParseTime(p.MaxTime); err == nil && d > 0 {
+				maxTime = slurm.FormatTime(d)
+			}
+		}
+		if p.DefaultTime != "" {
+			if d, err := slurm.ParseTime(p.DefaultTime); err == nil && d > 0 {
+				defTime = slurm.FormatTime(d)
+			}
+		}
+		nodes := p.Nodes
+		if nodes == "" {
+			nodes = "ALL"
+		}
+		fmt.Fprintf(w, "PartitionName=%s\n", name)
+		fmt.Fprintf(w, "   Default=%s State=UP\n", yesNo[p.Default])
+		fmt.Fprintf(w, "   DefaultTime=%s MaxTime=%s PriorityJobFactor=%d\n", defTime, maxTime, p.Priority)
+		fmt.Fprintf(w, "   Nodes=%s\n", nodes)
 	}
 	return nil
 }

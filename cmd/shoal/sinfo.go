@@ -1,15 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -75,41 +78,108 @@ func sinfoState(n api.Node) (compact, long string, rank int) {
 	return s, s, 0
 }
 
+// sinfoNode is one node as one row of sinfo sees it: in one partition
+// (a node in two partitions shows in both, as in Slurm).
+type sinfoNode struct {
+	api.Node
+	part sinfoPart
+}
+
+// sinfoPart is what sinfo prints of a partition.
+type sinfoPart struct {
+	name      string
+	isDefault bool
+	maxTime   string // Slurm's form, "infinite" for none
+}
+
+// shoalPart is the one partition of a cluster whose queue policy has
+// none: every node, no limit.
+var shoalPart = sinfoPart{name: shoalPartition, isDefault: true, maxTime: "infinite"}
+
+// sinfoNodes places the nodes in the policy's partitions: one sinfoNode
+// per partition a node is in, partitions by name; every node in
+// shoalPart when there are none.
+func sinfoNodes(nodes []api.Node, pol cluster.PolicyFile) ([]sinfoNode, error) {
+	var out []sinfoNode
+	if len(pol.Partitions) == 0 {
+		for _, n := range nodes {
+			out = append(out, sinfoNode{Node: n, part: shoalPart})
+		}
+		return out, nil
+	}
+	names := slices.Sorted(maps.Keys(pol.Partitions))
+	for _, name := range names {
+		f := pol.Partitions[name]
+		sp := sinfoPart{name: name, isDefault: f.Default, maxTime: "infinite"}
+		if f.MaxTime != "" {
+			d, err := slurm.ParseTime(f.MaxTime)
+			if err != nil {
+				return nil, fmt.Errorf("partition %s: max_time: %w", name, err)
+			}
+			if d > 0 {
+				sp.maxTime = slurm.FormatTime(d)
+			}
+		}
+		var in map[string]bool
+		if f.Nodes != "" {
+			list, err := slurm.ExpandHostlist(f.Nodes)
+			if err != nil {
+				return nil, fmt.Errorf("partition %s: nodes: %w", name, err)
+			}
+			in = make(map[string]bool, len(list))
+			for _, n := range list {
+				in[n] = true
+			}
+		}
+		for _, n := range nodes {
+			if in == nil || in[n.Name] {
+				out = append(out, sinfoNode{Node: n, part: sp})
+			}
+		}
+	}
+	return out, nil
+}
+
 // sinfoField is one % field of sinfo -o. A field with agg describes a set
 // of nodes (a partition view row); the others are per node, and nodes
 // whose per-node fields print the same share a row.
 type sinfoField struct {
 	letter byte
 	header string
-	one    func(n api.Node) string
-	agg    func(ns []api.Node) string
+	one    func(n sinfoNode) string
+	agg    func(ns []sinfoNode) string
 }
 
 var sinfoFields = []sinfoField{
-	{letter: 'P', header: "PARTITION", one: func(api.Node) string { return shoalPartition + "*" }},
-	{letter: 'R', header: "PARTITION", one: func(api.Node) string { return shoalPartition }},
-	{letter: 'a', header: "AVAIL", one: func(api.Node) string { return "up" }},
-	{letter: 'l', header: "TIMELIMIT", one: func(api.Node) string { return "infinite" }},
-	{letter: 's', header: "JOB_SIZE", one: func(api.Node) string { return "1-infinite" }},
-	{letter: 'r', header: "ROOT", one: func(api.Node) string { return "no" }},
-	{letter: 'h', header: "OVERSUBSCRIBE", one: func(api.Node) string { return "NO" }},
-	{letter: 'g', header: "GROUPS", one: func(api.Node) string { return "all" }},
-	{letter: 't', header: "STATE", one: func(n api.Node) string { c, _, _ := sinfoState(n); return c }},
-	{letter: 'T', header: "STATE", one: func(n api.Node) string { _, l, _ := sinfoState(n); return l }},
-	{letter: 'c', header: "CPUS", one: func(n api.Node) string { return strconv.Itoa(n.CPUs) }},
-	{letter: 'z', header: "S:C:T", one: func(n api.Node) string { return fmt.Sprintf("1:%d:1", n.CPUs) }},
-	{letter: 'm', header: "MEMORY", one: func(n api.Node) string { return strconv.FormatUint(n.MemoryMiB, 10) }},
-	{letter: 'd', header: "TMP_DISK", one: func(api.Node) string { return "0" }},
-	{letter: 'w', header: "WEIGHT", one: func(api.Node) string { return "1" }},
-	{letter: 'f', header: "AVAIL_FEATURES", one: nodeFeatures},
-	{letter: 'b', header: "ACTIVE_FEATURES", one: nodeFeatures},
-	{letter: 'G', header: "GRES", one: func(n api.Node) string {
+	{letter: 'P', header: "PARTITION", one: func(n sinfoNode) string {
+		if n.part.isDefault {
+			return n.part.name + "*"
+		}
+		return n.part.name
+	}},
+	{letter: 'R', header: "PARTITION", one: func(n sinfoNode) string { return n.part.name }},
+	{letter: 'a', header: "AVAIL", one: func(sinfoNode) string { return "up" }},
+	{letter: 'l', header: "TIMELIMIT", one: func(n sinfoNode) string { return n.part.maxTime }},
+	{letter: 's', header: "JOB_SIZE", one: func(sinfoNode) string { return "1-infinite" }},
+	{letter: 'r', header: "ROOT", one: func(sinfoNode) string { return "no" }},
+	{letter: 'h', header: "OVERSUBSCRIBE", one: func(sinfoNode) string { return "NO" }},
+	{letter: 'g', header: "GROUPS", one: func(sinfoNode) string { return "all" }},
+	{letter: 't', header: "STATE", one: func(n sinfoNode) string { c, _, _ := sinfoState(n.Node); return c }},
+	{letter: 'T', header: "STATE", one: func(n sinfoNode) string { _, l, _ := sinfoState(n.Node); return l }},
+	{letter: 'c', header: "CPUS", one: func(n sinfoNode) string { return strconv.Itoa(n.CPUs) }},
+	{letter: 'z', header: "S:C:T", one: func(n sinfoNode) string { return fmt.Sprintf("1:%d:1", n.CPUs) }},
+	{letter: 'm', header: "MEMORY", one: func(n sinfoNode) string { return strconv.FormatUint(n.MemoryMiB, 10) }},
+	{letter: 'd', header: "TMP_DISK", one: func(sinfoNode) string { return "0" }},
+	{letter: 'w', header: "WEIGHT", one: func(sinfoNode) string { return "1" }},
+	{letter: 'f', header: "AVAIL_FEATURES", one: func(n sinfoNode) string { return nodeFeatures(n.Node) }},
+	{letter: 'b', header: "ACTIVE_FEATURES", one: func(n sinfoNode) string { return nodeFeatures(n.Node) }},
+	{letter: 'G', header: "GRES", one: func(n sinfoNode) string {
 		if n.GPUs == 0 {
 			return "(null)"
 		}
 		return fmt.Sprintf("gpu:%d", n.GPUs)
 	}},
-	{letter: 'E', header: "REASON", one: func(n api.Node) string {
+	{letter: 'E', header: "REASON", one: func(n sinfoNode) string {
 		switch {
 		case n.Reason != "":
 			return n.Reason
@@ -118,10 +188,10 @@ var sinfoFields = []sinfoField{
 		}
 		return "none"
 	}},
-	{letter: 'N', header: "NODELIST", agg: func(ns []api.Node) string { return slurm.CompressHostlist(nodeNames(ns)) }},
-	{letter: 'n', header: "HOSTNAMES", agg: func(ns []api.Node) string { return strings.Join(nodeNames(ns), ",") }},
-	{letter: 'D', header: "NODES", agg: func(ns []api.Node) string { return strconv.Itoa(len(ns)) }},
-	{letter: 'F', header: "NODES(A/I/O/T)", agg: func(ns []api.Node) string {
+	{letter: 'N', header: "NODELIST", agg: func(ns []sinfoNode) string { return slurm.CompressHostlist(nodeNames(ns)) }},
+	{letter: 'n', header: "HOSTNAMES", agg: func(ns []sinfoNode) string { return strings.Join(nodeNames(ns), ",") }},
+	{letter: 'D', header: "NODES", agg: func(ns []sinfoNode) string { return strconv.Itoa(len(ns)) }},
+	{letter: 'F', header: "NODES(A/I/O/T)", agg: func(ns []sinfoNode) string {
 		var a, i, o int
 		for _, n := range ns {
 			switch n.State {
@@ -145,7 +215,7 @@ func nodeFeatures(n api.Node) string {
 	return strings.Join(n.Features, ",")
 }
 
-func nodeNames(ns []api.Node) []string {
+func nodeNames(ns []sinfoNode) []string {
 	names := make([]string, len(ns))
 	for i, n := range ns {
 		names[i] = n.Name
@@ -201,15 +271,15 @@ type sinfoQuery struct {
 	summarize  bool
 	noHeader   bool
 	format     string
-	noPart     bool
+	parts      []string // -p: only these partitions
 	nodes      map[string]bool
 	states     []string
 	responding bool
 	dead       bool
 }
 
-func (q sinfoQuery) match(n api.Node) bool {
-	if q.noPart || q.nodes != nil && !q.nodes[n.Name] {
+func (q sinfoQuery) match(n sinfoNode) bool {
+	if len(q.parts) > 0 && !slices.Contains(q.parts, n.part.name) || q.nodes != nil && !q.nodes[n.Name] {
 		return false
 	}
 	if q.responding && n.State == "DOWN" || q.dead && n.State != "DOWN" {
@@ -218,7 +288,7 @@ func (q sinfoQuery) match(n api.Node) bool {
 	if len(q.states) == 0 {
 		return true
 	}
-	c, l, _ := sinfoState(n)
+	c, l, _ := sinfoState(n.Node)
 	c, l = strings.TrimSuffix(c, "*"), strings.TrimSuffix(l, "*")
 	for _, s := range q.states {
 		switch {
@@ -257,7 +327,7 @@ func runSinfo(ctx context.Context, g *globalFlags, args []string, stdout, stderr
 		case "format":
 			q.format = v.value
 		case "partition":
-			q.noPart = !slices.Contains(splitList(v.value), shoalPartition)
+			q.parts = append(q.parts, splitList(v.value)...)
 		case "nodes":
 			names, err := slurm.ExpandHostlist(v.value)
 			if err != nil {
@@ -285,8 +355,16 @@ func runSinfo(ctx context.Context, g *globalFlags, args []string, stdout, stderr
 	if err != nil {
 		return err
 	}
-	var shown []api.Node
-	for _, n := range nodes {
+	pol, err := c.Policy(ctx)
+	if err != nil {
+		return err
+	}
+	all, err := sinfoNodes(nodes, pol.Policy)
+	if err != nil {
+		return err
+	}
+	var shown []sinfoNode
+	for _, n := range all {
 		if q.match(n) {
 			shown = append(shown, n)
 		}
@@ -320,9 +398,9 @@ func runSinfo(ctx context.Context, g *globalFlags, args []string, stdout, stderr
 // sinfoRows groups nodes into rows: one per node in the node view, else
 // one per set of nodes whose per-node fields print the same. Rows are in
 // sinfo's order: by state (drained first, down last), then by node name.
-func sinfoRows(cols []sinfoCol, nodes []api.Node, nodeView bool) [][]api.Node {
+func sinfoRows(cols []sinfoCol, nodes []sinfoNode, nodeView bool) [][]sinfoNode {
 	nodes = slices.Clone(nodes)
-	slices.SortStableFunc(nodes, func(a, b api.Node) int {
+	slices.SortStableFunc(nodes, func(a, b sinfoNode) int {
 		switch {
 		case naturalLess(a.Name, b.Name):
 			return -1
@@ -331,10 +409,10 @@ func sinfoRows(cols []sinfoCol, nodes []api.Node, nodeView bool) [][]api.Node {
 		}
 		return 0
 	})
-	var rows [][]api.Node
+	var rows [][]sinfoNode
 	if nodeView {
 		for _, n := range nodes {
-			rows = append(rows, []api.Node{n})
+			rows = append(rows, []sinfoNode{n})
 		}
 		return rows
 	}
@@ -352,19 +430,19 @@ func sinfoRows(cols []sinfoCol, nodes []api.Node, nodeView bool) [][]api.Node {
 			continue
 		}
 		index[key.String()] = len(rows)
-		rows = append(rows, []api.Node{n})
+		rows = append(rows, []sinfoNode{n})
 	}
-	slices.SortStableFunc(rows, func(a, b []api.Node) int {
-		_, _, ra := sinfoState(a[0])
-		_, _, rb := sinfoState(b[0])
-		return rb - ra
+	slices.SortStableFunc(rows, func(a, b []sinfoNode) int {
+		_, _, ra := sinfoState(a[0].Node)
+		_, _, rb := sinfoState(b[0].Node)
+		return cmp.Or(strings.Compare(a[0].part.name, b[0].part.name), rb-ra)
 	})
 	return rows
 }
 
 // printSinfo prints the header (when asked) and the rows.
-func printSinfo(w io.Writer, cols []sinfoCol, rows [][]api.Node, header bool) {
-	value := func(f *sinfoField, ns []api.Node) string {
+func printSinfo(w io.Writer, cols []sinfoCol, rows [][]sinfoNode, header bool) {
+	value := func(f *sinfoField, ns []sinfoNode) string {
 		if f.agg != nil {
 			return f.agg(ns)
 		}

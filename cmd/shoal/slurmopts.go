@@ -19,7 +19,7 @@ var unsupported = []string{"switches", "test-only"}
 
 // accountingOnly are options Shoal accepts with a warning: Slurm uses them
 // for accounting or node sets Shoal does not have yet.
-var accountingOnly = []string{"mem", "mem-per-gpu", "mem-per-cpu", "partition", "cpus-per-gpu"}
+var accountingOnly = []string{"mem", "mem-per-gpu", "mem-per-cpu", "cpus-per-gpu"}
 
 // requestFromOptions turns parsed sbatch/srun options into a submit
 // request, with the warnings to print.
@@ -96,6 +96,7 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 		req.Dependency = cluster.DependencyFromSlurm(*opts.Dependency)
 	}
 	req.Hold = opts.Hold
+	req.Partition = opts.Partition
 	req.Signal = jobSignal(opts.Signal)
 	if err := nodeSetFromOptions(opts, &req); err != nil {
 		return req, nil, err

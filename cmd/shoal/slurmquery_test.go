@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
 )
 
 var testView = slurmView{now: time.Date(2026, 11, 22, 2, 10, 0, 0, time.UTC), loc: time.UTC}
@@ -149,7 +150,7 @@ func TestSqueueFilter(t *testing.T) {
 		{"-u ada -t all", squeueQuery{users: []string{"ada"}, allStates: true}, []uint64{1, 3, 4}},
 		{"-j 2,3", squeueQuery{ids: []jobSel{{2, -1}, {3, -1}}}, []uint64{2}},
 		{"-n pend", squeueQuery{names: []string{"pend"}}, []uint64{2}},
-		{"-p other", squeueQuery{noPart: true}, nil},
+		{"-p other", squeueQuery{parts: []string{"other"}}, nil},
 	} {
 		got := ids(tc.q)
 		if len(got) != len(tc.want) || !equalIDs(got, tc.want) {
@@ -199,7 +200,11 @@ func renderSinfo(t *testing.T, format string, nodeView bool) string {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	printSinfo(&b, cols, sinfoRows(cols, testNodes(), nodeView), true)
+	nodes, err := sinfoNodes(testNodes(), cluster.PolicyFile{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	printSinfo(&b, cols, sinfoRows(cols, nodes, nodeView), true)
 	return b.String()
 }
 
@@ -259,7 +264,7 @@ func TestSinfoDraining(t *testing.T) {
 		t.Errorf("busy drained node = %s/%s; want drng/draining", c, l)
 	}
 	q := sinfoQuery{states: []string{"drain"}}
-	if !q.match(api.Node{State: "DRAIN", GPUs: 8, GPUsFree: 6}) || q.match(api.Node{State: "IDLE"}) {
+	if !q.match(sinfoNode{Node: api.Node{State: "DRAIN", GPUs: 8, GPUsFree: 6}}) || q.match(sinfoNode{Node: api.Node{State: "IDLE"}}) {
 		t.Error("-t drain does not select exactly the drained nodes")
 	}
 }
@@ -483,5 +488,48 @@ func TestSqueueArrays(t *testing.T) {
 	}
 	if want := []uint64{10, 11, 12, 13}; !slices.Equal(picked, want) {
 		t.Errorf("-j 10 picked %v; want the whole array %v", picked, want)
+	}
+}
+
+// TestSinfoPartitions: with partitions in the queue policy, sinfo shows
+// a row per partition (and state), the default one starred, with its
+// time limit; a node in two partitions shows in both; -p keeps some.
+func TestSinfoPartitions(t *testing.T) {
+	pol := cluster.PolicyFile{Partitions: map[string]cluster.PartitionFile{
+		"gpu":   {Nodes: "n[1-3]", Default: true, MaxTime: "2-00:00:00"},
+		"debug": {Nodes: "n3", MaxTime: "30:00"},
+	}}
+	var nodes []api.Node
+	for i := 1; i <= 3; i++ {
+		nodes = append(nodes, api.Node{Name: fmt.Sprintf("n%d", i), State: "IDLE", GPUs: 2, GPUsFree: 2})
+	}
+	all, err := sinfoNodes(nodes, pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, err := parseSinfoFormat(sinfoDefaultFormat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	printSinfo(&b, cols, sinfoRows(cols, all, false), false)
+	got := strings.Fields(b.String())
+	want := strings.Fields(`debug up 30:00 1 idle n3
+		gpu* up 2-00:00:00 3 idle n[1-3]`)
+	if !slices.Equal(got, want) {
+		t.Errorf("sinfo:\n%s\nwant the fields %v", b.String(), want)
+	}
+	q := sinfoQuery{parts: []string{"debug"}}
+	var kept []string
+	for _, n := range all {
+		if q.match(n) {
+			kept = append(kept, n.Name)
+		}
+	}
+	if !slices.Equal(kept, []string{"n3"}) {
+		t.Errorf("-p debug kept %v; want n3", kept)
+	}
+	if _, err := sinfoNodes(nodes, cluster.PolicyFile{Partitions: map[string]cluster.PartitionFile{"x": {Nodes: "n[1-"}}}); err == nil {
+		t.Error("a bad partition hostlist was accepted")
 	}
 }

@@ -17,10 +17,19 @@ import (
 	"github.com/shoal-sched/shoal/slurm"
 )
 
-// shoalPartition is the partition every job and node is in: Shoal has no
-// partitions yet, so the PARTITION columns of squeue, sinfo and sacct show
-// this one fixed name.
+// shoalPartition is the partition every job and node is in when the
+// queue policy declares none: the PARTITION columns of squeue, sinfo and
+// sacct show this one name then.
 const shoalPartition = "shoal"
+
+// jobPartition is the job's partition, or shoalPartition when the queue
+// policy has none.
+func jobPartition(j api.Job) string {
+	if j.Partition != "" {
+		return j.Partition
+	}
+	return shoalPartition
+}
 
 // Slurm 22.05's squeue formats.
 const (
@@ -193,7 +202,7 @@ type squeueQuery struct {
 	ids       []jobSel
 	states    map[string]bool
 	allStates bool
-	noPart    bool // -p named no partition of Shoal's
+	parts     []string // -p: only these partitions
 	noHeader  bool
 	long      bool
 	array     bool   // -r: one row per array element
@@ -203,7 +212,7 @@ type squeueQuery struct {
 
 func (q squeueQuery) match(j api.Job) bool {
 	switch {
-	case q.noPart:
+	case len(q.parts) > 0 && !slices.Contains(q.parts, jobPartition(j)):
 		return false
 	case len(q.users) > 0 && !slices.Contains(q.users, j.User):
 		return false
@@ -246,7 +255,7 @@ func runSqueue(ctx context.Context, g *globalFlags, args []string, stdout, stder
 		case "name":
 			q.names = append(q.names, splitList(v.value)...)
 		case "partition":
-			q.noPart = !slices.ContainsFunc(splitList(v.value), func(p string) bool { return p == shoalPartition })
+			q.parts = append(q.parts, splitList(v.value)...)
 		case "noheader":
 			q.noHeader = true
 		case "long":
@@ -412,7 +421,7 @@ var squeueFields = []squeueField{
 		return slurm.CompressHostlist(j.Nodes)
 	}},
 	{'r', "reason", "REASON", func(j api.Job, _ slurmView) string { return jobReason(j) }},
-	{'P', "partition", "PARTITION", func(api.Job, slurmView) string { return shoalPartition }},
+	{'P', "partition", "PARTITION", func(j api.Job, _ slurmView) string { return jobPartition(j) }},
 	{'a', "account", "ACCOUNT", func(j api.Job, _ slurmView) string { return orNull(j.Account) }},
 	{'V', "submittime", "SUBMIT_TIME", func(j api.Job, v slurmView) string { return v.date(j.SubmitTime, "N/A") }},
 	{'S', "starttime", "START_TIME", func(j api.Job, v slurmView) string { return v.date(j.StartTime, "N/A") }},

@@ -114,6 +114,7 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 	f.StringVar(&signal, "signal", "", "SIG[@SECONDS]: send SIG to the ranks SECONDS (default 60) before the time limit")
 	f.StringVarP(&req.Account, "account", "A", "", "fair-share account the job's usage counts against (see shoal priority)")
 	f.StringVarP(&req.QoS, "qos", "q", "", "QoS level, as the queue policy names them")
+	f.StringVarP(&req.Partition, "partition", "p", "", "partition to run in (default: the queue policy's default partition)")
 	f.IntVar(&req.Nice, "nice", 0, "lower the job's priority by N (--nice alone: 100; negative N: root only)")
 	f.Lookup("nice").NoOptDefVal = "100"
 	f.StringVarP(&array, "array", "a", "", "run an array of jobs, one per index: 0-15, 1,3,5-7:2, with %N to run at most N at once")
