@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -154,6 +155,14 @@ type Config struct {
 	// runs in its own UTS and mount namespace with NodeName as hostname
 	// and an /etc/hosts naming Launch.Hosts. It needs root.
 	TaskNamespace []string
+	// StepdCommand is the argv prefix that runs a task supervisor (see
+	// StepdMain); this binary with StepdArg when empty. Every task runs
+	// under a supervisor process of its own, which outlives the agent.
+	StepdCommand []string
+	// LeaseTTL, when positive, arms the supervisors' fencing watchdog: a
+	// task is fenced once LeaseTTL has passed since the last heartbeat
+	// passed to RenewLease was sent. Zero: no watchdog.
+	LeaseTTL time.Duration
 }
 
 // TaskKey names one task on this node: a job incarnation's own ranks
@@ -210,31 +219,43 @@ type Executor struct {
 	notify chan struct{}
 	wg     sync.WaitGroup // every goroutine exec starts
 
-	mu      sync.Mutex
-	closed  bool
-	running map[TaskKey]*task
-	pending map[TaskKey]Exit
+	mu       sync.Mutex
+	closed   bool
+	detached bool // Detach: the supervisors run on without this agent
+	running  map[TaskKey]*task
+	pending  map[TaskKey]Exit
 }
 
-// task is one running task.
+// task is one running task. The agent's executor holds it with wait set
+// and stop nil: its supervisor process runs it, and the supervisor's own
+// executor holds it with stop set.
 type task struct {
 	key    TaskKey
 	launch Launch
 	plan   plan
 	dir    string
 	start  time.Time
-	stop   chan string   // buffered 1: the first Stop's cause
+	stop   chan string   // buffered 1: the first Stop's cause; nil in the agent
 	done   chan struct{} // closed once the task left running
+	// wait is the agent's connection to the supervisor, waiting for the
+	// task's end (under Executor.mu).
+	wait net.Conn
+	// launched is set once the supervisor listens; until then stopCause
+	// keeps the first Stop's cause, for launch to deliver (under
+	// Executor.mu).
+	launched  bool
+	stopCause string
 	// pgids are the process groups of the ranks started, set once they
 	// are (under Executor.mu): what Signal signals.
 	pgids []int
 }
 
 // New opens the executor's directory under cfg.DataDir, creating it, and
-// recovers from a previous agent's crash: every task with a start record
-// and no exit record has its surviving processes killed and gets an exit
-// record with cause "lost" and code -1. Exits not yet acknowledged are
-// pending again.
+// recovers from a previous agent's crash or restart: a task with a start
+// record and no exit record whose supervisor still runs is reattached (it
+// is running, and its exit is pending once it ends); one whose supervisor
+// is gone has its surviving processes killed and gets an exit record with
+// cause "lost" and code -1. Exits not yet acknowledged are pending again.
 func New(ctx context.Context, cfg Config) (*Executor, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("exec config: data dir: empty")
@@ -250,6 +271,13 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if len(cfg.StepdCommand) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("exec config: supervisor command: %w", err)
+		}
+		cfg.StepdCommand = []string{exe, StepdArg}
 	}
 	if len(cfg.TaskNamespace) > 0 && os.Geteuid() != 0 {
 		return nil, errors.New("exec config: task namespace: needs root")
@@ -336,7 +364,6 @@ func (e *Executor) Start(ctx context.Context, l Launch) error {
 		plan:   p,
 		dir:    dir,
 		start:  time.Now(),
-		stop:   make(chan string, 1),
 		done:   make(chan struct{}),
 	}
 	if err := e.writeStart(t); err != nil {
@@ -345,10 +372,109 @@ func (e *Executor) Start(ctx context.Context, l Launch) error {
 	}
 	e.running[key] = t
 	e.mu.Unlock()
+	return e.launch(t)
+}
 
-	launched := make(chan error, 1)
-	e.wg.Go(func() { e.run(t, launched) })
-	return <-launched // bounded by fork and exec of the ranks
+// launch starts t's supervisor, which forks the ranks, and watches it.
+// It returns once the supervisor has reported the ranks forked (or their
+// start failed): bounded by the supervisor's start and the ranks' fork
+// and exec.
+func (e *Executor) launch(t *task) error {
+	res, err := e.spawnStepd(t)
+	if err != nil {
+		e.log.Error("start supervisor", "task", t.key, "err", err)
+		e.lose(t, outcome{code: codeNotFound, cause: causeStartFail})
+		return fmt.Errorf("start job %s: %w: %w", t.key, ErrStartFailed, err)
+	}
+	gone := outcome{code: codeLost, cause: causeLost}
+	if res.Error != "" {
+		gone = outcome{code: codeNotFound, cause: causeStartFail}
+	}
+	e.mu.Lock()
+	if !e.detached { // wg.Go never races Detach's wg.Wait
+		e.wg.Go(func() { e.watch(t, gone) })
+	}
+	t.launched = true
+	stop := t.stopCause
+	e.mu.Unlock()
+	if stop != "" { // stopped while its supervisor was starting
+		e.Stop(t.key, stop)
+	}
+	if res.Error != "" {
+		e.log.Error("start ranks", "task", t.key, "err", res.Error)
+		return fmt.Errorf("start job %s: %w: %s", t.key, ErrStartFailed, res.Error)
+	}
+	e.log.Info("ranks started", "task", t.key, "ranks", t.plan.ranks)
+	return nil
+}
+
+// watch waits for t's supervisor to end and makes its exit record
+// pending. A supervisor gone without one (killed, crashed) leaves the
+// task with outcome gone, once whatever it left running is killed.
+// After Detach it returns without a word: the supervisor runs on.
+func (e *Executor) watch(t *task, gone outcome) {
+	for {
+		c, err := dialStepd(t.dir)
+		if err == nil {
+			e.mu.Lock()
+			if e.detached {
+				e.mu.Unlock()
+				c.Close()
+				return
+			}
+			t.wait = c
+			e.mu.Unlock()
+			_, err = sendCtl(c, ctlRequest{Op: "wait"})
+			c.Close()
+		}
+		e.mu.Lock()
+		detached := e.detached
+		e.mu.Unlock()
+		if detached {
+			return
+		}
+		var rec exitRecord
+		rerr := readJSON(t.dir, exitFile, &rec)
+		if rerr == nil {
+			e.log.Info("task exited", "task", t.key, "exit_code", rec.ExitCode, "cause", rec.Cause)
+			e.settle(t, rec)
+			return
+		}
+		if !errors.Is(rerr, fs.ErrNotExist) {
+			e.log.Error("unreadable exit record", "task", t.key, "err", rerr)
+		} else if err != nil && supervisorListens(t.dir) {
+			continue // a broken connection to a live supervisor: wait again
+		}
+		e.log.Error("supervisor gone without an exit record", "task", t.key, "err", err)
+		e.lose(t, gone)
+		return
+	}
+}
+
+// supervisorListens reports whether the supervisor of the task in dir
+// accepts connections.
+func supervisorListens(dir string) bool {
+	c, err := dialStepd(dir)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// lose ends a task whose supervisor is gone without an exit record: it
+// kills what is left of the task, as recovery does for a crashed agent's,
+// and records out.
+func (e *Executor) lose(t *task, out outcome) {
+	procs, _ := readProcs(t.dir)
+	killed, err := e.killOrphans([]orphan{{key: t.key, dir: t.dir, start: t.start, procs: procs}})
+	if err != nil {
+		e.log.Error("kill what is left of the task", "task", t.key, "err", err)
+	}
+	if alive := waitPIDsGone(context.Background(), killed, killWait); len(alive) > 0 {
+		e.log.Error("processes of a lost task survived SIGKILL", "pids", alive)
+	}
+	e.finish(t, out)
 }
 
 // plan is what a task runs on this node, derived from its Launch.
@@ -450,6 +576,14 @@ func (e *Executor) writeStart(t *task) error {
 	if err := syncDir(e.jobs); err != nil {
 		return err
 	}
+	sc := stepdConfig{Launch: t.launch, Start: t.start, NodeName: e.cfg.NodeName,
+		KillWait: e.cfg.KillWait, KillGrace: e.cfg.KillGrace, TaskNamespace: e.cfg.TaskNamespace}
+	if e.cfg.LeaseTTL > 0 {
+		sc.Lease = filepath.Join(e.cfg.DataDir, leaseFile)
+	}
+	if err := writeJSON(t.dir, stepdFile, sc); err != nil {
+		return err
+	}
 	return writeJSON(t.dir, startFile, startRecord{
 		Job:         t.key.Job,
 		Incarnation: t.key.Incarnation,
@@ -463,11 +597,9 @@ func (e *Executor) writeStart(t *task) error {
 	})
 }
 
-// finish records a task's exit durably, makes it pending and wakes
-// ExitNotify. A failed write is logged and the exit still reported from
-// memory; after a restart the task then reads as lost. When a batch
-// script ends, the job's steps still running here are stopped: the job
-// ends with its script.
+// finish records a task's exit durably and settles it. A failed write is
+// logged and the exit still reported from memory; after a restart the
+// task then reads as lost.
 func (e *Executor) finish(t *task, out outcome) {
 	rec := exitRecord{
 		Job:         t.key.Job,
@@ -483,6 +615,13 @@ func (e *Executor) finish(t *task, out outcome) {
 		e.log.Error("record exit", "task", t.key, "err", err)
 	}
 	e.log.Info("task exited", "task", t.key, "exit_code", out.code, "cause", out.cause)
+	e.settle(t, rec)
+}
+
+// settle makes a task's recorded exit pending and wakes ExitNotify. When
+// a batch script ends, the job's steps still running here are stopped:
+// the job ends with its script.
+func (e *Executor) settle(t *task, rec exitRecord) {
 	e.mu.Lock()
 	delete(e.running, t.key)
 	e.pending[t.key] = rec.exit(t.key)
@@ -498,8 +637,8 @@ func (e *Executor) finish(t *task, out outcome) {
 	close(t.done)
 	e.signalPending()
 	cause := causeCancelled
-	if out.cause == causeTimeout || out.cause == causeFenced {
-		cause = out.cause
+	if rec.Cause == causeTimeout || rec.Cause == causeFenced {
+		cause = rec.Cause
 	}
 	for _, k := range steps {
 		e.log.Info("stopping step of an ended batch script", "task", k, "cause", cause)
@@ -518,13 +657,30 @@ func (e *Executor) signalPending() {
 // after KillWait (KillGrace for cause "fenced"). The exit record carries cause unless the ranks had
 // already ended it (a rank failed, the time limit). It returns whether the
 // task was running; it does not wait for the ranks to die. Stopping a
-// step leaves the job's own task and its other steps running.
+// step leaves the job's own task and its other steps running. The task's
+// supervisor does the stopping; a supervisor that cannot be reached is
+// logged (it fences its task itself once the lease ends).
 func (e *Executor) Stop(key TaskKey, cause string) bool {
 	e.mu.Lock()
 	t, ok := e.running[key]
 	e.mu.Unlock()
 	if !ok {
 		return false
+	}
+	if t.stop == nil {
+		e.mu.Lock()
+		launched := t.launched
+		if !launched && t.stopCause == "" {
+			t.stopCause = cause
+		}
+		e.mu.Unlock()
+		if !launched {
+			return true // launch delivers it
+		}
+		if reply, err := e.ctl(t, ctlRequest{Op: "stop", Cause: cause}); err != nil || reply.Error != "" {
+			e.log.Warn("stop task", "task", key, "cause", cause, "err", cmp.Or(fmt.Sprint(err), reply.Error))
+		}
+		return true
 	}
 	select {
 	case t.stop <- cause:
@@ -670,9 +826,8 @@ func parseLogName(name string) (rank int, stream string, ok bool) {
 // Close refuses further Starts and waits, until ctx is done, for the
 // running tasks to end and their exits to be recorded. It does not stop
 // them: call StopAll first for a graceful shutdown. If ctx ends first the
-// error names the tasks still running; their supervision continues until
-// they exit or the agent process ends (which kills their leaders, see the
-// package doc), and a restarted agent records them as lost.
+// error names the tasks still running; their supervisors run on (see
+// Detach).
 func (e *Executor) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
@@ -694,6 +849,23 @@ func (e *Executor) Close(ctx context.Context) error {
 			return fmt.Errorf("close exec: tasks %v still running: %w", e.Running(), ctx.Err())
 		}
 	}
-	e.wg.Wait() // only rank goroutines that already delivered their exit remain
+	e.wg.Wait() // only goroutines that already delivered their exit remain
 	return nil
+}
+
+// Detach refuses further Starts and lets the running tasks go on without
+// this executor: their supervisors keep them, fence them if the lease is
+// not renewed, and record their exits, which the next executor opened on
+// the same DataDir reattaches to or finds (see New). For an agent that
+// stops to be restarted.
+func (e *Executor) Detach() {
+	e.mu.Lock()
+	e.closed, e.detached = true, true
+	for _, t := range e.running {
+		if t.wait != nil {
+			t.wait.Close()
+		}
+	}
+	e.mu.Unlock()
+	e.wg.Wait()
 }

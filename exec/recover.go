@@ -19,14 +19,16 @@ type orphan struct {
 	procs []procRecord
 }
 
-// recover loads the pending exits and turns every orphaned task into a
-// lost one, after killing what is left of it.
+// recover loads the pending exits, reattaches to the tasks whose
+// supervisors still run, and turns every orphaned task into a lost one,
+// after killing what is left of it.
 func (e *Executor) recover(ctx context.Context) error {
 	entries, err := os.ReadDir(e.jobs)
 	if err != nil {
 		return err
 	}
 	var orphans []orphan
+	var reattached []*task
 	for _, d := range entries {
 		key, ok := parseDirName(d.Name())
 		if !ok || !d.IsDir() {
@@ -58,11 +60,25 @@ func (e *Executor) recover(ctx context.Context) error {
 		} else if err != nil {
 			log.Error("unreadable start record", "err", err)
 		}
+		if t, ok := e.reattach(key, dir); ok {
+			log.Info("reattached to the supervisor of a running task")
+			e.running[key] = t
+			reattached = append(reattached, t)
+			continue
+		}
+		// The supervisor is gone; perhaps it recorded the exit just now.
+		if err := readJSON(dir, exitFile, &rec); err == nil {
+			e.pending[key] = rec.exit(key)
+			continue
+		}
 		procs, errs := readProcs(dir)
 		for _, err := range errs {
 			log.Error("unreadable proc record", "err", err)
 		}
 		orphans = append(orphans, orphan{key: key, dir: dir, start: start.Start, procs: procs})
+	}
+	for _, t := range reattached {
+		e.wg.Go(func() { e.watch(t, outcome{code: codeLost, cause: causeLost}) })
 	}
 	if len(orphans) == 0 {
 		return nil
@@ -88,6 +104,24 @@ func (e *Executor) recover(ctx context.Context) error {
 	return nil
 }
 
+// reattach returns the task of dir, key, when its supervisor still
+// listens.
+func (e *Executor) reattach(key TaskKey, dir string) (*task, bool) {
+	var sc stepdConfig
+	if err := readJSON(dir, stepdFile, &sc); err != nil || sc.Launch.key() != key {
+		return nil, false // started before supervisors, or never spawned
+	}
+	if !supervisorListens(dir) {
+		return nil, false
+	}
+	p, err := e.plan(sc.Launch)
+	if err != nil {
+		p = plan{script: sc.Launch.batchScript()}
+	}
+	return &task{key: key, launch: sc.Launch, plan: p, dir: dir, start: sc.Start, done: make(chan struct{}),
+		launched: true}, true
+}
+
 // killOrphans sends SIGKILL to every live process that belongs to an
 // orphaned task and returns them with their start times. A process belongs
 // to one when
@@ -97,7 +131,8 @@ func (e *Executor) recover(ctx context.Context) error {
 //   - its environment carries the task's markers (SHOAL_JOB_ID,
 //     SHOAL_INCARNATION, SHOAL_STEP_ID for a step, SHOAL_NODE_NAME = this
 //     node), which finds ranks' children after their leader died
-//     (Pdeathsig kills only the leader).
+//     (Pdeathsig kills only the leader), and a supervisor that never
+//     began to listen (its agent died while starting it).
 func (e *Executor) killOrphans(orphans []orphan) (map[int]uint64, error) {
 	leaders := make(map[int]uint64)
 	tasks := make(map[TaskKey]bool)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	osexec "os/exec"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,6 +26,12 @@ const (
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == TaskNamespaceCommand {
 		os.Exit(TaskNamespaceMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == StepdArg { // every task's supervisor
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+		code := StepdMain(ctx, os.Args[2:])
+		stop()
+		os.Exit(code)
 	}
 	if dir := os.Getenv(helperEnv); dir != "" {
 		os.Exit(helperAgent(dir))
@@ -62,24 +70,31 @@ func helperAgent(dir string) int {
 	return 3
 }
 
-// TestRecoveryAfterAgentKill protects DESIGN's rule that a node cut off
-// must not keep running ranks, and invariant 1 (no GPU held twice): when
-// the agent is killed -9 its rank leaders die through Pdeathsig, and the
-// next agent kills what they left behind and reports the task lost.
+// TestRecoveryAfterAgentKill: a task outlives its agent's kill -9 under
+// its supervisor, and the next agent reattaches to it and gets its exit
+// (the job is neither run twice nor forgotten); with the supervisor
+// killed too, the rank leaders die through Pdeathsig and the next agent
+// kills what they left behind and reports the task lost (DESIGN invariant
+// 1: no GPU is freed while anything of the task runs).
 func TestRecoveryAfterAgentKill(t *testing.T) {
 	for _, step := range []bool{false, true} {
-		name := "own task"
-		if step {
-			name = "step"
+		for _, killSupervisor := range []bool{false, true} {
+			name := "own task"
+			if step {
+				name = "step"
+			}
+			if killSupervisor {
+				name += " supervisor killed"
+			}
+			t.Run(name, func(t *testing.T) { testRecoveryAfterAgentKill(t, step, killSupervisor) })
 		}
-		t.Run(name, func(t *testing.T) { testRecoveryAfterAgentKill(t, step) })
 	}
 }
 
 // testRecoveryAfterAgentKill runs the agent's crash for job 50's own task
 // or, with step, for step 3 of job 51: the step's background child is
 // found by its SHOAL_STEP_ID among the lost tasks' markers.
-func testRecoveryAfterAgentKill(t *testing.T, step bool) {
+func testRecoveryAfterAgentKill(t *testing.T, step, killSupervisor bool) {
 	dir := t.TempDir()
 	agent := osexec.Command(os.Args[0], "-test.run=^$")
 	agent.Env = append(os.Environ(), helperEnv+"="+dir)
@@ -116,13 +131,53 @@ func testRecoveryAfterAgentKill(t *testing.T, step bool) {
 	if len(procs) != 1 || len(errs) != 0 {
 		t.Fatalf("proc records = %+v, %v; want one", procs, errs)
 	}
+	leader := map[int]uint64{procs[0].PID: procs[0].StartTicks}
+	supervisor, supervisorTicks := parentOf(t, procs[0].PID)
+	if supervisor == agent.Process.Pid {
+		t.Fatalf("the rank leader's parent is the agent %d; want its supervisor", supervisor)
+	}
+	t.Cleanup(func() {
+		if sameProcessAlive(supervisor, supervisorTicks) {
+			_ = syscall.Kill(supervisor, syscall.SIGKILL)
+		}
+	})
 
 	if err := agent.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = agent.Wait()
-	if alive := waitPIDsGone(t.Context(), map[int]uint64{procs[0].PID: procs[0].StartTicks}, waitBound); len(alive) > 0 {
-		t.Errorf("rank leader %d outlived the agent; Pdeathsig should have killed it", procs[0].PID)
+	if !killSupervisor {
+		if !sameProcessAlive(procs[0].PID, procs[0].StartTicks) || !sameProcessAlive(child, childStat.StartTicks) {
+			t.Fatalf("the task died with its agent; its supervisor should keep it")
+		}
+		e := newTestExec(t, dir, time.Second)
+		if got := e.Running(); !slices.Contains(got, key) {
+			t.Fatalf("Running() after New = %v; want %v reattached", got, key)
+		}
+		if !sameProcessAlive(procs[0].PID, procs[0].StartTicks) {
+			t.Errorf("rank leader %d killed by New; a reattached task must run on", procs[0].PID)
+		}
+		if !e.Stop(key, causeCancelled) {
+			t.Fatalf("Stop(%v) = false; want true", key)
+		}
+		x := waitKey(t, e, key)
+		if x.Cause != causeCancelled || x.ExitCode != 128+15 {
+			t.Errorf("exit = %+v; want cause cancelled, code 143", x)
+		}
+		if sameProcessAlive(child, childStat.StartTicks) {
+			t.Errorf("background child %d outlived its task's exit", child)
+		}
+		return
+	}
+
+	if err := syscall.Kill(supervisor, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if alive := waitPIDsGone(t.Context(), map[int]uint64{supervisor: supervisorTicks}, waitBound); len(alive) > 0 {
+		t.Fatalf("supervisor %d survived SIGKILL", supervisor)
+	}
+	if alive := waitPIDsGone(t.Context(), leader, waitBound); len(alive) > 0 {
+		t.Errorf("rank leader %d outlived its supervisor; Pdeathsig should have killed it", procs[0].PID)
 	}
 	if !sameProcessAlive(child, childStat.StartTicks) {
 		t.Fatalf("background child %d died with its leader; the test needs it alive", child)
@@ -142,6 +197,25 @@ func testRecoveryAfterAgentKill(t *testing.T, step bool) {
 	if got := newTestExec(t, dir, time.Second).PendingExits(); len(got) != 0 {
 		t.Errorf("PendingExits after Ack and restart = %+v; want none", got)
 	}
+}
+
+// parentOf returns the parent of pid and the parent's start time.
+func parentOf(t *testing.T, pid int) (int, uint64) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatalf("ppid of %d: %v", pid, err)
+	}
+	st, err := readStat(ppid)
+	if err != nil {
+		t.Fatalf("parent %d of %d: %v", ppid, pid, err)
+	}
+	return ppid, st.StartTicks
 }
 
 // TestRecoveryKillsOnlyVerifiedGroups fabricates a crashed agent's records:

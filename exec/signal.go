@@ -58,6 +58,21 @@ func (e *Executor) Signal(key TaskKey, sig syscall.Signal, shellOnly bool) error
 		pgids = t.pgids
 	}
 	e.mu.Unlock()
+	if ok && t.stop == nil { // the agent's side: the supervisor signals
+		reply, err := e.ctl(t, ctlRequest{Op: "signal", Signal: int(sig), ShellOnly: shellOnly})
+		switch {
+		case err != nil && !supervisorListens(t.dir):
+			return fmt.Errorf("signal %s: job %s: %w", sig, key, ErrNotRunning) // it just ended
+		case err != nil:
+			return fmt.Errorf("signal %s: job %s: %w", sig, key, err)
+		case reply.NotRunning:
+			return fmt.Errorf("signal %s: job %s: %w", sig, key, ErrNotRunning)
+		case reply.Error != "":
+			return fmt.Errorf("signal %s: job %s: %s", sig, key, reply.Error)
+		}
+		e.log.Info("signalled ranks", "task", key, "signal", sig.String(), "shell_only", shellOnly)
+		return nil
+	}
 	if len(pgids) == 0 {
 		return fmt.Errorf("signal %s: job %s: %w", sig, key, ErrNotRunning)
 	}

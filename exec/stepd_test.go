@@ -1,0 +1,164 @@
+package exec
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rankPID reads the pid a rank wrote to file in its work dir.
+func rankPID(t *testing.T, path string) (int, uint64) {
+	t.Helper()
+	waitFile(t, path)
+	var pid int
+	for deadline := time.Now().Add(waitBound); pid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(path)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	st, err := readStat(pid)
+	if err != nil {
+		t.Fatalf("rank %d: %v", pid, err)
+	}
+	return pid, st.StartTicks
+}
+
+// TestDetachAndReattach: an agent's executor dropped while its task runs
+// (Detach, as a restarting agent does) leaves the task running under its
+// supervisor; the next executor on the data dir reattaches to it, does not
+// run it again, and gets its exit when it ends by itself.
+func TestDetachAndReattach(t *testing.T) {
+	dir := t.TempDir()
+	e1, err := New(t.Context(), Config{DataDir: dir, NodeName: "n2", KillWait: time.Second, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := shLaunch(t, 30, 1, `echo $$ > pid; while [ ! -e release ]; do sleep 0.05; done; echo runs >> count; exit 3`)
+	key := TaskKey{30, 1, NoStep}
+	if err := e1.Start(t.Context(), l); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	pid, ticks := rankPID(t, filepath.Join(l.Spec.WorkDir, "pid"))
+	e1.Detach()
+	if err := e1.Start(t.Context(), l); err == nil {
+		t.Errorf("Start after Detach = nil; want ErrClosed")
+	}
+	if !sameProcessAlive(pid, ticks) {
+		t.Fatalf("rank %d died with its detached executor", pid)
+	}
+
+	e2 := newTestExec(t, dir, time.Second)
+	if got := e2.Running(); !slices.Equal(got, []TaskKey{key}) {
+		t.Fatalf("Running() after reattach = %v; want [%v]", got, key)
+	}
+	if err := e2.Start(t.Context(), l); err != nil {
+		t.Errorf("Start of a reattached task = %v; want nil, doing nothing", err)
+	}
+	if err := os.WriteFile(filepath.Join(l.Spec.WorkDir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	x := waitKey(t, e2, key)
+	if x.Cause != causeExit || x.ExitCode != 3 {
+		t.Errorf("exit = %+v; want cause exit, code 3", x)
+	}
+	if b, _ := os.ReadFile(filepath.Join(l.Spec.WorkDir, "count")); string(b) != "runs\n" {
+		t.Errorf("the rank ran %q; want once", b)
+	}
+	if got := e2.Running(); len(got) != 0 {
+		t.Errorf("Running() after the exit = %v; want none", got)
+	}
+}
+
+// TestWatchdogFencesWithoutRenewal: a supervisor kills its task once the
+// lease passes without a renewal, with no agent to tell it (DESIGN: a
+// node that cannot renew kills its own tasks before the leader reuses its
+// GPUs). While the lease is renewed the task runs.
+func TestWatchdogFencesWithoutRenewal(t *testing.T) {
+	const ttl = 600 * time.Millisecond
+	dir := t.TempDir()
+	e, err := New(t.Context(), Config{DataDir: dir, NodeName: "n2", KillWait: 10 * time.Second,
+		KillGrace: 300 * time.Millisecond, LeaseTTL: ttl, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.StopAll(causeCancelled)
+		ctx, cancel := context.WithTimeout(context.Background(), waitBound)
+		defer cancel()
+		_ = e.Close(ctx)
+	})
+	if err := e.RenewLease(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if left := e.LeaseLeft(); left <= 0 || left > ttl {
+		t.Errorf("LeaseLeft() = %v just after a renewal; want in (0, %v]", left, ttl)
+	}
+	// Renewed every 50 ms until the test has seen the task run.
+	stopRenewing := make(chan struct{})
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopRenewing:
+				return
+			case <-tick.C:
+				if err := e.RenewLease(time.Now()); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	}()
+	// The rank ignores SIGTERM: only the fence's SIGKILL, after KillGrace
+	// rather than the 10 s KillWait, ends it.
+	l := shLaunch(t, 31, 1, `trap '' TERM; echo $$ > pid; while :; do sleep 0.05; done`)
+	if err := e.Start(t.Context(), l); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	pid, ticks := rankPID(t, filepath.Join(l.Spec.WorkDir, "pid"))
+	time.Sleep(3 * ttl) // three leases' worth of renewals
+	if !sameProcessAlive(pid, ticks) || len(e.PendingExits()) != 0 {
+		t.Fatalf("the task ended while its lease was renewed: exits %+v", e.PendingExits())
+	}
+	close(stopRenewing)
+	<-renewed
+	// No more renewals: the supervisor fences on its own.
+	x := waitExit(t, e, 31)
+	if x.Cause != causeFenced || x.ExitCode != 128+9 {
+		t.Errorf("exit = %+v; want cause fenced, code 137 (SIGKILL after the grace)", x)
+	}
+	if sameProcessAlive(pid, ticks) {
+		t.Errorf("rank %d alive after its fenced exit was recorded", pid)
+	}
+	if left := e.LeaseLeft(); left != 0 {
+		t.Errorf("LeaseLeft() = %v after the lease ended; want 0", left)
+	}
+}
+
+// TestWatchdogFencesWithoutLeaseRecord: a supervisor that cannot read the
+// lease at all fences at once rather than run unguarded.
+func TestWatchdogFencesWithoutLeaseRecord(t *testing.T) {
+	e, err := New(t.Context(), Config{DataDir: t.TempDir(), NodeName: "n2", KillWait: time.Second,
+		KillGrace: 300 * time.Millisecond, LeaseTTL: time.Hour, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitBound)
+		defer cancel()
+		_ = e.Close(ctx)
+	})
+	l := shLaunch(t, 32, 1, `while :; do sleep 0.05; done`)
+	if err := e.Start(t.Context(), l); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if x := waitExit(t, e, 32); x.Cause != causeFenced {
+		t.Errorf("exit = %+v; want cause fenced", x)
+	}
+}
