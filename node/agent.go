@@ -151,6 +151,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		NodeName:      cfg.Name,
 		KillGrace:     cfg.KillGrace,
 		KillWait:      cfg.KillWait,
+		LeaseTTL:      cfg.watchdogTTL(),
 		Logger:        log.With("component", "exec"),
 	})
 	if err != nil {
@@ -253,6 +254,11 @@ func (a *Agent) Run(ctx context.Context) error {
 // goodbye to gossip — the leader then removes this node from the raft
 // configuration — and closes raft and the listeners, in that order: no
 // rank outlives the agent that answers for it.
+//
+// With KeepTasksOnStop it stops for a restart instead, as slurmd does:
+// the ranks run on under their supervisors, the node neither leaves nor
+// announces it, and the next agent on this data dir reattaches to them;
+// if none renews the lease within LeaseTTL, the supervisors fence them.
 func (a *Agent) shutdown(wg *sync.WaitGroup) {
 	a.log.Info("agent stopping")
 	// Hand leadership over first, so the cluster keeps a leader while we
@@ -267,12 +273,17 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 		}
 		cancelTransfer()
 	}
-	a.exec.StopAll(fsm.CauseFenced)
-	waitCtx, cancelWait := context.WithTimeout(context.Background(), a.cfg.KillGrace+2*time.Second)
-	for len(a.exec.Running()) > 0 && waitCtx.Err() == nil {
-		time.Sleep(50 * time.Millisecond)
+	keep := a.cfg.KeepTasksOnStop
+	if keep {
+		a.log.Info("stopping for a restart: tasks run on under their supervisors", "tasks", len(a.exec.Running()))
+	} else {
+		a.exec.StopAll(fsm.CauseFenced)
+		waitCtx, cancelWait := context.WithTimeout(context.Background(), a.cfg.KillGrace+2*time.Second)
+		for len(a.exec.Running()) > 0 && waitCtx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+		cancelWait()
 	}
-	cancelWait()
 	// Best effort, retried while a new leader is found: report the exits
 	// now (what is not acknowledged is reported again after a restart),
 	// then take no new work, rather than once our lease expires.
@@ -280,20 +291,21 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 	for a.reportExits(reportCtx); len(a.exec.PendingExits()) > 0 && sleepCtx(reportCtx, 100*time.Millisecond); {
 		a.reportExits(reportCtx)
 	}
-	err := a.announceLeave(reportCtx)
-	for err != nil && sleepCtx(reportCtx, 100*time.Millisecond) {
-		err = a.announceLeave(reportCtx)
-	}
-	if err != nil {
-		a.log.Warn("announce leave; the leader will find out when the lease expires", "err", err)
+	if !keep {
+		err := a.announceLeave(reportCtx)
+		for err != nil && sleepCtx(reportCtx, 100*time.Millisecond) {
+			err = a.announceLeave(reportCtx)
+		}
+		if err != nil {
+			a.log.Warn("announce leave; the leader will find out when the lease expires", "err", err)
+		}
+		leaveCtx, cancelLeave := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := a.gossip.Leave(leaveCtx); err != nil {
+			a.log.Warn("gossip leave", "err", err)
+		}
+		cancelLeave()
 	}
 	cancelReport()
-
-	leaveCtx, cancelLeave := context.WithTimeout(context.Background(), 2*time.Second)
-	if err := a.gossip.Leave(leaveCtx); err != nil {
-		a.log.Warn("gossip leave", "err", err)
-	}
-	cancelLeave()
 	shutCtx, cancelShut := context.WithTimeout(context.Background(), 3*time.Second)
 	_ = a.server.Shutdown(shutCtx)
 	cancelShut()
@@ -302,9 +314,13 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 		a.log.Warn("raft shutdown", "err", err)
 	}
 	_ = a.gossip.Shutdown()
-	closeCtx, cancelClose := context.WithTimeout(context.Background(), 2*time.Second)
-	_ = a.exec.Close(closeCtx)
-	cancelClose()
+	if keep {
+		a.exec.Detach()
+	} else {
+		closeCtx, cancelClose := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = a.exec.Close(closeCtx)
+		cancelClose()
+	}
 	_ = os.Remove(a.dir.socketPath())
 	a.dir.close()
 	a.log.Info("agent stopped")

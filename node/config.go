@@ -63,6 +63,10 @@ type Config struct {
 	// (Slurm's KillWait). It plays no part in the lease bound: fencing
 	// uses KillGrace, also for ranks already in their kill-wait.
 	KillWait time.Duration
+	// KeepTasksOnStop (--keep-tasks-on-stop) makes a graceful stop a
+	// restart: the tasks run on under their supervisors and the next
+	// agent reattaches to them (see shutdown).
+	KeepTasksOnStop bool
 	// DeadServerGrace is how long a failed voter stays before it is replaced.
 	DeadServerGrace time.Duration
 	// ScheduleInterval bounds how long a pending job waits for a pass when

@@ -30,15 +30,28 @@ const (
 )
 
 // heartbeatLoop renews this node's lease with the leader and fences the
-// node (stops every rank) when it has not managed to for LeaseTTL.
+// node (stops every rank) when it has not managed to for LeaseTTL. Each
+// renewal is also written for the tasks' supervisors (exec.RenewLease),
+// whose watchdogs fence their tasks on their own when it stops coming:
+// the agent may be hung or stopped, and its own check below then never
+// runs.
 func (a *Agent) heartbeatLoop(ctx context.Context) {
 	t := time.NewTicker(a.cfg.HeartbeatInterval)
 	defer t.Stop()
 	fenced := false
+	// A restarted agent inherits what is left of its predecessor's lease,
+	// which its reattached tasks run under, rather than fencing them
+	// before its first heartbeat.
+	inherited := time.Now().Add(a.exec.LeaseLeft() - a.cfg.LeaseTTL)
 	for {
 		sent := time.Now()
 		if index, err := a.heartbeat(ctx); err == nil {
-			// Index before time: startAllowed reads them in the other order.
+			// The supervisors' lease first: a task started once startAllowed
+			// sees the renewal must find it. Index before time: startAllowed
+			// reads them in the other order.
+			if err := a.exec.RenewLease(sent); err != nil {
+				a.log.Warn("write the lease for the supervisors", "err", err)
+			}
 			a.leaseIndex.Store(index)
 			a.lastRenew.Store(sent.UnixNano())
 			if fenced {
@@ -49,6 +62,9 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 			a.log.Debug("heartbeat", "err", err)
 		}
 		last := time.Unix(0, a.lastRenew.Load())
+		if last.Before(inherited) {
+			last = inherited
+		}
 		// plantedNoFence: a planted bug, test builds only (planted_nofence_off.go).
 		if time.Since(last) > a.cfg.LeaseTTL && len(a.exec.Running()) > 0 && !plantedNoFence {
 			if !fenced {
@@ -63,6 +79,16 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// watchdogTTL is the lease the supervisors' watchdogs enforce: LeaseTTL,
+// or none in a build with the planted no-fence bug, which must leave the
+// ranks of a node cut off running for the chaos checker to catch.
+func (c *Config) watchdogTTL() time.Duration {
+	if plantedNoFence {
+		return 0
+	}
+	return c.LeaseTTL
 }
 
 func (a *Agent) heartbeat(ctx context.Context) (uint64, error) {

@@ -124,6 +124,7 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", node.DefaultLeaseTTL, "how long this node's allocations survive without contact with the leader")
 	f.DurationVar(&cfg.KillGrace, "kill-grace", node.DefaultKillGrace, "time between SIGTERM and SIGKILL when this node fences its ranks (lost lease, agent stopping); part of the lease bound")
 	f.DurationVar(&cfg.KillWait, "kill-wait", node.DefaultKillWait, "time between SIGTERM and SIGKILL at a time limit, on cancel or when a rank failed (Slurm's KillWait)")
+	f.BoolVar(&cfg.KeepTasksOnStop, "keep-tasks-on-stop", false, "on SIGTERM, stop for a restart: tasks run on under their supervisors and the next agent on this data dir reattaches to them (default: stop them and leave)")
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", node.DefaultHeartbeatInterval, "lease renewal interval")
 	f.DurationVar(&cfg.DeadServerGrace, "dead-server-grace", node.DefaultDeadServerGrace, "how long a failed raft voter stays before it is replaced")
 	f.BoolVar(&devTiming, "dev-timing", false, "fast raft timeouts for loopback clusters (shoal dev, tests); not for real networks")

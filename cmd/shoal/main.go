@@ -27,6 +27,10 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if code, ok := runStepd(ctx); ok {
+		stop()
+		os.Exit(code)
+	}
 	if name, ok := isShim(os.Args[0]); ok {
 		code := runShim(ctx, &globalFlags{}, name, os.Args[1:])
 		stop()
