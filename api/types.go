@@ -180,6 +180,9 @@ type SubmitRequest struct {
 	Hold       bool                `json:"hold,omitempty"`
 	// Partition is -p: empty for the default one.
 	Partition string `json:"partition,omitempty"`
+	// Switches and SwitchesWaitS are --switches=COUNT@WAIT.
+	Switches      int   `json:"switches,omitempty"`
+	SwitchesWaitS int64 `json:"switches_wait_s,omitempty"`
 }
 
 // StepRequest is the body of POST /v1/jobs/{id}/steps (srun inside an

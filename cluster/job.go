@@ -97,7 +97,16 @@ type Request struct {
 	// it may use; the FSM names the default one at submit when the queue
 	// policy has partitions.
 	Partition string `msgpack:"partition,omitempty" json:"partition,omitempty"`
+	// Switches is --switches=K@T: the job waits up to SwitchesWait from
+	// its submit for a placement on at most Switches leaf switches, then
+	// takes what there is. Zero: no preference beyond the policy's own.
+	Switches     int           `msgpack:"switches,omitempty" json:"switches,omitempty"`
+	SwitchesWait time.Duration `msgpack:"switches_wait,omitempty" json:"switches_wait,omitempty"`
 }
+
+// DefaultSwitchesWait is how long a --switches job waits when it gives no
+// @TIME: Slurm's max_switch_wait default.
+const DefaultSwitchesWait = 300 * time.Second
 
 // Request bounds that keep one request from describing an absurd job; they
 // guard the FSM and placement against hostile or corrupt input.
@@ -138,6 +147,12 @@ func (r Request) Validate() error {
 		if err := policyName(r.Partition); err != nil {
 			return fmt.Errorf("partition: %w", err)
 		}
+	}
+	switch {
+	case r.Switches < 0 || r.Switches > MaxNodesPerJob:
+		return fmt.Errorf("switches %d: want 0 (any) to %d", r.Switches, MaxNodesPerJob)
+	case r.SwitchesWait < 0 || r.SwitchesWait > MaxPolicyDuration:
+		return fmt.Errorf("switches_wait %s: want 0 to %s", r.SwitchesWait, MaxPolicyDuration)
 	}
 	return r.validateNodeSet()
 }

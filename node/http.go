@@ -322,6 +322,8 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 		Constraint:   req.Constraint,
 		Exclusive:    req.Exclusive,
 		Partition:    req.Partition,
+		Switches:     req.Switches,
+		SwitchesWait: time.Duration(req.SwitchesWaitS) * time.Second,
 	}
 	// Zero means "not given": fill Slurm's defaults. Negative values stay
 	// and are refused by validation, naming the field.

@@ -97,6 +97,10 @@ func place(v *View, queue []*cluster.Job, now time.Time, r rules, omitReasons bo
 jobs:
 	for _, j := range byOrder(queue, r.order) {
 		req := j.Spec.Request
+		s.maxLeaves = switchLimit(j, now)
+		if m != nil {
+			m.maxLeaves = s.maxLeaves
+		}
 		switch {
 		case req.Nodes < 1 || req.GPUsPerNode < 0:
 			reason(j.ID, ReasonBadConstraints)
@@ -223,7 +227,9 @@ func (s *state) start(id cluster.JobID, req cluster.Request, topology bool, mirr
 	} else {
 		nodes = s.firstFit(req.Nodes, req.GPUsPerNode)
 	}
-	if nodes == nil {
+	if nodes == nil || (topology && s.maxLeaves > 0 && s.leavesOf(nodes) > s.maxLeaves) {
+		// The policy's choice spans the fewest leaves it can; more than
+		// --switches allows means no placement now.
 		return Decision{}, nil, false
 	}
 	d := Decision{Job: id, Nodes: make([]Assignment, len(nodes))}
@@ -274,6 +280,10 @@ type state struct {
 	busy, excl map[int]int
 	// cons caches parsed Request.Constraint expressions.
 	cons map[string]*cluster.Constraint
+	// maxLeaves, when above 0, is the most leaf switches (or NVLink
+	// blocks) the job being placed may span: its --switches while it may
+	// still wait for them.
+	maxLeaves int
 	// scratch for chooseGPUs, indexed by GPU position
 	links, sameNUMA []int
 	in              []bool
@@ -314,6 +324,8 @@ func (s *state) clone() *state {
 		busy:    maps.Clone(s.busy),
 		excl:    maps.Clone(s.excl),
 		cons:    s.cons,
+
+		maxLeaves: s.maxLeaves,
 	}
 }
 
@@ -585,4 +597,31 @@ func (s *state) chooseGPUs(ni, g int) []int {
 		}
 	}
 	return best
+}
+
+// switchLimit is the most leaves job j may span if placed at now: its
+// --switches count until SwitchesWait (DefaultSwitchesWait when zero)
+// has passed since its submit, then 0, no limit: it takes what there is.
+func switchLimit(j *cluster.Job, now time.Time) int {
+	req := j.Spec.Request
+	if req.Switches <= 0 {
+		return 0
+	}
+	wait := req.SwitchesWait
+	if wait <= 0 {
+		wait = cluster.DefaultSwitchesWait
+	}
+	if !now.Before(j.SubmitTime.Add(wait)) {
+		return 0
+	}
+	return req.Switches
+}
+
+// leavesOf counts the distinct leaves (switches or blocks) of nodes.
+func (s *state) leavesOf(nodes []int) int {
+	seen := make(map[int]struct{}, 4)
+	for _, ni := range nodes {
+		seen[s.v.nodes[ni].leaf] = struct{}{}
+	}
+	return len(seen)
 }

@@ -56,3 +56,27 @@ func TestRequestFromOptionsNodeSet(t *testing.T) {
 		})
 	}
 }
+
+// TestRequestFromOptionsQueue: the queue-side options reach the submit:
+// --array, --dependency, --hold, -p and --switches.
+func TestRequestFromOptionsQueue(t *testing.T) {
+	opts, _, err := slurm.ParseArgs(slurm.Sbatch, []string{"--array=1-3%2", "-d", "afterok:7:8", "-H",
+		"-p", "debug", "--switches=1@2:00", "--wrap", "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _, err := requestFromOptions(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case req.Array == nil || !slices.Equal(req.Array.Indices, []int{1, 2, 3}) || req.Array.Throttle != 2:
+		t.Errorf("array %+v; want 1-3%%2", req.Array)
+	case req.Dependency.String() != "afterok:7:8":
+		t.Errorf("dependency %q; want afterok:7:8", req.Dependency.String())
+	case !req.Hold || req.Partition != "debug":
+		t.Errorf("hold %v, partition %q; want held, debug", req.Hold, req.Partition)
+	case req.Switches != 1 || req.SwitchesWaitS != 120:
+		t.Errorf("switches %d@%ds; want 1@120s", req.Switches, req.SwitchesWaitS)
+	}
+}

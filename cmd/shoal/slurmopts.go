@@ -15,7 +15,7 @@ import (
 // unsupported are Slurm options the parser accepts that would change what
 // runs if Shoal ignored them; they are refused, naming the option, until
 // Shoal implements them.
-var unsupported = []string{"switches", "test-only"}
+var unsupported = []string{"test-only"}
 
 // accountingOnly are options Shoal accepts with a warning: Slurm uses them
 // for accounting or node sets Shoal does not have yet.
@@ -97,6 +97,9 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 	}
 	req.Hold = opts.Hold
 	req.Partition = opts.Partition
+	if sw := opts.Switches; sw != nil {
+		req.Switches, req.SwitchesWaitS = sw.Count, int64(sw.MaxWait/time.Second)
+	}
 	req.Signal = jobSignal(opts.Signal)
 	if err := nodeSetFromOptions(opts, &req); err != nil {
 		return req, nil, err

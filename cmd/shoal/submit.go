@@ -26,6 +26,7 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 		parsable   bool
 		array      string
 		dependency string
+		switches   string
 		noEnv      bool
 		nodeSet    nodeSetFlags
 	)
@@ -61,6 +62,13 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 			}
 			if err := queueFlags(&req, array, dependency); err != nil {
 				return err
+			}
+			if switches != "" {
+				sw, err := slurm.ParseSwitches(switches)
+				if err != nil {
+					return err
+				}
+				req.Switches, req.SwitchesWaitS = sw.Count, int64(sw.MaxWait/time.Second)
 			}
 			if err := nodeSet.apply(&req); err != nil {
 				return err
@@ -115,6 +123,7 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 	f.StringVarP(&req.Account, "account", "A", "", "fair-share account the job's usage counts against (see shoal priority)")
 	f.StringVarP(&req.QoS, "qos", "q", "", "QoS level, as the queue policy names them")
 	f.StringVarP(&req.Partition, "partition", "p", "", "partition to run in (default: the queue policy's default partition)")
+	f.StringVar(&switches, "switches", "", "COUNT[@WAIT]: wait up to WAIT (default 5:00) for nodes under at most COUNT leaf switches")
 	f.IntVar(&req.Nice, "nice", 0, "lower the job's priority by N (--nice alone: 100; negative N: root only)")
 	f.Lookup("nice").NoOptDefVal = "100"
 	f.StringVarP(&array, "array", "a", "", "run an array of jobs, one per index: 0-15, 1,3,5-7:2, with %N to run at most N at once")

@@ -1,0 +1,58 @@
+package placement
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// TestPlaceSwitches: --switches=K@T makes a job wait, up to T after its
+// submit, for a placement on at most K leaf switches; after T it takes
+// what there is. Without it, or under the first-fit policies, a job
+// spreads at once.
+func TestPlaceSwitches(t *testing.T) {
+	// Two leaves of 2 nodes; one node of each is busy: 2 free nodes, on
+	// two leaves.
+	nodes := cat(mkLeaf("a", 2, 4, "a", "s0"), mkLeaf("b", 2, 4, "b", "s0"))
+	busy := holding(9, cluster.JobRunning, false, "a1", seq(0, 3), "b1", seq(0, 3))
+	submit := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	job := func(switches int, wait time.Duration) *cluster.Job {
+		j := pending(1, 2, 4)
+		j.SubmitTime = submit
+		j.Spec.Request.Switches, j.Spec.Request.SwitchesWait = switches, wait
+		return j
+	}
+	for _, tc := range []struct {
+		name   string
+		job    *cluster.Job
+		now    time.Time
+		policy Policy
+		placed bool
+	}{
+		{"no --switches: spreads at once", job(0, 0), submit, PolicyShoal, true},
+		{"--switches=1 within its wait: waits", job(1, time.Minute), submit.Add(30 * time.Second), PolicyShoal, false},
+		{"--switches=1 after its wait: takes what there is", job(1, time.Minute), submit.Add(time.Minute), PolicyShoal, true},
+		{"--switches=1 with the default wait (300 s): waits at 299 s", job(1, 0), submit.Add(299 * time.Second), PolicyShoal, false},
+		{"--switches=2: two leaves are allowed", job(2, time.Minute), submit, PolicyShoal, true},
+		{"first fit ignores --switches", job(1, time.Minute), submit, PolicyBackfill, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := PlaceWith(NewView(nodes, []*cluster.Job{busy}), []*cluster.Job{tc.job}, tc.now, Options{Policy: tc.policy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(res.Decisions) == 1; got != tc.placed {
+				t.Fatalf("placed %v (%+v, reason %q); want %v", got, res.Decisions, res.Reasons[1], tc.placed)
+			}
+		})
+	}
+	// Once one leaf frees, the waiting job goes under it.
+	res, err := PlaceWith(NewView(nodes, nil), []*cluster.Job{job(1, time.Minute)}, submit, Options{Policy: PolicyShoal})
+	if err != nil || len(res.Decisions) != 1 {
+		t.Fatalf("empty cluster: %+v, %v", res, err)
+	}
+	if d := res.Decisions[0]; d.Nodes[0].Node[0] != d.Nodes[1].Node[0] {
+		t.Errorf("--switches=1 job on %s and %s: two leaves", d.Nodes[0].Node, d.Nodes[1].Node)
+	}
+}
