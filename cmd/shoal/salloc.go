@@ -157,7 +157,14 @@ func runAllocated(ctx context.Context, c *api.Client, j api.Job, command []strin
 func sallocEnv(j api.Job) []string {
 	nodes := slurm.CompressHostlist(j.Nodes)
 	id := strconv.FormatUint(j.ID, 10)
+	// mpirun finds its slots in SLURM_TASKS_PER_NODE (Open MPI's ras/slurm
+	// refuses an allocation without it).
+	tasks, cpus := make([]int, len(j.Nodes)), make([]int, len(j.Nodes))
+	for i := range j.Nodes {
+		tasks[i], cpus[i] = j.TasksPerNode, j.TasksPerNode*max(1, j.CPUsPerTask)
+	}
 	env := []string{
+		"SLURM_TASKS_PER_NODE=" + slurm.TasksPerNode(tasks), "SLURM_JOB_CPUS_PER_NODE=" + slurm.TasksPerNode(cpus),
 		"SLURM_JOB_ID=" + id, "SLURM_JOBID=" + id, "SLURM_JOB_NAME=" + j.Name,
 		"SLURM_JOB_NODELIST=" + nodes, "SLURM_NODELIST=" + nodes,
 		"SLURM_JOB_NUM_NODES=" + strconv.Itoa(len(j.Nodes)), "SLURM_NNODES=" + strconv.Itoa(len(j.Nodes)),
