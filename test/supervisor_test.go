@@ -1,0 +1,189 @@
+package test
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/localcluster"
+)
+
+// tickScript has the rank write its pid, then append a timestamp (ns) to
+// a record file every 100 ms, n times, ignoring SIGTERM when told to (so
+// only a SIGKILL ends it early).
+const tickScript = `echo $$ > %[1]s/pid; %[3]s
+i=0; while [ $i -lt %[2]d ]; do date +%%s%%N >> %[1]s/ticks; sleep 0.1; i=$((i+1)); done`
+
+// readTicks returns the first and last timestamps of a record file.
+func readTicks(t *testing.T, path string) (first, last int64, n int) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, 0, 0 // not written yet
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Fields(string(data)) {
+		ns, err := strconv.ParseInt(line, 10, 64)
+		if err != nil {
+			continue // a line cut by SIGKILL
+		}
+		if first == 0 {
+			first = ns
+		}
+		last, n = max(last, ns), n+1
+	}
+	return first, last, n
+}
+
+// nonLeader returns the index of an agent that does not lead.
+func nonLeader(t *testing.T, c *localcluster.Cluster) int {
+	t.Helper()
+	return (leaderIndex(t, c, 0) + 1) % len(c.Agents)
+}
+
+// TestAgentKillRestartKeepsJob: kill -9 of an agent in the middle of a
+// job and its restart: the ranks run on under their supervisor, the
+// restarted agent reattaches and reports their exit, and the job
+// completes in its first incarnation, although it would requeue (nothing
+// is run twice, nothing forgotten).
+func TestAgentKillRestartKeepsJob(t *testing.T) {
+	// A 10 s lease leaves the restart time to happen under it.
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1,
+		ExtraArgs: []string{"--lease-ttl", "10s"}})
+	victim := nonLeader(t, c)
+	recs := t.TempDir()
+	id := submit(t, c.Agents[0], "--requeue", "-w", c.Agents[victim].Name, "--gpus-per-node", "1",
+		"--", "/bin/sh", "-c", fmt.Sprintf(tickScript, recs, 60, ""))
+	ticks := filepath.Join(recs, "ticks")
+	eventually(t, 20*time.Second, "ranks writing records", func() error {
+		if _, _, n := readTicks(t, ticks); n < 3 {
+			return fmt.Errorf("%d records", n)
+		}
+		return nil
+	})
+	if err := c.Kill(victim); err != nil {
+		t.Fatal(err)
+	}
+	killedAt := time.Now()
+	_, _, before := readTicks(t, ticks)
+	eventually(t, 5*time.Second, "ranks running on without their agent", func() error {
+		if _, _, n := readTicks(t, ticks); n < before+5 {
+			return fmt.Errorf("%d records since the kill", n-before)
+		}
+		return nil
+	})
+	if err := c.Restart(victim); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "restarted agent serving", func() error {
+		if r := shoal(t, c.Agents[victim], "nodes"); r.code != 0 {
+			return fmt.Errorf("shoal nodes: exit %d: %s", r.code, r.stderr)
+		}
+		return nil
+	})
+	t.Logf("kill -9 to a restarted agent that has reattached and serves: %v", time.Since(killedAt).Round(time.Millisecond))
+
+	j := waitJob(t, c.Agents[0], id, 60*time.Second)
+	if j.State != "COMPLETED" || j.Incarnation != 1 || j.RestartCount != 0 {
+		t.Errorf("job %d = %s, incarnation %d, restarts %d; want COMPLETED in incarnation 1 with no restart",
+			id, j.State, j.Incarnation, j.RestartCount)
+	}
+	if _, _, n := readTicks(t, ticks); n != 60 {
+		t.Errorf("the rank wrote %d records; want all 60, from one run", n)
+	}
+}
+
+// TestStoppedAgentFencedBySupervisor: an agent stopped (SIGSTOP) past its
+// lease cannot fence its ranks; their supervisor does, before the leader
+// can declare the node down and give its GPUs to anyone else (DESIGN
+// invariant 1 and the lease rule of the README's liveness section).
+func TestStoppedAgentFencedBySupervisor(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1})
+	victim := nonLeader(t, c)
+	observer := (victim + 1) % len(c.Agents)
+	recs := t.TempDir()
+	// The rank ignores SIGTERM: it dies at the fence's SIGKILL, KillGrace
+	// after the lease ended.
+	id := submit(t, c.Agents[0], "-w", c.Agents[victim].Name, "--gpus-per-node", "1",
+		"--", "/bin/sh", "-c", fmt.Sprintf(tickScript, recs, 600, "trap '' TERM"))
+	ticks := filepath.Join(recs, "ticks")
+	eventually(t, 20*time.Second, "rank writing records", func() error {
+		if _, _, n := readTicks(t, ticks); n < 3 {
+			return fmt.Errorf("%d records", n)
+		}
+		return nil
+	})
+	pidText, err := os.ReadFile(filepath.Join(recs, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := c.Pause(victim); err != nil {
+		t.Fatal(err)
+	}
+	pausedAt := time.Now()
+	t.Cleanup(func() { _ = c.Resume(victim) })
+	// The earliest the leader may declare the node down: its last
+	// heartbeat (at most one period before the pause) + lease + kill
+	// grace + the 2 s margin (testAgentArgs).
+	earliestDown := pausedAt.Add(-300*time.Millisecond + 3*time.Second + 2*time.Second + 2*time.Second)
+
+	var downSeen time.Time
+	eventually(t, 30*time.Second, "node declared down", func() error {
+		if s := nodesByName(t, c.Agents[observer])[c.Agents[victim].Name].State; s != "DOWN" {
+			return fmt.Errorf("%s is %s", c.Agents[victim].Name, s)
+		}
+		downSeen = time.Now()
+		return nil
+	})
+	if rankAlive(pid) {
+		t.Errorf("rank %d still runs when its node is seen down, %v after the pause", pid, downSeen.Sub(pausedAt))
+	}
+	_, last, _ := readTicks(t, ticks)
+	lastAt := time.Unix(0, last)
+	t.Logf("rank's last record %v after the pause; node seen down %v after it", lastAt.Sub(pausedAt), downSeen.Sub(pausedAt))
+	if !lastAt.Before(earliestDown) {
+		t.Errorf("rank alive %v after the pause; its supervisor must kill it before the leader may declare the node down (%v)",
+			lastAt.Sub(pausedAt), earliestDown.Sub(pausedAt))
+	}
+	var j api.Job
+	jsonOf(t, c.Agents[observer], &j, "job", fmt.Sprint(id))
+	if j.State != "NODE_FAIL" && j.State != "RUNNING" {
+		t.Errorf("job %d = %s; want NODE_FAIL (or still ending)", id, j.State)
+	}
+
+	// Resumed, the agent finds its task fenced and reports it; nothing runs.
+	if err := c.Resume(victim); err != nil {
+		t.Fatal(err)
+	}
+	if j := waitJob(t, c.Agents[observer], id, 30*time.Second); j.State != "NODE_FAIL" {
+		t.Errorf("job %d = %s after the resume; want NODE_FAIL", id, j.State)
+	}
+	if rankAlive(pid) {
+		t.Errorf("rank %d runs after its node came back", pid)
+	}
+}
+
+// rankAlive reports whether pid is a live process (not a zombie).
+func rankAlive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
