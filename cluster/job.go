@@ -340,6 +340,9 @@ type Job struct {
 	Array *ArrayTask `msgpack:"array" json:"array,omitempty"`
 	// Hold is HoldUser or HoldAdmin while a pending job is held.
 	Hold string `msgpack:"hold" json:"hold,omitempty"`
+	// Preempt is set on a running job chosen as a preemption victim,
+	// during its grace time.
+	Preempt *Preemption `msgpack:"preempt,omitempty" json:"preempt,omitempty"`
 	// Steps are the srun steps of the current incarnation, by ID.
 	Steps []Step `msgpack:"steps" json:"steps,omitempty"`
 	// Signals are the latest signal requests (shoal cancel --signal), at
@@ -379,6 +382,10 @@ func (j *Job) Clone() *Job {
 	if j.Array != nil {
 		a := *j.Array
 		c.Array = &a
+	}
+	if j.Preempt != nil {
+		p := *j.Preempt
+		c.Preempt = &p
 	}
 	c.Alloc = j.Alloc.Clone()
 	if j.Steps != nil {

@@ -31,6 +31,11 @@ type Policy struct {
 	// Partitions are the named node sets jobs run in, by ascending name;
 	// none: every job may use every node.
 	Partitions []Partition `msgpack:"partitions,omitempty" json:"partitions,omitempty"`
+	// Preempt are the QoS levels that may preempt others, by ascending
+	// QoS name; PreemptGrace is how long a victim has between SIGTERM and
+	// its requeue or cancel (Slurm's GraceTime).
+	Preempt      []PreemptRule `msgpack:"preempt,omitempty" json:"preempt,omitempty"`
+	PreemptGrace time.Duration `msgpack:"preempt_grace,omitempty" json:"preempt_grace,omitempty"`
 }
 
 // Weights are the integer weights of the priority factors (each factor is
@@ -157,7 +162,10 @@ func (p *Policy) Validate() error {
 			return fmt.Errorf("%s: priority %d: want 0 to %d", where, q.Priority, int64(MaxPolicyWeight))
 		}
 	}
-	return validatePartitions(p.Partitions)
+	if err := validatePartitions(p.Partitions); err != nil {
+		return err
+	}
+	return p.validatePreempt()
 }
 
 // policyName checks an account, user or QoS name.
@@ -190,6 +198,10 @@ func (p *Policy) Clone() *Policy {
 		c.Accounts[i].Users = slices.Clone(p.Accounts[i].Users)
 	}
 	c.QoS = slices.Clone(p.QoS)
+	c.Preempt = slices.Clone(p.Preempt)
+	for i := range c.Preempt {
+		c.Preempt[i].Preempts = slices.Clone(p.Preempt[i].Preempts)
+	}
 	c.Partitions = slices.Clone(p.Partitions)
 	for i := range c.Partitions {
 		c.Partitions[i].Nodes = slices.Clone(p.Partitions[i].Nodes)
@@ -206,6 +218,10 @@ func (p *Policy) Equal(q *Policy) bool {
 		slices.Equal(p.QoS, q.QoS) &&
 		slices.EqualFunc(p.Accounts, q.Accounts, func(a, b AccountShare) bool {
 			return a.Name == b.Name && a.Shares == b.Shares && slices.Equal(a.Users, b.Users)
+		}) &&
+		p.PreemptGrace == q.PreemptGrace &&
+		slices.EqualFunc(p.Preempt, q.Preempt, func(a, b PreemptRule) bool {
+			return a.QoS == b.QoS && slices.Equal(a.Preempts, b.Preempts)
 		}) &&
 		slices.EqualFunc(p.Partitions, q.Partitions, func(a, b Partition) bool {
 			return a.Name == b.Name && slices.Equal(a.Nodes, b.Nodes) && a.Default == b.Default &&
@@ -241,6 +257,10 @@ type PolicyFile struct {
 	QoS      map[string]int64       `json:"qos,omitempty"`
 	// Partitions are keyed by name; see PartitionFile.
 	Partitions map[string]PartitionFile `json:"partitions,omitempty"`
+	// Preempt maps a QoS level to the levels whose jobs it may preempt;
+	// PreemptGrace is a Go duration (absent: 0, requeue at once).
+	Preempt      map[string][]string `json:"preempt,omitempty"`
+	PreemptGrace string              `json:"preempt_grace,omitempty"`
 }
 
 // AccountFile is one account in a PolicyFile.
@@ -300,6 +320,13 @@ func ParsePolicyJSON(b []byte) (Policy, error) {
 	if p.Partitions, err = partitionsFromFile(f.Partitions); err != nil {
 		return Policy{}, fmt.Errorf("policy: %w", err)
 	}
+	if len(f.Preempt) > MaxPolicyQoS {
+		return Policy{}, fmt.Errorf("policy: preempt: %d rules, want at most %d", len(f.Preempt), MaxPolicyQoS)
+	}
+	p.Preempt = preemptFromFile(f.Preempt)
+	if p.PreemptGrace, err = policyDuration("preempt_grace", f.PreemptGrace, 0); err != nil {
+		return Policy{}, err
+	}
 	if err := p.Validate(); err != nil {
 		return Policy{}, fmt.Errorf("policy: %w", err)
 	}
@@ -341,5 +368,9 @@ func (p *Policy) File() PolicyFile {
 		}
 	}
 	f.Partitions = partitionsToFile(p.Partitions)
+	f.Preempt = preemptToFile(p.Preempt)
+	if p.PreemptGrace > 0 {
+		f.PreemptGrace = p.PreemptGrace.String()
+	}
 	return f
 }

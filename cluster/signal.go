@@ -47,6 +47,10 @@ type SignalRequest struct {
 	Number      int    `msgpack:"number" json:"number"`
 	// BatchOnly sends it to the batch script's shell only; otherwise to
 	// every step task and the ranks of a job that is not a batch job.
-	BatchOnly bool      `msgpack:"batch_only" json:"batch_only,omitempty"`
-	Time      time.Time `msgpack:"time" json:"time"`
+	BatchOnly bool `msgpack:"batch_only" json:"batch_only,omitempty"`
+	// Everywhere sends it to every task: the step tasks, a plain job's
+	// ranks and a batch job's script (its shell), as a preemption's
+	// SIGTERM does.
+	Everywhere bool      `msgpack:"everywhere,omitempty" json:"everywhere,omitempty"`
+	Time       time.Time `msgpack:"time" json:"time"`
 }

@@ -136,8 +136,12 @@ func (s *State) cancel(index uint64, c CancelJob) Result {
 		if old.State != cluster.JobPending || !newGates(s.jobs, s.policy, c.Time).NeverSatisfied(old) {
 			return Result{Err: fmt.Errorf("cancel job %d: %w: its dependency can still be satisfied", c.Job, ErrWrongState)}
 		}
+	case cluster.ReasonPreempted:
+		if old.Preempt == nil || c.Time.Before(old.Preempt.Deadline) {
+			return Result{Err: fmt.Errorf("cancel job %d: %w: not a preemption victim past its grace", c.Job, ErrWrongState)}
+		}
 	default:
-		return Result{Err: fmt.Errorf("cancel job %d: %w: reason %.64q, want none or %s", c.Job, ErrInvalid, c.Reason, cluster.ReasonDependencyNever)}
+		return Result{Err: fmt.Errorf("cancel job %d: %w: reason %.64q, want none, %s or %s", c.Job, ErrInvalid, c.Reason, cluster.ReasonDependencyNever, cluster.ReasonPreempted)}
 	}
 	// A running job's allocation stays unreleased until each node reports
 	// its tasks dead or is declared down (DESIGN invariant 1).
@@ -560,8 +564,12 @@ func (s *State) setDrain(index uint64, c SetDrain) Result {
 	return Result{}
 }
 
-// storeJob replaces the record at pos with j, a fresh clone.
+// storeJob replaces the record at pos with j, a fresh clone (or a copy
+// whose pointers it may reassign).
 func (s *State) storeJob(pos int, j *cluster.Job) {
+	if j.State != cluster.JobRunning {
+		j.Preempt = nil // a preemption ends with the run it was for
+	}
 	canonJob(j)
 	s.jobs[pos] = j
 }

@@ -66,6 +66,8 @@ func (t CmdType) String() string {
 		return "CancelStep"
 	case CmdSignalJob:
 		return "SignalJob"
+	case CmdPreemptJob:
+		return "PreemptJob"
 	case CmdSetHold:
 		return "SetHold"
 	case CmdRequeueJob:

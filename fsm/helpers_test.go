@@ -57,6 +57,9 @@ func stamp(body any, now time.Time) any {
 	case RequeueJob:
 		c.Time = now
 		return c
+	case PreemptJob:
+		c.Time = now
+		return c
 	case UpsertNode:
 		c.Time = now
 		return c

@@ -198,6 +198,16 @@ func (m *model) actions() map[string]func(*rapid.T) {
 			id, _ := m.drawJob(t, cluster.JobRunning, cluster.JobCompleted, cluster.JobFailed)
 			m.apply(t, CmdRequeueJob, RequeueJob{Job: id, Hold: rapid.SampledFrom([]string{"", cluster.HoldUser}).Draw(t, "hold")})
 		},
+		"preempt": func(t *rapid.T) {
+			id, _ := m.drawJob(t, cluster.JobRunning)
+			by, _ := m.drawJob(t, cluster.JobPending)
+			grace := time.Duration(rapid.IntRange(0, 5).Draw(t, "grace")) * time.Second
+			m.apply(t, CmdPreemptJob, PreemptJob{Job: id, By: by, Deadline: m.now.Add(grace)})
+		},
+		"cancelPreempted": func(t *rapid.T) {
+			id, _ := m.drawJob(t, cluster.JobRunning)
+			m.apply(t, CmdCancelJob, CancelJob{Job: id, Reason: cluster.ReasonPreempted})
+		},
 		"cancelNever": func(t *rapid.T) {
 			id, _ := m.drawJob(t, cluster.JobPending)
 			m.apply(t, CmdCancelJob, CancelJob{Job: id, Reason: cluster.ReasonDependencyNever})

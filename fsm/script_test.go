@@ -34,6 +34,8 @@ import (
 //	gates                                    Gates.Admit for every pending job
 //	policy + input: a policy file (JSON)     SetPolicy
 //	spec job=J                               the job's partition and time limit
+//	preempt job=J by=B [grace=S]             PreemptJob, deadline S seconds on
+//	preempted job=J                          the job's preemption and signals
 //	reasons J=REASON ...                     SetReasons
 //	step job=J [nodes=N] [tpn=T] [gpt=G] [cmd=(a,b)] [inc=I]
 //	                                         StartStep (cmd defaults to hostname)
@@ -159,6 +161,20 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			return "no such job\n"
 		}
 		return fmt.Sprintf("partition=%s time_limit=%s\n", orDash(j.Spec.Request.Partition), j.Spec.Request.TimeLimit)
+	case "preempt":
+		// The deadline is grace seconds after this entry's time.
+		deadline := h.now.Add(time.Second + time.Duration(intArg("grace", 0))*time.Second)
+		return resultString(h.apply(t, CmdPreemptJob, PreemptJob{Job: jobArg(), By: cluster.JobID(intArg("by", 0)), Deadline: deadline}))
+	case "preempted":
+		j, ok := h.s.View().Job(jobArg())
+		if !ok || j.Preempt == nil {
+			return "not preempted\n"
+		}
+		var sigs []string
+		for _, r := range j.Signals {
+			sigs = append(sigs, fmt.Sprintf("%d(batch=%v,everywhere=%v)", r.Number, r.BatchOnly, r.Everywhere))
+		}
+		return fmt.Sprintf("by %d until %s, signals %s\n", j.Preempt.By, offset(j.Preempt.Deadline), strings.Join(sigs, " "))
 	case "hold":
 		return resultString(h.apply(t, CmdSetHold, SetHold{Job: jobArg(), Hold: strArg("by", cluster.HoldUser)}))
 	case "release":

@@ -74,6 +74,8 @@ func validateSignals(j *cluster.Job) error {
 			return fmt.Errorf("%s: signal %d: want 1 to %d", what, r.Number, cluster.MaxSignal)
 		case r.Incarnation == 0 || r.Incarnation > j.Incarnation:
 			return fmt.Errorf("%s: incarnation %d: want 1 to the job's %d", what, r.Incarnation, j.Incarnation)
+		case r.BatchOnly && r.Everywhere:
+			return fmt.Errorf("%s: batch_only and everywhere both set", what)
 		case r.BatchOnly && j.Spec.Batch == nil:
 			return fmt.Errorf("%s: batch_only without a batch script", what)
 		}

@@ -172,6 +172,9 @@ func validateJob(j *cluster.Job, lastJob cluster.JobID) error {
 	if err := validateQueueFields(j); err != nil {
 		return fmt.Errorf("job %d: %w", j.ID, err)
 	}
+	if err := validatePreempt(j); err != nil {
+		return err
+	}
 	if j.Alloc == nil {
 		if j.State == cluster.JobRunning || j.State == cluster.JobRequeued {
 			return fmt.Errorf("job %d: %s without an allocation", j.ID, j.State)

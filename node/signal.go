@@ -76,6 +76,9 @@ func signalTarget(j *cluster.Job, key exec.TaskKey, r cluster.SignalRequest) (de
 	if r.Incarnation != key.Incarnation {
 		return false, false
 	}
+	if r.Everywhere {
+		return true, j.Spec.Batch != nil
+	}
 	if key.Step != exec.NoStep {
 		return !r.BatchOnly, false
 	}
