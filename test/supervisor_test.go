@@ -51,14 +51,22 @@ func nonLeader(t *testing.T, c *localcluster.Cluster) int {
 }
 
 // TestAgentKillRestartKeepsJob: kill -9 of an agent in the middle of a
-// job and its restart: the ranks run on under their supervisor, the
-// restarted agent reattaches and reports their exit, and the job
-// completes in its first incarnation, although it would requeue (nothing
-// is run twice, nothing forgotten).
+// job and its restart, or its graceful stop with --keep-tasks-on-stop:
+// the ranks run on under their supervisor, the restarted agent reattaches
+// and reports their exit, and the job completes in its first incarnation,
+// although it would requeue (nothing is run twice, nothing forgotten).
 func TestAgentKillRestartKeepsJob(t *testing.T) {
+	t.Run("kill -9", func(t *testing.T) { testAgentRestartKeepsJob(t, false) })
+	t.Run("keep-tasks-on-stop", func(t *testing.T) { testAgentRestartKeepsJob(t, true) })
+}
+
+func testAgentRestartKeepsJob(t *testing.T, graceful bool) {
 	// A 10 s lease leaves the restart time to happen under it.
-	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1,
-		ExtraArgs: []string{"--lease-ttl", "10s"}})
+	args := []string{"--lease-ttl", "10s"}
+	if graceful {
+		args = append(args, "--keep-tasks-on-stop")
+	}
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1, ExtraArgs: args})
 	victim := nonLeader(t, c)
 	recs := t.TempDir()
 	id := submit(t, c.Agents[0], "--requeue", "-w", c.Agents[victim].Name, "--gpus-per-node", "1",
@@ -70,7 +78,11 @@ func TestAgentKillRestartKeepsJob(t *testing.T) {
 		}
 		return nil
 	})
-	if err := c.Kill(victim); err != nil {
+	stop := c.Kill
+	if graceful {
+		stop = func(i int) error { return c.StopAgent(i, 10*time.Second) }
+	}
+	if err := stop(victim); err != nil {
 		t.Fatal(err)
 	}
 	killedAt := time.Now()
@@ -81,6 +93,7 @@ func TestAgentKillRestartKeepsJob(t *testing.T) {
 		}
 		return nil
 	})
+	restartedAt := time.Now()
 	if err := c.Restart(victim); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +103,8 @@ func TestAgentKillRestartKeepsJob(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("kill -9 to a restarted agent that has reattached and serves: %v", time.Since(killedAt).Round(time.Millisecond))
+	t.Logf("restart to an agent that has reattached and serves: %v (%v after the old one went)",
+		time.Since(restartedAt).Round(time.Millisecond), time.Since(killedAt).Round(time.Millisecond))
 
 	j := waitJob(t, c.Agents[0], id, 60*time.Second)
 	if j.State != "COMPLETED" || j.Incarnation != 1 || j.RestartCount != 0 {
