@@ -163,6 +163,9 @@ func (a *Agent) schedulePass(ctx context.Context, v *fsm.View) error {
 	if err := a.setWaitReasons(ctx, v, waits); err != nil {
 		return err
 	}
+	if err := a.finishPreemptions(ctx, v, now); err != nil {
+		return err
+	}
 	if len(pending) == 0 {
 		return nil
 	}
@@ -177,8 +180,9 @@ func (a *Agent) schedulePass(ctx context.Context, v *fsm.View) error {
 	if p := v.Policy(); p != nil {
 		parts = p.Partitions
 	}
+	order := placement.PriorityOrder(priorities(v, now))
 	res, err := placement.PlaceWith(placement.NewView(v.Nodes(), jobs).WithPartitions(parts), pending, now,
-		placement.Options{Policy: placement.PolicyShoal, Order: placement.PriorityOrder(priorities(v, now))})
+		placement.Options{Policy: placement.PolicyShoal, Order: order})
 	if err != nil {
 		return err
 	}
@@ -219,7 +223,9 @@ func (a *Agent) schedulePass(ctx context.Context, v *fsm.View) error {
 			return err
 		}
 	}
-	return nil
+	// After this pass's allocations: whether the first job that waits on
+	// resources may preempt others for them.
+	return a.startPreemption(ctx, order, res.Reasons, now)
 }
 
 // setWaitReasons records the reasons of jobs kept from placement, where

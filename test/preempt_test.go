@@ -1,0 +1,107 @@
+package test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/localcluster"
+)
+
+// lowScript is a job of the preemptible QoS that checkpoints on SIGTERM:
+// it notes the signal and runs on, so its grace is what ends it; its
+// second run (after the requeue) ends at once.
+const lowScript = `#!/bin/sh
+echo "start ${SLURM_RESTART_COUNT:-0} $(date +%s.%N)" >> "$RECORDS.$SLURM_JOB_ID"
+[ "${SLURM_RESTART_COUNT:-0}" -ge 1 ] && exit 0
+trap 'echo "term $(date +%s.%N)" >> "$RECORDS.$SLURM_JOB_ID"' TERM
+i=0
+while [ $i -lt 600 ]; do sleep 0.2; i=$((i+1)); done
+`
+
+// TestPreemption: a job of a QoS that may preempt another's, which finds
+// the GPUs taken by that QoS's jobs, makes room: the victims get SIGTERM,
+// run on through the grace time, then the one with --requeue is requeued
+// (and runs again later) and the one without is cancelled Preempted; the
+// preemptor then runs, after both victims' SIGTERM.
+func TestPreemption(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 2})
+	a := c.Agents[0]
+	work := t.TempDir()
+	policy := filepath.Join(work, "policy.json")
+	if err := os.WriteFile(policy, []byte(`{
+		"weights": {"age": 1, "qos": 1000},
+		"qos": {"low": 0, "high": 10},
+		"preempt": {"high": ["low"]},
+		"preempt_grace": "2s"
+	}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustShoal(t, a, "policy", "set", policy)
+	records := filepath.Join(work, "rec")
+	script := filepath.Join(work, "low.sh")
+	if err := os.WriteFile(script, []byte(lowScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	batch := func(args ...string) uint64 {
+		t.Helper()
+		out := mustShoal(t, a, append([]string{"batch", "--parsable", "--chdir", work, "--export=ALL,RECORDS=" + records}, args...)...)
+		id, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+		if err != nil {
+			t.Fatalf("shoal batch printed %q", out)
+		}
+		return id
+	}
+	requeued := batch("-q", "low", "--gpus-per-node=1", "--requeue", script)
+	cancelled := batch("-q", "low", "--gpus-per-node=1", "--no-requeue", script)
+	for _, id := range []uint64{requeued, cancelled} {
+		eventually(t, 20*time.Second, fmt.Sprintf("low job %d running", id), func() error {
+			if _, err := os.Stat(fmt.Sprintf("%s.%d", records, id)); err != nil {
+				return err
+			}
+			return nil
+		})
+	}
+	high := batch("-q", "high", "--gpus-per-node=2", "--wrap", `echo "high $(date +%s.%N)" >> "$RECORDS.high"`)
+
+	if j := waitJob(t, a, high, 60*time.Second); j.State != "COMPLETED" {
+		t.Fatalf("preemptor ended %s (%s)", j.State, j.Reason)
+	}
+	if j := waitJob(t, a, cancelled, 30*time.Second); j.State != "CANCELLED" || j.Reason != "Preempted" {
+		t.Errorf("victim without --requeue: %s (%s); want CANCELLED (Preempted)", j.State, j.Reason)
+	}
+	if j := waitJob(t, a, requeued, 60*time.Second); j.State != "COMPLETED" || j.RestartCount != 1 {
+		t.Errorf("victim with --requeue: %s after %d restarts; want COMPLETED after 1", j.State, j.RestartCount)
+	}
+
+	stamp := func(file, word string) float64 {
+		t.Helper()
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == word {
+				v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+				return v
+			}
+		}
+		t.Fatalf("%s has no %q line:\n%s", file, word, data)
+		return 0
+	}
+	highAt := stamp(records+".high", "high")
+	for _, id := range []uint64{requeued, cancelled} {
+		file := fmt.Sprintf("%s.%d", records, id)
+		term := stamp(file, "term")
+		if highAt < term {
+			t.Errorf("the preemptor ran at %.3f, before victim %d had its SIGTERM at %.3f", highAt, id, term)
+		}
+	}
+	if data, _ := os.ReadFile(fmt.Sprintf("%s.%d", records, requeued)); !strings.Contains(string(data), "start 1 ") {
+		t.Errorf("the requeued victim did not run again:\n%s", data)
+	}
+}
