@@ -51,6 +51,11 @@
 //	    rank-<RANK>.err  stderr of the rank
 //	    exit.json        exit code, cause, start and end; once all are dead
 //	    ack.json         the exit was reported; it is not pending again
+//	    stepd.json       the supervisor's input: the Launch and settings
+//	    stepd.sock       the supervisor's control socket, while it runs
+//	    stepd.log        the supervisor's log
+//	DataDir/lease.json   the node's lease deadline (CLOCK_BOOTTIME), for
+//	                     the supervisors' watchdog
 //
 // The task directory is the agent's alone, so a script run as another
 // user is executed through an inherited descriptor (/dev/fd/3, its $0).
@@ -59,22 +64,53 @@
 // fsync, rename, fsync of the directory). Directories are never removed:
 // garbage collection of old incarnations is left to a later change.
 //
+// # Supervisors
+//
+// Every task runs under a supervisor process of its own, as a Slurm step
+// runs under slurmstepd: Start writes the start record and stepd.json and
+// runs Config.StepdCommand (`shoal stepd --detach DIR`), which starts the
+// supervisor in a session of its own and exits, so the supervisor is never
+// the agent's child. The supervisor runs the task with this package's own
+// code (the same run, supervise and finish as ever, on an Executor of its
+// own), reports the launch on an inherited pipe (Start returns then), and
+// answers stop, signal and wait requests on stepd.sock. The agent's
+// Executor keeps the same API: Stop and Signal become requests, and a
+// wait connection per task tells it when the exit record is written. A
+// supervisor that dies without one leaves its task lost (see below).
+//
+// The ranks are started with Pdeathsig SIGKILL from a goroutine locked to
+// its OS thread for the life of the rank, so the leaders die with their
+// supervisor, not with the agent: an agent killed -9, or stopped with
+// Detach for a restart, leaves its tasks running.
+//
+// Fencing does not rely on the agent either. The agent writes each lease
+// renewal to lease.json (RenewLease: a CLOCK_BOOTTIME deadline, sent time
+// + Config.LeaseTTL); each supervisor reads it every 100 ms and, once it
+// has passed (or cannot be read), stops its task with cause "fenced":
+// SIGTERM, SIGKILL after KillGrace. So an agent that is dead, hung or
+// SIGSTOPped cannot keep ranks running past lease + KillGrace, the bound
+// the leader waits out before declaring the node down.
+//
 // # Crash and restart
 //
 // A task runs at most once per node: Start does nothing when its start
-// record exists, also after a restart. The ranks are started with
-// Pdeathsig SIGKILL from a goroutine locked to its OS thread for the life
-// of the rank, so the leaders die with the agent (a killed agent cannot
-// renew its lease, and a node cut off must not keep running ranks).
-// Pdeathsig reaches only the leader; its children are found by New.
+// record exists, also after a restart.
 //
-// New recovers: a task with a start record and no exit record belonged to
-// an agent that died. Its surviving processes are killed — a recorded
+// New reattaches: a task with a start record, no exit record and a
+// supervisor that answers on its socket is running again; its exit is
+// pending once the supervisor records it. Stop, Signal and the time limit
+// work on it as on any task.
+//
+// New recovers the rest: a task with a start record, no exit record and
+// no supervisor belonged to a supervisor that died (or an agent that died
+// while starting it). Its surviving processes are killed — a recorded
 // leader only if its /proc start time matches the recorded one (a recycled
 // pid is never killed), members of such a leader's group, and any process
 // whose environment names the task (SHOAL_JOB_ID, SHOAL_INCARNATION,
-// SHOAL_STEP_ID for a step, SHOAL_NODE_NAME of this node) — and an exit
-// with cause "lost" and code -1 is recorded. Exits recorded and not acknowledged are pending again.
+// SHOAL_STEP_ID for a step, SHOAL_NODE_NAME of this node; a supervisor's
+// environment carries them too) — and an exit with cause "lost" and code
+// -1 is recorded. Pdeathsig reaches only a rank's leader; its children
+// are found this way. Exits recorded and not acknowledged are pending again.
 //
 // Limits: a descendant that left the rank's process group and rewrote or
 // dropped its environment escapes both Slurm-style group kills and
