@@ -68,6 +68,31 @@ type UserShare struct {
 type QoSLevel struct {
 	Name     string `msgpack:"name" json:"name"`
 	Priority int64  `msgpack:"priority" json:"priority"`
+	// MaxGPUsPerUser caps the GPUs one user's running jobs of this QoS
+	// hold together (Slurm's MaxTRESPerUser=gres/gpu); 0: no cap. A job
+	// that would pass it pends with QOSMaxGpuPerUser.
+	MaxGPUsPerUser int64 `msgpack:"max_gpus_per_user,omitempty" json:"max_gpus_per_user,omitempty"`
+}
+
+// ReasonQOSMaxGPUPerUser is the reason of a job held back by its QoS's
+// MaxGPUsPerUser.
+const ReasonQOSMaxGPUPerUser = "QOSMaxGpuPerUser"
+
+// QoSLimitFile is one QoS level's limits in a PolicyFile.
+type QoSLimitFile struct {
+	MaxGPUsPerUser int64 `json:"max_gpus_per_user"`
+}
+
+// QoSLevel returns the QoS level named name.
+func (p *Policy) QoSLevel(name string) (*QoSLevel, bool) {
+	if p == nil || name == "" {
+		return nil, false
+	}
+	i, ok := slices.BinarySearchFunc(p.QoS, name, func(q QoSLevel, n string) int { return cmp.Compare(q.Name, n) })
+	if !ok {
+		return nil, false
+	}
+	return &p.QoS[i], true
 }
 
 // Policy bounds: they keep a hostile or corrupt policy from making the
@@ -160,6 +185,9 @@ func (p *Policy) Validate() error {
 		}
 		if q.Priority < 0 || q.Priority > MaxPolicyWeight {
 			return fmt.Errorf("%s: priority %d: want 0 to %d", where, q.Priority, int64(MaxPolicyWeight))
+		}
+		if q.MaxGPUsPerUser < 0 || q.MaxGPUsPerUser > MaxNodesPerJob*MaxGPUsPerNode {
+			return fmt.Errorf("%s: max_gpus_per_user %d: want 0 (no cap) to %d", where, q.MaxGPUsPerUser, MaxNodesPerJob*MaxGPUsPerNode)
 		}
 	}
 	if err := validatePartitions(p.Partitions); err != nil {
@@ -261,6 +289,8 @@ type PolicyFile struct {
 	// PreemptGrace is a Go duration (absent: 0, requeue at once).
 	Preempt      map[string][]string `json:"preempt,omitempty"`
 	PreemptGrace string              `json:"preempt_grace,omitempty"`
+	// QoSLimits are the limits of QoS levels named in QoS.
+	QoSLimits map[string]QoSLimitFile `json:"qos_limits,omitempty"`
 }
 
 // AccountFile is one account in a PolicyFile.
@@ -317,6 +347,13 @@ func ParsePolicyJSON(b []byte) (Policy, error) {
 		p.QoS = append(p.QoS, QoSLevel{Name: name, Priority: pr})
 	}
 	slices.SortFunc(p.QoS, func(x, y QoSLevel) int { return cmp.Compare(x.Name, y.Name) })
+	for name, lim := range f.QoSLimits {
+		q, ok := p.QoSLevel(name)
+		if !ok {
+			return Policy{}, fmt.Errorf("policy: qos_limits.%s: not a QoS level of \"qos\"", name)
+		}
+		q.MaxGPUsPerUser = lim.MaxGPUsPerUser
+	}
 	if p.Partitions, err = partitionsFromFile(f.Partitions); err != nil {
 		return Policy{}, fmt.Errorf("policy: %w", err)
 	}
@@ -365,6 +402,12 @@ func (p *Policy) File() PolicyFile {
 		f.QoS = make(map[string]int64, len(p.QoS))
 		for _, q := range p.QoS {
 			f.QoS[q.Name] = q.Priority
+			if q.MaxGPUsPerUser > 0 {
+				if f.QoSLimits == nil {
+					f.QoSLimits = map[string]QoSLimitFile{}
+				}
+				f.QoSLimits[q.Name] = QoSLimitFile{MaxGPUsPerUser: q.MaxGPUsPerUser}
+			}
 		}
 	}
 	f.Partitions = partitionsToFile(p.Partitions)

@@ -25,7 +25,7 @@ func TestParsePolicyJSON(t *testing.T) {
 			{Name: "bio", Shares: 40},
 			{Name: "physics", Shares: 60, Users: []UserShare{{"alice", 2}, {"bob", 1}}},
 		},
-		QoS: []QoSLevel{{"high", 100}, {"normal", 0}},
+		QoS: []QoSLevel{{Name: "high", Priority: 100}, {Name: "normal", Priority: 0}},
 	}
 	if !p.Equal(&want) {
 		t.Fatalf("ParsePolicyJSON = %+v; want %+v", p, want)
@@ -71,7 +71,7 @@ func TestParsePolicyJSONErrors(t *testing.T) {
 }
 
 func TestPolicyValidateOrder(t *testing.T) {
-	p := Policy{QoS: []QoSLevel{{"normal", 0}, {"high", 1}}}
+	p := Policy{QoS: []QoSLevel{{Name: "normal", Priority: 0}, {Name: "high", Priority: 1}}}
 	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "ascending") {
 		t.Fatalf("Validate(unsorted qos) = %v; want an ascending-names error", err)
 	}

@@ -25,6 +25,9 @@ type Gates struct {
 	singles map[singleKey]singleInfo
 	// admitted counts, per array, the elements running or admitted now.
 	admitted map[cluster.JobID]int
+	// qosGPUs counts, per (user, QoS), the GPUs held or admitted now;
+	// built on the first job of a capped QoS.
+	qosGPUs map[singleKey]int64
 }
 
 type singleKey struct{ user, name string }
@@ -44,8 +47,8 @@ func newGates(jobs []*cluster.Job, policy *cluster.Policy, now time.Time) *Gates
 // Admit returns "" when pending job j may be offered to placement now, and
 // counts it against its array's throttle; otherwise the reason it waits
 // (JobHeldUser, JobHeldAdmin, PartitionTimeLimit, Dependency,
-// JobArrayTaskLimit) or DependencyNeverSatisfied, for a job that never
-// can start: the leader cancels those.
+// QOSMaxGpuPerUser, JobArrayTaskLimit) or DependencyNeverSatisfied, for a
+// job that never can start: the leader cancels those.
 func (g *Gates) Admit(j *cluster.Job) string {
 	switch j.Hold {
 	case cluster.HoldUser:
@@ -66,6 +69,16 @@ func (g *Gates) Admit(j *cluster.Job) string {
 			return cluster.ReasonDependency
 		}
 	}
+	var capped *cluster.QoSLevel
+	if q, ok := g.policy.QoSLevel(j.Spec.QoS); ok && q.MaxGPUsPerUser > 0 {
+		capped = q
+		if g.qosGPUs == nil {
+			g.countQoSGPUs()
+		}
+		if g.qosGPUs[singleKey{j.Spec.User, q.Name}]+jobGPUs(j) > q.MaxGPUsPerUser {
+			return cluster.ReasonQOSMaxGPUPerUser
+		}
+	}
 	if a := j.Array; a != nil && a.Throttle > 0 {
 		if g.admitted == nil {
 			g.admitted = map[cluster.JobID]int{}
@@ -80,7 +93,32 @@ func (g *Gates) Admit(j *cluster.Job) string {
 		}
 		g.admitted[a.JobID] = n + 1
 	}
+	if capped != nil {
+		g.qosGPUs[singleKey{j.Spec.User, capped.Name}] += jobGPUs(j)
+	}
 	return ""
+}
+
+// countQoSGPUs fills qosGPUs from the jobs holding resources.
+func (g *Gates) countQoSGPUs() {
+	g.qosGPUs = map[singleKey]int64{}
+	for _, j := range g.jobs {
+		if j.Spec.QoS == "" || j.Alloc == nil || !j.HoldsResources() {
+			continue
+		}
+		var n int64
+		for _, na := range j.Alloc.Nodes {
+			if !na.Released {
+				n += int64(len(na.GPUs))
+			}
+		}
+		g.qosGPUs[singleKey{j.Spec.User, j.Spec.QoS}] += n
+	}
+}
+
+// jobGPUs is what a pending job asks for in all.
+func jobGPUs(j *cluster.Job) int64 {
+	return int64(j.Spec.Request.Nodes) * int64(j.Spec.Request.GPUsPerNode)
 }
 
 // NeverSatisfied reports whether j's dependency can never hold.

@@ -21,7 +21,7 @@ import (
 //
 //	submit nodes=N gpus=G [rid=R] [name=X] [tpn=T] [requeue=yes] [batch=yes]
 //	       [array=SPEC] [dep=SPEC] [hold=yes] [user=U]   (--array, --dependency, --hold)
-//	       [partition=P] [time=SECONDS]
+//	       [partition=P] [time=SECONDS] [qos=Q]
 //	                                         SubmitJob (batch=yes: a script, no command)
 //	node NAME gpus=G [switch=S]              UpsertNode
 //	node-down NAME                           NodeDown
@@ -115,6 +115,7 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 		}
 		sp.Hold = strArg("hold", "") == "yes"
 		sp.Request.Partition = strArg("partition", "")
+		sp.QoS = strArg("qos", "")
 		sp.Request.TimeLimit = time.Duration(intArg("time", 0)) * time.Second
 		sp.User = strArg("user", sp.User)
 		return resultString(h.apply(t, CmdSubmitJob, SubmitJob{RequestID: strArg("rid", ""), Spec: sp}))
