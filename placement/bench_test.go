@@ -143,3 +143,29 @@ func BenchmarkPlaceWithBackfill1000Pending(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPass10000Pending is one whole scheduling pass as the leader
+// makes it: the View of 10,000 nodes (half of them half busy with jobs
+// that have time limits) and the shoal policy over 10,000 pending jobs
+// of mixed sizes with limits, EASY backfill behind the first blocked one.
+func BenchmarkPass10000Pending(b *testing.B) {
+	nodes := benchCluster(10000)
+	running := busyJobs(nodes, 5000)
+	var queue []*cluster.Job
+	for i := range 10000 {
+		j := pending(cluster.JobID(i+1), 1+i*7%16, 1+i*5%8)
+		j.Spec.Request.TimeLimit = time.Duration(1+i%120) * time.Minute
+		queue = append(queue, j)
+	}
+	res, err := PlaceWith(NewView(nodes, running), queue, now, Options{Policy: PolicyShoal})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(len(res.Decisions)), "placed")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := PlaceWith(NewView(nodes, running), queue, now, Options{Policy: PolicyShoal}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
