@@ -27,7 +27,9 @@
 // ends when every rank's leader is reaped; exec then SIGKILLs whatever is
 // left in the ranks' process groups and waits for it, so a reported exit
 // means nothing of the task runs any more and its GPUs may go to another
-// job.
+// job. With Config.TaskNamespace, each rank also gets a UTS and mount
+// namespace of its own, named after the node, with an /etc/hosts of the
+// cluster's nodes (Launch.Hosts; see taskns.go).
 //
 // # What it must never touch
 //
