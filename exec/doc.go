@@ -53,6 +53,7 @@
 //	    rank-<RANK>.err  stderr of the rank
 //	    exit.json        exit code, cause, start and end; once all are dead
 //	    ack.json         the exit was reported; it is not pending again
+//	    hosts            the ranks' /etc/hosts, with task namespaces only
 //	    stepd.json       the supervisor's input: the Launch and settings
 //	    stepd.sock       the supervisor's control socket, while it runs
 //	    stepd.log        the supervisor's log
