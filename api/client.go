@@ -284,6 +284,20 @@ func (c *Client) Requeue(ctx context.Context, ref string, hold bool) (JobsChange
 	return out, err
 }
 
+// PriorityRequest is the body of POST /v1/jobs/{id}/priority.
+type PriorityRequest struct {
+	// Priority is the absolute priority to set; 0 returns the job to its
+	// multifactor priority.
+	Priority int64 `json:"priority"`
+}
+
+// SetPriority sets an administrator's priority on jobs (root only).
+func (c *Client) SetPriority(ctx context.Context, ref string, priority int64) (JobsChanged, error) {
+	var out JobsChanged
+	_, err := c.Do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(ref)+"/priority", PriorityRequest{Priority: priority}, &out)
+	return out, err
+}
+
 // Logs returns every rank's output of a job, from whichever nodes hold it.
 func (c *Client) Logs(ctx context.Context, id uint64) ([]LogChunk, error) {
 	var out []LogChunk

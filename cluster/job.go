@@ -61,6 +61,10 @@ const (
 	ReasonArrayTaskLimit = "JobArrayTaskLimit"
 )
 
+// MaxAdminPriority bounds an administrator's job priority (Slurm's
+// priorities are 32-bit).
+const MaxAdminPriority = 1<<32 - 2
+
 // Holds on a pending job.
 const (
 	HoldNone  = ""
@@ -340,6 +344,10 @@ type Job struct {
 	Array *ArrayTask `msgpack:"array" json:"array,omitempty"`
 	// Hold is HoldUser or HoldAdmin while a pending job is held.
 	Hold string `msgpack:"hold" json:"hold,omitempty"`
+	// AdminPriority, when above 0, is the priority an administrator set
+	// (scontrol update JobId=N Priority=P): it replaces the multifactor
+	// one.
+	AdminPriority int64 `msgpack:"admin_priority,omitempty" json:"admin_priority,omitempty"`
 	// Preempt is set on a running job chosen as a preemption victim,
 	// during its grace time.
 	Preempt *Preemption `msgpack:"preempt,omitempty" json:"preempt,omitempty"`

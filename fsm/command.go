@@ -68,6 +68,8 @@ func (t CmdType) String() string {
 		return "SignalJob"
 	case CmdPreemptJob:
 		return "PreemptJob"
+	case CmdSetJobPriority:
+		return "SetJobPriority"
 	case CmdSetHold:
 		return "SetHold"
 	case CmdRequeueJob:

@@ -34,6 +34,7 @@ import (
 //	gates                                    Gates.Admit for every pending job
 //	policy + input: a policy file (JSON)     SetPolicy
 //	spec job=J                               the job's partition and time limit
+//	priority job=J p=P                       SetJobPriority
 //	preempt job=J by=B [grace=S]             PreemptJob, deadline S seconds on
 //	preempted job=J                          the job's preemption and signals
 //	reasons J=REASON ...                     SetReasons
@@ -162,6 +163,13 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			return "no such job\n"
 		}
 		return fmt.Sprintf("partition=%s time_limit=%s\n", orDash(j.Spec.Request.Partition), j.Spec.Request.TimeLimit)
+	case "priority":
+		r := h.apply(t, CmdSetJobPriority, SetJobPriority{Job: jobArg(), Priority: int64(intArg("p", 0))})
+		if r.Err != nil {
+			return resultString(r)
+		}
+		j, _ := h.s.View().Job(jobArg())
+		return fmt.Sprintf("admin priority %d\n", j.AdminPriority)
 	case "preempt":
 		// The deadline is grace seconds after this entry's time.
 		deadline := h.now.Add(time.Second + time.Duration(intArg("grace", 0))*time.Second)

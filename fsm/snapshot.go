@@ -175,6 +175,9 @@ func validateJob(j *cluster.Job, lastJob cluster.JobID) error {
 	if err := validatePreempt(j); err != nil {
 		return err
 	}
+	if j.AdminPriority < 0 || j.AdminPriority > cluster.MaxAdminPriority {
+		return fmt.Errorf("job %d: admin priority %d: want 0 to %d", j.ID, j.AdminPriority, int64(cluster.MaxAdminPriority))
+	}
 	if j.Alloc == nil {
 		if j.State == cluster.JobRunning || j.State == cluster.JobRequeued {
 			return fmt.Errorf("job %d: %s without an allocation", j.ID, j.State)

@@ -212,6 +212,12 @@ func (s *State) apply(index uint64, data []byte) Result {
 			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
 		}
 		return s.signalJob(index, c)
+	case CmdSetJobPriority:
+		var c SetJobPriority
+		if err := wire.Decode(body, &c); err != nil {
+			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
+		}
+		return s.setJobPriority(index, c)
 	case CmdPreemptJob:
 		var c PreemptJob
 		if err := wire.Decode(body, &c); err != nil {

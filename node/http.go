@@ -54,6 +54,7 @@ func (a *Agent) routes() http.Handler {
 	mux.HandleFunc("POST /v1/jobs/{id}/hold", a.handleHold)
 	mux.HandleFunc("POST /v1/jobs/{id}/release", a.handleRelease)
 	mux.HandleFunc("POST /v1/jobs/{id}/requeue", a.handleRequeue)
+	mux.HandleFunc("POST /v1/jobs/{id}/priority", a.handleSetPriority)
 	mux.HandleFunc("GET /v1/jobs/{id}/logs", a.handleLogs)
 	mux.HandleFunc("POST /v1/jobs/{id}/steps", a.handleStartStep)
 	mux.HandleFunc("POST /v1/jobs/{id}/steps/{step}/cancel", a.handleCancelStep)

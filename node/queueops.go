@@ -194,3 +194,44 @@ func (a *Agent) handleRequeue(w http.ResponseWriter, r *http.Request) {
 		return a.apply(ctx, fsm.CmdRequeueJob, fsm.RequeueJob{Job: j.ID, Hold: hold, Time: time.Now()})
 	})
 }
+
+// handleSetPriority is `scontrol update JobId=N Priority=P`: root sets an
+// absolute priority on live jobs (0 returns them to the multifactor
+// priority), as Slurm lets only an administrator raise one.
+func (a *Agent) handleSetPriority(w http.ResponseWriter, r *http.Request) {
+	var req api.PriorityRequest
+	who, here := a.acceptWrite(w, r, &req)
+	if !here {
+		return
+	}
+	if who.UID != 0 {
+		writeError(w, forbidden(fmt.Errorf("set priority of job %s: %w: only root may", r.PathValue("id"), ErrForbidden)))
+		return
+	}
+	jobs, err := a.jobsOf(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	ids := []uint64{}
+	for _, j := range jobs {
+		if len(jobs) > 1 && j.State.Terminal() {
+			continue
+		}
+		res, err := a.apply(r.Context(), fsm.CmdSetJobPriority, fsm.SetJobPriority{Job: j.ID, Priority: req.Priority, Time: time.Now()})
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if res.Err != nil {
+			if errors.Is(res.Err, fsm.ErrJobFinished) {
+				writeError(w, conflict(res.Err))
+			} else {
+				writeError(w, badRequest(res.Err))
+			}
+			return
+		}
+		ids = append(ids, uint64(j.ID))
+	}
+	writeJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids})
+}

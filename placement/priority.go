@@ -28,6 +28,9 @@ type Priority struct {
 	QoS     string
 	// Partition is the job's partition, "" for none.
 	Partition string
+	// Admin says Priority is an administrator's (scontrol update
+	// Priority=), not the factors' sum.
+	Admin bool
 	// Priority is the sum of Weighted, truncated to an integer, less Nice
 	// (Slurm's multifactor formula).
 	Priority int64
@@ -112,6 +115,10 @@ func Priorities(p cluster.Policy, jobs []*cluster.Job, gpus int, now time.Time) 
 		// Summed in a fixed order, so every replica gets the same bits.
 		sum := pr.Weighted.Age + pr.Weighted.FairShare + pr.Weighted.JobSize + pr.Weighted.QoS + pr.Weighted.Partition
 		pr.Priority = int64(sum) - int64(j.Spec.Nice)
+		if j.AdminPriority > 0 {
+			// An administrator's priority replaces the multifactor one.
+			pr.Priority, pr.Admin = j.AdminPriority, true
+		}
 		out = append(out, pr)
 	}
 	slices.SortFunc(out, func(a, b Priority) int {

@@ -127,6 +127,12 @@ func TestPriorityFactors(t *testing.T) {
 			p.Weights.Partition = 800
 			p.Partitions = []cluster.Partition{{Name: "debug", Priority: 10}, {Name: "gpu", Priority: 40}}
 		}, want: Factors{Partition: 0.25, FairShare: 1}, prio: 200 + 10000},
+		{name: "an administrator's priority replaces the sum", job: func() *cluster.Job {
+			j := pjob(1, cluster.JobPending, "u", "", 1, 0)
+			j.Spec.Nice = 300
+			j.AdminPriority = 77
+			return j
+		}, want: Factors{FairShare: 1}, prio: 77},
 		{name: "nice is subtracted", job: func() *cluster.Job {
 			j := pjob(1, cluster.JobPending, "u", "", 1, 0)
 			j.Spec.Nice = 300

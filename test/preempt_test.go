@@ -105,3 +105,33 @@ func TestPreemption(t *testing.T) {
 		t.Errorf("the requeued victim did not run again:\n%s", data)
 	}
 }
+
+// TestAdminPriority: root's `scontrol update JobId=N Priority=P` puts a
+// later job ahead of an earlier one; `shoal priority` shows it.
+func TestAdminPriority(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1})
+	a := c.Agents[0]
+	shims := t.TempDir()
+	mustShoal(t, a, "install-shims", shims)
+	env := []string{"SHOAL_DATA_DIR=" + a.DataDir}
+	blocker := submit(t, a, "--gpus-per-node", "1", "--", "sleep", "3")
+	// Each runs 2 s, so their start times (whole seconds) tell the order.
+	first := submit(t, a, "--gpus-per-node", "1", "--", "sleep", "2")
+	second := submit(t, a, "--gpus-per-node", "1", "--", "sleep", "2")
+	if r := runEnv(t, env, filepath.Join(shims, "scontrol"), "update", fmt.Sprintf("JobId=%d", second), "Priority=4000000000"); r.code != 0 {
+		t.Fatalf("scontrol update Priority: exit %d: %s", r.code, r.stderr)
+	}
+	if r := runEnv(t, env, filepath.Join(shims, "scontrol"), "update", fmt.Sprintf("JobId=%d", second), "TimeLimit=5"); r.code == 0 || !strings.Contains(r.stderr, "timelimit= not supported") {
+		t.Errorf("scontrol update TimeLimit: exit %d %q; want refused by name", r.code, r.stderr)
+	}
+	if out := mustShoal(t, a, "priority", "-j", fmt.Sprint(second)); !strings.Contains(out, "4000000000") {
+		t.Errorf("shoal priority -j %d:\n%s", second, out)
+	}
+	waitJob(t, a, blocker, 30*time.Second)
+	j1, j2 := waitJob(t, a, first, 30*time.Second), waitJob(t, a, second, 30*time.Second)
+	t1, err1 := time.Parse(time.RFC3339, j1.StartTime)
+	t2, err2 := time.Parse(time.RFC3339, j2.StartTime)
+	if err1 != nil || err2 != nil || !t2.Before(t1) {
+		t.Errorf("job %d (raised) started at %s, job %d at %s; want the raised one first", second, j2.StartTime, first, j1.StartTime)
+	}
+}

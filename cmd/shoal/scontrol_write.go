@@ -102,12 +102,12 @@ func scontrolUpdate(ctx context.Context, g *globalFlags, args []string) error {
 		fields[k] = v
 		order = append(order, k)
 	}
+	if job, ok := fields["jobid"]; ok {
+		return scontrolUpdateJob(ctx, g, job, fields, order)
+	}
 	node, ok := fields["nodename"]
 	if !ok {
-		if _, job := fields["jobid"]; job {
-			return fmt.Errorf("update JobId=...: not supported by Shoal yet (use scontrol hold/release/requeue, or shoal cancel)")
-		}
-		return fmt.Errorf("update: want NodeName=NODE State=DRAIN|RESUME [Reason=...]")
+		return fmt.Errorf("update: want NodeName=NODE State=DRAIN|RESUME [Reason=...] or JobId=N Priority=P")
 	}
 	for _, k := range order {
 		switch k {
@@ -185,6 +185,37 @@ func printPartitions(w io.Writer, pol cluster.PolicyFile, only []string) error {
 		fmt.Fprintf(w, "   Default=%s State=UP\n", yesNo[p.Default])
 		fmt.Fprintf(w, "   DefaultTime=%s MaxTime=%s PriorityJobFactor=%d\n", defTime, maxTime, p.Priority)
 		fmt.Fprintf(w, "   Nodes=%s\n", nodes)
+	}
+	return nil
+}
+
+// scontrolUpdateJob is `scontrol update JobId=N Priority=P` (root): an
+// absolute priority, 0 to return to the multifactor one. Other job
+// fields are refused by name.
+func scontrolUpdateJob(ctx context.Context, g *globalFlags, job string, fields map[string]string, order []string) error {
+	for _, k := range order {
+		if k != "jobid" && k != "priority" {
+			return fmt.Errorf("update JobId=%s: %s= not supported by Shoal (Priority is; hold, release and requeue are scontrol commands)", job, k)
+		}
+	}
+	v, ok := fields["priority"]
+	if !ok {
+		return fmt.Errorf("update JobId=%s: want Priority=P", job)
+	}
+	p, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || p < 0 || p > cluster.MaxAdminPriority {
+		return fmt.Errorf("update JobId=%s Priority=%s: want 0 to %d", job, v, int64(cluster.MaxAdminPriority))
+	}
+	ref, err := parseJobRefArg(job, true)
+	if err != nil {
+		return err
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	if _, err := c.SetPriority(ctx, ref, p); err != nil {
+		return fmt.Errorf("update JobId=%s: %w", job, err)
 	}
 	return nil
 }
