@@ -401,6 +401,7 @@ func (j *Job) Clone() *Job {
 		for i, st := range j.Steps {
 			st.Spec.Command = append([]string(nil), st.Spec.Command...)
 			st.Spec.Env = append([]string(nil), st.Spec.Env...)
+			st.Spec.NodeList = append([]string(nil), st.Spec.NodeList...)
 			st.Nodes = append([]StepNode(nil), st.Nodes...)
 			c.Steps[i] = st
 		}

@@ -63,6 +63,10 @@ type StepSpec struct {
 	// GPUsPerTask splits each node's GPUs among its ranks (0: every rank
 	// sees all of the node's GPUs).
 	GPUsPerTask int `msgpack:"gpus_per_task" json:"gpus_per_task"`
+	// NodeList, when set, names the allocation's nodes the step runs on
+	// (srun -w inside a job, as MPI's mpirun launches its daemons), in
+	// the allocation's rank order; Nodes is then their count.
+	NodeList []string `msgpack:"node_list,omitempty" json:"node_list,omitempty"`
 }
 
 // StepState is the state of a step.

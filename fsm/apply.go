@@ -601,6 +601,7 @@ func canonJob(j *cluster.Job) {
 		st := &j.Steps[i]
 		nilEmpty(&st.Spec.Command)
 		nilEmpty(&st.Spec.Env)
+		nilEmpty(&st.Spec.NodeList)
 		nilEmpty(&st.Nodes)
 	}
 }

@@ -40,8 +40,8 @@ func (s *State) startStep(index uint64, c StartStep) Result {
 		Nodes:       make([]cluster.StepNode, sp.Nodes),
 		StartTime:   c.Time,
 	}
-	for i := range st.Nodes {
-		na := old.Alloc.Nodes[i]
+	for i, ai := range stepAllocNodes(sp, old) {
+		na := old.Alloc.Nodes[ai]
 		if na.Released {
 			// Its tasks are dead and its GPUs may already be another job's.
 			return Result{Err: fmt.Errorf("%s: %w: node %.64q (rank %d) has released its share of the allocation (%s)",
@@ -86,6 +86,32 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job) (cluster.StepSpec, error) {
 		}
 	}
 	nodes := len(j.Alloc.Nodes)
+	if len(sp.NodeList) > 0 {
+		if sp.Nodes != 0 && sp.Nodes != len(sp.NodeList) {
+			return sp, fmt.Errorf("nodes %d: the node list names %d nodes", sp.Nodes, len(sp.NodeList))
+		}
+		if len(sp.NodeList) > nodes {
+			return sp, fmt.Errorf("node_list: %d nodes, the allocation has %d", len(sp.NodeList), nodes)
+		}
+		at := make([]int, 0, len(sp.NodeList))
+		for k, name := range sp.NodeList {
+			i := j.Alloc.Find(name)
+			switch {
+			case i < 0:
+				return sp, fmt.Errorf("node_list[%d] %.64q: not a node of the allocation", k, name)
+			case slices.Contains(at, i):
+				return sp, fmt.Errorf("node_list[%d] %.64q: named twice", k, name)
+			}
+			at = append(at, i)
+		}
+		// In the allocation's rank order, whatever order srun was given.
+		slices.Sort(at)
+		sp.NodeList = make([]string, len(at))
+		for k, i := range at {
+			sp.NodeList[k] = j.Alloc.Nodes[i].Node
+		}
+		sp.Nodes = len(sp.NodeList)
+	}
 	if sp.Nodes == 0 {
 		sp.Nodes = nodes
 	}
@@ -107,6 +133,23 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job) (cluster.StepSpec, error) {
 			sp.GPUsPerTask, sp.TasksPerNode, gpus)
 	}
 	return sp, nil
+}
+
+// stepAllocNodes returns, for a step spec with its defaults filled in,
+// the allocation indices of its nodes in step order: the first Nodes of
+// the allocation, or those its NodeList names.
+func stepAllocNodes(sp cluster.StepSpec, j *cluster.Job) []int {
+	out := make([]int, 0, sp.Nodes)
+	if len(sp.NodeList) == 0 {
+		for i := range sp.Nodes {
+			out = append(out, i)
+		}
+		return out
+	}
+	for _, name := range sp.NodeList {
+		out = append(out, j.Alloc.Find(name))
+	}
+	return out
 }
 
 // validEnvPair is cluster.Spec's rule for Env: KEY=VALUE with a non-empty
@@ -238,7 +281,8 @@ func settleSteps(j *cluster.Job, at time.Time) {
 		lost := false
 		for i := range st.Nodes {
 			sn := &st.Nodes[i]
-			if taskLive(sn.State) && (i >= len(j.Alloc.Nodes) || j.Alloc.Nodes[i].Released) {
+			ai := j.Alloc.Find(sn.Node)
+			if taskLive(sn.State) && (ai < 0 || j.Alloc.Nodes[ai].Released) {
 				sn.State = cluster.TaskLost
 				lost = true
 			}
@@ -281,11 +325,12 @@ func validateSteps(j *cluster.Job) error {
 			return fmt.Errorf("%s: %d step nodes, want the spec's %d", what, len(st.Nodes), sp.Nodes)
 		}
 		live, completed := 0, true
+		at := stepAllocNodes(sp, j)
 		for i, sn := range st.Nodes {
-			na := j.Alloc.Nodes[i]
+			na := j.Alloc.Nodes[at[i]]
 			switch {
 			case sn.Node != na.Node:
-				return fmt.Errorf("%s: nodes[%d]: node %.64q, want the allocation's rank %d node %.64q", what, i, sn.Node, i, na.Node)
+				return fmt.Errorf("%s: nodes[%d]: node %.64q, want the allocation's rank %d node %.64q", what, i, sn.Node, at[i], na.Node)
 			case sn.Tasks != sp.TasksPerNode || sn.FirstRank != i*sp.TasksPerNode:
 				return fmt.Errorf("%s: nodes[%d]: tasks %d from rank %d, want %d from rank %d",
 					what, i, sn.Tasks, sn.FirstRank, sp.TasksPerNode, i*sp.TasksPerNode)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shoal-sched/shoal/localcluster"
 )
@@ -95,5 +96,67 @@ func TestMPIThroughSrun(t *testing.T) {
 	}
 	if !slices.Equal(lines, want) {
 		t.Errorf("ranks said %q; want %q\nstdout: %s\nstderr: %s", lines, want, r.stdout, r.stderr)
+	}
+}
+
+// TestMPIInBatchScript: the usual form, mpirun inside an sbatch script:
+// it runs on the allocation's first node and starts one daemon on each
+// other node with `srun --nodes=1 --nodelist=NODE orted ...`, a step on a
+// subset of the allocation; 2 nodes x 2 ranks all-reduce.
+func TestMPIInBatchScript(t *testing.T) {
+	requireRootForNamespaces(t)
+	mpicc := requireMPI(t)
+	work := t.TempDir()
+	src := filepath.Join(work, "hello.c")
+	hello := filepath.Join(work, "hello")
+	if err := os.WriteFile(src, []byte(mpiHello), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := osexec.Command(mpicc, "-o", hello, src).CombinedOutput(); err != nil {
+		t.Fatalf("mpicc: %v\n%s", err, out)
+	}
+	c := startCluster(t, localcluster.Options{Nodes: 2})
+	a := c.Agents[0]
+	script := filepath.Join(work, "mpi.sh")
+	if err := os.WriteFile(script, []byte(`#!/bin/sh
+#SBATCH -N 2
+#SBATCH --ntasks-per-node=2
+#SBATCH --output=mpi-%j.out
+export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+mpirun --allow-run-as-root -np 4 `+hello+`
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// PATH without the real Slurm's srun: the agent puts its own first.
+	out := mustShoal(t, a, "batch", "--chdir", work, "--export=ALL,PATH=/usr/bin:/bin", script)
+	var id uint64
+	if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
+		t.Fatalf("shoal batch printed %q", out)
+	}
+	j := waitJob(t, a, id, 90*time.Second)
+	data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("mpi-%d.out", id)))
+	if j.State != "COMPLETED" {
+		t.Fatalf("MPI batch job %s (exit %d):\n%s", j.State, j.ExitCode, data)
+	}
+	var lines []string
+	for line := range strings.Lines(string(data)) {
+		if strings.HasPrefix(line, "rank ") {
+			lines = append(lines, strings.TrimSpace(line))
+		}
+	}
+	slices.Sort(lines)
+	var want []string
+	for rank := range 4 {
+		want = append(want, fmt.Sprintf("rank %d of 4 on n%d sum 10", rank, rank/2+1))
+	}
+	if !slices.Equal(lines, want) {
+		t.Errorf("ranks said %q; want %q\n%s", lines, want, data)
+	}
+	var steps []string
+	for _, st := range j.Steps {
+		steps = append(steps, fmt.Sprintf("%s@%s", st.Name, strings.Join(st.Nodes, ",")))
+	}
+	if len(j.Steps) != 1 || j.Steps[0].NTasks != 1 || len(j.Steps[0].Nodes) != 1 || j.Steps[0].Nodes[0] != j.Nodes[1] {
+		t.Errorf("steps %v; want one daemon step on the second node %s", steps, j.Nodes[1])
 	}
 }

@@ -79,12 +79,17 @@ func parseSrunOutside(args []string) (slurm.Options, []string, error) {
 
 // stepSpec is the step srun's options ask for.
 func stepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error) {
-	for _, name := range []string{"nodelist", "exclude", "constraint", "exclusive", "array", "dependency", "signal"} {
+	for _, name := range []string{"exclude", "constraint", "exclusive", "array", "dependency", "signal"} {
 		if opts.Set[name] {
 			return cluster.StepSpec{}, fmt.Errorf("--%s: not supported for steps by Shoal yet", name)
 		}
 	}
-	spec := cluster.StepSpec{Name: opts.Name, Command: command, GPUsPerTask: opts.GPUsPerTask}
+	if opts.NodeListFile != "" {
+		return cluster.StepSpec{}, fmt.Errorf("--nodelist %s: a file of node names is not supported for steps; name the nodes", opts.NodeListFile)
+	}
+	// -w: the step runs on these nodes of the allocation (how mpirun
+	// starts its daemons); -N, when given too, must count them.
+	spec := cluster.StepSpec{Name: opts.Name, Command: command, GPUsPerTask: opts.GPUsPerTask, NodeList: opts.NodeList}
 	if spec.Name == "" {
 		spec.Name = filepath.Base(command[0])
 	}
@@ -96,6 +101,9 @@ func stepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error) {
 		spec.TasksPerNode = opts.NTasksPerNode
 	case opts.NTasks > 0:
 		nodes := spec.Nodes
+		if nodes == 0 && len(spec.NodeList) > 0 {
+			nodes = len(spec.NodeList)
+		}
 		if nodes == 0 {
 			n, _ := strconv.Atoi(os.Getenv("SLURM_NNODES"))
 			nodes = max(1, n)
