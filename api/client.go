@@ -236,6 +236,13 @@ func (c *Client) Cancel(ctx context.Context, id uint64) error {
 	return err
 }
 
+// TestOnly asks when and where req could start, without submitting it.
+func (c *Client) TestOnly(ctx context.Context, req SubmitRequest) (TestOnlyResponse, error) {
+	var out TestOnlyResponse
+	_, err := c.Do(ctx, http.MethodPost, "/v1/jobs?test_only=1", req, &out)
+	return out, err
+}
+
 // JobByRef returns one job named as Slurm names it: "12" or, for an array
 // element, "12_3".
 func (c *Client) JobByRef(ctx context.Context, ref string) (Job, error) {

@@ -204,6 +204,18 @@ type DrainRequest struct {
 	Reason string `json:"reason"`
 }
 
+// TestOnlyResponse answers POST /v1/jobs?test_only=1 (sbatch
+// --test-only): the id the job would get, when (RFC 3339) and where it
+// could start, as an estimate that counts running jobs' time limits but
+// not the jobs queued ahead of it.
+type TestOnlyResponse struct {
+	Job       uint64   `json:"job"`
+	Start     string   `json:"start"`
+	Nodes     []string `json:"nodes"`
+	CPUs      int      `json:"cpus"`
+	Partition string   `json:"partition,omitempty"`
+}
+
 // JobsChanged answers a write on a job reference (cancel, hold, release,
 // requeue): ID is the job or array named, IDs the jobs it changed.
 type JobsChanged struct {

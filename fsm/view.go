@@ -80,3 +80,7 @@ func (v *View) HeldBy(node string, gpu int) (cluster.JobID, bool) {
 	id, ok := v.held[node][gpu]
 	return id, ok
 }
+
+// LastJobID is the highest job ID given so far; the next submit's first
+// job gets the one after it.
+func (v *View) LastJobID() cluster.JobID { return v.lastJob }

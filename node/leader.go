@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/fsm"
@@ -392,24 +393,8 @@ func (a *Agent) leaderSubmit(ctx context.Context, requestID string, spec cluster
 			return fsm.Result{JobID: id, Duplicate: true}, nil
 		}
 	}
-	if err := spec.Validate(); err != nil {
-		return fsm.Result{}, badRequest(err)
-	}
-	// Judge the request against its partition's nodes (the FSM names the
-	// partition again when it applies the submit).
-	resolved, part, err := v.Policy().ResolvePartition(spec)
-	if err != nil {
-		return fsm.Result{}, badRequest(err)
-	}
-	nodes := a.knownNodes(v)
-	if part != nil && len(part.Nodes) > 0 {
-		nodes = slices.DeleteFunc(slices.Clone(nodes), func(n *cluster.Node) bool { return !part.Has(n.Name) })
-	}
-	if err := placement.Check(nodes, resolved.Request); err != nil {
-		if part != nil {
-			err = fmt.Errorf("partition %s: %w", part.Name, err)
-		}
-		return fsm.Result{}, badRequest(err)
+	if _, err := a.checkSubmit(v, spec); err != nil {
+		return fsm.Result{}, err
 	}
 	res, err := a.apply(ctx, fsm.CmdSubmitJob, fsm.SubmitJob{RequestID: requestID, Spec: spec, Time: time.Now()})
 	if err != nil {
@@ -419,6 +404,58 @@ func (a *Agent) leaderSubmit(ctx context.Context, requestID string, spec cluster
 		return res, badRequest(res.Err)
 	}
 	return res, nil
+}
+
+// checkSubmit validates spec and judges it against its partition's nodes
+// (the FSM names the partition again when it applies the submit); it
+// returns the spec as the FSM will record it.
+func (a *Agent) checkSubmit(v *fsm.View, spec cluster.Spec) (cluster.Spec, error) {
+	if err := spec.Validate(); err != nil {
+		return spec, badRequest(err)
+	}
+	resolved, part, err := v.Policy().ResolvePartition(spec)
+	if err != nil {
+		return spec, badRequest(err)
+	}
+	nodes := a.knownNodes(v)
+	if part != nil && len(part.Nodes) > 0 {
+		nodes = slices.DeleteFunc(slices.Clone(nodes), func(n *cluster.Node) bool { return !part.Has(n.Name) })
+	}
+	if err := placement.Check(nodes, resolved.Request); err != nil {
+		if part != nil {
+			err = fmt.Errorf("partition %s: %w", part.Name, err)
+		}
+		return spec, badRequest(err)
+	}
+	return resolved, nil
+}
+
+// leaderTestOnly is sbatch --test-only: the spec checked as a submit
+// would be, and when and where it could start (placement.EarliestStart),
+// without submitting it.
+func (a *Agent) leaderTestOnly(spec cluster.Spec) (api.TestOnlyResponse, error) {
+	v := a.state.View()
+	resolved, err := a.checkSubmit(v, spec)
+	if err != nil {
+		return api.TestOnlyResponse{}, err
+	}
+	now := time.Now()
+	j := &cluster.Job{ID: v.LastJobID() + 1, Spec: resolved, State: cluster.JobPending, SubmitTime: now}
+	var parts []cluster.Partition
+	if p := v.Policy(); p != nil {
+		parts = p.Partitions
+	}
+	start, nodes, ok := placement.EarliestStart(placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(parts), j, now)
+	out := api.TestOnlyResponse{Job: uint64(j.ID), Partition: resolved.Request.Partition, Nodes: []string{}}
+	if !ok {
+		return out, conflict(fmt.Errorf("job %d: no start can be estimated: it waits on jobs without a time limit or on nodes that are down", j.ID))
+	}
+	out.Start = api.FormatTime(start)
+	for _, n := range nodes {
+		out.Nodes = append(out.Nodes, n.Node)
+	}
+	out.CPUs = resolved.Request.Nodes * resolved.Request.TasksPerNode * max(1, resolved.Request.CPUsPerTask)
+	return out, nil
 }
 
 // knownNodes is every node the FSM records, plus live gossip members that

@@ -99,3 +99,56 @@ func TestPartitions(t *testing.T) {
 		t.Errorf("scontrol show partition debug:\n%s%s", r.stdout, r.stderr)
 	}
 }
+
+// TestTestOnly: sbatch --test-only says when and where a job could start
+// and submits nothing: now on a free node, at a running job's time limit
+// when the nodes are taken; a request no node could hold is refused.
+func TestTestOnly(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 2})
+	a := c.Agents[0]
+	shims := t.TempDir()
+	mustShoal(t, a, "install-shims", shims)
+	env := []string{"SHOAL_DATA_DIR=" + a.DataDir}
+	sbatch := func(args ...string) cliResult {
+		return runEnv(t, env, filepath.Join(shims, "sbatch"), append([]string{"--chdir", t.TempDir()}, args...)...)
+	}
+	r := sbatch("--test-only", "--gpus-per-node=2", "--wrap", "true")
+	if r.code != 0 || !strings.Contains(r.stderr, "sbatch: Job 1 to start at ") || !strings.Contains(r.stderr, "using 1 processors on nodes n1 in partition shoal") {
+		t.Fatalf("sbatch --test-only on an idle node: exit %d %q", r.code, r.stderr)
+	}
+	var jobs []api.Job
+	jsonOf(t, a, &jobs, "queue", "--all")
+	if len(jobs) != 0 {
+		t.Fatalf("--test-only submitted %d jobs", len(jobs))
+	}
+	// A running job with a 10-minute limit holds the GPUs: the estimate
+	// is its end.
+	id := submit(t, a, "--gpus-per-node", "2", "--time", "10:00", "--", "sleep", "60")
+	eventually(t, 20*time.Second, "the blocker running", func() error {
+		if j := jobNow(t, a, id); j.State != "RUNNING" {
+			return fmt.Errorf("%s", j.State)
+		}
+		return nil
+	})
+	r = sbatch("--test-only", "--gpus-per-node=2", "--wrap", "true")
+	if r.code != 0 {
+		t.Fatalf("sbatch --test-only behind a job: exit %d %q", r.code, r.stderr)
+	}
+	var j api.Job
+	jsonOf(t, a, &j, "job", fmt.Sprint(id))
+	started, _ := time.Parse(time.RFC3339, j.StartTime)
+	if want := started.Add(10 * time.Minute).Local().Format("2006-01-02T15:04:05"); !strings.Contains(r.stderr, "to start at "+want) {
+		t.Errorf("estimate %q; want the blocker's end %s", r.stderr, want)
+	}
+	if r := sbatch("--test-only", "--gpus-per-node=4", "--wrap", "true"); r.code == 0 || !strings.Contains(r.stderr, "gpus_per_node 4") {
+		t.Errorf("--test-only of an impossible job: exit %d %q; want refused", r.code, r.stderr)
+	}
+}
+
+// jobNow returns job id as agent a sees it now.
+func jobNow(t *testing.T, a *localcluster.Agent, id uint64) api.Job {
+	t.Helper()
+	var j api.Job
+	jsonOf(t, a, &j, "job", fmt.Sprint(id))
+	return j
+}

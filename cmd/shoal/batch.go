@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/slurm"
 )
 
 func newBatchCmd(g *globalFlags) *cobra.Command {
@@ -47,6 +50,9 @@ func runSbatch(ctx context.Context, g *globalFlags, args []string, out io.Writer
 	if err != nil {
 		return err
 	}
+	if opts.TestOnly {
+		return testOnly(ctx, c, "sbatch", req, os.Stderr)
+	}
 	res, err := c.Submit(ctx, req, submitRetry)
 	if err != nil {
 		return err
@@ -60,6 +66,24 @@ func runSbatch(ctx context.Context, g *globalFlags, args []string, out io.Writer
 	if opts.Wait {
 		return waitBatch(ctx, c, res.ID, req.Array != nil)
 	}
+	return nil
+}
+
+// testOnly is --test-only: check the job as a submit would and say when
+// and where it could start, as Slurm's "Job N to start at ..." line, with
+// no job submitted.
+func testOnly(ctx context.Context, c *api.Client, cmd string, req api.SubmitRequest, w io.Writer) error {
+	est, err := c.TestOnly(ctx, req)
+	if err != nil {
+		return err
+	}
+	start := est.Start
+	if t, err := time.Parse(time.RFC3339, est.Start); err == nil {
+		start = t.Local().Format("2006-01-02T15:04:05")
+	}
+	part := cmp.Or(est.Partition, shoalPartition)
+	fmt.Fprintf(w, "%s: Job %d to start at %s using %d processors on nodes %s in partition %s\n",
+		cmd, est.Job, start, est.CPUs, slurm.CompressHostlist(est.Nodes), part)
 	return nil
 }
 

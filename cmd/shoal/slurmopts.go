@@ -12,11 +12,6 @@ import (
 	"github.com/shoal-sched/shoal/slurm"
 )
 
-// unsupported are Slurm options the parser accepts that would change what
-// runs if Shoal ignored them; they are refused, naming the option, until
-// Shoal implements them.
-var unsupported = []string{"test-only"}
-
 // accountingOnly are options Shoal accepts with a warning: Slurm uses them
 // for accounting or node sets Shoal does not have yet.
 var accountingOnly = []string{"mem", "mem-per-gpu", "mem-per-cpu", "cpus-per-gpu"}
@@ -26,11 +21,6 @@ var accountingOnly = []string{"mem", "mem-per-gpu", "mem-per-cpu", "cpus-per-gpu
 func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 	var req api.SubmitRequest
 	warnings := append([]string(nil), opts.Warnings...)
-	for _, name := range unsupported {
-		if opts.Set[name] {
-			return req, nil, fmt.Errorf("--%s: not supported by Shoal yet; it would change what runs, so the job is refused rather than run without it", name)
-		}
-	}
 	for _, name := range accountingOnly {
 		if opts.Set[name] {
 			warnings = append(warnings, fmt.Sprintf("--%s is accepted but not enforced by Shoal yet", name))

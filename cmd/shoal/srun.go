@@ -263,6 +263,12 @@ func runOwnJob(ctx context.Context, g *globalFlags, opts slurm.Options, command 
 	if err != nil {
 		return 1, err
 	}
+	if opts.TestOnly {
+		if err := testOnly(ctx, c, "srun", req, stderr); err != nil {
+			return 1, err
+		}
+		return 0, nil
+	}
 	res, err := c.Submit(ctx, req, submitRetry)
 	if err != nil {
 		return 1, err
