@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -233,7 +232,7 @@ func TestClusterRequest(t *testing.T) {
 			tt.job.Duration = 30
 			got := c.Request(tt.job)
 			want := cluster.Request{Nodes: tt.nodes, GPUsPerNode: tt.gpus, TasksPerNode: 1, CPUsPerTask: 1, TimeLimit: 30e9}
-			if !reflect.DeepEqual(got, want) {
+			if !cmp.Equal(got, want) {
 				t.Errorf("Request(%+v) = %+v; want %+v", tt.job, got, want)
 			}
 		})
