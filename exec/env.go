@@ -159,6 +159,14 @@ func stepEnv(l Launch, localRank int, home string) []string {
 	env := userEnv(l, st.Spec.Env, home, true)
 	set := func(k, v string) { env[k] = v }
 	jobVars(env, l, l.NodeIndex)
+	// srun passes its caller's MASTER_ADDR and MASTER_PORT through, as
+	// Slurm does (it sets neither): they are the job's own unless the
+	// batch script exported others, and then the script's win.
+	for _, kv := range st.Spec.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok && (k == "MASTER_ADDR" || k == "MASTER_PORT") && v != "" {
+			set(k, v)
+		}
+	}
 
 	set("WORLD_SIZE", itoa(total))
 	set("RANK", itoa(rank))

@@ -326,3 +326,27 @@ func TestEnvArrayGolden(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvStepMasterFromCaller: a step's tasks get the MASTER_ADDR and
+// MASTER_PORT srun's caller had (the batch script may export its own, as
+// under Slurm), else the job's.
+func TestEnvStepMasterFromCaller(t *testing.T) {
+	l := envcheckJob(1)
+	l.Step = &cluster.Step{ID: 0, Spec: cluster.StepSpec{Command: []string{"x"}},
+		Nodes: []cluster.StepNode{{Node: "n2", FirstRank: 0, Tasks: 1}}}
+	env := envMap(t, Env(l, 0))
+	if env["MASTER_ADDR"] != "n1" || env["MASTER_PORT"] != "29500" {
+		t.Errorf("without the caller's: MASTER_ADDR:PORT = %s:%s; want the job's n1:29500", env["MASTER_ADDR"], env["MASTER_PORT"])
+	}
+	l.Step.Spec.Env = []string{"MASTER_ADDR=head", "MASTER_PORT=29400"}
+	env = envMap(t, Env(l, 0))
+	if env["MASTER_ADDR"] != "head" || env["MASTER_PORT"] != "29400" {
+		t.Errorf("with the caller's: MASTER_ADDR:PORT = %s:%s; want head:29400", env["MASTER_ADDR"], env["MASTER_PORT"])
+	}
+	// A job's own ranks keep the contract's, whatever was submitted.
+	l.Step = nil
+	l.Spec.Env = []string{"MASTER_PORT=1"}
+	if got := envMap(t, Env(l, 0))["MASTER_PORT"]; got != "29500" {
+		t.Errorf("a job's rank: MASTER_PORT = %s; want the contract's 29500", got)
+	}
+}
