@@ -370,9 +370,40 @@ func (e *Executor) Start(ctx context.Context, l Launch) error {
 		e.mu.Unlock()
 		return fmt.Errorf("start job %s: %w", key, err)
 	}
+	// A step of a batch job whose script already ended here ends with it
+	// as soon as it is launched, as it would have had it started first
+	// (settle runs under e.mu too, so one of the two sees the other).
+	if l.Step != nil && l.Spec.Batch != nil {
+		t.stopCause = e.scriptEnded(TaskKey{Job: key.Job, Incarnation: key.Incarnation, Step: NoStep})
+	}
 	e.running[key] = t
 	e.mu.Unlock()
 	return e.launch(t)
+}
+
+// scriptEnded returns the cause a batch script's end gives the steps of
+// its job, if the script (the job's own task, key) has ended on this
+// node, or "". Called with e.mu held.
+func (e *Executor) scriptEnded(key TaskKey) string {
+	x, ok := e.pending[key]
+	if !ok {
+		var rec exitRecord
+		if err := readJSON(filepath.Join(e.jobs, key.dirName()), exitFile, &rec); err != nil {
+			return ""
+		}
+		x.Cause = rec.Cause
+	}
+	return stepStopCause(x.Cause)
+}
+
+// stepStopCause is the cause a batch script's end, with cause c, gives
+// the steps of its job still running: the script's timeout or fence, else
+// a cancel.
+func stepStopCause(c string) string {
+	if c == causeTimeout || c == causeFenced {
+		return c
+	}
+	return causeCancelled
 }
 
 // launch starts t's supervisor, which forks the ranks, and watches it.
@@ -636,10 +667,7 @@ func (e *Executor) settle(t *task, rec exitRecord) {
 	e.mu.Unlock()
 	close(t.done)
 	e.signalPending()
-	cause := causeCancelled
-	if rec.Cause == causeTimeout || rec.Cause == causeFenced {
-		cause = rec.Cause
-	}
+	cause := stepStopCause(rec.Cause)
 	for _, k := range steps {
 		e.log.Info("stopping step of an ended batch script", "task", k, "cause", cause)
 		e.Stop(k, cause)

@@ -176,6 +176,13 @@ func testRecoveryAfterAgentKill(t *testing.T, step, killSupervisor bool) {
 	if alive := waitPIDsGone(t.Context(), map[int]uint64{supervisor: supervisorTicks}, waitBound); len(alive) > 0 {
 		t.Fatalf("supervisor %d survived SIGKILL", supervisor)
 	}
+	// Its other threads may hold its socket a moment after its leader
+	// is a zombie.
+	for deadline := time.Now().Add(waitBound); supervisorListens(taskDir); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed supervisor's socket still accepts after %v", waitBound)
+		}
+	}
 	if alive := waitPIDsGone(t.Context(), leader, waitBound); len(alive) > 0 {
 		t.Errorf("rank leader %d outlived its supervisor; Pdeathsig should have killed it", procs[0].PID)
 	}

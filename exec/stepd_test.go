@@ -162,3 +162,25 @@ func TestWatchdogFencesWithoutLeaseRecord(t *testing.T) {
 		t.Errorf("exit = %+v; want cause fenced", x)
 	}
 }
+
+// TestStepAfterScriptEnded: a step whose batch script already ended on
+// this node is stopped as soon as its supervisor runs, as it would have
+// been had it started before the script ended (the step ends with the
+// job; the agent's driver would stop it later otherwise).
+func TestStepAfterScriptEnded(t *testing.T) {
+	e := newTestExec(t, t.TempDir(), time.Second)
+	l := batchLaunch(t, 33, "#!/bin/sh\nexit 0\n")
+	if err := e.Start(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+	if x := waitExit(t, e, 33); x.Cause != causeExit {
+		t.Fatalf("script exit = %+v; want cause exit", x)
+	}
+	step := withStep(l, 0, 0, `exec sleep 30`)
+	if err := e.Start(t.Context(), step); err != nil {
+		t.Fatal(err)
+	}
+	if sx := waitKey(t, e, TaskKey{33, 1, 0}); sx.Cause != causeCancelled || sx.ExitCode != 128+15 {
+		t.Errorf("step exit = %+v; want it stopped at once, cause cancelled, code 143", sx)
+	}
+}
