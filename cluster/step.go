@@ -67,6 +67,25 @@ type StepSpec struct {
 	// (srun -w inside a job, as MPI's mpirun launches its daemons), in
 	// the allocation's rank order; Nodes is then their count.
 	NodeList []string `msgpack:"node_list,omitempty" json:"node_list,omitempty"`
+	// NTasks, when set, is the step's task count (srun -n) spread over its
+	// nodes in blocks, as Slurm's default distribution: the first
+	// NTasks%Nodes nodes run one task more. TasksPerNode is then the most
+	// any node runs; Nodes shrinks to NTasks when larger.
+	NTasks int `msgpack:"ntasks,omitempty" json:"ntasks,omitempty"`
+}
+
+// Tasks returns how many tasks step node i of a step spec with its
+// defaults filled in runs, and the global rank of its first.
+func (sp StepSpec) Tasks(i int) (tasks, firstRank int) {
+	if sp.NTasks == 0 || sp.Nodes == 0 {
+		return sp.TasksPerNode, i * sp.TasksPerNode
+	}
+	base, extra := sp.NTasks/sp.Nodes, sp.NTasks%sp.Nodes
+	tasks = base
+	if i < extra {
+		tasks++
+	}
+	return tasks, i*base + min(i, extra)
 }
 
 // StepState is the state of a step.

@@ -38,7 +38,7 @@ import (
 //	preempt job=J by=B [grace=S]             PreemptJob, deadline S seconds on
 //	preempted job=J                          the job's preemption and signals
 //	reasons J=REASON ...                     SetReasons
-//	step job=J [nodes=N] [tpn=T] [gpt=G] [cmd=(a,b)] [on=(n1,n2)] [inc=I]
+//	step job=J [nodes=N] [tpn=T] [n=NTASKS] [gpt=G] [cmd=(a,b)] [on=(n1,n2)] [inc=I]
 //	                                         StartStep (cmd defaults to hostname)
 //	step-exited job=J step=S node=N [code=C] [cause=X] [inc=I]
 //	cancel-step job=J step=S                 CancelStep
@@ -209,7 +209,7 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 		return b.String()
 	case "step":
 		id := jobArg()
-		sp := cluster.StepSpec{Command: []string{"hostname"}, Nodes: intArg("nodes", 0), TasksPerNode: intArg("tpn", 0), GPUsPerTask: intArg("gpt", 0)}
+		sp := cluster.StepSpec{Command: []string{"hostname"}, Nodes: intArg("nodes", 0), TasksPerNode: intArg("tpn", 0), GPUsPerTask: intArg("gpt", 0), NTasks: intArg("n", 0)}
 		for _, a := range d.CmdArgs {
 			switch a.Key {
 			case "cmd":

@@ -47,7 +47,8 @@ func (s *State) startStep(index uint64, c StartStep) Result {
 			return Result{Err: fmt.Errorf("%s: %w: node %.64q (rank %d) has released its share of the allocation (%s)",
 				what, ErrInvalid, na.Node, i, na.State)}
 		}
-		st.Nodes[i] = cluster.StepNode{Node: na.Node, FirstRank: i * sp.TasksPerNode, Tasks: sp.TasksPerNode, State: cluster.TaskAssigned}
+		tasks, first := sp.Tasks(i)
+		st.Nodes[i] = cluster.StepNode{Node: na.Node, FirstRank: first, Tasks: tasks, State: cluster.TaskAssigned}
 	}
 	j := *old // shares everything but Steps, which append copies (cap == len)
 	j.Steps = append(old.Steps[:len(old.Steps):len(old.Steps)], st)
@@ -117,6 +118,22 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job) (cluster.StepSpec, error) {
 	}
 	if sp.Nodes < 1 || sp.Nodes > nodes {
 		return sp, fmt.Errorf("nodes %d: the allocation has %d nodes, want 0 (all of them) to %d", sp.Nodes, nodes, nodes)
+	}
+	if sp.NTasks != 0 {
+		// srun -n: blocks over the step's nodes, fewer nodes than tasks.
+		switch {
+		case sp.NTasks < 0 || sp.NTasks > nodes*cluster.MaxTasksPerNode:
+			return sp, fmt.Errorf("ntasks %d: want 1 to %d", sp.NTasks, nodes*cluster.MaxTasksPerNode)
+		case sp.NTasks < sp.Nodes && len(sp.NodeList) > 0:
+			return sp, fmt.Errorf("ntasks %d: fewer than the %d nodes of the node list", sp.NTasks, sp.Nodes)
+		case sp.NTasks < sp.Nodes:
+			sp.Nodes = sp.NTasks
+		}
+		most := (sp.NTasks + sp.Nodes - 1) / sp.Nodes
+		if sp.TasksPerNode != 0 && sp.TasksPerNode != most {
+			return sp, fmt.Errorf("tasks_per_node %d with ntasks %d on %d nodes: want %d or 0", sp.TasksPerNode, sp.NTasks, sp.Nodes, most)
+		}
+		sp.TasksPerNode = most
 	}
 	if sp.TasksPerNode == 0 {
 		sp.TasksPerNode = j.Spec.Request.TasksPerNode
@@ -318,7 +335,7 @@ func validateSteps(j *cluster.Job) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		if sp.Nodes != st.Spec.Nodes || sp.TasksPerNode != st.Spec.TasksPerNode {
+		if sp.Nodes != st.Spec.Nodes || sp.TasksPerNode != st.Spec.TasksPerNode || sp.NTasks != st.Spec.NTasks {
 			return fmt.Errorf("%s: spec without its defaults filled in", what)
 		}
 		if len(st.Nodes) != sp.Nodes {
@@ -328,12 +345,13 @@ func validateSteps(j *cluster.Job) error {
 		at := stepAllocNodes(sp, j)
 		for i, sn := range st.Nodes {
 			na := j.Alloc.Nodes[at[i]]
+			tasks, first := sp.Tasks(i)
 			switch {
 			case sn.Node != na.Node:
 				return fmt.Errorf("%s: nodes[%d]: node %.64q, want the allocation's rank %d node %.64q", what, i, sn.Node, at[i], na.Node)
-			case sn.Tasks != sp.TasksPerNode || sn.FirstRank != i*sp.TasksPerNode:
+			case sn.Tasks != tasks || sn.FirstRank != first:
 				return fmt.Errorf("%s: nodes[%d]: tasks %d from rank %d, want %d from rank %d",
-					what, i, sn.Tasks, sn.FirstRank, sp.TasksPerNode, i*sp.TasksPerNode)
+					what, i, sn.Tasks, sn.FirstRank, tasks, first)
 			case taskLive(sn.State):
 				if na.Released {
 					return fmt.Errorf("%s: nodes[%d]: %s on a released node", what, i, sn.State)

@@ -98,3 +98,34 @@ func TestTorchrunScript(t *testing.T) {
 		t.Errorf("torchrun reports %q; want %q\n%s", ok, want, data)
 	}
 }
+
+// TestUnevenStep: srun -n 3 on 2 nodes runs 2 tasks on the first and 1
+// on the second, as Slurm's block distribution, with the step's layout in
+// SLURM_STEP_TASKS_PER_NODE.
+func TestUnevenStep(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 2})
+	a := c.Agents[0]
+	work := t.TempDir()
+	out := mustShoal(t, a, "batch", "--chdir", work, "-N", "2", "-o", "uneven-%j.out", "--wrap",
+		`srun -n 3 sh -c 'echo "t $SLURM_PROCID $SLURM_NODEID $SLURM_NTASKS $SLURM_STEP_TASKS_PER_NODE"'`)
+	var id uint64
+	if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
+		t.Fatalf("shoal batch printed %q", out)
+	}
+	j := waitJob(t, a, id, 60*time.Second)
+	data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("uneven-%d.out", id)))
+	if j.State != "COMPLETED" {
+		t.Fatalf("job %s:\n%s", j.State, data)
+	}
+	var got []string
+	for line := range strings.Lines(string(data)) {
+		if strings.HasPrefix(line, "t ") {
+			got = append(got, strings.TrimSpace(line))
+		}
+	}
+	slices.Sort(got)
+	want := []string{"t 0 0 3 2,1", "t 1 0 3 2,1", "t 2 1 3 2,1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("tasks said %q; want %q", got, want)
+	}
+}

@@ -100,18 +100,9 @@ func stepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error) {
 	case opts.NTasksPerNode > 0:
 		spec.TasksPerNode = opts.NTasksPerNode
 	case opts.NTasks > 0:
-		nodes := spec.Nodes
-		if nodes == 0 && len(spec.NodeList) > 0 {
-			nodes = len(spec.NodeList)
-		}
-		if nodes == 0 {
-			n, _ := strconv.Atoi(os.Getenv("SLURM_NNODES"))
-			nodes = max(1, n)
-		}
-		if opts.NTasks%nodes != 0 {
-			return spec, fmt.Errorf("--ntasks %d on %d nodes: Shoal runs the same number of tasks on every node; use --ntasks-per-node", opts.NTasks, nodes)
-		}
-		spec.TasksPerNode = opts.NTasks / nodes
+		// Spread over the step's nodes in blocks by the FSM, as Slurm's
+		// default distribution: -n 5 on 2 nodes runs 3 and 2.
+		spec.NTasks = opts.NTasks
 	}
 	env, err := exportEnv(opts.Export)
 	if err != nil {
