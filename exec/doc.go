@@ -56,6 +56,7 @@
 //	    hosts            the ranks' /etc/hosts, with task namespaces only
 //	    stepd.json       the supervisor's input: the Launch and settings
 //	    stepd.sock       the supervisor's control socket, while it runs
+//	    stop.json        a Stop's cause, also sent on the socket
 //	    stepd.log        the supervisor's log
 //	DataDir/lease.json   the node's lease deadline (CLOCK_BOOTTIME), for
 //	                     the supervisors' watchdog

@@ -245,6 +245,9 @@ type task struct {
 	// Executor.mu).
 	launched  bool
 	stopCause string
+	// stopRecorded is the cause in the task's stop record, if written
+	// (under Executor.mu).
+	stopRecorded string
 	// pgids are the process groups of the ranks started, set once they
 	// are (under Executor.mu): what Signal signals.
 	pgids []int
@@ -686,8 +689,9 @@ func (e *Executor) signalPending() {
 // already ended it (a rank failed, the time limit). It returns whether the
 // task was running; it does not wait for the ranks to die. Stopping a
 // step leaves the job's own task and its other steps running. The task's
-// supervisor does the stopping; a supervisor that cannot be reached is
-// logged (it fences its task itself once the lease ends).
+// supervisor does the stopping: Stop records the cause in the task
+// directory, which the supervisor reads every 100 ms, then sends it the
+// request, so a request lost on the way still arrives.
 func (e *Executor) Stop(key TaskKey, cause string) bool {
 	e.mu.Lock()
 	t, ok := e.running[key]
@@ -700,6 +704,16 @@ func (e *Executor) Stop(key TaskKey, cause string) bool {
 		launched := t.launched
 		if !launched && t.stopCause == "" {
 			t.stopCause = cause
+		}
+		// The stop record: what the supervisor finds even if the request
+		// below is lost. Rewritten only to make it more urgent.
+		record := t.stopRecorded == "" || cause == causeFenced && t.stopRecorded != causeFenced
+		if record {
+			if err := writeJSON(t.dir, stopFile, stopRecord{Cause: cause}); err != nil {
+				e.log.Error("record stop", "task", key, "cause", cause, "err", err)
+			} else {
+				t.stopRecorded = cause
+			}
 		}
 		e.mu.Unlock()
 		if !launched {

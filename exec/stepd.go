@@ -200,6 +200,7 @@ func runStepd(ctx context.Context, dir string) error {
 	if cfg.Lease != "" {
 		wg.Go(func() { e.watchdog(t, cfg.Lease) })
 	}
+	wg.Go(func() { e.watchStopRecord(t) })
 	wg.Go(func() {
 		for {
 			c, err := ln.Accept()
@@ -243,6 +244,31 @@ func (e *Executor) watchdog(t *task, path string) {
 		case t.stop <- causeFenced:
 			e.log.Warn("lease ended without renewal: fencing the task", "task", t.key)
 			return
+		default: // another cause is queued; try again once it is taken
+		}
+	}
+}
+
+// watchStopRecord delivers the cause of the task's stop record, written
+// by the agent's Stop before its request, when it appears or changes: a
+// request lost on the way still stops the task, within watchdogPoll.
+func (e *Executor) watchStopRecord(t *task) {
+	tick := time.NewTicker(watchdogPoll)
+	defer tick.Stop()
+	delivered := ""
+	for {
+		select {
+		case <-t.done:
+			return
+		case <-tick.C:
+		}
+		var rec stopRecord
+		if err := readJSON(t.dir, stopFile, &rec); err != nil || rec.Cause == delivered || !validStopCause(rec.Cause) {
+			continue
+		}
+		select {
+		case t.stop <- rec.Cause:
+			delivered = rec.Cause
 		default: // another cause is queued; try again once it is taken
 		}
 	}

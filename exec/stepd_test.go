@@ -184,3 +184,21 @@ func TestStepAfterScriptEnded(t *testing.T) {
 		t.Errorf("step exit = %+v; want it stopped at once, cause cancelled, code 143", sx)
 	}
 }
+
+// TestStopRecordReachesSupervisor: a stop whose request never reached the
+// supervisor (only its record was written, as Stop does first) still
+// stops the task.
+func TestStopRecordReachesSupervisor(t *testing.T) {
+	e := newTestExec(t, t.TempDir(), time.Second)
+	l := shLaunch(t, 34, 1, `while :; do sleep 0.05; done`)
+	if err := e.Start(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+	key := TaskKey{34, 1, NoStep}
+	if err := writeJSON(filepath.Join(e.jobs, key.dirName()), stopFile, stopRecord{Cause: causeCancelled}); err != nil {
+		t.Fatal(err)
+	}
+	if x := waitExit(t, e, 34); x.Cause != causeCancelled || x.ExitCode != 128+15 {
+		t.Errorf("exit = %+v; want cause cancelled, code 143", x)
+	}
+}

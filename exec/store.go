@@ -21,7 +21,8 @@ const (
 	exitFile   = "exit.json"  // written once every rank is dead
 	ackFile    = "ack.json"   // written when the exit was reported
 	procGlob   = "proc-*.json"
-	scriptFile = "script" // a batch job's script
+	stopFile   = "stop.json" // a Stop's cause, for the supervisor
+	scriptFile = "script"    // a batch job's script
 )
 
 // startRecord says that a task was launched; with no exitRecord beside it,
@@ -60,6 +61,13 @@ type exitRecord struct {
 	Cause       string        `json:"cause"`
 	Start       time.Time     `json:"start"`
 	End         time.Time     `json:"end"`
+}
+
+// stopRecord asks the task's supervisor to stop the task: the agent
+// writes it before it sends the request, so a request lost on the way
+// (the supervisor slow, the agent dying) still arrives.
+type stopRecord struct {
+	Cause string `json:"cause"`
 }
 
 // ackRecord marks an exit as reported.
