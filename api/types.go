@@ -180,6 +180,13 @@ type SubmitRequest struct {
 	Hold       bool                `json:"hold,omitempty"`
 	// Partition is -p: empty for the default one.
 	Partition string `json:"partition,omitempty"`
+	// GPUsTotal is --gpus without --nodes: the agent spreads them evenly
+	// over the fewest nodes that can hold them (Nodes and GPUsPerNode
+	// then set by it).
+	GPUsTotal int `json:"gpus_total,omitempty"`
+	// MemPerNodeMiB is --mem (or --mem-per-gpu/-cpu per node): nodes with
+	// less memory are not used. Checked against the node, not reserved.
+	MemPerNodeMiB uint64 `json:"mem_per_node_mib,omitempty"`
 	// Switches and SwitchesWaitS are --switches=COUNT@WAIT.
 	Switches      int   `json:"switches,omitempty"`
 	SwitchesWaitS int64 `json:"switches_wait_s,omitempty"`

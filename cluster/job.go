@@ -104,9 +104,16 @@ type Request struct {
 	// Switches is --switches=K@T: the job waits up to SwitchesWait from
 	// its submit for a placement on at most Switches leaf switches, then
 	// takes what there is. Zero: no preference beyond the policy's own.
-	Switches     int           `msgpack:"switches,omitempty" json:"switches,omitempty"`
-	SwitchesWait time.Duration `msgpack:"switches_wait,omitempty" json:"switches_wait,omitempty"`
+	// MemPerNodeMiB is --mem (or --mem-per-gpu/--mem-per-cpu worked out
+	// per node): only nodes with at least this much memory may run the
+	// job. Memory is checked against each node's size, not reserved.
+	MemPerNodeMiB uint64        `msgpack:"mem_per_node_mib,omitempty" json:"mem_per_node_mib,omitempty"`
+	Switches      int           `msgpack:"switches,omitempty" json:"switches,omitempty"`
+	SwitchesWait  time.Duration `msgpack:"switches_wait,omitempty" json:"switches_wait,omitempty"`
 }
+
+// MaxMemPerNodeMiB bounds --mem (a petabyte).
+const MaxMemPerNodeMiB = 1 << 30
 
 // DefaultSwitchesWait is how long a --switches job waits when it gives no
 // @TIME: Slurm's max_switch_wait default.
@@ -153,6 +160,8 @@ func (r Request) Validate() error {
 		}
 	}
 	switch {
+	case r.MemPerNodeMiB > MaxMemPerNodeMiB:
+		return fmt.Errorf("mem_per_node_mib %d: want at most %d", r.MemPerNodeMiB, uint64(MaxMemPerNodeMiB))
 	case r.Switches < 0 || r.Switches > MaxNodesPerJob:
 		return fmt.Errorf("switches %d: want 0 (any) to %d", r.Switches, MaxNodesPerJob)
 	case r.SwitchesWait < 0 || r.SwitchesWait > MaxPolicyDuration:

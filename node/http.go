@@ -288,6 +288,12 @@ func (a *Agent) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest(fmt.Errorf("time_limit_s %d: want 0 (unlimited) or more", req.TimeLimitS)))
 		return
 	}
+	if req.GPUsTotal > 0 {
+		if err := a.spreadGPUs(&req); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
 	spec := specOf(req, who)
 	warnings, err := queueFieldsOf(a.state.View(), spec, who)
 	if err != nil {
@@ -322,18 +328,19 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 		name = filepath.Base(req.Command[0])
 	}
 	rq := cluster.Request{
-		Nodes:        req.Nodes,
-		GPUsPerNode:  req.GPUsPerNode,
-		TasksPerNode: req.TasksPerNode,
-		CPUsPerTask:  req.CPUsPerTask,
-		TimeLimit:    time.Duration(req.TimeLimitS) * time.Second,
-		NodeList:     req.NodeList,
-		Exclude:      req.Exclude,
-		Constraint:   req.Constraint,
-		Exclusive:    req.Exclusive,
-		Partition:    req.Partition,
-		Switches:     req.Switches,
-		SwitchesWait: time.Duration(req.SwitchesWaitS) * time.Second,
+		Nodes:         req.Nodes,
+		GPUsPerNode:   req.GPUsPerNode,
+		TasksPerNode:  req.TasksPerNode,
+		CPUsPerTask:   req.CPUsPerTask,
+		TimeLimit:     time.Duration(req.TimeLimitS) * time.Second,
+		NodeList:      req.NodeList,
+		Exclude:       req.Exclude,
+		Constraint:    req.Constraint,
+		Exclusive:     req.Exclusive,
+		Partition:     req.Partition,
+		Switches:      req.Switches,
+		MemPerNodeMiB: req.MemPerNodeMiB,
+		SwitchesWait:  time.Duration(req.SwitchesWaitS) * time.Second,
 	}
 	// Zero means "not given": fill Slurm's defaults. Negative values stay
 	// and are refused by validation, naming the field.

@@ -235,3 +235,38 @@ func (a *Agent) handleSetPriority(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids})
 }
+
+// spreadGPUs turns --gpus G without --nodes into the fewest nodes that can
+// hold G evenly: n nodes of G/n GPUs, the smallest n for which G/n is a
+// whole number no node's GPU count is below on n nodes. A G no such split
+// fits is left on one node, for the submit check to refuse with its
+// reason.
+func (a *Agent) spreadGPUs(req *api.SubmitRequest) error {
+	g := req.GPUsTotal
+	if g < 0 || g > cluster.MaxNodesPerJob*cluster.MaxGPUsPerNode {
+		return badRequest(fmt.Errorf("gpus_total %d: want 1 to %d", g, cluster.MaxNodesPerJob*cluster.MaxGPUsPerNode))
+	}
+	var sizes []int
+	for _, n := range a.knownNodes(a.state.View()) {
+		if n.Status != cluster.NodeLeft {
+			sizes = append(sizes, len(n.GPUs))
+		}
+	}
+	req.Nodes, req.GPUsPerNode = 1, g
+	for n := 1; n <= min(g, len(sizes)); n++ {
+		if g%n != 0 {
+			continue
+		}
+		per, enough := g/n, 0
+		for _, s := range sizes {
+			if s >= per {
+				enough++
+			}
+		}
+		if enough >= n {
+			req.Nodes, req.GPUsPerNode = n, per
+			return nil
+		}
+	}
+	return nil
+}

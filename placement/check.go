@@ -50,7 +50,7 @@ func Check(nodes []*cluster.Node, req cluster.Request) error {
 	case req.GPUsPerNode < 0:
 		return fmt.Errorf("gpus_per_node %d: want 0 or more", req.GPUsPerNode)
 	}
-	if req.Constrained() {
+	if req.Constrained() || req.MemPerNodeMiB > 0 {
 		return checkNodeSet(nodes, req)
 	}
 	seen := make(map[string]bool, len(nodes))
@@ -131,8 +131,12 @@ func checkNodeSet(nodes []*cluster.Node, req cluster.Request) error {
 		}
 	}
 	if fit < req.Nodes {
-		return infeasible("nodes %d: only %s match gpus_per_node %d, the constraint and the exclude list; requested node configuration is not available",
-			req.Nodes, plural(fit, "node"), req.GPUsPerNode)
+		mem := ""
+		if req.MemPerNodeMiB > 0 {
+			mem = fmt.Sprintf(", mem %d MiB", req.MemPerNodeMiB)
+		}
+		return infeasible("nodes %d: only %s match gpus_per_node %d%s, the constraint and the exclude list; requested node configuration is not available",
+			req.Nodes, plural(fit, "node"), req.GPUsPerNode, mem)
 	}
 	return nil
 }

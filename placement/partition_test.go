@@ -2,6 +2,7 @@ package placement
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,5 +80,45 @@ func TestPlacePartitions(t *testing.T) {
 	}
 	if !res.Reservation.Start.Equal(now.Add(time.Hour)) {
 		t.Errorf("reservation at %s; want when job 9 ends", res.Reservation.Start)
+	}
+}
+
+// TestPlaceMemory: a job asking for more memory per node than some nodes
+// have runs only on those that have it, in every policy; one no node
+// could hold is BadConstraints, and Check refuses it at submit.
+func TestPlaceMemory(t *testing.T) {
+	small := mkLeaf("s", 2, 4, "a", "s0")
+	big := mkLeaf("b", 2, 4, "b", "s0")
+	for _, n := range small {
+		n.MemoryMiB = 64 << 10
+	}
+	for _, n := range big {
+		n.MemoryMiB = 256 << 10
+	}
+	nodes := cat(small, big)
+	mem := func(id cluster.JobID, nodes int, mib uint64) *cluster.Job {
+		j := pending(id, nodes, 1)
+		j.Spec.Request.MemPerNodeMiB = mib
+		return j
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, pol := range Policies() {
+		res, err := PlaceWith(NewView(nodes, nil), []*cluster.Job{mem(1, 2, 128<<10), mem(2, 1, 512<<10), mem(3, 1, 1<<10)}, now, Options{Policy: pol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range res.Decisions {
+			for _, a := range d.Nodes {
+				if d.Job == 1 && a.Node[0] != 'b' {
+					t.Errorf("%s: job 1 (128 GiB) on %s (64 GiB)", pol, a.Node)
+				}
+			}
+		}
+		if len(res.Decisions) != 2 || res.Reasons[2] != ReasonBadConstraints {
+			t.Errorf("%s: decisions %+v, reason of job 2 %q; want jobs 1 and 3 placed, job 2 BadConstraints", pol, res.Decisions, res.Reasons[2])
+		}
+	}
+	if err := Check(nodes, mem(9, 3, 128<<10).Spec.Request); err == nil || !strings.Contains(err.Error(), "mem 131072 MiB") {
+		t.Errorf("Check of 3 nodes with 128 GiB: %v; want refused naming the memory", err)
 	}
 }

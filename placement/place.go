@@ -220,7 +220,7 @@ func byOrder(queue []*cluster.Job, order []cluster.JobID) []*cluster.Job {
 // holds.
 func (s *state) start(id cluster.JobID, req cluster.Request, topology bool, mirror *state, keep bool) (Decision, []heldNode, bool) {
 	var nodes []int
-	if req.Constrained() || s.v.restricts(req.Partition) {
+	if req.Constrained() || s.v.restricts(req.Partition) || s.v.memShort(req) {
 		nodes = s.chooseEligible(req, topology)
 	} else if topology {
 		nodes = s.chooseNodes(req.Nodes, req.GPUsPerNode)

@@ -28,6 +28,9 @@ type View struct {
 	histLen int
 	// maxGPUs is the most GPUs any usable node has.
 	maxGPUs int
+	// minMem is the least memory of any usable node: a job asking for no
+	// more takes the aggregate fast path.
+	minMem uint64
 	// held lists every job holding GPUs or nodes, sorted by holderOrder:
 	// expected end ascending, jobs that never end last. Backfill frees
 	// them in this order to find when a blocked job could start.
@@ -213,6 +216,11 @@ func (v *View) buildLeaves() {
 			v.totals = append(v.totals, len(v.nodes[i].node.GPUs))
 		}
 	}
+	for k, i := range usable {
+		if m := v.nodes[i].node.MemoryMiB; k == 0 || m < v.minMem {
+			v.minMem = m
+		}
+	}
 	slices.Sort(v.totals)
 	if len(v.totals) > 0 {
 		v.maxGPUs = v.totals[len(v.totals)-1]
@@ -322,4 +330,10 @@ func gpuTopology(gpus []cluster.GPU) (peers [][]int, numa []int) {
 func (v *View) fitsEmpty(n, g int) bool {
 	i, _ := slices.BinarySearch(v.totals, g)
 	return len(v.totals)-i >= n
+}
+
+// memShort reports whether some usable node has less memory than req
+// asks for, so that a node scan must pick the nodes.
+func (v *View) memShort(req cluster.Request) bool {
+	return req.MemPerNodeMiB > v.minMem
 }

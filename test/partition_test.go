@@ -152,3 +152,26 @@ func jobNow(t *testing.T, a *localcluster.Agent, id uint64) api.Job {
 	jsonOf(t, a, &j, "job", fmt.Sprint(id))
 	return j
 }
+
+// TestGPUsAndMemory: --gpus without --nodes goes over the fewest nodes
+// that hold it evenly; --mem keeps a job off nodes with less memory, and
+// one no node has is refused at submit naming it.
+func TestGPUsAndMemory(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 2, GPUsPerNode: 4})
+	a := c.Agents[0]
+	id := submit(t, a, "--gpus", "6", "--", "true")
+	if j := waitJob(t, a, id, 30*time.Second); j.State != "COMPLETED" || j.NumNodes != 2 || j.GPUsPerNode != 3 {
+		t.Errorf("--gpus 6 on 4-GPU nodes: %s on %d nodes x %d GPUs; want COMPLETED on 2 x 3", j.State, j.NumNodes, j.GPUsPerNode)
+	}
+	id = submit(t, a, "--gpus", "3", "--", "true")
+	if j := waitJob(t, a, id, 30*time.Second); j.NumNodes != 1 || j.GPUsPerNode != 3 {
+		t.Errorf("--gpus 3: %d nodes x %d GPUs; want 1 x 3", j.NumNodes, j.GPUsPerNode)
+	}
+	id = submit(t, a, "--mem", "1M", "--", "true")
+	if j := waitJob(t, a, id, 30*time.Second); j.State != "COMPLETED" {
+		t.Errorf("--mem 1M: %s", j.State)
+	}
+	if r := shoal(t, a, "submit", "--mem", "64T", "--", "true"); r.code == 0 || !strings.Contains(r.stderr, "mem 67108864 MiB") {
+		t.Errorf("--mem 64T: exit %d %q; want refused naming the memory", r.code, r.stderr)
+	}
+}

@@ -14,7 +14,7 @@ import (
 
 // accountingOnly are options Shoal accepts with a warning: Slurm uses them
 // for accounting or node sets Shoal does not have yet.
-var accountingOnly = []string{"mem", "mem-per-gpu", "mem-per-cpu", "cpus-per-gpu"}
+var accountingOnly = []string{"cpus-per-gpu"}
 
 // requestFromOptions turns parsed sbatch/srun options into a submit
 // request, with the warnings to print.
@@ -47,11 +47,17 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 		tasksPerNode = opts.NTasks / nodes
 	}
 	gpusPerNode := opts.GPUsPerNode
-	if opts.GPUs > 0 {
+	gpusTotal := 0
+	switch {
+	case opts.GPUs > 0 && opts.Set["nodes"]:
 		if opts.GPUs%nodes != 0 {
 			return req, nil, fmt.Errorf("--gpus %d on %d nodes: want a multiple of the node count, or --gpus-per-node", opts.GPUs, nodes)
 		}
 		gpusPerNode = opts.GPUs / nodes
+	case opts.GPUs > 0:
+		// No -N: the agent spreads them over the fewest nodes that can
+		// hold them evenly, knowing the nodes' sizes.
+		gpusTotal = opts.GPUs
 	}
 	if opts.GPUsPerTask > 0 && gpusPerNode == 0 {
 		gpusPerNode = opts.GPUsPerTask * tasksPerNode
@@ -68,6 +74,15 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 		Account:      opts.Account,
 		QoS:          opts.QOS,
 		Nice:         opts.Nice,
+		GPUsTotal:    gpusTotal,
+	}
+	switch {
+	case opts.Mem > 0:
+		req.MemPerNodeMiB = opts.Mem
+	case opts.MemPerGPU > 0:
+		req.MemPerNodeMiB = opts.MemPerGPU * uint64(max(1, gpusPerNode))
+	case opts.MemPerCPU > 0:
+		req.MemPerNodeMiB = opts.MemPerCPU * uint64(max(1, opts.CPUsPerTask)*tasksPerNode)
 	}
 	if req.WorkDir == "" {
 		wd, err := os.Getwd()

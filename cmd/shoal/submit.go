@@ -27,6 +27,8 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 		array      string
 		dependency string
 		switches   string
+		mem        string
+		gpus       int
 		noEnv      bool
 		nodeSet    nodeSetFlags
 	)
@@ -62,6 +64,23 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 			}
 			if err := queueFlags(&req, array, dependency); err != nil {
 				return err
+			}
+			if mem != "" {
+				m, err := slurm.ParseMemory(mem)
+				if err != nil {
+					return err
+				}
+				req.MemPerNodeMiB = m
+			}
+			if gpus > 0 {
+				if cmd.Flags().Changed("nodes") {
+					if gpus%req.Nodes != 0 {
+						return fmt.Errorf("--gpus %d on %d nodes: want a multiple of the node count, or --gpus-per-node", gpus, req.Nodes)
+					}
+					req.GPUsPerNode = gpus / req.Nodes
+				} else {
+					req.GPUsTotal = gpus
+				}
 			}
 			if switches != "" {
 				sw, err := slurm.ParseSwitches(switches)
@@ -123,6 +142,8 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 	f.StringVarP(&req.Account, "account", "A", "", "fair-share account the job's usage counts against (see shoal priority)")
 	f.StringVarP(&req.QoS, "qos", "q", "", "QoS level, as the queue policy names them")
 	f.StringVarP(&req.Partition, "partition", "p", "", "partition to run in (default: the queue policy's default partition)")
+	f.StringVar(&mem, "mem", "", "memory each node must have (e.g. 64G): nodes with less are not used; checked, not reserved")
+	f.IntVarP(&gpus, "gpus", "G", 0, "GPUs in all: with --nodes, split evenly; without, over the fewest nodes that hold them evenly")
 	f.StringVar(&switches, "switches", "", "COUNT[@WAIT]: wait up to WAIT (default 5:00) for nodes under at most COUNT leaf switches")
 	f.IntVar(&req.Nice, "nice", 0, "lower the job's priority by N (--nice alone: 100; negative N: root only)")
 	f.Lookup("nice").NoOptDefVal = "100"
