@@ -180,6 +180,9 @@ type SubmitRequest struct {
 	Hold       bool                `json:"hold,omitempty"`
 	// Partition is -p: empty for the default one.
 	Partition string `json:"partition,omitempty"`
+	// NodesMax is --nodes MIN-MAX's MAX (Nodes the MIN): the job starts on
+	// as many as fit, up to it.
+	NodesMax int `json:"nodes_max,omitempty"`
 	// GPUsTotal is --gpus without --nodes: the agent spreads them evenly
 	// over the fewest nodes that can hold them (Nodes and GPUsPerNode
 	// then set by it).

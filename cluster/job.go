@@ -75,8 +75,11 @@ const (
 // Request is what a job asks for. It is validated at submit (Validate) and
 // again by the FSM; placement only ever sees valid requests.
 type Request struct {
-	// Nodes is the exact number of nodes the gang needs (Slurm's -N).
-	Nodes int `msgpack:"nodes" json:"nodes"`
+	// Nodes is the number of nodes the gang needs (Slurm's -N), or with
+	// NodesMax above it the least (-N MIN-MAX): the job then starts on as
+	// many as fit, up to NodesMax.
+	Nodes    int `msgpack:"nodes" json:"nodes"`
+	NodesMax int `msgpack:"nodes_max,omitempty" json:"nodes_max,omitempty"`
 	// GPUsPerNode is how many GPUs each node must give the job.
 	GPUsPerNode int `msgpack:"gpus_per_node" json:"gpus_per_node"`
 	// TasksPerNode is how many ranks start on each node (default 1).
@@ -141,6 +144,8 @@ func (r Request) Validate() error {
 		return fmt.Errorf("nodes %d: want at least 1", r.Nodes)
 	case r.Nodes > MaxNodesPerJob:
 		return fmt.Errorf("nodes %d: want at most %d", r.Nodes, MaxNodesPerJob)
+	case r.NodesMax != 0 && (r.NodesMax < r.Nodes || r.NodesMax > MaxNodesPerJob):
+		return fmt.Errorf("nodes_max %d: want 0 (exactly nodes) or %d to %d", r.NodesMax, r.Nodes, MaxNodesPerJob)
 	case r.GPUsPerNode < 0:
 		return fmt.Errorf("gpus_per_node %d: want 0 or more", r.GPUsPerNode)
 	case r.GPUsPerNode > MaxGPUsPerNode:

@@ -387,7 +387,10 @@ func (s *State) checkDecision(j *cluster.Job, d Decision, gates *Gates) string {
 		return "job waits: " + why
 	}
 	req := j.Spec.Request
-	if len(d.Nodes) != req.Nodes {
+	if len(d.Nodes) < req.Nodes || len(d.Nodes) > max(req.Nodes, req.NodesMax) {
+		if req.NodesMax > req.Nodes {
+			return fmt.Sprintf("decision names %d nodes, job requests %d to %d", len(d.Nodes), req.Nodes, req.NodesMax)
+		}
 		return fmt.Sprintf("decision names %d nodes, job requests %d", len(d.Nodes), req.Nodes)
 	}
 	seen := make(map[string]struct{}, len(d.Nodes))

@@ -340,6 +340,7 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 		Partition:     req.Partition,
 		Switches:      req.Switches,
 		MemPerNodeMiB: req.MemPerNodeMiB,
+		NodesMax:      req.NodesMax,
 		SwitchesWait:  time.Duration(req.SwitchesWaitS) * time.Second,
 	}
 	// Zero means "not given": fill Slurm's defaults. Negative values stay
@@ -598,6 +599,7 @@ func jobOf(j *cluster.Job) api.Job {
 		out.Steps = append(out.Steps, as)
 	}
 	if j.Alloc != nil {
+		out.NumNodes = len(j.Alloc.Nodes) // what it got, within a -N MIN-MAX range
 		out.MasterPort = j.Alloc.MasterPort
 		for _, n := range j.Alloc.Nodes {
 			gpus := append([]int{}, n.GPUs...)

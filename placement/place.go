@@ -219,17 +219,27 @@ func byOrder(queue []*cluster.Job, order []cluster.JobID) []*cluster.Job {
 // mirror (nil for none). It returns the decision and, if keep, what it
 // holds.
 func (s *state) start(id cluster.JobID, req cluster.Request, topology bool, mirror *state, keep bool) (Decision, []heldNode, bool) {
-	var nodes []int
-	if req.Constrained() || s.v.restricts(req.Partition) || s.v.memShort(req) {
-		nodes = s.chooseEligible(req, topology)
-	} else if topology {
-		nodes = s.chooseNodes(req.Nodes, req.GPUsPerNode)
-	} else {
-		nodes = s.firstFit(req.Nodes, req.GPUsPerNode)
+	nodes := s.choose(req, topology)
+	if req.NodesMax > req.Nodes {
+		// --nodes MIN-MAX: as many as fit now, up to MAX. Whether n nodes
+		// fit only gets harder as n grows, so a binary search finds the
+		// most.
+		lo, hi := req.Nodes, req.NodesMax
+		if nodes == nil {
+			return Decision{}, nil, false
+		}
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			r := req
+			r.Nodes = mid
+			if more := s.choose(r, topology); more != nil {
+				lo, nodes = mid, more
+			} else {
+				hi = mid - 1
+			}
+		}
 	}
-	if nodes == nil || (topology && s.maxLeaves > 0 && s.leavesOf(nodes) > s.maxLeaves) {
-		// The policy's choice spans the fewest leaves it can; more than
-		// --switches allows means no placement now.
+	if nodes == nil {
 		return Decision{}, nil, false
 	}
 	d := Decision{Job: id, Nodes: make([]Assignment, len(nodes))}
@@ -259,6 +269,25 @@ func (s *state) start(id cluster.JobID, req cluster.Request, topology bool, mirr
 		}
 	}
 	return d, held, true
+}
+
+// choose is the policy's choice of req.Nodes nodes in s, or nil: the node
+// set's scan for a constrained job, the topology preferences, or first
+// fit. A choice spanning more leaves than --switches allows is none (the
+// topology choice already spans the fewest it can).
+func (s *state) choose(req cluster.Request, topology bool) []int {
+	var nodes []int
+	if req.Constrained() || s.v.restricts(req.Partition) || s.v.memShort(req) {
+		nodes = s.chooseEligible(req, topology)
+	} else if topology {
+		nodes = s.chooseNodes(req.Nodes, req.GPUsPerNode)
+	} else {
+		nodes = s.firstFit(req.Nodes, req.GPUsPerNode)
+	}
+	if nodes == nil || (topology && s.maxLeaves > 0 && s.leavesOf(nodes) > s.maxLeaves) {
+		return nil
+	}
+	return nodes
 }
 
 // state is one Place call's private copy of what is free.

@@ -56,3 +56,33 @@ func TestPlaceSwitches(t *testing.T) {
 		t.Errorf("--switches=1 job on %s and %s: two leaves", d.Nodes[0].Node, d.Nodes[1].Node)
 	}
 }
+
+// TestPlaceNodeRange: --nodes MIN-MAX starts on as many nodes as fit now,
+// up to MAX, in every policy; with fewer than MIN free it waits.
+func TestPlaceNodeRange(t *testing.T) {
+	nodes := cat(mkLeaf("a", 3, 4, "a", "s0"), mkLeaf("b", 3, 4, "b", "s0"))
+	busy := holding(9, cluster.JobRunning, false, "a1", seq(0, 3), "b1", seq(0, 3))
+	ranged := func(min, max int) *cluster.Job {
+		j := pending(1, min, 4)
+		j.Spec.Request.NodesMax = max
+		return j
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, pol := range Policies() {
+		for _, tc := range []struct {
+			min, max, want int
+		}{{2, 8, 4}, {2, 3, 3}, {5, 8, 0}, {4, 4, 4}} {
+			res, err := PlaceWith(NewView(nodes, []*cluster.Job{busy}), []*cluster.Job{ranged(tc.min, tc.max)}, now, Options{Policy: pol})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := 0
+			if len(res.Decisions) == 1 {
+				got = len(res.Decisions[0].Nodes)
+			}
+			if got != tc.want {
+				t.Errorf("%s: --nodes %d-%d with 4 free: %d nodes; want %d", pol, tc.min, tc.max, got, tc.want)
+			}
+		}
+	}
+}

@@ -167,6 +167,17 @@ func TestGPUsAndMemory(t *testing.T) {
 	if j := waitJob(t, a, id, 30*time.Second); j.NumNodes != 1 || j.GPUsPerNode != 3 {
 		t.Errorf("--gpus 3: %d nodes x %d GPUs; want 1 x 3", j.NumNodes, j.GPUsPerNode)
 	}
+	// -N 1-3 on a 2-node cluster: as many as fit, 2.
+	work := t.TempDir()
+	out := mustShoal(t, a, "batch", "--parsable", "--chdir", work, "-N", "1-3", "-o", "range.out", "--wrap", `echo "nnodes $SLURM_NNODES"`)
+	var rid uint64
+	fmt.Sscan(out, &rid)
+	if j := waitJob(t, a, rid, 30*time.Second); j.State != "COMPLETED" || j.NumNodes != 2 {
+		t.Errorf("-N 1-3: %s on %d nodes; want COMPLETED on 2", j.State, j.NumNodes)
+	}
+	if data, _ := os.ReadFile(filepath.Join(work, "range.out")); !strings.Contains(string(data), "nnodes 2") {
+		t.Errorf("-N 1-3: the script saw %q; want SLURM_NNODES 2", data)
+	}
 	id = submit(t, a, "--mem", "1M", "--", "true")
 	if j := waitJob(t, a, id, 30*time.Second); j.State != "COMPLETED" {
 		t.Errorf("--mem 1M: %s", j.State)

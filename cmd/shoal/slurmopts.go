@@ -26,11 +26,11 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 			warnings = append(warnings, fmt.Sprintf("--%s is accepted but not enforced by Shoal yet", name))
 		}
 	}
-	nodes := 1
+	nodes, nodesMax := 1, 0
 	if opts.Set["nodes"] {
 		nodes = opts.Nodes.Min
 		if opts.Nodes.Max > opts.Nodes.Min {
-			warnings = append(warnings, fmt.Sprintf("--nodes %d-%d: Shoal allocates exactly %d", opts.Nodes.Min, opts.Nodes.Max, nodes))
+			nodesMax = opts.Nodes.Max
 		}
 	}
 	tasksPerNode := 1
@@ -75,6 +75,7 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 		QoS:          opts.QOS,
 		Nice:         opts.Nice,
 		GPUsTotal:    gpusTotal,
+		NodesMax:     nodesMax,
 	}
 	switch {
 	case opts.Mem > 0:
