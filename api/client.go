@@ -118,22 +118,53 @@ func (c *Client) WithHeader(key, value string) *Client {
 // Base is the URL the client sends to.
 func (c *Client) Base() string { return c.base }
 
+// noLeaderWait is how long Do retries a write that found no leader to
+// forward to: an election takes about a second, and such a write never
+// reached a leader, so sending it again cannot apply it twice.
+const noLeaderWait = 20 * time.Second
+
 // Do sends a request and decodes a JSON answer into out (when non-nil). It
-// returns the answer's X-Shoal-Index.
+// returns the answer's X-Shoal-Index. A write answered "no raft leader
+// yet" (an election under way) is sent again, with backoff, for up to
+// noLeaderWait.
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) (uint64, error) {
-	var body io.Reader
+	var payload []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return 0, fmt.Errorf("encode %s %s: %w", method, path, err)
 		}
-		body = bytes.NewReader(b)
+		payload = b
+	}
+	deadline := time.Now().Add(noLeaderWait)
+	backoff := 100 * time.Millisecond
+	for {
+		index, err := c.do(ctx, method, path, payload, in != nil, out)
+		var se *StatusError
+		if method == http.MethodGet || !errors.As(err, &se) || se.Code != http.StatusServiceUnavailable ||
+			!strings.Contains(se.Message, "no raft leader yet") || time.Now().Add(backoff).After(deadline) {
+			return index, err
+		}
+		select {
+		case <-ctx.Done():
+			return index, err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// do is one attempt of Do.
+func (c *Client) do(ctx context.Context, method, path string, payload []byte, hasBody bool, out any) (uint64, error) {
+	var body io.Reader
+	if hasBody {
+		body = bytes.NewReader(payload)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return 0, fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	if in != nil {
+	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range c.header {

@@ -28,6 +28,9 @@ type Options struct {
 	// LeafSize is how many nodes share a leaf switch; leaves sit under
 	// one spine, "spine0".
 	LeafSize int
+	// TopologyConf, when set, is a Slurm topology.conf every agent reads
+	// its switch from (--topology-conf) instead of LeafSize's.
+	TopologyConf string
 	// BootstrapExpect is how many of the first nodes bootstrap together
 	// (default min(3, Nodes)); the rest join later.
 	BootstrapExpect int
@@ -136,7 +139,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			"--http-port", strconv.Itoa(a.HTTPPort), "--raft-port", strconv.Itoa(a.RaftPort),
 			"--gossip-port", strconv.Itoa(a.GossipPort),
 			"--gpus", strconv.Itoa(opts.GPUsPerNode),
-			"--switch", fmt.Sprintf("leaf%d", i/opts.LeafSize), "--switch-parent", "spine0",
+		}
+		if opts.TopologyConf != "" {
+			a.Args = append(a.Args, "--topology-conf", opts.TopologyConf)
+		} else {
+			a.Args = append(a.Args, "--switch", fmt.Sprintf("leaf%d", i/opts.LeafSize), "--switch-parent", "spine0")
 		}
 		if i < opts.BootstrapExpect {
 			a.Args = append(a.Args, "--bootstrap-expect", strconv.Itoa(opts.BootstrapExpect))

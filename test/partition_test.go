@@ -186,3 +186,30 @@ func TestGPUsAndMemory(t *testing.T) {
 		t.Errorf("--mem 64T: exit %d %q; want refused naming the memory", r.code, r.stderr)
 	}
 }
+
+// TestTopologyConf: agents started with a Slurm topology.conf take their
+// leaf switch and its parent from it, and a 2-node job goes under one
+// leaf.
+func TestTopologyConf(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "topology.conf")
+	if err := os.WriteFile(conf, []byte("SwitchName=leaf1 Nodes=n[1,3]\nSwitchName=leaf2 Nodes=n[2,4]\nSwitchName=core Switches=leaf[1-2]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := startCluster(t, localcluster.Options{Nodes: 4, GPUsPerNode: 1, TopologyConf: conf})
+	a := c.Agents[0]
+	eventually(t, 20*time.Second, "every node's switch from topology.conf", func() error {
+		nodes := nodesByName(t, a)
+		for name, want := range map[string]string{"n1": "leaf1", "n2": "leaf2", "n3": "leaf1", "n4": "leaf2"} {
+			if n := nodes[name]; n.Switch != want || n.SwitchParent != "core" {
+				return fmt.Errorf("%s under %q/%q; want %s/core", name, n.Switch, n.SwitchParent, want)
+			}
+		}
+		return nil
+	})
+	id := submit(t, a, "-N", "2", "--gpus-per-node", "1", "--", "true")
+	j := waitJob(t, a, id, 30*time.Second)
+	leaf := map[string]string{"n1": "A", "n3": "A", "n2": "B", "n4": "B"}
+	if j.State != "COMPLETED" || len(j.Nodes) != 2 || leaf[j.Nodes[0]] != leaf[j.Nodes[1]] {
+		t.Errorf("2-node job %s on %v; want COMPLETED under one leaf", j.State, j.Nodes)
+	}
+}

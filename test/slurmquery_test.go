@@ -127,8 +127,12 @@ func TestSlurmQueryShims(t *testing.T) {
 	if r := slurmCmd("scancel", fmt.Sprintf("%d_1", running)); r.code != 0 {
 		t.Errorf("scancel N_1 of a plain job: exit %d %q; want 0", r.code, r.stderr)
 	}
-	if r := slurmCmd("scancel", "--signal=USR1", fmt.Sprint(running)); r.code != 1 || !strings.Contains(r.stderr, "--signal: not supported") {
-		t.Errorf("scancel --signal: exit %d %q", r.code, r.stderr)
+	// --signal sends without cancelling (CONT: the sleeper runs on).
+	if r := slurmCmd("scancel", "--signal=CONT", fmt.Sprint(running)); r.code != 0 {
+		t.Errorf("scancel --signal=CONT: exit %d %q; want 0", r.code, r.stderr)
+	}
+	if r := slurmCmd("scancel", "--signal=BOGUS", fmt.Sprint(running)); r.code != 1 {
+		t.Errorf("scancel --signal=BOGUS: exit %d %q; want 1", r.code, r.stderr)
 	}
 	if r := slurmCmd("scancel"); r.code != 1 || !strings.Contains(r.stderr, "No job identification provided") {
 		t.Errorf("scancel with nothing: exit %d %q", r.code, r.stderr)

@@ -17,6 +17,7 @@ import (
 	"github.com/shoal-sched/shoal/exec"
 	"github.com/shoal-sched/shoal/gpu"
 	"github.com/shoal-sched/shoal/node"
+	"github.com/shoal-sched/shoal/slurm"
 )
 
 func newAgentCmd(g *globalFlags) *cobra.Command {
@@ -34,6 +35,7 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 		// policyFile is --policy: the queue policy this agent proposes
 		// when it leads.
 		policyFile string
+		topoFile   string
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -83,6 +85,11 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 			if devTiming {
 				cfg.RaftTiming = consensus.FastTiming()
 			}
+			if topoFile != "" {
+				if err := topologyFromConf(cmd, &cfg, topoFile); err != nil {
+					return err
+				}
+			}
 			if cfg.Features, err = cluster.ParseFeatures(features); err != nil {
 				return fmt.Errorf("--features: %w", err)
 			}
@@ -120,6 +127,7 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.StringVar(&cfg.Topology.Switch, "switch", "", "this node's leaf switch")
 	f.StringVar(&cfg.Topology.SwitchParent, "switch-parent", "", "the leaf switch's parent (spine)")
 	f.StringVar(&cfg.Topology.Block, "block", "", "this node's NVLink block (domain)")
+	f.StringVar(&topoFile, "topology-conf", "", "a Slurm topology.conf (SwitchName= ... Nodes=/Switches=, BlockName= ... Nodes=) to read this node's switch, parent and block from; --switch, --switch-parent and --block win")
 	f.StringVar(&features, "features", "", "this node's features for jobs' --constraint, comma-separated (like slurm.conf Features=)")
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", node.DefaultLeaseTTL, "how long this node's allocations survive without contact with the leader")
 	f.DurationVar(&cfg.KillGrace, "kill-grace", node.DefaultKillGrace, "time between SIGTERM and SIGKILL when this node fences its ranks (lost lease, agent stopping); part of the lease bound")
@@ -218,3 +226,32 @@ func systemMemoryMiB() uint64 {
 
 // A small delay helper kept here so dev and tests agree on polling.
 const pollInterval = 200 * time.Millisecond
+
+// topologyFromConf fills the node's switch, its parent and its block from
+// a Slurm topology.conf, where the flags did not give them. A node the
+// file does not name is an error: a typo would otherwise scatter jobs.
+func topologyFromConf(cmd *cobra.Command, cfg *node.Config, file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("--topology-conf: %w", err)
+	}
+	topo, err := slurm.ParseTopology(string(data))
+	if err != nil {
+		return fmt.Errorf("--topology-conf %s: %w", file, err)
+	}
+	leaf, parent, block := topo.Place(cfg.Name)
+	if leaf == "" && block == "" {
+		return fmt.Errorf("--topology-conf %s: node %q is under no switch and in no block", file, cfg.Name)
+	}
+	f := cmd.Flags()
+	if !f.Changed("switch") {
+		cfg.Topology.Switch = leaf
+	}
+	if !f.Changed("switch-parent") {
+		cfg.Topology.SwitchParent = parent
+	}
+	if !f.Changed("block") {
+		cfg.Topology.Block = block
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+package slurm
+
+import (
+	"bufio"
+	"fmt"
+	"strings"
+)
+
+// Topology is a Slurm topology.conf read for one purpose: each node's
+// place in it. Tree lines (topology/tree) name leaf switches with Nodes=
+// and upper switches with Switches=; block lines (topology/block, Slurm's
+// block.conf syntax, also accepted here) name NVLink blocks with Nodes=.
+type Topology struct {
+	// Leaf maps a node to its leaf switch, Parent a leaf switch to the
+	// switch above it, Block a node to its block.
+	Leaf   map[string]string
+	Parent map[string]string
+	Block  map[string]string
+}
+
+// Maximum topology.conf size and line count read.
+const (
+	maxTopologyBytes = 16 << 20
+	maxTopologyLines = 100000
+)
+
+// ParseTopology reads topology.conf text: lines of KEY=VALUE words,
+// SwitchName=NAME with Nodes=HOSTLIST (a leaf) and/or Switches=HOSTLIST
+// (its children), or BlockName=NAME Nodes=HOSTLIST; # starts a comment,
+// LinkSpeed= and BlockSizes= are accepted and ignored. A node under two
+// leaves, a switch under two parents, or an unknown key is an error
+// naming the line.
+func ParseTopology(text string) (Topology, error) {
+	t := Topology{Leaf: map[string]string{}, Parent: map[string]string{}, Block: map[string]string{}}
+	if len(text) > maxTopologyBytes {
+		return t, fmt.Errorf("topology.conf: %d bytes, want at most %d", len(text), maxTopologyBytes)
+	}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(make([]byte, 0, 64<<10), maxTopologyBytes)
+	n := 0
+	for sc.Scan() {
+		if n++; n > maxTopologyLines {
+			return t, fmt.Errorf("topology.conf: more than %d lines", maxTopologyLines)
+		}
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		words := strings.Fields(line)
+		if len(words) == 0 {
+			continue
+		}
+		bad := func(format string, args ...any) (Topology, error) {
+			return t, fmt.Errorf("topology.conf line %d: %s", n, fmt.Sprintf(format, args...))
+		}
+		kv := map[string]string{}
+		for _, w := range words {
+			k, v, ok := strings.Cut(w, "=")
+			if !ok || v == "" {
+				return bad("%q: want KEY=VALUE", clip(w))
+			}
+			k = strings.ToLower(k)
+			if _, dup := kv[k]; dup {
+				return bad("%s given twice", k)
+			}
+			kv[k] = v
+		}
+		expand := func(key string) ([]string, error) {
+			v, ok := kv[key]
+			if !ok {
+				return nil, nil
+			}
+			return ExpandHostlist(v)
+		}
+		nodes, err := expand("nodes")
+		if err != nil {
+			return bad("Nodes: %v", err)
+		}
+		switch {
+		case kv["switchname"] != "":
+			name := kv["switchname"]
+			for k := range kv {
+				switch k {
+				case "switchname", "nodes", "switches", "linkspeed":
+				default:
+					return bad("%s: not a SwitchName key (Nodes, Switches, LinkSpeed)", k)
+				}
+			}
+			children, err := expand("switches")
+			if err != nil {
+				return bad("Switches: %v", err)
+			}
+			for _, node := range nodes {
+				if prev, ok := t.Leaf[node]; ok && prev != name {
+					return bad("node %s under both %s and %s", node, prev, name)
+				}
+				t.Leaf[node] = name
+			}
+			for _, c := range children {
+				if prev, ok := t.Parent[c]; ok && prev != name {
+					return bad("switch %s under both %s and %s", c, prev, name)
+				}
+				t.Parent[c] = name
+			}
+		case kv["blockname"] != "":
+			name := kv["blockname"]
+			for k := range kv {
+				if k != "blockname" && k != "nodes" {
+					return bad("%s: not a BlockName key (Nodes)", k)
+				}
+			}
+			for _, node := range nodes {
+				if prev, ok := t.Block[node]; ok && prev != name {
+					return bad("node %s in both blocks %s and %s", node, prev, name)
+				}
+				t.Block[node] = name
+			}
+		case kv["blocksizes"] != "":
+			// topology/block's aggregation sizes: Shoal groups blocks by
+			// its own rule.
+		default:
+			return bad("want SwitchName=, BlockName= or BlockSizes=")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return t, fmt.Errorf("topology.conf: %w", err)
+	}
+	return t, nil
+}
+
+// Place returns node's leaf switch, that switch's parent and its block,
+// each "" when the topology does not say.
+func (t Topology) Place(node string) (leaf, parent, block string) {
+	leaf = t.Leaf[node]
+	return leaf, t.Parent[leaf], t.Block[node]
+}
