@@ -175,6 +175,13 @@ func (r Request) Validate() error {
 	return r.validateNodeSet()
 }
 
+// CPUsPerNode is what one node's ranks ask for: TasksPerNode times
+// CPUsPerTask, each at least 1. It is checked against a node's CPUs, not
+// reserved.
+func (r Request) CPUsPerNode() int {
+	return max(1, r.TasksPerNode) * max(1, r.CPUsPerTask)
+}
+
 // WithDefaults returns r with Slurm's defaults for fields left at zero:
 // one node, one task per node, one CPU per task; and Nodes raised to the
 // node list's length when it is shorter.

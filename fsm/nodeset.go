@@ -12,7 +12,7 @@ import (
 // FSM checks them again on apply (defence in depth, as for GPUs). The
 // caller has checked that d's nodes are distinct, known and up.
 func (s *State) checkNodeSet(req cluster.Request, d Decision) string {
-	if !req.Constrained() && req.MemPerNodeMiB == 0 {
+	if !req.Constrained() && req.MemPerNodeMiB == 0 && req.CPUsPerNode() <= 1 {
 		return s.exclusiveHolder(d)
 	}
 	for _, name := range req.NodeList {
@@ -32,6 +32,8 @@ func (s *State) checkNodeSet(req cluster.Request, d Decision) string {
 		switch {
 		case slices.Contains(req.Exclude, p.Node):
 			return fmt.Sprintf("node %q: excluded by the job", p.Node)
+		case n.CPUs > 0 && n.CPUs < req.CPUsPerNode():
+			return fmt.Sprintf("node %q: %d CPUs, job's ranks ask for %d", p.Node, n.CPUs, req.CPUsPerNode())
 		case n.MemoryMiB < req.MemPerNodeMiB:
 			return fmt.Sprintf("node %q: %d MiB of memory, job requests %d", p.Node, n.MemoryMiB, req.MemPerNodeMiB)
 		case !c.Match(n.Features):

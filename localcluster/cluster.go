@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,10 @@ type Options struct {
 	// LeafSize is how many nodes share a leaf switch; leaves sit under
 	// one spine, "spine0".
 	LeafSize int
+	// CPUs is what each agent offers (--cpus); 0 means 16, as the Slurm
+	// peer's nodes claim: every agent runs on this one machine, whose own
+	// count would make jobs of more than a few ranks per node unplaceable.
+	CPUs int
 	// TopologyConf, when set, is a Slurm topology.conf every agent reads
 	// its switch from (--topology-conf) instead of LeafSize's.
 	TopologyConf string
@@ -139,6 +144,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			"--http-port", strconv.Itoa(a.HTTPPort), "--raft-port", strconv.Itoa(a.RaftPort),
 			"--gossip-port", strconv.Itoa(a.GossipPort),
 			"--gpus", strconv.Itoa(opts.GPUsPerNode),
+			"--cpus", strconv.Itoa(cmp.Or(opts.CPUs, 16)),
 		}
 		if opts.TopologyConf != "" {
 			a.Args = append(a.Args, "--topology-conf", opts.TopologyConf)

@@ -50,7 +50,7 @@ func Check(nodes []*cluster.Node, req cluster.Request) error {
 	case req.GPUsPerNode < 0:
 		return fmt.Errorf("gpus_per_node %d: want 0 or more", req.GPUsPerNode)
 	}
-	if req.Constrained() || req.MemPerNodeMiB > 0 {
+	if req.Constrained() || req.MemPerNodeMiB > 0 || req.CPUsPerNode() > 1 {
 		return checkNodeSet(nodes, req)
 	}
 	seen := make(map[string]bool, len(nodes))
@@ -134,6 +134,9 @@ func checkNodeSet(nodes []*cluster.Node, req cluster.Request) error {
 		mem := ""
 		if req.MemPerNodeMiB > 0 {
 			mem = fmt.Sprintf(", mem %d MiB", req.MemPerNodeMiB)
+		}
+		if req.CPUsPerNode() > 1 {
+			mem += fmt.Sprintf(", %d CPUs (tasks_per_node x cpus_per_task)", req.CPUsPerNode())
 		}
 		return infeasible("nodes %d: only %s match gpus_per_node %d%s, the constraint and the exclude list; requested node configuration is not available",
 			req.Nodes, plural(fit, "node"), req.GPUsPerNode, mem)

@@ -87,7 +87,8 @@ func (s *state) constraint(expr string) (*cluster.Constraint, bool) {
 // fitsNode reports whether node n could ever hold one of req's ranks:
 // it matches the constraint, is not excluded and has the GPUs.
 func fitsNode(n *cluster.Node, req cluster.Request, c *cluster.Constraint) bool {
-	return len(n.GPUs) >= req.GPUsPerNode && n.MemoryMiB >= req.MemPerNodeMiB && c.Match(n.Features) && !slices.Contains(req.Exclude, n.Name)
+	return len(n.GPUs) >= req.GPUsPerNode && n.MemoryMiB >= req.MemPerNodeMiB && hasCPUs(n, req) &&
+		c.Match(n.Features) && !slices.Contains(req.Exclude, n.Name)
 }
 
 // never returns why req cannot run on the usable nodes even were they
@@ -100,7 +101,7 @@ func (s *state) never(req cluster.Request) string {
 	if req.Nodes < 1 || req.GPUsPerNode < 0 {
 		return ReasonBadConstraints
 	}
-	if !req.Constrained() && !v.restricts(req.Partition) && !v.memShort(req) {
+	if !req.Constrained() && !v.restricts(req.Partition) && !v.memShort(req) && !v.cpuShort(req) {
 		if !v.fitsEmpty(req.Nodes, req.GPUsPerNode) {
 			return cluster.ReasonReqNodeNotAvail
 		}

@@ -122,3 +122,26 @@ func TestPlaceMemory(t *testing.T) {
 		t.Errorf("Check of 3 nodes with 128 GiB: %v; want refused naming the memory", err)
 	}
 }
+
+// TestPlaceCPUs: a job's ranks ask for tasks_per_node x cpus_per_task
+// CPUs on each node; nodes with fewer are not used, and Check refuses a
+// request no node could hold.
+func TestPlaceCPUs(t *testing.T) {
+	small := mkNode("s1", 2, "a", "s0")
+	small.CPUs = 4
+	big := mkNode("b1", 2, "a", "s0")
+	big.CPUs = 32
+	j := pending(1, 1, 1)
+	j.Spec.Request.TasksPerNode, j.Spec.Request.CPUsPerTask = 2, 4 // 8 CPUs
+	res, err := PlaceWith(NewView([]*cluster.Node{small, big}, nil), []*cluster.Job{j}, time.Now(), Options{Policy: PolicyShoal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Decisions) != 1 || res.Decisions[0].Nodes[0].Node != "b1" {
+		t.Fatalf("decisions %+v; want job 1 on b1 (32 CPUs), not s1 (4)", res.Decisions)
+	}
+	j.Spec.Request.CPUsPerTask = 64
+	if err := Check([]*cluster.Node{small, big}, j.Spec.Request); err == nil || !strings.Contains(err.Error(), "128 CPUs") {
+		t.Errorf("Check of 128 CPUs a node: %v; want refused naming them", err)
+	}
+}

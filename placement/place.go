@@ -277,7 +277,7 @@ func (s *state) start(id cluster.JobID, req cluster.Request, topology bool, mirr
 // topology choice already spans the fewest it can).
 func (s *state) choose(req cluster.Request, topology bool) []int {
 	var nodes []int
-	if req.Constrained() || s.v.restricts(req.Partition) || s.v.memShort(req) {
+	if req.Constrained() || s.v.restricts(req.Partition) || s.v.memShort(req) || s.v.cpuShort(req) {
 		nodes = s.chooseEligible(req, topology)
 	} else if topology {
 		nodes = s.chooseNodes(req.Nodes, req.GPUsPerNode)

@@ -28,9 +28,11 @@ type View struct {
 	histLen int
 	// maxGPUs is the most GPUs any usable node has.
 	maxGPUs int
-	// minMem is the least memory of any usable node: a job asking for no
-	// more takes the aggregate fast path.
-	minMem uint64
+	// minMem is the least memory of any usable node, minCPUs the fewest
+	// CPUs of one that reports them: a job asking for no more takes the
+	// aggregate fast path.
+	minMem  uint64
+	minCPUs int
 	// held lists every job holding GPUs or nodes, sorted by holderOrder:
 	// expected end ascending, jobs that never end last. Backfill frees
 	// them in this order to find when a blocked job could start.
@@ -220,6 +222,9 @@ func (v *View) buildLeaves() {
 		if m := v.nodes[i].node.MemoryMiB; k == 0 || m < v.minMem {
 			v.minMem = m
 		}
+		if c := v.nodes[i].node.CPUs; c > 0 && (v.minCPUs == 0 || c < v.minCPUs) {
+			v.minCPUs = c
+		}
 	}
 	slices.Sort(v.totals)
 	if len(v.totals) > 0 {
@@ -336,4 +341,16 @@ func (v *View) fitsEmpty(n, g int) bool {
 // asks for, so that a node scan must pick the nodes.
 func (v *View) memShort(req cluster.Request) bool {
 	return req.MemPerNodeMiB > v.minMem
+}
+
+// cpuShort reports whether some usable node has fewer CPUs than req's
+// ranks ask for on one node.
+func (v *View) cpuShort(req cluster.Request) bool {
+	return v.minCPUs > 0 && req.CPUsPerNode() > v.minCPUs
+}
+
+// hasCPUs reports whether node n has the CPUs req's ranks ask for on one
+// node (a node that reports none is not judged).
+func hasCPUs(n *cluster.Node, req cluster.Request) bool {
+	return n.CPUs <= 0 || n.CPUs >= req.CPUsPerNode()
 }
