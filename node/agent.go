@@ -211,10 +211,23 @@ func (a *Agent) SocketPath() string { return a.dir.socketPath() }
 
 // Run runs the agent until ctx ends or a fatal error (such as a name
 // conflict found while joining), then shuts everything down.
-func (a *Agent) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancelCause(ctx)
+func (a *Agent) Run(parent context.Context) error {
+	// The agent's loops run until the stop is carried out, which with
+	// DrainOnStop is a while after parent ends.
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	defer cancel(nil)
 	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-parent.Done():
+		}
+		if d := a.cfg.DrainOnStop; d > 0 && !a.cfg.KeepTasksOnStop {
+			a.drainBeforeStop(ctx, d)
+		}
+		cancel(context.Cause(parent))
+	})
 
 	// HTTP servers; stopped by Shutdown below.
 	for _, ln := range []net.Listener{a.httpLn, a.unixLn} {

@@ -67,6 +67,10 @@ type Config struct {
 	// restart: the tasks run on under their supervisors and the next
 	// agent reattaches to them (see shutdown).
 	KeepTasksOnStop bool
+	// DrainOnStop (--drain-on-stop), when above 0, makes a graceful stop
+	// drain the node first and wait up to that long for its running jobs
+	// to end before it stops what is left (and requeues it) and leaves.
+	DrainOnStop time.Duration
 	// DeadServerGrace is how long a failed voter stays before it is replaced.
 	DeadServerGrace time.Duration
 	// ScheduleInterval bounds how long a pending job waits for a pass when

@@ -71,6 +71,7 @@ func (a *Agent) routes() http.Handler {
 	mux.HandleFunc("POST /v1/internal/heartbeat", a.handleHeartbeat)
 	mux.HandleFunc("POST /v1/internal/task", a.handleTaskEvent)
 	mux.HandleFunc("POST /v1/internal/leave", a.handleLeave)
+	mux.HandleFunc("POST /v1/internal/drain", a.handleDrainSelf)
 	mux.HandleFunc("GET /v1/internal/logs/{id}", a.handleLocalLogs)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &httpError{http.StatusNotFound, fmt.Errorf("%s %s: no such endpoint", r.Method, r.URL.Path)})
@@ -449,6 +450,25 @@ func (a *Agent) handleLeave(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := a.leaderNodeLeft(r.Context(), hb.Node.Name); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, 0, struct{}{})
+}
+
+// handleDrainSelf drains a node whose agent is stopping with
+// --drain-on-stop (the agent's own request, as leave's).
+func (a *Agent) handleDrainSelf(w http.ResponseWriter, r *http.Request) {
+	var hb api.Heartbeat
+	if err := decodeBody(r, &hb); err != nil {
+		writeError(w, err)
+		return
+	}
+	if !a.raft.IsLeader() {
+		writeError(w, &httpError{http.StatusServiceUnavailable, consensus.ErrNotLeader})
+		return
+	}
+	if err := a.drainSelf(r.Context(), hb.Node.Name); err != nil {
 		writeError(w, err)
 		return
 	}

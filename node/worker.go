@@ -163,6 +163,61 @@ func (a *Agent) announceLeave(ctx context.Context) error {
 	return err
 }
 
+// drainBeforeStop is a graceful stop's first half with --drain-on-stop:
+// the node is drained (no new job lands on it; the reason says why and
+// stays until `shoal resume`), and the agent keeps running, renewing its
+// lease and reporting exits, until its tasks have ended or wait is over.
+func (a *Agent) drainBeforeStop(ctx context.Context, wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	a.log.Info("stopping: draining first", "wait", wait, "tasks", len(a.exec.Running()))
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	err := a.announceDrain(dctx)
+	for err != nil && sleepCtx(dctx, 200*time.Millisecond) {
+		err = a.announceDrain(dctx)
+	}
+	if err != nil {
+		a.log.Warn("drain before stop", "err", err)
+	}
+	for len(a.exec.Running()) > 0 && sleepCtx(dctx, 200*time.Millisecond) {
+	}
+	if n := len(a.exec.Running()); n > 0 {
+		a.log.Warn("stopping with tasks still running after the drain wait", "tasks", n)
+	} else {
+		a.log.Info("drained: every task has ended")
+	}
+}
+
+// announceDrain asks the leader to drain this node before it stops.
+func (a *Agent) announceDrain(ctx context.Context) error {
+	_, self, err := a.leaderAPI()
+	if err != nil {
+		return err
+	}
+	if self {
+		return a.drainSelf(ctx, a.cfg.Name)
+	}
+	c, err := a.leaderClient()
+	if err != nil {
+		return err
+	}
+	_, err = c.Do(ctx, http.MethodPost, "/v1/internal/drain", api.Heartbeat{Node: cluster.Node{Name: a.cfg.Name}}, nil)
+	return err
+}
+
+// drainSelf is the leader's side of announceDrain.
+func (a *Agent) drainSelf(ctx context.Context, node string) error {
+	res, err := a.apply(ctx, fsm.CmdSetDrain, fsm.SetDrain{Node: node, Drain: true, Reason: drainOnStopReason, Time: time.Now()})
+	if err != nil {
+		return err
+	}
+	return res.Err
+}
+
+// drainOnStopReason is the drain reason of a node stopping with
+// --drain-on-stop.
+const drainOnStopReason = "agent stopping (--drain-on-stop)"
+
 // reportLoop reports exits recorded by the executor until the leader
 // acknowledges them.
 func (a *Agent) reportLoop(ctx context.Context) {

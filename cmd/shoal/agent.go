@@ -132,6 +132,7 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", node.DefaultLeaseTTL, "how long this node's allocations survive without contact with the leader")
 	f.DurationVar(&cfg.KillGrace, "kill-grace", node.DefaultKillGrace, "time between SIGTERM and SIGKILL when this node fences its ranks (lost lease, agent stopping); part of the lease bound")
 	f.DurationVar(&cfg.KillWait, "kill-wait", node.DefaultKillWait, "time between SIGTERM and SIGKILL at a time limit, on cancel or when a rank failed (Slurm's KillWait)")
+	f.DurationVar(&cfg.DrainOnStop, "drain-on-stop", 0, "on SIGTERM, drain this node and wait up to this long for its jobs to end before stopping what is left (requeued) and leaving (default 0: stop them at once)")
 	f.BoolVar(&cfg.KeepTasksOnStop, "keep-tasks-on-stop", false, "on SIGTERM, stop for a restart: tasks run on under their supervisors and the next agent on this data dir reattaches to them (default: stop them and leave)")
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", node.DefaultHeartbeatInterval, "lease renewal interval")
 	f.DurationVar(&cfg.DeadServerGrace, "dead-server-grace", node.DefaultDeadServerGrace, "how long a failed raft voter stays before it is replaced")

@@ -1,0 +1,43 @@
+package test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/localcluster"
+)
+
+// TestDrainOnStop: an agent stopped with --drain-on-stop drains its node
+// (no new job lands on it), lets its running job finish in its first
+// incarnation, and only then leaves.
+func TestDrainOnStop(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1, ExtraArgs: []string{"--drain-on-stop", "60s"}})
+	a := c.Agents[0]
+	id := submit(t, a, "-w", "n3", "--gpus-per-node", "1", "--", "sleep", "4")
+	eventually(t, 20*time.Second, "the job running on n3", func() error {
+		if j := jobNow(t, a, id); j.State != "RUNNING" {
+			return fmt.Errorf("%s", j.State)
+		}
+		return nil
+	})
+	stopped := make(chan error, 1)
+	go func() { stopped <- c.StopAgent(2, 60*time.Second) }()
+
+	eventually(t, 20*time.Second, "n3 drained", func() error {
+		if n := nodesByName(t, a)["n3"]; n.State != "DRAIN" || n.Reason == "" {
+			return fmt.Errorf("n3 is %s (%q)", n.State, n.Reason)
+		}
+		return nil
+	})
+	late := submit(t, a, "-w", "n3", "--gpus-per-node", "1", "--", "true")
+	if j := waitJob(t, a, id, 30*time.Second); j.State != "COMPLETED" || j.Incarnation != 1 {
+		t.Errorf("the draining node's job: %s in incarnation %d; want COMPLETED in its first", j.State, j.Incarnation)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("the agent did not stop after its job ended: %v", err)
+	}
+	if j := jobNow(t, a, late); j.State != "PENDING" {
+		t.Errorf("a job for the drained node: %s; want it left PENDING", j.State)
+	}
+}
