@@ -294,28 +294,25 @@ func (c *Client) CancelRef(ctx context.Context, ref string) (JobsChanged, error)
 // administrator's hold when root asks, unless user is set (scontrol
 // uhold).
 func (c *Client) Hold(ctx context.Context, ref string, user bool) (JobsChanged, error) {
-	path := "/v1/jobs/" + url.PathEscape(ref) + "/hold"
-	if user {
-		path += "?kind=user"
-	}
-	var out JobsChanged
-	_, err := c.Do(ctx, http.MethodPost, path, nil, &out)
-	return out, err
+	return c.jobWrite(ctx, ref, "hold", user, "kind=user")
 }
 
 // Release releases held jobs.
 func (c *Client) Release(ctx context.Context, ref string) (JobsChanged, error) {
-	var out JobsChanged
-	_, err := c.Do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(ref)+"/release", nil, &out)
-	return out, err
+	return c.jobWrite(ctx, ref, "release", false, "")
 }
 
 // Requeue sends running or ended jobs back to the queue, held with hold
 // (scontrol requeuehold).
 func (c *Client) Requeue(ctx context.Context, ref string, hold bool) (JobsChanged, error) {
-	path := "/v1/jobs/" + url.PathEscape(ref) + "/requeue"
-	if hold {
-		path += "?hold=1"
+	return c.jobWrite(ctx, ref, "requeue", hold, "hold=1")
+}
+
+// jobWrite is POST /v1/jobs/{ref}/{verb}, with query when withQuery.
+func (c *Client) jobWrite(ctx context.Context, ref, verb string, withQuery bool, query string) (JobsChanged, error) {
+	path := "/v1/jobs/" + url.PathEscape(ref) + "/" + verb
+	if withQuery {
+		path += "?" + query
 	}
 	var out JobsChanged
 	_, err := c.Do(ctx, http.MethodPost, path, nil, &out)

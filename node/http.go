@@ -440,25 +440,19 @@ func (a *Agent) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Agent) handleLeave(w http.ResponseWriter, r *http.Request) {
-	var hb api.Heartbeat
-	if err := decodeBody(r, &hb); err != nil {
-		writeError(w, err)
-		return
-	}
-	if !a.raft.IsLeader() {
-		writeError(w, &httpError{http.StatusServiceUnavailable, consensus.ErrNotLeader})
-		return
-	}
-	if err := a.leaderNodeLeft(r.Context(), hb.Node.Name); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, 0, struct{}{})
+	a.nodeRequest(w, r, a.leaderNodeLeft)
 }
 
 // handleDrainSelf drains a node whose agent is stopping with
 // --drain-on-stop (the agent's own request, as leave's).
 func (a *Agent) handleDrainSelf(w http.ResponseWriter, r *http.Request) {
+	a.nodeRequest(w, r, a.drainSelf)
+}
+
+// nodeRequest is the leader's side of an agent's request about its own
+// node (leave, drain before stop): the body names the node, and only the
+// leader carries it out.
+func (a *Agent) nodeRequest(w http.ResponseWriter, r *http.Request, do func(ctx context.Context, node string) error) {
 	var hb api.Heartbeat
 	if err := decodeBody(r, &hb); err != nil {
 		writeError(w, err)
@@ -468,7 +462,7 @@ func (a *Agent) handleDrainSelf(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &httpError{http.StatusServiceUnavailable, consensus.ErrNotLeader})
 		return
 	}
-	if err := a.drainSelf(r.Context(), hb.Node.Name); err != nil {
+	if err := do(r.Context(), hb.Node.Name); err != nil {
 		writeError(w, err)
 		return
 	}

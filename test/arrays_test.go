@@ -35,23 +35,10 @@ echo "$SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID $SLURM_JOB_ID $SLURM_ARRAY_TASK_C
 func TestArrayDependencyHold(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 2, GPUsPerNode: 2})
 	a := c.Agents[0]
-	shims := t.TempDir()
-	mustShoal(t, a, "install-shims", shims)
 	work := t.TempDir()
 	records := filepath.Join(work, "records")
-	env := []string{"SHOAL_DATA_DIR=" + a.DataDir, "RECORDS=" + records}
-	slurmCmd := func(name string, args ...string) cliResult {
-		t.Helper()
-		return runEnv(t, env, filepath.Join(shims, name), args...)
-	}
-	must := func(name string, args ...string) string {
-		t.Helper()
-		r := slurmCmd(name, args...)
-		if r.code != 0 {
-			t.Fatalf("%s %s: exit %d\nstdout: %s\nstderr: %s", name, strings.Join(args, " "), r.code, r.stdout, r.stderr)
-		}
-		return strings.TrimSpace(r.stdout)
-	}
+	shims := newSlurmShims(t, a, "RECORDS="+records)
+	slurmCmd, must := shims.run, shims.must
 	write := func(name, body string) string {
 		p := filepath.Join(work, name)
 		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
@@ -151,6 +138,14 @@ func TestArrayDependencyHold(t *testing.T) {
 	}
 	if lines := strings.Split(got, "\n"); !slices.Equal(lines, want) {
 		t.Errorf("sacct -j %d:\n%s\nwant:\n%s", array, got, strings.Join(want, "\n"))
+	}
+
+	// sbatch --wait exits with the job's exit code (an array's highest).
+	if r := slurmCmd("sbatch", "--wait", "--chdir", work, "--array=0-2", "--wrap", `exit $SLURM_ARRAY_TASK_ID`); r.code != 2 {
+		t.Errorf("sbatch --wait of an array exiting 0,1,2: exit %d; want 2\n%s", r.code, r.stderr)
+	}
+	if r := slurmCmd("sbatch", "--wait", "--chdir", work, "--wrap", "true"); r.code != 0 {
+		t.Errorf("sbatch --wait of a job exiting 0: exit %d\n%s", r.code, r.stderr)
 	}
 
 	// The held job waits, visibly, until released; requeue runs it again.

@@ -221,3 +221,38 @@ func nodesByName(t *testing.T, a *localcluster.Agent) map[string]api.Node {
 	}
 	return m
 }
+
+// slurmShims runs the Slurm commands through install-shims links to the
+// shoal binary, against one agent (SHOAL_DATA_DIR), as users' scripts run
+// them.
+type slurmShims struct {
+	t   *testing.T
+	dir string
+	env []string
+}
+
+// newSlurmShims links the shims for agent a into a new directory; env is
+// added to the commands' environment.
+func newSlurmShims(t *testing.T, a *localcluster.Agent, env ...string) *slurmShims {
+	t.Helper()
+	dir := t.TempDir()
+	mustShoal(t, a, "install-shims", dir)
+	return &slurmShims{t: t, dir: dir, env: append([]string{"SHOAL_DATA_DIR=" + a.DataDir}, env...)}
+}
+
+// run runs Slurm command name with args.
+func (s *slurmShims) run(name string, args ...string) cliResult {
+	s.t.Helper()
+	return runEnv(s.t, s.env, filepath.Join(s.dir, name), args...)
+}
+
+// must runs it, fails the test on a non-zero exit, and returns its
+// stdout without surrounding space.
+func (s *slurmShims) must(name string, args ...string) string {
+	s.t.Helper()
+	r := s.run(name, args...)
+	if r.code != 0 {
+		s.t.Fatalf("%s %s: exit %d\nstdout: %s\nstderr: %s", name, strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return strings.TrimSpace(r.stdout)
+}

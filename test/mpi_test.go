@@ -49,6 +49,22 @@ func requireMPI(t *testing.T) (mpicc string) {
 	return mpicc
 }
 
+// buildMPIHello compiles mpiHello in a new directory and returns both.
+func buildMPIHello(t *testing.T) (work, hello string) {
+	t.Helper()
+	mpicc := requireMPI(t)
+	work = t.TempDir()
+	src := filepath.Join(work, "hello.c")
+	hello = filepath.Join(work, "hello")
+	if err := os.WriteFile(src, []byte(mpiHello), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := osexec.Command(mpicc, "-o", hello, src).CombinedOutput(); err != nil {
+		t.Fatalf("mpicc: %v\n%s", err, out)
+	}
+	return work, hello
+}
+
 // TestMPIThroughSrun: Open MPI's mpirun in a Shoal allocation finds it
 // through the SLURM_* environment and starts its daemons (orted) with
 // Shoal's srun, one per node; 2 nodes x 2 ranks say hello and all-reduce
@@ -57,16 +73,7 @@ func requireMPI(t *testing.T) (mpicc string) {
 // allocation.
 func TestMPIThroughSrun(t *testing.T) {
 	requireRootForNamespaces(t)
-	mpicc := requireMPI(t)
-	work := t.TempDir()
-	src := filepath.Join(work, "hello.c")
-	hello := filepath.Join(work, "hello")
-	if err := os.WriteFile(src, []byte(mpiHello), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := osexec.Command(mpicc, "-o", hello, src).CombinedOutput(); err != nil {
-		t.Fatalf("mpicc: %v\n%s", err, out)
-	}
+	work, hello := buildMPIHello(t)
 	c := startCluster(t, localcluster.Options{Nodes: 2})
 	a := c.Agents[0]
 	shims := t.TempDir()
@@ -105,16 +112,7 @@ func TestMPIThroughSrun(t *testing.T) {
 // subset of the allocation; 2 nodes x 2 ranks all-reduce.
 func TestMPIInBatchScript(t *testing.T) {
 	requireRootForNamespaces(t)
-	mpicc := requireMPI(t)
-	work := t.TempDir()
-	src := filepath.Join(work, "hello.c")
-	hello := filepath.Join(work, "hello")
-	if err := os.WriteFile(src, []byte(mpiHello), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := osexec.Command(mpicc, "-o", hello, src).CombinedOutput(); err != nil {
-		t.Fatalf("mpicc: %v\n%s", err, out)
-	}
+	work, hello := buildMPIHello(t)
 	c := startCluster(t, localcluster.Options{Nodes: 2})
 	a := c.Agents[0]
 	script := filepath.Join(work, "mpi.sh")

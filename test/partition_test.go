@@ -38,13 +38,7 @@ func TestPartitions(t *testing.T) {
 	}
 	mustShoal(t, a, "policy", "set", policy)
 
-	shims := t.TempDir()
-	mustShoal(t, a, "install-shims", shims)
-	env := []string{"SHOAL_DATA_DIR=" + a.DataDir}
-	slurmCmd := func(name string, args ...string) cliResult {
-		t.Helper()
-		return runEnv(t, env, filepath.Join(shims, name), args...)
-	}
+	slurmCmd := newSlurmShims(t, a).run
 	sbatch := func(args ...string) uint64 {
 		t.Helper()
 		r := slurmCmd("sbatch", append([]string{"--parsable", "--chdir", t.TempDir()}, args...)...)
@@ -106,11 +100,9 @@ func TestPartitions(t *testing.T) {
 func TestTestOnly(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 2})
 	a := c.Agents[0]
-	shims := t.TempDir()
-	mustShoal(t, a, "install-shims", shims)
-	env := []string{"SHOAL_DATA_DIR=" + a.DataDir}
+	shims := newSlurmShims(t, a)
 	sbatch := func(args ...string) cliResult {
-		return runEnv(t, env, filepath.Join(shims, "sbatch"), append([]string{"--chdir", t.TempDir()}, args...)...)
+		return shims.run("sbatch", append([]string{"--chdir", t.TempDir()}, args...)...)
 	}
 	r := sbatch("--test-only", "--gpus-per-node=2", "--wrap", "true")
 	if r.code != 0 || !strings.Contains(r.stderr, "sbatch: Job 1 to start at ") || !strings.Contains(r.stderr, "using 1 processors on nodes n1 in partition shoal") {

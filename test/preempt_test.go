@@ -111,17 +111,15 @@ func TestPreemption(t *testing.T) {
 func TestAdminPriority(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1})
 	a := c.Agents[0]
-	shims := t.TempDir()
-	mustShoal(t, a, "install-shims", shims)
-	env := []string{"SHOAL_DATA_DIR=" + a.DataDir}
+	shims := newSlurmShims(t, a)
 	blocker := submit(t, a, "--gpus-per-node", "1", "--", "sleep", "3")
 	// Each runs 2 s, so their start times (whole seconds) tell the order.
 	first := submit(t, a, "--gpus-per-node", "1", "--", "sleep", "2")
 	second := submit(t, a, "--gpus-per-node", "1", "--", "sleep", "2")
-	if r := runEnv(t, env, filepath.Join(shims, "scontrol"), "update", fmt.Sprintf("JobId=%d", second), "Priority=4000000000"); r.code != 0 {
+	if r := shims.run("scontrol", "update", fmt.Sprintf("JobId=%d", second), "Priority=4000000000"); r.code != 0 {
 		t.Fatalf("scontrol update Priority: exit %d: %s", r.code, r.stderr)
 	}
-	if r := runEnv(t, env, filepath.Join(shims, "scontrol"), "update", fmt.Sprintf("JobId=%d", second), "TimeLimit=5"); r.code == 0 || !strings.Contains(r.stderr, "timelimit= not supported") {
+	if r := shims.run("scontrol", "update", fmt.Sprintf("JobId=%d", second), "TimeLimit=5"); r.code == 0 || !strings.Contains(r.stderr, "timelimit= not supported") {
 		t.Errorf("scontrol update TimeLimit: exit %d %q; want refused by name", r.code, r.stderr)
 	}
 	if out := mustShoal(t, a, "priority", "-j", fmt.Sprint(second)); !strings.Contains(out, "4000000000") {
