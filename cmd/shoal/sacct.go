@@ -42,7 +42,7 @@ var sacctOpts = []cliOpt{
 	{long: "units", arg: argRequired, unsupported: "Shoal has no resource usage accounting"},
 	{long: "accounts", short: 'A', arg: argRequired, unsupported: "Shoal has no accounts"},
 	{long: "qos", short: 'q', arg: argRequired, unsupported: "Shoal has no QOS"},
-	{long: "nodelist", short: 'N', arg: argRequired, unsupported: "filtering by node is not implemented"},
+	{long: "nodelist", short: 'N', arg: argRequired},
 	{long: "clusters", short: 'M', arg: argRequired, unsupported: "Shoal has no federation of clusters"},
 	{long: "json", arg: argNone, unsupported: "use `shoal job N --json`"},
 	{long: "helpformat", short: 'e', arg: argNone, unsupported: "see the fields listed in `shoal slurm sacct --format` errors"},
@@ -410,6 +410,7 @@ type sacctQuery struct {
 	allUsers bool
 	states   map[string]bool
 	names    []string
+	nodes    []string // -N: jobs that ran on any of these nodes
 	parts    []string // -r: only these partitions
 	start    time.Time
 	end      time.Time
@@ -424,6 +425,9 @@ func (q sacctQuery) match(j api.Job) bool {
 			return false
 		}
 	case !q.allUsers && len(q.users) > 0 && !slices.Contains(q.users, j.User):
+		return false
+	}
+	if len(q.nodes) > 0 && !onNodes(j, q.nodes) {
 		return false
 	}
 	if len(q.names) > 0 && !slices.Contains(q.names, j.Name) {
@@ -500,6 +504,10 @@ func runSacct(ctx context.Context, g *globalFlags, args []string, stdout, stderr
 			}
 		case "name":
 			q.names = append(q.names, splitList(o.value)...)
+		case "nodelist":
+			if q.nodes, err = expandNodeFilter(o.value); err != nil {
+				return err
+			}
 		case "partition":
 			q.parts = append(q.parts, splitList(o.value)...)
 		case "starttime":

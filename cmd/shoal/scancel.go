@@ -32,7 +32,7 @@ var scancelOpts = []cliOpt{
 	{long: "account", short: 'A', arg: argRequired, unsupported: "Shoal has no accounts"},
 	{long: "qos", short: 'q', arg: argRequired, unsupported: "Shoal has no QOS"},
 	{long: "reservation", short: 'R', arg: argRequired, unsupported: "Shoal has no reservations"},
-	{long: "nodelist", short: 'w', arg: argRequired, unsupported: "cancelling by node is not implemented"},
+	{long: "nodelist", short: 'w', arg: argRequired},
 	{long: "clusters", short: 'M', arg: argRequired, unsupported: "Shoal has no federation of clusters"},
 	{long: "sibling", arg: argRequired, unsupported: "Shoal has no federation of clusters"},
 	{long: "wckey", arg: argRequired, unsupported: "Shoal has no accounting"},
@@ -107,7 +107,7 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	var users, names []string
+	var users, names, nodes []string
 	var states map[string]bool
 	quiet, verbose := false, false
 	var parts []string
@@ -123,6 +123,10 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 			users = append(users, currentIdentity().User)
 		case "name", "jobname":
 			names = append(names, splitList(v.value)...)
+		case "nodelist":
+			if nodes, err = expandNodeFilter(v.value); err != nil {
+				return err
+			}
 		case "state":
 			if states, err = parseScancelStates(v.value); err != nil {
 				return err
@@ -145,7 +149,7 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	filtered := len(users) > 0 || len(names) > 0 || states != nil || len(parts) > 0
+	filtered := len(users) > 0 || len(names) > 0 || states != nil || len(parts) > 0 || len(nodes) > 0
 	if len(targets) == 0 && !filtered {
 		return slurmErrorf("No job identification provided")
 	}
@@ -161,6 +165,8 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 		match := func(j api.Job) bool {
 			switch {
 			case len(parts) > 0 && !slices.Contains(parts, jobPartition(j)):
+				return false
+			case len(nodes) > 0 && !onNodes(j, nodes):
 				return false
 			case len(users) > 0 && !slices.Contains(users, j.User):
 				return false

@@ -533,3 +533,25 @@ func TestSinfoPartitions(t *testing.T) {
 		t.Error("a bad partition hostlist was accepted")
 	}
 }
+
+// TestNodeFilters: squeue -w, sacct -N and scancel -w keep the jobs on
+// any of the nodes named (a hostlist).
+func TestNodeFilters(t *testing.T) {
+	nodes, err := expandNodeFilter("n[2-3]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := func(ns ...string) api.Job { return api.Job{State: "RUNNING", Nodes: ns} }
+	q := squeueQuery{nodes: nodes}
+	for _, tc := range []struct {
+		job  api.Job
+		want bool
+	}{{on("n1"), false}, {on("n1", "n2"), true}, {on("n3"), true}, {on(), false}} {
+		if got := q.match(tc.job); got != tc.want {
+			t.Errorf("-w n[2-3] on %v: %v; want %v", tc.job.Nodes, got, tc.want)
+		}
+	}
+	if _, err := expandNodeFilter("n[2-"); err == nil || !strings.Contains(err.Error(), "Invalid node name specified") {
+		t.Errorf("a bad hostlist: %v", err)
+	}
+}

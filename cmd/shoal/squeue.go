@@ -57,7 +57,7 @@ var squeueOpts = []cliOpt{
 	{long: "start", arg: argNone, unsupported: "Shoal does not report expected start times"},
 	{long: "account", short: 'A', arg: argRequired, unsupported: "Shoal has no accounts"},
 	{long: "qos", short: 'q', arg: argRequired, unsupported: "Shoal has no QOS"},
-	{long: "nodelist", short: 'w', arg: argRequired, unsupported: "filtering by node is not implemented"},
+	{long: "nodelist", short: 'w', arg: argRequired},
 	{long: "clusters", short: 'M', arg: argRequired, unsupported: "Shoal has no federation of clusters"},
 	{long: "json", arg: argNone, unsupported: "use `shoal queue --json`"},
 	{long: "help", arg: argNone, unsupported: "see `shoal help`"},
@@ -199,6 +199,7 @@ func resolveUsers(list string) []string {
 type squeueQuery struct {
 	users     []string
 	names     []string
+	nodes     []string // -w: jobs on any of these nodes
 	ids       []jobSel
 	states    map[string]bool
 	allStates bool
@@ -215,6 +216,8 @@ func (q squeueQuery) match(j api.Job) bool {
 	case len(q.parts) > 0 && !slices.Contains(q.parts, jobPartition(j)):
 		return false
 	case len(q.users) > 0 && !slices.Contains(q.users, j.User):
+		return false
+	case len(q.nodes) > 0 && !onNodes(j, q.nodes):
 		return false
 	case len(q.names) > 0 && !slices.Contains(q.names, j.Name):
 		return false
@@ -254,6 +257,10 @@ func runSqueue(ctx context.Context, g *globalFlags, args []string, stdout, stder
 			}
 		case "name":
 			q.names = append(q.names, splitList(v.value)...)
+		case "nodelist":
+			if q.nodes, err = expandNodeFilter(v.value); err != nil {
+				return err
+			}
 		case "partition":
 			q.parts = append(q.parts, splitList(v.value)...)
 		case "noheader":
@@ -621,4 +628,18 @@ func arrayJobID(j api.Job) uint64 {
 		return j.ArrayJobID
 	}
 	return j.ID
+}
+
+// expandNodeFilter reads a -w/-N hostlist of nodes to filter jobs by.
+func expandNodeFilter(list string) ([]string, error) {
+	nodes, err := slurm.ExpandHostlist(list)
+	if err != nil {
+		return nil, slurmErrorf("Invalid node name specified: %s", list)
+	}
+	return nodes, nil
+}
+
+// onNodes reports whether job j runs (or ran) on any of nodes.
+func onNodes(j api.Job, nodes []string) bool {
+	return slices.ContainsFunc(j.Nodes, func(n string) bool { return slices.Contains(nodes, n) })
 }
