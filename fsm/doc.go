@@ -40,7 +40,9 @@
 //     any other report from them just releases the node.
 //   - Steps (StartStep) belong to one incarnation: IDs count from 0, a
 //     requeue forgets them. A step runs on the allocation's first
-//     Spec.Nodes nodes in rank order and holds no GPUs of its own: the
+//     Spec.Nodes nodes in rank order (or the nodes Spec.NodeList names,
+//     kept in that order; srun -n spreads Spec.NTasks over them in
+//     blocks) and holds no GPUs of its own: the
 //     job's NodeAllocs hold them. A step's State is the node's order:
 //     RUNNING means run it; anything else means stop it (or it ended).
 //     CancelStep, and the job leaving RUNNING, set CANCELLED at once while
@@ -50,6 +52,16 @@
 //     — EndTime set, ExitCode the largest node code, and unless CANCELLED
 //     COMPLETED when every node exited 0, else FAILED — exactly when its
 //     last live node is done. A step never outlives its job's GPUs.
+//   - What keeps a pending job from starting besides resources (a hold, a
+//     dependency, an array's throttle, its partition's time limit, its
+//     QoS's GPU cap) is decided by Gates, which the leader asks before
+//     placement and Allocate asks again per decision: no job starts early
+//     whatever the leader believed. A SubmitJob with Spec.Array makes one
+//     job per index with consecutive IDs; the queue policy (SetPolicy)
+//     names partitions, QoS levels and preemption rules; PreemptJob marks
+//     a running victim and sends it SIGTERM, and only past its deadline
+//     may it be cancelled as Preempted or requeued (RequeueJob, the one
+//     way out of a terminal state).
 //   - Stored records are canonical: empty slices are stored as nil, so
 //     identical histories give identical snapshot bytes whether a replica
 //     applied the log or restored a snapshot.
