@@ -36,6 +36,14 @@
 //     Options.Order replaces ID order with another (the leader passes the
 //     multifactor priority order of Priorities; see priority.go), and the
 //     reservation then goes to the first job in that order that waits.
+//   - Beyond GPUs a job may be held to: its partition's nodes (View.
+//     WithPartitions), its node set (-w, -x, -C, --exclusive), the memory
+//     and CPUs each node must have (checked against the node's size, not
+//     reserved), at most --switches leaves while it may still wait, and
+//     -N MIN-MAX (the most nodes that fit). Nodes reporting an NVLink
+//     block are grouped by block instead of leaf switch. Victims chooses
+//     preemption victims and EarliestStart answers --test-only, both with
+//     the same placement rules.
 //   - Priorities uses maps only to look associations up; every sum over
 //     them adds whole numbers, so the result does not depend on their
 //     iteration order.
