@@ -214,6 +214,18 @@ type DrainRequest struct {
 	Reason string `json:"reason"`
 }
 
+// LeaveRequest is the body of POST /v1/agent/leave (shoal leave):
+// DrainWaitS, when set, is how long to drain before stopping (else the
+// agent's --drain-on-stop).
+type LeaveRequest struct {
+	DrainWaitS *int64 `json:"drain_wait_s,omitempty"`
+}
+
+// LeaveResponse answers it: the node that is leaving.
+type LeaveResponse struct {
+	Node string `json:"node"`
+}
+
 // TestOnlyResponse answers POST /v1/jobs?test_only=1 (sbatch
 // --test-only): the id the job would get, when (RFC 3339) and where it
 // could start, as an estimate that counts running jobs' time limits but

@@ -29,6 +29,10 @@ type Agent struct {
 	dir  *dataDir
 	self cluster.Node
 
+	// leaveReq carries `shoal leave`: stop as SIGTERM would, draining
+	// for the given time first (<0: the agent's own --drain-on-stop).
+	leaveReq chan time.Duration
+
 	state  *fsm.State
 	raft   *consensus.Raft
 	gossip *gossip.Gossip
@@ -71,7 +75,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("node", cfg.Name)
-	a = &Agent{cfg: cfg, log: log}
+	a = &Agent{cfg: cfg, log: log, leaveReq: make(chan time.Duration, 1)}
 	var closers []func()
 	defer func() {
 		if err != nil {
@@ -218,15 +222,22 @@ func (a *Agent) Run(parent context.Context) error {
 	defer cancel(nil)
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		d, cause := a.cfg.DrainOnStop, error(nil)
 		select {
 		case <-ctx.Done():
 			return
 		case <-parent.Done():
+			cause = context.Cause(parent)
+		case wait := <-a.leaveReq:
+			a.log.Info("leaving on request (shoal leave)")
+			if wait >= 0 {
+				d = wait
+			}
 		}
-		if d := a.cfg.DrainOnStop; d > 0 && !a.cfg.KeepTasksOnStop {
+		if d > 0 && !a.cfg.KeepTasksOnStop {
 			a.drainBeforeStop(ctx, d)
 		}
-		cancel(context.Cause(parent))
+		cancel(cause)
 	})
 
 	// HTTP servers; stopped by Shutdown below.

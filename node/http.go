@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -72,6 +73,7 @@ func (a *Agent) routes() http.Handler {
 	mux.HandleFunc("POST /v1/internal/task", a.handleTaskEvent)
 	mux.HandleFunc("POST /v1/internal/leave", a.handleLeave)
 	mux.HandleFunc("POST /v1/internal/drain", a.handleDrainSelf)
+	mux.HandleFunc("POST /v1/agent/leave", a.handleAgentLeave)
 	mux.HandleFunc("GET /v1/internal/logs/{id}", a.handleLocalLogs)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &httpError{http.StatusNotFound, fmt.Errorf("%s %s: no such endpoint", r.Method, r.URL.Path)})
@@ -441,6 +443,39 @@ func (a *Agent) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 
 func (a *Agent) handleLeave(w http.ResponseWriter, r *http.Request) {
 	a.nodeRequest(w, r, a.leaderNodeLeft)
+}
+
+// handleAgentLeave is `shoal leave`: this agent stops as SIGTERM stops it
+// (with DrainWaitS set, draining for that long first). Only root or the
+// agent's own user may ask, on this agent: it is never forwarded.
+func (a *Agent) handleAgentLeave(w http.ResponseWriter, r *http.Request) {
+	var req api.LeaveRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	who := callerOf(r)
+	if err := requireProven(who); err != nil {
+		writeError(w, err)
+		return
+	}
+	if who.UID != 0 && who.UID != os.Getuid() {
+		writeError(w, forbidden(fmt.Errorf("leave: %w: only root or the agent's user may stop it", ErrForbidden)))
+		return
+	}
+	wait := time.Duration(-1)
+	if req.DrainWaitS != nil {
+		if *req.DrainWaitS < 0 {
+			writeError(w, badRequest(fmt.Errorf("drain_wait_s %d: want 0 or more", *req.DrainWaitS)))
+			return
+		}
+		wait = time.Duration(*req.DrainWaitS) * time.Second
+	}
+	select {
+	case a.leaveReq <- wait:
+	default: // already leaving
+	}
+	writeJSON(w, http.StatusAccepted, 0, api.LeaveResponse{Node: a.cfg.Name})
 }
 
 // handleDrainSelf drains a node whose agent is stopping with

@@ -2,6 +2,7 @@ package test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,5 +40,29 @@ func TestDrainOnStop(t *testing.T) {
 	}
 	if j := jobNow(t, a, late); j.State != "PENDING" {
 		t.Errorf("a job for the drained node: %s; want it left PENDING", j.State)
+	}
+}
+
+// TestLeave: `shoal leave --drain` on a node's agent drains it, lets its
+// running job finish, and stops the agent, which the command waits for.
+func TestLeave(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1})
+	a := c.Agents[0]
+	id := submit(t, a, "-w", "n3", "--gpus-per-node", "1", "--", "sleep", "3")
+	eventually(t, 20*time.Second, "the job running on n3", func() error {
+		if j := jobNow(t, a, id); j.State != "RUNNING" {
+			return fmt.Errorf("%s", j.State)
+		}
+		return nil
+	})
+	out := mustShoal(t, c.Agents[2], "leave", "--drain", "60s")
+	if !strings.Contains(out, "agent n3 is leaving") || !strings.Contains(out, "agent n3 has stopped") {
+		t.Errorf("shoal leave printed %q", out)
+	}
+	if c.Agents[2].Running() {
+		t.Error("the agent still runs after shoal leave returned")
+	}
+	if j := waitJob(t, a, id, 30*time.Second); j.State != "COMPLETED" || j.Incarnation != 1 {
+		t.Errorf("the leaving node's job: %s in incarnation %d; want COMPLETED in its first", j.State, j.Incarnation)
 	}
 }
