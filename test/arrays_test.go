@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/localcluster"
 )
 
@@ -128,6 +129,13 @@ func TestArrayDependencyHold(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(work, fmt.Sprintf("sweep-%d_%d.out", array, k))); err != nil {
 			t.Errorf("element %d's output file (%%x-%%A_%%a.out): %v", k, err)
 		}
+	}
+
+	// shoal job takes an element as N_M.
+	var el api.Job
+	jsonOf(t, a, &el, "job", fmt.Sprintf("%d_2", array))
+	if el.ID != array+2 || el.ArrayTaskID != 2 || el.JobIDString != fmt.Sprintf("%d_2", array) {
+		t.Errorf("shoal job %d_2: id %d task %d (%s); want job %d", array, el.ID, el.ArrayTaskID, el.JobIDString, array+2)
 	}
 
 	// sacct and squeue name elements N_M, as users' tooling expects.

@@ -24,10 +24,10 @@ func parseJobID(s string) (uint64, error) {
 func newJobCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "job ID",
-		Short: "Show one job: state, placement, exit code (like scontrol show job)",
+		Short: "Show one job (ID, or N_M for an array element): state, placement, exit code (like scontrol show job)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseJobID(args[0])
+			ref, err := parseJobRefArg(args[0], false)
 			if err != nil {
 				return err
 			}
@@ -35,7 +35,7 @@ func newJobCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			j, err := c.Job(cmd.Context(), id)
+			j, err := c.JobByRef(cmd.Context(), ref)
 			if err != nil {
 				return err
 			}
