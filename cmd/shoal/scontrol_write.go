@@ -21,7 +21,7 @@ func parseJobRefArg(s string, several bool) (string, error) {
 	id, err := strconv.ParseUint(head, 10, 64)
 	switch {
 	case err != nil || id == 0:
-		return "", fmt.Errorf("job id %q: want N or N_TASK", s)
+		return "", fmt.Errorf("job id %q: want a positive integer, or N_TASK for an array element", s)
 	case !isElement:
 		return s, nil
 	case strings.HasPrefix(tasks, "[") && !several:
