@@ -112,10 +112,14 @@ func TestAdminPriority(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1})
 	a := c.Agents[0]
 	shims := newSlurmShims(t, a)
-	blocker := submit(t, a, "--gpus-per-node", "1", "--", "sleep", "3")
-	// Each runs 2 s, so their start times (whole seconds) tell the order.
-	first := submit(t, a, "--gpus-per-node", "1", "--", "sleep", "2")
-	second := submit(t, a, "--gpus-per-node", "1", "--", "sleep", "2")
+	// The blocker holds the only GPU until the test cancels it, and the
+	// two candidates are submitted held, so no scheduling pass can start
+	// either of them before the raised priority is in place: the outcome
+	// does not depend on when the leader's passes run.
+	blocker := submit(t, a, "--gpus-per-node", "1", "--", "sleep", "60")
+	waitState(t, a, blocker, "RUNNING", "")
+	first := submit(t, a, "--hold", "--gpus-per-node", "1", "--", "sleep", "2")
+	second := submit(t, a, "--hold", "--gpus-per-node", "1", "--", "sleep", "2")
 	if r := shims.run("scontrol", "update", fmt.Sprintf("JobId=%d", second), "Priority=4000000000"); r.code != 0 {
 		t.Fatalf("scontrol update Priority: exit %d: %s", r.code, r.stderr)
 	}
@@ -125,7 +129,12 @@ func TestAdminPriority(t *testing.T) {
 	if out := mustShoal(t, a, "priority", "-j", fmt.Sprint(second)); !strings.Contains(out, "4000000000") {
 		t.Errorf("shoal priority -j %d:\n%s", second, out)
 	}
-	waitJob(t, a, blocker, 30*time.Second)
+	shims.must("scontrol", "release", fmt.Sprintf("%d,%d", first, second))
+	// Both are pending on the blocker now; the pass that sees the GPU free
+	// sees both, and must pick the raised one.
+	waitState(t, a, first, "PENDING", "")
+	waitState(t, a, second, "PENDING", "")
+	mustShoal(t, a, "cancel", fmt.Sprint(blocker))
 	j1, j2 := waitJob(t, a, first, 30*time.Second), waitJob(t, a, second, 30*time.Second)
 	t1, err1 := time.Parse(time.RFC3339, j1.StartTime)
 	t2, err2 := time.Parse(time.RFC3339, j2.StartTime)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -122,7 +123,7 @@ func runDev(ctx context.Context, g *globalFlags, opts localcluster.Options, deta
 		if err := os.WriteFile(filepath.Join(opts.Dir, pidFileName), []byte(c.PidFile()), 0o644); err != nil {
 			return fmt.Errorf("write pid file: %w", err)
 		}
-		fmt.Printf("\nThe cluster keeps running in the background. Stop it and remove its data with:\n  shoal dev stop --data-dir %s\n", opts.Dir)
+		fmt.Printf("\nThe cluster keeps running in the background. Stop it and remove its data with:\n  %s dev stop --data-dir %s\n", shoalCommand(), opts.Dir)
 		return nil
 	}
 	fmt.Println("\nThe cluster is running. Press Ctrl-C to stop every agent and remove", opts.Dir)
@@ -143,9 +144,33 @@ func printClusterIntro(ctx context.Context, c *localcluster.Cluster, cl *api.Cli
 	printNodes(os.Stdout, nodes)
 	fmt.Printf("\nTalk to it from another shell with, for example:\n")
 	fmt.Printf("  export SHOAL_ADDR=http://%s\n", c.Agents[0].HTTPAddr())
-	fmt.Printf("  shoal nodes; shoal queue --all; shoal submit --nodes 2 --gpus-per-node 4 -- hostname\n")
-	fmt.Printf("or through any agent's Unix socket: shoal --data-dir %s queue\n", c.Agents[len(c.Agents)-1].DataDir)
+	sh := shoalCommand()
+	fmt.Printf("  %s nodes; %s queue --all; %s submit --nodes 2 --gpus-per-node 4 -- hostname\n", sh, sh, sh)
+	fmt.Printf("or through any agent's Unix socket: %s --data-dir %s queue\n", sh, c.Agents[len(c.Agents)-1].DataDir)
 	return nil
+}
+
+// shoalCommand is how a user in another shell runs this binary: "shoal"
+// when that name on the PATH is this binary, else $SHOAL_DEMO_BIN (set by
+// `make demo` to bin/shoal), else this executable's absolute path.
+func shoalCommand() string {
+	self, err := os.Executable()
+	if err != nil {
+		return "shoal"
+	}
+	if onPath, err := osexec.LookPath("shoal"); err == nil && sameFile(onPath, self) {
+		return "shoal"
+	}
+	if bin := os.Getenv("SHOAL_DEMO_BIN"); bin != "" {
+		return bin
+	}
+	return self
+}
+
+func sameFile(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
 func runDemoJob(ctx context.Context, cl *api.Client, opts localcluster.Options) error {
