@@ -75,3 +75,24 @@ func (n *Node) Clone() *Node {
 
 // Schedulable reports whether new work may be placed on the node.
 func (n *Node) Schedulable() bool { return n.Status == NodeUp && !n.Drain }
+
+// MaxNodeNameLen bounds a node name: it must fit a DNS label, since it is
+// a task's host name and a DNS name in the node's certificate.
+const MaxNodeNameLen = 63
+
+// ValidNodeName reports whether s can name a node: 1 to 63 letters, digits
+// and "-_.", starting with a letter or digit.
+func ValidNodeName(s string) bool {
+	if len(s) == 0 || len(s) > MaxNodeNameLen {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case (r == '-' || r == '_' || r == '.') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -164,7 +164,7 @@ func (c *Config) validate() error {
 	switch {
 	case c.Name == "":
 		return errors.New("--name: empty, want this node's name")
-	case !validNodeName(c.Name):
+	case !cluster.ValidNodeName(c.Name):
 		return fmt.Errorf("--name %q: want letters, digits, '-', '_' or '.', at most 63 characters, starting with a letter or digit", c.Name)
 	case c.DataDir == "":
 		return errors.New("--data-dir: empty, want a directory for this node's state")
@@ -239,21 +239,6 @@ func (c *Config) taskNamespace(log *slog.Logger) ([]string, error) {
 	}
 	log.Info("tasks run with the node's name as hostname and an /etc/hosts naming the cluster's nodes", "host", host)
 	return c.TaskHelper, nil
-}
-
-func validNodeName(s string) bool {
-	if len(s) == 0 || len(s) > 63 {
-		return false
-	}
-	for i, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-		case (r == '-' || r == '_' || r == '.') && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 func (c *Config) httpAddr() string { return net.JoinHostPort(c.BindAddr, strconv.Itoa(c.HTTPPort)) }

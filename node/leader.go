@@ -553,7 +553,7 @@ func (a *Agent) leaderNodeLeft(ctx context.Context, node string) error {
 // it starts any rank (see HeartbeatReply): every NodeDown or NodeLeft that
 // took allocations back from the node is at or below it.
 func (a *Agent) leaderHeartbeat(ctx context.Context, n cluster.Node) (uint64, error) {
-	if !validNodeName(n.Name) {
+	if !cluster.ValidNodeName(n.Name) {
 		return 0, badRequest(fmt.Errorf("heartbeat: node name %q is not valid", n.Name))
 	}
 	a.leases.renew(n.Name, time.Now())
