@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,9 +11,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Headers of the HTTP API.
@@ -20,8 +24,9 @@ const (
 	// HeaderIndex carries the raft index a read was served at; pass it back
 	// as ?index= to block until something newer exists.
 	HeaderIndex = "X-Shoal-Index"
-	// HeaderUser declares the caller's user name on a loopback TCP request;
-	// it is ignored elsewhere (the Unix socket proves identity itself).
+	// HeaderUser, HeaderUID and HeaderGID carry the identity a forwarding
+	// node proved for its caller; they are believed only from a peer that
+	// presented a node certificate naming the node in HeaderForwardedBy.
 	HeaderUser = "X-Shoal-User"
 	HeaderUID  = "X-Shoal-Uid"
 	HeaderGID  = "X-Shoal-Gid"
@@ -68,9 +73,16 @@ type Client struct {
 }
 
 // NewClient returns a client for addr: "unix:///path/shoal.sock",
-// "http://host:port" or "host:port".
-func NewClient(addr string) (*Client, error) {
-	tr := &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second}
+// "http://host:port" or "host:port". An https:// address needs
+// NewTLSClient.
+func NewClient(addr string) (*Client, error) { return NewTLSClient(addr, nil) }
+
+// NewTLSClient returns a client for addr that dials https:// addresses with
+// tlsConf (an agent's node certificate, or a user's trust in the cluster
+// CA). A bare host:port means https when tlsConf is set.
+func NewTLSClient(addr string, tlsConf *tls.Config) (*Client, error) {
+	tr := &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second, TLSClientConfig: tlsConf,
+		TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: false}
 	c := &Client{http: &http.Client{Transport: tr}, header: http.Header{}}
 	switch {
 	case strings.HasPrefix(addr, "unix://"):
@@ -80,18 +92,32 @@ func NewClient(addr string) (*Client, error) {
 		}
 		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
+			conn, err := d.DialContext(ctx, "unix", path)
+			if err != nil {
+				return nil, err
+			}
+			if err := checkServerOwner(conn, path); err != nil {
+				conn.Close()
+				return nil, err
+			}
+			return conn, nil
 		}
 		c.base = "http://unix"
 	case strings.HasPrefix(addr, "http://"):
 		c.base = strings.TrimSuffix(addr, "/")
 	case strings.HasPrefix(addr, "https://"):
-		return nil, fmt.Errorf("address %q: https is not supported yet; use http:// or unix://", addr)
+		if tlsConf == nil {
+			return nil, fmt.Errorf("address %q: https needs the cluster CA (--ca-cert or $SHOAL_CA_CERT)", addr)
+		}
+		c.base = strings.TrimSuffix(addr, "/")
 	default:
 		if _, _, err := net.SplitHostPort(addr); err != nil {
-			return nil, fmt.Errorf("address %q: want unix:///path, http://host:port or host:port", addr)
+			return nil, fmt.Errorf("address %q: want unix:///path, http://host:port, https://host:port or host:port", addr)
 		}
 		c.base = "http://" + addr
+		if tlsConf != nil {
+			c.base = "https://" + addr
+		}
 	}
 	if _, err := url.Parse(c.base); err != nil {
 		return nil, fmt.Errorf("address %q: %w", addr, err)
@@ -99,8 +125,8 @@ func NewClient(addr string) (*Client, error) {
 	return c, nil
 }
 
-// WithIdentity returns a copy of c that declares id on every request (used
-// on loopback TCP and by agents forwarding a proven identity).
+// WithIdentity returns a copy of c that declares id on every request: what
+// a forwarding agent proved of its caller.
 func (c *Client) WithIdentity(id Identity) *Client {
 	cc := *c
 	cc.identity = &id
@@ -411,4 +437,32 @@ func (c *Client) StepLogs(ctx context.Context, job uint64, step int, from map[st
 // LogKey names one rank's stream of one node in StepLogs' from map.
 func LogKey(c LogChunk) string {
 	return fmt.Sprintf("%s/%d/%d/%s", c.Node, c.Incarnation, c.Rank, c.Stream)
+}
+
+// checkServerOwner refuses an agent socket served by a process that is
+// neither root nor this user: anyone can create a shoal-data/shoal.sock
+// in a shared directory and read what the CLI sends it.
+func checkServerOwner(conn net.Conn, path string) error {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return nil
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("socket %s: %w", path, err)
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return fmt.Errorf("socket %s: %w", path, err)
+	}
+	if credErr != nil {
+		return fmt.Errorf("socket %s: who serves it: %w", path, credErr)
+	}
+	if me := os.Getuid(); int(cred.Uid) != 0 && int(cred.Uid) != me {
+		return fmt.Errorf("socket %s is served by uid %d (pid %d), neither root nor you (uid %d): not an agent you can trust; refusing to talk to it", path, cred.Uid, cred.Pid, me)
+	}
+	return nil
 }

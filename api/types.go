@@ -138,8 +138,13 @@ type Status struct {
 	StateHash string `json:"state_hash"`
 	HashIndex uint64 `json:"hash_index"`
 	Diverged  string `json:"diverged,omitempty"`
-	Nodes     int    `json:"nodes"`
-	Jobs      int    `json:"jobs"`
+	// Security is "tls" (mutual TLS between nodes, TLS API, encrypted
+	// gossip) or "insecure" (--insecure: none of it).
+	Security string `json:"security"`
+	// CertExpires is when this node's certificate expires (RFC 3339).
+	CertExpires string `json:"cert_expires,omitempty"`
+	Nodes       int    `json:"nodes"`
+	Jobs        int    `json:"jobs"`
 }
 
 // SubmitRequest is the body of POST /v1/jobs.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/localcluster"
+	"github.com/shoal-sched/shoal/pki"
 )
 
 // NetMode is how agents are networked.
@@ -57,7 +58,14 @@ type Options struct {
 	// AgentArgs are added to every agent's command line (default
 	// DefaultAgentArgs).
 	AgentArgs []string
-	Log       *slog.Logger
+	// Outsiders is how many extra namespaces to put on the agents'
+	// network that run no agent: hosts that reach the cluster but are not
+	// part of it (an attacker, in the security tests). Netns mode only.
+	Outsiders int
+	// Insecure runs the agents with --insecure. By default the harness
+	// makes a CA (Dir/ca) and certifies every agent, as on real machines.
+	Insecure bool
+	Log      *slog.Logger
 }
 
 // Agent is one agent of the harness.
@@ -182,13 +190,25 @@ func Start(ctx context.Context, opts Options) (_ *Harness, err error) {
 		} else if len(removed) > 0 {
 			h.log.Info("removed leftovers of crashed runs", "names", removed)
 		}
-		h.net = &netns{prefix: newRunPrefix(), n: opts.Nodes, log: h.log}
+		h.net = &netns{prefix: newRunPrefix(), n: opts.Nodes + opts.Outsiders, log: h.log}
 		if err := h.net.setup(ctx); err != nil {
 			return nil, fmt.Errorf("network: %w", err)
 		}
 	}
+	if opts.Outsiders > 0 && h.net == nil {
+		return nil, fmt.Errorf("outsiders: %d, but they need network namespaces (%s)", opts.Outsiders, missing)
+	}
 	if err := h.prepare(); err != nil {
 		return nil, err
+	}
+	if !opts.Insecure {
+		var nodes []localcluster.CertNode
+		for _, a := range h.Agents {
+			nodes = append(nodes, localcluster.CertNode{Name: a.Name, DataDir: a.DataDir, IP: net.ParseIP(a.Addr)})
+		}
+		if err := localcluster.Certify(h.CAPaths(), nodes); err != nil {
+			return nil, fmt.Errorf("certify agents: %w", err)
+		}
 	}
 	for _, a := range h.Agents {
 		if err := h.startAgent(a); err != nil {
@@ -257,9 +277,23 @@ func (h *Harness) prepare() error {
 		if len(join) > 0 {
 			a.args = append(a.args, "--join", strings.Join(join, ","))
 		}
+		if h.opts.Insecure {
+			a.args = append(a.args, "--insecure")
+		}
 		a.args = append(a.args, h.opts.AgentArgs...)
 	}
 	return nil
+}
+
+// CAPaths is where the harness's cluster CA, its key and the gossip key
+// are (unless Insecure).
+func (h *Harness) CAPaths() pki.Paths { return pki.DefaultPaths(filepath.Join(h.opts.Dir, "ca")) }
+
+// Outsider returns the namespace and address of outsider host i: on the
+// agents' network, running no agent.
+func (h *Harness) Outsider(i int) (netns, addr string) {
+	j := h.opts.Nodes + i
+	return h.net.ns(j), h.net.addr(j)
 }
 
 // startAgent starts agent a's process from its data dir.

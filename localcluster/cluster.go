@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/pki"
 )
 
 // Options shape a local cluster.
@@ -46,6 +47,10 @@ type Options struct {
 	// Detach starts agents in their own session so they outlive this
 	// process (`shoal dev --detach`).
 	Detach bool
+	// Insecure starts the agents with --insecure (no TLS, no gossip
+	// encryption). By default the cluster has a CA of its own, in
+	// Dir/ca, and every agent a certificate from it, as on real machines.
+	Insecure bool
 	// Initial is how many agents Start launches (default all); the others
 	// are prepared and started later with StartAgent, as nodes that join a
 	// running cluster.
@@ -157,7 +162,15 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		if i > 0 {
 			a.Args = append(a.Args, "--join", c.Agents[0].GossipAddr())
 		}
+		if opts.Insecure {
+			a.Args = append(a.Args, "--insecure")
+		}
 		a.Args = append(a.Args, opts.ExtraArgs...)
+	}
+	if !opts.Insecure {
+		if err := c.certify(); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Initial == 0 {
 		opts.Initial = opts.Nodes
@@ -169,6 +182,62 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 	}
 	return c, nil
+}
+
+// CAPaths is where the cluster's CA, its key and the gossip key are.
+func (c *Cluster) CAPaths() pki.Paths { return pki.DefaultPaths(filepath.Join(c.opts.Dir, "ca")) }
+
+// certify creates the cluster's CA and gossip key and gives every agent a
+// certificate of its own in its data dir.
+func (c *Cluster) certify() error {
+	var nodes []CertNode
+	for _, a := range c.Agents {
+		nodes = append(nodes, CertNode{Name: a.Name, DataDir: a.DataDir, IP: net.ParseIP(a.host)})
+	}
+	return Certify(c.CAPaths(), nodes)
+}
+
+// CertNode is a node Certify gives a certificate.
+type CertNode struct {
+	Name    string
+	DataDir string
+	IP      net.IP
+}
+
+// Certify creates a CA and a gossip key at caPaths and gives every node a
+// certificate (with its IP and loopback) and the gossip key in its data
+// dir's tls folder, as an operator would with 'shoal tls init' and 'shoal
+// tls cert create'. The CA's key stays at caPaths.
+func Certify(caPaths pki.Paths, nodes []CertNode) error {
+	now := time.Now()
+	ca, err := pki.InitCA(caPaths, "localcluster", now)
+	if err != nil {
+		return err
+	}
+	key, err := pki.NewGossipKey()
+	if err != nil {
+		return err
+	}
+	if err := pki.WriteGossipKey(caPaths.GossipKey, key); err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		p := pki.DefaultPaths(n.DataDir)
+		p.CAKey = ""
+		ips := []net.IP{net.IPv4(127, 0, 0, 1)}
+		if n.IP != nil && !n.IP.IsLoopback() {
+			ips = append(ips, n.IP)
+		} else if n.IP != nil {
+			ips = []net.IP{n.IP}
+		}
+		if _, err := pki.IssueNodeFiles(ca, p, n.Name, ips, 0, now); err != nil {
+			return fmt.Errorf("certify %s: %w", n.Name, err)
+		}
+		if err := pki.WriteGossipKey(p.GossipKey, key); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *Cluster) start(a *Agent) error {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,12 +15,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/exec"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/pki"
 )
 
 // Agent is one running Shoal node.
@@ -32,6 +36,9 @@ type Agent struct {
 	// leaveReq carries `shoal leave`: stop as SIGTERM would, draining
 	// for the given time first (<0: the agent's own --drain-on-stop).
 	leaveReq chan time.Duration
+
+	// sec is the node's TLS material; its bundle is nil with --insecure.
+	sec *security
 
 	state  *fsm.State
 	raft   *consensus.Raft
@@ -103,10 +110,21 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		Version:    cfg.Version,
 	}
 
+	_, statErr := os.Stat(filepath.Join(cfg.DataDir, "raft"))
+	if a.sec, err = setupSecurity(&a.cfg, statErr == nil, log); err != nil {
+		return nil, err
+	}
+
 	if a.httpLn, err = net.Listen("tcp", cfg.httpAddr()); err != nil {
 		return nil, fmt.Errorf("--http-port %d: listen on %s: %w", cfg.HTTPPort, cfg.httpAddr(), err)
 	}
 	closers = append(closers, func() { a.httpLn.Close() })
+	a.httpLn = netutil.LimitListener(a.httpLn, maxHTTPConns)
+	if b := a.sec.bundle; b != nil {
+		// The API on TCP is TLS only: nodes present their certificate,
+		// users a token over a server they verify against the CA.
+		a.httpLn = tls.NewListener(a.httpLn, b.ServerConfig(false))
+	}
 	sock := a.dir.socketPath()
 	_ = os.Remove(sock) // stale from a crash; the data dir lock proves no agent owns it
 	if a.unixLn, err = net.Listen("unix", sock); err != nil {
@@ -117,7 +135,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	closers = append(closers, func() { a.unixLn.Close() })
 
 	a.state = fsm.New()
-	a.raft, err = consensus.Open(ctx, consensus.Config{
+	rc := consensus.Config{
 		ID:            cfg.Name,
 		DataDir:       cfg.DataDir,
 		BindAddr:      cfg.raftBind(),
@@ -125,8 +143,19 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		FSM:           a.state,
 		Logger:        log.With("component", "raft"),
 		Timing:        cfg.RaftTiming,
-	})
+	}
+	if b := a.sec.bundle; b != nil {
+		// Raft is mutual TLS: only nodes certified by the cluster CA can
+		// send or receive entries, votes or snapshots.
+		if rc.StreamLayer, err = consensus.NewTLSStream(cfg.raftBind(), cfg.raftAdvert(), b.ServerConfig(true), b.ClientConfig("")); err != nil {
+			return nil, fmt.Errorf("--raft-port %d: %w", cfg.RaftPort, err)
+		}
+	}
+	a.raft, err = consensus.Open(ctx, rc)
 	if err != nil {
+		if rc.StreamLayer != nil {
+			rc.StreamLayer.Close()
+		}
 		return nil, fmt.Errorf("open raft: %w", err)
 	}
 	closers = append(closers, func() { _ = a.raft.Shutdown() })
@@ -138,6 +167,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		AdvertiseAddr: cfg.AdvertiseAddr,
 		AdvertisePort: cfg.GossipPort,
 		Meta:          a.meta(a.raft.HasState()),
+		SecretKey:     a.sec.gossipKey,
 		Logger:        log.With("component", "gossip"),
 	})
 	if err != nil {
@@ -165,11 +195,19 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	if a.shimDir, err = makeShimDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	a.peers = peerClients{clients: map[string]*api.Client{}}
+	a.peers = peerClients{clients: map[string]*api.Client{}, bundle: a.sec.bundle}
 	a.server = &http.Server{
-		Handler:           a.routes(),
-		ConnContext:       peerCredConnContext,
+		Handler:     a.authenticate(a.routes()),
+		ConnContext: peerCredConnContext,
+		// Bounds against clients that open connections and dawdle: the
+		// header and body must arrive promptly, an answer (a blocking
+		// query included) is written within its longest wait, and idle
+		// keep-alive connections close.
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      maxWait + 30*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
 	}
 	return a, nil
@@ -448,60 +486,82 @@ func sameServers(a, b []consensus.Server) bool {
 	return true
 }
 
-// peerClients caches one API client per peer address.
+// peerClients caches one API client per peer: its name and address.
 type peerClients struct {
 	mu      sync.Mutex
 	clients map[string]*api.Client
+	// bundle, when set, is the node certificate peers are dialled with;
+	// each peer must present a certificate naming it.
+	bundle *pki.Bundle
 }
 
-func (p *peerClients) get(addr string) (*api.Client, error) {
+func (p *peerClients) get(name, addr string) (*api.Client, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if c, ok := p.clients[addr]; ok {
+	key := name + "@" + addr
+	if c, ok := p.clients[key]; ok {
 		return c, nil
 	}
-	c, err := api.NewClient("http://" + addr)
+	var c *api.Client
+	var err error
+	if p.bundle != nil {
+		c, err = api.NewTLSClient("https://"+addr, p.bundle.ClientConfig(name))
+	} else {
+		c, err = api.NewClient("http://" + addr)
+	}
 	if err != nil {
 		return nil, err
 	}
-	p.clients[addr] = c
+	if len(p.clients) >= maxPeerClients {
+		clear(p.clients) // nodes come and go; idle connections close on their own
+	}
+	p.clients[key] = c
 	return c, nil
 }
+
+// maxHTTPConns bounds the TCP connections the API serves at once; more
+// wait in the kernel's backlog. The Unix socket has no such cap: only
+// local users reach it.
+const maxHTTPConns = 4096
+
+// maxPeerClients bounds the peer client cache.
+const maxPeerClients = 1024
 
 // errNoLeader is returned when no leader is known to forward to.
 var errNoLeader = errors.New("no raft leader yet: the cluster is forming or has lost its quorum; retry")
 
-// leaderAPI returns the leader's API address, and whether we are it.
-func (a *Agent) leaderAPI() (addr string, self bool, err error) {
+// leaderAPI returns the leader's name and API address, and whether we are
+// it.
+func (a *Agent) leaderAPI() (name, addr string, self bool, err error) {
 	if a.raft.IsLeader() {
-		return a.cfg.apiAdvert(), true, nil
+		return a.cfg.Name, a.cfg.apiAdvert(), true, nil
 	}
 	id, _ := a.raft.Leader()
 	if id == "" {
-		return "", false, errNoLeader
+		return "", "", false, errNoLeader
 	}
 	if id == a.cfg.Name {
-		return a.cfg.apiAdvert(), true, nil
+		return id, a.cfg.apiAdvert(), true, nil
 	}
 	for _, m := range a.gossip.Members() {
 		if m.Name == id && m.Meta.APIAddr != "" {
-			return m.Meta.APIAddr, false, nil
+			return id, m.Meta.APIAddr, false, nil
 		}
 	}
 	if n, ok := a.state.View().Node(id); ok && n.APIAddr != "" {
-		return n.APIAddr, false, nil
+		return id, n.APIAddr, false, nil
 	}
-	return "", false, fmt.Errorf("leader %s: API address unknown: %w", id, errNoLeader)
+	return "", "", false, fmt.Errorf("leader %s: API address unknown: %w", id, errNoLeader)
 }
 
 // leaderClient returns a client for the leader that marks requests as
 // forwarded by this node.
 func (a *Agent) leaderClient() (*api.Client, error) {
-	addr, _, err := a.leaderAPI()
+	name, addr, _, err := a.leaderAPI()
 	if err != nil {
 		return nil, err
 	}
-	c, err := a.peers.get(addr)
+	c, err := a.peers.get(name, addr)
 	if err != nil {
 		return nil, err
 	}

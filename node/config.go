@@ -91,6 +91,9 @@ type Config struct {
 	// it tasks never get namespaces of their own.
 	TaskHelper []string
 
+	// Security: TLS material, or the explicit choice to run without.
+	Security
+
 	Version string
 	Logger  *slog.Logger
 }

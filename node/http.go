@@ -129,7 +129,7 @@ func jobID(r *http.Request) (cluster.JobID, error) {
 // forward sends a write to the leader when this node is not it. It returns
 // handled=true when it answered the request itself.
 func (a *Agent) forward(w http.ResponseWriter, r *http.Request, who caller, body any) (handled bool) {
-	_, self, err := a.leaderAPI()
+	_, _, self, err := a.leaderAPI()
 	if err != nil {
 		writeError(w, err)
 		return true
@@ -283,8 +283,8 @@ func (a *Agent) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	if !here {
 		return
 	}
-	if len(req.RequestID) > cluster.MaxRequestIDBytes {
-		writeError(w, badRequest(fmt.Errorf("request_id: %d bytes, want at most %d", len(req.RequestID), cluster.MaxRequestIDBytes)))
+	if len(req.RequestID) > maxClientRequestID {
+		writeError(w, badRequest(fmt.Errorf("request_id: %d bytes, want at most %d", len(req.RequestID), maxClientRequestID)))
 		return
 	}
 	if req.TimeLimitS < 0 {
@@ -313,15 +313,29 @@ func (a *Agent) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if plantedEarlyAck { // a planted bug, test builds only: see planted_earlyack_off.go
-		a.plantedAckEarly(w, req.RequestID, spec)
+		a.plantedAckEarly(w, scopedRequestID(who, req.RequestID), spec)
 		return
 	}
-	res, err := a.leaderSubmit(r.Context(), req.RequestID, spec)
+	res, err := a.leaderSubmit(r.Context(), scopedRequestID(who, req.RequestID), spec)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, a.state.Index(), api.SubmitResponse{ID: uint64(res.JobID), Duplicate: res.Duplicate, Warnings: warnings})
+}
+
+// maxClientRequestID leaves room in cluster.MaxRequestIDBytes for the
+// user scope scopedRequestID adds.
+const maxClientRequestID = cluster.MaxRequestIDBytes - 16
+
+// scopedRequestID makes a client's request id the caller's own: the FSM
+// deduplicates by it, and another user who sends the same id must get a
+// job of their own, not a reference to someone else's.
+func scopedRequestID(who caller, rid string) string {
+	if rid == "" {
+		return ""
+	}
+	return fmt.Sprintf("u%d/%s", who.UID, rid)
 }
 
 // specOf builds the spec a submit asks for, as the proven caller.
@@ -429,6 +443,10 @@ func (a *Agent) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if err := a.requireNode(r, hb.Node.Name); err != nil {
+		writeError(w, err)
+		return
+	}
 	if !a.raft.IsLeader() {
 		writeError(w, &httpError{http.StatusServiceUnavailable, consensus.ErrNotLeader})
 		return
@@ -493,6 +511,10 @@ func (a *Agent) nodeRequest(w http.ResponseWriter, r *http.Request, do func(ctx 
 		writeError(w, err)
 		return
 	}
+	if err := a.requireNode(r, hb.Node.Name); err != nil {
+		writeError(w, err)
+		return
+	}
 	if !a.raft.IsLeader() {
 		writeError(w, &httpError{http.StatusServiceUnavailable, consensus.ErrNotLeader})
 		return
@@ -507,6 +529,10 @@ func (a *Agent) nodeRequest(w http.ResponseWriter, r *http.Request, do func(ctx 
 func (a *Agent) handleTaskEvent(w http.ResponseWriter, r *http.Request) {
 	var ev api.TaskEvent
 	if err := decodeBody(r, &ev); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := a.requireNode(r, ev.Node); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -681,6 +707,10 @@ func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(fmt.Errorf("job %d: no such job", id)))
 		return
 	}
+	if who := callerOf(r); !who.proven || (who.UID != 0 && who.UID != j.Spec.UID) {
+		writeError(w, forbidden(fmt.Errorf("logs of job %d: %w: it belongs to %s, and only its owner or root may read its output", id, ErrForbidden, j.Spec.User)))
+		return
+	}
 	out := []api.LogChunk{}
 	for _, name := range j.Alloc.NodeNames() {
 		chunks, err := a.nodeLogs(r.Context(), v, name, id, filter)
@@ -714,7 +744,7 @@ func (a *Agent) nodeLogs(ctx context.Context, v *fsm.View, node string, id clust
 	if !ok || n.APIAddr == "" {
 		return nil, fmt.Errorf("node %s: address unknown", node)
 	}
-	c, err := a.peers.get(n.APIAddr)
+	c, err := a.peers.get(node, n.APIAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -728,6 +758,10 @@ func (a *Agent) nodeLogs(ctx context.Context, v *fsm.View, node string, id clust
 }
 
 func (a *Agent) handleLocalLogs(w http.ResponseWriter, r *http.Request) {
+	if err := a.requireNode(r, ""); err != nil {
+		writeError(w, err)
+		return
+	}
 	id, err := jobID(r)
 	if err != nil {
 		writeError(w, err)
@@ -846,7 +880,7 @@ func (a *Agent) handleLeader(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &httpError{http.StatusServiceUnavailable, errNoLeader})
 		return
 	}
-	addr, _, err := a.leaderAPI()
+	_, addr, _, err := a.leaderAPI()
 	if err != nil {
 		writeError(w, err)
 		return
@@ -865,6 +899,10 @@ func (a *Agent) handleStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := a.state.Diverged(); err != nil {
 		st.Diverged = err.Error()
+	}
+	st.Security = "insecure"
+	if b := a.sec.bundle; b != nil {
+		st.Security, st.CertExpires = "tls", api.FormatTime(b.NotAfter())
 	}
 	writeJSON(w, http.StatusOK, v.Index, st)
 }

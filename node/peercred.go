@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,11 +17,19 @@ import (
 // caller is who a request acts for, and how we know.
 type caller struct {
 	api.Identity
-	// proven: from SO_PEERCRED, a loopback declaration, or a forwarding
-	// node. Writes require it.
+	// proven: from SO_PEERCRED, or vouched for by a peer node that proved
+	// it (a forwarded request over mutual TLS). Writes require it.
 	proven bool
 	how    string
+	// node is the cluster node the TCP peer proved to be with its
+	// certificate; "" for users. Only nodes may call /v1/internal/*, and a
+	// node may change only its own records.
+	node string
 }
+
+// anonymous reports whether nothing about the caller is known: no socket
+// credentials, no node certificate, no forwarded identity.
+func (c caller) anonymous() bool { return !c.proven && c.node == "" }
 
 type callerKey struct{}
 
@@ -46,24 +55,98 @@ func peerCredConnContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, callerKey{}, caller{Identity: id, proven: true, how: "peercred"})
 }
 
-// callerOf decides the request's identity.
+// callerOf is the identity authenticate resolved for r.
 func callerOf(r *http.Request) caller {
 	if c, ok := r.Context().Value(callerKey{}).(caller); ok {
-		return c // Unix socket: the kernel told us
+		return c
 	}
+	return caller{Identity: nobody}
+}
+
+// nobody is the identity of a caller nothing is known about.
+var nobody = api.Identity{User: "nobody", UID: -1, GID: -1}
+
+// resolveCaller decides who a request acts for. Identity comes only from
+// what cannot be forged by the sender:
+//   - the Unix socket: the kernel's peer credentials (SO_PEERCRED); a
+//     root caller may declare another user to act as;
+//   - a node certificate (mutual TLS): the peer is that node, and when it
+//     marks the request as forwarded by itself, the identity headers are
+//     what it proved of its own caller (nodes are trusted with the
+//     cluster: DESIGN, "the trust boundary");
+//   - with --insecure only, a forwarded request's headers from anyone.
+//
+// Declared headers on any other request are ignored: loopback proves
+// nothing about which local user sent it.
+func (a *Agent) resolveCaller(r *http.Request) caller {
+	forwardedBy := r.Header.Get(api.HeaderForwardedBy)
 	declared, hasDeclared := declaredIdentity(r)
-	if !hasDeclared {
-		return caller{Identity: api.Identity{User: "nobody", UID: -1, GID: -1}}
+	if c, ok := r.Context().Value(callerKey{}).(caller); ok {
+		// Unix socket: the kernel told us. Root may act as another user
+		// (as Slurm's root may submit with --uid): it could anyway.
+		if c.UID == 0 && hasDeclared {
+			return caller{Identity: declared, proven: true, how: "root as " + declared.User}
+		}
+		return c
 	}
-	if r.Header.Get(api.HeaderForwardedBy) != "" {
-		// A peer agent forwarding what it proved. Until node-to-node TLS,
-		// peer agents are trusted on the network they share.
-		return caller{Identity: declared, proven: true, how: "forwarded"}
+	if b := a.sec.bundle; b != nil {
+		name, ok := b.PeerNode(r.TLS)
+		if !ok {
+			return caller{Identity: nobody}
+		}
+		if forwardedBy == name && hasDeclared {
+			return caller{Identity: declared, proven: true, how: "forwarded by " + name, node: name}
+		}
+		return caller{Identity: api.Identity{User: "node:" + name, UID: -1, GID: -1}, how: "node certificate", node: name}
 	}
-	if isLoopback(r.RemoteAddr) {
-		return caller{Identity: declared, proven: true, how: "loopback"}
+	if forwardedBy != "" && hasDeclared {
+		// --insecure: nothing can be proven over TCP; forwarding is
+		// believed so that a cluster works at all.
+		return caller{Identity: declared, proven: true, how: "forwarded (insecure)", node: forwardedBy}
 	}
-	return caller{Identity: declared}
+	if forwardedBy != "" {
+		return caller{Identity: api.Identity{User: "node:" + forwardedBy, UID: -1, GID: -1}, how: "insecure", node: forwardedBy}
+	}
+	return caller{Identity: nobody}
+}
+
+// publicEndpoint is what anyone who reaches the API may ask: whether the
+// agent is up, and who leads. Everything else needs an identity.
+func publicEndpoint(r *http.Request) bool {
+	return r.Method == http.MethodGet && (r.URL.Path == "/v1/status" || r.URL.Path == "/v1/leader")
+}
+
+// authenticate resolves every request's caller before routing. With TLS, a
+// TCP request from neither a node nor a proven user is refused, reads
+// included: job commands, environments and output are not for whoever can
+// reach the port.
+func (a *Agent) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		who := a.resolveCaller(r)
+		if who.anonymous() && a.sec.bundle != nil && !publicEndpoint(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="shoal"`)
+			writeError(w, &httpError{http.StatusUnauthorized, errors.New("authentication required: use the agent's Unix socket on its node (<data-dir>/shoal.sock); over TCP only cluster nodes, with their certificate, are accepted")})
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, who)))
+	})
+}
+
+// requireNode refuses a request about node name that does not come from
+// that node itself (with --insecure, any node's word is taken): a node may
+// change only its own records. An empty name accepts any node.
+func (a *Agent) requireNode(r *http.Request, name string) error {
+	who := callerOf(r)
+	if a.sec.bundle == nil && who.how != "peercred" {
+		return nil
+	}
+	if who.node == "" {
+		return forbidden(fmt.Errorf("%s %s: %w: only cluster nodes may call it", r.Method, r.URL.Path, ErrForbidden))
+	}
+	if name != "" && who.node != name {
+		return forbidden(fmt.Errorf("%s %s: %w: node %s may not act for node %s", r.Method, r.URL.Path, ErrForbidden, who.node, name))
+	}
+	return nil
 }
 
 func declaredIdentity(r *http.Request) (api.Identity, bool) {
@@ -84,15 +167,6 @@ func declaredIdentity(r *http.Request) (api.Identity, bool) {
 		name = userName(uid)
 	}
 	return api.Identity{User: name, UID: uid, GID: gid}, true
-}
-
-func isLoopback(remote string) bool {
-	host, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // userName resolves uid to a name, or the number when it has none.

@@ -94,7 +94,7 @@ func (c *Config) watchdogTTL() time.Duration {
 func (a *Agent) heartbeat(ctx context.Context) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
 	defer cancel()
-	_, self, err := a.leaderAPI()
+	_, _, self, err := a.leaderAPI()
 	if err != nil {
 		return 0, err
 	}
@@ -131,7 +131,7 @@ func (a *Agent) startAllowed(v *fsm.View) bool {
 func (a *Agent) sendTaskEvent(ctx context.Context, ev taskEvent) error {
 	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
 	defer cancel()
-	_, self, err := a.leaderAPI()
+	_, _, self, err := a.leaderAPI()
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (a *Agent) sendTaskEvent(ctx context.Context, ev taskEvent) error {
 
 // announceLeave tells the leader this node is going away.
 func (a *Agent) announceLeave(ctx context.Context) error {
-	_, self, err := a.leaderAPI()
+	_, _, self, err := a.leaderAPI()
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (a *Agent) drainBeforeStop(ctx context.Context, wait time.Duration) {
 
 // announceDrain asks the leader to drain this node before it stops.
 func (a *Agent) announceDrain(ctx context.Context) error {
-	_, self, err := a.leaderAPI()
+	_, _, self, err := a.leaderAPI()
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/localcluster"
+	"github.com/shoal-sched/shoal/pki"
 )
 
 // TestBadInput: every entry point answers bad input with a clear error
@@ -126,7 +127,9 @@ func TestAgentStartErrors(t *testing.T) {
 	}{
 		{"data dir not writable", agent("--name", "x", "--data-dir", filepath.Join(file, "sub")), "--data-dir " + filepath.Join(file, "sub")},
 		{"data dir locked", agent("--name", "n1", "--data-dir", c.Agents[0].DataDir), "locked by another agent"},
-		{"name conflict", agent("--name", "n2", "--data-dir", t.TempDir(), "--join", c.Agents[0].GossipAddr()), "n2"},
+		{"name conflict", agent("--name", "n2", "--data-dir", certifiedDir(t, c, "n2"), "--join", c.Agents[0].GossipAddr()), "n2"},
+		{"join without a certificate", agent("--name", "n9", "--data-dir", t.TempDir(), "--join", c.Agents[0].GossipAddr()), "no node certificate"},
+		{"certificate of another node", agent("--name", "n9", "--data-dir", certifiedDir(t, c, "n8"), "--join", c.Agents[0].GossipAddr()), "names node n8, but this node is --name n9"},
 		{"bad name", agent("--name", "bad name!", "--data-dir", t.TempDir()), `--name "bad name!"`},
 		{"bad gpus", agent("--name", "x", "--data-dir", t.TempDir(), "--gpus", "many"), "--gpus"},
 	}
@@ -157,7 +160,7 @@ func TestAgentStartErrors(t *testing.T) {
 		deadAddr := fmt.Sprintf("127.0.0.1:%d", dead[0])
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		cmd := osexec.CommandContext(ctx, shoalBin, agent("--name", "lonely", "--data-dir", t.TempDir(), "--join", deadAddr)...)
+		cmd := osexec.CommandContext(ctx, shoalBin, agent("--name", "lonely", "--data-dir", t.TempDir(), "--join", deadAddr, "--insecure")...)
 		var stderr syncBuffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
@@ -180,4 +183,28 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// certifiedDir returns a fresh data dir holding a certificate for node
+// name from c's CA, and the cluster's gossip key.
+func certifiedDir(t *testing.T, c *localcluster.Cluster, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	ca, err := pki.LoadCA(c.CAPaths())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pki.DefaultPaths(dir)
+	p.CAKey = ""
+	if _, err := pki.IssueNodeFiles(ca, p, name, nil, 0, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	key, err := pki.LoadGossipKey(c.CAPaths().GossipKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pki.WriteGossipKey(p.GossipKey, key); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

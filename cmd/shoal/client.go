@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/pki"
 )
 
 // defaultDataDir is --data-dir's default: $SHOAL_DATA_DIR or ./shoal-data.
@@ -22,7 +25,9 @@ func defaultDataDir() string {
 
 // client finds the agent to talk to: --addr; else the Unix socket of the
 // local agent's data dir when one exists; else $SHOAL_ADDR; else the
-// default HTTP address.
+// default HTTP address. Over the socket the agent learns who we are from
+// the kernel; over TCP nothing we could declare would be believed, so
+// only what needs no identity (status, leader) works there.
 func (g *globalFlags) client() (*api.Client, error) {
 	addr := g.addr
 	if addr == "" {
@@ -39,18 +44,42 @@ func (g *globalFlags) client() (*api.Client, error) {
 		addr = os.Getenv("SHOAL_ADDR")
 	}
 	if addr == "" {
-		addr = "http://127.0.0.1:7070"
+		addr = "unix://" + filepath.Join(defaultDataDir(), "shoal.sock")
 	}
-	c, err := api.NewClient(addr)
+	var tlsConf *tls.Config
+	if strings.HasPrefix(addr, "https://") {
+		var err error
+		if tlsConf, err = userTLS(); err != nil {
+			return nil, err
+		}
+	}
+	c, err := api.NewTLSClient(addr, tlsConf)
 	if err != nil {
 		return nil, fmt.Errorf("--addr: %w", err)
 	}
-	if !strings.HasPrefix(addr, "unix://") {
-		// Over TCP the agent cannot see who we are; declare it (accepted
-		// from loopback only).
-		c = c.WithIdentity(currentIdentity())
-	}
 	return c, nil
+}
+
+// userTLS is how the CLI verifies an agent's HTTPS API: against the
+// cluster CA in $SHOAL_CA_CERT, else the local data dir's.
+func userTLS() (*tls.Config, error) {
+	path := os.Getenv("SHOAL_CA_CERT")
+	if path == "" {
+		path = pki.DefaultPaths(defaultDataDir()).CA
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("https needs the cluster CA certificate: set $SHOAL_CA_CERT: %w", err)
+	}
+	certs, err := pki.ParseCerts(data)
+	if err != nil {
+		return nil, fmt.Errorf("$SHOAL_CA_CERT %s: %w", path, err)
+	}
+	roots := x509.NewCertPool()
+	for _, c := range certs {
+		roots.AddCert(c)
+	}
+	return pki.UserClientConfig(roots), nil
 }
 
 func currentIdentity() api.Identity {

@@ -78,6 +78,7 @@ func newRootCmd() *cobra.Command {
 		newLogsCmd(g),
 		newCancelCmd(g),
 		newNodesCmd(g),
+		newTLSCmd(g),
 		newLeaveCmd(g),
 		newMembersCmd(g),
 		newLeaderCmd(g),

@@ -26,6 +26,12 @@ func newStatusCmd(g *globalFlags) *cobra.Command {
 			fmt.Printf("Name=%s Version=%s RaftState=%s Leader=%s\n", st.Name, st.Version, st.RaftState, orNone(st.Leader))
 			fmt.Printf("   AppliedIndex=%d Nodes=%d Jobs=%d\n", st.AppliedIndex, st.Nodes, st.Jobs)
 			fmt.Printf("   StateHash=%s@%d\n", st.StateHash, st.HashIndex)
+			switch st.Security {
+			case "insecure":
+				fmt.Printf("   Security=INSECURE (--insecure: no TLS, no gossip encryption; anyone who reaches its ports can act as any node or user)\n")
+			default:
+				fmt.Printf("   Security=%s CertExpires=%s\n", st.Security, st.CertExpires)
+			}
 			if st.Diverged != "" {
 				fmt.Printf("   Diverged=%s\n", st.Diverged)
 			}
