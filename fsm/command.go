@@ -74,6 +74,16 @@ func (t CmdType) String() string {
 		return "SetHold"
 	case CmdRequeueJob:
 		return "RequeueJob"
+	case CmdSetClusterCA:
+		return "SetClusterCA"
+	case CmdAddJoinToken:
+		return "AddJoinToken"
+	case CmdUseJoinToken:
+		return "UseJoinToken"
+	case CmdRevokeNode:
+		return "RevokeNode"
+	case CmdSetGossipKeys:
+		return "SetGossipKeys"
 	}
 	return fmt.Sprintf("CmdType(%d)", uint8(t))
 }

@@ -25,6 +25,9 @@ type snapshotBody struct {
 	RequestIDs []ridPair       `msgpack:"request_ids"`
 	// Policy is the queue policy, absent when none was set.
 	Policy *cluster.Policy `msgpack:"policy,omitempty"`
+	// Security is the CA, gossip key, join tokens and revocations, absent
+	// until the first leader recorded its CA.
+	Security *cluster.Security `msgpack:"security,omitempty"`
 }
 
 // Snapshot returns the canonical bytes of the state: a version byte, then
@@ -54,6 +57,7 @@ func (v *View) encode() ([]byte, error) {
 		Nodes:      v.nodes,
 		RequestIDs: v.rids.sorted(),
 		Policy:     v.policy,
+		Security:   v.security,
 	}
 	b, err := msgpack.Marshal(&body)
 	if err != nil {
@@ -76,6 +80,7 @@ func (s *State) Restore(data []byte) error {
 	s.index, s.hash, s.lastJob = n.index, n.hash, n.lastJob
 	s.jobs, s.nodes, s.rids, s.res = n.jobs, n.nodes, n.rids, n.res
 	s.policy = n.policy
+	s.security = n.security
 	s.diverged = nil
 	s.moved()
 	return nil
@@ -144,6 +149,12 @@ func decodeSnapshot(data []byte) (*State, error) {
 			return nil, fmt.Errorf("policy: %w", err)
 		}
 		s.policy = canonPolicy(body.Policy)
+	}
+	if body.Security != nil {
+		if err := validateSecurity(body.Security); err != nil {
+			return nil, fmt.Errorf("security: %w", err)
+		}
+		s.security = canonSecurity(body.Security)
 	}
 	return s, nil
 }

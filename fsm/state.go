@@ -57,6 +57,10 @@ type State struct {
 	res   resources
 	// policy is the queue policy last set (SetPolicy); nil: none.
 	policy *cluster.Policy
+	// security is the cluster's CA, gossip key, join tokens and revoked
+	// nodes; nil until the first leader records its CA. Never modified
+	// once stored (the commands clone it).
+	security *cluster.Security
 
 	diverged error
 
@@ -122,6 +126,36 @@ func (s *State) apply(index uint64, data []byte) Result {
 	}
 	t, body := CmdType(data[0]), data[1:]
 	switch t {
+	case CmdSetClusterCA:
+		var c SetClusterCA
+		if err := wire.Decode(body, &c); err != nil {
+			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
+		}
+		return s.setClusterCA(c)
+	case CmdAddJoinToken:
+		var c AddJoinToken
+		if err := wire.Decode(body, &c); err != nil {
+			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
+		}
+		return s.addJoinToken(c)
+	case CmdUseJoinToken:
+		var c UseJoinToken
+		if err := wire.Decode(body, &c); err != nil {
+			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
+		}
+		return s.useJoinToken(c)
+	case CmdRevokeNode:
+		var c RevokeNode
+		if err := wire.Decode(body, &c); err != nil {
+			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
+		}
+		return s.revokeNode(c)
+	case CmdSetGossipKeys:
+		var c SetGossipKeys
+		if err := wire.Decode(body, &c); err != nil {
+			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
+		}
+		return s.setGossipKeys(c)
 	case CmdSetPolicy:
 		var c SetPolicy
 		if err := wire.Decode(body, &c); err != nil {
@@ -287,15 +321,16 @@ func (s *State) View() *View {
 		s.changed = make(chan struct{})
 	}
 	s.view = &View{
-		Index:   s.index,
-		hash:    s.hash,
-		lastJob: s.lastJob,
-		jobs:    slices.Clone(s.jobs),
-		nodes:   slices.Clone(s.nodes),
-		held:    s.res.share(),
-		rids:    s.rids.freeze(),
-		policy:  s.policy,
-		changed: s.changed,
+		Index:    s.index,
+		hash:     s.hash,
+		lastJob:  s.lastJob,
+		jobs:     slices.Clone(s.jobs),
+		nodes:    slices.Clone(s.nodes),
+		held:     s.res.share(),
+		rids:     s.rids.freeze(),
+		policy:   s.policy,
+		security: s.security,
+		changed:  s.changed,
 	}
 	return s.view
 }

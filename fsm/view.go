@@ -16,7 +16,9 @@ type View struct {
 	held    map[string]map[int]cluster.JobID
 	rids    ridView
 	policy  *cluster.Policy // never modified once stored (SetPolicy clones)
-	changed <-chan struct{}
+	// security is never modified once stored (its commands clone it).
+	security *cluster.Security
+	changed  <-chan struct{}
 }
 
 // Jobs returns every job in ascending ID order. Callers must not mutate

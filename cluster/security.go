@@ -1,0 +1,77 @@
+package cluster
+
+import (
+	"slices"
+	"time"
+)
+
+// Security is the cluster's replicated trust material: the CA that
+// certifies nodes (its key too, so whichever node leads can sign), the
+// gossip key, the join tokens new nodes bring, and the revoked nodes.
+// Every raft server holds it: DESIGN's trust boundary says a certified
+// node is trusted with the cluster.
+type Security struct {
+	// CACert and CAKey are PEM; GossipKey the raw key.
+	CACert    []byte `msgpack:"ca_cert"`
+	CAKey     []byte `msgpack:"ca_key"`
+	GossipKey []byte `msgpack:"gossip_key"`
+	// JoinTokens are the live tokens, in ascending ID order.
+	JoinTokens []JoinToken `msgpack:"join_tokens"`
+	// Revoked are the nodes whose certificates were revoked, in ascending
+	// name order.
+	Revoked []Revocation `msgpack:"revoked"`
+}
+
+// JoinToken lets a new node get a certificate. Only a hash of its secret
+// is replicated: the secret is shown once, to whoever created it.
+type JoinToken struct {
+	ID         string    `msgpack:"id"`
+	SecretHash []byte    `msgpack:"secret_hash"`
+	Created    time.Time `msgpack:"created"`
+	Expires    time.Time `msgpack:"expires"`
+	// UsesLeft counts down; a token at 0 is removed.
+	UsesLeft int `msgpack:"uses_left"`
+}
+
+// Revocation refuses the certificates of node Name issued before Time; a
+// node certified again afterwards (with a new join token) is accepted.
+type Revocation struct {
+	Name string    `msgpack:"name"`
+	Time time.Time `msgpack:"time"`
+}
+
+// Clone returns a deep copy.
+func (s *Security) Clone() *Security {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.CACert, c.CAKey, c.GossipKey = slices.Clone(s.CACert), slices.Clone(s.CAKey), slices.Clone(s.GossipKey)
+	c.JoinTokens = slices.Clone(s.JoinTokens)
+	for i := range c.JoinTokens {
+		c.JoinTokens[i].SecretHash = slices.Clone(c.JoinTokens[i].SecretHash)
+	}
+	c.Revoked = slices.Clone(s.Revoked)
+	return &c
+}
+
+// RevokedAt returns when node name's certificates were revoked, if they
+// were.
+func (s *Security) RevokedAt(name string) (time.Time, bool) {
+	if s == nil {
+		return time.Time{}, false
+	}
+	i, ok := slices.BinarySearchFunc(s.Revoked, name, func(r Revocation, n string) int {
+		switch {
+		case r.Name < n:
+			return -1
+		case r.Name > n:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return time.Time{}, false
+	}
+	return s.Revoked[i].Time, true
+}

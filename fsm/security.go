@@ -1,0 +1,268 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// The security commands, numbered with the others: append-only.
+const (
+	CmdSetClusterCA  CmdType = 20
+	CmdAddJoinToken  CmdType = 21
+	CmdUseJoinToken  CmdType = 22
+	CmdRevokeNode    CmdType = 23
+	CmdSetGossipKeys CmdType = 24
+)
+
+// Bounds of the security record.
+const (
+	// MaxJoinTokens bounds the live join tokens; expired and used-up ones
+	// are pruned whenever a token is added.
+	MaxJoinTokens = 256
+	// MaxRevocations bounds the revoked nodes kept.
+	MaxRevocations = 4096
+	// maxPEMBytes bounds the CA's certificate and key.
+	maxPEMBytes = 16 << 10
+	// maxTokenIDBytes bounds a join token's id.
+	maxTokenIDBytes = 64
+	// secretHashBytes is a SHA-256.
+	secretHashBytes = 32
+)
+
+// ErrJoinToken is a join token that is unknown, expired, used up or whose
+// secret does not match. Which of these it was is not said, to whoever
+// presents one.
+var ErrJoinToken = errors.New("join token is not valid (unknown, expired or used up)")
+
+// SetClusterCA records the cluster's CA and gossip key. It is proposed
+// once, by the first leader that holds the CA's key; later proposals are
+// refused, so the CA of a running cluster cannot be swapped through the
+// log.
+type SetClusterCA struct {
+	CACert    []byte    `msgpack:"ca_cert"`
+	CAKey     []byte    `msgpack:"ca_key"`
+	GossipKey []byte    `msgpack:"gossip_key"`
+	Time      time.Time `msgpack:"time"`
+}
+
+// AddJoinToken adds a join token (its secret's hash only).
+type AddJoinToken struct {
+	Token cluster.JoinToken `msgpack:"token"`
+	Time  time.Time         `msgpack:"time"`
+}
+
+// UseJoinToken spends one use of a join token for node Node, at the
+// leader-stamped Time. It fails with ErrJoinToken unless the token exists,
+// has not expired at Time, has a use left and SecretHash matches: the
+// leader signs the node's certificate only after this applied.
+type UseJoinToken struct {
+	ID         string    `msgpack:"id"`
+	SecretHash []byte    `msgpack:"secret_hash"`
+	Node       string    `msgpack:"node"`
+	Time       time.Time `msgpack:"time"`
+}
+
+// RevokeNode refuses node Name's certificates issued before Time.
+type RevokeNode struct {
+	Name string    `msgpack:"name"`
+	Time time.Time `msgpack:"time"`
+}
+
+// SetGossipKeys replaces the gossip key (rotation).
+type SetGossipKeys struct {
+	Key  []byte    `msgpack:"key"`
+	Time time.Time `msgpack:"time"`
+}
+
+func (s *State) setClusterCA(c SetClusterCA) Result {
+	if s.security != nil && len(s.security.CACert) > 0 {
+		if bytes.Equal(s.security.CACert, c.CACert) {
+			return Result{} // a new leader proposing what is there already
+		}
+		return Result{Err: fmt.Errorf("set cluster CA: %w: the cluster has a CA already", ErrInvalid)}
+	}
+	if err := validateCA(c.CACert, c.CAKey, c.GossipKey); err != nil {
+		return Result{Err: fmt.Errorf("set cluster CA: %w: %w", ErrInvalid, err)}
+	}
+	sec := s.security.Clone()
+	if sec == nil {
+		sec = &cluster.Security{}
+	}
+	sec.CACert, sec.CAKey, sec.GossipKey = slices.Clone(c.CACert), slices.Clone(c.CAKey), slices.Clone(c.GossipKey)
+	s.security = canonSecurity(sec)
+	return Result{}
+}
+
+func validateCA(cert, key, gossipKey []byte) error {
+	switch {
+	case len(cert) == 0 || len(cert) > maxPEMBytes:
+		return fmt.Errorf("ca_cert: %d bytes, want 1 to %d", len(cert), maxPEMBytes)
+	case len(key) == 0 || len(key) > maxPEMBytes:
+		return fmt.Errorf("ca_key: %d bytes, want 1 to %d", len(key), maxPEMBytes)
+	}
+	return validateGossipKey(gossipKey)
+}
+
+func validateGossipKey(k []byte) error {
+	switch len(k) {
+	case 16, 24, 32:
+		return nil
+	}
+	return fmt.Errorf("gossip_key: %d bytes, want 16, 24 or 32", len(k))
+}
+
+func validateToken(t cluster.JoinToken) error {
+	switch {
+	case t.ID == "" || len(t.ID) > maxTokenIDBytes || strings.ContainsAny(t.ID, ".@ \n"):
+		return fmt.Errorf("id %.64q: want 1 to %d bytes without '.', '@' or spaces", t.ID, maxTokenIDBytes)
+	case len(t.SecretHash) != secretHashBytes:
+		return fmt.Errorf("secret_hash: %d bytes, want %d", len(t.SecretHash), secretHashBytes)
+	case t.UsesLeft < 1:
+		return fmt.Errorf("uses_left %d: want at least 1", t.UsesLeft)
+	case !t.Expires.After(t.Created):
+		return fmt.Errorf("expires %s: want after created %s", t.Expires, t.Created)
+	}
+	return nil
+}
+
+func (s *State) addJoinToken(c AddJoinToken) Result {
+	if s.security == nil || len(s.security.CACert) == 0 {
+		return Result{Err: fmt.Errorf("add join token: %w: the cluster has no CA in its state yet", ErrInvalid)}
+	}
+	if err := validateToken(c.Token); err != nil {
+		return Result{Err: fmt.Errorf("add join token: %w: %w", ErrInvalid, err)}
+	}
+	sec := s.security.Clone()
+	// Prune what can never be used again, as of the command's time.
+	sec.JoinTokens = slices.DeleteFunc(sec.JoinTokens, func(t cluster.JoinToken) bool {
+		return t.UsesLeft < 1 || !c.Time.Before(t.Expires)
+	})
+	i, found := findToken(sec.JoinTokens, c.Token.ID)
+	if found {
+		return Result{Err: fmt.Errorf("add join token %s: %w: the id is taken", c.Token.ID, ErrInvalid)}
+	}
+	if len(sec.JoinTokens) >= MaxJoinTokens {
+		return Result{Err: fmt.Errorf("add join token: %w: %d live tokens already, at most %d", ErrInvalid, len(sec.JoinTokens), MaxJoinTokens)}
+	}
+	t := c.Token
+	t.SecretHash = slices.Clone(t.SecretHash)
+	sec.JoinTokens = slices.Insert(sec.JoinTokens, i, t)
+	s.security = canonSecurity(sec)
+	return Result{}
+}
+
+func (s *State) useJoinToken(c UseJoinToken) Result {
+	if s.security == nil {
+		return Result{Err: ErrJoinToken}
+	}
+	i, ok := findToken(s.security.JoinTokens, c.ID)
+	if !ok {
+		return Result{Err: ErrJoinToken}
+	}
+	t := s.security.JoinTokens[i]
+	if !bytes.Equal(t.SecretHash, c.SecretHash) || t.UsesLeft < 1 || !c.Time.Before(t.Expires) {
+		return Result{Err: ErrJoinToken}
+	}
+	if !cluster.ValidNodeName(c.Node) {
+		return Result{Err: fmt.Errorf("use join token: %w: node name %.64q", ErrInvalid, c.Node)}
+	}
+	sec := s.security.Clone()
+	if sec.JoinTokens[i].UsesLeft--; sec.JoinTokens[i].UsesLeft == 0 {
+		sec.JoinTokens = slices.Delete(sec.JoinTokens, i, i+1)
+	}
+	s.security = canonSecurity(sec)
+	return Result{}
+}
+
+func (s *State) revokeNode(c RevokeNode) Result {
+	if !cluster.ValidNodeName(c.Name) {
+		return Result{Err: fmt.Errorf("revoke node: %w: name %.64q", ErrInvalid, c.Name)}
+	}
+	sec := s.security.Clone()
+	if sec == nil {
+		sec = &cluster.Security{}
+	}
+	i, found := slices.BinarySearchFunc(sec.Revoked, c.Name, func(r cluster.Revocation, n string) int { return strings.Compare(r.Name, n) })
+	switch {
+	case found:
+		sec.Revoked[i].Time = c.Time // revoked again: what was issued since goes too
+	case len(sec.Revoked) >= MaxRevocations:
+		return Result{Err: fmt.Errorf("revoke node %s: %w: %d nodes revoked already, at most %d", c.Name, ErrInvalid, len(sec.Revoked), MaxRevocations)}
+	default:
+		sec.Revoked = slices.Insert(sec.Revoked, i, cluster.Revocation{Name: c.Name, Time: c.Time})
+	}
+	s.security = canonSecurity(sec)
+	return Result{}
+}
+
+func (s *State) setGossipKeys(c SetGossipKeys) Result {
+	if s.security == nil || len(s.security.CACert) == 0 {
+		return Result{Err: fmt.Errorf("set gossip key: %w: the cluster has no CA in its state yet", ErrInvalid)}
+	}
+	if err := validateGossipKey(c.Key); err != nil {
+		return Result{Err: fmt.Errorf("set gossip key: %w: %w", ErrInvalid, err)}
+	}
+	sec := s.security.Clone()
+	sec.GossipKey = slices.Clone(c.Key)
+	s.security = canonSecurity(sec)
+	return Result{}
+}
+
+func findToken(ts []cluster.JoinToken, id string) (int, bool) {
+	return slices.BinarySearchFunc(ts, id, func(t cluster.JoinToken, id string) int { return strings.Compare(t.ID, id) })
+}
+
+// validateSecurity checks a snapshot's security record as the commands
+// would have left it.
+func validateSecurity(sec *cluster.Security) error {
+	if len(sec.CACert) > 0 {
+		if err := validateCA(sec.CACert, sec.CAKey, sec.GossipKey); err != nil {
+			return err
+		}
+	}
+	if len(sec.JoinTokens) > MaxJoinTokens {
+		return fmt.Errorf("join_tokens: %d, want at most %d", len(sec.JoinTokens), MaxJoinTokens)
+	}
+	for i, t := range sec.JoinTokens {
+		if err := validateToken(t); err != nil {
+			return fmt.Errorf("join_tokens[%d]: %w", i, err)
+		}
+		if i > 0 && t.ID <= sec.JoinTokens[i-1].ID {
+			return fmt.Errorf("join_tokens[%d]: id %.64q not after %.64q", i, t.ID, sec.JoinTokens[i-1].ID)
+		}
+	}
+	if len(sec.Revoked) > MaxRevocations {
+		return fmt.Errorf("revoked: %d, want at most %d", len(sec.Revoked), MaxRevocations)
+	}
+	for i, r := range sec.Revoked {
+		if !cluster.ValidNodeName(r.Name) {
+			return fmt.Errorf("revoked[%d]: name %.64q", i, r.Name)
+		}
+		if i > 0 && r.Name <= sec.Revoked[i-1].Name {
+			return fmt.Errorf("revoked[%d]: name %.64q not after %.64q", i, r.Name, sec.Revoked[i-1].Name)
+		}
+	}
+	return nil
+}
+
+// canonSecurity makes empty lists nil, so a record encodes the same
+// however it arrived.
+func canonSecurity(sec *cluster.Security) *cluster.Security {
+	if len(sec.JoinTokens) == 0 {
+		sec.JoinTokens = nil
+	}
+	if len(sec.Revoked) == 0 {
+		sec.Revoked = nil
+	}
+	return sec
+}
+
+// Security returns the cluster's security record, or nil before the first
+// leader recorded its CA. Callers must not mutate it.
+func (v *View) Security() *cluster.Security { return v.security }
