@@ -263,7 +263,7 @@ func TestMutualTLS(t *testing.T) {
 		}
 	})
 	t.Run("revoked", func(t *testing.T) {
-		n1.SetRevoked(func(name string) bool { return name == "n2" })
+		n1.SetRevoked(func(name string, issued time.Time) bool { return name == "n2" && issued.Before(t0.Add(time.Minute)) })
 		defer n1.SetRevoked(nil)
 		if _, serr, _ := handshake(t, n2.ClientConfig(""), n1.ServerConfig(false)); serr == nil || !strings.Contains(serr.Error(), "revoked") {
 			t.Errorf("server error %v; want the revoked node refused", serr)
@@ -369,6 +369,83 @@ func FuzzParseCerts(f *testing.F) {
 		certs, err := ParseCerts(data)
 		if err == nil && len(certs) == 0 {
 			t.Fatalf("ParseCerts: no error and no certificate")
+		}
+	})
+}
+
+func TestRevokedBeforeOnly(t *testing.T) {
+	ca := newCA(t)
+	n1 := bundle(t, ca, "n1")
+	old := bundle(t, ca, "n2") // issued at t0
+	revokedAt := t0.Add(time.Minute)
+	n1.SetRevoked(func(name string, issued time.Time) bool { return name == "n2" && issued.Before(revokedAt) })
+	if _, serr, _ := handshake(t, old.ClientConfig(""), n1.ServerConfig(true)); serr == nil {
+		t.Errorf("certificate issued before the revocation accepted")
+	}
+	key, _ := NewNodeKey()
+	c, err := ca.SignNode(NodeRequest{Name: "n2", PublicKey: &key.PublicKey}, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := NewBundle(ca, tls.Certificate{Certificate: [][]byte{c.Raw}, PrivateKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh.now = func() time.Time { return t0.Add(2 * time.Hour) }
+	n1.now = fresh.now
+	if cerr, serr, _ := handshake(t, fresh.ClientConfig(""), n1.ServerConfig(true)); cerr != nil || serr != nil {
+		t.Errorf("certificate issued after the revocation: %v, %v; want accepted", cerr, serr)
+	}
+}
+
+func TestPinnedClientConfig(t *testing.T) {
+	ca, rogue := newCA(t), newCA(t)
+	srv := bundle(t, ca, "n1")
+	srv.now = time.Now
+	if cerr, serr, _ := handshake(t, PinnedClientConfig(ca.Fingerprint()), srv.ServerConfig(false)); cerr != nil || serr != nil {
+		t.Fatalf("pinned to the right CA: %v, %v", cerr, serr)
+	}
+	if cerr, _, _ := handshake(t, PinnedClientConfig(rogue.Fingerprint()), srv.ServerConfig(false)); cerr == nil || !strings.Contains(cerr.Error(), "fingerprint") {
+		t.Errorf("pinned to another CA: %v; want refused", cerr)
+	}
+}
+
+func TestJoinTokenText(t *testing.T) {
+	tok, err := NewJoinToken(strings.Repeat("ab", 32), []string{"10.0.0.1:7070", "[fe80::1]:7070"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseJoinToken(" " + tok.String() + "\n")
+	if err != nil || got.ID != tok.ID || got.Secret != tok.Secret || got.CAFingerprint != tok.CAFingerprint || len(got.Addrs) != 2 {
+		t.Fatalf("ParseJoinToken(%s) = %+v, %v", tok, got, err)
+	}
+	if bytes.Equal(SecretHash(tok.Secret), SecretHash(tok.Secret+"0")) {
+		t.Errorf("SecretHash ignores the secret")
+	}
+	for _, bad := range []string{
+		"", "abc", tok.ID + "." + tok.Secret + "@10.0.0.1:7070",
+		strings.Replace(tok.String(), tok.Secret, "zz"+tok.Secret[2:], 1),
+		strings.Replace(tok.String(), "10.0.0.1:7070", "10.0.0.1", 1),
+		strings.TrimSuffix(tok.String(), ",[fe80::1]:7070") + "," + strings.Repeat("h:1,", 20) + "h:1",
+	} {
+		if _, err := ParseJoinToken(bad); !errors.Is(err, ErrBadToken) {
+			t.Errorf("ParseJoinToken(%.40q) = %v; want ErrBadToken", bad, err)
+		}
+	}
+}
+
+func FuzzParseJoinToken(f *testing.F) {
+	tok, _ := NewJoinToken(strings.Repeat("0f", 32), []string{"127.0.0.1:7070"})
+	f.Add(tok.String())
+	f.Add("a.b.c@d:1")
+	f.Fuzz(func(t *testing.T, s string) {
+		tok, err := ParseJoinToken(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseJoinToken(tok.String())
+		if err != nil || again.String() != tok.String() {
+			t.Fatalf("token %q does not round-trip: %q, %v", tok, again, err)
 		}
 	})
 }

@@ -20,9 +20,9 @@ type Bundle struct {
 	CA    *CA
 	roots *x509.CertPool
 	cert  atomic.Pointer[tls.Certificate]
-	// revoked, when set, reports whether a node's certificate has been
-	// revoked; such peers are refused in the handshake.
-	revoked atomic.Pointer[func(name string) bool]
+	// revoked, when set, reports whether node name's certificate issued
+	// at issued has been revoked; such peers are refused in the handshake.
+	revoked atomic.Pointer[func(name string, issued time.Time) bool]
 	// now is the clock handshakes verify against; time.Now outside tests.
 	now func() time.Time
 }
@@ -76,14 +76,19 @@ func (b *Bundle) NotAfter() time.Time { return b.cert.Load().Leaf.NotAfter }
 // Roots is the pool holding the cluster CA.
 func (b *Bundle) Roots() *x509.CertPool { return b.roots }
 
-// SetRevoked installs the check of revoked node names; handshakes from
-// then on refuse those nodes.
-func (b *Bundle) SetRevoked(f func(name string) bool) { b.revoked.Store(&f) }
+// SetRevoked installs the check of revoked certificates: f reports whether
+// node name's certificate issued at issued is revoked. Handshakes from then
+// on refuse those, and PeerNode stops naming them.
+func (b *Bundle) SetRevoked(f func(name string, issued time.Time) bool) { b.revoked.Store(&f) }
 
-func (b *Bundle) isRevoked(name string) bool {
+func (b *Bundle) isRevoked(name string, leaf *x509.Certificate) bool {
 	f := b.revoked.Load()
-	return f != nil && *f != nil && (*f)(name)
+	return f != nil && *f != nil && (*f)(name, IssuedAt(leaf))
 }
+
+// IssuedAt is when a certificate was signed: its NotBefore is back-dated
+// by the signer's allowance for clock skew.
+func IssuedAt(c *x509.Certificate) time.Time { return c.NotBefore.Add(clockSkew) }
 
 // verifyPeer checks a peer's chain as a node certificate that is not
 // revoked and, when want is set, names want.
@@ -92,7 +97,7 @@ func (b *Bundle) verifyPeer(chain []*x509.Certificate, want string) (string, err
 	if err != nil {
 		return "", err
 	}
-	if b.isRevoked(name) {
+	if b.isRevoked(name, chain[0]) {
 		return "", fmt.Errorf("node %s: certificate revoked", name)
 	}
 	if want != "" && name != want {
@@ -165,4 +170,27 @@ func (b *Bundle) PeerNode(cs *tls.ConnectionState) (name string, ok bool) {
 // certificate (users send a token).
 func UserClientConfig(roots *x509.CertPool) *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: roots}
+}
+
+// PinnedClientConfig is how a node that has no certificate yet dials the
+// cluster to join: the server must present a node certificate chaining to
+// a CA that it sends along and whose SHA-256 fingerprint is fingerprint
+// (from the join token). Nothing is sent before that holds.
+func PinnedClientConfig(fingerprint string) *tls.Config {
+	return &tls.Config{
+		MinVersion:         tls.VersionTLS13,
+		InsecureSkipVerify: true, // verified below, against the pinned CA
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			for _, c := range cs.PeerCertificates[min(1, len(cs.PeerCertificates)):] {
+				if !c.IsCA || Fingerprint(c) != fingerprint {
+					continue
+				}
+				roots := x509.NewCertPool()
+				roots.AddCert(c)
+				_, err := VerifyNode(cs.PeerCertificates[:1], roots, time.Now())
+				return err
+			}
+			return fmt.Errorf("the server sent no CA with fingerprint %s: not the cluster the join token is for", fingerprint)
+		},
+	}
 }
