@@ -141,6 +141,10 @@ func (c *Client) WithHeader(key, value string) *Client {
 	return &cc
 }
 
+// CloseIdleConnections closes the client's kept-alive connections, so the
+// next request makes a new one (with a renewed certificate, say).
+func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+
 // Base is the URL the client sends to.
 func (c *Client) Base() string { return c.base }
 

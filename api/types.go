@@ -317,3 +317,55 @@ func FormatTime(t time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339)
 }
+
+// JoinTokenRequest asks for a join token (root only).
+type JoinTokenRequest struct {
+	// TTLS is how long the token is valid, in seconds (0: an hour).
+	TTLS int64 `json:"ttl_s"`
+	// Uses is how many nodes may join with it (0: one).
+	Uses int `json:"uses"`
+}
+
+// JoinTokenResponse carries a new token's text; its secret is shown only
+// here.
+type JoinTokenResponse struct {
+	Token   string `json:"token"`
+	Expires string `json:"expires"`
+	Uses    int    `json:"uses"`
+}
+
+// JoinRequest is a new node's request for its certificate: the token's id
+// and secret, and a certificate request signed by the node's own key.
+type JoinRequest struct {
+	TokenID string   `json:"token_id"`
+	Secret  string   `json:"secret"`
+	CSR     string   `json:"csr"`
+	IPs     []string `json:"ips"`
+}
+
+// JoinResponse is what a joining node needs: its certificate, the CA and
+// the gossip key (base64).
+type JoinResponse struct {
+	Cert      string `json:"cert"`
+	CA        string `json:"ca"`
+	GossipKey string `json:"gossip_key"`
+}
+
+// RenewRequest is a node's request for a new certificate, sent with its
+// current one.
+type RenewRequest struct {
+	CSR string `json:"csr"`
+}
+
+// RenewResponse carries the renewed certificate.
+type RenewResponse struct {
+	Cert string `json:"cert"`
+}
+
+// ClusterCA is a node's offer of the cluster CA (with its key) and the
+// gossip key to the replicated state.
+type ClusterCA struct {
+	CACert    string `json:"ca_cert"`
+	CAKey     string `json:"ca_key"`
+	GossipKey string `json:"gossip_key"`
+}

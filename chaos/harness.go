@@ -206,7 +206,7 @@ func Start(ctx context.Context, opts Options) (_ *Harness, err error) {
 		for _, a := range h.Agents {
 			nodes = append(nodes, localcluster.CertNode{Name: a.Name, DataDir: a.DataDir, IP: net.ParseIP(a.Addr)})
 		}
-		if err := localcluster.Certify(h.CAPaths(), nodes); err != nil {
+		if err := localcluster.Certify(h.CAPaths(), nodes, 0); err != nil {
 			return nil, fmt.Errorf("certify agents: %w", err)
 		}
 	}

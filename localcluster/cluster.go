@@ -51,6 +51,9 @@ type Options struct {
 	// encryption). By default the cluster has a CA of its own, in
 	// Dir/ca, and every agent a certificate from it, as on real machines.
 	Insecure bool
+	// CertLifetime, when set, is how long the agents' certificates are
+	// valid (and --cert-lifetime, what the leader signs), to see renewal.
+	CertLifetime time.Duration
 	// Initial is how many agents Start launches (default all); the others
 	// are prepared and started later with StartAgent, as nodes that join a
 	// running cluster.
@@ -165,6 +168,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		if opts.Insecure {
 			a.Args = append(a.Args, "--insecure")
 		}
+		if opts.CertLifetime > 0 {
+			a.Args = append(a.Args, "--cert-lifetime", opts.CertLifetime.String())
+		}
 		a.Args = append(a.Args, opts.ExtraArgs...)
 	}
 	if !opts.Insecure {
@@ -194,7 +200,7 @@ func (c *Cluster) certify() error {
 	for _, a := range c.Agents {
 		nodes = append(nodes, CertNode{Name: a.Name, DataDir: a.DataDir, IP: net.ParseIP(a.host)})
 	}
-	return Certify(c.CAPaths(), nodes)
+	return Certify(c.CAPaths(), nodes, c.opts.CertLifetime)
 }
 
 // CertNode is a node Certify gives a certificate.
@@ -207,8 +213,10 @@ type CertNode struct {
 // Certify creates a CA and a gossip key at caPaths and gives every node a
 // certificate (with its IP and loopback) and the gossip key in its data
 // dir's tls folder, as an operator would with 'shoal tls init' and 'shoal
-// tls cert create'. The CA's key stays at caPaths.
-func Certify(caPaths pki.Paths, nodes []CertNode) error {
+// tls cert create'. The first node also gets the CA's key, as the node an
+// operator ran 'shoal tls init' on: its first leadership records the CA in
+// the replicated state, so join tokens work. lifetime 0 is the default.
+func Certify(caPaths pki.Paths, nodes []CertNode, lifetime time.Duration) error {
 	now := time.Now()
 	ca, err := pki.InitCA(caPaths, "localcluster", now)
 	if err != nil {
@@ -221,8 +229,20 @@ func Certify(caPaths pki.Paths, nodes []CertNode) error {
 	if err := pki.WriteGossipKey(caPaths.GossipKey, key); err != nil {
 		return err
 	}
-	for _, n := range nodes {
+	caKey, err := os.ReadFile(caPaths.CAKey)
+	if err != nil {
+		return err
+	}
+	for i, n := range nodes {
 		p := pki.DefaultPaths(n.DataDir)
+		if i == 0 {
+			if err := os.MkdirAll(filepath.Dir(p.CAKey), 0o700); err != nil {
+				return err
+			}
+			if err := os.WriteFile(p.CAKey, caKey, 0o600); err != nil {
+				return err
+			}
+		}
 		p.CAKey = ""
 		ips := []net.IP{net.IPv4(127, 0, 0, 1)}
 		if n.IP != nil && !n.IP.IsLoopback() {
@@ -230,7 +250,7 @@ func Certify(caPaths pki.Paths, nodes []CertNode) error {
 		} else if n.IP != nil {
 			ips = []net.IP{n.IP}
 		}
-		if _, err := pki.IssueNodeFiles(ca, p, n.Name, ips, 0, now); err != nil {
+		if _, err := pki.IssueNodeFiles(ca, p, n.Name, ips, lifetime, now); err != nil {
 			return fmt.Errorf("certify %s: %w", n.Name, err)
 		}
 		if err := pki.WriteGossipKey(p.GossipKey, key); err != nil {

@@ -111,7 +111,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	}
 
 	_, statErr := os.Stat(filepath.Join(cfg.DataDir, "raft"))
-	if a.sec, err = setupSecurity(&a.cfg, statErr == nil, log); err != nil {
+	if a.sec, err = setupSecurity(ctx, &a.cfg, statErr == nil, log); err != nil {
 		return nil, err
 	}
 
@@ -125,16 +125,30 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		// users a token over a server they verify against the CA.
 		a.httpLn = tls.NewListener(a.httpLn, b.ServerConfig(false))
 	}
-	sock := a.dir.socketPath()
+	sock := a.SocketPath()
+	if err := os.MkdirAll(filepath.Dir(sock), 0o755); err != nil {
+		return nil, fmt.Errorf("--socket %s: %w", sock, err)
+	}
 	_ = os.Remove(sock) // stale from a crash; the data dir lock proves no agent owns it
 	if a.unixLn, err = net.Listen("unix", sock); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", sock, err)
 	}
-	// Anyone may connect: SO_PEERCRED tells us who they are.
-	_ = os.Chmod(sock, 0o666)
+	// Under root anyone may connect: SO_PEERCRED tells us who they are,
+	// and their tasks run as them. An agent that is not root runs every
+	// task as its own user, so only that user may reach it.
+	sockMode := os.FileMode(0o666)
+	if os.Geteuid() != 0 {
+		sockMode = 0o600
+	}
+	if err := os.Chmod(sock, sockMode); err != nil {
+		return nil, fmt.Errorf("socket %s: %w", sock, err)
+	}
 	closers = append(closers, func() { a.unixLn.Close() })
 
 	a.state = fsm.New()
+	if b := a.sec.bundle; b != nil {
+		b.SetRevoked(a.revokedCheck)
+	}
 	rc := consensus.Config{
 		ID:            cfg.Name,
 		DataDir:       cfg.DataDir,
@@ -249,7 +263,12 @@ func (a *Agent) bootstrapExpect() int {
 func (a *Agent) Name() string { return a.cfg.Name }
 
 // SocketPath is the agent's Unix socket.
-func (a *Agent) SocketPath() string { return a.dir.socketPath() }
+func (a *Agent) SocketPath() string {
+	if a.cfg.SocketPath != "" {
+		return a.cfg.SocketPath
+	}
+	return a.dir.socketPath()
+}
 
 // Run runs the agent until ctx ends or a fatal error (such as a name
 // conflict found while joining), then shuts everything down.
@@ -299,9 +318,11 @@ func (a *Agent) Run(parent context.Context) error {
 	wg.Go(func() { a.driveLoop(ctx) })
 	wg.Go(func() { a.reportLoop(ctx) })
 	wg.Go(func() { a.drainGossipEvents(ctx) })
+	wg.Go(func() { a.renewLoop(ctx) })
+	wg.Go(func() { a.caLoop(ctx) })
 
 	a.log.Info("agent started", "api", a.cfg.apiAdvert(), "raft", a.cfg.raftAdvert(),
-		"gossip", a.cfg.gossipAdvert(), "socket", a.dir.socketPath(), "gpus", len(a.cfg.GPUs))
+		"gossip", a.cfg.gossipAdvert(), "socket", a.SocketPath(), "gpus", len(a.cfg.GPUs))
 	<-ctx.Done()
 	cause := context.Cause(ctx)
 	if errors.Is(cause, context.Canceled) {
@@ -383,7 +404,7 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 		_ = a.exec.Close(closeCtx)
 		cancelClose()
 	}
-	_ = os.Remove(a.dir.socketPath())
+	_ = os.Remove(a.SocketPath())
 	a.dir.close()
 	a.log.Info("agent stopped")
 }
@@ -517,6 +538,18 @@ func (p *peerClients) get(name, addr string) (*api.Client, error) {
 	}
 	p.clients[key] = c
 	return c, nil
+}
+
+// reset drops every cached client and closes its idle connections: a TLS
+// connection keeps the certificate it was opened with, so after a renewal
+// new ones must be made.
+func (p *peerClients) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.clients {
+		c.CloseIdleConnections()
+	}
+	clear(p.clients)
 }
 
 // maxHTTPConns bounds the TCP connections the API serves at once; more

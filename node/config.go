@@ -13,6 +13,7 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/exec"
+	"github.com/shoal-sched/shoal/pki"
 )
 
 // Default ports of an agent.
@@ -26,6 +27,9 @@ const (
 type Config struct {
 	Name    string
 	DataDir string
+	// SocketPath is the CLI's Unix socket (--socket); "" means
+	// DataDir/shoal.sock.
+	SocketPath string
 
 	// BindAddr is the IP every listener binds; AdvertiseAddr is the IP
 	// other nodes dial (defaults to BindAddr, or 127.0.0.1 for 0.0.0.0).
@@ -183,6 +187,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--kill-wait %s: want more than 0", c.KillWait)
 	case c.LeaseTTL < 3*c.HeartbeatInterval:
 		return fmt.Errorf("--lease-ttl %s: want at least 3 heartbeat intervals (%s)", c.LeaseTTL, 3*c.HeartbeatInterval)
+	case c.CertLifetime != 0 && (c.CertLifetime < time.Minute || c.CertLifetime > pki.MaxNodeLifetime):
+		return fmt.Errorf("--cert-lifetime %s: want 1m to %s", c.CertLifetime, pki.MaxNodeLifetime)
 	case c.CPUs < 0:
 		return fmt.Errorf("--cpus %d: want 0 or more", c.CPUs)
 	case c.TaskHostname != TaskHostnameAuto && c.TaskHostname != TaskHostnameOn && c.TaskHostname != TaskHostnameOff:

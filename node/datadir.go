@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,6 +26,14 @@ var ErrDataDirLocked = errors.New("data dir is locked by another agent")
 func openDataDir(dir, name string) (*dataDir, error) {
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return nil, fmt.Errorf("--data-dir %s: %w", dir, err)
+	}
+	// The agent trusts what it finds here (its raft log, its keys, task
+	// records it runs as root from): a directory another user owns could
+	// be swapped under it.
+	if st, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("--data-dir %s: %w", dir, err)
+	} else if owner := st.Sys().(*syscall.Stat_t).Uid; int(owner) != os.Geteuid() {
+		return nil, fmt.Errorf("--data-dir %s: owned by uid %d, not this agent's user (uid %d): refusing a directory another user controls", dir, owner, os.Geteuid())
 	}
 	// Searchable, not listable: jobs of every user reach the socket and the
 	// srun shims in it by path; raft and task records keep their own 0700

@@ -322,6 +322,14 @@ func (a *Agent) voterLoop(ctx context.Context) {
 		}
 		now := time.Now()
 		cands := voterCandidates(a.gossip.Members(), servers, failedSince, now)
+		// A revoked node may still gossip (it has the key until it is
+		// rotated), but it holds no raft seat.
+		sec := a.state.View().Security()
+		for i := range cands {
+			if _, revoked := sec.RevokedAt(cands[i].ID); revoked {
+				cands[i].Alive, cands[i].Left = false, true
+			}
+		}
 		changes := consensus.PlanVoters(consensus.VoterConfig{DeadServerGrace: a.cfg.DeadServerGrace}, a.cfg.Name, cands, now)
 		if len(changes) == 0 {
 			continue

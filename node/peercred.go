@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/user"
 	"strconv"
 
@@ -111,8 +112,14 @@ func (a *Agent) resolveCaller(r *http.Request) caller {
 }
 
 // publicEndpoint is what anyone who reaches the API may ask: whether the
-// agent is up, and who leads. Everything else needs an identity.
+// agent is up, who leads, and to join with a token. Everything else needs
+// an identity.
 func publicEndpoint(r *http.Request) bool {
+	// A joining node has no certificate yet: its join token is checked by
+	// the handler.
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/join" {
+		return true
+	}
 	return r.Method == http.MethodGet && (r.URL.Path == "/v1/status" || r.URL.Path == "/v1/leader")
 }
 
@@ -123,6 +130,12 @@ func publicEndpoint(r *http.Request) bool {
 func (a *Agent) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		who := a.resolveCaller(r)
+		if euid := os.Geteuid(); euid != 0 && who.how == "peercred" && who.UID != euid {
+			// Tasks run as the agent's own user: another user's work would
+			// run as someone they are not.
+			writeError(w, forbidden(fmt.Errorf("this agent runs as uid %d, not root, and so accepts work only from its own user (you are uid %d)", euid, who.UID)))
+			return
+		}
 		if who.anonymous() && a.sec.bundle != nil && !publicEndpoint(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="shoal"`)
 			writeError(w, &httpError{http.StatusUnauthorized, errors.New("authentication required: use the agent's Unix socket on its node (<data-dir>/shoal.sock); over TCP only cluster nodes, with their certificate, are accepted")})

@@ -1,14 +1,19 @@
 package node
 
 import (
+	"context"
+	"crypto"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -23,6 +28,13 @@ type Security struct {
 	Insecure bool
 	// ClusterName names the CA a first node creates.
 	ClusterName string
+	// CertLifetime (--cert-lifetime) is how long the certificates this
+	// node signs as leader (joins, renewals) are valid; 0 means
+	// pki.DefaultNodeLifetime.
+	CertLifetime time.Duration
+	// JoinToken (--token) is a join token ('shoal join-token create'): a
+	// node without a certificate uses it to get one from the cluster.
+	JoinToken string
 }
 
 // security is what an agent proves itself with and checks others
@@ -40,16 +52,21 @@ var errNoCertificate = errors.New("no node certificate")
 // gossip key in the data dir. hasRaftState says whether the node was
 // ever part of a cluster: such a node never mints a new CA, which would
 // cut it off from the cluster it belonged to.
-func setupSecurity(cfg *Config, hasRaftState bool, log *slog.Logger) (*security, error) {
+func setupSecurity(ctx context.Context, cfg *Config, hasRaftState bool, log *slog.Logger) (*security, error) {
 	if cfg.Insecure {
 		log.Warn("INSECURE: --insecure: no TLS and no gossip encryption; anyone who reaches this agent's ports can act as any node and any user",
 			"bind", cfg.BindAddr, "reachable_beyond_this_host", cfg.bindsBeyondLoopback())
 		return &security{}, nil
 	}
 	p := cfg.tlsPaths()
+	if !p.HasNode() && cfg.JoinToken != "" {
+		if err := joinWithToken(ctx, cfg, p, log); err != nil {
+			return nil, err
+		}
+	}
 	if !p.HasNode() {
 		if len(cfg.Join) > 0 || hasRaftState {
-			return nil, fmt.Errorf("%w in %s (node.pem, node-key.pem and ca.pem): a node that joins a cluster needs one signed by the cluster's CA: create it on a node that has the CA with 'shoal tls cert create --name %s --ip %s', copy the folder here, and the gossip key with it; or give --tls-ca, --tls-cert and --tls-key; or --insecure to run without TLS",
+			return nil, fmt.Errorf("%w in %s (node.pem, node-key.pem and ca.pem): a node that joins a cluster needs one signed by the cluster's CA: join with --token T from 'shoal join-token create' on any node; or create one on the node that has the CA with 'shoal tls cert create --name %s --ip %s' and copy the folder here; or give --tls-ca, --tls-cert and --tls-key; or --insecure to run without TLS",
 				errNoCertificate, p.Cert, cfg.Name, cfg.AdvertiseAddr)
 		}
 		if err := initFirstNode(cfg, p, log); err != nil {
@@ -159,4 +176,108 @@ func (c *Config) tlsPaths() pki.Paths {
 func (c *Config) bindsBeyondLoopback() bool {
 	ip := net.ParseIP(c.BindAddr)
 	return ip == nil || !ip.IsLoopback()
+}
+
+// Bounds of a join with a token.
+const (
+	joinAttempts      = 60
+	joinRetryInterval = time.Second
+	joinRequestWait   = 10 * time.Second
+)
+
+// joinWithToken gets this node's certificate from the cluster: it makes
+// its key (which never leaves it), sends a certificate request with the
+// token to the API addresses the token names, trusting only a server that
+// proves it holds a certificate of the CA the token pins, and writes what
+// comes back to p. It retries while no address answers (the cluster may be
+// electing), and stops at once on a refusal.
+func joinWithToken(ctx context.Context, cfg *Config, p pki.Paths, log *slog.Logger) error {
+	tok, err := pki.ParseJoinToken(cfg.JoinToken)
+	if err != nil {
+		return fmt.Errorf("--token: %w", err)
+	}
+	key, err := pki.NewNodeKey()
+	if err != nil {
+		return err
+	}
+	csr, err := pki.NewCSR(key, cfg.Name)
+	if err != nil {
+		return err
+	}
+	req := api.JoinRequest{TokenID: tok.ID, Secret: tok.Secret, CSR: string(csr)}
+	for _, ip := range nodeIPs(cfg.AdvertiseAddr) {
+		req.IPs = append(req.IPs, ip.String())
+	}
+	var resp api.JoinResponse
+	var lastErr error
+	for attempt := 0; attempt < joinAttempts; attempt++ {
+		for _, addr := range tok.Addrs {
+			c, err := api.NewTLSClient("https://"+addr, pki.PinnedClientConfig(tok.CAFingerprint))
+			if err != nil {
+				return fmt.Errorf("--token: %w", err)
+			}
+			rctx, cancel := context.WithTimeout(ctx, joinRequestWait)
+			_, err = c.Do(rctx, http.MethodPost, "/v1/join", req, &resp)
+			cancel()
+			if err == nil {
+				return saveJoin(cfg, p, tok, key, resp, log)
+			}
+			var se *api.StatusError
+			if errors.As(err, &se) && se.Code != http.StatusServiceUnavailable && se.Code != http.StatusBadGateway {
+				return fmt.Errorf("join through %s: %s", addr, se.Message)
+			}
+			if errors.Is(err, pki.ErrWrongCluster) {
+				return fmt.Errorf("join through %s: %w", addr, err)
+			}
+			lastErr = fmt.Errorf("join through %s: %w", addr, err)
+		}
+		if attempt == 0 {
+			log.Info("waiting for the cluster to sign this node's certificate", "addrs", tok.Addrs, "err", lastErr)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(joinRetryInterval):
+		}
+	}
+	return fmt.Errorf("--token: no address in it answered after %d attempts: %w", joinAttempts, lastErr)
+}
+
+// saveJoin checks what the cluster sent and writes it.
+func saveJoin(cfg *Config, p pki.Paths, tok pki.JoinToken, key crypto.Signer, resp api.JoinResponse, log *slog.Logger) error {
+	cas, err := pki.ParseCerts([]byte(resp.CA))
+	if err != nil {
+		return fmt.Errorf("join: the CA sent back: %w", err)
+	}
+	ca := &pki.CA{Cert: cas[0]}
+	if ca.Fingerprint() != tok.CAFingerprint {
+		return fmt.Errorf("join: the CA sent back is not the one the token names")
+	}
+	keyPEM, err := pki.EncodeKey(key)
+	if err != nil {
+		return err
+	}
+	cert, err := tls.X509KeyPair([]byte(resp.Cert), keyPEM)
+	if err != nil {
+		return fmt.Errorf("join: the certificate sent back: %w", err)
+	}
+	b, err := pki.NewBundle(ca, cert)
+	if err != nil {
+		return fmt.Errorf("join: the certificate sent back: %w", err)
+	}
+	if b.Name != cfg.Name {
+		return fmt.Errorf("join: the certificate sent back names %s, not %s", b.Name, cfg.Name)
+	}
+	gossipKey, err := pki.ParseGossipKey(resp.GossipKey)
+	if err != nil {
+		return fmt.Errorf("join: %w", err)
+	}
+	if err := pki.WriteNode(p, ca, []byte(resp.Cert), keyPEM); err != nil {
+		return err
+	}
+	if err := pki.WriteGossipKey(p.GossipKey, gossipKey); err != nil {
+		return err
+	}
+	log.Info("joined with a token: this node's certificate is signed by the cluster CA", "cert", p.Cert, "expires", b.NotAfter().Format(time.RFC3339))
+	return nil
 }

@@ -398,7 +398,7 @@ func (a *Agent) driveSteps(ctx context.Context, v *fsm.View, j *cluster.Job, i i
 // address (so srun inside finds it) and the Slurm shims on PATH.
 func (a *Agent) launch(v *fsm.View, j *cluster.Job, nodeIndex int) exec.Launch {
 	spec := j.Spec
-	spec.Env = append(append([]string(nil), j.Spec.Env...), "SHOAL_ADDR=unix://"+a.dir.socketPath())
+	spec.Env = append(append([]string(nil), j.Spec.Env...), "SHOAL_ADDR=unix://"+a.SocketPath())
 	var hosts []exec.Host
 	if len(a.cfg.TaskHelper) > 0 {
 		hosts = a.taskHosts(v)

@@ -357,3 +357,9 @@ func subjectKeyID(pub *ecdsa.PublicKey) ([]byte, error) {
 	sum := sha256.Sum256(der)
 	return sum[:20], nil
 }
+
+// KeyMatches reports whether key is the private half of cert's public key.
+func KeyMatches(cert *x509.Certificate, key crypto.Signer) bool {
+	pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool })
+	return ok && pub.Equal(cert.PublicKey)
+}

@@ -172,6 +172,9 @@ func UserClientConfig(roots *x509.CertPool) *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: roots}
 }
 
+// ErrWrongCluster: a server is not of the cluster a join token is for.
+var ErrWrongCluster = errors.New("not the cluster the join token is for")
+
 // PinnedClientConfig is how a node that has no certificate yet dials the
 // cluster to join: the server must present a node certificate chaining to
 // a CA that it sends along and whose SHA-256 fingerprint is fingerprint
@@ -190,7 +193,7 @@ func PinnedClientConfig(fingerprint string) *tls.Config {
 				_, err := VerifyNode(cs.PeerCertificates[:1], roots, time.Now())
 				return err
 			}
-			return fmt.Errorf("the server sent no CA with fingerprint %s: not the cluster the join token is for", fingerprint)
+			return fmt.Errorf("%w: the server sent no CA with fingerprint %s", ErrWrongCluster, fingerprint)
 		},
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/shoal-sched/shoal/exec"
 	"github.com/shoal-sched/shoal/gpu"
 	"github.com/shoal-sched/shoal/node"
+	"github.com/shoal-sched/shoal/pki"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -140,10 +141,13 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")
 	f.StringVar(&cfg.TaskHostname, "task-hostname", node.TaskHostnameAuto, "run each task with the node's name as hostname and an /etc/hosts naming the cluster's nodes, in namespaces of its own (needs root): auto (when the host's name is not the node's), on or off")
+	f.StringVar(&cfg.SocketPath, "socket", "", "the CLI's Unix socket (default <data-dir>/shoal.sock; the CLI also looks in /run/shoal/shoal.sock)")
 	f.StringVar(&cfg.TLS.CA, "tls-ca", "", "the cluster CA certificate (PEM; default <data-dir>/tls/ca.pem)")
 	f.StringVar(&cfg.TLS.Cert, "tls-cert", "", "this node's certificate, signed by the cluster CA and naming --name (PEM; default <data-dir>/tls/node.pem)")
 	f.StringVar(&cfg.TLS.Key, "tls-key", "", "this node's private key (PEM, mode 0600; default <data-dir>/tls/node-key.pem)")
 	f.StringVar(&cfg.TLS.GossipKey, "gossip-key-file", "", "the gossip encryption key (base64, mode 0600; default <data-dir>/tls/gossip.key)")
+	f.StringVar(&cfg.JoinToken, "token", "", "a join token from 'shoal join-token create': a node without a certificate gets one from the cluster with it")
+	f.DurationVar(&cfg.CertLifetime, "cert-lifetime", pki.DefaultNodeLifetime, "how long the node certificates this agent signs as leader are valid (nodes renew theirs when a third is left)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "run with no TLS and no gossip encryption: anyone who reaches this agent's ports can act as any node and any user (never on a shared network)")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "shoal", "name written into the CA a first node creates")
 	f.StringVar(&policyFile, "policy", "", "queue policy file (JSON: priority weights, fair-share accounts, QoS levels) this agent makes the cluster's when it becomes leader; give every agent the same file")

@@ -44,7 +44,11 @@ func (g *globalFlags) client() (*api.Client, error) {
 		addr = os.Getenv("SHOAL_ADDR")
 	}
 	if addr == "" {
+		// A packaged agent (contrib/systemd) keeps its socket in /run.
 		addr = "unix://" + filepath.Join(defaultDataDir(), "shoal.sock")
+		if st, err := os.Stat(systemSocket); err == nil && st.Mode()&os.ModeSocket != 0 {
+			addr = "unix://" + systemSocket
+		}
 	}
 	var tlsConf *tls.Config
 	if strings.HasPrefix(addr, "https://") {
@@ -59,6 +63,9 @@ func (g *globalFlags) client() (*api.Client, error) {
 	}
 	return c, nil
 }
+
+// systemSocket is where the systemd unit's agent listens.
+const systemSocket = "/run/shoal/shoal.sock"
 
 // userTLS is how the CLI verifies an agent's HTTPS API: against the
 // cluster CA in $SHOAL_CA_CERT, else the local data dir's.

@@ -79,6 +79,8 @@ func newRootCmd() *cobra.Command {
 		newCancelCmd(g),
 		newNodesCmd(g),
 		newTLSCmd(g),
+		newJoinTokenCmd(g),
+		newNodeCmd(g),
 		newLeaveCmd(g),
 		newMembersCmd(g),
 		newLeaderCmd(g),

@@ -79,7 +79,26 @@ func TestOutsiderCannotAct(t *testing.T) {
 	})
 	outNS, outAddr := h.Outsider(0)
 	cl := h.Agents[0].Client()
-	before := snapshotCluster(t, ctx, cl)
+	// Every node registered and up before the attacks, so the comparison
+	// after them sees only what the attacks changed.
+	var before clusterSnapshot
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		before = snapshotCluster(t, ctx, cl)
+		up := 0
+		for _, s := range before.nodes {
+			if strings.HasPrefix(s, "IDLE ") {
+				up++
+			}
+		}
+		if up == len(h.Agents) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not every node up and idle within 30s: %v", before.nodes)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 
 	forged := map[string]string{
 		"X-Shoal-Forwarded-By": "n2", "X-Shoal-User": "root", "X-Shoal-Uid": "0", "X-Shoal-Gid": "0",

@@ -1,0 +1,437 @@
+package node
+
+import (
+	"context"
+	"crypto"
+	"crypto/x509"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/pki"
+)
+
+// Bounds of join tokens.
+const (
+	defaultJoinTokenTTL = time.Hour
+	maxJoinTokenTTL     = 7 * 24 * time.Hour
+	maxJoinTokenUses    = 1000
+	// maxTokenAddrs bounds the API addresses written into a token.
+	maxTokenAddrs = 5
+)
+
+// errNoClusterCA: the cluster's state holds no CA, so nothing can be signed.
+var errNoClusterCA = errors.New("the cluster has no CA in its replicated state (the cluster runs --insecure, or its first leader had no CA key)")
+
+// caOffer is what a node holding the CA's key offers the cluster's state.
+func (a *Agent) caOffer() (*api.ClusterCA, bool) {
+	b := a.sec.bundle
+	if b == nil || b.CA.Key == nil {
+		return nil, false
+	}
+	keyPEM, err := pki.EncodeKey(b.CA.Key)
+	if err != nil {
+		a.log.Warn("record the cluster CA", "err", err)
+		return nil, false
+	}
+	return &api.ClusterCA{CACert: string(pki.EncodeCert(b.CA.Cert)), CAKey: string(keyPEM), GossipKey: pki.EncodeGossipKey(a.sec.gossipKey)}, true
+}
+
+// hasClusterCA reports whether the replicated state holds the CA.
+func (a *Agent) hasClusterCA() bool {
+	sec := a.state.View().Security()
+	return sec != nil && len(sec.CACert) > 0
+}
+
+// caLoop runs on a node that holds the CA's key (the one an operator ran
+// `shoal tls init` on) until the replicated state holds the CA, so that
+// whichever node leads can sign join requests and renewals: as leader it
+// records it, else it offers it to the leader.
+func (a *Agent) caLoop(ctx context.Context) {
+	offer, ok := a.caOffer()
+	if !ok {
+		return
+	}
+	for !a.hasClusterCA() {
+		if err := a.offerClusterCA(ctx, offer); err != nil && ctx.Err() == nil {
+			a.log.Debug("offer the cluster CA to the leader", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(a.cfg.HeartbeatInterval):
+		}
+	}
+}
+
+func (a *Agent) offerClusterCA(ctx context.Context, offer *api.ClusterCA) error {
+	_, _, self, err := a.leaderAPI()
+	if err != nil {
+		return err
+	}
+	if self {
+		return a.recordClusterCA(ctx, *offer)
+	}
+	c, err := a.leaderClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+	defer cancel()
+	_, err = c.Do(ctx, http.MethodPost, "/v1/internal/cluster-ca", offer, nil)
+	return err
+}
+
+// recordClusterCA applies an offered CA after checking that it is the CA
+// this leader itself trusts and that the key is the CA's: a node cannot
+// slip another CA into the state.
+func (a *Agent) recordClusterCA(ctx context.Context, offer api.ClusterCA) error {
+	b := a.sec.bundle
+	if b == nil {
+		return conflict(errors.New("this agent runs --insecure"))
+	}
+	certs, err := pki.ParseCerts([]byte(offer.CACert))
+	if err != nil {
+		return badRequest(fmt.Errorf("ca_cert: %w", err))
+	}
+	if pki.Fingerprint(certs[0]) != b.CA.Fingerprint() {
+		return forbidden(fmt.Errorf("cluster CA: %w: not the CA this cluster's nodes are certified by", ErrForbidden))
+	}
+	key, err := pki.ParseKey([]byte(offer.CAKey))
+	if err != nil {
+		return badRequest(fmt.Errorf("ca_key: %w", err))
+	}
+	if !pki.KeyMatches(certs[0], key) {
+		return badRequest(errors.New("ca_key: not the CA certificate's key"))
+	}
+	gossipKey, err := pki.ParseGossipKey(offer.GossipKey)
+	if err != nil {
+		return badRequest(err)
+	}
+	res, err := a.apply(ctx, fsm.CmdSetClusterCA, fsm.SetClusterCA{
+		CACert: []byte(offer.CACert), CAKey: []byte(offer.CAKey), GossipKey: gossipKey, Time: time.Now(),
+	})
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		return fsmError(err)
+	}
+	a.log.Info("recorded the cluster CA in the replicated state: any leader can now sign join requests", "ca_fingerprint", b.CA.Fingerprint())
+	return nil
+}
+
+// handleClusterCA is a node's offer of the CA (see caLoop).
+func (a *Agent) handleClusterCA(w http.ResponseWriter, r *http.Request) {
+	var offer api.ClusterCA
+	if err := decodeBody(r, &offer); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := a.requireNode(r, ""); err != nil {
+		writeError(w, err)
+		return
+	}
+	if !a.raft.IsLeader() {
+		writeError(w, &httpError{http.StatusServiceUnavailable, errors.New("not the leader")})
+		return
+	}
+	if err := a.recordClusterCA(r.Context(), offer); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a.state.Index(), struct{}{})
+}
+
+// clusterCA returns the CA, with its key, from the replicated state.
+func clusterCA(v *fsm.View) (*pki.CA, []byte, error) {
+	sec := v.Security()
+	if sec == nil || len(sec.CACert) == 0 {
+		return nil, nil, conflict(errNoClusterCA)
+	}
+	certs, err := pki.ParseCerts(sec.CACert)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster CA in the state: %w", err)
+	}
+	key, err := pki.ParseKey(sec.CAKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster CA key in the state: %w", err)
+	}
+	return &pki.CA{Cert: certs[0], Key: key}, sec.GossipKey, nil
+}
+
+// revokedCheck is the bundle's revocation check: the replicated list.
+func (a *Agent) revokedCheck(name string, issued time.Time) bool {
+	at, ok := a.state.View().Security().RevokedAt(name)
+	return ok && issued.Before(at)
+}
+
+// handleCreateJoinToken is `shoal join-token create` (root only).
+func (a *Agent) handleCreateJoinToken(w http.ResponseWriter, r *http.Request) {
+	var req api.JoinTokenRequest
+	who, here := a.acceptWrite(w, r, &req)
+	if !here {
+		return
+	}
+	if who.UID != 0 {
+		writeError(w, forbidden(fmt.Errorf("create a join token: %w: only root may", ErrForbidden)))
+		return
+	}
+	ttl := time.Duration(req.TTLS) * time.Second
+	if ttl == 0 {
+		ttl = defaultJoinTokenTTL
+	}
+	if ttl < 0 || ttl > maxJoinTokenTTL {
+		writeError(w, badRequest(fmt.Errorf("ttl_s %d: want 1 to %d", req.TTLS, int64(maxJoinTokenTTL/time.Second))))
+		return
+	}
+	uses := req.Uses
+	if uses == 0 {
+		uses = 1
+	}
+	if uses < 0 || uses > maxJoinTokenUses {
+		writeError(w, badRequest(fmt.Errorf("uses %d: want 1 to %d", req.Uses, maxJoinTokenUses)))
+		return
+	}
+	v := a.state.View()
+	ca, _, err := clusterCA(v)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	tok, err := pki.NewJoinToken(ca.Fingerprint(), a.joinAddrs(v))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	now := time.Now()
+	res, err := a.apply(r.Context(), fsm.CmdAddJoinToken, fsm.AddJoinToken{Token: cluster.JoinToken{
+		ID: tok.ID, SecretHash: pki.SecretHash(tok.Secret), Created: now, Expires: now.Add(ttl), UsesLeft: uses,
+	}, Time: now})
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		writeError(w, fsmError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, a.state.Index(), api.JoinTokenResponse{Token: tok.String(), Expires: api.FormatTime(now.Add(ttl)), Uses: uses})
+}
+
+// joinAddrs are the API addresses a token names: this leader first, then
+// other live nodes, so a joining node finds one that answers.
+func (a *Agent) joinAddrs(v *fsm.View) []string {
+	addrs := []string{a.cfg.apiAdvert()}
+	for _, n := range v.Nodes() {
+		if len(addrs) >= maxTokenAddrs {
+			break
+		}
+		if n.Status == cluster.NodeUp && n.APIAddr != "" && !slices.Contains(addrs, n.APIAddr) {
+			addrs = append(addrs, n.APIAddr)
+		}
+	}
+	return addrs
+}
+
+// handleJoin signs a new node's certificate in exchange for a join token.
+// Anyone may ask (they have no certificate yet): the token is the proof.
+// A token that does not match is turned away before anything is written
+// to the log, so strangers cannot make the cluster do work.
+func (a *Agent) handleJoin(w http.ResponseWriter, r *http.Request) {
+	if a.sec.bundle == nil {
+		writeError(w, conflict(errors.New("join: this agent runs --insecure and signs nothing")))
+		return
+	}
+	var req api.JoinRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if a.forward(w, r, caller{Identity: nobody}, req) {
+		return
+	}
+	csr, name, err := pki.ParseCSR([]byte(req.CSR))
+	if err != nil {
+		writeError(w, badRequest(fmt.Errorf("csr: %w", err)))
+		return
+	}
+	ips, err := parseIPs(req.IPs)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	v := a.state.View()
+	if !tokenMatches(v.Security(), req.TokenID, req.Secret, time.Now()) {
+		writeError(w, &httpError{http.StatusUnauthorized, fsm.ErrJoinToken})
+		return
+	}
+	if n, ok := v.Node(name); ok && n.Status == cluster.NodeUp {
+		writeError(w, conflict(fmt.Errorf("join as %s: a node of that name is up in the cluster; choose another --name", name)))
+		return
+	}
+	if _, revoked := v.Security().RevokedAt(name); revoked {
+		writeError(w, conflict(fmt.Errorf("join as %s: that node's certificates were revoked; join under another --name", name)))
+		return
+	}
+	res, err := a.apply(r.Context(), fsm.CmdUseJoinToken, fsm.UseJoinToken{
+		ID: req.TokenID, SecretHash: pki.SecretHash(req.Secret), Node: name, Time: time.Now(),
+	})
+	if err == nil {
+		err = res.Err
+	}
+	if errors.Is(err, fsm.ErrJoinToken) {
+		writeError(w, &httpError{http.StatusUnauthorized, err})
+		return
+	}
+	if err != nil {
+		writeError(w, fsmError(err))
+		return
+	}
+	ca, gossipKey, err := clusterCA(a.state.View())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	cert, err := ca.SignNode(pki.NodeRequest{Name: name, PublicKey: csr.PublicKey, IPs: ips, Lifetime: a.cfg.CertLifetime}, time.Now())
+	if err != nil {
+		writeError(w, badRequest(err))
+		return
+	}
+	a.log.Info("signed a joining node's certificate", "joiner", name, "token", req.TokenID, "expires", cert.NotAfter.Format(time.RFC3339))
+	writeJSON(w, http.StatusOK, a.state.Index(), api.JoinResponse{
+		Cert: string(pki.EncodeCert(cert)), CA: string(pki.EncodeCert(ca.Cert)), GossipKey: pki.EncodeGossipKey(gossipKey),
+	})
+}
+
+// tokenMatches is the cheap check before a token is spent through the log.
+func tokenMatches(sec *cluster.Security, id, secret string, now time.Time) bool {
+	if sec == nil {
+		return false
+	}
+	hash := pki.SecretHash(secret)
+	for _, t := range sec.JoinTokens {
+		if t.ID == id {
+			return subtle.ConstantTimeCompare(t.SecretHash, hash) == 1 && t.UsesLeft > 0 && now.Before(t.Expires)
+		}
+	}
+	return false
+}
+
+// handleRenew signs a new certificate for the node that asks, with its
+// current (valid, unrevoked) certificate, for the same name.
+func (a *Agent) handleRenew(w http.ResponseWriter, r *http.Request) {
+	var req api.RenewRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	csr, name, err := pki.ParseCSR([]byte(req.CSR))
+	if err != nil {
+		writeError(w, badRequest(fmt.Errorf("csr: %w", err)))
+		return
+	}
+	if err := a.requireNode(r, name); err != nil {
+		writeError(w, err)
+		return
+	}
+	if !a.raft.IsLeader() {
+		writeError(w, &httpError{http.StatusServiceUnavailable, errors.New("not the leader")})
+		return
+	}
+	cert, err := a.signRenewal(name, csr.PublicKey)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, 0, api.RenewResponse{Cert: string(pki.EncodeCert(cert))})
+}
+
+// signRenewal signs node name's next certificate with the cluster CA in
+// the replicated state, keeping the addresses its current one names.
+func (a *Agent) signRenewal(name string, pub crypto.PublicKey) (*x509.Certificate, error) {
+	v := a.state.View()
+	if _, revoked := v.Security().RevokedAt(name); revoked && name != a.cfg.Name {
+		return nil, forbidden(fmt.Errorf("renew %s: %w: its certificates were revoked", name, ErrForbidden))
+	}
+	ca, _, err := clusterCA(v)
+	if err != nil {
+		return nil, err
+	}
+	var ips []net.IP
+	if n, ok := v.Node(name); ok {
+		if host, _, err := net.SplitHostPort(n.APIAddr); err == nil {
+			if ip := net.ParseIP(host); ip != nil {
+				ips = append(ips, ip)
+			}
+		}
+	}
+	if !slices.ContainsFunc(ips, net.IP.IsLoopback) {
+		ips = append(ips, net.IPv4(127, 0, 0, 1))
+	}
+	return ca.SignNode(pki.NodeRequest{Name: name, PublicKey: pub, IPs: ips, Lifetime: a.cfg.CertLifetime}, time.Now())
+}
+
+// handleRevoke is `shoal node revoke NAME` (root only): the node's
+// certificates issued until now are refused from now on, and it leaves
+// the raft configuration.
+func (a *Agent) handleRevoke(w http.ResponseWriter, r *http.Request) {
+	who, here := a.acceptWrite(w, r, nil)
+	if !here {
+		return
+	}
+	if who.UID != 0 {
+		writeError(w, forbidden(fmt.Errorf("revoke a node: %w: only root may", ErrForbidden)))
+		return
+	}
+	name := r.PathValue("name")
+	if name == a.cfg.Name {
+		writeError(w, badRequest(fmt.Errorf("revoke %s: that is the leader itself; revoke it through another node after it hands leadership over (shoal leave)", name)))
+		return
+	}
+	res, err := a.apply(r.Context(), fsm.CmdRevokeNode, fsm.RevokeNode{Name: name, Time: time.Now()})
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		writeError(w, fsmError(err))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), applyTimeout)
+	defer cancel()
+	if err := a.raft.RemoveServer(ctx, name); err != nil {
+		a.log.Warn("remove a revoked node from raft", "revoked", name, "err", err)
+	}
+	a.log.Warn("revoked a node's certificates", "revoked", name, "by", who.User)
+	writeJSON(w, http.StatusOK, a.state.Index(), struct{}{})
+}
+
+func parseIPs(ss []string) ([]net.IP, error) {
+	if len(ss) > 8 {
+		return nil, badRequest(fmt.Errorf("ips: %d addresses, want at most 8", len(ss)))
+	}
+	var out []net.IP
+	for _, s := range ss {
+		ip := net.ParseIP(s)
+		if ip == nil {
+			return nil, badRequest(fmt.Errorf("ips: %q is not an IP address", s))
+		}
+		out = append(out, ip)
+	}
+	return out, nil
+}
+
+// fsmError maps a refusal of the FSM to a status: invalid input is the
+// caller's mistake.
+func fsmError(err error) error {
+	if errors.Is(err, fsm.ErrInvalid) {
+		return badRequest(err)
+	}
+	return err
+}
