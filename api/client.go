@@ -133,6 +133,12 @@ func (c *Client) WithIdentity(id Identity) *Client {
 	return &cc
 }
 
+// WithToken returns a copy of c that sends a user token (from 'shoal
+// token create') with every request.
+func (c *Client) WithToken(token string) *Client {
+	return c.WithHeader("Authorization", "Bearer "+token)
+}
+
 // WithHeader returns a copy of c that adds a header to every request.
 func (c *Client) WithHeader(key, value string) *Client {
 	cc := *c

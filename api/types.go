@@ -369,3 +369,26 @@ type ClusterCA struct {
 	CAKey     string `json:"ca_key"`
 	GossipKey string `json:"gossip_key"`
 }
+
+// UserTokenRequest asks for a user token (root only). The CLI resolves the
+// user's uid and gid where root typed the command.
+type UserTokenRequest struct {
+	User string `json:"user"`
+	UID  int    `json:"uid"`
+	GID  int    `json:"gid"`
+	// TTLS is the token's lifetime in seconds (0: a day).
+	TTLS int64 `json:"ttl_s"`
+}
+
+// UserTokenResponse carries a new user token.
+type UserTokenResponse struct {
+	Token   string `json:"token"`
+	ID      string `json:"id"`
+	Expires string `json:"expires"`
+}
+
+// RevokeUserTokenRequest revokes a user token (root only), given whole so
+// the cluster learns its id and expiry from its signed claims.
+type RevokeUserTokenRequest struct {
+	Token string `json:"token"`
+}

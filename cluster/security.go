@@ -15,11 +15,22 @@ type Security struct {
 	CACert    []byte `msgpack:"ca_cert"`
 	CAKey     []byte `msgpack:"ca_key"`
 	GossipKey []byte `msgpack:"gossip_key"`
+	// TokenKey signs user tokens (pki.IssueUserToken).
+	TokenKey []byte `msgpack:"token_key"`
 	// JoinTokens are the live tokens, in ascending ID order.
 	JoinTokens []JoinToken `msgpack:"join_tokens"`
 	// Revoked are the nodes whose certificates were revoked, in ascending
 	// name order.
 	Revoked []Revocation `msgpack:"revoked"`
+	// RevokedUserTokens are user tokens refused before they expire, in
+	// ascending ID order; pruned once expired.
+	RevokedUserTokens []RevokedUserToken `msgpack:"revoked_user_tokens"`
+}
+
+// RevokedUserToken is a user token refused until it expires anyway.
+type RevokedUserToken struct {
+	ID      string    `msgpack:"id"`
+	Expires time.Time `msgpack:"expires"`
 }
 
 // JoinToken lets a new node get a certificate. Only a hash of its secret
@@ -47,6 +58,8 @@ func (s *Security) Clone() *Security {
 	}
 	c := *s
 	c.CACert, c.CAKey, c.GossipKey = slices.Clone(s.CACert), slices.Clone(s.CAKey), slices.Clone(s.GossipKey)
+	c.TokenKey = slices.Clone(s.TokenKey)
+	c.RevokedUserTokens = slices.Clone(s.RevokedUserTokens)
 	c.JoinTokens = slices.Clone(s.JoinTokens)
 	for i := range c.JoinTokens {
 		c.JoinTokens[i].SecretHash = slices.Clone(c.JoinTokens[i].SecretHash)
@@ -74,4 +87,21 @@ func (s *Security) RevokedAt(name string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return s.Revoked[i].Time, true
+}
+
+// UserTokenRevoked reports whether user token id was revoked.
+func (s *Security) UserTokenRevoked(id string) bool {
+	if s == nil {
+		return false
+	}
+	_, ok := slices.BinarySearchFunc(s.RevokedUserTokens, id, func(r RevokedUserToken, id string) int {
+		switch {
+		case r.ID < id:
+			return -1
+		case r.ID > id:
+			return 1
+		}
+		return 0
+	})
+	return ok
 }

@@ -84,6 +84,8 @@ func (t CmdType) String() string {
 		return "RevokeNode"
 	case CmdSetGossipKeys:
 		return "SetGossipKeys"
+	case CmdRevokeUserToken:
+		return "RevokeUserToken"
 	}
 	return fmt.Sprintf("CmdType(%d)", uint8(t))
 }

@@ -13,11 +13,12 @@ import (
 
 // The security commands, numbered with the others: append-only.
 const (
-	CmdSetClusterCA  CmdType = 20
-	CmdAddJoinToken  CmdType = 21
-	CmdUseJoinToken  CmdType = 22
-	CmdRevokeNode    CmdType = 23
-	CmdSetGossipKeys CmdType = 24
+	CmdSetClusterCA    CmdType = 20
+	CmdAddJoinToken    CmdType = 21
+	CmdUseJoinToken    CmdType = 22
+	CmdRevokeNode      CmdType = 23
+	CmdSetGossipKeys   CmdType = 24
+	CmdRevokeUserToken CmdType = 25
 )
 
 // Bounds of the security record.
@@ -25,7 +26,8 @@ const (
 	// MaxJoinTokens bounds the live join tokens; expired and used-up ones
 	// are pruned whenever a token is added.
 	MaxJoinTokens = 256
-	// MaxRevocations bounds the revoked nodes kept.
+	// MaxRevocations bounds the revoked nodes kept, and the revoked user
+	// tokens not yet expired.
 	MaxRevocations = 4096
 	// maxPEMBytes bounds the CA's certificate and key.
 	maxPEMBytes = 16 << 10
@@ -33,6 +35,8 @@ const (
 	maxTokenIDBytes = 64
 	// secretHashBytes is a SHA-256.
 	secretHashBytes = 32
+	// tokenKeyBytes is the user token key's size.
+	tokenKeyBytes = 32
 )
 
 // ErrJoinToken is a join token that is unknown, expired, used up or whose
@@ -45,10 +49,19 @@ var ErrJoinToken = errors.New("join token is not valid (unknown, expired or used
 // refused, so the CA of a running cluster cannot be swapped through the
 // log.
 type SetClusterCA struct {
-	CACert    []byte    `msgpack:"ca_cert"`
-	CAKey     []byte    `msgpack:"ca_key"`
-	GossipKey []byte    `msgpack:"gossip_key"`
-	Time      time.Time `msgpack:"time"`
+	CACert    []byte `msgpack:"ca_cert"`
+	CAKey     []byte `msgpack:"ca_key"`
+	GossipKey []byte `msgpack:"gossip_key"`
+	// TokenKey signs user tokens; the leader that records the CA draws it.
+	TokenKey []byte    `msgpack:"token_key"`
+	Time     time.Time `msgpack:"time"`
+}
+
+// RevokeUserToken refuses user token ID until it expires.
+type RevokeUserToken struct {
+	ID      string    `msgpack:"id"`
+	Expires time.Time `msgpack:"expires"`
+	Time    time.Time `msgpack:"time"`
 }
 
 // AddJoinToken adds a join token (its secret's hash only).
@@ -90,11 +103,15 @@ func (s *State) setClusterCA(c SetClusterCA) Result {
 	if err := validateCA(c.CACert, c.CAKey, c.GossipKey); err != nil {
 		return Result{Err: fmt.Errorf("set cluster CA: %w: %w", ErrInvalid, err)}
 	}
+	if len(c.TokenKey) != tokenKeyBytes {
+		return Result{Err: fmt.Errorf("set cluster CA: %w: token_key: %d bytes, want %d", ErrInvalid, len(c.TokenKey), tokenKeyBytes)}
+	}
 	sec := s.security.Clone()
 	if sec == nil {
 		sec = &cluster.Security{}
 	}
 	sec.CACert, sec.CAKey, sec.GossipKey = slices.Clone(c.CACert), slices.Clone(c.CAKey), slices.Clone(c.GossipKey)
+	sec.TokenKey = slices.Clone(c.TokenKey)
 	s.security = canonSecurity(sec)
 	return Result{}
 }
@@ -214,6 +231,27 @@ func (s *State) setGossipKeys(c SetGossipKeys) Result {
 	return Result{}
 }
 
+func (s *State) revokeUserToken(c RevokeUserToken) Result {
+	if c.ID == "" || len(c.ID) > maxTokenIDBytes {
+		return Result{Err: fmt.Errorf("revoke user token: %w: id %.64q", ErrInvalid, c.ID)}
+	}
+	if s.security == nil || len(s.security.TokenKey) == 0 {
+		return Result{Err: fmt.Errorf("revoke user token: %w: the cluster issues no user tokens", ErrInvalid)}
+	}
+	sec := s.security.Clone()
+	sec.RevokedUserTokens = slices.DeleteFunc(sec.RevokedUserTokens, func(r cluster.RevokedUserToken) bool { return !c.Time.Before(r.Expires) })
+	i, found := slices.BinarySearchFunc(sec.RevokedUserTokens, c.ID, func(r cluster.RevokedUserToken, id string) int { return strings.Compare(r.ID, id) })
+	switch {
+	case found:
+		return Result{}
+	case len(sec.RevokedUserTokens) >= MaxRevocations:
+		return Result{Err: fmt.Errorf("revoke user token: %w: %d revoked tokens not yet expired, at most %d", ErrInvalid, len(sec.RevokedUserTokens), MaxRevocations)}
+	}
+	sec.RevokedUserTokens = slices.Insert(sec.RevokedUserTokens, i, cluster.RevokedUserToken{ID: c.ID, Expires: c.Expires})
+	s.security = canonSecurity(sec)
+	return Result{}
+}
+
 func findToken(ts []cluster.JoinToken, id string) (int, bool) {
 	return slices.BinarySearchFunc(ts, id, func(t cluster.JoinToken, id string) int { return strings.Compare(t.ID, id) })
 }
@@ -224,6 +262,17 @@ func validateSecurity(sec *cluster.Security) error {
 	if len(sec.CACert) > 0 {
 		if err := validateCA(sec.CACert, sec.CAKey, sec.GossipKey); err != nil {
 			return err
+		}
+		if len(sec.TokenKey) != tokenKeyBytes {
+			return fmt.Errorf("token_key: %d bytes, want %d", len(sec.TokenKey), tokenKeyBytes)
+		}
+	}
+	if len(sec.RevokedUserTokens) > MaxRevocations {
+		return fmt.Errorf("revoked_user_tokens: %d, want at most %d", len(sec.RevokedUserTokens), MaxRevocations)
+	}
+	for i, r := range sec.RevokedUserTokens {
+		if r.ID == "" || (i > 0 && r.ID <= sec.RevokedUserTokens[i-1].ID) {
+			return fmt.Errorf("revoked_user_tokens[%d]: id %.64q empty or not ascending", i, r.ID)
 		}
 	}
 	if len(sec.JoinTokens) > MaxJoinTokens {
@@ -259,6 +308,9 @@ func canonSecurity(sec *cluster.Security) *cluster.Security {
 	}
 	if len(sec.Revoked) == 0 {
 		sec.Revoked = nil
+	}
+	if len(sec.RevokedUserTokens) == 0 {
+		sec.RevokedUserTokens = nil
 	}
 	return sec
 }

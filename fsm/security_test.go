@@ -20,7 +20,7 @@ func secretHash(s string) []byte {
 // swapped through the log; every replica agrees (snapshot round trip).
 func TestJoinTokens(t *testing.T) {
 	h := newHarness()
-	ca := SetClusterCA{CACert: []byte("CA"), CAKey: []byte("KEY"), GossipKey: bytes.Repeat([]byte{1}, 32), Time: t0}
+	ca := SetClusterCA{CACert: []byte("CA"), CAKey: []byte("KEY"), GossipKey: bytes.Repeat([]byte{1}, 32), TokenKey: bytes.Repeat([]byte{2}, 32), Time: t0}
 	tok := cluster.JoinToken{ID: "abc", SecretHash: secretHash("s3cret"), Created: t0, Expires: t0.Add(time.Hour), UsesLeft: 2}
 
 	if r := h.apply(t, CmdAddJoinToken, AddJoinToken{Token: tok, Time: t0}); !errors.Is(r.Err, ErrInvalid) {
@@ -70,6 +70,17 @@ func TestJoinTokens(t *testing.T) {
 	}
 	if r := h.apply(t, CmdSetGossipKeys, SetGossipKeys{Key: []byte("short"), Time: t0}); !errors.Is(r.Err, ErrInvalid) {
 		t.Errorf("SetGossipKeys of 5 bytes = %v; want refused", r.Err)
+	}
+
+	h.must(t, CmdRevokeUserToken, RevokeUserToken{ID: "u1", Expires: t0.Add(time.Hour), Time: t0})
+	h.must(t, CmdRevokeUserToken, RevokeUserToken{ID: "u0", Expires: t0.Add(2 * time.Hour), Time: t0})
+	if sec := h.s.View().Security(); !sec.UserTokenRevoked("u1") || sec.UserTokenRevoked("u2") {
+		t.Errorf("revoked user tokens: %+v", sec.RevokedUserTokens)
+	}
+	// Expired revocations are pruned with the next one.
+	h.must(t, CmdRevokeUserToken, RevokeUserToken{ID: "u2", Expires: t0.Add(3 * time.Hour), Time: t0.Add(90 * time.Minute)})
+	if sec := h.s.View().Security(); sec.UserTokenRevoked("u1") || !sec.UserTokenRevoked("u0") {
+		t.Errorf("after pruning: %+v", sec.RevokedUserTokens)
 	}
 
 	snap, err := h.s.Snapshot()

@@ -156,6 +156,12 @@ func (s *State) apply(index uint64, data []byte) Result {
 			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
 		}
 		return s.setGossipKeys(c)
+	case CmdRevokeUserToken:
+		var c RevokeUserToken
+		if err := wire.Decode(body, &c); err != nil {
+			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
+		}
+		return s.revokeUserToken(c)
 	case CmdSetPolicy:
 		var c SetPolicy
 		if err := wire.Decode(body, &c); err != nil {

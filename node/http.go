@@ -70,6 +70,8 @@ func (a *Agent) routes() http.Handler {
 	mux.HandleFunc("GET /v1/policy", a.handlePolicy)
 	mux.HandleFunc("POST /v1/policy", a.handleSetPolicy)
 	mux.HandleFunc("POST /v1/join-tokens", a.handleCreateJoinToken)
+	mux.HandleFunc("POST /v1/tokens", a.handleCreateUserToken)
+	mux.HandleFunc("POST /v1/tokens/revoke", a.handleRevokeUserToken)
 	mux.HandleFunc("POST /v1/join", a.handleJoin)
 	mux.HandleFunc("POST /v1/nodes/{name}/revoke", a.handleRevoke)
 	mux.HandleFunc("POST /v1/internal/renew", a.handleRenew)

@@ -3,8 +3,8 @@ package node
 import (
 	"context"
 	"crypto"
-	"crypto/x509"
 	"crypto/subtle"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -115,8 +115,12 @@ func (a *Agent) recordClusterCA(ctx context.Context, offer api.ClusterCA) error 
 	if err != nil {
 		return badRequest(err)
 	}
+	tokenKey, err := pki.NewTokenKey()
+	if err != nil {
+		return err
+	}
 	res, err := a.apply(ctx, fsm.CmdSetClusterCA, fsm.SetClusterCA{
-		CACert: []byte(offer.CACert), CAKey: []byte(offer.CAKey), GossipKey: gossipKey, Time: time.Now(),
+		CACert: []byte(offer.CACert), CAKey: []byte(offer.CAKey), GossipKey: gossipKey, TokenKey: tokenKey, Time: time.Now(),
 	})
 	if err == nil {
 		err = res.Err

@@ -261,7 +261,7 @@ func TestResolveCaller(t *testing.T) {
 				if tc.name == "socket: a user declaring another" {
 					uid = 1001
 				}
-				r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller{Identity: api.Identity{UID: uid}, proven: true, how: "peercred"}))
+				r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller{Identity: api.Identity{UID: uid}, proven: true, how: "peercred", local: true}))
 			}
 			c := tc.agent.resolveCaller(r)
 			if c.proven != tc.wantProven || c.UID != tc.wantUID || c.node != tc.wantNode {

@@ -9,10 +9,13 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/pki"
 )
 
 // caller is who a request acts for, and how we know.
@@ -26,6 +29,11 @@ type caller struct {
 	// certificate; "" for users. Only nodes may call /v1/internal/*, and a
 	// node may change only its own records.
 	node string
+	// local: the request came through this agent's Unix socket.
+	local bool
+	// authErr says why credentials the caller sent were refused (a user
+	// token that does not verify), for the 401.
+	authErr error
 }
 
 // anonymous reports whether nothing about the caller is known: no socket
@@ -53,7 +61,7 @@ func peerCredConnContext(ctx context.Context, c net.Conn) context.Context {
 		return ctx
 	}
 	id := api.Identity{User: userName(int(cred.Uid)), UID: int(cred.Uid), GID: int(cred.Gid)}
-	return context.WithValue(ctx, callerKey{}, caller{Identity: id, proven: true, how: "peercred"})
+	return context.WithValue(ctx, callerKey{}, caller{Identity: id, proven: true, how: "peercred", local: true})
 }
 
 // callerOf is the identity authenticate resolved for r.
@@ -75,6 +83,8 @@ var nobody = api.Identity{User: "nobody", UID: -1, GID: -1}
 //     marks the request as forwarded by itself, the identity headers are
 //     what it proved of its own caller (nodes are trusted with the
 //     cluster: DESIGN, "the trust boundary");
+//   - a user token (Authorization: Bearer, over TLS) signed with the
+//     cluster's token key, unexpired and not revoked: that user;
 //   - with --insecure only, a forwarded request's headers from anyone.
 //
 // Declared headers on any other request are ignored: loopback proves
@@ -86,11 +96,14 @@ func (a *Agent) resolveCaller(r *http.Request) caller {
 		// Unix socket: the kernel told us. Root may act as another user
 		// (as Slurm's root may submit with --uid): it could anyway.
 		if c.UID == 0 && hasDeclared {
-			return caller{Identity: declared, proven: true, how: "root as " + declared.User}
+			return caller{Identity: declared, proven: true, how: "root as " + declared.User, local: true}
 		}
 		return c
 	}
 	if b := a.sec.bundle; b != nil {
+		if tok, ok := bearerToken(r); ok {
+			return a.tokenCaller(tok)
+		}
 		name, ok := b.PeerNode(r.TLS)
 		if !ok {
 			return caller{Identity: nobody}
@@ -130,7 +143,7 @@ func publicEndpoint(r *http.Request) bool {
 func (a *Agent) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		who := a.resolveCaller(r)
-		if euid := os.Geteuid(); euid != 0 && who.how == "peercred" && who.UID != euid {
+		if euid := os.Geteuid(); euid != 0 && who.local && who.UID != euid {
 			// Tasks run as the agent's own user: another user's work would
 			// run as someone they are not.
 			writeError(w, forbidden(fmt.Errorf("this agent runs as uid %d, not root, and so accepts work only from its own user (you are uid %d)", euid, who.UID)))
@@ -138,7 +151,11 @@ func (a *Agent) authenticate(next http.Handler) http.Handler {
 		}
 		if who.anonymous() && a.sec.bundle != nil && !publicEndpoint(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="shoal"`)
-			writeError(w, &httpError{http.StatusUnauthorized, errors.New("authentication required: use the agent's Unix socket on its node (<data-dir>/shoal.sock); over TCP only cluster nodes, with their certificate, are accepted")})
+			if who.authErr != nil {
+				writeError(w, &httpError{http.StatusUnauthorized, who.authErr})
+				return
+			}
+			writeError(w, &httpError{http.StatusUnauthorized, errors.New("authentication required: use the agent's Unix socket on its node (<data-dir>/shoal.sock), or over TCP a user token from 'shoal token create' ($SHOAL_TOKEN)")})
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, who)))
@@ -150,7 +167,7 @@ func (a *Agent) authenticate(next http.Handler) http.Handler {
 // change only its own records. An empty name accepts any node.
 func (a *Agent) requireNode(r *http.Request, name string) error {
 	who := callerOf(r)
-	if a.sec.bundle == nil && who.how != "peercred" {
+	if a.sec.bundle == nil && !who.local {
 		return nil
 	}
 	if who.node == "" {
@@ -188,4 +205,28 @@ func userName(uid int) string {
 		return u.Username
 	}
 	return fmt.Sprint(uid)
+}
+
+// bearerToken returns the token of an "Authorization: Bearer" header.
+func bearerToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	return strings.TrimSpace(tok), ok && tok != ""
+}
+
+// tokenCaller is the user a token proves, if it verifies against the
+// cluster's token key and was not revoked.
+func (a *Agent) tokenCaller(tok string) caller {
+	sec := a.state.View().Security()
+	if sec == nil || len(sec.TokenKey) == 0 {
+		return caller{Identity: nobody, authErr: errors.New("user token: this cluster issues none yet")}
+	}
+	c, err := pki.VerifyUserToken(sec.TokenKey, tok, time.Now())
+	if err != nil {
+		return caller{Identity: nobody, authErr: err}
+	}
+	if sec.UserTokenRevoked(c.ID) {
+		return caller{Identity: nobody, authErr: fmt.Errorf("%w: revoked", pki.ErrUserToken)}
+	}
+	return caller{Identity: api.Identity{User: c.User, UID: c.UID, GID: c.GID}, proven: true, how: "user token " + c.ID}
 }

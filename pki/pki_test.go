@@ -449,3 +449,51 @@ func FuzzParseJoinToken(f *testing.F) {
 		}
 	})
 }
+
+func TestUserTokens(t *testing.T) {
+	key, _ := NewTokenKey()
+	other, _ := NewTokenKey()
+	tok, id, err := IssueUserToken(key, "ada", 1000, 100, t0, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := VerifyUserToken(key, tok, t0.Add(time.Minute))
+	if err != nil || c.User != "ada" || c.UID != 1000 || c.GID != 100 || c.ID != id {
+		t.Fatalf("VerifyUserToken = %+v, %v", c, err)
+	}
+	parts := strings.Split(tok, ".")
+	// A token that names root in its claims, re-encoded unsigned.
+	none := "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0." + parts[1] + "."
+	for name, tc := range map[string]struct {
+		key   []byte
+		token string
+		at    time.Time
+	}{
+		"another key":   {other, tok, t0},
+		"expired":       {key, tok, t0.Add(2 * time.Hour)},
+		"alg none":      {key, none, t0},
+		"edited claims": {key, parts[0] + "." + parts[1] + "x." + parts[2], t0},
+		"garbage":       {key, "not.a.token", t0},
+		"too long":      {key, strings.Repeat("a", 5000), t0},
+	} {
+		if _, err := VerifyUserToken(tc.key, tc.token, tc.at); !errors.Is(err, ErrUserToken) {
+			t.Errorf("%s: VerifyUserToken = %v; want ErrUserToken", name, err)
+		}
+	}
+	if _, _, err := IssueUserToken(key, "ada", 1000, 100, t0, 2*MaxUserTokenTTL); err == nil {
+		t.Errorf("IssueUserToken beyond the longest lifetime accepted")
+	}
+}
+
+func FuzzVerifyUserToken(f *testing.F) {
+	key, _ := NewTokenKey()
+	tok, _, _ := IssueUserToken(key, "ada", 1000, 100, t0, time.Hour)
+	f.Add(tok)
+	f.Add("a.b.c")
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := VerifyUserToken(key, s, t0.Add(time.Minute))
+		if err == nil && (c.User == "" || c.UID < 0) {
+			t.Fatalf("accepted a token with bad claims: %+v", c)
+		}
+	})
+}

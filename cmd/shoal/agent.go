@@ -50,6 +50,8 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 			cfg.Logger = log
 			cfg.Version = version
 			cfg.DataDir = g.dataDir
+			// --token: a node without a certificate gets one with it.
+			cfg.JoinToken = g.token
 			if cfg.DataDir == "" {
 				cfg.DataDir = defaultDataDir()
 			}
@@ -146,7 +148,6 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.StringVar(&cfg.TLS.Cert, "tls-cert", "", "this node's certificate, signed by the cluster CA and naming --name (PEM; default <data-dir>/tls/node.pem)")
 	f.StringVar(&cfg.TLS.Key, "tls-key", "", "this node's private key (PEM, mode 0600; default <data-dir>/tls/node-key.pem)")
 	f.StringVar(&cfg.TLS.GossipKey, "gossip-key-file", "", "the gossip encryption key (base64, mode 0600; default <data-dir>/tls/gossip.key)")
-	f.StringVar(&cfg.JoinToken, "token", "", "a join token from 'shoal join-token create': a node without a certificate gets one from the cluster with it")
 	f.DurationVar(&cfg.CertLifetime, "cert-lifetime", pki.DefaultNodeLifetime, "how long the node certificates this agent signs as leader are valid (nodes renew theirs when a third is left)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "run with no TLS and no gossip encryption: anyone who reaches this agent's ports can act as any node and any user (never on a shared network)")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "shoal", "name written into the CA a first node creates")

@@ -61,6 +61,14 @@ func (g *globalFlags) client() (*api.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--addr: %w", err)
 	}
+	token := g.token
+	if token == "" {
+		token = os.Getenv("SHOAL_TOKEN")
+	}
+	if token != "" && tlsConf != nil {
+		// Only over TLS: a token sent in the clear is anyone's.
+		c = c.WithToken(token)
+	}
 	return c, nil
 }
 

@@ -57,6 +57,9 @@ type globalFlags struct {
 	addr    string
 	dataDir string
 	json    bool
+	// token is a user token for a remote agent ($SHOAL_TOKEN); for
+	// `shoal agent`, the join token.
+	token string
 }
 
 func newRootCmd() *cobra.Command {
@@ -68,6 +71,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&g.addr, "addr", "", "agent to talk to: unix:///path/shoal.sock or http://host:port (default: the socket in --data-dir, else $SHOAL_ADDR, else http://127.0.0.1:7070)")
+	root.PersistentFlags().StringVar(&g.token, "token", "", "a user token from 'shoal token create', sent to an agent over https (default $SHOAL_TOKEN); for 'shoal agent', a join token from 'shoal join-token create'")
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "the local agent's data dir (default $SHOAL_DATA_DIR or ./shoal-data)")
 	root.AddCommand(
 		newAgentCmd(g),
@@ -80,6 +84,7 @@ func newRootCmd() *cobra.Command {
 		newNodesCmd(g),
 		newTLSCmd(g),
 		newJoinTokenCmd(g),
+		newTokenCmd(g),
 		newNodeCmd(g),
 		newLeaveCmd(g),
 		newMembersCmd(g),
