@@ -344,11 +344,26 @@ type JoinRequest struct {
 }
 
 // JoinResponse is what a joining node needs: its certificate, the CA and
-// the gossip key (base64).
+// the gossip keyring (base64, the primary first).
 type JoinResponse struct {
-	Cert      string `json:"cert"`
-	CA        string `json:"ca"`
-	GossipKey string `json:"gossip_key"`
+	Cert       string   `json:"cert"`
+	CA         string   `json:"ca"`
+	GossipKeys []string `json:"gossip_keys"`
+}
+
+// KeyringRequest changes the gossip keyring (root only): op is install,
+// use or remove, key a base64 key.
+type KeyringRequest struct {
+	Op  string `json:"op"`
+	Key string `json:"key"`
+}
+
+// Keyring is the cluster's gossip keyring and this agent's.
+type Keyring struct {
+	// Cluster is the replicated keyring, the primary first.
+	Cluster []string `json:"cluster"`
+	// Local is the keyring this agent's gossip uses now.
+	Local []string `json:"local"`
 }
 
 // RenewRequest is a node's request for a new certificate, sent with its

@@ -11,10 +11,12 @@ import (
 // Every raft server holds it: DESIGN's trust boundary says a certified
 // node is trusted with the cluster.
 type Security struct {
-	// CACert and CAKey are PEM; GossipKey the raw key.
-	CACert    []byte `msgpack:"ca_cert"`
-	CAKey     []byte `msgpack:"ca_key"`
-	GossipKey []byte `msgpack:"gossip_key"`
+	// CACert and CAKey are PEM.
+	CACert []byte `msgpack:"ca_cert"`
+	CAKey  []byte `msgpack:"ca_key"`
+	// GossipKeys is the gossip keyring, the primary key (the one messages
+	// are sent with) first; every key in it is accepted.
+	GossipKeys [][]byte `msgpack:"gossip_keys"`
 	// TokenKey signs user tokens (pki.IssueUserToken).
 	TokenKey []byte `msgpack:"token_key"`
 	// JoinTokens are the live tokens, in ascending ID order.
@@ -57,7 +59,11 @@ func (s *Security) Clone() *Security {
 		return nil
 	}
 	c := *s
-	c.CACert, c.CAKey, c.GossipKey = slices.Clone(s.CACert), slices.Clone(s.CAKey), slices.Clone(s.GossipKey)
+	c.CACert, c.CAKey = slices.Clone(s.CACert), slices.Clone(s.CAKey)
+	c.GossipKeys = slices.Clone(s.GossipKeys)
+	for i := range c.GossipKeys {
+		c.GossipKeys[i] = slices.Clone(c.GossipKeys[i])
+	}
 	c.TokenKey = slices.Clone(s.TokenKey)
 	c.RevokedUserTokens = slices.Clone(s.RevokedUserTokens)
 	c.JoinTokens = slices.Clone(s.JoinTokens)

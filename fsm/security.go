@@ -87,11 +87,15 @@ type RevokeNode struct {
 	Time time.Time `msgpack:"time"`
 }
 
-// SetGossipKeys replaces the gossip key (rotation).
+// SetGossipKeys replaces the gossip keyring (rotation: install a key,
+// make it primary, remove the old one), the primary key first.
 type SetGossipKeys struct {
-	Key  []byte    `msgpack:"key"`
+	Keys [][]byte  `msgpack:"keys"`
 	Time time.Time `msgpack:"time"`
 }
+
+// MaxGossipKeys bounds the gossip keyring.
+const MaxGossipKeys = 8
 
 func (s *State) setClusterCA(c SetClusterCA) Result {
 	if s.security != nil && len(s.security.CACert) > 0 {
@@ -100,7 +104,10 @@ func (s *State) setClusterCA(c SetClusterCA) Result {
 		}
 		return Result{Err: fmt.Errorf("set cluster CA: %w: the cluster has a CA already", ErrInvalid)}
 	}
-	if err := validateCA(c.CACert, c.CAKey, c.GossipKey); err != nil {
+	if err := validateCA(c.CACert, c.CAKey); err != nil {
+		return Result{Err: fmt.Errorf("set cluster CA: %w: %w", ErrInvalid, err)}
+	}
+	if err := validateGossipKey(c.GossipKey); err != nil {
 		return Result{Err: fmt.Errorf("set cluster CA: %w: %w", ErrInvalid, err)}
 	}
 	if len(c.TokenKey) != tokenKeyBytes {
@@ -110,20 +117,21 @@ func (s *State) setClusterCA(c SetClusterCA) Result {
 	if sec == nil {
 		sec = &cluster.Security{}
 	}
-	sec.CACert, sec.CAKey, sec.GossipKey = slices.Clone(c.CACert), slices.Clone(c.CAKey), slices.Clone(c.GossipKey)
+	sec.CACert, sec.CAKey = slices.Clone(c.CACert), slices.Clone(c.CAKey)
+	sec.GossipKeys = [][]byte{slices.Clone(c.GossipKey)}
 	sec.TokenKey = slices.Clone(c.TokenKey)
 	s.security = canonSecurity(sec)
 	return Result{}
 }
 
-func validateCA(cert, key, gossipKey []byte) error {
+func validateCA(cert, key []byte) error {
 	switch {
 	case len(cert) == 0 || len(cert) > maxPEMBytes:
 		return fmt.Errorf("ca_cert: %d bytes, want 1 to %d", len(cert), maxPEMBytes)
 	case len(key) == 0 || len(key) > maxPEMBytes:
 		return fmt.Errorf("ca_key: %d bytes, want 1 to %d", len(key), maxPEMBytes)
 	}
-	return validateGossipKey(gossipKey)
+	return nil
 }
 
 func validateGossipKey(k []byte) error {
@@ -132,6 +140,23 @@ func validateGossipKey(k []byte) error {
 		return nil
 	}
 	return fmt.Errorf("gossip_key: %d bytes, want 16, 24 or 32", len(k))
+}
+
+func validateGossipKeys(keys [][]byte) error {
+	if len(keys) == 0 || len(keys) > MaxGossipKeys {
+		return fmt.Errorf("gossip_keys: %d keys, want 1 to %d", len(keys), MaxGossipKeys)
+	}
+	for i, k := range keys {
+		if err := validateGossipKey(k); err != nil {
+			return fmt.Errorf("gossip_keys[%d]: %w", i, err)
+		}
+		for _, other := range keys[:i] {
+			if bytes.Equal(k, other) {
+				return fmt.Errorf("gossip_keys[%d]: a key twice", i)
+			}
+		}
+	}
+	return nil
 }
 
 func validateToken(t cluster.JoinToken) error {
@@ -222,11 +247,14 @@ func (s *State) setGossipKeys(c SetGossipKeys) Result {
 	if s.security == nil || len(s.security.CACert) == 0 {
 		return Result{Err: fmt.Errorf("set gossip key: %w: the cluster has no CA in its state yet", ErrInvalid)}
 	}
-	if err := validateGossipKey(c.Key); err != nil {
-		return Result{Err: fmt.Errorf("set gossip key: %w: %w", ErrInvalid, err)}
+	if err := validateGossipKeys(c.Keys); err != nil {
+		return Result{Err: fmt.Errorf("set gossip keys: %w: %w", ErrInvalid, err)}
 	}
 	sec := s.security.Clone()
-	sec.GossipKey = slices.Clone(c.Key)
+	sec.GossipKeys = nil
+	for _, k := range c.Keys {
+		sec.GossipKeys = append(sec.GossipKeys, slices.Clone(k))
+	}
 	s.security = canonSecurity(sec)
 	return Result{}
 }
@@ -260,7 +288,10 @@ func findToken(ts []cluster.JoinToken, id string) (int, bool) {
 // would have left it.
 func validateSecurity(sec *cluster.Security) error {
 	if len(sec.CACert) > 0 {
-		if err := validateCA(sec.CACert, sec.CAKey, sec.GossipKey); err != nil {
+		if err := validateCA(sec.CACert, sec.CAKey); err != nil {
+			return err
+		}
+		if err := validateGossipKeys(sec.GossipKeys); err != nil {
 			return err
 		}
 		if len(sec.TokenKey) != tokenKeyBytes {

@@ -68,8 +68,16 @@ func TestJoinTokens(t *testing.T) {
 	if _, ok := h.s.View().Security().RevokedAt("n3"); ok {
 		t.Errorf("n3 revoked without a RevokeNode")
 	}
-	if r := h.apply(t, CmdSetGossipKeys, SetGossipKeys{Key: []byte("short"), Time: t0}); !errors.Is(r.Err, ErrInvalid) {
+	if r := h.apply(t, CmdSetGossipKeys, SetGossipKeys{Keys: [][]byte{[]byte("short")}, Time: t0}); !errors.Is(r.Err, ErrInvalid) {
 		t.Errorf("SetGossipKeys of 5 bytes = %v; want refused", r.Err)
+	}
+	k1, k2 := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{3}, 32)
+	if r := h.apply(t, CmdSetGossipKeys, SetGossipKeys{Keys: [][]byte{k2, k2}, Time: t0}); !errors.Is(r.Err, ErrInvalid) {
+		t.Errorf("SetGossipKeys with a key twice = %v; want refused", r.Err)
+	}
+	h.must(t, CmdSetGossipKeys, SetGossipKeys{Keys: [][]byte{k2, k1}, Time: t0})
+	if got := h.s.View().Security().GossipKeys; len(got) != 2 || !bytes.Equal(got[0], k2) {
+		t.Errorf("gossip keys = %x; want k2 primary, then k1", got)
 	}
 
 	h.must(t, CmdRevokeUserToken, RevokeUserToken{ID: "u1", Expires: t0.Add(time.Hour), Time: t0})

@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -108,9 +109,11 @@ type Config struct {
 
 	Meta Meta
 
-	// SecretKey, if set, encrypts and authenticates all gossip (16, 24 or
-	// 32 bytes, AES-128/192/256). Nodes with different keys cannot talk.
-	SecretKey []byte
+	// Keys, if set, encrypt and authenticate all gossip (16, 24 or 32
+	// bytes each, AES-128/192/256): messages go out with the first (the
+	// primary) and are accepted with any. Nodes that share no key cannot
+	// talk. SetKeys changes them while running (rotation).
+	Keys [][]byte
 
 	Logger *slog.Logger // default slog.Default()
 
@@ -124,6 +127,8 @@ type Config struct {
 
 // Gossip is a running memberlist instance with Shoal's metadata.
 type Gossip struct {
+	// keyring is memberlist's, nil when unencrypted.
+	keyring   *memberlist.Keyring
 	log       *slog.Logger
 	ml        *memberlist.Memberlist
 	name      string
@@ -166,9 +171,9 @@ func New(cfg Config) (*Gossip, error) {
 	if cfg.BindPort < 0 || cfg.BindPort > 65535 || cfg.AdvertisePort < 0 || cfg.AdvertisePort > 65535 {
 		return nil, fmt.Errorf("new gossip %q: ports must be in 0..65535 (bind %d, advertise %d)", cfg.Name, cfg.BindPort, cfg.AdvertisePort)
 	}
-	if cfg.SecretKey != nil {
-		if err := memberlist.ValidateKey(cfg.SecretKey); err != nil {
-			return nil, fmt.Errorf("new gossip %q: secret key of %d bytes: want 16, 24 or 32: %w", cfg.Name, len(cfg.SecretKey), err)
+	for _, k := range cfg.Keys {
+		if err := memberlist.ValidateKey(k); err != nil {
+			return nil, fmt.Errorf("new gossip %q: secret key of %d bytes: want 16, 24 or 32: %w", cfg.Name, len(k), err)
 		}
 	}
 	meta, err := cfg.Meta.Encode()
@@ -193,8 +198,12 @@ func New(cfg Config) (*Gossip, error) {
 		// memberlist fills it in itself only when BindPort is 0 too.
 		mc.AdvertisePort = cfg.BindPort
 	}
-	if cfg.SecretKey != nil {
-		mc.SecretKey = slices.Clone(cfg.SecretKey)
+	if len(cfg.Keys) > 0 {
+		ring, err := memberlist.NewKeyring(slices.Clone(cfg.Keys[1:]), slices.Clone(cfg.Keys[0]))
+		if err != nil {
+			return nil, fmt.Errorf("new gossip %q: keyring: %w", cfg.Name, err)
+		}
+		mc.Keyring = ring
 	}
 	if cfg.ProbeInterval > 0 {
 		mc.ProbeInterval = cfg.ProbeInterval
@@ -238,8 +247,53 @@ func New(cfg Config) (*Gossip, error) {
 	if g.addr == "" {
 		g.addr = ml.LocalNode().Address()
 	}
-	g.log.Info("gossip listening", "node", g.name, "addr", g.addr, "encrypted", cfg.SecretKey != nil)
+	g.keyring = mc.Keyring
+	g.log.Info("gossip listening", "node", g.name, "addr", g.addr, "encrypted", len(cfg.Keys) > 0)
 	return g, nil
+}
+
+// SetKeys makes keys the keyring, the first the primary: new keys are
+// installed first, then the primary switched, then the others removed, so
+// no message in flight is refused. It fails on an unencrypted instance
+// (encryption is chosen at start).
+func (g *Gossip) SetKeys(keys [][]byte) error {
+	if g.keyring == nil {
+		return errors.New("set gossip keys: gossip runs unencrypted")
+	}
+	if len(keys) == 0 {
+		return errors.New("set gossip keys: none given")
+	}
+	for _, k := range keys {
+		if err := g.keyring.AddKey(k); err != nil {
+			return fmt.Errorf("set gossip keys: %w", err)
+		}
+	}
+	if err := g.keyring.UseKey(keys[0]); err != nil {
+		return fmt.Errorf("set gossip keys: %w", err)
+	}
+	for _, k := range g.keyring.GetKeys() {
+		if !slices.ContainsFunc(keys, func(want []byte) bool { return bytes.Equal(want, k) }) {
+			if err := g.keyring.RemoveKey(k); err != nil {
+				return fmt.Errorf("set gossip keys: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Keys returns the keyring, the primary first (nil when unencrypted).
+func (g *Gossip) Keys() [][]byte {
+	if g.keyring == nil {
+		return nil
+	}
+	primary := g.keyring.GetPrimaryKey()
+	out := [][]byte{primary}
+	for _, k := range g.keyring.GetKeys() {
+		if !bytes.Equal(k, primary) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // LocalName is this node's name.

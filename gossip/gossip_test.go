@@ -68,8 +68,14 @@ func newRecordHandler() *recordHandler { return &recordHandler{store: &recordSto
 
 type nodeOpt func(*Config)
 
-func withMeta(m Meta) nodeOpt           { return func(c *Config) { c.Meta = m } }
-func withKey(k []byte) nodeOpt          { return func(c *Config) { c.SecretKey = k } }
+func withMeta(m Meta) nodeOpt { return func(c *Config) { c.Meta = m } }
+func withKey(k []byte) nodeOpt {
+	return func(c *Config) {
+		if k != nil {
+			c.Keys = [][]byte{k}
+		}
+	}
+}
 func withLogger(l *slog.Logger) nodeOpt { return func(c *Config) { c.Logger = l } }
 func fastProbes() nodeOpt {
 	return func(c *Config) { c.ProbeInterval = 200 * time.Millisecond; c.SuspicionMult = 2 }
@@ -377,7 +383,7 @@ func TestEncryptionKey(t *testing.T) {
 		}
 	}
 
-	if _, err := New(Config{Name: "bad", BindAddr: "127.0.0.1", SecretKey: []byte("short"), Logger: quietLogger()}); err == nil ||
+	if _, err := New(Config{Name: "bad", BindAddr: "127.0.0.1", Keys: [][]byte{[]byte("short")}, Logger: quietLogger()}); err == nil ||
 		!strings.Contains(err.Error(), "want 16, 24 or 32") {
 		t.Errorf("New with a 5-byte key = %v; want a key-size error", err)
 	}
@@ -487,5 +493,44 @@ func TestEventKindString(t *testing.T) {
 		if got := k.String(); got != want {
 			t.Errorf("EventKind(%d).String() = %q; want %q", int(k), got, want)
 		}
+	}
+}
+
+// TestKeyRotation: members move from one key to another in three steps
+// (install, use, remove) without losing each other; afterwards a node with
+// only the old key cannot join, and one with only the new key can.
+func TestKeyRotation(t *testing.T) {
+	t.Parallel()
+	k1, k2 := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
+	a := startNode(t, "a", withKey(k1))
+	b := startNode(t, "b", withKey(k1))
+	join(t, b, a)
+	waitFor(t, 5*time.Second, "a sees b", func() bool { return aliveNames(a) == "a,b" })
+	for _, step := range [][][]byte{{k1, k2}, {k2, k1}, {k2}} {
+		for _, g := range []*Gossip{a, b} {
+			if err := g.SetKeys(step); err != nil {
+				t.Fatalf("SetKeys: %v", err)
+			}
+		}
+		time.Sleep(300 * time.Millisecond) // a few probe rounds on each key set
+		if got := aliveNames(a); got != "a,b" {
+			t.Fatalf("after SetKeys(%d keys), a sees %s; want a,b", len(step), got)
+		}
+	}
+	if got := a.Keys(); len(got) != 1 || !bytes.Equal(got[0], k2) {
+		t.Errorf("Keys() = %x; want only k2", got)
+	}
+	old := startNode(t, "old", withKey(k1))
+	ctx, cancel := context.WithTimeout(t.Context(), 800*time.Millisecond)
+	err := old.Join(ctx, []string{a.LocalAddr()})
+	cancel()
+	if err == nil {
+		t.Errorf("a node with the removed key joined")
+	}
+	fresh := startNode(t, "fresh", withKey(k2))
+	join(t, fresh, a)
+	waitFor(t, 5*time.Second, "a sees fresh", func() bool { return aliveNames(a) == "a,b,fresh" })
+	if err := startNode(t, "plain").SetKeys([][]byte{k2}); err == nil {
+		t.Errorf("SetKeys on an unencrypted node succeeded")
 	}
 }

@@ -181,7 +181,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		AdvertiseAddr: cfg.AdvertiseAddr,
 		AdvertisePort: cfg.GossipPort,
 		Meta:          a.meta(a.raft.HasState()),
-		SecretKey:     a.sec.gossipKey,
+		Keys:          a.sec.gossipKeys,
 		Logger:        log.With("component", "gossip"),
 	})
 	if err != nil {
@@ -320,6 +320,7 @@ func (a *Agent) Run(parent context.Context) error {
 	wg.Go(func() { a.drainGossipEvents(ctx) })
 	wg.Go(func() { a.renewLoop(ctx) })
 	wg.Go(func() { a.caLoop(ctx) })
+	wg.Go(func() { a.keyringLoop(ctx) })
 
 	a.log.Info("agent started", "api", a.cfg.apiAdvert(), "raft", a.cfg.raftAdvert(),
 		"gossip", a.cfg.gossipAdvert(), "socket", a.SocketPath(), "gpus", len(a.cfg.GPUs))

@@ -71,6 +71,8 @@ func (a *Agent) routes() http.Handler {
 	mux.HandleFunc("POST /v1/policy", a.handleSetPolicy)
 	mux.HandleFunc("POST /v1/join-tokens", a.handleCreateJoinToken)
 	mux.HandleFunc("POST /v1/tokens", a.handleCreateUserToken)
+	mux.HandleFunc("GET /v1/keyring", a.handleKeyring)
+	mux.HandleFunc("POST /v1/keyring", a.handleChangeKeyring)
 	mux.HandleFunc("POST /v1/tokens/revoke", a.handleRevokeUserToken)
 	mux.HandleFunc("POST /v1/join", a.handleJoin)
 	mux.HandleFunc("POST /v1/nodes/{name}/revoke", a.handleRevoke)

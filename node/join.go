@@ -41,7 +41,7 @@ func (a *Agent) caOffer() (*api.ClusterCA, bool) {
 		a.log.Warn("record the cluster CA", "err", err)
 		return nil, false
 	}
-	return &api.ClusterCA{CACert: string(pki.EncodeCert(b.CA.Cert)), CAKey: string(keyPEM), GossipKey: pki.EncodeGossipKey(a.sec.gossipKey)}, true
+	return &api.ClusterCA{CACert: string(pki.EncodeCert(b.CA.Cert)), CAKey: string(keyPEM), GossipKey: pki.EncodeGossipKey(a.sec.gossipKeys[0])}, true
 }
 
 // hasClusterCA reports whether the replicated state holds the CA.
@@ -155,7 +155,7 @@ func (a *Agent) handleClusterCA(w http.ResponseWriter, r *http.Request) {
 }
 
 // clusterCA returns the CA, with its key, from the replicated state.
-func clusterCA(v *fsm.View) (*pki.CA, []byte, error) {
+func clusterCA(v *fsm.View) (*pki.CA, [][]byte, error) {
 	sec := v.Security()
 	if sec == nil || len(sec.CACert) == 0 {
 		return nil, nil, conflict(errNoClusterCA)
@@ -168,7 +168,7 @@ func clusterCA(v *fsm.View) (*pki.CA, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("cluster CA key in the state: %w", err)
 	}
-	return &pki.CA{Cert: certs[0], Key: key}, sec.GossipKey, nil
+	return &pki.CA{Cert: certs[0], Key: key}, sec.GossipKeys, nil
 }
 
 // revokedCheck is the bundle's revocation check: the replicated list.
@@ -298,7 +298,7 @@ func (a *Agent) handleJoin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fsmError(err))
 		return
 	}
-	ca, gossipKey, err := clusterCA(a.state.View())
+	ca, gossipKeys, err := clusterCA(a.state.View())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -310,7 +310,7 @@ func (a *Agent) handleJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	a.log.Info("signed a joining node's certificate", "joiner", name, "token", req.TokenID, "expires", cert.NotAfter.Format(time.RFC3339))
 	writeJSON(w, http.StatusOK, a.state.Index(), api.JoinResponse{
-		Cert: string(pki.EncodeCert(cert)), CA: string(pki.EncodeCert(ca.Cert)), GossipKey: pki.EncodeGossipKey(gossipKey),
+		Cert: string(pki.EncodeCert(cert)), CA: string(pki.EncodeCert(ca.Cert)), GossipKeys: encodeKeys(gossipKeys),
 	})
 }
 

@@ -40,8 +40,9 @@ type Security struct {
 // security is what an agent proves itself with and checks others
 // against; nil fields in insecure mode.
 type security struct {
-	bundle    *pki.Bundle
-	gossipKey []byte
+	bundle *pki.Bundle
+	// gossipKeys is the keyring this node started with, the primary first.
+	gossipKeys [][]byte
 }
 
 // errNoCertificate explains what a node without TLS material can do.
@@ -83,13 +84,13 @@ func setupSecurity(ctx context.Context, cfg *Config, hasRaftState bool, log *slo
 	if left := time.Until(b.NotAfter()); left <= 0 {
 		return nil, fmt.Errorf("TLS: certificate %s expired at %s", p.Cert, b.NotAfter().Format(time.RFC3339))
 	}
-	key, err := pki.LoadGossipKey(p.GossipKey)
+	keys, err := pki.LoadGossipKeys(p.GossipKey)
 	if err != nil {
 		return nil, fmt.Errorf("gossip encryption: %w (it comes with the node's certificate: 'shoal tls cert create' writes it beside node.pem)", err)
 	}
 	log.Info("TLS on: raft and node-to-node traffic are mutual TLS, the HTTP API on TCP is TLS, gossip is encrypted",
 		"ca", p.CA, "cert", p.Cert, "expires", b.NotAfter().Format(time.RFC3339), "ca_fingerprint", b.CA.Fingerprint())
-	return &security{bundle: b, gossipKey: key}, nil
+	return &security{bundle: b, gossipKeys: keys}, nil
 }
 
 // initFirstNode creates the cluster's CA (unless the data dir has one),
@@ -268,14 +269,21 @@ func saveJoin(cfg *Config, p pki.Paths, tok pki.JoinToken, key crypto.Signer, re
 	if b.Name != cfg.Name {
 		return fmt.Errorf("join: the certificate sent back names %s, not %s", b.Name, cfg.Name)
 	}
-	gossipKey, err := pki.ParseGossipKey(resp.GossipKey)
-	if err != nil {
-		return fmt.Errorf("join: %w", err)
+	var gossipKeys [][]byte
+	for _, s := range resp.GossipKeys {
+		k, err := pki.ParseGossipKey(s)
+		if err != nil {
+			return fmt.Errorf("join: %w", err)
+		}
+		gossipKeys = append(gossipKeys, k)
+	}
+	if len(gossipKeys) == 0 {
+		return errors.New("join: no gossip key sent back")
 	}
 	if err := pki.WriteNode(p, ca, []byte(resp.Cert), keyPEM); err != nil {
 		return err
 	}
-	if err := pki.WriteGossipKey(p.GossipKey, gossipKey); err != nil {
+	if err := pki.WriteGossipKeys(p.GossipKey, gossipKeys); err != nil {
 		return err
 	}
 	log.Info("joined with a token: this node's certificate is signed by the cluster CA", "cert", p.Cert, "expires", b.NotAfter().Format(time.RFC3339))

@@ -206,21 +206,49 @@ func ParseGossipKey(s string) ([]byte, error) {
 }
 
 // WriteGossipKey writes a gossip key file (mode 0600).
-func WriteGossipKey(path string, k []byte) error {
-	return writeFile(path, []byte(EncodeGossipKey(k)+"\n"), 0o600)
+func WriteGossipKey(path string, k []byte) error { return WriteGossipKeys(path, [][]byte{k}) }
+
+// WriteGossipKeys writes a gossip keyring file (mode 0600): one key a
+// line, the primary first.
+func WriteGossipKeys(path string, keys [][]byte) error {
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(EncodeGossipKey(k) + "\n")
+	}
+	return writeFile(path, []byte(b.String()), 0o600)
 }
 
-// LoadGossipKey reads a gossip key file.
+// LoadGossipKey reads a gossip key file's primary key.
 func LoadGossipKey(path string) ([]byte, error) {
+	keys, err := LoadGossipKeys(path)
+	if err != nil {
+		return nil, err
+	}
+	return keys[0], nil
+}
+
+// LoadGossipKeys reads a gossip keyring file: one base64 key a line, the
+// primary first.
+func LoadGossipKeys(path string) ([][]byte, error) {
 	data, err := readPrivate(path)
 	if err != nil {
 		return nil, err
 	}
-	k, err := ParseGossipKey(string(data))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	var keys [][]byte
+	for i, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		k, err := ParseGossipKey(line)
+		if err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", path, i+1, err)
+		}
+		keys = append(keys, k)
 	}
-	return k, nil
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%s: no key", path)
+	}
+	return keys, nil
 }
 
 // writeFile writes data to path through a temporary file and a rename, so

@@ -180,3 +180,89 @@ func TestCertificateRenewal(t *testing.T) {
 		t.Errorf("job after renewal = %s; want COMPLETED", j.State)
 	}
 }
+
+// TestGossipKeyRotation (issue 12): root rotates the gossip key in three
+// steps under a running job; every node follows, no member is lost, the
+// job finishes in its first run, every node's key file ends with only the
+// new key, and a node that joins afterwards with a token gets it.
+func TestGossipKeyRotation(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 4, Initial: 3, GPUsPerNode: 1})
+	a := c.Agents[0]
+	var ring api.Keyring
+	eventually(t, 20*time.Second, "the replicated keyring", func() error {
+		jsonOf(t, a, &ring, "keyring", "list")
+		if len(ring.Cluster) != 1 {
+			return fmt.Errorf("keyring %+v", ring)
+		}
+		return nil
+	})
+	old := ring.Cluster[0]
+	id := submit(t, a, "--nodes", "3", "--gpus-per-node", "1", "--", "sleep", "8")
+	newKey := strings.TrimSpace(mustShoal(t, a, "keyring", "generate"))
+	// Each step reaches every node before the next: what an operator
+	// checks with `shoal keyring list` on the nodes.
+	allHave := func(want []string) {
+		t.Helper()
+		eventually(t, 20*time.Second, fmt.Sprintf("every node's keyring = %d keys", len(want)), func() error {
+			for _, ag := range c.Agents[:3] {
+				var r api.Keyring
+				jsonOf(t, ag, &r, "keyring", "list")
+				if strings.Join(r.Local, ",") != strings.Join(want, ",") {
+					return fmt.Errorf("%s: %v", ag.Name, r.Local)
+				}
+			}
+			return nil
+		})
+	}
+	mustShoal(t, a, "keyring", "install", newKey)
+	allHave([]string{old, newKey})
+	mustShoal(t, c.Agents[1], "keyring", "use", newKey)
+	allHave([]string{newKey, old})
+	if r := shoal(t, a, "keyring", "remove", newKey); r.code == 0 || !strings.Contains(r.stderr, "primary") {
+		t.Errorf("remove the primary: exit %d %q; want refused", r.code, r.stderr)
+	}
+	mustShoal(t, a, "keyring", "remove", old)
+	allHave([]string{newKey})
+	for _, ag := range c.Agents[:3] {
+		data, err := os.ReadFile(filepath.Join(ag.DataDir, "tls", "gossip.key"))
+		if err != nil || strings.TrimSpace(string(data)) != newKey {
+			t.Errorf("%s gossip.key = %q, %v; want only the new key", ag.Name, data, err)
+		}
+	}
+	members := func() string {
+		ms, err := a.Client().Members(t.Context())
+		if err != nil {
+			return err.Error()
+		}
+		var alive []string
+		for _, m := range ms {
+			if m.Status == "alive" {
+				alive = append(alive, m.Name)
+			}
+		}
+		return strings.Join(alive, ",")
+	}
+	if got := members(); got != "n1,n2,n3" {
+		t.Errorf("alive members after the rotation: %s; want n1,n2,n3", got)
+	}
+	if j := waitJob(t, a, id, 60*time.Second); j.State != "COMPLETED" || j.RestartCount != 0 {
+		t.Errorf("job across the rotation = %s after %d restarts; want COMPLETED in its first run", j.State, j.RestartCount)
+	}
+	// A node joining now gets the new keyring with its certificate.
+	var tok api.JoinTokenResponse
+	jsonOf(t, a, &tok, "join-token", "create")
+	n4 := c.Agents[3]
+	if err := os.RemoveAll(filepath.Join(n4.DataDir, "tls")); err != nil {
+		t.Fatal(err)
+	}
+	n4.Args = append(append([]string{}, n4.Args...), "--token", tok.Token)
+	if err := c.StartAgent(3); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "n4 a gossip member", func() error {
+		if got := members(); got != "n1,n2,n3,n4" {
+			return fmt.Errorf("alive: %s", got)
+		}
+		return nil
+	})
+}

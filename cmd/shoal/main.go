@@ -85,6 +85,7 @@ func newRootCmd() *cobra.Command {
 		newTLSCmd(g),
 		newJoinTokenCmd(g),
 		newTokenCmd(g),
+		newKeyringCmd(g),
 		newNodeCmd(g),
 		newLeaveCmd(g),
 		newMembersCmd(g),

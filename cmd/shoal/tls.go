@@ -111,7 +111,7 @@ to the node as <its data-dir>/tls, then start 'shoal agent --name NAME
 			if ca.Key == nil {
 				return fmt.Errorf("%s: the CA's key is not here; run this on the node that has it", src.CAKey)
 			}
-			gossipKey, err := pki.LoadGossipKey(src.GossipKey)
+			gossipKeys, err := pki.LoadGossipKeys(src.GossipKey)
 			if err != nil {
 				return err
 			}
@@ -126,7 +126,7 @@ to the node as <its data-dir>/tls, then start 'shoal agent --name NAME
 			if err != nil {
 				return err
 			}
-			if err := pki.WriteGossipKey(dst.GossipKey, gossipKey); err != nil {
+			if err := pki.WriteGossipKeys(dst.GossipKey, gossipKeys); err != nil {
 				return err
 			}
 			fmt.Printf("Certified node %s until %s in %s.\nCopy it to the node as <data-dir>/tls (keep node-key.pem and gossip.key mode 0600).\n",

@@ -1,0 +1,144 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/pki"
+)
+
+// The gossip keyring is replicated (cluster.Security.GossipKeys): root
+// changes it through the leader in three steps (install a new key, use it
+// as the primary, remove the old one), and every agent follows the
+// replicated keyring into its own gossip. Raft does not depend on gossip,
+// so an agent that was down during a rotation learns the new keyring from
+// the log when it comes back, even after its old key was removed.
+
+// keyringLoop makes this agent's gossip keyring and its key file follow
+// the replicated keyring.
+func (a *Agent) keyringLoop(ctx context.Context) {
+	if a.sec.bundle == nil {
+		return
+	}
+	var applied [][]byte
+	for {
+		v := a.state.View()
+		if sec := v.Security(); sec != nil && len(sec.GossipKeys) > 0 && !sameKeys(sec.GossipKeys, applied) {
+			if err := a.gossip.SetKeys(sec.GossipKeys); err != nil {
+				a.log.Warn("follow the cluster's gossip keyring", "err", err)
+			} else {
+				applied = sec.GossipKeys
+				if err := pki.WriteGossipKeys(a.cfg.tlsPaths().GossipKey, applied); err != nil {
+					a.log.Warn("write the gossip keyring", "err", err)
+				}
+				a.log.Info("gossip keyring follows the cluster's", "keys", len(applied))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-v.Changed():
+		}
+	}
+}
+
+func sameKeys(a, b [][]byte) bool {
+	return slices.EqualFunc(a, b, func(x, y []byte) bool { return bytes.Equal(x, y) })
+}
+
+func encodeKeys(keys [][]byte) []string {
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, pki.EncodeGossipKey(k))
+	}
+	return out
+}
+
+// handleKeyring answers GET /v1/keyring (root only: the keys are secrets).
+func (a *Agent) handleKeyring(w http.ResponseWriter, r *http.Request) {
+	who := callerOf(r)
+	if !who.proven || who.UID != 0 {
+		writeError(w, forbidden(fmt.Errorf("list the gossip keyring: %w: only root may", ErrForbidden)))
+		return
+	}
+	out := api.Keyring{Cluster: []string{}, Local: encodeKeys(a.gossip.Keys())}
+	if sec := a.state.View().Security(); sec != nil {
+		out.Cluster = encodeKeys(sec.GossipKeys)
+	}
+	writeJSON(w, http.StatusOK, a.state.Index(), out)
+}
+
+// handleChangeKeyring is `shoal keyring install|use|remove KEY` (root).
+func (a *Agent) handleChangeKeyring(w http.ResponseWriter, r *http.Request) {
+	var req api.KeyringRequest
+	who, here := a.acceptWrite(w, r, &req)
+	if !here {
+		return
+	}
+	if who.UID != 0 {
+		writeError(w, forbidden(fmt.Errorf("change the gossip keyring: %w: only root may", ErrForbidden)))
+		return
+	}
+	key, err := pki.ParseGossipKey(req.Key)
+	if err != nil {
+		writeError(w, badRequest(fmt.Errorf("key: %w", err)))
+		return
+	}
+	sec := a.state.View().Security()
+	if sec == nil || len(sec.GossipKeys) == 0 {
+		writeError(w, conflict(errNoClusterCA))
+		return
+	}
+	keys, err := changeKeyring(sec.GossipKeys, req.Op, key)
+	if err != nil {
+		writeError(w, badRequest(err))
+		return
+	}
+	res, err := a.apply(r.Context(), fsm.CmdSetGossipKeys, fsm.SetGossipKeys{Keys: keys, Time: time.Now()})
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		writeError(w, fsmError(err))
+		return
+	}
+	a.log.Info("changed the gossip keyring", "op", req.Op, "keys", len(keys), "by", who.User)
+	writeJSON(w, http.StatusOK, a.state.Index(), api.Keyring{Cluster: encodeKeys(keys)})
+}
+
+// changeKeyring is the pure step from one keyring to the next.
+func changeKeyring(keys [][]byte, op string, key []byte) ([][]byte, error) {
+	i := slices.IndexFunc(keys, func(k []byte) bool { return bytes.Equal(k, key) })
+	switch op {
+	case "install":
+		if i >= 0 {
+			return nil, errors.New("install: the key is in the keyring already")
+		}
+		if len(keys) >= fsm.MaxGossipKeys {
+			return nil, fmt.Errorf("install: the keyring holds %d keys, at most %d: remove one first", len(keys), fsm.MaxGossipKeys)
+		}
+		return append(slices.Clone(keys), key), nil
+	case "use":
+		if i < 0 {
+			return nil, errors.New("use: the key is not in the keyring: install it first, and let every node learn it")
+		}
+		out := [][]byte{key}
+		return append(out, slices.Delete(slices.Clone(keys), i, i+1)...), nil
+	case "remove":
+		switch {
+		case i < 0:
+			return nil, errors.New("remove: the key is not in the keyring")
+		case i == 0:
+			return nil, errors.New("remove: the key is the primary: use another first")
+		}
+		return slices.Delete(slices.Clone(keys), i, i+1), nil
+	}
+	return nil, fmt.Errorf("op %q: want install, use or remove", op)
+}
