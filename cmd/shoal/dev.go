@@ -142,11 +142,14 @@ func printClusterIntro(ctx context.Context, c *localcluster.Cluster, cl *api.Cli
 	}
 	fmt.Printf("\nCluster formed; leader is %s.\n\n", leader.Name)
 	printNodes(os.Stdout, nodes)
-	fmt.Printf("\nTalk to it from another shell with, for example:\n")
-	fmt.Printf("  export SHOAL_ADDR=http://%s\n", c.Agents[0].HTTPAddr())
+	fmt.Printf("\nThe agents talk mutual TLS with certificates from the cluster's own CA (%s).\n", c.CAPaths().CA)
+	fmt.Printf("Talk to it from another shell through an agent's Unix socket, for example:\n")
+	fmt.Printf("  export SHOAL_DATA_DIR=%s\n", c.Agents[0].DataDir)
 	sh := shoalCommand()
 	fmt.Printf("  %s nodes; %s queue --all; %s submit --nodes 2 --gpus-per-node 4 -- hostname\n", sh, sh, sh)
-	fmt.Printf("or through any agent's Unix socket: %s --data-dir %s queue\n", sh, c.Agents[len(c.Agents)-1].DataDir)
+	fmt.Printf("or over HTTPS as a user, with a token:\n")
+	fmt.Printf("  export SHOAL_CA_CERT=%s SHOAL_ADDR=https://%s\n", c.CAPaths().CA, c.Agents[0].HTTPAddr())
+	fmt.Printf("  export $(%s --data-dir %s token create --user $(id -un))\n", sh, c.Agents[0].DataDir)
 	return nil
 }
 
