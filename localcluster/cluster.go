@@ -51,6 +51,13 @@ type Options struct {
 	// encryption). By default the cluster has a CA of its own, in
 	// Dir/ca, and every agent a certificate from it, as on real machines.
 	Insecure bool
+	// Advertise, when set, gives agent i an address to advertise other
+	// than Host (--advertise): another loopback IP where a test puts a
+	// proxy in front of it, which then carries all node-to-node traffic.
+	Advertise func(i int) string
+	// BeforeStart, when set, runs once the agents are laid out and
+	// certified, before any starts (a test starts its proxies there).
+	BeforeStart func(c *Cluster) error
 	// CertLifetime, when set, is how long the agents' certificates are
 	// valid (and --cert-lifetime, what the leader signs), to see renewal.
 	CertLifetime time.Duration
@@ -73,13 +80,18 @@ type Agent struct {
 	cmd  *osexec.Cmd
 	done chan struct{} // closed when cmd exits
 	host string
+	// advertise is the IP other agents dial ("" = host).
+	advertise string
 }
 
 // HTTPAddr is the agent's API host:port.
 func (a *Agent) HTTPAddr() string { return net.JoinHostPort(a.host, strconv.Itoa(a.HTTPPort)) }
 
-// GossipAddr is the agent's gossip host:port (what --join takes).
-func (a *Agent) GossipAddr() string { return net.JoinHostPort(a.host, strconv.Itoa(a.GossipPort)) }
+// GossipAddr is the agent's advertised gossip host:port (what --join
+// takes).
+func (a *Agent) GossipAddr() string {
+	return net.JoinHostPort(cmp.Or(a.advertise, a.host), strconv.Itoa(a.GossipPort))
+}
 
 // Socket is the agent's Unix socket.
 func (a *Agent) Socket() string { return filepath.Join(a.DataDir, "shoal.sock") }
@@ -144,6 +156,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			Name: name, DataDir: filepath.Join(opts.Dir, name), host: opts.Host,
 			HTTPPort: ports[3*i], RaftPort: ports[3*i+1], GossipPort: ports[3*i+2],
 		}
+		if opts.Advertise != nil {
+			a.advertise = opts.Advertise(i)
+		}
 		c.Agents = append(c.Agents, a)
 	}
 	for i, a := range c.Agents {
@@ -165,6 +180,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		if i > 0 {
 			a.Args = append(a.Args, "--join", c.Agents[0].GossipAddr())
 		}
+		if a.advertise != "" {
+			a.Args = append(a.Args, "--advertise", a.advertise)
+		}
 		if opts.Insecure {
 			a.Args = append(a.Args, "--insecure")
 		}
@@ -175,6 +193,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	if !opts.Insecure {
 		if err := c.certify(); err != nil {
+			return nil, err
+		}
+	}
+	if opts.BeforeStart != nil {
+		if err := opts.BeforeStart(c); err != nil {
 			return nil, err
 		}
 	}
@@ -198,7 +221,7 @@ func (c *Cluster) CAPaths() pki.Paths { return pki.DefaultPaths(filepath.Join(c.
 func (c *Cluster) certify() error {
 	var nodes []CertNode
 	for _, a := range c.Agents {
-		nodes = append(nodes, CertNode{Name: a.Name, DataDir: a.DataDir, IP: net.ParseIP(a.host)})
+		nodes = append(nodes, CertNode{Name: a.Name, DataDir: a.DataDir, IP: net.ParseIP(cmp.Or(a.advertise, a.host))})
 	}
 	return Certify(c.CAPaths(), nodes, c.opts.CertLifetime)
 }
