@@ -29,7 +29,11 @@
 // means nothing of the task runs any more and its GPUs may go to another
 // job. With Config.TaskNamespace, each rank also gets a UTS and mount
 // namespace of its own, named after the node, with an /etc/hosts of the
-// cluster's nodes (Launch.Hosts; see taskns.go).
+// cluster's nodes (Launch.Hosts; see taskns.go). No process that runs as
+// root — the supervisor, the task namespace helper — runs with the job's
+// environment: the supervisor gets a fixed one from the agent, the helper
+// gets the task's on a descriptor and applies it only at its final exec,
+// as the user.
 //
 // # What it must never touch
 //

@@ -169,7 +169,8 @@ func (e *Executor) startRanks(t *task, log *slog.Logger, exits chan<- rankExit) 
 				Credential: cred,
 			},
 		}
-		if err := inTaskNamespace(cmd, e.cfg.TaskNamespace, e.cfg.NodeName, t.dir, l.Hosts, log); err != nil {
+		release, err := inTaskNamespace(cmd, e.cfg.TaskNamespace, e.cfg.NodeName, t.dir, l.Hosts, log)
+		if err != nil {
 			stdout.Close()
 			if stderr != stdout {
 				stderr.Close()
@@ -179,6 +180,7 @@ func (e *Executor) startRanks(t *task, log *slog.Logger, exits chan<- rankExit) 
 		ready := make(chan rankStart, 1)
 		e.wg.Go(func() { runRank(cmd, local, ready, exits) })
 		r := <-ready // bounded: fork and exec
+		release()
 		stdout.Close()
 		if stderr != stdout {
 			stderr.Close()

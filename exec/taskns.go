@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Task namespaces: on one machine that hosts several agents (`shoal dev`,
@@ -23,6 +26,15 @@ import (
 // new namespaces) into a helper, the shoal binary's hidden subcommand
 // TaskNamespaceCommand, which sets the hostname, bind-mounts the hosts
 // file, takes the job's user's ids and execs the rank's program.
+//
+// The helper runs as root, so it must not run with the task's
+// environment: LD_PRELOAD or LD_LIBRARY_PATH would make the dynamic
+// loader of a cgo build run the job's code as root, and GODEBUG and the
+// like would steer the helper's runtime. It gets a fixed environment of
+// its own (helperOwnEnv: the task's markers, which recovery finds processes
+// by, and nothing else), and the task's environment on an inherited
+// descriptor (a memfd, --env-fd), which it applies only at the final
+// exec, after dropping to the user's ids.
 
 // TaskNamespaceCommand is the hidden subcommand of the shoal binary that
 // runs TaskNamespaceMain.
@@ -30,6 +42,10 @@ const TaskNamespaceCommand = "__task-namespace"
 
 // hostsFile is the private /etc/hosts of a task in its task directory.
 const hostsFile = "hosts"
+
+// maxEnvBytes bounds a task environment the helper reads (Linux refuses
+// much smaller ones at exec).
+const maxEnvBytes = 64 << 20
 
 // Host is a node name and its agent's address (an IP), for the private
 // /etc/hosts of tasks.
@@ -44,23 +60,35 @@ type Host struct {
 // /etc/hosts; with helper empty it leaves cmd alone. The helper runs as
 // root and takes the rank's Credential itself (a process that has switched
 // to the user could not set a hostname or mount), then re-arms Pdeathsig,
-// which a change of ids clears, and enters cmd.Dir as the user. It depends
-// on nothing but its arguments, so any process that forks ranks can call it.
-func inTaskNamespace(cmd *osexec.Cmd, helper []string, hostname, taskDir string, hosts []Host, log *slog.Logger) error {
+// which a change of ids clears, and enters cmd.Dir as the user. cmd's
+// environment goes to the helper on a descriptor, for the rank only; the
+// helper itself runs with helperOwnEnv. It depends on nothing but its
+// arguments, so any process that forks ranks can call it. The caller
+// calls release once cmd has started (or failed to).
+func inTaskNamespace(cmd *osexec.Cmd, helper []string, hostname, taskDir string, hosts []Host, log *slog.Logger) (release func(), err error) {
+	release = func() {}
 	if len(helper) == 0 {
-		return nil
+		return release, nil
 	}
 	file := filepath.Join(taskDir, hostsFile)
 	if ok, err := exists(file); err != nil {
-		return fmt.Errorf("task namespace: %w", err)
+		return release, fmt.Errorf("task namespace: %w", err)
 	} else if !ok {
 		// Read by the helper before any rank runs; a task never restarts,
 		// so the file needs no sync.
 		if err := os.WriteFile(file, hostsContent(hosts, log), 0o644); err != nil {
-			return fmt.Errorf("task namespace: write %s: %w", file, err)
+			return release, fmt.Errorf("task namespace: write %s: %w", file, err)
 		}
 	}
-	args := append(helper[1:len(helper):len(helper)], "--hostname", hostname, "--hosts", file)
+	taskEnv := cmd.Environ() // what os/exec would have given the rank
+	envFile, err := envMemfd(taskEnv)
+	if err != nil {
+		return release, fmt.Errorf("task namespace: %w", err)
+	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, envFile)
+	envFD := 3 + len(cmd.ExtraFiles) - 1 // ExtraFiles[i] is descriptor 3+i
+	args := append(helper[1:len(helper):len(helper)], "--hostname", hostname, "--hosts", file,
+		"--env-fd", strconv.Itoa(envFD))
 	attr := cmd.SysProcAttr
 	if attr == nil {
 		attr = &syscall.SysProcAttr{}
@@ -82,11 +110,88 @@ func inTaskNamespace(cmd *osexec.Cmd, helper []string, hostname, taskDir string,
 	args = append(args, "--", cmd.Path)
 	cmd.Args = append(append([]string{helper[0]}, args...), cmd.Args...)
 	cmd.Path = helper[0]
+	cmd.Env = helperOwnEnv(taskEnv)
 	a := *attr
 	a.Credential = nil
 	a.Cloneflags |= syscall.CLONE_NEWUTS | syscall.CLONE_NEWNS
 	cmd.SysProcAttr = &a
-	return nil
+	return func() { envFile.Close() }, nil
+}
+
+// helperMarkers are the variables of a task's environment the helper's
+// own environment keeps: recovery finds a task's processes by them (see
+// environMarks). The dynamic loader and the Go runtime read none of them.
+var helperMarkers = []string{"SHOAL_JOB_ID", "SHOAL_INCARNATION", "SHOAL_STEP_ID", "SHOAL_NODE_NAME"}
+
+// helperOwnEnv is the task namespace helper's own environment: a fixed PATH
+// and the task's markers, nothing the job chose otherwise.
+func helperOwnEnv(taskEnv []string) []string {
+	env := []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	for _, k := range helperMarkers {
+		if v := envValue(taskEnv, k); v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// envMemfd returns an anonymous file holding env, NUL-separated, read
+// from its start: the task environment handed to the helper. It is
+// close-on-exec here; os/exec passes it on as one of ExtraFiles.
+func envMemfd(env []string) (*os.File, error) {
+	fd, err := unix.MemfdCreate("shoal-task-env", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("environment file: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "shoal-task-env")
+	var b bytes.Buffer
+	for _, kv := range env {
+		if strings.IndexByte(kv, 0) >= 0 {
+			f.Close()
+			return nil, fmt.Errorf("environment entry %.40q: has a NUL byte", kv)
+		}
+		b.WriteString(kv)
+		b.WriteByte(0)
+	}
+	if _, err := f.Write(b.Bytes()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("environment file: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("environment file: %w", err)
+	}
+	return f, nil
+}
+
+// readEnvFD reads the task environment envMemfd wrote from descriptor fd
+// and closes it, so the rank does not inherit it.
+func readEnvFD(fd int) ([]string, error) {
+	f := os.NewFile(uintptr(fd), "task-env")
+	if f == nil {
+		return nil, fmt.Errorf("environment descriptor %d: invalid", fd)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxEnvBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read environment from descriptor %d: %w", fd, err)
+	}
+	if len(b) > maxEnvBytes {
+		return nil, fmt.Errorf("environment on descriptor %d: over %d bytes", fd, maxEnvBytes)
+	}
+	return parseEnvBlock(b), nil
+}
+
+// parseEnvBlock splits a NUL-separated environment; empty entries are
+// dropped.
+func parseEnvBlock(b []byte) []string {
+	var env []string
+	for kv := range bytes.SplitSeq(b, []byte{0}) {
+		if len(kv) > 0 {
+			env = append(env, string(kv))
+		}
+	}
+	return env
 }
 
 // hostsContent is a task's /etc/hosts: localhost, each node name at its
@@ -120,12 +225,13 @@ type taskNamespaceArgs struct {
 	hostname, hosts, dir string
 	cred                 *syscall.Credential
 	pdeathsig            syscall.Signal
+	envFD                int      // the task's environment; -1: none given
 	probe                bool     // set up, then exit 0 instead of exec
 	argv                 []string // path, then the program's argv
 }
 
 func parseTaskNamespaceArgs(args []string) (taskNamespaceArgs, error) {
-	var a taskNamespaceArgs
+	a := taskNamespaceArgs{envFD: -1}
 	var uid, gid = -1, -1
 	var groups []uint32
 	for len(args) > 0 {
@@ -168,6 +274,11 @@ func parseTaskNamespaceArgs(args []string) (taskNamespaceArgs, error) {
 				}
 				groups = append(groups, uint32(n))
 			}
+		case "--env-fd":
+			a.envFD, err = strconv.Atoi(v)
+			if err == nil && a.envFD < 3 {
+				err = errors.New("want 3 or more (0 to 2 are the rank's stdio)")
+			}
 		case "--pdeathsig":
 			var n int
 			n, err = strconv.Atoi(v)
@@ -191,6 +302,10 @@ func parseTaskNamespaceArgs(args []string) (taskNamespaceArgs, error) {
 		return a, errors.New("--uid and --gid: give both or neither")
 	case !a.probe && len(a.argv) < 2:
 		return a, errors.New("after --: want the program's path and its argv")
+	case !a.probe && a.envFD < 0:
+		// Never fall back to the helper's own environment: the task's
+		// must not reach a root process's.
+		return a, errors.New("--env-fd: missing")
 	}
 	if uid >= 0 {
 		a.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: groups}
@@ -205,13 +320,14 @@ func parseID(s string) (int, error) {
 
 // TaskNamespaceMain is the helper: run by exec as root in a rank's new
 // UTS and mount namespaces with the arguments inTaskNamespace wrote, it
-// makes every mount a slave of the host's (so its own mounts never reach
-// the host, while the host's later mounts still reach the job), bind-mounts
-// the task's hosts file on /etc/hosts, sets the hostname, switches to the
+// reads the task's environment from --env-fd (closing it), makes every
+// mount a slave of the host's (so its own mounts never reach the host,
+// while the host's later mounts still reach the job), bind-mounts the
+// task's hosts file on /etc/hosts, sets the hostname, switches to the
 // job's user, re-arms the parent-death signal and execs the rank's program
-// with this process's environment. It returns only on failure, with the
-// code a shell would give (126, 127) or 1 for a setup failure, after a
-// message on stderr, which is the rank's.
+// with the task's environment (never this process's own). It returns only
+// on failure, with the code a shell would give (126, 127) or 1 for a setup
+// failure, after a message on stderr, which is the rank's.
 func TaskNamespaceMain(args []string) int {
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(os.Stderr, "shoal: task namespace: "+format+"\n", a...)
@@ -220,6 +336,12 @@ func TaskNamespaceMain(args []string) int {
 	a, err := parseTaskNamespaceArgs(args)
 	if err != nil {
 		return fail(1, "%v", err)
+	}
+	var env []string
+	if a.envFD >= 0 {
+		if env, err = readEnvFD(a.envFD); err != nil {
+			return fail(1, "%v", err)
+		}
 	}
 	ppid := os.Getppid()
 	// Run by hand or forked without the clone flags, the helper would
@@ -277,7 +399,7 @@ func TaskNamespaceMain(args []string) int {
 	if a.probe {
 		return 0
 	}
-	err = syscall.Exec(a.argv[0], a.argv[1:], os.Environ())
+	err = syscall.Exec(a.argv[0], a.argv[1:], env)
 	code := 126
 	if errors.Is(err, syscall.ENOENT) {
 		code = 127
