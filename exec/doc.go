@@ -19,7 +19,9 @@
 // (Setpgid), the environment contract (Env for ranks and step tasks,
 // BatchEnv for batch scripts: torchrun's, Slurm's and Shoal's names, in
 // Slurm's formats), the ranks' stdout and stderr files (a batch script's
-// output files, opened as the job's user),
+// output files, opened as the job's user and never through a symbolic
+// link, and read back by ReadLog only as that user and only while their
+// path names the file the task opened; see output.go),
 // the time limit, signals (SIGTERM, then SIGKILL after Config.KillWait, or
 // the shorter Config.KillGrace when the node is fenced; the --signal
 // warning before the time limit; Signal on request), stopping the
@@ -62,6 +64,9 @@
 //	    stepd.sock       the supervisor's control socket, while it runs
 //	    stop.json        a Stop's cause, also sent on the socket
 //	    stepd.log        the supervisor's log
+//	    output.json      a batch script's output files as the supervisor
+//	                     opened them (device, inode, birth, user) or why
+//	                     it could not: what ReadLog checks
 //	DataDir/lease.json   the node's lease deadline (CLOCK_BOOTTIME), for
 //	                     the supervisors' watchdog
 //

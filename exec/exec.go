@@ -99,8 +99,9 @@ type Launch struct {
 	// Stdout and Stderr, when set, are absolute paths a batch script's
 	// output goes to instead of the rank files; Stderr equal to Stdout
 	// sends both to one file, Stderr empty sends stderr to the rank file.
-	// They are opened as the job's user, appended to when
-	// Spec.Batch.OpenMode is "append" and truncated otherwise. Only a
+	// They are opened as the job's user, never through a symbolic link,
+	// appended to when Spec.Batch.OpenMode is "append" and truncated
+	// otherwise; one the user cannot open fails the task's start. Only a
 	// batch job's own task may set them.
 	Stdout, Stderr string
 	// ShimDir, when set, is a directory of the agent's Slurm command shims
@@ -202,13 +203,20 @@ func (x Exit) key() TaskKey { return TaskKey{Job: x.Job, Incarnation: x.Incarnat
 
 // LogFile is one rank's output file. A batch script's Stdout and Stderr
 // files are reported with Step NoStep and Rank 0; a single file for both
-// is reported once, as "stdout".
+// is reported once, as "stdout". Read it with ReadLog, which checks that
+// a file at a path the job chose is still the one the task wrote.
 type LogFile struct {
 	Incarnation uint64
 	Step        int    // NoStep for the job's own task
 	Rank        int    // global rank (within the step for a step)
 	Stream      string // "stdout" or "stderr"
 	Path        string
+
+	// output, for a file at a path the job chose, is how the supervisor
+	// opened it; nil for a rank file in the task directory.
+	output *openedOutput
+	// unreadable, when set, is why ReadLog reads nothing of it.
+	unreadable string
 }
 
 // Executor runs this node's ranks and records their exits durably.
@@ -826,11 +834,22 @@ func (e *Executor) LogFiles(job cluster.JobID) ([]LogFile, error) {
 			}
 			return nil, fmt.Errorf("log files of job %s: %w", job, err)
 		}
+		if start.Stdout == "" && start.Stderr == "" {
+			continue
+		}
+		// Files at paths the job chose are readable only as the
+		// supervisor recorded opening them (see output.go); a missing or
+		// damaged record leaves them unreadable.
+		var opened *outputRecord
+		var rec outputRecord
+		if err := readJSON(dir, outputsFile, &rec); err == nil {
+			opened = &rec
+		}
 		if start.Stdout != "" {
-			out = append(out, LogFile{Incarnation: key.Incarnation, Step: NoStep, Stream: "stdout", Path: start.Stdout})
+			out = append(out, outputLogFile(LogFile{Incarnation: key.Incarnation, Step: NoStep, Stream: "stdout", Path: start.Stdout}, opened))
 		}
 		if start.Stderr != "" && start.Stderr != start.Stdout {
-			out = append(out, LogFile{Incarnation: key.Incarnation, Step: NoStep, Stream: "stderr", Path: start.Stderr})
+			out = append(out, outputLogFile(LogFile{Incarnation: key.Incarnation, Step: NoStep, Stream: "stderr", Path: start.Stderr}, opened))
 		}
 	}
 	slices.SortFunc(out, func(a, b LogFile) int {

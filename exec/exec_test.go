@@ -103,7 +103,7 @@ func readLog(t *testing.T, e *Executor, job cluster.JobID, rank int, stream stri
 	}
 	for _, f := range files {
 		if f.Rank == rank && f.Stream == stream {
-			b, err := os.ReadFile(f.Path)
+			b, _, _, err := ReadLog(f, 0, -1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,6 +112,16 @@ func readLog(t *testing.T, e *Executor, job cluster.JobID, rank int, stream stri
 	}
 	t.Fatalf("no %s log of rank %d in %+v", stream, rank, files)
 	return ""
+}
+
+// exported is files with only their exported fields, to compare with
+// literals.
+func exported(files []LogFile) []LogFile {
+	out := make([]LogFile, len(files))
+	for i, f := range files {
+		out[i] = LogFile{Incarnation: f.Incarnation, Step: f.Step, Rank: f.Rank, Stream: f.Stream, Path: f.Path}
+	}
+	return out
 }
 
 func TestStartRunsRanks(t *testing.T) {

@@ -237,11 +237,14 @@ func startFailCode(err error) int {
 
 // openOutput opens rank's stdout and stderr: the task's Stdout/Stderr
 // files when set (the same *os.File for both when they are one path),
-// else the rank files of the task directory, owned by the job's user when
-// exec switches to it.
+// opened as the job's user and never through a symbolic link, with what
+// was opened recorded in the task directory (see output.go); else the
+// rank files of the task directory, owned by the job's user when exec
+// switches to it.
 func (e *Executor) openOutput(t *task, rank int, cred *syscall.Credential) (stdout, stderr *os.File, err error) {
 	l := t.launch
-	open := func(path, ext string) (*os.File, error) {
+	var opened outputRecord
+	open := func(path, ext, stream string) (*os.File, error) {
 		if path != "" {
 			// O_NONBLOCK keeps a FIFO without a reader from blocking the
 			// agent; os/exec makes the descriptor blocking again (Fd).
@@ -251,9 +254,11 @@ func (e *Executor) openOutput(t *task, rank int, cred *syscall.Credential) (stdo
 			} else {
 				flags |= os.O_TRUNC
 			}
-			return openAsUser(path, flags, cred)
+			f, o, err := openOutputFile(stream, path, flags, cred)
+			opened.Files = append(opened.Files, o)
+			return f, err
 		}
-		f, err := os.OpenFile(filepath.Join(t.dir, logFile(rank, ext)), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+		f, err := os.OpenFile(filepath.Join(t.dir, logFile(rank, ext)), os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o640)
 		if err != nil {
 			return nil, err
 		}
@@ -265,15 +270,32 @@ func (e *Executor) openOutput(t *task, rank int, cred *syscall.Credential) (stdo
 		}
 		return f, nil
 	}
-	if stdout, err = open(l.Stdout, "out"); err != nil {
-		return nil, nil, fmt.Errorf("open stdout: %w", err)
+	// record writes what was opened, also an open that failed (whose
+	// error `shoal logs` then shows), before any rank can write.
+	record := func() error {
+		if len(opened.Files) == 0 {
+			return nil
+		}
+		if err := writeJSON(t.dir, outputsFile, opened); err != nil {
+			return fmt.Errorf("record output files: %w", err)
+		}
+		return nil
+	}
+	if stdout, err = open(l.Stdout, "out", "stdout"); err != nil {
+		return nil, nil, errors.Join(fmt.Errorf("open stdout: %w", err), record())
 	}
 	if l.Stderr != "" && l.Stderr == l.Stdout {
-		return stdout, stdout, nil
-	}
-	if stderr, err = open(l.Stderr, "err"); err != nil {
+		stderr = stdout
+	} else if stderr, err = open(l.Stderr, "err", "stderr"); err != nil {
 		stdout.Close()
-		return nil, nil, fmt.Errorf("open stderr: %w", err)
+		return nil, nil, errors.Join(fmt.Errorf("open stderr: %w", err), record())
+	}
+	if err := record(); err != nil {
+		stdout.Close()
+		if stderr != stdout {
+			stderr.Close()
+		}
+		return nil, nil, err
 	}
 	return stdout, stderr, nil
 }
@@ -301,8 +323,10 @@ func writeScript(dir, script string, cred *syscall.Credential) (*os.File, error)
 
 // openAsUser opens path with flags as the job's user would: on a thread of
 // its own that takes the user's ids before the open and dies after it, so
-// a root agent neither creates nor truncates a file the user could not.
-// A file it creates belongs to the user. With cred nil it is os.OpenFile.
+// a root agent neither creates, truncates nor reads a file the user could
+// not. A file it creates belongs to the user. With cred nil it is
+// os.OpenFile. (The runtime starts no thread from a locked one, so the
+// ids never spread to another thread.)
 func openAsUser(path string, flags int, cred *syscall.Credential) (*os.File, error) {
 	if cred == nil {
 		return os.OpenFile(path, flags, 0o644)

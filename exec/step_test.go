@@ -84,8 +84,11 @@ func TestBatchScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []LogFile{{Incarnation: 1, Step: NoStep, Rank: 0, Stream: "stdout", Path: out}}; !slices.Equal(files, want) {
+	if want := []LogFile{{Incarnation: 1, Step: NoStep, Rank: 0, Stream: "stdout", Path: out}}; !slices.Equal(exported(files), want) {
 		t.Errorf("LogFiles = %+v; want %+v", files, want)
+	}
+	if len(files) == 1 && (files[0].output == nil || files[0].unreadable != "") {
+		t.Errorf("output file %s: opened %+v, unreadable %q; want the record of its open", out, files[0].output, files[0].unreadable)
 	}
 	fi, err := os.Stat(filepath.Join(e.jobs, "20.1", scriptFile))
 	if err != nil || fi.Mode().Perm() != 0o700 {

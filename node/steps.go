@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -179,32 +178,4 @@ func (f logFilter) query() string {
 		return ""
 	}
 	return "?" + strings.Join(q, "&")
-}
-
-// readFrom reads a file from offset on, at most limit bytes (the tail, if
-// more is there), and returns the bytes, where they start, and the file's
-// size. An offset past the end (a file truncated by a rerun) reads from 0.
-func readFrom(path string, offset, limit int64) ([]byte, int64, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	size := st.Size()
-	if offset > size {
-		offset = 0
-	}
-	if size-offset > limit {
-		offset = size - limit
-	}
-	buf := make([]byte, size-offset)
-	n, err := f.ReadAt(buf, offset)
-	if err != nil && n < len(buf) && !errors.Is(err, io.EOF) {
-		return nil, 0, 0, err
-	}
-	return buf[:n], offset, offset + int64(n), nil
 }

@@ -513,7 +513,9 @@ func (a *Agent) localLogs(id cluster.JobID, filter logFilter) ([]api.LogChunk, e
 			continue
 		}
 		c := api.LogChunk{Node: a.cfg.Name, Incarnation: f.Incarnation, Step: f.Step, Rank: f.Rank, Stream: f.Stream}
-		data, offset, size, err := readFrom(f.Path, filter.from[api.LogKey(c)], maxLogBytes)
+		// ReadLog reads a file the job chose only as its user and only if
+		// it is still the one its task opened: the agent runs as root.
+		data, offset, size, err := exec.ReadLog(f, filter.from[api.LogKey(c)], maxLogBytes)
 		if err != nil {
 			c.Error = err.Error()
 		}
