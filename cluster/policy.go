@@ -36,6 +36,34 @@ type Policy struct {
 	// its requeue or cancel (Slurm's GraceTime).
 	Preempt      []PreemptRule `msgpack:"preempt,omitempty" json:"preempt,omitempty"`
 	PreemptGrace time.Duration `msgpack:"preempt_grace,omitempty" json:"preempt_grace,omitempty"`
+	// MaxSubmitJobs bounds one user's live (pending or running) jobs,
+	// array elements each counting, as Slurm's MaxSubmitJobs association
+	// limit; 0 means DefaultMaxSubmitJobs.
+	MaxSubmitJobs int `msgpack:"max_submit_jobs,omitempty" json:"max_submit_jobs,omitempty"`
+	// MaxJobCount bounds the cluster's live jobs, as slurm.conf's
+	// MaxJobCount (which also counts finished jobs kept for MinJobAge);
+	// 0 means DefaultMaxJobCount.
+	MaxJobCount int `msgpack:"max_job_count,omitempty" json:"max_job_count,omitempty"`
+}
+
+// Defaults and ceilings of the job-count limits.
+const (
+	DefaultMaxSubmitJobs = 10000
+	DefaultMaxJobCount   = 100000
+	MaxJobCountLimit     = 10000000
+)
+
+// JobLimits returns the per-user and cluster-wide live-job limits in force
+// under p (nil: the defaults).
+func (p *Policy) JobLimits() (perUser, cluster int) {
+	perUser, cluster = DefaultMaxSubmitJobs, DefaultMaxJobCount
+	if p != nil && p.MaxSubmitJobs > 0 {
+		perUser = p.MaxSubmitJobs
+	}
+	if p != nil && p.MaxJobCount > 0 {
+		cluster = p.MaxJobCount
+	}
+	return perUser, cluster
 }
 
 // Weights are the integer weights of the priority factors (each factor is
@@ -135,6 +163,12 @@ func (p *Policy) Validate() error {
 		if w.v < 0 || w.v > MaxPolicyWeight {
 			return fmt.Errorf("weights.%s %d: want 0 to %d", w.name, w.v, int64(MaxPolicyWeight))
 		}
+	}
+	if p.MaxSubmitJobs < 0 || p.MaxSubmitJobs > MaxJobCountLimit {
+		return fmt.Errorf("max_submit_jobs %d: want 0 (the default, %d) to %d", p.MaxSubmitJobs, DefaultMaxSubmitJobs, MaxJobCountLimit)
+	}
+	if p.MaxJobCount < 0 || p.MaxJobCount > MaxJobCountLimit {
+		return fmt.Errorf("max_job_count %d: want 0 (the default, %d) to %d", p.MaxJobCount, DefaultMaxJobCount, MaxJobCountLimit)
 	}
 	if p.MaxAge < 0 || p.MaxAge > MaxPolicyDuration {
 		return fmt.Errorf("max_age %s: want 0 to %s", p.MaxAge, MaxPolicyDuration)
@@ -243,6 +277,7 @@ func (p *Policy) Equal(q *Policy) bool {
 		return p == q
 	}
 	return p.Weights == q.Weights && p.MaxAge == q.MaxAge && p.HalfLife == q.HalfLife &&
+		p.MaxSubmitJobs == q.MaxSubmitJobs && p.MaxJobCount == q.MaxJobCount &&
 		slices.Equal(p.QoS, q.QoS) &&
 		slices.EqualFunc(p.Accounts, q.Accounts, func(a, b AccountShare) bool {
 			return a.Name == b.Name && a.Shares == b.Shares && slices.Equal(a.Users, b.Users)
@@ -291,6 +326,10 @@ type PolicyFile struct {
 	PreemptGrace string              `json:"preempt_grace,omitempty"`
 	// QoSLimits are the limits of QoS levels named in QoS.
 	QoSLimits map[string]QoSLimitFile `json:"qos_limits,omitempty"`
+	// MaxSubmitJobs and MaxJobCount bound live jobs per user and in all
+	// (absent or 0: the defaults).
+	MaxSubmitJobs int `json:"max_submit_jobs,omitempty"`
+	MaxJobCount   int `json:"max_job_count,omitempty"`
 }
 
 // AccountFile is one account in a PolicyFile.
@@ -322,7 +361,7 @@ func ParsePolicyJSON(b []byte) (Policy, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return Policy{}, errors.New("policy: data after the JSON object, want one object")
 	}
-	p := Policy{Weights: f.Weights}
+	p := Policy{Weights: f.Weights, MaxSubmitJobs: f.MaxSubmitJobs, MaxJobCount: f.MaxJobCount}
 	var err error
 	def := DefaultPolicy()
 	if p.MaxAge, err = policyDuration("max_age", f.MaxAge, def.MaxAge); err != nil {
@@ -384,7 +423,8 @@ func policyDuration(field, s string, def time.Duration) (time.Duration, error) {
 
 // File returns p in its JSON file form.
 func (p *Policy) File() PolicyFile {
-	f := PolicyFile{Weights: p.Weights, MaxAge: p.MaxAge.String(), HalfLife: p.HalfLife.String()}
+	f := PolicyFile{Weights: p.Weights, MaxAge: p.MaxAge.String(), HalfLife: p.HalfLife.String(),
+		MaxSubmitJobs: p.MaxSubmitJobs, MaxJobCount: p.MaxJobCount}
 	if len(p.Accounts) > 0 {
 		f.Accounts = make(map[string]AccountFile, len(p.Accounts))
 		for _, a := range p.Accounts {

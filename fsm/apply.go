@@ -46,6 +46,15 @@ func (s *State) submit(index uint64, c SubmitJob) Result {
 	if err := s.checkDependency(c.Spec); err != nil {
 		return Result{Err: fmt.Errorf("%s: %w: %w", what, ErrInvalid, err)}
 	}
+	perUser, clusterMax := s.policy.JobLimits()
+	if n := s.live.byUID[c.Spec.UID]; n+int(count) > perUser {
+		return Result{Err: fmt.Errorf("%s: %w: MaxSubmitJobs: user %s has %d jobs pending or running, and %d more would pass the limit of %d",
+			what, ErrLimit, c.Spec.User, n, count, perUser)}
+	}
+	if s.live.total+int(count) > clusterMax {
+		return Result{Err: fmt.Errorf("%s: %w: MaxJobCount: the cluster has %d jobs pending or running, and %d more would pass the limit of %d",
+			what, ErrLimit, s.live.total, count, clusterMax)}
+	}
 	tmpl := &cluster.Job{
 		RequestID:   c.RequestID,
 		Spec:        c.Spec,
@@ -72,6 +81,7 @@ func (s *State) submit(index uint64, c SubmitJob) Result {
 		canonJob(j)
 		s.jobs = append(s.jobs, j) // IDs only grow: still in order
 		s.lastJob = j.ID
+		s.live.change(nil, j)
 	}
 	if c.RequestID != "" {
 		s.rids.add(c.RequestID, first)
@@ -574,7 +584,31 @@ func (s *State) storeJob(pos int, j *cluster.Job) {
 		j.Preempt = nil // a preemption ends with the run it was for
 	}
 	canonJob(j)
+	s.live.change(s.jobs[pos], j)
 	s.jobs[pos] = j
+}
+
+// liveJobs counts pending and running jobs.
+type liveJobs struct {
+	total int
+	byUID map[int]int
+}
+
+// change accounts for a job record replaced by another (nil: none).
+func (l *liveJobs) change(old, new *cluster.Job) {
+	if old != nil && !old.State.Terminal() {
+		l.total--
+		if l.byUID[old.Spec.UID]--; l.byUID[old.Spec.UID] <= 0 {
+			delete(l.byUID, old.Spec.UID)
+		}
+	}
+	if new != nil && !new.State.Terminal() {
+		if l.byUID == nil {
+			l.byUID = map[int]int{}
+		}
+		l.total++
+		l.byUID[new.Spec.UID]++
+	}
 }
 
 // canonJob stores empty slices as nil, so a record encodes the same

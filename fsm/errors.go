@@ -22,6 +22,9 @@ var (
 	// ErrInvalid: the command's content is invalid (a bad spec, a bad node
 	// record, a task report that cannot be true). The state is unchanged.
 	ErrInvalid = errors.New("invalid command")
+	// ErrLimit: a submit would pass a job-count limit of the policy
+	// (MaxSubmitJobs, MaxJobCount). The state is unchanged.
+	ErrLimit = errors.New("job limit reached")
 	// ErrDiverged: the entry could not be decoded or applied at all. The
 	// replica can no longer be trusted to match the others.
 	ErrDiverged = errors.New("replica diverged: cannot apply log entry")

@@ -81,6 +81,7 @@ func (s *State) Restore(data []byte) error {
 	s.jobs, s.nodes, s.rids, s.res = n.jobs, n.nodes, n.rids, n.res
 	s.policy = n.policy
 	s.security = n.security
+	s.live = n.live
 	s.diverged = nil
 	s.moved()
 	return nil
@@ -113,6 +114,7 @@ func decodeSnapshot(data []byte) (*State, error) {
 			return nil, fmt.Errorf("jobs[%d]: id %d after %d, want ascending unique ids", i, j.ID, body.Jobs[i-1].ID)
 		}
 		canonJob(j)
+		s.live.change(nil, j)
 		if err := s.res.hold(j); err != nil {
 			return nil, fmt.Errorf("jobs[%d]: %w", i, err)
 		}

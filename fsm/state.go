@@ -57,6 +57,9 @@ type State struct {
 	res   resources
 	// policy is the queue policy last set (SetPolicy); nil: none.
 	policy *cluster.Policy
+	// live counts the pending and running jobs, in all and by uid, for
+	// the job-count limits. Derived: rebuilt on restore, not snapshotted.
+	live liveJobs
 	// security is the cluster's CA, gossip key, join tokens and revoked
 	// nodes; nil until the first leader records its CA. Never modified
 	// once stored (the commands clone it).

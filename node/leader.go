@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -407,6 +408,9 @@ func (a *Agent) leaderSubmit(ctx context.Context, requestID string, spec cluster
 	res, err := a.apply(ctx, fsm.CmdSubmitJob, fsm.SubmitJob{RequestID: requestID, Spec: spec, Time: time.Now()})
 	if err != nil {
 		return res, err
+	}
+	if errors.Is(res.Err, fsm.ErrLimit) {
+		return res, &httpError{http.StatusTooManyRequests, res.Err}
 	}
 	if res.Err != nil {
 		return res, badRequest(res.Err)
