@@ -30,6 +30,9 @@ type benchOptions struct {
 	clients      int
 	devTiming    bool
 	only         []string
+	// compareInsecure runs every figure twice, with TLS and with
+	// --insecure, interleaved in one run: the cost of security.
+	compareInsecure bool
 }
 
 func newBenchCmd() *cobra.Command {
@@ -43,6 +46,8 @@ func newBenchCmd() *cobra.Command {
   latency    submit-to-running of a 2-node gang job on an idle 3-node cluster,
              from just before the submit to the rank's own timestamp
   throughput sustained submits per second through one follower with 3 voters
+  join       a 4th node with no certificate joins with a join token: agent start
+             until the cluster lists it up
 Prints a table in the format of BENCHMARKS.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -56,7 +61,8 @@ Prints a table in the format of BENCHMARKS.md.`,
 	f.IntVar(&o.submits, "submits", 500, "submits for the throughput figure")
 	f.IntVar(&o.clients, "clients", 4, "parallel clients for the throughput figure (also run with 1)")
 	f.BoolVar(&o.devTiming, "dev-timing", false, "use the fast loopback raft timing instead of the LAN defaults")
-	f.StringSliceVar(&o.only, "only", nil, "run only these: leader, failover, latency, throughput")
+	f.StringSliceVar(&o.only, "only", nil, "run only these: leader, failover, latency, throughput, join")
+	f.BoolVar(&o.compareInsecure, "compare-insecure", false, "run every figure with TLS (the default) and again with --insecure, in one run")
 	return cmd
 }
 
@@ -76,13 +82,44 @@ func runBench(ctx context.Context, o benchOptions) error {
 	if o.devTiming {
 		args = append(args, "--dev-timing")
 	}
-	want := func(name string) bool { return len(o.only) == 0 || slices.Contains(o.only, name) }
+	modes := []bool{false}
+	if o.compareInsecure {
+		modes = []bool{false, true}
+	}
 	var rows []benchRow
 	run := 0
+	for _, insecure := range modes {
+		mode, err := benchMode(ctx, o, self, root, args, insecure, &run)
+		if err != nil {
+			return err
+		}
+		label := " (TLS)"
+		if insecure {
+			label = " (--insecure)"
+		}
+		for _, r := range mode {
+			r.metric += label
+			rows = append(rows, r)
+		}
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "| metric\t| value\t| note\t|")
+	fmt.Fprintln(tw, "|---\t|---\t|---\t|")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t|\n", r.metric, r.value, r.note)
+	}
+	return tw.Flush()
+}
+
+// benchMode measures every figure asked for, with agents on TLS or
+// --insecure.
+func benchMode(ctx context.Context, o benchOptions, self, root string, args []string, insecure bool, run *int) ([]benchRow, error) {
+	want := func(name string) bool { return len(o.only) == 0 || slices.Contains(o.only, name) }
+	var rows []benchRow
 	newCluster := func(nodes int) (*localcluster.Cluster, error) {
-		run++
+		*run++
 		return localcluster.Start(ctx, localcluster.Options{
-			Binary: self, Dir: filepath.Join(root, strconv.Itoa(run)), Nodes: nodes, GPUsPerNode: 8, LeafSize: 2, ExtraArgs: args,
+			Binary: self, Dir: filepath.Join(root, strconv.Itoa(*run)), Nodes: nodes, GPUsPerNode: 8, LeafSize: 2, ExtraArgs: args, Insecure: insecure,
 		})
 	}
 
@@ -92,13 +129,13 @@ func runBench(ctx context.Context, o benchOptions) error {
 			t0 := time.Now()
 			c, err := newCluster(3)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			err = waitLeader(ctx, c.Agents[0].Client(), 60*time.Second)
 			samples = append(samples, time.Since(t0))
 			c.Stop(10 * time.Second)
 			if err != nil {
-				return fmt.Errorf("time to leader: %w", err)
+				return nil, fmt.Errorf("time to leader: %w", err)
 			}
 		}
 		rows = append(rows, benchRow{"start to first leader, 3 agents", summary(samples), fmt.Sprintf("n=%d, process start included", len(samples))})
@@ -109,7 +146,7 @@ func runBench(ctx context.Context, o benchOptions) error {
 		for range o.failoverRuns {
 			d, err := measureFailover(ctx, newCluster)
 			if err != nil {
-				return fmt.Errorf("failover: %w", err)
+				return nil, fmt.Errorf("failover: %w", err)
 			}
 			samples = append(samples, d)
 		}
@@ -119,16 +156,16 @@ func runBench(ctx context.Context, o benchOptions) error {
 	if want("latency") || want("throughput") {
 		c, err := newCluster(3)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer c.Stop(10 * time.Second)
 		if err := c.WaitReady(ctx, 3); err != nil {
-			return err
+			return nil, err
 		}
 		if want("latency") {
 			samples, err := measureLatency(ctx, c, o.latencyRuns)
 			if err != nil {
-				return fmt.Errorf("latency: %w", err)
+				return nil, fmt.Errorf("latency: %w", err)
 			}
 			rows = append(rows, benchRow{"submit-to-running, 2-node gang, idle 3-node cluster", percentiles(samples), fmt.Sprintf("n=%d, rank's own timestamp", len(samples))})
 		}
@@ -139,7 +176,7 @@ func runBench(ctx context.Context, o benchOptions) error {
 			}{{1, false}, {o.clients, false}, {1, true}, {o.clients, true}} {
 				rate, failed, err := measureThroughput(ctx, c, o.submits, mode.clients, mode.cli)
 				if err != nil {
-					return fmt.Errorf("throughput: %w", err)
+					return nil, fmt.Errorf("throughput: %w", err)
 				}
 				how := "Go client"
 				if mode.cli {
@@ -151,13 +188,58 @@ func runBench(ctx context.Context, o benchOptions) error {
 		}
 	}
 
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "| metric\t| value\t| note\t|")
-	fmt.Fprintln(tw, "|---\t|---\t|---\t|")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t|\n", r.metric, r.value, r.note)
+	if want("join") && !insecure {
+		*run++
+		d, err := measureJoin(ctx, self, filepath.Join(root, strconv.Itoa(*run)), args)
+		if err != nil {
+			return nil, fmt.Errorf("join: %w", err)
+		}
+		rows = append(rows, benchRow{"join with a token: agent start until the cluster lists the node up", d.Round(time.Millisecond).String(), "a 4th node, no certificate: CSR, signing through raft, then gossip and raft"})
 	}
-	return tw.Flush()
+	return rows, nil
+}
+
+// measureJoin starts 3 agents, then a 4th with no certificate and a join
+// token, and times it from its start until the cluster lists it up.
+func measureJoin(ctx context.Context, self, dir string, args []string) (time.Duration, error) {
+	c, err := localcluster.Start(ctx, localcluster.Options{Binary: self, Dir: dir, Nodes: 4, Initial: 3, GPUsPerNode: 8, LeafSize: 2, ExtraArgs: args})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Stop(10 * time.Second)
+	if err := c.WaitReady(ctx, 3); err != nil {
+		return 0, err
+	}
+	cl := c.Agents[0].Client()
+	var tok api.JoinTokenResponse
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := cl.Do(ctx, "POST", "/v1/join-tokens", api.JoinTokenRequest{}, &tok)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	n4 := c.Agents[3]
+	if err := os.RemoveAll(filepath.Join(n4.DataDir, "tls")); err != nil {
+		return 0, err
+	}
+	n4.Args = append(n4.Args, "--token", tok.Token)
+	t0 := time.Now()
+	if err := c.StartAgent(3); err != nil {
+		return 0, err
+	}
+	for time.Since(t0) < time.Minute {
+		nodes, err := cl.Nodes(ctx)
+		if err == nil && slices.ContainsFunc(nodes, func(n api.Node) bool { return n.Name == n4.Name && n.State == "IDLE" }) {
+			return time.Since(t0), nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return 0, errors.New("the 4th node did not come up within a minute")
 }
 
 func waitLeader(ctx context.Context, cl *api.Client, limit time.Duration) error {

@@ -70,7 +70,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&g.addr, "addr", "", "agent to talk to: unix:///path/shoal.sock or http://host:port (default: the socket in --data-dir, else $SHOAL_ADDR, else http://127.0.0.1:7070)")
+	root.PersistentFlags().StringVar(&g.addr, "addr", "", "agent to talk to: unix:///path/shoal.sock, or https://host:port with $SHOAL_CA_CERT and a user token (default: the socket in --data-dir, else $SHOAL_ADDR, else ./shoal-data/shoal.sock or /run/shoal/shoal.sock)")
 	root.PersistentFlags().StringVar(&g.token, "token", "", "a user token from 'shoal token create', sent to an agent over https (default $SHOAL_TOKEN); for 'shoal agent', a join token from 'shoal join-token create'")
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "the local agent's data dir (default $SHOAL_DATA_DIR or ./shoal-data)")
 	root.AddCommand(
