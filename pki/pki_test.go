@@ -180,7 +180,7 @@ func TestCSRRoundTrip(t *testing.T) {
 
 // handshake runs a real TLS handshake between a client and a server
 // configuration over an in-memory pipe and returns each side's error.
-func handshake(t *testing.T, client, server *tls.Config) (clientErr, serverErr error, state tls.ConnectionState) {
+func handshake(t *testing.T, client, server *tls.Config) (state tls.ConnectionState, clientErr, serverErr error) {
 	t.Helper()
 	a, b := net.Pipe()
 	defer a.Close()
@@ -209,7 +209,7 @@ func handshake(t *testing.T, client, server *tls.Config) (clientErr, serverErr e
 		}
 	}
 	serverErr = <-done
-	return clientErr, serverErr, srv.ConnectionState()
+	return srv.ConnectionState(), clientErr, serverErr
 }
 
 func TestMutualTLS(t *testing.T) {
@@ -218,7 +218,7 @@ func TestMutualTLS(t *testing.T) {
 	r1 := bundle(t, rogue, "n1")
 
 	t.Run("nodes of one cluster", func(t *testing.T) {
-		cerr, serr, st := handshake(t, n2.ClientConfig("n1"), n1.ServerConfig(true))
+		st, cerr, serr := handshake(t, n2.ClientConfig("n1"), n1.ServerConfig(true))
 		if cerr != nil || serr != nil {
 			t.Fatalf("handshake: client %v, server %v", cerr, serr)
 		}
@@ -230,31 +230,31 @@ func TestMutualTLS(t *testing.T) {
 		}
 	})
 	t.Run("server is not the node dialled", func(t *testing.T) {
-		if cerr, _, _ := handshake(t, n2.ClientConfig("n3"), n1.ServerConfig(true)); cerr == nil || !strings.Contains(cerr.Error(), "want n3") {
+		if _, cerr, _ := handshake(t, n2.ClientConfig("n3"), n1.ServerConfig(true)); cerr == nil || !strings.Contains(cerr.Error(), "want n3") {
 			t.Errorf("client error %v; want it to name the node it expected", cerr)
 		}
 	})
 	t.Run("rogue server", func(t *testing.T) {
-		if cerr, _, _ := handshake(t, n2.ClientConfig(""), r1.ServerConfig(true)); cerr == nil {
+		if _, cerr, _ := handshake(t, n2.ClientConfig(""), r1.ServerConfig(true)); cerr == nil {
 			t.Errorf("client accepted a server of another CA")
 		}
 	})
 	t.Run("rogue client", func(t *testing.T) {
-		if _, serr, _ := handshake(t, r1.ClientConfig(""), n1.ServerConfig(true)); serr == nil {
+		if _, _, serr := handshake(t, r1.ClientConfig(""), n1.ServerConfig(true)); serr == nil {
 			t.Errorf("server accepted a client of another CA")
 		}
 	})
 	t.Run("no client certificate, node required", func(t *testing.T) {
 		user := UserClientConfig(n1.Roots())
 		user.ServerName = "n1"
-		if _, serr, _ := handshake(t, user, n1.ServerConfig(true)); serr == nil {
+		if _, _, serr := handshake(t, user, n1.ServerConfig(true)); serr == nil {
 			t.Errorf("raft-style server accepted a client with no certificate")
 		}
 	})
 	t.Run("no client certificate, API", func(t *testing.T) {
 		user := UserClientConfig(n1.Roots())
 		user.ServerName = "n1"
-		cerr, serr, st := handshake(t, user, n1.ServerConfig(false))
+		st, cerr, serr := handshake(t, user, n1.ServerConfig(false))
 		if cerr != nil || serr != nil {
 			t.Fatalf("user handshake: client %v, server %v", cerr, serr)
 		}
@@ -265,7 +265,7 @@ func TestMutualTLS(t *testing.T) {
 	t.Run("revoked", func(t *testing.T) {
 		n1.SetRevoked(func(name string, issued time.Time) bool { return name == "n2" && issued.Before(t0.Add(time.Minute)) })
 		defer n1.SetRevoked(nil)
-		if _, serr, _ := handshake(t, n2.ClientConfig(""), n1.ServerConfig(false)); serr == nil || !strings.Contains(serr.Error(), "revoked") {
+		if _, _, serr := handshake(t, n2.ClientConfig(""), n1.ServerConfig(false)); serr == nil || !strings.Contains(serr.Error(), "revoked") {
 			t.Errorf("server error %v; want the revoked node refused", serr)
 		}
 	})
@@ -281,7 +281,7 @@ func TestMutualTLS(t *testing.T) {
 		if err := b.SetCertificate(nodeCert(t, ca, "n4", 0)); err == nil {
 			t.Errorf("SetCertificate of another node's certificate accepted")
 		}
-		if cerr, serr, _ := handshake(t, b.ClientConfig("n1"), n1.ServerConfig(true)); cerr != nil || serr != nil {
+		if _, cerr, serr := handshake(t, b.ClientConfig("n1"), n1.ServerConfig(true)); cerr != nil || serr != nil {
 			t.Errorf("handshake with the renewed certificate: %v, %v", cerr, serr)
 		}
 	})
@@ -379,7 +379,7 @@ func TestRevokedBeforeOnly(t *testing.T) {
 	old := bundle(t, ca, "n2") // issued at t0
 	revokedAt := t0.Add(time.Minute)
 	n1.SetRevoked(func(name string, issued time.Time) bool { return name == "n2" && issued.Before(revokedAt) })
-	if _, serr, _ := handshake(t, old.ClientConfig(""), n1.ServerConfig(true)); serr == nil {
+	if _, _, serr := handshake(t, old.ClientConfig(""), n1.ServerConfig(true)); serr == nil {
 		t.Errorf("certificate issued before the revocation accepted")
 	}
 	key, _ := NewNodeKey()
@@ -393,7 +393,7 @@ func TestRevokedBeforeOnly(t *testing.T) {
 	}
 	fresh.now = func() time.Time { return t0.Add(2 * time.Hour) }
 	n1.now = fresh.now
-	if cerr, serr, _ := handshake(t, fresh.ClientConfig(""), n1.ServerConfig(true)); cerr != nil || serr != nil {
+	if _, cerr, serr := handshake(t, fresh.ClientConfig(""), n1.ServerConfig(true)); cerr != nil || serr != nil {
 		t.Errorf("certificate issued after the revocation: %v, %v; want accepted", cerr, serr)
 	}
 }
@@ -402,10 +402,10 @@ func TestPinnedClientConfig(t *testing.T) {
 	ca, rogue := newCA(t), newCA(t)
 	srv := bundle(t, ca, "n1")
 	srv.now = time.Now
-	if cerr, serr, _ := handshake(t, PinnedClientConfig(ca.Fingerprint()), srv.ServerConfig(false)); cerr != nil || serr != nil {
+	if _, cerr, serr := handshake(t, PinnedClientConfig(ca.Fingerprint()), srv.ServerConfig(false)); cerr != nil || serr != nil {
 		t.Fatalf("pinned to the right CA: %v, %v", cerr, serr)
 	}
-	if cerr, _, _ := handshake(t, PinnedClientConfig(rogue.Fingerprint()), srv.ServerConfig(false)); cerr == nil || !strings.Contains(cerr.Error(), "fingerprint") {
+	if _, cerr, _ := handshake(t, PinnedClientConfig(rogue.Fingerprint()), srv.ServerConfig(false)); cerr == nil || !strings.Contains(cerr.Error(), "fingerprint") {
 		t.Errorf("pinned to another CA: %v; want refused", cerr)
 	}
 }
