@@ -44,7 +44,27 @@ type Policy struct {
 	// MaxJobCount (which also counts finished jobs kept for MinJobAge);
 	// 0 means DefaultMaxJobCount.
 	MaxJobCount int `msgpack:"max_job_count,omitempty" json:"max_job_count,omitempty"`
+	// Operators are users, by ascending name, who may act on every user's
+	// jobs as root may (cancel, signal, hold, release, requeue, update,
+	// read output), as Slurm's AdminLevel=Operator; they cannot run code
+	// as another user (steps) or change the cluster (drain, policy).
+	Operators []string `msgpack:"operators,omitempty" json:"operators,omitempty"`
+	// PrivateJobs hides other users' jobs from users who are neither root
+	// nor operators, as slurm.conf's PrivateData=jobs.
+	PrivateJobs bool `msgpack:"private_jobs,omitempty" json:"private_jobs,omitempty"`
 }
+
+// IsOperator reports whether user is one of the policy's operators.
+func (p *Policy) IsOperator(user string) bool {
+	if p == nil {
+		return false
+	}
+	_, ok := slices.BinarySearch(p.Operators, user)
+	return ok
+}
+
+// MaxPolicyOperators bounds the operators a policy names.
+const MaxPolicyOperators = 256
 
 // Defaults and ceilings of the job-count limits.
 const (
@@ -164,6 +184,17 @@ func (p *Policy) Validate() error {
 			return fmt.Errorf("weights.%s %d: want 0 to %d", w.name, w.v, int64(MaxPolicyWeight))
 		}
 	}
+	if len(p.Operators) > MaxPolicyOperators {
+		return fmt.Errorf("operators: %d, want at most %d", len(p.Operators), MaxPolicyOperators)
+	}
+	for i, u := range p.Operators {
+		if err := policyName(u); err != nil {
+			return fmt.Errorf("operators[%d]: %w", i, err)
+		}
+		if i > 0 && u <= p.Operators[i-1] {
+			return fmt.Errorf("operators[%d] %q: not after %q, want ascending unique names", i, u, p.Operators[i-1])
+		}
+	}
 	if p.MaxSubmitJobs < 0 || p.MaxSubmitJobs > MaxJobCountLimit {
 		return fmt.Errorf("max_submit_jobs %d: want 0 (the default, %d) to %d", p.MaxSubmitJobs, DefaultMaxSubmitJobs, MaxJobCountLimit)
 	}
@@ -260,6 +291,7 @@ func (p *Policy) Clone() *Policy {
 		c.Accounts[i].Users = slices.Clone(p.Accounts[i].Users)
 	}
 	c.QoS = slices.Clone(p.QoS)
+	c.Operators = slices.Clone(p.Operators)
 	c.Preempt = slices.Clone(p.Preempt)
 	for i := range c.Preempt {
 		c.Preempt[i].Preempts = slices.Clone(p.Preempt[i].Preempts)
@@ -278,6 +310,7 @@ func (p *Policy) Equal(q *Policy) bool {
 	}
 	return p.Weights == q.Weights && p.MaxAge == q.MaxAge && p.HalfLife == q.HalfLife &&
 		p.MaxSubmitJobs == q.MaxSubmitJobs && p.MaxJobCount == q.MaxJobCount &&
+		slices.Equal(p.Operators, q.Operators) && p.PrivateJobs == q.PrivateJobs &&
 		slices.Equal(p.QoS, q.QoS) &&
 		slices.EqualFunc(p.Accounts, q.Accounts, func(a, b AccountShare) bool {
 			return a.Name == b.Name && a.Shares == b.Shares && slices.Equal(a.Users, b.Users)
@@ -330,6 +363,10 @@ type PolicyFile struct {
 	// (absent or 0: the defaults).
 	MaxSubmitJobs int `json:"max_submit_jobs,omitempty"`
 	MaxJobCount   int `json:"max_job_count,omitempty"`
+	// Operators (user names) may act on every user's jobs; PrivateJobs
+	// hides others' jobs from everyone else.
+	Operators   []string `json:"operators,omitempty"`
+	PrivateJobs bool     `json:"private_jobs,omitempty"`
 }
 
 // AccountFile is one account in a PolicyFile.
@@ -361,7 +398,10 @@ func ParsePolicyJSON(b []byte) (Policy, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return Policy{}, errors.New("policy: data after the JSON object, want one object")
 	}
-	p := Policy{Weights: f.Weights, MaxSubmitJobs: f.MaxSubmitJobs, MaxJobCount: f.MaxJobCount}
+	p := Policy{Weights: f.Weights, MaxSubmitJobs: f.MaxSubmitJobs, MaxJobCount: f.MaxJobCount, PrivateJobs: f.PrivateJobs}
+	if len(f.Operators) > 0 {
+		p.Operators = slices.Compact(slices.Sorted(slices.Values(f.Operators)))
+	}
 	var err error
 	def := DefaultPolicy()
 	if p.MaxAge, err = policyDuration("max_age", f.MaxAge, def.MaxAge); err != nil {
@@ -424,7 +464,7 @@ func policyDuration(field, s string, def time.Duration) (time.Duration, error) {
 // File returns p in its JSON file form.
 func (p *Policy) File() PolicyFile {
 	f := PolicyFile{Weights: p.Weights, MaxAge: p.MaxAge.String(), HalfLife: p.HalfLife.String(),
-		MaxSubmitJobs: p.MaxSubmitJobs, MaxJobCount: p.MaxJobCount}
+		MaxSubmitJobs: p.MaxSubmitJobs, MaxJobCount: p.MaxJobCount, Operators: p.Operators, PrivateJobs: p.PrivateJobs}
 	if len(p.Accounts) > 0 {
 		f.Accounts = make(map[string]AccountFile, len(p.Accounts))
 		for _, a := range p.Accounts {

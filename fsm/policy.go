@@ -41,6 +41,9 @@ func canonPolicy(p *cluster.Policy) *cluster.Policy {
 	if len(p.QoS) == 0 {
 		p.QoS = nil
 	}
+	if len(p.Operators) == 0 {
+		p.Operators = nil
+	}
 	return p
 }
 

@@ -599,8 +599,12 @@ func (a *Agent) handleJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	all := r.URL.Query().Get("all") != ""
+	who := callerOf(r)
 	out := []api.Job{}
 	for _, j := range v.Jobs() {
+		if !maySee(v, j, who) {
+			continue // the policy keeps jobs private
+		}
 		if all || !j.State.Terminal() {
 			out = append(out, jobOf(j))
 		}
@@ -627,6 +631,10 @@ func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
 	j, ok := v.Job(ref.id)
 	if !ok {
 		writeError(w, notFound(fmt.Errorf("job %s: no such job", ref.raw)))
+		return
+	}
+	if !maySee(v, j, callerOf(r)) {
+		writeError(w, forbidden(fmt.Errorf("job %s: %w: it belongs to another user, and the policy keeps jobs private", ref.raw, ErrForbidden)))
 		return
 	}
 	if ref.tasks != nil {
@@ -716,8 +724,8 @@ func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(fmt.Errorf("job %d: no such job", id)))
 		return
 	}
-	if who := callerOf(r); !who.proven || (who.UID != 0 && who.UID != j.Spec.UID) {
-		writeError(w, forbidden(fmt.Errorf("logs of job %d: %w: it belongs to %s, and only its owner or root may read its output", id, ErrForbidden, j.Spec.User)))
+	if err := mayTouch(v, "read the output of", j, callerOf(r)); err != nil {
+		writeError(w, err)
 		return
 	}
 	out := []api.LogChunk{}

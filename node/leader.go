@@ -499,8 +499,8 @@ func (a *Agent) leaderCancel(ctx context.Context, id cluster.JobID, who caller) 
 	if !ok {
 		return notFound(fmt.Errorf("job %d: %w", id, fsm.ErrUnknownJob))
 	}
-	if who.UID != 0 && who.UID != j.Spec.UID {
-		return forbidden(fmt.Errorf("cancel job %d: %w: it belongs to %s, and only its owner or root may cancel it", id, ErrForbidden, j.Spec.User))
+	if err := mayTouch(a.state.View(), "cancel", j, who); err != nil {
+		return err
 	}
 	res, err := a.apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: id, Time: time.Now()})
 	if err != nil {

@@ -103,12 +103,26 @@ func (a *Agent) jobsOf(r *http.Request) ([]*cluster.Job, error) {
 	return ref.resolve(a.state.View())
 }
 
-// mayTouch is the rule for changing a job: its owner or root.
-func mayTouch(verb string, j *cluster.Job, who caller) error {
-	if who.UID != 0 && who.UID != j.Spec.UID {
-		return forbidden(fmt.Errorf("%s job %d: %w: it belongs to %s, and only its owner or root may", verb, j.ID, ErrForbidden, j.Spec.User))
+// mayTouch is the one rule for acting on a job (cancel, signal, hold,
+// release, requeue, update, read its output): its owner, root, or an
+// operator the policy names.
+func mayTouch(v *fsm.View, verb string, j *cluster.Job, who caller) error {
+	if who.proven && (who.UID == j.Spec.UID || isOperator(v, who)) {
+		return nil
 	}
-	return nil
+	return forbidden(fmt.Errorf("%s job %d: %w: it belongs to %s, and only its owner, root or an operator may", verb, j.ID, ErrForbidden, j.Spec.User))
+}
+
+// isOperator reports whether who is root or one of the policy's operators.
+func isOperator(v *fsm.View, who caller) bool {
+	return who.proven && (who.UID == 0 || v.Policy().IsOperator(who.User))
+}
+
+// maySee reports whether who may see job j: always, unless the policy
+// keeps jobs private (then its owner, root and operators).
+func maySee(v *fsm.View, j *cluster.Job, who caller) bool {
+	p := v.Policy()
+	return p == nil || !p.PrivateJobs || (who.proven && who.UID == j.Spec.UID) || isOperator(v, who)
 }
 
 // eachJob applies op to every job r names, in order. Jobs op refuses as
@@ -125,7 +139,7 @@ func (a *Agent) eachJob(w http.ResponseWriter, r *http.Request, verb string, op 
 		return
 	}
 	for _, j := range jobs {
-		if err := mayTouch(verb, j, who); err != nil {
+		if err := mayTouch(a.state.View(), verb, j, who); err != nil {
 			writeError(w, err)
 			return
 		}

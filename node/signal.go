@@ -41,8 +41,8 @@ func (a *Agent) leaderSignal(ctx context.Context, id cluster.JobID, req api.Sign
 	if !ok {
 		return notFound(fmt.Errorf("job %d: %w", id, fsm.ErrUnknownJob))
 	}
-	if who.UID != 0 && who.UID != j.Spec.UID {
-		return forbidden(fmt.Errorf("signal job %d: %w: it belongs to %s, and only its owner or root may signal it", id, ErrForbidden, j.Spec.User))
+	if err := mayTouch(a.state.View(), "signal", j, who); err != nil {
+		return err
 	}
 	res, err := a.apply(ctx, fsm.CmdSignalJob, fsm.SignalJob{Job: id, Signal: req.Signal, BatchOnly: req.BatchOnly, Time: time.Now()})
 	if err != nil {

@@ -117,8 +117,8 @@ func (a *Agent) handleCancelStep(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(fmt.Errorf("job %d: no such job", id)))
 		return
 	}
-	if who.UID != 0 && who.UID != j.Spec.UID {
-		writeError(w, forbidden(fmt.Errorf("cancel step %d.%d: %w: it belongs to %s", id, step, ErrForbidden, j.Spec.User)))
+	if err := mayTouch(a.state.View(), fmt.Sprintf("cancel step %d of", step), j, who); err != nil {
+		writeError(w, err)
 		return
 	}
 	res, err := a.apply(r.Context(), fsm.CmdCancelStep, fsm.CancelStep{Job: id, Step: step, Time: time.Now()})

@@ -46,7 +46,7 @@ func TestUserTokens(t *testing.T) {
 		t.Errorf("logs with the token: exit %d %q %q; want 65534", r.code, r.stdout, r.stderr)
 	}
 	roots := submit(t, a, "--", "sleep", "30")
-	if r := remote(tok.Token, "cancel", fmt.Sprint(roots)); r.code == 0 || !strings.Contains(r.stderr, "only its owner or root") {
+	if r := remote(tok.Token, "cancel", fmt.Sprint(roots)); r.code == 0 || !strings.Contains(r.stderr, "only its owner, root or an operator") {
 		t.Errorf("cancel root's job with nobody's token: exit %d %q; want refused", r.code, r.stderr)
 	}
 	if r := remote(tok.Token, "logs", fmt.Sprint(roots)); r.code == 0 {
