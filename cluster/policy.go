@@ -52,6 +52,35 @@ type Policy struct {
 	// PrivateJobs hides other users' jobs from users who are neither root
 	// nor operators, as slurm.conf's PrivateData=jobs.
 	PrivateJobs bool `msgpack:"private_jobs,omitempty" json:"private_jobs,omitempty"`
+	// MinJobAge is how long a finished job stays in the live state before
+	// it moves to the accounting archive, as slurm.conf's MinJobAge; 0
+	// means DefaultMinJobAge.
+	MinJobAge time.Duration `msgpack:"min_job_age,omitempty" json:"min_job_age,omitempty"`
+	// ArchiveMax bounds the archive (the newest records stay); 0 means
+	// DefaultArchiveMax.
+	ArchiveMax int `msgpack:"archive_max,omitempty" json:"archive_max,omitempty"`
+}
+
+// Defaults of the accounting archive.
+const (
+	DefaultMinJobAge  = 300 * time.Second
+	DefaultArchiveMax = 200000
+)
+
+// ArchiveAge is the MinJobAge in force under p (nil: the default).
+func (p *Policy) ArchiveAge() time.Duration {
+	if p != nil && p.MinJobAge > 0 {
+		return p.MinJobAge
+	}
+	return DefaultMinJobAge
+}
+
+// ArchiveLimit is the ArchiveMax in force under p (nil: the default).
+func (p *Policy) ArchiveLimit() int {
+	if p != nil && p.ArchiveMax > 0 {
+		return p.ArchiveMax
+	}
+	return DefaultArchiveMax
 }
 
 // IsOperator reports whether user is one of the policy's operators.
@@ -195,6 +224,12 @@ func (p *Policy) Validate() error {
 			return fmt.Errorf("operators[%d] %q: not after %q, want ascending unique names", i, u, p.Operators[i-1])
 		}
 	}
+	if p.MinJobAge < 0 || p.MinJobAge > MaxPolicyDuration {
+		return fmt.Errorf("min_job_age %s: want 0 (the default, %s) to %s", p.MinJobAge, DefaultMinJobAge, MaxPolicyDuration)
+	}
+	if p.ArchiveMax < 0 || p.ArchiveMax > 10000000 {
+		return fmt.Errorf("archive_max %d: want 0 (the default, %d) to %d", p.ArchiveMax, DefaultArchiveMax, 10000000)
+	}
 	if p.MaxSubmitJobs < 0 || p.MaxSubmitJobs > MaxJobCountLimit {
 		return fmt.Errorf("max_submit_jobs %d: want 0 (the default, %d) to %d", p.MaxSubmitJobs, DefaultMaxSubmitJobs, MaxJobCountLimit)
 	}
@@ -311,6 +346,7 @@ func (p *Policy) Equal(q *Policy) bool {
 	return p.Weights == q.Weights && p.MaxAge == q.MaxAge && p.HalfLife == q.HalfLife &&
 		p.MaxSubmitJobs == q.MaxSubmitJobs && p.MaxJobCount == q.MaxJobCount &&
 		slices.Equal(p.Operators, q.Operators) && p.PrivateJobs == q.PrivateJobs &&
+		p.MinJobAge == q.MinJobAge && p.ArchiveMax == q.ArchiveMax &&
 		slices.Equal(p.QoS, q.QoS) &&
 		slices.EqualFunc(p.Accounts, q.Accounts, func(a, b AccountShare) bool {
 			return a.Name == b.Name && a.Shares == b.Shares && slices.Equal(a.Users, b.Users)
@@ -367,6 +403,9 @@ type PolicyFile struct {
 	// hides others' jobs from everyone else.
 	Operators   []string `json:"operators,omitempty"`
 	PrivateJobs bool     `json:"private_jobs,omitempty"`
+	// MinJobAge (a duration) and ArchiveMax shape the accounting archive.
+	MinJobAge  string `json:"min_job_age,omitempty"`
+	ArchiveMax int    `json:"archive_max,omitempty"`
 }
 
 // AccountFile is one account in a PolicyFile.
@@ -443,6 +482,10 @@ func ParsePolicyJSON(b []byte) (Policy, error) {
 	if p.PreemptGrace, err = policyDuration("preempt_grace", f.PreemptGrace, 0); err != nil {
 		return Policy{}, err
 	}
+	if p.MinJobAge, err = policyDuration("min_job_age", f.MinJobAge, 0); err != nil {
+		return Policy{}, err
+	}
+	p.ArchiveMax = f.ArchiveMax
 	if err := p.Validate(); err != nil {
 		return Policy{}, fmt.Errorf("policy: %w", err)
 	}
@@ -495,5 +538,9 @@ func (p *Policy) File() PolicyFile {
 	if p.PreemptGrace > 0 {
 		f.PreemptGrace = p.PreemptGrace.String()
 	}
+	if p.MinJobAge > 0 {
+		f.MinJobAge = p.MinJobAge.String()
+	}
+	f.ArchiveMax = p.ArchiveMax
 	return f
 }

@@ -101,6 +101,9 @@ func (s *State) checkDependency(spec cluster.Spec) error {
 	for _, c := range d.Conditions {
 		for _, dj := range c.Jobs {
 			i, ok := findJob(s.jobs, dj.ID)
+			if _, archived := findJob(s.archive, dj.ID); !ok && archived {
+				return fmt.Errorf("dependency %s: job %d finished longer than MinJobAge ago and is archived: a new job cannot depend on it", c.Type, dj.ID)
+			}
 			if !ok {
 				return fmt.Errorf("dependency %s: job %d: no such job", c.Type, dj.ID)
 			}

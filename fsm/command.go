@@ -86,6 +86,8 @@ func (t CmdType) String() string {
 		return "SetGossipKeys"
 	case CmdRevokeUserToken:
 		return "RevokeUserToken"
+	case CmdArchiveJobs:
+		return "ArchiveJobs"
 	}
 	return fmt.Sprintf("CmdType(%d)", uint8(t))
 }

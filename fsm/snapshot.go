@@ -28,6 +28,8 @@ type snapshotBody struct {
 	// Security is the CA, gossip key, join tokens and revocations, absent
 	// until the first leader recorded its CA.
 	Security *cluster.Security `msgpack:"security,omitempty"`
+	// Archive is the accounting archive (ArchiveJobs), ascending ID.
+	Archive []*cluster.Job `msgpack:"archive,omitempty"`
 }
 
 // Snapshot returns the canonical bytes of the state: a version byte, then
@@ -58,6 +60,7 @@ func (v *View) encode() ([]byte, error) {
 		RequestIDs: v.rids.sorted(),
 		Policy:     v.policy,
 		Security:   v.security,
+		Archive:    v.archive,
 	}
 	b, err := msgpack.Marshal(&body)
 	if err != nil {
@@ -81,6 +84,7 @@ func (s *State) Restore(data []byte) error {
 	s.jobs, s.nodes, s.rids, s.res = n.jobs, n.nodes, n.rids, n.res
 	s.policy = n.policy
 	s.security = n.security
+	s.archive = n.archive
 	s.live = n.live
 	s.diverged = nil
 	s.moved()
@@ -152,6 +156,10 @@ func decodeSnapshot(data []byte) (*State, error) {
 		}
 		s.policy = canonPolicy(body.Policy)
 	}
+	if err := validateArchive(body.Archive, body.LastJobID); err != nil {
+		return nil, fmt.Errorf("archive: %w", err)
+	}
+	s.archive = nilIfEmpty(body.Archive)
 	if body.Security != nil {
 		if err := validateSecurity(body.Security); err != nil {
 			return nil, fmt.Errorf("security: %w", err)

@@ -57,6 +57,9 @@ type State struct {
 	res   resources
 	// policy is the queue policy last set (SetPolicy); nil: none.
 	policy *cluster.Policy
+	// archive holds finished jobs moved out of jobs (ArchiveJobs), in
+	// ascending ID order, compacted; records are never modified.
+	archive []*cluster.Job
 	// live counts the pending and running jobs, in all and by uid, for
 	// the job-count limits. Derived: rebuilt on restore, not snapshotted.
 	live liveJobs
@@ -159,6 +162,12 @@ func (s *State) apply(index uint64, data []byte) Result {
 			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
 		}
 		return s.setGossipKeys(c)
+	case CmdArchiveJobs:
+		var c ArchiveJobs
+		if err := wire.Decode(body, &c); err != nil {
+			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
+		}
+		return s.archiveJobs(c)
 	case CmdRevokeUserToken:
 		var c RevokeUserToken
 		if err := wire.Decode(body, &c); err != nil {
@@ -338,6 +347,7 @@ func (s *State) View() *View {
 		held:     s.res.share(),
 		rids:     s.rids.freeze(),
 		policy:   s.policy,
+		archive:  s.archive,
 		security: s.security,
 		changed:  s.changed,
 	}

@@ -18,6 +18,7 @@ type View struct {
 	policy  *cluster.Policy // never modified once stored (SetPolicy clones)
 	// security is never modified once stored (its commands clone it).
 	security *cluster.Security
+	archive  []*cluster.Job // ascending ID; never modified in place
 	changed  <-chan struct{}
 }
 

@@ -601,7 +601,12 @@ func (a *Agent) handleJobs(w http.ResponseWriter, r *http.Request) {
 	all := r.URL.Query().Get("all") != ""
 	who := callerOf(r)
 	out := []api.Job{}
-	for _, j := range v.Jobs() {
+	jobs := v.Jobs()
+	if all {
+		// Finished jobs past MinJobAge live in the archive: sacct reads them.
+		jobs = append(slices.Clone(v.Archived()), jobs...)
+	}
+	for _, j := range jobs {
 		if !maySee(v, j, who) {
 			continue // the policy keeps jobs private
 		}
@@ -629,6 +634,9 @@ func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j, ok := v.Job(ref.id)
+	if !ok {
+		j, ok = v.ArchivedJob(ref.id)
+	}
 	if !ok {
 		writeError(w, notFound(fmt.Errorf("job %s: no such job", ref.raw)))
 		return
@@ -720,6 +728,9 @@ func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j, ok := v.Job(id)
+	if !ok {
+		j, ok = v.ArchivedJob(id)
+	}
 	if !ok {
 		writeError(w, notFound(fmt.Errorf("job %d: no such job", id)))
 		return

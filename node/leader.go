@@ -87,6 +87,7 @@ func (a *Agent) leadLoop(ctx context.Context) {
 		wg.Go(func() { a.scheduleLoop(lctx) })
 		wg.Go(func() { a.leaseLoop(lctx) })
 		wg.Go(func() { a.voterLoop(lctx) })
+		wg.Go(func() { a.archiveLoop(lctx) })
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -39,7 +40,10 @@ func clusterGPUs(v *fsm.View) int {
 // scheduler takes them. The leader's pass and GET /v1/priority both call
 // it, so `shoal priority` shows exactly what orders the queue.
 func priorities(v *fsm.View, now time.Time) []placement.Priority {
-	return placement.Priorities(queuePolicy(v), v.Jobs(), clusterGPUs(v), now)
+	// Archived jobs still count in fair-share usage (decayed), as Slurm's
+	// usage outlives MinJobAge.
+	jobs := append(slices.Clone(v.Archived()), v.Jobs()...)
+	return placement.Priorities(queuePolicy(v), jobs, clusterGPUs(v), now)
 }
 
 // proposePolicy makes the policy of the agent's --policy file the

@@ -40,3 +40,40 @@ func TestMaxSubmitJobs(t *testing.T) {
 	mustShoal(t, a, "cancel", fmt.Sprint(first))
 	submit(t, a, "--hold", "--", "true")
 }
+
+// TestMinJobAge (issue 12): finished jobs leave the live state once
+// MinJobAge has passed — shoal status counts them no more — and sacct,
+// shoal job and shoal logs still find them, on any agent.
+func TestMinJobAge(t *testing.T) {
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(policy, []byte(`{"min_job_age": "1s"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := startCluster(t, localcluster.Options{Nodes: 2, GPUsPerNode: 1, ExtraArgs: []string{"--policy", policy}})
+	a := c.Agents[0]
+	id := submit(t, a, "--", "echo", "archived-output")
+	if j := waitJob(t, a, id, 30*time.Second); j.State != "COMPLETED" {
+		t.Fatalf("job %d = %s", id, j.State)
+	}
+	for _, ag := range c.Agents {
+		eventually(t, 30*time.Second, ag.Name+": the job out of the live state", func() error {
+			if out := mustShoal(t, ag, "status"); !strings.Contains(out, "Jobs=0") {
+				return fmt.Errorf("status: %s", out)
+			}
+			return nil
+		})
+		shims := newSlurmShims(t, ag)
+		if out := shims.must("sacct", "-n", "-P", "-X", "-j", fmt.Sprint(id), "--format=JobID,State,ExitCode"); !strings.Contains(out, fmt.Sprintf("%d|COMPLETED|0:0", id)) {
+			t.Errorf("%s: sacct of the archived job: %q", ag.Name, out)
+		}
+		if out := mustShoal(t, ag, "job", fmt.Sprint(id)); !strings.Contains(out, "COMPLETED") {
+			t.Errorf("%s: shoal job of the archived job:\n%s", ag.Name, out)
+		}
+		if out := mustShoal(t, ag, "logs", fmt.Sprint(id)); !strings.Contains(out, "archived-output") {
+			t.Errorf("%s: shoal logs of the archived job: %q", ag.Name, out)
+		}
+	}
+	if out := mustShoal(t, a, "queue"); strings.Contains(out, fmt.Sprint(id)+" ") {
+		t.Errorf("shoal queue lists the archived job:\n%s", out)
+	}
+}
