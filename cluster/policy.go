@@ -59,13 +59,26 @@ type Policy struct {
 	// ArchiveMax bounds the archive (the newest records stay); 0 means
 	// DefaultArchiveMax.
 	ArchiveMax int `msgpack:"archive_max,omitempty" json:"archive_max,omitempty"`
+	// OutputRetention is how long after a job ended the nodes keep its
+	// task directories (its records and the rank output shoal logs
+	// reads), once it is archived; 0 means DefaultOutputRetention.
+	OutputRetention time.Duration `msgpack:"output_retention,omitempty" json:"output_retention,omitempty"`
 }
 
-// Defaults of the accounting archive.
+// Defaults of the accounting archive and of job output.
 const (
-	DefaultMinJobAge  = 300 * time.Second
-	DefaultArchiveMax = 200000
+	DefaultMinJobAge       = 300 * time.Second
+	DefaultArchiveMax      = 200000
+	DefaultOutputRetention = 24 * time.Hour
 )
+
+// Retention is the OutputRetention in force under p (nil: the default).
+func (p *Policy) Retention() time.Duration {
+	if p != nil && p.OutputRetention > 0 {
+		return p.OutputRetention
+	}
+	return DefaultOutputRetention
+}
 
 // ArchiveAge is the MinJobAge in force under p (nil: the default).
 func (p *Policy) ArchiveAge() time.Duration {
@@ -227,6 +240,9 @@ func (p *Policy) Validate() error {
 	if p.MinJobAge < 0 || p.MinJobAge > MaxPolicyDuration {
 		return fmt.Errorf("min_job_age %s: want 0 (the default, %s) to %s", p.MinJobAge, DefaultMinJobAge, MaxPolicyDuration)
 	}
+	if p.OutputRetention < 0 || p.OutputRetention > MaxPolicyDuration {
+		return fmt.Errorf("output_retention %s: want 0 (the default, %s) to %s", p.OutputRetention, DefaultOutputRetention, MaxPolicyDuration)
+	}
 	if p.ArchiveMax < 0 || p.ArchiveMax > 10000000 {
 		return fmt.Errorf("archive_max %d: want 0 (the default, %d) to %d", p.ArchiveMax, DefaultArchiveMax, 10000000)
 	}
@@ -346,7 +362,7 @@ func (p *Policy) Equal(q *Policy) bool {
 	return p.Weights == q.Weights && p.MaxAge == q.MaxAge && p.HalfLife == q.HalfLife &&
 		p.MaxSubmitJobs == q.MaxSubmitJobs && p.MaxJobCount == q.MaxJobCount &&
 		slices.Equal(p.Operators, q.Operators) && p.PrivateJobs == q.PrivateJobs &&
-		p.MinJobAge == q.MinJobAge && p.ArchiveMax == q.ArchiveMax &&
+		p.MinJobAge == q.MinJobAge && p.ArchiveMax == q.ArchiveMax && p.OutputRetention == q.OutputRetention &&
 		slices.Equal(p.QoS, q.QoS) &&
 		slices.EqualFunc(p.Accounts, q.Accounts, func(a, b AccountShare) bool {
 			return a.Name == b.Name && a.Shares == b.Shares && slices.Equal(a.Users, b.Users)
@@ -406,6 +422,9 @@ type PolicyFile struct {
 	// MinJobAge (a duration) and ArchiveMax shape the accounting archive.
 	MinJobAge  string `json:"min_job_age,omitempty"`
 	ArchiveMax int    `json:"archive_max,omitempty"`
+	// OutputRetention (a duration) is how long nodes keep a finished
+	// job's task directories.
+	OutputRetention string `json:"output_retention,omitempty"`
 }
 
 // AccountFile is one account in a PolicyFile.
@@ -486,6 +505,9 @@ func ParsePolicyJSON(b []byte) (Policy, error) {
 		return Policy{}, err
 	}
 	p.ArchiveMax = f.ArchiveMax
+	if p.OutputRetention, err = policyDuration("output_retention", f.OutputRetention, 0); err != nil {
+		return Policy{}, err
+	}
 	if err := p.Validate(); err != nil {
 		return Policy{}, fmt.Errorf("policy: %w", err)
 	}
@@ -542,5 +564,8 @@ func (p *Policy) File() PolicyFile {
 		f.MinJobAge = p.MinJobAge.String()
 	}
 	f.ArchiveMax = p.ArchiveMax
+	if p.OutputRetention > 0 {
+		f.OutputRetention = p.OutputRetention.String()
+	}
 	return f
 }

@@ -321,6 +321,7 @@ func (a *Agent) Run(parent context.Context) error {
 	wg.Go(func() { a.renewLoop(ctx) })
 	wg.Go(func() { a.caLoop(ctx) })
 	wg.Go(func() { a.keyringLoop(ctx) })
+	wg.Go(func() { a.cleanupLoop(ctx) })
 
 	a.log.Info("agent started", "api", a.cfg.apiAdvert(), "raft", a.cfg.raftAdvert(),
 		"gossip", a.cfg.gossipAdvert(), "socket", a.SocketPath(), "gpus", len(a.cfg.GPUs))

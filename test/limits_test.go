@@ -77,3 +77,34 @@ func TestMinJobAge(t *testing.T) {
 		t.Errorf("shoal queue lists the archived job:\n%s", out)
 	}
 }
+
+// TestOutputRetention (issue 12): once a finished job is archived and its
+// output retention has passed, every node removes its task directories;
+// accounting still knows the job.
+func TestOutputRetention(t *testing.T) {
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(policy, []byte(`{"min_job_age": "1s", "output_retention": "2s"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := startCluster(t, localcluster.Options{Nodes: 2, GPUsPerNode: 1, ExtraArgs: []string{"--policy", policy}})
+	a := c.Agents[0]
+	id := submit(t, a, "--nodes", "2", "--", "echo", "kept-for-a-while")
+	if j := waitJob(t, a, id, 30*time.Second); j.State != "COMPLETED" {
+		t.Fatalf("job %d = %s", id, j.State)
+	}
+	for _, ag := range c.Agents {
+		dir := filepath.Join(ag.DataDir, "exec", "jobs", fmt.Sprintf("%d.1", id))
+		eventually(t, 30*time.Second, ag.Name+": the task directory removed", func() error {
+			if _, err := os.Stat(dir); err == nil {
+				return fmt.Errorf("%s still there", dir)
+			}
+			return nil
+		})
+	}
+	if out := mustShoal(t, a, "logs", fmt.Sprint(id)); strings.Contains(out, "kept-for-a-while") {
+		t.Errorf("logs after the retention: %q; want the output gone", out)
+	}
+	if out := mustShoal(t, a, "job", fmt.Sprint(id)); !strings.Contains(out, "COMPLETED") {
+		t.Errorf("shoal job after the retention:\n%s", out)
+	}
+}
