@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,10 +36,10 @@ func TestArchiveJobs(t *testing.T) {
 		archived = append(archived, j.ID)
 	}
 	// 1: cancelled, but n1 and n2 still hold its GPUs; 3: job 5 depends on it.
-	if want := []cluster.JobID{1, 3, 4, 5}; !slicesEqual(live, want) {
+	if want := []cluster.JobID{1, 3, 4, 5}; !slices.Equal(live, want) {
 		t.Errorf("live jobs %v; want %v", live, want)
 	}
-	if want := []cluster.JobID{2}; !slicesEqual(archived, want) {
+	if want := []cluster.JobID{2}; !slices.Equal(archived, want) {
 		t.Errorf("archived %v; want %v", archived, want)
 	}
 	if j, ok := v.ArchivedJob(2); !ok || j.State != cluster.JobCancelled || len(j.Spec.Env) != 0 {
@@ -55,15 +56,7 @@ func TestArchiveJobs(t *testing.T) {
 	if _, ok := h.s.View().ArchivedJob(4); ok {
 		t.Errorf("job 4, ended after Before, was archived")
 	}
-	snap, _ := h.s.Snapshot()
-	r := New()
-	if err := r.Restore(snap); err != nil {
-		t.Fatal(err)
-	}
-	again, _ := r.Snapshot()
-	if !bytes.Equal(snap, again) {
-		t.Errorf("a snapshot with an archive does not round-trip to the same bytes")
-	}
+	restored(t, h.s)
 }
 
 // TestArchiveBounds (issue 12): 100,000 finished jobs leave the live state;
@@ -96,14 +89,20 @@ func TestArchiveBounds(t *testing.T) {
 	}
 }
 
-func slicesEqual(a, b []cluster.JobID) bool {
-	if len(a) != len(b) {
-		return false
+// restored returns a fresh state restored from s's snapshot, failing the
+// test unless the snapshot round-trips to the same bytes.
+func restored(t *testing.T, s *State) *State {
+	t.Helper()
+	snap, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
+	r := New()
+	if err := r.Restore(snap); err != nil {
+		t.Fatal(err)
 	}
-	return true
+	if again, _ := r.Snapshot(); !bytes.Equal(snap, again) {
+		t.Errorf("snapshot at %d does not round-trip to the same bytes", s.Index())
+	}
+	return r
 }

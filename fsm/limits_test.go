@@ -42,14 +42,7 @@ func TestJobLimits(t *testing.T) {
 	if err := sub(as(1000)); err != nil {
 		t.Fatalf("after a cancel, uid 1000's job: %v", err)
 	}
-	snap, err := h.s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := New()
-	if err := r.Restore(snap); err != nil {
-		t.Fatal(err)
-	}
+	r := restored(t, h.s)
 	if r.live.total != 3 || r.live.byUID[1000] != 2 || r.live.byUID[1001] != 1 {
 		t.Errorf("restored live counts %+v; want 3 in all, 2 of uid 1000, 1 of uid 1001", r.live)
 	}

@@ -91,18 +91,7 @@ func TestJoinTokens(t *testing.T) {
 		t.Errorf("after pruning: %+v", sec.RevokedUserTokens)
 	}
 
-	snap, err := h.s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := New()
-	if err := r.Restore(snap); err != nil {
-		t.Fatal(err)
-	}
-	again, _ := r.Snapshot()
-	if !bytes.Equal(snap, again) {
-		t.Errorf("snapshot with a security record does not round-trip to the same bytes")
-	}
+	r := restored(t, h.s)
 	if !bytes.Equal(r.View().Security().CAKey, []byte("KEY")) {
 		t.Errorf("restored CA key = %q", r.View().Security().CAKey)
 	}
