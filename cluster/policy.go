@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -44,10 +45,11 @@ type Policy struct {
 	// MaxJobCount (which also counts finished jobs kept for MinJobAge);
 	// 0 means DefaultMaxJobCount.
 	MaxJobCount int `msgpack:"max_job_count,omitempty" json:"max_job_count,omitempty"`
-	// Operators are users, by ascending name, who may act on every user's
-	// jobs as root may (cancel, signal, hold, release, requeue, update,
-	// read output), as Slurm's AdminLevel=Operator; they cannot run code
-	// as another user (steps) or change the cluster (drain, policy).
+	// Operators are users, and Unix groups written "@group", by ascending
+	// name, who may act on every user's jobs as root may (cancel, signal,
+	// hold, release, requeue, update, read output), as Slurm's
+	// AdminLevel=Operator; they cannot run code as another user (steps) or
+	// change the cluster (drain, policy).
 	Operators []string `msgpack:"operators,omitempty" json:"operators,omitempty"`
 	// PrivateJobs hides other users' jobs from users who are neither root
 	// nor operators, as slurm.conf's PrivateData=jobs.
@@ -96,13 +98,28 @@ func (p *Policy) ArchiveLimit() int {
 	return DefaultArchiveMax
 }
 
-// IsOperator reports whether user is one of the policy's operators.
+// IsOperator reports whether user is one of the policy's operators by
+// name (groups are the caller's to resolve: OperatorGroups).
 func (p *Policy) IsOperator(user string) bool {
 	if p == nil {
 		return false
 	}
 	_, ok := slices.BinarySearch(p.Operators, user)
 	return ok
+}
+
+// OperatorGroups returns the Unix groups whose members are operators.
+func (p *Policy) OperatorGroups() []string {
+	if p == nil {
+		return nil
+	}
+	var out []string
+	for _, o := range p.Operators {
+		if g, ok := strings.CutPrefix(o, "@"); ok {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // MaxPolicyOperators bounds the operators a policy names.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -113,9 +115,34 @@ func mayTouch(v *fsm.View, verb string, j *cluster.Job, who caller) error {
 	return forbidden(fmt.Errorf("%s job %d: %w: it belongs to %s, and only its owner, root or an operator may", verb, j.ID, ErrForbidden, j.Spec.User))
 }
 
-// isOperator reports whether who is root or one of the policy's operators.
+// isOperator reports whether who is root or one of the policy's operators,
+// by name or as a member of an operator group (looked up in this node's
+// user database, as Slurm resolves groups on the controller).
 func isOperator(v *fsm.View, who caller) bool {
-	return who.proven && (who.UID == 0 || v.Policy().IsOperator(who.User))
+	if !who.proven {
+		return false
+	}
+	if who.UID == 0 || v.Policy().IsOperator(who.User) {
+		return true
+	}
+	groups := v.Policy().OperatorGroups()
+	if len(groups) == 0 {
+		return false
+	}
+	u, err := user.LookupId(strconv.Itoa(who.UID))
+	if err != nil {
+		return false
+	}
+	gids, err := u.GroupIds()
+	if err != nil {
+		return false
+	}
+	for _, name := range groups {
+		if g, err := user.LookupGroup(name); err == nil && slices.Contains(gids, g.Gid) {
+			return true
+		}
+	}
+	return false
 }
 
 // maySee reports whether who may see job j: always, unless the policy

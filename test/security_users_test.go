@@ -15,11 +15,12 @@ import (
 // TestUsersApart (issue 12, threat b): two real users on a node. A's task
 // runs with A's uid, gid and groups; B cannot cancel, signal, hold,
 // requeue or read the output of A's job; an operator the policy names can;
-// with private_jobs, B no longer sees A's job at all.
+// with private_jobs, B no longer sees A's job at all. The operator is
+// named as a Unix group ("@shoalop", the user's own group).
 func TestUsersApart(t *testing.T) {
 	mustRoot(t)
 	policy := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(policy, []byte(`{"operators": ["shoalop"]}`), 0o644); err != nil {
+	if err := os.WriteFile(policy, []byte(`{"operators": ["@shoalop"]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1, ExtraArgs: []string{"--policy", policy}})
@@ -76,7 +77,7 @@ func TestUsersApart(t *testing.T) {
 
 	// With private_jobs, B sees only B's; A and the operator still see A's.
 	private := filepath.Join(t.TempDir(), "private.json")
-	if err := os.WriteFile(private, []byte(`{"operators": ["shoalop"], "private_jobs": true}`), 0o644); err != nil {
+	if err := os.WriteFile(private, []byte(`{"operators": ["@shoalop"], "private_jobs": true}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	mustShoal(t, a, "policy", "set", private)
