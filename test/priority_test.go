@@ -61,7 +61,9 @@ func TestFairShareOrdersTheQueue(t *testing.T) {
 	}
 
 	// heavy runs first and so has used GPUs while its next job waits.
-	first := sub("heavy", 5, nil).ID
+	// It runs 15 s: the two jobs below must both be pending when the
+	// priorities are read, however loaded the machine is.
+	first := sub("heavy", 15, nil).ID
 	eventually(t, 20*time.Second, "heavy's first job running", func() error {
 		j, err := cl.Job(t.Context(), first)
 		if err != nil || j.State != "RUNNING" {
