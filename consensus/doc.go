@@ -1,7 +1,7 @@
 // Package consensus runs Shoal's Raft log: it owns hashicorp/raft, its
 // stores (raft-boltdb/v2 for the log and stable store, a file snapshot
-// store), the TCP transport (TLS arrives through the raft.StreamLayer seam
-// in Config), bootstrap, leadership notifications, and the planning of
+// store), the transport (plain TCP, or mutual TLS through NewTLSStream and
+// the raft.StreamLayer seam in Config), bootstrap, leadership notifications, and the planning of
 // voter and non-voter membership from gossip.
 //
 // # What it owns and what it never touches

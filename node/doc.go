@@ -23,9 +23,16 @@
 // off from the quorum has killed its ranks before the majority can place
 // anything on its GPUs.
 //
-// Identity. On the Unix socket the caller's uid/gid come from SO_PEERCRED.
-// On TCP, a request's declared identity (X-Shoal-User/-Uid/-Gid) is
-// trusted only from a loopback peer; other TCP writes are refused until
-// node-to-node TLS lands. A follower forwards writes to the leader with the
-// identity it proved.
+// Identity (peercred.go, security.go). Unless --insecure, every node holds a
+// certificate from the cluster CA (pki): raft is mutual TLS, the API on
+// TCP is TLS only, gossip is encrypted. A request's caller comes from the
+// Unix socket's SO_PEERCRED (root may act as another user), a user token
+// signed with the replicated token key, or a node certificate whose node
+// says it forwarded the request (then the identity headers are what it
+// proved); declared headers are believed from nowhere else. A follower
+// forwards writes to the leader with the identity it proved. Only nodes
+// call /v1/internal/*, each about itself. The replicated security record
+// (fsm) holds the CA with its key, the gossip keyring, join tokens and
+// revocations, so whichever node leads can sign joins and renewals
+// (join.go, renew.go, keyring.go, usertoken.go).
 package node
