@@ -29,6 +29,7 @@ type goldenCase struct {
 	Expr       *string     `json:"expr"`
 	Hostnames  scontrolRun `json:"hostnames"`
 	Hostlist   scontrolRun `json:"hostlist"`
+	Sorted     scontrolRun `json:"hostlistsorted"`
 	OfExpanded *struct {
 		Input string `json:"input"`
 		scontrolRun
@@ -109,8 +110,9 @@ func checkNames(t *testing.T, what string, got []string, want scontrolRun) {
 }
 
 // TestExpandCompressGolden runs every expression Slurm 22.05 was given
-// through ExpandHostlist and CompressHostlist and compares with what
-// `scontrol show hostnames` and `scontrol show hostlist` printed.
+// through ExpandHostlist, CompressHostlist and SortedHostlist and compares
+// with what `scontrol show hostnames`, `hostlist` and `hostlistsorted`
+// printed.
 func TestExpandCompressGolden(t *testing.T) {
 	for _, c := range loadGolden(t) {
 		if c.Expr == nil {
@@ -139,6 +141,11 @@ func TestExpandCompressGolden(t *testing.T) {
 			if c.Hostlist.Stdout != nil {
 				if cg, want := CompressHostlist(got)+"\n", *c.Hostlist.Stdout; cg != want {
 					t.Errorf("CompressHostlist(ExpandHostlist(%q)) = %q; want %q", expr, cg, want)
+				}
+			}
+			if c.Sorted.Stdout != nil {
+				if sg, want := SortedHostlist(got)+"\n", *c.Sorted.Stdout; sg != want {
+					t.Errorf("SortedHostlist(ExpandHostlist(%q)) = %q; want %q (scontrol show hostlistsorted)", expr, sg, want)
 				}
 			}
 			if e := c.OfExpanded; e != nil && e.Stdout != nil {

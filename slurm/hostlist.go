@@ -1,9 +1,11 @@
 package slurm
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -349,6 +351,49 @@ func widthEquiv(n uint64, wn *int, m uint64, wm *int) bool {
 // bracket ("n[1-3,7]"), zero-padding is kept, and the order and any
 // duplicates are kept ("n1,n3,n2" is "n[1,3,2]"). No names give "".
 func CompressHostlist(names []string) string {
+	return formatRanges(nameRanges(names))
+}
+
+// SortedHostlist is `scontrol show hostlistsorted`: the ranges of names
+// sorted by prefix (byte order), then first number, then zero-padding
+// width, adjacent ones joined; duplicates and overlaps stay, as Slurm
+// 22.05 leaves them ("n[1-2],n[2-3]" stays "n[1-2,2-3]").
+func SortedHostlist(names []string) string {
+	hr := nameRanges(names)
+	slices.SortStableFunc(hr, func(a, b hostRange) int {
+		if c := strings.Compare(a.prefix, b.prefix); c != 0 {
+			return c
+		}
+		switch {
+		case a.single != b.single:
+			if a.single {
+				return -1
+			}
+			return 1
+		case a.lo != b.lo:
+			return cmp.Compare(a.lo, b.lo)
+		}
+		return cmp.Compare(a.width, b.width)
+	})
+	var out []hostRange
+	for _, r := range hr {
+		if n := len(out); n > 0 {
+			t := &out[n-1]
+			if !t.single && !r.single && t.prefix == r.prefix &&
+				t.hi != math.MaxUint64 && t.hi+1 == r.lo &&
+				widthEquiv(t.lo, &t.width, r.lo, &r.width) {
+				t.hi = r.hi
+				continue
+			}
+		}
+		out = append(out, r)
+	}
+	return formatRanges(out)
+}
+
+// nameRanges joins consecutive names that differ only in an adjacent
+// number into ranges, keeping their order.
+func nameRanges(names []string) []hostRange {
 	var hr []hostRange
 	for _, name := range names {
 		r := splitName(name)
@@ -363,6 +408,12 @@ func CompressHostlist(names []string) string {
 		}
 		hr = append(hr, r)
 	}
+	return hr
+}
+
+// formatRanges writes ranges as a hostlist expression, ranges with the
+// same prefix next to each other sharing one bracket.
+func formatRanges(hr []hostRange) string {
 	var b strings.Builder
 	for i := 0; i < len(hr); {
 		if i > 0 {

@@ -592,6 +592,24 @@ func setCPUsPerGPU(o *Options, v string) error {
 // isNone accepts the value "none" (any case).
 func isNone(v string) bool { return strings.EqualFold(v, "none") }
 
+// noBinding accepts a --cpu-bind, --mem-bind or --gpu-bind value that asks
+// for no binding: none, alone or with the verbosity words (quiet, verbose,
+// q, v) that only change what srun reports, as Slurm does where it does
+// not bind.
+func noBinding(v string) bool {
+	if v == "" {
+		return false
+	}
+	for _, w := range strings.Split(v, ",") {
+		switch strings.ToLower(w) {
+		case "none", "no", "quiet", "q", "verbose", "v":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // blockDist accepts the --distribution values that mean block placement
 // of tasks on nodes, which is what Shoal does: block or *, optionally
 // followed by :* levels.

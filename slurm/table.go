@@ -10,7 +10,7 @@ const (
 	whyAccounting = "Shoal has no accounting"
 	whyNotify     = "Shoal sends no mail"
 	whyCPULayout  = "Shoal does not place or bind tasks by socket, core or thread"
-	whyBinding    = "Shoal does not bind tasks to CPUs, memory or GPUs; accepted: none"
+	whyBinding    = "Shoal does not bind tasks to CPUs, memory or GPUs; accepted: none, quiet, verbose"
 	whyFederation = "Shoal has no federation of clusters"
 	whySteps      = "Shoal runs one step per job, with the job's resources"
 	whyTiming     = "Shoal starts a job as soon as it can, with no begin or deadline time"
@@ -136,9 +136,9 @@ var optionTable = []optDef{
 	{long: "thread-spec", arg: needArg, cmds: cAll, reject: whyCPULayout},
 	{long: "overcommit", short: 'O', arg: noArg, cmds: cAll, reject: "Shoal allocates what the tasks ask for"},
 	{long: "distribution", short: 'm', arg: needArg, cmds: cAll, reject: "Shoal places tasks on nodes in blocks; accepted: block or *", ok: blockDist},
-	{long: "cpu-bind", arg: needArg, cmds: cSrun, reject: whyBinding, ok: isNone},
-	{long: "mem-bind", arg: needArg, cmds: cAll, reject: whyBinding, ok: isNone},
-	{long: "gpu-bind", arg: needArg, cmds: cAll, reject: whyBinding, ok: isNone},
+	{long: "cpu-bind", arg: needArg, cmds: cSrun, reject: whyBinding, ok: noBinding},
+	{long: "mem-bind", arg: needArg, cmds: cAll, reject: whyBinding, ok: noBinding},
+	{long: "gpu-bind", arg: needArg, cmds: cAll, reject: whyBinding, ok: noBinding},
 	{long: "accel-bind", arg: needArg, cmds: cSrun, reject: whyBinding},
 	{long: "gres-flags", arg: needArg, cmds: cAll, reject: "Shoal does not bind GPUs to CPUs; accepted: disable-binding", ok: func(v string) bool { return v == "disable-binding" }},
 	{long: "batch", arg: needArg, cmds: cSbatch, reject: "Shoal has no node features to pick the batch host by"},

@@ -11,7 +11,7 @@ import (
 )
 
 // runScontrol is the subset of scontrol that scripts use: show hostnames
-// (the MASTER_ADDR idiom), show hostlist, show job.
+// (the MASTER_ADDR idiom), show hostlist and hostlistsorted, show job.
 func runScontrol(ctx context.Context, g *globalFlags, args []string, out io.Writer) error {
 	if len(args) > 0 {
 		if handled, err := runScontrolWrite(ctx, g, args); handled {
@@ -26,7 +26,9 @@ func runScontrol(ctx context.Context, g *globalFlags, args []string, out io.Writ
 				list = os.Getenv("SLURM_JOB_NODELIST")
 			}
 			if list == "" {
-				return fmt.Errorf("show hostnames: no hostlist given and SLURM_JOB_NODELIST is not set")
+				// Slurm 22.05 says so and exits 0 (shared/peers/slurm's golden).
+				fmt.Fprintln(os.Stderr, "scontrol: error: host list is empty")
+				return nil
 			}
 			names, err := slurm.ExpandHostlist(list)
 			if err != nil {
@@ -36,7 +38,12 @@ func runScontrol(ctx context.Context, g *globalFlags, args []string, out io.Writ
 				fmt.Fprintln(out, n)
 			}
 			return nil
-		case "hostlist":
+		case "hostlist", "hostlistsorted":
+			// Unlike hostnames, Slurm 22.05 reads no SLURM_JOB_NODELIST here:
+			// with no argument it fails (shared/peers/slurm's golden).
+			if len(args) == 2 {
+				return fmt.Errorf("invalid encode argument")
+			}
 			var names []string
 			for _, a := range args[2:] {
 				expanded, err := slurm.ExpandHostlist(a)
@@ -44,6 +51,10 @@ func runScontrol(ctx context.Context, g *globalFlags, args []string, out io.Writ
 					return err
 				}
 				names = append(names, expanded...)
+			}
+			if strings.EqualFold(args[1], "hostlistsorted") {
+				fmt.Fprintln(out, slurm.SortedHostlist(names))
+				return nil
 			}
 			fmt.Fprintln(out, slurm.CompressHostlist(names))
 			return nil
@@ -79,5 +90,5 @@ func runScontrol(ctx context.Context, g *globalFlags, args []string, out io.Writ
 			return scontrolShowNodes(ctx, g, args[2:], out)
 		}
 	}
-	return fmt.Errorf("scontrol %s: not supported by Shoal yet (show hostnames, show hostlist, show job, show nodes, hold, uhold, release, requeue, requeuehold and update NodeName= are)", strings.Join(args, " "))
+	return fmt.Errorf("scontrol %s: not supported by Shoal yet (show hostnames, show hostlist, show hostlistsorted, show job, show nodes, hold, uhold, release, requeue, requeuehold and update NodeName= are)", strings.Join(args, " "))
 }
