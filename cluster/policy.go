@@ -65,6 +65,20 @@ type Policy struct {
 	// task directories (its records and the rank output shoal logs
 	// reads), once it is archived; 0 means DefaultOutputRetention.
 	OutputRetention time.Duration `msgpack:"output_retention,omitempty" json:"output_retention,omitempty"`
+	// ClusterName is the cluster's name in jobs' SLURM_CLUSTER_NAME (as
+	// slurm.conf's ClusterName); "" means DefaultClusterName.
+	ClusterName string `msgpack:"cluster_name,omitempty" json:"cluster_name,omitempty"`
+}
+
+// DefaultClusterName names a cluster whose policy names none.
+const DefaultClusterName = "shoal"
+
+// Name is the cluster name in force under p (nil: the default).
+func (p *Policy) Name() string {
+	if p != nil && p.ClusterName != "" {
+		return p.ClusterName
+	}
+	return DefaultClusterName
 }
 
 // Defaults of the accounting archive and of job output.
@@ -257,6 +271,11 @@ func (p *Policy) Validate() error {
 	if p.MinJobAge < 0 || p.MinJobAge > MaxPolicyDuration {
 		return fmt.Errorf("min_job_age %s: want 0 (the default, %s) to %s", p.MinJobAge, DefaultMinJobAge, MaxPolicyDuration)
 	}
+	if p.ClusterName != "" {
+		if err := policyName(p.ClusterName); err != nil {
+			return fmt.Errorf("cluster_name: %w", err)
+		}
+	}
 	if p.OutputRetention < 0 || p.OutputRetention > MaxPolicyDuration {
 		return fmt.Errorf("output_retention %s: want 0 (the default, %s) to %s", p.OutputRetention, DefaultOutputRetention, MaxPolicyDuration)
 	}
@@ -380,6 +399,7 @@ func (p *Policy) Equal(q *Policy) bool {
 		p.MaxSubmitJobs == q.MaxSubmitJobs && p.MaxJobCount == q.MaxJobCount &&
 		slices.Equal(p.Operators, q.Operators) && p.PrivateJobs == q.PrivateJobs &&
 		p.MinJobAge == q.MinJobAge && p.ArchiveMax == q.ArchiveMax && p.OutputRetention == q.OutputRetention &&
+		p.ClusterName == q.ClusterName &&
 		slices.Equal(p.QoS, q.QoS) &&
 		slices.EqualFunc(p.Accounts, q.Accounts, func(a, b AccountShare) bool {
 			return a.Name == b.Name && a.Shares == b.Shares && slices.Equal(a.Users, b.Users)
@@ -442,6 +462,8 @@ type PolicyFile struct {
 	// OutputRetention (a duration) is how long nodes keep a finished
 	// job's task directories.
 	OutputRetention string `json:"output_retention,omitempty"`
+	// ClusterName is the jobs' SLURM_CLUSTER_NAME (default "shoal").
+	ClusterName string `json:"cluster_name,omitempty"`
 }
 
 // AccountFile is one account in a PolicyFile.
@@ -522,6 +544,7 @@ func ParsePolicyJSON(b []byte) (Policy, error) {
 		return Policy{}, err
 	}
 	p.ArchiveMax = f.ArchiveMax
+	p.ClusterName = f.ClusterName
 	if p.OutputRetention, err = policyDuration("output_retention", f.OutputRetention, 0); err != nil {
 		return Policy{}, err
 	}
@@ -581,6 +604,7 @@ func (p *Policy) File() PolicyFile {
 		f.MinJobAge = p.MinJobAge.String()
 	}
 	f.ArchiveMax = p.ArchiveMax
+	f.ClusterName = p.ClusterName
 	if p.OutputRetention > 0 {
 		f.OutputRetention = p.OutputRetention.String()
 	}

@@ -36,7 +36,10 @@ var contractKeys = map[string]bool{
 	"SLURMD_TRES_BIND": true, "SLURM_STEP_ID": true, "SLURM_STEPID": true,
 	"SLURM_STEP_NODELIST": true, "SLURM_STEP_NUM_NODES": true,
 	"SLURM_STEP_NUM_TASKS": true, "SLURM_STEP_TASKS_PER_NODE": true,
-	"ENVIRONMENT": true,
+	"ENVIRONMENT": true, "GPU_DEVICE_ORDINAL": true, "ROCR_VISIBLE_DEVICES": true,
+	"SLURM_CPUS_ON_NODE": true, "SLURM_JOB_CPUS_PER_NODE": true, "SLURM_JOB_PARTITION": true,
+	"SLURM_JOB_ACCOUNT": true, "SLURM_JOB_QOS": true, "SLURM_MEM_PER_NODE": true,
+	"SLURM_CLUSTER_NAME": true,
 
 	"SHOAL_JOB_ID": true, "SHOAL_JOB_NAME": true, "SHOAL_NODELIST": true,
 	"SHOAL_NNODES": true, "SHOAL_NTASKS": true, "SHOAL_PROCID": true,
@@ -134,6 +137,7 @@ func contractEnv(l Launch, localRank int, home string) []string {
 	set("SHOAL_PROCID", itoa(rank))
 	set("SHOAL_LOCALID", itoa(localRank))
 	set("SHOAL_NODEID", itoa(l.NodeIndex))
+	gpuAliases(env)
 	return sortedEnv(env)
 }
 
@@ -207,6 +211,7 @@ func stepEnv(l Launch, localRank int, home string) []string {
 	set("SHOAL_LOCALID", itoa(localRank))
 	set("SHOAL_NODEID", itoa(idx))
 	set("SHOAL_STEP_ID", itoa(st.ID))
+	gpuAliases(env)
 	return sortedEnv(env)
 }
 
@@ -238,6 +243,7 @@ func batchEnv(l Launch, home string) []string {
 	set("SHOAL_PROCID", "0")
 	set("SHOAL_LOCALID", "0")
 	set("SHOAL_NODEID", "0")
+	gpuAliases(env)
 	return sortedEnv(env)
 }
 
@@ -309,6 +315,26 @@ func jobVars(env map[string]string, l Launch, i int) {
 		set("SLURM_JOB_GPUS", joinInts(gpus))
 	}
 	set("SLURM_CPUS_PER_TASK", itoa(req.CPUsPerTask))
+	// The job's CPUs on each node, as Slurm counts them without
+	// --exclusive: its tasks there times their CPUs.
+	cpus := req.TasksPerNode * req.CPUsPerTask
+	set("SLURM_CPUS_ON_NODE", itoa(cpus))
+	set("SLURM_JOB_CPUS_PER_NODE", tasksPerNode(cpus, nnodes))
+	if p := l.Spec.Request.Partition; p != "" {
+		set("SLURM_JOB_PARTITION", p)
+	}
+	if l.Spec.Account != "" {
+		set("SLURM_JOB_ACCOUNT", l.Spec.Account)
+	}
+	if l.Spec.QoS != "" {
+		set("SLURM_JOB_QOS", l.Spec.QoS)
+	}
+	if m := l.Spec.Request.MemPerNodeMiB; m > 0 {
+		set("SLURM_MEM_PER_NODE", strconv.FormatUint(m, 10))
+	}
+	if l.ClusterName != "" {
+		set("SLURM_CLUSTER_NAME", l.ClusterName)
+	}
 	set("SLURM_SUBMIT_DIR", l.Spec.WorkDir)
 	set("SLURMD_NODENAME", nodeName)
 	set("SLURM_JOB_USER", l.Spec.User)
@@ -333,6 +359,15 @@ func jobVars(env map[string]string, l Launch, i int) {
 	set("SHOAL_NODELIST", l.NodeList)
 	set("SHOAL_NODE_NAME", nodeName)
 	set("SHOAL_INCARNATION", strconv.FormatUint(l.Incarnation, 10))
+}
+
+// gpuAliases sets the other vendors' names for the visible GPUs, as
+// Slurm does wherever it sets CUDA_VISIBLE_DEVICES to a list.
+func gpuAliases(env map[string]string) {
+	if v := env["CUDA_VISIBLE_DEVICES"]; v != "" {
+		env["GPU_DEVICE_ORDINAL"] = v
+		env["ROCR_VISIBLE_DEVICES"] = v
+	}
 }
 
 // nodeGPUs is the GPU list of node index i of the allocation.

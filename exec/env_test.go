@@ -82,6 +82,8 @@ func TestEnvContract(t *testing.T) {
 			"SHOAL_NNODES": "2", "SHOAL_NTASKS": "4", "SHOAL_PROCID": "3", "SHOAL_LOCALID": "1",
 			"SHOAL_NODEID": "1", "SHOAL_NODE_NAME": "n2", "SHOAL_INCARNATION": "3",
 			"PATH": defaultPath, "USER": "ada", "LOGNAME": "ada",
+			"SLURM_CPUS_ON_NODE": "16", "SLURM_JOB_CPUS_PER_NODE": "16(x2)",
+			"GPU_DEVICE_ORDINAL": "2,3", "ROCR_VISIBLE_DEVICES": "2,3",
 		}},
 		{"1 node no GPUs defaults", oneNode, 0, map[string]string{
 			"MASTER_ADDR": "a1", "MASTER_PORT": "30000", "WORLD_SIZE": "1", "RANK": "0",
@@ -98,6 +100,7 @@ func TestEnvContract(t *testing.T) {
 			"SHOAL_NNODES": "1", "SHOAL_NTASKS": "1", "SHOAL_PROCID": "0", "SHOAL_LOCALID": "0",
 			"SHOAL_NODEID": "0", "SHOAL_NODE_NAME": "a1", "SHOAL_INCARNATION": "1",
 			"PATH": defaultPath, "USER": "bob", "LOGNAME": "bob",
+			"SLURM_CPUS_ON_NODE": "1", "SLURM_JOB_CPUS_PER_NODE": "1",
 		}},
 	}
 	for _, tt := range tests {
@@ -183,8 +186,9 @@ func TestEnvGolden(t *testing.T) {
 		Spec: cluster.Spec{
 			Name: "envcheck", Command: []string{"env"}, WorkDir: "/tmp/slurmpeer/env",
 			User: "root", UID: 0, GID: 0,
-			Request: cluster.Request{Nodes: 2, GPUsPerNode: 2, TasksPerNode: 2},
+			Request: cluster.Request{Nodes: 2, GPUsPerNode: 2, TasksPerNode: 2, Partition: "gpu"},
 		},
+		ClusterName: "shoalpeer",
 		Alloc: cluster.Allocation{Nodes: []cluster.NodeAlloc{
 			{Node: "n1", GPUs: []int{0, 1}}, {Node: "n2", GPUs: []int{0, 1}},
 		}, MasterPort: 29500},
@@ -210,5 +214,30 @@ func TestEnvGolden(t *testing.T) {
 	}
 	if checked < 25 {
 		t.Errorf("only %d names compared with the golden file; want at least 25", checked)
+	}
+}
+
+// TestEnvJobDescription: the job's partition, account, QoS, memory and the
+// cluster's name reach every rank under Slurm's names, and are left unset
+// where the job or the cluster has none.
+func TestEnvJobDescription(t *testing.T) {
+	l := twoByTwo()
+	l.Spec.Request.Partition, l.Spec.Account, l.Spec.QoS = "gpu", "physics", "high"
+	l.Spec.Request.MemPerNodeMiB = 64000
+	l.ClusterName = "lab"
+	got := envMap(t, Env(l, 0))
+	for k, want := range map[string]string{
+		"SLURM_JOB_PARTITION": "gpu", "SLURM_JOB_ACCOUNT": "physics", "SLURM_JOB_QOS": "high",
+		"SLURM_MEM_PER_NODE": "64000", "SLURM_CLUSTER_NAME": "lab",
+	} {
+		if got[k] != want {
+			t.Errorf("%s = %q; want %q", k, got[k], want)
+		}
+	}
+	bare := envMap(t, Env(twoByTwo(), 0))
+	for _, k := range []string{"SLURM_JOB_PARTITION", "SLURM_JOB_ACCOUNT", "SLURM_JOB_QOS", "SLURM_MEM_PER_NODE", "SLURM_CLUSTER_NAME"} {
+		if v, ok := bare[k]; ok {
+			t.Errorf("%s = %q for a job and cluster that name none; want unset", k, v)
+		}
 	}
 }

@@ -86,6 +86,8 @@ type Launch struct {
 	NodeList string
 	// NodeName is this node's name.
 	NodeName string
+	// ClusterName is SLURM_CLUSTER_NAME ("" leaves it unset).
+	ClusterName string
 
 	// Step, when set, makes this launch this node's share of an srun step:
 	// the StepNode whose Node is NodeName, as Tasks ranks with global ranks

@@ -135,7 +135,8 @@ func TestEnvStepGolden(t *testing.T) {
 		// srun --gres=gpu:1 gave Slurm's step one GPU; a Shoal step has
 		// all of its node's.
 		{"envcheck.step1.task0.env", with(envcheckJob(0), step1, "n1"), 0, map[string]bool{
-			"CUDA_VISIBLE_DEVICES": true, "SLURM_STEP_GPUS": true, "SLURM_GPUS_ON_NODE": true}},
+			"CUDA_VISIBLE_DEVICES": true, "SLURM_STEP_GPUS": true, "SLURM_GPUS_ON_NODE": true,
+			"GPU_DEVICE_ORDINAL": true, "ROCR_VISIBLE_DEVICES": true}},
 		// Shoal always sets SLURM_NTASKS_PER_NODE; this job asked -n2.
 		{"envgpt.step0.task0.env", gpt, 0, map[string]bool{"SLURM_NTASKS_PER_NODE": true}},
 		{"envgpt.step0.task1.env", gpt, 1, map[string]bool{"SLURM_NTASKS_PER_NODE": true}},

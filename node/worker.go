@@ -412,6 +412,7 @@ func (a *Agent) launch(v *fsm.View, j *cluster.Job, nodeIndex int) exec.Launch {
 		NodeIndex:   nodeIndex,
 		NodeList:    slurm.CompressHostlist(j.Alloc.NodeNames()),
 		NodeName:    a.cfg.Name,
+		ClusterName: v.Policy().Name(),
 		MasterAddr:  a.masterAddr(v, j.Alloc.Nodes[0].Node),
 		ShimDir:     a.shimDir,
 		JobStart:    j.StartTime,
