@@ -192,6 +192,12 @@ type SubmitRequest struct {
 	// over the fewest nodes that can hold them (Nodes and GPUsPerNode
 	// then set by it).
 	GPUsTotal int `json:"gpus_total,omitempty"`
+	// GPUOption is the option the GPUs were asked with ("gpus-per-node",
+	// "gpus", or "" for --gres): it decides which of Slurm's variables
+	// the job sees.
+	GPUOption string `json:"gpu_option,omitempty"`
+	// SubmitHost is the client's host name (SLURM_SUBMIT_HOST).
+	SubmitHost string `json:"submit_host,omitempty"`
 	// MemPerNodeMiB is --mem (or --mem-per-gpu/-cpu per node): nodes with
 	// less memory are not used. Checked against the node, not reserved.
 	MemPerNodeMiB uint64 `json:"mem_per_node_mib,omitempty"`

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -113,7 +114,20 @@ type Request struct {
 	MemPerNodeMiB uint64        `msgpack:"mem_per_node_mib,omitempty" json:"mem_per_node_mib,omitempty"`
 	Switches      int           `msgpack:"switches,omitempty" json:"switches,omitempty"`
 	SwitchesWait  time.Duration `msgpack:"switches_wait,omitempty" json:"switches_wait,omitempty"`
+	// GPUOption is the option the GPUs were asked with: GPUOptionPerNode
+	// (--gpus-per-node), GPUOptionTotal (--gpus), or "" (--gres, or
+	// none). Jobs see it as Slurm's SLURM_GPUS_PER_NODE or SLURM_GPUS.
+	GPUOption string `msgpack:"gpu_option,omitempty" json:"gpu_option,omitempty"`
 }
+
+// MaxHostNameBytes bounds a host name (a DNS name).
+const MaxHostNameBytes = 253
+
+// The options GPUs are asked with (Request.GPUOption).
+const (
+	GPUOptionPerNode = "gpus-per-node"
+	GPUOptionTotal   = "gpus"
+)
 
 // MaxMemPerNodeMiB bounds --mem (a petabyte).
 const MaxMemPerNodeMiB = 1 << 30
@@ -222,8 +236,11 @@ type Spec struct {
 	// level (-q) in the queue Policy; Nice (--nice) is subtracted from its
 	// priority, and only root may make it negative.
 	Account string `msgpack:"account,omitempty" json:"account,omitempty"`
-	QoS     string `msgpack:"qos,omitempty" json:"qos,omitempty"`
-	Nice    int    `msgpack:"nice,omitempty" json:"nice,omitempty"`
+	// SubmitHost is the host the job was submitted from
+	// (SLURM_SUBMIT_HOST), as its client said; "" when unknown.
+	SubmitHost string `msgpack:"submit_host,omitempty" json:"submit_host,omitempty"`
+	QoS        string `msgpack:"qos,omitempty" json:"qos,omitempty"`
+	Nice       int    `msgpack:"nice,omitempty" json:"nice,omitempty"`
 	// Batch, when set, makes this a batch job: its script runs on the
 	// first node and Command is empty.
 	Batch *Batch `msgpack:"batch" json:"batch,omitempty"`
@@ -244,6 +261,14 @@ type Spec struct {
 func (s Spec) Validate() error {
 	if len(s.Name) > MaxJobNameBytes {
 		return fmt.Errorf("name: %d bytes, want at most %d", len(s.Name), MaxJobNameBytes)
+	}
+	if len(s.SubmitHost) > MaxHostNameBytes || strings.ContainsFunc(s.SubmitHost, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return fmt.Errorf("submit_host %.64q: want a host name of at most %d bytes", s.SubmitHost, MaxHostNameBytes)
+	}
+	switch s.Request.GPUOption {
+	case "", GPUOptionPerNode, GPUOptionTotal:
+	default:
+		return fmt.Errorf("gpu_option %.64q: want %q, %q or empty", s.Request.GPUOption, GPUOptionPerNode, GPUOptionTotal)
 	}
 	if s.Batch != nil {
 		if len(s.Command) != 0 {

@@ -39,7 +39,8 @@ var contractKeys = map[string]bool{
 	"ENVIRONMENT": true, "GPU_DEVICE_ORDINAL": true, "ROCR_VISIBLE_DEVICES": true,
 	"SLURM_CPUS_ON_NODE": true, "SLURM_JOB_CPUS_PER_NODE": true, "SLURM_JOB_PARTITION": true,
 	"SLURM_JOB_ACCOUNT": true, "SLURM_JOB_QOS": true, "SLURM_MEM_PER_NODE": true,
-	"SLURM_CLUSTER_NAME": true,
+	"SLURM_CLUSTER_NAME": true, "SLURM_GPUS_PER_NODE": true, "SLURM_GPUS": true,
+	"SLURM_SUBMIT_HOST": true,
 
 	"SHOAL_JOB_ID": true, "SHOAL_JOB_NAME": true, "SHOAL_NODELIST": true,
 	"SHOAL_NNODES": true, "SHOAL_NTASKS": true, "SHOAL_PROCID": true,
@@ -334,6 +335,17 @@ func jobVars(env map[string]string, l Launch, i int) {
 	}
 	if l.ClusterName != "" {
 		set("SLURM_CLUSTER_NAME", l.ClusterName)
+	}
+	if l.Spec.SubmitHost != "" {
+		set("SLURM_SUBMIT_HOST", l.Spec.SubmitHost)
+	}
+	// Slurm names the GPU request the way it was asked for, and not at
+	// all for --gres.
+	switch l.Spec.Request.GPUOption {
+	case cluster.GPUOptionPerNode:
+		set("SLURM_GPUS_PER_NODE", itoa(req.GPUsPerNode))
+	case cluster.GPUOptionTotal:
+		set("SLURM_GPUS", itoa(req.GPUsPerNode*nnodes))
 	}
 	set("SLURM_SUBMIT_DIR", l.Spec.WorkDir)
 	set("SLURMD_NODENAME", nodeName)

@@ -186,7 +186,8 @@ func TestEnvGolden(t *testing.T) {
 		Spec: cluster.Spec{
 			Name: "envcheck", Command: []string{"env"}, WorkDir: "/tmp/slurmpeer/env",
 			User: "root", UID: 0, GID: 0,
-			Request: cluster.Request{Nodes: 2, GPUsPerNode: 2, TasksPerNode: 2, Partition: "gpu"},
+			Request:    cluster.Request{Nodes: 2, GPUsPerNode: 2, TasksPerNode: 2, Partition: "gpu"},
+			SubmitHost: "vm",
 		},
 		ClusterName: "shoalpeer",
 		Alloc: cluster.Allocation{Nodes: []cluster.NodeAlloc{

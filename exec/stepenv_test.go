@@ -78,10 +78,11 @@ func envcheckJob(i int) Launch {
 		Job: 1, Incarnation: 1,
 		Spec: cluster.Spec{
 			Name: "envcheck", WorkDir: "/tmp/slurmpeer/env",
-			User: "root", UID: 0, GID: 0,
-			Request: cluster.Request{Nodes: 2, GPUsPerNode: 2, TasksPerNode: 2},
+			User: "root", UID: 0, GID: 0, SubmitHost: "vm",
+			Request: cluster.Request{Nodes: 2, GPUsPerNode: 2, TasksPerNode: 2, Partition: "gpu"},
 			Batch:   &cluster.Batch{Script: "#!/bin/sh\n"},
 		},
+		ClusterName: "shoalpeer",
 		Alloc: cluster.Allocation{Nodes: []cluster.NodeAlloc{
 			{Node: "n1", GPUs: []int{0, 1}}, {Node: "n2", GPUs: []int{0, 1}},
 		}, MasterPort: 29500},
@@ -246,6 +247,34 @@ func TestBatchEnvGolden(t *testing.T) {
 	l.Alloc.Nodes[0].GPUs = []int{4, 5}
 	if got := envMap(t, BatchEnv(l))["CUDA_VISIBLE_DEVICES"]; got != "4,5" {
 		t.Errorf("CUDA_VISIBLE_DEVICES = %q; want the first node's 4,5", got)
+	}
+}
+
+// TestBatchEnvGoldenGPUsPerNode compares BatchEnv with the batch shell of
+// Slurm's envgpn run (sbatch -N2 --gpus-per-node=4): the one that sets
+// SLURM_GPUS_PER_NODE, which Ray's Slurm launcher reads.
+func TestBatchEnvGoldenGPUsPerNode(t *testing.T) {
+	golden := readGolden(t, "envgpn.batch.env")
+	l := Launch{
+		Job: 7, Incarnation: 1,
+		Spec: cluster.Spec{
+			Name: "envgpn", WorkDir: "/tmp/slurmpeer/env", User: "root", SubmitHost: "vm",
+			Request: cluster.Request{Nodes: 2, GPUsPerNode: 4, TasksPerNode: 1, Partition: "gpu", GPUOption: cluster.GPUOptionPerNode},
+			Batch:   &cluster.Batch{Script: "#!/bin/sh\n"},
+		},
+		Alloc: cluster.Allocation{Nodes: []cluster.NodeAlloc{
+			{Node: "n1", GPUs: []int{0, 1, 2, 3}}, {Node: "n2", GPUs: []int{0, 1, 2, 3}},
+		}, MasterPort: 29500},
+		NodeIndex: 0, MasterAddr: "n1", NodeList: "n[1-2]", NodeName: "n1", ClusterName: "shoalpeer",
+	}
+	env := envMap(t, BatchEnv(l))
+	compareGolden(t, env, golden, []string{"SLURM_GPUS_PER_NODE", "SLURM_SUBMIT_HOST", "SLURM_CLUSTER_NAME",
+		"SLURM_JOB_PARTITION", "SLURM_CPUS_ON_NODE", "SLURM_JOB_CPUS_PER_NODE", "GPU_DEVICE_ORDINAL"},
+		map[string]bool{"SLURM_CPUS_PER_TASK": true, "PATH": true})
+	l.Spec.Request.GPUOption = cluster.GPUOptionTotal
+	env = envMap(t, BatchEnv(l))
+	if env["SLURM_GPUS"] != "8" || env["SLURM_GPUS_PER_NODE"] != "" {
+		t.Errorf("--gpus 8: SLURM_GPUS = %q, SLURM_GPUS_PER_NODE = %q; want 8 and unset", env["SLURM_GPUS"], env["SLURM_GPUS_PER_NODE"])
 	}
 }
 

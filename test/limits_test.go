@@ -108,3 +108,36 @@ func TestOutputRetention(t *testing.T) {
 		t.Errorf("shoal job after the retention:\n%s", out)
 	}
 }
+
+// TestSlurmRequestVariables (issue 13): a batch job asked with
+// --gpus-per-node sees SLURM_GPUS_PER_NODE (Ray's Slurm launcher reads
+// it), the host it was submitted from, the cluster's name from the policy
+// and its CPUs per node in Slurm's format.
+func TestSlurmRequestVariables(t *testing.T) {
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(policy, []byte(`{"cluster_name": "lab"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := startCluster(t, localcluster.Options{Nodes: 2, GPUsPerNode: 2, ExtraArgs: []string{"--policy", policy}})
+	a := c.Agents[0]
+	eventually(t, 20*time.Second, "the policy in force", func() error {
+		if out := mustShoal(t, a, "policy", "show"); !strings.Contains(out, "lab") {
+			return fmt.Errorf("policy: %s", out)
+		}
+		return nil
+	})
+	work := t.TempDir()
+	out := filepath.Join(work, "vars.out")
+	shims := newSlurmShims(t, a)
+	shims.must("sbatch", "--wait", "-N2", "--gpus-per-node=2", "--ntasks-per-node=2", "--chdir", work, "-o", out,
+		"--wrap", `echo "GPN=$SLURM_GPUS_PER_NODE HOST=$SLURM_SUBMIT_HOST CLUSTER=$SLURM_CLUSTER_NAME CPN=$SLURM_JOB_CPUS_PER_NODE ON=$SLURM_CPUS_ON_NODE ROCR=$ROCR_VISIBLE_DEVICES"`)
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	want := fmt.Sprintf("GPN=2 HOST=%s CLUSTER=lab CPN=2(x2) ON=2 ROCR=0,1", host)
+	if got := strings.TrimSpace(string(data)); got != want {
+		t.Errorf("batch script printed %q; want %q", got, want)
+	}
+}

@@ -97,6 +97,16 @@ func userTLS() (*tls.Config, error) {
 	return pki.UserClientConfig(roots), nil
 }
 
+// submitHost is this host's name, which a job sees as SLURM_SUBMIT_HOST
+// ("" when unknown).
+func submitHost() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return h
+}
+
 func currentIdentity() api.Identity {
 	id := api.Identity{UID: os.Getuid(), GID: os.Getgid(), User: strconv.Itoa(os.Getuid())}
 	if u, err := user.Current(); err == nil {

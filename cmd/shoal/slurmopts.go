@@ -76,6 +76,13 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 		Nice:         opts.Nice,
 		GPUsTotal:    gpusTotal,
 		NodesMax:     nodesMax,
+		SubmitHost:   submitHost(),
+	}
+	switch {
+	case opts.Set["gpus-per-node"]:
+		req.GPUOption = cluster.GPUOptionPerNode
+	case opts.GPUs > 0:
+		req.GPUOption = cluster.GPUOptionTotal
 	}
 	switch {
 	case opts.Mem > 0:

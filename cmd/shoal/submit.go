@@ -72,7 +72,12 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 				}
 				req.MemPerNodeMiB = m
 			}
+			req.SubmitHost = submitHost()
+			if cmd.Flags().Changed("gpus-per-node") {
+				req.GPUOption = cluster.GPUOptionPerNode
+			}
 			if gpus > 0 {
+				req.GPUOption = cluster.GPUOptionTotal
 				if cmd.Flags().Changed("nodes") {
 					if gpus%req.Nodes != 0 {
 						return fmt.Errorf("--gpus %d on %d nodes: want a multiple of the node count, or --gpus-per-node", gpus, req.Nodes)
