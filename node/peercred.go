@@ -151,6 +151,12 @@ func (a *Agent) authenticate(next http.Handler) http.Handler {
 		}
 		if who.anonymous() && a.sec.bundle != nil && !publicEndpoint(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="shoal"`)
+			if errors.Is(who.authErr, errNoTokenKey) {
+				// A replica that has not yet applied the entry recording
+				// the key (a cluster just formed): not the token's fault.
+				writeError(w, &httpError{http.StatusServiceUnavailable, who.authErr})
+				return
+			}
 			if who.authErr != nil {
 				writeError(w, &httpError{http.StatusUnauthorized, who.authErr})
 				return
@@ -207,6 +213,9 @@ func userName(uid int) string {
 	return fmt.Sprint(uid)
 }
 
+// errNoTokenKey: this agent's replica holds no user-token key yet.
+var errNoTokenKey = errors.New("user token: this agent has not yet learned the cluster's token key (a cluster just formed, or one running --insecure); retry in a moment")
+
 // bearerToken returns the token of an "Authorization: Bearer" header.
 func bearerToken(r *http.Request) (string, bool) {
 	h := r.Header.Get("Authorization")
@@ -219,7 +228,7 @@ func bearerToken(r *http.Request) (string, bool) {
 func (a *Agent) tokenCaller(tok string) caller {
 	sec := a.state.View().Security()
 	if sec == nil || len(sec.TokenKey) == 0 {
-		return caller{Identity: nobody, authErr: errors.New("user token: this cluster issues none yet")}
+		return caller{Identity: nobody, authErr: errNoTokenKey}
 	}
 	c, err := pki.VerifyUserToken(sec.TokenKey, tok, time.Now())
 	if err != nil {

@@ -33,6 +33,16 @@ func TestUserTokens(t *testing.T) {
 		env := []string{"SHOAL_CA_CERT=" + ca, "SHOAL_TOKEN=" + token, "SHOAL_DATA_DIR=/nonexistent"}
 		return runEnv(t, env, shoalBin, append([]string{"--addr", "https://" + c.Agents[1].HTTPAddr()}, args...)...)
 	}
+	// n2's replica learns the token key a moment after n1 made the token.
+	eventually(t, 20*time.Second, "n2 accepting the token", func() error {
+		if r := remote(tok.Token, "status"); r.code != 0 {
+			return fmt.Errorf("%s", r.stderr)
+		}
+		if r := remote(tok.Token, "queue"); r.code != 0 {
+			return fmt.Errorf("%s", r.stderr)
+		}
+		return nil
+	})
 	r := remote(tok.Token, "submit", "--parsable", "--chdir", "/tmp", "--", "id", "-u")
 	if r.code != 0 {
 		t.Fatalf("submit with a token: exit %d %s", r.code, r.stderr)
