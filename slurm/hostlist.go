@@ -377,16 +377,7 @@ func SortedHostlist(names []string) string {
 	})
 	var out []hostRange
 	for _, r := range hr {
-		if n := len(out); n > 0 {
-			t := &out[n-1]
-			if !t.single && !r.single && t.prefix == r.prefix &&
-				t.hi != math.MaxUint64 && t.hi+1 == r.lo &&
-				widthEquiv(t.lo, &t.width, r.lo, &r.width) {
-				t.hi = r.hi
-				continue
-			}
-		}
-		out = append(out, r)
+		out = appendRange(out, r)
 	}
 	return formatRanges(out)
 }
@@ -396,19 +387,24 @@ func SortedHostlist(names []string) string {
 func nameRanges(names []string) []hostRange {
 	var hr []hostRange
 	for _, name := range names {
-		r := splitName(name)
-		if n := len(hr); n > 0 {
-			t := &hr[n-1]
-			if !t.single && !r.single && t.prefix == r.prefix &&
-				t.hi != math.MaxUint64 && t.hi+1 == r.lo &&
-				widthEquiv(t.lo, &t.width, r.lo, &r.width) {
-				t.hi = r.hi
-				continue
-			}
-		}
-		hr = append(hr, r)
+		hr = appendRange(hr, splitName(name))
 	}
 	return hr
+}
+
+// appendRange appends r to hr, or extends hr's last range with it when r
+// continues it: same prefix, the next number, a compatible zero-padding.
+func appendRange(hr []hostRange, r hostRange) []hostRange {
+	if n := len(hr); n > 0 {
+		t := &hr[n-1]
+		if !t.single && !r.single && t.prefix == r.prefix &&
+			t.hi != math.MaxUint64 && t.hi+1 == r.lo &&
+			widthEquiv(t.lo, &t.width, r.lo, &r.width) {
+			t.hi = r.hi
+			return hr
+		}
+	}
+	return append(hr, r)
 }
 
 // formatRanges writes ranges as a hostlist expression, ranges with the
