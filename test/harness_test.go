@@ -115,6 +115,13 @@ func runEnv(t *testing.T, env []string, program string, args ...string) cliResul
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, program, args...)
 	cmd.Env = append(os.Environ(), env...)
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd and returns its output and exit code; a command that
+// could not run at all fails the test.
+func runCmd(t *testing.T, cmd *osexec.Cmd) cliResult {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -124,7 +131,7 @@ func runEnv(t *testing.T, env []string, program string, args ...string) cliResul
 	case errors.As(err, &ee):
 		res.code = ee.ExitCode()
 	case err != nil:
-		t.Fatalf("run shoal %v: %v", args, err)
+		t.Fatalf("run %v: %v", cmd.Args, err)
 	}
 	return res
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	osexec "os/exec"
@@ -85,18 +84,7 @@ func (u secUser) run(t *testing.T, a *localcluster.Agent, dir string, env []stri
 	cmd := osexec.CommandContext(ctx, "setpriv", argv...)
 	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "USER=" + u.name, "LOGNAME=" + u.name}, env...)
 	cmd.Dir = dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	res := cliResult{stdout: out.String(), stderr: errb.String()}
-	var ee *osexec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		res.code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("run shoal %v as %s: %v", args, u.name, err)
-	}
-	return res
+	return runCmd(t, cmd)
 }
 
 // batch submits a batch job as u and returns its id.
