@@ -30,8 +30,18 @@ type NodeAlloc struct {
 	State    TaskState `msgpack:"state" json:"state"`
 	ExitCode int       `msgpack:"exit_code" json:"exit_code"`
 	// Released is set once the node's tasks are known dead (exit reported
-	// or node declared down); only then may its GPUs go to another job.
+	// or node declared down); only then may its GPUs, CPUs and memory go
+	// to another job.
 	Released bool `msgpack:"released" json:"released"`
+	// CPUs are the job's CPUs on the node: positions in the node's CPU
+	// numbering (0 to Node.CPUs-1; see Node.SocketOf), ascending. The
+	// agent maps them to the host's CPU ids for the job's cpuset. Nil on
+	// a node that reports no CPUs, and in allocations made before CPUs
+	// were consumable.
+	CPUs []int `msgpack:"cpus,omitempty" json:"cpus,omitempty"`
+	// MemMiB is the memory the job holds on the node, its cgroup's limit;
+	// 0 when it asked for none (no limit beyond the node's).
+	MemMiB uint64 `msgpack:"mem_mib,omitempty" json:"mem_mib,omitempty"`
 }
 
 // Clone returns a deep copy of a.
@@ -43,6 +53,7 @@ func (a *Allocation) Clone() *Allocation {
 	c.Nodes = make([]NodeAlloc, len(a.Nodes))
 	for i, n := range a.Nodes {
 		n.GPUs = append([]int(nil), n.GPUs...)
+		n.CPUs = append([]int(nil), n.CPUs...)
 		c.Nodes[i] = n
 	}
 	return &c

@@ -26,6 +26,9 @@ const (
 	JobCancelled JobState = "CANCELLED"
 	JobTimeout   JobState = "TIMEOUT"
 	JobNodeFail  JobState = "NODE_FAIL"
+	// JobOutOfMemory is a job one of whose tasks the kernel killed for
+	// going past its memory limit (its cgroup's), as Slurm's state.
+	JobOutOfMemory JobState = "OUT_OF_MEMORY"
 	// JobRequeued is a job that lost a node and asked to be requeued: its
 	// surviving nodes are stopping their ranks, and it returns to PENDING
 	// only once every node has released, so two incarnations never run at
@@ -36,7 +39,7 @@ const (
 // Terminal reports whether no further transition can leave s.
 func (s JobState) Terminal() bool {
 	switch s {
-	case JobCompleted, JobFailed, JobCancelled, JobTimeout, JobNodeFail:
+	case JobCompleted, JobFailed, JobCancelled, JobTimeout, JobNodeFail, JobOutOfMemory:
 		return true
 	}
 	return false
@@ -85,8 +88,11 @@ type Request struct {
 	GPUsPerNode int `msgpack:"gpus_per_node" json:"gpus_per_node"`
 	// TasksPerNode is how many ranks start on each node (default 1).
 	TasksPerNode int `msgpack:"tasks_per_node" json:"tasks_per_node"`
-	// CPUsPerTask is recorded and exported as SLURM_CPUS_PER_TASK.
+	// CPUsPerTask is -c: each rank's CPUs (SLURM_CPUS_PER_TASK).
 	CPUsPerTask int `msgpack:"cpus_per_task" json:"cpus_per_task"`
+	// CPUsPerGPU is --cpus-per-gpu (or the partition's DefCpuPerGPU): the
+	// CPUs each GPU brings. Slurm refuses it beside -c; see CPUsPerNode.
+	CPUsPerGPU int `msgpack:"cpus_per_gpu,omitempty" json:"cpus_per_gpu,omitempty"`
 	// TimeLimit is the wall-clock limit; zero means unlimited.
 	TimeLimit time.Duration `msgpack:"time_limit" json:"time_limit"`
 	// NodeList names nodes the job must include (Slurm's -w): every one
@@ -108,10 +114,15 @@ type Request struct {
 	// Switches is --switches=K@T: the job waits up to SwitchesWait from
 	// its submit for a placement on at most Switches leaf switches, then
 	// takes what there is. Zero: no preference beyond the policy's own.
-	// MemPerNodeMiB is --mem (or --mem-per-gpu/--mem-per-cpu worked out
-	// per node): only nodes with at least this much memory may run the
-	// job. Memory is checked against each node's size, not reserved.
+	// MemPerNodeMiB is --mem, MemPerCPUMiB --mem-per-cpu and MemPerGPUMiB
+	// --mem-per-gpu; at most one is set (Slurm's rule), and with none the
+	// partition's DefMemPerCPU or DefMemPerGPU fills one at submit. The
+	// memory is reserved on each node (see MemPerNode) and is the job's
+	// cgroup limit there. MemWholeNode is --mem=0: all of each node's.
 	MemPerNodeMiB uint64        `msgpack:"mem_per_node_mib,omitempty" json:"mem_per_node_mib,omitempty"`
+	MemPerCPUMiB  uint64        `msgpack:"mem_per_cpu_mib,omitempty" json:"mem_per_cpu_mib,omitempty"`
+	MemPerGPUMiB  uint64        `msgpack:"mem_per_gpu_mib,omitempty" json:"mem_per_gpu_mib,omitempty"`
+	MemWholeNode  bool          `msgpack:"mem_whole_node,omitempty" json:"mem_whole_node,omitempty"`
 	Switches      int           `msgpack:"switches,omitempty" json:"switches,omitempty"`
 	SwitchesWait  time.Duration `msgpack:"switches_wait,omitempty" json:"switches_wait,omitempty"`
 	// GPUOption is the option the GPUs were asked with: GPUOptionPerNode
@@ -178,9 +189,25 @@ func (r Request) Validate() error {
 			return fmt.Errorf("partition: %w", err)
 		}
 	}
+	mems := 0
+	for _, set := range []bool{r.MemPerNodeMiB > 0, r.MemPerCPUMiB > 0, r.MemPerGPUMiB > 0, r.MemWholeNode} {
+		if set {
+			mems++
+		}
+	}
 	switch {
 	case r.MemPerNodeMiB > MaxMemPerNodeMiB:
 		return fmt.Errorf("mem_per_node_mib %d: want at most %d", r.MemPerNodeMiB, uint64(MaxMemPerNodeMiB))
+	case r.MemPerCPUMiB > MaxMemPerNodeMiB:
+		return fmt.Errorf("mem_per_cpu_mib %d: want at most %d", r.MemPerCPUMiB, uint64(MaxMemPerNodeMiB))
+	case r.MemPerGPUMiB > MaxMemPerNodeMiB:
+		return fmt.Errorf("mem_per_gpu_mib %d: want at most %d", r.MemPerGPUMiB, uint64(MaxMemPerNodeMiB))
+	case mems > 1:
+		return fmt.Errorf("mem_per_node_mib, mem_per_cpu_mib, mem_per_gpu_mib, mem_whole_node: %d set, want at most one (--mem, --mem-per-cpu and --mem-per-gpu exclude each other)", mems)
+	case r.MemPerNode() > MaxMemPerNodeMiB:
+		return fmt.Errorf("memory per node %d MiB (per cpu or gpu times the node's share): want at most %d", r.MemPerNode(), uint64(MaxMemPerNodeMiB))
+	case r.CPUsPerGPU < 0 || r.CPUsPerGPU > MaxCPUsPerTask:
+		return fmt.Errorf("cpus_per_gpu %d: want 0 to %d", r.CPUsPerGPU, MaxCPUsPerTask)
 	case r.Switches < 0 || r.Switches > MaxNodesPerJob:
 		return fmt.Errorf("switches %d: want 0 (any) to %d", r.Switches, MaxNodesPerJob)
 	case r.SwitchesWait < 0 || r.SwitchesWait > MaxPolicyDuration:
@@ -189,11 +216,48 @@ func (r Request) Validate() error {
 	return r.validateNodeSet()
 }
 
-// CPUsPerNode is what one node's ranks ask for: TasksPerNode times
-// CPUsPerTask, each at least 1. It is checked against a node's CPUs, not
-// reserved.
+// CPUsPerNode is the CPUs one node gives the job: TasksPerNode times
+// CPUsPerTask, or GPUsPerNode times CPUsPerGPU when that is more; at least
+// one. An exclusive job takes every CPU of its nodes instead.
 func (r Request) CPUsPerNode() int {
-	return max(1, r.TasksPerNode) * max(1, r.CPUsPerTask)
+	return max(max(1, r.TasksPerNode)*max(1, r.CPUsPerTask), r.GPUsPerNode*r.CPUsPerGPU)
+}
+
+// MemPerNode is the memory (MiB) one node gives the job: --mem, or
+// --mem-per-cpu times CPUsPerNode, or --mem-per-gpu times GPUsPerNode; 0
+// when it asks for none. A MemWholeNode or exclusive job takes all of
+// each node's memory instead; see MemOn.
+func (r Request) MemPerNode() uint64 {
+	switch {
+	case r.MemPerNodeMiB > 0:
+		return r.MemPerNodeMiB
+	case r.MemPerCPUMiB > 0:
+		return r.MemPerCPUMiB * uint64(r.CPUsPerNode())
+	case r.MemPerGPUMiB > 0:
+		return r.MemPerGPUMiB * uint64(max(0, r.GPUsPerNode))
+	}
+	return 0
+}
+
+// WholeMem reports whether the job takes all of each node's memory
+// (--mem=0 or --exclusive).
+func (r Request) WholeMem() bool { return r.MemWholeNode || r.Exclusive }
+
+// CPUsOn and MemOn are what the job takes on node n: CPUsPerNode and
+// MemPerNode, or the whole node's for an exclusive (or --mem=0) job.
+func (r Request) CPUsOn(n *Node) int {
+	if r.Exclusive && n.CPUs > 0 {
+		return n.CPUs
+	}
+	return r.CPUsPerNode()
+}
+
+// MemOn: see CPUsOn.
+func (r Request) MemOn(n *Node) uint64 {
+	if r.WholeMem() {
+		return n.MemoryMiB
+	}
+	return r.MemPerNode()
 }
 
 // WithDefaults returns r with Slurm's defaults for fields left at zero:

@@ -42,6 +42,12 @@ type Node struct {
 	GPUs       []GPU      `msgpack:"gpus" json:"gpus"`
 	CPUs       int        `msgpack:"cpus" json:"cpus"`
 	MemoryMiB  uint64     `msgpack:"memory_mib" json:"memory_mib"`
+	// Sockets, CoresPerSocket and ThreadsPerCore are the CPU layout, as
+	// slurm.conf's; zero when unknown (then one socket of CPUs cores).
+	// With them CPUs is their product. See SocketOf for the numbering.
+	Sockets        int `msgpack:"sockets,omitempty" json:"sockets,omitempty"`
+	CoresPerSocket int `msgpack:"cores_per_socket,omitempty" json:"cores_per_socket,omitempty"`
+	ThreadsPerCore int `msgpack:"threads_per_core,omitempty" json:"threads_per_core,omitempty"`
 	Topology   Topology   `msgpack:"topology" json:"topology"`
 	Version    string     `msgpack:"version" json:"version"`
 	Status     NodeStatus `msgpack:"status" json:"status"`
@@ -71,6 +77,20 @@ func (n *Node) Clone() *Node {
 		c.GPUs[i] = g
 	}
 	return &c
+}
+
+// SocketOf returns the socket of CPU position p, the NUMA node that GPUs
+// on that socket report (GPU.NUMA). Positions number the hardware threads
+// as Linux does on most servers: first thread 0 of every core, socket by
+// socket, then thread 1 of every core in the same order, and so on; so
+// position p is on socket (p mod (Sockets*CoresPerSocket)) /
+// CoresPerSocket. A node with no layout has one socket, 0.
+func (n *Node) SocketOf(p int) int {
+	cores := n.Sockets * n.CoresPerSocket
+	if n.Sockets <= 1 || n.CoresPerSocket <= 0 || p < 0 {
+		return 0
+	}
+	return (p % cores) / n.CoresPerSocket
 }
 
 // Schedulable reports whether new work may be placed on the node.

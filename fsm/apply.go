@@ -513,6 +513,9 @@ func (s *State) taskExited(index uint64, c TaskExited) Result {
 			// when fenced; whatever else it says just releases it.
 		case c.Cause == CauseTimeout:
 			j.State = cluster.JobTimeout
+		case c.Cause == CauseOOM:
+			j.State = cluster.JobOutOfMemory
+			j.ExitCode = c.ExitCode
 		case c.ExitCode != 0 || c.Cause == CauseStartFail:
 			j.State = cluster.JobFailed
 			j.ExitCode = c.ExitCode

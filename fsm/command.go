@@ -188,6 +188,9 @@ const (
 	CauseFenced    = "fenced"    // killed because the node lost its lease
 	CauseLost      = "lost"      // the agent restarted and could not account for them
 	CauseStartFail = "start"     // the tasks could not be started
+	// CauseOOM: the kernel killed a task for going past its memory limit
+	// (the job's cgroup); the job ends OUT_OF_MEMORY.
+	CauseOOM = "oom"
 )
 
 // TaskExited reports that every task of a job incarnation on a node is

@@ -180,7 +180,7 @@ func validateJob(j *cluster.Job, lastJob cluster.JobID) error {
 	}
 	switch j.State {
 	case cluster.JobPending, cluster.JobRunning, cluster.JobCompleted, cluster.JobFailed,
-		cluster.JobCancelled, cluster.JobTimeout, cluster.JobNodeFail, cluster.JobRequeued:
+		cluster.JobCancelled, cluster.JobTimeout, cluster.JobNodeFail, cluster.JobOutOfMemory, cluster.JobRequeued:
 	default:
 		return fmt.Errorf("job %d: state %.32q: want a known job state", j.ID, j.State)
 	}
