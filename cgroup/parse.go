@@ -1,0 +1,206 @@
+package cgroup
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Parsers of the kernel's text. Each takes the file's bytes and is pure,
+// so it is tested on recorded text and fuzzed (testdata/fuzz).
+
+// maxCPUID bounds a CPU id in a list: Linux's NR_CPUS tops out at 8192.
+const maxCPUID = 1 << 13
+
+// mount is one line of /proc/self/mountinfo, the fields this package uses.
+type mount struct {
+	root    string   // the part of the filesystem mounted (field 4)
+	point   string   // the mount point (field 5)
+	fsType  string   // after the " - " separator
+	options []string // super options, comma-separated (cgroup v1 controllers)
+}
+
+// parseMountinfo parses /proc/self/mountinfo (proc(5)): ID PARENT MAJ:MIN
+// ROOT POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS. Paths
+// have spaces and the like escaped as \040 octal.
+func parseMountinfo(b []byte) ([]mount, error) {
+	var out []mount
+	for n, line := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok {
+			return nil, fmt.Errorf("mountinfo line %d: no \" - \" separator", n+1)
+		}
+		f := strings.Fields(pre)
+		g := strings.Fields(post)
+		if len(f) < 6 || len(g) < 3 {
+			return nil, fmt.Errorf("mountinfo line %d: %d and %d fields, want at least 6 and 3", n+1, len(f), len(g))
+		}
+		out = append(out, mount{root: unescapeOctal(f[3]), point: unescapeOctal(f[4]),
+			fsType: g[0], options: strings.Split(g[2], ",")})
+	}
+	return out, nil
+}
+
+// unescapeOctal undoes the kernel's \ooo escapes of mount paths.
+func unescapeOctal(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// procCgroup is one line of /proc/<pid>/cgroup: ID:CONTROLLERS:PATH, the
+// v2 line being 0::PATH.
+type procCgroup struct {
+	id          int
+	controllers []string // empty for v2; "name=systemd" style kept as is
+	path        string
+}
+
+func parseProcCgroup(b []byte) ([]procCgroup, error) {
+	var out []procCgroup
+	for n, line := range strings.Split(string(b), "\n") {
+		if line == "" {
+			continue
+		}
+		id, rest, ok1 := strings.Cut(line, ":")
+		ctrl, path, ok2 := strings.Cut(rest, ":")
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("cgroup line %d: want ID:CONTROLLERS:PATH", n+1)
+		}
+		i, err := strconv.Atoi(id)
+		if err != nil || i < 0 {
+			return nil, fmt.Errorf("cgroup line %d: id %.20q: want a number", n+1, id)
+		}
+		if !strings.HasPrefix(path, "/") {
+			return nil, fmt.Errorf("cgroup line %d: path %.40q: want an absolute path", n+1, path)
+		}
+		c := procCgroup{id: i, path: path}
+		if ctrl != "" {
+			c.controllers = strings.Split(ctrl, ",")
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// parseFlatKeyed parses the "key value" lines of memory.stat, cpu.stat,
+// cpuacct.stat, memory.events and memory.oom_control. Values are
+// unsigned integers; "max" reads as the largest.
+func parseFlatKeyed(b []byte) (map[string]uint64, error) {
+	m := map[string]uint64{}
+	for n, line := range bytes.Split(b, []byte{'\n'}) {
+		f := bytes.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 2 {
+			return nil, fmt.Errorf("line %d: %d fields, want \"key value\"", n+1, len(f))
+		}
+		v, err := parseValue(f[1])
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %s: %w", n+1, f[0], err)
+		}
+		m[string(f[0])] = v
+	}
+	return m, nil
+}
+
+// parseValue parses one number of a cgroup file, "max" as the largest.
+func parseValue(b []byte) (uint64, error) {
+	s := string(bytes.TrimSpace(b))
+	if s == "max" {
+		return ^uint64(0), nil
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("value %.24q: want a number or max", s)
+	}
+	return v, nil
+}
+
+// parsePIDs parses cgroup.procs: one pid a line.
+func parsePIDs(b []byte) ([]int, error) {
+	var pids []int
+	for f := range bytes.FieldsSeq(b) {
+		pid, err := strconv.Atoi(string(f))
+		if err != nil || pid <= 0 {
+			return nil, fmt.Errorf("pid %.24q: want a positive number", f)
+		}
+		pids = append(pids, pid)
+	}
+	return pids, nil
+}
+
+// ParseCPUList parses the kernel's CPU list format ("0-3,8,10-11"), as in
+// cpuset.cpus and sysfs, into ascending ids without repeats.
+func ParseCPUList(s string) ([]int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	seen := map[int]bool{}
+	for part := range strings.SplitSeq(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 || a >= maxCPUID {
+			return nil, fmt.Errorf("cpu list %.40q: %q: want a CPU id 0 to %d", s, lo, maxCPUID-1)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a || b >= maxCPUID {
+				return nil, fmt.Errorf("cpu list %.40q: range %q: want LOW-HIGH with LOW <= HIGH < %d", s, part, maxCPUID)
+			}
+		}
+		for i := a; i <= b; i++ {
+			seen[i] = true
+		}
+	}
+	ids := make([]int, 0, len(seen))
+	for i := range maxCPUID {
+		if seen[i] {
+			ids = append(ids, i)
+		}
+	}
+	return ids, nil
+}
+
+// FormatCPUList writes ids (any order, repeats allowed) in the kernel's
+// list format, ranges joined.
+func FormatCPUList(ids []int) string {
+	s := append([]int(nil), ids...)
+	slices.Sort(s)
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		j := i
+		for j+1 < len(s) && (s[j+1] == s[j] || s[j+1] == s[j]+1) {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		if s[j] == s[i] {
+			fmt.Fprintf(&b, "%d", s[i])
+		} else {
+			fmt.Fprintf(&b, "%d-%d", s[i], s[j])
+		}
+		i = j + 1
+	}
+	return b.String()
+}

@@ -1,0 +1,222 @@
+package cgroup
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// v2 is the unified hierarchy: one tree, controllers enabled per level
+// in cgroup.subtree_control.
+type v2 struct {
+	dir string // the agent's tree
+	has Controller
+}
+
+// v2Controllers are the controllers this package enables on v2.
+var v2Controllers = []struct {
+	c    Controller
+	name string
+}{{CPUSet, "cpuset"}, {Memory, "memory"}, {Pids, "pids"}}
+
+func openV2(r Root) (*v2, error) {
+	h := &v2{dir: r.Dirs[""], has: r.Has &^ Devices}
+	if h.dir == "" {
+		return nil, errors.New("cgroup v2: no directory")
+	}
+	// The agent's own cgroup must hand its controllers down: that fails
+	// (EBUSY) when it holds processes and is not the root, the v2 rule
+	// "no internal processes". Delegation (systemd's Delegate=yes with the
+	// agent in a leaf of its own) is the way out.
+	if err := h.enable(filepath.Dir(h.dir)); err != nil {
+		return nil, fmt.Errorf("%w: v2: %w (run the agent in a delegated cgroup: systemd Delegate=yes, or a parent without processes)", ErrUnavailable, err)
+	}
+	if err := os.Mkdir(h.dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("cgroup v2: %w", err)
+	}
+	if err := h.enable(h.dir); err != nil {
+		return nil, fmt.Errorf("cgroup v2: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, "cgroup.kill")); err == nil {
+		h.has |= Kill
+	}
+	return h, nil
+}
+
+// enable turns this hierarchy's controllers on for dir's children.
+func (h *v2) enable(dir string) error {
+	var want []string
+	for _, c := range v2Controllers {
+		if h.has&c.c != 0 {
+			want = append(want, "+"+c.name)
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	return writeFile(dir, "cgroup.subtree_control", strings.Join(want, " "))
+}
+
+func (h *v2) Version() int    { return 2 }
+func (h *v2) Has() Controller { return h.has }
+
+func (h *v2) Create(path string, l Limits) error {
+	if err := validPath(path); err != nil {
+		return err
+	}
+	d := filepath.Join(h.dir, path)
+	if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create cgroup %s: %w", d, err)
+	}
+	if l.ConfineGPUs {
+		return fmt.Errorf("cgroup %s: gpus %v: device confinement is not available on cgroup v2", path, l.GPUs)
+	}
+	if len(l.CPUs) > 0 {
+		if h.has&CPUSet == 0 {
+			return fmt.Errorf("cgroup %s: cpus %v: no cpuset controller", path, l.CPUs)
+		}
+		if err := writeFile(d, "cpuset.cpus", FormatCPUList(l.CPUs)); err != nil {
+			return fmt.Errorf("cgroup %s: cpus: %w", path, err)
+		}
+	}
+	if l.MemoryBytes > 0 {
+		if h.has&Memory == 0 {
+			return fmt.Errorf("cgroup %s: memory %d: no memory controller", path, l.MemoryBytes)
+		}
+		if err := writeFile(d, "memory.max", strconv.FormatUint(l.MemoryBytes, 10)); err != nil {
+			return fmt.Errorf("cgroup %s: memory limit: %w", path, err)
+		}
+		if _, err := os.Stat(filepath.Join(d, "memory.swap.max")); err == nil {
+			if err := writeFile(d, "memory.swap.max", "0"); err != nil {
+				return fmt.Errorf("cgroup %s: swap limit: %w", path, err)
+			}
+		}
+	}
+	if l.PidsMax > 0 {
+		if h.has&Pids == 0 {
+			return fmt.Errorf("cgroup %s: pids max %d: no pids controller", path, l.PidsMax)
+		}
+		if err := writeFile(d, "pids.max", strconv.FormatInt(l.PidsMax, 10)); err != nil {
+			return fmt.Errorf("cgroup %s: pids max: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// ForkIn sets attr so clone3 starts the child in path
+// (CLONE_INTO_CGROUP); done closes the directory it opened.
+func (h *v2) ForkIn(path string, attr *syscall.SysProcAttr) (func(), error) {
+	if err := validPath(path); err != nil {
+		return nil, err
+	}
+	if attr == nil {
+		return nil, errors.New("cgroup v2: fork in: no SysProcAttr")
+	}
+	fd, err := unix.Open(filepath.Join(h.dir, path), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open cgroup %s: %w", path, err)
+	}
+	attr.UseCgroupFD = true
+	attr.CgroupFD = fd
+	return func() { _ = unix.Close(fd) }, nil
+}
+
+func (h *v2) Procs(path string) ([]int, error) {
+	if err := validPath(path); err != nil {
+		return nil, err
+	}
+	return readPIDs(filepath.Join(h.dir, path))
+}
+
+// Kill writes cgroup.kill (the kernel kills the whole subtree, forks in
+// flight included), or without it SIGKILLs every member, until empty or
+// bound.
+func (h *v2) Kill(path string, bound time.Duration) error {
+	if err := validPath(path); err != nil {
+		return err
+	}
+	d := filepath.Join(h.dir, path)
+	deadline := time.Now().Add(bound)
+	for {
+		pids, err := h.Procs(path)
+		if err != nil {
+			return fmt.Errorf("kill cgroup %s: %w", path, err)
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kill cgroup %s: %d processes left after %s: %v", path, len(pids), bound, pids)
+		}
+		if h.has&Kill == 0 || writeFile(d, "cgroup.kill", "1") != nil {
+			killAll(pids)
+		}
+		time.Sleep(pollPeriod)
+	}
+}
+
+func (h *v2) Stats(path string) (Stats, error) {
+	if err := validPath(path); err != nil {
+		return Stats{}, err
+	}
+	d := filepath.Join(h.dir, path)
+	var s Stats
+	if h.has&Memory != 0 {
+		now, err := readValue(d, "memory.current")
+		if err != nil {
+			return s, fmt.Errorf("cgroup %s: %w", path, err)
+		}
+		s.MemNow = now
+		if peak, err := readValue(d, "memory.peak"); err == nil { // Linux 5.19 and later
+			s.MemPeak = peak
+		}
+		if b, err := readFile(d, "memory.events"); err == nil {
+			m, err := parseFlatKeyed(b)
+			if err != nil {
+				return s, fmt.Errorf("cgroup %s: memory.events: %w", path, err)
+			}
+			s.OOMKills, s.OOMKnown = m["oom_kill"]
+		}
+	}
+	b, err := readFile(d, "cpu.stat")
+	if err != nil {
+		return s, fmt.Errorf("cgroup %s: %w", path, err)
+	}
+	s.UserCPU, s.SystemCPU, err = parseCPUStat(b)
+	if err != nil {
+		return s, fmt.Errorf("cgroup %s: cpu.stat: %w", path, err)
+	}
+	return s, nil
+}
+
+// parseCPUStat reads v2's cpu.stat (user_usec, system_usec).
+func parseCPUStat(b []byte) (user, system time.Duration, err error) {
+	m, err := parseFlatKeyed(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	u, ok1 := m["user_usec"]
+	s, ok2 := m["system_usec"]
+	if !ok1 || !ok2 {
+		return 0, 0, errors.New("want user_usec and system_usec")
+	}
+	const maxUsec = uint64(1<<63-1) / uint64(time.Microsecond)
+	if u > maxUsec || s > maxUsec {
+		return 0, 0, errors.New("usec out of range")
+	}
+	return time.Duration(u) * time.Microsecond, time.Duration(s) * time.Microsecond, nil
+}
+
+func (h *v2) Remove(path string) error {
+	if err := validPath(path); err != nil {
+		return err
+	}
+	return removeTree(filepath.Join(h.dir, path))
+}
