@@ -314,6 +314,8 @@ type TaskEvent struct {
 	Node        string        `json:"node"`
 	ExitCode    int           `json:"exit_code"`
 	Cause       string        `json:"cause"`
+	// Usage is what the tasks used, with an exit; nil when not counted.
+	Usage *cluster.Usage `json:"usage,omitempty"`
 }
 
 // FormatTime renders t as RFC 3339 in UTC, or "" for the zero time.

@@ -111,6 +111,10 @@ type Hierarchy interface {
 	// Remove removes path and its descendants; they must hold no process.
 	// A path that does not exist is no error.
 	Remove(path string) error
+	// Prune removes path if it has no child cgroup and no process, in one
+	// attempt: how the last task of a job removes the job's cgroup
+	// without racing a sibling task that is creating its own.
+	Prune(path string) error
 }
 
 // Root is an agent's cgroup tree as Detect found it: plain data, so the
@@ -389,4 +393,24 @@ func killAll(pids []int) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+}
+
+// pruneDir removes dir if it is an empty cgroup with no children.
+func pruneDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			return fmt.Errorf("prune cgroup %s: has child %s", dir, e.Name())
+		}
+	}
+	if err := syscall.Rmdir(dir); err != nil && !errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("prune cgroup %s: %w", dir, err)
+	}
+	return nil
 }

@@ -350,3 +350,14 @@ func (h *v1) Remove(path string) error {
 	}
 	return errors.Join(errs...)
 }
+
+func (h *v1) Prune(path string) error {
+	if err := validPath(path); err != nil {
+		return err
+	}
+	var errs []error
+	for _, d := range h.dirs(path) {
+		errs = append(errs, pruneDir(d))
+	}
+	return errors.Join(errs...)
+}

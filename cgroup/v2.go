@@ -220,3 +220,10 @@ func (h *v2) Remove(path string) error {
 	}
 	return removeTree(filepath.Join(h.dir, path))
 }
+
+func (h *v2) Prune(path string) error {
+	if err := validPath(path); err != nil {
+		return err
+	}
+	return pruneDir(filepath.Join(h.dir, path))
+}

@@ -42,6 +42,9 @@ type NodeAlloc struct {
 	// MemMiB is the memory the job holds on the node, its cgroup's limit;
 	// 0 when it asked for none (no limit beyond the node's).
 	MemMiB uint64 `msgpack:"mem_mib,omitempty" json:"mem_mib,omitempty"`
+	// Usage is what the node's tasks used, reported with their exit; nil
+	// until then, or when the node could not count it.
+	Usage *Usage `msgpack:"usage,omitempty" json:"usage,omitempty"`
 }
 
 // Clone returns a deep copy of a.
@@ -54,6 +57,10 @@ func (a *Allocation) Clone() *Allocation {
 	for i, n := range a.Nodes {
 		n.GPUs = append([]int(nil), n.GPUs...)
 		n.CPUs = append([]int(nil), n.CPUs...)
+		if n.Usage != nil {
+			u := *n.Usage
+			n.Usage = &u
+		}
 		c.Nodes[i] = n
 	}
 	return &c

@@ -106,6 +106,9 @@ type StepNode struct {
 	Tasks     int       `msgpack:"tasks" json:"tasks"`
 	State     TaskState `msgpack:"state" json:"state"`
 	ExitCode  int       `msgpack:"exit_code" json:"exit_code"`
+	// Usage is what the node's tasks of the step used, reported with
+	// their exit; nil until then, or when the node could not count it.
+	Usage *Usage `msgpack:"usage,omitempty" json:"usage,omitempty"`
 }
 
 // Step is one srun inside a job incarnation. IDs count from 0 in each

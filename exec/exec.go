@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shoal-sched/shoal/cgroup"
 	"github.com/shoal-sched/shoal/cluster"
 )
 
@@ -30,6 +31,7 @@ const (
 	causeFenced    = "fenced"    // fsm.CauseFenced
 	causeLost      = "lost"      // fsm.CauseLost
 	causeStartFail = "start"     // fsm.CauseStartFail
+	causeOOM       = "oom"       // fsm.CauseOOM
 )
 
 // Exit codes of start failures, as a shell reports them.
@@ -166,6 +168,17 @@ type Config struct {
 	// task is fenced once LeaseTTL has passed since the last heartbeat
 	// passed to RenewLease was sent. Zero: no watchdog.
 	LeaseTTL time.Duration
+	// Cgroup, when set, is the agent's cgroup tree (cgroup.Detect, then
+	// cgroup.Open): every task then runs in cgroups of its own under it,
+	// confined to the node's share of its allocation (see cgroup.go).
+	// Nil: no confinement.
+	Cgroup *cgroup.Root
+	// HostCPUs are the host's CPU ids in the order of the node's CPU
+	// positions (cgroup.Canonical), to map an allocation's CPUs.
+	HostCPUs []int
+	// TaskPidsMax, when positive, bounds the processes and threads of one
+	// task (pids.max) where the pids controller is there.
+	TaskPidsMax int64
 }
 
 // TaskKey names one task on this node: a job incarnation's own ranks
@@ -199,6 +212,9 @@ type Exit struct {
 	// Cause is one of fsm's Cause* values.
 	Cause      string
 	Start, End time.Time
+	// Usage is what the task used, as its cgroup counted it; nil without
+	// cgroups, or for a lost task.
+	Usage *cluster.Usage
 }
 
 func (x Exit) key() TaskKey { return TaskKey{Job: x.Job, Incarnation: x.Incarnation, Step: x.Step} }
@@ -621,7 +637,8 @@ func (e *Executor) writeStart(t *task) error {
 		return err
 	}
 	sc := stepdConfig{Launch: t.launch, Start: t.start, NodeName: e.cfg.NodeName,
-		KillWait: e.cfg.KillWait, KillGrace: e.cfg.KillGrace, TaskNamespace: e.cfg.TaskNamespace}
+		KillWait: e.cfg.KillWait, KillGrace: e.cfg.KillGrace, TaskNamespace: e.cfg.TaskNamespace,
+		Cgroup: e.cfg.Cgroup, HostCPUs: e.cfg.HostCPUs, TaskPidsMax: e.cfg.TaskPidsMax}
 	if e.cfg.LeaseTTL > 0 {
 		sc.Lease = filepath.Join(e.cfg.DataDir, leaseFile)
 	}
@@ -646,6 +663,7 @@ func (e *Executor) writeStart(t *task) error {
 // task then reads as lost.
 func (e *Executor) finish(t *task, out outcome) {
 	rec := exitRecord{
+		Usage:       out.usage,
 		Job:         t.key.Job,
 		Incarnation: t.key.Incarnation,
 		Step:        stepField(t.key.Step),

@@ -91,6 +91,11 @@ func (e *Executor) recover(ctx context.Context) error {
 	if alive := waitPIDsGone(ctx, killed, killWait); len(alive) > 0 {
 		e.log.Error("processes of lost tasks survived SIGKILL", "pids", alive)
 	}
+	for _, o := range orphans {
+		// What escaped the groups and rewrote its environment is still in
+		// the task's cgroup.
+		e.killLostCgroup(o)
+	}
 	now := time.Now()
 	for _, o := range orphans {
 		rec := exitRecord{Job: o.key.Job, Incarnation: o.key.Incarnation, Step: stepField(o.key.Step),

@@ -33,7 +33,29 @@ func (e *Executor) run(t *task, launched chan<- error) {
 	}
 	exits := make(chan rankExit, t.plan.ranks)
 
-	pgids, startCode, startErr := e.startRanks(t, log, exits)
+	var cg *taskCgroup
+	var pgids []int
+	var startCode int
+	var startErr error
+	if e.cfg.Cgroup != nil {
+		// A task that cannot be confined does not run.
+		if cg, startErr = e.setupCgroup(t, log); startErr != nil {
+			startCode = codeNotFound
+		}
+	}
+	if startErr == nil {
+		pgids, startCode, startErr = e.startRanks(t, log, cg, exits)
+	}
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	if cg != nil {
+		go func() { // stopped below, before the usage is read
+			defer close(sampled)
+			cg.sample(stopSampling)
+		}()
+	} else {
+		close(sampled)
+	}
 	e.mu.Lock()
 	t.pgids = pgids // before Start returns, so Signal reaches them
 	e.mu.Unlock()
@@ -50,6 +72,10 @@ func (e *Executor) run(t *task, launched chan<- error) {
 			if err := syscall.Kill(-pg, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 				log.Warn("signal ranks", "pid", pg, "signal", sig.String(), "err", err)
 			}
+		}
+		if cg != nil {
+			// Ending the task reaches what left the ranks' groups too.
+			cg.signal(sig)
 		}
 	}
 	s := supervision{
@@ -95,6 +121,23 @@ func (e *Executor) run(t *task, launched chan<- error) {
 	if alive := waitGroupsGone(pgids, killWait); len(alive) > 0 {
 		log.Error("processes survived SIGKILL", "pids", alive)
 	}
+	close(stopSampling)
+	<-sampled
+	if cg != nil {
+		// Everything in the task's cgroup, wherever it moved in the
+		// process tree, dies before the exit is recorded.
+		usage, oom := cg.end(log)
+		out.usage = usage
+		if oom && out.cause == causeExit {
+			// The kernel killed a process for the job's memory limit: the
+			// job ran out of memory, whatever its leader's code (Slurm's
+			// OUT_OF_MEMORY).
+			out.cause = causeOOM
+			if out.code == 0 {
+				out.code = 128 + int(syscall.SIGKILL)
+			}
+		}
+	}
 	e.finish(t, out)
 }
 
@@ -102,7 +145,7 @@ func (e *Executor) run(t *task, launched chan<- error) {
 // started (each leads its own process group), and on a failure the exit
 // code a shell would give and the error; the ranks started so far then run
 // until supervise stops them.
-func (e *Executor) startRanks(t *task, log *slog.Logger, exits chan<- rankExit) (pgids []int, code int, err error) {
+func (e *Executor) startRanks(t *task, log *slog.Logger, cg *taskCgroup, exits chan<- rankExit) (pgids []int, code int, err error) {
 	l, p := t.launch, t.plan
 
 	if p.workDir == "" {
@@ -178,7 +221,7 @@ func (e *Executor) startRanks(t *task, log *slog.Logger, exits chan<- rankExit) 
 			return pgids, codeNotFound, fmt.Errorf("rank %d: %w", rank, err)
 		}
 		ready := make(chan rankStart, 1)
-		e.wg.Go(func() { runRank(cmd, local, ready, exits) })
+		e.wg.Go(func() { runRank(cmd, cg, local, ready, exits) })
 		r := <-ready // bounded: fork and exec
 		release()
 		stdout.Close()
@@ -201,11 +244,23 @@ func (e *Executor) startRanks(t *task, log *slog.Logger, exits chan<- rankExit) 
 // runRank starts cmd and waits for it. The child's Pdeathsig (SIGKILL)
 // fires when the OS thread that forked it exits, not the process: the
 // goroutine keeps that thread locked until the child is reaped, so the
-// signal fires only if the agent itself dies.
-func runRank(cmd *osexec.Cmd, local int, ready chan<- rankStart, exits chan<- rankExit) {
+// signal fires only if the agent itself dies. The same locked thread
+// forks the child into the task's cgroup cg, when there is one: the
+// child never runs outside it.
+func runRank(cmd *osexec.Cmd, cg *taskCgroup, local int, ready chan<- rankStart, exits chan<- rankExit) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := cmd.Start(); err != nil {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	leave, err := enterForFork(cg, cmd.SysProcAttr)
+	if err != nil {
+		ready <- rankStart{err: err}
+		return
+	}
+	err = cmd.Start()
+	leave()
+	if err != nil {
 		ready <- rankStart{err: err}
 		return
 	}

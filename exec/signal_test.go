@@ -89,31 +89,31 @@ func TestSuperviseKillWaitAndWarning(t *testing.T) {
 		signals []string
 	}{
 		{"time limit: TERM, KILL after the kill-wait", time.Minute, -1, func(*fakeRanks, chan string) {},
-			outcome{137, causeTimeout}, []string{"terminated@1m0s", "killed@1m30s"}},
+			outcome{code: 137, cause: causeTimeout}, []string{"terminated@1m0s", "killed@1m30s"}},
 		{"cancel: the kill-wait", 0, -1, func(_ *fakeRanks, stop chan string) {
 			time.Sleep(time.Second)
 			stop <- causeCancelled
-		}, outcome{137, causeCancelled}, []string{"terminated@1s", "killed@31s"}},
+		}, outcome{code: 137, cause: causeCancelled}, []string{"terminated@1s", "killed@31s"}},
 		{"fenced: the fencing grace", 0, -1, func(_ *fakeRanks, stop chan string) {
 			time.Sleep(time.Second)
 			stop <- causeFenced
-		}, outcome{137, causeFenced}, []string{"terminated@1s", "killed@6s"}},
+		}, outcome{code: 137, cause: causeFenced}, []string{"terminated@1s", "killed@6s"}},
 		{"fenced while in the kill-wait: KILL moves earlier", time.Minute, -1, func(_ *fakeRanks, stop chan string) {
 			time.Sleep(time.Minute + 2*time.Second)
 			stop <- causeFenced
-		}, outcome{137, causeTimeout}, []string{"terminated@1m0s", "killed@1m7s"}},
+		}, outcome{code: 137, cause: causeTimeout}, []string{"terminated@1m0s", "killed@1m7s"}},
 		{"fenced late in the kill-wait: KILL stays", time.Minute, -1, func(_ *fakeRanks, stop chan string) {
 			time.Sleep(time.Minute + 28*time.Second)
 			stop <- causeFenced
-		}, outcome{137, causeTimeout}, []string{"terminated@1m0s", "killed@1m30s"}},
+		}, outcome{code: 137, cause: causeTimeout}, []string{"terminated@1m0s", "killed@1m30s"}},
 		{"warning before the limit, once", time.Minute, 50 * time.Second, func(*fakeRanks, chan string) {},
-			outcome{137, causeTimeout}, []string{"user defined signal 1@50s", "terminated@1m0s", "killed@1m30s"}},
+			outcome{code: 137, cause: causeTimeout}, []string{"user defined signal 1@50s", "terminated@1m0s", "killed@1m30s"}},
 		{"no warning once stopping", time.Minute, 50 * time.Second, func(_ *fakeRanks, stop chan string) {
 			time.Sleep(10 * time.Second)
 			stop <- causeCancelled
-		}, outcome{137, causeCancelled}, []string{"terminated@10s", "killed@40s"}},
+		}, outcome{code: 137, cause: causeCancelled}, []string{"terminated@10s", "killed@40s"}},
 		{"warning at once", time.Minute, 0, func(*fakeRanks, chan string) {},
-			outcome{137, causeTimeout}, []string{"user defined signal 1@0s", "terminated@1m0s", "killed@1m30s"}},
+			outcome{code: 137, cause: causeTimeout}, []string{"user defined signal 1@0s", "terminated@1m0s", "killed@1m30s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shoal-sched/shoal/cgroup"
 )
 
 // StepdArg is the argument that makes a binary run a task supervisor:
@@ -60,6 +62,11 @@ type stepdConfig struct {
 	Lease string `json:"lease,omitempty"`
 	// TaskNamespace is Config.TaskNamespace.
 	TaskNamespace []string `json:"task_namespace,omitempty"`
+	// Cgroup, HostCPUs and TaskPidsMax are Config's; recovery reads
+	// Cgroup back to kill a lost task's cgroup.
+	Cgroup      *cgroup.Root `json:"cgroup,omitempty"`
+	HostCPUs    []int        `json:"host_cpus,omitempty"`
+	TaskPidsMax int64        `json:"task_pids_max,omitempty"`
 }
 
 // launchResult is what a supervisor tells the agent that started it,
@@ -158,7 +165,8 @@ func runStepd(ctx context.Context, dir string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e := &Executor{
 		cfg: Config{DataDir: filepath.Dir(filepath.Dir(dir)), NodeName: cfg.NodeName,
-			KillWait: cfg.KillWait, KillGrace: cfg.KillGrace, Logger: log, TaskNamespace: cfg.TaskNamespace},
+			KillWait: cfg.KillWait, KillGrace: cfg.KillGrace, Logger: log, TaskNamespace: cfg.TaskNamespace,
+			Cgroup: cfg.Cgroup, HostCPUs: cfg.HostCPUs, TaskPidsMax: cfg.TaskPidsMax},
 		log:     log.With("component", "stepd", "pid", os.Getpid()),
 		jobs:    filepath.Dir(dir),
 		notify:  make(chan struct{}, 1),

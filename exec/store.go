@@ -61,6 +61,8 @@ type exitRecord struct {
 	Cause       string        `json:"cause"`
 	Start       time.Time     `json:"start"`
 	End         time.Time     `json:"end"`
+	// Usage is absent without cgroups and in records older than them.
+	Usage *cluster.Usage `json:"usage,omitempty"`
 }
 
 // stopRecord asks the task's supervisor to stop the task: the agent
@@ -79,7 +81,7 @@ type ackRecord struct {
 // directory name gives (records older than steps carry no step).
 func (r exitRecord) exit(key TaskKey) Exit {
 	return Exit{Job: key.Job, Incarnation: key.Incarnation, Step: key.Step,
-		ExitCode: r.ExitCode, Cause: r.Cause, Start: r.Start, End: r.End}
+		ExitCode: r.ExitCode, Cause: r.Cause, Start: r.Start, End: r.End, Usage: r.Usage}
 }
 
 // stepField is the step of a record: nil for the job's own task.

@@ -3,6 +3,8 @@ package exec
 import (
 	"syscall"
 	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
 )
 
 // rankExit is one rank's leader process reaped.
@@ -40,6 +42,8 @@ type supervision struct {
 type outcome struct {
 	code  int    // first failing rank's code, or 0
 	cause string // one of the cause constants
+	// usage is what the task's cgroup counted; nil without one.
+	usage *cluster.Usage
 }
 
 // supervise waits until every rank leader is reaped. The first of these

@@ -501,6 +501,10 @@ func (s *State) taskExited(index uint64, c TaskExited) Result {
 	na.State = cluster.TaskExited
 	na.ExitCode = c.ExitCode
 	na.Released = true
+	if c.Usage != nil {
+		u := *c.Usage
+		na.Usage = &u
+	}
 	if j.State == cluster.JobRunning {
 		// A batch job's script runs on its first node only; its other
 		// nodes run nothing of their own and hold their GPUs for steps.

@@ -202,6 +202,9 @@ type TaskExited struct {
 	ExitCode    int           `msgpack:"exit_code"`
 	Cause       string        `msgpack:"cause"`
 	Time        time.Time     `msgpack:"time"`
+	// Usage is what the node's tasks used (nil: not counted); added
+	// after the first release, absent in older entries.
+	Usage *cluster.Usage `msgpack:"usage,omitempty"`
 }
 
 // JobReason is one pending job's reason.
@@ -248,6 +251,9 @@ type StepExited struct {
 	ExitCode    int           `msgpack:"exit_code"`
 	Cause       string        `msgpack:"cause"`
 	Time        time.Time     `msgpack:"time"`
+	// Usage is what the node's tasks used (nil: not counted); added
+	// after the first release, absent in older entries.
+	Usage *cluster.Usage `msgpack:"usage,omitempty"`
 }
 
 // CancelStep stops a running step (srun interrupted); its nodes stop its

@@ -218,6 +218,10 @@ func (s *State) stepExited(index uint64, c StepExited) Result {
 		sn.State = cluster.TaskLost
 	}
 	sn.ExitCode = c.ExitCode
+	if c.Usage != nil {
+		u := *c.Usage
+		sn.Usage = &u
+	}
 	endStep(st, c.Time)
 	j.ModifyIndex = index
 	s.storeJob(pos, &j)

@@ -617,11 +617,11 @@ func (a *Agent) leaderTaskEvent(ctx context.Context, ev taskEvent) error {
 	case "exited":
 		res, err = a.apply(ctx, fsm.CmdTaskExited, fsm.TaskExited{
 			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node,
-			ExitCode: ev.ExitCode, Cause: ev.Cause, Time: time.Now()})
+			ExitCode: ev.ExitCode, Cause: ev.Cause, Usage: ev.Usage, Time: time.Now()})
 	case "step-exited":
 		res, err = a.apply(ctx, fsm.CmdStepExited, fsm.StepExited{
 			Job: ev.Job, Incarnation: ev.Incarnation, Step: ev.Step, Node: ev.Node,
-			ExitCode: ev.ExitCode, Cause: ev.Cause, Time: time.Now()})
+			ExitCode: ev.ExitCode, Cause: ev.Cause, Usage: ev.Usage, Time: time.Now()})
 	default:
 		return badRequest(fmt.Errorf("kind %q: want started, exited or step-exited", ev.Kind))
 	}

@@ -249,7 +249,7 @@ func (a *Agent) reportExits(ctx context.Context) {
 		}
 		ev := taskEvent{
 			Kind: "exited", Job: ex.Job, Incarnation: ex.Incarnation, Node: a.cfg.Name,
-			ExitCode: ex.ExitCode, Cause: ex.Cause,
+			ExitCode: ex.ExitCode, Cause: ex.Cause, Usage: ex.Usage,
 		}
 		if ex.Step != exec.NoStep {
 			ev.Kind, ev.Step = "step-exited", ex.Step

@@ -1,0 +1,251 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/cgroup"
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+func TestTaskLimits(t *testing.T) {
+	canon := []int{0, 2, 1, 3} // two cores, threads numbered side by side
+	launch := func(na cluster.NodeAlloc) Launch {
+		na.Node = "n2"
+		return Launch{NodeIndex: 1, Alloc: cluster.Allocation{Nodes: []cluster.NodeAlloc{{Node: "n1"}, na}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		l       Launch
+		has     cgroup.Controller
+		pids    int64
+		job     cgroup.Limits
+		task    cgroup.Limits
+		approx  bool
+		wantErr bool
+	}{
+		{name: "nothing asked: no cpuset, no memory limit, GPUs none", l: launch(cluster.NodeAlloc{}), has: cgroup.All,
+			job: cgroup.Limits{ConfineGPUs: true}},
+		{name: "everything", l: launch(cluster.NodeAlloc{CPUs: []int{0, 1}, MemMiB: 512, GPUs: []int{1, 3}}), has: cgroup.All, pids: 4096,
+			job:  cgroup.Limits{CPUs: []int{0, 2}, MemoryBytes: 512 << 20, ConfineGPUs: true, GPUs: []int{1, 3}},
+			task: cgroup.Limits{PidsMax: 4096}},
+		{name: "simulated node larger than the host", l: launch(cluster.NodeAlloc{CPUs: []int{4, 5}}), has: cgroup.CPUSet,
+			job: cgroup.Limits{CPUs: []int{0, 2}}, approx: true},
+		{name: "v2 without devices, memory or pids", l: launch(cluster.NodeAlloc{CPUs: []int{2}, MemMiB: 64, GPUs: []int{0}}), has: cgroup.CPUSet, pids: 10,
+			job: cgroup.Limits{CPUs: []int{1}}},
+		{name: "bad node index", l: Launch{NodeIndex: 3}, has: cgroup.All, wantErr: true},
+		{name: "bad cpu position", l: launch(cluster.NodeAlloc{CPUs: []int{-1}}), has: cgroup.All, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job, task, approx, err := taskLimits(tc.l, canon, tc.has, tc.pids)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("taskLimits = %v; want error %v", err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			if !reflect.DeepEqual(job, tc.job) || !reflect.DeepEqual(task, tc.task) || approx != tc.approx {
+				t.Errorf("taskLimits = %+v, %+v, %v; want %+v, %+v, %v", job, task, approx, tc.job, tc.task, tc.approx)
+			}
+		})
+	}
+}
+
+func TestCgroupPaths(t *testing.T) {
+	for _, tc := range []struct {
+		key       TaskKey
+		job, task string
+	}{
+		{TaskKey{7, 2, NoStep}, "job_7.2", "job_7.2/task"},
+		{TaskKey{7, 2, 0}, "job_7.2", "job_7.2/step_0"},
+	} {
+		if job, task := cgroupPaths(tc.key); job != tc.job || task != tc.task {
+			t.Errorf("cgroupPaths(%v) = %q, %q; want %q, %q", tc.key, job, task, tc.job, tc.task)
+		}
+	}
+}
+
+// newCgroupExec opens an executor whose tasks run in cgroups, on a tree
+// of the test's own, removed at the end; without root or a hierarchy it
+// skips, and fails in CI (CI=true).
+func newCgroupExec(t *testing.T, need cgroup.Controller) (*Executor, cgroup.Hierarchy) {
+	t.Helper()
+	unusable := func(msg string) {
+		t.Helper()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and no usable cgroup hierarchy: %s", msg)
+		}
+		t.Skip(msg)
+	}
+	if os.Geteuid() != 0 {
+		unusable("not root")
+	}
+	r, err := cgroup.Detect(fmt.Sprintf("exectest%d_%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")))
+	if err != nil {
+		unusable(err.Error())
+	}
+	if r.Has&need != need {
+		unusable(fmt.Sprintf("hierarchy has %s, the test needs %s", r.Has, need))
+	}
+	h, err := cgroup.Open(r)
+	if err != nil {
+		unusable(err.Error())
+	}
+	host, err := cgroup.HostCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(t.Context(), Config{DataDir: t.TempDir(), NodeName: "n2", KillWait: time.Second, KillGrace: time.Second,
+		Logger: testLogger(t), Cgroup: &r, HostCPUs: cgroup.Canonical(host), TaskPidsMax: 256})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		e.StopAll(causeCancelled)
+		ctx, cancel := context.WithTimeout(context.Background(), waitBound)
+		defer cancel()
+		if err := e.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := h.Kill("", 5*time.Second); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		if err := h.Remove(""); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	return e, h
+}
+
+// A rank is confined from its first instruction to the CPUs of its
+// allocation, and its cgroup is gone once its exit is recorded.
+func TestTaskCPUSet(t *testing.T) {
+	e, h := newCgroupExec(t, cgroup.CPUSet)
+	host, _ := cgroup.HostCPUs()
+	canon := cgroup.Canonical(host)
+	pos := len(canon) - 1
+	l := shLaunch(t, 1, 1, `grep Cpus_allowed_list /proc/self/status`)
+	l.Alloc.Nodes[1].CPUs = []int{pos}
+	if err := e.Start(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+	x := waitExit(t, e, 1)
+	if x.ExitCode != 0 || x.Cause != causeExit {
+		t.Fatalf("exit = %+v", x)
+	}
+	want := "Cpus_allowed_list:\t" + strconv.Itoa(canon[pos]) + "\n"
+	if got := readLog(t, e, 1, 1, "stdout"); got != want {
+		t.Errorf("rank's affinity = %q; want %q", got, want)
+	}
+	if procs, err := h.Procs(""); err != nil || len(procs) != 0 {
+		t.Errorf("after the exit, the tree holds %v, %v; want nothing", procs, err)
+	}
+	if _, err := os.Stat(filepath.Join(e.cfg.Cgroup.Dirs["cpuset"], "job_1.1")); !os.IsNotExist(err) {
+		t.Errorf("job cgroup left behind: %v", err)
+	}
+}
+
+// A rank that allocates past the job's memory is OOM-killed and the task
+// ends with cause oom, which the FSM turns into OUT_OF_MEMORY.
+func TestTaskOOM(t *testing.T) {
+	e, _ := newCgroupExec(t, cgroup.Memory)
+	l := shLaunch(t, 1, 1, `dd if=/dev/zero of=/dev/null bs=256M count=1; echo after`)
+	l.Alloc.Nodes[1].MemMiB = 32
+	if err := e.Start(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+	x := waitExit(t, e, 1)
+	if x.Cause != causeOOM || x.ExitCode == 0 {
+		t.Errorf("exit = %+v; want cause oom and a failing code", x)
+	}
+	// The same under no limit completes.
+	l = shLaunch(t, 2, 1, `dd if=/dev/zero of=/dev/null bs=64M count=1`)
+	if err := e.Start(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+	if x := waitExit(t, e, 2); x.Cause != causeExit || x.ExitCode != 0 {
+		t.Errorf("exit without a limit = %+v; want code 0 cause exit", x)
+	}
+}
+
+// A daemon that left the rank's process group and session dies with the
+// task, and the usage of the task is in its exit: the CPU a busy loop
+// burned and the memory dd held.
+func TestTaskDaemonKilledAndUsage(t *testing.T) {
+	e, _ := newCgroupExec(t, cgroup.Memory|cgroup.CPUAcct)
+	pidFile := filepath.Join(t.TempDir(), "daemon.pid")
+	l := shLaunch(t, 1, 1, `setsid sleep 300 & echo $! > `+pidFile+`
+timeout 0.6 sh -c 'while :; do :; done'
+dd if=/dev/zero of=/dev/null bs=64M count=1 2>/dev/null
+exit 0`)
+	if err := e.Start(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+	x := waitExit(t, e, 1)
+	if x.ExitCode != 0 || x.Cause != causeExit {
+		t.Fatalf("exit = %+v", x)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The exit is recorded only once the cgroup is empty: no wait here.
+	if err := syscall.Kill(pid, 0); err == nil {
+		if st, err := readStat(pid); err == nil && !st.dead() {
+			t.Errorf("daemon %d survived its task", pid)
+		}
+	}
+	u := x.Usage
+	if u == nil {
+		t.Fatal("exit has no usage")
+	}
+	if cpu := u.TotalCPU(); cpu < 400*time.Millisecond || cpu > 3*time.Second {
+		t.Errorf("TotalCPU = %s (user %s, system %s); want about 0.6s", cpu, u.UserCPU, u.SystemCPU)
+	}
+	if u.MaxRSS < 64<<20 || u.MaxRSS > 1<<30 {
+		t.Errorf("MaxRSS = %d; want 64 MiB or a little more", u.MaxRSS)
+	}
+	if u.AveRSS == 0 || u.AveRSS > u.MaxRSS {
+		t.Errorf("AveRSS = %d with MaxRSS %d; want samples, at most the peak", u.AveRSS, u.MaxRSS)
+	}
+	// The usage is durable: a new executor on the same directory reads it.
+	var rec exitRecord
+	if err := readJSON(filepath.Join(e.jobs, TaskKey{1, 1, NoStep}.dirName()), exitFile, &rec); err != nil || rec.Usage == nil || *rec.Usage != *u {
+		t.Errorf("exit record usage = %+v, %v; want %+v", rec.Usage, err, u)
+	}
+}
+
+// A rank's oom_score_adj is the default, whatever protects its
+// supervisor.
+func TestRankOOMScoreReset(t *testing.T) {
+	requireRoot(t)
+	old, err := os.ReadFile(oomScoreFile)
+	if err != nil {
+		t.Skip("no oom_score_adj")
+	}
+	if err := os.WriteFile(oomScoreFile, []byte("500"), 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.WriteFile(oomScoreFile, old, 0) })
+	e := newTestExec(t, t.TempDir(), time.Second)
+	l := shLaunch(t, 1, 1, `cat /proc/$$/oom_score_adj; cat /proc/$PPID/oom_score_adj`)
+	if err := e.Start(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, e, 1)
+	if got := readLog(t, e, 1, 1, "stdout"); got != "0\n500\n" {
+		t.Errorf("rank's and supervisor's oom_score_adj = %q; want 0 and 500", got)
+	}
+}
