@@ -35,22 +35,22 @@ const (
 // Node is a node as the FSM records it: what gossip announced, made
 // authoritative by a raft command.
 type Node struct {
-	Name       string `msgpack:"name" json:"name"`
-	APIAddr    string `msgpack:"api_addr" json:"api_addr"`
-	RaftAddr   string `msgpack:"raft_addr" json:"raft_addr"`
-	GossipAddr string `msgpack:"gossip_addr" json:"gossip_addr"`
-	GPUs       []GPU  `msgpack:"gpus" json:"gpus"`
-	CPUs       int    `msgpack:"cpus" json:"cpus"`
-	MemoryMiB  uint64 `msgpack:"memory_mib" json:"memory_mib"`
+	Name       string     `msgpack:"name" json:"name"`
+	APIAddr    string     `msgpack:"api_addr" json:"api_addr"`
+	RaftAddr   string     `msgpack:"raft_addr" json:"raft_addr"`
+	GossipAddr string     `msgpack:"gossip_addr" json:"gossip_addr"`
+	GPUs       []GPU      `msgpack:"gpus" json:"gpus"`
+	CPUs       int        `msgpack:"cpus" json:"cpus"`
+	MemoryMiB  uint64     `msgpack:"memory_mib" json:"memory_mib"`
 	// Sockets, CoresPerSocket and ThreadsPerCore are the CPU layout, as
 	// slurm.conf's; zero when unknown (then one socket of CPUs cores).
 	// With them CPUs is their product. See SocketOf for the numbering.
-	Sockets        int        `msgpack:"sockets,omitempty" json:"sockets,omitempty"`
-	CoresPerSocket int        `msgpack:"cores_per_socket,omitempty" json:"cores_per_socket,omitempty"`
-	ThreadsPerCore int        `msgpack:"threads_per_core,omitempty" json:"threads_per_core,omitempty"`
-	Topology       Topology   `msgpack:"topology" json:"topology"`
-	Version        string     `msgpack:"version" json:"version"`
-	Status         NodeStatus `msgpack:"status" json:"status"`
+	Sockets        int `msgpack:"sockets,omitempty" json:"sockets,omitempty"`
+	CoresPerSocket int `msgpack:"cores_per_socket,omitempty" json:"cores_per_socket,omitempty"`
+	ThreadsPerCore int `msgpack:"threads_per_core,omitempty" json:"threads_per_core,omitempty"`
+	Topology   Topology   `msgpack:"topology" json:"topology"`
+	Version    string     `msgpack:"version" json:"version"`
+	Status     NodeStatus `msgpack:"status" json:"status"`
 	// Drain keeps new jobs off the node; running ones finish.
 	Drain       bool      `msgpack:"drain" json:"drain"`
 	DrainReason string    `msgpack:"drain_reason" json:"drain_reason,omitempty"`

@@ -32,6 +32,8 @@ type Agent struct {
 	log  *slog.Logger
 	dir  *dataDir
 	self cluster.Node
+	// cgroup is the tasks' confinement (--cgroups); its root nil: none.
+	cgroup cgroupSetup
 
 	// leaveReq carries `shoal leave`: stop as SIGTERM would, draining
 	// for the given time first (<0: the agent's own --drain-on-stop).
@@ -109,6 +111,8 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		Features:   cfg.Features,
 		Version:    cfg.Version,
 	}
+	// The CPU layout, so the leader places CPUs by socket.
+	a.self.Sockets, a.self.CoresPerSocket, a.self.ThreadsPerCore = cfg.Sockets, cfg.CoresPerSocket, cfg.ThreadsPerCore
 
 	_, statErr := os.Stat(filepath.Join(cfg.DataDir, "raft"))
 	if a.sec, err = setupSecurity(ctx, &a.cfg, statErr == nil, log); err != nil {
@@ -193,7 +197,13 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	if a.cfg.TaskHelper, err = cfg.taskNamespace(log); err != nil {
 		return nil, err
 	}
+	if a.cgroup, err = cfg.cgroups(log); err != nil {
+		return nil, err
+	}
 	a.exec, err = exec.New(ctx, exec.Config{
+		Cgroup:        a.cgroup.root,
+		HostCPUs:      a.cgroup.hostCPUs,
+		TaskPidsMax:   cfg.TaskPidsMax,
 		TaskNamespace: a.cfg.TaskHelper,
 		DataDir:       filepath.Join(cfg.DataDir, "exec"),
 		NodeName:      cfg.Name,
@@ -403,7 +413,9 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 		a.exec.Detach()
 	} else {
 		closeCtx, cancelClose := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = a.exec.Close(closeCtx)
+		if err := a.exec.Close(closeCtx); err == nil {
+			removeCgroupTree(a.cgroup.root, a.log)
+		}
 		cancelClose()
 	}
 	_ = os.Remove(a.SocketPath())

@@ -54,6 +54,18 @@ type Config struct {
 	// Features label the node for jobs' --constraint (--features a,b).
 	Features []string
 
+	// Sockets, CoresPerSocket and ThreadsPerCore are the CPU layout
+	// (--sockets, --cores-per-socket, --threads-per-core, as slurm.conf's):
+	// all zero (unknown) or all positive with CPUs their product.
+	Sockets, CoresPerSocket, ThreadsPerCore int
+	// Cgroups (--cgroups) is CgroupsAuto (the default), CgroupsRequired
+	// or CgroupsOff: whether tasks run confined in cgroups (see
+	// cgroups.go).
+	Cgroups string
+	// TaskPidsMax (--task-pids-max), when positive, bounds the processes
+	// and threads of one task on this node (pids.max); 0: no bound.
+	TaskPidsMax int64
+
 	// Timing of raft; zero value = consensus.DefaultTiming().
 	RaftTiming consensus.Timing
 	// HeartbeatInterval, LeaseTTL and KillGrace govern node liveness
@@ -164,6 +176,9 @@ func (c *Config) setDefaults() {
 	if c.TaskHostname == "" {
 		c.TaskHostname = TaskHostnameAuto
 	}
+	if c.Cgroups == "" {
+		c.Cgroups = CgroupsAuto
+	}
 }
 
 // validate names the first bad field, as the flag the user typed.
@@ -193,6 +208,13 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--cpus %d: want 0 or more", c.CPUs)
 	case c.TaskHostname != TaskHostnameAuto && c.TaskHostname != TaskHostnameOn && c.TaskHostname != TaskHostnameOff:
 		return fmt.Errorf("--task-hostname %q: want auto, on or off", c.TaskHostname)
+	case c.Cgroups != CgroupsAuto && c.Cgroups != CgroupsRequired && c.Cgroups != CgroupsOff:
+		return fmt.Errorf("--cgroups %q: want auto, required or off", c.Cgroups)
+	case c.TaskPidsMax < 0:
+		return fmt.Errorf("--task-pids-max %d: want 0 (no bound) or more", c.TaskPidsMax)
+	}
+	if err := validLayout(c.CPUs, c.Sockets, c.CoresPerSocket, c.ThreadsPerCore); err != nil {
+		return err
 	}
 	if err := cluster.ValidateFeatures(c.Features); err != nil {
 		return fmt.Errorf("--features: %w", err)
@@ -260,4 +282,19 @@ func (c *Config) apiAdvert() string {
 }
 func (c *Config) gossipAdvert() string {
 	return net.JoinHostPort(c.AdvertiseAddr, strconv.Itoa(c.GossipPort))
+}
+
+// validLayout checks the CPU layout flags against --cpus: all three zero
+// (unknown), or all positive with --cpus their product.
+func validLayout(cpus, sockets, cores, threads int) error {
+	if sockets == 0 && cores == 0 && threads == 0 {
+		return nil
+	}
+	if sockets <= 0 || cores <= 0 || threads <= 0 {
+		return fmt.Errorf("--sockets %d, --cores-per-socket %d, --threads-per-core %d: want all three 1 or more", sockets, cores, threads)
+	}
+	if p := sockets * cores * threads; p != cpus {
+		return fmt.Errorf("--cpus %d: want --sockets × --cores-per-socket × --threads-per-core = %d×%d×%d = %d", cpus, sockets, cores, threads, p)
+	}
+	return nil
 }

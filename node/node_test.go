@@ -50,6 +50,14 @@ func TestConfigValidate(t *testing.T) {
 		{"negative cpus", func(c *Config) { c.CPUs = -4 }, "--cpus -4"},
 		{"task hostname off", func(c *Config) { c.TaskHostname = TaskHostnameOff }, ""},
 		{"task hostname unknown", func(c *Config) { c.TaskHostname = "yes" }, `--task-hostname "yes"`},
+		{"cgroups required", func(c *Config) { c.Cgroups = CgroupsRequired }, ""},
+		{"cgroups unknown", func(c *Config) { c.Cgroups = "on" }, `--cgroups "on"`},
+		{"negative pids max", func(c *Config) { c.TaskPidsMax = -1 }, "--task-pids-max -1"},
+		{"layout matching cpus", func(c *Config) { c.CPUs, c.Sockets, c.CoresPerSocket, c.ThreadsPerCore = 16, 2, 4, 2 }, ""},
+		{"layout not matching cpus", func(c *Config) { c.CPUs, c.Sockets, c.CoresPerSocket, c.ThreadsPerCore = 12, 2, 4, 2 },
+			"--cpus 12: want --sockets × --cores-per-socket × --threads-per-core = 2×4×2 = 16"},
+		{"partial layout", func(c *Config) { c.CPUs, c.Sockets, c.CoresPerSocket = 8, 2, 4 }, "--threads-per-core 0"},
+		{"negative sockets", func(c *Config) { c.CPUs, c.Sockets, c.CoresPerSocket, c.ThreadsPerCore = 8, -2, 4, 1 }, "--sockets -2"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

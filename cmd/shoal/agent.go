@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shoal-sched/shoal/cgroup"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/exec"
@@ -68,9 +69,12 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 					}
 				}
 			}
-			if cfg.CPUs == 0 {
-				cfg.CPUs = runtime.NumCPU()
+			host, err := cgroup.HostCPUs()
+			if err != nil {
+				log.Warn("CPU layout not detected", "err", err)
 			}
+			cfg.CPUs, cfg.Sockets, cfg.CoresPerSocket, cfg.ThreadsPerCore = cpuLayout(
+				cfg.CPUs, cfg.Sockets, cfg.CoresPerSocket, cfg.ThreadsPerCore, host)
 			if memory != "" {
 				if cfg.MemoryMiB, err = parseMemory("--memory", memory); err != nil {
 					return err
@@ -126,6 +130,11 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.StringVar(&gpuModel, "gpu-model", "SimGPU-80GB", "model name of simulated GPUs")
 	f.StringVar(&gpuMemory, "gpu-memory", "80G", "memory of each simulated GPU")
 	f.IntVar(&cfg.CPUs, "cpus", 0, "CPUs this node offers (default: detected), like slurm.conf CPUs=")
+	f.IntVar(&cfg.Sockets, "sockets", 0, "CPU sockets of this node, like slurm.conf Sockets= (default: detected; --cpus must be sockets × cores × threads)")
+	f.IntVar(&cfg.CoresPerSocket, "cores-per-socket", 0, "cores per socket, like slurm.conf CoresPerSocket= (default: detected, or 1 when --sockets is given)")
+	f.IntVar(&cfg.ThreadsPerCore, "threads-per-core", 0, "hardware threads per core, like slurm.conf ThreadsPerCore= (default: detected, or 1 when --sockets is given)")
+	f.StringVar(&cfg.Cgroups, "cgroups", node.CgroupsAuto, "confine tasks to their CPUs, memory and GPUs with cgroups: auto (what the host has; says what is missing), required (refuse to start without them) or off")
+	f.Int64Var(&cfg.TaskPidsMax, "task-pids-max", 0, "most processes and threads one task may have on this node (cgroup pids.max); 0: no bound (threads count: a training job's data loaders run thousands)")
 	f.StringVar(&memory, "memory", "", "memory this node offers, e.g. 512G (default: detected), like slurm.conf RealMemory=")
 	f.StringVar(&cfg.Topology.Switch, "switch", "", "this node's leaf switch")
 	f.StringVar(&cfg.Topology.SwitchParent, "switch-parent", "", "the leaf switch's parent (spine)")
@@ -266,4 +275,37 @@ func topologyFromConf(cmd *cobra.Command, cfg *node.Config, file string) error {
 		cfg.Topology.Block = block
 	}
 	return nil
+}
+
+// cpuLayout fills --cpus and the layout flags from what was given and the
+// host's CPUs: given no layout, the host's layout when --cpus is the
+// host's count or not given (then it is the host's count), and none (all
+// zero) for a node that claims another count (a simulated node); given
+// part of a layout, the rest is 1 and --cpus, when not given, their
+// product. node.Config.validate refuses an inconsistent result.
+func cpuLayout(cpus, sockets, cores, threads int, host []cgroup.HostCPU) (int, int, int, int) {
+	if sockets == 0 && cores == 0 && threads == 0 {
+		if len(host) == 0 {
+			if cpus == 0 {
+				cpus = runtime.NumCPU()
+			}
+			return cpus, 0, 0, 0
+		}
+		if cpus != 0 && cpus != len(host) {
+			return cpus, 0, 0, 0
+		}
+		s, c, t := cgroup.Layout(host)
+		return len(host), s, c, t
+	}
+	orOne := func(n int) int {
+		if n == 0 {
+			return 1
+		}
+		return n // a negative one is refused by validation
+	}
+	sockets, cores, threads = orOne(sockets), orOne(cores), orOne(threads)
+	if cpus == 0 {
+		cpus = sockets * cores * threads
+	}
+	return cpus, sockets, cores, threads
 }

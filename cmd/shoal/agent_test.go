@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/shoal-sched/shoal/cgroup"
 )
 
 func TestParseMemory(t *testing.T) {
@@ -51,4 +53,32 @@ func FuzzParseMemory(f *testing.F) {
 			t.Fatalf("parseMemory(%q) = %d; over the bound", s, v)
 		}
 	})
+}
+
+func TestCPULayout(t *testing.T) {
+	// Two sockets of two cores of two threads.
+	host := []cgroup.HostCPU{{ID: 0, Package: 0, Core: 0}, {ID: 1, Package: 0, Core: 1}, {ID: 2, Package: 1, Core: 0},
+		{ID: 3, Package: 1, Core: 1}, {ID: 4, Package: 0, Core: 0}, {ID: 5, Package: 0, Core: 1},
+		{ID: 6, Package: 1, Core: 0}, {ID: 7, Package: 1, Core: 1}}
+	for _, tc := range []struct {
+		name           string
+		cpus, s, c, th int
+		host           []cgroup.HostCPU
+		want           [4]int
+	}{
+		{"nothing given: the host's", 0, 0, 0, 0, host, [4]int{8, 2, 2, 2}},
+		{"the host's count: its layout", 8, 0, 0, 0, host, [4]int{8, 2, 2, 2}},
+		{"a simulated count: no layout", 16, 0, 0, 0, host, [4]int{16, 0, 0, 0}},
+		{"sockets alone: one core of one thread each", 0, 4, 0, 0, host, [4]int{4, 4, 1, 1}},
+		{"full layout, no cpus: their product", 0, 2, 8, 2, host, [4]int{32, 2, 8, 2}},
+		{"full layout and cpus: kept for validation", 12, 2, 8, 2, host, [4]int{12, 2, 8, 2}},
+		{"negative kept for validation", 0, -1, 2, 1, host, [4]int{-2, -1, 2, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, s, co, th := cpuLayout(tc.cpus, tc.s, tc.c, tc.th, tc.host)
+			if got := [4]int{c, s, co, th}; got != tc.want {
+				t.Errorf("cpuLayout(%d, %d, %d, %d) = %v; want %v", tc.cpus, tc.s, tc.c, tc.th, got, tc.want)
+			}
+		})
+	}
 }
