@@ -424,7 +424,7 @@ func hasCPUs(n *cluster.Node, req cluster.Request) bool {
 }
 
 func hasMem(n *cluster.Node, req cluster.Request) bool {
-	return req.WholeMem() || n.MemoryMiB >= req.MemPerNode()
+	return req.MemWholeNode || n.MemoryMiB >= req.MemPerNode()
 }
 
 // perGPU is what req asks per GPU, rounded up: CPUs and memory.
