@@ -1,5 +1,7 @@
 package cluster
 
+import "strconv"
+
 // Allocation is the gang a job was given: every node and GPU at once.
 type Allocation struct {
 	// Nodes are in rank order: Nodes[0] is the first node (NODE_RANK 0),
@@ -82,4 +84,26 @@ func (a *Allocation) Find(node string) int {
 		}
 	}
 	return -1
+}
+
+// CPUList writes CPU positions, ascending, in the Linux cpulist form
+// ("0-3,8,10-11"), as cpusets and Slurm's CPU_IDs show them; "" for none.
+func CPUList(cpus []int) string {
+	var b []byte
+	for i := 0; i < len(cpus); {
+		k := i
+		for k+1 < len(cpus) && cpus[k+1] == cpus[k]+1 {
+			k++
+		}
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(cpus[i]), 10)
+		if k > i {
+			b = append(b, '-')
+			b = strconv.AppendInt(b, int64(cpus[k]), 10)
+		}
+		i = k + 1
+	}
+	return string(b)
 }

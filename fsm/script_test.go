@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -164,7 +165,7 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 		}
 		var b strings.Builder
 		for _, na := range j.Alloc.Nodes {
-			fmt.Fprintf(&b, "%s gpus=%v cpus=%s mem=%d released=%v\n", na.Node, na.GPUs, cpuList(na.CPUs), na.MemMiB, na.Released)
+			fmt.Fprintf(&b, "%s gpus=%v cpus=%s mem=%d released=%v\n", na.Node, na.GPUs, cmp.Or(cluster.CPUList(na.CPUs), "-"), na.MemMiB, na.Released)
 		}
 		return b.String()
 	case "started":
@@ -461,25 +462,4 @@ func offset(tm time.Time) string {
 		return "-"
 	}
 	return fmt.Sprintf("+%ds", int(tm.Sub(t0)/time.Second))
-}
-
-// cpuList writes CPU positions as ranges ("0-3,8"), or "-" for none.
-func cpuList(cpus []int) string {
-	if len(cpus) == 0 {
-		return "-"
-	}
-	var parts []string
-	for i := 0; i < len(cpus); {
-		k := i
-		for k+1 < len(cpus) && cpus[k+1] == cpus[k]+1 {
-			k++
-		}
-		if k == i {
-			parts = append(parts, strconv.Itoa(cpus[i]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", cpus[i], cpus[k]))
-		}
-		i = k + 1
-	}
-	return strings.Join(parts, ",")
 }
