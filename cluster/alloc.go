@@ -1,6 +1,10 @@
 package cluster
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // Allocation is the gang a job was given: every node and GPU at once.
 type Allocation struct {
@@ -106,4 +110,31 @@ func CPUList(cpus []int) string {
 		i = k + 1
 	}
 	return string(b)
+}
+
+// ParseCPUList reads the cpulist form CPUList writes ("0-3,8"): CPU
+// positions, ascending and distinct, each at most MaxCPUsPerNode-1.
+func ParseCPUList(s string) ([]int, error) {
+	var out []int
+	if s == "" {
+		return nil, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.Atoi(hi)
+		}
+		switch {
+		case err != nil || a < 0 || b < a || b >= MaxCPUsPerNode:
+			return nil, fmt.Errorf("cpu list %.64q: part %.32q: want N or N-M, 0 <= N <= M < %d", s, part, MaxCPUsPerNode)
+		case len(out) > 0 && a <= out[len(out)-1]:
+			return nil, fmt.Errorf("cpu list %.64q: part %.32q: want ascending, distinct CPUs", s, part)
+		}
+		for x := a; x <= b; x++ {
+			out = append(out, x)
+		}
+	}
+	return out, nil
 }
