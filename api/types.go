@@ -29,6 +29,17 @@ type Job struct {
 	TimeLimitS   int64    `json:"time_limit_s"`
 	Incarnation  uint64   `json:"incarnation"`
 	Requeue      bool     `json:"requeue"`
+	// CPUsPerNode and MemPerNodeMiB are what the job takes on each node
+	// (MemWholeNode: all of its memory, --mem=0 or --exclusive);
+	// CPUsPerGPU is --cpus-per-gpu.
+	CPUsPerNode   int    `json:"cpus_per_node"`
+	CPUsPerGPU    int    `json:"cpus_per_gpu,omitempty"`
+	MemPerNodeMiB uint64 `json:"mem_per_node_mib,omitempty"`
+	MemWholeNode  bool   `json:"mem_whole_node,omitempty"`
+	// ReasonDetail says what a job pending with Resources waits for (GPUs,
+	// CPUs or memory, with counts); only `shoal job` (GET /v1/jobs/{id})
+	// fills it.
+	ReasonDetail string `json:"reason_detail,omitempty"`
 	// RestartCount is how many times the job was requeued (Slurm's
 	// SLURM_RESTART_COUNT).
 	RestartCount uint64 `json:"restart_count"`
@@ -85,24 +96,35 @@ type Task struct {
 	GPUs     []int  `json:"gpus"`
 	State    string `json:"state"`
 	ExitCode int    `json:"exit_code"`
+	// CPUs are the job's CPUs on the node (positions, cpulist form
+	// "0-3,8"), MemMiB its memory there.
+	CPUs   string `json:"cpus,omitempty"`
+	MemMiB uint64 `json:"mem_mib,omitempty"`
 }
 
 // Node is a node as `shoal nodes --json` prints it.
 type Node struct {
-	Name         string `json:"name"`
-	State        string `json:"state"` // IDLE, MIXED, ALLOCATED, DOWN, DRAIN
-	GPUs         int    `json:"gpus"`
-	GPUsFree     int    `json:"gpus_free"`
-	GPUModel     string `json:"gpu_model"`
-	CPUs         int    `json:"cpus"`
-	MemoryMiB    uint64 `json:"memory_mib"`
-	Switch       string `json:"switch"`
-	SwitchParent string `json:"switch_parent"`
-	Block        string `json:"block,omitempty"`
-	Raft         string `json:"raft"` // leader, voter, nonvoter, none
-	Address      string `json:"address"`
-	Reason       string `json:"reason,omitempty"`
-	Version      string `json:"version"`
+	Name      string `json:"name"`
+	State     string `json:"state"` // IDLE, MIXED, ALLOCATED, DOWN, DRAIN
+	GPUs      int    `json:"gpus"`
+	GPUsFree  int    `json:"gpus_free"`
+	GPUModel  string `json:"gpu_model"`
+	CPUs      int    `json:"cpus"`
+	MemoryMiB uint64 `json:"memory_mib"`
+	// CPUsAlloc and MemAllocMiB are what running jobs hold; Sockets,
+	// CoresPerSocket and ThreadsPerCore the CPU layout (0: unknown).
+	CPUsAlloc      int    `json:"cpus_alloc"`
+	MemAllocMiB    uint64 `json:"mem_alloc_mib"`
+	Sockets        int    `json:"sockets,omitempty"`
+	CoresPerSocket int    `json:"cores_per_socket,omitempty"`
+	ThreadsPerCore int    `json:"threads_per_core,omitempty"`
+	Switch         string `json:"switch"`
+	SwitchParent   string `json:"switch_parent"`
+	Block          string `json:"block,omitempty"`
+	Raft           string `json:"raft"` // leader, voter, nonvoter, none
+	Address        string `json:"address"`
+	Reason         string `json:"reason,omitempty"`
+	Version        string `json:"version"`
 
 	// Features are the node's features (its agent's --features).
 	Features []string `json:"features,omitempty"`
@@ -198,9 +220,15 @@ type SubmitRequest struct {
 	GPUOption string `json:"gpu_option,omitempty"`
 	// SubmitHost is the client's host name (SLURM_SUBMIT_HOST).
 	SubmitHost string `json:"submit_host,omitempty"`
-	// MemPerNodeMiB is --mem (or --mem-per-gpu/-cpu per node): nodes with
-	// less memory are not used. Checked against the node, not reserved.
+	// MemPerNodeMiB is --mem, MemPerCPUMiB --mem-per-cpu, MemPerGPUMiB
+	// --mem-per-gpu (at most one), MemWholeNode --mem=0: the memory the
+	// job holds on each node and its cgroup limit. CPUsPerGPU is
+	// --cpus-per-gpu (not with cpus_per_task above 1).
 	MemPerNodeMiB uint64 `json:"mem_per_node_mib,omitempty"`
+	MemPerCPUMiB  uint64 `json:"mem_per_cpu_mib,omitempty"`
+	MemPerGPUMiB  uint64 `json:"mem_per_gpu_mib,omitempty"`
+	MemWholeNode  bool   `json:"mem_whole_node,omitempty"`
+	CPUsPerGPU    int    `json:"cpus_per_gpu,omitempty"`
 	// Switches and SwitchesWaitS are --switches=COUNT@WAIT.
 	Switches      int   `json:"switches,omitempty"`
 	SwitchesWaitS int64 `json:"switches_wait_s,omitempty"`

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
 )
 
 // Input is everything Check needs: the client history, the rank records
@@ -171,6 +173,7 @@ func Check(in Input) []Violation {
 	c.oneIncarnation(ivs)
 	if ref != nil {
 		c.ranksMatchAllocations(ivs, ref)
+		c.noCPUOrMemoryOvercommit(ivs, ref)
 		c.terminalInTime(ref)
 		c.ranksRecorded(ivs, ref)
 	}
@@ -288,6 +291,87 @@ func (c *checker) noDoubleBooking(ivs []interval) {
 				c.add("1", Violation{Invariant: 1, Job: a.job, OtherJob: b.job, Node: s.node, GPU: s.gpu,
 					From: ns(b.start), To: ns(min(a.end, b.end)),
 					Detail: fmt.Sprintf("GPU held by two jobs at once: %s and %s", a, b)})
+			}
+		}
+	}
+}
+
+// noCPUOrMemoryOvercommit checks invariant 1 for CPUs and memory: no CPU
+// of a node is allocated to two jobs whose ranks run there at one
+// instant, and the memory allocated to the jobs running on a node at any
+// instant is within the node's. Ranks record their GPUs but not their
+// CPUs, so a rank is taken to hold what its incarnation's allocation
+// gives it on its node (the job's cgroup enforces that); ranks of older
+// incarnations, whose allocations the final state no longer has, are not
+// judged here.
+func (c *checker) noCPUOrMemoryOvercommit(ivs []interval, ref *Replica) {
+	jobs := map[uint64]*api.Job{}
+	for i := range ref.Jobs {
+		jobs[ref.Jobs[i].ID] = &ref.Jobs[i]
+	}
+	memOf := map[string]uint64{}
+	for _, n := range ref.Nodes {
+		memOf[n.Name] = n.MemoryMiB
+	}
+	// One life per (job, node) of the final incarnation: its ranks' span.
+	type life struct {
+		job        uint64
+		node       string
+		cpus       []int
+		mem        uint64
+		start, end int64
+	}
+	type key struct {
+		job  uint64
+		node string
+	}
+	lives := map[key]*life{}
+	for _, iv := range ivs {
+		j, ok := jobs[iv.job]
+		if !ok || iv.incarnation != j.Incarnation {
+			continue
+		}
+		k := key{iv.job, iv.node}
+		if l := lives[k]; l != nil {
+			l.start, l.end = min(l.start, iv.start), max(l.end, iv.end)
+			continue
+		}
+		for _, t := range j.Tasks {
+			if t.Node == iv.node {
+				cpus, _ := cluster.ParseCPUList(t.CPUs)
+				lives[k] = &life{job: iv.job, node: iv.node, cpus: cpus, mem: t.MemMiB, start: iv.start, end: iv.end}
+			}
+		}
+	}
+	byNode := map[string][]*life{}
+	for _, l := range lives {
+		byNode[l.node] = append(byNode[l.node], l)
+	}
+	for _, node := range slices.Sorted(maps.Keys(byNode)) {
+		list := byNode[node]
+		slices.SortFunc(list, func(a, b *life) int { return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.job, b.job)) })
+		for i, a := range list {
+			held := a.mem
+			for _, b := range list[i+1:] {
+				if b.start >= a.end {
+					break
+				}
+				if shared := slices.IndexFunc(a.cpus, func(x int) bool { return slices.Contains(b.cpus, x) }); shared >= 0 {
+					c.add("1-cpu", Violation{Invariant: 1, Job: a.job, OtherJob: b.job, Node: node, GPU: -1,
+						From: ns(b.start), To: ns(min(a.end, b.end)),
+						Detail: fmt.Sprintf("CPU %d held by two jobs at once: job %d and job %d", a.cpus[shared], a.job, b.job)})
+				}
+			}
+			// Memory at a's start: a and every life begun before it that
+			// has not ended.
+			for _, b := range list[:i] {
+				if b.end > a.start {
+					held += b.mem
+				}
+			}
+			if total, ok := memOf[node]; ok && held > total {
+				c.add("1-mem", Violation{Invariant: 1, Job: a.job, Node: node, GPU: -1, From: ns(a.start), To: ns(a.end),
+					Detail: fmt.Sprintf("memory over-committed when job %d started: %d MiB held of the node's %d", a.job, held, total)})
 			}
 		}
 	}

@@ -40,8 +40,14 @@ func cleanInput() Input {
 		job(3, "r3", "COMPLETED", 4, map[string][]int{"n1": {2}, "n2": {2}}),
 	}
 	jobs[2].Nodes = []string{"n1", "n2"}
+	// CPUs and memory: jobs 1 and 3 share n1 without sharing a CPU and
+	// within its 1000 MiB; job 2 takes job 1's CPUs once it has ended.
+	jobs[0].Tasks = []api.Task{{Node: "n1", CPUs: "0-3", MemMiB: 400}}
+	jobs[1].Tasks = []api.Task{{Node: "n1", CPUs: "0-3", MemMiB: 600}}
+	jobs[2].Tasks = []api.Task{{Node: "n1", CPUs: "4-5", MemMiB: 300}, {Node: "n2", CPUs: "0-1", MemMiB: 300}}
+	nodes := []api.Node{{Name: "n1", MemoryMiB: 1000}, {Name: "n2", MemoryMiB: 1000}}
 	replica := func(node string) Replica {
-		return Replica{Node: node, Jobs: jobs, Status: api.Status{Name: node, AppliedIndex: 40, HashIndex: 40, StateHash: "abc"}}
+		return Replica{Node: node, Jobs: jobs, Nodes: nodes, Status: api.Status{Name: node, AppliedIndex: 40, HashIndex: 40, StateHash: "abc"}}
 	}
 	return Input{
 		Seed: 7,
@@ -91,6 +97,29 @@ func TestCheckPlanted(t *testing.T) {
 				in.Records = append(in.Records, rec("n1", []int{0}, 2, 1, 0, 2, 2.2, false))
 			},
 			invariant: 1, want: []string{"job 1 vs job 2", "node n1", "gpu 0", "GPU held by two jobs"},
+		},
+		{
+			// Invariant 1 for CPUs: jobs 1 and 3 both hold CPU 3 of n1 while
+			// their ranks run there (the FSM's CPU check skipped).
+			name: "double booked CPU",
+			plant: func(in *Input) {
+				for i := range in.Replicas {
+					js := append([]api.Job{}, in.Replicas[i].Jobs...)
+					js[2].Tasks = []api.Task{{Node: "n1", CPUs: "3-4", MemMiB: 300}, {Node: "n2", CPUs: "0-1", MemMiB: 300}}
+					in.Replicas[i].Jobs = js
+				}
+			},
+			invariant: 1, want: []string{"job 1 vs job 3", "node n1", "CPU 3 held by two jobs"},
+		},
+		{
+			// Invariant 1 for memory: jobs 1 and 3 hold 700 MiB of n1's 600.
+			name: "memory over-committed",
+			plant: func(in *Input) {
+				for i := range in.Replicas {
+					in.Replicas[i].Nodes = []api.Node{{Name: "n1", MemoryMiB: 600}, {Name: "n2", MemoryMiB: 1000}}
+				}
+			},
+			invariant: 1, want: []string{"job 3", "node n1", "700 MiB held of the node's 600"},
 		},
 		{
 			// Invariant 1: a rank of job 3 uses a GPU its allocation lacks.

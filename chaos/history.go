@@ -68,6 +68,9 @@ type Replica struct {
 	Node   string     `json:"node"`
 	Status api.Status `json:"status"`
 	Jobs   []api.Job  `json:"jobs"`
+	// Nodes are the replica's node records: their memory bounds what jobs
+	// may hold at once (invariant 1 for memory).
+	Nodes []api.Node `json:"nodes,omitempty"`
 	// Err is why the replica could not be read; the check is then
 	// inconclusive.
 	Err string `json:"err,omitempty"`

@@ -278,9 +278,15 @@ func readReplicas(ctx context.Context, h *Harness) []Replica {
 		for try := range tries {
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			st, err := a.Client().Status(rctx)
-			var jobs []api.Job
+			var (
+				jobs  []api.Job
+				nodes []api.Node
+			)
 			if err == nil {
 				jobs, err = a.Client().Jobs(rctx, true)
+			}
+			if err == nil {
+				nodes, err = a.Client().Nodes(rctx)
 			}
 			st2 := st
 			if err == nil {
@@ -291,7 +297,7 @@ func readReplicas(ctx context.Context, h *Harness) []Replica {
 				r.Err = fmt.Sprintf("read %s: %v", a.Name, err)
 				continue
 			}
-			r.Err, r.Status, r.Jobs = "", st2, jobs
+			r.Err, r.Status, r.Jobs, r.Nodes = "", st2, jobs, nodes
 			if st2.AppliedIndex == st.AppliedIndex || try == tries-1 {
 				break
 			}

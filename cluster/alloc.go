@@ -1,5 +1,11 @@
 package cluster
 
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
 // Allocation is the gang a job was given: every node and GPU at once.
 type Allocation struct {
 	// Nodes are in rank order: Nodes[0] is the first node (NODE_RANK 0),
@@ -89,4 +95,53 @@ func (a *Allocation) Find(node string) int {
 		}
 	}
 	return -1
+}
+
+// CPUList writes CPU positions, ascending, in the Linux cpulist form
+// ("0-3,8,10-11"), as cpusets and Slurm's CPU_IDs show them; "" for none.
+func CPUList(cpus []int) string {
+	var b []byte
+	for i := 0; i < len(cpus); {
+		k := i
+		for k+1 < len(cpus) && cpus[k+1] == cpus[k]+1 {
+			k++
+		}
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(cpus[i]), 10)
+		if k > i {
+			b = append(b, '-')
+			b = strconv.AppendInt(b, int64(cpus[k]), 10)
+		}
+		i = k + 1
+	}
+	return string(b)
+}
+
+// ParseCPUList reads the cpulist form CPUList writes ("0-3,8"): CPU
+// positions, ascending and distinct, each at most MaxCPUsPerNode-1.
+func ParseCPUList(s string) ([]int, error) {
+	var out []int
+	if s == "" {
+		return nil, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.Atoi(hi)
+		}
+		switch {
+		case err != nil || a < 0 || b < a || b >= MaxCPUsPerNode:
+			return nil, fmt.Errorf("cpu list %.64q: part %.32q: want N or N-M, 0 <= N <= M < %d", s, part, MaxCPUsPerNode)
+		case len(out) > 0 && a <= out[len(out)-1]:
+			return nil, fmt.Errorf("cpu list %.64q: part %.32q: want ascending, distinct CPUs", s, part)
+		}
+		for x := a; x <= b; x++ {
+			out = append(out, x)
+		}
+	}
+	return out, nil
 }

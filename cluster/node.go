@@ -1,6 +1,9 @@
 package cluster
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // GPU is one device on a node. Index is the position the executor exports
 // in CUDA_VISIBLE_DEVICES.
@@ -35,22 +38,22 @@ const (
 // Node is a node as the FSM records it: what gossip announced, made
 // authoritative by a raft command.
 type Node struct {
-	Name       string     `msgpack:"name" json:"name"`
-	APIAddr    string     `msgpack:"api_addr" json:"api_addr"`
-	RaftAddr   string     `msgpack:"raft_addr" json:"raft_addr"`
-	GossipAddr string     `msgpack:"gossip_addr" json:"gossip_addr"`
-	GPUs       []GPU      `msgpack:"gpus" json:"gpus"`
-	CPUs       int        `msgpack:"cpus" json:"cpus"`
-	MemoryMiB  uint64     `msgpack:"memory_mib" json:"memory_mib"`
+	Name       string `msgpack:"name" json:"name"`
+	APIAddr    string `msgpack:"api_addr" json:"api_addr"`
+	RaftAddr   string `msgpack:"raft_addr" json:"raft_addr"`
+	GossipAddr string `msgpack:"gossip_addr" json:"gossip_addr"`
+	GPUs       []GPU  `msgpack:"gpus" json:"gpus"`
+	CPUs       int    `msgpack:"cpus" json:"cpus"`
+	MemoryMiB  uint64 `msgpack:"memory_mib" json:"memory_mib"`
 	// Sockets, CoresPerSocket and ThreadsPerCore are the CPU layout, as
 	// slurm.conf's; zero when unknown (then one socket of CPUs cores).
 	// With them CPUs is their product. See SocketOf for the numbering.
-	Sockets        int `msgpack:"sockets,omitempty" json:"sockets,omitempty"`
-	CoresPerSocket int `msgpack:"cores_per_socket,omitempty" json:"cores_per_socket,omitempty"`
-	ThreadsPerCore int `msgpack:"threads_per_core,omitempty" json:"threads_per_core,omitempty"`
-	Topology   Topology   `msgpack:"topology" json:"topology"`
-	Version    string     `msgpack:"version" json:"version"`
-	Status     NodeStatus `msgpack:"status" json:"status"`
+	Sockets        int        `msgpack:"sockets,omitempty" json:"sockets,omitempty"`
+	CoresPerSocket int        `msgpack:"cores_per_socket,omitempty" json:"cores_per_socket,omitempty"`
+	ThreadsPerCore int        `msgpack:"threads_per_core,omitempty" json:"threads_per_core,omitempty"`
+	Topology       Topology   `msgpack:"topology" json:"topology"`
+	Version        string     `msgpack:"version" json:"version"`
+	Status         NodeStatus `msgpack:"status" json:"status"`
 	// Drain keeps new jobs off the node; running ones finish.
 	Drain       bool      `msgpack:"drain" json:"drain"`
 	DrainReason string    `msgpack:"drain_reason" json:"drain_reason,omitempty"`
@@ -77,6 +80,24 @@ func (n *Node) Clone() *Node {
 		c.GPUs[i] = g
 	}
 	return &c
+}
+
+// MaxCPUsPerNode bounds a node's CPUs (its bitsets stay small).
+const MaxCPUsPerNode = 1 << 16
+
+// ValidateLayout checks a node's CPU layout: none (all zero), or sockets,
+// cores per socket and threads per core all set with cpus their product.
+func ValidateLayout(cpus, sockets, cores, threads int) error {
+	if sockets == 0 && cores == 0 && threads == 0 {
+		return nil
+	}
+	switch {
+	case sockets < 1 || cores < 1 || threads < 1:
+		return fmt.Errorf("sockets %d, cores_per_socket %d, threads_per_core %d: want all three 1 or more, or all 0 (no layout)", sockets, cores, threads)
+	case sockets > MaxCPUsPerNode || cores > MaxCPUsPerNode || threads > MaxCPUsPerNode || sockets*cores*threads != cpus:
+		return fmt.Errorf("sockets %d x cores_per_socket %d x threads_per_core %d: want their product to be cpus %d", sockets, cores, threads, cpus)
+	}
+	return nil
 }
 
 // SocketOf returns the socket of CPU position p, the NUMA node that GPUs

@@ -29,6 +29,17 @@ type Partition struct {
 	// Priority is the partition's priority factor (Slurm's
 	// PriorityJobFactor), weighted by Weights.Partition.
 	Priority int64 `msgpack:"priority" json:"priority"`
+	// DefMemPerCPU and DefMemPerGPU (MiB) are the memory a job that asks
+	// for none gets: per GPU when it has GPUs and DefMemPerGPU is set,
+	// else per CPU; zero: none (the job holds no memory and its cgroup
+	// is limited only by the node). DefCPUPerGPU is the CPUs per GPU of
+	// a GPU job that asks for neither -c nor --cpus-per-gpu. MaxMemPerNode
+	// (MiB) refuses at submit a job asking for more on one node; zero: no
+	// limit. As slurm.conf's partition options of the same names.
+	DefMemPerCPU  uint64 `msgpack:"def_mem_per_cpu,omitempty" json:"def_mem_per_cpu,omitempty"`
+	DefMemPerGPU  uint64 `msgpack:"def_mem_per_gpu,omitempty" json:"def_mem_per_gpu,omitempty"`
+	DefCPUPerGPU  int    `msgpack:"def_cpu_per_gpu,omitempty" json:"def_cpu_per_gpu,omitempty"`
+	MaxMemPerNode uint64 `msgpack:"max_mem_per_node,omitempty" json:"max_mem_per_node,omitempty"`
 }
 
 // Partition bounds.
@@ -73,6 +84,11 @@ func validatePartitions(ps []Partition) error {
 			return fmt.Errorf("%s: default_time %s is above max_time %s", where, p.DefaultTime, p.MaxTime)
 		case p.Priority < 0 || p.Priority > MaxPolicyWeight:
 			return fmt.Errorf("%s: priority %d: want 0 to %d", where, p.Priority, int64(MaxPolicyWeight))
+		case p.DefMemPerCPU > MaxMemPerNodeMiB || p.DefMemPerGPU > MaxMemPerNodeMiB || p.MaxMemPerNode > MaxMemPerNodeMiB:
+			return fmt.Errorf("%s: def_mem_per_cpu %d, def_mem_per_gpu %d, max_mem_per_node %d: want each at most %d MiB",
+				where, p.DefMemPerCPU, p.DefMemPerGPU, p.MaxMemPerNode, uint64(MaxMemPerNodeMiB))
+		case p.DefCPUPerGPU < 0 || p.DefCPUPerGPU > MaxCPUsPerTask:
+			return fmt.Errorf("%s: def_cpu_per_gpu %d: want 0 to %d", where, p.DefCPUPerGPU, MaxCPUsPerTask)
 		}
 		if p.Default {
 			defaults++
@@ -158,7 +174,32 @@ func (p *Policy) ResolvePartition(spec Spec) (Spec, *Partition, error) {
 	}
 	spec.Request.Partition = pt.Name
 	spec.Request.TimeLimit = pt.Limit(spec.Request.TimeLimit)
+	spec.Request = pt.resourceDefaults(spec.Request)
+	if r := spec.Request; pt.MaxMemPerNode > 0 && !r.WholeMem() && r.MemPerNode() > pt.MaxMemPerNode {
+		return spec, nil, fmt.Errorf("memory per node %d MiB: partition %s allows at most %d (MaxMemPerNode)", r.MemPerNode(), pt.Name, pt.MaxMemPerNode)
+	}
 	return spec, pt, nil
+}
+
+// resourceDefaults fills what r leaves to the partition: CPUs per GPU
+// (DefCPUPerGPU) when r asks for neither -c above 1 nor --cpus-per-gpu,
+// and memory (DefMemPerGPU for a GPU job, else DefMemPerCPU) when r asks
+// for none. -c 1 is every job's default by the time the FSM sees it, so
+// an explicit -c 1 counts as none, where Slurm would keep it.
+func (pt *Partition) resourceDefaults(r Request) Request {
+	if pt.DefCPUPerGPU > 0 && r.GPUsPerNode > 0 && r.CPUsPerGPU == 0 && r.CPUsPerTask <= 1 {
+		r.CPUsPerGPU = pt.DefCPUPerGPU
+	}
+	if r.MemPerNodeMiB > 0 || r.MemPerCPUMiB > 0 || r.MemPerGPUMiB > 0 || r.WholeMem() {
+		return r
+	}
+	switch {
+	case pt.DefMemPerGPU > 0 && r.GPUsPerNode > 0:
+		r.MemPerGPUMiB = pt.DefMemPerGPU
+	case pt.DefMemPerCPU > 0:
+		r.MemPerCPUMiB = pt.DefMemPerCPU
+	}
+	return r
 }
 
 func (p *Policy) partitionNames() string {
@@ -178,6 +219,11 @@ type PartitionFile struct {
 	DefaultTime string `json:"default_time,omitempty"`
 	MaxTime     string `json:"max_time,omitempty"`
 	Priority    int64  `json:"priority,omitempty"`
+	// Memory sizes in Slurm's forms ("4096", "4G"); CPUs a count.
+	DefMemPerCPU  string `json:"def_mem_per_cpu,omitempty"`
+	DefMemPerGPU  string `json:"def_mem_per_gpu,omitempty"`
+	DefCPUPerGPU  int    `json:"def_cpu_per_gpu,omitempty"`
+	MaxMemPerNode string `json:"max_mem_per_node,omitempty"`
 }
 
 // partitionsFromFile reads a policy file's partitions, sorted by name.
@@ -187,7 +233,21 @@ func partitionsFromFile(fs map[string]PartitionFile) ([]Partition, error) {
 	}
 	var out []Partition
 	for name, f := range fs {
-		pt := Partition{Name: name, Default: f.Default, Priority: f.Priority}
+		pt := Partition{Name: name, Default: f.Default, Priority: f.Priority, DefCPUPerGPU: f.DefCPUPerGPU}
+		for _, m := range []struct {
+			field string
+			in    string
+			out   *uint64
+		}{{"def_mem_per_cpu", f.DefMemPerCPU, &pt.DefMemPerCPU}, {"def_mem_per_gpu", f.DefMemPerGPU, &pt.DefMemPerGPU}, {"max_mem_per_node", f.MaxMemPerNode, &pt.MaxMemPerNode}} {
+			if m.in == "" {
+				continue
+			}
+			v, err := slurm.ParseMemory(m.in)
+			if err != nil {
+				return nil, fmt.Errorf("partitions.%s.%s: %w", name, m.field, err)
+			}
+			*m.out = v
+		}
 		if f.Nodes != "" {
 			nodes, err := slurm.ExpandHostlist(f.Nodes)
 			if err != nil {
@@ -223,7 +283,15 @@ func partitionsToFile(ps []Partition) map[string]PartitionFile {
 	}
 	out := make(map[string]PartitionFile, len(ps))
 	for _, pt := range ps {
-		f := PartitionFile{Default: pt.Default, Priority: pt.Priority}
+		f := PartitionFile{Default: pt.Default, Priority: pt.Priority, DefCPUPerGPU: pt.DefCPUPerGPU}
+		for _, m := range []struct {
+			in  uint64
+			out *string
+		}{{pt.DefMemPerCPU, &f.DefMemPerCPU}, {pt.DefMemPerGPU, &f.DefMemPerGPU}, {pt.MaxMemPerNode, &f.MaxMemPerNode}} {
+			if m.in > 0 {
+				*m.out = fmt.Sprintf("%dM", m.in)
+			}
+		}
 		if len(pt.Nodes) > 0 {
 			f.Nodes = slurm.CompressHostlist(pt.Nodes)
 		}

@@ -410,7 +410,9 @@ func (p *Policy) Equal(q *Policy) bool {
 		}) &&
 		slices.EqualFunc(p.Partitions, q.Partitions, func(a, b Partition) bool {
 			return a.Name == b.Name && slices.Equal(a.Nodes, b.Nodes) && a.Default == b.Default &&
-				a.DefaultTime == b.DefaultTime && a.MaxTime == b.MaxTime && a.Priority == b.Priority
+				a.DefaultTime == b.DefaultTime && a.MaxTime == b.MaxTime && a.Priority == b.Priority &&
+				a.DefMemPerCPU == b.DefMemPerCPU && a.DefMemPerGPU == b.DefMemPerGPU &&
+				a.DefCPUPerGPU == b.DefCPUPerGPU && a.MaxMemPerNode == b.MaxMemPerNode
 		})
 }
 
@@ -430,7 +432,8 @@ func (p *Policy) Equal(q *Policy) bool {
 //	  },
 //	  "qos": {"normal": 0, "high": 100},
 //	  "partitions": {
-//	    "gpu":   {"nodes": "n[01-16]", "default": true, "default_time": "1:00:00", "max_time": "2-00:00:00"},
+//	    "gpu":   {"nodes": "n[01-16]", "default": true, "default_time": "1:00:00", "max_time": "2-00:00:00",
+//	              "def_mem_per_gpu": "64G", "def_cpu_per_gpu": 8, "max_mem_per_node": "1T"},
 //	    "debug": {"nodes": "n[17-18]", "max_time": "30:00", "priority": 10}
 //	  }
 //	}

@@ -178,8 +178,11 @@ func validateNode(n *cluster.Node) error {
 		return fmt.Errorf("name: %d bytes, want at most %d", len(n.Name), maxNodeNameBytes)
 	case len(n.GPUs) > cluster.MaxGPUsPerNode:
 		return fmt.Errorf("gpus: %d, want at most %d", len(n.GPUs), cluster.MaxGPUsPerNode)
-	case n.CPUs < 0:
-		return fmt.Errorf("cpus %d: want 0 or more", n.CPUs)
+	case n.CPUs < 0 || n.CPUs > cluster.MaxCPUsPerNode:
+		return fmt.Errorf("cpus %d: want 0 to %d", n.CPUs, cluster.MaxCPUsPerNode)
+	}
+	if err := cluster.ValidateLayout(n.CPUs, n.Sockets, n.CoresPerSocket, n.ThreadsPerCore); err != nil {
+		return err
 	}
 	if err := cluster.ValidateFeatures(n.Features); err != nil {
 		return err
@@ -203,20 +206,23 @@ func (s *State) upsertNode(index uint64, c UpsertNode) Result {
 	}
 	in := c.Node
 	n := &cluster.Node{
-		Name:        in.Name,
-		APIAddr:     in.APIAddr,
-		RaftAddr:    in.RaftAddr,
-		GossipAddr:  in.GossipAddr,
-		GPUs:        in.GPUs,
-		CPUs:        in.CPUs,
-		MemoryMiB:   in.MemoryMiB,
-		Topology:    in.Topology,
-		Features:    in.Features,
-		Version:     in.Version,
-		Status:      cluster.NodeUp,
-		StatusTime:  c.Time,
-		CreateIndex: index,
-		ModifyIndex: index,
+		Name:           in.Name,
+		APIAddr:        in.APIAddr,
+		RaftAddr:       in.RaftAddr,
+		GossipAddr:     in.GossipAddr,
+		GPUs:           in.GPUs,
+		CPUs:           in.CPUs,
+		MemoryMiB:      in.MemoryMiB,
+		Sockets:        in.Sockets,
+		CoresPerSocket: in.CoresPerSocket,
+		ThreadsPerCore: in.ThreadsPerCore,
+		Topology:       in.Topology,
+		Features:       in.Features,
+		Version:        in.Version,
+		Status:         cluster.NodeUp,
+		StatusTime:     c.Time,
+		CreateIndex:    index,
+		ModifyIndex:    index,
 	}
 	canonNode(n)
 	if old := s.node(in.Name); old != nil {
@@ -237,6 +243,7 @@ func (s *State) upsertNode(index uint64, c UpsertNode) Result {
 func sameNode(a, b *cluster.Node) bool {
 	return a.Name == b.Name && a.APIAddr == b.APIAddr && a.RaftAddr == b.RaftAddr &&
 		a.GossipAddr == b.GossipAddr && a.CPUs == b.CPUs && a.MemoryMiB == b.MemoryMiB &&
+		a.Sockets == b.Sockets && a.CoresPerSocket == b.CoresPerSocket && a.ThreadsPerCore == b.ThreadsPerCore &&
 		a.Topology == b.Topology && a.Version == b.Version && a.Status == b.Status &&
 		a.Drain == b.Drain && a.DrainReason == b.DrainReason &&
 		a.StatusTime.Equal(b.StatusTime) && a.CreateIndex == b.CreateIndex &&
@@ -344,7 +351,10 @@ func (s *State) allocate(index uint64, c Allocate) Result {
 		pos, old := s.job(d.Job)
 		// Fresh gates per decision: the ones before may have started
 		// elements of the same array.
-		reason := s.checkDecision(old, d, newGates(s.jobs, s.policy, c.Time))
+		if !c.Consumable {
+			d = legacyDecision(d)
+		}
+		reason := s.checkDecision(old, d, newGates(s.jobs, s.policy, c.Time), c.Consumable)
 		var port int
 		if reason == "" {
 			var ok bool
@@ -367,7 +377,7 @@ func (s *State) allocate(index uint64, c Allocate) Result {
 			Index:      index,
 		}
 		for i, p := range d.Nodes {
-			j.Alloc.Nodes[i] = cluster.NodeAlloc{Node: p.Node, GPUs: slices.Clone(p.GPUs), State: cluster.TaskAssigned}
+			j.Alloc.Nodes[i] = cluster.NodeAlloc{Node: p.Node, GPUs: slices.Clone(p.GPUs), CPUs: slices.Clone(p.CPUs), MemMiB: p.MemMiB, State: cluster.TaskAssigned}
 		}
 		j.ModifyIndex = index
 		canonJob(j)
@@ -383,10 +393,22 @@ func (s *State) allocate(index uint64, c Allocate) Result {
 	return res
 }
 
+// legacyDecision is d as an Allocate from before CPUs and memory were
+// consumable is applied: its placements hold GPUs only.
+func legacyDecision(d Decision) Decision {
+	out := Decision{Job: d.Job, Nodes: make([]Placement, len(d.Nodes))}
+	for i, p := range d.Nodes {
+		out.Nodes[i] = Placement{Node: p.Node, GPUs: p.GPUs}
+	}
+	return out
+}
+
 // checkDecision returns why d cannot be applied now, or "". The checks run
 // cheapest first; the GPU check is the FSM's own guard against
-// double-booking (DESIGN invariant 1), whatever placement believed.
-func (s *State) checkDecision(j *cluster.Job, d Decision, gates *Gates) string {
+// double-booking (DESIGN invariant 1), whatever placement believed, and
+// with consumable the CPU and memory checks guard against over-committing
+// those.
+func (s *State) checkDecision(j *cluster.Job, d Decision, gates *Gates, consumable bool) string {
 	if j == nil {
 		return "unknown job"
 	}
@@ -438,6 +460,11 @@ func (s *State) checkDecision(j *cluster.Job, d Decision, gates *Gates) string {
 			used[g] = true
 			if other, held := s.res.holder(p.Node, g); held {
 				return fmt.Sprintf("node %q: gpu %d held by job %d", p.Node, g, other)
+			}
+		}
+		if consumable {
+			if why := s.checkCPUsMem(req, n, p); why != "" {
+				return why
 			}
 		}
 	}
@@ -674,4 +701,38 @@ func nilIfEmpty[S ~[]E, E any](s S) S {
 		return nil
 	}
 	return s
+}
+
+// checkCPUsMem returns why placement p cannot take its CPUs and memory of
+// node n for a job asking req, or "": exactly the CPUs req takes there
+// (none on a node that reports none), in range, distinct and free, and
+// exactly the memory req takes, within what the node has left.
+func (s *State) checkCPUsMem(req cluster.Request, n *cluster.Node, p Placement) string {
+	want := 0
+	if n.CPUs > 0 {
+		want = req.CPUsOn(n)
+	}
+	if len(p.CPUs) != want {
+		return fmt.Sprintf("node %q: %d cpus, job takes %d there", p.Node, len(p.CPUs), want)
+	}
+	used := make(map[int]bool, len(p.CPUs))
+	for _, c := range p.CPUs {
+		switch {
+		case c < 0 || c >= n.CPUs:
+			return fmt.Sprintf("node %q: cpu %d out of range, node has %d", p.Node, c, n.CPUs)
+		case used[c]:
+			return fmt.Sprintf("node %q: cpu %d named twice", p.Node, c)
+		}
+		used[c] = true
+		if other, held := s.res.cpuHolder(p.Node, c); held {
+			return fmt.Sprintf("node %q: cpu %d held by job %d", p.Node, c, other)
+		}
+	}
+	if want := req.MemOn(n); p.MemMiB != want {
+		return fmt.Sprintf("node %q: %d MiB of memory, job takes %d there", p.Node, p.MemMiB, want)
+	}
+	if held := s.res.mem[p.Node]; !plantedDoubleBook && p.MemMiB > 0 && (held > n.MemoryMiB || p.MemMiB > n.MemoryMiB-held) {
+		return fmt.Sprintf("node %q: %d MiB of memory asked, %d of %d free", p.Node, p.MemMiB, n.MemoryMiB-min(held, n.MemoryMiB), n.MemoryMiB)
+	}
+	return ""
 }

@@ -158,10 +158,14 @@ type Decision struct {
 	Nodes []Placement   `msgpack:"nodes"` // in rank order
 }
 
-// Placement is one node's part of a Decision.
+// Placement is one node's part of a Decision: GPU and CPU positions and
+// memory (MiB), as cluster.NodeAlloc records them. CPUs and MemMiB count
+// only in a Consumable Allocate.
 type Placement struct {
-	Node string `msgpack:"node"`
-	GPUs []int  `msgpack:"gpus"`
+	Node   string `msgpack:"node"`
+	GPUs   []int  `msgpack:"gpus"`
+	CPUs   []int  `msgpack:"cpus,omitempty"`
+	MemMiB uint64 `msgpack:"mem_mib,omitempty"`
 }
 
 // Allocate starts pending jobs on the nodes chosen for them. The FSM checks
@@ -170,6 +174,13 @@ type Placement struct {
 type Allocate struct {
 	Decisions []Decision `msgpack:"decisions"`
 	Time      time.Time  `msgpack:"time"`
+	// Consumable marks a leader that consumes CPUs and memory: each
+	// placement must then name exactly the CPUs and memory the job takes
+	// on its node, free there, and they are recorded. Without it (entries
+	// from before CPUs and memory were consumable, replayed from a log)
+	// only GPUs are checked and CPUs and memory are not recorded, so a
+	// replay gives the state it gave then.
+	Consumable bool `msgpack:"consumable,omitempty"`
 }
 
 // TaskStarted reports that a node started its tasks of a job incarnation.

@@ -29,6 +29,10 @@ type resources struct {
 	// ports maps a first node -> master port -> the job using it, for jobs
 	// that still hold resources. State-only.
 	ports map[string]map[int]cluster.JobID
+	// cpus maps node -> CPU position -> the job holding it, and mem node
+	// -> the memory (MiB) unreleased allocations hold there. State-only.
+	cpus map[string]map[int]cluster.JobID
+	mem  map[string]uint64
 }
 
 func newResources() resources {
@@ -37,7 +41,18 @@ func newResources() resources {
 		owned: map[string]bool{},
 		live:  map[string]map[cluster.JobID]struct{}{},
 		ports: map[string]map[int]cluster.JobID{},
+		cpus:  map[string]map[int]cluster.JobID{},
+		mem:   map[string]uint64{},
 	}
+}
+
+// cpuHolder returns the job holding CPU position cpu of node, if any.
+func (r *resources) cpuHolder(node string, cpu int) (cluster.JobID, bool) {
+	if plantedDoubleBook {
+		return 0, false
+	}
+	id, ok := r.cpus[node][cpu]
+	return id, ok
 }
 
 // share returns the held table for a view. From now on no inner map may be
@@ -100,6 +115,11 @@ func (r *resources) hold(j *cluster.Job) error {
 				return fmt.Errorf("job %d: gpu %d of node %q already held by job %d", j.ID, g, na.Node, other)
 			}
 		}
+		for _, c := range na.CPUs {
+			if other, ok := r.cpuHolder(na.Node, c); ok && other != j.ID {
+				return fmt.Errorf("job %d: cpu %d of node %q already held by job %d", j.ID, c, na.Node, other)
+			}
+		}
 	}
 	first, port := j.Alloc.Nodes[0].Node, j.Alloc.MasterPort
 	if other, ok := r.ports[first][port]; ok && other != j.ID {
@@ -114,6 +134,19 @@ func (r *resources) hold(j *cluster.Job) error {
 			for _, g := range na.GPUs {
 				m[g] = j.ID
 			}
+		}
+		if len(na.CPUs) > 0 {
+			m := r.cpus[na.Node]
+			if m == nil {
+				m = map[int]cluster.JobID{}
+				r.cpus[na.Node] = m
+			}
+			for _, c := range na.CPUs {
+				m[c] = j.ID
+			}
+		}
+		if na.MemMiB > 0 {
+			r.mem[na.Node] += na.MemMiB
 		}
 		if r.live[na.Node] == nil {
 			r.live[na.Node] = map[cluster.JobID]struct{}{}
@@ -141,6 +174,21 @@ func (r *resources) release(j *cluster.Job, i int) {
 		if len(m) == 0 {
 			delete(r.held, na.Node)
 			delete(r.owned, na.Node)
+		}
+	}
+	if m := r.cpus[na.Node]; m != nil {
+		for _, c := range na.CPUs {
+			if m[c] == j.ID {
+				delete(m, c)
+			}
+		}
+		if len(m) == 0 {
+			delete(r.cpus, na.Node)
+		}
+	}
+	if na.MemMiB > 0 {
+		if r.mem[na.Node] -= min(r.mem[na.Node], na.MemMiB); r.mem[na.Node] == 0 {
+			delete(r.mem, na.Node)
 		}
 	}
 	if jobs := r.live[na.Node]; jobs != nil {

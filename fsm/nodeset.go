@@ -12,7 +12,7 @@ import (
 // FSM checks them again on apply (defence in depth, as for GPUs). The
 // caller has checked that d's nodes are distinct, known and up.
 func (s *State) checkNodeSet(req cluster.Request, d Decision) string {
-	if !req.Constrained() && req.MemPerNodeMiB == 0 && req.CPUsPerNode() <= 1 {
+	if !req.Constrained() && req.MemPerNode() == 0 && !req.MemWholeNode && req.CPUsPerNode() <= 1 {
 		return s.exclusiveHolder(d)
 	}
 	for _, name := range req.NodeList {
@@ -34,8 +34,8 @@ func (s *State) checkNodeSet(req cluster.Request, d Decision) string {
 			return fmt.Sprintf("node %q: excluded by the job", p.Node)
 		case n.CPUs > 0 && n.CPUs < req.CPUsPerNode():
 			return fmt.Sprintf("node %q: %d CPUs, job's ranks ask for %d", p.Node, n.CPUs, req.CPUsPerNode())
-		case n.MemoryMiB < req.MemPerNodeMiB:
-			return fmt.Sprintf("node %q: %d MiB of memory, job requests %d", p.Node, n.MemoryMiB, req.MemPerNodeMiB)
+		case !req.MemWholeNode && n.MemoryMiB < req.MemPerNode():
+			return fmt.Sprintf("node %q: %d MiB of memory, job requests %d", p.Node, n.MemoryMiB, req.MemPerNode())
 		case !c.Match(n.Features):
 			return fmt.Sprintf("node %q: features %v do not match constraint %q", p.Node, n.Features, req.Constraint)
 		case req.Exclusive && len(n.GPUs) < req.GPUsPerNode:

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -23,9 +24,12 @@ import (
 //	       [array=SPEC] [dep=SPEC] [hold=yes] [user=U]   (--array, --dependency, --hold)
 //	       [partition=P] [time=SECONDS] [qos=Q]
 //	                                         SubmitJob (batch=yes: a script, no command)
-//	node NAME gpus=G [switch=S]              UpsertNode
+//	       [cpt=C] [cpg=C] [mem=M] [mpc=M] [mpg=M] [excl=yes]
+//	                                         -c, --cpus-per-gpu, --mem, --mem-per-cpu/-gpu, --exclusive
+//	node NAME gpus=G [switch=S] [cpus=C] [mem=M] [layout=S,C,T]   UpsertNode
 //	node-down NAME                           NodeDown
-//	allocate job=J NODE:g,g ... | input lines of the same form, one per decision
+//	allocate [consumable=yes] job=J NODE:g,g[:CPULIST[:MEM]] ... | input lines of the same form
+//	alloc job=J                              the job's allocation: GPUs, CPUs, memory per node
 //	started job=J node=N [inc=I]             TaskStarted (inc defaults to the job's)
 //	exited job=J node=N [code=C] [cause=X] [inc=I]
 //	cancel job=J [reason=R]
@@ -119,9 +123,23 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 		sp.QoS = strArg("qos", "")
 		sp.Request.TimeLimit = time.Duration(intArg("time", 0)) * time.Second
 		sp.User = strArg("user", sp.User)
+		sp.Request.CPUsPerTask = intArg("cpt", sp.Request.CPUsPerTask)
+		sp.Request.CPUsPerGPU = intArg("cpg", 0)
+		sp.Request.MemPerNodeMiB = uint64(intArg("mem", 0))
+		sp.Request.MemPerCPUMiB = uint64(intArg("mpc", 0))
+		sp.Request.MemPerGPUMiB = uint64(intArg("mpg", 0))
+		sp.Request.Exclusive = strArg("excl", "") == "yes"
 		return resultString(h.apply(t, CmdSubmitJob, SubmitJob{RequestID: strArg("rid", ""), Spec: sp}))
 	case "node":
-		return resultString(h.apply(t, CmdUpsertNode, UpsertNode{Node: gpuNode(positional(), intArg("gpus", 0), strArg("switch", "leaf0"))}))
+		n := gpuNode(positional(), intArg("gpus", 0), strArg("switch", "leaf0"))
+		n.CPUs = intArg("cpus", n.CPUs)
+		n.MemoryMiB = uint64(intArg("mem", 0))
+		if l := strArg("layout", ""); l != "" {
+			if _, err := fmt.Sscanf(l, "%d,%d,%d", &n.Sockets, &n.CoresPerSocket, &n.ThreadsPerCore); err != nil {
+				d.Fatalf(t, "node: layout %q: want S,C,T", l)
+			}
+		}
+		return resultString(h.apply(t, CmdUpsertNode, UpsertNode{Node: n}))
 	case "node-down":
 		return resultString(h.apply(t, CmdNodeDown, NodeDown{Node: positional()}))
 	case "node-left":
@@ -139,7 +157,17 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			}
 			ds = append(ds, parseDecision(t, d, words))
 		}
-		return resultString(h.apply(t, CmdAllocate, Allocate{Decisions: ds}))
+		return resultString(h.apply(t, CmdAllocate, Allocate{Decisions: ds, Consumable: strArg("consumable", "") == "yes"}))
+	case "alloc":
+		j, ok := h.s.View().Job(jobArg())
+		if !ok || j.Alloc == nil {
+			return "no allocation\n"
+		}
+		var b strings.Builder
+		for _, na := range j.Alloc.Nodes {
+			fmt.Fprintf(&b, "%s gpus=%v cpus=%s mem=%d released=%v\n", na.Node, na.GPUs, cmp.Or(cluster.CPUList(na.CPUs), "-"), na.MemMiB, na.Released)
+		}
+		return b.String()
 	case "started":
 		id := jobArg()
 		return resultString(h.apply(t, CmdTaskStarted, TaskStarted{Job: id, Incarnation: incArg(id), Node: strArg("node", "")}))
@@ -272,6 +300,9 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 func parseDecision(t *testing.T, d *datadriven.TestData, words []string) Decision {
 	var dec Decision
 	for _, w := range words {
+		if strings.HasPrefix(w, "consumable=") {
+			continue
+		}
 		if v, ok := strings.CutPrefix(w, "job="); ok {
 			id, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
@@ -282,9 +313,36 @@ func parseDecision(t *testing.T, d *datadriven.TestData, words []string) Decisio
 		}
 		name, list, ok := strings.Cut(w, ":")
 		if !ok {
-			d.Fatalf(t, "allocate: %q: want job=J or NODE:g,g", w)
+			d.Fatalf(t, "allocate: %q: want job=J or NODE:g,g[:CPULIST[:MEM]]", w)
 		}
 		p := Placement{Node: name}
+		list, cpus, _ := strings.Cut(list, ":")
+		cpus, mem, _ := strings.Cut(cpus, ":")
+		for _, r := range strings.Split(cpus, ",") {
+			if r == "" {
+				continue
+			}
+			lo, hi, isRange := strings.Cut(r, "-")
+			a, err1 := strconv.Atoi(lo)
+			b := a
+			var err2 error
+			if isRange {
+				b, err2 = strconv.Atoi(hi)
+			}
+			if err1 != nil || err2 != nil {
+				d.Fatalf(t, "allocate: %q: bad cpu list", w)
+			}
+			for c := a; c <= b; c++ {
+				p.CPUs = append(p.CPUs, c)
+			}
+		}
+		if mem != "" {
+			m, err := strconv.ParseUint(mem, 10, 64)
+			if err != nil {
+				d.Fatalf(t, "allocate: %q: %v", w, err)
+			}
+			p.MemMiB = m
+		}
 		for _, g := range strings.Split(list, ",") {
 			if g == "" {
 				continue

@@ -20,6 +20,7 @@ import (
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/placement"
 )
 
 // Bounds of the HTTP API.
@@ -366,6 +367,10 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 		Partition:     req.Partition,
 		Switches:      req.Switches,
 		MemPerNodeMiB: req.MemPerNodeMiB,
+		MemPerCPUMiB:  req.MemPerCPUMiB,
+		MemPerGPUMiB:  req.MemPerGPUMiB,
+		MemWholeNode:  req.MemWholeNode,
+		CPUsPerGPU:    req.CPUsPerGPU,
 		NodesMax:      req.NodesMax,
 		SwitchesWait:  time.Duration(req.SwitchesWaitS) * time.Second,
 		GPUOption:     req.GPUOption,
@@ -655,7 +660,15 @@ func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
 		}
 		j = js[0]
 	}
-	writeJSON(w, http.StatusOK, v.Index, jobOf(j))
+	out := jobOf(j)
+	if j.State == cluster.JobPending && j.Reason == cluster.ReasonResources {
+		var parts []cluster.Partition
+		if p := v.Policy(); p != nil {
+			parts = p.Partitions
+		}
+		out.ReasonDetail = placement.Shortage(placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(parts), j)
+	}
+	writeJSON(w, http.StatusOK, v.Index, out)
 }
 
 // restarts is how many times a job was requeued: each start after the
@@ -679,6 +692,8 @@ func jobOf(j *cluster.Job) api.Job {
 		TasksPerNode: j.Spec.Request.TasksPerNode, CPUsPerTask: j.Spec.Request.CPUsPerTask,
 		TimeLimitS: int64(j.Spec.Request.TimeLimit / time.Second), Incarnation: j.Incarnation,
 		Requeue: j.Spec.Requeue, RestartCount: restarts(j),
+		CPUsPerNode: j.Spec.Request.CPUsPerNode(), CPUsPerGPU: j.Spec.Request.CPUsPerGPU,
+		MemPerNodeMiB: j.Spec.Request.MemPerNode(), MemWholeNode: j.Spec.Request.WholeMem(),
 		Batch: j.Spec.Batch != nil, Steps: []api.Step{}, Signal: j.Spec.Signal,
 		Tasks:   []api.Task{},
 		Account: j.Spec.Account, QoS: j.Spec.QoS, Nice: j.Spec.Nice,
@@ -707,7 +722,8 @@ func jobOf(j *cluster.Job) api.Job {
 			gpus := append([]int{}, n.GPUs...)
 			out.Nodes = append(out.Nodes, n.Node)
 			out.GPUs[n.Node] = gpus
-			out.Tasks = append(out.Tasks, api.Task{Node: n.Node, GPUs: gpus, State: string(n.State), ExitCode: n.ExitCode})
+			out.Tasks = append(out.Tasks, api.Task{Node: n.Node, GPUs: gpus, State: string(n.State), ExitCode: n.ExitCode,
+				CPUs: cluster.CPUList(n.CPUs), MemMiB: n.MemMiB})
 		}
 	}
 	return out
@@ -819,6 +835,7 @@ func (a *Agent) handleNodes(w http.ResponseWriter, r *http.Request) {
 	roles := a.raftRoles(r.Context())
 	out := []api.Node{}
 	busy := map[string]bool{}
+	cpus, mem := map[string]int{}, map[string]uint64{}
 	for _, j := range v.Jobs() {
 		if j.Alloc == nil {
 			continue
@@ -826,6 +843,8 @@ func (a *Agent) handleNodes(w http.ResponseWriter, r *http.Request) {
 		for _, n := range j.Alloc.Nodes {
 			if !n.Released {
 				busy[n.Node] = true
+				cpus[n.Node] += len(n.CPUs)
+				mem[n.Node] += n.MemMiB
 			}
 		}
 	}
@@ -836,7 +855,8 @@ func (a *Agent) handleNodes(w http.ResponseWriter, r *http.Request) {
 			GPUModel: gpuModel(n), CPUs: n.CPUs, MemoryMiB: n.MemoryMiB,
 			Switch: n.Topology.Switch, SwitchParent: n.Topology.SwitchParent, Block: n.Topology.Block,
 			Raft: roleOr(roles, n.Name), Address: n.APIAddr, Reason: n.DrainReason, Version: n.Version,
-			Features: n.Features,
+			Features: n.Features, CPUsAlloc: cpus[n.Name], MemAllocMiB: mem[n.Name],
+			Sockets: n.Sockets, CoresPerSocket: n.CoresPerSocket, ThreadsPerCore: n.ThreadsPerCore,
 		})
 	}
 	writeJSON(w, http.StatusOK, v.Index, out)

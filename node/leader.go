@@ -191,11 +191,11 @@ func (a *Agent) schedulePass(ctx context.Context, v *fsm.View) error {
 	}
 
 	for batch := range slices.Chunk(res.Decisions, maxDecisionsPerApply) {
-		cmd := fsm.Allocate{Time: now}
+		cmd := fsm.Allocate{Time: now, Consumable: true}
 		for _, d := range batch {
 			fd := fsm.Decision{Job: d.Job}
 			for _, as := range d.Nodes {
-				fd.Nodes = append(fd.Nodes, fsm.Placement{Node: as.Node, GPUs: as.GPUs})
+				fd.Nodes = append(fd.Nodes, fsm.Placement{Node: as.Node, GPUs: as.GPUs, CPUs: as.CPUs, MemMiB: as.MemMiB})
 			}
 			cmd.Decisions = append(cmd.Decisions, fd)
 		}
@@ -591,6 +591,7 @@ func (a *Agent) leaderHeartbeat(ctx context.Context, n cluster.Node) (uint64, er
 func sameAnnouncement(a, b *cluster.Node) bool {
 	if a.APIAddr != b.APIAddr || a.RaftAddr != b.RaftAddr || a.GossipAddr != b.GossipAddr ||
 		a.CPUs != b.CPUs || a.MemoryMiB != b.MemoryMiB || a.Topology != b.Topology ||
+		a.Sockets != b.Sockets || a.CoresPerSocket != b.CoresPerSocket || a.ThreadsPerCore != b.ThreadsPerCore ||
 		a.Version != b.Version || len(a.GPUs) != len(b.GPUs) || !slices.Equal(a.Features, b.Features) {
 		return false
 	}

@@ -169,3 +169,67 @@ func BenchmarkPass10000Pending(b *testing.B) {
 		}
 	}
 }
+
+// benchClusterCPUs is benchCluster with CPUs and memory as on a DGX-class
+// node: 2 sockets x 24 cores x 2 threads (96 CPUs), 1 TiB, GPUs 0-3 on
+// socket 0 and 4-7 on socket 1.
+func benchClusterCPUs(nodes int) []*cluster.Node {
+	ns := benchCluster(nodes)
+	for _, n := range ns {
+		n.CPUs, n.Sockets, n.CoresPerSocket, n.ThreadsPerCore = 96, 2, 24, 2
+		n.MemoryMiB = 1 << 20
+	}
+	return ns
+}
+
+// cpuMemJob is a pending job asking per GPU cpg CPUs and mpg GiB.
+func cpuMemJob(id cluster.JobID, nodes, gpus, cpg, mpg int) *cluster.Job {
+	j := pending(id, nodes, gpus)
+	j.Spec.Request.CPUsPerGPU = cpg
+	j.Spec.Request.MemPerGPUMiB = uint64(mpg) << 10
+	return j
+}
+
+// BenchmarkPlace64NodeJobOn10kNodesCPUMem is BenchmarkPlace64NodeJobOn10kNodes
+// with consumable CPUs and memory: every node reports 96 CPUs and 1 TiB,
+// the job asks 12 CPUs and 120 GiB per GPU.
+func BenchmarkPlace64NodeJobOn10kNodesCPUMem(b *testing.B) {
+	v := NewView(benchClusterCPUs(10000), nil)
+	queue := []*cluster.Job{cpuMemJob(1, 64, 8, 12, 120)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := Place(v, queue, now); len(res.Decisions) != 1 || len(res.Decisions[0].Nodes[0].CPUs) != 96 {
+			b.Fatalf("Place() = %+v; want the job placed with 96 CPUs a node", res)
+		}
+	}
+}
+
+// BenchmarkPass10000PendingCPUMem is BenchmarkPass10000Pending with
+// consumable CPUs and memory: the busy jobs hold 4 GPUs, 48 CPUs and
+// 480 GiB each, and the pending ones ask 1 to 12 CPUs and 16 to 128 GiB
+// per GPU, so some nodes run short of CPUs or memory before GPUs.
+func BenchmarkPass10000PendingCPUMem(b *testing.B) {
+	nodes := benchClusterCPUs(10000)
+	running := busyJobs(nodes, 5000)
+	for _, j := range running {
+		j.Alloc.Nodes[0].CPUs = seq(0, 47)
+		j.Alloc.Nodes[0].MemMiB = 480 << 10
+	}
+	var queue []*cluster.Job
+	for i := range 10000 {
+		j := cpuMemJob(cluster.JobID(i+1), 1+i*7%16, 1+i*5%8, 1+i%12, 16*(1+i%8))
+		j.Spec.Request.TimeLimit = time.Duration(1+i%120) * time.Minute
+		queue = append(queue, j)
+	}
+	res, err := PlaceWith(NewView(nodes, running), queue, now, Options{Policy: PolicyShoal})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(len(res.Decisions)), "placed")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := PlaceWith(NewView(nodes, running), queue, now, Options{Policy: PolicyShoal}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

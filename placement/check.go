@@ -50,7 +50,7 @@ func Check(nodes []*cluster.Node, req cluster.Request) error {
 	case req.GPUsPerNode < 0:
 		return fmt.Errorf("gpus_per_node %d: want 0 or more", req.GPUsPerNode)
 	}
-	if req.Constrained() || req.MemPerNodeMiB > 0 || req.CPUsPerNode() > 1 {
+	if req.Constrained() || req.MemPerNode() > 0 || req.CPUsPerNode() > 1 {
 		return checkNodeSet(nodes, req)
 	}
 	seen := make(map[string]bool, len(nodes))
@@ -132,11 +132,19 @@ func checkNodeSet(nodes []*cluster.Node, req cluster.Request) error {
 	}
 	if fit < req.Nodes {
 		mem := ""
-		if req.MemPerNodeMiB > 0 {
-			mem = fmt.Sprintf(", mem %d MiB", req.MemPerNodeMiB)
+		if m := req.MemPerNode(); m > 0 && !req.MemWholeNode {
+			largest := uint64(0)
+			for _, n := range known {
+				largest = max(largest, n.MemoryMiB)
+			}
+			mem = fmt.Sprintf(", mem %d MiB per node (the largest node has %d MiB)", m, largest)
 		}
-		if req.CPUsPerNode() > 1 {
-			mem += fmt.Sprintf(", %d CPUs (tasks_per_node x cpus_per_task)", req.CPUsPerNode())
+		if c := req.CPUsPerNode(); c > 1 {
+			largest := 0
+			for _, n := range known {
+				largest = max(largest, n.CPUs)
+			}
+			mem += fmt.Sprintf(", %d CPUs per node (tasks_per_node x cpus_per_task, or gpus x cpus_per_gpu; the largest node has %d)", c, largest)
 		}
 		return infeasible("nodes %d: only %s match gpus_per_node %d%s, the constraint and the exclude list; requested node configuration is not available",
 			req.Nodes, plural(fit, "node"), req.GPUsPerNode, mem)

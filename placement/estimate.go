@@ -17,7 +17,7 @@ func EarliestStart(v *View, job *cluster.Job, now time.Time) (start time.Time, n
 	if v == nil || job == nil {
 		return time.Time{}, nil, false
 	}
-	s := newState(v)
+	s := newState(v, []*cluster.Job{job})
 	req := job.Spec.Request
 	if s.never(req) != "" {
 		return time.Time{}, nil, false

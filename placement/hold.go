@@ -15,9 +15,11 @@ import (
 var ErrTaken = errors.New("gpu already taken")
 
 // holdings returns what alloc holds: its unreleased entries on known
-// nodes, merged per node, by node index, GPU positions ascending and
-// distinct. Lenient (NewView) skips unknown nodes, out-of-range and
+// nodes, merged per node, by node index, GPU and CPU positions ascending
+// and distinct. Lenient (NewView) skips unknown nodes, out-of-range and
 // repeated GPUs; strict (Start) returns an error naming the first one.
+// CPUs out of range or repeated are dropped either way (the FSM allows
+// neither).
 func (v *View) holdings(id cluster.JobID, alloc *cluster.Allocation, strict bool) ([]heldNode, error) {
 	var held []heldNode
 	for _, na := range alloc.Nodes {
@@ -40,7 +42,13 @@ func (v *View) holdings(id cluster.JobID, alloc *cluster.Allocation, strict bool
 				return nil, fmt.Errorf("job %d: node %q: gpu %d: want 0 to %d", id, na.Node, p, total-1)
 			}
 		}
-		held = append(held, heldNode{node: i, gpus: gpus})
+		var cpus []int
+		for _, p := range na.CPUs {
+			if p >= 0 && p < v.nodes[i].node.CPUs {
+				cpus = append(cpus, p)
+			}
+		}
+		held = append(held, heldNode{node: i, gpus: gpus, cpus: cpus, mem: na.MemMiB})
 	}
 	slices.SortStableFunc(held, func(a, b heldNode) int { return cmp.Compare(a.node, b.node) })
 	out := held[:0]
@@ -50,6 +58,8 @@ func (v *View) holdings(id cluster.JobID, alloc *cluster.Allocation, strict bool
 				return nil, fmt.Errorf("job %d: node %q: listed twice", id, v.nodes[h.node].node.Name)
 			}
 			out[n-1].gpus = append(out[n-1].gpus, h.gpus...)
+			out[n-1].cpus = append(out[n-1].cpus, h.cpus...)
+			out[n-1].mem += h.mem
 			continue
 		}
 		out = append(out, h)
@@ -63,6 +73,8 @@ func (v *View) holdings(id cluster.JobID, alloc *cluster.Allocation, strict bool
 			}
 			out[k].gpus = c
 		}
+		slices.Sort(out[k].cpus)
+		out[k].cpus = slices.Compact(out[k].cpus)
 	}
 	return out, nil
 }
@@ -107,6 +119,7 @@ func (v *View) Start(j *cluster.Job) error {
 			v.words[n.off+p/64] &^= 1 << (p % 64)
 		}
 		n.free -= len(h.gpus)
+		v.holdCPUsMem(n, h)
 		n.jobs++
 		if excl {
 			n.excl++
@@ -141,6 +154,7 @@ func (v *View) Finish(id cluster.JobID) error {
 	}
 	for _, h := range v.held[at].nodes {
 		n := &v.nodes[h.node]
+		v.freeCPUsMem(n, h)
 		n.jobs--
 		if v.held[at].excl {
 			n.excl--

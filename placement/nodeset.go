@@ -14,17 +14,16 @@ import (
 // naming nodes or features, paid only by the jobs that do.
 
 // occupy records one more job on node ni, holding it whole when excl. A
-// node held whole leaves the aggregates (hist, atLeast), so no job on the
-// fast path is offered it, GPU-less ones included.
+// node held whole leaves the aggregates (hist, atLeast) and tight, so no
+// job is offered it.
 func (s *state) occupy(ni int, excl bool) {
 	s.busy = add(s.busy, ni, +1)
 	if !excl {
 		return
 	}
-	if s.exclOf(ni) == 0 {
-		s.aggregate(ni, -1)
-	}
+	s.detach(ni)
 	s.excl = add(s.excl, ni, +1)
+	s.attach(ni)
 }
 
 // vacate undoes occupy.
@@ -33,10 +32,9 @@ func (s *state) vacate(ni int, excl bool) {
 	if !excl {
 		return
 	}
+	s.detach(ni)
 	s.excl = add(s.excl, ni, -1)
-	if s.exclOf(ni) == 0 {
-		s.aggregate(ni, +1)
-	}
+	s.attach(ni)
 }
 
 // busyOf is how many jobs hold node ni in s, exclOf how many of them
@@ -51,19 +49,6 @@ func add(m map[int]int, k, d int) map[int]int {
 	}
 	m[k] += d
 	return m
-}
-
-// aggregate adds (d = +1) or removes (d = -1) node ni's free GPUs to or
-// from its leaf's histogram and atLeast. Unusable nodes are in neither.
-func (s *state) aggregate(ni, d int) {
-	n := &s.v.nodes[ni]
-	if n.leaf < 0 {
-		return
-	}
-	s.hist[s.v.leaves[n.leaf].hist+s.free[ni]] += d
-	for f := 0; f <= s.free[ni]; f++ {
-		s.atLeast[f] += d
-	}
 }
 
 // constraint returns req's parsed Constraint (nil for none, or for one
@@ -84,10 +69,11 @@ func (s *state) constraint(expr string) (*cluster.Constraint, bool) {
 	return c, err == nil
 }
 
-// fitsNode reports whether node n could ever hold one of req's ranks:
-// it matches the constraint, is not excluded and has the GPUs.
+// fitsNode reports whether node n could ever hold req's share of a node:
+// it matches the constraint, is not excluded and has the GPUs, CPUs and
+// memory.
 func fitsNode(n *cluster.Node, req cluster.Request, c *cluster.Constraint) bool {
-	return len(n.GPUs) >= req.GPUsPerNode && n.MemoryMiB >= req.MemPerNodeMiB && hasCPUs(n, req) &&
+	return len(n.GPUs) >= req.GPUsPerNode && hasMem(n, req) && hasCPUs(n, req) &&
 		c.Match(n.Features) && !slices.Contains(req.Exclude, n.Name)
 }
 
@@ -101,7 +87,7 @@ func (s *state) never(req cluster.Request) string {
 	if req.Nodes < 1 || req.GPUsPerNode < 0 {
 		return ReasonBadConstraints
 	}
-	if !req.Constrained() && !v.restricts(req.Partition) && !v.memShort(req) && !v.cpuShort(req) {
+	if !req.Constrained() && !v.restricts(req.Partition) && !v.memShort(req) && !v.cpuShort(req) && !req.WholeMem() {
 		if !v.fitsEmpty(req.Nodes, req.GPUsPerNode) {
 			return cluster.ReasonReqNodeNotAvail
 		}
@@ -150,7 +136,7 @@ func (s *state) eligible(ni int, req cluster.Request, c *cluster.Constraint) boo
 	case req.Exclusive:
 		return s.busyOf(ni) == 0 && s.free[ni] == len(n.node.GPUs)
 	}
-	return s.free[ni] >= req.GPUsPerNode
+	return s.free[ni] >= req.GPUsPerNode && s.cfree[ni] >= req.CPUsOn(n.node) && s.mfree[ni] >= req.MemOn(n.node)
 }
 
 // chooseEligible picks req.Nodes eligible nodes for a constrained job, or

@@ -23,10 +23,15 @@ type Decision struct {
 }
 
 // Assignment is one node's share of a decision. GPUs are positions in the
-// node's GPU list, ascending; nil when the job asks for no GPUs.
+// node's GPU list, ascending; nil when the job asks for no GPUs. CPUs are
+// positions in the node's CPU numbering (cluster.Node.SocketOf),
+// ascending, near the GPUs; nil on a node that reports no CPUs. MemMiB is
+// the memory the job holds there.
 type Assignment struct {
-	Node string
-	GPUs []int
+	Node   string
+	GPUs   []int
+	CPUs   []int
+	MemMiB uint64
 }
 
 // Result is what one Place call decided: the jobs to start, in the order
@@ -85,7 +90,7 @@ func place(v *View, queue []*cluster.Job, now time.Time, r rules, omitReasons bo
 			res.Reasons[id] = why
 		}
 	}
-	s := newState(v)
+	s := newState(v, queue)
 	var (
 		blocked bool
 		// m is s without the reserved GPUs that are free now: where a job
@@ -248,24 +253,26 @@ func (s *state) start(id cluster.JobID, req cluster.Request, topology bool, mirr
 		held = make([]heldNode, len(nodes))
 	}
 	for k, ni := range nodes {
+		node := s.v.nodes[ni].node
 		var gpus []int
 		switch {
 		case req.Exclusive:
-			gpus = s.lowestGPUs(ni, len(s.v.nodes[ni].node.GPUs)) // the whole node
+			gpus = s.lowestGPUs(ni, len(node.GPUs)) // the whole node
 		case topology:
 			gpus = s.chooseGPUs(ni, req.GPUsPerNode)
 		default:
 			gpus = s.lowestGPUs(ni, req.GPUsPerNode)
 		}
-		s.take(ni, gpus)
+		h := heldNode{node: ni, gpus: gpus, cpus: s.chooseCPUs(ni, req.CPUsOn(node), gpus), mem: req.MemOn(node)}
+		s.take(h)
 		s.occupy(ni, req.Exclusive)
 		if mirror != nil {
-			mirror.takeFree(ni, gpus)
+			mirror.takeFree(h)
 			mirror.occupy(ni, req.Exclusive)
 		}
-		d.Nodes[k] = Assignment{Node: s.v.nodes[ni].node.Name, GPUs: gpus}
+		d.Nodes[k] = Assignment{Node: node.Name, GPUs: gpus, CPUs: h.cpus, MemMiB: h.mem}
 		if keep {
-			held[k] = heldNode{node: ni, gpus: gpus}
+			held[k] = h
 		}
 	}
 	return d, held, true
@@ -277,12 +284,12 @@ func (s *state) start(id cluster.JobID, req cluster.Request, topology bool, mirr
 // topology choice already spans the fewest it can).
 func (s *state) choose(req cluster.Request, topology bool) []int {
 	var nodes []int
-	if req.Constrained() || s.v.restricts(req.Partition) || s.v.memShort(req) || s.v.cpuShort(req) {
+	if !s.aggregated(req) {
 		nodes = s.chooseEligible(req, topology)
 	} else if topology {
-		nodes = s.chooseNodes(req.Nodes, req.GPUsPerNode)
+		nodes = s.chooseNodes(req)
 	} else {
-		nodes = s.firstFit(req.Nodes, req.GPUsPerNode)
+		nodes = s.firstFit(req)
 	}
 	if nodes == nil || (topology && s.maxLeaves > 0 && s.leavesOf(nodes) > s.maxLeaves) {
 		return nil
@@ -291,14 +298,37 @@ func (s *state) choose(req cluster.Request, topology bool) []int {
 }
 
 // state is one Place call's private copy of what is free.
+//
+// The aggregates (hist, atLeast) count the usable nodes by free GPUs, so
+// a job asking only for GPUs is placed without looking at every node.
+// CPUs and memory are consumed too; the aggregates stay exact for them by
+// leaving out the tight nodes: those with free GPUs whose free CPUs or
+// memory are less than cpg or mpg per free GPU (the call's floors, the
+// most any aggregated job of the queue asks per GPU). Every node left in
+// the aggregates with g free GPUs then has the CPUs and memory of any
+// aggregated job asking for g; the tight ones are judged one by one
+// (tight is short when jobs keep to their share of a node).
 type state struct {
 	v     *View
 	words []uint64 // free bitsets, as View.words
 	free  []int    // free GPUs per node
 	hist  []int    // per-leaf histograms of free GPUs, as View.leaves[i].hist
-	// atLeast[g] counts the usable nodes with g or more free GPUs, for
-	// g in 0..View.maxGPUs: whether a gang fits at all is one lookup.
+	// atLeast[g] counts the aggregated nodes with g or more free GPUs,
+	// for g in 0..View.maxGPUs: whether a gang fits at all is one lookup.
 	atLeast []int
+	// cwords, cfree and mfree are the free CPUs (bitsets, as View.cwords,
+	// and counts) and memory per node.
+	cwords []uint64
+	cfree  []int
+	mfree  []uint64
+	// cpg and mpg are the floors (see above); where says where each node
+	// is counted: outside (unusable or held whole), in the aggregates, or
+	// in tight (at position tightAt).
+	cpg     int
+	mpg     uint64
+	where   []int8
+	tight   []int
+	tightAt []int32
 	q       []int // scratch: qualifying nodes per leaf for the current job
 	// busy and excl are what this call changed in the View's per-node
 	// counts of jobs and of jobs holding the node whole (nodeInfo.jobs and
@@ -318,7 +348,29 @@ type state struct {
 	in              []bool
 }
 
-func newState(v *View) *state {
+// Where a node is counted in a state.
+const (
+	outside int8 = iota
+	aggregate
+	tightNode
+)
+
+// floors returns the most CPUs and memory per GPU any job of queue that
+// takes the aggregate fast path asks for: the tightness floors of a call.
+func floors(v *View, queue []*cluster.Job) (cpg int, mpg uint64) {
+	for _, j := range queue {
+		if j == nil || !v.aggregated(j.Spec.Request) {
+			continue
+		}
+		c, m := perGPU(j.Spec.Request)
+		cpg, mpg = max(cpg, c), max(mpg, m)
+	}
+	return cpg, mpg
+}
+
+// newState returns the state of v for placing queue (its floors).
+func newState(v *View, queue []*cluster.Job) *state {
+	cpg, mpg := floors(v, queue)
 	s := &state{
 		v:       v,
 		words:   slices.Clone(v.words),
@@ -326,12 +378,25 @@ func newState(v *View) *state {
 		hist:    make([]int, v.histLen),
 		atLeast: make([]int, v.maxGPUs+2),
 		q:       make([]int, len(v.leaves)),
+		cwords:  slices.Clone(v.cwords),
+		cfree:   make([]int, len(v.nodes)),
+		mfree:   make([]uint64, len(v.nodes)),
+		cpg:     cpg,
+		mpg:     mpg,
+		where:   make([]int8, len(v.nodes)),
+		tightAt: make([]int32, len(v.nodes)),
 	}
 	for i := range v.nodes {
-		s.free[i] = v.nodes[i].free
-		if l := v.nodes[i].leaf; l >= 0 && v.nodes[i].excl == 0 {
-			s.hist[v.leaves[l].hist+s.free[i]]++
+		s.free[i], s.cfree[i], s.mfree[i] = v.nodes[i].free, v.nodes[i].cfree, v.nodes[i].mfree
+		switch s.place(i) {
+		case aggregate:
+			s.hist[v.leaves[v.nodes[i].leaf].hist+s.free[i]]++
 			s.atLeast[s.free[i]]++
+			s.where[i] = aggregate
+		case tightNode:
+			s.tightAt[i] = int32(len(s.tight))
+			s.tight = append(s.tight, i)
+			s.where[i] = tightNode
 		}
 	}
 	// atLeast holds a histogram so far; sum it from the top.
@@ -339,6 +404,52 @@ func newState(v *View) *state {
 		s.atLeast[g] += s.atLeast[g+1]
 	}
 	return s
+}
+
+// place is where node ni belongs in s now.
+func (s *state) place(ni int) int8 {
+	n := &s.v.nodes[ni]
+	switch {
+	case n.leaf < 0 || s.exclOf(ni) > 0:
+		return outside
+	case s.free[ni] > 0 && (s.cfree[ni] < s.free[ni]*s.cpg || s.mfree[ni] < uint64(s.free[ni])*s.mpg):
+		return tightNode
+	}
+	return aggregate
+}
+
+// detach takes node ni out of the aggregates or tight, wherever it is
+// counted; attach counts it again where it now belongs. Every change to
+// a node's free GPUs, CPUs, memory or holders sits between the two.
+func (s *state) detach(ni int) {
+	switch s.where[ni] {
+	case aggregate:
+		s.hist[s.v.leaves[s.v.nodes[ni].leaf].hist+s.free[ni]]--
+		for f := 0; f <= s.free[ni]; f++ {
+			s.atLeast[f]--
+		}
+	case tightNode:
+		at := s.tightAt[ni]
+		last := s.tight[len(s.tight)-1]
+		s.tight[at], s.tightAt[last] = last, at
+		s.tight = s.tight[:len(s.tight)-1]
+	}
+	s.where[ni] = outside
+}
+
+func (s *state) attach(ni int) {
+	switch s.place(ni) {
+	case aggregate:
+		s.hist[s.v.leaves[s.v.nodes[ni].leaf].hist+s.free[ni]]++
+		for f := 0; f <= s.free[ni]; f++ {
+			s.atLeast[f]++
+		}
+		s.where[ni] = aggregate
+	case tightNode:
+		s.tightAt[ni] = int32(len(s.tight))
+		s.tight = append(s.tight, ni)
+		s.where[ni] = tightNode
+	}
 }
 
 // clone returns an independent copy of s (scratch space not shared).
@@ -353,78 +464,101 @@ func (s *state) clone() *state {
 		busy:    maps.Clone(s.busy),
 		excl:    maps.Clone(s.excl),
 		cons:    s.cons,
+		cwords:  slices.Clone(s.cwords),
+		cfree:   slices.Clone(s.cfree),
+		mfree:   slices.Clone(s.mfree),
+		cpg:     s.cpg,
+		mpg:     s.mpg,
+		where:   slices.Clone(s.where),
+		tight:   slices.Clone(s.tight),
+		tightAt: slices.Clone(s.tightAt),
 
 		maxLeaves: s.maxLeaves,
 	}
 }
 
-// fits reports whether count usable nodes have g free GPUs each now.
-func (s *state) fits(count, g int) bool {
+// aggregated reports whether req takes the fast path in s: the view's
+// rule, and no more per GPU than s's floors.
+func (s *state) aggregated(req cluster.Request) bool {
+	if !s.v.aggregated(req) {
+		return false
+	}
+	c, m := perGPU(req)
+	return c <= s.cpg && m <= s.mpg
+}
+
+// mayFit reports whether count nodes with g free GPUs each could be
+// found in s: an upper bound (the tight nodes are not judged), for
+// skipping a search that cannot succeed.
+func (s *state) mayFit(count, g int) bool {
 	if g < 0 || g > s.v.maxGPUs || count < 1 {
 		return false
 	}
-	return s.atLeast[g] >= count
+	return s.atLeast[g]+len(s.tight) >= count
 }
 
-// take marks gpus of node ni as no longer free. They must be free, and
-// ni usable.
-func (s *state) take(ni int, gpus []int) {
-	if len(gpus) == 0 {
-		return
-	}
+// fitsNow reports whether node ni, counted somewhere, has g free GPUs,
+// c free CPUs and m free memory in s.
+func (s *state) fitsNow(ni, g, c int, m uint64) bool {
+	return s.free[ni] >= g && s.cfree[ni] >= c && s.mfree[ni] >= m && s.exclOf(ni) == 0
+}
+
+// take marks h's GPUs and CPUs of its node as no longer free and takes
+// its memory. They must be free.
+func (s *state) take(h heldNode) {
+	ni := h.node
 	n := &s.v.nodes[ni]
-	for _, p := range gpus {
+	s.detach(ni)
+	for _, p := range h.gpus {
 		s.words[n.off+p/64] &^= 1 << (p % 64)
 	}
-	if s.exclOf(ni) > 0 { // not in the aggregates
-		s.free[ni] -= len(gpus)
-		return
+	s.free[ni] -= len(h.gpus)
+	for _, p := range h.cpus {
+		s.cwords[n.coff+p/64] &^= 1 << (p % 64)
 	}
-	h := s.v.leaves[n.leaf].hist
-	s.hist[h+s.free[ni]]--
-	for f := s.free[ni] - len(gpus) + 1; f <= s.free[ni]; f++ {
-		s.atLeast[f]--
-	}
-	s.free[ni] -= len(gpus)
-	s.hist[h+s.free[ni]]++
+	s.cfree[ni] -= len(h.cpus)
+	s.mfree[ni] -= min(s.mfree[ni], h.mem)
+	s.attach(ni)
 }
 
-// takeFree takes those of gpus that are still free in s.
-func (s *state) takeFree(ni int, gpus []int) {
-	n := &s.v.nodes[ni]
-	var some []int
-	for _, p := range gpus {
+// takeFree takes those of h's GPUs and CPUs that are still free in s, and
+// its memory as far as there is.
+func (s *state) takeFree(h heldNode) {
+	n := &s.v.nodes[h.node]
+	some := heldNode{node: h.node, mem: h.mem}
+	for _, p := range h.gpus {
 		if s.words[n.off+p/64]&(1<<(p%64)) != 0 {
-			some = append(some, p)
+			some.gpus = append(some.gpus, p)
 		}
 	}
-	s.take(ni, some)
+	for _, p := range h.cpus {
+		if s.cwords[n.coff+p/64]&(1<<(p%64)) != 0 {
+			some.cpus = append(some.cpus, p)
+		}
+	}
+	s.take(some)
 }
 
-// give marks those of gpus of node ni that are taken as free again (a
-// GPU already free is left alone). Only a usable node counts towards the
-// histograms.
-func (s *state) give(ni int, gpus []int) {
+// give marks those of h's GPUs and CPUs that are taken as free again (one
+// already free is left alone) and gives its memory back.
+func (s *state) give(h heldNode) {
+	ni := h.node
 	n := &s.v.nodes[ni]
-	k := 0
-	for _, p := range gpus {
+	s.detach(ni)
+	for _, p := range h.gpus {
 		if w := &s.words[n.off+p/64]; *w&(1<<(p%64)) == 0 {
 			*w |= 1 << (p % 64)
-			k++
+			s.free[ni]++
 		}
 	}
-	if k == 0 {
-		return
-	}
-	if n.leaf >= 0 && s.exclOf(ni) == 0 {
-		h := s.v.leaves[n.leaf].hist
-		s.hist[h+s.free[ni]]--
-		s.hist[h+s.free[ni]+k]++
-		for f := s.free[ni] + 1; f <= s.free[ni]+k; f++ {
-			s.atLeast[f]++
+	for _, p := range h.cpus {
+		if w := &s.cwords[n.coff+p/64]; *w&(1<<(p%64)) == 0 {
+			*w |= 1 << (p % 64)
+			s.cfree[ni]++
 		}
 	}
-	s.free[ni] += k
+	s.mfree[ni] = min(s.mfree[ni]+h.mem, n.node.MemoryMiB)
+	s.attach(ni)
 }
 
 // chooseNodes picks count distinct usable nodes with at least g free GPUs
@@ -440,16 +574,23 @@ func (s *state) give(ni int, gpus []int) {
 // Inside a leaf, nodes with the fewest free GPUs that suffice come first
 // (best fit), ties by name. The result is in rank order: by leaf, then by
 // node name, so ranks under one switch are neighbours.
-func (s *state) chooseNodes(count, g int) []int {
-	if !s.fits(count, g) {
+func (s *state) chooseNodes(req cluster.Request) []int {
+	count, g, c, m := req.Nodes, req.GPUsPerNode, req.CPUsPerNode(), req.MemPerNode()
+	if !s.mayFit(count, g) {
 		return nil
 	}
 	v := s.v
+	clear(s.q)
 	total := 0
+	for _, ni := range s.tight {
+		if s.fitsNow(ni, g, c, m) {
+			s.q[v.nodes[ni].leaf]++
+		}
+	}
 	best := -1
 	for li := range v.leaves {
 		l := &v.leaves[li]
-		q := 0
+		q := s.q[li]
 		for f := max(g, 0); f <= l.maxGPUs; f++ {
 			q += s.hist[l.hist+f]
 		}
@@ -479,7 +620,7 @@ func (s *state) chooseNodes(count, g int) []int {
 	}
 	var nodes []int
 	for _, t := range takes {
-		nodes = append(nodes, s.bestFit(t.leaf, t.n, g)...)
+		nodes = append(nodes, s.bestFit(t.leaf, t.n, g, c, m)...)
 	}
 	slices.SortFunc(nodes, func(a, b int) int {
 		return cmp.Or(cmp.Compare(v.nodes[a].leaf, v.nodes[b].leaf), cmp.Compare(a, b))
@@ -524,12 +665,12 @@ func (s *state) pickLeaves(p span, count int) (takes []leafTake, k, qual int) {
 	return takes, len(takes), qual
 }
 
-// bestFit returns n qualifying nodes (at least g free GPUs) of leaf li with
-// the fewest free GPUs, ties by name.
-func (s *state) bestFit(li, n, g int) []int {
+// bestFit returns n qualifying nodes (at least g free GPUs, c free CPUs
+// and m free memory) of leaf li with the fewest free GPUs, ties by name.
+func (s *state) bestFit(li, n, g, c int, m uint64) []int {
 	var cand []int
 	for _, ni := range s.v.leaves[li].nodes {
-		if s.free[ni] >= g && s.exclOf(ni) == 0 {
+		if s.fitsNow(ni, g, c, m) {
 			cand = append(cand, ni)
 		}
 	}
@@ -653,4 +794,44 @@ func (s *state) leavesOf(nodes []int) int {
 		seen[s.v.nodes[ni].leaf] = struct{}{}
 	}
 	return len(seen)
+}
+
+// chooseCPUs picks k of node ni's free CPUs, ascending; nil when the node
+// reports no CPUs. CPUs on the sockets of gpus come first (a GPU's NUMA
+// node is taken as its socket), as Slurm binds a job's cores near its
+// GPUs (--gpu-bind=closest), then the rest; lowest positions first within
+// each, which with the node's numbering (cluster.Node.SocketOf) means one
+// thread per core before a second. The node must have k free.
+func (s *state) chooseCPUs(ni, k int, gpus []int) []int {
+	n := &s.v.nodes[ni]
+	if n.node.CPUs <= 0 || k <= 0 {
+		return nil
+	}
+	var near []bool // by socket
+	for _, p := range gpus {
+		if numa := n.node.GPUs[p].NUMA; numa >= 0 && numa < max(n.node.Sockets, 1) {
+			if near == nil {
+				near = make([]bool, max(n.node.Sockets, 1))
+			}
+			near[numa] = true
+		}
+	}
+	out := make([]int, 0, k)
+	take := func(want func(p int) bool) {
+		for w := 0; len(out) < k && w < wordsFor(n.node.CPUs); w++ {
+			for x := s.cwords[n.coff+w]; x != 0 && len(out) < k; x &= x - 1 {
+				if p := w*64 + bits.TrailingZeros64(x); want(p) {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	if near == nil {
+		take(func(int) bool { return true })
+	} else {
+		take(func(p int) bool { return near[n.node.SocketOf(p)] })
+		take(func(p int) bool { return !near[n.node.SocketOf(p)] })
+	}
+	slices.Sort(out)
+	return out
 }

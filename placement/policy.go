@@ -149,17 +149,17 @@ func (s *state) reserve(id cluster.JobID, req cluster.Request, done []started, n
 		}
 		for ; i < len(held) && !held[i].end.IsZero() && !endOf(held[i].end).After(t); i++ {
 			for _, h := range held[i].nodes {
-				f.give(h.node, h.gpus)
+				f.give(h)
 				f.vacate(h.node, held[i].excl)
 			}
 		}
 		for ; k < len(done) && !done[k].end.IsZero() && !done[k].end.After(t); k++ {
 			for _, h := range done[k].held {
-				f.give(h.node, h.gpus)
+				f.give(h)
 				f.vacate(h.node, done[k].excl)
 			}
 		}
-		if !f.fits(req.Nodes, req.GPUsPerNode) {
+		if !f.mayFit(req.Nodes, req.GPUsPerNode) {
 			continue
 		}
 		d, _, ok := f.start(id, req, topology, nil, false)
@@ -178,28 +178,29 @@ func (s *state) without(r *Reservation, excl bool) *state {
 	m := s.clone()
 	for _, a := range r.Nodes {
 		ni := s.v.byName[a.Node]
-		m.takeFree(ni, a.GPUs)
+		m.takeFree(heldNode{node: ni, gpus: a.GPUs, cpus: a.CPUs, mem: a.MemMiB})
 		m.occupy(ni, excl)
 	}
 	return m
 }
 
-// firstFit returns the first count usable nodes, by name, with at least g
-// free GPUs each, or nil when there are not that many.
-func (s *state) firstFit(count, g int) []int {
-	if !s.fits(count, g) {
+// firstFit returns the first req.Nodes usable nodes, by name, with req's
+// GPUs, CPUs and memory free, or nil when there are not that many.
+func (s *state) firstFit(req cluster.Request) []int {
+	count, g, c, m := req.Nodes, req.GPUsPerNode, req.CPUsPerNode(), req.MemPerNode()
+	if !s.mayFit(count, g) {
 		return nil
 	}
 	nodes := make([]int, 0, count)
 	for i := range s.v.nodes {
-		if s.v.nodes[i].usable && s.free[i] >= g && s.exclOf(i) == 0 {
+		if s.v.nodes[i].usable && s.fitsNow(i, g, c, m) {
 			nodes = append(nodes, i)
 			if len(nodes) == count {
-				break
+				return nodes
 			}
 		}
 	}
-	return nodes
+	return nil
 }
 
 // lowestGPUs returns node ni's g lowest free GPU positions (nil for g 0).

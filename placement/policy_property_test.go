@@ -39,6 +39,18 @@ func genBackfill(t *rapid.T) (nodes []*cluster.Node, running, queue []*cluster.J
 			}
 		}
 		j := holding(cluster.JobID(100+id), cluster.JobRunning, false, spec...)
+		for k := range j.Alloc.Nodes {
+			na := &j.Alloc.Nodes[k]
+			n := nodes[slices.IndexFunc(nodes, func(n *cluster.Node) bool { return n.Name == na.Node })]
+			for c := range n.CPUs {
+				key := fmt.Sprintf("%s/cpu%d", n.Name, c)
+				if !taken[key] && rapid.IntRange(0, 3).Draw(t, "takeCPU") == 0 {
+					taken[key] = true
+					na.CPUs = append(na.CPUs, c)
+				}
+			}
+			na.MemMiB = uint64(rapid.IntRange(0, 2).Draw(t, "takeMem")) * 500
+		}
 		j.StartTime = now.Add(-time.Duration(rapid.IntRange(0, 6).Draw(t, "age")) * 30 * time.Minute)
 		j.Spec.Request.TimeLimit = rapid.SampledFrom(limits).Draw(t, "runLimit")
 		running = append(running, j)
@@ -77,8 +89,13 @@ func TestPlaceWithProperties(t *testing.T) {
 			busy bool
 		}
 		busy := map[string]until{}
+		memHeld := map[string]uint64{}
 		for _, j := range running {
 			for _, na := range j.Alloc.Nodes {
+				memHeld[na.Node] += na.MemMiB
+				for _, c := range na.CPUs {
+					busy[fmt.Sprintf("%s/cpu%d", na.Node, c)] = until{busy: true}
+				}
 				for _, g := range na.GPUs {
 					end := expectedEnd(j)
 					if !end.IsZero() && end.Before(now) {
@@ -118,12 +135,22 @@ func TestPlaceWithProperties(t *testing.T) {
 					}
 					busy[key] = until{end: endsAt(now, req), busy: true}
 				}
+				for _, c := range a.CPUs {
+					key := fmt.Sprintf("%s/cpu%d", a.Node, c)
+					if c < 0 || c >= usable[a.Node].CPUs || busy[key].busy {
+						t.Fatalf("job %d: CPU %s double-booked or out of range", d.Job, key)
+					}
+					busy[key] = until{busy: true}
+				}
+				if memHeld[a.Node] += a.MemMiB; memHeld[a.Node] > usable[a.Node].MemoryMiB && a.MemMiB > 0 {
+					t.Fatalf("job %d: node %s memory over-committed: %d MiB held of %d", d.Job, a.Node, memHeld[a.Node], usable[a.Node].MemoryMiB)
+				}
 			}
 			sj := j.Clone()
 			sj.StartTime = now
 			sj.Alloc = &cluster.Allocation{}
 			for _, a := range d.Nodes {
-				sj.Alloc.Nodes = append(sj.Alloc.Nodes, cluster.NodeAlloc{Node: a.Node, GPUs: a.GPUs})
+				sj.Alloc.Nodes = append(sj.Alloc.Nodes, cluster.NodeAlloc{Node: a.Node, GPUs: a.GPUs, CPUs: a.CPUs, MemMiB: a.MemMiB})
 			}
 			started = append(started, sj)
 		}

@@ -50,13 +50,13 @@ func Victims(v *View, job *cluster.Job, candidates []*cluster.Job, now time.Time
 	// Cheapest first; among equals the newest (it has lost least).
 	slices.SortFunc(vs, func(a, b victim) int { return cmp.Or(cmp.Compare(a.cost, b.cost), cmp.Compare(b.id, a.id)) })
 
-	base := newState(v)
+	base := newState(v, []*cluster.Job{job})
 	fits := func(set []victim) bool {
 		f := base.clone()
 		f.maxLeaves = switchLimit(job, now)
 		for _, x := range set {
 			for _, hn := range x.h.nodes {
-				f.give(hn.node, hn.gpus)
+				f.give(hn)
 				f.vacate(hn.node, x.h.excl)
 			}
 		}

@@ -18,6 +18,9 @@ type bruteNode struct {
 	usable       bool
 	total        int
 	free         map[int]bool
+	cpus         int          // 0: the node reports none, not judged
+	freeCPUs     map[int]bool // when cpus > 0
+	mem, freeMem uint64
 	parent, leaf string
 	leafKey      string
 }
@@ -60,6 +63,11 @@ func genCluster(t *rapid.T) ([]*cluster.Node, []*cluster.Job, []*cluster.Job) {
 		n := mkNode(fmt.Sprintf("n%d", i), g,
 			rapid.SampledFrom([]string{"l1", "l2", "l3"}).Draw(t, "leaf"),
 			rapid.SampledFrom([]string{"p1", "p2"}).Draw(t, "parent"))
+		n.CPUs = rapid.SampledFrom([]int{0, 2, 4, 8}).Draw(t, "cpus")
+		n.MemoryMiB = uint64(rapid.IntRange(0, 4).Draw(t, "mem")) * 1000
+		if n.CPUs > 0 && rapid.Bool().Draw(t, "layout") {
+			n.Sockets, n.CoresPerSocket, n.ThreadsPerCore = 2, n.CPUs/2, 1
+		}
 		n.Status = rapid.SampledFrom([]cluster.NodeStatus{cluster.NodeUp, cluster.NodeUp, cluster.NodeUp, cluster.NodeDown, cluster.NodeLeft}).Draw(t, "status")
 		n.Drain = rapid.IntRange(0, 5).Draw(t, "drain") == 0
 		for gi := range n.GPUs {
@@ -82,11 +90,33 @@ func genCluster(t *rapid.T) ([]*cluster.Node, []*cluster.Job, []*cluster.Job) {
 			spec = append(spec, rapid.SampledFrom(names).Draw(t, "allocNode"), gpus)
 		}
 		st := rapid.SampledFrom([]cluster.JobState{cluster.JobRunning, cluster.JobCompleted, cluster.JobFailed}).Draw(t, "state")
-		running = append(running, holding(cluster.JobID(100+id), st, rapid.IntRange(0, 3).Draw(t, "released") == 0, spec...))
+		j := holding(cluster.JobID(100+id), st, rapid.IntRange(0, 3).Draw(t, "released") == 0, spec...)
+		for k := range j.Alloc.Nodes {
+			j.Alloc.Nodes[k].CPUs = rapid.SliceOfN(rapid.IntRange(-1, 8), 0, 4).Draw(t, "allocCPUs")
+			j.Alloc.Nodes[k].MemMiB = uint64(rapid.IntRange(0, 3).Draw(t, "allocMem")) * 700
+		}
+		running = append(running, j)
 	}
 	var queue []*cluster.Job
 	for _, id := range rapid.SliceOfNDistinct(rapid.IntRange(1, 30), 0, 7, rapid.ID[int]).Draw(t, "queue") {
-		queue = append(queue, pending(cluster.JobID(id), rapid.IntRange(1, 4).Draw(t, "reqNodes"), rapid.IntRange(0, 4).Draw(t, "reqGPUs")))
+		j := pending(cluster.JobID(id), rapid.IntRange(1, 4).Draw(t, "reqNodes"), rapid.IntRange(0, 4).Draw(t, "reqGPUs"))
+		r := &j.Spec.Request
+		r.TasksPerNode = rapid.IntRange(1, 2).Draw(t, "tasks")
+		switch rapid.IntRange(0, 3).Draw(t, "cpuForm") {
+		case 1:
+			r.CPUsPerTask = rapid.IntRange(1, 5).Draw(t, "cpusPerTask")
+		case 2:
+			r.CPUsPerGPU = rapid.IntRange(1, 3).Draw(t, "cpusPerGPU")
+		}
+		switch rapid.IntRange(0, 4).Draw(t, "memForm") {
+		case 1:
+			r.MemPerNodeMiB = uint64(rapid.IntRange(1, 5).Draw(t, "memPerNode")) * 500
+		case 2:
+			r.MemPerCPUMiB = uint64(rapid.IntRange(1, 3).Draw(t, "memPerCPU")) * 300
+		case 3:
+			r.MemPerGPUMiB = uint64(rapid.IntRange(1, 3).Draw(t, "memPerGPU")) * 400
+		}
+		queue = append(queue, j)
 	}
 	return nodes, running, queue
 }
@@ -113,6 +143,10 @@ func TestPlaceAgainstBruteForce(t *testing.T) {
 			for i := range n.GPUs {
 				b.free[i] = true
 			}
+			b.cpus, b.freeCPUs, b.mem, b.freeMem = n.CPUs, map[int]bool{}, n.MemoryMiB, n.MemoryMiB
+			for i := range n.CPUs {
+				b.freeCPUs[i] = true
+			}
 			bn = append(bn, b)
 			byName[n.Name] = b
 		}
@@ -122,6 +156,10 @@ func TestPlaceAgainstBruteForce(t *testing.T) {
 					for _, g := range na.GPUs {
 						delete(b.free, g)
 					}
+					for _, c := range na.CPUs {
+						delete(b.freeCPUs, c)
+					}
+					b.freeMem -= min(b.freeMem, na.MemMiB)
 				}
 			}
 		}
@@ -136,18 +174,28 @@ func TestPlaceAgainstBruteForce(t *testing.T) {
 		slices.SortFunc(sorted, func(a, b *cluster.Job) int { return cmp.Compare(a.ID, b.ID) })
 		blocked := false
 		for _, j := range sorted {
-			n, g := j.Spec.Request.Nodes, j.Spec.Request.GPUsPerNode
+			req := j.Spec.Request
+			n, g := req.Nodes, req.GPUsPerNode
+			c, m := req.CPUsPerNode(), req.MemPerNode()
+			size := func(b *bruteNode) bool { return b.total >= g && (b.cpus == 0 || b.cpus >= c) && b.mem >= m }
+			fitsNow := func(b *bruteNode) bool {
+				return len(b.free) >= g && (b.cpus == 0 || len(b.freeCPUs) >= c) && b.freeMem >= m
+			}
 			d, placed := decided[j.ID]
 			reason, hasReason := res.Reasons[j.ID]
 			if placed == hasReason {
 				t.Fatalf("job %d: placed %v, reason %q; want exactly one of a decision or a reason", j.ID, placed, reason)
 			}
 			emptyFit := false
-			combos(bn, n, func(b *bruteNode) bool { return b.usable && b.total >= g }, func([]int) { emptyFit = true })
+			combos(bn, n, func(b *bruteNode) bool { return b.usable && size(b) }, func([]int) { emptyFit = true })
 			var now [][]int
-			combos(bn, n, func(b *bruteNode) bool { return b.usable && len(b.free) >= g }, func(s []int) { now = append(now, s) })
+			combos(bn, n, func(b *bruteNode) bool { return b.usable && fitsNow(b) }, func(s []int) { now = append(now, s) })
 			want := ""
 			switch {
+			case !emptyFit && reason == ReasonBadConstraints:
+				// No node known to the view could ever hold it: the node
+				// scan's word for ReqNodeNotAvail then.
+				want = ReasonBadConstraints
 			case !emptyFit:
 				want = cluster.ReasonReqNodeNotAvail
 			case blocked:
@@ -162,7 +210,7 @@ func TestPlaceAgainstBruteForce(t *testing.T) {
 			if !placed {
 				continue
 			}
-			checkGang(t, bn, byName, d, n, g, now)
+			checkGang(t, bn, byName, d, req, now, fitsNow)
 		}
 		if len(res.Decisions)+len(res.Reasons) != len(queue) {
 			t.Fatalf("Place() = %d decisions and %d reasons for %d jobs", len(res.Decisions), len(res.Reasons), len(queue))
@@ -174,8 +222,9 @@ func TestPlaceAgainstBruteForce(t *testing.T) {
 }
 
 // checkGang validates one decision against the brute-force state and
-// takes its GPUs out of it.
-func checkGang(t *rapid.T, bn []*bruteNode, byName map[string]*bruteNode, d Decision, n, g int, now [][]int) {
+// takes its GPUs, CPUs and memory out of it.
+func checkGang(t *rapid.T, bn []*bruteNode, byName map[string]*bruteNode, d Decision, req cluster.Request, now [][]int, fitsNow func(*bruteNode) bool) {
+	n, g := req.Nodes, req.GPUsPerNode
 	if len(d.Nodes) != n {
 		t.Fatalf("job %d: %d nodes; want %d", d.Job, len(d.Nodes), n)
 	}
@@ -199,6 +248,25 @@ func checkGang(t *rapid.T, bn []*bruteNode, byName map[string]*bruteNode, d Deci
 		for _, p := range a.GPUs {
 			if !b.free[p] {
 				t.Fatalf("job %d: GPU %d of %q is not free (held by another job or out of range)", d.Job, p, a.Node)
+			}
+		}
+		wantCPUs := req.CPUsPerNode()
+		if b.cpus == 0 {
+			wantCPUs = 0
+		}
+		switch {
+		case len(a.CPUs) != wantCPUs:
+			t.Fatalf("job %d: node %q gives CPUs %v; want %d", d.Job, a.Node, a.CPUs, wantCPUs)
+		case !slices.IsSorted(a.CPUs) || len(slices.Compact(slices.Clone(a.CPUs))) != len(a.CPUs):
+			t.Fatalf("job %d: node %q CPUs %v; want distinct and ascending", d.Job, a.Node, a.CPUs)
+		case a.MemMiB != req.MemPerNode():
+			t.Fatalf("job %d: node %q gives %d MiB; want %d", d.Job, a.Node, a.MemMiB, req.MemPerNode())
+		case a.MemMiB > b.freeMem:
+			t.Fatalf("job %d: node %q gives %d MiB, only %d free: memory over-committed", d.Job, a.Node, a.MemMiB, b.freeMem)
+		}
+		for _, p := range a.CPUs {
+			if !b.freeCPUs[p] {
+				t.Fatalf("job %d: CPU %d of %q is not free (held by another job or out of range)", d.Job, p, a.Node)
 			}
 		}
 		set = append(set, slices.Index(bn, b))
@@ -225,7 +293,7 @@ func checkGang(t *rapid.T, bn []*bruteNode, byName map[string]*bruteNode, d Deci
 		}
 		q := map[string]int{}
 		for _, b := range bn {
-			if b.usable && len(b.free) >= g {
+			if b.usable && fitsNow(b) {
 				q[b.leafKey]++
 			}
 		}
@@ -240,7 +308,7 @@ func checkGang(t *rapid.T, bn []*bruteNode, byName map[string]*bruteNode, d Deci
 			maxChosen = max(maxChosen, len(bn[i].free))
 		}
 		for i, b := range bn {
-			if b.leafKey == chosen && b.usable && len(b.free) >= g && !slices.Contains(set, i) && len(b.free) < maxChosen {
+			if b.leafKey == chosen && b.usable && fitsNow(b) && !slices.Contains(set, i) && len(b.free) < maxChosen {
 				t.Fatalf("job %d: left %s with %d free GPUs, took one with %d: not best fit", d.Job, b.name, len(b.free), maxChosen)
 			}
 		}
@@ -254,8 +322,13 @@ func checkGang(t *rapid.T, bn []*bruteNode, byName map[string]*bruteNode, d Deci
 		}
 	}
 	for _, a := range d.Nodes {
+		b := byName[a.Node]
 		for _, p := range a.GPUs {
-			delete(byName[a.Node].free, p)
+			delete(b.free, p)
 		}
+		for _, p := range a.CPUs {
+			delete(b.freeCPUs, p)
+		}
+		b.freeMem -= a.MemMiB
 	}
 }

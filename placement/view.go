@@ -21,6 +21,7 @@ type View struct {
 	leaves  []leafInfo     // leaf switches with usable nodes, by (parent, name)
 	parents []span         // runs of leaves sharing a parent, in leaf order
 	words   []uint64       // free-GPU bitsets of all nodes, back to back
+	cwords  []uint64       // free-CPU bitsets of the nodes that report CPUs
 	// totals holds the GPU count of every usable node, ascending, to tell
 	// whether a request could fit were the usable nodes empty.
 	totals []int
@@ -33,6 +34,12 @@ type View struct {
 	// aggregate fast path.
 	minMem  uint64
 	minCPUs int
+	// cpuShare and memShare are the least CPUs and memory per GPU of any
+	// usable node with GPUs (a node reporting no CPUs does not count):
+	// what a GPU brings on every node. A job asking for no more per GPU
+	// may take the aggregate fast path; see state.tight.
+	cpuShare int
+	memShare uint64
 	// held lists every job holding GPUs or nodes, sorted by holderOrder:
 	// expected end ascending, jobs that never end last. Backfill frees
 	// them in this order to find when a blocked job could start.
@@ -59,11 +66,13 @@ type holder struct {
 	excl bool
 }
 
-// heldNode is one node's share of a holder: GPU positions, ascending,
-// distinct and in range.
+// heldNode is one node's share of a holder: GPU and CPU positions,
+// ascending, distinct and in range, and memory (MiB).
 type heldNode struct {
 	node int
 	gpus []int
+	cpus []int
+	mem  uint64
 }
 
 // holderOrder sorts holders by end, never-ending ones last, then by ID.
@@ -96,6 +105,12 @@ type nodeInfo struct {
 	leaf   int // index in View.leaves; -1 when not usable
 	off    int // first word of the free bitset in View.words
 	free   int // free GPUs
+	// coff is the first word of the free-CPU bitset in View.cwords, cfree
+	// the free CPUs (unlimitedCPUs for a node that reports none), mfree
+	// the memory no job holds (MiB).
+	coff  int
+	cfree int
+	mfree uint64
 	// jobs counts the holders with an unreleased entry on the node (GPU-less
 	// jobs too), excl those of them holding it whole: an exclusive job
 	// needs jobs == 0, and no job may join a node with excl > 0.
@@ -120,6 +135,20 @@ type span struct{ lo, hi int }
 
 func wordsFor(gpus int) int { return (gpus + 63) / 64 }
 
+// unlimitedCPUs stands for the free CPUs of a node that reports none: it
+// is not judged on CPUs (and no job takes any there).
+const unlimitedCPUs = 1 << 30
+
+// fullBits sets the first n bits of words.
+func fullBits(words []uint64, n int) {
+	for w := range wordsFor(n) {
+		words[w] = ^uint64(0)
+	}
+	if r := n % 64; r != 0 {
+		words[wordsFor(n)-1] = 1<<r - 1
+	}
+}
+
 // NewView builds the view from the FSM's nodes and jobs. Free GPUs are a
 // node's GPUs minus those in any job's Alloc entry for that node with
 // Released false. Nodes that are not Schedulable (down, left, drained) are
@@ -141,22 +170,24 @@ func NewView(nodes []*cluster.Node, jobs []*cluster.Job) *View {
 		v.nodes = append(v.nodes, nodeInfo{node: n})
 	}
 	slices.SortFunc(v.nodes, func(a, b nodeInfo) int { return cmp.Compare(a.node.Name, b.node.Name) })
-	nwords := 0
+	nwords, cwords := 0, 0
 	for i := range v.nodes {
 		ni := &v.nodes[i]
 		v.byName[ni.node.Name] = i
 		ni.off = nwords
 		nwords += wordsFor(len(ni.node.GPUs))
+		ni.coff = cwords
+		cwords += wordsFor(max(ni.node.CPUs, 0))
 	}
 	v.words = make([]uint64, nwords)
+	v.cwords = make([]uint64, cwords)
 	for i := range v.nodes {
 		ni := &v.nodes[i]
-		g := len(ni.node.GPUs)
-		for w := 0; w < wordsFor(g); w++ {
-			v.words[ni.off+w] = ^uint64(0)
-		}
-		if r := g % 64; r != 0 {
-			v.words[ni.off+wordsFor(g)-1] = 1<<r - 1
+		fullBits(v.words[ni.off:], len(ni.node.GPUs))
+		fullBits(v.cwords[ni.coff:], max(ni.node.CPUs, 0))
+		ni.cfree, ni.mfree = unlimitedCPUs, ni.node.MemoryMiB
+		if ni.node.CPUs > 0 {
+			ni.cfree = ni.node.CPUs
 		}
 	}
 	for _, j := range jobs {
@@ -173,6 +204,7 @@ func NewView(nodes []*cluster.Node, jobs []*cluster.Job) *View {
 			if j.Spec.Request.Exclusive {
 				ni.excl++
 			}
+			v.holdCPUsMem(ni, h)
 			for _, p := range h.gpus {
 				if w := &v.words[ni.off+p/64]; *w&(1<<(p%64)) != 0 {
 					*w &^= 1 << (p % 64)
@@ -204,6 +236,31 @@ func NewView(nodes []*cluster.Node, jobs []*cluster.Job) *View {
 	return v
 }
 
+// holdCPUsMem takes h's CPUs and memory out of node ni's free ones. A CPU
+// another holder already took stays taken (the FSM never allows that;
+// the view tolerates it, as for GPUs, without counting it twice).
+func (v *View) holdCPUsMem(ni *nodeInfo, h heldNode) {
+	for _, p := range h.cpus {
+		if w := &v.cwords[ni.coff+p/64]; *w&(1<<(p%64)) != 0 {
+			*w &^= 1 << (p % 64)
+			ni.cfree--
+		}
+	}
+	ni.mfree -= min(ni.mfree, h.mem)
+}
+
+// freeCPUsMem gives h's CPUs and memory back to node ni; the inverse of
+// holdCPUsMem.
+func (v *View) freeCPUsMem(ni *nodeInfo, h heldNode) {
+	for _, p := range h.cpus {
+		if w := &v.cwords[ni.coff+p/64]; *w&(1<<(p%64)) == 0 {
+			*w |= 1 << (p % 64)
+			ni.cfree++
+		}
+	}
+	ni.mfree = min(ni.mfree+h.mem, ni.node.MemoryMiB)
+}
+
 // blockParent is the parent all NVLink blocks share in the leaf grouping;
 // no switch name can be it (names are printable).
 const blockParent = "\x00block"
@@ -218,12 +275,23 @@ func (v *View) buildLeaves() {
 			v.totals = append(v.totals, len(v.nodes[i].node.GPUs))
 		}
 	}
+	v.cpuShare, v.memShare = unlimitedCPUs, 0
+	memShareSet := false
 	for k, i := range usable {
-		if m := v.nodes[i].node.MemoryMiB; k == 0 || m < v.minMem {
+		n := v.nodes[i].node
+		if m := n.MemoryMiB; k == 0 || m < v.minMem {
 			v.minMem = m
 		}
-		if c := v.nodes[i].node.CPUs; c > 0 && (v.minCPUs == 0 || c < v.minCPUs) {
+		if c := n.CPUs; c > 0 && (v.minCPUs == 0 || c < v.minCPUs) {
 			v.minCPUs = c
+		}
+		if g := len(n.GPUs); g > 0 {
+			if n.CPUs > 0 {
+				v.cpuShare = min(v.cpuShare, n.CPUs/g)
+			}
+			if m := n.MemoryMiB / uint64(g); !memShareSet || m < v.memShare {
+				v.memShare, memShareSet = m, true
+			}
 		}
 	}
 	slices.Sort(v.totals)
@@ -340,7 +408,7 @@ func (v *View) fitsEmpty(n, g int) bool {
 // memShort reports whether some usable node has less memory than req
 // asks for, so that a node scan must pick the nodes.
 func (v *View) memShort(req cluster.Request) bool {
-	return req.MemPerNodeMiB > v.minMem
+	return req.MemPerNode() > v.minMem
 }
 
 // cpuShort reports whether some usable node has fewer CPUs than req's
@@ -349,8 +417,33 @@ func (v *View) cpuShort(req cluster.Request) bool {
 	return v.minCPUs > 0 && req.CPUsPerNode() > v.minCPUs
 }
 
-// hasCPUs reports whether node n has the CPUs req's ranks ask for on one
-// node (a node that reports none is not judged).
+// hasCPUs reports whether node n has the CPUs req asks for on one node
+// (a node that reports none is not judged), and hasMem the memory.
 func hasCPUs(n *cluster.Node, req cluster.Request) bool {
 	return n.CPUs <= 0 || n.CPUs >= req.CPUsPerNode()
+}
+
+func hasMem(n *cluster.Node, req cluster.Request) bool {
+	return req.MemWholeNode || n.MemoryMiB >= req.MemPerNode()
+}
+
+// perGPU is what req asks per GPU, rounded up: CPUs and memory.
+func perGPU(req cluster.Request) (int, uint64) {
+	g := req.GPUsPerNode
+	if g <= 0 {
+		return 0, 0
+	}
+	return (req.CPUsPerNode() + g - 1) / g, (req.MemPerNode() + uint64(g) - 1) / uint64(g)
+}
+
+// aggregated reports whether req may take the aggregate fast path: it asks
+// for GPUs, takes no node whole, and asks for no more CPUs and memory per
+// GPU than every usable node gives per GPU (cpuShare, memShare). Others
+// scan the nodes one by one.
+func (v *View) aggregated(req cluster.Request) bool {
+	if req.GPUsPerNode <= 0 || req.WholeMem() || req.Constrained() || v.restricts(req.Partition) || v.memShort(req) || v.cpuShort(req) {
+		return false
+	}
+	c, m := perGPU(req)
+	return c <= v.cpuShare && m <= v.memShare
 }

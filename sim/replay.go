@@ -160,7 +160,7 @@ func Replay(jobs []Job, opts Options) (*Result, error) {
 				cj.State, cj.StartTime = cluster.JobRunning, at(now)
 				cj.Alloc = &cluster.Allocation{Nodes: make([]cluster.NodeAlloc, len(d.Nodes))}
 				for k, a := range d.Nodes {
-					cj.Alloc.Nodes[k] = cluster.NodeAlloc{Node: a.Node, GPUs: a.GPUs, State: cluster.TaskRunning}
+					cj.Alloc.Nodes[k] = cluster.NodeAlloc{Node: a.Node, GPUs: a.GPUs, CPUs: a.CPUs, MemMiB: a.MemMiB, State: cluster.TaskRunning}
 				}
 				if err := view.Start(cj); err != nil {
 					return nil, fmt.Errorf("job %q at %d: placement proposed %+v: %w", o.Job.ID, now, d.Nodes, err)

@@ -64,9 +64,19 @@ func printJob(w io.Writer, j api.Job) {
 	}
 	fmt.Fprintf(w, "   JobState=%s Reason=%s ExitCode=%d Incarnation=%d Requeue=%d Restarts=%d\n",
 		j.State, orNone(j.Reason), j.ExitCode, j.Incarnation, boolInt(j.Requeue), j.RestartCount)
+	if j.ReasonDetail != "" {
+		// Slurm's Resources does not say which; Shoal does, on a line of
+		// its own so the Reason= field stays Slurm's one word.
+		fmt.Fprintf(w, "   ReasonDetail=waiting for %s\n", j.ReasonDetail)
+	}
 	fmt.Fprintf(w, "   SubmitTime=%s StartTime=%s EndTime=%s\n", orUnknown(j.SubmitTime), orUnknown(j.StartTime), orUnknown(j.EndTime))
 	fmt.Fprintf(w, "   NumNodes=%d GPUsPerNode=%d TasksPerNode=%d CPUsPerTask=%d TimeLimit=%ds\n",
 		j.NumNodes, j.GPUsPerNode, j.TasksPerNode, j.CPUsPerTask, j.TimeLimitS)
+	mem := fmt.Sprintf("%dM", j.MemPerNodeMiB)
+	if j.MemWholeNode {
+		mem = "node" // all of each node's memory
+	}
+	fmt.Fprintf(w, "   MinCPUsNode=%d MinMemoryNode=%s CPUsPerGPU=%d\n", j.CPUsPerNode, mem, j.CPUsPerGPU)
 	// Slurm shows --exclusive as OverSubscribe=NO.
 	overSubscribe := "OK"
 	if j.Exclusive {
@@ -84,7 +94,7 @@ func printJob(w io.Writer, j api.Job) {
 		fmt.Fprintf(w, "   MasterPort=%d\n", j.MasterPort)
 	}
 	for i, t := range j.Tasks {
-		fmt.Fprintf(w, "   Node[%d]=%s GPUs=%s State=%s ExitCode=%d\n", i, t.Node, joinInts(t.GPUs), t.State, t.ExitCode)
+		fmt.Fprintf(w, "   Node[%d]=%s GPUs=%s CPU_IDs=%s Mem=%d State=%s ExitCode=%d\n", i, t.Node, joinInts(t.GPUs), orNone(t.CPUs), t.MemMiB, t.State, t.ExitCode)
 	}
 	for _, s := range j.Steps {
 		fmt.Fprintf(w, "   Step=%d.%d Name=%s State=%s ExitCode=%d NTasks=%d Nodes=%s Command=%s\n",

@@ -167,7 +167,26 @@ var sinfoFields = []sinfoField{
 	{letter: 't', header: "STATE", one: func(n sinfoNode) string { c, _, _ := sinfoState(n.Node); return c }},
 	{letter: 'T', header: "STATE", one: func(n sinfoNode) string { _, l, _ := sinfoState(n.Node); return l }},
 	{letter: 'c', header: "CPUS", one: func(n sinfoNode) string { return strconv.Itoa(n.CPUs) }},
-	{letter: 'z', header: "S:C:T", one: func(n sinfoNode) string { return fmt.Sprintf("1:%d:1", n.CPUs) }},
+	{letter: 'z', header: "S:C:T", one: func(n sinfoNode) string {
+		if n.Sockets > 0 {
+			return fmt.Sprintf("%d:%d:%d", n.Sockets, n.CoresPerSocket, n.ThreadsPerCore)
+		}
+		return fmt.Sprintf("1:%d:1", n.CPUs)
+	}},
+	{letter: 'C', header: "CPUS(A/I/O/T)", agg: func(ns []sinfoNode) string {
+		var a, i, o, t int
+		for _, n := range ns {
+			t += n.CPUs
+			switch n.State {
+			case "DOWN", "DRAIN":
+				o += n.CPUs
+			default:
+				a += n.CPUsAlloc
+				i += n.CPUs - n.CPUsAlloc
+			}
+		}
+		return fmt.Sprintf("%d/%d/%d/%d", a, i, o, t)
+	}},
 	{letter: 'm', header: "MEMORY", one: func(n sinfoNode) string { return strconv.FormatUint(n.MemoryMiB, 10) }},
 	{letter: 'd', header: "TMP_DISK", one: func(sinfoNode) string { return "0" }},
 	{letter: 'w', header: "WEIGHT", one: func(sinfoNode) string { return "1" }},

@@ -12,19 +12,13 @@ import (
 	"github.com/shoal-sched/shoal/slurm"
 )
 
-// accountingOnly are options Shoal accepts with a warning: Slurm uses them
-// for accounting or node sets Shoal does not have yet.
-var accountingOnly = []string{"cpus-per-gpu"}
-
 // requestFromOptions turns parsed sbatch/srun options into a submit
 // request, with the warnings to print.
 func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 	var req api.SubmitRequest
 	warnings := append([]string(nil), opts.Warnings...)
-	for _, name := range accountingOnly {
-		if opts.Set[name] {
-			warnings = append(warnings, fmt.Sprintf("--%s is accepted but not enforced by Shoal yet", name))
-		}
+	if opts.CPUsPerGPU > 0 && opts.Set["cpus-per-task"] {
+		return req, nil, fmt.Errorf("--cpus-per-gpu and --cpus-per-task are mutually exclusive")
 	}
 	nodes, nodesMax := 1, 0
 	if opts.Set["nodes"] {
@@ -84,14 +78,10 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 	case opts.GPUs > 0:
 		req.GPUOption = cluster.GPUOptionTotal
 	}
-	switch {
-	case opts.Mem > 0:
-		req.MemPerNodeMiB = opts.Mem
-	case opts.MemPerGPU > 0:
-		req.MemPerNodeMiB = opts.MemPerGPU * uint64(max(1, gpusPerNode))
-	case opts.MemPerCPU > 0:
-		req.MemPerNodeMiB = opts.MemPerCPU * uint64(max(1, opts.CPUsPerTask)*tasksPerNode)
-	}
+	// Memory stays in the form it was asked in: the FSM works it out per
+	// node once the partition's defaults and --gpus' spread are known.
+	req.MemPerNodeMiB, req.MemPerCPUMiB, req.MemPerGPUMiB, req.MemWholeNode = opts.Mem, opts.MemPerCPU, opts.MemPerGPU, opts.MemAll
+	req.CPUsPerGPU = opts.CPUsPerGPU
 	if req.WorkDir == "" {
 		wd, err := os.Getwd()
 		if err != nil {

@@ -28,6 +28,8 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 		dependency string
 		switches   string
 		mem        string
+		memPerCPU  string
+		memPerGPU  string
 		gpus       int
 		noEnv      bool
 		nodeSet    nodeSetFlags
@@ -65,12 +67,22 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 			if err := queueFlags(&req, array, dependency); err != nil {
 				return err
 			}
-			if mem != "" {
-				m, err := slurm.ParseMemory(mem)
-				if err != nil {
-					return err
+			for _, m := range []struct {
+				flag, in string
+				out      *uint64
+			}{{"--mem", mem, &req.MemPerNodeMiB}, {"--mem-per-cpu", memPerCPU, &req.MemPerCPUMiB}, {"--mem-per-gpu", memPerGPU, &req.MemPerGPUMiB}} {
+				if m.in == "" {
+					continue
 				}
-				req.MemPerNodeMiB = m
+				v, err := slurm.ParseMemory(m.in)
+				if err != nil {
+					return fmt.Errorf("%s: %w", m.flag, err)
+				}
+				*m.out = v
+			}
+			req.MemWholeNode = mem != "" && req.MemPerNodeMiB == 0
+			if req.CPUsPerGPU > 0 && cmd.Flags().Changed("cpus-per-task") {
+				return fmt.Errorf("--cpus-per-gpu and --cpus-per-task are mutually exclusive")
 			}
 			req.SubmitHost = submitHost()
 			if cmd.Flags().Changed("gpus-per-node") {
@@ -147,7 +159,10 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 	f.StringVarP(&req.Account, "account", "A", "", "fair-share account the job's usage counts against (see shoal priority)")
 	f.StringVarP(&req.QoS, "qos", "q", "", "QoS level, as the queue policy names them")
 	f.StringVarP(&req.Partition, "partition", "p", "", "partition to run in (default: the queue policy's default partition)")
-	f.StringVar(&mem, "mem", "", "memory each node must have (e.g. 64G): nodes with less are not used; checked, not reserved")
+	f.StringVar(&mem, "mem", "", "memory the job holds on each node (e.g. 64G; 0: all of it), its cgroup limit")
+	f.StringVar(&memPerCPU, "mem-per-cpu", "", "memory per CPU the job holds (instead of --mem)")
+	f.StringVar(&memPerGPU, "mem-per-gpu", "", "memory per GPU the job holds (instead of --mem)")
+	f.IntVar(&req.CPUsPerGPU, "cpus-per-gpu", 0, "CPUs per GPU the job holds (instead of --cpus-per-task)")
 	f.IntVarP(&gpus, "gpus", "G", 0, "GPUs in all: with --nodes, split evenly; without, over the fewest nodes that hold them evenly")
 	f.StringVar(&switches, "switches", "", "COUNT[@WAIT]: wait up to WAIT (default 5:00) for nodes under at most COUNT leaf switches")
 	f.IntVar(&req.Nice, "nice", 0, "lower the job's priority by N (--nice alone: 100; negative N: root only)")
