@@ -88,6 +88,9 @@ type Step struct {
 	Command   []string `json:"command"`
 	StartTime string   `json:"start_time"`
 	EndTime   string   `json:"end_time"`
+	// Usage is what the step's tasks used on each node that counted it
+	// (cgroups), by node name.
+	Usage map[string]cluster.Usage `json:"usage,omitempty"`
 }
 
 // Task is one node's share of a running or finished job.
@@ -100,6 +103,9 @@ type Task struct {
 	// "0-3,8"), MemMiB its memory there.
 	CPUs   string `json:"cpus,omitempty"`
 	MemMiB uint64 `json:"mem_mib,omitempty"`
+	// Usage is what the node's tasks used, once they exited; nil when the
+	// node did not count it (no cgroups).
+	Usage *cluster.Usage `json:"usage,omitempty"`
 }
 
 // Node is a node as `shoal nodes --json` prints it.

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shoal-sched/shoal/cluster"
 )
 
 // The tests below create real cgroups. They need root and a hierarchy
@@ -59,7 +61,7 @@ func helper(name string, args []string) int {
 				ids = append(ids, i)
 			}
 		}
-		fmt.Println(FormatCPUList(ids))
+		fmt.Println(cluster.CPUList(ids))
 		return 0
 	case "open": // open each path, print "ok" or the errno name
 		for _, p := range args {

@@ -3,7 +3,6 @@ package cgroup
 import (
 	"bytes"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -11,7 +10,8 @@ import (
 // Parsers of the kernel's text. Each takes the file's bytes and is pure,
 // so it is tested on recorded text and fuzzed (testdata/fuzz).
 
-// maxCPUID bounds a CPU id in a list: Linux's NR_CPUS tops out at 8192.
+// maxCPUID bounds the CPU ids this package looks at: Linux's NR_CPUS
+// tops out at 8192.
 const maxCPUID = 1 << 13
 
 // mount is one line of /proc/self/mountinfo, the fields this package uses.
@@ -146,61 +146,4 @@ func parsePIDs(b []byte) ([]int, error) {
 		pids = append(pids, pid)
 	}
 	return pids, nil
-}
-
-// ParseCPUList parses the kernel's CPU list format ("0-3,8,10-11"), as in
-// cpuset.cpus and sysfs, into ascending ids without repeats.
-func ParseCPUList(s string) ([]int, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, nil
-	}
-	seen := map[int]bool{}
-	for part := range strings.SplitSeq(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 || a >= maxCPUID {
-			return nil, fmt.Errorf("cpu list %.40q: %q: want a CPU id 0 to %d", s, lo, maxCPUID-1)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a || b >= maxCPUID {
-				return nil, fmt.Errorf("cpu list %.40q: range %q: want LOW-HIGH with LOW <= HIGH < %d", s, part, maxCPUID)
-			}
-		}
-		for i := a; i <= b; i++ {
-			seen[i] = true
-		}
-	}
-	ids := make([]int, 0, len(seen))
-	for i := range maxCPUID {
-		if seen[i] {
-			ids = append(ids, i)
-		}
-	}
-	return ids, nil
-}
-
-// FormatCPUList writes ids (any order, repeats allowed) in the kernel's
-// list format, ranges joined.
-func FormatCPUList(ids []int) string {
-	s := append([]int(nil), ids...)
-	slices.Sort(s)
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		j := i
-		for j+1 < len(s) && (s[j+1] == s[j] || s[j+1] == s[j]+1) {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		if s[j] == s[i] {
-			fmt.Fprintf(&b, "%d", s[i])
-		} else {
-			fmt.Fprintf(&b, "%d-%d", s[i], s[j])
-		}
-		i = j + 1
-	}
-	return b.String()
 }

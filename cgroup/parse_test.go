@@ -146,32 +146,6 @@ func TestStatFiles(t *testing.T) {
 	}
 }
 
-func TestCPUList(t *testing.T) {
-	for _, tc := range []struct {
-		in     string
-		want   []int
-		format string
-	}{
-		{"", nil, ""},
-		{"0", []int{0}, "0"},
-		{"0-3,8,10-11\n", []int{0, 1, 2, 3, 8, 10, 11}, "0-3,8,10-11"},
-		{"5,1-2,2", []int{1, 2, 5}, "1-2,5"},
-	} {
-		got, err := ParseCPUList(tc.in)
-		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("ParseCPUList(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
-		}
-		if f := FormatCPUList(got); f != tc.format {
-			t.Errorf("FormatCPUList(%v) = %q; want %q", got, f, tc.format)
-		}
-	}
-	for _, bad := range []string{"a", "3-1", "-1", "1-", "99999", "1,,2"} {
-		if got, err := ParseCPUList(bad); err == nil {
-			t.Errorf("ParseCPUList(%q) = %v; want an error", bad, got)
-		}
-	}
-}
-
 // twoSockets is a 2-socket, 2-core, 2-thread host numbered as Linux does
 // on most servers: thread 0 of every core first.
 var twoSockets = []HostCPU{
@@ -292,21 +266,5 @@ func FuzzParseFlatKeyed(f *testing.F) {
 		_, _, _ = parseCPUStat(b)
 		_, _, _ = parseCPUAcctStat(b)
 		_, _ = parsePIDs(b)
-	})
-}
-
-// FuzzCPUList: what parses formats back to a list that parses the same.
-func FuzzCPUList(f *testing.F) {
-	f.Add("0-3,8,10-11")
-	f.Add("5,1-2,2")
-	f.Fuzz(func(t *testing.T, s string) {
-		ids, err := ParseCPUList(s)
-		if err != nil {
-			return
-		}
-		again, err := ParseCPUList(FormatCPUList(ids))
-		if err != nil || !slices.Equal(again, ids) {
-			t.Fatalf("ParseCPUList(FormatCPUList(%v)) = %v, %v", ids, again, err)
-		}
 	})
 }

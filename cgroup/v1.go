@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shoal-sched/shoal/cluster"
 )
 
 // v1 is the cgroup v1 hierarchy: one directory tree per controller.
@@ -74,7 +76,7 @@ func (h *v1) dir(controller, path string) (string, bool) {
 // empty accepts no task.
 func inheritCpuset(dir string, cpus []int) error {
 	parent := filepath.Dir(dir)
-	val := FormatCPUList(cpus)
+	val := cluster.CPUList(cpus)
 	if len(cpus) == 0 {
 		b, err := readFile(parent, "cpuset.cpus")
 		if err != nil {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shoal-sched/shoal/cluster"
 )
 
 // v2 is the unified hierarchy: one tree, controllers enabled per level
@@ -82,7 +84,7 @@ func (h *v2) Create(path string, l Limits) error {
 		if h.has&CPUSet == 0 {
 			return fmt.Errorf("cgroup %s: cpus %v: no cpuset controller", path, l.CPUs)
 		}
-		if err := writeFile(d, "cpuset.cpus", FormatCPUList(l.CPUs)); err != nil {
+		if err := writeFile(d, "cpuset.cpus", cluster.CPUList(l.CPUs)); err != nil {
 			return fmt.Errorf("cgroup %s: cpus: %w", path, err)
 		}
 	}

@@ -117,7 +117,7 @@ func (e *Executor) setupCgroup(t *task, log *slog.Logger) (*taskCgroup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cgroup: %w", err)
 	}
-	log.Debug("task cgroup", "path", path, "cpus", cgroup.FormatCPUList(jl.CPUs), "memory", jl.MemoryBytes,
+	log.Debug("task cgroup", "path", path, "cpus", cluster.CPUList(jl.CPUs), "memory", jl.MemoryBytes,
 		"gpus", jl.GPUs, "pids_max", tl.PidsMax)
 	return &taskCgroup{h: h, job: job, path: path}, nil
 }

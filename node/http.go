@@ -712,6 +712,12 @@ func jobOf(j *cluster.Job) api.Job {
 		for _, n := range st.Nodes {
 			as.Nodes = append(as.Nodes, n.Node)
 			as.NTasks += n.Tasks
+			if n.Usage != nil {
+				if as.Usage == nil {
+					as.Usage = map[string]cluster.Usage{}
+				}
+				as.Usage[n.Node] = *n.Usage
+			}
 		}
 		out.Steps = append(out.Steps, as)
 	}
@@ -724,6 +730,10 @@ func jobOf(j *cluster.Job) api.Job {
 			out.GPUs[n.Node] = gpus
 			out.Tasks = append(out.Tasks, api.Task{Node: n.Node, GPUs: gpus, State: string(n.State), ExitCode: n.ExitCode,
 				CPUs: cluster.CPUList(n.CPUs), MemMiB: n.MemMiB})
+			if n.Usage != nil {
+				u := *n.Usage
+				out.Tasks[len(out.Tasks)-1].Usage = &u
+			}
 		}
 	}
 	return out

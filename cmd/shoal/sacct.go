@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -38,8 +39,8 @@ var sacctOpts = []cliOpt{
 	{long: "partition", short: 'r', arg: argRequired},
 	{long: "verbose", short: 'v', arg: argNone},
 	{long: "duplicates", short: 'D', arg: argNone, unsupported: "Shoal keeps one record per job, of its latest run"},
-	{long: "long", short: 'l', arg: argNone, unsupported: "Shoal has no resource usage accounting; use --format"},
-	{long: "units", arg: argRequired, unsupported: "Shoal has no resource usage accounting"},
+	{long: "long", short: 'l', arg: argNone, unsupported: "name the fields with --format (MaxRSS, AveRSS, TotalCPU, UserCPU, SystemCPU, ReqMem, AllocTRES, TRESUsageInTot are there)"},
+	{long: "units", arg: argRequired, unsupported: "sizes are printed as sacct prints them without --units"},
 	{long: "accounts", short: 'A', arg: argRequired, unsupported: "Shoal has no accounts"},
 	{long: "qos", short: 'q', arg: argRequired, unsupported: "Shoal has no QOS"},
 	{long: "nodelist", short: 'N', arg: argRequired},
@@ -167,6 +168,17 @@ func (r sacctRow) nnodes() int {
 
 func (r sacctRow) cpus() int {
 	cpt := max(1, r.job.CPUsPerTask)
+	if r.step == nil {
+		// The allocation's CPUs, where it names them: all of them for the
+		// job, the first node's for its batch step.
+		tasks := r.job.Tasks
+		if r.batch && len(tasks) > 0 {
+			tasks = tasks[:1]
+		}
+		if n := allocCPUs(tasks); n > 0 {
+			return n
+		}
+	}
 	switch {
 	case r.step != nil:
 		return r.step.NTasks * cpt
@@ -259,10 +271,189 @@ var sacctFields = []sacctField{
 		if gpus := r.job.GPUsPerNode * nodes; gpus > 0 {
 			tres += fmt.Sprintf(",gres/gpu=%d", gpus)
 		}
+		if mem := r.memMiB() * uint64(nodes); mem > 0 {
+			tres += ",mem=" + sacctUnits(mem, unitMega)
+		}
 		return tres + fmt.Sprintf(",node=%d", nodes)
+	}},
+	{"ReqMem", 10, func(r sacctRow, _ slurmView) string { return sacctUnits(r.memMiB(), unitMega) }},
+	{"MaxRSS", 10, func(r sacctRow, _ slurmView) string {
+		if u, ok := r.usage(); ok && u.rss {
+			return sacctUnits(u.MaxRSS>>10, unitKilo)
+		}
+		return ""
+	}},
+	{"AveRSS", 10, func(r sacctRow, _ slurmView) string {
+		if u, ok := r.usage(); ok && u.rss {
+			return sacctUnits(u.AveRSS>>10, unitKilo)
+		}
+		return ""
+	}},
+	{"TotalCPU", 10, func(r sacctRow, _ slurmView) string {
+		if u, ok := r.usage(); ok {
+			return sacctCPUTime(u.TotalCPU())
+		}
+		return ""
+	}},
+	{"UserCPU", 10, func(r sacctRow, _ slurmView) string {
+		if u, ok := r.usage(); ok {
+			return sacctCPUTime(u.UserCPU)
+		}
+		return ""
+	}},
+	{"SystemCPU", 10, func(r sacctRow, _ slurmView) string {
+		if u, ok := r.usage(); ok {
+			return sacctCPUTime(u.SystemCPU)
+		}
+		return ""
+	}},
+	{"TRESUsageInTot", 14, func(r sacctRow, _ slurmView) string {
+		u, ok := r.usage()
+		if !ok || !u.rss {
+			return ""
+		}
+		return "cpu=" + sacctElapsed(u.TotalCPU()) + ",mem=" + sacctUnits(u.sumRSS>>10, unitKilo)
 	}},
 	{"WorkDir", 20, func(r sacctRow, _ slurmView) string { return r.job.WorkDir }},
 	{"Reason", 22, func(r sacctRow, _ slurmView) string { return jobReason(r.job) }},
+}
+
+// allocCPUs counts the CPUs the allocation names on tasks' nodes; 0 when
+// it names none (allocations made before CPUs were consumable).
+func allocCPUs(tasks []api.Task) int {
+	n := 0
+	for _, t := range tasks {
+		if cpus, err := cluster.ParseCPUList(t.CPUs); err == nil {
+			n += len(cpus)
+		}
+	}
+	return n
+}
+
+// memMiB is the memory the job holds on each node: the allocation's,
+// else what it asked for; 0 when neither says.
+func (r sacctRow) memMiB() uint64 {
+	for _, t := range r.job.Tasks {
+		if t.MemMiB > 0 {
+			return t.MemMiB
+		}
+	}
+	return r.job.MemPerNodeMiB
+}
+
+// rowUsage is a row's usage summed over its nodes as sacct shows it:
+// MaxRSS the largest of the nodes', AveRSS their mean, CPU times and
+// sumRSS (TRESUsageInTot's mem) their sum; rss false where sacct shows no
+// memory (a batch job's allocation line, whose usage is its steps').
+type rowUsage struct {
+	cluster.Usage
+	sumRSS uint64
+	rss    bool
+}
+
+func (u *rowUsage) add(x cluster.Usage, n *int) {
+	u.MaxRSS = max(u.MaxRSS, x.MaxRSS)
+	u.sumRSS += x.MaxRSS
+	// A running mean keeps AveRSS in range whatever the count.
+	*n++
+	u.AveRSS = uint64(float64(u.AveRSS) + (float64(x.AveRSS)-float64(u.AveRSS))/float64(*n))
+	u.UserCPU += x.UserCPU
+	u.SystemCPU += x.SystemCPU
+}
+
+// usage is what the row's tasks used, where their nodes counted it.
+func (r sacctRow) usage() (rowUsage, bool) {
+	var u rowUsage
+	n := 0
+	switch {
+	case r.step != nil:
+		for _, node := range r.step.Nodes {
+			if x, ok := r.step.Usage[node]; ok {
+				u.add(x, &n)
+			}
+		}
+		u.rss = true
+	case r.batch:
+		if len(r.job.Tasks) > 0 && r.job.Tasks[0].Usage != nil {
+			u.add(*r.job.Tasks[0].Usage, &n)
+		}
+		u.rss = true
+	default:
+		// The allocation: its own tasks' memory (none for a batch job,
+		// whose script is the batch step), and the CPU of everything
+		// that ran in it.
+		for _, t := range r.job.Tasks {
+			if t.Usage != nil {
+				u.add(*t.Usage, &n)
+			}
+		}
+		u.rss = !r.job.Batch
+		k := 0
+		var steps rowUsage
+		for _, st := range r.job.Steps {
+			for _, x := range st.Usage {
+				steps.add(x, &k)
+			}
+		}
+		u.UserCPU += steps.UserCPU
+		u.SystemCPU += steps.SystemCPU
+		n += k
+	}
+	return u, n > 0
+}
+
+// Units of sacctUnits, as Slurm's UNIT_NONE, UNIT_KILO, UNIT_MEGA.
+const (
+	unitNone = iota
+	unitKilo
+	unitMega
+)
+
+// sacctUnits is Slurm's convert_num_unit as sacct calls it by default
+// (CONVERT_NUM_UNIT_EXACT): v in unit is scaled by 1024 while that keeps
+// it exact to a half ("1536K" becomes "1.50M", "1234K" stays), then
+// printed whole or with two decimals and the unit's letter: MaxRSS
+// "66616K", ReqMem "4G". Memory usage goes in as KiB, as Slurm's
+// accounting keeps it.
+func sacctUnits(v uint64, unit int) string {
+	if v == 0 {
+		return "0"
+	}
+	const letters = "\x00KMGTPE"
+	n := float64(v)
+	for n >= 1024 && uint64(n)%512 == 0 && unit < len(letters)-1 {
+		n /= 1024
+		unit++
+	}
+	suffix := ""
+	if unit > 0 {
+		suffix = letters[unit : unit+1]
+	}
+	if n == float64(uint64(n)) {
+		return strconv.FormatUint(uint64(n), 10) + suffix
+	}
+	return strconv.FormatFloat(n, 'f', 2, 64) + suffix
+}
+
+// sacctCPUTime is sacct's _elapsed_time of CPU times: D-HH:MM:SS from a
+// day, HH:MM:SS from an hour, else MM:SS.mmm (00:MM:SS when there are no
+// milliseconds).
+func sacctCPUTime(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	secs := int64(d / time.Second)
+	ms := int64(d%time.Second) / int64(time.Millisecond)
+	s, m, h, days := secs%60, secs/60%60, secs/3600%24, secs/86400
+	switch {
+	case days > 0:
+		return fmt.Sprintf("%d-%02d:%02d:%02d", days, h, m, s)
+	case h > 0:
+		return fmt.Sprintf("%02d:%02d:%02d", h, m, s)
+	case ms > 0:
+		return fmt.Sprintf("%02d:%02d.%03d", m, s, ms)
+	}
+	return fmt.Sprintf("00:%02d:%02d", m, s)
 }
 
 // sacctCol is a --format field with its width.

@@ -327,8 +327,8 @@ func TestSacctFormats(t *testing.T) {
 	if want := "2|PENDING|Unknown|Unknown|None assigned|0|4|00:00:00\n"; b.String() != want {
 		t.Errorf("pending job row = %q; want %q", b.String(), want)
 	}
-	if _, err := parseSacctFormat("JobID,MaxRSS"); err == nil || !strings.Contains(err.Error(), "Invalid field requested") {
-		t.Errorf("--format MaxRSS: err %v; want Invalid field requested", err)
+	if _, err := parseSacctFormat("JobID,VMSizeMax"); err == nil || !strings.Contains(err.Error(), "Invalid field requested") {
+		t.Errorf("--format VMSizeMax: err %v; want Invalid field requested", err)
 	}
 }
 
@@ -553,5 +553,70 @@ func TestNodeFilters(t *testing.T) {
 	}
 	if _, err := expandNodeFilter("n[2-"); err == nil || !strings.Contains(err.Error(), "Invalid node name specified") {
 		t.Errorf("a bad hostlist: %v", err)
+	}
+}
+
+// TestSacctUsage: the usage the nodes' cgroups counted, in sacct's
+// formats: sizes as convert_num_unit writes them, CPU times as
+// _elapsed_time does, the allocation's CPUs, memory and GPUs.
+func TestSacctUsage(t *testing.T) {
+	u := func(maxRSS, aveRSS uint64, user, sys time.Duration) *cluster.Usage {
+		return &cluster.Usage{MaxRSS: maxRSS, AveRSS: aveRSS, UserCPU: user, SystemCPU: sys}
+	}
+	jobs := []api.Job{
+		// A batch job on two nodes with 4 CPUs and 4 GiB each; its script
+		// on n3, one step on both.
+		{ID: 3, Name: "train", State: "COMPLETED", NumNodes: 2, Nodes: []string{"n3", "n4"}, TasksPerNode: 2, CPUsPerTask: 1,
+			GPUsPerNode: 2, Batch: true, StartTime: "2026-11-22T01:00:01Z", EndTime: "2026-11-22T01:05:01Z",
+			Tasks: []api.Task{
+				{Node: "n3", CPUs: "0-3", MemMiB: 4096, Usage: u(68214784, 60000000, 1234*time.Millisecond, 10*time.Millisecond)},
+				{Node: "n4", CPUs: "4-7", MemMiB: 4096, Usage: u(1<<20, 1<<20, 0, 0)},
+			},
+			Steps: []api.Step{{ID: 0, Name: "torchrun", State: "COMPLETED", Nodes: []string{"n3", "n4"}, NTasks: 4,
+				Usage: map[string]cluster.Usage{
+					"n3": *u(2<<30, 1<<30, 2*time.Hour+3*time.Second, 5*time.Second),
+					"n4": *u(3<<29, 1<<29, time.Hour, 0),
+				}}}},
+		// A job of its own tasks with no cgroup accounting and no CPUs in
+		// its allocation (an older agent).
+		{ID: 4, Name: "old", State: "FAILED", ExitCode: 1, NumNodes: 1, Nodes: []string{"n1"}, TasksPerNode: 1, CPUsPerTask: 8,
+			MemPerNodeMiB: 1000, StartTime: "2026-11-22T00:59:00Z", EndTime: "2026-11-22T01:00:00Z",
+			Tasks: []api.Task{{Node: "n1"}}},
+		// An OOM-killed job of its own tasks.
+		{ID: 5, Name: "oom", State: "OUT_OF_MEMORY", ExitCode: 137, NumNodes: 1, Nodes: []string{"n1"}, TasksPerNode: 1,
+			StartTime: "2026-11-22T00:59:00Z", EndTime: "2026-11-22T01:00:00Z",
+			Tasks: []api.Task{{Node: "n1", CPUs: "2", MemMiB: 32, Usage: u(33554432, 0, 25*time.Hour, 0)}}},
+	}
+	cols, err := parseSacctFormat("JobID,MaxRSS,AveRSS,TotalCPU,UserCPU,SystemCPU,AllocCPUS,ReqMem,AllocTRES,TRESUsageInTot,State")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	printSacct(&b, cols, sacctRows(jobs, false), testView, sacctLayout{parsable: true, delimiter: "|", header: true})
+	want := "" +
+		"JobID|MaxRSS|AveRSS|TotalCPU|UserCPU|SystemCPU|AllocCPUS|ReqMem|AllocTRES|TRESUsageInTot|State\n" +
+		"3|||03:00:09|03:00:04|00:05.010|8|4G|cpu=8,gres/gpu=4,mem=8G,node=2||COMPLETED\n" +
+		"3.batch|66616K|58593K|00:01.244|00:01.234|00:00.010|4|4G|cpu=4,gres/gpu=2,mem=4G,node=1|cpu=00:00:01,mem=66616K|COMPLETED\n" +
+		"3.0|2G|768M|03:00:08|03:00:03|00:00:05|4|4G|cpu=4,gres/gpu=4,mem=8G,node=2|cpu=03:00:08,mem=3.50G|COMPLETED\n" +
+		"4||||||8|1000M|cpu=8,mem=1000M,node=1||FAILED\n" +
+		"5|32M|0|1-01:00:00|1-01:00:00|00:00:00|1|32M|cpu=1,mem=32M,node=1|cpu=1-01:00:00,mem=32M|OUT_OF_MEMORY\n"
+	if got := b.String(); got != want {
+		t.Errorf("sacct usage:\n%s\nwant:\n%s", got, want)
+	}
+	for _, tc := range []struct {
+		v    uint64
+		unit int
+		want string
+	}{{0, unitNone, "0"}, {1023, unitNone, "1023"}, {1024, unitNone, "1K"}, {1536 << 10, unitNone, "1.50M"},
+		{1234 << 10, unitNone, "1234K"}, {1024, unitMega, "1G"}, {8000, unitMega, "8000M"}} {
+		if got := sacctUnits(tc.v, tc.unit); got != tc.want {
+			t.Errorf("sacctUnits(%d, %d) = %q; want %q", tc.v, tc.unit, got, tc.want)
+		}
+	}
+	for d, want := range map[time.Duration]string{0: "00:00:00", 1234 * time.Millisecond: "00:01.234",
+		61 * time.Second: "00:01:01", 3723 * time.Second: "01:02:03", 90061 * time.Second: "1-01:01:01"} {
+		if got := sacctCPUTime(d); got != want {
+			t.Errorf("sacctCPUTime(%s) = %q; want %q", d, got, want)
+		}
 	}
 }
