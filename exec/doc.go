@@ -29,7 +29,13 @@
 // ends when every rank's leader is reaped; exec then SIGKILLs whatever is
 // left in the ranks' process groups and waits for it, so a reported exit
 // means nothing of the task runs any more and its GPUs may go to another
-// job. With Config.TaskNamespace, each rank also gets a UTS and mount
+// job. With Config.Cgroup, every process of the task lives in cgroups of
+// its own from birth, confined to the node's share of the allocation
+// (CPUs, memory, GPU devices, a pids bound), and the end of a task also
+// kills everything left in its cgroup — what left the process groups too
+// — before the exit is recorded; a kernel OOM kill makes the exit's cause
+// "oom", and the exit carries the cgroup's usage (see cgroup.go and
+// package cgroup). With Config.TaskNamespace, each rank also gets a UTS and mount
 // namespace of its own, named after the node, with an /etc/hosts of the
 // cluster's nodes (Launch.Hosts; see taskns.go). No process that runs as
 // root — the supervisor, the task namespace helper — runs with the job's
@@ -125,7 +131,9 @@
 // -1 is recorded. Pdeathsig reaches only a rank's leader; its children
 // are found this way. Exits recorded and not acknowledged are pending again.
 //
-// Limits: a descendant that left the rank's process group and rewrote or
-// dropped its environment escapes both Slurm-style group kills and
-// recovery; confining ranks to a cgroup would close that gap.
+// Recovery also kills what is left in a lost task's cgroup (its
+// stepd.json names the tree). Limits: without cgroups (Config.Cgroup nil:
+// not root, no hierarchy, --cgroups=off), a descendant that left the
+// rank's process group and rewrote or dropped its environment escapes
+// both Slurm-style group kills and recovery.
 package exec
