@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -247,5 +248,104 @@ func TestRankOOMScoreReset(t *testing.T) {
 	waitExit(t, e, 1)
 	if got := readLog(t, e, 1, 1, "stdout"); got != "0\n500\n" {
 		t.Errorf("rank's and supervisor's oom_score_adj = %q; want 0 and 500", got)
+	}
+}
+
+// A task whose supervisor died is lost; a child of it that dropped its
+// environment and left its session is found by nothing but its cgroup,
+// which the next executor's recovery kills (DESIGN invariant 1: no GPU
+// is freed while anything of the task runs).
+func TestRecoveryKillsLostTaskCgroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true and not root: cgroups cannot be tested")
+		}
+		t.Skip("not root")
+	}
+	name := fmt.Sprintf("exectest%d_recovery", os.Getpid())
+	r, err := cgroup.Detect(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and no usable cgroup hierarchy: %v", err)
+		}
+		t.Skip(err)
+	}
+	t.Cleanup(func() {
+		if h, err := cgroup.Attach(r); err == nil {
+			_ = h.Kill("", 5*time.Second)
+			if err := h.Remove(""); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+		}
+	})
+	dir := t.TempDir()
+	agent := osexec.Command(os.Args[0], "-test.run=^$")
+	agent.Env = append(os.Environ(), helperEnv+"="+dir, helperCgroupEnv+"="+name)
+	agent.Stderr = t.Output()
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = agent.Process.Kill(); _ = agent.Wait() })
+	pidFile := filepath.Join(dir, "work", "child.pid")
+	waitFile(t, pidFile)
+	var child int
+	for deadline := time.Now().Add(waitBound); child == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(pidFile)
+		child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	// The child execs env, setsid and sleep: wait until it is sleep,
+	// without SHOAL_* in its environment.
+	for deadline := time.Now().Add(waitBound); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", child)); strings.TrimSpace(string(b)) == "sleep" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d never became sleep", child)
+		}
+	}
+	childStat, err := readStat(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	childProc, err := os.FindProcess(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = childProc.Kill(); childProc.Release() })
+	if _, _, ok := environMarks(child); ok {
+		t.Fatalf("child %d carries the task's markers; the test needs one without", child)
+	}
+
+	key := TaskKey{50, 1, NoStep}
+	procs, errs := readProcs(filepath.Join(dir, "jobs", key.dirName()))
+	if len(procs) != 1 || len(errs) != 0 {
+		t.Fatalf("proc records = %+v, %v; want one", procs, errs)
+	}
+	supervisor, supervisorTicks := parentOf(t, procs[0].PID)
+	if err := agent.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = agent.Wait()
+	if err := syscall.Kill(supervisor, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if alive := waitPIDsGone(t.Context(), map[int]uint64{supervisor: supervisorTicks}, waitBound); len(alive) > 0 {
+		t.Fatalf("supervisor %d survived SIGKILL", supervisor)
+	}
+	for deadline := time.Now().Add(waitBound); supervisorListens(filepath.Join(dir, "jobs", key.dirName())); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed supervisor's socket still accepts after %v", waitBound)
+		}
+	}
+	if !sameProcessAlive(child, childStat.StartTicks) {
+		t.Fatalf("child %d died with its supervisor; the test needs it alive", child)
+	}
+
+	e := newTestExec(t, dir, time.Second) // no cgroups of its own: stepd.json names the tree
+	if sameProcessAlive(child, childStat.StartTicks) {
+		t.Errorf("child %d of the lost task, outside its groups and without its environment, still runs after New", child)
+	}
+	if got := e.PendingExits(); len(got) != 1 || got[0].Cause != causeLost {
+		t.Errorf("PendingExits = %+v; want the task lost", got)
 	}
 }

@@ -13,14 +13,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoal-sched/shoal/cgroup"
 	"github.com/shoal-sched/shoal/cluster"
 )
 
 // helperEnv makes the test binary act as a crashing agent (see TestMain);
 // helperStepEnv=1 makes it run a step instead of a job's own task.
+// helperCgroupEnv names a cgroup tree (cgroup.Detect's name): the
+// helper's tasks then run in cgroups, and its rank leaves a child that
+// dropped its environment and left its session.
 const (
-	helperEnv     = "SHOAL_EXEC_TEST_AGENT_DIR"
-	helperStepEnv = "SHOAL_EXEC_TEST_AGENT_STEP"
+	helperEnv       = "SHOAL_EXEC_TEST_AGENT_DIR"
+	helperStepEnv   = "SHOAL_EXEC_TEST_AGENT_STEP"
+	helperCgroupEnv = "SHOAL_EXEC_TEST_AGENT_CGROUP"
 )
 
 func TestMain(m *testing.M) {
@@ -45,7 +50,20 @@ func TestMain(m *testing.M) {
 // case the test died first).
 func helperAgent(dir string) int {
 	ctx := context.Background()
-	e, err := New(ctx, Config{DataDir: dir, NodeName: "n2"})
+	cfg := Config{DataDir: dir, NodeName: "n2"}
+	command := `sleep 300 & echo $! > child.pid; wait`
+	if name := os.Getenv(helperCgroupEnv); name != "" {
+		r, err := cgroup.Detect(name)
+		if err != nil {
+			return 2
+		}
+		if _, err := cgroup.Open(r); err != nil {
+			return 2
+		}
+		cfg.Cgroup = &r
+		command = `env -i setsid sleep 300 & echo $! > child.pid; wait`
+	}
+	e, err := New(ctx, cfg)
 	if err != nil {
 		return 2
 	}
@@ -54,7 +72,7 @@ func helperAgent(dir string) int {
 		return 2
 	}
 	l := Launch{Job: 50, Incarnation: 1, NodeIndex: 0, MasterAddr: "127.0.0.1", NodeList: "n2", NodeName: "n2"}
-	l.Spec.Command = []string{"/bin/sh", "-c", `sleep 300 & echo $! > child.pid; wait`}
+	l.Spec.Command = []string{"/bin/sh", "-c", command}
 	l.Spec.WorkDir = work
 	l.Alloc.Nodes = []cluster.NodeAlloc{{Node: "n2"}}
 	if os.Getenv(helperStepEnv) != "" {
