@@ -33,6 +33,11 @@ const (
 	rssSample = 500 * time.Millisecond
 	// cgroupKillWait bounds the kill of a task's cgroup.
 	cgroupKillWait = killWait
+	// minMemoryMiB is the least memory limit a job's cgroup gets, as
+	// Slurm's MinRAMSpace (30 MB): a smaller one (--mem 1M) would have
+	// the rank killed before its first instruction (the task namespace
+	// helper alone needs a few MiB), not bound what the job uses.
+	minMemoryMiB = 30
 )
 
 // cgroupPaths are the cgroups of task key: the job incarnation's, and
@@ -68,7 +73,7 @@ func taskLimits(l Launch, hostCPUs []int, has cgroup.Controller, pidsMax int64) 
 		if na.MemMiB > (1<<63-1)>>20 {
 			return job, task, false, fmt.Errorf("memory %d MiB: too large", na.MemMiB)
 		}
-		job.MemoryBytes = na.MemMiB << 20
+		job.MemoryBytes = max(na.MemMiB, minMemoryMiB) << 20
 	}
 	if has&cgroup.Devices != 0 {
 		job.ConfineGPUs = true

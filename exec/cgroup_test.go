@@ -38,6 +38,8 @@ func TestTaskLimits(t *testing.T) {
 		{name: "everything", l: launch(cluster.NodeAlloc{CPUs: []int{0, 1}, MemMiB: 512, GPUs: []int{1, 3}}), has: cgroup.All, pids: 4096,
 			job:  cgroup.Limits{CPUs: []int{0, 2}, MemoryBytes: 512 << 20, ConfineGPUs: true, GPUs: []int{1, 3}},
 			task: cgroup.Limits{PidsMax: 4096}},
+		{name: "memory below Slurm's MinRAMSpace", l: launch(cluster.NodeAlloc{MemMiB: 1}), has: cgroup.Memory,
+			job: cgroup.Limits{MemoryBytes: 30 << 20}},
 		{name: "simulated node larger than the host", l: launch(cluster.NodeAlloc{CPUs: []int{4, 5}}), has: cgroup.CPUSet,
 			job: cgroup.Limits{CPUs: []int{0, 2}}, approx: true},
 		{name: "v2 without devices, memory or pids", l: launch(cluster.NodeAlloc{CPUs: []int{2}, MemMiB: 64, GPUs: []int{0}}), has: cgroup.CPUSet, pids: 10,
