@@ -316,11 +316,24 @@ func jobVars(env map[string]string, l Launch, i int) {
 		set("SLURM_JOB_GPUS", joinInts(gpus))
 	}
 	set("SLURM_CPUS_PER_TASK", itoa(req.CPUsPerTask))
-	// The job's CPUs on each node, as Slurm counts them without
-	// --exclusive: its tasks there times their CPUs.
-	cpus := req.TasksPerNode * req.CPUsPerTask
+	// The job's CPUs on each node: what its allocation holds there (an
+	// exclusive job's are the whole node's), or, in an allocation from
+	// before CPUs were consumed, its tasks there times their CPUs.
+	perNode := make([]int, nnodes)
+	for k, na := range l.Alloc.Nodes {
+		if perNode[k] = len(na.CPUs); perNode[k] == 0 {
+			perNode[k] = req.CPUsPerNode()
+		}
+	}
+	cpus := req.CPUsPerNode()
+	if i >= 0 && i < nnodes {
+		cpus = perNode[i]
+	}
 	set("SLURM_CPUS_ON_NODE", itoa(cpus))
-	set("SLURM_JOB_CPUS_PER_NODE", tasksPerNode(cpus, nnodes))
+	set("SLURM_JOB_CPUS_PER_NODE", tasksPerNodeList(perNode))
+	if req.CPUsPerGPU > 0 {
+		set("SLURM_CPUS_PER_GPU", itoa(req.CPUsPerGPU))
+	}
 	if p := l.Spec.Request.Partition; p != "" {
 		set("SLURM_JOB_PARTITION", p)
 	}
@@ -330,8 +343,16 @@ func jobVars(env map[string]string, l Launch, i int) {
 	if l.Spec.QoS != "" {
 		set("SLURM_JOB_QOS", l.Spec.QoS)
 	}
-	if m := l.Spec.Request.MemPerNodeMiB; m > 0 {
-		set("SLURM_MEM_PER_NODE", strconv.FormatUint(m, 10))
+	// Memory as it was asked for (or the partition's default filled it).
+	switch {
+	case req.MemPerNodeMiB > 0:
+		set("SLURM_MEM_PER_NODE", strconv.FormatUint(req.MemPerNodeMiB, 10))
+	case req.MemPerCPUMiB > 0:
+		set("SLURM_MEM_PER_CPU", strconv.FormatUint(req.MemPerCPUMiB, 10))
+	case req.MemPerGPUMiB > 0:
+		set("SLURM_MEM_PER_GPU", strconv.FormatUint(req.MemPerGPUMiB, 10))
+	case req.WholeMem() && i >= 0 && i < nnodes && l.Alloc.Nodes[i].MemMiB > 0:
+		set("SLURM_MEM_PER_NODE", strconv.FormatUint(l.Alloc.Nodes[i].MemMiB, 10))
 	}
 	if l.ClusterName != "" {
 		set("SLURM_CLUSTER_NAME", l.ClusterName)

@@ -157,17 +157,7 @@ func BenchmarkPass10000Pending(b *testing.B) {
 		j.Spec.Request.TimeLimit = time.Duration(1+i%120) * time.Minute
 		queue = append(queue, j)
 	}
-	res, err := PlaceWith(NewView(nodes, running), queue, now, Options{Policy: PolicyShoal})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(len(res.Decisions)), "placed")
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := PlaceWith(NewView(nodes, running), queue, now, Options{Policy: PolicyShoal}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchPass(b, nodes, running, queue)
 }
 
 // benchClusterCPUs is benchCluster with CPUs and memory as on a DGX-class
@@ -221,6 +211,12 @@ func BenchmarkPass10000PendingCPUMem(b *testing.B) {
 		j.Spec.Request.TimeLimit = time.Duration(1+i%120) * time.Minute
 		queue = append(queue, j)
 	}
+	benchPass(b, nodes, running, queue)
+}
+
+// benchPass times whole passes as the leader makes them: a new View of
+// nodes and running, and the shoal policy over queue.
+func benchPass(b *testing.B, nodes []*cluster.Node, running, queue []*cluster.Job) {
 	res, err := PlaceWith(NewView(nodes, running), queue, now, Options{Policy: PolicyShoal})
 	if err != nil {
 		b.Fatal(err)

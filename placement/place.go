@@ -384,19 +384,19 @@ func newState(v *View, queue []*cluster.Job) *state {
 		cpg:     cpg,
 		mpg:     mpg,
 		where:   make([]int8, len(v.nodes)),
-		tightAt: make([]int32, len(v.nodes)),
 	}
+	// s.place inlined: this loop is most of a call's fixed cost.
 	for i := range v.nodes {
-		s.free[i], s.cfree[i], s.mfree[i] = v.nodes[i].free, v.nodes[i].cfree, v.nodes[i].mfree
-		switch s.place(i) {
-		case aggregate:
-			s.hist[v.leaves[v.nodes[i].leaf].hist+s.free[i]]++
-			s.atLeast[s.free[i]]++
+		n := &v.nodes[i]
+		s.free[i], s.cfree[i], s.mfree[i] = n.free, n.cfree, n.mfree
+		switch {
+		case n.leaf < 0 || n.excl > 0:
+		case n.free > 0 && (n.cfree < n.free*cpg || n.mfree < uint64(n.free)*mpg):
+			s.addTight(i)
+		default:
+			s.hist[v.leaves[n.leaf].hist+n.free]++
+			s.atLeast[n.free]++
 			s.where[i] = aggregate
-		case tightNode:
-			s.tightAt[i] = int32(len(s.tight))
-			s.tight = append(s.tight, i)
-			s.where[i] = tightNode
 		}
 	}
 	// atLeast holds a histogram so far; sum it from the top.
@@ -446,10 +446,18 @@ func (s *state) attach(ni int) {
 		}
 		s.where[ni] = aggregate
 	case tightNode:
-		s.tightAt[ni] = int32(len(s.tight))
-		s.tight = append(s.tight, ni)
-		s.where[ni] = tightNode
+		s.addTight(ni)
 	}
+}
+
+// addTight counts node ni in tight.
+func (s *state) addTight(ni int) {
+	if s.tightAt == nil {
+		s.tightAt = make([]int32, len(s.v.nodes)) // most calls have no tight node
+	}
+	s.tightAt[ni] = int32(len(s.tight))
+	s.tight = append(s.tight, ni)
+	s.where[ni] = tightNode
 }
 
 // clone returns an independent copy of s (scratch space not shared).

@@ -41,11 +41,15 @@ func newQueueCmd(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-// stateCodes are squeue's compact state codes.
-var stateCodes = map[string]string{
-	"PENDING": "PD", "RUNNING": "R", "COMPLETED": "CD", "FAILED": "F",
-	"CANCELLED": "CA", "TIMEOUT": "TO", "NODE_FAIL": "NF", "REQUEUED": "RQ",
-}
+// stateCodes maps a long state name to squeue's compact code, from the
+// one table of states (jobStates).
+var stateCodes = func() map[string]string {
+	m := make(map[string]string, len(jobStates))
+	for _, st := range jobStates {
+		m[st[1]] = st[0]
+	}
+	return m
+}()
 
 func printQueue(w io.Writer, jobs []api.Job, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

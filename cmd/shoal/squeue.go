@@ -66,7 +66,7 @@ var squeueOpts = []cliOpt{
 
 // jobStates are the job states squeue -t and sacct -s accept, compact
 // code to long name (Slurm 22.05's list; Shoal's jobs only ever reach
-// the first eight).
+// the first eight and OUT_OF_MEMORY).
 var jobStates = [][2]string{
 	{"PD", "PENDING"}, {"R", "RUNNING"}, {"CD", "COMPLETED"}, {"CA", "CANCELLED"},
 	{"F", "FAILED"}, {"TO", "TIMEOUT"}, {"NF", "NODE_FAIL"}, {"RQ", "REQUEUED"},
