@@ -74,6 +74,13 @@ func (h *v2) Create(path string, l Limits) error {
 		return err
 	}
 	d := filepath.Join(h.dir, path)
+	// The parent hands its controllers down (the tree's root already
+	// does): a job's cgroup, which holds no process, to its tasks'.
+	if parent := filepath.Dir(d); parent != h.dir && path != "" {
+		if err := h.enable(parent); err != nil {
+			return fmt.Errorf("cgroup %s: %w", path, err)
+		}
+	}
 	if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("create cgroup %s: %w", d, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -127,10 +128,15 @@ func (e *Executor) setupCgroup(t *task, log *slog.Logger) (*taskCgroup, error) {
 	return &taskCgroup{h: h, job: job, path: path}, nil
 }
 
-// signal sends sig to every process in the task's cgroup.
-func (c *taskCgroup) signal(sig syscall.Signal) {
+// signalOutside sends sig to every process in the task's cgroup that is
+// in none of the process groups pgids (those were signalled by group,
+// and must not get the signal twice).
+func (c *taskCgroup) signalOutside(sig syscall.Signal, pgids []int) {
 	pids, _ := c.h.Procs(c.path)
 	for _, pid := range pids {
+		if st, err := readStat(pid); err == nil && slices.Contains(pgids, st.PGrp) {
+			continue
+		}
 		_ = syscall.Kill(pid, sig)
 	}
 }

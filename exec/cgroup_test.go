@@ -351,3 +351,41 @@ func TestRecoveryKillsLostTaskCgroup(t *testing.T) {
 		t.Errorf("PendingExits = %+v; want the task lost", got)
 	}
 }
+
+// Stopping a task sends SIGTERM once to its ranks (by process group) and
+// once to what left their groups (by cgroup): a daemon hears it too, and
+// a rank does not hear it twice.
+func TestTaskStopSignalsOnce(t *testing.T) {
+	e, _ := newCgroupExec(t, 0)
+	log := filepath.Join(t.TempDir(), "signals")
+	l := shLaunch(t, 1, 1, `setsid sh -c 'trap "echo daemon >> `+log+`; exit 0" TERM; while :; do sleep 0.05; done' &
+trap 'echo rank >> `+log+`' TERM
+echo ready >> `+log+`
+while :; do sleep 0.05; done`)
+	if err := e.Start(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, log)
+	time.Sleep(200 * time.Millisecond) // the daemon's trap is set
+	e.Stop(TaskKey{1, 1, NoStep}, causeCancelled)
+	if x := waitExit(t, e, 1); x.Cause != causeCancelled {
+		t.Fatalf("exit = %+v; want cancelled", x)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(string(b))
+	count := func(s string) int {
+		n := 0
+		for _, l := range lines {
+			if l == s {
+				n++
+			}
+		}
+		return n
+	}
+	if count("rank") != 1 || count("daemon") != 1 {
+		t.Errorf("signals heard: %q; want one SIGTERM for the rank and one for the daemon", lines)
+	}
+}

@@ -75,7 +75,7 @@ func (e *Executor) run(t *task, launched chan<- error) {
 		}
 		if cg != nil {
 			// Ending the task reaches what left the ranks' groups too.
-			cg.signal(sig)
+			cg.signalOutside(sig, pgids)
 		}
 	}
 	s := supervision{
