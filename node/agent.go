@@ -197,6 +197,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	if a.cfg.TaskHelper, err = cfg.taskNamespace(log); err != nil {
 		return nil, err
 	}
+	protectFromOOM(log)
 	if a.cgroup, err = cfg.cgroups(log); err != nil {
 		return nil, err
 	}

@@ -41,17 +41,22 @@ func wantControllers(version int) cgroup.Controller {
 	return cgroup.All
 }
 
+// protectFromOOM keeps the kernel's OOM killer off the agent and the
+// supervisors it starts (they inherit it); ranks get the default back.
+func protectFromOOM(log *slog.Logger) {
+	if os.Geteuid() != 0 {
+		return
+	}
+	if err := exec.ProtectFromOOM(); err != nil {
+		log.Warn("the agent and its task supervisors are not protected from the OOM killer", "err", err)
+	}
+}
+
 // cgroups decides from Config.Cgroups whether this node's tasks run in
 // cgroups, creates the agent's tree (under the agent's own cgroup, named
-// after the node) and says once at start what is not enforced. It also
-// protects the agent (and so the supervisors it starts) from the OOM
-// killer.
+// after the node and its data directory) and says once at start what is
+// not enforced.
 func (c *Config) cgroups(log *slog.Logger) (cgroupSetup, error) {
-	if os.Geteuid() == 0 {
-		if err := exec.ProtectFromOOM(); err != nil {
-			log.Warn("the agent and its task supervisors are not protected from the OOM killer", "err", err)
-		}
-	}
 	if c.Cgroups == CgroupsOff {
 		log.Info("cgroups off: tasks are not confined to their CPUs, memory and GPUs (--cgroups)")
 		return cgroupSetup{}, nil
