@@ -3,6 +3,7 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -132,9 +133,46 @@ type Root struct {
 // usable hierarchy (not root, nothing mounted, v2 without delegation).
 var ErrUnavailable = errors.New("cgroups unavailable")
 
-// TreeName is the name of the agent's tree for node, under the agent's
-// own cgroup in every controller.
-func TreeName(node string) string { return "shoal_" + node }
+// TreeName is the name of the agent's tree for key (AgentKey), under the
+// agent's own cgroup in every controller.
+func TreeName(key string) string { return "shoal_" + key }
+
+// AgentKey names an agent's tree: its node's name and a hash of its data
+// directory, so two agents on one machine (tests, shoal dev), even of two
+// clusters with the same node names, never share one, while a restarted
+// agent finds its own again.
+func AgentKey(node, dataDir string) string {
+	if abs, err := filepath.Abs(dataDir); err == nil {
+		dataDir = abs
+	}
+	h := fnv.New32a()
+	h.Write([]byte(dataDir))
+	return fmt.Sprintf("%s_%08x", node, h.Sum32())
+}
+
+// RemoveIdle removes the tree of key (AgentKey) when no process is left
+// in it: what an agent that stopped without removing its own (killed, or
+// its tasks kept for a restart that did not come) leaves behind. A tree
+// that is not there, or a host without cgroups, is no error.
+func RemoveIdle(key string) error {
+	r, err := Detect(key)
+	if err != nil {
+		return nil
+	}
+	for _, d := range r.Dirs {
+		if _, err := os.Stat(d); err != nil {
+			return nil
+		}
+	}
+	h, err := Attach(r)
+	if err != nil {
+		return err
+	}
+	if procs, err := h.Procs(""); err != nil || len(procs) > 0 {
+		return err
+	}
+	return h.Remove("")
+}
 
 // Detect finds the host's hierarchy from /proc/self/mountinfo and
 // /proc/self/cgroup and names the agent's tree for node (TreeName) under

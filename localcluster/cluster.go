@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cgroup"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -385,13 +386,18 @@ func (c *Cluster) Restart(i int) error {
 	return c.start(c.Agents[i])
 }
 
-// Stop stops every agent (SIGTERM, SIGKILL after grace), in parallel.
+// Stop stops every agent (SIGTERM, SIGKILL after grace), in parallel,
+// and removes the cgroup trees that agents killed along the way left
+// behind, once nothing runs in them.
 func (c *Cluster) Stop(grace time.Duration) {
 	var wg sync.WaitGroup
 	for i := range c.Agents {
 		wg.Go(func() { _ = c.StopAgent(i, grace) })
 	}
 	wg.Wait()
+	for _, a := range c.Agents {
+		_ = cgroup.RemoveIdle(cgroup.AgentKey(a.Name, a.DataDir))
+	}
 }
 
 // WaitReady waits until agent 0 reports a leader and want registered nodes

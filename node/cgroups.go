@@ -3,10 +3,8 @@ package node
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/shoal-sched/shoal/cgroup"
 	"github.com/shoal-sched/shoal/exec"
@@ -140,16 +138,5 @@ func removeCgroupTree(r *cgroup.Root, log *slog.Logger) {
 	}
 }
 
-// treeKey names the agent's cgroup tree: the node's name and a hash of
-// its data directory, so two agents on one machine (tests, shoal dev),
-// even of two clusters with the same node names, never share one, while
-// a restarted agent finds its own again.
-func (c *Config) treeKey() string {
-	dir, err := filepath.Abs(c.DataDir)
-	if err != nil {
-		dir = c.DataDir
-	}
-	h := fnv.New32a()
-	h.Write([]byte(dir))
-	return fmt.Sprintf("%s_%08x", c.Name, h.Sum32())
-}
+// treeKey names the agent's cgroup tree (cgroup.AgentKey).
+func (c *Config) treeKey() string { return cgroup.AgentKey(c.Name, c.DataDir) }
