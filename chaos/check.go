@@ -84,7 +84,7 @@ const maxViolationsPerKind = 50
 // terminal reports whether a job state is final.
 func terminal(state string) bool {
 	switch state {
-	case "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL":
+	case "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY":
 		return true
 	}
 	return false

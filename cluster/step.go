@@ -96,6 +96,9 @@ const (
 	StepCompleted StepState = "COMPLETED"
 	StepFailed    StepState = "FAILED"
 	StepCancelled StepState = "CANCELLED"
+	// StepOutOfMemory: the kernel killed a task of the step for the
+	// job's memory limit on some node (Slurm's OUT_OF_MEMORY).
+	StepOutOfMemory StepState = "OUT_OF_MEMORY"
 )
 
 // StepNode is one node's share of a step.
@@ -109,6 +112,8 @@ type StepNode struct {
 	// Usage is what the node's tasks of the step used, reported with
 	// their exit; nil until then, or when the node could not count it.
 	Usage *Usage `msgpack:"usage,omitempty" json:"usage,omitempty"`
+	// OOM says the node's tasks ended with an OOM kill (cause "oom").
+	OOM bool `msgpack:"oom,omitempty" json:"oom,omitempty"`
 }
 
 // Step is one srun inside a job incarnation. IDs count from 0 in each

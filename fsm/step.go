@@ -218,6 +218,7 @@ func (s *State) stepExited(index uint64, c StepExited) Result {
 		sn.State = cluster.TaskLost
 	}
 	sn.ExitCode = c.ExitCode
+	sn.OOM = c.Cause == CauseOOM
 	if c.Usage != nil {
 		u := *c.Usage
 		sn.Usage = &u
@@ -261,12 +262,13 @@ func taskLive(t cluster.TaskState) bool {
 // ExitCode is the largest node exit code, as srun returns it. Call it
 // only when a node of st just stopped being live.
 func endStep(st *cluster.Step, at time.Time) {
-	completed := true
+	completed, oom := true, false
 	worst := 0
 	for i, sn := range st.Nodes {
 		if taskLive(sn.State) {
 			return
 		}
+		oom = oom || sn.OOM
 		if i == 0 || sn.ExitCode > worst {
 			worst = sn.ExitCode
 		}
@@ -276,6 +278,8 @@ func endStep(st *cluster.Step, at time.Time) {
 	}
 	switch {
 	case st.State == cluster.StepCancelled:
+	case oom:
+		st.State = cluster.StepOutOfMemory
 	case completed:
 		st.State = cluster.StepCompleted
 	default:
@@ -376,7 +380,7 @@ func validateSteps(j *cluster.Job) error {
 			if j.State != cluster.JobRunning {
 				return fmt.Errorf("%s: RUNNING in a %s job", what, j.State)
 			}
-		case cluster.StepCompleted, cluster.StepFailed:
+		case cluster.StepCompleted, cluster.StepFailed, cluster.StepOutOfMemory:
 			if live > 0 {
 				return fmt.Errorf("%s: %s with %d nodes live", what, st.State, live)
 			}

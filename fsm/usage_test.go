@@ -51,5 +51,26 @@ func TestExitUsage(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "a step's OOM on one node", setup: withStep, typ: CmdStepExited,
+			cmd: StepExited{Job: 1, Incarnation: 1, Step: 0, Node: "n2", Cause: CauseOOM, ExitCode: 137},
+			check: func(t *testing.T, v *View, r Result) {
+				if st := step(t, v, 1, 0); st.State != cluster.StepRunning {
+					t.Errorf("step state %s with n1 running; want RUNNING", st.State)
+				}
+			},
+		},
+		{
+			name: "a step ends OUT_OF_MEMORY once all its nodes did", setup: func(t *testing.T, h *harness) {
+				withStep(t, h)
+				h.must(t, CmdStepExited, StepExited{Job: 1, Incarnation: 1, Step: 0, Node: "n2", Cause: CauseOOM, ExitCode: 137})
+			}, typ: CmdStepExited,
+			cmd: StepExited{Job: 1, Incarnation: 1, Step: 0, Node: "n1", Cause: CauseExit},
+			check: func(t *testing.T, v *View, r Result) {
+				if st := step(t, v, 1, 0); st.State != cluster.StepOutOfMemory || st.ExitCode != 137 {
+					t.Errorf("step state %s code %d; want OUT_OF_MEMORY 137", st.State, st.ExitCode)
+				}
+			},
+		},
 	})
 }
