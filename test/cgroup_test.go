@@ -104,4 +104,23 @@ dd if=/dev/zero of=/dev/null bs=64M count=1 2>/dev/null; exit 0`)
 	if !re.MatchString(got) {
 		t.Errorf("sacct: %q; want it to match %s", got, re)
 	}
+
+	// A batch script's srun step: an OOM kill in the step ends the step
+	// OUT_OF_MEMORY, and its usage and the batch step's reach sacct.
+	dir := t.TempDir()
+	out := mustShoal(t, a, "batch", "--parsable", "--chdir", dir, "--mem", "64M", "-o", "batch.out", "--wrap",
+		`srun sh -c 'dd if=/dev/zero of=/dev/null bs=256M count=1'; echo step=$?; srun sh -c 'dd if=/dev/zero of=/dev/null bs=16M count=1'`)
+	var batch uint64
+	if _, err := fmt.Sscan(out, &batch); err != nil {
+		t.Fatalf("batch printed %q", out)
+	}
+	waitState(t, a, batch, "COMPLETED", "")
+	rows := shims.must("sacct", "-n", "-P", "-j", fmt.Sprint(batch), "--format=JobID,State,MaxRSS")
+	want := regexp.MustCompile(`^` + fmt.Sprint(batch) + `\|COMPLETED\|\n` +
+		fmt.Sprint(batch) + `\.batch\|COMPLETED\|\d+(\.\d\d)?[KM]\n` +
+		fmt.Sprint(batch) + `\.0\|OUT_OF_MEMORY\|\d+(\.\d\d)?[KM]\n` +
+		fmt.Sprint(batch) + `\.1\|COMPLETED\|\d+(\.\d\d)?[KM]$`)
+	if !want.MatchString(rows) {
+		t.Errorf("sacct of a batch job with an OOM step:\n%s\nwant it to match %s", rows, want)
+	}
 }
