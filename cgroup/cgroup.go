@@ -18,7 +18,8 @@ type Controller uint
 // Abilities. On v1 each is a mounted controller (Kill is the freezer's
 // clean kill, CPUAcct the cpuacct controller); on v2 CPUSet, Memory and
 // Pids are controllers the agent's cgroup may use, Kill is cgroup.kill,
-// CPUAcct is cpu.stat (always there); Devices is never set on v2.
+// CPUAcct is cpu.stat (always there), Devices a cgroup device program
+// this process could load.
 const (
 	CPUSet Controller = 1 << iota
 	Memory
@@ -70,7 +71,7 @@ type Limits struct {
 	// PidsMax bounds the processes and threads in the cgroup.
 	PidsMax int64
 	// ConfineGPUs denies every NVIDIA GPU device but GPUs (minors, the
-	// /dev/nvidiaN numbers); v1 only (see Hierarchy.Has).
+	// /dev/nvidiaN numbers), where Hierarchy.Has reports Devices.
 	ConfineGPUs bool
 	GPUs        []int
 }

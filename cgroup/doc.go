@@ -17,10 +17,11 @@
 //     (cpuset, memory, devices) and a child per task (the job's own task,
 //     or a step's) holding the pids limit and the processes.
 //   - Limits: cpuset.cpus (cpuset.mems copied from the parent on v1),
-//     the memory limit without swap, pids.max, and on v1 the devices
-//     controller's deny list for NVIDIA GPUs (major 195) the job was not
-//     given. On v2 device confinement needs a BPF program; this package
-//     does not load one, and Hierarchy.Has never reports Devices there.
+//     the memory limit without swap, pids.max, and the NVIDIA GPUs
+//     (major 195) the job was not given denied: on v1 by the devices
+//     controller's deny list, on v2 by a BPF_PROG_TYPE_CGROUP_DEVICE
+//     program attached to the job's cgroup (bpf.go), as runc does;
+//     Hierarchy.Has reports Devices on v2 only where such a program loads.
 //   - Starting a process inside a cgroup from birth (ForkIn): on v2 with
 //     clone3's CLONE_INTO_CGROUP (SysProcAttr.UseCgroupFD); on v1 the
 //     forking OS thread joins the cgroup, forks, and leaves again, and

@@ -268,3 +268,40 @@ func FuzzParseFlatKeyed(f *testing.F) {
 		_, _ = parsePIDs(b)
 	})
 }
+
+// The device program's jumps all land on its "allow" exit, the only
+// fall-through is "deny", and only GPU minors in range are allowed.
+func TestGPUFilter(t *testing.T) {
+	for _, tc := range []struct {
+		allowed []int
+		checks  []int32 // the minors compared
+	}{
+		{nil, nil},
+		{[]int{0}, []int32{0}},
+		{[]int{3, 1, 1, 300, -1}, []int32{1, 3}},
+	} {
+		prog := gpuFilter(tc.allowed)
+		allowAt := len(prog) - 2
+		if prog[allowAt].op != opMovK || prog[allowAt].imm != 1 || prog[allowAt-2].imm != 0 || prog[len(prog)-1].op != opExit {
+			t.Fatalf("gpuFilter(%v): no deny then allow at the end: %+v", tc.allowed, prog)
+		}
+		var checks []int32
+		for i, in := range prog {
+			switch in.op {
+			case opJneK, opJeqK, opJgtK:
+				if target := i + 1 + int(in.off); target != allowAt {
+					t.Errorf("gpuFilter(%v): jump at %d lands on %d; want %d", tc.allowed, i, target, allowAt)
+				}
+				if in.op == opJeqK {
+					checks = append(checks, in.imm)
+				}
+			}
+		}
+		if !slices.Equal(checks, tc.checks) {
+			t.Errorf("gpuFilter(%v) allows minors %v; want %v", tc.allowed, checks, tc.checks)
+		}
+		if len(encodeInsns(prog)) != 8*len(prog) {
+			t.Errorf("encodeInsns: not 8 bytes an instruction")
+		}
+	}
+}

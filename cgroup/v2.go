@@ -29,7 +29,7 @@ var v2Controllers = []struct {
 }{{CPUSet, "cpuset"}, {Memory, "memory"}, {Pids, "pids"}}
 
 func openV2(r Root) (*v2, error) {
-	h := &v2{dir: r.Dirs[""], has: r.Has &^ Devices}
+	h := &v2{dir: r.Dirs[""], has: r.Has &^ Devices} // Devices: if the probe loads
 	if h.dir == "" {
 		return nil, errors.New("cgroup v2: no directory")
 	}
@@ -48,6 +48,9 @@ func openV2(r Root) (*v2, error) {
 	}
 	if _, err := os.Stat(filepath.Join(h.dir, "cgroup.kill")); err == nil {
 		h.has |= Kill
+	}
+	if probeDeviceProgs() == nil {
+		h.has |= Devices
 	}
 	return h, nil
 }
@@ -85,7 +88,12 @@ func (h *v2) Create(path string, l Limits) error {
 		return fmt.Errorf("create cgroup %s: %w", d, err)
 	}
 	if l.ConfineGPUs {
-		return fmt.Errorf("cgroup %s: gpus %v: device confinement is not available on cgroup v2", path, l.GPUs)
+		if h.has&Devices == 0 {
+			return fmt.Errorf("cgroup %s: gpus %v: this kernel or process cannot load a cgroup device program", path, l.GPUs)
+		}
+		if err := confineGPUs(d, l.GPUs); err != nil {
+			return fmt.Errorf("cgroup %s: gpus %v: %w", path, l.GPUs, err)
+		}
 	}
 	if len(l.CPUs) > 0 {
 		if h.has&CPUSet == 0 {

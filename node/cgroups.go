@@ -31,7 +31,8 @@ type cgroupSetup struct {
 }
 
 // wantControllers are what a hierarchy must have for --cgroups=required:
-// on v1 all of them, on v2 all but Devices (no BPF program here).
+// on v1 all of them, on v2 all but Devices (a BPF program some kernels
+// and containers refuse; the agent says so).
 func wantControllers(version int) cgroup.Controller {
 	if version == 2 {
 		return cgroup.All &^ cgroup.Devices
@@ -88,8 +89,8 @@ func (c *Config) cgroups(log *slog.Logger) (cgroupSetup, error) {
 		log.Warn("cgroup controllers missing: what they enforce is not (--cgroups)", "version", h.Version(),
 			"missing", missing.String(), "fallback", fallbackOf(missing))
 	}
-	if h.Version() == 2 {
-		log.Warn("cgroup v2: GPU device confinement is not enforced (it needs a BPF device program, which shoal does not load); jobs can open every GPU of the node, CUDA_VISIBLE_DEVICES only steers them")
+	if h.Version() == 2 && r.Has&cgroup.Devices == 0 {
+		log.Warn("cgroup v2: GPU device confinement is not enforced (the BPF device program could not be loaded: it needs CAP_BPF or CAP_SYS_ADMIN and CONFIG_CGROUP_BPF); jobs can open every GPU of the node, CUDA_VISIBLE_DEVICES only steers them")
 	}
 	canon := cgroup.Canonical(host)
 	if c.CPUs > len(canon) {
