@@ -436,8 +436,9 @@ func TestPidsMax(t *testing.T) {
 }
 
 // The v2 code on a hybrid host's empty cgroup2 mount (no controllers):
-// birth in the cgroup through CLONE_INTO_CGROUP, cgroup.kill of a daemon,
-// and cpu.stat. Pure v2 hosts run every test above on v2 instead.
+// birth in the cgroup through CLONE_INTO_CGROUP, the GPU device program
+// (where this process may load one), cgroup.kill of a daemon, and
+// cpu.stat. Pure v2 hosts run every test above on v2 instead.
 func TestV2WithoutControllers(t *testing.T) {
 	const mnt = "/sys/fs/cgroup/unified"
 	var st unix.Statfs_t
