@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cgroup"
 	"github.com/shoal-sched/shoal/localcluster"
 	"github.com/shoal-sched/shoal/pki"
 )
@@ -160,13 +161,18 @@ func TestAgentStartErrors(t *testing.T) {
 		deadAddr := fmt.Sprintf("127.0.0.1:%d", dead[0])
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		cmd := osexec.CommandContext(ctx, shoalBin, agent("--name", "lonely", "--data-dir", t.TempDir(), "--join", deadAddr, "--insecure")...)
+		dataDir := t.TempDir()
+		cmd := osexec.CommandContext(ctx, shoalBin, agent("--name", "lonely", "--data-dir", dataDir, "--join", deadAddr, "--insecure")...)
 		var stderr syncBuffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		defer func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			_ = cgroup.RemoveIdle(cgroup.AgentKey("lonely", dataDir)) // the killed agent's cgroup tree
+		}()
 		eventually(t, 15*time.Second, "join retry logged", func() error {
 			s := stderr.String()
 			if strings.Contains(s, deadAddr) && strings.Count(s, "join") >= 2 {
