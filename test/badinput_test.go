@@ -133,6 +133,9 @@ func TestAgentStartErrors(t *testing.T) {
 		{"certificate of another node", agent("--name", "n9", "--data-dir", certifiedDir(t, c, "n8"), "--join", c.Agents[0].GossipAddr()), "names node n8, but this node is --name n9"},
 		{"bad name", agent("--name", "bad name!", "--data-dir", t.TempDir()), `--name "bad name!"`},
 		{"bad gpus", agent("--name", "x", "--data-dir", t.TempDir(), "--gpus", "many"), "--gpus"},
+		{"cpus not the layout's", agent("--name", "x", "--data-dir", t.TempDir(), "--cpus", "12", "--sockets", "2", "--cores-per-socket", "4", "--threads-per-core", "2"),
+			"--cpus 12: want --sockets × --cores-per-socket × --threads-per-core = 2×4×2 = 16"},
+		{"bad cgroups", agent("--name", "x", "--data-dir", t.TempDir(), "--cgroups", "yes"), `--cgroups "yes": want auto, required or off`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -124,3 +124,18 @@ dd if=/dev/zero of=/dev/null bs=64M count=1 2>/dev/null; exit 0`)
 		t.Errorf("sacct of a batch job with an OOM step:\n%s\nwant it to match %s", rows, want)
 	}
 }
+
+// The CPU layout an agent is given (--sockets, --cores-per-socket,
+// --threads-per-core, as slurm.conf's) reaches the leader, which places
+// CPUs by socket with it; --cpus defaults to their product.
+func TestCPULayoutFlags(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1, CPUs: 8,
+		ExtraArgs: []string{"--sockets", "2", "--cores-per-socket", "2", "--threads-per-core", "2"}})
+	eventually(t, 20*time.Second, "the node's layout registered", func() error {
+		n := nodesByName(t, c.Agents[0])["n1"]
+		if n.Sockets != 2 || n.CoresPerSocket != 2 || n.ThreadsPerCore != 2 || n.CPUs != 8 {
+			return fmt.Errorf("n1: %d CPUs, %d:%d:%d", n.CPUs, n.Sockets, n.CoresPerSocket, n.ThreadsPerCore)
+		}
+		return nil
+	})
+}
