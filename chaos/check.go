@@ -82,13 +82,7 @@ const timeFormat = "15:04:05.000000"
 const maxViolationsPerKind = 50
 
 // terminal reports whether a job state is final.
-func terminal(state string) bool {
-	switch state {
-	case "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY":
-		return true
-	}
-	return false
-}
+func terminal(state string) bool { return cluster.JobState(state).Terminal() }
 
 // interval is one rank's life as its records prove it: it held GPUs on
 // Node for at least [start, end].

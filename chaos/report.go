@@ -17,7 +17,7 @@ import (
 var (
 	outcomeColour = map[string]string{
 		"COMPLETED": "#2ca02c", "FAILED": "#d62728", "CANCELLED": "#7f7f7f", "TIMEOUT": "#ff7f0e",
-		"NODE_FAIL": "#9467bd", OutcomeRequeued: "#bcbd22", OutcomeUnknown: "#17becf",
+		"NODE_FAIL": "#9467bd", "OUT_OF_MEMORY": "#e377c2", OutcomeRequeued: "#bcbd22", OutcomeUnknown: "#17becf",
 	}
 	stateColour = map[string]string{
 		"killed": "#000000", "paused": "#8c564b", "cut off": "#d62728", "one-way": "#ff9896",
@@ -105,7 +105,7 @@ func WriteReport(w io.Writer, results []Result) error {
 	}
 	p("</table>\n")
 	p("<p class=\"legend\">jobs: ")
-	for _, k := range []string{"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", OutcomeRequeued, OutcomeUnknown} {
+	for _, k := range []string{"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", OutcomeRequeued, OutcomeUnknown} {
 		p("<span><i style=\"background:%s\"></i>%s</span>", outcomeColour[k], esc(strings.ToLower(k)))
 	}
 	p("<br>nodes: ")

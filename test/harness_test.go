@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/localcluster"
 )
 
@@ -194,8 +195,7 @@ func waitJob(t *testing.T, a *localcluster.Agent, id uint64, timeout time.Durati
 		if err := json.Unmarshal([]byte(r.stdout), &j); err != nil {
 			return err
 		}
-		switch j.State {
-		case "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL":
+		if cluster.JobState(j.State).Terminal() {
 			return nil
 		}
 		return fmt.Errorf("state %s (%s)", j.State, j.Reason)

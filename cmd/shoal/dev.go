@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/localcluster"
 )
 
@@ -215,8 +216,7 @@ func waitTerminal(ctx context.Context, cl *api.Client, id uint64, limit time.Dur
 		if err != nil {
 			return j, fmt.Errorf("wait for job %d: %w", id, err)
 		}
-		switch j.State {
-		case "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL":
+		if cluster.JobState(j.State).Terminal() {
 			return j, nil
 		}
 		index = idx
