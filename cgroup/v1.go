@@ -215,6 +215,29 @@ func (h *v1) Kill(path string, bound time.Duration) error {
 		return err
 	}
 	fz, hasFreezer := h.dir("freezer", path)
+	return killLoop(h, path, bound, func(pids []int) error {
+		if hasFreezer {
+			var err error
+			if err = freeze(fz); err != nil {
+				hasFreezer = false // kill unfrozen: still bounded by the loop
+			} else if pids, err = h.Procs(path); err != nil {
+				return err
+			}
+		}
+		killAll(pids)
+		if hasFreezer {
+			if err := writeFile(fz, "freezer.state", "THAWED"); err != nil {
+				return fmt.Errorf("thaw: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// killLoop is Kill's bounded loop on either hierarchy: while path has
+// members, and until bound has passed, one round of kill on them, then a
+// pause for the kernel to reap them.
+func killLoop(h Hierarchy, path string, bound time.Duration, kill func(pids []int) error) error {
 	deadline := time.Now().Add(bound)
 	for {
 		pids, err := h.Procs(path)
@@ -227,18 +250,8 @@ func (h *v1) Kill(path string, bound time.Duration) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("kill cgroup %s: %d processes left after %s: %v", path, len(pids), bound, pids)
 		}
-		if hasFreezer {
-			if err := freeze(fz); err != nil {
-				hasFreezer = false // kill unfrozen: still bounded by the loop
-			} else if pids, err = h.Procs(path); err != nil {
-				return fmt.Errorf("kill cgroup %s: %w", path, err)
-			}
-		}
-		killAll(pids)
-		if hasFreezer {
-			if err := writeFile(fz, "freezer.state", "THAWED"); err != nil {
-				return fmt.Errorf("kill cgroup %s: thaw: %w", path, err)
-			}
+		if err := kill(pids); err != nil {
+			return fmt.Errorf("kill cgroup %s: %w", path, err)
 		}
 		time.Sleep(pollPeriod)
 	}

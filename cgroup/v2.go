@@ -160,23 +160,12 @@ func (h *v2) Kill(path string, bound time.Duration) error {
 		return err
 	}
 	d := filepath.Join(h.dir, path)
-	deadline := time.Now().Add(bound)
-	for {
-		pids, err := h.Procs(path)
-		if err != nil {
-			return fmt.Errorf("kill cgroup %s: %w", path, err)
-		}
-		if len(pids) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("kill cgroup %s: %d processes left after %s: %v", path, len(pids), bound, pids)
-		}
+	return killLoop(h, path, bound, func(pids []int) error {
 		if h.has&Kill == 0 || writeFile(d, "cgroup.kill", "1") != nil {
 			killAll(pids)
 		}
-		time.Sleep(pollPeriod)
-	}
+		return nil
+	})
 }
 
 func (h *v2) Stats(path string) (Stats, error) {

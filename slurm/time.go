@@ -117,3 +117,25 @@ func FormatElapsed(d time.Duration) string {
 		return fmt.Sprintf("%d:%02d", min, sec)
 	}
 }
+
+// FormatCPUTime writes a CPU time as sacct's TotalCPU, UserCPU and
+// SystemCPU do (Slurm's _elapsed_time): D-HH:MM:SS from a
+// day, HH:MM:SS from an hour, else MM:SS.mmm (00:MM:SS when there are no
+// milliseconds).
+func FormatCPUTime(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	secs := int64(d / time.Second)
+	ms := int64(d%time.Second) / int64(time.Millisecond)
+	s, m, h, days := secs%60, secs/60%60, secs/3600%24, secs/86400
+	switch {
+	case days > 0:
+		return fmt.Sprintf("%d-%02d:%02d:%02d", days, h, m, s)
+	case h > 0:
+		return fmt.Sprintf("%02d:%02d:%02d", h, m, s)
+	case ms > 0:
+		return fmt.Sprintf("%02d:%02d.%03d", m, s, ms)
+	}
+	return fmt.Sprintf("00:%02d:%02d", m, s)
+}

@@ -97,3 +97,12 @@ func FuzzParseTime(f *testing.F) {
 		}
 	})
 }
+
+func TestFormatCPUTime(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "00:00:00", 1234 * time.Millisecond: "00:01.234",
+		61 * time.Second: "00:01:01", 3723 * time.Second: "01:02:03", 90061 * time.Second: "1-01:01:01"} {
+		if got := FormatCPUTime(d); got != want {
+			t.Errorf("FormatCPUTime(%s) = %q; want %q", d, got, want)
+		}
+	}
+}

@@ -291,19 +291,19 @@ var sacctFields = []sacctField{
 	}},
 	{"TotalCPU", 10, func(r sacctRow, _ slurmView) string {
 		if u, ok := r.usage(); ok {
-			return sacctCPUTime(u.TotalCPU())
+			return slurm.FormatCPUTime(u.TotalCPU())
 		}
 		return ""
 	}},
 	{"UserCPU", 10, func(r sacctRow, _ slurmView) string {
 		if u, ok := r.usage(); ok {
-			return sacctCPUTime(u.UserCPU)
+			return slurm.FormatCPUTime(u.UserCPU)
 		}
 		return ""
 	}},
 	{"SystemCPU", 10, func(r sacctRow, _ slurmView) string {
 		if u, ok := r.usage(); ok {
-			return sacctCPUTime(u.SystemCPU)
+			return slurm.FormatCPUTime(u.SystemCPU)
 		}
 		return ""
 	}},
@@ -435,26 +435,6 @@ func sacctUnits(v uint64, unit int) string {
 	return strconv.FormatFloat(n, 'f', 2, 64) + suffix
 }
 
-// sacctCPUTime is sacct's _elapsed_time of CPU times: D-HH:MM:SS from a
-// day, HH:MM:SS from an hour, else MM:SS.mmm (00:MM:SS when there are no
-// milliseconds).
-func sacctCPUTime(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	secs := int64(d / time.Second)
-	ms := int64(d%time.Second) / int64(time.Millisecond)
-	s, m, h, days := secs%60, secs/60%60, secs/3600%24, secs/86400
-	switch {
-	case days > 0:
-		return fmt.Sprintf("%d-%02d:%02d:%02d", days, h, m, s)
-	case h > 0:
-		return fmt.Sprintf("%02d:%02d:%02d", h, m, s)
-	case ms > 0:
-		return fmt.Sprintf("%02d:%02d.%03d", m, s, ms)
-	}
-	return fmt.Sprintf("00:%02d:%02d", m, s)
-}
 
 // sacctCol is a --format field with its width.
 type sacctCol struct {

@@ -613,10 +613,4 @@ func TestSacctUsage(t *testing.T) {
 			t.Errorf("sacctUnits(%d, %d) = %q; want %q", tc.v, tc.unit, got, tc.want)
 		}
 	}
-	for d, want := range map[time.Duration]string{0: "00:00:00", 1234 * time.Millisecond: "00:01.234",
-		61 * time.Second: "00:01:01", 3723 * time.Second: "01:02:03", 90061 * time.Second: "1-01:01:01"} {
-		if got := sacctCPUTime(d); got != want {
-			t.Errorf("sacctCPUTime(%s) = %q; want %q", d, got, want)
-		}
-	}
 }
