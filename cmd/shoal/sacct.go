@@ -435,7 +435,6 @@ func sacctUnits(v uint64, unit int) string {
 	return strconv.FormatFloat(n, 'f', 2, 64) + suffix
 }
 
-
 // sacctCol is a --format field with its width.
 type sacctCol struct {
 	field *sacctField
