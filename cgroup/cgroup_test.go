@@ -340,27 +340,7 @@ func TestKillDaemon(t *testing.T) {
 	h := requireHierarchy(t, 0)
 	create(t, h, "job", Limits{})
 	create(t, h, "job/task", Limits{})
-	cmd, out := startIn(t, h, "job/task", "daemon")
-	pid, err := strconv.Atoi(readLine(t, out))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := waitBounded(t, cmd, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if procs, _ := h.Procs("job"); !slices.Contains(procs, pid) {
-		t.Fatalf("daemon %d not in the cgroup: %v", pid, procs)
-	}
-	if err := h.Kill("job", 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon %d alive after Kill", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	killsDaemon(t, h)
 	if err := h.Remove("job"); err != nil {
 		t.Errorf("Remove after Kill: %v", err)
 	}
@@ -482,6 +462,17 @@ func TestV2WithoutControllers(t *testing.T) {
 	} else {
 		testDevices(t, h)
 	}
+	killsDaemon(t, h)
+	if _, err := h.Stats("job/task"); err != nil {
+		t.Errorf("Stats: %v", err)
+	}
+}
+
+// killsDaemon starts, in job/task, a process that double-forks a daemon
+// out of its group and session, and checks that the daemon is in the
+// cgroup and that Kill of job ends it.
+func killsDaemon(t *testing.T, h Hierarchy) {
+	t.Helper()
 	cmd, out := startIn(t, h, "job/task", "daemon")
 	pid, err := strconv.Atoi(readLine(t, out))
 	if err != nil {
@@ -502,8 +493,5 @@ func TestV2WithoutControllers(t *testing.T) {
 			t.Fatalf("daemon %d alive after Kill", pid)
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-	if _, err := h.Stats("job/task"); err != nil {
-		t.Errorf("Stats: %v", err)
 	}
 }

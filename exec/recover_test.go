@@ -127,13 +127,7 @@ func testRecoveryAfterAgentKill(t *testing.T, step, killSupervisor bool) {
 	}
 	t.Cleanup(func() { _ = agent.Process.Kill(); _ = agent.Wait() })
 
-	pidFile := filepath.Join(dir, "work", "child.pid")
-	waitFile(t, pidFile)
-	var child int
-	for deadline := time.Now().Add(waitBound); child == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		b, _ := os.ReadFile(pidFile)
-		child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-	}
+	child := childPID(t, dir)
 	childStat, err := readStat(child)
 	if err != nil {
 		t.Fatalf("background child %d: %v", child, err)
@@ -342,4 +336,18 @@ func members(t *testing.T, pgid int) int {
 		}
 	}
 	return n
+}
+
+// childPID waits, up to waitBound, for the helper agent's task in dir to
+// write its child's pid, and returns it (0 if it never did).
+func childPID(t *testing.T, dir string) int {
+	t.Helper()
+	pidFile := filepath.Join(dir, "work", "child.pid")
+	waitFile(t, pidFile)
+	var child int
+	for deadline := time.Now().Add(waitBound); child == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(pidFile)
+		child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	return child
 }
