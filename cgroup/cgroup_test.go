@@ -422,6 +422,11 @@ func TestPidsMax(t *testing.T) {
 func TestV2WithoutControllers(t *testing.T) {
 	const mnt = "/sys/fs/cgroup/unified"
 	var st unix.Statfs_t
+	if os.Geteuid() != 0 && os.Getenv("CI") == "true" {
+		t.Fatal("CI=true and not root: cgroups cannot be tested")
+	}
+	// Only a hybrid host has this mount; a pure v2 host runs every test
+	// above on v2 instead, so its absence is no missing facility.
 	if os.Geteuid() != 0 || unix.Statfs(mnt, &st) != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
 		t.Skip("no root, or no cgroup2 beside v1 at " + mnt)
 	}
