@@ -2,6 +2,7 @@ package gossip
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -123,6 +124,12 @@ type Config struct {
 	// half the interval.
 	ProbeInterval time.Duration
 	SuspicionMult int
+
+	// ReconnectInterval is how often failed members are dialled again
+	// (default DefaultReconnectInterval); ReconnectTimeout is how long
+	// they are (default DefaultReconnectTimeout).
+	ReconnectInterval time.Duration
+	ReconnectTimeout  time.Duration
 }
 
 // Gossip is a running memberlist instance with Shoal's metadata.
@@ -152,9 +159,12 @@ type Gossip struct {
 	mu       sync.Mutex
 	meta     []byte
 	members  map[string]*memberEntry
-	leaving  map[string]time.Time // leave intents by node, with when we heard them
-	closed   bool                 // events channel closed
-	conflict string               // address of a node using our name, seen since the last Join began
+	leaving  map[string]time.Time   // leave intents by node, with when we heard them
+	closed   bool                   // events channel closed
+	conflict string                 // address of a node using our name, seen since the last Join began
+	lost     map[string]*lostMember // failed members to dial again, by name
+
+	reconnectDone chan struct{} // closed when reconnectLoop returns
 }
 
 type memberEntry struct {
@@ -223,6 +233,9 @@ func New(cfg Config) (*Gossip, error) {
 		meta:      meta,
 		members:   make(map[string]*memberEntry),
 		leaving:   make(map[string]time.Time),
+		lost:      make(map[string]*lostMember),
+
+		reconnectDone: make(chan struct{}),
 	}
 	g.bcast = &memberlist.TransmitLimitedQueue{
 		NumNodes:       func() int { return int(g.numAlive.Load()) },
@@ -248,6 +261,8 @@ func New(cfg Config) (*Gossip, error) {
 		g.addr = ml.LocalNode().Address()
 	}
 	g.keyring = mc.Keyring
+	interval := cmp.Or(cfg.ReconnectInterval, DefaultReconnectInterval)
+	go g.reconnectLoop(interval, cmp.Or(cfg.ReconnectTimeout, DefaultReconnectTimeout)) // stopped by Shutdown
 	g.log.Info("gossip listening", "node", g.name, "addr", g.addr, "encrypted", len(cfg.Keys) > 0)
 	return g, nil
 }
@@ -466,6 +481,11 @@ func (g *Gossip) Shutdown() error {
 	}
 	g.shutdown = true
 	close(g.done)
+	select {
+	case <-g.reconnectDone:
+	case <-time.After(reconnectStopWait):
+		g.log.Warn("a reconnect dial is still in flight; it ends within memberlist's TCP timeout", "node", g.name)
+	}
 	err := g.ml.Shutdown()
 	g.mu.Lock()
 	g.closed = true
@@ -658,8 +678,10 @@ func (g *Gossip) record(kind EventKind, m Member) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	e := &memberEntry{m: m}
+	now := time.Now()
+	g.noteLost(m, now)
 	if m.Status != StatusAlive {
-		e.since = time.Now()
+		e.since = now
 		if old, ok := g.members[m.Name]; ok && m.Meta == (Meta{}) {
 			e.m.Meta = old.m.Meta
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,7 +78,32 @@ func TestHarnessNetNS(t *testing.T) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if _, err := h.WaitHealthy(wctx); err != nil {
-		t.Fatalf("not healthy after heal: %v", err)
+	waitHealthy(t, wctx, h, "after heal")
+}
+
+// waitHealthy waits for h to be healthy; when it is not, it logs the last
+// lines each agent logged above debug (CI keeps no data dir) and fails.
+func waitHealthy(t *testing.T, ctx context.Context, h *chaos.Harness, when string) {
+	t.Helper()
+	_, err := h.WaitHealthy(ctx)
+	if err == nil {
+		return
 	}
+	t.Errorf("not healthy %s: %v", when, err)
+	const tail = 25
+	for _, a := range h.Agents {
+		b, err := os.ReadFile(a.LogPath())
+		if err != nil {
+			t.Logf("%s: %v", a.Name, err)
+			continue
+		}
+		var lines []string
+		for l := range strings.Lines(string(b)) {
+			if !strings.Contains(l, "level=DEBUG") {
+				lines = append(lines, strings.TrimSpace(l))
+			}
+		}
+		t.Logf("%s: last %d lines above debug:\n%s", a.Name, min(tail, len(lines)), strings.Join(lines[max(0, len(lines)-tail):], "\n"))
+	}
+	t.FailNow()
 }

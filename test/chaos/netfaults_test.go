@@ -231,7 +231,5 @@ func TestSlowAndLossNetNS(t *testing.T) {
 
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if _, err := h.WaitHealthy(wctx); err != nil {
-		t.Fatalf("not healthy after heal: %v", err)
-	}
+	waitHealthy(t, wctx, h, "after heal")
 }
