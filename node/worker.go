@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -15,6 +14,7 @@ import (
 	"github.com/shoal-sched/shoal/exec"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/slurm"
+	"github.com/shoal-sched/shoal/worker"
 )
 
 type taskEvent = api.TaskEvent
@@ -120,11 +120,10 @@ func (a *Agent) heartbeat(ctx context.Context) (uint64, error) {
 // given to other jobs; acting on those would put two jobs on one GPU
 // (DESIGN invariant 1). Stopping ranks needs no such care.
 func (a *Agent) startAllowed(v *fsm.View) bool {
-	renewed := time.Unix(0, a.lastRenew.Load())
-	if time.Since(renewed) > a.cfg.LeaseTTL {
-		return false
-	}
-	return v.Index >= a.leaseIndex.Load()
+	// Index before time: heartbeatLoop stores them in the other order.
+	index := a.leaseIndex.Load()
+	l := worker.Lease{Renewed: time.Unix(0, a.lastRenew.Load()), Index: index, TTL: a.cfg.LeaseTTL}
+	return worker.MayStart(l, time.Now(), v.Index)
 }
 
 // sendTaskEvent delivers a task report to the leader.
@@ -235,33 +234,30 @@ func (a *Agent) reportLoop(ctx context.Context) {
 }
 
 func (a *Agent) reportExits(ctx context.Context) {
-	// A job's own exit releases this node's GPUs: report it only once no
-	// step of the same run is still alive here (DESIGN invariant 1).
-	stepsAlive := map[exec.TaskKey]bool{}
-	for _, k := range a.exec.Running() {
-		if k.Step != exec.NoStep {
-			stepsAlive[exec.TaskKey{Job: k.Job, Incarnation: k.Incarnation, Step: exec.NoStep}] = true
-		}
+	pending := a.exec.PendingExits()
+	byKey := make(map[exec.TaskKey]exec.Exit, len(pending))
+	keys := make([]exec.TaskKey, len(pending))
+	for i, ex := range pending {
+		k := exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step}
+		byKey[k], keys[i] = ex, k
 	}
-	for i, ex := range a.exec.PendingExits() {
-		if i >= maxReportsPerRound || ctx.Err() != nil {
+	for _, k := range worker.Exits(a.exec.Running(), keys, maxReportsPerRound) {
+		if ctx.Err() != nil {
 			return
 		}
+		ex := byKey[k]
 		ev := taskEvent{
 			Kind: "exited", Job: ex.Job, Incarnation: ex.Incarnation, Node: a.cfg.Name,
 			ExitCode: ex.ExitCode, Cause: ex.Cause, Usage: ex.Usage,
 		}
 		if ex.Step != exec.NoStep {
 			ev.Kind, ev.Step = "step-exited", ex.Step
-		} else if stepsAlive[exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: exec.NoStep}] {
-			continue // its steps are still stopping; report on a later round
 		}
-		err := a.sendTaskEvent(ctx, ev)
-		if err != nil {
+		if err := a.sendTaskEvent(ctx, ev); err != nil {
 			a.log.Debug("report exit", "job", uint64(ex.Job), "err", err)
 			return // the leader is unreachable; try again next round
 		}
-		if err := a.exec.Ack(exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step}); err != nil {
+		if err := a.exec.Ack(k); err != nil {
 			a.log.Warn("acknowledge exit", "job", uint64(ex.Job), "err", err)
 		}
 		a.log.Info("exit reported", "job", uint64(ex.Job), "incarnation", ex.Incarnation, "exit_code", ex.ExitCode, "cause", ex.Cause)
@@ -293,104 +289,85 @@ func (a *Agent) driveLoop(ctx context.Context) {
 	}
 }
 
+// drive is one gather → decide → act round of the worker: it gathers the
+// replicated jobs and the executor's tasks, asks worker.Reconcile, and
+// acts — stops first, then starts, then reports, so that a slow or
+// unreachable leader never holds up stopping a task that is no longer
+// wanted. One failed report ends the round's reports (the leader is
+// unreachable), so a round waits at most reportTimeout on the leader.
 func (a *Agent) drive(ctx context.Context, v *fsm.View) {
-	running := map[exec.TaskKey]bool{}
-	// busy counts, per job incarnation, the local keys (its own task and
-	// its steps) still running or with an exit not yet reported: the
-	// node's GPUs may be released only once none is left.
-	busy := map[exec.TaskKey]int{}
-	for _, k := range a.exec.Running() {
-		running[k] = true
-		busy[exec.TaskKey{Job: k.Job, Incarnation: k.Incarnation, Step: exec.NoStep}]++
+	pending := a.exec.PendingExits()
+	pendingKeys := make([]exec.TaskKey, len(pending))
+	for i, ex := range pending {
+		pendingKeys[i] = exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step}
 	}
-	pendingExit := map[exec.TaskKey]bool{}
-	for _, ex := range a.exec.PendingExits() {
-		k := exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step}
-		pendingExit[k] = true
-		busy[exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: exec.NoStep}]++
-	}
-	wanted := map[exec.TaskKey]bool{}
+	p := worker.Reconcile(worker.Input{
+		Node: a.cfg.Name, Jobs: v.Jobs(), Running: a.exec.Running(), PendingExits: pendingKeys,
+		CanStart: a.startAllowed(v),
+	})
 
-	canStart := a.startAllowed(v)
-	for _, j := range v.Jobs() {
-		i := j.Alloc.Find(a.cfg.Name)
-		if i < 0 {
-			continue
-		}
-		na := j.Alloc.Nodes[i]
-		key := exec.TaskKey{Job: j.ID, Incarnation: j.Incarnation, Step: exec.NoStep}
-		if na.Released {
-			continue
-		}
-		// A batch job's own task is its script, on the first node only; the
-		// other nodes hold their GPUs for its steps.
-		ownTask := j.Spec.Batch == nil || i == 0
-		switch {
-		case j.State == cluster.JobRunning:
-			wanted[key] = true
-			switch {
-			case ownTask && !running[key] && !pendingExit[key]:
-				if canStart {
-					a.startTasks(ctx, v, j, i)
-				}
-			case na.State == cluster.TaskAssigned && (running[key] || !ownTask && canStart):
-				a.reportStarted(ctx, j)
-			}
-			a.driveSteps(ctx, v, j, i, running, pendingExit, wanted, canStart)
-		case busy[key] == 0:
-			// The job ended (cancelled, failed elsewhere) or is being
-			// requeued, and holds GPUs here that no local task uses —
-			// perhaps it never started here. Tell the leader they are free;
-			// a duplicate is harmless.
-			err := a.sendTaskEvent(ctx, taskEvent{Kind: "exited", Job: j.ID, Incarnation: j.Incarnation,
-				Node: a.cfg.Name, Cause: fsm.CauseCancelled})
-			if err != nil {
-				a.log.Debug("release unused allocation", "job", uint64(j.ID), "err", err)
-			}
+	for _, k := range p.Stop {
+		if a.exec.Stop(k, fsm.CauseCancelled) {
+			a.log.Info("stopping job", "job", uint64(k.Job), "incarnation", k.Incarnation, "step", k.Step)
 		}
 	}
-	for k := range running {
-		if !wanted[k] {
-			if a.exec.Stop(k, fsm.CauseCancelled) {
-				a.log.Info("stopping job", "job", uint64(k.Job), "incarnation", k.Incarnation, "step", k.Step)
-			}
+	started := p.Started
+	for _, s := range p.Start {
+		if a.start(ctx, v, s) && s.Step == nil {
+			started = append(started, worker.Ref{Job: s.Job.ID, Incarnation: s.Job.Incarnation})
+		}
+	}
+	var reports []taskEvent
+	for _, r := range started {
+		reports = append(reports, taskEvent{Kind: "started", Job: r.Job, Incarnation: r.Incarnation, Node: a.cfg.Name})
+	}
+	for _, r := range p.Release {
+		// Resources held here with no local task: free them (a duplicate
+		// is harmless).
+		reports = append(reports, taskEvent{Kind: "exited", Job: r.Job, Incarnation: r.Incarnation, Node: a.cfg.Name, Cause: fsm.CauseCancelled})
+	}
+	for _, ev := range reports {
+		if err := a.sendTaskEvent(ctx, ev); err != nil {
+			a.log.Debug("report", "kind", ev.Kind, "job", uint64(ev.Job), "err", err)
+			return // the leader is unreachable; the next round reports again
 		}
 	}
 }
 
-// driveSteps starts this node's share of the running steps of job j (this
-// node is its allocation's node i) and marks them wanted; a step that
-// ended or was cancelled is not wanted, so drive stops its tasks.
-func (a *Agent) driveSteps(ctx context.Context, v *fsm.View, j *cluster.Job, i int,
-	running, pendingExit, wanted map[exec.TaskKey]bool, canStart bool) {
-	for si := range j.Steps {
-		st := &j.Steps[si]
-		if st.State != cluster.StepRunning || st.Incarnation != j.Incarnation {
-			continue
+// start starts one task of the plan; it says whether it did.
+func (a *Agent) start(ctx context.Context, v *fsm.View, s worker.Start) bool {
+	j := s.Job
+	l := a.launch(v, j, s.NodeIndex)
+	if s.Step != nil {
+		names := make([]string, len(s.Step.Nodes))
+		tasks := 0
+		for n, sn := range s.Step.Nodes {
+			names[n] = sn.Node
+			if sn.Node == a.cfg.Name {
+				tasks = sn.Tasks
+			}
 		}
-		k := slices.IndexFunc(st.Nodes, func(n cluster.StepNode) bool { return n.Node == a.cfg.Name })
-		if k < 0 || st.Nodes[k].State == cluster.TaskExited || st.Nodes[k].State == cluster.TaskLost {
-			continue
-		}
-		key := exec.TaskKey{Job: j.ID, Incarnation: j.Incarnation, Step: st.ID}
-		wanted[key] = true
-		if running[key] || pendingExit[key] || !canStart {
-			continue
-		}
-		names := make([]string, len(st.Nodes))
-		for n := range st.Nodes {
-			names[n] = st.Nodes[n].Node
-		}
-		l := a.launch(v, j, i)
-		stepCopy := *st
+		stepCopy := *s.Step
 		l.Step = &stepCopy
 		l.StepNodeList = slurm.CompressHostlist(names)
 		if err := a.exec.Start(ctx, l); err != nil {
-			a.log.Warn("start step", "job", uint64(j.ID), "step", st.ID, "err", err)
-			continue
+			a.log.Warn("start step", "job", uint64(j.ID), "step", s.Step.ID, "err", err)
+			return false
 		}
-		a.log.Info("step started here", "job", uint64(j.ID), "step", st.ID, "tasks", st.Nodes[k].Tasks)
+		a.log.Info("step started here", "job", uint64(j.ID), "step", s.Step.ID, "tasks", tasks)
+		return true
 	}
+	if j.Spec.Batch != nil {
+		l.Stdout, l.Stderr = batchOutput(j, a.cfg.Name)
+	}
+	if err := a.exec.Start(ctx, l); err != nil {
+		// The executor records a start failure as an exit, which the report
+		// loop sends; nothing else to do here.
+		a.log.Warn("start job", "job", uint64(j.ID), "err", err)
+		return false
+	}
+	a.log.Info("job started here", "job", uint64(j.ID), "incarnation", j.Incarnation, "node_rank", s.NodeIndex)
+	return true
 }
 
 // launch is what the executor needs to run job j's tasks on this node,
@@ -449,28 +426,6 @@ func batchOutput(j *cluster.Job, node string) (stdout, stderr string) {
 		stderr = path(j.Spec.Batch.Error)
 	}
 	return stdout, stderr
-}
-
-func (a *Agent) startTasks(ctx context.Context, v *fsm.View, j *cluster.Job, nodeIndex int) {
-	l := a.launch(v, j, nodeIndex)
-	if j.Spec.Batch != nil {
-		l.Stdout, l.Stderr = batchOutput(j, a.cfg.Name)
-	}
-	if err := a.exec.Start(ctx, l); err != nil {
-		// The executor records a start failure as an exit, which the report
-		// loop sends; nothing else to do here.
-		a.log.Warn("start job", "job", uint64(j.ID), "err", err)
-		return
-	}
-	a.log.Info("job started here", "job", uint64(j.ID), "incarnation", j.Incarnation, "node_rank", nodeIndex)
-	a.reportStarted(ctx, j)
-}
-
-func (a *Agent) reportStarted(ctx context.Context, j *cluster.Job) {
-	err := a.sendTaskEvent(ctx, taskEvent{Kind: "started", Job: j.ID, Incarnation: j.Incarnation, Node: a.cfg.Name})
-	if err != nil {
-		a.log.Debug("report start", "job", uint64(j.ID), "err", err)
-	}
 }
 
 // taskHosts are the cluster's node names at their agents' addresses (the

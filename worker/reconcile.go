@@ -1,0 +1,192 @@
+package worker
+
+import (
+	"slices"
+	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec"
+)
+
+// Input is what Reconcile decides from.
+type Input struct {
+	// Node is this node's name.
+	Node string
+	// Jobs are the replicated jobs (a consistent view).
+	Jobs []*cluster.Job
+	// Running are the tasks the executor runs here.
+	Running []exec.TaskKey
+	// PendingExits are the tasks whose exit is recorded here and not yet
+	// acknowledged by the leader.
+	PendingExits []exec.TaskKey
+	// CanStart says the lease lets this node start tasks (MayStart).
+	CanStart bool
+}
+
+// Ref names one run (incarnation) of a job.
+type Ref struct {
+	Job         cluster.JobID
+	Incarnation uint64
+}
+
+// Start is one task to start: job Job's own task (Step nil) or its step
+// Step's tasks, on its allocation's node NodeIndex.
+type Start struct {
+	Job       *cluster.Job
+	NodeIndex int
+	Step      *cluster.Step
+}
+
+// Key is the executor's key of the task s starts.
+func (s Start) Key() exec.TaskKey {
+	k := exec.TaskKey{Job: s.Job.ID, Incarnation: s.Job.Incarnation, Step: exec.NoStep}
+	if s.Step != nil {
+		k.Step = s.Step.ID
+	}
+	return k
+}
+
+// Plan is what Reconcile decided, in the order to act on it.
+type Plan struct {
+	// Stop are running tasks no longer wanted (the job or step ended, was
+	// cancelled, or moved to another incarnation).
+	Stop []exec.TaskKey
+	// Start are tasks to start. A job's own task started without error
+	// is then reported started.
+	Start []Start
+	// Started are runs that hold this node and whose start the leader
+	// has not recorded: the task runs, or this node only holds GPUs for a
+	// batch job's steps.
+	Started []Ref
+	// Release are runs that ended and hold this node's resources with no
+	// local task left: the leader may free them (a duplicate is harmless).
+	Release []Ref
+}
+
+// Reconcile compares what the replicated state wants of this node with
+// what runs here. It is pure: the same input always gives the same plan.
+func Reconcile(in Input) Plan {
+	running := make(map[exec.TaskKey]bool, len(in.Running))
+	// busy counts, per run, the local keys (its own task and its steps)
+	// still running or with an exit not yet reported: the node's
+	// resources may be released only once none is left (DESIGN invariant
+	// 1).
+	busy := map[exec.TaskKey]int{}
+	for _, k := range in.Running {
+		running[k] = true
+		busy[exec.TaskKey{Job: k.Job, Incarnation: k.Incarnation, Step: exec.NoStep}]++
+	}
+	pendingExit := make(map[exec.TaskKey]bool, len(in.PendingExits))
+	for _, k := range in.PendingExits {
+		pendingExit[k] = true
+		busy[exec.TaskKey{Job: k.Job, Incarnation: k.Incarnation, Step: exec.NoStep}]++
+	}
+	wanted := map[exec.TaskKey]bool{}
+
+	var p Plan
+	for _, j := range in.Jobs {
+		i := j.Alloc.Find(in.Node)
+		if i < 0 {
+			continue
+		}
+		na := j.Alloc.Nodes[i]
+		if na.Released {
+			continue
+		}
+		key := exec.TaskKey{Job: j.ID, Incarnation: j.Incarnation, Step: exec.NoStep}
+		ref := Ref{Job: j.ID, Incarnation: j.Incarnation}
+		// A batch job's own task is its script, on the first node only; the
+		// other nodes hold their resources for its steps.
+		ownTask := j.Spec.Batch == nil || i == 0
+		switch {
+		case j.State == cluster.JobRunning:
+			wanted[key] = true
+			switch {
+			case ownTask && !running[key] && !pendingExit[key]:
+				if in.CanStart {
+					p.Start = append(p.Start, Start{Job: j, NodeIndex: i})
+				}
+			case na.State == cluster.TaskAssigned && (running[key] || !ownTask && in.CanStart):
+				p.Started = append(p.Started, ref)
+			}
+			p.Start = append(p.Start, steps(in, j, i, running, pendingExit, wanted)...)
+		case busy[key] == 0:
+			// The job ended (cancelled, failed elsewhere) or is being
+			// requeued, and holds resources here that no local task uses
+			// (perhaps it never started here).
+			p.Release = append(p.Release, ref)
+		}
+	}
+	for _, k := range in.Running {
+		if !wanted[k] {
+			p.Stop = append(p.Stop, k)
+		}
+	}
+	return p
+}
+
+// steps are the tasks of job j's running steps to start on this node (its
+// allocation's node i); every step that still has a share here is marked
+// wanted, and one that ended or was cancelled is not, so its tasks stop.
+func steps(in Input, j *cluster.Job, i int, running, pendingExit, wanted map[exec.TaskKey]bool) []Start {
+	var out []Start
+	for si := range j.Steps {
+		st := &j.Steps[si]
+		if st.State != cluster.StepRunning || st.Incarnation != j.Incarnation {
+			continue
+		}
+		k := slices.IndexFunc(st.Nodes, func(n cluster.StepNode) bool { return n.Node == in.Node })
+		if k < 0 || st.Nodes[k].State == cluster.TaskExited || st.Nodes[k].State == cluster.TaskLost {
+			continue
+		}
+		key := exec.TaskKey{Job: j.ID, Incarnation: j.Incarnation, Step: st.ID}
+		wanted[key] = true
+		if running[key] || pendingExit[key] || !in.CanStart {
+			continue
+		}
+		out = append(out, Start{Job: j, NodeIndex: i, Step: st})
+	}
+	return out
+}
+
+// Exits chooses, among the exits recorded here and not yet acknowledged
+// (pending, in the executor's order), the ones to report now, at most
+// max. A job's own exit releases this node's resources, so it waits until
+// no step of the same run is still running here (DESIGN invariant 1).
+func Exits(running, pending []exec.TaskKey, max int) []exec.TaskKey {
+	stepsAlive := map[Ref]bool{}
+	for _, k := range running {
+		if k.Step != exec.NoStep {
+			stepsAlive[Ref{Job: k.Job, Incarnation: k.Incarnation}] = true
+		}
+	}
+	var out []exec.TaskKey
+	for _, k := range pending {
+		if len(out) == max {
+			break
+		}
+		if k.Step == exec.NoStep && stepsAlive[Ref{Job: k.Job, Incarnation: k.Incarnation}] {
+			continue // its steps are still stopping; report on a later round
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// Lease is what this node knows of its own lease.
+type Lease struct {
+	// Renewed is when the last heartbeat the leader accepted was sent.
+	Renewed time.Time
+	// Index is the raft index the leader answered that heartbeat with.
+	Index uint64
+	// TTL is how long a renewal holds.
+	TTL time.Duration
+}
+
+// MayStart says whether a node may start tasks now, its replica being at
+// viewIndex: its lease must be current, and its replica must have applied
+// what the leader had applied when it renewed the lease (so an allocation
+// the leader already took back is not started from a stale view).
+func MayStart(l Lease, now time.Time, viewIndex uint64) bool {
+	return now.Sub(l.Renewed) <= l.TTL && viewIndex >= l.Index
+}

@@ -1,0 +1,268 @@
+package worker
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec"
+)
+
+// TestScripts runs the scenarios in testdata. Each directive describes
+// the replicated jobs and the executor's tasks in its input lines, then
+// shows the decision:
+//
+//	reconcile [canstart=no]                  Reconcile
+//	exits [max=N]                            Exits (max 256 by default)
+//	maystart renewed=SECONDS-AGO|never ttl=SECONDS index=I view=V
+//
+// with input lines
+//
+//	node NAME                                this node (default n1)
+//	job id=J nodes=A,B [state=S] [inc=I] [batch=yes] [started=A,B] [released=A] [exited=A]
+//	                                         a job (state running, inc 1 by default);
+//	                                         started: shares the leader saw start
+//	step job=J id=S nodes=A,B [state=S] [inc=I] [exited=A] [lost=A]
+//	running KEY...                           the executor's tasks: J.I (own task) or J.I.S
+//	pending KEY...                           exits recorded, not yet acknowledged
+//
+// Regenerate with: go test ./worker -run TestScripts -rewrite
+func TestScripts(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			s := &script{node: "n1"}
+			for line := range strings.Lines(d.Input) {
+				if err := s.setup(strings.Fields(line)); err != nil {
+					d.Fatalf(t, "%s: %v", d.Pos, err)
+				}
+			}
+			out, err := s.decide(d.Cmd, argMap(d.CmdArgs))
+			if err != nil {
+				d.Fatalf(t, "%s: %v", d.Pos, err)
+			}
+			return out
+		})
+	})
+}
+
+type script struct {
+	node             string
+	jobs             []*cluster.Job
+	running, pending []exec.TaskKey
+}
+
+func argMap(cas []datadriven.CmdArg) map[string]string {
+	args := map[string]string{}
+	for _, a := range cas {
+		args[a.Key] = strings.Join(a.Vals, ",")
+	}
+	return args
+}
+
+// setup applies one input line.
+func (s *script) setup(f []string) error {
+	if len(f) == 0 {
+		return nil
+	}
+	args := map[string]string{}
+	for _, w := range f[1:] {
+		k, v, _ := strings.Cut(w, "=")
+		args[k] = v
+	}
+	switch f[0] {
+	case "node":
+		if len(f) != 2 {
+			return fmt.Errorf("node: want one name")
+		}
+		s.node = f[1]
+		return nil
+	case "job":
+		return s.job(args)
+	case "step":
+		return s.step(args)
+	case "running", "pending":
+		var keys []exec.TaskKey
+		for _, w := range f[1:] {
+			k, err := parseKey(w)
+			if err != nil {
+				return err
+			}
+			keys = append(keys, k)
+		}
+		if f[0] == "running" {
+			s.running = keys
+		} else {
+			s.pending = keys
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown input %q", f[0])
+}
+
+// decide runs one decision on the state the input lines built.
+func (s *script) decide(cmd string, args map[string]string) (string, error) {
+	switch cmd {
+	case "reconcile":
+		p := Reconcile(Input{Node: s.node, Jobs: s.jobs, Running: s.running, PendingExits: s.pending, CanStart: args["canstart"] != "no"})
+		return formatPlan(p), nil
+	case "exits":
+		max := 256
+		if m, ok := args["max"]; ok {
+			var err error
+			if max, err = strconv.Atoi(m); err != nil {
+				return "", fmt.Errorf("max: %w", err)
+			}
+		}
+		return joinKeys(Exits(s.running, s.pending, max)) + "\n", nil
+	case "maystart":
+		now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+		n := func(k string) int { v, _ := strconv.Atoi(args[k]); return v }
+		l := Lease{Renewed: now.Add(-time.Duration(n("renewed")) * time.Second), TTL: time.Duration(n("ttl")) * time.Second, Index: uint64(n("index"))}
+		if args["renewed"] == "never" {
+			l.Renewed = time.Time{}
+		}
+		return fmt.Sprintln(MayStart(l, now, uint64(n("view")))), nil
+	}
+	return "", fmt.Errorf("unknown command %q", cmd)
+}
+
+func (s *script) job(args map[string]string) error {
+	id, err := strconv.ParseUint(args["id"], 10, 64)
+	if err != nil {
+		return fmt.Errorf("id: %w", err)
+	}
+	j := &cluster.Job{ID: cluster.JobID(id), Incarnation: 1, State: cluster.JobRunning, Alloc: &cluster.Allocation{}}
+	if st, ok := args["state"]; ok {
+		j.State = cluster.JobState(strings.ToUpper(st))
+	}
+	if inc, ok := args["inc"]; ok {
+		if j.Incarnation, err = strconv.ParseUint(inc, 10, 64); err != nil {
+			return fmt.Errorf("inc: %w", err)
+		}
+	}
+	if args["batch"] == "yes" {
+		j.Spec.Batch = &cluster.Batch{}
+	}
+	in := func(list, node string) bool { return list != "" && strings.Contains(","+list+",", ","+node+",") }
+	for n := range strings.SplitSeq(args["nodes"], ",") {
+		na := cluster.NodeAlloc{Node: n, State: cluster.TaskAssigned}
+		switch {
+		case in(args["exited"], n):
+			na.State = cluster.TaskExited
+		case in(args["started"], n):
+			na.State = cluster.TaskRunning
+		}
+		na.Released = in(args["released"], n)
+		j.Alloc.Nodes = append(j.Alloc.Nodes, na)
+	}
+	s.jobs = append(s.jobs, j)
+	return nil
+}
+
+func (s *script) step(args map[string]string) error {
+	var j *cluster.Job
+	for _, x := range s.jobs {
+		if fmt.Sprint(uint64(x.ID)) == args["job"] {
+			j = x
+		}
+	}
+	if j == nil {
+		return fmt.Errorf("no job %q", args["job"])
+	}
+	id, err := strconv.Atoi(args["id"])
+	if err != nil {
+		return fmt.Errorf("id: %w", err)
+	}
+	st := cluster.Step{ID: id, Incarnation: j.Incarnation, State: cluster.StepRunning}
+	if v, ok := args["state"]; ok {
+		st.State = cluster.StepState(strings.ToUpper(v))
+	}
+	if inc, ok := args["inc"]; ok {
+		if st.Incarnation, err = strconv.ParseUint(inc, 10, 64); err != nil {
+			return fmt.Errorf("inc: %w", err)
+		}
+	}
+	in := func(list, node string) bool { return list != "" && strings.Contains(","+list+",", ","+node+",") }
+	for n := range strings.SplitSeq(args["nodes"], ",") {
+		sn := cluster.StepNode{Node: n, Tasks: 1, State: cluster.TaskRunning}
+		switch {
+		case in(args["exited"], n):
+			sn.State = cluster.TaskExited
+		case in(args["lost"], n):
+			sn.State = cluster.TaskLost
+		}
+		st.Nodes = append(st.Nodes, sn)
+	}
+	j.Steps = append(j.Steps, st)
+	return nil
+}
+
+// parseKey reads J.I (a job's own task) or J.I.S (step S).
+func parseKey(s string) (exec.TaskKey, error) {
+	parts := strings.Split(s, ".")
+	if len(parts) < 2 || len(parts) > 3 {
+		return exec.TaskKey{}, fmt.Errorf("task %q: want JOB.INC or JOB.INC.STEP", s)
+	}
+	var n [3]uint64
+	for i, p := range parts {
+		v, err := strconv.ParseUint(p, 10, 32)
+		if err != nil {
+			return exec.TaskKey{}, fmt.Errorf("task %q: %w", s, err)
+		}
+		n[i] = v
+	}
+	k := exec.TaskKey{Job: cluster.JobID(n[0]), Incarnation: n[1], Step: exec.NoStep}
+	if len(parts) == 3 {
+		k.Step = int(n[2])
+	}
+	return k, nil
+}
+
+func formatKey(k exec.TaskKey) string {
+	if k.Step == exec.NoStep {
+		return fmt.Sprintf("%d.%d", k.Job, k.Incarnation)
+	}
+	return fmt.Sprintf("%d.%d.%d", k.Job, k.Incarnation, k.Step)
+}
+
+func joinKeys(ks []exec.TaskKey) string {
+	if len(ks) == 0 {
+		return "(none)"
+	}
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = formatKey(k)
+	}
+	return strings.Join(out, " ")
+}
+
+func formatPlan(p Plan) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "stop: %s\n", joinKeys(p.Stop))
+	b.WriteString("start:")
+	if len(p.Start) == 0 {
+		b.WriteString(" (none)")
+	}
+	for _, s := range p.Start {
+		fmt.Fprintf(&b, " %s@%d", formatKey(s.Key()), s.NodeIndex)
+	}
+	b.WriteString("\n")
+	refs := func(name string, rs []Ref) {
+		fmt.Fprintf(&b, "%s:", name)
+		if len(rs) == 0 {
+			b.WriteString(" (none)")
+		}
+		for _, r := range rs {
+			fmt.Fprintf(&b, " %d.%d", r.Job, r.Incarnation)
+		}
+		b.WriteString("\n")
+	}
+	refs("started", p.Started)
+	refs("release", p.Release)
+	return b.String()
+}
