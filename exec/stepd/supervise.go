@@ -1,10 +1,11 @@
-package exec
+package stepd
 
 import (
 	"syscall"
 	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 // rankExit is one rank's leader process reaped.
@@ -84,7 +85,7 @@ func supervise(s supervision) outcome {
 			out.cause = cause
 		}
 		grace := s.grace
-		if cause == causeFenced && s.fenceGrace > 0 {
+		if cause == task.CauseFenced && s.fenceGrace > 0 {
 			grace = min(grace, s.fenceGrace)
 		}
 		if terminating {
@@ -117,13 +118,13 @@ func supervise(s supervision) outcome {
 				failed = true
 				out.code = x.code
 				if left > 0 {
-					terminate(causeExit)
+					terminate(task.CauseExit)
 				}
 			}
 		case c := <-s.stop:
 			terminate(c)
 		case <-limitC:
-			terminate(causeTimeout)
+			terminate(task.CauseTimeout)
 		case <-earlyC:
 			earlyC = nil
 			s.earlySignal()
@@ -136,7 +137,7 @@ func supervise(s supervision) outcome {
 		}
 	}
 	if out.cause == "" {
-		out.cause = causeExit
+		out.cause = task.CauseExit
 	}
 	return out
 }

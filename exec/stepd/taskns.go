@@ -1,4 +1,4 @@
-package exec
+package stepd
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 // Task namespaces: on one machine that hosts several agents (`shoal dev`,
@@ -40,19 +42,9 @@ import (
 // runs TaskNamespaceMain.
 const TaskNamespaceCommand = "__task-namespace"
 
-// hostsFile is the private /etc/hosts of a task in its task directory.
-const hostsFile = "hosts"
-
 // maxEnvBytes bounds a task environment the helper reads (Linux refuses
 // much smaller ones at exec).
 const maxEnvBytes = 64 << 20
-
-// Host is a node name and its agent's address (an IP), for the private
-// /etc/hosts of tasks.
-type Host struct {
-	Name string
-	Addr string
-}
 
 // inTaskNamespace makes cmd, a rank's command as exec builds it, run in
 // its own UTS and mount namespace through helper (Config.TaskNamespace),
@@ -65,13 +57,13 @@ type Host struct {
 // helper itself runs with helperOwnEnv. It depends on nothing but its
 // arguments, so any process that forks ranks can call it. The caller
 // calls release once cmd has started (or failed to).
-func inTaskNamespace(cmd *osexec.Cmd, helper []string, hostname, taskDir string, hosts []Host, log *slog.Logger) (release func(), err error) {
+func inTaskNamespace(cmd *osexec.Cmd, helper []string, hostname, taskDir string, hosts []task.Host, log *slog.Logger) (release func(), err error) {
 	release = func() {}
 	if len(helper) == 0 {
 		return release, nil
 	}
-	file := filepath.Join(taskDir, hostsFile)
-	if ok, err := exists(file); err != nil {
+	file := filepath.Join(taskDir, task.HostsFile)
+	if ok, err := task.Exists(file); err != nil {
 		return release, fmt.Errorf("task namespace: %w", err)
 	} else if !ok {
 		// Read by the helper before any rank runs; a task never restarts,
@@ -120,7 +112,7 @@ func inTaskNamespace(cmd *osexec.Cmd, helper []string, hostname, taskDir string,
 
 // helperMarkers are the variables of a task's environment the helper's
 // own environment keeps: recovery finds a task's processes by them (see
-// environMarks). The dynamic loader and the Go runtime read none of them.
+// EnvironMarks). The dynamic loader and the Go runtime read none of them.
 var helperMarkers = []string{"SHOAL_JOB_ID", "SHOAL_INCARNATION", "SHOAL_STEP_ID", "SHOAL_NODE_NAME"}
 
 // helperOwnEnv is the task namespace helper's own environment: a fixed PATH
@@ -199,7 +191,7 @@ func parseEnvBlock(b []byte) []string {
 // empty or has blanks, is left out: /etc/hosts cannot say it), then the
 // host's own /etc/hosts, so the names it knows still resolve; the first
 // match wins, so node names resolve to their agents.
-func hostsContent(hosts []Host, log *slog.Logger) []byte {
+func hostsContent(hosts []task.Host, log *slog.Logger) []byte {
 	var b bytes.Buffer
 	b.WriteString("# Written by shoal: the cluster's node names at their agents' addresses.\n")
 	b.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
