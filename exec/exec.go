@@ -81,13 +81,13 @@ type Config struct {
 	// Logger receives exec's logs; slog.Default() when nil.
 	Logger *slog.Logger
 	// TaskNamespace, when set, is the argv prefix of the task namespace
-	// helper (the shoal binary and TaskNamespaceCommand): each rank then
+	// helper (the shoal binary and stepd.TaskNamespaceCommand): each rank then
 	// runs in its own UTS and mount namespace with NodeName as hostname
 	// and an /etc/hosts naming Launch.Hosts. It needs root.
 	TaskNamespace []string
 	// StepdCommand is the argv prefix that runs a task supervisor (see
-	// StepdMain); this binary with StepdArg when empty. Every task runs
-	// under a supervisor process of its own, which outlives the agent.
+	// package stepd); this binary with task.StepdArg when empty. Every task
+	// runs under a supervisor process of its own, which outlives the agent.
 	StepdCommand []string
 	// LeaseTTL, when positive, arms the supervisors' fencing watchdog: a
 	// task is fenced once LeaseTTL has passed since the last heartbeat
@@ -95,7 +95,7 @@ type Config struct {
 	LeaseTTL time.Duration
 	// Cgroup, when set, is the agent's cgroup tree (cgroup.Detect, then
 	// cgroup.Open): every task then runs in cgroups of its own under it,
-	// confined to the node's share of its allocation (see cgroup.go).
+	// confined to the node's share of its allocation (see package stepd).
 	// Nil: no confinement.
 	Cgroup *cgroup.Root
 	// HostCPUs are the host's CPU ids in the order of the node's CPU
@@ -127,7 +127,7 @@ type Exit struct {
 	Usage *cluster.Usage
 }
 
-// exit is the Exit of the record; key is the task's key, which the
+// exitOf is the Exit of the record r; key is the task's key, which the
 // directory name gives (records older than steps carry no step).
 func exitOf(r task.ExitRecord, key TaskKey) Exit {
 	return Exit{Job: key.Job, Incarnation: key.Incarnation, Step: key.Step,
@@ -154,13 +154,16 @@ type LogFile struct {
 	unreadable string
 }
 
-// Executor runs this node's ranks and records their exits durably.
+// Executor is the agent's side of this node's tasks: it starts each under
+// a supervisor of its own, finds them again after an agent restart, stops
+// and signals them through their supervisors, and keeps their exits until
+// the agent acknowledges them. The supervisors run the ranks.
 type Executor struct {
 	cfg    Config
 	log    *slog.Logger
 	jobs   string // DataDir/jobs
 	notify chan struct{}
-	wg     sync.WaitGroup // every goroutine exec starts
+	wg     sync.WaitGroup // every task's watch
 
 	mu       sync.Mutex
 	closed   bool
@@ -246,20 +249,21 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	return e, nil
 }
 
-// Start launches this node's share of l and returns once every rank was
-// forked. Each rank leads its own process group.
+// Start launches this node's share of l under a supervisor of its own
+// and returns once the supervisor reports every rank forked. Each rank
+// leads its own process group.
 //
 //   - The job's own tasks (Step nil, no Spec.Batch): Spec.Command as
 //     Spec.Request.TasksPerNode ranks (default 1) with the environment of
-//     Env, under the job's time limit.
+//     stepd.Env, under the job's time limit.
 //   - A batch job's own task (Step nil, Spec.Batch set) runs on the first
 //     node only (NodeIndex 0; elsewhere Start returns an error): the
 //     script, written to the task directory as an executable owned by the
 //     job's user, runs as one task with Spec.Batch.Args, in Spec.WorkDir,
-//     with BatchEnv, under the job's time limit. Its output goes to
+//     with stepd.BatchEnv, under the job's time limit. Its output goes to
 //     Stdout/Stderr when set. When it ends, the job's steps still running
 //     on this node are stopped.
-//   - A step (Step set): this node's StepNode of it, with Env; no time
+//   - A step (Step set): this node's StepNode of it, with stepd.Env; no time
 //     limit of its own.
 //
 // Start is idempotent per TaskKey {Job, Incarnation, Step ID or NoStep}: a

@@ -16,16 +16,18 @@ import (
 	"github.com/shoal-sched/shoal/exec/task"
 )
 
-// Cgroups: with Config.Cgroup set, every task's processes live in a
-// cgroup of their own from birth (the rank is forked into it, see
-// cgroup.Hierarchy.ForkIn), under a cgroup of the job incarnation that
-// holds the node's share of the allocation as limits: its CPUs (mapped to
-// host CPUs through Config.HostCPUs), its memory, its GPUs (the devices
-// controller, v1), and, per task, Config.TaskPidsMax. At the task's end
-// everything left in the task's cgroup is killed — a daemon that left the
-// ranks' process groups included — before the exit is recorded; the
-// kernel's OOM kills turn an exit into cause "oom"; and the cgroup's usage
-// goes into the exit record.
+// Cgroups: with a cgroup tree in stepd.json (exec.Config.Cgroup), every
+// task's processes live in a cgroup of their own from birth (the rank is
+// forked into it, see cgroup.Hierarchy.ForkIn), under a cgroup of the job
+// incarnation that holds the node's share of the allocation as limits:
+// its CPUs (mapped to host CPUs through exec.Config.HostCPUs), its
+// memory, its GPUs (the devices controller, v1), and, per task,
+// exec.Config.TaskPidsMax. At the task's end everything left in the
+// task's cgroup is killed — a daemon that left the ranks' process groups
+// included — before the exit is recorded; the kernel's OOM kills turn an
+// exit into cause "oom"; and the cgroup's usage goes into the exit
+// record. The agent's recovery kills what is left in a lost task's cgroup
+// (package exec).
 
 const (
 	// rssSample is how often a supervisor samples its task's memory for

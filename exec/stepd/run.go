@@ -116,8 +116,9 @@ func (s *supervisor) run(launched chan<- error) {
 	}
 
 	// Every leader is reaped. Whatever they left behind in their groups
-	// (background children) dies with them, as in a Slurm step, and exec
-	// waits for it: the GPUs are released only once nothing runs.
+	// (background children) dies with them, as in a Slurm step, and the
+	// supervisor waits for it: the GPUs are released only once nothing
+	// runs.
 	signal(syscall.SIGKILL)
 	if alive := waitGroupsGone(pgids, task.GoneWait); len(alive) > 0 {
 		log.Error("processes survived SIGKILL", "pids", alive)
@@ -235,7 +236,7 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 		pgids = append(pgids, r.pid)
 		log.Debug("rank started", "rank", rank, "pid", r.pid)
 		if err := task.WriteJSON(s.dir, task.ProcFile(rank), task.ProcRecord{Rank: rank, PID: r.pid, StartTicks: r.startTicks}); err != nil {
-			// A rank exec cannot find again after a crash must not run.
+			// A rank the agent cannot find again after a crash must not run.
 			return pgids, task.CodeNotFound, fmt.Errorf("rank %d: record pid %d: %w", rank, r.pid, err)
 		}
 	}
@@ -245,7 +246,7 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 // runRank starts cmd and waits for it. The child's Pdeathsig (SIGKILL)
 // fires when the OS thread that forked it exits, not the process: the
 // goroutine keeps that thread locked until the child is reaped, so the
-// signal fires only if the agent itself dies. The same locked thread
+// signal fires only if the supervisor itself dies. The same locked thread
 // forks the child into the task's cgroup cg, when there is one: the
 // child never runs outside it.
 func runRank(cmd *osexec.Cmd, cg *taskCgroup, local int, ready chan<- rankStart, exits chan<- rankExit) {
@@ -294,16 +295,16 @@ func startFailCode(err error) int {
 // openOutput opens rank's stdout and stderr: the task's Stdout/Stderr
 // files when set (the same *os.File for both when they are one path),
 // opened as the job's user and never through a symbolic link, with what
-// was opened recorded in the task directory (see output.go); else the
-// rank files of the task directory, owned by the job's user when exec
-// switches to it.
+// was opened recorded in the task directory (see task.OpenOutput); else
+// the rank files of the task directory, owned by the job's user when the
+// ranks run as that user.
 func (s *supervisor) openOutput(rank int, cred *syscall.Credential) (stdout, stderr *os.File, err error) {
 	l := s.cfg.Launch
 	var opened task.OutputRecord
 	open := func(path, ext, stream string) (*os.File, error) {
 		if path != "" {
 			// O_NONBLOCK keeps a FIFO without a reader from blocking the
-			// agent; os/exec makes the descriptor blocking again (Fd).
+			// supervisor; os/exec makes the descriptor blocking again (Fd).
 			flags := os.O_WRONLY | os.O_CREATE | syscall.O_NOCTTY | syscall.O_NONBLOCK
 			if l.Spec.Batch != nil && l.Spec.Batch.OpenMode == "append" {
 				flags |= os.O_APPEND

@@ -44,8 +44,8 @@ var (
 // agent may die or restart; nothing of it has to reap the supervisor).
 //
 // The supervisor reads DIR/stepd.json, listens on DIR/stepd.sock, runs
-// the task with the executor's own code (Start's ranks, time limit,
-// --signal, kill-wait, exit record), reports the launch on descriptor 3
+// the task (its ranks, time limit, --signal warning, kill-wait, cgroup,
+// exit record), reports the launch on descriptor 3
 // when it is open, serves stop, signal and wait requests, fences the task
 // when the lease file ends, and exits once the exit record is written.
 // ctx ending (SIGTERM to the supervisor) fences the task too.
@@ -95,7 +95,7 @@ func detachStepd(dir string) int {
 // the exit. It lives in the `shoal stepd` process of the task, never in
 // the agent.
 type supervisor struct {
-	cfg  task.StepdConfig // stepd.json: the task.Launch and the agent's settings
+	cfg  task.StepdConfig // stepd.json: the Launch and the agent's settings
 	log  *slog.Logger
 	key  task.Key
 	plan task.Plan

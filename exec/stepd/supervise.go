@@ -19,7 +19,7 @@ type rankExit struct {
 type supervision struct {
 	ranks     int                          // leaders started and not yet reaped
 	exits     <-chan rankExit              // one value per leader
-	stop      <-chan string                // a cause from Stop
+	stop      <-chan string                // a stop cause (request, record, watchdog)
 	timeLimit time.Duration                // 0: none; measured from the call
 	grace     time.Duration                // SIGTERM to SIGKILL: the kill-wait
 	signal    func(syscall.Signal)         // to every rank's process group
@@ -49,7 +49,7 @@ type outcome struct {
 
 // supervise waits until every rank leader is reaped. The first of these
 // ends the task early: a rank exiting non-zero (cause exit), the time limit
-// (cause timeout), a Stop (its cause). Ending sends SIGTERM to every group,
+// (cause timeout), a stop (its cause). Ending sends SIGTERM to every group,
 // then SIGKILL after the grace period (fenceGrace for cause fenced). The
 // first cause wins.
 //

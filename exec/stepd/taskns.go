@@ -21,7 +21,7 @@ import (
 
 // Task namespaces: on one machine that hosts several agents (`shoal dev`,
 // the integration tests), node names are not host names. With
-// Config.TaskNamespace set, each rank runs in its own UTS and mount
+// exec.Config.TaskNamespace set, each rank runs in its own UTS and mount
 // namespace whose hostname is the node's name and whose /etc/hosts maps
 // every node name to its agent's address, as on a real cluster. Go cannot
 // run code between fork and exec, so the rank is forked (as root, in the
@@ -46,10 +46,11 @@ const TaskNamespaceCommand = "__task-namespace"
 // much smaller ones at exec).
 const maxEnvBytes = 64 << 20
 
-// inTaskNamespace makes cmd, a rank's command as exec builds it, run in
-// its own UTS and mount namespace through helper (Config.TaskNamespace),
-// with hostname as its hostname and hosts, written to taskDir once, as its
-// /etc/hosts; with helper empty it leaves cmd alone. The helper runs as
+// inTaskNamespace makes cmd, a rank's command as the supervisor builds
+// it, run in its own UTS and mount namespace through helper
+// (exec.Config.TaskNamespace), with hostname as its hostname and hosts,
+// written to taskDir once, as its /etc/hosts; with helper empty it leaves
+// cmd alone. The helper runs as
 // root and takes the rank's Credential itself (a process that has switched
 // to the user could not set a hostname or mount), then re-arms Pdeathsig,
 // which a change of ids clears, and enters cmd.Dir as the user. cmd's
@@ -310,7 +311,7 @@ func parseID(s string) (int, error) {
 	return int(n), err
 }
 
-// TaskNamespaceMain is the helper: run by exec as root in a rank's new
+// TaskNamespaceMain is the helper: run by a supervisor as root in a rank's new
 // UTS and mount namespaces with the arguments inTaskNamespace wrote, it
 // reads the task's environment from --env-fd (closing it), makes every
 // mount a slave of the host's (so its own mounts never reach the host,
@@ -379,7 +380,7 @@ func TaskNamespaceMain(args []string) int {
 		if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(a.pdeathsig), 0); e != 0 {
 			return fail(1, "set parent-death signal: %v", e)
 		}
-		if os.Getppid() != ppid { // the agent died before the signal was armed
+		if os.Getppid() != ppid { // the supervisor died before the signal was armed
 			return 128 + int(a.pdeathsig)
 		}
 	}
@@ -399,7 +400,7 @@ func TaskNamespaceMain(args []string) int {
 	return fail(code, "exec %s: %v", a.argv[0], err)
 }
 
-// ProbeTaskNamespace runs helper (the argv prefix of Config.TaskNamespace)
+// ProbeTaskNamespace runs helper (the argv prefix of exec.Config.TaskNamespace)
 // once in new namespaces, as a rank would, without running anything
 // after the setup: an agent calls it to learn whether this machine lets
 // it (root, a kernel and a container that allow the namespaces and the

@@ -11,7 +11,7 @@ import (
 )
 
 // Exit causes. They are the values of fsm's Cause* constants (fsm may not
-// be imported here: exec depends on domain types only) and must stay equal
+// be imported here: exec and stepd depend on domain types only) and must stay equal
 // to them; they travel in TaskExited.
 const (
 	CauseExit      = "exit"      // fsm.CauseExit
@@ -60,7 +60,7 @@ func CgroupPaths(k Key) (job, task string) {
 	return job, task
 }
 
-// Launch is everything exec needs to run this node's share of a job
+// Launch is everything a supervisor needs to run this node's share of a job
 // incarnation, or of one of its steps.
 type Launch struct {
 	Job         cluster.JobID

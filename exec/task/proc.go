@@ -20,7 +20,7 @@ const (
 	GonePoll = 20 * time.Millisecond
 )
 
-// ProcStat is what exec reads from /proc/<pid>/stat.
+// ProcStat is what the agent and the supervisors read from /proc/<pid>/stat.
 type ProcStat struct {
 	State      byte   // R, S, D, Z, ...
 	PGrp       int    // process group

@@ -27,7 +27,8 @@ const (
 )
 
 // StartRecord says that a task was launched; with no ExitRecord beside it,
-// a restarted agent must find and kill its processes.
+// a restarted agent must reattach to its supervisor or, with none left,
+// find and kill its processes.
 type StartRecord struct {
 	Job         cluster.JobID `json:"job"`
 	Incarnation uint64        `json:"incarnation"`
