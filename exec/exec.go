@@ -452,6 +452,8 @@ func (e *Executor) lose(t *tracked, out outcome) {
 	e.finish(t, out)
 }
 
+// writeStart creates t's directory and records l, the supervisor's input,
+// and the start record, which makes the task one that ran here.
 func (e *Executor) writeStart(t *tracked, l Launch, p task.Plan) error {
 	if err := os.Mkdir(t.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
@@ -535,8 +537,9 @@ func (e *Executor) signalPending() {
 }
 
 // Stop ends a running task: SIGTERM to every rank's process group, SIGKILL
-// after KillWait (KillGrace for cause "fenced"). The exit record carries cause unless the ranks had
-// already ended it (a rank failed, the time limit). It returns whether the
+// after KillWait (KillGrace for cause "fenced"). The exit record carries
+// cause unless the ranks had already ended it (a rank failed, the time
+// limit). It returns whether the
 // task was running; it does not wait for the ranks to die. Stopping a
 // step leaves the job's own task and its other steps running. The task's
 // supervisor does the stopping: Stop records the cause in the task
