@@ -17,11 +17,11 @@ import (
 // File names inside a task directory DataDir/jobs/<job>.<incarnation>/
 // (or <job>.<incarnation>.<step>/ for a step).
 const (
-	StartFile  = "start.json" // written and synced before the first fork
+	StartFile  = "start.json" // written and synced before the supervisor starts
 	ExitFile   = "exit.json"  // written once every rank is dead
 	AckFile    = "ack.json"   // written when the exit was reported
 	procGlob   = "proc-*.json"
-	StopFile   = "stop.json" // a Stop's cause, for the supervisor
+	StopFile   = "stop.json" // the agent's stop cause, for the supervisor
 	ScriptFile = "script"    // a batch job's script
 	HostsFile  = "hosts"     // the ranks' /etc/hosts, with task namespaces only
 )
