@@ -84,7 +84,7 @@ type taskCgroup struct {
 	rssSum, rssN uint64
 }
 
-// setupCgroup creates t's cgroups with their limits.
+// setupCgroup creates the task's cgroups with their limits.
 func (s *supervisor) setupCgroup(log *slog.Logger) (*taskCgroup, error) {
 	h, err := cgroup.Attach(*s.cfg.Cgroup)
 	if err != nil {

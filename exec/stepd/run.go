@@ -25,7 +25,7 @@ type rankStart struct {
 	err        error
 }
 
-// run launches t's ranks, supervises them to the end and records the exit.
+// run launches the task's ranks, supervises them to the end and records the exit.
 // It sends the launch result on launched exactly once, before supervising.
 func (s *supervisor) run(launched chan<- error) {
 	log := s.log.With("job", s.key.Job, "incarnation", s.key.Incarnation)
@@ -58,7 +58,7 @@ func (s *supervisor) run(launched chan<- error) {
 		close(sampled)
 	}
 	s.mu.Lock()
-	s.pgids = pgids // before Start returns, so Signal reaches them
+	s.pgids = pgids // before the launch is reported, so a signal request reaches them
 	s.mu.Unlock()
 	if startErr != nil {
 		log.Error("start ranks", "err", startErr)
