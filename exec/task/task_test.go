@@ -2,6 +2,12 @@ package task
 
 import (
 	"encoding/json"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -78,5 +84,40 @@ func TestRecordsOfEarlierAgents(t *testing.T) {
 	if err := json.Unmarshal([]byte(tests[0].old), &sc); err != nil || sc.Launch.Key() != (Key{Job: 7, Incarnation: 1, Step: NoStep}) ||
 		sc.Launch.Spec.WorkDir != "/home/ada/work" || sc.KillWait != time.Second {
 		t.Errorf("stepd.json decoded as %+v, %v", sc, err)
+	}
+}
+
+// TestTrackerAndSupervisorApart keeps the two sides of a task apart (see
+// the doc of packages exec and stepd): the agent's tracker never links
+// the supervisor's code, the supervisor never the tracker's, and this
+// package neither; they meet only in the formats defined here.
+func TestTrackerAndSupervisorApart(t *testing.T) {
+	const mod = "github.com/shoal-sched/shoal/"
+	for _, tt := range []struct {
+		dir    string
+		banned []string
+	}{
+		{"..", []string{mod + "exec/stepd"}},
+		{"../stepd", []string{mod + "exec"}},
+		{".", []string{mod + "exec", mod + "exec/stepd"}},
+	} {
+		files, err := filepath.Glob(filepath.Join(tt.dir, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: no Go files (%v)", tt.dir, err)
+		}
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range f.Imports {
+				if path, _ := strconv.Unquote(imp.Path.Value); slices.Contains(tt.banned, path) {
+					t.Errorf("%s imports %s", name, path)
+				}
+			}
+		}
 	}
 }
