@@ -34,7 +34,7 @@ func BenchmarkStartToExit(b *testing.B) {
 			b.Fatal(err)
 		}
 		start += time.Since(t0)
-		key := TaskKey{l.Job, 1, NoStep}
+		key := TaskKey{Job: l.Job, Incarnation: 1, Step: NoStep}
 	wait:
 		for {
 			for _, x := range e.PendingExits() {

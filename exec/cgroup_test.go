@@ -6,7 +6,6 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,67 +13,8 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/cgroup"
-	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec/task"
 )
-
-func TestTaskLimits(t *testing.T) {
-	canon := []int{0, 2, 1, 3} // two cores, threads numbered side by side
-	launch := func(na cluster.NodeAlloc) Launch {
-		na.Node = "n2"
-		return Launch{NodeIndex: 1, Alloc: cluster.Allocation{Nodes: []cluster.NodeAlloc{{Node: "n1"}, na}}}
-	}
-	for _, tc := range []struct {
-		name    string
-		l       Launch
-		has     cgroup.Controller
-		pids    int64
-		job     cgroup.Limits
-		task    cgroup.Limits
-		approx  bool
-		wantErr bool
-	}{
-		{name: "nothing asked: no cpuset, no memory limit, GPUs none", l: launch(cluster.NodeAlloc{}), has: cgroup.All,
-			job: cgroup.Limits{ConfineGPUs: true}},
-		{name: "everything", l: launch(cluster.NodeAlloc{CPUs: []int{0, 1}, MemMiB: 512, GPUs: []int{1, 3}}), has: cgroup.All, pids: 4096,
-			job:  cgroup.Limits{CPUs: []int{0, 2}, MemoryBytes: 512 << 20, ConfineGPUs: true, GPUs: []int{1, 3}},
-			task: cgroup.Limits{PidsMax: 4096}},
-		{name: "memory below Slurm's MinRAMSpace", l: launch(cluster.NodeAlloc{MemMiB: 1}), has: cgroup.Memory,
-			job: cgroup.Limits{MemoryBytes: 30 << 20}},
-		{name: "simulated node larger than the host", l: launch(cluster.NodeAlloc{CPUs: []int{4, 5}}), has: cgroup.CPUSet,
-			job: cgroup.Limits{CPUs: []int{0, 2}}, approx: true},
-		{name: "v2 without devices, memory or pids", l: launch(cluster.NodeAlloc{CPUs: []int{2}, MemMiB: 64, GPUs: []int{0}}), has: cgroup.CPUSet, pids: 10,
-			job: cgroup.Limits{CPUs: []int{1}}},
-		{name: "bad node index", l: Launch{NodeIndex: 3}, has: cgroup.All, wantErr: true},
-		{name: "bad cpu position", l: launch(cluster.NodeAlloc{CPUs: []int{-1}}), has: cgroup.All, wantErr: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			job, task, approx, err := taskLimits(tc.l, canon, tc.has, tc.pids)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("taskLimits = %v; want error %v", err, tc.wantErr)
-			}
-			if tc.wantErr {
-				return
-			}
-			if !reflect.DeepEqual(job, tc.job) || !reflect.DeepEqual(task, tc.task) || approx != tc.approx {
-				t.Errorf("taskLimits = %+v, %+v, %v; want %+v, %+v, %v", job, task, approx, tc.job, tc.task, tc.approx)
-			}
-		})
-	}
-}
-
-func TestCgroupPaths(t *testing.T) {
-	for _, tc := range []struct {
-		key       TaskKey
-		job, task string
-	}{
-		{TaskKey{7, 2, NoStep}, "job_7.2", "job_7.2/task"},
-		{TaskKey{7, 2, 0}, "job_7.2", "job_7.2/step_0"},
-	} {
-		if job, task := cgroupPaths(tc.key); job != tc.job || task != tc.task {
-			t.Errorf("cgroupPaths(%v) = %q, %q; want %q, %q", tc.key, job, task, tc.job, tc.task)
-		}
-	}
-}
 
 // newCgroupExec opens an executor whose tasks run in cgroups, on a tree
 // of the test's own, removed at the end; without root or a hierarchy it
@@ -106,7 +46,7 @@ func newCgroupExec(t *testing.T, need cgroup.Controller) (*Executor, cgroup.Hier
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() {
-		e.StopAll(causeCancelled)
+		e.StopAll(task.CauseCancelled)
 		ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 		defer cancel()
 		if err := e.Close(ctx); err != nil {
@@ -135,7 +75,7 @@ func TestTaskCPUSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := waitExit(t, e, 1)
-	if x.ExitCode != 0 || x.Cause != causeExit {
+	if x.ExitCode != 0 || x.Cause != task.CauseExit {
 		t.Fatalf("exit = %+v", x)
 	}
 	want := "Cpus_allowed_list:\t" + strconv.Itoa(canon[pos]) + "\n"
@@ -160,7 +100,7 @@ func TestTaskOOM(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := waitExit(t, e, 1)
-	if x.Cause != causeOOM || x.ExitCode == 0 {
+	if x.Cause != task.CauseOOM || x.ExitCode == 0 {
 		t.Errorf("exit = %+v; want cause oom and a failing code", x)
 	}
 	// The same under no limit completes.
@@ -168,7 +108,7 @@ func TestTaskOOM(t *testing.T) {
 	if err := e.Start(t.Context(), l); err != nil {
 		t.Fatal(err)
 	}
-	if x := waitExit(t, e, 2); x.Cause != causeExit || x.ExitCode != 0 {
+	if x := waitExit(t, e, 2); x.Cause != task.CauseExit || x.ExitCode != 0 {
 		t.Errorf("exit without a limit = %+v; want code 0 cause exit", x)
 	}
 }
@@ -187,7 +127,7 @@ exit 0`)
 		t.Fatal(err)
 	}
 	x := waitExit(t, e, 1)
-	if x.ExitCode != 0 || x.Cause != causeExit {
+	if x.ExitCode != 0 || x.Cause != task.CauseExit {
 		t.Fatalf("exit = %+v", x)
 	}
 	b, err := os.ReadFile(pidFile)
@@ -200,7 +140,7 @@ exit 0`)
 	}
 	// The exit is recorded only once the cgroup is empty: no wait here.
 	if err := syscall.Kill(pid, 0); err == nil {
-		if st, err := readStat(pid); err == nil && !st.dead() {
+		if st, err := task.ReadStat(pid); err == nil && !st.Dead() {
 			t.Errorf("daemon %d survived its task", pid)
 		}
 	}
@@ -218,8 +158,8 @@ exit 0`)
 		t.Errorf("AveRSS = %d with MaxRSS %d; want samples, at most the peak", u.AveRSS, u.MaxRSS)
 	}
 	// The usage is durable: a new executor on the same directory reads it.
-	var rec exitRecord
-	if err := readJSON(filepath.Join(e.jobs, TaskKey{1, 1, NoStep}.dirName()), exitFile, &rec); err != nil || rec.Usage == nil || *rec.Usage != *u {
+	var rec task.ExitRecord
+	if err := task.ReadJSON(filepath.Join(e.jobs, TaskKey{Job: 1, Incarnation: 1, Step: NoStep}.DirName()), task.ExitFile, &rec); err != nil || rec.Usage == nil || *rec.Usage != *u {
 		t.Errorf("exit record usage = %+v, %v; want %+v", rec.Usage, err, u)
 	}
 }
@@ -287,7 +227,7 @@ func TestRecoveryKillsLostTaskCgroup(t *testing.T) {
 			t.Fatalf("child %d never became sleep", child)
 		}
 	}
-	childStat, err := readStat(child)
+	childStat, err := task.ReadStat(child)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,12 +236,12 @@ func TestRecoveryKillsLostTaskCgroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = childProc.Kill(); childProc.Release() })
-	if _, _, ok := environMarks(child); ok {
+	if _, _, ok := task.EnvironMarks(child); ok {
 		t.Fatalf("child %d carries the task's markers; the test needs one without", child)
 	}
 
-	key := TaskKey{50, 1, NoStep}
-	procs, errs := readProcs(filepath.Join(dir, "jobs", key.dirName()))
+	key := TaskKey{Job: 50, Incarnation: 1, Step: NoStep}
+	procs, errs := task.ReadProcs(filepath.Join(dir, "jobs", key.DirName()))
 	if len(procs) != 1 || len(errs) != 0 {
 		t.Fatalf("proc records = %+v, %v; want one", procs, errs)
 	}
@@ -316,20 +256,20 @@ func TestRecoveryKillsLostTaskCgroup(t *testing.T) {
 	if alive := waitPIDsGone(t.Context(), map[int]uint64{supervisor: supervisorTicks}, waitBound); len(alive) > 0 {
 		t.Fatalf("supervisor %d survived SIGKILL", supervisor)
 	}
-	for deadline := time.Now().Add(waitBound); supervisorListens(filepath.Join(dir, "jobs", key.dirName())); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(waitBound); supervisorListens(filepath.Join(dir, "jobs", key.DirName())); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the killed supervisor's socket still accepts after %v", waitBound)
 		}
 	}
-	if !sameProcessAlive(child, childStat.StartTicks) {
+	if !task.SameProcessAlive(child, childStat.StartTicks) {
 		t.Fatalf("child %d died with its supervisor; the test needs it alive", child)
 	}
 
 	e := newTestExec(t, dir, time.Second) // no cgroups of its own: stepd.json names the tree
-	if sameProcessAlive(child, childStat.StartTicks) {
+	if task.SameProcessAlive(child, childStat.StartTicks) {
 		t.Errorf("child %d of the lost task, outside its groups and without its environment, still runs after New", child)
 	}
-	if got := e.PendingExits(); len(got) != 1 || got[0].Cause != causeLost {
+	if got := e.PendingExits(); len(got) != 1 || got[0].Cause != task.CauseLost {
 		t.Errorf("PendingExits = %+v; want the task lost", got)
 	}
 }
@@ -349,8 +289,8 @@ while :; do sleep 0.05; done`)
 	}
 	waitFile(t, log)
 	time.Sleep(200 * time.Millisecond) // the daemon's trap is set
-	e.Stop(TaskKey{1, 1, NoStep}, causeCancelled)
-	if x := waitExit(t, e, 1); x.Cause != causeCancelled {
+	e.Stop(TaskKey{Job: 1, Incarnation: 1, Step: NoStep}, task.CauseCancelled)
+	if x := waitExit(t, e, 1); x.Cause != task.CauseCancelled {
 		t.Fatalf("exit = %+v; want cancelled", x)
 	}
 	b, err := os.ReadFile(log)

@@ -12,33 +12,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/shoal-sched/shoal/cgroup"
 	"github.com/shoal-sched/shoal/cluster"
-)
-
-// Exit causes. They are the values of fsm's Cause* constants (fsm may not
-// be imported here: exec depends on domain types only) and must stay equal
-// to them; they travel in TaskExited.
-const (
-	causeExit      = "exit"      // fsm.CauseExit
-	causeTimeout   = "timeout"   // fsm.CauseTimeout
-	causeCancelled = "cancelled" // fsm.CauseCancelled
-	causeFenced    = "fenced"    // fsm.CauseFenced
-	causeLost      = "lost"      // fsm.CauseLost
-	causeStartFail = "start"     // fsm.CauseStartFail
-	causeOOM       = "oom"       // fsm.CauseOOM
-)
-
-// Exit codes of start failures, as a shell reports them.
-const (
-	codeNotExecutable = 126
-	codeNotFound      = 127
-	codeLost          = -1
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 const (
@@ -48,12 +28,6 @@ const (
 	// DefaultKillGrace is the time between SIGTERM and SIGKILL when a task
 	// is fenced.
 	DefaultKillGrace = 10 * time.Second
-	// killWait bounds how long exec waits for SIGKILLed processes that are
-	// not its children (orphaned group members, a crashed agent's ranks)
-	// to vanish from /proc before it reports them dead.
-	killWait = 5 * time.Second
-	// killPoll is the period of that wait.
-	killPoll = 20 * time.Millisecond
 )
 
 var (
@@ -65,76 +39,27 @@ var (
 	ErrStartFailed = errors.New("ranks could not be started")
 )
 
+// TaskKey names one task on this node (task.Key).
+type TaskKey = task.Key
+
 // NoStep is the Step of a TaskKey naming a job's own task: the command of
 // `shoal submit` on every node, or a batch job's script on its first node.
-const NoStep = -1
+const NoStep = task.NoStep
 
-// Launch is everything exec needs to run this node's share of a job
-// incarnation, or of one of its steps.
-type Launch struct {
-	Job         cluster.JobID
-	Incarnation uint64
-	// Spec is the job's spec: Command, Env (applied before the contract,
-	// so the contract wins), WorkDir, User/UID/GID, Name and Request
-	// (TasksPerNode, CPUsPerTask, TimeLimit).
-	Spec cluster.Spec
-	// Alloc lists the job's nodes in rank order and its MasterPort.
-	Alloc cluster.Allocation
-	// NodeIndex is this node's index in Alloc.Nodes (NODE_RANK).
-	NodeIndex int
-	// MasterAddr is the host ranks dial for Alloc.Nodes[0].
-	MasterAddr string
-	// NodeList is the compressed hostlist of Alloc.NodeNames(), e.g. "n[1-2]".
-	NodeList string
-	// NodeName is this node's name.
-	NodeName string
-	// ClusterName is SLURM_CLUSTER_NAME ("" leaves it unset).
-	ClusterName string
+// Launch is everything a task's supervisor needs to run this node's share
+// of a job incarnation, or of one of its steps (task.Launch).
+type Launch = task.Launch
 
-	// Step, when set, makes this launch this node's share of an srun step:
-	// the StepNode whose Node is NodeName, as Tasks ranks with global ranks
-	// FirstRank to FirstRank+Tasks-1, running Step.Spec.Command with
-	// Step.Spec.Env added to Spec.Env, in Step.Spec.WorkDir (Spec.WorkDir
-	// when empty). A step has no time limit of its own: it ends with the
-	// job. Nil means the job's own tasks.
-	Step *cluster.Step
-	// StepNodeList is the compressed hostlist of the step's nodes.
-	StepNodeList string
-	// Stdout and Stderr, when set, are absolute paths a batch script's
-	// output goes to instead of the rank files; Stderr equal to Stdout
-	// sends both to one file, Stderr empty sends stderr to the rank file.
-	// They are opened as the job's user, never through a symbolic link,
-	// appended to when Spec.Batch.OpenMode is "append" and truncated
-	// otherwise; one the user cannot open fails the task's start. Only a
-	// batch job's own task may set them.
-	Stdout, Stderr string
-	// ShimDir, when set, is a directory of the agent's Slurm command shims
-	// (srun, scontrol, ...); it is put first in PATH of batch scripts and
-	// step tasks.
-	ShimDir string
-	// Array, for an array element, is its place in the array
-	// (SLURM_ARRAY_*).
-	Array *cluster.ArrayTask
-	// Hosts are the cluster's node names and their agents' addresses,
-	// for the tasks' /etc/hosts when Config.TaskNamespace is set.
-	Hosts []Host
-	// JobStart is when the job incarnation started (the FSM's StartTime):
-	// a step's --signal warning is due at JobStart + the time limit - the
-	// warning time (the job's own task counts from its own start, as its
-	// time limit does).
-	JobStart time.Time
+// Host is a node name and its agent's address, for the tasks' /etc/hosts
+// (task.Host).
+type Host = task.Host
+
+// outcome is how a task ended when its supervisor could not say: it never
+// started, or it is gone without an exit record.
+type outcome struct {
+	code  int    // the exit code to record
+	cause string // one of task's Cause* constants
 }
-
-func (l Launch) key() TaskKey {
-	k := TaskKey{Job: l.Job, Incarnation: l.Incarnation, Step: NoStep}
-	if l.Step != nil {
-		k.Step = l.Step.ID
-	}
-	return k
-}
-
-// batchScript reports whether l runs a batch job's script.
-func (l Launch) batchScript() bool { return l.Spec.Batch != nil && l.Step == nil }
 
 // Config configures an Executor.
 type Config struct {
@@ -156,13 +81,13 @@ type Config struct {
 	// Logger receives exec's logs; slog.Default() when nil.
 	Logger *slog.Logger
 	// TaskNamespace, when set, is the argv prefix of the task namespace
-	// helper (the shoal binary and TaskNamespaceCommand): each rank then
+	// helper (the shoal binary and stepd.TaskNamespaceCommand): each rank then
 	// runs in its own UTS and mount namespace with NodeName as hostname
 	// and an /etc/hosts naming Launch.Hosts. It needs root.
 	TaskNamespace []string
 	// StepdCommand is the argv prefix that runs a task supervisor (see
-	// StepdMain); this binary with StepdArg when empty. Every task runs
-	// under a supervisor process of its own, which outlives the agent.
+	// package stepd); this binary with task.StepdArg when empty. Every task
+	// runs under a supervisor process of its own, which outlives the agent.
 	StepdCommand []string
 	// LeaseTTL, when positive, arms the supervisors' fencing watchdog: a
 	// task is fenced once LeaseTTL has passed since the last heartbeat
@@ -170,7 +95,7 @@ type Config struct {
 	LeaseTTL time.Duration
 	// Cgroup, when set, is the agent's cgroup tree (cgroup.Detect, then
 	// cgroup.Open): every task then runs in cgroups of its own under it,
-	// confined to the node's share of its allocation (see cgroup.go).
+	// confined to the node's share of its allocation (see package stepd).
 	// Nil: no confinement.
 	Cgroup *cgroup.Root
 	// HostCPUs are the host's CPU ids in the order of the node's CPU
@@ -179,21 +104,6 @@ type Config struct {
 	// TaskPidsMax, when positive, bounds the processes and threads of one
 	// task (pids.max) where the pids controller is there.
 	TaskPidsMax int64
-}
-
-// TaskKey names one task on this node: a job incarnation's own ranks
-// (Step NoStep) or its share of a step (Step 0, 1, ...).
-type TaskKey struct {
-	Job         cluster.JobID
-	Incarnation uint64
-	Step        int
-}
-
-func (k TaskKey) String() string {
-	if k.Step == NoStep {
-		return fmt.Sprintf("%s.%d", k.Job, k.Incarnation)
-	}
-	return fmt.Sprintf("%s.%d step %d", k.Job, k.Incarnation, k.Step)
 }
 
 func compareKeys(a, b TaskKey) int {
@@ -217,6 +127,13 @@ type Exit struct {
 	Usage *cluster.Usage
 }
 
+// exitOf is the Exit of the record r; key is the task's key, which the
+// directory name gives (records older than steps carry no step).
+func exitOf(r task.ExitRecord, key TaskKey) Exit {
+	return Exit{Job: key.Job, Incarnation: key.Incarnation, Step: key.Step,
+		ExitCode: r.ExitCode, Cause: r.Cause, Start: r.Start, End: r.End, Usage: r.Usage}
+}
+
 func (x Exit) key() TaskKey { return TaskKey{Job: x.Job, Incarnation: x.Incarnation, Step: x.Step} }
 
 // LogFile is one rank's output file. A batch script's Stdout and Stderr
@@ -232,36 +149,37 @@ type LogFile struct {
 
 	// output, for a file at a path the job chose, is how the supervisor
 	// opened it; nil for a rank file in the task directory.
-	output *openedOutput
+	output *task.OpenedOutput
 	// unreadable, when set, is why ReadLog reads nothing of it.
 	unreadable string
 }
 
-// Executor runs this node's ranks and records their exits durably.
+// Executor is the agent's side of this node's tasks: it starts each under
+// a supervisor of its own, finds them again after an agent restart, stops
+// and signals them through their supervisors, and keeps their exits until
+// the agent acknowledges them. The supervisors run the ranks.
 type Executor struct {
 	cfg    Config
 	log    *slog.Logger
 	jobs   string // DataDir/jobs
 	notify chan struct{}
-	wg     sync.WaitGroup // every goroutine exec starts
+	wg     sync.WaitGroup // every task's watch
 
 	mu       sync.Mutex
 	closed   bool
 	detached bool // Detach: the supervisors run on without this agent
-	running  map[TaskKey]*task
+	running  map[TaskKey]*tracked
 	pending  map[TaskKey]Exit
 }
 
-// task is one running task. The agent's executor holds it with wait set
-// and stop nil: its supervisor process runs it, and the supervisor's own
-// executor holds it with stop set.
-type task struct {
+// tracked is a running task as the agent knows it: its supervisor
+// process runs it (package stepd), and the agent stops and signals it
+// through the supervisor's socket and waits there for its exit.
+type tracked struct {
 	key    TaskKey
-	launch Launch
-	plan   plan
 	dir    string
 	start  time.Time
-	stop   chan string   // buffered 1: the first Stop's cause; nil in the agent
+	script bool          // a batch script: its end stops the job's steps here
 	done   chan struct{} // closed once the task left running
 	// wait is the agent's connection to the supervisor, waiting for the
 	// task's end (under Executor.mu).
@@ -274,9 +192,6 @@ type task struct {
 	// stopRecorded is the cause in the task's stop record, if written
 	// (under Executor.mu).
 	stopRecorded string
-	// pgids are the process groups of the ranks started, set once they
-	// are (under Executor.mu): what Signal signals.
-	pgids []int
 }
 
 // New opens the executor's directory under cfg.DataDir, creating it, and
@@ -306,7 +221,7 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 		if err != nil {
 			return nil, fmt.Errorf("exec config: supervisor command: %w", err)
 		}
-		cfg.StepdCommand = []string{exe, StepdArg}
+		cfg.StepdCommand = []string{exe, task.StepdArg}
 	}
 	if len(cfg.TaskNamespace) > 0 && os.Geteuid() != 0 {
 		return nil, errors.New("exec config: task namespace: needs root")
@@ -316,13 +231,13 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 		log:     cfg.Logger.With("component", "exec"),
 		jobs:    filepath.Join(cfg.DataDir, "jobs"),
 		notify:  make(chan struct{}, 1),
-		running: make(map[TaskKey]*task),
+		running: make(map[TaskKey]*tracked),
 		pending: make(map[TaskKey]Exit),
 	}
 	if err := os.MkdirAll(e.jobs, 0o755); err != nil {
 		return nil, fmt.Errorf("exec: create %s: %w", e.jobs, err)
 	}
-	if err := syncDir(cfg.DataDir); err != nil {
+	if err := task.SyncDir(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("exec: %w", err)
 	}
 	if err := e.recover(ctx); err != nil {
@@ -334,20 +249,21 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	return e, nil
 }
 
-// Start launches this node's share of l and returns once every rank was
-// forked. Each rank leads its own process group.
+// Start launches this node's share of l under a supervisor of its own
+// and returns once the supervisor reports every rank forked. Each rank
+// leads its own process group.
 //
 //   - The job's own tasks (Step nil, no Spec.Batch): Spec.Command as
 //     Spec.Request.TasksPerNode ranks (default 1) with the environment of
-//     Env, under the job's time limit.
+//     stepd.Env, under the job's time limit.
 //   - A batch job's own task (Step nil, Spec.Batch set) runs on the first
 //     node only (NodeIndex 0; elsewhere Start returns an error): the
 //     script, written to the task directory as an executable owned by the
 //     job's user, runs as one task with Spec.Batch.Args, in Spec.WorkDir,
-//     with BatchEnv, under the job's time limit. Its output goes to
+//     with stepd.BatchEnv, under the job's time limit. Its output goes to
 //     Stdout/Stderr when set. When it ends, the job's steps still running
 //     on this node are stopped.
-//   - A step (Step set): this node's StepNode of it, with Env; no time
+//   - A step (Step set): this node's StepNode of it, with stepd.Env; no time
 //     limit of its own.
 //
 // Start is idempotent per TaskKey {Job, Incarnation, Step ID or NoStep}: a
@@ -360,11 +276,11 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 // recorded as a pending exit with cause "start" and Start returns an error
 // wrapping ErrStartFailed. Other errors mean nothing was recorded or run.
 func (e *Executor) Start(ctx context.Context, l Launch) error {
-	key := l.key()
+	key := l.Key()
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("start job %s: %w", key, err)
 	}
-	p, err := e.plan(l)
+	p, err := l.Plan(e.cfg.NodeName)
 	if err != nil {
 		return fmt.Errorf("start job %s: %w", key, err)
 	}
@@ -378,8 +294,8 @@ func (e *Executor) Start(ctx context.Context, l Launch) error {
 		e.mu.Unlock()
 		return nil
 	}
-	dir := filepath.Join(e.jobs, key.dirName())
-	started, err := exists(filepath.Join(dir, startFile))
+	dir := filepath.Join(e.jobs, key.DirName())
+	started, err := task.Exists(filepath.Join(dir, task.StartFile))
 	if err != nil || started {
 		e.mu.Unlock()
 		if err != nil {
@@ -387,15 +303,14 @@ func (e *Executor) Start(ctx context.Context, l Launch) error {
 		}
 		return nil
 	}
-	t := &task{
+	t := &tracked{
 		key:    key,
-		launch: l,
-		plan:   p,
 		dir:    dir,
 		start:  time.Now(),
+		script: p.Script,
 		done:   make(chan struct{}),
 	}
-	if err := e.writeStart(t); err != nil {
+	if err := e.writeStart(t, l, p); err != nil {
 		e.mu.Unlock()
 		return fmt.Errorf("start job %s: %w", key, err)
 	}
@@ -407,7 +322,7 @@ func (e *Executor) Start(ctx context.Context, l Launch) error {
 	}
 	e.running[key] = t
 	e.mu.Unlock()
-	return e.launch(t)
+	return e.launch(t, p.Ranks)
 }
 
 // scriptEnded returns the cause a batch script's end gives the steps of
@@ -416,8 +331,8 @@ func (e *Executor) Start(ctx context.Context, l Launch) error {
 func (e *Executor) scriptEnded(key TaskKey) string {
 	x, ok := e.pending[key]
 	if !ok {
-		var rec exitRecord
-		if err := readJSON(filepath.Join(e.jobs, key.dirName()), exitFile, &rec); err != nil {
+		var rec task.ExitRecord
+		if err := task.ReadJSON(filepath.Join(e.jobs, key.DirName()), task.ExitFile, &rec); err != nil {
 			return ""
 		}
 		x.Cause = rec.Cause
@@ -429,26 +344,26 @@ func (e *Executor) scriptEnded(key TaskKey) string {
 // the steps of its job still running: the script's timeout or fence, else
 // a cancel.
 func stepStopCause(c string) string {
-	if c == causeTimeout || c == causeFenced {
+	if c == task.CauseTimeout || c == task.CauseFenced {
 		return c
 	}
-	return causeCancelled
+	return task.CauseCancelled
 }
 
 // launch starts t's supervisor, which forks the ranks, and watches it.
 // It returns once the supervisor has reported the ranks forked (or their
 // start failed): bounded by the supervisor's start and the ranks' fork
 // and exec.
-func (e *Executor) launch(t *task) error {
+func (e *Executor) launch(t *tracked, ranks int) error {
 	res, err := e.spawnStepd(t)
 	if err != nil {
 		e.log.Error("start supervisor", "task", t.key, "err", err)
-		e.lose(t, outcome{code: codeNotFound, cause: causeStartFail})
+		e.lose(t, outcome{code: task.CodeNotFound, cause: task.CauseStartFail})
 		return fmt.Errorf("start job %s: %w: %w", t.key, ErrStartFailed, err)
 	}
-	gone := outcome{code: codeLost, cause: causeLost}
+	gone := outcome{code: task.CodeLost, cause: task.CauseLost}
 	if res.Error != "" {
-		gone = outcome{code: codeNotFound, cause: causeStartFail}
+		gone = outcome{code: task.CodeNotFound, cause: task.CauseStartFail}
 	}
 	e.mu.Lock()
 	if !e.detached { // wg.Go never races Detach's wg.Wait
@@ -464,7 +379,7 @@ func (e *Executor) launch(t *task) error {
 		e.log.Error("start ranks", "task", t.key, "err", res.Error)
 		return fmt.Errorf("start job %s: %w: %s", t.key, ErrStartFailed, res.Error)
 	}
-	e.log.Info("ranks started", "task", t.key, "ranks", t.plan.ranks)
+	e.log.Info("ranks started", "task", t.key, "ranks", ranks)
 	return nil
 }
 
@@ -472,9 +387,9 @@ func (e *Executor) launch(t *task) error {
 // pending. A supervisor gone without one (killed, crashed) leaves the
 // task with outcome gone, once whatever it left running is killed.
 // After Detach it returns without a word: the supervisor runs on.
-func (e *Executor) watch(t *task, gone outcome) {
+func (e *Executor) watch(t *tracked, gone outcome) {
 	for {
-		c, err := dialStepd(t.dir)
+		c, err := task.Dial(t.dir)
 		if err == nil {
 			e.mu.Lock()
 			if e.detached {
@@ -484,7 +399,7 @@ func (e *Executor) watch(t *task, gone outcome) {
 			}
 			t.wait = c
 			e.mu.Unlock()
-			_, err = sendCtl(c, ctlRequest{Op: "wait"})
+			_, err = task.Send(c, task.Request{Op: "wait"})
 			c.Close()
 		}
 		e.mu.Lock()
@@ -493,8 +408,8 @@ func (e *Executor) watch(t *task, gone outcome) {
 		if detached {
 			return
 		}
-		var rec exitRecord
-		rerr := readJSON(t.dir, exitFile, &rec)
+		var rec task.ExitRecord
+		rerr := task.ReadJSON(t.dir, task.ExitFile, &rec)
 		if rerr == nil {
 			e.log.Info("task exited", "task", t.key, "exit_code", rec.ExitCode, "cause", rec.Cause)
 			e.settle(t, rec)
@@ -514,7 +429,7 @@ func (e *Executor) watch(t *task, gone outcome) {
 // supervisorListens reports whether the supervisor of the task in dir
 // accepts connections.
 func supervisorListens(dir string) bool {
-	c, err := dialStepd(dir)
+	c, err := task.Dial(dir)
 	if err != nil {
 		return false
 	}
@@ -525,155 +440,64 @@ func supervisorListens(dir string) bool {
 // lose ends a task whose supervisor is gone without an exit record: it
 // kills what is left of the task, as recovery does for a crashed agent's,
 // and records out.
-func (e *Executor) lose(t *task, out outcome) {
-	procs, _ := readProcs(t.dir)
+func (e *Executor) lose(t *tracked, out outcome) {
+	procs, _ := task.ReadProcs(t.dir)
 	killed, err := e.killOrphans([]orphan{{key: t.key, dir: t.dir, start: t.start, procs: procs}})
 	if err != nil {
 		e.log.Error("kill what is left of the task", "task", t.key, "err", err)
 	}
-	if alive := waitPIDsGone(context.Background(), killed, killWait); len(alive) > 0 {
+	if alive := waitPIDsGone(context.Background(), killed, task.GoneWait); len(alive) > 0 {
 		e.log.Error("processes of a lost task survived SIGKILL", "pids", alive)
 	}
 	e.finish(t, out)
 }
 
-// plan is what a task runs on this node, derived from its Launch.
-type plan struct {
-	first, ranks int      // global rank of the first, how many
-	argv         []string // the command; for a batch script, its Args
-	workDir      string
-	script       bool          // run the batch script, argv are its arguments
-	timeLimit    time.Duration // 0: none
-}
-
-// plan validates l and derives what this node runs for it.
-func (e *Executor) plan(l Launch) (plan, error) {
-	if l.Job == 0 || l.Incarnation == 0 {
-		return plan{}, fmt.Errorf("job id and incarnation must be positive, got %d and %d", l.Job, l.Incarnation)
-	}
-	if l.NodeIndex < 0 || l.NodeIndex >= len(l.Alloc.Nodes) {
-		return plan{}, fmt.Errorf("node index %d: want 0 to %d", l.NodeIndex, len(l.Alloc.Nodes)-1)
-	}
-	if n := l.Alloc.Nodes[l.NodeIndex].Node; n != e.cfg.NodeName {
-		return plan{}, fmt.Errorf("node index %d names node %q, this node is %q", l.NodeIndex, n, e.cfg.NodeName)
-	}
-	if l.NodeName != "" && l.NodeName != e.cfg.NodeName {
-		return plan{}, fmt.Errorf("node name %q, this node is %q", l.NodeName, e.cfg.NodeName)
-	}
-	s := l.Spec
-	s.Request = s.Request.WithDefaults()
-	if err := s.Validate(); err != nil {
-		return plan{}, fmt.Errorf("spec: %w", err)
-	}
-	if (l.Stdout != "" || l.Stderr != "") && !l.batchScript() {
-		return plan{}, errors.New("stdout/stderr files: only for a batch script")
-	}
-	for _, p := range []string{l.Stdout, l.Stderr} {
-		if p != "" && !filepath.IsAbs(p) {
-			return plan{}, fmt.Errorf("output file %q: want an absolute path", p)
-		}
-	}
-	tpn := s.Request.TasksPerNode
-	switch {
-	case l.Step != nil:
-		st := l.Step
-		if st.ID < 0 {
-			return plan{}, fmt.Errorf("step id %d: want 0 or more", st.ID)
-		}
-		if st.Incarnation != 0 && st.Incarnation != l.Incarnation {
-			return plan{}, fmt.Errorf("step %d belongs to incarnation %d, not %d", st.ID, st.Incarnation, l.Incarnation)
-		}
-		if len(st.Spec.Command) == 0 || st.Spec.Command[0] == "" {
-			return plan{}, fmt.Errorf("step %d command: empty", st.ID)
-		}
-		_, sn, ok := stepShare(l)
-		if !ok {
-			return plan{}, fmt.Errorf("step %d: no share for node %s", st.ID, e.cfg.NodeName)
-		}
-		if sn.Tasks < 1 || sn.FirstRank < 0 {
-			return plan{}, fmt.Errorf("step %d on %s: %d tasks from rank %d", st.ID, sn.Node, sn.Tasks, sn.FirstRank)
-		}
-		if g := st.Spec.GPUsPerTask; g < 0 || g*sn.Tasks > len(l.Alloc.Nodes[l.NodeIndex].GPUs) {
-			return plan{}, fmt.Errorf("step %d: %d tasks with %d GPUs each, node %s has %d",
-				st.ID, sn.Tasks, g, sn.Node, len(l.Alloc.Nodes[l.NodeIndex].GPUs))
-		}
-		dir := st.Spec.WorkDir
-		if dir == "" {
-			dir = s.WorkDir
-		}
-		return plan{first: sn.FirstRank, ranks: sn.Tasks, argv: st.Spec.Command, workDir: dir}, nil
-	case l.Spec.Batch != nil:
-		if l.NodeIndex != 0 {
-			return plan{}, fmt.Errorf("batch script: runs on the first node, this is node index %d", l.NodeIndex)
-		}
-		return plan{first: 0, ranks: 1, argv: l.Spec.Batch.Args, workDir: s.WorkDir,
-			script: true, timeLimit: s.Request.TimeLimit}, nil
-	default:
-		return plan{first: l.NodeIndex * tpn, ranks: tpn, argv: s.Command, workDir: s.WorkDir,
-			timeLimit: s.Request.TimeLimit}, nil
-	}
-}
-
-// stepShare finds this node's StepNode in l.Step, and its index among the
-// step's nodes.
-func stepShare(l Launch) (int, cluster.StepNode, bool) {
-	name := l.NodeName
-	if name == "" && l.NodeIndex >= 0 && l.NodeIndex < len(l.Alloc.Nodes) {
-		name = l.Alloc.Nodes[l.NodeIndex].Node
-	}
-	for i, sn := range l.Step.Nodes {
-		if sn.Node == name {
-			return i, sn, true
-		}
-	}
-	return -1, cluster.StepNode{}, false
-}
-
-func (e *Executor) writeStart(t *task) error {
+// writeStart creates t's directory and records l, the supervisor's input,
+// and the start record, which makes the task one that ran here.
+func (e *Executor) writeStart(t *tracked, l Launch, p task.Plan) error {
 	if err := os.Mkdir(t.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	if err := syncDir(e.jobs); err != nil {
+	if err := task.SyncDir(e.jobs); err != nil {
 		return err
 	}
-	sc := stepdConfig{Launch: t.launch, Start: t.start, NodeName: e.cfg.NodeName,
+	sc := task.StepdConfig{Launch: l, Start: t.start, NodeName: e.cfg.NodeName,
 		KillWait: e.cfg.KillWait, KillGrace: e.cfg.KillGrace, TaskNamespace: e.cfg.TaskNamespace,
 		Cgroup: e.cfg.Cgroup, HostCPUs: e.cfg.HostCPUs, TaskPidsMax: e.cfg.TaskPidsMax}
 	if e.cfg.LeaseTTL > 0 {
-		sc.Lease = filepath.Join(e.cfg.DataDir, leaseFile)
+		sc.Lease = filepath.Join(e.cfg.DataDir, task.LeaseFile)
 	}
-	if err := writeJSON(t.dir, stepdFile, sc); err != nil {
+	if err := task.WriteJSON(t.dir, task.StepdFile, sc); err != nil {
 		return err
 	}
-	return writeJSON(t.dir, startFile, startRecord{
+	return task.WriteJSON(t.dir, task.StartFile, task.StartRecord{
 		Job:         t.key.Job,
 		Incarnation: t.key.Incarnation,
-		Step:        stepField(t.key.Step),
+		Step:        task.StepField(t.key.Step),
 		Node:        e.cfg.NodeName,
-		FirstRank:   t.plan.first,
-		Ranks:       t.plan.ranks,
+		FirstRank:   p.First,
+		Ranks:       p.Ranks,
 		Start:       t.start,
-		Stdout:      t.launch.Stdout,
-		Stderr:      t.launch.Stderr,
+		Stdout:      l.Stdout,
+		Stderr:      l.Stderr,
 	})
 }
 
 // finish records a task's exit durably and settles it. A failed write is
 // logged and the exit still reported from memory; after a restart the
 // task then reads as lost.
-func (e *Executor) finish(t *task, out outcome) {
-	rec := exitRecord{
-		Usage:       out.usage,
+func (e *Executor) finish(t *tracked, out outcome) {
+	rec := task.ExitRecord{
 		Job:         t.key.Job,
 		Incarnation: t.key.Incarnation,
-		Step:        stepField(t.key.Step),
+		Step:        task.StepField(t.key.Step),
 		Node:        e.cfg.NodeName,
 		ExitCode:    out.code,
 		Cause:       out.cause,
 		Start:       t.start,
 		End:         time.Now(),
 	}
-	if err := writeJSON(t.dir, exitFile, rec); err != nil {
+	if err := task.WriteJSON(t.dir, task.ExitFile, rec); err != nil {
 		e.log.Error("record exit", "task", t.key, "err", err)
 	}
 	e.log.Info("task exited", "task", t.key, "exit_code", out.code, "cause", out.cause)
@@ -683,12 +507,12 @@ func (e *Executor) finish(t *task, out outcome) {
 // settle makes a task's recorded exit pending and wakes ExitNotify. When
 // a batch script ends, the job's steps still running here are stopped:
 // the job ends with its script.
-func (e *Executor) settle(t *task, rec exitRecord) {
+func (e *Executor) settle(t *tracked, rec task.ExitRecord) {
 	e.mu.Lock()
 	delete(e.running, t.key)
-	e.pending[t.key] = rec.exit(t.key)
+	e.pending[t.key] = exitOf(rec, t.key)
 	var steps []TaskKey
-	if t.plan.script {
+	if t.script {
 		for k := range e.running {
 			if k.Job == t.key.Job && k.Incarnation == t.key.Incarnation {
 				steps = append(steps, k)
@@ -713,8 +537,9 @@ func (e *Executor) signalPending() {
 }
 
 // Stop ends a running task: SIGTERM to every rank's process group, SIGKILL
-// after KillWait (KillGrace for cause "fenced"). The exit record carries cause unless the ranks had
-// already ended it (a rank failed, the time limit). It returns whether the
+// after KillWait (KillGrace for cause "fenced"). The exit record carries
+// cause unless the ranks had already ended it (a rank failed, the time
+// limit). It returns whether the
 // task was running; it does not wait for the ranks to die. Stopping a
 // step leaves the job's own task and its other steps running. The task's
 // supervisor does the stopping: Stop records the cause in the task
@@ -723,38 +548,30 @@ func (e *Executor) signalPending() {
 func (e *Executor) Stop(key TaskKey, cause string) bool {
 	e.mu.Lock()
 	t, ok := e.running[key]
-	e.mu.Unlock()
 	if !ok {
+		e.mu.Unlock()
 		return false
 	}
-	if t.stop == nil {
-		e.mu.Lock()
-		launched := t.launched
-		if !launched && t.stopCause == "" {
-			t.stopCause = cause
-		}
-		// The stop record: what the supervisor finds even if the request
-		// below is lost. Rewritten only to make it more urgent.
-		record := t.stopRecorded == "" || cause == causeFenced && t.stopRecorded != causeFenced
-		if record {
-			if err := writeJSON(t.dir, stopFile, stopRecord{Cause: cause}); err != nil {
-				e.log.Error("record stop", "task", key, "cause", cause, "err", err)
-			} else {
-				t.stopRecorded = cause
-			}
-		}
-		e.mu.Unlock()
-		if !launched {
-			return true // launch delivers it
-		}
-		if reply, err := e.ctl(t, ctlRequest{Op: "stop", Cause: cause}); err != nil || reply.Error != "" {
-			e.log.Warn("stop task", "task", key, "cause", cause, "err", cmp.Or(fmt.Sprint(err), reply.Error))
-		}
-		return true
+	launched := t.launched
+	if !launched && t.stopCause == "" {
+		t.stopCause = cause
 	}
-	select {
-	case t.stop <- cause:
-	default: // a cause is already queued; the first one wins
+	// The stop record: what the supervisor finds even if the request
+	// below is lost. Rewritten only to make it more urgent.
+	record := t.stopRecorded == "" || cause == task.CauseFenced && t.stopRecorded != task.CauseFenced
+	if record {
+		if err := task.WriteJSON(t.dir, task.StopFile, task.StopRecord{Cause: cause}); err != nil {
+			e.log.Error("record stop", "task", key, "cause", cause, "err", err)
+		} else {
+			t.stopRecorded = cause
+		}
+	}
+	e.mu.Unlock()
+	if !launched {
+		return true // launch delivers it
+	}
+	if reply, err := e.ctl(t, task.Request{Op: "stop", Cause: cause}); err != nil || reply.Error != "" {
+		e.log.Warn("stop task", "task", key, "cause", cause, "err", cmp.Or(fmt.Sprint(err), reply.Error))
 	}
 	return true
 }
@@ -790,14 +607,14 @@ func (e *Executor) PendingExits() []Exit {
 // or still running task is an error (fs.ErrNotExist when exec has no
 // record of it).
 func (e *Executor) Ack(key TaskKey) error {
-	dir := filepath.Join(e.jobs, key.dirName())
+	dir := filepath.Join(e.jobs, key.DirName())
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.pending[key]; !ok {
 		if _, ok := e.running[key]; ok {
 			return fmt.Errorf("ack job %s: still running", key)
 		}
-		acked, err := exists(filepath.Join(dir, ackFile))
+		acked, err := task.Exists(filepath.Join(dir, task.AckFile))
 		switch {
 		case err != nil:
 			return fmt.Errorf("ack job %s: %w", key, err)
@@ -806,7 +623,7 @@ func (e *Executor) Ack(key TaskKey) error {
 		}
 		return fmt.Errorf("ack job %s: no exit: %w", key, fs.ErrNotExist)
 	}
-	if err := writeJSON(dir, ackFile, ackRecord{Time: time.Now()}); err != nil {
+	if err := task.WriteJSON(dir, task.AckFile, task.AckRecord{Time: time.Now()}); err != nil {
 		return fmt.Errorf("ack job %s: %w", key, err)
 	}
 	delete(e.pending, key)
@@ -827,7 +644,7 @@ func (e *Executor) LogFiles(job cluster.JobID) ([]LogFile, error) {
 	}
 	var out []LogFile
 	for _, d := range entries {
-		key, ok := parseDirName(d.Name())
+		key, ok := task.ParseDirName(d.Name())
 		if !ok || key.Job != job || !d.IsDir() {
 			continue
 		}
@@ -837,7 +654,7 @@ func (e *Executor) LogFiles(job cluster.JobID) ([]LogFile, error) {
 			return nil, fmt.Errorf("log files of job %s: %w", job, err)
 		}
 		for _, f := range files {
-			rank, stream, ok := parseLogName(f.Name())
+			rank, stream, ok := task.ParseRankFile(f.Name())
 			if !ok {
 				continue
 			}
@@ -847,8 +664,8 @@ func (e *Executor) LogFiles(job cluster.JobID) ([]LogFile, error) {
 		if key.Step != NoStep {
 			continue
 		}
-		var start startRecord
-		if err := readJSON(dir, startFile, &start); err != nil {
+		var start task.StartRecord
+		if err := task.ReadJSON(dir, task.StartFile, &start); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
@@ -860,9 +677,9 @@ func (e *Executor) LogFiles(job cluster.JobID) ([]LogFile, error) {
 		// Files at paths the job chose are readable only as the
 		// supervisor recorded opening them (see output.go); a missing or
 		// damaged record leaves them unreadable.
-		var opened *outputRecord
-		var rec outputRecord
-		if err := readJSON(dir, outputsFile, &rec); err == nil {
+		var opened *task.OutputRecord
+		var rec task.OutputRecord
+		if err := task.ReadJSON(dir, task.OutputsFile, &rec); err == nil {
 			opened = &rec
 		}
 		if start.Stdout != "" {
@@ -879,31 +696,6 @@ func (e *Executor) LogFiles(job cluster.JobID) ([]LogFile, error) {
 	return out, nil
 }
 
-// parseLogName parses "rank-<N>.out" and "rank-<N>.err".
-func parseLogName(name string) (rank int, stream string, ok bool) {
-	rest, found := strings.CutPrefix(name, "rank-")
-	if !found {
-		return 0, "", false
-	}
-	num, ext, found := strings.Cut(rest, ".")
-	if !found {
-		return 0, "", false
-	}
-	switch ext {
-	case "out":
-		stream = "stdout"
-	case "err":
-		stream = "stderr"
-	default:
-		return 0, "", false
-	}
-	rank, err := strconv.Atoi(num)
-	if err != nil || rank < 0 {
-		return 0, "", false
-	}
-	return rank, stream, true
-}
-
 // Close refuses further Starts and waits, until ctx is done, for the
 // running tasks to end and their exits to be recorded. It does not stop
 // them: call StopAll first for a graceful shutdown. If ctx ends first the
@@ -915,7 +707,7 @@ func (e *Executor) Close(ctx context.Context) error {
 	e.mu.Unlock()
 	for {
 		e.mu.Lock()
-		var t *task
+		var t *tracked
 		for _, r := range e.running {
 			t = r
 			break

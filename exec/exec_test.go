@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 // waitBound bounds every wait for a real process in these tests.
@@ -32,7 +33,7 @@ func newTestExec(t *testing.T, dir string, grace time.Duration) *Executor {
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() {
-		e.StopAll(causeCancelled)
+		e.StopAll(task.CauseCancelled)
 		ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 		defer cancel()
 		if err := e.Close(ctx); err != nil {
@@ -62,7 +63,7 @@ func shLaunch(t *testing.T, id cluster.JobID, tpn int, script string) Launch {
 // waitExit waits for the pending exit of job's own task, incarnation 1.
 func waitExit(t *testing.T, e *Executor, job cluster.JobID) Exit {
 	t.Helper()
-	return waitKey(t, e, TaskKey{job, 1, NoStep})
+	return waitKey(t, e, TaskKey{Job: job, Incarnation: 1, Step: NoStep})
 }
 
 // waitKey waits for the pending exit of key.
@@ -131,7 +132,7 @@ func TestStartRunsRanks(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 	x := waitExit(t, e, 1)
-	if x.ExitCode != 0 || x.Cause != causeExit {
+	if x.ExitCode != 0 || x.Cause != task.CauseExit {
 		t.Errorf("exit = %+v; want code 0 cause exit", x)
 	}
 	if x.Start.IsZero() || x.End.Before(x.Start) {
@@ -177,17 +178,17 @@ func TestStartIdempotent(t *testing.T) {
 		}
 	}
 	waitFile(t, filepath.Join(l.Spec.WorkDir, "count"))
-	if got, want := e.Running(), []TaskKey{{2, 1, NoStep}}; !slices.Equal(got, want) {
+	if got, want := e.Running(), []TaskKey{{Job: 2, Incarnation: 1, Step: NoStep}}; !slices.Equal(got, want) {
 		t.Fatalf("Running() = %v; want %v", got, want)
 	}
-	if !e.Stop(TaskKey{2, 1, NoStep}, causeCancelled) {
+	if !e.Stop(TaskKey{Job: 2, Incarnation: 1, Step: NoStep}, task.CauseCancelled) {
 		t.Fatalf("Stop of a running task = false")
 	}
 	x := waitExit(t, e, 2)
-	if x.Cause != causeCancelled || x.ExitCode != 128+15 {
+	if x.Cause != task.CauseCancelled || x.ExitCode != 128+15 {
 		t.Errorf("exit = %+v; want cause cancelled code 143", x)
 	}
-	if e.Stop(TaskKey{2, 1, NoStep}, causeCancelled) {
+	if e.Stop(TaskKey{Job: 2, Incarnation: 1, Step: NoStep}, task.CauseCancelled) {
 		t.Errorf("Stop after exit = true; want false")
 	}
 	if err := e.Start(t.Context(), l); err != nil || len(e.Running()) != 0 {
@@ -211,7 +212,7 @@ func TestRankFailureStopsSiblings(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 	x := waitExit(t, e, 3)
-	if x.ExitCode != 3 || x.Cause != causeExit {
+	if x.ExitCode != 3 || x.Cause != task.CauseExit {
 		t.Errorf("exit = %+v; want code 3 cause exit", x)
 	}
 	if d := time.Since(begin); d > 4*time.Second {
@@ -233,11 +234,11 @@ while :; do sleep 0.1; done`)
 	waitFile(t, filepath.Join(l.Spec.WorkDir, "ready0"))
 	waitFile(t, filepath.Join(l.Spec.WorkDir, "ready1"))
 	stopped := time.Now()
-	if !e.Stop(TaskKey{4, 1, NoStep}, causeCancelled) {
+	if !e.Stop(TaskKey{Job: 4, Incarnation: 1, Step: NoStep}, task.CauseCancelled) {
 		t.Fatal("Stop = false; want true")
 	}
 	x := waitExit(t, e, 4)
-	if x.Cause != causeCancelled || x.ExitCode != 128+15 {
+	if x.Cause != task.CauseCancelled || x.ExitCode != 128+15 {
 		t.Errorf("exit = %+v; want cause cancelled, code 143 (the first rank to die)", x)
 	}
 	if d := x.End.Sub(stopped); d < grace {
@@ -256,7 +257,7 @@ func TestTimeLimit(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 	x := waitExit(t, e, 5)
-	if x.Cause != causeTimeout || x.ExitCode != 128+15 {
+	if x.Cause != task.CauseTimeout || x.ExitCode != 128+15 {
 		t.Errorf("exit = %+v; want cause timeout code 143", x)
 	}
 	if d := x.End.Sub(x.Start); d < 300*time.Millisecond || d > 5*time.Second {
@@ -289,7 +290,7 @@ func TestStartFailure(t *testing.T) {
 				t.Errorf("Start = %v; want ErrStartFailed", err)
 			}
 			x := waitExit(t, e, job)
-			if x.Cause != causeStartFail || x.ExitCode != tt.code {
+			if x.Cause != task.CauseStartFail || x.ExitCode != tt.code {
 				t.Errorf("exit = %+v; want cause start code %d", x, tt.code)
 			}
 			if err := e.Start(t.Context(), l); err != nil {
@@ -308,18 +309,18 @@ func TestAckPersists(t *testing.T) {
 		}
 		waitExit(t, e, job)
 	}
-	if err := e.Ack(TaskKey{6, 1, NoStep}); err != nil {
+	if err := e.Ack(TaskKey{Job: 6, Incarnation: 1, Step: NoStep}); err != nil {
 		t.Fatalf("Ack: %v", err)
 	}
-	if err := e.Ack(TaskKey{6, 1, NoStep}); err != nil {
+	if err := e.Ack(TaskKey{Job: 6, Incarnation: 1, Step: NoStep}); err != nil {
 		t.Errorf("second Ack = %v; want nil", err)
 	}
-	if err := e.Ack(TaskKey{99, 1, NoStep}); !errors.Is(err, fs.ErrNotExist) {
+	if err := e.Ack(TaskKey{Job: 99, Incarnation: 1, Step: NoStep}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Ack of an unknown task = %v; want fs.ErrNotExist", err)
 	}
 	e2 := newTestExec(t, dir, time.Second)
 	got := e2.PendingExits()
-	if len(got) != 1 || got[0].Job != 7 || got[0].Cause != causeExit {
+	if len(got) != 1 || got[0].Job != 7 || got[0].Cause != task.CauseExit {
 		t.Errorf("PendingExits after restart = %+v; want only job 7's", got)
 	}
 	select {

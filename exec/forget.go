@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 // StoredJobs returns, in ascending order, the jobs that have task
@@ -18,7 +19,7 @@ func (e *Executor) StoredJobs() ([]cluster.JobID, error) {
 	}
 	var out []cluster.JobID
 	for _, d := range entries {
-		if key, ok := parseDirName(d.Name()); ok && d.IsDir() && !slices.Contains(out, key.Job) {
+		if key, ok := task.ParseDirName(d.Name()); ok && d.IsDir() && !slices.Contains(out, key.Job) {
 			out = append(out, key.Job)
 		}
 	}
@@ -40,7 +41,7 @@ func (e *Executor) Forget(job cluster.JobID) (int, error) {
 	defer e.mu.Unlock()
 	removed := 0
 	for _, d := range entries {
-		key, ok := parseDirName(d.Name())
+		key, ok := task.ParseDirName(d.Name())
 		if !ok || key.Job != job || !d.IsDir() {
 			continue
 		}
@@ -51,11 +52,11 @@ func (e *Executor) Forget(job cluster.JobID) (int, error) {
 			return removed, fmt.Errorf("forget job %s: task %s's exit is not acknowledged yet", job, key)
 		}
 		dir := filepath.Join(e.jobs, d.Name())
-		acked, err := exists(filepath.Join(dir, ackFile))
+		acked, err := task.Exists(filepath.Join(dir, task.AckFile))
 		if err != nil {
 			return removed, fmt.Errorf("forget job %s: %w", job, err)
 		}
-		started, err := exists(filepath.Join(dir, startFile))
+		started, err := task.Exists(filepath.Join(dir, task.StartFile))
 		if err != nil {
 			return removed, fmt.Errorf("forget job %s: %w", job, err)
 		}

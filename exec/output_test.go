@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 // nobody is the unprivileged user these tests open files and run tasks as.
@@ -41,68 +42,6 @@ func secret(t *testing.T, dir, content string) string {
 }
 
 const secretText = "root:$6$secret-hash:19000:0:99999:7:::\n"
-
-func TestOpenOutputFile(t *testing.T) {
-	mustBeRoot(t)
-	dir := userDir(t)
-	sec := secret(t, dir, secretText)
-	link := filepath.Join(dir, "link")
-	if err := os.Symlink(sec, link); err != nil {
-		t.Fatal(err)
-	}
-	rootDir := t.TempDir() // 0700, root's
-	tests := []struct {
-		name    string
-		path    string
-		cred    *syscall.Credential
-		wantErr string // "" : opened
-		owner   uint32 // of a file opened
-	}{
-		{name: "new file as the user", path: filepath.Join(dir, "out"), cred: nobody, owner: 65534},
-		{name: "new file as the agent", path: filepath.Join(dir, "own"), owner: 0},
-		{name: "root's file as the user", path: sec, cred: nobody, wantErr: "as uid 65534: open " + sec + ": permission denied"},
-		{name: "the shadow file as the user", path: "/etc/shadow", cred: nobody, wantErr: "permission denied"},
-		{name: "in a directory the user cannot enter", path: filepath.Join(rootDir, "out"), cred: nobody, wantErr: "permission denied"},
-		{name: "link to root's file as the user", path: link, cred: nobody, wantErr: "symbolic link"},
-		// Even where the open would be allowed, a link is not followed.
-		{name: "link as the agent", path: link, wantErr: "symbolic link"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f, o, err := openOutputFile("stdout", tt.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, tt.cred)
-			if tt.wantErr != "" {
-				if err == nil {
-					f.Close()
-					t.Fatalf("opened %s; want an error with %q", tt.path, tt.wantErr)
-				}
-				if !strings.Contains(err.Error(), tt.wantErr) || o.Error != err.Error() {
-					t.Errorf("err = %v, record %+v; want %q, recorded", err, o, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			var st syscall.Stat_t
-			if err := syscall.Stat(tt.path, &st); err != nil {
-				t.Fatal(err)
-			}
-			if o.ID.Dev != uint64(st.Dev) || o.ID.Ino != uint64(st.Ino) || o.Error != "" || o.Path != tt.path {
-				t.Errorf("record %+v; want device %d inode %d", o, st.Dev, st.Ino)
-			}
-			if st.Uid != tt.owner {
-				t.Errorf("owner %d; want %d", st.Uid, tt.owner)
-			}
-			if (o.User == nil) != (tt.cred == nil) || o.User != nil && o.User.UID != tt.cred.Uid {
-				t.Errorf("record's user %+v; want %+v", o.User, tt.cred)
-			}
-		})
-	}
-	if got := readFile(t, sec); got != secretText {
-		t.Errorf("root's file changed to %q", got)
-	}
-}
 
 // TestReadLogVerifies writes an output file as a task would, then changes
 // what its path names in each way a job could, and reads it back.
@@ -144,7 +83,7 @@ func TestReadLogVerifies(t *testing.T) {
 			dir := userDir(t)
 			sec := secret(t, dir, secretText)
 			path := filepath.Join(dir, "slurm-1.out")
-			f, o, err := openOutputFile("stdout", path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, nobody)
+			f, o, err := task.OpenOutput("stdout", path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, nobody)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +93,7 @@ func TestReadLogVerifies(t *testing.T) {
 			f.Close()
 			tt.swap(t, path, sec)
 
-			lf := outputLogFile(LogFile{Stream: "stdout", Path: path}, &outputRecord{Files: []openedOutput{o}})
+			lf := outputLogFile(LogFile{Stream: "stdout", Path: path}, &task.OutputRecord{Files: []task.OpenedOutput{o}})
 			done := make(chan struct{})
 			var data []byte
 			go func() {
@@ -216,7 +155,7 @@ func appendTo(t *testing.T, path, s string) {
 func TestReadLogBirth(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out")
-	f, o, err := openOutputFile("stdout", path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, nil)
+	f, o, err := task.OpenOutput("stdout", path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,12 +164,12 @@ func TestReadLogBirth(t *testing.T) {
 		t.Logf("the file system of %s records no birth times: only device and inode tell files apart", dir)
 		return
 	}
-	lf := outputLogFile(LogFile{Stream: "stdout", Path: path}, &outputRecord{Files: []openedOutput{o}})
+	lf := outputLogFile(LogFile{Stream: "stdout", Path: path}, &task.OutputRecord{Files: []task.OpenedOutput{o}})
 	if _, _, _, err := ReadLog(lf, 0, 100); err != nil {
 		t.Fatalf("ReadLog of the file itself: %v", err)
 	}
 	o.ID.Birth--
-	lf = outputLogFile(LogFile{Stream: "stdout", Path: path}, &outputRecord{Files: []openedOutput{o}})
+	lf = outputLogFile(LogFile{Stream: "stdout", Path: path}, &task.OutputRecord{Files: []task.OpenedOutput{o}})
 	if _, _, _, err := ReadLog(lf, 0, 100); !errors.Is(err, ErrReplaced) {
 		t.Errorf("ReadLog of a file born at another time: %v; want %v", err, ErrReplaced)
 	}
@@ -243,7 +182,7 @@ func TestReadLogAsUser(t *testing.T) {
 	mustBeRoot(t)
 	dir := userDir(t)
 	path := filepath.Join(dir, "out")
-	f, o, err := openOutputFile("stdout", path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, nobody)
+	f, o, err := task.OpenOutput("stdout", path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, nobody)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +193,7 @@ func TestReadLogAsUser(t *testing.T) {
 	if err := os.Chmod(path, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	lf := outputLogFile(LogFile{Stream: "stdout", Path: path}, &outputRecord{Files: []openedOutput{o}})
+	lf := outputLogFile(LogFile{Stream: "stdout", Path: path}, &task.OutputRecord{Files: []task.OpenedOutput{o}})
 	if _, _, _, err := ReadLog(lf, 0, 1<<20); !errors.Is(err, os.ErrPermission) {
 		t.Errorf("ReadLog of a file its user cannot read: %v; want permission denied", err)
 	}
@@ -273,11 +212,11 @@ func TestReadLogRecords(t *testing.T) {
 	if _, _, _, err := ReadLog(outputLogFile(lf, nil), 0, 100); err == nil || !strings.Contains(err.Error(), "no record") {
 		t.Errorf("ReadLog without a record: %v; want an error", err)
 	}
-	other := &outputRecord{Files: []openedOutput{{Stream: "stdout", Path: path + "x"}}}
+	other := &task.OutputRecord{Files: []task.OpenedOutput{{Stream: "stdout", Path: path + "x"}}}
 	if _, _, _, err := ReadLog(outputLogFile(lf, other), 0, 100); err == nil {
 		t.Error("ReadLog with a record of another path: no error")
 	}
-	failed := &outputRecord{Files: []openedOutput{{Stream: "stdout", Path: path, Error: "as uid 7: open: permission denied"}}}
+	failed := &task.OutputRecord{Files: []task.OpenedOutput{{Stream: "stdout", Path: path, Error: "as uid 7: open: permission denied"}}}
 	if _, _, _, err := ReadLog(outputLogFile(lf, failed), 0, 100); err == nil || !strings.Contains(err.Error(), "could not open it: as uid 7") {
 		t.Errorf("ReadLog of a failed open: %v; want its error", err)
 	}
@@ -348,7 +287,7 @@ func TestBatchOutputRootFile(t *testing.T) {
 		if !errors.Is(err, ErrStartFailed) {
 			t.Errorf("%s: Start = %v; want a start failure", target, err)
 		}
-		if x := waitExit(t, e, job); x.Cause != causeStartFail {
+		if x := waitExit(t, e, job); x.Cause != task.CauseStartFail {
 			t.Errorf("%s: exit %+v; want cause start", target, x)
 		}
 		if got := readFile(t, sec); got != secretText {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 // orphan is a task a previous agent started and never recorded the end of.
@@ -16,7 +18,7 @@ type orphan struct {
 	key   TaskKey
 	dir   string
 	start time.Time
-	procs []procRecord
+	procs []task.ProcRecord
 }
 
 // recover loads the pending exits, reattaches to the tasks whose
@@ -28,25 +30,25 @@ func (e *Executor) recover(ctx context.Context) error {
 		return err
 	}
 	var orphans []orphan
-	var reattached []*task
+	var reattached []*tracked
 	for _, d := range entries {
-		key, ok := parseDirName(d.Name())
+		key, ok := task.ParseDirName(d.Name())
 		if !ok || !d.IsDir() {
 			continue
 		}
 		dir := filepath.Join(e.jobs, d.Name())
 		log := e.log.With("task", key)
 
-		var rec exitRecord
-		err := readJSON(dir, exitFile, &rec)
+		var rec task.ExitRecord
+		err := task.ReadJSON(dir, task.ExitFile, &rec)
 		switch {
 		case err == nil:
-			acked, err := exists(filepath.Join(dir, ackFile))
+			acked, err := task.Exists(filepath.Join(dir, task.AckFile))
 			if err != nil {
 				return err
 			}
 			if !acked {
-				e.pending[key] = rec.exit(key)
+				e.pending[key] = exitOf(rec, key)
 			}
 			continue
 		case !errors.Is(err, fs.ErrNotExist):
@@ -54,8 +56,8 @@ func (e *Executor) recover(ctx context.Context) error {
 			log.Error("unreadable exit record, recording the task as lost", "err", err)
 		}
 
-		var start startRecord
-		if err := readJSON(dir, startFile, &start); errors.Is(err, fs.ErrNotExist) {
+		var start task.StartRecord
+		if err := task.ReadJSON(dir, task.StartFile, &start); errors.Is(err, fs.ErrNotExist) {
 			continue // crashed before the start record: nothing was forked
 		} else if err != nil {
 			log.Error("unreadable start record", "err", err)
@@ -67,18 +69,18 @@ func (e *Executor) recover(ctx context.Context) error {
 			continue
 		}
 		// The supervisor is gone; perhaps it recorded the exit just now.
-		if err := readJSON(dir, exitFile, &rec); err == nil {
-			e.pending[key] = rec.exit(key)
+		if err := task.ReadJSON(dir, task.ExitFile, &rec); err == nil {
+			e.pending[key] = exitOf(rec, key)
 			continue
 		}
-		procs, errs := readProcs(dir)
+		procs, errs := task.ReadProcs(dir)
 		for _, err := range errs {
 			log.Error("unreadable proc record", "err", err)
 		}
 		orphans = append(orphans, orphan{key: key, dir: dir, start: start.Start, procs: procs})
 	}
 	for _, t := range reattached {
-		e.wg.Go(func() { e.watch(t, outcome{code: codeLost, cause: causeLost}) })
+		e.wg.Go(func() { e.watch(t, outcome{code: task.CodeLost, cause: task.CauseLost}) })
 	}
 	if len(orphans) == 0 {
 		return nil
@@ -88,7 +90,7 @@ func (e *Executor) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if alive := waitPIDsGone(ctx, killed, killWait); len(alive) > 0 {
+	if alive := waitPIDsGone(ctx, killed, task.GoneWait); len(alive) > 0 {
 		e.log.Error("processes of lost tasks survived SIGKILL", "pids", alive)
 	}
 	for _, o := range orphans {
@@ -98,33 +100,29 @@ func (e *Executor) recover(ctx context.Context) error {
 	}
 	now := time.Now()
 	for _, o := range orphans {
-		rec := exitRecord{Job: o.key.Job, Incarnation: o.key.Incarnation, Step: stepField(o.key.Step),
-			Node: e.cfg.NodeName, ExitCode: codeLost, Cause: causeLost, Start: o.start, End: now}
-		if err := writeJSON(o.dir, exitFile, rec); err != nil {
+		rec := task.ExitRecord{Job: o.key.Job, Incarnation: o.key.Incarnation, Step: task.StepField(o.key.Step),
+			Node: e.cfg.NodeName, ExitCode: task.CodeLost, Cause: task.CauseLost, Start: o.start, End: now}
+		if err := task.WriteJSON(o.dir, task.ExitFile, rec); err != nil {
 			return fmt.Errorf("job %s: %w", o.key, err)
 		}
 		e.log.Warn("task lost across an agent restart", "task", o.key)
-		e.pending[o.key] = rec.exit(o.key)
+		e.pending[o.key] = exitOf(rec, o.key)
 	}
 	return nil
 }
 
 // reattach returns the task of dir, key, when its supervisor still
 // listens.
-func (e *Executor) reattach(key TaskKey, dir string) (*task, bool) {
-	var sc stepdConfig
-	if err := readJSON(dir, stepdFile, &sc); err != nil || sc.Launch.key() != key {
+func (e *Executor) reattach(key TaskKey, dir string) (*tracked, bool) {
+	var sc task.StepdConfig
+	if err := task.ReadJSON(dir, task.StepdFile, &sc); err != nil || sc.Launch.Key() != key {
 		return nil, false // started before supervisors, or never spawned
 	}
 	if !supervisorListens(dir) {
 		return nil, false
 	}
-	p, err := e.plan(sc.Launch)
-	if err != nil {
-		p = plan{script: sc.Launch.batchScript()}
-	}
-	return &task{key: key, launch: sc.Launch, plan: p, dir: dir, start: sc.Start, done: make(chan struct{}),
-		launched: true}, true
+	return &tracked{key: key, dir: dir, start: sc.Start, script: sc.Launch.BatchScript(),
+		done: make(chan struct{}), launched: true}, true
 }
 
 // killOrphans sends SIGKILL to every live process that belongs to an
@@ -147,19 +145,19 @@ func (e *Executor) killOrphans(orphans []orphan) (map[int]uint64, error) {
 			leaders[p.PID] = p.StartTicks
 		}
 	}
-	pids, err := listPIDs()
+	pids, err := task.ListPIDs()
 	if err != nil {
 		return nil, err
 	}
 	self := os.Getpid()
-	stats := make(map[int]procStat, len(pids))
+	stats := make(map[int]task.ProcStat, len(pids))
 	groups := make(map[int]bool) // verified leaders' groups
 	for _, pid := range pids {
 		if pid == self {
 			continue
 		}
-		st, err := readStat(pid)
-		if err != nil || st.dead() {
+		st, err := task.ReadStat(pid)
+		if err != nil || st.Dead() {
 			continue
 		}
 		stats[pid] = st
@@ -171,7 +169,7 @@ func (e *Executor) killOrphans(orphans []orphan) (map[int]uint64, error) {
 	for pid, st := range stats {
 		mine := groups[st.PGrp]
 		if !mine {
-			key, node, ok := environMarks(pid)
+			key, node, ok := task.EnvironMarks(pid)
 			mine = ok && node == e.cfg.NodeName && tasks[key]
 		}
 		if !mine {
@@ -184,7 +182,7 @@ func (e *Executor) killOrphans(orphans []orphan) (map[int]uint64, error) {
 		if err != nil {
 			continue
 		}
-		if sameProcessAlive(pid, st.StartTicks) {
+		if task.SameProcessAlive(pid, st.StartTicks) {
 			if err := p.Signal(syscall.SIGKILL); err == nil {
 				killed[pid] = st.StartTicks
 				e.log.Warn("killed process of a lost task", "pid", pid)
@@ -204,12 +202,12 @@ func (e *Executor) killOrphans(orphans []orphan) (map[int]uint64, error) {
 func waitPIDsGone(ctx context.Context, procs map[int]uint64, bound time.Duration) []int {
 	t := time.NewTimer(bound)
 	defer t.Stop()
-	tick := time.NewTicker(killPoll)
+	tick := time.NewTicker(task.GonePoll)
 	defer tick.Stop()
 	for {
 		var alive []int
 		for pid, ticks := range procs {
-			if sameProcessAlive(pid, ticks) {
+			if task.SameProcessAlive(pid, ticks) {
 				alive = append(alive, pid)
 			}
 		}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/shoal-sched/shoal/cgroup"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec/stepd"
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 // helperEnv makes the test binary act as a crashing agent (see TestMain);
@@ -29,12 +31,12 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == TaskNamespaceCommand {
-		os.Exit(TaskNamespaceMain(os.Args[2:]))
+	if len(os.Args) > 1 && os.Args[1] == stepd.TaskNamespaceCommand {
+		os.Exit(stepd.TaskNamespaceMain(os.Args[2:]))
 	}
-	if len(os.Args) > 1 && os.Args[1] == StepdArg { // every task's supervisor
+	if len(os.Args) > 1 && os.Args[1] == task.StepdArg { // every task's supervisor
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-		code := StepdMain(ctx, os.Args[2:])
+		code := stepd.Main(ctx, os.Args[2:])
 		stop()
 		os.Exit(code)
 	}
@@ -116,10 +118,10 @@ func testRecoveryAfterAgentKill(t *testing.T, step, killSupervisor bool) {
 	dir := t.TempDir()
 	agent := osexec.Command(os.Args[0], "-test.run=^$")
 	agent.Env = append(os.Environ(), helperEnv+"="+dir)
-	key := TaskKey{50, 1, NoStep}
+	key := TaskKey{Job: 50, Incarnation: 1, Step: NoStep}
 	if step {
 		agent.Env = append(agent.Env, helperStepEnv+"=1")
-		key = TaskKey{51, 1, 3}
+		key = TaskKey{Job: 51, Incarnation: 1, Step: 3}
 	}
 	agent.Stderr = t.Output()
 	if err := agent.Start(); err != nil {
@@ -128,7 +130,7 @@ func testRecoveryAfterAgentKill(t *testing.T, step, killSupervisor bool) {
 	t.Cleanup(func() { _ = agent.Process.Kill(); _ = agent.Wait() })
 
 	child := childPID(t, dir)
-	childStat, err := readStat(child)
+	childStat, err := task.ReadStat(child)
 	if err != nil {
 		t.Fatalf("background child %d: %v", child, err)
 	}
@@ -138,8 +140,8 @@ func testRecoveryAfterAgentKill(t *testing.T, step, killSupervisor bool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = childProc.Kill(); childProc.Release() })
-	taskDir := filepath.Join(dir, "jobs", key.dirName())
-	procs, errs := readProcs(taskDir)
+	taskDir := filepath.Join(dir, "jobs", key.DirName())
+	procs, errs := task.ReadProcs(taskDir)
 	if len(procs) != 1 || len(errs) != 0 {
 		t.Fatalf("proc records = %+v, %v; want one", procs, errs)
 	}
@@ -149,7 +151,7 @@ func testRecoveryAfterAgentKill(t *testing.T, step, killSupervisor bool) {
 		t.Fatalf("the rank leader's parent is the agent %d; want its supervisor", supervisor)
 	}
 	t.Cleanup(func() {
-		if sameProcessAlive(supervisor, supervisorTicks) {
+		if task.SameProcessAlive(supervisor, supervisorTicks) {
 			_ = syscall.Kill(supervisor, syscall.SIGKILL)
 		}
 	})
@@ -159,24 +161,24 @@ func testRecoveryAfterAgentKill(t *testing.T, step, killSupervisor bool) {
 	}
 	_ = agent.Wait()
 	if !killSupervisor {
-		if !sameProcessAlive(procs[0].PID, procs[0].StartTicks) || !sameProcessAlive(child, childStat.StartTicks) {
+		if !task.SameProcessAlive(procs[0].PID, procs[0].StartTicks) || !task.SameProcessAlive(child, childStat.StartTicks) {
 			t.Fatalf("the task died with its agent; its supervisor should keep it")
 		}
 		e := newTestExec(t, dir, time.Second)
 		if got := e.Running(); !slices.Contains(got, key) {
 			t.Fatalf("Running() after New = %v; want %v reattached", got, key)
 		}
-		if !sameProcessAlive(procs[0].PID, procs[0].StartTicks) {
+		if !task.SameProcessAlive(procs[0].PID, procs[0].StartTicks) {
 			t.Errorf("rank leader %d killed by New; a reattached task must run on", procs[0].PID)
 		}
-		if !e.Stop(key, causeCancelled) {
+		if !e.Stop(key, task.CauseCancelled) {
 			t.Fatalf("Stop(%v) = false; want true", key)
 		}
 		x := waitKey(t, e, key)
-		if x.Cause != causeCancelled || x.ExitCode != 128+15 {
+		if x.Cause != task.CauseCancelled || x.ExitCode != 128+15 {
 			t.Errorf("exit = %+v; want cause cancelled, code 143", x)
 		}
-		if sameProcessAlive(child, childStat.StartTicks) {
+		if task.SameProcessAlive(child, childStat.StartTicks) {
 			t.Errorf("background child %d outlived its task's exit", child)
 		}
 		return
@@ -198,16 +200,16 @@ func testRecoveryAfterAgentKill(t *testing.T, step, killSupervisor bool) {
 	if alive := waitPIDsGone(t.Context(), leader, waitBound); len(alive) > 0 {
 		t.Errorf("rank leader %d outlived its supervisor; Pdeathsig should have killed it", procs[0].PID)
 	}
-	if !sameProcessAlive(child, childStat.StartTicks) {
+	if !task.SameProcessAlive(child, childStat.StartTicks) {
 		t.Fatalf("background child %d died with its leader; the test needs it alive", child)
 	}
 
 	e := newTestExec(t, dir, time.Second)
-	if sameProcessAlive(child, childStat.StartTicks) {
+	if task.SameProcessAlive(child, childStat.StartTicks) {
 		t.Errorf("background child %d of the lost task still runs after New", child)
 	}
 	got := e.PendingExits()
-	if len(got) != 1 || got[0].key() != key || got[0].Cause != causeLost || got[0].ExitCode != -1 {
+	if len(got) != 1 || got[0].key() != key || got[0].Cause != task.CauseLost || got[0].ExitCode != -1 {
 		t.Fatalf("PendingExits = %+v; want %v lost with code -1", got, key)
 	}
 	if err := e.Ack(key); err != nil {
@@ -230,7 +232,7 @@ func parentOf(t *testing.T, pid int) (int, uint64) {
 	if err != nil {
 		t.Fatalf("ppid of %d: %v", pid, err)
 	}
-	st, err := readStat(ppid)
+	st, err := task.ReadStat(ppid)
 	if err != nil {
 		t.Fatalf("parent %d of %d: %v", ppid, pid, err)
 	}
@@ -279,21 +281,21 @@ func TestRecoveryKillsOnlyVerifiedGroups(t *testing.T) {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		key, _ := parseDirName(job)
-		if err := writeJSON(d, startFile, startRecord{Job: key.Job, Incarnation: key.Incarnation, Node: "n2", Ranks: 1, Start: time.Now()}); err != nil {
+		key, _ := task.ParseDirName(job)
+		if err := task.WriteJSON(d, task.StartFile, task.StartRecord{Job: key.Job, Incarnation: key.Incarnation, Node: "n2", Ranks: 1, Start: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
-		if err := writeJSON(d, procFile(0), procRecord{Rank: 0, PID: pid, StartTicks: ticks}); err != nil {
+		if err := task.WriteJSON(d, task.ProcFile(0), task.ProcRecord{Rank: 0, PID: pid, StartTicks: ticks}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	st, err := readStat(lost)
+	st, err := task.ReadStat(lost)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("lost group %d, decoy %d", lost, decoy)
 	write("60.1", lost, st.StartTicks)
-	dst, err := readStat(decoy)
+	dst, err := task.ReadStat(decoy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,12 +314,12 @@ func TestRecoveryKillsOnlyVerifiedGroups(t *testing.T) {
 	if n := members(t, lost); n != 0 {
 		t.Errorf("%d members of the lost task's group survived recovery", n)
 	}
-	if !sameProcessAlive(decoy, dst.StartTicks) {
+	if !task.SameProcessAlive(decoy, dst.StartTicks) {
 		t.Errorf("recovery killed pid %d, whose start time differs from the record", decoy)
 	}
 	got := e.PendingExits()
 	if len(got) != 2 || got[0].Job != 60 || got[1].Job != 61 || got[1].Incarnation != 2 ||
-		got[0].Cause != causeLost || got[1].Cause != causeLost {
+		got[0].Cause != task.CauseLost || got[1].Cause != task.CauseLost {
 		t.Errorf("PendingExits = %+v; want 60.1 and 61.2 lost", got)
 	}
 }
@@ -325,13 +327,13 @@ func TestRecoveryKillsOnlyVerifiedGroups(t *testing.T) {
 // members counts live processes in process group pgid.
 func members(t *testing.T, pgid int) int {
 	t.Helper()
-	pids, err := listPIDs()
+	pids, err := task.ListPIDs()
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	for _, pid := range pids {
-		if st, err := readStat(pid); err == nil && st.PGrp == pgid && !st.dead() {
+		if st, err := task.ReadStat(pid); err == nil && st.PGrp == pgid && !st.Dead() {
 			n++
 		}
 	}

@@ -9,150 +9,18 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec/task"
 )
-
-// TestEarlySignalDelay checks when each kind of task gets the job's
-// --signal warning.
-func TestEarlySignalDelay(t *testing.T) {
-	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	usr1 := func(before time.Duration, batchOnly bool) *cluster.JobSignal {
-		return &cluster.JobSignal{Number: int(syscall.SIGUSR1), Before: before, BatchOnly: batchOnly}
-	}
-	launch := func(limit time.Duration, sig *cluster.JobSignal, batch bool, step bool, jobStart time.Time) Launch {
-		l := Launch{JobStart: jobStart}
-		l.Spec.Request.TimeLimit = limit
-		l.Spec.Signal = sig
-		if batch {
-			l.Spec.Batch = &cluster.Batch{Script: "#!/bin/sh\n"}
-		}
-		if step {
-			l.Step = &cluster.Step{ID: 0}
-		}
-		return l
-	}
-	ranks, script := plan{ranks: 1}, plan{ranks: 1, script: true}
-	tests := []struct {
-		name       string
-		l          Launch
-		p          plan
-		start, now time.Time
-		want       time.Duration
-		wantOK     bool
-	}{
-		{"no signal", launch(time.Hour, nil, false, false, t0), ranks, t0, t0, 0, false},
-		{"no time limit", launch(0, usr1(time.Minute, false), false, false, t0), ranks, t0, t0, 0, false},
-		{"ranks: limit - before", launch(time.Hour, usr1(time.Minute, false), false, false, t0), ranks, t0, t0, 59 * time.Minute, true},
-		{"ranks: counted from the task's start", launch(time.Hour, usr1(time.Minute, false), false, false, t0),
-			ranks, t0.Add(10 * time.Second), t0.Add(20 * time.Second), 59*time.Minute - 10*time.Second, true},
-		{"ranks: before 0 is at the limit", launch(time.Hour, usr1(0, false), false, false, t0), ranks, t0, t0, time.Hour, true},
-		{"ranks: before past the limit is at once", launch(time.Minute, usr1(time.Hour, false), false, false, t0), ranks, t0, t0.Add(time.Second), 0, true},
-		{"ranks: overdue after a late start is at once", launch(time.Minute, usr1(30*time.Second, false), false, false, t0),
-			ranks, t0, t0.Add(45 * time.Second), 0, true},
-		{"batch script without B: not signalled", launch(time.Hour, usr1(time.Minute, false), true, false, t0), script, t0, t0, 0, false},
-		{"batch script with B:", launch(time.Hour, usr1(90*time.Second, true), true, false, t0), script, t0, t0, 58*time.Minute + 30*time.Second, true},
-		{"step: from the job's start", launch(time.Hour, usr1(time.Minute, false), true, true, t0),
-			ranks, t0.Add(5 * time.Minute), t0.Add(5 * time.Minute), 54 * time.Minute, true},
-		{"step with B: not signalled", launch(time.Hour, usr1(time.Minute, true), true, true, t0),
-			ranks, t0.Add(time.Minute), t0.Add(time.Minute), 0, false},
-		{"step started after the moment: sent once, not again", launch(time.Hour, usr1(time.Minute, false), true, true, t0),
-			ranks, t0.Add(59*time.Minute + time.Second), t0.Add(59*time.Minute + time.Second), 0, false},
-		{"step without the job's start time", launch(time.Hour, usr1(time.Minute, false), true, true, time.Time{}),
-			ranks, t0, t0, 0, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := earlySignalDelay(tt.l, tt.p, tt.start, tt.now)
-			if got != tt.want || ok != tt.wantOK {
-				t.Errorf("earlySignalDelay(...) = %v, %v; want %v, %v", got, ok, tt.want, tt.wantOK)
-			}
-		})
-	}
-}
-
-// TestSuperviseKillWaitAndWarning drives the kill-wait, the shorter
-// fencing grace and the --signal warning on fake time. A fenced node's
-// ranks must be dead within the fencing grace even when they were already
-// stopping with the longer kill-wait: the leader's lease expiry counts on
-// it (DESIGN invariant 1).
-func TestSuperviseKillWaitAndWarning(t *testing.T) {
-	const wait, fence = 30 * time.Second, 5 * time.Second
-	tests := []struct {
-		name    string
-		limit   time.Duration
-		early   time.Duration // <0: no warning
-		act     func(f *fakeRanks, stop chan string)
-		want    outcome
-		signals []string
-	}{
-		{"time limit: TERM, KILL after the kill-wait", time.Minute, -1, func(*fakeRanks, chan string) {},
-			outcome{code: 137, cause: causeTimeout}, []string{"terminated@1m0s", "killed@1m30s"}},
-		{"cancel: the kill-wait", 0, -1, func(_ *fakeRanks, stop chan string) {
-			time.Sleep(time.Second)
-			stop <- causeCancelled
-		}, outcome{code: 137, cause: causeCancelled}, []string{"terminated@1s", "killed@31s"}},
-		{"fenced: the fencing grace", 0, -1, func(_ *fakeRanks, stop chan string) {
-			time.Sleep(time.Second)
-			stop <- causeFenced
-		}, outcome{code: 137, cause: causeFenced}, []string{"terminated@1s", "killed@6s"}},
-		{"fenced while in the kill-wait: KILL moves earlier", time.Minute, -1, func(_ *fakeRanks, stop chan string) {
-			time.Sleep(time.Minute + 2*time.Second)
-			stop <- causeFenced
-		}, outcome{code: 137, cause: causeTimeout}, []string{"terminated@1m0s", "killed@1m7s"}},
-		{"fenced late in the kill-wait: KILL stays", time.Minute, -1, func(_ *fakeRanks, stop chan string) {
-			time.Sleep(time.Minute + 28*time.Second)
-			stop <- causeFenced
-		}, outcome{code: 137, cause: causeTimeout}, []string{"terminated@1m0s", "killed@1m30s"}},
-		{"warning before the limit, once", time.Minute, 50 * time.Second, func(*fakeRanks, chan string) {},
-			outcome{code: 137, cause: causeTimeout}, []string{"user defined signal 1@50s", "terminated@1m0s", "killed@1m30s"}},
-		{"no warning once stopping", time.Minute, 50 * time.Second, func(_ *fakeRanks, stop chan string) {
-			time.Sleep(10 * time.Second)
-			stop <- causeCancelled
-		}, outcome{code: 137, cause: causeCancelled}, []string{"terminated@10s", "killed@40s"}},
-		{"warning at once", time.Minute, 0, func(*fakeRanks, chan string) {},
-			outcome{code: 137, cause: causeTimeout}, []string{"user defined signal 1@0s", "terminated@1m0s", "killed@1m30s"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				f := &fakeRanks{start: time.Now(), exits: make(chan rankExit, 2),
-					live: map[int]bool{0: true, 1: true}}
-				stop := make(chan string, 1)
-				done := make(chan outcome, 1)
-				s := supervision{ranks: 2, exits: f.exits, stop: stop, timeLimit: tt.limit,
-					grace: wait, fenceGrace: fence, signal: f.signal}
-				if tt.early >= 0 {
-					s.early = tt.early
-					s.earlySignal = func() { f.signal(syscall.SIGUSR1) }
-				}
-				go func() { done <- supervise(s) }()
-				tt.act(f, stop)
-				var got outcome
-				select {
-				case got = <-done:
-				case <-time.After(time.Hour):
-					t.Fatalf("supervise did not return within an hour of fake time; signals %q", f.signals)
-				}
-				if got != tt.want {
-					t.Errorf("supervise(...) = %+v; want %+v", got, tt.want)
-				}
-				if !slices.Equal(f.signals, tt.signals) {
-					t.Errorf("signals = %q; want %q", f.signals, tt.signals)
-				}
-			})
-		})
-	}
-}
 
 // TestSignalReachesRanksAndKeepsThemRunning: Signal (shoal cancel
 // --signal) reaches every rank's trap, and the task runs on until stopped.
 func TestSignalReachesRanksAndKeepsThemRunning(t *testing.T) {
 	e := newTestExec(t, t.TempDir(), time.Second)
 	l := shLaunch(t, 21, 2, `trap 'touch usr1-$LOCAL_RANK' USR1; touch ready-$LOCAL_RANK; while :; do sleep 0.1; done`)
-	key := TaskKey{21, 1, NoStep}
+	key := TaskKey{Job: 21, Incarnation: 1, Step: NoStep}
 	if err := e.Signal(key, syscall.SIGUSR1, false); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("Signal before Start = %v; want ErrNotRunning", err)
 	}
@@ -184,7 +52,7 @@ func TestEarlySignalBeforeTimeLimit(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 	x := waitExit(t, e, 22)
-	if x.Cause != causeTimeout {
+	if x.Cause != task.CauseTimeout {
 		t.Errorf("exit = %+v; want cause timeout", x)
 	}
 	b, err := os.ReadFile(filepath.Join(l.Spec.WorkDir, "usr1"))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 // batchLaunch is job id's batch script on node n2, the first of n2,n3.
@@ -73,7 +74,7 @@ func TestBatchScript(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 	x := waitExit(t, e, 20)
-	if x.ExitCode != 3 || x.Cause != causeExit || x.Step != NoStep {
+	if x.ExitCode != 3 || x.Cause != task.CauseExit || x.Step != NoStep {
 		t.Errorf("exit = %+v; want code 3 cause exit step NoStep", x)
 	}
 	want := "out 2 a b c 0 BATCH " + l.Spec.WorkDir + "\nerr\n"
@@ -90,7 +91,7 @@ func TestBatchScript(t *testing.T) {
 	if len(files) == 1 && (files[0].output == nil || files[0].unreadable != "") {
 		t.Errorf("output file %s: opened %+v, unreadable %q; want the record of its open", out, files[0].output, files[0].unreadable)
 	}
-	fi, err := os.Stat(filepath.Join(e.jobs, "20.1", scriptFile))
+	fi, err := os.Stat(filepath.Join(e.jobs, "20.1", task.ScriptFile))
 	if err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("script file: %v, %v; want mode 0700", fi, err)
 	}
@@ -150,8 +151,8 @@ func TestStep(t *testing.T) {
 	if err := e.Start(t.Context(), step); err != nil {
 		t.Fatalf("Start step: %v", err)
 	}
-	x := waitKey(t, e, TaskKey{30, 1, 0})
-	if x.ExitCode != 0 || x.Cause != causeExit || x.Step != 0 || x.Job != 30 {
+	x := waitKey(t, e, TaskKey{Job: 30, Incarnation: 1, Step: 0})
+	if x.ExitCode != 0 || x.Cause != task.CauseExit || x.Step != 0 || x.Job != 30 {
 		t.Errorf("step exit = %+v; want job 30 step 0 code 0", x)
 	}
 	files, err := e.LogFiles(30)
@@ -179,33 +180,33 @@ func TestStep(t *testing.T) {
 	if err := e.Start(t.Context(), long); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := e.Running(), []TaskKey{{30, 1, NoStep}, {30, 1, 1}}; !slices.Equal(got, want) {
+	if got, want := e.Running(), []TaskKey{{Job: 30, Incarnation: 1, Step: NoStep}, {Job: 30, Incarnation: 1, Step: 1}}; !slices.Equal(got, want) {
 		t.Fatalf("Running() = %v; want %v", got, want)
 	}
-	if !e.Stop(TaskKey{30, 1, 1}, causeCancelled) {
+	if !e.Stop(TaskKey{Job: 30, Incarnation: 1, Step: 1}, task.CauseCancelled) {
 		t.Fatal("Stop of the step = false")
 	}
-	if x := waitKey(t, e, TaskKey{30, 1, 1}); x.Cause != causeCancelled || x.ExitCode != 128+15 {
+	if x := waitKey(t, e, TaskKey{Job: 30, Incarnation: 1, Step: 1}); x.Cause != task.CauseCancelled || x.ExitCode != 128+15 {
 		t.Errorf("stopped step exit = %+v; want cancelled 143", x)
 	}
-	if got, want := e.Running(), []TaskKey{{30, 1, NoStep}}; !slices.Equal(got, want) {
+	if got, want := e.Running(), []TaskKey{{Job: 30, Incarnation: 1, Step: NoStep}}; !slices.Equal(got, want) {
 		t.Errorf("Running() after stopping the step = %v; want the job's own task", got)
 	}
 
-	if err := e.Ack(TaskKey{30, 1, 0}); err != nil {
+	if err := e.Ack(TaskKey{Job: 30, Incarnation: 1, Step: 0}); err != nil {
 		t.Errorf("Ack of step 0: %v", err)
 	}
-	if err := e.Ack(TaskKey{30, 1, NoStep}); err == nil || errors.Is(err, fs.ErrNotExist) {
+	if err := e.Ack(TaskKey{Job: 30, Incarnation: 1, Step: NoStep}); err == nil || errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Ack of the running own task = %v; want still running", err)
 	}
-	if err := e.Ack(TaskKey{30, 1, 7}); !errors.Is(err, fs.ErrNotExist) {
+	if err := e.Ack(TaskKey{Job: 30, Incarnation: 1, Step: 7}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Ack of an unknown step = %v; want fs.ErrNotExist", err)
 	}
 	var pending []TaskKey
 	for _, x := range e.PendingExits() {
 		pending = append(pending, x.key())
 	}
-	if want := []TaskKey{{30, 1, 1}}; !slices.Equal(pending, want) {
+	if want := []TaskKey{{Job: 30, Incarnation: 1, Step: 1}}; !slices.Equal(pending, want) {
 		t.Errorf("PendingExits = %v; want %v", pending, want)
 	}
 }
@@ -249,11 +250,11 @@ func TestBatchEndStopsSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := waitExit(t, e, 32)
-	if x.Cause != causeTimeout {
+	if x.Cause != task.CauseTimeout {
 		t.Errorf("script exit = %+v; want cause timeout", x)
 	}
-	sx := waitKey(t, e, TaskKey{32, 1, 0})
-	if sx.Cause != causeTimeout || sx.ExitCode != 128+15 {
+	sx := waitKey(t, e, TaskKey{Job: 32, Incarnation: 1, Step: 0})
+	if sx.Cause != task.CauseTimeout || sx.ExitCode != 128+15 {
 		t.Errorf("step exit = %+v; want it stopped with the script, cause timeout, code 143", sx)
 	}
 	if d := sx.End.Sub(sx.Start); d > 5*time.Second {
@@ -309,7 +310,7 @@ func TestBatchScriptAsUser(t *testing.T) {
 	if err := e.Start(t.Context(), l); !errors.Is(err, ErrStartFailed) {
 		t.Errorf("Start writing a root-only file = %v; want ErrStartFailed", err)
 	}
-	if x := waitExit(t, e, 34); x.Cause != causeStartFail {
+	if x := waitExit(t, e, 34); x.Cause != task.CauseStartFail {
 		t.Errorf("exit = %+v; want cause start", x)
 	}
 	if got := readFile(t, rootFile); got != "keep\n" {

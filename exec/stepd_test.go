@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 // rankPID reads the pid a rank wrote to file in its work dir.
@@ -20,7 +22,7 @@ func rankPID(t *testing.T, path string) (int, uint64) {
 		b, _ := os.ReadFile(path)
 		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 	}
-	st, err := readStat(pid)
+	st, err := task.ReadStat(pid)
 	if err != nil {
 		t.Fatalf("rank %d: %v", pid, err)
 	}
@@ -38,7 +40,7 @@ func TestDetachAndReattach(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := shLaunch(t, 30, 1, `echo $$ > pid; while [ ! -e release ]; do sleep 0.05; done; echo runs >> count; exit 3`)
-	key := TaskKey{30, 1, NoStep}
+	key := TaskKey{Job: 30, Incarnation: 1, Step: NoStep}
 	if err := e1.Start(t.Context(), l); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -47,7 +49,7 @@ func TestDetachAndReattach(t *testing.T) {
 	if err := e1.Start(t.Context(), l); err == nil {
 		t.Errorf("Start after Detach = nil; want ErrClosed")
 	}
-	if !sameProcessAlive(pid, ticks) {
+	if !task.SameProcessAlive(pid, ticks) {
 		t.Fatalf("rank %d died with its detached executor", pid)
 	}
 
@@ -62,7 +64,7 @@ func TestDetachAndReattach(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := waitKey(t, e2, key)
-	if x.Cause != causeExit || x.ExitCode != 3 {
+	if x.Cause != task.CauseExit || x.ExitCode != 3 {
 		t.Errorf("exit = %+v; want cause exit, code 3", x)
 	}
 	if b, _ := os.ReadFile(filepath.Join(l.Spec.WorkDir, "count")); string(b) != "runs\n" {
@@ -86,7 +88,7 @@ func TestWatchdogFencesWithoutRenewal(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		e.StopAll(causeCancelled)
+		e.StopAll(task.CauseCancelled)
 		ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 		defer cancel()
 		_ = e.Close(ctx)
@@ -123,17 +125,17 @@ func TestWatchdogFencesWithoutRenewal(t *testing.T) {
 	}
 	pid, ticks := rankPID(t, filepath.Join(l.Spec.WorkDir, "pid"))
 	time.Sleep(3 * ttl) // three leases' worth of renewals
-	if !sameProcessAlive(pid, ticks) || len(e.PendingExits()) != 0 {
+	if !task.SameProcessAlive(pid, ticks) || len(e.PendingExits()) != 0 {
 		t.Fatalf("the task ended while its lease was renewed: exits %+v", e.PendingExits())
 	}
 	close(stopRenewing)
 	<-renewed
 	// No more renewals: the supervisor fences on its own.
 	x := waitExit(t, e, 31)
-	if x.Cause != causeFenced || x.ExitCode != 128+9 {
+	if x.Cause != task.CauseFenced || x.ExitCode != 128+9 {
 		t.Errorf("exit = %+v; want cause fenced, code 137 (SIGKILL after the grace)", x)
 	}
-	if sameProcessAlive(pid, ticks) {
+	if task.SameProcessAlive(pid, ticks) {
 		t.Errorf("rank %d alive after its fenced exit was recorded", pid)
 	}
 	if left := e.LeaseLeft(); left != 0 {
@@ -158,7 +160,7 @@ func TestWatchdogFencesWithoutLeaseRecord(t *testing.T) {
 	if err := e.Start(t.Context(), l); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	if x := waitExit(t, e, 32); x.Cause != causeFenced {
+	if x := waitExit(t, e, 32); x.Cause != task.CauseFenced {
 		t.Errorf("exit = %+v; want cause fenced", x)
 	}
 }
@@ -173,14 +175,14 @@ func TestStepAfterScriptEnded(t *testing.T) {
 	if err := e.Start(t.Context(), l); err != nil {
 		t.Fatal(err)
 	}
-	if x := waitExit(t, e, 33); x.Cause != causeExit {
+	if x := waitExit(t, e, 33); x.Cause != task.CauseExit {
 		t.Fatalf("script exit = %+v; want cause exit", x)
 	}
 	step := withStep(l, 0, 0, `exec sleep 30`)
 	if err := e.Start(t.Context(), step); err != nil {
 		t.Fatal(err)
 	}
-	if sx := waitKey(t, e, TaskKey{33, 1, 0}); sx.Cause != causeCancelled || sx.ExitCode != 128+15 {
+	if sx := waitKey(t, e, TaskKey{Job: 33, Incarnation: 1, Step: 0}); sx.Cause != task.CauseCancelled || sx.ExitCode != 128+15 {
 		t.Errorf("step exit = %+v; want it stopped at once, cause cancelled, code 143", sx)
 	}
 }
@@ -194,11 +196,11 @@ func TestStopRecordReachesSupervisor(t *testing.T) {
 	if err := e.Start(t.Context(), l); err != nil {
 		t.Fatal(err)
 	}
-	key := TaskKey{34, 1, NoStep}
-	if err := writeJSON(filepath.Join(e.jobs, key.dirName()), stopFile, stopRecord{Cause: causeCancelled}); err != nil {
+	key := TaskKey{Job: 34, Incarnation: 1, Step: NoStep}
+	if err := task.WriteJSON(filepath.Join(e.jobs, key.DirName()), task.StopFile, task.StopRecord{Cause: task.CauseCancelled}); err != nil {
 		t.Fatal(err)
 	}
-	if x := waitExit(t, e, 34); x.Cause != causeCancelled || x.ExitCode != 128+15 {
+	if x := waitExit(t, e, 34); x.Cause != task.CauseCancelled || x.ExitCode != 128+15 {
 		t.Errorf("exit = %+v; want cause cancelled, code 143", x)
 	}
 }

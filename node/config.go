@@ -12,7 +12,7 @@ import (
 
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
-	"github.com/shoal-sched/shoal/exec"
+	"github.com/shoal-sched/shoal/exec/stepd"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -103,7 +103,7 @@ type Config struct {
 	// TaskHostnameOff.
 	TaskHostname string
 	// TaskHelper is the argv prefix of the program that sets up a task's
-	// namespaces (the shoal binary and exec.TaskNamespaceCommand); without
+	// namespaces (the shoal binary and stepd.TaskNamespaceCommand); without
 	// it tasks never get namespaces of their own.
 	TaskHelper []string
 
@@ -256,7 +256,7 @@ func (c *Config) taskNamespace(log *slog.Logger) ([]string, error) {
 	case len(c.TaskHelper) == 0:
 		why = "no task namespace helper"
 	default:
-		if err := exec.ProbeTaskNamespace(c.TaskHelper, c.Name); err != nil {
+		if err := stepd.ProbeTaskNamespace(c.TaskHelper, c.Name); err != nil {
 			why = err.Error()
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/shoal-sched/shoal/cgroup"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
-	"github.com/shoal-sched/shoal/exec"
+	"github.com/shoal-sched/shoal/exec/stepd"
 	"github.com/shoal-sched/shoal/gpu"
 	"github.com/shoal-sched/shoal/node"
 	"github.com/shoal-sched/shoal/pki"
@@ -108,7 +108,7 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 				cfg.Policy = &p
 			}
 			if exe, err := os.Executable(); err == nil {
-				cfg.TaskHelper = []string{exe, exec.TaskNamespaceCommand}
+				cfg.TaskHelper = []string{exe, stepd.TaskNamespaceCommand}
 			}
 			a, err := node.New(cmd.Context(), cfg)
 			if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-sched/shoal/api"
-	"github.com/shoal-sched/shoal/exec"
+	"github.com/shoal-sched/shoal/exec/stepd"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -22,8 +22,8 @@ var version = "0.1.0-dev"
 func main() {
 	// The task namespace helper execs a rank's program at once: no signal
 	// handlers, no flag parsing of the rank's argv.
-	if len(os.Args) > 1 && os.Args[1] == exec.TaskNamespaceCommand {
-		os.Exit(exec.TaskNamespaceMain(os.Args[2:]))
+	if len(os.Args) > 1 && os.Args[1] == stepd.TaskNamespaceCommand {
+		os.Exit(stepd.TaskNamespaceMain(os.Args[2:]))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

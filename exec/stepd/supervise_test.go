@@ -1,4 +1,4 @@
-package exec
+package stepd
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 // fakeRanks stands in for rank processes inside a synctest bubble: it
@@ -59,26 +61,26 @@ func TestSupervise(t *testing.T) {
 			time.Sleep(time.Second)
 			f.exit(0, 0)
 			f.exit(1, 0)
-		}, outcome{code: 0, cause: causeExit}, nil},
+		}, outcome{code: 0, cause: task.CauseExit}, nil},
 		{"one fails, sibling stopped", 0, true, "", func(f *fakeRanks, _ chan string) {
 			time.Sleep(time.Second)
 			f.exit(1, 3)
-		}, outcome{code: 3, cause: causeExit}, []string{"terminated@1s"}},
+		}, outcome{code: 3, cause: task.CauseExit}, []string{"terminated@1s"}},
 		{"time limit, TERM honoured", time.Minute, true, "", func(*fakeRanks, chan string) {},
-			outcome{code: 143, cause: causeTimeout}, []string{"terminated@1m0s"}},
+			outcome{code: 143, cause: task.CauseTimeout}, []string{"terminated@1m0s"}},
 		{"time limit, TERM ignored", time.Minute, false, "", func(*fakeRanks, chan string) {},
-			outcome{code: 137, cause: causeTimeout}, []string{"terminated@1m0s", "killed@1m10s"}},
+			outcome{code: 137, cause: task.CauseTimeout}, []string{"terminated@1m0s", "killed@1m10s"}},
 		{"stop then limit: first cause wins", time.Minute, false, "", func(_ *fakeRanks, stop chan string) {
 			time.Sleep(55 * time.Second)
-			stop <- causeCancelled
-		}, outcome{code: 137, cause: causeCancelled}, []string{"terminated@55s", "killed@1m5s"}},
+			stop <- task.CauseCancelled
+		}, outcome{code: 137, cause: task.CauseCancelled}, []string{"terminated@55s", "killed@1m5s"}},
 		{"failure then stop", 0, false, "", func(f *fakeRanks, stop chan string) {
 			f.exit(0, 1)
 			time.Sleep(time.Second)
-			stop <- causeFenced
-		}, outcome{code: 1, cause: causeExit}, []string{"terminated@0s", "killed@10s"}},
-		{"start failure", 0, true, causeStartFail, func(*fakeRanks, chan string) {},
-			outcome{code: 143, cause: causeStartFail}, []string{"terminated@0s"}},
+			stop <- task.CauseFenced
+		}, outcome{code: 1, cause: task.CauseExit}, []string{"terminated@0s", "killed@10s"}},
+		{"start failure", 0, true, task.CauseStartFail, func(*fakeRanks, chan string) {},
+			outcome{code: 143, cause: task.CauseStartFail}, []string{"terminated@0s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

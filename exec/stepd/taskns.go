@@ -1,4 +1,4 @@
-package exec
+package stepd
 
 import (
 	"bytes"
@@ -15,11 +15,13 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 // Task namespaces: on one machine that hosts several agents (`shoal dev`,
 // the integration tests), node names are not host names. With
-// Config.TaskNamespace set, each rank runs in its own UTS and mount
+// exec.Config.TaskNamespace set, each rank runs in its own UTS and mount
 // namespace whose hostname is the node's name and whose /etc/hosts maps
 // every node name to its agent's address, as on a real cluster. Go cannot
 // run code between fork and exec, so the rank is forked (as root, in the
@@ -40,24 +42,15 @@ import (
 // runs TaskNamespaceMain.
 const TaskNamespaceCommand = "__task-namespace"
 
-// hostsFile is the private /etc/hosts of a task in its task directory.
-const hostsFile = "hosts"
-
 // maxEnvBytes bounds a task environment the helper reads (Linux refuses
 // much smaller ones at exec).
 const maxEnvBytes = 64 << 20
 
-// Host is a node name and its agent's address (an IP), for the private
-// /etc/hosts of tasks.
-type Host struct {
-	Name string
-	Addr string
-}
-
-// inTaskNamespace makes cmd, a rank's command as exec builds it, run in
-// its own UTS and mount namespace through helper (Config.TaskNamespace),
-// with hostname as its hostname and hosts, written to taskDir once, as its
-// /etc/hosts; with helper empty it leaves cmd alone. The helper runs as
+// inTaskNamespace makes cmd, a rank's command as the supervisor builds
+// it, run in its own UTS and mount namespace through helper
+// (exec.Config.TaskNamespace), with hostname as its hostname and hosts,
+// written to taskDir once, as its /etc/hosts; with helper empty it leaves
+// cmd alone. The helper runs as
 // root and takes the rank's Credential itself (a process that has switched
 // to the user could not set a hostname or mount), then re-arms Pdeathsig,
 // which a change of ids clears, and enters cmd.Dir as the user. cmd's
@@ -65,13 +58,13 @@ type Host struct {
 // helper itself runs with helperOwnEnv. It depends on nothing but its
 // arguments, so any process that forks ranks can call it. The caller
 // calls release once cmd has started (or failed to).
-func inTaskNamespace(cmd *osexec.Cmd, helper []string, hostname, taskDir string, hosts []Host, log *slog.Logger) (release func(), err error) {
+func inTaskNamespace(cmd *osexec.Cmd, helper []string, hostname, taskDir string, hosts []task.Host, log *slog.Logger) (release func(), err error) {
 	release = func() {}
 	if len(helper) == 0 {
 		return release, nil
 	}
-	file := filepath.Join(taskDir, hostsFile)
-	if ok, err := exists(file); err != nil {
+	file := filepath.Join(taskDir, task.HostsFile)
+	if ok, err := task.Exists(file); err != nil {
 		return release, fmt.Errorf("task namespace: %w", err)
 	} else if !ok {
 		// Read by the helper before any rank runs; a task never restarts,
@@ -120,7 +113,7 @@ func inTaskNamespace(cmd *osexec.Cmd, helper []string, hostname, taskDir string,
 
 // helperMarkers are the variables of a task's environment the helper's
 // own environment keeps: recovery finds a task's processes by them (see
-// environMarks). The dynamic loader and the Go runtime read none of them.
+// EnvironMarks). The dynamic loader and the Go runtime read none of them.
 var helperMarkers = []string{"SHOAL_JOB_ID", "SHOAL_INCARNATION", "SHOAL_STEP_ID", "SHOAL_NODE_NAME"}
 
 // helperOwnEnv is the task namespace helper's own environment: a fixed PATH
@@ -199,7 +192,7 @@ func parseEnvBlock(b []byte) []string {
 // empty or has blanks, is left out: /etc/hosts cannot say it), then the
 // host's own /etc/hosts, so the names it knows still resolve; the first
 // match wins, so node names resolve to their agents.
-func hostsContent(hosts []Host, log *slog.Logger) []byte {
+func hostsContent(hosts []task.Host, log *slog.Logger) []byte {
 	var b bytes.Buffer
 	b.WriteString("# Written by shoal: the cluster's node names at their agents' addresses.\n")
 	b.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
@@ -318,7 +311,7 @@ func parseID(s string) (int, error) {
 	return int(n), err
 }
 
-// TaskNamespaceMain is the helper: run by exec as root in a rank's new
+// TaskNamespaceMain is the helper: run by a supervisor as root in a rank's new
 // UTS and mount namespaces with the arguments inTaskNamespace wrote, it
 // reads the task's environment from --env-fd (closing it), makes every
 // mount a slave of the host's (so its own mounts never reach the host,
@@ -387,7 +380,7 @@ func TaskNamespaceMain(args []string) int {
 		if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(a.pdeathsig), 0); e != 0 {
 			return fail(1, "set parent-death signal: %v", e)
 		}
-		if os.Getppid() != ppid { // the agent died before the signal was armed
+		if os.Getppid() != ppid { // the supervisor died before the signal was armed
 			return 128 + int(a.pdeathsig)
 		}
 	}
@@ -407,7 +400,7 @@ func TaskNamespaceMain(args []string) int {
 	return fail(code, "exec %s: %v", a.argv[0], err)
 }
 
-// ProbeTaskNamespace runs helper (the argv prefix of Config.TaskNamespace)
+// ProbeTaskNamespace runs helper (the argv prefix of exec.Config.TaskNamespace)
 // once in new namespaces, as a rank would, without running anything
 // after the setup: an agent calls it to learn whether this machine lets
 // it (root, a kernel and a container that allow the namespaces and the

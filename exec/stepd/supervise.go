@@ -1,10 +1,11 @@
-package exec
+package stepd
 
 import (
 	"syscall"
 	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 // rankExit is one rank's leader process reaped.
@@ -18,7 +19,7 @@ type rankExit struct {
 type supervision struct {
 	ranks     int                          // leaders started and not yet reaped
 	exits     <-chan rankExit              // one value per leader
-	stop      <-chan string                // a cause from Stop
+	stop      <-chan string                // a stop cause (request, record, watchdog)
 	timeLimit time.Duration                // 0: none; measured from the call
 	grace     time.Duration                // SIGTERM to SIGKILL: the kill-wait
 	signal    func(syscall.Signal)         // to every rank's process group
@@ -48,7 +49,7 @@ type outcome struct {
 
 // supervise waits until every rank leader is reaped. The first of these
 // ends the task early: a rank exiting non-zero (cause exit), the time limit
-// (cause timeout), a Stop (its cause). Ending sends SIGTERM to every group,
+// (cause timeout), a stop (its cause). Ending sends SIGTERM to every group,
 // then SIGKILL after the grace period (fenceGrace for cause fenced). The
 // first cause wins.
 //
@@ -84,7 +85,7 @@ func supervise(s supervision) outcome {
 			out.cause = cause
 		}
 		grace := s.grace
-		if cause == causeFenced && s.fenceGrace > 0 {
+		if cause == task.CauseFenced && s.fenceGrace > 0 {
 			grace = min(grace, s.fenceGrace)
 		}
 		if terminating {
@@ -117,13 +118,13 @@ func supervise(s supervision) outcome {
 				failed = true
 				out.code = x.code
 				if left > 0 {
-					terminate(causeExit)
+					terminate(task.CauseExit)
 				}
 			}
 		case c := <-s.stop:
 			terminate(c)
 		case <-limitC:
-			terminate(causeTimeout)
+			terminate(task.CauseTimeout)
 		case <-earlyC:
 			earlyC = nil
 			s.earlySignal()
@@ -136,7 +137,7 @@ func supervise(s supervision) outcome {
 		}
 	}
 	if out.cause == "" {
-		out.cause = causeExit
+		out.cause = task.CauseExit
 	}
 	return out
 }

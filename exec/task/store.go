@@ -1,4 +1,4 @@
-package exec
+package task
 
 import (
 	"encoding/json"
@@ -17,17 +17,19 @@ import (
 // File names inside a task directory DataDir/jobs/<job>.<incarnation>/
 // (or <job>.<incarnation>.<step>/ for a step).
 const (
-	startFile  = "start.json" // written and synced before the first fork
-	exitFile   = "exit.json"  // written once every rank is dead
-	ackFile    = "ack.json"   // written when the exit was reported
+	StartFile  = "start.json" // written and synced before the supervisor starts
+	ExitFile   = "exit.json"  // written once every rank is dead
+	AckFile    = "ack.json"   // written when the exit was reported
 	procGlob   = "proc-*.json"
-	stopFile   = "stop.json" // a Stop's cause, for the supervisor
-	scriptFile = "script"    // a batch job's script
+	StopFile   = "stop.json" // the agent's stop cause, for the supervisor
+	ScriptFile = "script"    // a batch job's script
+	HostsFile  = "hosts"     // the ranks' /etc/hosts, with task namespaces only
 )
 
-// startRecord says that a task was launched; with no exitRecord beside it,
-// a restarted agent must find and kill its processes.
-type startRecord struct {
+// StartRecord says that a task was launched; with no ExitRecord beside it,
+// a restarted agent must reattach to its supervisor or, with none left,
+// find and kill its processes.
+type StartRecord struct {
 	Job         cluster.JobID `json:"job"`
 	Incarnation uint64        `json:"incarnation"`
 	// Step is absent in records older than steps: the job's own task.
@@ -42,20 +44,20 @@ type startRecord struct {
 	Stderr string `json:"stderr,omitempty"`
 }
 
-// procRecord names one started rank's process, which leads its own
+// ProcRecord names one started rank's process, which leads its own
 // process group. StartTicks is field 22 of /proc/<pid>/stat: with the pid
 // it identifies the process across pid reuse.
-type procRecord struct {
+type ProcRecord struct {
 	Rank       int    `json:"rank"`
 	PID        int    `json:"pid"`
 	StartTicks uint64 `json:"start_ticks"`
 }
 
-// exitRecord is the durable form of an Exit.
-type exitRecord struct {
+// ExitRecord is the durable form of an Exit.
+type ExitRecord struct {
 	Job         cluster.JobID `json:"job"`
 	Incarnation uint64        `json:"incarnation"`
-	Step        *int          `json:"step,omitempty"` // as in startRecord
+	Step        *int          `json:"step,omitempty"` // as in StartRecord
 	Node        string        `json:"node"`
 	ExitCode    int           `json:"exit_code"`
 	Cause       string        `json:"cause"`
@@ -65,27 +67,20 @@ type exitRecord struct {
 	Usage *cluster.Usage `json:"usage,omitempty"`
 }
 
-// stopRecord asks the task's supervisor to stop the task: the agent
+// StopRecord asks the task's supervisor to stop the task: the agent
 // writes it before it sends the request, so a request lost on the way
 // (the supervisor slow, the agent dying) still arrives.
-type stopRecord struct {
+type StopRecord struct {
 	Cause string `json:"cause"`
 }
 
-// ackRecord marks an exit as reported.
-type ackRecord struct {
+// AckRecord marks an exit as reported.
+type AckRecord struct {
 	Time time.Time `json:"time"`
 }
 
-// exit is the Exit of the record; key is the task's key, which the
-// directory name gives (records older than steps carry no step).
-func (r exitRecord) exit(key TaskKey) Exit {
-	return Exit{Job: key.Job, Incarnation: key.Incarnation, Step: key.Step,
-		ExitCode: r.ExitCode, Cause: r.Cause, Start: r.Start, End: r.End, Usage: r.Usage}
-}
-
-// stepField is the step of a record: nil for the job's own task.
-func stepField(step int) *int {
+// StepField is the step of a record: nil for the job's own task.
+func StepField(step int) *int {
 	if step == NoStep {
 		return nil
 	}
@@ -94,7 +89,7 @@ func stepField(step int) *int {
 
 // dirName is the task directory's name: "<job>.<incarnation>" for the
 // job's own task, "<job>.<incarnation>.<step>" for a step.
-func (k TaskKey) dirName() string {
+func (k Key) DirName() string {
 	s := k.Job.String() + "." + strconv.FormatUint(k.Incarnation, 10)
 	if k.Step != NoStep {
 		s += "." + strconv.Itoa(k.Step)
@@ -102,42 +97,42 @@ func (k TaskKey) dirName() string {
 	return s
 }
 
-// parseDirName is the inverse of dirName.
-func parseDirName(name string) (TaskKey, bool) {
+// ParseDirName is the inverse of dirName.
+func ParseDirName(name string) (Key, bool) {
 	parts := strings.Split(name, ".")
 	if len(parts) != 2 && len(parts) != 3 {
-		return TaskKey{}, false
+		return Key{}, false
 	}
 	step := ""
 	if len(parts) == 3 {
 		step = parts[2]
 	}
 	key, ok := parseKey(parts[0], parts[1], step)
-	return key, ok && key.dirName() == name // canonical names only
+	return key, ok && key.DirName() == name // canonical names only
 }
 
 // parseKey parses a task key from its decimal parts; step "" is NoStep.
-func parseKey(job, incarnation, step string) (TaskKey, bool) {
+func parseKey(job, incarnation, step string) (Key, bool) {
 	j, err1 := strconv.ParseUint(job, 10, 64)
 	n, err2 := strconv.ParseUint(incarnation, 10, 64)
 	if err1 != nil || err2 != nil || j == 0 || n == 0 {
-		return TaskKey{}, false
+		return Key{}, false
 	}
-	key := TaskKey{Job: cluster.JobID(j), Incarnation: n, Step: NoStep}
+	key := Key{Job: cluster.JobID(j), Incarnation: n, Step: NoStep}
 	if step != "" {
 		s, err := strconv.ParseUint(step, 10, 31)
 		if err != nil {
-			return TaskKey{}, false
+			return Key{}, false
 		}
 		key.Step = int(s)
 	}
 	return key, true
 }
 
-// writeJSON writes v to dir/name atomically and durably: a temporary file
+// WriteJSON writes v to dir/name atomically and durably: a temporary file
 // is written and synced, renamed over name, and the directory synced, so a
 // crash leaves either the old file or the complete new one.
-func writeJSON(dir, name string, v any) error {
+func WriteJSON(dir, name string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", name, err)
@@ -161,11 +156,11 @@ func writeJSON(dir, name string, v any) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), werr)
 	}
-	return syncDir(dir)
+	return SyncDir(dir)
 }
 
-// readJSON decodes dir/name into v.
-func readJSON(dir, name string, v any) error {
+// ReadJSON decodes dir/name into v.
+func ReadJSON(dir, name string, v any) error {
 	b, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
 		return err
@@ -176,7 +171,7 @@ func readJSON(dir, name string, v any) error {
 	return nil
 }
 
-func syncDir(dir string) error {
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -191,7 +186,7 @@ func syncDir(dir string) error {
 	return nil
 }
 
-func exists(path string) (bool, error) {
+func Exists(path string) (bool, error) {
 	_, err := os.Lstat(path)
 	if err == nil {
 		return true, nil
@@ -202,18 +197,18 @@ func exists(path string) (bool, error) {
 	return false, err
 }
 
-// readProcs returns the proc records in dir, skipping unreadable ones
+// ReadProcs returns the proc records in dir, skipping unreadable ones
 // (recovery's /proc scan by environment still finds those processes).
-func readProcs(dir string) ([]procRecord, []error) {
+func ReadProcs(dir string) ([]ProcRecord, []error) {
 	names, err := filepath.Glob(filepath.Join(dir, procGlob))
 	if err != nil {
 		return nil, []error{err}
 	}
-	var recs []procRecord
+	var recs []ProcRecord
 	var errs []error
 	for _, n := range names {
-		var r procRecord
-		if err := readJSON(dir, filepath.Base(n), &r); err != nil {
+		var r ProcRecord
+		if err := ReadJSON(dir, filepath.Base(n), &r); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -226,6 +221,34 @@ func readProcs(dir string) ([]procRecord, []error) {
 	return recs, errs
 }
 
-func procFile(rank int) string { return fmt.Sprintf("proc-%d.json", rank) }
+func ProcFile(rank int) string { return fmt.Sprintf("proc-%d.json", rank) }
 
-func logFile(rank int, ext string) string { return fmt.Sprintf("rank-%d.%s", rank, ext) }
+// RankFile is the name of rank's output file in the task directory, ext
+// "out" for stdout and "err" for stderr.
+func RankFile(rank int, ext string) string { return fmt.Sprintf("rank-%d.%s", rank, ext) }
+
+// ParseRankFile parses the names RankFile gives: "rank-<N>.out" and
+// "rank-<N>.err".
+func ParseRankFile(name string) (rank int, stream string, ok bool) {
+	rest, found := strings.CutPrefix(name, "rank-")
+	if !found {
+		return 0, "", false
+	}
+	num, ext, found := strings.Cut(rest, ".")
+	if !found {
+		return 0, "", false
+	}
+	switch ext {
+	case "out":
+		stream = "stdout"
+	case "err":
+		stream = "stderr"
+	default:
+		return 0, "", false
+	}
+	rank, err := strconv.Atoi(num)
+	if err != nil || rank < 0 {
+		return 0, "", false
+	}
+	return rank, stream, true
+}

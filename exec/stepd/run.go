@@ -1,4 +1,4 @@
-package exec
+package stepd
 
 import (
 	"errors"
@@ -14,7 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unsafe"
+
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 // rankStart is what a rank goroutine reports once its process was forked.
@@ -24,27 +25,27 @@ type rankStart struct {
 	err        error
 }
 
-// run launches t's ranks, supervises them to the end and records the exit.
+// run launches the task's ranks, supervises them to the end and records the exit.
 // It sends the launch result on launched exactly once, before supervising.
-func (e *Executor) run(t *task, launched chan<- error) {
-	log := e.log.With("job", t.key.Job, "incarnation", t.key.Incarnation)
-	if t.key.Step != NoStep {
-		log = log.With("step", t.key.Step)
+func (s *supervisor) run(launched chan<- error) {
+	log := s.log.With("job", s.key.Job, "incarnation", s.key.Incarnation)
+	if s.key.Step != task.NoStep {
+		log = log.With("step", s.key.Step)
 	}
-	exits := make(chan rankExit, t.plan.ranks)
+	exits := make(chan rankExit, s.plan.Ranks)
 
 	var cg *taskCgroup
 	var pgids []int
 	var startCode int
 	var startErr error
-	if e.cfg.Cgroup != nil {
+	if s.cfg.Cgroup != nil {
 		// A task that cannot be confined does not run.
-		if cg, startErr = e.setupCgroup(t, log); startErr != nil {
-			startCode = codeNotFound
+		if cg, startErr = s.setupCgroup(log); startErr != nil {
+			startCode = task.CodeNotFound
 		}
 	}
 	if startErr == nil {
-		pgids, startCode, startErr = e.startRanks(t, log, cg, exits)
+		pgids, startCode, startErr = s.startRanks(log, cg, exits)
 	}
 	stopSampling := make(chan struct{})
 	sampled := make(chan struct{})
@@ -56,14 +57,14 @@ func (e *Executor) run(t *task, launched chan<- error) {
 	} else {
 		close(sampled)
 	}
-	e.mu.Lock()
-	t.pgids = pgids // before Start returns, so Signal reaches them
-	e.mu.Unlock()
+	s.mu.Lock()
+	s.pgids = pgids // before the launch is reported, so a signal request reaches them
+	s.mu.Unlock()
 	if startErr != nil {
 		log.Error("start ranks", "err", startErr)
-		launched <- fmt.Errorf("start job %s: %w: %w", t.key, ErrStartFailed, startErr)
+		launched <- fmt.Errorf("start job %s: %w: %w", s.key, errStartFailed, startErr)
 	} else {
-		log.Info("ranks started", "ranks", t.plan.ranks, "pids", pgids)
+		log.Info("ranks started", "ranks", s.plan.Ranks, "pids", pgids)
 		launched <- nil
 	}
 
@@ -78,22 +79,22 @@ func (e *Executor) run(t *task, launched chan<- error) {
 			cg.signalOutside(sig, pgids)
 		}
 	}
-	s := supervision{
+	sup := supervision{
 		ranks:     len(pgids),
 		exits:     exits,
-		stop:      t.stop,
-		timeLimit: t.plan.timeLimit - time.Since(t.start),
-		grace:     e.cfg.KillWait,
+		stop:      s.stop,
+		timeLimit: s.plan.TimeLimit - time.Since(s.cfg.Start),
+		grace:     s.cfg.KillWait,
 		signal:    signal,
 		onSignal: func(cause string, sig syscall.Signal) {
 			log.Info("ending ranks", "cause", cause, "signal", sig.String())
 		},
-		fenceGrace: e.cfg.KillGrace,
+		fenceGrace: s.cfg.KillGrace,
 	}
-	if d, ok := earlySignalDelay(t.launch, t.plan, t.start, time.Now()); ok && startErr == nil {
-		js := t.launch.Spec.Signal
-		s.early = d
-		s.earlySignal = func() {
+	if d, ok := earlySignalDelay(s.cfg.Launch, s.plan, s.cfg.Start, time.Now()); ok && startErr == nil {
+		js := s.cfg.Launch.Spec.Signal
+		sup.early = d
+		sup.earlySignal = func() {
 			sig := syscall.Signal(js.Number)
 			log.Info("signal before the time limit", "signal", sig.String(), "before", js.Before, "shell_only", js.BatchOnly)
 			if err := signalGroups(pgids, sig, js.BatchOnly); err != nil {
@@ -101,24 +102,25 @@ func (e *Executor) run(t *task, launched chan<- error) {
 			}
 		}
 	}
-	if t.plan.timeLimit <= 0 {
-		s.timeLimit = 0
-	} else if s.timeLimit <= 0 {
-		s.timeLimit = time.Nanosecond
+	if s.plan.TimeLimit <= 0 {
+		sup.timeLimit = 0
+	} else if sup.timeLimit <= 0 {
+		sup.timeLimit = time.Nanosecond
 	}
 	if startErr != nil {
-		s.initial = causeStartFail
+		sup.initial = task.CauseStartFail
 	}
-	out := supervise(s)
+	out := supervise(sup)
 	if startErr != nil {
-		out = outcome{code: startCode, cause: causeStartFail}
+		out = outcome{code: startCode, cause: task.CauseStartFail}
 	}
 
 	// Every leader is reaped. Whatever they left behind in their groups
-	// (background children) dies with them, as in a Slurm step, and exec
-	// waits for it: the GPUs are released only once nothing runs.
+	// (background children) dies with them, as in a Slurm step, and the
+	// supervisor waits for it: the GPUs are released only once nothing
+	// runs.
 	signal(syscall.SIGKILL)
-	if alive := waitGroupsGone(pgids, killWait); len(alive) > 0 {
+	if alive := waitGroupsGone(pgids, task.GoneWait); len(alive) > 0 {
 		log.Error("processes survived SIGKILL", "pids", alive)
 	}
 	close(stopSampling)
@@ -128,33 +130,33 @@ func (e *Executor) run(t *task, launched chan<- error) {
 		// process tree, dies before the exit is recorded.
 		usage, oom := cg.end(log)
 		out.usage = usage
-		if oom && out.cause == causeExit {
+		if oom && out.cause == task.CauseExit {
 			// The kernel killed a process for the job's memory limit: the
 			// job ran out of memory, whatever its leader's code (Slurm's
 			// OUT_OF_MEMORY).
-			out.cause = causeOOM
+			out.cause = task.CauseOOM
 			if out.code == 0 {
 				out.code = 128 + int(syscall.SIGKILL)
 			}
 		}
 	}
-	e.finish(t, out)
+	s.finish(out)
 }
 
 // startRanks forks the ranks one by one. It returns the pids of those
 // started (each leads its own process group), and on a failure the exit
 // code a shell would give and the error; the ranks started so far then run
 // until supervise stops them.
-func (e *Executor) startRanks(t *task, log *slog.Logger, cg *taskCgroup, exits chan<- rankExit) (pgids []int, code int, err error) {
-	l, p := t.launch, t.plan
+func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- rankExit) (pgids []int, code int, err error) {
+	l, p := s.cfg.Launch, s.plan
 
-	if p.workDir == "" {
-		return nil, codeNotFound, errors.New("work dir: empty")
+	if p.WorkDir == "" {
+		return nil, task.CodeNotFound, errors.New("work dir: empty")
 	}
-	if fi, err := os.Stat(p.workDir); err != nil {
-		return nil, codeNotFound, fmt.Errorf("work dir: %w", err)
+	if fi, err := os.Stat(p.WorkDir); err != nil {
+		return nil, task.CodeNotFound, fmt.Errorf("work dir: %w", err)
 	} else if !fi.IsDir() {
-		return nil, codeNotFound, fmt.Errorf("work dir %s: not a directory", p.workDir)
+		return nil, task.CodeNotFound, fmt.Errorf("work dir %s: not a directory", p.WorkDir)
 	}
 
 	id := lookupUser(l.Spec.UID, l.Spec.GID)
@@ -163,21 +165,21 @@ func (e *Executor) startRanks(t *task, log *slog.Logger, cg *taskCgroup, exits c
 		cred = &syscall.Credential{Uid: uint32(l.Spec.UID), Gid: uint32(l.Spec.GID), Groups: id.groups}
 	}
 	var script *os.File
-	if p.script {
-		if script, err = writeScript(t.dir, l.Spec.Batch.Script, cred); err != nil {
-			return nil, codeNotFound, fmt.Errorf("batch script: %w", err)
+	if p.Script {
+		if script, err = writeScript(s.dir, l.Spec.Batch.Script, cred); err != nil {
+			return nil, task.CodeNotFound, fmt.Errorf("batch script: %w", err)
 		}
 		defer script.Close()
 	}
 
-	for local := range p.ranks {
-		rank := p.first + local
+	for local := range p.Ranks {
+		rank := p.First + local
 		var env []string
 		var path string
 		var args []string
 		var extra []*os.File
 		switch {
-		case p.script:
+		case p.Script:
 			env = batchEnv(l, id.home)
 			// The task directory is the agent's alone; a script that runs
 			// as another user is executed through its open descriptor.
@@ -185,24 +187,24 @@ func (e *Executor) startRanks(t *task, log *slog.Logger, cg *taskCgroup, exits c
 			if cred != nil {
 				path, extra = "/dev/fd/3", []*os.File{script}
 			}
-			args = append([]string{path}, p.argv...)
+			args = append([]string{path}, p.Argv...)
 		default:
 			env = contractEnv(l, local, id.home)
-			path, err = lookPath(p.argv[0], envValue(env, "PATH"), p.workDir)
+			path, err = lookPath(p.Argv[0], envValue(env, "PATH"), p.WorkDir)
 			if err != nil {
 				return pgids, startFailCode(err), fmt.Errorf("rank %d: %w", rank, err)
 			}
-			args = p.argv
+			args = p.Argv
 		}
-		stdout, stderr, err := e.openOutput(t, rank, cred)
+		stdout, stderr, err := s.openOutput(rank, cred)
 		if err != nil {
-			return pgids, codeNotFound, fmt.Errorf("rank %d: %w", rank, err)
+			return pgids, task.CodeNotFound, fmt.Errorf("rank %d: %w", rank, err)
 		}
 		cmd := &osexec.Cmd{
 			Path:       path,
 			Args:       args,
 			Env:        env,
-			Dir:        p.workDir,
+			Dir:        p.WorkDir,
 			Stdout:     stdout,
 			Stderr:     stderr,
 			ExtraFiles: extra,
@@ -212,16 +214,16 @@ func (e *Executor) startRanks(t *task, log *slog.Logger, cg *taskCgroup, exits c
 				Credential: cred,
 			},
 		}
-		release, err := inTaskNamespace(cmd, e.cfg.TaskNamespace, e.cfg.NodeName, t.dir, l.Hosts, log)
+		release, err := inTaskNamespace(cmd, s.cfg.TaskNamespace, s.cfg.NodeName, s.dir, l.Hosts, log)
 		if err != nil {
 			stdout.Close()
 			if stderr != stdout {
 				stderr.Close()
 			}
-			return pgids, codeNotFound, fmt.Errorf("rank %d: %w", rank, err)
+			return pgids, task.CodeNotFound, fmt.Errorf("rank %d: %w", rank, err)
 		}
 		ready := make(chan rankStart, 1)
-		e.wg.Go(func() { runRank(cmd, cg, local, ready, exits) })
+		s.wg.Go(func() { runRank(cmd, cg, local, ready, exits) })
 		r := <-ready // bounded: fork and exec
 		release()
 		stdout.Close()
@@ -233,9 +235,9 @@ func (e *Executor) startRanks(t *task, log *slog.Logger, cg *taskCgroup, exits c
 		}
 		pgids = append(pgids, r.pid)
 		log.Debug("rank started", "rank", rank, "pid", r.pid)
-		if err := writeJSON(t.dir, procFile(rank), procRecord{Rank: rank, PID: r.pid, StartTicks: r.startTicks}); err != nil {
-			// A rank exec cannot find again after a crash must not run.
-			return pgids, codeNotFound, fmt.Errorf("rank %d: record pid %d: %w", rank, r.pid, err)
+		if err := task.WriteJSON(s.dir, task.ProcFile(rank), task.ProcRecord{Rank: rank, PID: r.pid, StartTicks: r.startTicks}); err != nil {
+			// A rank the agent cannot find again after a crash must not run.
+			return pgids, task.CodeNotFound, fmt.Errorf("rank %d: record pid %d: %w", rank, r.pid, err)
 		}
 	}
 	return pgids, 0, nil
@@ -244,7 +246,7 @@ func (e *Executor) startRanks(t *task, log *slog.Logger, cg *taskCgroup, exits c
 // runRank starts cmd and waits for it. The child's Pdeathsig (SIGKILL)
 // fires when the OS thread that forked it exits, not the process: the
 // goroutine keeps that thread locked until the child is reaped, so the
-// signal fires only if the agent itself dies. The same locked thread
+// signal fires only if the supervisor itself dies. The same locked thread
 // forks the child into the task's cgroup cg, when there is one: the
 // child never runs outside it.
 func runRank(cmd *osexec.Cmd, cg *taskCgroup, local int, ready chan<- rankStart, exits chan<- rankExit) {
@@ -265,7 +267,7 @@ func runRank(cmd *osexec.Cmd, cg *taskCgroup, local int, ready chan<- rankStart,
 		return
 	}
 	pid := cmd.Process.Pid
-	st, err := readStat(pid) // not yet reaped, so /proc/<pid> exists
+	st, err := task.ReadStat(pid) // not yet reaped, so /proc/<pid> exists
 	ready <- rankStart{pid: pid, startTicks: st.StartTicks, err: err}
 	werr := cmd.Wait()
 	exits <- rankExit{local: local, code: exitCode(cmd.ProcessState, werr)}
@@ -275,7 +277,7 @@ func runRank(cmd *osexec.Cmd, cg *taskCgroup, local int, ready chan<- rankStart,
 // 128+signal for a signal death.
 func exitCode(ps *os.ProcessState, err error) int {
 	if ps == nil {
-		return codeLost
+		return task.CodeLost
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return 128 + int(ws.Signal())
@@ -285,35 +287,35 @@ func exitCode(ps *os.ProcessState, err error) int {
 
 func startFailCode(err error) int {
 	if errors.Is(err, fs.ErrPermission) {
-		return codeNotExecutable
+		return task.CodeNotExecutable
 	}
-	return codeNotFound
+	return task.CodeNotFound
 }
 
 // openOutput opens rank's stdout and stderr: the task's Stdout/Stderr
 // files when set (the same *os.File for both when they are one path),
 // opened as the job's user and never through a symbolic link, with what
-// was opened recorded in the task directory (see output.go); else the
-// rank files of the task directory, owned by the job's user when exec
-// switches to it.
-func (e *Executor) openOutput(t *task, rank int, cred *syscall.Credential) (stdout, stderr *os.File, err error) {
-	l := t.launch
-	var opened outputRecord
+// was opened recorded in the task directory (see task.OpenOutput); else
+// the rank files of the task directory, owned by the job's user when the
+// ranks run as that user.
+func (s *supervisor) openOutput(rank int, cred *syscall.Credential) (stdout, stderr *os.File, err error) {
+	l := s.cfg.Launch
+	var opened task.OutputRecord
 	open := func(path, ext, stream string) (*os.File, error) {
 		if path != "" {
 			// O_NONBLOCK keeps a FIFO without a reader from blocking the
-			// agent; os/exec makes the descriptor blocking again (Fd).
+			// supervisor; os/exec makes the descriptor blocking again (Fd).
 			flags := os.O_WRONLY | os.O_CREATE | syscall.O_NOCTTY | syscall.O_NONBLOCK
 			if l.Spec.Batch != nil && l.Spec.Batch.OpenMode == "append" {
 				flags |= os.O_APPEND
 			} else {
 				flags |= os.O_TRUNC
 			}
-			f, o, err := openOutputFile(stream, path, flags, cred)
+			f, o, err := task.OpenOutput(stream, path, flags, cred)
 			opened.Files = append(opened.Files, o)
 			return f, err
 		}
-		f, err := os.OpenFile(filepath.Join(t.dir, logFile(rank, ext)), os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o640)
+		f, err := os.OpenFile(filepath.Join(s.dir, task.RankFile(rank, ext)), os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o640)
 		if err != nil {
 			return nil, err
 		}
@@ -331,7 +333,7 @@ func (e *Executor) openOutput(t *task, rank int, cred *syscall.Credential) (stdo
 		if len(opened.Files) == 0 {
 			return nil
 		}
-		if err := writeJSON(t.dir, outputsFile, opened); err != nil {
+		if err := task.WriteJSON(s.dir, task.OutputsFile, opened); err != nil {
 			return fmt.Errorf("record output files: %w", err)
 		}
 		return nil
@@ -358,7 +360,7 @@ func (e *Executor) openOutput(t *task, rank int, cred *syscall.Credential) (stdo
 // writeScript writes a batch script to dir as an executable owned by the
 // job's user and returns it open for reading.
 func writeScript(dir, script string, cred *syscall.Credential) (*os.File, error) {
-	path := filepath.Join(dir, scriptFile)
+	path := filepath.Join(dir, task.ScriptFile)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o700)
 	if err != nil {
 		return nil, err
@@ -374,50 +376,6 @@ func writeScript(dir, script string, cred *syscall.Credential) (*os.File, error)
 		return nil, err
 	}
 	return os.Open(path)
-}
-
-// openAsUser opens path with flags as the job's user would: on a thread of
-// its own that takes the user's ids before the open and dies after it, so
-// a root agent neither creates, truncates nor reads a file the user could
-// not. A file it creates belongs to the user. With cred nil it is
-// os.OpenFile. (The runtime starts no thread from a locked one, so the
-// ids never spread to another thread.)
-func openAsUser(path string, flags int, cred *syscall.Credential) (*os.File, error) {
-	if cred == nil {
-		return os.OpenFile(path, flags, 0o644)
-	}
-	type result struct {
-		f   *os.File
-		err error
-	}
-	res := make(chan result, 1)
-	go func() {
-		// Never unlocked: the thread, whose ids no longer are the agent's,
-		// ends with this goroutine instead of running others.
-		runtime.LockOSThread()
-		// Raw system calls change the ids of this thread only (the
-		// syscall package's wrappers change every thread's).
-		groups := cred.Groups
-		if len(groups) == 0 {
-			groups = []uint32{cred.Gid}
-		}
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETGROUPS, uintptr(len(groups)), uintptr(unsafe.Pointer(&groups[0])), 0); e != 0 {
-			res <- result{err: fmt.Errorf("setgroups: %w", e)}
-			return
-		}
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESGID, uintptr(cred.Gid), uintptr(cred.Gid), uintptr(cred.Gid)); e != 0 {
-			res <- result{err: fmt.Errorf("setresgid %d: %w", cred.Gid, e)}
-			return
-		}
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, uintptr(cred.Uid), uintptr(cred.Uid), uintptr(cred.Uid)); e != 0 {
-			res <- result{err: fmt.Errorf("setresuid %d: %w", cred.Uid, e)}
-			return
-		}
-		f, err := os.OpenFile(path, flags, 0o644)
-		res <- result{f, err}
-	}()
-	r := <-res
-	return r.f, r.err
 }
 
 // identity is what the user database says about the job's user.
@@ -506,13 +464,36 @@ func waitGroupsGone(pgids []int, bound time.Duration) []int {
 	for {
 		var alive []int
 		for _, pg := range pgids {
-			if groupAlive(pg) {
+			if task.GroupAlive(pg) {
 				alive = append(alive, pg)
 			}
 		}
 		if len(alive) == 0 || time.Now().After(deadline) {
 			return alive
 		}
-		time.Sleep(killPoll)
+		time.Sleep(task.GonePoll)
 	}
+}
+
+// finish records the task's exit durably and ends the wait for it. A
+// failed write is logged: the agent, finding no exit record once the
+// supervisor is gone, then records the task as lost.
+func (s *supervisor) finish(out outcome) {
+	k := s.key
+	rec := task.ExitRecord{
+		Usage:       out.usage,
+		Job:         k.Job,
+		Incarnation: k.Incarnation,
+		Step:        task.StepField(k.Step),
+		Node:        s.cfg.NodeName,
+		ExitCode:    out.code,
+		Cause:       out.cause,
+		Start:       s.cfg.Start,
+		End:         time.Now(),
+	}
+	if err := task.WriteJSON(s.dir, task.ExitFile, rec); err != nil {
+		s.log.Error("record exit", "task", k, "err", err)
+	}
+	s.log.Info("task exited", "task", k, "exit_code", out.code, "cause", out.cause)
+	close(s.done)
 }

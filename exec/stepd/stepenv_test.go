@@ -1,4 +1,4 @@
-package exec
+package stepd
 
 import (
 	"bufio"
@@ -10,12 +10,13 @@ import (
 	"testing"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 // readGolden reads one of Slurm's captured environments.
 func readGolden(t *testing.T, name string) map[string]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "shared", "peers", "slurm", "env_golden", name))
+	f, err := os.Open(filepath.Join("..", "..", "..", "shared", "peers", "slurm", "env_golden", name))
 	if err != nil {
 		t.Fatalf("golden environment: %v", err)
 	}
@@ -72,9 +73,9 @@ var notInGolden = map[string]bool{"SLURM_CPUS_PER_TASK": true, "SLURM_RESTART_CO
 
 // envcheckJob is job 1 "envcheck" of the golden runs: sbatch -N2
 // --ntasks-per-node=2 --gres=gpu:2, seen from node index i.
-func envcheckJob(i int) Launch {
+func envcheckJob(i int) task.Launch {
 	nodes := []string{"n1", "n2"}
-	return Launch{
+	return task.Launch{
 		Job: 1, Incarnation: 1,
 		Spec: cluster.Spec{
 			Name: "envcheck", WorkDir: "/tmp/slurmpeer/env",
@@ -106,7 +107,7 @@ func TestEnvStepGolden(t *testing.T) {
 		Nodes: []cluster.StepNode{{Node: "n1", FirstRank: 0, Tasks: 2}, {Node: "n2", FirstRank: 2, Tasks: 2}}}
 	step1 := &cluster.Step{ID: 1, Incarnation: 1, Spec: cluster.StepSpec{Command: []string{"env"}, Nodes: 1},
 		Nodes: []cluster.StepNode{{Node: "n1", FirstRank: 0, Tasks: 1}}}
-	gpt := Launch{
+	gpt := task.Launch{
 		Job: 6, Incarnation: 1,
 		Spec: cluster.Spec{
 			Name: "envgpt", WorkDir: "/tmp/slurmpeer/env", User: "root",
@@ -119,13 +120,13 @@ func TestEnvStepGolden(t *testing.T) {
 			Nodes: []cluster.StepNode{{Node: "n1", FirstRank: 0, Tasks: 2}}},
 		StepNodeList: "n1",
 	}
-	with := func(l Launch, st *cluster.Step, list string) Launch {
+	with := func(l task.Launch, st *cluster.Step, list string) task.Launch {
 		l.Step, l.StepNodeList = st, list
 		return l
 	}
 	tests := []struct {
 		golden string
-		launch Launch
+		launch task.Launch
 		local  int
 		skip   map[string]bool
 	}{
@@ -255,7 +256,7 @@ func TestBatchEnvGolden(t *testing.T) {
 // SLURM_GPUS_PER_NODE, which Ray's Slurm launcher reads.
 func TestBatchEnvGoldenGPUsPerNode(t *testing.T) {
 	golden := readGolden(t, "envgpn.batch.env")
-	l := Launch{
+	l := task.Launch{
 		Job: 7, Incarnation: 1,
 		Spec: cluster.Spec{
 			Name: "envgpn", WorkDir: "/tmp/slurmpeer/env", User: "root", SubmitHost: "vm",
@@ -292,24 +293,6 @@ func TestTasksPerNodeList(t *testing.T) {
 	}
 }
 
-func TestParseDirName(t *testing.T) {
-	for name, want := range map[string]TaskKey{
-		"3.1": {3, 1, NoStep}, "3.2.0": {3, 2, 0}, "3.2.17": {3, 2, 17},
-	} {
-		if got, ok := parseDirName(name); !ok || got != want {
-			t.Errorf("parseDirName(%q) = %v, %v; want %v", name, got, ok, want)
-		}
-		if got := want.dirName(); got != name {
-			t.Errorf("%v.dirName() = %q; want %q", want, got, name)
-		}
-	}
-	for _, name := range []string{"3", "0.1", "3.0", "3.1.-1", "3.1.x", "03.1", "3.1.01", "3.1.0.0", "3.1."} {
-		if got, ok := parseDirName(name); ok {
-			t.Errorf("parseDirName(%q) = %v; want no key", name, got)
-		}
-	}
-}
-
 func itoa(i int) string { return strconv.Itoa(i) }
 
 // TestEnvArrayGolden compares array elements' batch shells and step tasks
@@ -320,23 +303,23 @@ func itoa(i int) string { return strconv.Itoa(i) }
 func TestEnvArrayGolden(t *testing.T) {
 	arrayNames := []string{"SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT",
 		"SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX", "SLURM_ARRAY_TASK_STEP"}
-	for task := range 4 {
+	for elem := range 4 {
 		for _, ctx := range []string{"batch", "step0"} {
-			name := "envarray.task" + itoa(task) + "." + ctx + ".env"
+			name := "envarray.task" + itoa(elem) + "." + ctx + ".env"
 			t.Run(name, func(t *testing.T) {
 				golden := readGolden(t, name)
 				id, _ := strconv.ParseUint(golden["SLURM_JOB_ID"], 10, 64)
 				arrayID, _ := strconv.ParseUint(golden["SLURM_ARRAY_JOB_ID"], 10, 64)
 				gpu, _ := strconv.Atoi(golden["SLURM_JOB_GPUS"])
 				spec := &cluster.ArraySpec{Indices: []int{0, 1, 2, 3}, Throttle: 2}
-				l := Launch{
+				l := task.Launch{
 					Job: cluster.JobID(id), Incarnation: 1,
 					Spec: cluster.Spec{Name: "envarray", WorkDir: "/tmp/slurmpeer/env", User: "root",
 						Request: cluster.Request{Nodes: 1, GPUsPerNode: 1, TasksPerNode: 1},
 						Batch:   &cluster.Batch{Script: "#!/bin/sh\n"}},
 					Alloc:     cluster.Allocation{Nodes: []cluster.NodeAlloc{{Node: "n1", GPUs: []int{gpu}}}, MasterPort: 29500},
 					NodeIndex: 0, MasterAddr: "n1", NodeList: "n1", NodeName: "n1",
-					Array: &spec.Elements(cluster.JobID(arrayID))[task],
+					Array: &spec.Elements(cluster.JobID(arrayID))[elem],
 				}
 				var env map[string]string
 				if ctx == "batch" {

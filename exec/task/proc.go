@@ -1,4 +1,4 @@
-package exec
+package task
 
 import (
 	"bytes"
@@ -7,10 +7,21 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 )
 
-// procStat is what exec reads from /proc/<pid>/stat.
-type procStat struct {
+const (
+	// GoneWait bounds how long the agent or a supervisor waits for
+	// SIGKILLed processes (a rank's group, orphaned group members, a
+	// crashed agent's ranks, a task's cgroup) to vanish from /proc before
+	// it reports them dead.
+	GoneWait = 5 * time.Second
+	// GonePoll is the period of that wait.
+	GonePoll = 20 * time.Millisecond
+)
+
+// ProcStat is what the agent and the supervisors read from /proc/<pid>/stat.
+type ProcStat struct {
 	State      byte   // R, S, D, Z, ...
 	PGrp       int    // process group
 	StartTicks uint64 // start time in clock ticks since boot
@@ -18,41 +29,41 @@ type procStat struct {
 
 // dead reports whether the process no longer runs: a zombie holds no
 // memory and no device.
-func (s procStat) dead() bool { return s.State == 'Z' || s.State == 'X' || s.State == 'x' }
+func (s ProcStat) Dead() bool { return s.State == 'Z' || s.State == 'X' || s.State == 'x' }
 
-// readStat parses /proc/<pid>/stat. The command name (field 2) may contain
+// ReadStat parses /proc/<pid>/stat. The command name (field 2) may contain
 // spaces and parentheses, so parsing starts after its last ')'.
-func readStat(pid int) (procStat, error) {
+func ReadStat(pid int) (ProcStat, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return procStat{}, err
+		return ProcStat{}, err
 	}
 	return parseStat(b)
 }
 
-func parseStat(b []byte) (procStat, error) {
+func parseStat(b []byte) (ProcStat, error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return procStat{}, errors.New("stat: no command name")
+		return ProcStat{}, errors.New("stat: no command name")
 	}
 	f := bytes.Fields(b[i+1:])
 	// f[0] is field 3 (state), f[2] field 5 (pgrp), f[19] field 22 (starttime).
 	if len(f) < 20 || len(f[0]) != 1 {
-		return procStat{}, fmt.Errorf("stat: %d fields after the name, want at least 20", len(f))
+		return ProcStat{}, fmt.Errorf("stat: %d fields after the name, want at least 20", len(f))
 	}
 	pgrp, err := strconv.Atoi(string(f[2]))
 	if err != nil {
-		return procStat{}, fmt.Errorf("stat pgrp: %w", err)
+		return ProcStat{}, fmt.Errorf("stat pgrp: %w", err)
 	}
 	start, err := strconv.ParseUint(string(f[19]), 10, 64)
 	if err != nil {
-		return procStat{}, fmt.Errorf("stat starttime: %w", err)
+		return ProcStat{}, fmt.Errorf("stat starttime: %w", err)
 	}
-	return procStat{State: f[0][0], PGrp: pgrp, StartTicks: start}, nil
+	return ProcStat{State: f[0][0], PGrp: pgrp, StartTicks: start}, nil
 }
 
-// listPIDs returns the pids in /proc.
-func listPIDs() ([]int, error) {
+// ListPIDs returns the pids in /proc.
+func ListPIDs() ([]int, error) {
 	d, err := os.Open("/proc")
 	if err != nil {
 		return nil, err
@@ -71,39 +82,39 @@ func listPIDs() ([]int, error) {
 	return pids, nil
 }
 
-// groupAlive reports whether any live (non-zombie) process is in process
+// GroupAlive reports whether any live (non-zombie) process is in process
 // group pgid.
-func groupAlive(pgid int) bool {
+func GroupAlive(pgid int) bool {
 	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
 		return false
 	}
-	pids, err := listPIDs()
+	pids, err := ListPIDs()
 	if err != nil {
 		return true // cannot tell: assume the worst
 	}
 	for _, pid := range pids {
-		st, err := readStat(pid)
-		if err == nil && st.PGrp == pgid && !st.dead() {
+		st, err := ReadStat(pid)
+		if err == nil && st.PGrp == pgid && !st.Dead() {
 			return true
 		}
 	}
 	return false
 }
 
-// sameProcessAlive reports whether pid still runs and is the process that
+// SameProcessAlive reports whether pid still runs and is the process that
 // started at startTicks (not a later one that reused the pid).
-func sameProcessAlive(pid int, startTicks uint64) bool {
-	st, err := readStat(pid)
-	return err == nil && st.StartTicks == startTicks && !st.dead()
+func SameProcessAlive(pid int, startTicks uint64) bool {
+	st, err := ReadStat(pid)
+	return err == nil && st.StartTicks == startTicks && !st.Dead()
 }
 
-// environMarks reports whether the environment of pid carries the markers
+// EnvironMarks reports whether the environment of pid carries the markers
 // of task key on node: SHOAL_JOB_ID, SHOAL_INCARNATION, SHOAL_NODE_NAME and,
 // in a step's ranks, SHOAL_STEP_ID.
-func environMarks(pid int) (key TaskKey, node string, ok bool) {
+func EnvironMarks(pid int) (key Key, node string, ok bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
-		return TaskKey{}, "", false
+		return Key{}, "", false
 	}
 	var job, inc, step []byte
 	for kv := range bytes.SplitSeq(b, []byte{0}) {
@@ -123,7 +134,7 @@ func environMarks(pid int) (key TaskKey, node string, ok bool) {
 		}
 	}
 	if job == nil || inc == nil || node == "" {
-		return TaskKey{}, "", false
+		return Key{}, "", false
 	}
 	key, ok = parseKey(string(job), string(inc), string(step))
 	return key, node, ok

@@ -1,4 +1,4 @@
-package exec
+package stepd
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 func envMap(t *testing.T, env []string) map[string]string {
@@ -27,8 +28,8 @@ func envMap(t *testing.T, env []string) map[string]string {
 	return m
 }
 
-func twoByTwo() Launch {
-	return Launch{
+func twoByTwo() task.Launch {
+	return task.Launch{
 		Job:         42,
 		Incarnation: 3,
 		Spec: cluster.Spec{
@@ -52,7 +53,7 @@ func twoByTwo() Launch {
 // TestEnvContract checks every variable of the environment contract
 // (DESIGN "The environment contract of a rank") for given ranks.
 func TestEnvContract(t *testing.T) {
-	oneNode := Launch{
+	oneNode := task.Launch{
 		Job: 7, Incarnation: 1,
 		Spec: cluster.Spec{Command: []string{"/opt/bin/job.sh"}, WorkDir: "/w", User: "bob", UID: 2000, GID: 2000},
 		Alloc: cluster.Allocation{
@@ -62,7 +63,7 @@ func TestEnvContract(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		launch Launch
+		launch task.Launch
 		local  int
 		want   map[string]string
 	}{
@@ -164,7 +165,7 @@ func TestEnvSpecEnv(t *testing.T) {
 // environment: srun -N2 --ntasks-per-node=2 --gres=gpu:2, task 1 (node n1,
 // local id 1) of job 1 "envcheck".
 func TestEnvGolden(t *testing.T) {
-	path := filepath.Join("..", "..", "shared", "peers", "slurm", "env_golden", "envcheck.step0.task1.env")
+	path := filepath.Join("..", "..", "..", "shared", "peers", "slurm", "env_golden", "envcheck.step0.task1.env")
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatalf("golden environment: %v", err)
@@ -181,7 +182,7 @@ func TestEnvGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	l := Launch{
+	l := task.Launch{
 		Job: 1, Incarnation: 1,
 		Spec: cluster.Spec{
 			Name: "envcheck", Command: []string{"env"}, WorkDir: "/tmp/slurmpeer/env",

@@ -1,4 +1,4 @@
-package exec
+package stepd
 
 import (
 	"path/filepath"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 // defaultPath is the PATH a rank gets when the submitter gave none; it is
@@ -78,7 +79,7 @@ var contractKeys = map[string]bool{
 // task i of the node sees GPUs [i*g, (i+1)*g) of the node's list in
 // CUDA_VISIBLE_DEVICES and SLURM_STEP_GPUS; otherwise every task sees all
 // of them. ShimDir, when set, is put first in PATH.
-func Env(l Launch, localRank int) []string {
+func Env(l task.Launch, localRank int) []string {
 	return contractEnv(l, localRank, "")
 }
 
@@ -89,13 +90,13 @@ func Env(l Launch, localRank int) []string {
 // MASTER_PORT, but none of the per-rank torchrun names (RANK, WORLD_SIZE,
 // ...): the script is no rank; the steps it starts are. Spec.Env comes
 // first as in Env; ShimDir, when set, is put first in PATH. It is pure.
-func BatchEnv(l Launch) []string {
+func BatchEnv(l task.Launch) []string {
 	return batchEnv(l, "")
 }
 
 // contractEnv is Env with the user's home directory, which Start looks up;
 // home "" leaves HOME to the submitter.
-func contractEnv(l Launch, localRank int, home string) []string {
+func contractEnv(l task.Launch, localRank int, home string) []string {
 	if l.Step != nil {
 		return stepEnv(l, localRank, home)
 	}
@@ -143,9 +144,9 @@ func contractEnv(l Launch, localRank int, home string) []string {
 }
 
 // stepEnv is contractEnv for a rank of a step.
-func stepEnv(l Launch, localRank int, home string) []string {
+func stepEnv(l task.Launch, localRank int, home string) []string {
 	st := l.Step
-	idx, sn, _ := stepShare(l)
+	idx, sn, _ := l.StepShare()
 	total := 0
 	counts := make([]int, len(st.Nodes))
 	for i, n := range st.Nodes {
@@ -217,7 +218,7 @@ func stepEnv(l Launch, localRank int, home string) []string {
 }
 
 // batchEnv is BatchEnv with the user's home directory.
-func batchEnv(l Launch, home string) []string {
+func batchEnv(l task.Launch, home string) []string {
 	req := l.Spec.Request.WithDefaults()
 	tpn := req.TasksPerNode
 	nnodes := len(l.Alloc.Nodes)
@@ -251,7 +252,7 @@ func batchEnv(l Launch, home string) []string {
 // userEnv starts an environment: Spec.Env, then extra, later entries
 // winning, without the contract's names; then PATH (with ShimDir first
 // when shim is set), USER, LOGNAME and HOME where missing.
-func userEnv(l Launch, extra []string, home string, shim bool) map[string]string {
+func userEnv(l task.Launch, extra []string, home string, shim bool) map[string]string {
 	env := make(map[string]string, len(l.Spec.Env)+len(extra)+len(contractKeys)+4)
 	for _, list := range [][]string{l.Spec.Env, extra} {
 		for _, kv := range list {
@@ -285,7 +286,7 @@ func userEnv(l Launch, extra []string, home string, shim bool) map[string]string
 
 // jobVars sets the names that describe the job and node index i of its
 // allocation, the same for every rank, step and batch script there.
-func jobVars(env map[string]string, l Launch, i int) {
+func jobVars(env map[string]string, l task.Launch, i int) {
 	req := l.Spec.Request.WithDefaults()
 	nnodes := len(l.Alloc.Nodes)
 	gpus := nodeGPUs(l, i)
@@ -404,7 +405,7 @@ func gpuAliases(env map[string]string) {
 }
 
 // nodeGPUs is the GPU list of node index i of the allocation.
-func nodeGPUs(l Launch, i int) []int {
+func nodeGPUs(l task.Launch, i int) []int {
 	if i < 0 || i >= len(l.Alloc.Nodes) {
 		return nil
 	}

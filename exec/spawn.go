@@ -1,0 +1,73 @@
+package exec
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/shoal-sched/shoal/exec/task"
+)
+
+// stepdEnv is a supervisor's environment: PATH, and the markers of its
+// task, which recovery finds it by should it be left without an exit
+// record (see killOrphans).
+func stepdEnv(k TaskKey, node string) []string {
+	env := []string{"PATH=" + os.Getenv("PATH"), task.LaunchEnv + "=3",
+		"SHOAL_JOB_ID=" + k.Job.String(),
+		"SHOAL_INCARNATION=" + strconv.FormatUint(k.Incarnation, 10),
+		"SHOAL_NODE_NAME=" + node}
+	if k.Step != NoStep {
+		env = append(env, "SHOAL_STEP_ID="+strconv.Itoa(k.Step))
+	}
+	return env
+}
+
+// spawnStepd starts t's supervisor and waits for its launch result.
+func (e *Executor) spawnStepd(t *tracked) (task.LaunchResult, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return task.LaunchResult{}, err
+	}
+	defer r.Close()
+	logf, err := os.OpenFile(filepath.Join(t.dir, task.StepdLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		w.Close()
+		return task.LaunchResult{}, err
+	}
+	argv := append(slices.Clone(e.cfg.StepdCommand), "--detach", t.dir)
+	cmd := osexec.Command(argv[0], argv[1:]...)
+	cmd.Env = stepdEnv(t.key, e.cfg.NodeName)
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{w}
+	err = cmd.Run() // the detaching parent returns once the supervisor started
+	w.Close()
+	logf.Close()
+	if err != nil {
+		return task.LaunchResult{}, fmt.Errorf("run %v: %w", argv, err)
+	}
+	var res task.LaunchResult
+	if err := json.NewDecoder(r).Decode(&res); err != nil {
+		return task.LaunchResult{}, fmt.Errorf("supervisor of %s ended without a launch result (see %s): %w",
+			t.key, filepath.Join(t.dir, task.StepdLog), err)
+	}
+	return res, nil
+}
+
+// ctl sends a request to t's supervisor on a connection of its own.
+func (e *Executor) ctl(t *tracked, req task.Request) (task.Reply, error) {
+	c, err := task.Dial(t.dir)
+	if err != nil {
+		return task.Reply{}, fmt.Errorf("supervisor of %s: %w", t.key, err)
+	}
+	defer c.Close()
+	reply, err := task.Send(c, req)
+	if err != nil {
+		return reply, fmt.Errorf("supervisor of %s: %s: %w", t.key, req.Op, err)
+	}
+	return reply, nil
+}

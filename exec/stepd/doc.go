@@ -1,0 +1,65 @@
+// Package stepd is a task's supervisor: the `shoal stepd` process that
+// runs one task — this node's share of a job incarnation or of a step —
+// from the fork of its ranks to its exit record, apart from the agent, as
+// a Slurm step runs under slurmstepd. The agent (package exec) starts one
+// per task and talks to it only through the task directory and the
+// supervisor's socket (package task).
+//
+// # What it owns
+//
+// One task's processes, from fork to reaping: one process group per rank
+// (Setpgid), the environment contract (Env for ranks and step tasks,
+// BatchEnv for batch scripts: torchrun's, Slurm's and Shoal's names, in
+// Slurm's formats), the ranks' stdout and stderr files (a batch script's
+// output files, opened as the job's user and never through a symbolic
+// link, with what was opened recorded for the agent's ReadLog), the time
+// limit, signals (SIGTERM, then SIGKILL after the kill-wait, or the
+// shorter kill-grace when the task is fenced; the --signal warning before
+// the time limit; signals on request), stopping the siblings of a failed
+// rank, and the exit record. A task ends when every rank's leader is
+// reaped; the supervisor then SIGKILLs whatever is left in the ranks'
+// process groups and waits for it, so a recorded exit means nothing of
+// the task runs any more and its GPUs may go to another job.
+//
+// With a cgroup tree in its stepd.json, every process of the task lives
+// in cgroups of its own from birth, confined to the node's share of the
+// allocation (CPUs, memory, GPU devices, a pids bound), and the end of a
+// task also kills everything left in its cgroup — what left the process
+// groups too — before the exit is recorded; a kernel OOM kill makes the
+// exit's cause "oom", and the exit carries the cgroup's usage (see
+// cgroup.go and package cgroup). With a task namespace helper, each rank
+// also gets a UTS and mount namespace of its own, named after the node,
+// with an /etc/hosts of the cluster's nodes (Launch.Hosts; see taskns.go;
+// the helper, TaskNamespaceMain, is this package's too).
+//
+// No process that runs as root — the supervisor, the task namespace
+// helper — runs with the job's environment: the supervisor gets a fixed
+// one from the agent, the helper gets the task's on a descriptor and
+// applies it only at its final exec, as the user.
+//
+// The ranks are started with Pdeathsig SIGKILL from a goroutine locked to
+// its OS thread for the life of the rank, so the leaders die with their
+// supervisor, not with the agent. The supervisor fences its task by
+// itself: it reads the agent's lease file every 100 ms and stops the task
+// with cause "fenced" once the lease has ended (or cannot be read), and
+// so does a SIGTERM to the supervisor.
+//
+// # What it must never touch
+//
+// The raft log, the FSM, the network, and any task but its own: a
+// supervisor signals only the ranks it forked (and what is left in their
+// groups and cgroup), and reports only through its task directory — the
+// launch result on descriptor 3, the proc, output and exit records, its
+// socket. It never imports package exec and keeps no state beyond its
+// one task: pending exits, acknowledgements and recovery are the
+// agent's.
+//
+// # Contracts
+//
+// The command line (`shoal stepd [--detach] TASKDIR`), stepd.json, the
+// socket's requests and replies and every record are package task's
+// formats, shared with agents of other versions: an agent adopts the
+// supervisors its predecessor started. The exit record is written once,
+// after every process of the task is dead; the agent records a task as
+// lost if the supervisor is gone without one.
+package stepd

@@ -1,0 +1,65 @@
+package stepd
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/shoal-sched/shoal/exec/task"
+)
+
+// earlySignalDelay says whether the task of l, planned as p and started at
+// start, gets the job's --signal warning, and how long after now it is
+// due (0: at once).
+//
+//   - No --signal, or no time limit: never.
+//   - The job's own task counts from its own start, as its time limit
+//     does: due at start + limit - before, at once when before is not
+//     shorter than the limit. A batch script gets it only with B:
+//     (BatchOnly), the ranks of a job without a script only without.
+//   - A step's task gets it without B: only, due at JobStart + limit -
+//     before; one started after that moment does not get it (the job's
+//     warning is sent once, to what runs then).
+func earlySignalDelay(l task.Launch, p task.Plan, start, now time.Time) (time.Duration, bool) {
+	sig, limit := l.Spec.Signal, l.Spec.Request.TimeLimit
+	if sig == nil || limit <= 0 {
+		return 0, false
+	}
+	var due time.Time
+	switch {
+	case l.Step != nil:
+		if sig.BatchOnly || l.JobStart.IsZero() {
+			return 0, false
+		}
+		due = l.JobStart.Add(limit - sig.Before)
+		if due.Before(start) {
+			return 0, false
+		}
+	case p.Script != sig.BatchOnly:
+		return 0, false
+	default:
+		due = start.Add(max(limit-sig.Before, 0))
+	}
+	return max(due.Sub(now), 0), true
+}
+
+// signalGroups sends sig to every process group in pgids, or with
+// shellOnly to the process pgids[0] alone. Groups already gone are not an
+// error.
+func signalGroups(pgids []int, sig syscall.Signal, shellOnly bool) error {
+	if shellOnly {
+		pgids = pgids[:1]
+	}
+	var errs []error
+	for _, pg := range pgids {
+		target := -pg
+		if shellOnly {
+			target = pg
+		}
+		if err := syscall.Kill(target, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("signal %s to %d: %w", sig, target, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,129 @@
+package task
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/shoal-sched/shoal/cgroup"
+)
+
+// StepdArg is the argument that makes a binary run a task supervisor:
+// `shoal stepd [--detach] TASKDIR` (see package stepd). The agent runs
+// its exec.Config.StepdCommand with "--detach" and the task directory
+// added; a supervisor started by an earlier agent was started so too. A
+// binary whose StepdCommand does not name cmd/shoal (a test binary) must
+// call stepd.Main itself when its os.Args[1] is StepdArg.
+const StepdArg = "stepd"
+
+// Files of the supervisor in a task directory.
+const (
+	StepdFile = "stepd.json" // its input, written before it starts
+	SockFile  = "stepd.sock" // its control socket, while it runs
+	StepdLog  = "stepd.log"  // its log
+)
+
+const (
+	// CtlTimeout bounds one control request to a supervisor.
+	CtlTimeout = 2 * time.Second
+	// MaxCtlLine bounds a control message.
+	MaxCtlLine = 4096
+	// maxUnixPath is the longest socket path bind and connect accept
+	// (sun_path is 108 bytes with its terminating NUL).
+	maxUnixPath = 107
+)
+
+// StepdConfig is a supervisor's input, stepd.json: the task and the
+// agent's settings that govern it (exec.Config's fields of the same
+// names).
+type StepdConfig struct {
+	Launch    Launch        `json:"launch"`
+	Start     time.Time     `json:"start"`
+	NodeName  string        `json:"node"`
+	KillWait  time.Duration `json:"kill_wait"`
+	KillGrace time.Duration `json:"kill_grace"`
+	// Lease is the lease file the fencing watchdog reads; empty: none.
+	Lease string `json:"lease,omitempty"`
+	// TaskNamespace is the task namespace helper's argv prefix; empty:
+	// none.
+	TaskNamespace []string `json:"task_namespace,omitempty"`
+	// Cgroup, HostCPUs and TaskPidsMax confine the task; the agent's
+	// recovery reads Cgroup back to kill a lost task's cgroup.
+	Cgroup      *cgroup.Root `json:"cgroup,omitempty"`
+	HostCPUs    []int        `json:"host_cpus,omitempty"`
+	TaskPidsMax int64        `json:"task_pids_max,omitempty"`
+}
+
+// LaunchResult is what a supervisor tells the agent that started it,
+// once the ranks are forked (on the inherited descriptor 3).
+type LaunchResult struct {
+	// Error, when set, is why the ranks did not start; the agent records
+	// the task's exit with cause "start" then.
+	Error string `json:"error,omitempty"`
+	// StartFailed is set with an Error from starting the ranks (not from
+	// the supervisor's own setup). The agent does not read it.
+	StartFailed bool `json:"start_failed,omitempty"`
+}
+
+// Request is one request on a supervisor's socket, one JSON line.
+type Request struct {
+	Op        string `json:"op"` // "stop", "signal" or "wait"
+	Cause     string `json:"cause,omitempty"`
+	Signal    int    `json:"signal,omitempty"`
+	ShellOnly bool   `json:"shell_only,omitempty"`
+}
+
+// Reply answers a Request; "wait" is answered once the task's exit
+// is recorded.
+type Reply struct {
+	Error      string `json:"error,omitempty"`
+	NotRunning bool   `json:"not_running,omitempty"`
+}
+
+// LaunchEnv marks a supervisor started with a launch descriptor.
+const LaunchEnv = "SHOAL_STEPD_LAUNCH_FD"
+
+// Dial connects to the supervisor of the task in dir.
+func Dial(dir string) (net.Conn, error) {
+	path := filepath.Join(dir, SockFile)
+	d := net.Dialer{Timeout: CtlTimeout}
+	if len(path) <= maxUnixPath {
+		return d.Dial("unix", path)
+	}
+	// Too long for a socket address: reach it through a descriptor of the
+	// directory.
+	df, err := os.OpenFile(dir, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer df.Close()
+	return d.Dial("unix", fmt.Sprintf("/proc/self/fd/%d/%s", df.Fd(), SockFile))
+}
+
+// Send sends req on c, a connection from Dial, and returns the
+// supervisor's reply. For "wait" the read has no deadline.
+func Send(c net.Conn, req Request) (Reply, error) {
+	var reply Reply
+	_ = c.SetWriteDeadline(time.Now().Add(CtlTimeout))
+	if err := json.NewEncoder(c).Encode(req); err != nil {
+		return reply, err
+	}
+	if req.Op != "wait" {
+		_ = c.SetReadDeadline(time.Now().Add(CtlTimeout))
+	}
+	line, err := bufio.NewReaderSize(io.LimitReader(c, MaxCtlLine), MaxCtlLine).ReadBytes('\n')
+	if err != nil {
+		return reply, err
+	}
+	if err := json.Unmarshal(line, &reply); err != nil {
+		return reply, fmt.Errorf("malformed reply: %w", err)
+	}
+	return reply, nil
+}

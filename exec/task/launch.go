@@ -1,0 +1,230 @@
+package task
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// Exit causes. They are the values of fsm's Cause* constants (fsm may not
+// be imported here: exec and stepd depend on domain types only) and must stay equal
+// to them; they travel in TaskExited.
+const (
+	CauseExit      = "exit"      // fsm.CauseExit
+	CauseTimeout   = "timeout"   // fsm.CauseTimeout
+	CauseCancelled = "cancelled" // fsm.CauseCancelled
+	CauseFenced    = "fenced"    // fsm.CauseFenced
+	CauseLost      = "lost"      // fsm.CauseLost
+	CauseStartFail = "start"     // fsm.CauseStartFail
+	CauseOOM       = "oom"       // fsm.CauseOOM
+)
+
+// Exit codes of start failures, as a shell reports them.
+const (
+	CodeNotExecutable = 126
+	CodeNotFound      = 127
+	CodeLost          = -1
+)
+
+// NoStep is the Step of a Key naming a job's own task: the command of
+// `shoal submit` on every node, or a batch job's script on its first node.
+const NoStep = -1
+
+// Key names one task on this node: a job incarnation's own ranks
+// (Step NoStep) or its share of a step (Step 0, 1, ...).
+type Key struct {
+	Job         cluster.JobID
+	Incarnation uint64
+	Step        int
+}
+
+func (k Key) String() string {
+	if k.Step == NoStep {
+		return fmt.Sprintf("%s.%d", k.Job, k.Incarnation)
+	}
+	return fmt.Sprintf("%s.%d step %d", k.Job, k.Incarnation, k.Step)
+}
+
+// CgroupPaths are the cgroups of task key: the job incarnation's, and
+// the task's under it.
+func CgroupPaths(k Key) (job, task string) {
+	job = "job_" + k.Job.String() + "." + strconv.FormatUint(k.Incarnation, 10)
+	task = job + "/task"
+	if k.Step != NoStep {
+		task = job + "/step_" + strconv.Itoa(k.Step)
+	}
+	return job, task
+}
+
+// Launch is everything a supervisor needs to run this node's share of a job
+// incarnation, or of one of its steps.
+type Launch struct {
+	Job         cluster.JobID
+	Incarnation uint64
+	// Spec is the job's spec: Command, Env (applied before the contract,
+	// so the contract wins), WorkDir, User/UID/GID, Name and Request
+	// (TasksPerNode, CPUsPerTask, TimeLimit).
+	Spec cluster.Spec
+	// Alloc lists the job's nodes in rank order and its MasterPort.
+	Alloc cluster.Allocation
+	// NodeIndex is this node's index in Alloc.Nodes (NODE_RANK).
+	NodeIndex int
+	// MasterAddr is the host ranks dial for Alloc.Nodes[0].
+	MasterAddr string
+	// NodeList is the compressed hostlist of Alloc.NodeNames(), e.g. "n[1-2]".
+	NodeList string
+	// NodeName is this node's name.
+	NodeName string
+	// ClusterName is SLURM_CLUSTER_NAME ("" leaves it unset).
+	ClusterName string
+
+	// Step, when set, makes this launch this node's share of an srun step:
+	// the StepNode whose Node is NodeName, as Tasks ranks with global ranks
+	// FirstRank to FirstRank+Tasks-1, running Step.Spec.Command with
+	// Step.Spec.Env added to Spec.Env, in Step.Spec.WorkDir (Spec.WorkDir
+	// when empty). A step has no time limit of its own: it ends with the
+	// job. Nil means the job's own tasks.
+	Step *cluster.Step
+	// StepNodeList is the compressed hostlist of the step's nodes.
+	StepNodeList string
+	// Stdout and Stderr, when set, are absolute paths a batch script's
+	// output goes to instead of the rank files; Stderr equal to Stdout
+	// sends both to one file, Stderr empty sends stderr to the rank file.
+	// They are opened as the job's user, never through a symbolic link,
+	// appended to when Spec.Batch.OpenMode is "append" and truncated
+	// otherwise; one the user cannot open fails the task's start. Only a
+	// batch job's own task may set them.
+	Stdout, Stderr string
+	// ShimDir, when set, is a directory of the agent's Slurm command shims
+	// (srun, scontrol, ...); it is put first in PATH of batch scripts and
+	// step tasks.
+	ShimDir string
+	// Array, for an array element, is its place in the array
+	// (SLURM_ARRAY_*).
+	Array *cluster.ArrayTask
+	// Hosts are the cluster's node names and their agents' addresses,
+	// for the tasks' /etc/hosts when Config.TaskNamespace is set.
+	Hosts []Host
+	// JobStart is when the job incarnation started (the FSM's StartTime):
+	// a step's --signal warning is due at JobStart + the time limit - the
+	// warning time (the job's own task counts from its own start, as its
+	// time limit does).
+	JobStart time.Time
+}
+
+func (l Launch) Key() Key {
+	k := Key{Job: l.Job, Incarnation: l.Incarnation, Step: NoStep}
+	if l.Step != nil {
+		k.Step = l.Step.ID
+	}
+	return k
+}
+
+// BatchScript reports whether l runs a batch job's script.
+func (l Launch) BatchScript() bool { return l.Spec.Batch != nil && l.Step == nil }
+
+// Host is a node name and its agent's address (an IP), for the private
+// /etc/hosts of tasks.
+type Host struct {
+	Name string
+	Addr string
+}
+
+// Plan is what a task runs on this node, derived from its Launch by
+// Launch.Plan.
+type Plan struct {
+	First, Ranks int      // global rank of the first, how many
+	Argv         []string // the command; for a batch script, its Args
+	WorkDir      string
+	Script       bool          // run the batch script, Argv are its arguments
+	TimeLimit    time.Duration // 0: none
+}
+
+// Plan validates l as a task of node, this node, and derives what the
+// node runs for it. The agent checks a Launch with it before it records
+// the task; the supervisor derives its ranks from it.
+func (l Launch) Plan(node string) (Plan, error) {
+	if l.Job == 0 || l.Incarnation == 0 {
+		return Plan{}, fmt.Errorf("job id and incarnation must be positive, got %d and %d", l.Job, l.Incarnation)
+	}
+	if l.NodeIndex < 0 || l.NodeIndex >= len(l.Alloc.Nodes) {
+		return Plan{}, fmt.Errorf("node index %d: want 0 to %d", l.NodeIndex, len(l.Alloc.Nodes)-1)
+	}
+	if n := l.Alloc.Nodes[l.NodeIndex].Node; n != node {
+		return Plan{}, fmt.Errorf("node index %d names node %q, this node is %q", l.NodeIndex, n, node)
+	}
+	if l.NodeName != "" && l.NodeName != node {
+		return Plan{}, fmt.Errorf("node name %q, this node is %q", l.NodeName, node)
+	}
+	s := l.Spec
+	s.Request = s.Request.WithDefaults()
+	if err := s.Validate(); err != nil {
+		return Plan{}, fmt.Errorf("spec: %w", err)
+	}
+	if (l.Stdout != "" || l.Stderr != "") && !l.BatchScript() {
+		return Plan{}, errors.New("stdout/stderr files: only for a batch script")
+	}
+	for _, p := range []string{l.Stdout, l.Stderr} {
+		if p != "" && !filepath.IsAbs(p) {
+			return Plan{}, fmt.Errorf("output file %q: want an absolute path", p)
+		}
+	}
+	tpn := s.Request.TasksPerNode
+	switch {
+	case l.Step != nil:
+		st := l.Step
+		if st.ID < 0 {
+			return Plan{}, fmt.Errorf("step id %d: want 0 or more", st.ID)
+		}
+		if st.Incarnation != 0 && st.Incarnation != l.Incarnation {
+			return Plan{}, fmt.Errorf("step %d belongs to incarnation %d, not %d", st.ID, st.Incarnation, l.Incarnation)
+		}
+		if len(st.Spec.Command) == 0 || st.Spec.Command[0] == "" {
+			return Plan{}, fmt.Errorf("step %d command: empty", st.ID)
+		}
+		_, sn, ok := l.StepShare()
+		if !ok {
+			return Plan{}, fmt.Errorf("step %d: no share for node %s", st.ID, node)
+		}
+		if sn.Tasks < 1 || sn.FirstRank < 0 {
+			return Plan{}, fmt.Errorf("step %d on %s: %d tasks from rank %d", st.ID, sn.Node, sn.Tasks, sn.FirstRank)
+		}
+		if g := st.Spec.GPUsPerTask; g < 0 || g*sn.Tasks > len(l.Alloc.Nodes[l.NodeIndex].GPUs) {
+			return Plan{}, fmt.Errorf("step %d: %d tasks with %d GPUs each, node %s has %d",
+				st.ID, sn.Tasks, g, sn.Node, len(l.Alloc.Nodes[l.NodeIndex].GPUs))
+		}
+		dir := st.Spec.WorkDir
+		if dir == "" {
+			dir = s.WorkDir
+		}
+		return Plan{First: sn.FirstRank, Ranks: sn.Tasks, Argv: st.Spec.Command, WorkDir: dir}, nil
+	case l.Spec.Batch != nil:
+		if l.NodeIndex != 0 {
+			return Plan{}, fmt.Errorf("batch script: runs on the first node, this is node index %d", l.NodeIndex)
+		}
+		return Plan{First: 0, Ranks: 1, Argv: l.Spec.Batch.Args, WorkDir: s.WorkDir,
+			Script: true, TimeLimit: s.Request.TimeLimit}, nil
+	default:
+		return Plan{First: l.NodeIndex * tpn, Ranks: tpn, Argv: s.Command, WorkDir: s.WorkDir,
+			TimeLimit: s.Request.TimeLimit}, nil
+	}
+}
+
+// StepShare finds this node's StepNode in l.Step, and its index among the
+// step's nodes.
+func (l Launch) StepShare() (int, cluster.StepNode, bool) {
+	name := l.NodeName
+	if name == "" && l.NodeIndex >= 0 && l.NodeIndex < len(l.Alloc.Nodes) {
+		name = l.Alloc.Nodes[l.NodeIndex].Node
+	}
+	for i, sn := range l.Step.Nodes {
+		if sn.Node == name {
+			return i, sn, true
+		}
+	}
+	return -1, cluster.StepNode{}, false
+}
