@@ -7,10 +7,10 @@ import (
 )
 
 // TestPurity keeps the worker's decisions pure (STYLE.md section 1): no
-// clock, no I/O, no goroutines; the domain types and the executor's task
+// clock, no I/O, no goroutines; the domain types and the task key
 // key are all it may import from outside the standard library.
 func TestPurity(t *testing.T) {
-	allowed := []string{"github.com/shoal-sched/shoal/cluster", "github.com/shoal-sched/shoal/exec"}
+	allowed := []string{"github.com/shoal-sched/shoal/cluster", "github.com/shoal-sched/shoal/exec/task"}
 	bad, files, err := purity.Check(".", allowed)
 	if err != nil {
 		t.Fatal(err)

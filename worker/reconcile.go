@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/exec"
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 // Input is what Reconcile decides from.
@@ -15,10 +15,10 @@ type Input struct {
 	// Jobs are the replicated jobs (a consistent view).
 	Jobs []*cluster.Job
 	// Running are the tasks the executor runs here.
-	Running []exec.TaskKey
+	Running []task.Key
 	// PendingExits are the tasks whose exit is recorded here and not yet
 	// acknowledged by the leader.
-	PendingExits []exec.TaskKey
+	PendingExits []task.Key
 	// CanStart says the lease lets this node start tasks (MayStart).
 	CanStart bool
 }
@@ -38,8 +38,8 @@ type Start struct {
 }
 
 // Key is the executor's key of the task s starts.
-func (s Start) Key() exec.TaskKey {
-	k := exec.TaskKey{Job: s.Job.ID, Incarnation: s.Job.Incarnation, Step: exec.NoStep}
+func (s Start) Key() task.Key {
+	k := task.Key{Job: s.Job.ID, Incarnation: s.Job.Incarnation, Step: task.NoStep}
 	if s.Step != nil {
 		k.Step = s.Step.ID
 	}
@@ -50,7 +50,7 @@ func (s Start) Key() exec.TaskKey {
 type Plan struct {
 	// Stop are running tasks no longer wanted (the job or step ended, was
 	// cancelled, or moved to another incarnation).
-	Stop []exec.TaskKey
+	Stop []task.Key
 	// Start are tasks to start. A job's own task started without error
 	// is then reported started.
 	Start []Start
@@ -66,22 +66,22 @@ type Plan struct {
 // Reconcile compares what the replicated state wants of this node with
 // what runs here. It is pure: the same input always gives the same plan.
 func Reconcile(in Input) Plan {
-	running := make(map[exec.TaskKey]bool, len(in.Running))
+	running := make(map[task.Key]bool, len(in.Running))
 	// busy counts, per run, the local keys (its own task and its steps)
 	// still running or with an exit not yet reported: the node's
 	// resources may be released only once none is left (DESIGN invariant
 	// 1).
-	busy := map[exec.TaskKey]int{}
+	busy := map[task.Key]int{}
 	for _, k := range in.Running {
 		running[k] = true
-		busy[exec.TaskKey{Job: k.Job, Incarnation: k.Incarnation, Step: exec.NoStep}]++
+		busy[task.Key{Job: k.Job, Incarnation: k.Incarnation, Step: task.NoStep}]++
 	}
-	pendingExit := make(map[exec.TaskKey]bool, len(in.PendingExits))
+	pendingExit := make(map[task.Key]bool, len(in.PendingExits))
 	for _, k := range in.PendingExits {
 		pendingExit[k] = true
-		busy[exec.TaskKey{Job: k.Job, Incarnation: k.Incarnation, Step: exec.NoStep}]++
+		busy[task.Key{Job: k.Job, Incarnation: k.Incarnation, Step: task.NoStep}]++
 	}
-	wanted := map[exec.TaskKey]bool{}
+	wanted := map[task.Key]bool{}
 
 	var p Plan
 	for _, j := range in.Jobs {
@@ -93,7 +93,7 @@ func Reconcile(in Input) Plan {
 		if na.Released {
 			continue
 		}
-		key := exec.TaskKey{Job: j.ID, Incarnation: j.Incarnation, Step: exec.NoStep}
+		key := task.Key{Job: j.ID, Incarnation: j.Incarnation, Step: task.NoStep}
 		ref := Ref{Job: j.ID, Incarnation: j.Incarnation}
 		// A batch job's own task is its script, on the first node only; the
 		// other nodes hold their resources for its steps.
@@ -128,7 +128,7 @@ func Reconcile(in Input) Plan {
 // steps are the tasks of job j's running steps to start on this node (its
 // allocation's node i); every step that still has a share here is marked
 // wanted, and one that ended or was cancelled is not, so its tasks stop.
-func steps(in Input, j *cluster.Job, i int, running, pendingExit, wanted map[exec.TaskKey]bool) []Start {
+func steps(in Input, j *cluster.Job, i int, running, pendingExit, wanted map[task.Key]bool) []Start {
 	var out []Start
 	for si := range j.Steps {
 		st := &j.Steps[si]
@@ -139,7 +139,7 @@ func steps(in Input, j *cluster.Job, i int, running, pendingExit, wanted map[exe
 		if k < 0 || st.Nodes[k].State == cluster.TaskExited || st.Nodes[k].State == cluster.TaskLost {
 			continue
 		}
-		key := exec.TaskKey{Job: j.ID, Incarnation: j.Incarnation, Step: st.ID}
+		key := task.Key{Job: j.ID, Incarnation: j.Incarnation, Step: st.ID}
 		wanted[key] = true
 		if running[key] || pendingExit[key] || !in.CanStart {
 			continue
@@ -153,19 +153,19 @@ func steps(in Input, j *cluster.Job, i int, running, pendingExit, wanted map[exe
 // (pending, in the executor's order), the ones to report now, at most
 // max. A job's own exit releases this node's resources, so it waits until
 // no step of the same run is still running here (DESIGN invariant 1).
-func Exits(running, pending []exec.TaskKey, max int) []exec.TaskKey {
+func Exits(running, pending []task.Key, max int) []task.Key {
 	stepsAlive := map[Ref]bool{}
 	for _, k := range running {
-		if k.Step != exec.NoStep {
+		if k.Step != task.NoStep {
 			stepsAlive[Ref{Job: k.Job, Incarnation: k.Incarnation}] = true
 		}
 	}
-	var out []exec.TaskKey
+	var out []task.Key
 	for _, k := range pending {
 		if len(out) == max {
 			break
 		}
-		if k.Step == exec.NoStep && stepsAlive[Ref{Job: k.Job, Incarnation: k.Incarnation}] {
+		if k.Step == task.NoStep && stepsAlive[Ref{Job: k.Job, Incarnation: k.Incarnation}] {
 			continue // its steps are still stopping; report on a later round
 		}
 		out = append(out, k)

@@ -10,7 +10,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/exec"
+	"github.com/shoal-sched/shoal/exec/task"
 )
 
 // TestScripts runs the scenarios in testdata. Each directive describes
@@ -53,7 +53,7 @@ func TestScripts(t *testing.T) {
 type script struct {
 	node             string
 	jobs             []*cluster.Job
-	running, pending []exec.TaskKey
+	running, pending []task.Key
 }
 
 func argMap(cas []datadriven.CmdArg) map[string]string {
@@ -86,7 +86,7 @@ func (s *script) setup(f []string) error {
 	case "step":
 		return s.step(args)
 	case "running", "pending":
-		var keys []exec.TaskKey
+		var keys []task.Key
 		for _, w := range f[1:] {
 			k, err := parseKey(w)
 			if err != nil {
@@ -203,34 +203,34 @@ func (s *script) step(args map[string]string) error {
 }
 
 // parseKey reads J.I (a job's own task) or J.I.S (step S).
-func parseKey(s string) (exec.TaskKey, error) {
+func parseKey(s string) (task.Key, error) {
 	parts := strings.Split(s, ".")
 	if len(parts) < 2 || len(parts) > 3 {
-		return exec.TaskKey{}, fmt.Errorf("task %q: want JOB.INC or JOB.INC.STEP", s)
+		return task.Key{}, fmt.Errorf("task %q: want JOB.INC or JOB.INC.STEP", s)
 	}
 	var n [3]uint64
 	for i, p := range parts {
 		v, err := strconv.ParseUint(p, 10, 32)
 		if err != nil {
-			return exec.TaskKey{}, fmt.Errorf("task %q: %w", s, err)
+			return task.Key{}, fmt.Errorf("task %q: %w", s, err)
 		}
 		n[i] = v
 	}
-	k := exec.TaskKey{Job: cluster.JobID(n[0]), Incarnation: n[1], Step: exec.NoStep}
+	k := task.Key{Job: cluster.JobID(n[0]), Incarnation: n[1], Step: task.NoStep}
 	if len(parts) == 3 {
 		k.Step = int(n[2])
 	}
 	return k, nil
 }
 
-func formatKey(k exec.TaskKey) string {
-	if k.Step == exec.NoStep {
+func formatKey(k task.Key) string {
+	if k.Step == task.NoStep {
 		return fmt.Sprintf("%d.%d", k.Job, k.Incarnation)
 	}
 	return fmt.Sprintf("%d.%d.%d", k.Job, k.Incarnation, k.Step)
 }
 
-func joinKeys(ks []exec.TaskKey) string {
+func joinKeys(ks []task.Key) string {
 	if len(ks) == 0 {
 		return "(none)"
 	}
