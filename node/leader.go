@@ -1,7 +1,6 @@
 package node
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/placement"
 )
 
@@ -131,30 +131,20 @@ func (a *Agent) scheduleLoop(ctx context.Context) {
 	}
 }
 
-// schedulePass is one gather → decide → act round.
+// schedulePass is one gather → decide → act round: leader.Pass decides
+// from the view, the pass applies its plan in bounded batches, then asks
+// leader.Preemption on the state after its allocations.
 func (a *Agent) schedulePass(ctx context.Context, v *fsm.View) error {
 	now := time.Now()
-	// Held jobs, unmet dependencies and full array throttles are not
-	// placement's business: such jobs wait with that reason, and one whose
-	// dependency can never hold is cancelled (the FSM checks both again).
-	var pending []*cluster.Job
-	var never []cluster.JobID
-	waits := map[cluster.JobID]string{}
-	gates := v.Gates(now)
-	for _, j := range v.Jobs() {
-		if j.State != cluster.JobPending {
-			continue
-		}
-		switch why := gates.Admit(j); why {
-		case "":
-			pending = append(pending, j)
-		case cluster.ReasonDependencyNever:
-			never = append(never, j.ID)
-		default:
-			waits[j.ID] = why
-		}
+	in := leader.PassInput{View: v, Now: now}
+	if plantedDoubleBook { // a planted bug, test builds only: see planted_doublebook_off.go
+		in.Occupying = plantedHideNewest(v.Jobs())
 	}
-	for _, id := range never {
+	p, err := leader.Pass(in)
+	if err != nil {
+		return err
+	}
+	for _, id := range p.Cancel {
 		r, err := a.apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: id, Reason: cluster.ReasonDependencyNever, Time: now})
 		if err != nil {
 			return err
@@ -163,43 +153,14 @@ func (a *Agent) schedulePass(ctx context.Context, v *fsm.View) error {
 			a.log.Info("job cancelled: its dependency can never be satisfied", "job", uint64(id))
 		}
 	}
-	if err := a.setWaitReasons(ctx, v, waits); err != nil {
+	if err := a.applyReasons(ctx, p.WaitReasons); err != nil {
 		return err
 	}
-	if err := a.finishPreemptions(ctx, v, now); err != nil {
+	if err := a.endPreemptions(ctx, p.EndPreemptions, now); err != nil {
 		return err
 	}
-	if len(pending) == 0 {
-		return nil
-	}
-	// The shoal policy: topology-aware gangs with EASY backfill. A job with
-	// a --time limit may start ahead of a blocked one only if it cannot
-	// delay that job's reservation; without limits this is strict FIFO.
-	jobs := v.Jobs()
-	if plantedDoubleBook { // a planted bug, test builds only: see planted_doublebook_off.go
-		jobs = plantedHideNewest(jobs)
-	}
-	var parts []cluster.Partition
-	if p := v.Policy(); p != nil {
-		parts = p.Partitions
-	}
-	order := placement.PriorityOrder(priorities(v, now))
-	res, err := placement.PlaceWith(placement.NewView(v.Nodes(), jobs).WithPartitions(parts), pending, now,
-		placement.Options{Policy: placement.PolicyShoal, Order: order})
-	if err != nil {
-		return err
-	}
-
-	for batch := range slices.Chunk(res.Decisions, maxDecisionsPerApply) {
-		cmd := fsm.Allocate{Time: now, Consumable: true}
-		for _, d := range batch {
-			fd := fsm.Decision{Job: d.Job}
-			for _, as := range d.Nodes {
-				fd.Nodes = append(fd.Nodes, fsm.Placement{Node: as.Node, GPUs: as.GPUs, CPUs: as.CPUs, MemMiB: as.MemMiB})
-			}
-			cmd.Decisions = append(cmd.Decisions, fd)
-		}
-		r, err := a.apply(ctx, fsm.CmdAllocate, cmd)
+	for batch := range slices.Chunk(p.Allocations, maxDecisionsPerApply) {
+		r, err := a.apply(ctx, fsm.CmdAllocate, fsm.Allocate{Time: now, Consumable: true, Decisions: batch})
 		if err != nil {
 			return err
 		}
@@ -214,33 +175,22 @@ func (a *Agent) schedulePass(ctx context.Context, v *fsm.View) error {
 			}
 		}
 	}
-
-	var changed []fsm.JobReason
-	for _, j := range pending {
-		if r, ok := res.Reasons[j.ID]; ok && r != j.Reason {
-			changed = append(changed, fsm.JobReason{Job: j.ID, Reason: r})
-		}
+	if err := a.applyReasons(ctx, p.Reasons); err != nil {
+		return err
 	}
-	for batch := range slices.Chunk(changed, maxReasonsPerApply) {
-		if _, err := a.apply(ctx, fsm.CmdSetReasons, fsm.SetReasons{Reasons: batch}); err != nil {
-			return err
-		}
+	if len(p.Order) == 0 {
+		return nil // nothing was placed, so nothing waits on resources
 	}
 	// After this pass's allocations: whether the first job that waits on
 	// resources may preempt others for them.
-	return a.startPreemption(ctx, order, res.Reasons, now)
+	if pre, ok := leader.Preemption(a.state.View(), p.Order, p.Placed, now); ok {
+		return a.startPreemptions(ctx, pre, now)
+	}
+	return nil
 }
 
-// setWaitReasons records the reasons of jobs kept from placement, where
-// they changed.
-func (a *Agent) setWaitReasons(ctx context.Context, v *fsm.View, waits map[cluster.JobID]string) error {
-	var changed []fsm.JobReason
-	for id, why := range waits {
-		if j, ok := v.Job(id); ok && j.Reason != why {
-			changed = append(changed, fsm.JobReason{Job: id, Reason: why})
-		}
-	}
-	slices.SortFunc(changed, func(x, y fsm.JobReason) int { return cmp.Compare(x.Job, y.Job) })
+// applyReasons records changed pending reasons in bounded batches.
+func (a *Agent) applyReasons(ctx context.Context, changed []fsm.JobReason) error {
 	for batch := range slices.Chunk(changed, maxReasonsPerApply) {
 		if _, err := a.apply(ctx, fsm.CmdSetReasons, fsm.SetReasons{Reasons: batch}); err != nil {
 			return err
@@ -285,20 +235,10 @@ func (a *Agent) leaseLoop(ctx context.Context) {
 		}
 		since := time.Unix(0, a.leaderSince.Load())
 		now := time.Now()
-		for _, n := range a.state.View().Nodes() {
-			if n.Status != cluster.NodeUp || n.Name == a.cfg.Name {
-				continue
-			}
-			last := a.leases.last(n.Name)
-			if last.Before(since) {
-				last = since
-			}
-			if now.Sub(last) <= expiry {
-				continue
-			}
-			a.log.Warn("node lease expired", "node", n.Name, "last_heartbeat", last, "expiry", expiry)
-			if _, err := a.apply(ctx, fsm.CmdNodeDown, fsm.NodeDown{Node: n.Name, Time: now}); err != nil {
-				a.log.Warn("declare node down", "node", n.Name, "err", err)
+		for _, e := range leader.ExpiredLeases(a.state.View().Nodes(), a.cfg.Name, a.leases.last, since, now, expiry) {
+			a.log.Warn("node lease expired", "node", e.Node, "last_heartbeat", e.Last, "expiry", expiry)
+			if _, err := a.apply(ctx, fsm.CmdNodeDown, fsm.NodeDown{Node: e.Node, Time: now}); err != nil {
+				a.log.Warn("declare node down", "node", e.Node, "err", err)
 			}
 		}
 	}

@@ -5,46 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
-	"github.com/shoal-sched/shoal/placement"
+	"github.com/shoal-sched/shoal/leader"
 )
-
-// queuePolicy is the replicated queue policy, or the default while none
-// was set.
-func queuePolicy(v *fsm.View) cluster.Policy {
-	if p := v.Policy(); p != nil {
-		return *p
-	}
-	return cluster.DefaultPolicy()
-}
-
-// clusterGPUs is what the job-size factor measures a request against: the
-// GPUs of every node that is up.
-func clusterGPUs(v *fsm.View) int {
-	n := 0
-	for _, nd := range v.Nodes() {
-		if nd.Status == cluster.NodeUp {
-			n += len(nd.GPUs)
-		}
-	}
-	return n
-}
-
-// priorities is every pending job's priority at now, in the order the
-// scheduler takes them. The leader's pass and GET /v1/priority both call
-// it, so `shoal priority` shows exactly what orders the queue.
-func priorities(v *fsm.View, now time.Time) []placement.Priority {
-	// Archived jobs still count in fair-share usage (decayed), as Slurm's
-	// usage outlives MinJobAge.
-	jobs := append(slices.Clone(v.Archived()), v.Jobs()...)
-	return placement.Priorities(queuePolicy(v), jobs, clusterGPUs(v), now)
-}
 
 // proposePolicy makes the policy of the agent's --policy file the
 // cluster's, when this agent leads and the replicated one differs. It runs
@@ -75,7 +43,7 @@ func queueFieldsOf(v *fsm.View, spec cluster.Spec, who caller) ([]string, error)
 		return nil, forbidden(fmt.Errorf("nice %d: %w: only root may set a negative nice", spec.Nice, ErrForbidden))
 	}
 	var warnings []string
-	if p := queuePolicy(v); spec.QoS != "" && !p.HasQoS(spec.QoS) {
+	if p := leader.QueuePolicy(v); spec.QoS != "" && !p.HasQoS(spec.QoS) {
 		warnings = append(warnings, fmt.Sprintf("--qos %s: the queue policy names no such QoS; the job gets QoS priority 0", spec.QoS))
 	}
 	return warnings, nil
@@ -88,7 +56,7 @@ func (a *Agent) handlePolicy(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	p := queuePolicy(v)
+	p := leader.QueuePolicy(v)
 	writeJSON(w, http.StatusOK, v.Index, api.PolicyResponse{Set: v.Policy() != nil, Policy: p.File()})
 }
 
@@ -148,7 +116,7 @@ func (a *Agent) handlePriority(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := []api.Priority{}
-	for _, p := range priorities(v, time.Now()) {
+	for _, p := range leader.Priorities(v, time.Now()) {
 		if (job != 0 && uint64(p.Job) != job) || (user != "" && p.User != user) {
 			continue
 		}

@@ -1,0 +1,148 @@
+package leader
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/placement"
+)
+
+// PassInput is what a scheduling pass decides from.
+type PassInput struct {
+	// View is the replicated state the pass reads.
+	View *fsm.View
+	// Occupying are the jobs whose allocations placement counts as held;
+	// nil means View.Jobs() (the only value outside a planted-bug build).
+	Occupying []*cluster.Job
+	// Now is the pass's time.
+	Now time.Time
+}
+
+// EndPreemption is a victim whose grace is over.
+type EndPreemption struct {
+	Job cluster.JobID
+	// Requeue: it asked to be requeued (--requeue, every batch job by
+	// default); otherwise it is cancelled with reason Preempted.
+	Requeue bool
+}
+
+// Plan is what a pass decided, in the order to apply it.
+type Plan struct {
+	// Cancel are pending jobs whose dependency can never be satisfied.
+	Cancel []cluster.JobID
+	// WaitReasons are the changed reasons of jobs kept from placement
+	// (held, dependency, array throttle...), by job.
+	WaitReasons []fsm.JobReason
+	// EndPreemptions are victims to requeue or cancel now.
+	EndPreemptions []EndPreemption
+	// Allocations are placement's decisions, in its order.
+	Allocations []fsm.Decision
+	// Reasons are the changed pending reasons placement gave the jobs it
+	// considered, in its queue order.
+	Reasons []fsm.JobReason
+	// Order is the queue order placement used, and Placed the reason of
+	// each job it considered: Preemption's inputs.
+	Order  []cluster.JobID
+	Placed map[cluster.JobID]string
+}
+
+// Pass is one scheduling round. Held jobs, unmet dependencies and full
+// array throttles are not placement's business: such jobs wait with that
+// reason, and one whose dependency can never hold is cancelled. The rest
+// are placed by the shoal policy — topology-aware gangs in multifactor
+// priority order with EASY backfill: a job with a --time limit may start
+// ahead of a blocked one only if it cannot delay that job's reservation.
+// It is pure: the same input always gives the same plan.
+func Pass(in PassInput) (Plan, error) {
+	v, now := in.View, in.Now
+	var p Plan
+	var pending []*cluster.Job
+	gates := v.Gates(now)
+	for _, j := range v.Jobs() {
+		switch {
+		case j.State == cluster.JobRunning && j.Preempt != nil && !now.Before(j.Preempt.Deadline):
+			p.EndPreemptions = append(p.EndPreemptions, EndPreemption{Job: j.ID, Requeue: j.Spec.Requeue})
+			continue
+		case j.State != cluster.JobPending:
+			continue
+		}
+		switch why := gates.Admit(j); why {
+		case "":
+			pending = append(pending, j)
+		case cluster.ReasonDependencyNever:
+			p.Cancel = append(p.Cancel, j.ID)
+		default:
+			if j.Reason != why {
+				p.WaitReasons = append(p.WaitReasons, fsm.JobReason{Job: j.ID, Reason: why})
+			}
+		}
+	}
+	slices.SortFunc(p.WaitReasons, func(x, y fsm.JobReason) int { return cmp.Compare(x.Job, y.Job) })
+	if len(pending) == 0 {
+		return p, nil
+	}
+
+	occupying := in.Occupying
+	if occupying == nil {
+		occupying = v.Jobs()
+	}
+	var parts []cluster.Partition
+	if pol := v.Policy(); pol != nil {
+		parts = pol.Partitions
+	}
+	p.Order = placement.PriorityOrder(Priorities(v, now))
+	res, err := placement.PlaceWith(placement.NewView(v.Nodes(), occupying).WithPartitions(parts), pending, now,
+		placement.Options{Policy: placement.PolicyShoal, Order: p.Order})
+	if err != nil {
+		return Plan{}, fmt.Errorf("place %d pending jobs: %w", len(pending), err)
+	}
+	for _, d := range res.Decisions {
+		fd := fsm.Decision{Job: d.Job}
+		for _, as := range d.Nodes {
+			fd.Nodes = append(fd.Nodes, fsm.Placement{Node: as.Node, GPUs: as.GPUs, CPUs: as.CPUs, MemMiB: as.MemMiB})
+		}
+		p.Allocations = append(p.Allocations, fd)
+	}
+	for _, j := range pending {
+		if r, ok := res.Reasons[j.ID]; ok && r != j.Reason {
+			p.Reasons = append(p.Reasons, fsm.JobReason{Job: j.ID, Reason: r})
+		}
+	}
+	p.Placed = res.Reasons
+	return p, nil
+}
+
+// Priorities is every pending job's priority at now, in the order the
+// scheduler takes them. The pass and GET /v1/priority both call it, so
+// `shoal priority` shows exactly what orders the queue. Archived jobs
+// still count in fair-share usage (decayed), as Slurm's usage outlives
+// MinJobAge.
+func Priorities(v *fsm.View, now time.Time) []placement.Priority {
+	jobs := append(slices.Clone(v.Archived()), v.Jobs()...)
+	return placement.Priorities(QueuePolicy(v), jobs, ClusterGPUs(v), now)
+}
+
+// QueuePolicy is the replicated queue policy, or the default while none
+// was set.
+func QueuePolicy(v *fsm.View) cluster.Policy {
+	if p := v.Policy(); p != nil {
+		return *p
+	}
+	return cluster.DefaultPolicy()
+}
+
+// ClusterGPUs is what the job-size factor measures a request against: the
+// GPUs of every node that is up.
+func ClusterGPUs(v *fsm.View) int {
+	n := 0
+	for _, nd := range v.Nodes() {
+		if nd.Status == cluster.NodeUp {
+			n += len(nd.GPUs)
+		}
+	}
+	return n
+}

@@ -1,0 +1,85 @@
+package leader
+
+import (
+	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/placement"
+)
+
+// Preemptions are the victims chosen to make room for one job.
+type Preemptions struct {
+	For      cluster.JobID
+	Victims  []cluster.JobID
+	Deadline time.Time // the end of their grace
+}
+
+// Preemption makes room for the first job of the queue order that waits
+// on resources (placed gives each considered job's reason), when its QoS
+// may preempt running jobs: the victims (placement.Victims: the fewest
+// GPU-hours lost) among the running jobs of QoS levels it may preempt,
+// each to get the policy's grace (SIGTERM now, requeue or cancel at the
+// deadline). While room is being made — a victim's grace runs, or a
+// victim's resources are still being released — no more victims are
+// chosen. v is the state after the pass's allocations. It is pure;
+// ok is false when there is nothing to preempt.
+func Preemption(v *fsm.View, order []cluster.JobID, placed map[cluster.JobID]string, now time.Time) (Preemptions, bool) {
+	pol := v.Policy()
+	if pol == nil || len(pol.Preempt) == 0 {
+		return Preemptions{}, false
+	}
+	var head *cluster.Job
+	for _, id := range order {
+		if placed[id] != cluster.ReasonResources {
+			continue
+		}
+		if j, ok := v.Job(id); ok && j.State == cluster.JobPending {
+			head = j
+		}
+		break
+	}
+	if head == nil || head.Spec.QoS == "" {
+		return Preemptions{}, false
+	}
+	var candidates []*cluster.Job
+	for _, j := range v.Jobs() {
+		if releasingVictim(j) {
+			// A victim whose grace ended still holds its resources until
+			// its tasks are known dead: the room it makes is on its way,
+			// and choosing more victims now would preempt twice for one
+			// job.
+			return Preemptions{}, false
+		}
+		if j.State != cluster.JobRunning {
+			continue
+		}
+		if j.Preempt != nil {
+			if j.Preempt.By == head.ID {
+				return Preemptions{}, false // its room is being made
+			}
+			continue
+		}
+		if pol.MayPreempt(head.Spec.QoS, j.Spec.QoS) {
+			candidates = append(candidates, j)
+		}
+	}
+	if len(candidates) == 0 {
+		return Preemptions{}, false
+	}
+	view := placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(pol.Partitions)
+	victims, ok := placement.Victims(view, head, candidates, now)
+	if !ok {
+		return Preemptions{}, false
+	}
+	return Preemptions{For: head.ID, Victims: victims, Deadline: now.Add(pol.PreemptGrace)}, true
+}
+
+// releasingVictim says j is a preemption victim whose grace ended (it was
+// cancelled as Preempted, or requeued) and whose resources are not yet
+// released. A job requeued by hand counts too: its resources are also
+// about to be free.
+func releasingVictim(j *cluster.Job) bool {
+	ended := j.State == cluster.JobRequeued || j.State == cluster.JobCancelled && j.Reason == cluster.ReasonPreempted
+	return ended && j.HoldsResources()
+}

@@ -1,0 +1,364 @@
+package leader
+
+import (
+	"cmp"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/slurm"
+)
+
+// TestScripts runs the scenarios in testdata against a real FSM: each
+// command that changes the state applies one entry at the next index.
+//
+//	node NAME gpus=G [switch=S]              UpsertNode
+//	node-down NAME                           NodeDown
+//	submit nodes=N gpus=G [user=U] [qos=Q] [time=SECONDS] [dep=SPEC] [hold=yes] [requeue=no]
+//	                                         SubmitJob; prints the job id
+//	policy + input: a policy file (JSON)     SetPolicy
+//	started job=J                            TaskStarted on every node of its allocation
+//	exited job=J [code=C]                    TaskExited on every node
+//	tick [s=SECONDS]                         move the clock (default 1s)
+//	pass [apply=no]                          Pass at the current time, then (unless
+//	                                         apply=no) apply its plan as the agent does
+//	                                         and show Preemption on the state after
+//	leases self=N elected=S [heartbeats=NODE:S,...] expiry=S
+//	                                         ExpiredLeases; S are seconds before now
+//	jobs                                     every job: state, reason, nodes
+//
+// Regenerate with: go test ./leader -run TestScripts -rewrite
+func TestScripts(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		h := &harness{s: fsm.New(), now: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			out, err := h.run(d)
+			if err != nil {
+				d.Fatalf(t, "%s: %v", d.Pos, err)
+			}
+			return out
+		})
+	})
+}
+
+type harness struct {
+	s     *fsm.State
+	index uint64
+	now   time.Time
+}
+
+// apply applies one command at the next index, one second later.
+func (h *harness) apply(t fsm.CmdType, body any) (fsm.Result, error) {
+	data, err := fsm.Encode(t, body)
+	if err != nil {
+		return fsm.Result{}, err
+	}
+	h.index++
+	h.now = h.now.Add(time.Second)
+	return h.s.Apply(h.index, data), nil
+}
+
+func result(r fsm.Result, err error) (string, error) {
+	switch {
+	case err != nil:
+		return "", err
+	case r.Err != nil:
+		return "error: " + r.Err.Error() + "\n", nil
+	case r.JobID != 0:
+		return fmt.Sprintf("job %d\n", r.JobID), nil
+	}
+	return "ok\n", nil
+}
+
+func (h *harness) run(d *datadriven.TestData) (string, error) {
+	args := map[string]string{}
+	var words []string
+	for _, a := range d.CmdArgs {
+		if len(a.Vals) == 0 {
+			words = append(words, a.Key)
+			continue
+		}
+		args[a.Key] = strings.Join(a.Vals, ",")
+	}
+	num := func(k string, def int) (int, error) {
+		v, ok := args[k]
+		if !ok {
+			return def, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, fmt.Errorf("%s=%q: %w", k, v, err)
+		}
+		return n, nil
+	}
+	job := func() (*cluster.Job, error) {
+		id, err := num("job", 0)
+		if err != nil {
+			return nil, err
+		}
+		j, ok := h.s.View().Job(cluster.JobID(id))
+		if !ok {
+			return nil, fmt.Errorf("no job %d", id)
+		}
+		return j, nil
+	}
+	switch d.Cmd {
+	case "node":
+		gpus, err := num("gpus", 8)
+		if err != nil {
+			return "", err
+		}
+		n := cluster.Node{Name: words[0], APIAddr: "127.0.0.1:7000", CPUs: 64,
+			Topology: cluster.Topology{Switch: cmp.Or(args["switch"], "leaf0"), SwitchParent: "spine0"}}
+		for i := range gpus {
+			n.GPUs = append(n.GPUs, cluster.GPU{Index: i, UUID: fmt.Sprintf("GPU-%s-%d", n.Name, i), Model: "H100"})
+		}
+		return result(h.apply(fsm.CmdUpsertNode, fsm.UpsertNode{Node: n, Time: h.now}))
+	case "node-down":
+		return result(h.apply(fsm.CmdNodeDown, fsm.NodeDown{Node: words[0], Time: h.now}))
+	case "submit":
+		nodes, err := num("nodes", 1)
+		if err != nil {
+			return "", err
+		}
+		gpus, err := num("gpus", 0)
+		if err != nil {
+			return "", err
+		}
+		limit, err := num("time", 0)
+		if err != nil {
+			return "", err
+		}
+		sp := cluster.Spec{Name: "train", Command: []string{"python", "train.py"}, User: cmp.Or(args["user"], "ada"), UID: 1000, GID: 1000,
+			Request: cluster.Request{Nodes: nodes, GPUsPerNode: gpus, TimeLimit: time.Duration(limit) * time.Second}.WithDefaults(),
+			QoS: args["qos"], Hold: args["hold"] == "yes", Requeue: args["requeue"] != "no"}
+		if v := args["dep"]; v != "" {
+			dep, err := slurm.ParseDependency(v)
+			if err != nil {
+				return "", err
+			}
+			sp.Dependency = cluster.DependencyFromSlurm(dep)
+		}
+		return result(h.apply(fsm.CmdSubmitJob, fsm.SubmitJob{Spec: sp, Time: h.now}))
+	case "policy":
+		p, err := cluster.ParsePolicyJSON([]byte(d.Input))
+		if err != nil {
+			return "", err
+		}
+		return result(h.apply(fsm.CmdSetPolicy, fsm.SetPolicy{Policy: p, Time: h.now}))
+	case "started", "exited":
+		j, err := job()
+		if err != nil {
+			return "", err
+		}
+		code, err := num("code", 0)
+		if err != nil {
+			return "", err
+		}
+		var out strings.Builder
+		for _, n := range j.Alloc.NodeNames() {
+			var s string
+			if d.Cmd == "started" {
+				s, err = result(h.apply(fsm.CmdTaskStarted, fsm.TaskStarted{Job: j.ID, Incarnation: j.Incarnation, Node: n, Time: h.now}))
+			} else {
+				s, err = result(h.apply(fsm.CmdTaskExited, fsm.TaskExited{Job: j.ID, Incarnation: j.Incarnation, Node: n, ExitCode: code, Time: h.now}))
+			}
+			if err != nil {
+				return "", err
+			}
+			if s != "ok\n" {
+				out.WriteString(n + ": " + s)
+			}
+		}
+		return cmp.Or(out.String(), "ok\n"), nil
+	case "tick":
+		s, err := num("s", 1)
+		if err != nil {
+			return "", err
+		}
+		h.now = h.now.Add(time.Duration(s) * time.Second)
+		return "", nil
+	case "pass":
+		return h.pass(args["apply"] != "no")
+	case "leases":
+		return h.leases(args)
+	case "jobs":
+		return h.jobs(), nil
+	}
+	return "", fmt.Errorf("unknown command %q", d.Cmd)
+}
+
+// pass runs Pass and, when apply, acts on its plan in the agent's order.
+func (h *harness) pass(apply bool) (string, error) {
+	now := h.now
+	p, err := Pass(PassInput{View: h.s.View(), Now: now})
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	line := func(name string, items []string) {
+		if len(items) > 0 {
+			fmt.Fprintf(&b, "%s: %s\n", name, strings.Join(items, " "))
+		}
+	}
+	var xs []string
+	for _, id := range p.Cancel {
+		xs = append(xs, fmt.Sprint(uint64(id)))
+	}
+	line("cancel", xs)
+	line("wait", reasons(p.WaitReasons))
+	xs = nil
+	for _, e := range p.EndPreemptions {
+		xs = append(xs, fmt.Sprintf("%d(%s)", e.Job, map[bool]string{true: "requeue", false: "cancel"}[e.Requeue]))
+	}
+	line("end-preemption", xs)
+	xs = nil
+	for _, dc := range p.Allocations {
+		var nodes []string
+		for _, pl := range dc.Nodes {
+			nodes = append(nodes, fmt.Sprintf("%s:%s", pl.Node, cluster.CPUList(pl.GPUs)))
+		}
+		xs = append(xs, fmt.Sprintf("%d=%s", dc.Job, strings.Join(nodes, ",")))
+	}
+	line("allocate", xs)
+	line("reasons", reasons(p.Reasons))
+	if !apply {
+		return cmp.Or(b.String(), "nothing\n"), nil
+	}
+	var errs []string
+	note := func(r fsm.Result, err error) error {
+		if err != nil {
+			return err
+		}
+		if r.Err != nil {
+			errs = append(errs, r.Err.Error())
+		}
+		for _, rej := range r.Rejected {
+			errs = append(errs, fmt.Sprintf("job %d rejected: %s", rej.Job, rej.Reason))
+		}
+		return nil
+	}
+	for _, id := range p.Cancel {
+		if err := note(h.apply(fsm.CmdCancelJob, fsm.CancelJob{Job: id, Reason: cluster.ReasonDependencyNever, Time: now})); err != nil {
+			return "", err
+		}
+	}
+	if len(p.WaitReasons) > 0 {
+		if err := note(h.apply(fsm.CmdSetReasons, fsm.SetReasons{Reasons: p.WaitReasons})); err != nil {
+			return "", err
+		}
+	}
+	for _, e := range p.EndPreemptions {
+		var err error
+		if e.Requeue {
+			err = note(h.apply(fsm.CmdRequeueJob, fsm.RequeueJob{Job: e.Job, Time: now}))
+		} else {
+			err = note(h.apply(fsm.CmdCancelJob, fsm.CancelJob{Job: e.Job, Reason: cluster.ReasonPreempted, Time: now}))
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	if len(p.Allocations) > 0 {
+		if err := note(h.apply(fsm.CmdAllocate, fsm.Allocate{Time: now, Consumable: true, Decisions: p.Allocations})); err != nil {
+			return "", err
+		}
+	}
+	if len(p.Reasons) > 0 {
+		if err := note(h.apply(fsm.CmdSetReasons, fsm.SetReasons{Reasons: p.Reasons})); err != nil {
+			return "", err
+		}
+	}
+	if len(p.Order) > 0 {
+		if pre, ok := Preemption(h.s.View(), p.Order, p.Placed, now); ok {
+			var vs []string
+			for _, id := range pre.Victims {
+				vs = append(vs, fmt.Sprint(uint64(id)))
+				if err := note(h.apply(fsm.CmdPreemptJob, fsm.PreemptJob{Job: id, By: pre.For, Deadline: pre.Deadline, Time: now})); err != nil {
+					return "", err
+				}
+			}
+			fmt.Fprintf(&b, "preempt for %d: %s (grace until +%s)\n", pre.For, strings.Join(vs, " "), pre.Deadline.Sub(now))
+		}
+	}
+	for _, e := range errs {
+		fmt.Fprintf(&b, "fsm: %s\n", e)
+	}
+	return cmp.Or(b.String(), "nothing\n"), nil
+}
+
+func reasons(rs []fsm.JobReason) []string {
+	var xs []string
+	for _, r := range rs {
+		xs = append(xs, fmt.Sprintf("%d=%s", r.Job, r.Reason))
+	}
+	return xs
+}
+
+// leases runs ExpiredLeases on the state's nodes; times are seconds
+// before the harness's now.
+func (h *harness) leases(args map[string]string) (string, error) {
+	ago := func(v string) (time.Time, error) {
+		s, err := strconv.Atoi(v)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%q: want seconds: %w", v, err)
+		}
+		return h.now.Add(-time.Duration(s) * time.Second), nil
+	}
+	elected, err := ago(args["elected"])
+	if err != nil {
+		return "", err
+	}
+	expiry, err := strconv.Atoi(args["expiry"])
+	if err != nil {
+		return "", fmt.Errorf("expiry: %w", err)
+	}
+	heard := map[string]time.Time{}
+	if hb := args["heartbeats"]; hb != "" {
+		for item := range strings.SplitSeq(hb, ",") {
+			node, s, ok := strings.Cut(item, ":")
+			if !ok {
+				return "", fmt.Errorf("heartbeats: %q: want NODE:SECONDS", item)
+			}
+			if heard[node], err = ago(s); err != nil {
+				return "", err
+			}
+		}
+	}
+	last := func(n string) time.Time { return heard[n] }
+	var xs []string
+	for _, e := range ExpiredLeases(h.s.View().Nodes(), args["self"], last, elected, h.now, time.Duration(expiry)*time.Second) {
+		xs = append(xs, fmt.Sprintf("%s(last -%s)", e.Node, h.now.Sub(e.Last)))
+	}
+	if len(xs) == 0 {
+		return "none expired\n", nil
+	}
+	return "expired: " + strings.Join(xs, " ") + "\n", nil
+}
+
+func (h *harness) jobs() string {
+	var b strings.Builder
+	for _, j := range h.s.View().Jobs() {
+		fmt.Fprintf(&b, "%d %s", j.ID, j.State)
+		if j.Reason != "" {
+			fmt.Fprintf(&b, " reason=%s", j.Reason)
+		}
+		if j.Alloc != nil {
+			fmt.Fprintf(&b, " nodes=%s", strings.Join(j.Alloc.NodeNames(), ","))
+		}
+		if j.Preempt != nil {
+			fmt.Fprintf(&b, " preempted-by=%d", j.Preempt.By)
+		}
+		if j.Incarnation > 1 {
+			fmt.Fprintf(&b, " inc=%d", j.Incarnation)
+		}
+		b.WriteString("\n")
+	}
+	return cmp.Or(b.String(), "no jobs\n")
+}
