@@ -137,7 +137,7 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 		}
 		sp := cluster.Spec{Name: "train", Command: []string{"python", "train.py"}, User: cmp.Or(args["user"], "ada"), UID: 1000, GID: 1000,
 			Request: cluster.Request{Nodes: nodes, GPUsPerNode: gpus, TimeLimit: time.Duration(limit) * time.Second}.WithDefaults(),
-			QoS: args["qos"], Hold: args["hold"] == "yes", Requeue: args["requeue"] != "no"}
+			QoS:     args["qos"], Hold: args["hold"] == "yes", Requeue: args["requeue"] != "no"}
 		if v := args["dep"]; v != "" {
 			dep, err := slurm.ParseDependency(v)
 			if err != nil {
