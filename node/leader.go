@@ -35,6 +35,9 @@ const (
 	leaseInterval = 500 * time.Millisecond
 	// scheduleDebounce lets a burst of changes settle into one pass.
 	scheduleDebounce = 20 * time.Millisecond
+	// divergedHandOffInterval spaces a diverged leader's attempts to
+	// transfer leadership (one fails when no other voter is caught up).
+	divergedHandOffInterval = time.Second
 )
 
 // leadLoop starts the leader-only loops on gaining leadership and stops
@@ -72,6 +75,15 @@ func (a *Agent) leadLoop(ctx context.Context) {
 			a.log.Warn("barrier after election", "err", err)
 			continue
 		}
+		lctx, cancelLead := context.WithCancel(ctx)
+		a.stopLeading = cancelLead
+		if err := a.state.Diverged(); err != nil {
+			// Raft elected us, but our state machine stopped applying the
+			// log: leading would schedule from a state nobody else has.
+			a.log.Error("elected with a diverged replica: refusing to lead, handing leadership over", "err", err)
+			wg.Go(func() { a.handOffLeadership(lctx) })
+			continue
+		}
 		a.log.Info("became leader", "index", a.state.Index())
 		a.leaderSince.Store(time.Now().UnixNano())
 		// Register (or refresh) ourselves now rather than at the next
@@ -82,12 +94,28 @@ func (a *Agent) leadLoop(ctx context.Context) {
 		}
 		cancelHB()
 		a.proposePolicy(ctx)
-		lctx, cancelLead := context.WithCancel(ctx)
-		a.stopLeading = cancelLead
 		wg.Go(func() { a.scheduleLoop(lctx) })
 		wg.Go(func() { a.leaseLoop(lctx) })
 		wg.Go(func() { a.voterLoop(lctx) })
 		wg.Go(func() { a.archiveLoop(lctx) })
+	}
+}
+
+// handOffLeadership transfers leadership away from a diverged replica,
+// retrying every divergedHandOffInterval until it works or leadership is
+// lost (ctx ends). Until then nothing is scheduled from this replica.
+func (a *Agent) handOffLeadership(ctx context.Context) {
+	for {
+		err := a.raft.TransferLeadership(ctx)
+		if err == nil {
+			return
+		}
+		a.log.Error("hand leadership over from a diverged replica", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(divergedHandOffInterval):
+		}
 	}
 }
 
@@ -114,6 +142,13 @@ func (a *Agent) scheduleLoop(ctx context.Context) {
 	defer t.Stop()
 	for {
 		v := a.state.View()
+		if err := a.state.Diverged(); err != nil {
+			// Diverged while leading: the FSM adapter asked for a transfer
+			// once; insist until it happens, and schedule nothing.
+			log.Error("replica diverged while leading: scheduling stopped, handing leadership over", "err", err)
+			a.handOffLeadership(ctx)
+			return
+		}
 		if err := a.schedulePass(ctx, v); err != nil && ctx.Err() == nil {
 			log.Warn("schedule pass", "err", err)
 		}
@@ -232,6 +267,9 @@ func (a *Agent) leaseLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if a.state.Diverged() != nil {
+			continue // scheduleLoop hands leadership over
 		}
 		since := time.Unix(0, a.leaderSince.Load())
 		now := time.Now()
