@@ -333,6 +333,9 @@ func (a *Agent) Run(parent context.Context) error {
 	wg.Go(func() { a.caLoop(ctx) })
 	wg.Go(func() { a.keyringLoop(ctx) })
 	wg.Go(func() { a.cleanupLoop(ctx) })
+	if failpointDiverge { // a fault injected in test builds only: see failpoint_diverge_off.go
+		wg.Go(func() { a.failpointDivergeLoop(ctx) })
+	}
 
 	a.log.Info("agent started", "api", a.cfg.apiAdvert(), "raft", a.cfg.raftAdvert(),
 		"gossip", a.cfg.gossipAdvert(), "socket", a.SocketPath(), "gpus", len(a.cfg.GPUs))
