@@ -605,6 +605,42 @@ func (a *Agent) leaderAPI() (name, addr string, self bool, err error) {
 	return "", "", false, fmt.Errorf("leader %s: API address unknown: %w", id, errNoLeader)
 }
 
+// noReply is the reply of the leader's internal calls that answer
+// nothing.
+type noReply struct{}
+
+// callLeader is the one place a node's own loops talk to the leader: when
+// this node leads, local runs here; otherwise req is posted to path on
+// the leader's internal API and its JSON answer is the reply.
+func callLeader[Req, Reply any](ctx context.Context, a *Agent, path string, req Req, local func(context.Context, Req) (Reply, error)) (Reply, error) {
+	var reply Reply
+	_, _, self, err := a.leaderAPI()
+	if err != nil {
+		return reply, err
+	}
+	if self {
+		return local(ctx, req)
+	}
+	c, err := a.leaderClient()
+	if err != nil {
+		return reply, err
+	}
+	var out any = &reply
+	if _, none := out.(*noReply); none {
+		out = nil
+	}
+	if _, err := c.Do(ctx, http.MethodPost, path, req, out); err != nil {
+		return reply, err
+	}
+	return reply, nil
+}
+
+// noReplyFrom adapts a leader-side function that answers nothing to
+// callLeader.
+func noReplyFrom[Req any](f func(context.Context, Req) error) func(context.Context, Req) (noReply, error) {
+	return func(ctx context.Context, r Req) (noReply, error) { return noReply{}, f(ctx, r) }
+}
+
 // leaderClient returns a client for the leader that marks requests as
 // forwarded by this node.
 func (a *Agent) leaderClient() (*api.Client, error) {

@@ -72,20 +72,9 @@ func (a *Agent) caLoop(ctx context.Context) {
 }
 
 func (a *Agent) offerClusterCA(ctx context.Context, offer *api.ClusterCA) error {
-	_, _, self, err := a.leaderAPI()
-	if err != nil {
-		return err
-	}
-	if self {
-		return a.recordClusterCA(ctx, *offer)
-	}
-	c, err := a.leaderClient()
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
-	_, err = c.Do(ctx, http.MethodPost, "/v1/internal/cluster-ca", offer, nil)
+	_, err := callLeader(ctx, a, "/v1/internal/cluster-ca", *offer, noReplyFrom(a.recordClusterCA))
 	return err
 }
 

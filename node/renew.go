@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -65,30 +64,20 @@ func (a *Agent) renew(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var certPEM []byte
-	_, _, self, err := a.leaderAPI()
+	rctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+	defer cancel()
+	resp, err := callLeader(rctx, a, "/v1/internal/renew", api.RenewRequest{CSR: string(csr)},
+		func(context.Context, api.RenewRequest) (api.RenewResponse, error) {
+			c, err := a.signRenewal(a.cfg.Name, &key.PublicKey)
+			if err != nil {
+				return api.RenewResponse{}, err
+			}
+			return api.RenewResponse{Cert: string(pki.EncodeCert(c))}, nil
+		})
 	if err != nil {
 		return err
 	}
-	if self {
-		c, err := a.signRenewal(a.cfg.Name, &key.PublicKey)
-		if err != nil {
-			return err
-		}
-		certPEM = pki.EncodeCert(c)
-	} else {
-		c, err := a.leaderClient()
-		if err != nil {
-			return err
-		}
-		rctx, cancel := context.WithTimeout(ctx, forwardTimeout)
-		defer cancel()
-		var resp api.RenewResponse
-		if _, err := c.Do(rctx, http.MethodPost, "/v1/internal/renew", api.RenewRequest{CSR: string(csr)}, &resp); err != nil {
-			return err
-		}
-		certPEM = []byte(resp.Cert)
-	}
+	certPEM := []byte(resp.Cert)
 	keyPEM, err := pki.EncodeKey(key)
 	if err != nil {
 		return err

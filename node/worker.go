@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -94,22 +93,12 @@ func (c *Config) watchdogTTL() time.Duration {
 func (a *Agent) heartbeat(ctx context.Context) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
 	defer cancel()
-	_, _, self, err := a.leaderAPI()
-	if err != nil {
-		return 0, err
-	}
-	if self {
-		return a.leaderHeartbeat(ctx, a.self)
-	}
-	c, err := a.leaderClient()
-	if err != nil {
-		return 0, err
-	}
-	var reply api.HeartbeatReply
-	if _, err := c.Do(ctx, http.MethodPost, "/v1/internal/heartbeat", api.Heartbeat{Node: a.self}, &reply); err != nil {
-		return 0, err
-	}
-	return reply.Index, nil
+	reply, err := callLeader(ctx, a, "/v1/internal/heartbeat", api.Heartbeat{Node: a.self},
+		func(ctx context.Context, hb api.Heartbeat) (api.HeartbeatReply, error) {
+			index, err := a.leaderHeartbeat(ctx, hb.Node)
+			return api.HeartbeatReply{Index: index}, err
+		})
+	return reply.Index, err
 }
 
 // startAllowed reports whether the executor may start ranks from view v:
@@ -130,35 +119,14 @@ func (a *Agent) startAllowed(v *fsm.View) bool {
 func (a *Agent) sendTaskEvent(ctx context.Context, ev taskEvent) error {
 	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
 	defer cancel()
-	_, _, self, err := a.leaderAPI()
-	if err != nil {
-		return err
-	}
-	if self {
-		return a.leaderTaskEvent(ctx, ev)
-	}
-	c, err := a.leaderClient()
-	if err != nil {
-		return err
-	}
-	_, err = c.Do(ctx, http.MethodPost, "/v1/internal/task", ev, nil)
+	_, err := callLeader(ctx, a, "/v1/internal/task", ev, noReplyFrom(a.leaderTaskEvent))
 	return err
 }
 
 // announceLeave tells the leader this node is going away.
 func (a *Agent) announceLeave(ctx context.Context) error {
-	_, _, self, err := a.leaderAPI()
-	if err != nil {
-		return err
-	}
-	if self {
-		return a.leaderNodeLeft(ctx, a.cfg.Name)
-	}
-	c, err := a.leaderClient()
-	if err != nil {
-		return err
-	}
-	_, err = c.Do(ctx, http.MethodPost, "/v1/internal/leave", api.Heartbeat{Node: cluster.Node{Name: a.cfg.Name}}, nil)
+	_, err := callLeader(ctx, a, "/v1/internal/leave", api.Heartbeat{Node: cluster.Node{Name: a.cfg.Name}},
+		noReplyFrom(func(ctx context.Context, hb api.Heartbeat) error { return a.leaderNodeLeft(ctx, hb.Node.Name) }))
 	return err
 }
 
@@ -189,18 +157,8 @@ func (a *Agent) drainBeforeStop(ctx context.Context, wait time.Duration) {
 
 // announceDrain asks the leader to drain this node before it stops.
 func (a *Agent) announceDrain(ctx context.Context) error {
-	_, _, self, err := a.leaderAPI()
-	if err != nil {
-		return err
-	}
-	if self {
-		return a.drainSelf(ctx, a.cfg.Name)
-	}
-	c, err := a.leaderClient()
-	if err != nil {
-		return err
-	}
-	_, err = c.Do(ctx, http.MethodPost, "/v1/internal/drain", api.Heartbeat{Node: cluster.Node{Name: a.cfg.Name}}, nil)
+	_, err := callLeader(ctx, a, "/v1/internal/drain", api.Heartbeat{Node: cluster.Node{Name: a.cfg.Name}},
+		noReplyFrom(func(ctx context.Context, hb api.Heartbeat) error { return a.drainSelf(ctx, hb.Node.Name) }))
 	return err
 }
 
