@@ -15,29 +15,29 @@ import (
 	"github.com/shoal-sched/shoal/slurm"
 )
 
-var scancelOpts = []cliOpt{
-	{long: "user", short: 'u', arg: argRequired},
-	{long: "me", arg: argNone},
-	{long: "name", short: 'n', arg: argRequired},
-	{long: "jobname", arg: argRequired},
-	{long: "state", short: 't', arg: argRequired},
-	{long: "partition", short: 'p', arg: argRequired},
-	{long: "quiet", short: 'Q', arg: argNone},
-	{long: "verbose", short: 'v', arg: argNone},
-	{long: "hurry", short: 'H', arg: argNone},
-	{long: "full", short: 'f', arg: argNone},
-	{long: "signal", short: 's', arg: argRequired},
-	{long: "batch", short: 'b', arg: argNone},
-	{long: "interactive", short: 'i', arg: argNone, unsupported: "scancel asks no questions here"},
-	{long: "account", short: 'A', arg: argRequired, unsupported: "Shoal has no accounts"},
-	{long: "qos", short: 'q', arg: argRequired, unsupported: "Shoal has no QOS"},
-	{long: "reservation", short: 'R', arg: argRequired, unsupported: "Shoal has no reservations"},
-	{long: "nodelist", short: 'w', arg: argRequired},
-	{long: "clusters", short: 'M', arg: argRequired, unsupported: "Shoal has no federation of clusters"},
-	{long: "sibling", arg: argRequired, unsupported: "Shoal has no federation of clusters"},
-	{long: "wckey", arg: argRequired, unsupported: "Shoal has no accounting"},
-	{long: "help", arg: argNone, unsupported: "see `shoal help`"},
-	{long: "usage", arg: argNone, unsupported: "see `shoal help`"},
+var scancelOpts = []slurm.Option{
+	{Long: "user", Short: 'u', Arg: slurm.NeedArg},
+	{Long: "me", Arg: slurm.NoArg},
+	{Long: "name", Short: 'n', Arg: slurm.NeedArg},
+	{Long: "jobname", Arg: slurm.NeedArg},
+	{Long: "state", Short: 't', Arg: slurm.NeedArg},
+	{Long: "partition", Short: 'p', Arg: slurm.NeedArg},
+	{Long: "quiet", Short: 'Q', Arg: slurm.NoArg},
+	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
+	{Long: "hurry", Short: 'H', Arg: slurm.NoArg},
+	{Long: "full", Short: 'f', Arg: slurm.NoArg},
+	{Long: "signal", Short: 's', Arg: slurm.NeedArg},
+	{Long: "batch", Short: 'b', Arg: slurm.NoArg},
+	{Long: "interactive", Short: 'i', Arg: slurm.NoArg, Unsupported: "scancel asks no questions here"},
+	{Long: "account", Short: 'A', Arg: slurm.NeedArg, Unsupported: "Shoal has no accounts"},
+	{Long: "qos", Short: 'q', Arg: slurm.NeedArg, Unsupported: "Shoal has no QOS"},
+	{Long: "reservation", Short: 'R', Arg: slurm.NeedArg, Unsupported: "Shoal has no reservations"},
+	{Long: "nodelist", Short: 'w', Arg: slurm.NeedArg},
+	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
+	{Long: "sibling", Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
+	{Long: "wckey", Arg: slurm.NeedArg, Unsupported: "Shoal has no accounting"},
+	{Long: "help", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
 }
 
 // scancelTarget is one job (or step, when step >= 0) named on the
@@ -116,30 +116,30 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 	// changes nothing: a cancel ends the whole job).
 	var sig api.SignalRequest
 	for _, v := range vals {
-		switch v.opt.long {
+		switch v.Opt.Long {
 		case "user":
-			users = append(users, resolveUsers(v.value)...)
+			users = append(users, resolveUsers(v.Value)...)
 		case "me":
 			users = append(users, currentIdentity().User)
 		case "name", "jobname":
-			names = append(names, splitList(v.value)...)
+			names = append(names, splitList(v.Value)...)
 		case "nodelist":
-			if nodes, err = expandNodeFilter(v.value); err != nil {
+			if nodes, err = expandNodeFilter(v.Value); err != nil {
 				return err
 			}
 		case "state":
-			if states, err = parseScancelStates(v.value); err != nil {
+			if states, err = parseScancelStates(v.Value); err != nil {
 				return err
 			}
 		case "partition":
-			parts = append(parts, splitList(v.value)...)
+			parts = append(parts, splitList(v.Value)...)
 		case "quiet":
 			quiet = true
 		case "verbose":
 			verbose = true
 		case "signal":
-			if sig.Signal, err = parseSignalName("--signal", v.value); err != nil {
-				return slurmErrorf("Invalid signal name: %s", v.value)
+			if sig.Signal, err = parseSignalName("--signal", v.Value); err != nil {
+				return slurmErrorf("Invalid signal name: %s", v.Value)
 			}
 		case "batch":
 			sig.BatchOnly = true

@@ -37,31 +37,31 @@ const (
 	squeueLongFormat    = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
 )
 
-var squeueOpts = []cliOpt{
-	{long: "user", short: 'u', arg: argRequired},
-	{long: "me", arg: argNone},
-	{long: "states", short: 't', arg: argRequired},
-	{long: "jobs", short: 'j', arg: argRequired},
-	{long: "name", short: 'n', arg: argRequired},
-	{long: "partition", short: 'p', arg: argRequired},
-	{long: "noheader", short: 'h', arg: argNone},
-	{long: "long", short: 'l', arg: argNone},
-	{long: "format", short: 'o', arg: argRequired},
-	{long: "Format", short: 'O', arg: argRequired},
-	{long: "all", short: 'a', arg: argNone},
-	{long: "array", short: 'r', arg: argNone},
-	{long: "verbose", short: 'v', arg: argNone},
-	{long: "sort", short: 'S', arg: argRequired, unsupported: "jobs are listed by state, then in queue order"},
-	{long: "iterate", short: 'i', arg: argRequired, unsupported: "run it under watch(1)"},
-	{long: "steps", short: 's', arg: argOptional, unsupported: "sacct -j N lists a job's steps"},
-	{long: "start", arg: argNone, unsupported: "Shoal does not report expected start times"},
-	{long: "account", short: 'A', arg: argRequired, unsupported: "Shoal has no accounts"},
-	{long: "qos", short: 'q', arg: argRequired, unsupported: "Shoal has no QOS"},
-	{long: "nodelist", short: 'w', arg: argRequired},
-	{long: "clusters", short: 'M', arg: argRequired, unsupported: "Shoal has no federation of clusters"},
-	{long: "json", arg: argNone, unsupported: "use `shoal queue --json`"},
-	{long: "help", arg: argNone, unsupported: "see `shoal help`"},
-	{long: "usage", arg: argNone, unsupported: "see `shoal help`"},
+var squeueOpts = []slurm.Option{
+	{Long: "user", Short: 'u', Arg: slurm.NeedArg},
+	{Long: "me", Arg: slurm.NoArg},
+	{Long: "states", Short: 't', Arg: slurm.NeedArg},
+	{Long: "jobs", Short: 'j', Arg: slurm.NeedArg},
+	{Long: "name", Short: 'n', Arg: slurm.NeedArg},
+	{Long: "partition", Short: 'p', Arg: slurm.NeedArg},
+	{Long: "noheader", Short: 'h', Arg: slurm.NoArg},
+	{Long: "long", Short: 'l', Arg: slurm.NoArg},
+	{Long: "format", Short: 'o', Arg: slurm.NeedArg},
+	{Long: "Format", Short: 'O', Arg: slurm.NeedArg},
+	{Long: "all", Short: 'a', Arg: slurm.NoArg},
+	{Long: "array", Short: 'r', Arg: slurm.NoArg},
+	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
+	{Long: "sort", Short: 'S', Arg: slurm.NeedArg, Unsupported: "jobs are listed by state, then in queue order"},
+	{Long: "iterate", Short: 'i', Arg: slurm.NeedArg, Unsupported: "run it under watch(1)"},
+	{Long: "steps", Short: 's', Arg: slurm.OptArg, Unsupported: "sacct -j N lists a job's steps"},
+	{Long: "start", Arg: slurm.NoArg, Unsupported: "Shoal does not report expected start times"},
+	{Long: "account", Short: 'A', Arg: slurm.NeedArg, Unsupported: "Shoal has no accounts"},
+	{Long: "qos", Short: 'q', Arg: slurm.NeedArg, Unsupported: "Shoal has no QOS"},
+	{Long: "nodelist", Short: 'w', Arg: slurm.NeedArg},
+	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
+	{Long: "json", Arg: slurm.NoArg, Unsupported: "use `shoal queue --json`"},
+	{Long: "help", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
 }
 
 // jobStates are the job states squeue -t and sacct -s accept, compact
@@ -242,27 +242,27 @@ func runSqueue(ctx context.Context, g *globalFlags, args []string, stdout, stder
 	}
 	q := squeueQuery{format: os.Getenv("SQUEUE_FORMAT"), format2: os.Getenv("SQUEUE_FORMAT2")}
 	for _, v := range vals {
-		switch v.opt.long {
+		switch v.Opt.Long {
 		case "user":
-			q.users = append(q.users, resolveUsers(v.value)...)
+			q.users = append(q.users, resolveUsers(v.Value)...)
 		case "me":
 			q.users = append(q.users, currentIdentity().User)
 		case "states":
-			if q.states, q.allStates, err = parseStates(v.value); err != nil {
+			if q.states, q.allStates, err = parseStates(v.Value); err != nil {
 				return err
 			}
 		case "jobs":
-			if q.ids, err = parseJobList(v.value); err != nil {
+			if q.ids, err = parseJobList(v.Value); err != nil {
 				return err
 			}
 		case "name":
-			q.names = append(q.names, splitList(v.value)...)
+			q.names = append(q.names, splitList(v.Value)...)
 		case "nodelist":
-			if q.nodes, err = expandNodeFilter(v.value); err != nil {
+			if q.nodes, err = expandNodeFilter(v.Value); err != nil {
 				return err
 			}
 		case "partition":
-			q.parts = append(q.parts, splitList(v.value)...)
+			q.parts = append(q.parts, splitList(v.Value)...)
 		case "noheader":
 			q.noHeader = true
 		case "long":
@@ -270,9 +270,9 @@ func runSqueue(ctx context.Context, g *globalFlags, args []string, stdout, stder
 		case "array":
 			q.array = true
 		case "format":
-			q.format, q.format2 = v.value, ""
+			q.format, q.format2 = v.Value, ""
 		case "Format":
-			q.format2, q.format = v.value, ""
+			q.format2, q.format = v.Value, ""
 		}
 	}
 	c, err := g.client()
