@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/placement"
+	"github.com/shoal-sched/shoal/slurm"
 )
 
 // queuePolicy is the replicated queue policy, or the default while none
@@ -134,9 +134,9 @@ func (a *Agent) handleSetPolicy(w http.ResponseWriter, r *http.Request) {
 func (a *Agent) handlePriority(w http.ResponseWriter, r *http.Request) {
 	var job uint64
 	if s := r.URL.Query().Get("job"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil || n == 0 {
-			writeError(w, badRequest(fmt.Errorf("job %q: want a positive integer", s)))
+		n, err := slurm.ParseJobID(s)
+		if err != nil {
+			writeError(w, badRequest(fmt.Errorf("?job=: %w", err)))
 			return
 		}
 		job = n

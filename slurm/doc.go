@@ -4,8 +4,9 @@
 // sbatch, srun and salloc, on their command lines and in #SBATCH
 // directives (ParseArgs, ScriptDirectives, ParseBatch), with the parsers
 // of their values (ParseArray, ParseDependency, ParseSignal, ParseMemory,
-// ParseGres, ParseExport, ParseNodes, ParseSwitches) and output filename
-// patterns (ExpandOutputPattern).
+// ParseGres, ParseExport, ParseNodes, ParseSwitches), job references as
+// every command names a job or array tasks (ParseJobRef: N, N_M, N_[a-b])
+// and output filename patterns (ExpandOutputPattern).
 //
 // It owns only pure string conversions. It must never touch the clock, the
 // file system, the network or the environment of the process; callers pass

@@ -105,9 +105,9 @@ func runSprio(ctx context.Context, g *globalFlags, args []string, stdout, stderr
 		switch v.Opt.Long {
 		case "jobs":
 			for _, s := range splitList(v.Value) {
-				id, err := strconv.ParseUint(s, 10, 64)
-				if err != nil || id == 0 {
-					return fmt.Errorf("invalid job id %q", s)
+				id, err := slurm.ParseJobID(s)
+				if err != nil {
+					return fmt.Errorf("-j: %w", err)
 				}
 				jobs = append(jobs, id)
 			}

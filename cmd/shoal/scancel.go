@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/shoal-sched/shoal/api"
-	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -57,13 +56,12 @@ func parseScancelIDs(args []string) ([]scancelTarget, error) {
 	for _, s := range splitJobIDs(args) {
 		jobPart, stepPart, hasStep := strings.Cut(s, ".")
 		t := scancelTarget{step: -1, arg: s}
-		head, tasks, isElement := strings.Cut(jobPart, "_")
-		id, err := strconv.ParseUint(head, 10, 64)
-		if err != nil || id == 0 || (isElement && (hasStep || !validTaskList(tasks))) {
+		r, err := slurm.ParseJobRef(jobPart)
+		if err != nil || (r.Tasks != nil && hasStep) {
 			return nil, slurmErrorf("Invalid job id %s", s)
 		}
-		t.job = id
-		if isElement {
+		t.job = r.ID
+		if r.Tasks != nil {
 			t.element = jobPart
 		}
 		if hasStep {
@@ -275,16 +273,4 @@ func splitJobIDs(args []string) []string {
 		}
 	}
 	return out
-}
-
-// validTaskList reports whether s is an array element ("3") or a
-// bracketed list of them ("[1-3,7]").
-func validTaskList(s string) bool {
-	if list, ok := strings.CutPrefix(s, "["); ok {
-		list, ok = strings.CutSuffix(list, "]")
-		a, err := slurm.ParseArray(list)
-		return ok && err == nil && a.Throttle == 0
-	}
-	n, err := strconv.Atoi(s)
-	return err == nil && n >= 0 && n < cluster.MaxArrayIndex
 }

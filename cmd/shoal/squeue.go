@@ -115,22 +115,18 @@ type jobSel struct {
 	task int
 }
 
-// parseJobList parses -j's comma list of job ids: N or N_M.
+// parseJobList parses -j's comma list of job references (slurm.ParseJobRef),
+// N or N_M; an error is worded as squeue words it.
 func parseJobList(list string) ([]jobSel, error) {
 	var ids []jobSel
 	for _, s := range splitList(list) {
-		head, task, isElement := strings.Cut(s, "_")
-		id, err := strconv.ParseUint(head, 10, 64)
-		if err != nil || id == 0 {
+		r, err := slurm.ParseJobRef(s)
+		if err != nil || r.List {
 			return nil, slurmErrorf("Invalid job id: %s", s)
 		}
-		sel := jobSel{id: id, task: -1}
-		if isElement {
-			t, err := strconv.Atoi(task)
-			if err != nil || t < 0 || t >= cluster.MaxArrayIndex {
-				return nil, slurmErrorf("Invalid job id: %s", s)
-			}
-			sel.task = t
+		sel := jobSel{id: r.ID, task: -1}
+		if r.Tasks != nil {
+			sel.task = r.Tasks[0]
 		}
 		ids = append(ids, sel)
 	}
