@@ -5,8 +5,10 @@
 // directives (ParseArgs, ScriptDirectives, ParseBatch), with the parsers
 // of their values (ParseArray, ParseDependency, ParseSignal, ParseMemory,
 // ParseGres, ParseExport, ParseNodes, ParseSwitches), job references as
-// every command names a job or array tasks (ParseJobRef: N, N_M, N_[a-b])
-// and output filename patterns (ExpandOutputPattern).
+// every command names a job or array tasks (ParseJobRef: N, N_M, N_[a-b]),
+// job state codes (JobStateCode, ParseJobState), the order sinfo lists
+// node names in (CompareNodeNames), the names of the commands Shoal plays
+// (Commands) and output filename patterns (ExpandOutputPattern).
 //
 // It owns only pure string conversions. It must never touch the clock, the
 // file system, the network or the environment of the process; callers pass

@@ -76,18 +76,19 @@ func parseScancelIDs(args []string) ([]scancelTarget, error) {
 	return out, nil
 }
 
-// parseScancelStates parses scancel -t: the states a job can be
-// cancelled in.
+// parseScancelStates parses scancel -t: the states (slurm.ParseJobState)
+// a job can be cancelled in, which are all scancel takes.
 func parseScancelStates(list string) (map[string]bool, error) {
 	want := map[string]bool{}
 	for _, s := range splitList(list) {
-		switch strings.ToUpper(s) {
-		case "PD", "PENDING":
+		name, _ := slurm.ParseJobState(s)
+		switch name {
+		case "PENDING":
 			want["PENDING"] = true
 			want["REQUEUED"] = true // waiting to run again
-		case "R", "RUNNING":
+		case "RUNNING":
 			want["RUNNING"] = true
-		case "S", "SUSPENDED":
+		case "SUSPENDED":
 			want["SUSPENDED"] = true // no Shoal job is ever suspended
 		default:
 			return nil, slurmErrorf("Invalid job state specified: %s\nValid job states are PENDING, RUNNING, and SUSPENDED", s)

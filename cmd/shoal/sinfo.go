@@ -419,15 +419,7 @@ func runSinfo(ctx context.Context, g *globalFlags, args []string, stdout, stderr
 // sinfo's order: by state (drained first, down last), then by node name.
 func sinfoRows(cols []sinfoCol, nodes []sinfoNode, nodeView bool) [][]sinfoNode {
 	nodes = slices.Clone(nodes)
-	slices.SortStableFunc(nodes, func(a, b sinfoNode) int {
-		switch {
-		case naturalLess(a.Name, b.Name):
-			return -1
-		case naturalLess(b.Name, a.Name):
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(nodes, func(a, b sinfoNode) int { return slurm.CompareNodeNames(a.Name, b.Name) })
 	var rows [][]sinfoNode
 	if nodeView {
 		for _, n := range nodes {

@@ -60,31 +60,6 @@ func splitList(s string) []string {
 	return out
 }
 
-// naturalLess orders node names as people number them: n2 before n10.
-func naturalLess(a, b string) bool {
-	pa, na, oka := splitTrailingNumber(a)
-	pb, nb, okb := splitTrailingNumber(b)
-	if oka && okb && pa == pb && na != nb {
-		return na < nb
-	}
-	return a < b
-}
-
-func splitTrailingNumber(s string) (string, uint64, bool) {
-	i := len(s)
-	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
-		i--
-	}
-	if i == len(s) || len(s)-i > 18 {
-		return s, 0, false
-	}
-	var n uint64
-	for _, c := range s[i:] {
-		n = n*10 + uint64(c-'0')
-	}
-	return s[:i], n, true
-}
-
 // slurmError is an error worded as the Slurm command words it
 // (capitalized: "Invalid job id specified").
 type slurmError struct{ msg string }

@@ -64,41 +64,20 @@ var squeueOpts = []slurm.Option{
 	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
 }
 
-// jobStates are the job states squeue -t and sacct -s accept, compact
-// code to long name (Slurm 22.05's list; Shoal's jobs only ever reach
-// the first eight and OUT_OF_MEMORY).
-var jobStates = [][2]string{
-	{"PD", "PENDING"}, {"R", "RUNNING"}, {"CD", "COMPLETED"}, {"CA", "CANCELLED"},
-	{"F", "FAILED"}, {"TO", "TIMEOUT"}, {"NF", "NODE_FAIL"}, {"RQ", "REQUEUED"},
-	{"S", "SUSPENDED"}, {"PR", "PREEMPTED"}, {"BF", "BOOT_FAIL"}, {"DL", "DEADLINE"},
-	{"OOM", "OUT_OF_MEMORY"}, {"CG", "COMPLETING"}, {"CF", "CONFIGURING"},
-	{"RS", "RESIZING"}, {"RD", "RESV_DEL_HOLD"}, {"RF", "REQUEUE_FED"},
-	{"RH", "REQUEUE_HOLD"}, {"RV", "REVOKED"}, {"SI", "SIGNALING"},
-	{"SE", "SPECIAL_EXIT"}, {"SO", "STAGE_OUT"}, {"ST", "STOPPED"},
-}
-
-// parseStates turns a -t list into long state names; all is nil with
-// every state wanted.
+// parseStates turns a squeue -t (or sacct -s) list of codes or names
+// into long state names (slurm.ParseJobState); all is set, and the map
+// nil, with every state wanted.
 func parseStates(list string) (map[string]bool, bool, error) {
 	want := map[string]bool{}
 	for _, s := range splitList(list) {
 		if strings.EqualFold(s, "all") {
 			return nil, true, nil
 		}
-		found := false
-		for _, st := range jobStates {
-			if strings.EqualFold(s, st[0]) || strings.EqualFold(s, st[1]) {
-				want[st[1]], found = true, true
-			}
+		name, ok := slurm.ParseJobState(s)
+		if !ok {
+			return nil, false, slurmErrorf("Invalid job state specified: %s\nValid job states include: %s", s, strings.Join(slurm.JobStateNames(), ","))
 		}
-		if !found {
-			names := make([]string, len(jobStates))
-			for i, st := range jobStates {
-				names[i] = st[1]
-			}
-			slices.Sort(names)
-			return nil, false, slurmErrorf("Invalid job state specified: %s\nValid job states include: %s", s, strings.Join(names, ","))
-		}
+		want[name] = true
 	}
 	return want, false, nil
 }
@@ -395,7 +374,7 @@ var squeueFields = []squeueField{
 	}},
 	{'j', "name", "NAME", func(j api.Job, _ slurmView) string { return j.Name }},
 	{'u', "username", "USER", func(j api.Job, _ slurmView) string { return j.User }},
-	{'t', "statecompact", "ST", func(j api.Job, _ slurmView) string { return cmp.Or(stateCodes[j.State], j.State) }},
+	{'t', "statecompact", "ST", func(j api.Job, _ slurmView) string { return slurm.JobStateCode(j.State) }},
 	{'T', "state", "STATE", func(j api.Job, _ slurmView) string { return j.State }},
 	{'M', "timeused", "TIME", func(j api.Job, v slurmView) string { return slurm.FormatElapsed(elapsed(j, v.now)) }},
 	{'l', "timelimit", "TIME_LIMIT", func(j api.Job, _ slurmView) string {
