@@ -201,8 +201,8 @@ func (p *parseState) parse(args []string) ([]string, error) {
 // unknown words an option p.cmd does not have, naming the commands that
 // take it.
 func (p *parseState) unknown(ue *UsageError) error {
-	if ue.Long != "" {
-		if other := commandsTaking(ue.Long, 0); other != 0 {
+	if ue.Short == 0 {
+		if other := commandsTaking(ue.Long, 0); ue.Long != "" && other != 0 {
 			return fmt.Errorf("unrecognized option '--%s': %s takes it, %s does not", clip(ue.Long), other.names(), p.cmd)
 		}
 		return ue
