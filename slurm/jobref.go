@@ -56,14 +56,14 @@ func ParseJobRef(s string) (JobRef, error) {
 		}
 		a, err := ParseArray(list)
 		if err != nil {
-			return bad(fmt.Sprintf("array tasks %q: want indices a, ranges a-b or a-b:STEP, from 0 to %d, joined by commas", clip(task), MaxArraySize-1))
+			return bad(fmt.Sprintf("array tasks %q: not indices a, ranges a-b or a-b:STEP from 0 to %d joined by commas", clip(task), MaxArraySize-1))
 		}
 		ref.Tasks, ref.List = a.Indices, true
 		return ref, nil
 	}
 	t, ok := decimal(task)
 	if !ok || t >= MaxArraySize {
-		return bad(fmt.Sprintf("array task %q: want a number from 0 to %d", clip(task), MaxArraySize-1))
+		return bad(fmt.Sprintf("array task %q: not a number from 0 to %d", clip(task), MaxArraySize-1))
 	}
 	ref.Tasks = []int{int(t)}
 	return ref, nil
