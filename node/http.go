@@ -21,6 +21,7 @@ import (
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/placement"
+	"github.com/shoal-sched/shoal/slurm"
 )
 
 // Bounds of the HTTP API.
@@ -128,10 +129,9 @@ func decodeBody(r *http.Request, v any) error {
 }
 
 func jobID(r *http.Request) (cluster.JobID, error) {
-	s := r.PathValue("id")
-	id, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || id == 0 {
-		return 0, badRequest(fmt.Errorf("job id %q: want a positive integer", s))
+	id, err := slurm.ParseJobID(r.PathValue("id"))
+	if err != nil {
+		return 0, badRequest(err)
 	}
 	return cluster.JobID(id), nil
 }
@@ -431,7 +431,7 @@ func (a *Agent) handleCancel(w http.ResponseWriter, r *http.Request) {
 		}
 		ids = append(ids, uint64(j.ID))
 	}
-	writeJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: uint64(ref.id), IDs: ids})
+	writeJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: ref.ID, IDs: ids})
 }
 
 // handleDrain drains or resumes a node (the last path element says which).
@@ -631,7 +631,7 @@ func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if len(ref.tasks) > 1 {
+	if len(ref.Tasks) > 1 {
 		writeError(w, badRequest(fmt.Errorf("job id %q: names several array elements, want one", ref.raw)))
 		return
 	}
@@ -640,9 +640,9 @@ func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	j, ok := v.Job(ref.id)
+	j, ok := v.Job(cluster.JobID(ref.ID))
 	if !ok {
-		j, ok = v.ArchivedJob(ref.id)
+		j, ok = v.ArchivedJob(cluster.JobID(ref.ID))
 	}
 	if !ok {
 		writeError(w, notFound(fmt.Errorf("job %s: no such job", ref.raw)))
@@ -652,7 +652,7 @@ func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, forbidden(fmt.Errorf("job %s: %w: it belongs to another user, and the policy keeps jobs private", ref.raw, ErrForbidden)))
 		return
 	}
-	if ref.tasks != nil {
+	if ref.Tasks != nil {
 		js, err := ref.resolve(v)
 		if err != nil {
 			writeError(w, err)

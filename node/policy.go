@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/leader"
+	"github.com/shoal-sched/shoal/slurm"
 )
 
 // proposePolicy makes the policy of the agent's --policy file the
@@ -102,9 +102,9 @@ func (a *Agent) handleSetPolicy(w http.ResponseWriter, r *http.Request) {
 func (a *Agent) handlePriority(w http.ResponseWriter, r *http.Request) {
 	var job uint64
 	if s := r.URL.Query().Get("job"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil || n == 0 {
-			writeError(w, badRequest(fmt.Errorf("job %q: want a positive integer", s)))
+		n, err := slurm.ParseJobID(s)
+		if err != nil {
+			writeError(w, badRequest(fmt.Errorf("?job=: %w", err)))
 			return
 		}
 		job = n

@@ -8,7 +8,6 @@ import (
 	"os/user"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -17,83 +16,49 @@ import (
 	"github.com/shoal-sched/shoal/slurm"
 )
 
-// jobRef is a job as Slurm's commands name it: "12" (a job, or every
-// element of array 12), "12_3" (one element) or "12_[1-3,7]" (some).
+// jobRef is a job as Slurm's commands name it (slurm.JobRef: "12", "12_3"
+// or "12_[1-3,7]"), with the text it was given as.
 type jobRef struct {
-	id    cluster.JobID
-	tasks []int // nil: the job itself, or the whole array
-	raw   string
+	slurm.JobRef
+	raw string
 }
 
 func parseJobRef(s string) (jobRef, error) {
-	bad := func(why string) (jobRef, error) {
-		return jobRef{}, badRequest(fmt.Errorf("job id %.64q: %s; want N, N_TASK or N_[TASKS]", s, why))
+	r, err := slurm.ParseJobRef(s)
+	if err != nil {
+		return jobRef{}, badRequest(err)
 	}
-	head, task, hasTask := strings.Cut(s, "_")
-	id, err := strconv.ParseUint(head, 10, 64)
-	if err != nil || id == 0 {
-		return bad("not a positive job id")
-	}
-	ref := jobRef{id: cluster.JobID(id), raw: s}
-	if !hasTask {
-		return ref, nil
-	}
-	if list, ok := strings.CutPrefix(task, "["); ok {
-		list, ok = strings.CutSuffix(list, "]")
-		if !ok {
-			return bad("no closing ]")
-		}
-		a, err := slurm.ParseArray(list)
-		if err != nil || a.Throttle != 0 {
-			return bad("bad task list")
-		}
-		ref.tasks = a.Indices
-		return ref, nil
-	}
-	t, err := strconv.Atoi(task)
-	if err != nil || t < 0 || t >= cluster.MaxArrayIndex {
-		return bad("bad array task")
-	}
-	ref.tasks = []int{t}
-	return ref, nil
+	return jobRef{JobRef: r, raw: s}, nil
 }
 
 // resolve returns the jobs ref names, in ascending ID order: all of an
 // array's elements for its bare id.
 func (r jobRef) resolve(v *fsm.View) ([]*cluster.Job, error) {
-	head, ok := v.Job(r.id)
+	rid := cluster.JobID(r.ID)
+	head, ok := v.Job(rid)
 	if !ok {
 		return nil, notFound(fmt.Errorf("job %s: %w", r.raw, fsm.ErrUnknownJob))
 	}
-	if head.Array == nil || head.Array.JobID != r.id {
-		if r.tasks != nil {
-			return nil, notFound(fmt.Errorf("job %s: job %d is not an array", r.raw, r.id))
+	if head.Array == nil || head.Array.JobID != rid {
+		if r.Tasks != nil {
+			return nil, notFound(fmt.Errorf("job %s: job %d is not an array", r.raw, rid))
 		}
 		return []*cluster.Job{head}, nil
 	}
 	var out []*cluster.Job
-	for id := r.id; ; id++ {
+	for id := rid; ; id++ {
 		e, ok := v.Job(id)
-		if !ok || e.Array == nil || e.Array.JobID != r.id {
+		if !ok || e.Array == nil || e.Array.JobID != rid {
 			break
 		}
-		if r.tasks == nil || containsInt(r.tasks, e.Array.TaskID) {
+		if r.Tasks == nil || slices.Contains(r.Tasks, e.Array.TaskID) {
 			out = append(out, e)
 		}
 	}
 	if len(out) == 0 {
-		return nil, notFound(fmt.Errorf("job %s: array %d has no such element", r.raw, r.id))
+		return nil, notFound(fmt.Errorf("job %s: array %d has no such element", r.raw, rid))
 	}
 	return out, nil
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // jobsOf resolves the request's {id} against the current state.

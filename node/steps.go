@@ -15,12 +15,19 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/slurm"
 )
 
-// shimNames are the Slurm commands the agent puts on a batch script's and
-// a step's PATH, as links to its own binary, and shoal itself (for shoal
-// step).
-var shimNames = []string{"srun", "scontrol", "sbatch", "shoal"}
+// shimNames are the names the agent puts on a batch script's and a
+// step's PATH, as links to its own binary: every Slurm command Shoal
+// plays (slurm.Commands), and shoal itself (for shoal step).
+func shimNames() []string {
+	names := []string{"shoal"}
+	for _, c := range slurm.Commands {
+		names = append(names, string(c))
+	}
+	return names
+}
 
 // makeShimDir links the Slurm command names to this agent's binary under
 // the data dir, so scripts call Shoal's srun with no change.
@@ -38,7 +45,7 @@ func makeShimDir(dataDir string) (string, error) {
 	}
 	// Ranks run as their users: the dir must be searchable by them.
 	_ = os.Chmod(dir, 0o755)
-	for _, n := range shimNames {
+	for _, n := range shimNames() {
 		link := filepath.Join(dir, n)
 		if cur, err := os.Readlink(link); err == nil && cur == self {
 			continue

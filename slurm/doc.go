@@ -4,8 +4,11 @@
 // sbatch, srun and salloc, on their command lines and in #SBATCH
 // directives (ParseArgs, ScriptDirectives, ParseBatch), with the parsers
 // of their values (ParseArray, ParseDependency, ParseSignal, ParseMemory,
-// ParseGres, ParseExport, ParseNodes, ParseSwitches) and output filename
-// patterns (ExpandOutputPattern).
+// ParseGres, ParseExport, ParseNodes, ParseSwitches), job references as
+// every command names a job or array tasks (ParseJobRef: N, N_M, N_[a-b]),
+// job state codes (JobStateCode, ParseJobState), the order sinfo lists
+// node names in (CompareNodeNames), the names of the commands Shoal plays
+// (Commands) and output filename patterns (ExpandOutputPattern).
 //
 // It owns only pure string conversions. It must never touch the clock, the
 // file system, the network or the environment of the process; callers pass
@@ -40,9 +43,12 @@
 //     absence); or refuses it, naming the reason, where ignoring it would
 //     change what runs, where or when. An option of another command is an
 //     error that names the command that takes it.
-//   - Parsing follows getopt_long as Slurm calls it: it stops at the first
-//     non-option, accepts unambiguous prefixes of long names, and takes an
-//     optional argument only when attached (--nice=5, -K1).
+//   - Getopt is the one command-line scanner of every Slurm front-end,
+//     getopt_long as Slurm calls it: sbatch, srun and salloc stop at the
+//     first non-option (RequireOrder); squeue, scancel, sinfo, sacct and
+//     sprio mix options and operands (Permute). Both accept unambiguous
+//     prefixes of long names and take an optional argument only when
+//     attached (--nice=5, -K1).
 //   - Directives are read as sbatch reads them (see ScriptDirectives) and
 //     parsed as one argument list before the command line, whose options
 //     win; cross-option checks (--mem vs --mem-per-cpu, --gpus vs

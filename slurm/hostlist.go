@@ -318,6 +318,18 @@ func splitName(name string) hostRange {
 	return hostRange{prefix: name[:i], lo: v, hi: v, width: len(name) - i}
 }
 
+// CompareNodeNames orders node names as people number them, as sinfo
+// lists nodes: names with the same prefix and different trailing numbers
+// compare by number ("n2" before "n10"); any other two compare as
+// strings ("n01" before "n1", "gpu1" before "n1").
+func CompareNodeNames(a, b string) int {
+	ra, rb := splitName(a), splitName(b)
+	if !ra.single && !rb.single && ra.prefix == rb.prefix && ra.lo != rb.lo {
+		return cmp.Compare(ra.lo, rb.lo)
+	}
+	return strings.Compare(a, b)
+}
+
 // zeroPadded returns how many leading zeros "%0*d" adds to num at width.
 func zeroPadded(num uint64, width int) int {
 	n := len(strconv.FormatUint(num, 10))

@@ -141,3 +141,24 @@ func TestTasksPerNode(t *testing.T) {
 		})
 	}
 }
+
+func TestCompareNodeNames(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"n2", "n10", -1},
+		{"n10", "n2", 1},
+		{"n2", "n2", 0},
+		{"n01", "n1", -1}, // same number: as strings
+		{"gpu1", "n1", -1},
+		{"n", "n1", -1},
+		{"a9b", "a10b", 1}, // the number must be trailing
+		{"n99999999999999999999999", "n2", 1},
+	}
+	for _, tc := range tests {
+		if got := CompareNodeNames(tc.a, tc.b); got != tc.want {
+			t.Errorf("CompareNodeNames(%q, %q) = %d; want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

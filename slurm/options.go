@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -89,12 +90,13 @@ type Options struct {
 	Warnings []string
 }
 
-type argMode uint8
+// argMode is the table's name for ArgMode.
+type argMode = ArgMode
 
 const (
-	noArg argMode = iota
-	needArg
-	optArg
+	noArg   = NoArg
+	needArg = NeedArg
+	optArg  = OptArg
 )
 
 type cmdSet uint8
@@ -180,118 +182,39 @@ func ParseArgs(cmd Command, args []string) (Options, []string, error) {
 
 // parse reads options until the first non-option and returns the rest.
 func (p *parseState) parse(args []string) ([]string, error) {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		p.at = i
-		switch {
-		case a == "--":
-			return args[i+1:], nil
-		case len(a) < 2 || a[0] != '-':
-			return args[i:], nil
-		case strings.HasPrefix(a, "--"):
-			name, val, hasVal := strings.Cut(a[2:], "=")
-			d, err := p.lookupLong(name)
-			if err != nil {
-				return nil, err
-			}
-			switch d.arg {
-			case noArg:
-				if hasVal {
-					return nil, fmt.Errorf("option '--%s' doesn't allow an argument", d.long)
-				}
-			case needArg:
-				if !hasVal {
-					if i+1 >= len(args) {
-						return nil, fmt.Errorf("option '--%s' requires an argument", d.long)
-					}
-					i++
-					val = args[i]
-				}
-			}
-			if err := p.apply(d, "--"+d.long, val, hasVal || d.arg == needArg); err != nil {
-				return nil, err
-			}
-		default: // one or more short options
-			for j := 1; j < len(a); j++ {
-				d, err := p.lookupShort(a[j])
-				if err != nil {
-					return nil, err
-				}
-				if d.arg == noArg {
-					if err := p.apply(d, "-"+string(a[j]), "", false); err != nil {
-						return nil, err
-					}
-					continue
-				}
-				val, has := a[j+1:], j+1 < len(a)
-				if !has && d.arg == needArg {
-					if i+1 >= len(args) {
-						return nil, fmt.Errorf("option requires an argument -- '%c'", a[j])
-					}
-					i++
-					val, has = args[i], true
-				}
-				if err := p.apply(d, "-"+string(a[j]), val, has); err != nil {
-					return nil, err
-				}
-				break
-			}
-		}
-	}
-	return nil, nil
-}
-
-// lookupLong finds a long option by its name or an unambiguous prefix,
-// among the options of p.cmd.
-func (p *parseState) lookupLong(name string) (*optDef, error) {
 	idx := tableFor(p.cmd)
-	if d, ok := idx.long[name]; ok {
-		return d, nil
-	}
-	var matches []*optDef
-	if name != "" {
-		for _, n := range idx.names {
-			if strings.HasPrefix(n, name) {
-				matches = append(matches, idx.long[n])
-			}
+	p.at = 0
+	rest, err := Getopt(idx.opts, args, RequireOrder, func(v OptValue) error {
+		p.at = v.At
+		return p.apply(idx.long[v.Opt.Long], v.Value, v.Has)
+	})
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		p.at = ue.At
+		if ue.Unknown {
+			return nil, p.unknown(ue)
 		}
 	}
-	switch {
-	case len(matches) == 1:
-		return matches[0], nil
-	case len(matches) > 1:
-		var b strings.Builder
-		fmt.Fprintf(&b, "option '--%s' is ambiguous; possibilities:", name)
-		for _, m := range matches {
-			fmt.Fprintf(&b, " '--%s'", m.long)
+	return rest, err
+}
+
+// unknown words an option p.cmd does not have, naming the commands that
+// take it.
+func (p *parseState) unknown(ue *UsageError) error {
+	if ue.Short == 0 {
+		if other := commandsTaking(ue.Long, 0); ue.Long != "" && other != 0 {
+			return fmt.Errorf("unrecognized option '--%s': %s takes it, %s does not", clip(ue.Long), other.names(), p.cmd)
 		}
-		return nil, fmt.Errorf("%s", b.String())
+		return ue
 	}
-	if other := commandsTaking(name, 0); other != 0 {
-		return nil, fmt.Errorf("unrecognized option '--%s': %s takes it, %s does not", clip(name), other.names(), p.cmd)
+	if other := commandsTaking("", ue.Short); other != 0 {
+		return fmt.Errorf("invalid option -- '%c': %s takes -%c, %s does not", ue.Short, other.names(), ue.Short, p.cmd)
 	}
-	return nil, fmt.Errorf("unrecognized option '--%s'", clip(name))
+	return ue
 }
 
-func (p *parseState) lookupShort(c byte) (*optDef, error) {
-	if d, ok := tableFor(p.cmd).short[c]; ok {
-		return d, nil
-	}
-	if other := commandsTaking("", c); other != 0 {
-		return nil, fmt.Errorf("invalid option -- '%c': %s takes -%c, %s does not", c, other.names(), c, p.cmd)
-	}
-	return nil, fmt.Errorf("invalid option -- '%s'", printable(c))
-}
-
-func printable(c byte) string {
-	if c >= 0x20 && c < 0x7f {
-		return string(c)
-	}
-	return fmt.Sprintf("\\x%02x", c)
-}
-
-// apply runs one option: what tells how it was spelled, for messages.
-func (p *parseState) apply(d *optDef, what, val string, hasVal bool) error {
+// apply runs one option.
+func (p *parseState) apply(d *optDef, val string, hasVal bool) error {
 	shown := "--" + d.long
 	if hasVal {
 		shown = fmt.Sprintf("--%s=%s", d.long, val)

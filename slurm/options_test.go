@@ -121,6 +121,7 @@ func TestParseArgsErrors(t *testing.T) {
 		want string
 	}{
 		{Sbatch, []string{"--foo", "x"}, "unrecognized option '--foo'"},
+		{Sbatch, []string{"--=x"}, "unrecognized option '--'"},
 		{Sbatch, []string{"-y"}, "invalid option -- 'y'"},
 		{Sbatch, []string{"--label"}, "unrecognized option '--label': srun takes it, sbatch does not"},
 		{Sbatch, []string{"-l"}, "invalid option -- 'l': srun takes -l, sbatch does not"},

@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -177,9 +178,10 @@ var optionTable = []optDef{
 
 // optIndex is the table as one command sees it.
 type optIndex struct {
-	long  map[string]*optDef
-	short map[byte]*optDef
-	names []string // sorted long names, for prefix matching
+	long map[string]*optDef
+	// opts are the command's options sorted by long name, which is the
+	// order an ambiguous prefix lists them in.
+	opts []Option
 }
 
 var (
@@ -191,19 +193,16 @@ func tableFor(c Command) *optIndex {
 	indexOnce.Do(func() {
 		indexes = map[cmdSet]*optIndex{}
 		for _, cs := range []cmdSet{cSbatch, cSrun, cSalloc} {
-			idx := &optIndex{long: map[string]*optDef{}, short: map[byte]*optDef{}}
+			idx := &optIndex{long: map[string]*optDef{}}
 			for i := range optionTable {
 				d := &optionTable[i]
 				if d.cmds&cs == 0 {
 					continue
 				}
 				idx.long[d.long] = d
-				idx.names = append(idx.names, d.long)
-				if d.short != 0 {
-					idx.short[d.short] = d
-				}
+				idx.opts = append(idx.opts, Option{Long: d.long, Short: d.short, Arg: d.arg})
 			}
-			slices.Sort(idx.names)
+			slices.SortFunc(idx.opts, func(a, b Option) int { return strings.Compare(a.Long, b.Long) })
 			indexes[cs] = idx
 		}
 	})

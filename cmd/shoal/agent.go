@@ -196,35 +196,15 @@ func discoverGPUs(cmd *cobra.Command, log *slog.Logger, spec, model string, memM
 	return gpus, nil
 }
 
-// parseMemory reads a size such as 512G, 64000M or 1T into MiB; a bare
-// number is MiB, as slurm.conf's RealMemory.
+// parseMemory reads the agent's --memory and --gpu-memory as Slurm
+// reads --mem (slurm.ParseMemory: MiB by default, a K, M, G or T suffix,
+// K rounded up to whole MiB), ignoring spaces around the value.
 func parseMemory(flag, s string) (uint64, error) {
-	bad := fmt.Errorf("%s %q: want a size such as 64000, 64000M, 512G or 1T", flag, s)
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, bad
+	v, err := slurm.ParseMemory(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", flag, err)
 	}
-	mult := uint64(1)
-	switch strings.ToUpper(s[len(s)-1:]) {
-	case "K":
-		s = s[:len(s)-1]
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return 0, bad
-		}
-		return v / 1024, nil
-	case "M":
-		s = s[:len(s)-1]
-	case "G":
-		mult, s = 1024, s[:len(s)-1]
-	case "T":
-		mult, s = 1024*1024, s[:len(s)-1]
-	}
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || v > (1<<50)/mult {
-		return 0, bad
-	}
-	return v * mult, nil
+	return v, nil
 }
 
 // systemMemoryMiB reads MemTotal from /proc/meminfo, or 0.

@@ -19,6 +19,11 @@ func TestParseMemory(t *testing.T) {
 		{"512g", 512 * 1024, false},
 		{"1T", 1024 * 1024, false},
 		{"2048K", 2, false},
+		// As Slurm (and sbatch --mem): K rounds up to whole MiB. The
+		// agent's own parser rounded down (1500K was 1 MiB, 1K was 0).
+		{"1500K", 2, false},
+		{"1K", 1, false},
+		{"32GB", 32 * 1024, false},
 		{" 80G ", 80 * 1024, false},
 		{"", 0, true},
 		{"G", 0, true},
@@ -38,8 +43,8 @@ func TestParseMemory(t *testing.T) {
 	}
 }
 
-// FuzzParseMemory: never panics; what it accepts is within 2^50 MiB and
-// round-trips through the MiB form.
+// FuzzParseMemory: never panics; what it accepts is within 2^53 MiB
+// (slurm.ParseMemory's bound).
 func FuzzParseMemory(f *testing.F) {
 	for _, s := range []string{"64000", "512G", "1T", "2048K", "", "9G9", "18446744073709551615"} {
 		f.Add(s)
@@ -49,7 +54,7 @@ func FuzzParseMemory(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if v > 1<<50 {
+		if v > 1<<53 {
 			t.Fatalf("parseMemory(%q) = %d; over the bound", s, v)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/slurm"
 )
 
 func newCancelCmd(g *globalFlags) *cobra.Command {
@@ -48,7 +49,7 @@ only, as scancel --signal SIG [--batch] does.`,
 			}
 			var failed error
 			for _, a := range args {
-				id, err := parseJobID(a)
+				id, err := slurm.ParseJobID(a)
 				if err == nil {
 					if sig.Signal != 0 {
 						err = c.Signal(cmd.Context(), id, sig)

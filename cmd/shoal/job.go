@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,14 +11,6 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/slurm"
 )
-
-func parseJobID(s string) (uint64, error) {
-	id, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || id == 0 {
-		return 0, fmt.Errorf("job id %q: want a positive integer", s)
-	}
-	return id, nil
-}
 
 func newJobCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/slurm"
 )
 
 func newLogsCmd(g *globalFlags) *cobra.Command {
@@ -22,7 +23,7 @@ func newLogsCmd(g *globalFlags) *cobra.Command {
 		Short: "Print a job's output from every rank, read through any agent",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseJobID(args[0])
+			id, err := slurm.ParseJobID(args[0])
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/slurm"
 )
 
 func newPriorityCmd(g *globalFlags) *cobra.Command {
@@ -76,15 +77,15 @@ func clip10(s string) string {
 }
 
 // sprioOpts are the sprio options Shoal takes.
-var sprioOpts = []cliOpt{
-	{long: "jobs", short: 'j', arg: argRequired},
-	{long: "user", short: 'u', arg: argRequired},
-	{long: "noheader", short: 'h', arg: argNone},
-	{long: "norm", short: 'n', arg: argNone},
-	{long: "long", short: 'l', arg: argNone},
-	{long: "weights", short: 'w', arg: argNone, unsupported: "see shoal policy show"},
-	{long: "format", short: 'o', arg: argRequired, unsupported: "Shoal prints sprio's long columns only"},
-	{long: "partition", short: 'p', arg: argRequired, unsupported: "Shoal has no partitions yet"},
+var sprioOpts = []slurm.Option{
+	{Long: "jobs", Short: 'j', Arg: slurm.NeedArg},
+	{Long: "user", Short: 'u', Arg: slurm.NeedArg},
+	{Long: "noheader", Short: 'h', Arg: slurm.NoArg},
+	{Long: "norm", Short: 'n', Arg: slurm.NoArg},
+	{Long: "long", Short: 'l', Arg: slurm.NoArg},
+	{Long: "weights", Short: 'w', Arg: slurm.NoArg, Unsupported: "see shoal policy show"},
+	{Long: "format", Short: 'o', Arg: slurm.NeedArg, Unsupported: "Shoal prints sprio's long columns only"},
+	{Long: "partition", Short: 'p', Arg: slurm.NeedArg, Unsupported: "Shoal has no partitions yet"},
 }
 
 // runSprio is the sprio shim: -j LIST, -u LIST, -h, -n and -l (the
@@ -101,17 +102,17 @@ func runSprio(ctx context.Context, g *globalFlags, args []string, stdout, stderr
 	var users []string
 	header, norm := true, false
 	for _, v := range vals {
-		switch v.opt.long {
+		switch v.Opt.Long {
 		case "jobs":
-			for _, s := range splitList(v.value) {
-				id, err := strconv.ParseUint(s, 10, 64)
-				if err != nil || id == 0 {
-					return fmt.Errorf("invalid job id %q", s)
+			for _, s := range splitList(v.Value) {
+				id, err := slurm.ParseJobID(s)
+				if err != nil {
+					return fmt.Errorf("-j: %w", err)
 				}
 				jobs = append(jobs, id)
 			}
 		case "user":
-			users = append(users, resolveUsers(v.value)...)
+			users = append(users, resolveUsers(v.Value)...)
 		case "noheader":
 			header = false
 		case "norm":

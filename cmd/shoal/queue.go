@@ -41,24 +41,11 @@ func newQueueCmd(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-// stateCodes maps a long state name to squeue's compact code, from the
-// one table of states (jobStates).
-var stateCodes = func() map[string]string {
-	m := make(map[string]string, len(jobStates))
-	for _, st := range jobStates {
-		m[st[1]] = st[0]
-	}
-	return m
-}()
-
 func printQueue(w io.Writer, jobs []api.Job, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "JOBID\tNAME\tUSER\tST\tTIME\tNODES\tNODELIST(REASON)\t")
 	for _, j := range jobs {
-		st := stateCodes[j.State]
-		if st == "" {
-			st = j.State
-		}
+		st := slurm.JobStateCode(j.State)
 		where := slurm.CompressHostlist(j.Nodes)
 		if j.State == "PENDING" {
 			where = "(" + orNone(j.Reason) + ")"

@@ -21,34 +21,34 @@ const sacctDefaultFormat = "JobID,JobName,Partition,Account,AllocCPUS,State,Exit
 // sacctBriefFormat is sacct -b's.
 const sacctBriefFormat = "JobID,State,ExitCode"
 
-var sacctOpts = []cliOpt{
-	{long: "jobs", short: 'j', arg: argRequired},
-	{long: "format", short: 'o', arg: argRequired},
-	{long: "allocations", short: 'X', arg: argNone},
-	{long: "parsable", short: 'p', arg: argNone},
-	{long: "parsable2", short: 'P', arg: argNone},
-	{long: "delimiter", arg: argRequired},
-	{long: "noheader", short: 'n', arg: argNone},
-	{long: "user", short: 'u', arg: argRequired},
-	{long: "allusers", short: 'a', arg: argNone},
-	{long: "state", short: 's', arg: argRequired},
-	{long: "name", arg: argRequired},
-	{long: "brief", short: 'b', arg: argNone},
-	{long: "starttime", short: 'S', arg: argRequired},
-	{long: "endtime", short: 'E', arg: argRequired},
-	{long: "partition", short: 'r', arg: argRequired},
-	{long: "verbose", short: 'v', arg: argNone},
-	{long: "duplicates", short: 'D', arg: argNone, unsupported: "Shoal keeps one record per job, of its latest run"},
-	{long: "long", short: 'l', arg: argNone, unsupported: "name the fields with --format (MaxRSS, AveRSS, TotalCPU, UserCPU, SystemCPU, ReqMem, AllocTRES, TRESUsageInTot are there)"},
-	{long: "units", arg: argRequired, unsupported: "sizes are printed as sacct prints them without --units"},
-	{long: "accounts", short: 'A', arg: argRequired, unsupported: "Shoal has no accounts"},
-	{long: "qos", short: 'q', arg: argRequired, unsupported: "Shoal has no QOS"},
-	{long: "nodelist", short: 'N', arg: argRequired},
-	{long: "clusters", short: 'M', arg: argRequired, unsupported: "Shoal has no federation of clusters"},
-	{long: "json", arg: argNone, unsupported: "use `shoal job N --json`"},
-	{long: "helpformat", short: 'e', arg: argNone, unsupported: "see the fields listed in `shoal slurm sacct --format` errors"},
-	{long: "help", arg: argNone, unsupported: "see `shoal help`"},
-	{long: "usage", arg: argNone, unsupported: "see `shoal help`"},
+var sacctOpts = []slurm.Option{
+	{Long: "jobs", Short: 'j', Arg: slurm.NeedArg},
+	{Long: "format", Short: 'o', Arg: slurm.NeedArg},
+	{Long: "allocations", Short: 'X', Arg: slurm.NoArg},
+	{Long: "parsable", Short: 'p', Arg: slurm.NoArg},
+	{Long: "parsable2", Short: 'P', Arg: slurm.NoArg},
+	{Long: "delimiter", Arg: slurm.NeedArg},
+	{Long: "noheader", Short: 'n', Arg: slurm.NoArg},
+	{Long: "user", Short: 'u', Arg: slurm.NeedArg},
+	{Long: "allusers", Short: 'a', Arg: slurm.NoArg},
+	{Long: "state", Short: 's', Arg: slurm.NeedArg},
+	{Long: "name", Arg: slurm.NeedArg},
+	{Long: "brief", Short: 'b', Arg: slurm.NoArg},
+	{Long: "starttime", Short: 'S', Arg: slurm.NeedArg},
+	{Long: "endtime", Short: 'E', Arg: slurm.NeedArg},
+	{Long: "partition", Short: 'r', Arg: slurm.NeedArg},
+	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
+	{Long: "duplicates", Short: 'D', Arg: slurm.NoArg, Unsupported: "Shoal keeps one record per job, of its latest run"},
+	{Long: "long", Short: 'l', Arg: slurm.NoArg, Unsupported: "name the fields with --format (MaxRSS, AveRSS, TotalCPU, UserCPU, SystemCPU, ReqMem, AllocTRES, TRESUsageInTot are there)"},
+	{Long: "units", Arg: slurm.NeedArg, Unsupported: "sizes are printed as sacct prints them without --units"},
+	{Long: "accounts", Short: 'A', Arg: slurm.NeedArg, Unsupported: "Shoal has no accounts"},
+	{Long: "qos", Short: 'q', Arg: slurm.NeedArg, Unsupported: "Shoal has no QOS"},
+	{Long: "nodelist", Short: 'N', Arg: slurm.NeedArg},
+	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
+	{Long: "json", Arg: slurm.NoArg, Unsupported: "use `shoal job N --json`"},
+	{Long: "helpformat", Short: 'e', Arg: slurm.NoArg, Unsupported: "see the fields listed in `shoal slurm sacct --format` errors"},
+	{Long: "help", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
 }
 
 // sacctRow is one line of sacct: a job, its batch step, or one of its
@@ -638,9 +638,9 @@ func runSacct(ctx context.Context, g *globalFlags, args []string, stdout, stderr
 	layout := sacctLayout{header: true, delimiter: "|"}
 	jobsOnly := false
 	for _, o := range vals {
-		switch o.opt.long {
+		switch o.Opt.Long {
 		case "jobs":
-			for _, s := range splitList(o.value) {
+			for _, s := range splitList(o.Value) {
 				// JOB.STEP selects the job here; its steps are listed
 				// with it.
 				jobPart, _, _ := strings.Cut(s, ".")
@@ -651,7 +651,7 @@ func runSacct(ctx context.Context, g *globalFlags, args []string, stdout, stderr
 				q.ids = append(q.ids, ids...)
 			}
 		case "format":
-			format = o.value
+			format = o.Value
 		case "brief":
 			format = sacctBriefFormat
 		case "allocations":
@@ -661,31 +661,31 @@ func runSacct(ctx context.Context, g *globalFlags, args []string, stdout, stderr
 		case "parsable2":
 			layout.parsable, layout.trailing = true, false
 		case "delimiter":
-			layout.delimiter = o.value
+			layout.delimiter = o.Value
 		case "noheader":
 			layout.header = false
 		case "user":
-			q.users = append(q.users, resolveUsers(o.value)...)
+			q.users = append(q.users, resolveUsers(o.Value)...)
 		case "allusers":
 			q.allUsers = true
 		case "state":
-			if q.states, _, err = parseStates(o.value); err != nil {
+			if q.states, _, err = parseStates(o.Value); err != nil {
 				return err
 			}
 		case "name":
-			q.names = append(q.names, splitList(o.value)...)
+			q.names = append(q.names, splitList(o.Value)...)
 		case "nodelist":
-			if q.nodes, err = expandNodeFilter(o.value); err != nil {
+			if q.nodes, err = expandNodeFilter(o.Value); err != nil {
 				return err
 			}
 		case "partition":
-			q.parts = append(q.parts, splitList(o.value)...)
+			q.parts = append(q.parts, splitList(o.Value)...)
 		case "starttime":
-			if q.start, err = parseSacctTime(o.value, now); err != nil {
+			if q.start, err = parseSacctTime(o.Value, now); err != nil {
 				return err
 			}
 		case "endtime":
-			if q.end, err = parseSacctTime(o.value, now); err != nil {
+			if q.end, err = parseSacctTime(o.Value, now); err != nil {
 				return err
 			}
 		}

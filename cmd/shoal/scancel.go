@@ -11,33 +11,32 @@ import (
 	"strings"
 
 	"github.com/shoal-sched/shoal/api"
-	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
-var scancelOpts = []cliOpt{
-	{long: "user", short: 'u', arg: argRequired},
-	{long: "me", arg: argNone},
-	{long: "name", short: 'n', arg: argRequired},
-	{long: "jobname", arg: argRequired},
-	{long: "state", short: 't', arg: argRequired},
-	{long: "partition", short: 'p', arg: argRequired},
-	{long: "quiet", short: 'Q', arg: argNone},
-	{long: "verbose", short: 'v', arg: argNone},
-	{long: "hurry", short: 'H', arg: argNone},
-	{long: "full", short: 'f', arg: argNone},
-	{long: "signal", short: 's', arg: argRequired},
-	{long: "batch", short: 'b', arg: argNone},
-	{long: "interactive", short: 'i', arg: argNone, unsupported: "scancel asks no questions here"},
-	{long: "account", short: 'A', arg: argRequired, unsupported: "Shoal has no accounts"},
-	{long: "qos", short: 'q', arg: argRequired, unsupported: "Shoal has no QOS"},
-	{long: "reservation", short: 'R', arg: argRequired, unsupported: "Shoal has no reservations"},
-	{long: "nodelist", short: 'w', arg: argRequired},
-	{long: "clusters", short: 'M', arg: argRequired, unsupported: "Shoal has no federation of clusters"},
-	{long: "sibling", arg: argRequired, unsupported: "Shoal has no federation of clusters"},
-	{long: "wckey", arg: argRequired, unsupported: "Shoal has no accounting"},
-	{long: "help", arg: argNone, unsupported: "see `shoal help`"},
-	{long: "usage", arg: argNone, unsupported: "see `shoal help`"},
+var scancelOpts = []slurm.Option{
+	{Long: "user", Short: 'u', Arg: slurm.NeedArg},
+	{Long: "me", Arg: slurm.NoArg},
+	{Long: "name", Short: 'n', Arg: slurm.NeedArg},
+	{Long: "jobname", Arg: slurm.NeedArg},
+	{Long: "state", Short: 't', Arg: slurm.NeedArg},
+	{Long: "partition", Short: 'p', Arg: slurm.NeedArg},
+	{Long: "quiet", Short: 'Q', Arg: slurm.NoArg},
+	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
+	{Long: "hurry", Short: 'H', Arg: slurm.NoArg},
+	{Long: "full", Short: 'f', Arg: slurm.NoArg},
+	{Long: "signal", Short: 's', Arg: slurm.NeedArg},
+	{Long: "batch", Short: 'b', Arg: slurm.NoArg},
+	{Long: "interactive", Short: 'i', Arg: slurm.NoArg, Unsupported: "scancel asks no questions here"},
+	{Long: "account", Short: 'A', Arg: slurm.NeedArg, Unsupported: "Shoal has no accounts"},
+	{Long: "qos", Short: 'q', Arg: slurm.NeedArg, Unsupported: "Shoal has no QOS"},
+	{Long: "reservation", Short: 'R', Arg: slurm.NeedArg, Unsupported: "Shoal has no reservations"},
+	{Long: "nodelist", Short: 'w', Arg: slurm.NeedArg},
+	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
+	{Long: "sibling", Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
+	{Long: "wckey", Arg: slurm.NeedArg, Unsupported: "Shoal has no accounting"},
+	{Long: "help", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
 }
 
 // scancelTarget is one job (or step, when step >= 0) named on the
@@ -57,13 +56,12 @@ func parseScancelIDs(args []string) ([]scancelTarget, error) {
 	for _, s := range splitJobIDs(args) {
 		jobPart, stepPart, hasStep := strings.Cut(s, ".")
 		t := scancelTarget{step: -1, arg: s}
-		head, tasks, isElement := strings.Cut(jobPart, "_")
-		id, err := strconv.ParseUint(head, 10, 64)
-		if err != nil || id == 0 || (isElement && (hasStep || !validTaskList(tasks))) {
+		r, err := slurm.ParseJobRef(jobPart)
+		if err != nil || (r.Tasks != nil && hasStep) {
 			return nil, slurmErrorf("Invalid job id %s", s)
 		}
-		t.job = id
-		if isElement {
+		t.job = r.ID
+		if r.Tasks != nil {
 			t.element = jobPart
 		}
 		if hasStep {
@@ -78,18 +76,19 @@ func parseScancelIDs(args []string) ([]scancelTarget, error) {
 	return out, nil
 }
 
-// parseScancelStates parses scancel -t: the states a job can be
-// cancelled in.
+// parseScancelStates parses scancel -t: the states (slurm.ParseJobState)
+// a job can be cancelled in, which are all scancel takes.
 func parseScancelStates(list string) (map[string]bool, error) {
 	want := map[string]bool{}
 	for _, s := range splitList(list) {
-		switch strings.ToUpper(s) {
-		case "PD", "PENDING":
+		name, _ := slurm.ParseJobState(s)
+		switch name {
+		case "PENDING":
 			want["PENDING"] = true
 			want["REQUEUED"] = true // waiting to run again
-		case "R", "RUNNING":
+		case "RUNNING":
 			want["RUNNING"] = true
-		case "S", "SUSPENDED":
+		case "SUSPENDED":
 			want["SUSPENDED"] = true // no Shoal job is ever suspended
 		default:
 			return nil, slurmErrorf("Invalid job state specified: %s\nValid job states are PENDING, RUNNING, and SUSPENDED", s)
@@ -116,30 +115,30 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 	// changes nothing: a cancel ends the whole job).
 	var sig api.SignalRequest
 	for _, v := range vals {
-		switch v.opt.long {
+		switch v.Opt.Long {
 		case "user":
-			users = append(users, resolveUsers(v.value)...)
+			users = append(users, resolveUsers(v.Value)...)
 		case "me":
 			users = append(users, currentIdentity().User)
 		case "name", "jobname":
-			names = append(names, splitList(v.value)...)
+			names = append(names, splitList(v.Value)...)
 		case "nodelist":
-			if nodes, err = expandNodeFilter(v.value); err != nil {
+			if nodes, err = expandNodeFilter(v.Value); err != nil {
 				return err
 			}
 		case "state":
-			if states, err = parseScancelStates(v.value); err != nil {
+			if states, err = parseScancelStates(v.Value); err != nil {
 				return err
 			}
 		case "partition":
-			parts = append(parts, splitList(v.value)...)
+			parts = append(parts, splitList(v.Value)...)
 		case "quiet":
 			quiet = true
 		case "verbose":
 			verbose = true
 		case "signal":
-			if sig.Signal, err = parseSignalName("--signal", v.value); err != nil {
-				return slurmErrorf("Invalid signal name: %s", v.value)
+			if sig.Signal, err = parseSignalName("--signal", v.Value); err != nil {
+				return slurmErrorf("Invalid signal name: %s", v.Value)
 			}
 		case "batch":
 			sig.BatchOnly = true
@@ -275,16 +274,4 @@ func splitJobIDs(args []string) []string {
 		}
 	}
 	return out
-}
-
-// validTaskList reports whether s is an array element ("3") or a
-// bracketed list of them ("[1-3,7]").
-func validTaskList(s string) bool {
-	if list, ok := strings.CutPrefix(s, "["); ok {
-		list, ok = strings.CutSuffix(list, "]")
-		a, err := slurm.ParseArray(list)
-		return ok && err == nil && a.Throttle == 0
-	}
-	n, err := strconv.Atoi(s)
-	return err == nil && n >= 0 && n < cluster.MaxArrayIndex
 }

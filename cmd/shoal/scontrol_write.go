@@ -14,20 +14,16 @@ import (
 	"github.com/shoal-sched/shoal/slurm"
 )
 
-// parseJobRefArg checks a job id as Slurm's commands take it: N, N_M, and
-// with several, N_[LIST] too.
+// parseJobRefArg checks a job reference (slurm.ParseJobRef) and returns
+// it as given, for the agent to resolve; without several, N_[LIST] is
+// refused.
 func parseJobRefArg(s string, several bool) (string, error) {
-	head, tasks, isElement := strings.Cut(s, "_")
-	id, err := strconv.ParseUint(head, 10, 64)
-	switch {
-	case err != nil || id == 0:
-		return "", fmt.Errorf("job id %q: want a positive integer, or N_TASK for an array element", s)
-	case !isElement:
-		return s, nil
-	case strings.HasPrefix(tasks, "[") && !several:
-		return "", fmt.Errorf("job id %q: names several array elements, want one", s)
-	case !validTaskList(tasks):
-		return "", fmt.Errorf("job id %q: bad array task", s)
+	r, err := slurm.ParseJobRef(s)
+	if err != nil {
+		return "", err
+	}
+	if r.List && !several {
+		return "", fmt.Errorf("job id %q: names several array elements, want one (N or N_M)", s)
 	}
 	return s, nil
 }

@@ -6,23 +6,30 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/shoal-sched/shoal/slurm"
 )
 
 // shimNames are the Slurm commands this binary answers to when invoked
 // under their name (a link made by install-shims, or the agent's shim
-// directory on a batch script's PATH).
-var shimNames = []string{"sbatch", "srun", "salloc", "scontrol", "squeue", "scancel", "sinfo", "sacct", "sprio"}
+// directory on a batch script's PATH): slurm.Commands.
+var shimNames = func() []string {
+	names := make([]string, len(slurm.Commands))
+	for i, c := range slurm.Commands {
+		names[i] = string(c)
+	}
+	return names
+}()
 
 // isShim reports whether argv0 names a Slurm command this binary plays.
 func isShim(argv0 string) (string, bool) {
 	base := filepath.Base(argv0)
-	for _, n := range shimNames {
-		if base == n {
-			return n, true
-		}
+	if slices.Contains(shimNames, base) {
+		return base, true
 	}
 	return "", false
 }
@@ -101,7 +108,7 @@ func InstallShims(dir, self string) error {
 func newInstallShimsCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "install-shims DIR",
-		Short: "Link the Slurm commands (sbatch, srun, salloc, scontrol, squeue, scancel, sinfo, sacct, sprio) in DIR to this binary",
+		Short: "Link the Slurm commands (" + strings.Join(shimNames, ", ") + ") in DIR to this binary",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			self, err := os.Executable()
@@ -123,7 +130,7 @@ func newInstallShimsCmd() *cobra.Command {
 func newSlurmCmd(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:                "slurm COMMAND [ARGS...]",
-		Short:              "Run a Slurm command (sbatch, srun, scontrol, squeue, scancel, sinfo, sacct) with its own options",
+		Short:              "Run a Slurm command (" + strings.Join(shimNames, ", ") + ") with its own options",
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {

@@ -29,29 +29,29 @@ const (
 	sinfoMinAutoWidth   = 9
 )
 
-var sinfoOpts = []cliOpt{
-	{long: "Node", short: 'N', arg: argNone},
-	{long: "long", short: 'l', arg: argNone},
-	{long: "noheader", short: 'h', arg: argNone},
-	{long: "format", short: 'o', arg: argRequired},
-	{long: "partition", short: 'p', arg: argRequired},
-	{long: "nodes", short: 'n', arg: argRequired},
-	{long: "states", short: 't', arg: argRequired},
-	{long: "summarize", short: 's', arg: argNone},
-	{long: "responding", short: 'r', arg: argNone},
-	{long: "dead", short: 'd', arg: argNone},
-	{long: "all", short: 'a', arg: argNone},
-	{long: "exact", short: 'e', arg: argNone},
-	{long: "verbose", short: 'v', arg: argNone},
-	{long: "Format", short: 'O', arg: argRequired, unsupported: "use -o"},
-	{long: "list-reasons", short: 'R', arg: argNone, unsupported: "shoal nodes shows each drained node's reason"},
-	{long: "iterate", short: 'i', arg: argRequired, unsupported: "run it under watch(1)"},
-	{long: "sort", short: 'S', arg: argRequired, unsupported: "rows are listed by state, then by node name"},
-	{long: "reservation", short: 'T', arg: argNone, unsupported: "Shoal has no reservations"},
-	{long: "clusters", short: 'M', arg: argRequired, unsupported: "Shoal has no federation of clusters"},
-	{long: "json", arg: argNone, unsupported: "use `shoal nodes --json`"},
-	{long: "help", arg: argNone, unsupported: "see `shoal help`"},
-	{long: "usage", arg: argNone, unsupported: "see `shoal help`"},
+var sinfoOpts = []slurm.Option{
+	{Long: "Node", Short: 'N', Arg: slurm.NoArg},
+	{Long: "long", Short: 'l', Arg: slurm.NoArg},
+	{Long: "noheader", Short: 'h', Arg: slurm.NoArg},
+	{Long: "format", Short: 'o', Arg: slurm.NeedArg},
+	{Long: "partition", Short: 'p', Arg: slurm.NeedArg},
+	{Long: "nodes", Short: 'n', Arg: slurm.NeedArg},
+	{Long: "states", Short: 't', Arg: slurm.NeedArg},
+	{Long: "summarize", Short: 's', Arg: slurm.NoArg},
+	{Long: "responding", Short: 'r', Arg: slurm.NoArg},
+	{Long: "dead", Short: 'd', Arg: slurm.NoArg},
+	{Long: "all", Short: 'a', Arg: slurm.NoArg},
+	{Long: "exact", Short: 'e', Arg: slurm.NoArg},
+	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
+	{Long: "Format", Short: 'O', Arg: slurm.NeedArg, Unsupported: "use -o"},
+	{Long: "list-reasons", Short: 'R', Arg: slurm.NoArg, Unsupported: "shoal nodes shows each drained node's reason"},
+	{Long: "iterate", Short: 'i', Arg: slurm.NeedArg, Unsupported: "run it under watch(1)"},
+	{Long: "sort", Short: 'S', Arg: slurm.NeedArg, Unsupported: "rows are listed by state, then by node name"},
+	{Long: "reservation", Short: 'T', Arg: slurm.NoArg, Unsupported: "Shoal has no reservations"},
+	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
+	{Long: "json", Arg: slurm.NoArg, Unsupported: "use `shoal nodes --json`"},
+	{Long: "help", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
 }
 
 // sinfoState is a node's state as sinfo prints it: compact (%t) and long
@@ -334,7 +334,7 @@ func runSinfo(ctx context.Context, g *globalFlags, args []string, stdout, stderr
 	}
 	var q sinfoQuery
 	for _, v := range vals {
-		switch v.opt.long {
+		switch v.Opt.Long {
 		case "Node":
 			q.nodeView = true
 		case "long":
@@ -344,11 +344,11 @@ func runSinfo(ctx context.Context, g *globalFlags, args []string, stdout, stderr
 		case "noheader":
 			q.noHeader = true
 		case "format":
-			q.format = v.value
+			q.format = v.Value
 		case "partition":
-			q.parts = append(q.parts, splitList(v.value)...)
+			q.parts = append(q.parts, splitList(v.Value)...)
 		case "nodes":
-			names, err := slurm.ExpandHostlist(v.value)
+			names, err := slurm.ExpandHostlist(v.Value)
 			if err != nil {
 				return err
 			}
@@ -357,7 +357,7 @@ func runSinfo(ctx context.Context, g *globalFlags, args []string, stdout, stderr
 				q.nodes[n] = true
 			}
 		case "states":
-			for _, s := range splitList(v.value) {
+			for _, s := range splitList(v.Value) {
 				q.states = append(q.states, strings.ToLower(s))
 			}
 		case "responding":
@@ -419,15 +419,7 @@ func runSinfo(ctx context.Context, g *globalFlags, args []string, stdout, stderr
 // sinfo's order: by state (drained first, down last), then by node name.
 func sinfoRows(cols []sinfoCol, nodes []sinfoNode, nodeView bool) [][]sinfoNode {
 	nodes = slices.Clone(nodes)
-	slices.SortStableFunc(nodes, func(a, b sinfoNode) int {
-		switch {
-		case naturalLess(a.Name, b.Name):
-			return -1
-		case naturalLess(b.Name, a.Name):
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(nodes, func(a, b sinfoNode) int { return slurm.CompareNodeNames(a.Name, b.Name) })
 	var rows [][]sinfoNode
 	if nodeView {
 		for _, n := range nodes {

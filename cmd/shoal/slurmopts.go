@@ -20,13 +20,7 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 	if opts.CPUsPerGPU > 0 && opts.Set["cpus-per-task"] {
 		return req, nil, fmt.Errorf("--cpus-per-gpu and --cpus-per-task are mutually exclusive")
 	}
-	nodes, nodesMax := 1, 0
-	if opts.Set["nodes"] {
-		nodes = opts.Nodes.Min
-		if opts.Nodes.Max > opts.Nodes.Min {
-			nodesMax = opts.Nodes.Max
-		}
-	}
+	nodes, nodesMax := nodeRange(opts.Nodes, opts.Set["nodes"])
 	tasksPerNode := 1
 	switch {
 	case opts.NTasksPerNode > 0:
@@ -40,18 +34,12 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 		}
 		tasksPerNode = opts.NTasks / nodes
 	}
-	gpusPerNode := opts.GPUsPerNode
-	gpusTotal := 0
-	switch {
-	case opts.GPUs > 0 && opts.Set["nodes"]:
-		if opts.GPUs%nodes != 0 {
-			return req, nil, fmt.Errorf("--gpus %d on %d nodes: want a multiple of the node count, or --gpus-per-node", opts.GPUs, nodes)
-		}
-		gpusPerNode = opts.GPUs / nodes
-	case opts.GPUs > 0:
-		// No -N: the agent spreads them over the fewest nodes that can
-		// hold them evenly, knowing the nodes' sizes.
-		gpusTotal = opts.GPUs
+	gpusPerNode, gpusTotal, err := splitGPUs(opts.GPUs, nodes, opts.Set["nodes"])
+	if err != nil {
+		return req, nil, err
+	}
+	if gpusPerNode == 0 {
+		gpusPerNode = opts.GPUsPerNode
 	}
 	if opts.GPUsPerTask > 0 && gpusPerNode == 0 {
 		gpusPerNode = opts.GPUsPerTask * tasksPerNode
@@ -82,15 +70,8 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 	// node once the partition's defaults and --gpus' spread are known.
 	req.MemPerNodeMiB, req.MemPerCPUMiB, req.MemPerGPUMiB, req.MemWholeNode = opts.Mem, opts.MemPerCPU, opts.MemPerGPU, opts.MemAll
 	req.CPUsPerGPU = opts.CPUsPerGPU
-	if req.WorkDir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return req, nil, fmt.Errorf("--chdir: not given and the current directory is unknown: %w", err)
-		}
-		req.WorkDir = wd
-	} else if !filepath.IsAbs(req.WorkDir) {
-		wd, _ := os.Getwd()
-		req.WorkDir = filepath.Join(wd, req.WorkDir)
+	if req.WorkDir, err = workDir(req.WorkDir); err != nil {
+		return req, nil, err
 	}
 	if opts.Array != nil {
 		req.Array = cluster.ArrayFromSlurm(*opts.Array)
@@ -113,6 +94,57 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 	}
 	req.Env = env
 	return req, warnings, nil
+}
+
+// The request parser: what sbatch, srun and salloc (requestFromOptions)
+// and shoal submit both ask for is read by these, so the two front-ends
+// make the same request of the same words.
+
+// nodeRange is the one reading of a --nodes request (slurm.ParseNodes):
+// N is exactly N nodes (nodesMax 0), MIN-MAX an elastic job that starts
+// on MIN to MAX nodes. Not given, it is one node.
+func nodeRange(n slurm.Nodes, given bool) (nodes, nodesMax int) {
+	if !given {
+		return 1, 0
+	}
+	if n.Max > n.Min {
+		return n.Min, n.Max
+	}
+	return n.Min, 0
+}
+
+// splitGPUs reads --gpus G: with -N given, G split evenly over its
+// (minimum) node count, which it must divide; without, G in all, which
+// the agent spreads over the fewest nodes that hold them evenly, knowing
+// the nodes' sizes. Both are 0 without --gpus.
+func splitGPUs(gpus, nodes int, nodesGiven bool) (perNode, total int, err error) {
+	switch {
+	case gpus > 0 && nodesGiven:
+		if gpus%nodes != 0 {
+			return 0, 0, fmt.Errorf("--gpus %d on %d nodes: want a multiple of the node count, or --gpus-per-node", gpus, nodes)
+		}
+		return gpus / nodes, 0, nil
+	case gpus > 0:
+		return 0, gpus, nil
+	}
+	return 0, 0, nil
+}
+
+// workDir is the job's working directory: --chdir made absolute against
+// the current directory (the agent that runs the job has another), or
+// the current directory itself.
+func workDir(dir string) (string, error) {
+	if filepath.IsAbs(dir) {
+		return dir, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		if dir == "" {
+			return "", fmt.Errorf("--chdir: not given and the current directory is unknown: %w", err)
+		}
+		return "", fmt.Errorf("--chdir %s: relative, and the current directory is unknown: %w", dir, err)
+	}
+	return filepath.Join(wd, dir), nil
 }
 
 // exportEnv is the environment --export passes: all of ours by default

@@ -37,68 +37,47 @@ const (
 	squeueLongFormat    = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
 )
 
-var squeueOpts = []cliOpt{
-	{long: "user", short: 'u', arg: argRequired},
-	{long: "me", arg: argNone},
-	{long: "states", short: 't', arg: argRequired},
-	{long: "jobs", short: 'j', arg: argRequired},
-	{long: "name", short: 'n', arg: argRequired},
-	{long: "partition", short: 'p', arg: argRequired},
-	{long: "noheader", short: 'h', arg: argNone},
-	{long: "long", short: 'l', arg: argNone},
-	{long: "format", short: 'o', arg: argRequired},
-	{long: "Format", short: 'O', arg: argRequired},
-	{long: "all", short: 'a', arg: argNone},
-	{long: "array", short: 'r', arg: argNone},
-	{long: "verbose", short: 'v', arg: argNone},
-	{long: "sort", short: 'S', arg: argRequired, unsupported: "jobs are listed by state, then in queue order"},
-	{long: "iterate", short: 'i', arg: argRequired, unsupported: "run it under watch(1)"},
-	{long: "steps", short: 's', arg: argOptional, unsupported: "sacct -j N lists a job's steps"},
-	{long: "start", arg: argNone, unsupported: "Shoal does not report expected start times"},
-	{long: "account", short: 'A', arg: argRequired, unsupported: "Shoal has no accounts"},
-	{long: "qos", short: 'q', arg: argRequired, unsupported: "Shoal has no QOS"},
-	{long: "nodelist", short: 'w', arg: argRequired},
-	{long: "clusters", short: 'M', arg: argRequired, unsupported: "Shoal has no federation of clusters"},
-	{long: "json", arg: argNone, unsupported: "use `shoal queue --json`"},
-	{long: "help", arg: argNone, unsupported: "see `shoal help`"},
-	{long: "usage", arg: argNone, unsupported: "see `shoal help`"},
+var squeueOpts = []slurm.Option{
+	{Long: "user", Short: 'u', Arg: slurm.NeedArg},
+	{Long: "me", Arg: slurm.NoArg},
+	{Long: "states", Short: 't', Arg: slurm.NeedArg},
+	{Long: "jobs", Short: 'j', Arg: slurm.NeedArg},
+	{Long: "name", Short: 'n', Arg: slurm.NeedArg},
+	{Long: "partition", Short: 'p', Arg: slurm.NeedArg},
+	{Long: "noheader", Short: 'h', Arg: slurm.NoArg},
+	{Long: "long", Short: 'l', Arg: slurm.NoArg},
+	{Long: "format", Short: 'o', Arg: slurm.NeedArg},
+	{Long: "Format", Short: 'O', Arg: slurm.NeedArg},
+	{Long: "all", Short: 'a', Arg: slurm.NoArg},
+	{Long: "array", Short: 'r', Arg: slurm.NoArg},
+	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
+	{Long: "sort", Short: 'S', Arg: slurm.NeedArg, Unsupported: "jobs are listed by state, then in queue order"},
+	{Long: "iterate", Short: 'i', Arg: slurm.NeedArg, Unsupported: "run it under watch(1)"},
+	{Long: "steps", Short: 's', Arg: slurm.OptArg, Unsupported: "sacct -j N lists a job's steps"},
+	{Long: "start", Arg: slurm.NoArg, Unsupported: "Shoal does not report expected start times"},
+	{Long: "account", Short: 'A', Arg: slurm.NeedArg, Unsupported: "Shoal has no accounts"},
+	{Long: "qos", Short: 'q', Arg: slurm.NeedArg, Unsupported: "Shoal has no QOS"},
+	{Long: "nodelist", Short: 'w', Arg: slurm.NeedArg},
+	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
+	{Long: "json", Arg: slurm.NoArg, Unsupported: "use `shoal queue --json`"},
+	{Long: "help", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
 }
 
-// jobStates are the job states squeue -t and sacct -s accept, compact
-// code to long name (Slurm 22.05's list; Shoal's jobs only ever reach
-// the first eight and OUT_OF_MEMORY).
-var jobStates = [][2]string{
-	{"PD", "PENDING"}, {"R", "RUNNING"}, {"CD", "COMPLETED"}, {"CA", "CANCELLED"},
-	{"F", "FAILED"}, {"TO", "TIMEOUT"}, {"NF", "NODE_FAIL"}, {"RQ", "REQUEUED"},
-	{"S", "SUSPENDED"}, {"PR", "PREEMPTED"}, {"BF", "BOOT_FAIL"}, {"DL", "DEADLINE"},
-	{"OOM", "OUT_OF_MEMORY"}, {"CG", "COMPLETING"}, {"CF", "CONFIGURING"},
-	{"RS", "RESIZING"}, {"RD", "RESV_DEL_HOLD"}, {"RF", "REQUEUE_FED"},
-	{"RH", "REQUEUE_HOLD"}, {"RV", "REVOKED"}, {"SI", "SIGNALING"},
-	{"SE", "SPECIAL_EXIT"}, {"SO", "STAGE_OUT"}, {"ST", "STOPPED"},
-}
-
-// parseStates turns a -t list into long state names; all is nil with
-// every state wanted.
+// parseStates turns a squeue -t (or sacct -s) list of codes or names
+// into long state names (slurm.ParseJobState); all is set, and the map
+// nil, with every state wanted.
 func parseStates(list string) (map[string]bool, bool, error) {
 	want := map[string]bool{}
 	for _, s := range splitList(list) {
 		if strings.EqualFold(s, "all") {
 			return nil, true, nil
 		}
-		found := false
-		for _, st := range jobStates {
-			if strings.EqualFold(s, st[0]) || strings.EqualFold(s, st[1]) {
-				want[st[1]], found = true, true
-			}
+		name, ok := slurm.ParseJobState(s)
+		if !ok {
+			return nil, false, slurmErrorf("Invalid job state specified: %s\nValid job states include: %s", s, strings.Join(slurm.JobStateNames(), ","))
 		}
-		if !found {
-			names := make([]string, len(jobStates))
-			for i, st := range jobStates {
-				names[i] = st[1]
-			}
-			slices.Sort(names)
-			return nil, false, slurmErrorf("Invalid job state specified: %s\nValid job states include: %s", s, strings.Join(names, ","))
-		}
+		want[name] = true
 	}
 	return want, false, nil
 }
@@ -115,22 +94,18 @@ type jobSel struct {
 	task int
 }
 
-// parseJobList parses -j's comma list of job ids: N or N_M.
+// parseJobList parses -j's comma list of job references (slurm.ParseJobRef),
+// N or N_M; an error is worded as squeue words it.
 func parseJobList(list string) ([]jobSel, error) {
 	var ids []jobSel
 	for _, s := range splitList(list) {
-		head, task, isElement := strings.Cut(s, "_")
-		id, err := strconv.ParseUint(head, 10, 64)
-		if err != nil || id == 0 {
+		r, err := slurm.ParseJobRef(s)
+		if err != nil || r.List {
 			return nil, slurmErrorf("Invalid job id: %s", s)
 		}
-		sel := jobSel{id: id, task: -1}
-		if isElement {
-			t, err := strconv.Atoi(task)
-			if err != nil || t < 0 || t >= cluster.MaxArrayIndex {
-				return nil, slurmErrorf("Invalid job id: %s", s)
-			}
-			sel.task = t
+		sel := jobSel{id: r.ID, task: -1}
+		if r.Tasks != nil {
+			sel.task = r.Tasks[0]
 		}
 		ids = append(ids, sel)
 	}
@@ -242,27 +217,27 @@ func runSqueue(ctx context.Context, g *globalFlags, args []string, stdout, stder
 	}
 	q := squeueQuery{format: os.Getenv("SQUEUE_FORMAT"), format2: os.Getenv("SQUEUE_FORMAT2")}
 	for _, v := range vals {
-		switch v.opt.long {
+		switch v.Opt.Long {
 		case "user":
-			q.users = append(q.users, resolveUsers(v.value)...)
+			q.users = append(q.users, resolveUsers(v.Value)...)
 		case "me":
 			q.users = append(q.users, currentIdentity().User)
 		case "states":
-			if q.states, q.allStates, err = parseStates(v.value); err != nil {
+			if q.states, q.allStates, err = parseStates(v.Value); err != nil {
 				return err
 			}
 		case "jobs":
-			if q.ids, err = parseJobList(v.value); err != nil {
+			if q.ids, err = parseJobList(v.Value); err != nil {
 				return err
 			}
 		case "name":
-			q.names = append(q.names, splitList(v.value)...)
+			q.names = append(q.names, splitList(v.Value)...)
 		case "nodelist":
-			if q.nodes, err = expandNodeFilter(v.value); err != nil {
+			if q.nodes, err = expandNodeFilter(v.Value); err != nil {
 				return err
 			}
 		case "partition":
-			q.parts = append(q.parts, splitList(v.value)...)
+			q.parts = append(q.parts, splitList(v.Value)...)
 		case "noheader":
 			q.noHeader = true
 		case "long":
@@ -270,9 +245,9 @@ func runSqueue(ctx context.Context, g *globalFlags, args []string, stdout, stder
 		case "array":
 			q.array = true
 		case "format":
-			q.format, q.format2 = v.value, ""
+			q.format, q.format2 = v.Value, ""
 		case "Format":
-			q.format2, q.format = v.value, ""
+			q.format2, q.format = v.Value, ""
 		}
 	}
 	c, err := g.client()
@@ -399,7 +374,7 @@ var squeueFields = []squeueField{
 	}},
 	{'j', "name", "NAME", func(j api.Job, _ slurmView) string { return j.Name }},
 	{'u', "username", "USER", func(j api.Job, _ slurmView) string { return j.User }},
-	{'t', "statecompact", "ST", func(j api.Job, _ slurmView) string { return cmp.Or(stateCodes[j.State], j.State) }},
+	{'t', "statecompact", "ST", func(j api.Job, _ slurmView) string { return slurm.JobStateCode(j.State) }},
 	{'T', "state", "STATE", func(j api.Job, _ slurmView) string { return j.State }},
 	{'M', "timeused", "TIME", func(j api.Job, v slurmView) string { return slurm.FormatElapsed(elapsed(j, v.now)) }},
 	{'l', "timelimit", "TIME_LIMIT", func(j api.Job, _ slurmView) string {

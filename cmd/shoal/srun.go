@@ -44,9 +44,9 @@ func runSrun(ctx context.Context, g *globalFlags, args []string, stdout, stderr 
 	if jobEnv == "" {
 		return runOwnJob(ctx, g, opts, rest, stdout, stderr)
 	}
-	job, err := strconv.ParseUint(jobEnv, 10, 64)
+	job, err := slurm.ParseJobID(jobEnv)
 	if err != nil {
-		return 1, fmt.Errorf("SLURM_JOB_ID %q: want a job id", jobEnv)
+		return 1, fmt.Errorf("SLURM_JOB_ID: %w", err)
 	}
 	inc, _ := strconv.ParseUint(os.Getenv("SHOAL_INCARNATION"), 10, 64)
 	spec, err := stepSpec(opts, rest)

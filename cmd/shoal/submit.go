@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,6 +20,28 @@ import (
 const submitRetry = 30 * time.Second
 
 func newSubmitCmd(g *globalFlags) *cobra.Command {
+	return submitCmd(func(cmd *cobra.Command, req api.SubmitRequest, parsable bool) error {
+		c, err := g.client()
+		if err != nil {
+			return err
+		}
+		res, err := c.Submit(cmd.Context(), req, submitRetry)
+		if err != nil {
+			return err
+		}
+		printWarnings("shoal submit", res.Warnings)
+		if parsable {
+			fmt.Println(res.ID)
+		} else {
+			fmt.Printf("Submitted job %d\n", res.ID)
+		}
+		return nil
+	})
+}
+
+// submitCmd is shoal submit: its flags make a request, which send
+// submits (a test passes its own send).
+func submitCmd(send func(cmd *cobra.Command, req api.SubmitRequest, parsable bool) error) *cobra.Command {
 	var (
 		req        api.SubmitRequest
 		timeLimit  string
@@ -31,6 +54,7 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 		memPerCPU  string
 		memPerGPU  string
 		gpus       int
+		nodes      string
 		noEnv      bool
 		nodeSet    nodeSetFlags
 	)
@@ -44,6 +68,9 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 				return fmt.Errorf("command: empty, want `shoal submit [flags] -- COMMAND [ARGS...]`")
 			}
 			req.Command = args
+			if err := submitNodes(cmd, nodes, &req); err != nil {
+				return err
+			}
 			if err := checkCounts(cmd, req); err != nil {
 				return err
 			}
@@ -90,14 +117,11 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 			}
 			if gpus > 0 {
 				req.GPUOption = cluster.GPUOptionTotal
-				if cmd.Flags().Changed("nodes") {
-					if gpus%req.Nodes != 0 {
-						return fmt.Errorf("--gpus %d on %d nodes: want a multiple of the node count, or --gpus-per-node", gpus, req.Nodes)
-					}
-					req.GPUsPerNode = gpus / req.Nodes
-				} else {
-					req.GPUsTotal = gpus
+				perNode, total, err := splitGPUs(gpus, req.Nodes, cmd.Flags().Changed("nodes"))
+				if err != nil {
+					return err
 				}
+				req.GPUsPerNode, req.GPUsTotal = perNode, total
 			}
 			if switches != "" {
 				sw, err := slurm.ParseSwitches(switches)
@@ -109,12 +133,9 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 			if err := nodeSet.apply(&req); err != nil {
 				return err
 			}
-			if req.WorkDir == "" {
-				wd, err := os.Getwd()
-				if err != nil {
-					return fmt.Errorf("--chdir: not given and the current directory is unknown: %w", err)
-				}
-				req.WorkDir = wd
+			var err error
+			if req.WorkDir, err = workDir(req.WorkDir); err != nil {
+				return err
 			}
 			if !noEnv {
 				// Like sbatch's default --export=ALL.
@@ -123,27 +144,13 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 			if req.RequestID == "" {
 				req.RequestID = newRequestID()
 			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			res, err := c.Submit(cmd.Context(), req, submitRetry)
-			if err != nil {
-				return err
-			}
-			printWarnings("shoal submit", res.Warnings)
-			if parsable {
-				fmt.Println(res.ID)
-			} else {
-				fmt.Printf("Submitted job %d\n", res.ID)
-			}
-			return nil
+			return send(cmd, req, parsable)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&req.Name, "name", "J", "", "job name (default: the command's base name)")
 	nodeSet.add(cmd)
-	f.IntVarP(&req.Nodes, "nodes", "N", 1, "number of nodes, all allocated at once")
+	f.StringVarP(&nodes, "nodes", "N", "1", "number of nodes, all allocated at once; MIN-MAX: start on as many as are free, at least MIN (as sbatch -N)")
 	f.IntVar(&req.GPUsPerNode, "gpus-per-node", 0, "GPUs on each node")
 	f.IntVar(&req.TasksPerNode, "ntasks-per-node", 1, "ranks started on each node")
 	f.IntVarP(&req.CPUsPerTask, "cpus-per-task", "c", 1, "CPUs per rank (exported as SLURM_CPUS_PER_TASK)")
@@ -189,6 +196,22 @@ func queueFlags(req *api.SubmitRequest, array, dependency string) error {
 		}
 		req.Dependency = cluster.DependencyFromSlurm(d)
 	}
+	return nil
+}
+
+// submitNodes reads --nodes as sbatch reads -N (slurm.ParseNodes, then
+// nodeRange): N, or MIN-MAX for an elastic job. A count below 1 keeps
+// the wording of checkCounts.
+func submitNodes(cmd *cobra.Command, v string, req *api.SubmitRequest) error {
+	n, err := strconv.Atoi(v)
+	if err == nil && n < 1 {
+		return fmt.Errorf("--nodes %d: want at least 1", n)
+	}
+	lo, hi, err := slurm.ParseNodes(v)
+	if err != nil {
+		return err
+	}
+	req.Nodes, req.NodesMax = nodeRange(slurm.Nodes{Min: lo, Max: hi}, cmd.Flags().Changed("nodes"))
 	return nil
 }
 

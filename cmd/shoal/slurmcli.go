@@ -1,0 +1,133 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/shoal-sched/shoal/slurm"
+)
+
+// This file holds what the Slurm query commands (squeue, scancel, sinfo,
+// sacct, sprio) share: their command lines go through slurm.Getopt (with
+// GNU's argument permutation) and their -o formats through scanFormat.
+
+// cliArgs parses a query command's arguments and prints a usage error as
+// the command does; the returned error then only carries the exit code.
+// An option Shoal refuses is an error naming it.
+func cliArgs(cmd string, opts []slurm.Option, args []string, stderr io.Writer) ([]slurm.OptValue, []string, error) {
+	vals, rest, err := parseCLI(cmd, opts, args)
+	if err != nil {
+		fmt.Fprintln(stderr, err.Error())
+		fmt.Fprintf(stderr, "Try \"%s --help\" for more information\n", cmd)
+		return nil, nil, exitCode(1)
+	}
+	for _, v := range vals {
+		if v.Opt.Unsupported != "" {
+			return nil, nil, fmt.Errorf("--%s: not supported by Shoal yet: %s", v.Opt.Long, v.Opt.Unsupported)
+		}
+	}
+	return vals, rest, nil
+}
+
+// parseCLI scans a query command's arguments: the options in the order
+// given, and the operands. An error is a *slurm.UsageError worded as the
+// command prints it ("squeue: unrecognized option '--bogus'").
+func parseCLI(cmd string, opts []slurm.Option, args []string) ([]slurm.OptValue, []string, error) {
+	var vals []slurm.OptValue
+	rest, err := slurm.Getopt(opts, args, slurm.Permute, func(v slurm.OptValue) error {
+		vals = append(vals, v)
+		return nil
+	})
+	var ue *slurm.UsageError
+	if errors.As(err, &ue) {
+		prefixed := *ue
+		prefixed.Msg = cmd + ": " + ue.Msg
+		return nil, nil, &prefixed
+	}
+	return vals, rest, err
+}
+
+// splitList splits a comma-separated option value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// slurmError is an error worded as the Slurm command words it
+// (capitalized: "Invalid job id specified").
+type slurmError struct{ msg string }
+
+func (e *slurmError) Error() string { return e.msg }
+
+func slurmErrorf(format string, args ...any) error {
+	return &slurmError{fmt.Sprintf(format, args...)}
+}
+
+// formatSpec is one "%[.][#][width]letter" field of a Slurm -o format, as
+// squeue and sinfo take them.
+type formatSpec struct {
+	right  bool // ".": right-aligned
+	auto   bool // "#" (sinfo): as wide as the widest value
+	width  int  // 0: as wide as the value
+	letter byte // 0 when the format ends before one
+	raw    string
+}
+
+// scanFormat splits a Slurm -o format into literal text ("%%" is a "%")
+// and field specifications, handing each to text or spec in order; the
+// commands differ only in what they do with a letter they do not know.
+// allowAuto says whether "#" is syntax (sinfo) or a letter (squeue).
+func scanFormat(format string, allowAuto bool, text func(string), spec func(formatSpec) error) error {
+	var lit strings.Builder
+	flush := func() {
+		if lit.Len() > 0 {
+			text(lit.String())
+			lit.Reset()
+		}
+	}
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			lit.WriteByte(format[i])
+			continue
+		}
+		if i+1 < len(format) && format[i+1] == '%' {
+			lit.WriteByte('%')
+			i++
+			continue
+		}
+		var f formatSpec
+		j := i + 1
+		if j < len(format) && format[j] == '.' {
+			f.right = true
+			j++
+		}
+		if allowAuto && j < len(format) && format[j] == '#' {
+			f.auto = true
+			j++
+		}
+		for j < len(format) && format[j] >= '0' && format[j] <= '9' && f.width < 1<<20 {
+			f.width = f.width*10 + int(format[j]-'0')
+			j++
+		}
+		if j < len(format) {
+			f.letter = format[j]
+			f.raw = format[i : j+1]
+		} else {
+			f.raw = format[i:]
+		}
+		flush()
+		if err := spec(f); err != nil {
+			return err
+		}
+		i = j
+	}
+	flush()
+	return nil
+}
