@@ -3,13 +3,17 @@
 // process, the one every machine of a cluster runs.
 //
 // Every control loop here is gather → decide → act: take a consistent FSM
-// view, call a pure function (placement.Place, consensus.PlanVoters), and
-// Apply the result through raft in bounded batches. Only the middle step
-// holds logic, and it lives in the pure packages.
+// view, call a pure function (leader.Pass and leader.Preemption for the
+// scheduling pass, leader.ExpiredLeases, consensus.PlanVoters,
+// worker.Reconcile and worker.Exits for this node's tasks), and Apply the
+// result through raft in bounded batches. Only the middle step holds
+// logic, and it lives in the pure packages. A node's own loops reach the
+// leader through one function, callLeader (locally when it leads).
 //
 // Leader-only loops (scheduling, leases, voter reconciliation) are started
 // when this node gains leadership and stopped, and waited for, when it
-// loses it. Loops every node runs (heartbeats, the executor driver, exit
+// loses it. A replica that diverged (its FSM could not apply a committed
+// entry) never leads: elected, it hands leadership over. Loops every node runs (heartbeats, the executor driver, exit
 // reports, bootstrap) live as long as the agent.
 //
 // Leases. An agent renews its lease by a heartbeat to the leader every

@@ -33,13 +33,15 @@
 //     compares: fifo (that order, first-fit nodes), backfill (EASY backfill,
 //     first fit) and shoal (Place's topology preferences with EASY
 //     backfill); backfill reads the jobs' time limits, recorded by the View.
-//     Options.Order replaces ID order with another (the leader passes the
-//     multifactor priority order of Priorities; see priority.go), and the
+//     Options.Order replaces ID order with another (the leader's pass,
+//     leader.Pass, uses PolicyShoal with the multifactor priority order of
+//     Priorities; see priority.go), and the
 //     reservation then goes to the first job in that order that waits.
 //   - Beyond GPUs a job may be held to: its partition's nodes (View.
-//     WithPartitions), its node set (-w, -x, -C, --exclusive), the memory
-//     and CPUs each node must have (checked against the node's size, not
-//     reserved), at most --switches leaves while it may still wait, and
+//     WithPartitions), its node set (-w, -x, -C, --exclusive), the CPUs
+//     and memory it consumes on each node (free CPUs and memory are
+//     tracked like free GPUs, and each decision takes them out too), at
+//     most --switches leaves while it may still wait, and
 //     -N MIN-MAX (the most nodes that fit). Nodes reporting an NVLink
 //     block are grouped by block instead of leaf switch. Victims chooses
 //     preemption victims and EarliestStart answers --test-only, both with

@@ -56,9 +56,11 @@ type Result struct {
 // nodeset.go. See the package doc for the queue policy, and chooseNodes
 // and chooseGPUs for the topology preferences.
 //
-// Place is the agent's policy: the topology preferences of PolicyShoal
-// with strict FIFO and no backfill (Slurm's sched/builtin). now is unused
-// by it. Nil jobs and repeated IDs (after the first) are ignored.
+// Place is the topology preferences of PolicyShoal with strict FIFO and
+// no backfill (Slurm's sched/builtin); the leader schedules with
+// PlaceWith and PolicyShoal (EASY backfill in priority order) instead.
+// now is unused by it. Nil jobs and repeated IDs (after the first) are
+// ignored.
 func Place(v *View, queue []*cluster.Job, now time.Time) Result {
 	return place(v, queue, now, rules{topology: true}, false)
 }
