@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/cgroup"
+	"github.com/shoal-sched/shoal/exec/internal/exectest"
 	"github.com/shoal-sched/shoal/exec/task"
 )
 
@@ -41,7 +42,7 @@ func newCgroupExec(t *testing.T, need cgroup.Controller) (*Executor, cgroup.Hier
 		t.Fatal(err)
 	}
 	e, err := New(t.Context(), Config{DataDir: t.TempDir(), NodeName: "n2", KillWait: time.Second, KillGrace: time.Second,
-		Logger: testLogger(t), Cgroup: &r, HostCPUs: cgroup.Canonical(host), TaskPidsMax: 256})
+		Logger: exectest.Logger(t), Cgroup: &r, HostCPUs: cgroup.Canonical(host), TaskPidsMax: 256})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

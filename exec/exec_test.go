@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,21 +13,18 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec/internal/exectest"
 	"github.com/shoal-sched/shoal/exec/task"
 )
 
 // waitBound bounds every wait for a real process in these tests.
 const waitBound = 20 * time.Second
 
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
 // newTestExec opens an executor on dir and makes sure, also when the test
 // fails, that every task it started is killed and reaped.
 func newTestExec(t *testing.T, dir string, grace time.Duration) *Executor {
 	t.Helper()
-	e, err := New(t.Context(), Config{DataDir: dir, NodeName: "n2", KillWait: grace, KillGrace: grace, Logger: testLogger(t)})
+	e, err := New(t.Context(), Config{DataDir: dir, NodeName: "n2", KillWait: grace, KillGrace: grace, Logger: exectest.Logger(t)})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

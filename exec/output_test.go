@@ -10,43 +10,14 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec/internal/exectest"
 	"github.com/shoal-sched/shoal/exec/task"
 )
-
-// nobody is the unprivileged user these tests open files and run tasks as.
-var nobody = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{65534}}
-
-// userDir is a new directory nobody can write in, outside t.TempDir
-// (whose parent is root's alone).
-func userDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "shoal-output-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// secret writes a file only root may read or write.
-func secret(t *testing.T, dir, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, "secret")
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-const secretText = "root:$6$secret-hash:19000:0:99999:7:::\n"
 
 // TestReadLogVerifies writes an output file as a task would, then changes
 // what its path names in each way a job could, and reads it back.
 func TestReadLogVerifies(t *testing.T) {
-	mustBeRoot(t)
+	exectest.MustBeRoot(t)
 	tests := []struct {
 		name    string
 		swap    func(t *testing.T, path, secret string)
@@ -67,7 +38,7 @@ func TestReadLogVerifies(t *testing.T) {
 			replace(t, path, func(tmp string) error { return os.Link(sec, tmp) })
 		}, wantErr: os.ErrPermission},
 		{name: "another file", swap: func(t *testing.T, path, _ string) {
-			replace(t, path, func(tmp string) error { return os.WriteFile(tmp, []byte(secretText), 0o644) })
+			replace(t, path, func(tmp string) error { return os.WriteFile(tmp, []byte(exectest.SecretText), 0o644) })
 		}, wantErr: ErrReplaced},
 		{name: "a FIFO", swap: func(t *testing.T, path, _ string) {
 			replace(t, path, func(tmp string) error { return syscall.Mkfifo(tmp, 0o666) })
@@ -80,10 +51,10 @@ func TestReadLogVerifies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := userDir(t)
-			sec := secret(t, dir, secretText)
+			dir := exectest.UserDir(t)
+			sec := exectest.Secret(t, dir, exectest.SecretText)
 			path := filepath.Join(dir, "slurm-1.out")
-			f, o, err := task.OpenOutput("stdout", path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, nobody)
+			f, o, err := task.OpenOutput("stdout", path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, exectest.Nobody)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -179,10 +150,10 @@ func TestReadLogBirth(t *testing.T) {
 // user, so one the user cannot read (made root's and 0600 since) is not
 // returned even though it is the same inode.
 func TestReadLogAsUser(t *testing.T) {
-	mustBeRoot(t)
-	dir := userDir(t)
+	exectest.MustBeRoot(t)
+	dir := exectest.UserDir(t)
 	path := filepath.Join(dir, "out")
-	f, o, err := task.OpenOutput("stdout", path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, nobody)
+	f, o, err := task.OpenOutput("stdout", path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, exectest.Nobody)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,8 +231,8 @@ func TestReadLogRecords(t *testing.T) {
 // may write.
 func userBatch(t *testing.T, id cluster.JobID, script string) Launch {
 	l := batchLaunch(t, id, script)
-	l.Spec.WorkDir = userDir(t)
-	l.Spec.User, l.Spec.UID, l.Spec.GID = "nobody", int(nobody.Uid), int(nobody.Gid)
+	l.Spec.WorkDir = exectest.UserDir(t)
+	l.Spec.User, l.Spec.UID, l.Spec.GID = "nobody", int(exectest.Nobody.Uid), int(exectest.Nobody.Gid)
 	return l
 }
 
@@ -269,12 +240,12 @@ func userBatch(t *testing.T, id cluster.JobID, script string) Launch {
 // root file as its output fails to start, leaves the file alone, and its
 // logs say why without a byte of the file.
 func TestBatchOutputRootFile(t *testing.T) {
-	mustBeRoot(t)
+	exectest.MustBeRoot(t)
 	e := newTestExec(t, t.TempDir(), time.Second)
 	for i, target := range []string{"secret", "link"} {
 		job := cluster.JobID(60 + i)
 		l := userBatch(t, job, "#!/bin/sh\necho pwned\n")
-		sec := secret(t, l.Spec.WorkDir, secretText)
+		sec := exectest.Secret(t, l.Spec.WorkDir, exectest.SecretText)
 		out := sec
 		if target == "link" { // a link the user planted to the root file
 			out = filepath.Join(l.Spec.WorkDir, "out")
@@ -290,7 +261,7 @@ func TestBatchOutputRootFile(t *testing.T) {
 		if x := waitExit(t, e, job); x.Cause != task.CauseStartFail {
 			t.Errorf("%s: exit %+v; want cause start", target, x)
 		}
-		if got := readFile(t, sec); got != secretText {
+		if got := exectest.ReadFile(t, sec); got != exectest.SecretText {
 			t.Errorf("%s: the root file became %q", target, got)
 		}
 		files, err := e.LogFiles(job)
@@ -312,7 +283,7 @@ func TestBatchOutputRootFile(t *testing.T) {
 // TestBatchOutputSwapped: the output file of a finished job is replaced
 // with a link to a root file, then with a copy of it: neither is read.
 func TestBatchOutputSwapped(t *testing.T) {
-	mustBeRoot(t)
+	exectest.MustBeRoot(t)
 	e := newTestExec(t, t.TempDir(), time.Second)
 	l := userBatch(t, 62, "#!/bin/sh\necho \"mine $(id -u)\"\n")
 	out := filepath.Join(l.Spec.WorkDir, "slurm-62.out")
@@ -327,16 +298,16 @@ func TestBatchOutputSwapped(t *testing.T) {
 		t.Fatalf("output = %q; want the task's", got)
 	}
 	var st syscall.Stat_t
-	if err := syscall.Stat(out, &st); err != nil || st.Uid != nobody.Uid {
+	if err := syscall.Stat(out, &st); err != nil || st.Uid != exectest.Nobody.Uid {
 		t.Errorf("output file owner %d (%v); want the job's user", st.Uid, err)
 	}
-	sec := secret(t, l.Spec.WorkDir, secretText)
+	sec := exectest.Secret(t, l.Spec.WorkDir, exectest.SecretText)
 	for _, swap := range []func(tmp string) error{
 		func(tmp string) error { return os.Symlink(sec, tmp) },
 		// A new file, readable by the user, perhaps on the inode number
 		// the task's file freed (ext4 hands it out again at once).
-		func(tmp string) error { return os.WriteFile(tmp, []byte(secretText), 0o644) },
-		func(tmp string) error { return os.WriteFile(tmp, []byte(secretText), 0o600) },
+		func(tmp string) error { return os.WriteFile(tmp, []byte(exectest.SecretText), 0o644) },
+		func(tmp string) error { return os.WriteFile(tmp, []byte(exectest.SecretText), 0o600) },
 	} {
 		replace(t, out, swap)
 		files, err := e.LogFiles(62)

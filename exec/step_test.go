@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec/internal/exectest"
 	"github.com/shoal-sched/shoal/exec/task"
 )
 
@@ -45,15 +46,6 @@ func withStep(l Launch, id, first int, script string) Launch {
 	return l
 }
 
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func TestBatchScript(t *testing.T) {
 	e := newTestExec(t, t.TempDir(), time.Second)
 	out := filepath.Join(t.TempDir(), "slurm-20.out")
@@ -78,7 +70,7 @@ func TestBatchScript(t *testing.T) {
 		t.Errorf("exit = %+v; want code 3 cause exit step NoStep", x)
 	}
 	want := "out 2 a b c 0 BATCH " + l.Spec.WorkDir + "\nerr\n"
-	if got := readFile(t, out); got != want {
+	if got := exectest.ReadFile(t, out); got != want {
 		t.Errorf("output = %q; want %q", got, want)
 	}
 	files, err := e.LogFiles(20)
@@ -123,10 +115,10 @@ func TestBatchOutputModes(t *testing.T) {
 		if mode == "append" {
 			wantOut, wantErr = "old\nnew\n", "old\nbad\n"
 		}
-		if got := readFile(t, out); got != wantOut {
+		if got := exectest.ReadFile(t, out); got != wantOut {
 			t.Errorf("mode %q: stdout = %q; want %q", mode, got, wantOut)
 		}
-		if got := readFile(t, errf); got != wantErr {
+		if got := exectest.ReadFile(t, errf); got != wantErr {
 			t.Errorf("mode %q: stderr = %q; want %q", mode, got, wantErr)
 		}
 		files, _ := e.LogFiles(job)
@@ -162,7 +154,7 @@ func TestStep(t *testing.T) {
 	var got []string
 	for _, f := range files {
 		if f.Step == 0 && f.Stream == "stdout" {
-			got = append(got, readFile(t, f.Path))
+			got = append(got, exectest.ReadFile(t, f.Path))
 		}
 	}
 	var want []string
@@ -291,7 +283,7 @@ func TestBatchScriptAsUser(t *testing.T) {
 	if x := waitExit(t, e, 33); x.ExitCode != 0 {
 		t.Fatalf("exit = %+v", x)
 	}
-	if got := readFile(t, l.Stdout); got != "65534:65534 nobody\n" {
+	if got := exectest.ReadFile(t, l.Stdout); got != "65534:65534 nobody\n" {
 		t.Errorf("output = %q; want %q", got, "65534:65534 nobody\n")
 	}
 	if fi, err := os.Stat(l.Stdout); err != nil || fileUID(fi) != 65534 {
@@ -313,7 +305,7 @@ func TestBatchScriptAsUser(t *testing.T) {
 	if x := waitExit(t, e, 34); x.Cause != task.CauseStartFail {
 		t.Errorf("exit = %+v; want cause start", x)
 	}
-	if got := readFile(t, rootFile); got != "keep\n" {
+	if got := exectest.ReadFile(t, rootFile); got != "keep\n" {
 		t.Errorf("root-only file = %q; want it untouched", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoal-sched/shoal/exec/internal/exectest"
 	"github.com/shoal-sched/shoal/exec/task"
 )
 
@@ -35,7 +36,7 @@ func rankPID(t *testing.T, path string) (int, uint64) {
 // run it again, and gets its exit when it ends by itself.
 func TestDetachAndReattach(t *testing.T) {
 	dir := t.TempDir()
-	e1, err := New(t.Context(), Config{DataDir: dir, NodeName: "n2", KillWait: time.Second, Logger: testLogger(t)})
+	e1, err := New(t.Context(), Config{DataDir: dir, NodeName: "n2", KillWait: time.Second, Logger: exectest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestWatchdogFencesWithoutRenewal(t *testing.T) {
 	const ttl = 600 * time.Millisecond
 	dir := t.TempDir()
 	e, err := New(t.Context(), Config{DataDir: dir, NodeName: "n2", KillWait: 10 * time.Second,
-		KillGrace: 300 * time.Millisecond, LeaseTTL: ttl, Logger: testLogger(t)})
+		KillGrace: 300 * time.Millisecond, LeaseTTL: ttl, Logger: exectest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestWatchdogFencesWithoutRenewal(t *testing.T) {
 // lease at all fences at once rather than run unguarded.
 func TestWatchdogFencesWithoutLeaseRecord(t *testing.T) {
 	e, err := New(t.Context(), Config{DataDir: t.TempDir(), NodeName: "n2", KillWait: time.Second,
-		KillGrace: 300 * time.Millisecond, LeaseTTL: time.Hour, Logger: testLogger(t)})
+		KillGrace: 300 * time.Millisecond, LeaseTTL: time.Hour, Logger: exectest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

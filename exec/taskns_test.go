@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoal-sched/shoal/exec/internal/exectest"
 	"github.com/shoal-sched/shoal/exec/stepd"
 	"github.com/shoal-sched/shoal/exec/task"
 )
@@ -23,7 +24,7 @@ func TestTaskNamespace(t *testing.T) {
 	requireRoot(t)
 	before := hostsMounts(t)
 	e, err := New(t.Context(), Config{DataDir: t.TempDir(), NodeName: "n2", KillWait: time.Second, KillGrace: time.Second,
-		Logger: testLogger(t), TaskNamespace: []string{os.Args[0], stepd.TaskNamespaceCommand}})
+		Logger: exectest.Logger(t), TaskNamespace: []string{os.Args[0], stepd.TaskNamespaceCommand}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,27 +140,15 @@ func hostsMounts(t *testing.T) int {
 	return n
 }
 
-// mustBeRoot fails a test that needs root to act as another user; only
-// -short skips it.
-func mustBeRoot(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("needs root to act as another user (-short)")
-	}
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root to act as another user: run as root, or with -short")
-	}
-}
-
 // TestTaskNamespaceHelperEnv runs a stand-in for the task namespace
 // helper that saves its own environment: the helper runs as root, and
 // must not get the job's LD_PRELOAD, LD_LIBRARY_PATH or GODEBUG.
 func TestTaskNamespaceHelperEnv(t *testing.T) {
-	mustBeRoot(t)
+	exectest.MustBeRoot(t)
 	saved := filepath.Join(t.TempDir(), "helper.environ")
 	helper := []string{"/bin/sh", "-c", `cat /proc/$$/environ >` + saved}
 	e, err := New(t.Context(), Config{DataDir: t.TempDir(), NodeName: "n2", KillWait: time.Second, KillGrace: time.Second,
-		Logger: testLogger(t), TaskNamespace: helper})
+		Logger: exectest.Logger(t), TaskNamespace: helper})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +166,7 @@ func TestTaskNamespaceHelperEnv(t *testing.T) {
 	if x := waitExit(t, e, 63); x.ExitCode != 0 {
 		t.Fatalf("exit %+v", x)
 	}
-	env := strings.Split(strings.TrimRight(readFile(t, saved), "\x00"), "\x00")
+	env := strings.Split(strings.TrimRight(exectest.ReadFile(t, saved), "\x00"), "\x00")
 	for _, kv := range env {
 		for _, bad := range []string{"LD_", "GODEBUG=", "GOTRACEBACK=", "JOB_SECRET="} {
 			if strings.HasPrefix(kv, bad) {

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/shoal-sched/shoal/exec/internal/exectest"
 	"github.com/shoal-sched/shoal/exec/task"
 )
 
@@ -84,7 +85,7 @@ func TestHostsContent(t *testing.T) {
 	got := string(hostsContent([]task.Host{
 		{Name: "n1", Addr: "127.0.0.1"}, {Name: "n2", Addr: "10.0.0.2"}, {Name: "v6", Addr: "fd00::2"},
 		{Name: "bad", Addr: "host.example"}, {Name: "a b", Addr: "10.0.0.3"}, {Name: "", Addr: "10.0.0.4"},
-	}, testLogger(t)))
+	}, exectest.Logger(t)))
 	for _, want := range []string{"127.0.0.1\tlocalhost\n", "127.0.0.1\tn1\n", "10.0.0.2\tn2\n", "fd00::2\tv6\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("hosts file lacks %q:\n%s", want, got)
@@ -121,7 +122,7 @@ func TestInTaskNamespaceCmd(t *testing.T) {
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}}
 	orig := cmd.SysProcAttr
 	hosts := []task.Host{{Name: "n1", Addr: "10.0.0.1"}}
-	release, err := inTaskNamespace(cmd, []string{"/bin/shoal", "__x"}, "n1", dir, hosts, testLogger(t))
+	release, err := inTaskNamespace(cmd, []string{"/bin/shoal", "__x"}, "n1", dir, hosts, exectest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,12 +162,12 @@ func TestInTaskNamespaceCmd(t *testing.T) {
 		!slices.Equal(got.argv, []string{"/dev/fd/3", "/dev/fd/3", "a b"}) {
 		t.Errorf("the helper reads back %+v, %v", got, err)
 	}
-	if data := readFile(t, filepath.Join(dir, task.HostsFile)); !strings.Contains(data, "10.0.0.1\tn1\n") {
+	if data := exectest.ReadFile(t, filepath.Join(dir, task.HostsFile)); !strings.Contains(data, "10.0.0.1\tn1\n") {
 		t.Errorf("hosts file = %q", data)
 	}
 
 	plain := &osexec.Cmd{Path: "/bin/true", Args: []string{"true"}}
-	if _, err := inTaskNamespace(plain, nil, "n1", dir, hosts, testLogger(t)); err != nil || plain.Path != "/bin/true" ||
+	if _, err := inTaskNamespace(plain, nil, "n1", dir, hosts, exectest.Logger(t)); err != nil || plain.Path != "/bin/true" ||
 		len(plain.Args) != 1 || plain.SysProcAttr != nil || plain.Env != nil || plain.ExtraFiles != nil {
 		t.Errorf("without a helper the command changed: %+v, %v", plain, err)
 	}

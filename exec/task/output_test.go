@@ -6,12 +6,14 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/shoal-sched/shoal/exec/internal/exectest"
 )
 
 func TestOpenOutputFile(t *testing.T) {
-	mustBeRoot(t)
-	dir := userDir(t)
-	sec := secret(t, dir, secretText)
+	exectest.MustBeRoot(t)
+	dir := exectest.UserDir(t)
+	sec := exectest.Secret(t, dir, exectest.SecretText)
 	link := filepath.Join(dir, "link")
 	if err := os.Symlink(sec, link); err != nil {
 		t.Fatal(err)
@@ -24,12 +26,12 @@ func TestOpenOutputFile(t *testing.T) {
 		wantErr string // "" : opened
 		owner   uint32 // of a file opened
 	}{
-		{name: "new file as the user", path: filepath.Join(dir, "out"), cred: nobody, owner: 65534},
+		{name: "new file as the user", path: filepath.Join(dir, "out"), cred: exectest.Nobody, owner: 65534},
 		{name: "new file as the agent", path: filepath.Join(dir, "own"), owner: 0},
-		{name: "root's file as the user", path: sec, cred: nobody, wantErr: "as uid 65534: open " + sec + ": permission denied"},
-		{name: "the shadow file as the user", path: "/etc/shadow", cred: nobody, wantErr: "permission denied"},
-		{name: "in a directory the user cannot enter", path: filepath.Join(rootDir, "out"), cred: nobody, wantErr: "permission denied"},
-		{name: "link to root's file as the user", path: link, cred: nobody, wantErr: "symbolic link"},
+		{name: "root's file as the user", path: sec, cred: exectest.Nobody, wantErr: "as uid 65534: open " + sec + ": permission denied"},
+		{name: "the shadow file as the user", path: "/etc/shadow", cred: exectest.Nobody, wantErr: "permission denied"},
+		{name: "in a directory the user cannot enter", path: filepath.Join(rootDir, "out"), cred: exectest.Nobody, wantErr: "permission denied"},
+		{name: "link to root's file as the user", path: link, cred: exectest.Nobody, wantErr: "symbolic link"},
 		// Even where the open would be allowed, a link is not followed.
 		{name: "link as the agent", path: link, wantErr: "symbolic link"},
 	}
@@ -65,7 +67,7 @@ func TestOpenOutputFile(t *testing.T) {
 			}
 		})
 	}
-	if got := readFile(t, sec); got != secretText {
+	if got := exectest.ReadFile(t, sec); got != exectest.SecretText {
 		t.Errorf("root's file changed to %q", got)
 	}
 }
