@@ -189,3 +189,25 @@ func writeGolden(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot of a format newer than this build reads (a newer leader's,
+// sent to a replica not yet upgraded) is refused with what to do, never
+// misread, and the state stays as it was.
+func TestNewerSnapshotFormatRefused(t *testing.T) {
+	snap, err := os.ReadFile(goldenSnapFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness()
+	h.must(t, CmdUpsertNode, UpsertNode{Node: gpuNode("n1", 1, "leaf0")})
+	before := mustSnapshotTB(t, h.s)
+	newer := append([]byte{snapshotVersion + 1}, snap[1:]...)
+	err = h.s.Restore(newer)
+	want := fmt.Sprintf("format version %d is newer than this agent reads (%d, protocol v%d): upgrade it", snapshotVersion+1, snapshotVersion, ProtocolVersion)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Restore(format %d) error = %v; want one containing %q", snapshotVersion+1, err, want)
+	}
+	if after := mustSnapshotTB(t, h.s); !bytes.Equal(before, after) {
+		t.Fatal("a refused Restore changed the state")
+	}
+}
