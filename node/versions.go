@@ -18,9 +18,13 @@ import (
 // announces at least the version that introduced the type. Until then
 // the proposal is refused with fsm.ErrUnsupportedByCluster (HTTP 409)
 // and nothing reaches the log, so no older replica meets an entry it
-// cannot apply. A server that is down during the check and comes back
-// older is the one case the gate cannot see: its FSM then stops with
-// "upgrade it" (fsm.ErrUnknownCommand) instead of skipping the entry.
+// cannot apply. The gate sees what gossip holds: a server that is down
+// during the check and comes back older, or one that restarts older
+// (a downgrade) before the others hear its new metadata — immediately for
+// an agent that joins someone, only at the next push/pull for a seed that
+// joins nobody — can still meet a newer entry. Its FSM then stops with
+// "upgrade it" (fsm.ErrUnknownCommand) instead of skipping the entry. An
+// upgrade's stale metadata errs the safe way: refused a little longer.
 
 // checkProtocol is the gate on this leader's proposal of a command of type
 // t: gather the members and the raft configuration, then decide with
