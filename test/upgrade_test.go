@@ -5,12 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/localcluster"
 )
 
@@ -90,5 +95,63 @@ func TestProtocolGateRollingUpgrade(t *testing.T) {
 		if st.Diverged != "" {
 			t.Errorf("%s diverged: %s", ag.Name, st.Diverged)
 		}
+	}
+}
+
+// TestOldReplicaStopsOnUnknownCommand: a replica whose log holds a command
+// type it does not know (written by a newer agent, which the gate failed
+// to see) does not skip it: it stops serving reads and its status says
+// which entry and to upgrade it (DESIGN invariant 5, and "never skip a
+// committed entry silently"). The entry is planted in the raft log of a
+// stopped one-node cluster; on restart the agent commits and applies it.
+func TestOldReplicaStopsOnUnknownCommand(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1})
+	a := c.Agents[0]
+	id := submit(t, a, "--gpus-per-node", "1", "--", "true")
+	waitJob(t, a, id, 60*time.Second)
+	if err := c.Kill(0); err != nil {
+		t.Fatal(err)
+	}
+
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(a.DataDir, "raft", "raft.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := store.LastIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prev raft.Log
+	if err := store.GetLog(last, &prev); err != nil {
+		t.Fatal(err)
+	}
+	unknown := byte(fsm.CmdArchiveJobs) + 1 // the next type a newer agent would add
+	if err := store.StoreLog(&raft.Log{Index: last + 1, Term: prev.Term, Type: raft.LogCommand, Data: []byte{unknown, 0x80}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := c.Restart(0); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("unknown command type %d at index %d: this agent (protocol v%d) is older than the cluster; upgrade it", unknown, last+1, fsm.ProtocolVersion)
+	eventually(t, 30*time.Second, "status to report the divergence", func() error {
+		var st api.Status
+		r := shoal(t, a, "status", "--json")
+		if r.code != 0 {
+			return fmt.Errorf("status: %s", r.stderr)
+		}
+		if err := jsonUnmarshal(r.stdout, &st); err != nil {
+			return err
+		}
+		if !strings.Contains(st.Diverged, want) {
+			return fmt.Errorf("diverged %q; want it to contain %q", st.Diverged, want)
+		}
+		return nil
+	})
+	if r := shoal(t, a, "queue"); r.code == 0 || !strings.Contains(r.stderr, "serves no reads") || !strings.Contains(r.stderr, want) {
+		t.Fatalf("shoal queue on a diverged replica: exit %d, stderr %q; want a refusal saying %q", r.code, r.stderr, want)
 	}
 }
