@@ -72,6 +72,9 @@ func (a *Agent) leadLoop(ctx context.Context) {
 			a.log.Warn("barrier after election", "err", err)
 			continue
 		}
+		if a.handOffIfDiverged(ctx) { // versions.go
+			continue
+		}
 		a.log.Info("became leader", "index", a.state.Index())
 		a.leaderSince.Store(time.Now().UnixNano())
 		// Register (or refresh) ourselves now rather than at the next
@@ -99,7 +102,7 @@ func (a *Agent) apply(ctx context.Context, t fsm.CmdType, body any) (fsm.Result,
 	}
 	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
 	defer cancel()
-	if err := a.checkProtocol(ctx, t); err != nil { // versions.go
+	if err := a.mayPropose(ctx, t); err != nil { // versions.go
 		return fsm.Result{}, err
 	}
 	res, _, err := a.raft.Apply(ctx, data)

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -25,6 +26,37 @@ import (
 // joins nobody — can still meet a newer entry. Its FSM then stops with
 // "upgrade it" (fsm.ErrUnknownCommand) instead of skipping the entry. An
 // upgrade's stale metadata errs the safe way: refused a little longer.
+
+// mayPropose is the check before this agent proposes a command of type t:
+// its own replica must not have diverged (a replica that could not apply
+// an entry, an older one among them, proposes against state it no longer
+// has), and every server must speak t's protocol (checkProtocol).
+func (a *Agent) mayPropose(ctx context.Context, t fsm.CmdType) error {
+	if err := a.state.Diverged(); err != nil {
+		// 500 as for reads (readView): not 503, which clients retry here.
+		return &httpError{http.StatusInternalServerError,
+			fmt.Errorf("propose %s: this agent's replica diverged and proposes nothing; ask another agent: %w", t, err)}
+	}
+	return a.checkProtocol(ctx, t)
+}
+
+// handOffIfDiverged keeps a diverged replica from leading: raft may elect
+// it again after the consensus layer handed leadership away on
+// divergence. It hands leadership on once more and reports true, so the
+// caller starts no leader loop.
+func (a *Agent) handOffIfDiverged(ctx context.Context) bool {
+	derr := a.state.Diverged()
+	if derr == nil {
+		return false
+	}
+	a.log.Error("this replica diverged and will not lead: handing leadership on", "err", derr)
+	tctx, cancel := context.WithTimeout(ctx, applyTimeout)
+	defer cancel()
+	if err := a.raft.TransferLeadership(tctx); err != nil {
+		a.log.Error("hand leadership on from a diverged replica", "err", err)
+	}
+	return true
+}
 
 // checkProtocol is the gate on this leader's proposal of a command of type
 // t: gather the members and the raft configuration, then decide with

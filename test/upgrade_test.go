@@ -154,4 +154,8 @@ func TestOldReplicaStopsOnUnknownCommand(t *testing.T) {
 	if r := shoal(t, a, "queue"); r.code == 0 || !strings.Contains(r.stderr, "serves no reads") || !strings.Contains(r.stderr, want) {
 		t.Fatalf("shoal queue on a diverged replica: exit %d, stderr %q; want a refusal saying %q", r.code, r.stderr, want)
 	}
+	// It leads (it is alone) but proposes nothing.
+	if r := shoal(t, a, "submit", "--gpus-per-node", "1", "--", "true"); r.code == 0 || !strings.Contains(r.stderr, "proposes nothing") || !strings.Contains(r.stderr, want) {
+		t.Fatalf("shoal submit on a diverged replica: exit %d, stderr %q; want a refusal saying %q", r.code, r.stderr, want)
+	}
 }
