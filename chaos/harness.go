@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,8 +80,11 @@ type Agent struct {
 	RaftPort   int
 	GossipPort int
 
-	ns     string // its network namespace, or ""
-	args   []string
+	ns   string // its network namespace, or ""
+	args []string
+	// binary, when set, replaces Options.Binary at its next start
+	// (SetBinary: a rolling upgrade).
+	binary string
 	client *api.Client
 
 	mu     sync.Mutex
@@ -308,12 +312,15 @@ func (h *Harness) startAgent(a *Agent) error {
 	if err != nil {
 		return fmt.Errorf("agent %s: log file: %w", a.Name, err)
 	}
+	a.mu.Lock()
+	bin := cmp.Or(a.binary, h.opts.Binary)
+	a.mu.Unlock()
 	var cmd *osexec.Cmd
 	if a.ns != "" {
 		// ip netns exec execs the agent: the pid is the agent's own.
-		cmd = osexec.Command("ip", append([]string{"netns", "exec", a.ns, h.opts.Binary}, a.args...)...)
+		cmd = osexec.Command("ip", append([]string{"netns", "exec", a.ns, bin}, a.args...)...)
 	} else {
-		cmd = osexec.Command(h.opts.Binary, a.args...)
+		cmd = osexec.Command(bin, a.args...)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group; killed if the harness dies.
@@ -373,6 +380,15 @@ func (h *Harness) Kill(i int) error {
 
 // Restart starts a stopped agent i again from its data dir.
 func (h *Harness) Restart(i int) error { return h.startAgent(h.Agents[i]) }
+
+// SetBinary makes agent i run binary from its next (re)start on: with
+// Kill and Restart, one step of a rolling upgrade.
+func (h *Harness) SetBinary(i int, binary string) {
+	a := h.Agents[i]
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.binary = binary
+}
 
 // Pause stops agent i with SIGSTOP; Resume continues it.
 func (h *Harness) Pause(i int) error {

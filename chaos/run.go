@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,6 +50,13 @@ type Config struct {
 	// Requeue is the share of jobs submitted with --requeue, in (0, 1]
 	// (default 0.5).
 	Requeue float64
+
+	// UpgradeFrom, when set, is an older shoal binary: the agents start on
+	// it and, in place of the drawn faults, are upgraded to Binary one at
+	// a time while the workload runs (kill -9, restart on the same data
+	// dir), Duration/(Nodes+1) apart. The checker then judges the mixed
+	// cluster's history as any other.
+	UpgradeFrom string
 }
 
 // Result is what one seed's run found; `shoal chaos --json` prints these.
@@ -119,7 +127,7 @@ func RunSeed(ctx context.Context, cfg Config, seed uint64) (res Result, err erro
 			res.Dir = ""
 		}
 	}()
-	h, err := Start(ctx, Options{Binary: cfg.Binary, Nodes: cfg.Nodes, Dir: dir, Net: cfg.Net, Log: cfg.Log})
+	h, err := Start(ctx, Options{Binary: cmp.Or(cfg.UpgradeFrom, cfg.Binary), Nodes: cfg.Nodes, Dir: dir, Net: cfg.Net, Log: cfg.Log})
 	if err != nil {
 		return res, fmt.Errorf("seed %d: %w", seed, err)
 	}
@@ -135,6 +143,9 @@ func RunSeed(ctx context.Context, cfg Config, seed uint64) (res Result, err erro
 		log.Warn("loopback mode: network faults left out", "faults", kinds)
 	}
 	plan := Plan(seed, len(h.Agents), kinds, maxFaultsPerRun)
+	if cfg.UpgradeFrom != "" {
+		plan = upgradePlan(len(h.Agents), cfg.Duration)
+	}
 
 	// The leader is sampled for the timeline until the run ends.
 	var lw leaderWatch
@@ -160,14 +171,22 @@ func RunSeed(ctx context.Context, cfg Config, seed uint64) (res Result, err erro
 
 	end := time.Now().Add(cfg.Duration)
 	for _, f := range plan {
-		if ctx.Err() != nil || time.Now().Add(f.Gap).After(end) {
+		// Every upgrade step happens, even past the end: a run that
+		// stopped half-upgraded would not have tested the upgrade.
+		if ctx.Err() != nil || (f.Kind != upgrade && time.Now().Add(f.Gap).After(end)) {
 			break
 		}
 		if err := sleep(ctx, f.Gap); err != nil {
 			break
 		}
 		f.Duration = min(max(f.Duration, cfg.MinFault), time.Until(end))
-		ev, ferr := h.Inject(ctx, f)
+		var ev Event
+		var ferr error
+		if f.Kind == upgrade {
+			ev, ferr = h.upgrade(f.Targets[0], cfg.Binary)
+		} else {
+			ev, ferr = h.Inject(ctx, f)
+		}
 		res.Faults++
 		rctx, cancel := context.WithTimeout(ctx, cfg.RecoverBound)
 		_, herr := h.WaitHealthy(rctx)
@@ -340,4 +359,37 @@ func summarize(res *Result, in Input) {
 		}
 		break
 	}
+}
+
+// upgrade is the step of a rolling upgrade (Config.UpgradeFrom): not a
+// Kind a schedule draws.
+const upgrade Kind = "upgrade"
+
+// upgradePlan upgrades agents 0 to nodes-1 in turn, evenly spread over
+// the run.
+func upgradePlan(nodes int, d time.Duration) []Fault {
+	out := make([]Fault, nodes)
+	for i := range out {
+		out[i] = Fault{Kind: upgrade, Targets: []int{i}, Gap: d / time.Duration(nodes+1)}
+	}
+	return out
+}
+
+// upgrade restarts agent i on binary from its data dir: kill -9 (the
+// harshest way an operator's restart can go), then start.
+func (h *Harness) upgrade(i int, binary string) (Event, error) {
+	a := h.Agents[i]
+	ev := Event{Kind: upgrade, Fault: "upgrade " + a.Name, Targets: []string{a.Name}, Start: time.Now()}
+	h.log.Info("upgrade", "node", a.Name, "binary", binary)
+	err := h.Kill(i)
+	if err == nil {
+		h.SetBinary(i, binary)
+		err = h.Restart(i)
+	}
+	ev.End = time.Now()
+	if err != nil {
+		err = fmt.Errorf("upgrade %s: %w", a.Name, err)
+		ev.Err = err.Error()
+	}
+	return ev, err
 }

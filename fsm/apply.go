@@ -259,6 +259,10 @@ func (s *State) nodeDown(index uint64, c NodeDown) Result {
 	return s.nodeGone(index, c.Node, cluster.NodeDown, c.Time)
 }
 
+func (s *State) nodeLeft(index uint64, c NodeLeft) Result {
+	return s.nodeGone(index, c.Node, cluster.NodeLeft, c.Time)
+}
+
 // nodeGone marks a node down (lease expired) or left (stopped gracefully)
 // and releases what it held, failing or requeueing its running jobs.
 func (s *State) nodeGone(index uint64, name string, status cluster.NodeStatus, at time.Time) Result {

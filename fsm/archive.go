@@ -9,10 +9,6 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 )
 
-// CmdArchiveJobs moves finished jobs out of the live state (numbered with
-// the others: append-only).
-const CmdArchiveJobs CmdType = 26
-
 // MaxArchiveLimit bounds the accounting archive whatever the policy says.
 const MaxArchiveLimit = 10000000
 

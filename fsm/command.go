@@ -10,87 +10,9 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 )
 
-// CmdType is the first byte of every log entry. Types are append-only:
-// never renumber one, and ship a new one only once every voter's gossiped
-// version understands it.
+// CmdType is the first byte of every log entry; the command table
+// (table.go) numbers and names every type.
 type CmdType uint8
-
-const (
-	CmdSubmitJob   CmdType = 1
-	CmdCancelJob   CmdType = 2
-	CmdUpsertNode  CmdType = 3
-	CmdNodeDown    CmdType = 4
-	CmdAllocate    CmdType = 5
-	CmdTaskStarted CmdType = 6
-	CmdTaskExited  CmdType = 7
-	CmdSetReasons  CmdType = 8
-	CmdSetDrain    CmdType = 9
-	CmdNodeLeft    CmdType = 10
-	CmdStartStep   CmdType = 11
-	CmdStepExited  CmdType = 12
-	CmdCancelStep  CmdType = 13
-	CmdSignalJob   CmdType = 14
-	CmdSetHold     CmdType = 15
-	CmdRequeueJob  CmdType = 16
-)
-
-func (t CmdType) String() string {
-	switch t {
-	case CmdSetPolicy:
-		return "SetPolicy"
-	case CmdSubmitJob:
-		return "SubmitJob"
-	case CmdCancelJob:
-		return "CancelJob"
-	case CmdUpsertNode:
-		return "UpsertNode"
-	case CmdNodeDown:
-		return "NodeDown"
-	case CmdAllocate:
-		return "Allocate"
-	case CmdTaskStarted:
-		return "TaskStarted"
-	case CmdTaskExited:
-		return "TaskExited"
-	case CmdSetReasons:
-		return "SetReasons"
-	case CmdSetDrain:
-		return "SetDrain"
-	case CmdNodeLeft:
-		return "NodeLeft"
-	case CmdStartStep:
-		return "StartStep"
-	case CmdStepExited:
-		return "StepExited"
-	case CmdCancelStep:
-		return "CancelStep"
-	case CmdSignalJob:
-		return "SignalJob"
-	case CmdPreemptJob:
-		return "PreemptJob"
-	case CmdSetJobPriority:
-		return "SetJobPriority"
-	case CmdSetHold:
-		return "SetHold"
-	case CmdRequeueJob:
-		return "RequeueJob"
-	case CmdSetClusterCA:
-		return "SetClusterCA"
-	case CmdAddJoinToken:
-		return "AddJoinToken"
-	case CmdUseJoinToken:
-		return "UseJoinToken"
-	case CmdRevokeNode:
-		return "RevokeNode"
-	case CmdSetGossipKeys:
-		return "SetGossipKeys"
-	case CmdRevokeUserToken:
-		return "RevokeUserToken"
-	case CmdArchiveJobs:
-		return "ArchiveJobs"
-	}
-	return fmt.Sprintf("CmdType(%d)", uint8(t))
-}
 
 // SubmitJob adds a job. RequestID deduplicates client retries: a second
 // SubmitJob with a RequestID already seen returns the first job's ID and

@@ -1,10 +1,13 @@
 // Package fsm is Shoal's replicated state machine: the job queue, every
 // allocation, and the node table, changed only by applying committed log
-// entries (the command types in command.go) in index order.
+// entries in index order. table.go is the command table: every type byte,
+// its name, its decode-and-apply function and the protocol version that
+// introduced it.
 //
 // What it owns: the command format and its deterministic Apply; the
-// canonical snapshot format (Snapshot/Restore); the running hash and the
-// snapshot digest that replicas compare (DESIGN invariant 5); immutable
+// protocol versions (which version introduced which command type and
+// snapshot format); the canonical snapshot format (Snapshot/Restore); the
+// running hash and the snapshot digest that replicas compare (DESIGN invariant 5); immutable
 // read views with a change channel for blocking queries.
 //
 // What it must never touch: clocks, randomness, files, the network,
@@ -18,7 +21,8 @@
 //   - Apply is called from one goroutine with strictly increasing indexes
 //     (starting at 1). Every entry, even one refused, advances the index
 //     and the running hash: sum_i = sha256(sum_{i-1} || be64(index) ||
-//     data). A non-increasing index, empty data, an unknown type byte or an
+//     data). A non-increasing index, empty data, an unknown type byte (one a
+//     newer agent wrote: ErrUnknownCommand, "upgrade it") or an
 //     undecodable body marks the replica diverged (Diverged, ErrDiverged);
 //     the caller must then stop serving reads and give up leadership. A
 //     refused command (Result.Err without ErrDiverged) is normal: every

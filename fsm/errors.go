@@ -28,4 +28,12 @@ var (
 	// ErrDiverged: the entry could not be decoded or applied at all. The
 	// replica can no longer be trusted to match the others.
 	ErrDiverged = errors.New("replica diverged: cannot apply log entry")
+	// ErrUnknownCommand: an entry's type byte is not in this build's
+	// command table; Apply wraps it in ErrDiverged.
+	ErrUnknownCommand = errors.New("unknown command type")
+	// ErrUnsupportedByCluster: the leader will not propose a command type
+	// that some raft server does not announce it understands (a rolling
+	// upgrade is not finished). Nothing was proposed; retry once every
+	// server is upgraded.
+	ErrUnsupportedByCluster = errors.New("command not supported by every server of the cluster")
 )

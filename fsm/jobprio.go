@@ -7,10 +7,6 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 )
 
-// CmdSetJobPriority sets or clears a pending job's administrator priority.
-// It is declared here, beside its command.
-const CmdSetJobPriority CmdType = 19
-
 // SetJobPriority is `scontrol update JobId=N Priority=P`: an absolute
 // priority that replaces the job's multifactor one (Priority > 0), or,
 // with Priority 0, a return to the multifactor priority.

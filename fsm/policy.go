@@ -7,10 +7,6 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 )
 
-// CmdSetPolicy replaces the queue policy. It is declared here, beside its
-// command, but numbered with the others: append-only, never renumbered.
-const CmdSetPolicy CmdType = 17
-
 // SetPolicy replaces the replicated queue policy (priority weights,
 // fair-share accounts, QoS levels) every leader orders pending jobs by.
 // The policy must be valid and canonical (cluster.Policy.Validate).

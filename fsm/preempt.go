@@ -7,10 +7,6 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 )
 
-// CmdPreemptJob marks a running job as a preemption victim. It is declared
-// here, beside its command, rather than in command.go's list.
-const CmdPreemptJob CmdType = 18
-
 // PreemptJob starts a victim's grace: the job keeps running until
 // Deadline with its tasks sent SIGTERM (a batch job's script too), then
 // the leader requeues it (RequeueJob) or, without --requeue, cancels it

@@ -11,16 +11,6 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 )
 
-// The security commands, numbered with the others: append-only.
-const (
-	CmdSetClusterCA    CmdType = 20
-	CmdAddJoinToken    CmdType = 21
-	CmdUseJoinToken    CmdType = 22
-	CmdRevokeNode      CmdType = 23
-	CmdSetGossipKeys   CmdType = 24
-	CmdRevokeUserToken CmdType = 25
-)
-
 // Bounds of the security record.
 const (
 	// MaxJoinTokens bounds the live join tokens; expired and used-up ones

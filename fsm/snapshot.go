@@ -10,8 +10,13 @@ import (
 	"github.com/shoal-sched/shoal/wire"
 )
 
-// snapshotVersion is the first byte of every snapshot. Bump it when the
-// body's meaning changes; Restore refuses versions it does not know.
+// snapshotVersion is the first byte of every snapshot (every snapshot
+// ever written has it, so it needs no envelope to be told apart). Bump it
+// when the body's meaning changes, together with ProtocolVersion; Restore
+// refuses versions it does not know. Format 1 is protocol 1's. A leader
+// sends its snapshot to followers, so a new format must only be written
+// once every server announces the protocol that reads it, as for a new
+// command type.
 const snapshotVersion byte = 1
 
 // snapshotBody is the canonical snapshot: no Go maps, records in ascending
@@ -96,7 +101,13 @@ func decodeSnapshot(data []byte) (*State, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("empty, want a version byte and a body")
 	}
-	if data[0] != snapshotVersion {
+	switch {
+	case data[0] > snapshotVersion:
+		// Written by a newer agent: misreading it would silently lose
+		// state, so say what to do instead.
+		return nil, fmt.Errorf("format version %d is newer than this agent reads (%d, protocol v%d): upgrade it",
+			data[0], snapshotVersion, ProtocolVersion)
+	case data[0] != snapshotVersion:
 		return nil, fmt.Errorf("format version %d, want %d", data[0], snapshotVersion)
 	}
 	var body snapshotBody

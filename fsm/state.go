@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/wire"
 )
 
 // Result is what applying one entry decided. Every replica computes the
@@ -131,165 +130,24 @@ func (s *State) apply(index uint64, data []byte) Result {
 		return s.diverge(index, errEmptyCommand)
 	}
 	t, body := CmdType(data[0]), data[1:]
-	switch t {
-	case CmdSetClusterCA:
-		var c SetClusterCA
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.setClusterCA(c)
-	case CmdAddJoinToken:
-		var c AddJoinToken
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.addJoinToken(c)
-	case CmdUseJoinToken:
-		var c UseJoinToken
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.useJoinToken(c)
-	case CmdRevokeNode:
-		var c RevokeNode
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.revokeNode(c)
-	case CmdSetGossipKeys:
-		var c SetGossipKeys
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.setGossipKeys(c)
-	case CmdArchiveJobs:
-		var c ArchiveJobs
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.archiveJobs(c)
-	case CmdRevokeUserToken:
-		var c RevokeUserToken
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.revokeUserToken(c)
-	case CmdSetPolicy:
-		var c SetPolicy
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.setPolicy(index, c)
-	case CmdSubmitJob:
-		var c SubmitJob
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.submit(index, c)
-	case CmdCancelJob:
-		var c CancelJob
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.cancel(index, c)
-	case CmdUpsertNode:
-		var c UpsertNode
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.upsertNode(index, c)
-	case CmdNodeDown:
-		var c NodeDown
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.nodeDown(index, c)
-	case CmdAllocate:
-		var c Allocate
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.allocate(index, c)
-	case CmdTaskStarted:
-		var c TaskStarted
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.taskStarted(index, c)
-	case CmdTaskExited:
-		var c TaskExited
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.taskExited(index, c)
-	case CmdSetReasons:
-		var c SetReasons
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.setReasons(index, c)
-	case CmdNodeLeft:
-		var c NodeLeft
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.nodeGone(index, c.Node, cluster.NodeLeft, c.Time)
-	case CmdSetDrain:
-		var c SetDrain
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.setDrain(index, c)
-	case CmdStartStep:
-		var c StartStep
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.startStep(index, c)
-	case CmdStepExited:
-		var c StepExited
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.stepExited(index, c)
-	case CmdCancelStep:
-		var c CancelStep
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.cancelStep(index, c)
-	case CmdSignalJob:
-		var c SignalJob
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.signalJob(index, c)
-	case CmdSetJobPriority:
-		var c SetJobPriority
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.setJobPriority(index, c)
-	case CmdPreemptJob:
-		var c PreemptJob
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.preemptJob(index, c)
-	case CmdSetHold:
-		var c SetHold
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.setHold(index, c)
-	case CmdRequeueJob:
-		var c RequeueJob
-		if err := wire.Decode(body, &c); err != nil {
-			return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
-		}
-		return s.requeueJob(index, c)
+	c, ok := lookup(t)
+	if !ok {
+		return s.diverge(index, unknownCommand(t, index))
 	}
-	return s.diverge(index, fmt.Errorf("unknown command type %d", data[0]))
+	res, err := c.apply(s, index, body)
+	if err != nil {
+		return s.diverge(index, fmt.Errorf("decode %s: %w", t, err))
+	}
+	return res
+}
+
+// unknownCommand is why a replica cannot apply a type byte it does not
+// know: the log was written by a newer agent (the leader's version gate
+// should have prevented it; this replica was down or downgraded), so the
+// cure is to upgrade this agent, never to skip the entry.
+func unknownCommand(t CmdType, index uint64) error {
+	return fmt.Errorf("%w %d at index %d: this agent (protocol v%d) is older than the cluster; upgrade it",
+		ErrUnknownCommand, uint8(t), index, ProtocolVersion)
 }
 
 // diverge marks the replica diverged (the first cause is kept) and returns

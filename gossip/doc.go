@@ -1,7 +1,8 @@
 // Package gossip wraps hashicorp/memberlist for Shoal. It owns cluster
 // discovery and failure detection: who is alive, at which gossip address,
 // and what each node announces about itself (Meta: API and raft addresses,
-// a GPU summary, topology labels, version, bootstrap intent).
+// a GPU summary, topology labels, version, the protocol version it
+// speaks, bootstrap intent).
 //
 // Gossip carries who is alive and what each node has; Raft carries what is
 // decided. This package must never touch raft, the FSM or job state, and

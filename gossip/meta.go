@@ -18,12 +18,18 @@ import (
 // encodes within memberlist.MetaMaxSize (TestMetaWorstCaseFits proves it).
 // Features gets cluster.MaxFeaturesBytes; the address and model limits
 // were lowered (from 80 and 64) to make room. An advertised address is an
-// IP and a port, at most 47 bytes for an IPv6 one without a zone.
+// IP and a port, at most 47 bytes for an IPv6 one without a zone. The
+// version limit was lowered from 32 to 31 (a msgpack fixstr, one header
+// byte instead of two) to make room for Protocol; agents cut their
+// version string to it.
 const (
 	MaxAddrLen    = 64 // APIAddr, RaftAddr
 	MaxModelLen   = 48 // GPUModel
 	MaxLabelLen   = 48 // Switch, SwitchParent, Block
-	MaxVersionLen = 32 // Version
+	MaxVersionLen = 31 // Version
+	// MaxProtocol bounds Protocol so that it encodes in one byte (a
+	// msgpack positive fixint).
+	MaxProtocol = 127
 )
 
 // ErrMetaTooLarge is returned (wrapped) when an encoded Meta would not fit
@@ -52,6 +58,11 @@ type Meta struct {
 	Features string `msgpack:"f,omitempty"`
 
 	Version string `msgpack:"v,omitempty"`
+	// Protocol is the protocol version the node speaks (fsm.ProtocolVersion
+	// or lower): the leader proposes a command type only once every raft
+	// server announces the version that introduced it. 0 (absent): a node
+	// built before protocol versions (fsm.ProtocolUnannounced).
+	Protocol int `msgpack:"p,omitempty"`
 
 	// BootstrapExpect is the --bootstrap-expect this node started with
 	// (0 = none).
@@ -80,6 +91,9 @@ func (m Meta) Validate() error {
 		if len(f.val) > f.max {
 			return fmt.Errorf("meta %s is %d bytes: want at most %d", f.name, len(f.val), f.max)
 		}
+	}
+	if m.Protocol < 0 || m.Protocol > MaxProtocol {
+		return fmt.Errorf("meta Protocol is %d: want 0 (none announced) to %d", m.Protocol, MaxProtocol)
 	}
 	if _, err := cluster.ParseFeatures(m.Features); err != nil {
 		return fmt.Errorf("meta Features: %w", err)

@@ -1,6 +1,8 @@
 package gossip
 
 import (
+	"bytes"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -8,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/memberlist"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/wire"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -27,6 +30,7 @@ func worstCaseMeta() Meta {
 		SwitchParent:    strings.Repeat("p", MaxLabelLen),
 		Block:           strings.Repeat("b", MaxLabelLen),
 		Version:         strings.Repeat("v", MaxVersionLen),
+		Protocol:        MaxProtocol,
 		Features:        strings.Repeat("f", cluster.MaxFeatureBytes) + "," + strings.Repeat("g", cluster.MaxFeaturesBytes-cluster.MaxFeatureBytes-1),
 		BootstrapExpect: int(^uint(0) >> 1),
 		HasRaftState:    true,
@@ -60,7 +64,7 @@ func TestMetaRoundTrip(t *testing.T) {
 		{},
 		{APIAddr: "10.0.0.1:7070", RaftAddr: "10.0.0.1:7071", GPUs: 8, GPUModel: "NVIDIA H100 80GB HBM3",
 			GPUMemoryMiB: 81559, CPUs: 224, MemoryMiB: 2 << 20, Switch: "leaf3", SwitchParent: "spine0",
-			Block: "nvl72-0", Version: "0.1.0", Features: "ib,a100", BootstrapExpect: 3, HasRaftState: true},
+			Block: "nvl72-0", Version: "0.1.0", Features: "ib,a100", BootstrapExpect: 3, HasRaftState: true, Protocol: 2},
 		{APIAddr: "[fe80::1%eth0]:7070"},
 	} {
 		b, err := m.Encode()
@@ -90,7 +94,9 @@ func TestMetaEncodeRejects(t *testing.T) {
 		{"switch too long", Meta{Switch: long(MaxLabelLen + 1)}, "Switch is 49 bytes"},
 		{"parent too long", Meta{SwitchParent: long(MaxLabelLen + 1)}, "SwitchParent is 49 bytes"},
 		{"block too long", Meta{Block: long(MaxLabelLen + 1)}, "Block is 49 bytes"},
-		{"version too long", Meta{Version: long(MaxVersionLen + 1)}, "Version is 33 bytes"},
+		{"version too long", Meta{Version: long(MaxVersionLen + 1)}, "Version is 32 bytes"},
+		{"negative protocol", Meta{Protocol: -1}, "Protocol is -1: want 0 (none announced) to 127"},
+		{"protocol too high", Meta{Protocol: MaxProtocol + 1}, "Protocol is 128"},
 		{"features too long", Meta{Features: long(cluster.MaxFeaturesBytes + 1)}, "Features is 65 bytes"},
 		{"bad feature", Meta{Features: "ib,a&b"}, `meta Features: feature "a&b"`},
 		{"negative gpus", Meta{GPUs: -1}, "GPUs is -1"},
@@ -187,4 +193,52 @@ func FuzzDecodeMeta(f *testing.F) {
 			t.Fatalf("round trip (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// metaBeforeProtocol is Meta as agents built before protocol versions
+// decode it: no Protocol field.
+type metaBeforeProtocol struct {
+	APIAddr  string `msgpack:"a,omitempty"`
+	RaftAddr string `msgpack:"r,omitempty"`
+	GPUs     int    `msgpack:"g,omitempty"`
+	Version  string `msgpack:"v,omitempty"`
+}
+
+// Mixed versions during a rolling upgrade: metadata an older agent sent
+// (no protocol) decodes with Protocol 0, which the leader's gate reads as
+// fsm.ProtocolUnannounced; metadata a newer agent sends still decodes in
+// an older one, which ignores the key it does not know.
+func TestMetaProtocolCompat(t *testing.T) {
+	// Meta.Encode's output before Protocol existed.
+	old, err := hex.DecodeString("86a161ad31302e302e302e313a37303730a172ad31302e302e302e313a37303731a16708a173a56c65616633a176a734366362616565a168c3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeMeta(old)
+	if err != nil {
+		t.Fatalf("DecodeMeta(metadata of an older agent) error: %v", err)
+	}
+	want := Meta{APIAddr: "10.0.0.1:7070", RaftAddr: "10.0.0.1:7071", GPUs: 8, Switch: "leaf3", Version: "46cbaee", HasRaftState: true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("DecodeMeta(older metadata) (-want +got):\n%s", diff)
+	}
+	// Encoding it again gives the same bytes: no key appears for a zero
+	// Protocol, so an agent announcing none looks as it did.
+	if again, err := got.Encode(); err != nil || !bytes.Equal(again, old) {
+		t.Fatalf("Encode(older metadata) = %x, %v; want %x", again, err, old)
+	}
+
+	m := want
+	m.Protocol = 2
+	b, err := m.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var older metaBeforeProtocol
+	if err := wire.Decode(b, &older); err != nil {
+		t.Fatalf("older agent decoding newer metadata: %v", err)
+	}
+	if older.APIAddr != m.APIAddr || older.Version != m.Version || older.GPUs != m.GPUs {
+		t.Fatalf("older agent decoded %+v from %+v", older, m)
+	}
 }

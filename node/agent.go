@@ -249,7 +249,8 @@ func (a *Agent) meta(hasRaftState bool) gossip.Meta {
 		SwitchParent:    a.cfg.Topology.SwitchParent,
 		Block:           a.cfg.Topology.Block,
 		Features:        strings.Join(a.cfg.Features, ","),
-		Version:         a.cfg.Version,
+		Version:         a.cfg.Version[:min(len(a.cfg.Version), gossip.MaxVersionLen)],
+		Protocol:        a.cfg.protocol(),
 		BootstrapExpect: a.bootstrapExpect(),
 		HasRaftState:    hasRaftState,
 	}

@@ -111,7 +111,11 @@ type Config struct {
 	Security
 
 	Version string
-	Logger  *slog.Logger
+	// Protocol lowers the protocol version this agent announces (0: this
+	// build's, fsm.ProtocolVersion). Hidden flag --protocol-version: it
+	// lets a test stand in for an older agent without an older binary.
+	Protocol int
+	Logger   *slog.Logger
 }
 
 // Defaults of the liveness timings.
@@ -212,6 +216,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--cgroups %q: want auto, required or off", c.Cgroups)
 	case c.TaskPidsMax < 0:
 		return fmt.Errorf("--task-pids-max %d: want 0 (no bound) or more", c.TaskPidsMax)
+	}
+	if err := validProtocol(c.Protocol); err != nil {
+		return err
 	}
 	if err := validLayout(c.CPUs, c.Sockets, c.CoresPerSocket, c.ThreadsPerCore); err != nil {
 		return err

@@ -39,4 +39,9 @@
 // (fsm) holds the CA with its key, the gossip keyring, join tokens and
 // revocations, so whichever node leads can sign joins and renewals
 // (join.go, renew.go, keyring.go, usertoken.go).
+//
+// Rolling upgrades (versions.go). Every agent announces its protocol
+// version in gossip; Agent.apply, the one place commands are proposed,
+// refuses (fsm.ErrUnsupportedByCluster, HTTP 409) a command type that a
+// raft server alive in gossip announces too old a protocol for.
 package node

@@ -110,6 +110,8 @@ func writeError(w http.ResponseWriter, err error) {
 		code = he.code
 	case errors.As(err, &se):
 		code = se.Code // forwarded from the leader as it answered
+	case errors.Is(err, fsm.ErrUnsupportedByCluster):
+		code = http.StatusConflict // a rolling upgrade is not finished
 	case errors.Is(err, consensus.ErrNotLeader), errors.Is(err, errNoLeader):
 		code = http.StatusServiceUnavailable
 	case errors.Is(err, context.DeadlineExceeded):

@@ -127,6 +127,9 @@ func (a *Agent) apply(ctx context.Context, t fsm.CmdType, body any) (fsm.Result,
 	}
 	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
 	defer cancel()
+	if err := a.mayPropose(ctx, t); err != nil { // versions.go
+		return fsm.Result{}, err
+	}
 	res, _, err := a.raft.Apply(ctx, data)
 	if err != nil {
 		return res, fmt.Errorf("apply %s: %w", t, err)

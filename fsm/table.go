@@ -1,0 +1,161 @@
+package fsm
+
+import (
+	"fmt"
+
+	"github.com/shoal-sched/shoal/wire"
+)
+
+// Protocol versions. The protocol version is one integer that grows by one
+// whenever a release adds a command type or a snapshot format: an agent
+// that speaks protocol N applies every command type and restores every
+// snapshot format introduced at N or before. Agents announce the version
+// they speak over gossip, and the leader proposes a command type only
+// once every raft server alive in gossip announces at least the version
+// that introduced it (package node), so an older replica never meets an
+// entry it cannot apply during a rolling upgrade. If one does anyway (a
+// server that was down during the check, a downgrade), Apply marks it
+// diverged with a message that says to upgrade it, rather than skip the
+// entry.
+//
+//	1  command types 1 to 19 (jobs, nodes, steps, holds, the queue policy,
+//	   preemption, priorities); snapshot format 1
+//	2  command types 20 to 26 (the security record, user tokens, the
+//	   accounting archive)
+//
+// Version numbers arrived after both sets had shipped: an agent that
+// announces none was built before them and speaks ProtocolUnannounced,
+// everything in this table at that time.
+const (
+	// ProtocolVersion is the protocol this build speaks: the highest
+	// version in commands and snapshotFormats.
+	ProtocolVersion = 2
+	// ProtocolOldest is the lowest version an agent may announce. A
+	// command type introduced at it needs no check.
+	ProtocolOldest = 1
+	// ProtocolUnannounced is the version taken of an agent whose gossip
+	// metadata carries none (built before protocol versions existed).
+	ProtocolUnannounced = 2
+)
+
+// CmdType is the first byte of every log entry. Types are append-only:
+// never renumber or reuse one. A new type gets the next number, a new
+// ProtocolVersion, and an entry in commands; the leader proposes it only
+// once every server announces that version.
+const (
+	CmdSubmitJob       CmdType = 1
+	CmdCancelJob       CmdType = 2
+	CmdUpsertNode      CmdType = 3
+	CmdNodeDown        CmdType = 4
+	CmdAllocate        CmdType = 5
+	CmdTaskStarted     CmdType = 6
+	CmdTaskExited      CmdType = 7
+	CmdSetReasons      CmdType = 8
+	CmdSetDrain        CmdType = 9
+	CmdNodeLeft        CmdType = 10
+	CmdStartStep       CmdType = 11
+	CmdStepExited      CmdType = 12
+	CmdCancelStep      CmdType = 13
+	CmdSignalJob       CmdType = 14
+	CmdSetHold         CmdType = 15
+	CmdRequeueJob      CmdType = 16
+	CmdSetPolicy       CmdType = 17
+	CmdPreemptJob      CmdType = 18
+	CmdSetJobPriority  CmdType = 19
+	CmdSetClusterCA    CmdType = 20
+	CmdAddJoinToken    CmdType = 21
+	CmdUseJoinToken    CmdType = 22
+	CmdRevokeNode      CmdType = 23
+	CmdSetGossipKeys   CmdType = 24
+	CmdRevokeUserToken CmdType = 25
+	CmdArchiveJobs     CmdType = 26
+)
+
+// commands is the command table, indexed by type byte: each type's name,
+// the protocol version that introduced it, and how an entry's body is
+// decoded and applied. A type byte with no entry is unknown.
+var commands = [...]command{
+	CmdSubmitJob:      cmd("SubmitJob", 1, (*State).submit),
+	CmdCancelJob:      cmd("CancelJob", 1, (*State).cancel),
+	CmdUpsertNode:     cmd("UpsertNode", 1, (*State).upsertNode),
+	CmdNodeDown:       cmd("NodeDown", 1, (*State).nodeDown),
+	CmdAllocate:       cmd("Allocate", 1, (*State).allocate),
+	CmdTaskStarted:    cmd("TaskStarted", 1, (*State).taskStarted),
+	CmdTaskExited:     cmd("TaskExited", 1, (*State).taskExited),
+	CmdSetReasons:     cmd("SetReasons", 1, (*State).setReasons),
+	CmdSetDrain:       cmd("SetDrain", 1, (*State).setDrain),
+	CmdNodeLeft:       cmd("NodeLeft", 1, (*State).nodeLeft),
+	CmdStartStep:      cmd("StartStep", 1, (*State).startStep),
+	CmdStepExited:     cmd("StepExited", 1, (*State).stepExited),
+	CmdCancelStep:     cmd("CancelStep", 1, (*State).cancelStep),
+	CmdSignalJob:      cmd("SignalJob", 1, (*State).signalJob),
+	CmdSetHold:        cmd("SetHold", 1, (*State).setHold),
+	CmdRequeueJob:     cmd("RequeueJob", 1, (*State).requeueJob),
+	CmdSetPolicy:      cmd("SetPolicy", 1, (*State).setPolicy),
+	CmdPreemptJob:     cmd("PreemptJob", 1, (*State).preemptJob),
+	CmdSetJobPriority: cmd("SetJobPriority", 1, (*State).setJobPriority),
+
+	CmdSetClusterCA:    cmd("SetClusterCA", 2, indexless((*State).setClusterCA)),
+	CmdAddJoinToken:    cmd("AddJoinToken", 2, indexless((*State).addJoinToken)),
+	CmdUseJoinToken:    cmd("UseJoinToken", 2, indexless((*State).useJoinToken)),
+	CmdRevokeNode:      cmd("RevokeNode", 2, indexless((*State).revokeNode)),
+	CmdSetGossipKeys:   cmd("SetGossipKeys", 2, indexless((*State).setGossipKeys)),
+	CmdRevokeUserToken: cmd("RevokeUserToken", 2, indexless((*State).revokeUserToken)),
+	CmdArchiveJobs:     cmd("ArchiveJobs", 2, indexless((*State).archiveJobs)),
+}
+
+// command is one row of the command table.
+type command struct {
+	name string
+	// since is the protocol version that introduced the type.
+	since int
+	// apply decodes body and applies it at index; an error means the body
+	// did not decode (the replica diverges), a refusal is in Result.Err.
+	apply func(s *State, index uint64, body []byte) (Result, error)
+}
+
+// cmd builds a table row whose body decodes into a C and is applied by
+// apply. The decode is the same for every type: wire.Decode, which refuses
+// length headers larger than the bytes present.
+func cmd[C any](name string, since int, apply func(*State, uint64, C) Result) command {
+	return command{name: name, since: since, apply: func(s *State, index uint64, body []byte) (Result, error) {
+		var c C
+		if err := wire.Decode(body, &c); err != nil {
+			return Result{}, err
+		}
+		return apply(s, index, c), nil
+	}}
+}
+
+// indexless adapts an apply method that does not need the entry's index.
+func indexless[C any](f func(*State, C) Result) func(*State, uint64, C) Result {
+	return func(s *State, _ uint64, c C) Result { return f(s, c) }
+}
+
+// lookup returns t's row, or false for a type this build does not know.
+func lookup(t CmdType) (command, bool) {
+	if int(t) >= len(commands) || commands[t].apply == nil {
+		return command{}, false
+	}
+	return commands[t], true
+}
+
+// Known reports whether this build can apply entries of type t.
+func (t CmdType) Known() bool {
+	_, ok := lookup(t)
+	return ok
+}
+
+// Since returns the protocol version that introduced t, or 0 for a type
+// this build does not know.
+func (t CmdType) Since() int {
+	c, _ := lookup(t)
+	return c.since
+}
+
+func (t CmdType) String() string {
+	if c, ok := lookup(t); ok {
+		return c.name
+	}
+	return fmt.Sprintf("CmdType(%d)", uint8(t))
+}

@@ -1,0 +1,118 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/shoal-sched/shoal/consensus"
+	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/gossip"
+)
+
+// The protocol version gate of rolling upgrades. Every agent announces in
+// its gossip metadata the protocol version it speaks (fsm.ProtocolVersion,
+// or lower with the hidden --protocol-version); the leader proposes a
+// command type only once every raft server that gossip shows alive
+// announces at least the version that introduced the type. Until then
+// the proposal is refused with fsm.ErrUnsupportedByCluster (HTTP 409)
+// and nothing reaches the log, so no older replica meets an entry it
+// cannot apply. The gate sees what gossip holds: a server that is down
+// during the check and comes back older, or one that restarts older
+// (a downgrade) before the others hear its new metadata — immediately for
+// an agent that joins someone, only at the next push/pull for a seed that
+// joins nobody — can still meet a newer entry. Its FSM then stops with
+// "upgrade it" (fsm.ErrUnknownCommand) instead of skipping the entry. An
+// upgrade's stale metadata errs the safe way: refused a little longer.
+
+// mayPropose is the check before this agent proposes a command of type t:
+// its own replica must not have diverged (a replica that could not apply
+// an entry, an older one among them, proposes against state it no longer
+// has), and every server must speak t's protocol (checkProtocol). A diverged
+// replica does not lead either (leadLoop hands leadership over).
+func (a *Agent) mayPropose(ctx context.Context, t fsm.CmdType) error {
+	if err := a.state.Diverged(); err != nil {
+		// 500 as for reads (readView): not 503, which clients retry here.
+		return &httpError{http.StatusInternalServerError,
+			fmt.Errorf("propose %s: this agent's replica diverged and proposes nothing; ask another agent: %w", t, err)}
+	}
+	return a.checkProtocol(ctx, t)
+}
+
+// checkProtocol is the gate on this leader's proposal of a command of type
+// t: gather the members and the raft configuration, then decide with
+// protocolGate. Types of the oldest protocol are spoken by every agent
+// that can announce anything, so they skip the gathering: the hot
+// commands (heartbeats, allocations, task reports) never ask raft.
+func (a *Agent) checkProtocol(ctx context.Context, t fsm.CmdType) error {
+	if t.Known() && t.Since() <= fsm.ProtocolOldest {
+		return nil
+	}
+	servers, err := a.raft.Servers(ctx)
+	if err != nil {
+		return fmt.Errorf("propose %s: read raft configuration for the protocol check: %w", t, err)
+	}
+	return protocolGate(t, a.gossip.Members(), servers)
+}
+
+// protocolGate decides whether a command of type t may be proposed to a
+// raft group of servers whose gossip members are members. It is pure.
+// Servers that gossip does not show alive are not counted (a server down
+// for good would otherwise block every new type until it is removed).
+func protocolGate(t fsm.CmdType, members []gossip.Member, servers []consensus.Server) error {
+	need := t.Since()
+	if need == 0 {
+		return fmt.Errorf("propose %s: %w: this agent does not know the type", t, fsm.ErrUnsupportedByCluster)
+	}
+	alive := make(map[string]gossip.Meta, len(members))
+	for _, m := range members {
+		if m.Status == gossip.StatusAlive {
+			alive[m.Name] = m.Meta
+		}
+	}
+	var older []string
+	for _, s := range servers {
+		meta, ok := alive[s.ID]
+		if !ok {
+			continue
+		}
+		if v := announcedProtocol(meta); v < need {
+			older = append(older, fmt.Sprintf("%s (v%d)", s.ID, v))
+		}
+	}
+	if len(older) == 0 {
+		return nil
+	}
+	slices.Sort(older)
+	return fmt.Errorf("propose %s: %w: it needs protocol v%d; older servers: %s; upgrade them and retry",
+		t, fsm.ErrUnsupportedByCluster, need, strings.Join(older, ", "))
+}
+
+// announcedProtocol is the protocol version a member speaks: what it
+// announces, or fsm.ProtocolUnannounced for an agent built before
+// protocol versions.
+func announcedProtocol(m gossip.Meta) int {
+	if m.Protocol == 0 {
+		return fsm.ProtocolUnannounced
+	}
+	return m.Protocol
+}
+
+// protocol is the version this agent announces: Config.Protocol, or this
+// build's.
+func (c *Config) protocol() int {
+	if c.Protocol == 0 {
+		return fsm.ProtocolVersion
+	}
+	return c.Protocol
+}
+
+// validProtocol checks Config.Protocol (--protocol-version).
+func validProtocol(p int) error {
+	if p != 0 && (p < fsm.ProtocolOldest || p > fsm.ProtocolVersion) {
+		return fmt.Errorf("--protocol-version %d: want %d to %d (this build's)", p, fsm.ProtocolOldest, fsm.ProtocolVersion)
+	}
+	return nil
+}
