@@ -195,27 +195,13 @@ func (s *state) spread(cand []int, count int) []int {
 	for _, ni := range cand {
 		s.q[v.nodes[ni].leaf]++
 	}
-	var takes []leafTake
 	best := -1
 	for li := range v.leaves {
 		if s.q[li] >= count && (best < 0 || s.q[li] < s.q[best]) {
 			best = li
 		}
 	}
-	if best >= 0 {
-		takes = []leafTake{{leaf: best, n: count}}
-	} else {
-		bestK, bestQ := 0, 0
-		for _, p := range v.parents {
-			t, k, q := s.pickLeaves(p, count)
-			if t != nil && (takes == nil || k < bestK || (k == bestK && q < bestQ)) {
-				takes, bestK, bestQ = t, k, q
-			}
-		}
-		if takes == nil {
-			takes, _, _ = s.pickLeaves(span{0, len(v.leaves)}, count)
-		}
-	}
+	takes := s.leafTakes(best, count)
 	var out []int
 	for _, t := range takes {
 		var in []int

@@ -613,21 +613,7 @@ func (s *state) chooseNodes(req cluster.Request) []int {
 	if total < count {
 		return nil
 	}
-	var takes []leafTake
-	if best >= 0 {
-		takes = []leafTake{{leaf: best, n: count}}
-	} else {
-		bestK, bestQ := 0, 0
-		for _, p := range v.parents {
-			t, k, q := s.pickLeaves(p, count)
-			if t != nil && (takes == nil || k < bestK || (k == bestK && q < bestQ)) {
-				takes, bestK, bestQ = t, k, q
-			}
-		}
-		if takes == nil {
-			takes, _, _ = s.pickLeaves(span{0, len(v.leaves)}, count)
-		}
-	}
+	takes := s.leafTakes(best, count)
 	var nodes []int
 	for _, t := range takes {
 		nodes = append(nodes, s.bestFit(t.leaf, t.n, g, c, m)...)
@@ -636,6 +622,30 @@ func (s *state) chooseNodes(req cluster.Request) []int {
 		return cmp.Or(cmp.Compare(v.nodes[a].leaf, v.nodes[b].leaf), cmp.Compare(a, b))
 	})
 	return nodes
+}
+
+// leafTakes is how count nodes are taken by leaf: all from leaf best
+// (best >= 0: the leaf that holds them with the fewest to spare), else
+// from the fewest leaves under one parent switch (ties: the parent with
+// the fewest qualifying nodes), else from the fewest leaves anywhere. It
+// reads s.q, filled by the caller.
+func (s *state) leafTakes(best, count int) []leafTake {
+	if best >= 0 {
+		return []leafTake{{leaf: best, n: count}}
+	}
+	v := s.v
+	var takes []leafTake
+	bestK, bestQ := 0, 0
+	for _, p := range v.parents {
+		t, k, q := s.pickLeaves(p, count)
+		if t != nil && (takes == nil || k < bestK || (k == bestK && q < bestQ)) {
+			takes, bestK, bestQ = t, k, q
+		}
+	}
+	if takes == nil {
+		takes, _, _ = s.pickLeaves(span{0, len(v.leaves)}, count)
+	}
+	return takes
 }
 
 // leafTake is how many nodes to take from one leaf.
