@@ -492,29 +492,12 @@ func ParseGres(s string) ([]Gres, error) {
 
 // gresCount parses a GRES count with an optional k/m/g/t/p suffix.
 func gresCount(s string) (uint64, bool) {
-	mult := uint64(1)
-	if s != "" {
-		switch s[len(s)-1] {
-		case 'k', 'K':
-			mult = 1 << 10
-		case 'm', 'M':
-			mult = 1 << 20
-		case 'g', 'G':
-			mult = 1 << 30
-		case 't', 'T':
-			mult = 1 << 40
-		case 'p', 'P':
-			mult = 1 << 50
-		}
-		if mult > 1 {
-			s = s[:len(s)-1]
-		}
-	}
+	s, mult := cutCountSuffix(s, "kmgtp")
 	v, ok := decimal(s)
-	if !ok || uint64(v) > math.MaxInt32/mult {
+	if !ok || v > math.MaxInt32/mult {
 		return 0, false
 	}
-	return uint64(v) * mult, true
+	return uint64(v * mult), true
 }
 
 // validName reports whether s is a GRES name or type, or a node feature:
@@ -653,18 +636,7 @@ func ParseNodes(s string) (lo, hi int, err error) {
 }
 
 func nodeCount(s string) (int, bool) {
-	mult := int64(1)
-	if s != "" {
-		switch s[len(s)-1] {
-		case 'k', 'K':
-			mult = 1 << 10
-		case 'm', 'M':
-			mult = 1 << 20
-		}
-		if mult > 1 {
-			s = s[:len(s)-1]
-		}
-	}
+	s, mult := cutCountSuffix(s, "km")
 	v, ok := decimal(s)
 	if !ok || v < 1 || v > math.MaxInt32/mult {
 		return 0, false
@@ -807,4 +779,18 @@ func (p *constraintParser) count() error {
 		return fmt.Errorf("'*' must be followed by a positive count")
 	}
 	return nil
+}
+
+// cutCountSuffix cuts a count's binary suffix off s (k for 2^10, m, g, t,
+// p for 2^50, in either case) when its letter is in allowed, and returns
+// what is left with the multiplier (1 without a suffix).
+func cutCountSuffix(s, allowed string) (string, int64) {
+	if s == "" {
+		return s, 1
+	}
+	c := s[len(s)-1] | 0x20 // lower case
+	if i := strings.IndexByte("kmgtp", c); i >= 0 && strings.IndexByte(allowed, c) >= 0 {
+		return s[:len(s)-1], 1 << (10 * (i + 1))
+	}
+	return s, 1
 }
