@@ -33,7 +33,19 @@ func oldBinary(t *testing.T) string {
 		t.Skipf("not in a git checkout (%v): set SHOAL_UPGRADE_FROM_BIN to an older shoal", err)
 	}
 	repo := strings.TrimSpace(string(root))
-	if err := osexec.Command("git", "-C", repo, "cat-file", "-e", upgradeFromCommit+"^{commit}").Run(); err != nil {
+	have := func() error {
+		return osexec.Command("git", "-C", repo, "cat-file", "-e", upgradeFromCommit+"^{commit}").Run()
+	}
+	if have() != nil {
+		// A shallow clone may still reach the commit through its origin
+		// (a local clone's origin is a path); bounded, and harmless when
+		// it cannot.
+		fetch := osexec.Command("timeout", "60", "git", "-C", repo, "fetch", "--quiet", "origin", upgradeFromCommit)
+		if out, err := fetch.CombinedOutput(); err != nil {
+			t.Logf("fetch %s from origin: %v %s", upgradeFromCommit, err, out)
+		}
+	}
+	if err := have(); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("commit %s is not in this clone (shallow?): the upgrade test needs it", upgradeFromCommit)
 		}
