@@ -13,6 +13,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -119,7 +120,7 @@ func waitBatch(ctx context.Context, c *api.Client, id uint64, array bool) error 
 		}
 	}
 	if worst != 0 {
-		return exitCode(worst)
+		return exitcode.Code(worst)
 	}
 	return nil
 }

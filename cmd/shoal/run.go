@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
 )
 
 func newRunCmd(g *globalFlags) *cobra.Command {
@@ -33,7 +35,7 @@ why it is still pending. Ctrl-C cancels the job.`,
 				return err
 			}
 			if code != 0 {
-				return exitCode(code)
+				return exitcode.Code(code)
 			}
 			return nil
 		},

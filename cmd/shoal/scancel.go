@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -231,7 +232,7 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 		}
 	}
 	if failed {
-		return exitCode(1)
+		return exitcode.Code(1)
 	}
 	return nil
 }

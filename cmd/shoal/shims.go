@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -42,7 +43,7 @@ func runShim(ctx context.Context, g *globalFlags, name string, args []string) in
 	switch name {
 	case "sbatch":
 		err = runSbatch(ctx, g, args, os.Stdout)
-		var ec exitCode
+		var ec exitcode.Code
 		switch {
 		case errors.As(err, &ec): // sbatch --wait: the job's exit code
 			code = int(ec)
@@ -81,7 +82,7 @@ func runShim(ctx context.Context, g *globalFlags, name string, args []string) in
 	default:
 		err, code = fmt.Errorf("unknown command %q", name), 1
 	}
-	if msg := errMessage(err); msg != "" {
+	if msg := exitcode.Message(err); msg != "" {
 		fmt.Fprintf(os.Stderr, "%s: error: %s\n", name, msg)
 	}
 	return code
@@ -148,25 +149,9 @@ func newSlurmCmd(g *globalFlags) *cobra.Command {
 				return fmt.Errorf("slurm %s: want one of %s", args[0], strings.Join(shimNames, ", "))
 			}
 			if code := runShim(cmd.Context(), g, name, args[1:]); code != 0 {
-				return exitCode(code)
+				return exitcode.Code(code)
 			}
 			return nil
 		},
 	}
-}
-
-// exitCode is an error that only carries a process exit code (its message
-// was already printed).
-type exitCode int
-
-func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
-
-// errMessage is what to print for err: nothing for none, or for an error
-// that only carries an exit code.
-func errMessage(err error) string {
-	var ec exitCode
-	if err == nil || errors.As(err, &ec) {
-		return ""
-	}
-	return err.Error()
 }

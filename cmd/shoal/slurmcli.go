@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -21,7 +22,7 @@ func cliArgs(cmd string, opts []slurm.Option, args []string, stderr io.Writer) (
 	if err != nil {
 		fmt.Fprintln(stderr, err.Error())
 		fmt.Fprintf(stderr, "Try \"%s --help\" for more information\n", cmd)
-		return nil, nil, exitCode(1)
+		return nil, nil, exitcode.Code(1)
 	}
 	for _, v := range vals {
 		if v.Opt.Unsupported != "" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -265,7 +266,7 @@ func runSqueue(ctx context.Context, g *globalFlags, args []string, stdout, stder
 		}
 		if api.IsNotFound(err) {
 			fmt.Fprintln(stderr, "slurm_load_jobs error: Invalid job id specified")
-			return exitCode(1)
+			return exitcode.Code(1)
 		}
 		if err != nil {
 			return err

@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
 )
 
 func newStepCmd(g *globalFlags) *cobra.Command {
@@ -34,7 +36,7 @@ Outside a job it refuses to run: use shoal run for a job of its own.`,
 				return err
 			}
 			if code != 0 {
-				return exitCode(code)
+				return exitcode.Code(code)
 			}
 			return nil
 		},
