@@ -14,6 +14,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/slurmcli"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -82,7 +83,7 @@ func testOnly(ctx context.Context, c *api.Client, cmd string, req api.SubmitRequ
 	if t, err := time.Parse(time.RFC3339, est.Start); err == nil {
 		start = t.Local().Format("2006-01-02T15:04:05")
 	}
-	part := cmp.Or(est.Partition, shoalPartition)
+	part := cmp.Or(est.Partition, slurmcli.ShoalPartition)
 	fmt.Fprintf(w, "%s: Job %d to start at %s using %d processors on nodes %s in partition %s\n",
 		cmd, est.Job, start, est.CPUs, slurm.CompressHostlist(est.Nodes), part)
 	return nil

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/shoal-sched/shoal/api"
@@ -105,14 +103,6 @@ func submitHost() string {
 		return ""
 	}
 	return h
-}
-
-func currentIdentity() api.Identity {
-	id := api.Identity{UID: os.Getuid(), GID: os.Getgid(), User: strconv.Itoa(os.Getuid())}
-	if u, err := user.Current(); err == nil {
-		id.User = u.Username
-	}
-	return id
 }
 
 func printJSON(v any) error {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/slurmcli"
 	"github.com/shoal-sched/shoal/localcluster"
 )
 
@@ -196,7 +197,7 @@ func runDemoJob(ctx context.Context, cl *api.Client, opts localcluster.Options) 
 		return err
 	}
 	fmt.Printf("\n$ shoal job %d\n", res.ID)
-	printJob(os.Stdout, j)
+	slurmcli.PrintJob(os.Stdout, j)
 	chunks, err := cl.Logs(ctx, res.ID)
 	if err != nil {
 		return err

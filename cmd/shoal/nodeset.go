@@ -1,11 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -129,52 +126,6 @@ func nodeSetFromOptions(opts slurm.Options, req *api.SubmitRequest) error {
 	req.Exclusive = opts.Exclusive
 	if req.Nodes < len(req.NodeList) {
 		req.Nodes = len(req.NodeList)
-	}
-	return nil
-}
-
-// scontrolShowNodes is scontrol show node[s] [NAME]: each node as a block
-// of Key=Value, with the fields scripts read (State, Gres, the features).
-func scontrolShowNodes(ctx context.Context, g *globalFlags, args []string, out io.Writer) error {
-	if len(args) > 1 {
-		return fmt.Errorf("show nodes: want at most one node name or hostlist")
-	}
-	var want []string
-	if len(args) == 1 {
-		var err error
-		if want, err = slurm.ExpandHostlist(args[0]); err != nil {
-			return fmt.Errorf("show nodes: %w", err)
-		}
-	}
-	c, err := g.client()
-	if err != nil {
-		return err
-	}
-	nodes, err := c.Nodes(ctx)
-	if err != nil {
-		return err
-	}
-	shown := 0
-	for _, n := range nodes {
-		if want != nil && !slices.Contains(want, n.Name) {
-			continue
-		}
-		shown++
-		_, state, _ := sinfoState(n)
-		gres := "(null)"
-		if n.GPUs > 0 {
-			gres = fmt.Sprintf("gpu:%d", n.GPUs)
-		}
-		fmt.Fprintf(out, "NodeName=%s Arch=x86_64 CPUTot=%d RealMemory=%d\n", n.Name, n.CPUs, n.MemoryMiB)
-		fmt.Fprintf(out, "   AvailableFeatures=%s\n   ActiveFeatures=%s\n", nodeFeatures(n), nodeFeatures(n))
-		fmt.Fprintf(out, "   Gres=%s GresUsed=gpu:%d\n   State=%s\n", gres, n.GPUs-n.GPUsFree, state)
-		if n.Reason != "" {
-			fmt.Fprintf(out, "   Reason=%s\n", n.Reason)
-		}
-		fmt.Fprintln(out)
-	}
-	if want != nil && shown == 0 {
-		return fmt.Errorf("show nodes %s: Node name specified was not found", args[0])
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/slurmcli"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -55,28 +56,28 @@ func runShim(ctx context.Context, g *globalFlags, name string, args []string) in
 	case "salloc":
 		code, err = runSalloc(ctx, g, args, os.Stderr)
 	case "scontrol":
-		err = runScontrol(ctx, g, args, os.Stdout)
+		err = slurmcli.Scontrol(ctx, g.client, args, os.Stdout)
 		if err != nil {
 			code = 1
 		}
 	case "squeue":
-		if err = runSqueue(ctx, g, args, os.Stdout, os.Stderr); err != nil {
+		if err = slurmcli.Squeue(ctx, g.client, args, os.Stdout, os.Stderr); err != nil {
 			code = 1
 		}
 	case "scancel":
-		if err = runScancel(ctx, g, args, os.Stderr); err != nil {
+		if err = slurmcli.Scancel(ctx, g.client, args, os.Stderr); err != nil {
 			code = 1
 		}
 	case "sinfo":
-		if err = runSinfo(ctx, g, args, os.Stdout, os.Stderr); err != nil {
+		if err = slurmcli.Sinfo(ctx, g.client, args, os.Stdout, os.Stderr); err != nil {
 			code = 1
 		}
 	case "sacct":
-		if err = runSacct(ctx, g, args, os.Stdout, os.Stderr); err != nil {
+		if err = slurmcli.Sacct(ctx, g.client, args, os.Stdout, os.Stderr); err != nil {
 			code = 1
 		}
 	case "sprio":
-		if err = runSprio(ctx, g, args, os.Stdout, os.Stderr); err != nil {
+		if err = slurmcli.Sprio(ctx, g.client, args, os.Stdout, os.Stderr); err != nil {
 			code = 1
 		}
 	default:
