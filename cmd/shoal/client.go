@@ -95,16 +95,6 @@ func userTLS() (*tls.Config, error) {
 	return pki.UserClientConfig(roots), nil
 }
 
-// submitHost is this host's name, which a job sees as SLURM_SUBMIT_HOST
-// ("" when unknown).
-func submitHost() string {
-	h, err := os.Hostname()
-	if err != nil {
-		return ""
-	}
-	return h
-}
-
 func printJSON(v any) error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")

@@ -43,7 +43,7 @@ func runShim(ctx context.Context, g *globalFlags, name string, args []string) in
 	var err error
 	switch name {
 	case "sbatch":
-		err = runSbatch(ctx, g, args, os.Stdout)
+		err = slurmcli.Sbatch(ctx, g.client, args, os.Stdout)
 		var ec exitcode.Code
 		switch {
 		case errors.As(err, &ec): // sbatch --wait: the job's exit code
@@ -52,9 +52,9 @@ func runShim(ctx context.Context, g *globalFlags, name string, args []string) in
 			code = 1
 		}
 	case "srun":
-		code, err = runSrun(ctx, g, args, os.Stdout, os.Stderr)
+		code, err = slurmcli.Srun(ctx, g.client, args, os.Stdout, os.Stderr)
 	case "salloc":
-		code, err = runSalloc(ctx, g, args, os.Stderr)
+		code, err = slurmcli.Salloc(ctx, g.client, args, os.Stderr)
 	case "scontrol":
 		err = slurmcli.Scontrol(ctx, g.client, args, os.Stdout)
 		if err != nil {

@@ -5,6 +5,13 @@
 // columns, scancel's messages). A reader looking for "how does squeue
 // print %T" finds it here.
 //
+// The submitting commands (sbatch, srun, salloc) are here too; the
+// translation of their options into a job request is package request's,
+// which shoal submit shares. Shoal's native commands that print a Slurm
+// format call this package for it (shoal job: PrintJob; shoal queue:
+// Elapsed, JobIDString; shoal priority: PrintPriorities; shoal run and
+// shoal step: RunOwnJob and Srun).
+//
 // A command runs as parse, fetch, print: its arguments are parsed first
 // (a usage error needs no agent), then Connect is called for the agent's
 // client and the data fetched, and the printing is a pure function of
