@@ -1,19 +1,12 @@
 package main
 
 import (
-	"cmp"
-	"context"
 	"fmt"
-	"io"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/shoal-sched/shoal/api"
-	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/slurm"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/slurmcli"
 )
 
 func newBatchCmd(g *globalFlags) *cobra.Command {
@@ -33,114 +26,9 @@ launches steps on every node with srun. Takes sbatch's options.`,
 			if err != nil {
 				return err
 			}
-			return runSbatch(cmd.Context(), g, args, cmd.OutOrStdout())
+			return slurmcli.Sbatch(cmd.Context(), g.client, args, cmd.OutOrStdout())
 		},
 	}
-}
-
-// runSbatch submits a batch job from sbatch's command line and prints
-// "Submitted batch job N", or N with --parsable.
-func runSbatch(ctx context.Context, g *globalFlags, args []string, out io.Writer) error {
-	req, opts, warnings, err := batchRequest(args)
-	if err != nil {
-		return err
-	}
-	printWarnings("sbatch", warnings)
-	c, err := g.client()
-	if err != nil {
-		return err
-	}
-	if opts.TestOnly {
-		return testOnly(ctx, c, "sbatch", req, os.Stderr)
-	}
-	res, err := c.Submit(ctx, req, submitRetry)
-	if err != nil {
-		return err
-	}
-	printWarnings("sbatch", res.Warnings)
-	if opts.Parsable {
-		fmt.Fprintln(out, res.ID)
-	} else {
-		fmt.Fprintf(out, "Submitted batch job %d\n", res.ID)
-	}
-	if opts.Wait {
-		return waitBatch(ctx, c, res.ID, req.Array != nil)
-	}
-	return nil
-}
-
-// testOnly is --test-only: check the job as a submit would and say when
-// and where it could start, as Slurm's "Job N to start at ..." line, with
-// no job submitted.
-func testOnly(ctx context.Context, c *api.Client, cmd string, req api.SubmitRequest, w io.Writer) error {
-	est, err := c.TestOnly(ctx, req)
-	if err != nil {
-		return err
-	}
-	start := est.Start
-	if t, err := time.Parse(time.RFC3339, est.Start); err == nil {
-		start = t.Local().Format("2006-01-02T15:04:05")
-	}
-	part := cmp.Or(est.Partition, shoalPartition)
-	fmt.Fprintf(w, "%s: Job %d to start at %s using %d processors on nodes %s in partition %s\n",
-		cmd, est.Job, start, est.CPUs, slurm.CompressHostlist(est.Nodes), part)
-	return nil
-}
-
-// waitBatch is sbatch --wait: wait until the job (every element of an
-// array) has ended and exit with its exit code, the highest of an array's,
-// or 1 when one ended by a signal or without an exit of its own.
-func waitBatch(ctx context.Context, c *api.Client, id uint64, array bool) error {
-	worst := 0
-	for {
-		jobs, err := waitTargets(ctx, c, id, array)
-		if err != nil {
-			return err
-		}
-		live := false
-		worst = 0
-		for _, j := range jobs {
-			switch {
-			case !cluster.JobState(j.State).Terminal():
-				live = true
-			case j.ExitCode > 128 || (j.State != "COMPLETED" && j.ExitCode == 0):
-				worst = max(worst, 1) // a signal, a cancel, a lost node: Slurm says 1
-			default:
-				worst = max(worst, j.ExitCode)
-			}
-		}
-		if !live {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
-	if worst != 0 {
-		return exitCode(worst)
-	}
-	return nil
-}
-
-// waitTargets is the job, or every element of array id.
-func waitTargets(ctx context.Context, c *api.Client, id uint64, array bool) ([]api.Job, error) {
-	if !array {
-		j, err := c.Job(ctx, id)
-		return []api.Job{j}, err
-	}
-	all, err := c.Jobs(ctx, true)
-	if err != nil {
-		return nil, err
-	}
-	var out []api.Job
-	for _, j := range all {
-		if j.ArrayJobID == id {
-			out = append(out, j)
-		}
-	}
-	return out, nil
 }
 
 // takeGlobalFlags removes shoal's own --addr and --data-dir from the front

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
 	"github.com/shoal-sched/shoal/localcluster"
 )
 
@@ -273,7 +274,7 @@ func measureFailover(ctx context.Context, newCluster func(int) (*localcluster.Cl
 	}
 	victim := slices.IndexFunc(c.Agents, func(a *localcluster.Agent) bool { return a.Name == l.Name })
 	survivor := c.Agents[(victim+1)%len(c.Agents)].Client()
-	req := api.SubmitRequest{RequestID: newRequestID(), Command: []string{"true"}, Nodes: 1, WorkDir: "/"}
+	req := api.SubmitRequest{RequestID: request.NewID(), Command: []string{"true"}, Nodes: 1, WorkDir: "/"}
 	t0 := time.Now()
 	if err := c.Kill(victim); err != nil {
 		return 0, err
@@ -298,7 +299,7 @@ func measureLatency(ctx context.Context, c *localcluster.Cluster, runs int) ([]t
 	var samples []time.Duration
 	for range runs {
 		t0 := time.Now()
-		res, err := cl.Submit(ctx, api.SubmitRequest{RequestID: newRequestID(), Name: "lat", Nodes: 2, GPUsPerNode: 1,
+		res, err := cl.Submit(ctx, api.SubmitRequest{RequestID: request.NewID(), Name: "lat", Nodes: 2, GPUsPerNode: 1,
 			Command: []string{"/bin/sh", "-c", "date +%s.%N"}, WorkDir: "/"}, 10*time.Second)
 		if err != nil {
 			return nil, err
@@ -347,7 +348,7 @@ func measureThroughput(ctx context.Context, c *localcluster.Cluster, n, clients 
 		return 0, 0, err
 	}
 	cl := c.Agents[fi].Client()
-	blocker, err := cl.Submit(ctx, api.SubmitRequest{RequestID: newRequestID(), Name: "blocker", Nodes: 3, GPUsPerNode: 8,
+	blocker, err := cl.Submit(ctx, api.SubmitRequest{RequestID: request.NewID(), Name: "blocker", Nodes: 3, GPUsPerNode: 8,
 		Command: []string{"sleep", "3600"}, WorkDir: "/"}, 10*time.Second)
 	if err != nil {
 		return 0, 0, err
@@ -364,7 +365,7 @@ func measureThroughput(ctx context.Context, c *localcluster.Cluster, n, clients 
 					err = osexec.CommandContext(ctx, self, "--addr", "unix://"+c.Agents[fi].Socket(), "submit", "--parsable",
 						"--no-export", "-J", "tp", "--gpus-per-node", "1", "--", "true").Run()
 				} else {
-					_, err = cl.Submit(ctx, api.SubmitRequest{RequestID: newRequestID(), Name: "tp", Nodes: 1, GPUsPerNode: 1,
+					_, err = cl.Submit(ctx, api.SubmitRequest{RequestID: request.NewID(), Name: "tp", Nodes: 1, GPUsPerNode: 1,
 						Command: []string{"true"}, WorkDir: "/"}, 10*time.Second)
 				}
 				if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/slurmcli"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -31,7 +32,7 @@ only, as scancel --signal SIG [--batch] does.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var sig api.SignalRequest
 			if cmd.Flags().Changed("signal") {
-				n, err := parseSignalName("--signal", signal)
+				n, err := slurmcli.SignalName("--signal", signal)
 				if err != nil {
 					return err
 				}

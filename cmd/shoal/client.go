@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/shoal-sched/shoal/api"
@@ -95,24 +93,6 @@ func userTLS() (*tls.Config, error) {
 		roots.AddCert(c)
 	}
 	return pki.UserClientConfig(roots), nil
-}
-
-// submitHost is this host's name, which a job sees as SLURM_SUBMIT_HOST
-// ("" when unknown).
-func submitHost() string {
-	h, err := os.Hostname()
-	if err != nil {
-		return ""
-	}
-	return h
-}
-
-func currentIdentity() api.Identity {
-	id := api.Identity{UID: os.Getuid(), GID: os.Getgid(), User: strconv.Itoa(os.Getuid())}
-	if u, err := user.Current(); err == nil {
-		id.User = u.Username
-	}
-	return id
 }
 
 func printJSON(v any) error {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/slurmcli"
 	"github.com/shoal-sched/shoal/localcluster"
 )
 
@@ -182,11 +184,11 @@ func runDemoJob(ctx context.Context, cl *api.Client, opts localcluster.Options) 
 	gpus := min(4, opts.GPUsPerNode)
 	wd, _ := os.Getwd()
 	req := api.SubmitRequest{
-		RequestID: newRequestID(), Name: "demo", Command: []string{"/bin/sh", "-c", demoScript},
+		RequestID: request.NewID(), Name: "demo", Command: []string{"/bin/sh", "-c", demoScript},
 		WorkDir: wd, Nodes: nodes, GPUsPerNode: gpus, TasksPerNode: 1,
 	}
 	fmt.Printf("\n$ shoal submit --name demo --nodes %d --gpus-per-node %d -- /bin/sh -c '<print the rank environment>'\n", nodes, gpus)
-	res, err := cl.Submit(ctx, req, submitRetry)
+	res, err := cl.Submit(ctx, req, request.SubmitRetry)
 	if err != nil {
 		return fmt.Errorf("submit demo job: %w", err)
 	}
@@ -196,7 +198,7 @@ func runDemoJob(ctx context.Context, cl *api.Client, opts localcluster.Options) 
 		return err
 	}
 	fmt.Printf("\n$ shoal job %d\n", res.ID)
-	printJob(os.Stdout, j)
+	slurmcli.PrintJob(os.Stdout, j)
 	chunks, err := cl.Logs(ctx, res.ID)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
 	"github.com/shoal-sched/shoal/exec/stepd"
 )
 
@@ -39,7 +40,7 @@ func main() {
 	root := newRootCmd()
 	if err := root.ExecuteContext(ctx); err != nil {
 		var se *api.StatusError
-		var ec exitCode
+		var ec exitcode.Code
 		if errors.As(err, &ec) {
 			os.Exit(int(ec))
 		}

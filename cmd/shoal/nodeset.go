@@ -1,18 +1,13 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"os"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/slurm"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
 )
 
 // nodeSetFlags are shoal submit's -w, -x, -C and --exclusive, worded as
@@ -33,10 +28,10 @@ func (n *nodeSetFlags) add(cmd *cobra.Command) {
 // apply puts the flags into req.
 func (n *nodeSetFlags) apply(req *api.SubmitRequest) error {
 	var err error
-	if req.NodeList, err = hostsArg("--nodelist", n.nodelist); err != nil {
+	if req.NodeList, err = request.HostsArg("--nodelist", n.nodelist); err != nil {
 		return err
 	}
-	if req.Exclude, err = hostsArg("--exclude", n.exclude); err != nil {
+	if req.Exclude, err = request.HostsArg("--exclude", n.exclude); err != nil {
 		return err
 	}
 	if n.constraint != "" {
@@ -46,135 +41,5 @@ func (n *nodeSetFlags) apply(req *api.SubmitRequest) error {
 	}
 	req.Constraint = n.constraint
 	req.Exclusive = n.exclusive
-	return nil
-}
-
-// hostsArg expands a -w or -x value: a hostlist, or, when it names a
-// file (it contains '/', as Slurm decides), the hostlists in that file,
-// one or more a line. Repeated names are dropped.
-func hostsArg(flag, v string) ([]string, error) {
-	if v == "" {
-		return nil, nil
-	}
-	if strings.Contains(v, "/") {
-		return hostsFile(flag, v)
-	}
-	names, err := slurm.ExpandHostlist(v)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	return dedupe(names), nil
-}
-
-// maxHostsFileBytes bounds a -w/-x file.
-const maxHostsFileBytes = 1 << 20
-
-func hostsFile(flag, path string) ([]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
-	}
-	if len(b) > maxHostsFileBytes {
-		return nil, fmt.Errorf("%s %s: %d bytes, want at most %d", flag, path, len(b), maxHostsFileBytes)
-	}
-	var names []string
-	for _, field := range strings.Fields(string(b)) {
-		more, err := slurm.ExpandHostlist(field)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", flag, path, err)
-		}
-		names = append(names, more...)
-	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("%s %s: no node names in the file", flag, path)
-	}
-	return dedupe(names), nil
-}
-
-func dedupe(names []string) []string {
-	seen := make(map[string]bool, len(names))
-	out := names[:0]
-	for _, n := range names {
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// nodeSetFromOptions maps sbatch/srun's -w, -x, -C and --exclusive into
-// req; slurm.Options has expanded the hostlists already, or kept a file
-// name to read here. -N grows to the node list's size, as in Slurm.
-func nodeSetFromOptions(opts slurm.Options, req *api.SubmitRequest) error {
-	var err error
-	req.NodeList = opts.NodeList
-	if opts.NodeListFile != "" {
-		if req.NodeList, err = hostsFile("--nodelist", opts.NodeListFile); err != nil {
-			return err
-		}
-	}
-	req.Exclude = opts.Exclude
-	if opts.ExcludeFile != "" {
-		if req.Exclude, err = hostsFile("--exclude", opts.ExcludeFile); err != nil {
-			return err
-		}
-	}
-	if opts.Constraint != "" {
-		if _, err := cluster.ParseConstraint(opts.Constraint); err != nil {
-			return fmt.Errorf("--constraint: %w", err)
-		}
-	}
-	req.Constraint = opts.Constraint
-	req.Exclusive = opts.Exclusive
-	if req.Nodes < len(req.NodeList) {
-		req.Nodes = len(req.NodeList)
-	}
-	return nil
-}
-
-// scontrolShowNodes is scontrol show node[s] [NAME]: each node as a block
-// of Key=Value, with the fields scripts read (State, Gres, the features).
-func scontrolShowNodes(ctx context.Context, g *globalFlags, args []string, out io.Writer) error {
-	if len(args) > 1 {
-		return fmt.Errorf("show nodes: want at most one node name or hostlist")
-	}
-	var want []string
-	if len(args) == 1 {
-		var err error
-		if want, err = slurm.ExpandHostlist(args[0]); err != nil {
-			return fmt.Errorf("show nodes: %w", err)
-		}
-	}
-	c, err := g.client()
-	if err != nil {
-		return err
-	}
-	nodes, err := c.Nodes(ctx)
-	if err != nil {
-		return err
-	}
-	shown := 0
-	for _, n := range nodes {
-		if want != nil && !slices.Contains(want, n.Name) {
-			continue
-		}
-		shown++
-		_, state, _ := sinfoState(n)
-		gres := "(null)"
-		if n.GPUs > 0 {
-			gres = fmt.Sprintf("gpu:%d", n.GPUs)
-		}
-		fmt.Fprintf(out, "NodeName=%s Arch=x86_64 CPUTot=%d RealMemory=%d\n", n.Name, n.CPUs, n.MemoryMiB)
-		fmt.Fprintf(out, "   AvailableFeatures=%s\n   ActiveFeatures=%s\n", nodeFeatures(n), nodeFeatures(n))
-		fmt.Fprintf(out, "   Gres=%s GresUsed=gpu:%d\n   State=%s\n", gres, n.GPUs-n.GPUsFree, state)
-		if n.Reason != "" {
-			fmt.Fprintf(out, "   Reason=%s\n", n.Reason)
-		}
-		fmt.Fprintln(out)
-	}
-	if want != nil && shown == 0 {
-		return fmt.Errorf("show nodes %s: Node name specified was not found", args[0])
-	}
 	return nil
 }

@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/slurmcli"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -50,26 +50,10 @@ func printQueue(w io.Writer, jobs []api.Job, now time.Time) {
 		if j.State == "PENDING" {
 			where = "(" + orNone(j.Reason) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", jobIDString(j), truncate(j.Name, 8), truncate(j.User, 8), st,
-			slurm.FormatElapsed(elapsed(j, now)), j.NumNodes, where)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", slurmcli.JobIDString(j), truncate(j.Name, 8), truncate(j.User, 8), st,
+			slurm.FormatElapsed(slurmcli.Elapsed(j, now)), j.NumNodes, where)
 	}
 	tw.Flush()
-}
-
-// elapsed is how long the job has run (squeue's TIME).
-func elapsed(j api.Job, now time.Time) time.Duration {
-	start, err := time.Parse(time.RFC3339, j.StartTime)
-	if err != nil {
-		return 0
-	}
-	end := now
-	if e, err := time.Parse(time.RFC3339, j.EndTime); err == nil {
-		end = e
-	}
-	if end.Before(start) {
-		return 0
-	}
-	return end.Sub(start).Truncate(time.Second)
 }
 
 func orNone(s string) string {
@@ -84,13 +68,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
-}
-
-// joinInts renders GPU indices as "0,1,2".
-func joinInts(xs []int) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = fmt.Sprint(x)
-	}
-	return strings.Join(parts, ",")
 }

@@ -2,6 +2,9 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/slurmcli"
 )
 
 func newRunCmd(g *globalFlags) *cobra.Command {
@@ -24,16 +27,16 @@ why it is still pending. Ctrl-C cancels the job.`,
 			// srun outside a job allocates one of its own, so a command run
 			// from inside a job's shell still gets its own allocation here.
 			t := cmd.Context()
-			opts, rest, err := parseSrunOutside(args)
+			opts, rest, err := slurmcli.ParseSrunOutside(args)
 			if err != nil {
 				return err
 			}
-			code, err := runOwnJob(t, g, opts, rest, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			code, err := slurmcli.RunOwnJob(t, g.client, opts, rest, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			if code != 0 {
-				return exitCode(code)
+				return exitcode.Code(code)
 			}
 			return nil
 		},

@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/slurmcli"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -41,8 +43,8 @@ func runShim(ctx context.Context, g *globalFlags, name string, args []string) in
 	var err error
 	switch name {
 	case "sbatch":
-		err = runSbatch(ctx, g, args, os.Stdout)
-		var ec exitCode
+		err = slurmcli.Sbatch(ctx, g.client, args, os.Stdout)
+		var ec exitcode.Code
 		switch {
 		case errors.As(err, &ec): // sbatch --wait: the job's exit code
 			code = int(ec)
@@ -50,38 +52,38 @@ func runShim(ctx context.Context, g *globalFlags, name string, args []string) in
 			code = 1
 		}
 	case "srun":
-		code, err = runSrun(ctx, g, args, os.Stdout, os.Stderr)
+		code, err = slurmcli.Srun(ctx, g.client, args, os.Stdout, os.Stderr)
 	case "salloc":
-		code, err = runSalloc(ctx, g, args, os.Stderr)
+		code, err = slurmcli.Salloc(ctx, g.client, args, os.Stderr)
 	case "scontrol":
-		err = runScontrol(ctx, g, args, os.Stdout)
+		err = slurmcli.Scontrol(ctx, g.client, args, os.Stdout)
 		if err != nil {
 			code = 1
 		}
 	case "squeue":
-		if err = runSqueue(ctx, g, args, os.Stdout, os.Stderr); err != nil {
+		if err = slurmcli.Squeue(ctx, g.client, args, os.Stdout, os.Stderr); err != nil {
 			code = 1
 		}
 	case "scancel":
-		if err = runScancel(ctx, g, args, os.Stderr); err != nil {
+		if err = slurmcli.Scancel(ctx, g.client, args, os.Stderr); err != nil {
 			code = 1
 		}
 	case "sinfo":
-		if err = runSinfo(ctx, g, args, os.Stdout, os.Stderr); err != nil {
+		if err = slurmcli.Sinfo(ctx, g.client, args, os.Stdout, os.Stderr); err != nil {
 			code = 1
 		}
 	case "sacct":
-		if err = runSacct(ctx, g, args, os.Stdout, os.Stderr); err != nil {
+		if err = slurmcli.Sacct(ctx, g.client, args, os.Stdout, os.Stderr); err != nil {
 			code = 1
 		}
 	case "sprio":
-		if err = runSprio(ctx, g, args, os.Stdout, os.Stderr); err != nil {
+		if err = slurmcli.Sprio(ctx, g.client, args, os.Stdout, os.Stderr); err != nil {
 			code = 1
 		}
 	default:
 		err, code = fmt.Errorf("unknown command %q", name), 1
 	}
-	if msg := errMessage(err); msg != "" {
+	if msg := exitcode.Message(err); msg != "" {
 		fmt.Fprintf(os.Stderr, "%s: error: %s\n", name, msg)
 	}
 	return code
@@ -148,25 +150,9 @@ func newSlurmCmd(g *globalFlags) *cobra.Command {
 				return fmt.Errorf("slurm %s: want one of %s", args[0], strings.Join(shimNames, ", "))
 			}
 			if code := runShim(cmd.Context(), g, name, args[1:]); code != 0 {
-				return exitCode(code)
+				return exitcode.Code(code)
 			}
 			return nil
 		},
 	}
-}
-
-// exitCode is an error that only carries a process exit code (its message
-// was already printed).
-type exitCode int
-
-func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
-
-// errMessage is what to print for err: nothing for none, or for an error
-// that only carries an exit code.
-func errMessage(err error) string {
-	var ec exitCode
-	if err == nil || errors.As(err, &ec) {
-		return ""
-	}
-	return err.Error()
 }

@@ -5,6 +5,9 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/slurmcli"
 )
 
 func newStepCmd(g *globalFlags) *cobra.Command {
@@ -29,12 +32,12 @@ Outside a job it refuses to run: use shoal run for a job of its own.`,
 			if os.Getenv("SHOAL_JOB_ID") == "" && os.Getenv("SLURM_JOB_ID") == "" {
 				return errors.New("shoal step: not inside a job (SHOAL_JOB_ID and SLURM_JOB_ID are unset); use shoal run to allocate one")
 			}
-			code, err := runSrun(cmd.Context(), g, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			code, err := slurmcli.Srun(cmd.Context(), g.client, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			if code != 0 {
-				return exitCode(code)
+				return exitcode.Code(code)
 			}
 			return nil
 		},

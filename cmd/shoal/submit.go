@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"strconv"
@@ -12,12 +10,9 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
 	"github.com/shoal-sched/shoal/slurm"
 )
-
-// submitRetry is how long `shoal submit` retries a submit whose answer it
-// did not get (the request id makes that safe).
-const submitRetry = 30 * time.Second
 
 func newSubmitCmd(g *globalFlags) *cobra.Command {
 	return submitCmd(func(cmd *cobra.Command, req api.SubmitRequest, parsable bool) error {
@@ -25,11 +20,11 @@ func newSubmitCmd(g *globalFlags) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		res, err := c.Submit(cmd.Context(), req, submitRetry)
+		res, err := c.Submit(cmd.Context(), req, request.SubmitRetry)
 		if err != nil {
 			return err
 		}
-		printWarnings("shoal submit", res.Warnings)
+		request.PrintWarnings("shoal submit", res.Warnings)
 		if parsable {
 			fmt.Println(res.ID)
 		} else {
@@ -89,7 +84,7 @@ func submitCmd(send func(cmd *cobra.Command, req api.SubmitRequest, parsable boo
 				if s.BatchOnly {
 					return fmt.Errorf("--signal %q: B: signals a batch script's shell; use shoal batch for a batch job", signal)
 				}
-				req.Signal = jobSignal(&s)
+				req.Signal = request.JobSignal(&s)
 			}
 			if err := queueFlags(&req, array, dependency); err != nil {
 				return err
@@ -111,13 +106,13 @@ func submitCmd(send func(cmd *cobra.Command, req api.SubmitRequest, parsable boo
 			if req.CPUsPerGPU > 0 && cmd.Flags().Changed("cpus-per-task") {
 				return fmt.Errorf("--cpus-per-gpu and --cpus-per-task are mutually exclusive")
 			}
-			req.SubmitHost = submitHost()
+			req.SubmitHost = request.SubmitHost()
 			if cmd.Flags().Changed("gpus-per-node") {
 				req.GPUOption = cluster.GPUOptionPerNode
 			}
 			if gpus > 0 {
 				req.GPUOption = cluster.GPUOptionTotal
-				perNode, total, err := splitGPUs(gpus, req.Nodes, cmd.Flags().Changed("nodes"))
+				perNode, total, err := request.SplitGPUs(gpus, req.Nodes, cmd.Flags().Changed("nodes"))
 				if err != nil {
 					return err
 				}
@@ -134,7 +129,7 @@ func submitCmd(send func(cmd *cobra.Command, req api.SubmitRequest, parsable boo
 				return err
 			}
 			var err error
-			if req.WorkDir, err = workDir(req.WorkDir); err != nil {
+			if req.WorkDir, err = request.WorkDir(req.WorkDir); err != nil {
 				return err
 			}
 			if !noEnv {
@@ -142,7 +137,7 @@ func submitCmd(send func(cmd *cobra.Command, req api.SubmitRequest, parsable boo
 				req.Env = os.Environ()
 			}
 			if req.RequestID == "" {
-				req.RequestID = newRequestID()
+				req.RequestID = request.NewID()
 			}
 			return send(cmd, req, parsable)
 		},
@@ -211,7 +206,7 @@ func submitNodes(cmd *cobra.Command, v string, req *api.SubmitRequest) error {
 	if err != nil {
 		return err
 	}
-	req.Nodes, req.NodesMax = nodeRange(slurm.Nodes{Min: lo, Max: hi}, cmd.Flags().Changed("nodes"))
+	req.Nodes, req.NodesMax = request.NodeRange(slurm.Nodes{Min: lo, Max: hi}, cmd.Flags().Changed("nodes"))
 	return nil
 }
 
@@ -231,10 +226,4 @@ func checkCounts(cmd *cobra.Command, req api.SubmitRequest) error {
 		return fmt.Errorf("--cpus-per-task %d: want at least 1", req.CPUsPerTask)
 	}
 	return nil
-}
-
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
-	return hex.EncodeToString(b[:])
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -57,7 +58,7 @@ func TestSubmitSameRequestAsSbatch(t *testing.T) {
 			if err != nil {
 				t.Fatalf("sbatch %v: %v", tc.sbatch, err)
 			}
-			sb, _, err := requestFromOptions(opts)
+			sb, _, err := request.FromOptions(opts)
 			if err != nil {
 				t.Fatalf("sbatch %v: %v", tc.sbatch, err)
 			}

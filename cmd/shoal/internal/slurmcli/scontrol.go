@@ -1,20 +1,21 @@
-package main
+package slurmcli
 
 import (
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/shoal-sched/shoal/slurm"
 )
 
-// runScontrol is the subset of scontrol that scripts use: show hostnames
+// Scontrol is the subset of scontrol that scripts use: show hostnames
 // (the MASTER_ADDR idiom), show hostlist and hostlistsorted, show job.
-func runScontrol(ctx context.Context, g *globalFlags, args []string, out io.Writer) error {
+func Scontrol(ctx context.Context, connect Connect, args []string, out io.Writer) error {
 	if len(args) > 0 {
-		if handled, err := runScontrolWrite(ctx, g, args); handled {
+		if handled, err := runScontrolWrite(ctx, connect, args); handled {
 			return err
 		}
 	}
@@ -62,11 +63,11 @@ func runScontrol(ctx context.Context, g *globalFlags, args []string, out io.Writ
 			if len(args) != 3 {
 				return fmt.Errorf("show job: want a job id")
 			}
-			ref, err := parseJobRefArg(args[2], false)
+			ref, err := JobRefArg(args[2], false)
 			if err != nil {
 				return err
 			}
-			c, err := g.client()
+			c, err := connect()
 			if err != nil {
 				return err
 			}
@@ -74,10 +75,10 @@ func runScontrol(ctx context.Context, g *globalFlags, args []string, out io.Writ
 			if err != nil {
 				return err
 			}
-			printJob(out, j)
+			PrintJob(out, j)
 			return nil
 		case "partition", "partitions":
-			c, err := g.client()
+			c, err := connect()
 			if err != nil {
 				return err
 			}
@@ -87,8 +88,54 @@ func runScontrol(ctx context.Context, g *globalFlags, args []string, out io.Writ
 			}
 			return printPartitions(out, pol.Policy, args[2:])
 		case "node", "nodes":
-			return scontrolShowNodes(ctx, g, args[2:], out)
+			return scontrolShowNodes(ctx, connect, args[2:], out)
 		}
 	}
 	return fmt.Errorf("scontrol %s: not supported by Shoal yet (show hostnames, show hostlist, show hostlistsorted, show job, show nodes, hold, uhold, release, requeue, requeuehold and update NodeName= are)", strings.Join(args, " "))
+}
+
+// scontrolShowNodes is scontrol show node[s] [NAME]: each node as a block
+// of Key=Value, with the fields scripts read (State, Gres, the features).
+func scontrolShowNodes(ctx context.Context, connect Connect, args []string, out io.Writer) error {
+	if len(args) > 1 {
+		return fmt.Errorf("show nodes: want at most one node name or hostlist")
+	}
+	var want []string
+	if len(args) == 1 {
+		var err error
+		if want, err = slurm.ExpandHostlist(args[0]); err != nil {
+			return fmt.Errorf("show nodes: %w", err)
+		}
+	}
+	c, err := connect()
+	if err != nil {
+		return err
+	}
+	nodes, err := c.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	shown := 0
+	for _, n := range nodes {
+		if want != nil && !slices.Contains(want, n.Name) {
+			continue
+		}
+		shown++
+		_, state, _ := sinfoState(n)
+		gres := "(null)"
+		if n.GPUs > 0 {
+			gres = fmt.Sprintf("gpu:%d", n.GPUs)
+		}
+		fmt.Fprintf(out, "NodeName=%s Arch=x86_64 CPUTot=%d RealMemory=%d\n", n.Name, n.CPUs, n.MemoryMiB)
+		fmt.Fprintf(out, "   AvailableFeatures=%s\n   ActiveFeatures=%s\n", nodeFeatures(n), nodeFeatures(n))
+		fmt.Fprintf(out, "   Gres=%s GresUsed=gpu:%d\n   State=%s\n", gres, n.GPUs-n.GPUsFree, state)
+		if n.Reason != "" {
+			fmt.Fprintf(out, "   Reason=%s\n", n.Reason)
+		}
+		fmt.Fprintln(out)
+	}
+	if want != nil && shown == 0 {
+		return fmt.Errorf("show nodes %s: Node name specified was not found", args[0])
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package slurmcli
 
 import (
 	"cmp"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -26,20 +27,20 @@ trap 'exit 0' TERM
 while :; do sleep 3600 & wait $!; done
 `
 
-// runSalloc is salloc: allocate nodes, run COMMAND (default: the user's
+// Salloc is salloc: allocate nodes, run COMMAND (default: the user's
 // shell) here with the allocation's environment, so that srun inside it
 // starts steps on the allocation, then release the allocation and return
 // the command's exit code.
-func runSalloc(ctx context.Context, g *globalFlags, args []string, stderr io.Writer) (int, error) {
+func Salloc(ctx context.Context, connect Connect, args []string, stderr io.Writer) (int, error) {
 	opts, rest, err := slurm.ParseArgs(slurm.Salloc, args)
 	if err != nil {
 		return 1, err
 	}
-	req, warnings, err := requestFromOptions(opts)
+	req, warnings, err := request.FromOptions(opts)
 	if err != nil {
 		return 1, err
 	}
-	printWarnings("salloc", warnings)
+	request.PrintWarnings("salloc", warnings)
 	command := rest
 	if len(command) == 0 {
 		command = []string{cmp.Or(os.Getenv("SHELL"), "/bin/sh")}
@@ -49,15 +50,15 @@ func runSalloc(ctx context.Context, g *globalFlags, args []string, stderr io.Wri
 	}
 	req.Env = nil // the command runs here, with this environment
 	req.Batch = &cluster.Batch{Script: sallocHolder, Output: "none"}
-	c, err := g.client()
+	c, err := connect()
 	if err != nil {
 		return 1, err
 	}
-	res, err := c.Submit(ctx, req, submitRetry)
+	res, err := c.Submit(ctx, req, request.SubmitRetry)
 	if err != nil {
 		return 1, err
 	}
-	printWarnings("salloc", res.Warnings)
+	request.PrintWarnings("salloc", res.Warnings)
 	fmt.Fprintf(stderr, "salloc: Pending job allocation %d\n", res.ID)
 
 	// Wait for the allocation; an interrupt while waiting cancels it.

@@ -1,4 +1,4 @@
-package main
+package request
 
 import (
 	"os"
@@ -37,19 +37,19 @@ func TestRequestFromOptionsNodeSet(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParseArgs: %v", err)
 			}
-			req, _, err := requestFromOptions(opts)
+			req, _, err := FromOptions(opts)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("requestFromOptions(%v) error = %v; want one containing %q", tt.args, err, tt.wantErr)
+					t.Fatalf("FromOptions(%v) error = %v; want one containing %q", tt.args, err, tt.wantErr)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("requestFromOptions(%v): %v", tt.args, err)
+				t.Fatalf("FromOptions(%v): %v", tt.args, err)
 			}
 			if req.Nodes != tt.nodes || !slices.Equal(req.NodeList, tt.nodelist) || !slices.Equal(req.Exclude, tt.exclude) ||
 				req.Constraint != tt.constraint || req.Exclusive != tt.exclusive {
-				t.Errorf("requestFromOptions(%v) = nodes %d, -w %v, -x %v, -C %q, exclusive %v; want %d, %v, %v, %q, %v",
+				t.Errorf("FromOptions(%v) = nodes %d, -w %v, -x %v, -C %q, exclusive %v; want %d, %v, %v, %q, %v",
 					tt.args, req.Nodes, req.NodeList, req.Exclude, req.Constraint, req.Exclusive,
 					tt.nodes, tt.nodelist, tt.exclude, tt.constraint, tt.exclusive)
 			}
@@ -65,7 +65,7 @@ func TestRequestFromOptionsQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _, err := requestFromOptions(opts)
+	req, _, err := FromOptions(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

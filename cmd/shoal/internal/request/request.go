@@ -1,6 +1,8 @@
-package main
+package request
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,15 +14,15 @@ import (
 	"github.com/shoal-sched/shoal/slurm"
 )
 
-// requestFromOptions turns parsed sbatch/srun options into a submit
+// FromOptions turns parsed sbatch/srun options into a submit
 // request, with the warnings to print.
-func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
+func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 	var req api.SubmitRequest
 	warnings := append([]string(nil), opts.Warnings...)
 	if opts.CPUsPerGPU > 0 && opts.Set["cpus-per-task"] {
 		return req, nil, fmt.Errorf("--cpus-per-gpu and --cpus-per-task are mutually exclusive")
 	}
-	nodes, nodesMax := nodeRange(opts.Nodes, opts.Set["nodes"])
+	nodes, nodesMax := NodeRange(opts.Nodes, opts.Set["nodes"])
 	tasksPerNode := 1
 	switch {
 	case opts.NTasksPerNode > 0:
@@ -34,7 +36,7 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 		}
 		tasksPerNode = opts.NTasks / nodes
 	}
-	gpusPerNode, gpusTotal, err := splitGPUs(opts.GPUs, nodes, opts.Set["nodes"])
+	gpusPerNode, gpusTotal, err := SplitGPUs(opts.GPUs, nodes, opts.Set["nodes"])
 	if err != nil {
 		return req, nil, err
 	}
@@ -45,7 +47,7 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 		gpusPerNode = opts.GPUsPerTask * tasksPerNode
 	}
 	req = api.SubmitRequest{
-		RequestID:    newRequestID(),
+		RequestID:    NewID(),
 		Name:         opts.Name,
 		Nodes:        nodes,
 		GPUsPerNode:  gpusPerNode,
@@ -58,7 +60,7 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 		Nice:         opts.Nice,
 		GPUsTotal:    gpusTotal,
 		NodesMax:     nodesMax,
-		SubmitHost:   submitHost(),
+		SubmitHost:   SubmitHost(),
 	}
 	switch {
 	case opts.Set["gpus-per-node"]:
@@ -70,7 +72,7 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 	// node once the partition's defaults and --gpus' spread are known.
 	req.MemPerNodeMiB, req.MemPerCPUMiB, req.MemPerGPUMiB, req.MemWholeNode = opts.Mem, opts.MemPerCPU, opts.MemPerGPU, opts.MemAll
 	req.CPUsPerGPU = opts.CPUsPerGPU
-	if req.WorkDir, err = workDir(req.WorkDir); err != nil {
+	if req.WorkDir, err = WorkDir(req.WorkDir); err != nil {
 		return req, nil, err
 	}
 	if opts.Array != nil {
@@ -84,11 +86,11 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 	if sw := opts.Switches; sw != nil {
 		req.Switches, req.SwitchesWaitS = sw.Count, int64(sw.MaxWait/time.Second)
 	}
-	req.Signal = jobSignal(opts.Signal)
+	req.Signal = JobSignal(opts.Signal)
 	if err := nodeSetFromOptions(opts, &req); err != nil {
 		return req, nil, err
 	}
-	env, err := exportEnv(opts.Export)
+	env, err := ExportEnv(opts.Export)
 	if err != nil {
 		return req, nil, err
 	}
@@ -96,14 +98,14 @@ func requestFromOptions(opts slurm.Options) (api.SubmitRequest, []string, error)
 	return req, warnings, nil
 }
 
-// The request parser: what sbatch, srun and salloc (requestFromOptions)
+// The request parser: what sbatch, srun and salloc (FromOptions)
 // and shoal submit both ask for is read by these, so the two front-ends
 // make the same request of the same words.
 
-// nodeRange is the one reading of a --nodes request (slurm.ParseNodes):
+// NodeRange is the one reading of a --nodes request (slurm.ParseNodes):
 // N is exactly N nodes (nodesMax 0), MIN-MAX an elastic job that starts
 // on MIN to MAX nodes. Not given, it is one node.
-func nodeRange(n slurm.Nodes, given bool) (nodes, nodesMax int) {
+func NodeRange(n slurm.Nodes, given bool) (nodes, nodesMax int) {
 	if !given {
 		return 1, 0
 	}
@@ -113,11 +115,11 @@ func nodeRange(n slurm.Nodes, given bool) (nodes, nodesMax int) {
 	return n.Min, 0
 }
 
-// splitGPUs reads --gpus G: with -N given, G split evenly over its
+// SplitGPUs reads --gpus G: with -N given, G split evenly over its
 // (minimum) node count, which it must divide; without, G in all, which
 // the agent spreads over the fewest nodes that hold them evenly, knowing
 // the nodes' sizes. Both are 0 without --gpus.
-func splitGPUs(gpus, nodes int, nodesGiven bool) (perNode, total int, err error) {
+func SplitGPUs(gpus, nodes int, nodesGiven bool) (perNode, total int, err error) {
 	switch {
 	case gpus > 0 && nodesGiven:
 		if gpus%nodes != 0 {
@@ -130,10 +132,10 @@ func splitGPUs(gpus, nodes int, nodesGiven bool) (perNode, total int, err error)
 	return 0, 0, nil
 }
 
-// workDir is the job's working directory: --chdir made absolute against
+// WorkDir is the job's working directory: --chdir made absolute against
 // the current directory (the agent that runs the job has another), or
 // the current directory itself.
-func workDir(dir string) (string, error) {
+func WorkDir(dir string) (string, error) {
 	if filepath.IsAbs(dir) {
 		return dir, nil
 	}
@@ -147,9 +149,9 @@ func workDir(dir string) (string, error) {
 	return filepath.Join(wd, dir), nil
 }
 
-// exportEnv is the environment --export passes: all of ours by default
+// ExportEnv is the environment --export passes: all of ours by default
 // (Slurm's ALL), none, or the named variables (NAME, or NAME=value).
-func exportEnv(e *slurm.Export) ([]string, error) {
+func ExportEnv(e *slurm.Export) ([]string, error) {
 	if e == nil || e.All {
 		env := os.Environ()
 		if e != nil {
@@ -173,9 +175,9 @@ func exportPair(v slurm.ExportVar) string {
 	return v.Name + "=" + os.Getenv(v.Name)
 }
 
-// batchRequest builds a batch job submit from sbatch's command line: the
+// Batch builds a batch job submit from sbatch's command line: the
 // options, then the script (a file, or --wrap) and its arguments.
-func batchRequest(args []string) (api.SubmitRequest, slurm.Options, []string, error) {
+func Batch(args []string) (api.SubmitRequest, slurm.Options, []string, error) {
 	var req api.SubmitRequest
 	opts, rest, err := slurm.ParseArgs(slurm.Sbatch, args)
 	if err != nil {
@@ -202,7 +204,7 @@ func batchRequest(args []string) (api.SubmitRequest, slurm.Options, []string, er
 			return req, opts, nil, err
 		}
 	}
-	req, warnings, err := requestFromOptions(opts)
+	req, warnings, err := FromOptions(opts)
 	if err != nil {
 		return req, opts, nil, err
 	}
@@ -215,12 +217,44 @@ func batchRequest(args []string) (api.SubmitRequest, slurm.Options, []string, er
 	return req, opts, warnings, nil
 }
 
-// printWarnings prints the parser's and the translation's warnings the
+// PrintWarnings prints the parser's and the translation's warnings the
 // way sbatch does, to stderr.
-func printWarnings(cmd string, warnings []string) {
+func PrintWarnings(cmd string, warnings []string) {
 	for _, w := range warnings {
 		if w = strings.TrimSpace(w); w != "" {
 			fmt.Fprintf(os.Stderr, "%s: warning: %s\n", cmd, w)
 		}
 	}
+}
+
+// SubmitRetry is how long a submit (shoal submit, sbatch, srun, salloc)
+// is retried when its answer did not come (the request id makes that
+// safe).
+const SubmitRetry = 30 * time.Second
+
+// NewID is a fresh request id, which makes a retried submit idempotent.
+func NewID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+	return hex.EncodeToString(b[:])
+}
+
+// SubmitHost is this host's name, which a job sees as SLURM_SUBMIT_HOST
+// ("" when unknown).
+func SubmitHost() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return h
+}
+
+// JobSignal is a parsed --signal=[B:]SIG[@SECONDS] as the job records it,
+// or nil when none was given. Shoal keeps seconds (Slurm's resolution is
+// about a minute).
+func JobSignal(s *slurm.Signal) *cluster.JobSignal {
+	if s == nil {
+		return nil
+	}
+	return &cluster.JobSignal{Number: s.Number, Before: time.Duration(s.Seconds) * time.Second, BatchOnly: s.BatchOnly}
 }

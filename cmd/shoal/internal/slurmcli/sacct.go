@@ -1,4 +1,4 @@
-package main
+package slurmcli
 
 import (
 	"context"
@@ -97,7 +97,7 @@ func sacctExitCode(code int) string {
 // id is the row's JobID: "12", "12_3" for an array element, with
 // ".batch" or ".STEP" for those rows.
 func (r sacctRow) id() string {
-	job := jobIDString(r.job)
+	job := JobIDString(r.job)
 	switch {
 	case r.batch:
 		return job + ".batch"
@@ -192,7 +192,7 @@ func (r sacctRow) cpus() int {
 
 func (r sacctRow) elapsed(now time.Time) time.Duration {
 	start, end := r.times()
-	return elapsed(api.Job{StartTime: start, EndTime: end}, now)
+	return Elapsed(api.Job{StartTime: start, EndTime: end}, now)
 }
 
 var sacctFields = []sacctField{
@@ -620,10 +620,10 @@ func (q sacctQuery) match(j api.Job) bool {
 	return true
 }
 
-// runSacct is sacct over the jobs the cluster still holds: Shoal keeps
+// Sacct is sacct over the jobs the cluster still holds: Shoal keeps
 // every job in its replicated state, so the "accounting" is the queue with
 // finished jobs.
-func runSacct(ctx context.Context, g *globalFlags, args []string, stdout, stderr io.Writer) error {
+func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr io.Writer) error {
 	vals, rest, err := cliArgs("sacct", sacctOpts, args, stderr)
 	if err != nil {
 		return err
@@ -701,7 +701,7 @@ func runSacct(ctx context.Context, g *globalFlags, args []string, stdout, stderr
 	if err != nil {
 		return err
 	}
-	c, err := g.client()
+	c, err := connect()
 	if err != nil {
 		return err
 	}

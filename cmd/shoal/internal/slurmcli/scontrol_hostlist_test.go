@@ -1,9 +1,12 @@
-package main
+package slurmcli
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
+
+	"github.com/shoal-sched/shoal/api"
 )
 
 // TestScontrolHostlistCommands: show hostnames, hostlist and hostlistsorted
@@ -27,7 +30,7 @@ func TestScontrolHostlistCommands(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("SLURM_JOB_NODELIST", tt.env)
 			var out bytes.Buffer
-			err := runScontrol(context.Background(), &globalFlags{}, tt.args, &out)
+			err := Scontrol(context.Background(), noAgent, tt.args, &out)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("scontrol %v: %v; want error %q", tt.args, err, tt.wantErr)
@@ -40,3 +43,6 @@ func TestScontrolHostlistCommands(t *testing.T) {
 		})
 	}
 }
+
+// noAgent is the Connect of a test that must not reach an agent.
+func noAgent() (*api.Client, error) { return nil, errors.New("no agent in this test") }

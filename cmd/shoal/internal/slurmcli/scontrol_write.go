@@ -1,4 +1,4 @@
-package main
+package slurmcli
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 	"github.com/shoal-sched/shoal/slurm"
 )
 
-// parseJobRefArg checks a job reference (slurm.ParseJobRef) and returns
+// JobRefArg checks a job reference (slurm.ParseJobRef) and returns
 // it as given, for the agent to resolve; without several, N_[LIST] is
 // refused.
-func parseJobRefArg(s string, several bool) (string, error) {
+func JobRefArg(s string, several bool) (string, error) {
 	r, err := slurm.ParseJobRef(s)
 	if err != nil {
 		return "", err
@@ -32,12 +32,12 @@ func parseJobRefArg(s string, several bool) (string, error) {
 // requeue, requeuehold (on jobs, array elements or whole arrays, as a
 // comma-separated list) and update of a node's State and Reason. It
 // reports whether args were such a command.
-func runScontrolWrite(ctx context.Context, g *globalFlags, args []string) (bool, error) {
+func runScontrolWrite(ctx context.Context, connect Connect, args []string) (bool, error) {
 	verb := strings.ToLower(args[0])
 	switch verb {
 	case "hold", "uhold", "release", "requeue", "requeuehold":
 	case "update":
-		return true, scontrolUpdate(ctx, g, args[1:])
+		return true, scontrolUpdate(ctx, connect, args[1:])
 	default:
 		return false, nil
 	}
@@ -56,12 +56,12 @@ func runScontrolWrite(ctx context.Context, g *globalFlags, args []string) (bool,
 	if len(ids) == 0 {
 		return true, fmt.Errorf("%s: want a job id (N, N_M, N_[LIST]), or several separated by commas", verb)
 	}
-	c, err := g.client()
+	c, err := connect()
 	if err != nil {
 		return true, err
 	}
 	for _, id := range ids {
-		ref, err := parseJobRefArg(id, true)
+		ref, err := JobRefArg(id, true)
 		if err != nil {
 			return true, err
 		}
@@ -86,7 +86,7 @@ func runScontrolWrite(ctx context.Context, g *globalFlags, args []string) (bool,
 
 // scontrolUpdate is `scontrol update NodeName=N State=DRAIN|RESUME
 // Reason=...`; other updates are refused naming what is not supported.
-func scontrolUpdate(ctx context.Context, g *globalFlags, args []string) error {
+func scontrolUpdate(ctx context.Context, connect Connect, args []string) error {
 	fields := map[string]string{}
 	var order []string
 	for _, a := range args {
@@ -99,7 +99,7 @@ func scontrolUpdate(ctx context.Context, g *globalFlags, args []string) error {
 		order = append(order, k)
 	}
 	if job, ok := fields["jobid"]; ok {
-		return scontrolUpdateJob(ctx, g, job, fields, order)
+		return scontrolUpdateJob(ctx, connect, job, fields, order)
 	}
 	node, ok := fields["nodename"]
 	if !ok {
@@ -112,7 +112,7 @@ func scontrolUpdate(ctx context.Context, g *globalFlags, args []string) error {
 			return fmt.Errorf("update NodeName=%s: %s= not supported by Shoal (State and Reason are)", node, k)
 		}
 	}
-	c, err := g.client()
+	c, err := connect()
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func scontrolUpdate(ctx context.Context, g *globalFlags, args []string) error {
 func printPartitions(w io.Writer, pol cluster.PolicyFile, only []string) error {
 	parts := pol.Partitions
 	if len(parts) == 0 {
-		parts = map[string]cluster.PartitionFile{shoalPartition: {Default: true}}
+		parts = map[string]cluster.PartitionFile{ShoalPartition: {Default: true}}
 	}
 	names := slices.Sorted(maps.Keys(parts))
 	if len(only) > 0 {
@@ -188,7 +188,7 @@ func printPartitions(w io.Writer, pol cluster.PolicyFile, only []string) error {
 // scontrolUpdateJob is `scontrol update JobId=N Priority=P` (root): an
 // absolute priority, 0 to return to the multifactor one. Other job
 // fields are refused by name.
-func scontrolUpdateJob(ctx context.Context, g *globalFlags, job string, fields map[string]string, order []string) error {
+func scontrolUpdateJob(ctx context.Context, connect Connect, job string, fields map[string]string, order []string) error {
 	for _, k := range order {
 		if k != "jobid" && k != "priority" {
 			return fmt.Errorf("update JobId=%s: %s= not supported by Shoal (Priority is; hold, release and requeue are scontrol commands)", job, k)
@@ -202,11 +202,11 @@ func scontrolUpdateJob(ctx context.Context, g *globalFlags, job string, fields m
 	if err != nil || p < 0 || p > cluster.MaxAdminPriority {
 		return fmt.Errorf("update JobId=%s Priority=%s: want 0 to %d", job, v, int64(cluster.MaxAdminPriority))
 	}
-	ref, err := parseJobRefArg(job, true)
+	ref, err := JobRefArg(job, true)
 	if err != nil {
 		return err
 	}
-	c, err := g.client()
+	c, err := connect()
 	if err != nil {
 		return err
 	}

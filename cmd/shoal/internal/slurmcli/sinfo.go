@@ -1,4 +1,4 @@
-package main
+package slurmcli
 
 import (
 	"cmp"
@@ -94,7 +94,7 @@ type sinfoPart struct {
 
 // shoalPart is the one partition of a cluster whose queue policy has
 // none: every node, no limit.
-var shoalPart = sinfoPart{name: shoalPartition, isDefault: true, maxTime: "infinite"}
+var shoalPart = sinfoPart{name: ShoalPartition, isDefault: true, maxTime: "infinite"}
 
 // sinfoNodes places the nodes in the policy's partitions: one sinfoNode
 // per partition a node is in, partitions by name; every node in
@@ -322,9 +322,9 @@ func (q sinfoQuery) match(n sinfoNode) bool {
 	return false
 }
 
-// runSinfo is sinfo: the partition view (one row per state), or with -N
+// Sinfo is sinfo: the partition view (one row per state), or with -N
 // one row per node.
-func runSinfo(ctx context.Context, g *globalFlags, args []string, stdout, stderr io.Writer) error {
+func Sinfo(ctx context.Context, connect Connect, args []string, stdout, stderr io.Writer) error {
 	vals, rest, err := cliArgs("sinfo", sinfoOpts, args, stderr)
 	if err != nil {
 		return err
@@ -366,7 +366,7 @@ func runSinfo(ctx context.Context, g *globalFlags, args []string, stdout, stderr
 			q.dead = true
 		}
 	}
-	c, err := g.client()
+	c, err := connect()
 	if err != nil {
 		return err
 	}

@@ -1,16 +1,22 @@
-package main
+package slurmcli
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/user"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
-// This file holds what the Slurm query commands (squeue, scancel, sinfo,
-// sacct, sprio) share: their command lines go through slurm.Getopt (with
+// This file holds what the Slurm commands (squeue, scancel, sinfo,
+// sacct, sprio, scontrol) share: their command lines go through slurm.Getopt (with
 // GNU's argument permutation) and their -o formats through scanFormat.
 
 // cliArgs parses a query command's arguments and prints a usage error as
@@ -21,7 +27,7 @@ func cliArgs(cmd string, opts []slurm.Option, args []string, stderr io.Writer) (
 	if err != nil {
 		fmt.Fprintln(stderr, err.Error())
 		fmt.Fprintf(stderr, "Try \"%s --help\" for more information\n", cmd)
-		return nil, nil, exitCode(1)
+		return nil, nil, exitcode.Code(1)
 	}
 	for _, v := range vals {
 		if v.Opt.Unsupported != "" {
@@ -130,4 +136,42 @@ func scanFormat(format string, allowAuto bool, text func(string), spec func(form
 	}
 	flush()
 	return nil
+}
+
+// Elapsed is how long the job has run (squeue's TIME; shoal queue's too).
+func Elapsed(j api.Job, now time.Time) time.Duration {
+	start, err := time.Parse(time.RFC3339, j.StartTime)
+	if err != nil {
+		return 0
+	}
+	end := now
+	if e, err := time.Parse(time.RFC3339, j.EndTime); err == nil {
+		end = e
+	}
+	if end.Before(start) {
+		return 0
+	}
+	return end.Sub(start).Truncate(time.Second)
+}
+
+// currentIdentity is who runs the command: the user of --me, and whose
+// jobs sacct lists by default.
+func currentIdentity() api.Identity {
+	id := api.Identity{UID: os.Getuid(), GID: os.Getgid(), User: strconv.Itoa(os.Getuid())}
+	if u, err := user.Current(); err == nil {
+		id.User = u.Username
+	}
+	return id
+}
+
+// Connect returns the client of the agent a command talks to; a command
+// calls it once its arguments are parsed.
+type Connect func() (*api.Client, error)
+
+// orNull is Slurm's "(null)" for an empty field.
+func orNull(s string) string {
+	if s == "" {
+		return "(null)"
+	}
+	return s
 }

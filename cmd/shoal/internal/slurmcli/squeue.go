@@ -1,4 +1,4 @@
-package main
+package slurmcli
 
 import (
 	"cmp"
@@ -14,21 +14,22 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
-// shoalPartition is the partition every job and node is in when the
+// ShoalPartition is the partition every job and node is in when the
 // queue policy declares none: the PARTITION columns of squeue, sinfo and
 // sacct show this one name then.
-const shoalPartition = "shoal"
+const ShoalPartition = "shoal"
 
-// jobPartition is the job's partition, or shoalPartition when the queue
+// jobPartition is the job's partition, or ShoalPartition when the queue
 // policy has none.
 func jobPartition(j api.Job) string {
 	if j.Partition != "" {
 		return j.Partition
 	}
-	return shoalPartition
+	return ShoalPartition
 }
 
 // Slurm 22.05's squeue formats.
@@ -206,8 +207,8 @@ func (q squeueQuery) match(j api.Job) bool {
 	return liveState(j.State)
 }
 
-// runSqueue is squeue: pending and running jobs in Slurm's columns.
-func runSqueue(ctx context.Context, g *globalFlags, args []string, stdout, stderr io.Writer) error {
+// Squeue is squeue: pending and running jobs in Slurm's columns.
+func Squeue(ctx context.Context, connect Connect, args []string, stdout, stderr io.Writer) error {
 	vals, rest, err := cliArgs("squeue", squeueOpts, args, stderr)
 	if err != nil {
 		return err
@@ -250,7 +251,7 @@ func runSqueue(ctx context.Context, g *globalFlags, args []string, stdout, stder
 			q.format2, q.format = v.Value, ""
 		}
 	}
-	c, err := g.client()
+	c, err := connect()
 	if err != nil {
 		return err
 	}
@@ -265,7 +266,7 @@ func runSqueue(ctx context.Context, g *globalFlags, args []string, stdout, stder
 		}
 		if api.IsNotFound(err) {
 			fmt.Fprintln(stderr, "slurm_load_jobs error: Invalid job id specified")
-			return exitCode(1)
+			return exitcode.Code(1)
 		}
 		if err != nil {
 			return err
@@ -360,14 +361,14 @@ type squeueField struct {
 }
 
 var squeueFields = []squeueField{
-	{'i', "jobid", "JOBID", func(j api.Job, _ slurmView) string { return jobIDString(j) }},
+	{'i', "jobid", "JOBID", func(j api.Job, _ slurmView) string { return JobIDString(j) }},
 	{'A', "jobarrayid", "JOBID", func(j api.Job, _ slurmView) string { return strconv.FormatUint(arrayJobID(j), 10) }},
 	{'F', "arrayjobid", "ARRAY_JOB_ID", func(j api.Job, _ slurmView) string { return strconv.FormatUint(arrayJobID(j), 10) }},
 	{'K', "arraytaskid", "ARRAY_TASK_ID", func(j api.Job, _ slurmView) string {
 		if j.ArrayJobID == 0 {
 			return "N/A"
 		}
-		if id, ok := strings.CutPrefix(jobIDString(j), strconv.FormatUint(j.ArrayJobID, 10)+"_"); ok {
+		if id, ok := strings.CutPrefix(JobIDString(j), strconv.FormatUint(j.ArrayJobID, 10)+"_"); ok {
 			return strings.Trim(id, "[]")
 		}
 		return strconv.Itoa(j.ArrayTaskID)
@@ -376,7 +377,7 @@ var squeueFields = []squeueField{
 	{'u', "username", "USER", func(j api.Job, _ slurmView) string { return j.User }},
 	{'t', "statecompact", "ST", func(j api.Job, _ slurmView) string { return slurm.JobStateCode(j.State) }},
 	{'T', "state", "STATE", func(j api.Job, _ slurmView) string { return j.State }},
-	{'M', "timeused", "TIME", func(j api.Job, v slurmView) string { return slurm.FormatElapsed(elapsed(j, v.now)) }},
+	{'M', "timeused", "TIME", func(j api.Job, v slurmView) string { return slurm.FormatElapsed(Elapsed(j, v.now)) }},
 	{'l', "timelimit", "TIME_LIMIT", func(j api.Job, _ slurmView) string {
 		return slurm.FormatTime(time.Duration(j.TimeLimitS) * time.Second)
 	}},
@@ -384,7 +385,7 @@ var squeueFields = []squeueField{
 		if j.TimeLimitS == 0 {
 			return "UNLIMITED"
 		}
-		return slurm.FormatElapsed(max(0, time.Duration(j.TimeLimitS)*time.Second-elapsed(j, v.now)))
+		return slurm.FormatElapsed(max(0, time.Duration(j.TimeLimitS)*time.Second-Elapsed(j, v.now)))
 	}},
 	{'D', "numnodes", "NODES", func(j api.Job, _ slurmView) string { return strconv.Itoa(jobNodeCount(j)) }},
 	{'C', "numcpus", "CPUS", func(j api.Job, _ slurmView) string { return strconv.Itoa(jobCPUs(j)) }},
@@ -588,9 +589,9 @@ func fitField(s string, width int, right bool) string {
 	return s + pad
 }
 
-// jobIDString is the job's id as Slurm prints it: "12", "12_3", or for a
+// JobIDString is the job's id as Slurm prints it: "12", "12_3", or for a
 // folded row of pending elements "12_[3-9]".
-func jobIDString(j api.Job) string {
+func JobIDString(j api.Job) string {
 	if j.JobIDString != "" {
 		return j.JobIDString
 	}

@@ -1,4 +1,4 @@
-package main
+package slurmcli
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -24,11 +25,11 @@ const (
 	srunCancelWait = 30 * time.Second
 )
 
-// runSrun is srun: inside an allocation (SHOAL_JOB_ID or SLURM_JOB_ID set)
+// Srun is srun: inside an allocation (SHOAL_JOB_ID or SLURM_JOB_ID set)
 // it runs a step on the allocation, streams the tasks' output and returns
 // the worst task exit code; outside one it runs the command as a job of
 // its own and waits for it.
-func runSrun(ctx context.Context, g *globalFlags, args []string, stdout, stderr io.Writer) (int, error) {
+func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io.Writer) (int, error) {
 	opts, rest, err := slurm.ParseArgs(slurm.Srun, args)
 	if err != nil {
 		return 1, err
@@ -36,13 +37,13 @@ func runSrun(ctx context.Context, g *globalFlags, args []string, stdout, stderr 
 	if len(rest) == 0 {
 		return 1, errors.New("command: none given, want `srun [options] COMMAND [ARGS...]`")
 	}
-	printWarnings("srun", opts.Warnings)
+	request.PrintWarnings("srun", opts.Warnings)
 	jobEnv := os.Getenv("SHOAL_JOB_ID")
 	if jobEnv == "" {
 		jobEnv = os.Getenv("SLURM_JOB_ID")
 	}
 	if jobEnv == "" {
-		return runOwnJob(ctx, g, opts, rest, stdout, stderr)
+		return RunOwnJob(ctx, connect, opts, rest, stdout, stderr)
 	}
 	job, err := slurm.ParseJobID(jobEnv)
 	if err != nil {
@@ -53,7 +54,7 @@ func runSrun(ctx context.Context, g *globalFlags, args []string, stdout, stderr 
 	if err != nil {
 		return 1, err
 	}
-	c, err := g.client()
+	c, err := connect()
 	if err != nil {
 		return 1, err
 	}
@@ -64,8 +65,8 @@ func runSrun(ctx context.Context, g *globalFlags, args []string, stdout, stderr 
 	return followStep(ctx, c, job, step, opts.Label, stdout, stderr)
 }
 
-// parseSrunOutside parses srun's options for a job of its own (shoal run).
-func parseSrunOutside(args []string) (slurm.Options, []string, error) {
+// ParseSrunOutside parses srun's options for a job of its own (shoal run).
+func ParseSrunOutside(args []string) (slurm.Options, []string, error) {
 	opts, rest, err := slurm.ParseArgs(slurm.Srun, args)
 	if err != nil {
 		return opts, nil, err
@@ -73,7 +74,7 @@ func parseSrunOutside(args []string) (slurm.Options, []string, error) {
 	if len(rest) == 0 {
 		return opts, nil, errors.New("command: none given, want `shoal run [options] COMMAND [ARGS...]`")
 	}
-	printWarnings("srun", opts.Warnings)
+	request.PrintWarnings("srun", opts.Warnings)
 	return opts, rest, nil
 }
 
@@ -104,7 +105,7 @@ func stepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error) {
 		// default distribution: -n 5 on 2 nodes runs 3 and 2.
 		spec.NTasks = opts.NTasks
 	}
-	env, err := exportEnv(opts.Export)
+	env, err := request.ExportEnv(opts.Export)
 	if err != nil {
 		return spec, err
 	}
@@ -237,20 +238,20 @@ func (s *streamer) flush() {
 	}
 }
 
-// runOwnJob is srun outside an allocation: it allocates, runs the command
+// RunOwnJob is srun outside an allocation: it allocates, runs the command
 // on every node of a job of its own, streams the output and returns the
 // job's exit code.
-func runOwnJob(ctx context.Context, g *globalFlags, opts slurm.Options, command []string, stdout, stderr io.Writer) (int, error) {
-	req, warnings, err := requestFromOptions(opts)
+func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command []string, stdout, stderr io.Writer) (int, error) {
+	req, warnings, err := request.FromOptions(opts)
 	if err != nil {
 		return 1, err
 	}
-	printWarnings("srun", warnings)
+	request.PrintWarnings("srun", warnings)
 	req.Command = command
 	if req.Name == "" {
 		req.Name = filepath.Base(command[0])
 	}
-	c, err := g.client()
+	c, err := connect()
 	if err != nil {
 		return 1, err
 	}
@@ -260,11 +261,11 @@ func runOwnJob(ctx context.Context, g *globalFlags, opts slurm.Options, command 
 		}
 		return 0, nil
 	}
-	res, err := c.Submit(ctx, req, submitRetry)
+	res, err := c.Submit(ctx, req, request.SubmitRetry)
 	if err != nil {
 		return 1, err
 	}
-	printWarnings("srun", res.Warnings)
+	request.PrintWarnings("srun", res.Warnings)
 	out := newStreamer(opts.Label, stdout, stderr)
 	bg := context.Background()
 	pending := newPendingLine(stderr, res.ID)

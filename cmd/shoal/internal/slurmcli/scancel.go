@@ -1,4 +1,4 @@
-package main
+package slurmcli
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -97,11 +98,11 @@ func parseScancelStates(list string) (map[string]bool, error) {
 	return want, nil
 }
 
-// runScancel is scancel: cancel the jobs named, or every live job that
+// Scancel is scancel: cancel the jobs named, or every live job that
 // matches the filters. Like Slurm 22.05's scancel, a job that does not
 // exist or has already ended is not an error (-v reports it); a
 // malformed id, a job of another user and a failed request are.
-func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Writer) error {
+func Scancel(ctx context.Context, connect Connect, args []string, stderr io.Writer) error {
 	vals, rest, err := cliArgs("scancel", scancelOpts, args, stderr)
 	if err != nil {
 		return err
@@ -137,7 +138,7 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 		case "verbose":
 			verbose = true
 		case "signal":
-			if sig.Signal, err = parseSignalName("--signal", v.Value); err != nil {
+			if sig.Signal, err = SignalName("--signal", v.Value); err != nil {
 				return slurmErrorf("Invalid signal name: %s", v.Value)
 			}
 		case "batch":
@@ -152,7 +153,7 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 	if len(targets) == 0 && !filtered {
 		return slurmErrorf("No job identification provided")
 	}
-	c, err := g.client()
+	c, err := connect()
 	if err != nil {
 		return err
 	}
@@ -231,7 +232,7 @@ func runScancel(ctx context.Context, g *globalFlags, args []string, stderr io.Wr
 		}
 	}
 	if failed {
-		return exitCode(1)
+		return exitcode.Code(1)
 	}
 	return nil
 }
@@ -274,4 +275,29 @@ func splitJobIDs(args []string) []string {
 		}
 	}
 	return out
+}
+
+// SignalName parses the signal of scancel --signal and shoal cancel
+// --signal: a name with or without SIG, in any case, or a number 1-64.
+func SignalName(flag, s string) (int, error) {
+	if strings.ContainsAny(s, ":@") {
+		return 0, fmt.Errorf("%s %q: want a signal name (USR1, SIGTERM) or number (1-64)", flag, s)
+	}
+	sig, err := slurm.ParseSignal(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q: want a signal name (USR1, SIGTERM) or number (1-64)", flag, s)
+	}
+	return sig.Number, nil
+}
+
+// scancelSignal sends scancel --signal to one target: a whole job (steps
+// and array elements are refused: the request goes to a job's tasks).
+func scancelSignal(ctx context.Context, c *api.Client, t scancelTarget, sig api.SignalRequest) error {
+	switch {
+	case t.step >= 0:
+		return slurmErrorf("Invalid job id %s: signalling one step is not supported by Shoal yet; signal the job", t.arg)
+	case strings.Contains(t.arg, "_"):
+		return slurmErrorf("Invalid job id %s: signalling array elements is not supported by Shoal yet; signal the element's own job id", t.arg)
+	}
+	return c.Signal(ctx, t.job, sig)
 }
