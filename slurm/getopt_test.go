@@ -7,7 +7,7 @@ import (
 )
 
 // TestGetopt is the scanner of every Slurm front-end (formerly the query
-// commands' own parser, cmd/shoal's parseCLI): permutation, prefixes,
+// commands' own parser, cmd/shoal/internal/slurmcli's parseCLI): permutation, prefixes,
 // bundles, "--", and getopt's wording of each mistake.
 func TestGetopt(t *testing.T) {
 	opts := []Option{
