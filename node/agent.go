@@ -579,7 +579,7 @@ const maxHTTPConns = 4096
 const maxPeerClients = 1024
 
 // errNoLeader is returned when no leader is known to forward to.
-var errNoLeader = errors.New("no raft leader yet: the cluster is forming or has lost its quorum; retry")
+var errNoLeader = cluster.Mark(cluster.ErrUnavailable, errors.New("no raft leader yet: the cluster is forming or has lost its quorum; retry"))
 
 // leaderAPI returns the leader's name and API address, and whether we are
 // it.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,32 +19,18 @@ import (
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/placement"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
 // Bounds of the HTTP API.
 const (
-	maxRequestBody = 4 << 20
 	maxLogBytes    = 16 << 20
 	defaultWait    = 30 * time.Second
 	maxWait        = 5 * time.Minute
 	forwardTimeout = 15 * time.Second
 )
-
-// httpError is an error with the status it answers with.
-type httpError struct {
-	code int
-	err  error
-}
-
-func (e *httpError) Error() string { return e.err.Error() }
-func (e *httpError) Unwrap() error { return e.err }
-
-func badRequest(err error) error { return &httpError{http.StatusBadRequest, err} }
-func notFound(err error) error   { return &httpError{http.StatusNotFound, err} }
-func forbidden(err error) error  { return &httpError{http.StatusForbidden, err} }
-func conflict(err error) error   { return &httpError{http.StatusConflict, err} }
 
 func (a *Agent) routes() http.Handler {
 	mux := http.NewServeMux()
@@ -87,51 +72,15 @@ func (a *Agent) routes() http.Handler {
 	mux.HandleFunc("POST /v1/agent/leave", a.handleAgentLeave)
 	mux.HandleFunc("GET /v1/internal/logs/{id}", a.handleLocalLogs)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &httpError{http.StatusNotFound, fmt.Errorf("%s %s: no such endpoint", r.Method, r.URL.Path)})
+		httpapi.WriteError(w, notFound(fmt.Errorf("%s %s: no such endpoint", r.Method, r.URL.Path)))
 	})
 	return mux
-}
-
-func writeJSON(w http.ResponseWriter, code int, index uint64, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	if index > 0 {
-		w.Header().Set(api.HeaderIndex, strconv.FormatUint(index, 10))
-	}
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, err error) {
-	code := http.StatusInternalServerError
-	var he *httpError
-	var se *api.StatusError
-	switch {
-	case errors.As(err, &he):
-		code = he.code
-	case errors.As(err, &se):
-		code = se.Code // forwarded from the leader as it answered
-	case errors.Is(err, consensus.ErrNotLeader), errors.Is(err, errNoLeader):
-		code = http.StatusServiceUnavailable
-	case errors.Is(err, context.DeadlineExceeded):
-		code = http.StatusGatewayTimeout
-	}
-	writeJSON(w, code, 0, api.Error{Error: err.Error()})
-}
-
-// decodeBody reads a JSON body into v, naming what is wrong with it.
-func decodeBody(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxRequestBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return badRequest(fmt.Errorf("request body: malformed JSON: %v", err))
-	}
-	return nil
 }
 
 func jobID(r *http.Request) (cluster.JobID, error) {
 	id, err := slurm.ParseJobID(r.PathValue("id"))
 	if err != nil {
-		return 0, badRequest(err)
+		return 0, invalid(err)
 	}
 	return cluster.JobID(id), nil
 }
@@ -141,7 +90,7 @@ func jobID(r *http.Request) (cluster.JobID, error) {
 func (a *Agent) forward(w http.ResponseWriter, r *http.Request, who caller, body any) (handled bool) {
 	_, _, self, err := a.leaderAPI()
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return true
 	}
 	if self {
@@ -150,12 +99,12 @@ func (a *Agent) forward(w http.ResponseWriter, r *http.Request, who caller, body
 	if r.Header.Get(api.HeaderForwardedBy) != "" {
 		// Forwarded to us, but we are not the leader (any more): let the
 		// original node's client retry rather than bounce between nodes.
-		writeError(w, &httpError{http.StatusServiceUnavailable, errors.New("leadership moved while forwarding; retry")})
+		httpapi.WriteError(w, unavailable(errors.New("leadership moved while forwarding; retry")))
 		return true
 	}
 	c, err := a.leaderClient()
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return true
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), forwardTimeout)
@@ -172,9 +121,9 @@ func (a *Agent) forward(w http.ResponseWriter, r *http.Request, who caller, body
 	if err != nil {
 		var se *api.StatusError
 		if !errors.As(err, &se) {
-			err = &httpError{http.StatusBadGateway, fmt.Errorf("forward to leader: %w", err)}
+			err = cluster.Mark(httpapi.ErrUpstream, fmt.Errorf("forward to leader: %w", err))
 		}
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return true
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -215,8 +164,7 @@ func (a *Agent) waitReadFloor(ctx context.Context) (*fsm.View, error) {
 		select {
 		case <-v.Changed():
 		case <-ctx.Done():
-			return nil, &httpError{http.StatusServiceUnavailable,
-				fmt.Errorf("this agent's replica is at index %d, behind a write it acknowledged at %d; retry", v.Index, floor)}
+			return nil, unavailable(fmt.Errorf("this agent's replica is at index %d, behind a write it acknowledged at %d; retry", v.Index, floor))
 		}
 	}
 }
@@ -231,11 +179,10 @@ func (a *Agent) readView(ctx context.Context) (*fsm.View, error) {
 	if err := a.state.Diverged(); err != nil {
 		// This replica could not apply a committed entry: what it holds is
 		// not the cluster's state, so it must not answer for it.
-		return nil, &httpError{http.StatusInternalServerError,
-			fmt.Errorf("this agent's replica diverged and serves no reads; ask another agent: %w", err)}
+		return nil, cluster.Mark(fsm.ErrDiverged, fmt.Errorf("this agent's replica diverged and serves no reads; ask another agent: %w", err))
 	}
 	if !a.caughtUp() {
-		return nil, &httpError{http.StatusServiceUnavailable, errCatchingUp}
+		return nil, unavailable(errCatchingUp)
 	}
 	return a.waitReadFloor(ctx)
 }
@@ -265,12 +212,12 @@ func (a *Agent) caughtUp() bool {
 func (a *Agent) acceptWrite(w http.ResponseWriter, r *http.Request, body any) (caller, bool) {
 	who := callerOf(r)
 	if err := requireProven(who); err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return who, false
 	}
 	if body != nil {
-		if err := decodeBody(r, body); err != nil {
-			writeError(w, err)
+		if err := httpapi.DecodeBody(r, body); err != nil {
+			httpapi.WriteError(w, err)
 			return who, false
 		}
 	}
@@ -294,32 +241,32 @@ func (a *Agent) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(req.RequestID) > maxClientRequestID {
-		writeError(w, badRequest(fmt.Errorf("request_id: %d bytes, want at most %d", len(req.RequestID), maxClientRequestID)))
+		httpapi.WriteError(w, invalid(fmt.Errorf("request_id: %d bytes, want at most %d", len(req.RequestID), maxClientRequestID)))
 		return
 	}
 	if req.TimeLimitS < 0 {
-		writeError(w, badRequest(fmt.Errorf("time_limit_s %d: want 0 (unlimited) or more", req.TimeLimitS)))
+		httpapi.WriteError(w, invalid(fmt.Errorf("time_limit_s %d: want 0 (unlimited) or more", req.TimeLimitS)))
 		return
 	}
 	if req.GPUsTotal > 0 {
 		if err := a.spreadGPUs(&req); err != nil {
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 	}
 	spec := specOf(req, who)
 	warnings, err := queueFieldsOf(a.state.View(), spec, who)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	if r.URL.Query().Get("test_only") != "" {
 		out, err := a.leaderTestOnly(spec)
 		if err != nil {
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, a.state.Index(), out)
+		httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), out)
 		return
 	}
 	if plantedEarlyAck { // a planted bug, test builds only: see planted_earlyack_off.go
@@ -328,10 +275,10 @@ func (a *Agent) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := a.leaderSubmit(r.Context(), scopedRequestID(who, req.RequestID), spec)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.state.Index(), api.SubmitResponse{ID: uint64(res.JobID), Duplicate: res.Duplicate, Warnings: warnings})
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.SubmitResponse{ID: uint64(res.JobID), Duplicate: res.Duplicate, Warnings: warnings})
 }
 
 // maxClientRequestID leaves room in cluster.MaxRequestIDBytes for the
@@ -405,7 +352,7 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 func (a *Agent) handleCancel(w http.ResponseWriter, r *http.Request) {
 	ref, err := parseJobRef(r.PathValue("id"))
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	who, here := a.acceptWrite(w, r, nil)
@@ -414,7 +361,7 @@ func (a *Agent) handleCancel(w http.ResponseWriter, r *http.Request) {
 	}
 	jobs, err := ref.resolve(a.state.View())
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	ids := []uint64{}
@@ -426,12 +373,12 @@ func (a *Agent) handleCancel(w http.ResponseWriter, r *http.Request) {
 			if len(jobs) > 1 && errors.Is(err, fsm.ErrJobFinished) {
 				continue
 			}
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		ids = append(ids, uint64(j.ID))
 	}
-	writeJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: ref.ID, IDs: ids})
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: ref.ID, IDs: ids})
 }
 
 // handleDrain drains or resumes a node (the last path element says which).
@@ -447,32 +394,32 @@ func (a *Agent) handleDrain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := a.leaderSetDrain(r.Context(), r.PathValue("name"), drain, req.Reason, who); err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.state.Index(), struct{}{})
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), struct{}{})
 }
 
 func (a *Agent) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 	var hb api.Heartbeat
-	if err := decodeBody(r, &hb); err != nil {
-		writeError(w, err)
+	if err := httpapi.DecodeBody(r, &hb); err != nil {
+		httpapi.WriteError(w, err)
 		return
 	}
 	if err := a.requireNode(r, hb.Node.Name); err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	if !a.raft.IsLeader() {
-		writeError(w, &httpError{http.StatusServiceUnavailable, consensus.ErrNotLeader})
+		httpapi.WriteError(w, unavailable(consensus.ErrNotLeader))
 		return
 	}
 	index, err := a.leaderHeartbeat(r.Context(), hb.Node)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, index, api.HeartbeatReply{Index: index})
+	httpapi.WriteJSON(w, http.StatusOK, index, api.HeartbeatReply{Index: index})
 }
 
 func (a *Agent) handleLeave(w http.ResponseWriter, r *http.Request) {
@@ -484,23 +431,23 @@ func (a *Agent) handleLeave(w http.ResponseWriter, r *http.Request) {
 // agent's own user may ask, on this agent: it is never forwarded.
 func (a *Agent) handleAgentLeave(w http.ResponseWriter, r *http.Request) {
 	var req api.LeaveRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, err)
+	if err := httpapi.DecodeBody(r, &req); err != nil {
+		httpapi.WriteError(w, err)
 		return
 	}
 	who := callerOf(r)
 	if err := requireProven(who); err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	if who.UID != 0 && who.UID != os.Getuid() {
-		writeError(w, forbidden(fmt.Errorf("leave: %w: only root or the agent's user may stop it", ErrForbidden)))
+		httpapi.WriteError(w, forbidden(fmt.Errorf("leave: %w: only root or the agent's user may stop it", ErrForbidden)))
 		return
 	}
 	wait := time.Duration(-1)
 	if req.DrainWaitS != nil {
 		if *req.DrainWaitS < 0 {
-			writeError(w, badRequest(fmt.Errorf("drain_wait_s %d: want 0 or more", *req.DrainWaitS)))
+			httpapi.WriteError(w, invalid(fmt.Errorf("drain_wait_s %d: want 0 or more", *req.DrainWaitS)))
 			return
 		}
 		wait = time.Duration(*req.DrainWaitS) * time.Second
@@ -509,7 +456,7 @@ func (a *Agent) handleAgentLeave(w http.ResponseWriter, r *http.Request) {
 	case a.leaveReq <- wait:
 	default: // already leaving
 	}
-	writeJSON(w, http.StatusAccepted, 0, api.LeaveResponse{Node: a.cfg.Name})
+	httpapi.WriteJSON(w, http.StatusAccepted, 0, api.LeaveResponse{Node: a.cfg.Name})
 }
 
 // handleDrainSelf drains a node whose agent is stopping with
@@ -523,44 +470,44 @@ func (a *Agent) handleDrainSelf(w http.ResponseWriter, r *http.Request) {
 // leader carries it out.
 func (a *Agent) nodeRequest(w http.ResponseWriter, r *http.Request, do func(ctx context.Context, node string) error) {
 	var hb api.Heartbeat
-	if err := decodeBody(r, &hb); err != nil {
-		writeError(w, err)
+	if err := httpapi.DecodeBody(r, &hb); err != nil {
+		httpapi.WriteError(w, err)
 		return
 	}
 	if err := a.requireNode(r, hb.Node.Name); err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	if !a.raft.IsLeader() {
-		writeError(w, &httpError{http.StatusServiceUnavailable, consensus.ErrNotLeader})
+		httpapi.WriteError(w, unavailable(consensus.ErrNotLeader))
 		return
 	}
 	if err := do(r.Context(), hb.Node.Name); err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, 0, struct{}{})
+	httpapi.WriteJSON(w, http.StatusOK, 0, struct{}{})
 }
 
 func (a *Agent) handleTaskEvent(w http.ResponseWriter, r *http.Request) {
 	var ev api.TaskEvent
-	if err := decodeBody(r, &ev); err != nil {
-		writeError(w, err)
+	if err := httpapi.DecodeBody(r, &ev); err != nil {
+		httpapi.WriteError(w, err)
 		return
 	}
 	if err := a.requireNode(r, ev.Node); err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	if !a.raft.IsLeader() {
-		writeError(w, &httpError{http.StatusServiceUnavailable, consensus.ErrNotLeader})
+		httpapi.WriteError(w, unavailable(consensus.ErrNotLeader))
 		return
 	}
 	if err := a.leaderTaskEvent(r.Context(), ev); err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, 0, struct{}{})
+	httpapi.WriteJSON(w, http.StatusOK, 0, struct{}{})
 }
 
 // blockingView returns a view newer than ?index=, waiting up to ?wait=.
@@ -575,12 +522,12 @@ func (a *Agent) blockingView(r *http.Request) (*fsm.View, error) {
 	}
 	index, err := strconv.ParseUint(q.Get("index"), 10, 64)
 	if err != nil {
-		return nil, badRequest(fmt.Errorf("index %q: want a raft index (from %s)", q.Get("index"), api.HeaderIndex))
+		return nil, invalid(fmt.Errorf("index %q: want a raft index (from %s)", q.Get("index"), api.HeaderIndex))
 	}
 	wait := defaultWait
 	if s := q.Get("wait"); s != "" {
 		if wait, err = time.ParseDuration(s); err != nil || wait < 0 {
-			return nil, badRequest(fmt.Errorf("wait %q: want a duration such as 30s", s))
+			return nil, invalid(fmt.Errorf("wait %q: want a duration such as 30s", s))
 		}
 	}
 	wait = min(wait, maxWait)
@@ -602,7 +549,7 @@ func (a *Agent) blockingView(r *http.Request) (*fsm.View, error) {
 func (a *Agent) handleJobs(w http.ResponseWriter, r *http.Request) {
 	v, err := a.blockingView(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	all := r.URL.Query().Get("all") != ""
@@ -621,23 +568,23 @@ func (a *Agent) handleJobs(w http.ResponseWriter, r *http.Request) {
 			out = append(out, jobOf(j))
 		}
 	}
-	writeJSON(w, http.StatusOK, v.Index, out)
+	httpapi.WriteJSON(w, http.StatusOK, v.Index, out)
 }
 
 // handleJob returns one job: by its id, or an array element as N_TASK.
 func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
 	ref, err := parseJobRef(r.PathValue("id"))
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	if len(ref.Tasks) > 1 {
-		writeError(w, badRequest(fmt.Errorf("job id %q: names several array elements, want one", ref.raw)))
+		httpapi.WriteError(w, invalid(fmt.Errorf("job id %q: names several array elements, want one", ref.raw)))
 		return
 	}
 	v, err := a.blockingView(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	j, ok := v.Job(cluster.JobID(ref.ID))
@@ -645,17 +592,17 @@ func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
 		j, ok = v.ArchivedJob(cluster.JobID(ref.ID))
 	}
 	if !ok {
-		writeError(w, notFound(fmt.Errorf("job %s: no such job", ref.raw)))
+		httpapi.WriteError(w, notFound(fmt.Errorf("job %s: no such job", ref.raw)))
 		return
 	}
 	if !maySee(v, j, callerOf(r)) {
-		writeError(w, forbidden(fmt.Errorf("job %s: %w: it belongs to another user, and the policy keeps jobs private", ref.raw, ErrForbidden)))
+		httpapi.WriteError(w, forbidden(fmt.Errorf("job %s: %w: it belongs to another user, and the policy keeps jobs private", ref.raw, ErrForbidden)))
 		return
 	}
 	if ref.Tasks != nil {
 		js, err := ref.resolve(v)
 		if err != nil {
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		j = js[0]
@@ -668,7 +615,7 @@ func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
 		}
 		out.ReasonDetail = placement.Shortage(placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(parts), j)
 	}
-	writeJSON(w, http.StatusOK, v.Index, out)
+	httpapi.WriteJSON(w, http.StatusOK, v.Index, out)
 }
 
 // restarts is how many times a job was requeued: each start after the
@@ -742,17 +689,17 @@ func jobOf(j *cluster.Job) api.Job {
 func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
 	id, err := jobID(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	filter, err := parseLogFilter(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	v, err := a.readView(r.Context())
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	j, ok := v.Job(id)
@@ -760,11 +707,11 @@ func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
 		j, ok = v.ArchivedJob(id)
 	}
 	if !ok {
-		writeError(w, notFound(fmt.Errorf("job %d: no such job", id)))
+		httpapi.WriteError(w, notFound(fmt.Errorf("job %d: no such job", id)))
 		return
 	}
 	if err := mayTouch(v, "read the output of", j, callerOf(r)); err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	out := []api.LogChunk{}
@@ -788,7 +735,7 @@ func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
 		}
 		return strings.Compare(x.Stream, y.Stream)
 	})
-	writeJSON(w, http.StatusOK, v.Index, out)
+	httpapi.WriteJSON(w, http.StatusOK, v.Index, out)
 }
 
 // nodeLogs reads a job's output from the node that holds it.
@@ -815,31 +762,31 @@ func (a *Agent) nodeLogs(ctx context.Context, v *fsm.View, node string, id clust
 
 func (a *Agent) handleLocalLogs(w http.ResponseWriter, r *http.Request) {
 	if err := a.requireNode(r, ""); err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	id, err := jobID(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	filter, err := parseLogFilter(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	out, err := a.localLogs(id, filter)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, 0, out)
+	httpapi.WriteJSON(w, http.StatusOK, 0, out)
 }
 
 func (a *Agent) handleNodes(w http.ResponseWriter, r *http.Request) {
 	v, err := a.blockingView(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	roles := a.raftRoles(r.Context())
@@ -869,7 +816,7 @@ func (a *Agent) handleNodes(w http.ResponseWriter, r *http.Request) {
 			Sockets: n.Sockets, CoresPerSocket: n.CoresPerSocket, ThreadsPerCore: n.ThreadsPerCore,
 		})
 	}
-	writeJSON(w, http.StatusOK, v.Index, out)
+	httpapi.WriteJSON(w, http.StatusOK, v.Index, out)
 }
 
 // nodeState is the Slurm-style state sinfo would show.
@@ -926,7 +873,7 @@ func (a *Agent) handleMembers(w http.ResponseWriter, r *http.Request) {
 	for _, m := range a.gossip.Members() {
 		out = append(out, memberOf(m))
 	}
-	writeJSON(w, http.StatusOK, 0, out)
+	httpapi.WriteJSON(w, http.StatusOK, 0, out)
 }
 
 func memberOf(m gossip.Member) api.Member {
@@ -937,15 +884,15 @@ func memberOf(m gossip.Member) api.Member {
 func (a *Agent) handleLeader(w http.ResponseWriter, r *http.Request) {
 	id, _ := a.raft.Leader()
 	if id == "" {
-		writeError(w, &httpError{http.StatusServiceUnavailable, errNoLeader})
+		httpapi.WriteError(w, unavailable(errNoLeader))
 		return
 	}
 	_, addr, _, err := a.leaderAPI()
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, 0, api.Leader{Name: id, Address: addr})
+	httpapi.WriteJSON(w, http.StatusOK, 0, api.Leader{Name: id, Address: addr})
 }
 
 func (a *Agent) handleStatus(w http.ResponseWriter, r *http.Request) {
@@ -964,5 +911,5 @@ func (a *Agent) handleStatus(w http.ResponseWriter, r *http.Request) {
 	if b := a.sec.bundle; b != nil {
 		st.Security, st.CertExpires = "tls", api.FormatTime(b.NotAfter())
 	}
-	writeJSON(w, http.StatusOK, v.Index, st)
+	httpapi.WriteJSON(w, http.StatusOK, v.Index, st)
 }

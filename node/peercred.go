@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -146,7 +147,7 @@ func (a *Agent) authenticate(next http.Handler) http.Handler {
 		if euid := os.Geteuid(); euid != 0 && who.local && who.UID != euid {
 			// Tasks run as the agent's own user: another user's work would
 			// run as someone they are not.
-			writeError(w, forbidden(fmt.Errorf("this agent runs as uid %d, not root, and so accepts work only from its own user (you are uid %d)", euid, who.UID)))
+			httpapi.WriteError(w, forbidden(fmt.Errorf("this agent runs as uid %d, not root, and so accepts work only from its own user (you are uid %d)", euid, who.UID)))
 			return
 		}
 		if who.anonymous() && a.sec.bundle != nil && !publicEndpoint(r) {
@@ -154,14 +155,14 @@ func (a *Agent) authenticate(next http.Handler) http.Handler {
 			if errors.Is(who.authErr, errNoTokenKey) {
 				// A replica that has not yet applied the entry recording
 				// the key (a cluster just formed): not the token's fault.
-				writeError(w, &httpError{http.StatusServiceUnavailable, who.authErr})
+				httpapi.WriteError(w, unavailable(who.authErr))
 				return
 			}
 			if who.authErr != nil {
-				writeError(w, &httpError{http.StatusUnauthorized, who.authErr})
+				httpapi.WriteError(w, unauthenticated(who.authErr))
 				return
 			}
-			writeError(w, &httpError{http.StatusUnauthorized, errors.New("authentication required: use the agent's Unix socket on its node (<data-dir>/shoal.sock), or over TCP a user token from 'shoal token create' ($SHOAL_TOKEN)")})
+			httpapi.WriteError(w, unauthenticated(errors.New("authentication required: use the agent's Unix socket on its node (<data-dir>/shoal.sock), or over TCP a user token from 'shoal token create' ($SHOAL_TOKEN)")))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, who)))

@@ -13,6 +13,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -26,7 +27,7 @@ type jobRef struct {
 func parseJobRef(s string) (jobRef, error) {
 	r, err := slurm.ParseJobRef(s)
 	if err != nil {
-		return jobRef{}, badRequest(err)
+		return jobRef{}, invalid(err)
 	}
 	return jobRef{JobRef: r, raw: s}, nil
 }
@@ -127,12 +128,12 @@ func (a *Agent) eachJob(w http.ResponseWriter, r *http.Request, verb string, op 
 	}
 	jobs, err := a.jobsOf(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	for _, j := range jobs {
 		if err := mayTouch(a.state.View(), verb, j, who); err != nil {
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 	}
@@ -140,7 +141,7 @@ func (a *Agent) eachJob(w http.ResponseWriter, r *http.Request, verb string, op 
 	for _, j := range jobs {
 		res, err := op(r.Context(), j)
 		if err != nil {
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		if res.Err != nil {
@@ -148,15 +149,15 @@ func (a *Agent) eachJob(w http.ResponseWriter, r *http.Request, verb string, op 
 				continue
 			}
 			if errors.Is(res.Err, fsm.ErrWrongState) || errors.Is(res.Err, fsm.ErrJobFinished) {
-				writeError(w, conflict(res.Err))
+				httpapi.WriteError(w, conflict(res.Err))
 			} else {
-				writeError(w, badRequest(res.Err))
+				httpapi.WriteError(w, invalid(res.Err))
 			}
 			return
 		}
 		ids = append(ids, uint64(j.ID))
 	}
-	writeJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids})
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids})
 }
 
 // handleHold holds pending jobs (scontrol hold): a user hold when their
@@ -211,12 +212,12 @@ func (a *Agent) handleSetPriority(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if who.UID != 0 {
-		writeError(w, forbidden(fmt.Errorf("set priority of job %s: %w: only root may", r.PathValue("id"), ErrForbidden)))
+		httpapi.WriteError(w, forbidden(fmt.Errorf("set priority of job %s: %w: only root may", r.PathValue("id"), ErrForbidden)))
 		return
 	}
 	jobs, err := a.jobsOf(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	ids := []uint64{}
@@ -226,20 +227,20 @@ func (a *Agent) handleSetPriority(w http.ResponseWriter, r *http.Request) {
 		}
 		res, err := a.apply(r.Context(), fsm.CmdSetJobPriority, fsm.SetJobPriority{Job: j.ID, Priority: req.Priority, Time: time.Now()})
 		if err != nil {
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		if res.Err != nil {
 			if errors.Is(res.Err, fsm.ErrJobFinished) {
-				writeError(w, conflict(res.Err))
+				httpapi.WriteError(w, conflict(res.Err))
 			} else {
-				writeError(w, badRequest(res.Err))
+				httpapi.WriteError(w, invalid(res.Err))
 			}
 			return
 		}
 		ids = append(ids, uint64(j.ID))
 	}
-	writeJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids})
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids})
 }
 
 // spreadGPUs turns --gpus G without --nodes into the fewest nodes that can
@@ -250,7 +251,7 @@ func (a *Agent) handleSetPriority(w http.ResponseWriter, r *http.Request) {
 func (a *Agent) spreadGPUs(req *api.SubmitRequest) error {
 	g := req.GPUsTotal
 	if g < 0 || g > cluster.MaxNodesPerJob*cluster.MaxGPUsPerNode {
-		return badRequest(fmt.Errorf("gpus_total %d: want 1 to %d", g, cluster.MaxNodesPerJob*cluster.MaxGPUsPerNode))
+		return invalid(fmt.Errorf("gpus_total %d: want 1 to %d", g, cluster.MaxNodesPerJob*cluster.MaxGPUsPerNode))
 	}
 	var sizes []int
 	for _, n := range a.knownNodes(a.state.View()) {
