@@ -3,14 +3,12 @@ package node
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -27,9 +25,7 @@ import (
 // Bounds of the HTTP API.
 const (
 	maxLogBytes    = 16 << 20
-	defaultWait    = 30 * time.Second
-	maxWait        = 5 * time.Minute
-	forwardTimeout = 15 * time.Second
+	forwardTimeout = httpapi.ForwardTimeout
 )
 
 func (a *Agent) routes() http.Handler {
@@ -85,106 +81,31 @@ func jobID(r *http.Request) (cluster.JobID, error) {
 	return cluster.JobID(id), nil
 }
 
-// forward sends a write to the leader when this node is not it. It returns
-// handled=true when it answered the request itself.
-func (a *Agent) forward(w http.ResponseWriter, r *http.Request, who caller, body any) (handled bool) {
-	_, _, self, err := a.leaderAPI()
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return true
-	}
-	if self {
-		return false
-	}
-	if r.Header.Get(api.HeaderForwardedBy) != "" {
-		// Forwarded to us, but we are not the leader (any more): let the
-		// original node's client retry rather than bounce between nodes.
-		httpapi.WriteError(w, unavailable(errors.New("leadership moved while forwarding; retry")))
-		return true
-	}
-	c, err := a.leaderClient()
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return true
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), forwardTimeout)
-	defer cancel()
-	var out json.RawMessage
-	index, err := c.WithIdentity(who.Identity).Do(ctx, r.Method, r.URL.RequestURI(), body, &out)
-	if err == nil {
-		// Read your writes through the same agent: later reads here wait
-		// until this replica has applied what the leader did for us. The
-		// write itself does not wait: a follower learns the commit only
-		// with the leader's next message.
-		a.raiseReadFloor(index)
-	}
-	if err != nil {
-		var se *api.StatusError
-		if !errors.As(err, &se) {
-			err = cluster.Mark(httpapi.ErrUpstream, fmt.Errorf("forward to leader: %w", err))
-		}
-		httpapi.WriteError(w, err)
-		return true
-	}
-	w.Header().Set("Content-Type", "application/json")
-	if index > 0 {
-		w.Header().Set(api.HeaderIndex, strconv.FormatUint(index, 10))
-	}
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
-	return true
-}
-
-// raiseReadFloor records that this agent acknowledged a write the leader
-// applied at index: reads here must not show an older state.
-func (a *Agent) raiseReadFloor(index uint64) {
-	for {
-		cur := a.readFloor.Load()
-		if index <= cur || a.readFloor.CompareAndSwap(cur, index) {
-			return
-		}
-	}
-}
-
-// readFloorWait bounds how long a read waits for the replica to reach the
-// read floor; past it the read answers 503 rather than an older state.
-const readFloorWait = 5 * time.Second
-
-// waitReadFloor waits until the replica has applied every write this agent
-// acknowledged, so a client reads its own writes through the same agent.
-func (a *Agent) waitReadFloor(ctx context.Context) (*fsm.View, error) {
-	floor := a.readFloor.Load()
-	ctx, cancel := context.WithTimeout(ctx, readFloorWait)
-	defer cancel()
-	for {
-		v := a.state.View()
-		if v.Index >= floor {
-			return v, nil
-		}
-		select {
-		case <-v.Changed():
-		case <-ctx.Done():
-			return nil, unavailable(fmt.Errorf("this agent's replica is at index %d, behind a write it acknowledged at %d; retry", v.Index, floor))
-		}
-	}
-}
-
 // errCatchingUp answers reads while the replica is behind the cluster.
 var errCatchingUp = errors.New("this agent's replica is catching up with the cluster; retry in a moment")
 
 // readView returns the view reads are served from, or an error while the
+// replica may not answer (see httpapi.Server.WaitReadable and readable).
+func (a *Agent) readView(ctx context.Context) (*fsm.View, error) {
+	if err := a.http.WaitReadable(ctx); err != nil {
+		return nil, err
+	}
+	return a.state.View(), nil
+}
+
+// readable returns nil when reads may be served, or an error while the
 // replica has not yet caught up with the log it had before a restart: an
 // empty or stale answer then would look like lost jobs.
-func (a *Agent) readView(ctx context.Context) (*fsm.View, error) {
+func (a *Agent) readable() error {
 	if err := a.state.Diverged(); err != nil {
 		// This replica could not apply a committed entry: what it holds is
 		// not the cluster's state, so it must not answer for it.
-		return nil, cluster.Mark(fsm.ErrDiverged, fmt.Errorf("this agent's replica diverged and serves no reads; ask another agent: %w", err))
+		return cluster.Mark(fsm.ErrDiverged, fmt.Errorf("this agent's replica diverged and serves no reads; ask another agent: %w", err))
 	}
 	if !a.caughtUp() {
-		return nil, unavailable(errCatchingUp)
+		return unavailable(errCatchingUp)
 	}
-	return a.waitReadFloor(ctx)
+	return nil
 }
 
 // caughtUp reports whether this replica has once applied everything the
@@ -204,39 +125,9 @@ func (a *Agent) caughtUp() bool {
 	return true
 }
 
-// acceptWrite is the common front of every write: the caller must be
-// proven, body (a pointer, or nil when the request has none) is decoded,
-// and a follower forwards the request to the leader. It returns the caller
-// and whether this node, the leader, is to carry the write out; when not,
-// the request has been answered.
-func (a *Agent) acceptWrite(w http.ResponseWriter, r *http.Request, body any) (caller, bool) {
-	who := callerOf(r)
-	if err := requireProven(who); err != nil {
-		httpapi.WriteError(w, err)
-		return who, false
-	}
-	if body != nil {
-		if err := httpapi.DecodeBody(r, body); err != nil {
-			httpapi.WriteError(w, err)
-			return who, false
-		}
-	}
-	if a.forward(w, r, who, body) {
-		return who, false
-	}
-	return who, true
-}
-
-func requireProven(who caller) error {
-	if who.proven {
-		return nil
-	}
-	return forbidden(errors.New("identity: writes over TCP are accepted only from loopback or a peer agent; use the agent's Unix socket (<data-dir>/shoal.sock)"))
-}
-
 func (a *Agent) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	var req api.SubmitRequest
-	who, here := a.acceptWrite(w, r, &req)
+	who, here := a.http.AcceptWrite(w, r, &req)
 	if !here {
 		return
 	}
@@ -355,7 +246,7 @@ func (a *Agent) handleCancel(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, err)
 		return
 	}
-	who, here := a.acceptWrite(w, r, nil)
+	who, here := a.http.AcceptWrite(w, r, nil)
 	if !here {
 		return
 	}
@@ -389,7 +280,7 @@ func (a *Agent) handleDrain(w http.ResponseWriter, r *http.Request) {
 	if drain {
 		body = &req
 	}
-	who, here := a.acceptWrite(w, r, body)
+	who, here := a.http.AcceptWrite(w, r, body)
 	if !here {
 		return
 	}
@@ -406,7 +297,7 @@ func (a *Agent) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, err)
 		return
 	}
-	if err := a.requireNode(r, hb.Node.Name); err != nil {
+	if err := a.http.RequireNode(r, hb.Node.Name); err != nil {
 		httpapi.WriteError(w, err)
 		return
 	}
@@ -436,7 +327,7 @@ func (a *Agent) handleAgentLeave(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	who := callerOf(r)
-	if err := requireProven(who); err != nil {
+	if err := httpapi.RequireProven(who); err != nil {
 		httpapi.WriteError(w, err)
 		return
 	}
@@ -474,7 +365,7 @@ func (a *Agent) nodeRequest(w http.ResponseWriter, r *http.Request, do func(ctx 
 		httpapi.WriteError(w, err)
 		return
 	}
-	if err := a.requireNode(r, hb.Node.Name); err != nil {
+	if err := a.http.RequireNode(r, hb.Node.Name); err != nil {
 		httpapi.WriteError(w, err)
 		return
 	}
@@ -495,7 +386,7 @@ func (a *Agent) handleTaskEvent(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, err)
 		return
 	}
-	if err := a.requireNode(r, ev.Node); err != nil {
+	if err := a.http.RequireNode(r, ev.Node); err != nil {
 		httpapi.WriteError(w, err)
 		return
 	}
@@ -512,38 +403,10 @@ func (a *Agent) handleTaskEvent(w http.ResponseWriter, r *http.Request) {
 
 // blockingView returns a view newer than ?index=, waiting up to ?wait=.
 func (a *Agent) blockingView(r *http.Request) (*fsm.View, error) {
-	v, err := a.readView(r.Context())
-	if err != nil {
+	if err := a.http.WaitIndex(r); err != nil {
 		return nil, err
 	}
-	q := r.URL.Query()
-	if q.Get("index") == "" {
-		return v, nil
-	}
-	index, err := strconv.ParseUint(q.Get("index"), 10, 64)
-	if err != nil {
-		return nil, invalid(fmt.Errorf("index %q: want a raft index (from %s)", q.Get("index"), api.HeaderIndex))
-	}
-	wait := defaultWait
-	if s := q.Get("wait"); s != "" {
-		if wait, err = time.ParseDuration(s); err != nil || wait < 0 {
-			return nil, invalid(fmt.Errorf("wait %q: want a duration such as 30s", s))
-		}
-	}
-	wait = min(wait, maxWait)
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	for v.Index <= index {
-		select {
-		case <-v.Changed():
-			v = a.state.View()
-		case <-timer.C:
-			return v, nil
-		case <-r.Context().Done():
-			return v, r.Context().Err()
-		}
-	}
-	return v, nil
+	return a.state.View(), nil
 }
 
 func (a *Agent) handleJobs(w http.ResponseWriter, r *http.Request) {
@@ -616,74 +479,6 @@ func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
 		out.ReasonDetail = placement.Shortage(placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(parts), j)
 	}
 	httpapi.WriteJSON(w, http.StatusOK, v.Index, out)
-}
-
-// restarts is how many times a job was requeued: each start after the
-// first, counting a requeued job waiting for its next start.
-func restarts(j *cluster.Job) uint64 {
-	n := j.Incarnation
-	if j.State != cluster.JobPending && n > 0 {
-		n-- // the current run is not a restart of itself
-	}
-	return n
-}
-
-// jobOf renders a job for the API (the README's output contract).
-func jobOf(j *cluster.Job) api.Job {
-	out := api.Job{
-		ID: uint64(j.ID), Name: j.Spec.Name, User: j.Spec.User, State: string(j.State), Reason: j.Reason,
-		Nodes: []string{}, GPUs: map[string][]int{}, ExitCode: j.ExitCode,
-		SubmitTime: api.FormatTime(j.SubmitTime), StartTime: api.FormatTime(j.StartTime), EndTime: api.FormatTime(j.EndTime),
-		Command: j.Spec.Command, WorkDir: j.Spec.WorkDir,
-		NumNodes: j.Spec.Request.Nodes, GPUsPerNode: j.Spec.Request.GPUsPerNode,
-		TasksPerNode: j.Spec.Request.TasksPerNode, CPUsPerTask: j.Spec.Request.CPUsPerTask,
-		TimeLimitS: int64(j.Spec.Request.TimeLimit / time.Second), Incarnation: j.Incarnation,
-		Requeue: j.Spec.Requeue, RestartCount: restarts(j),
-		CPUsPerNode: j.Spec.Request.CPUsPerNode(), CPUsPerGPU: j.Spec.Request.CPUsPerGPU,
-		MemPerNodeMiB: j.Spec.Request.MemPerNode(), MemWholeNode: j.Spec.Request.WholeMem(),
-		Batch: j.Spec.Batch != nil, Steps: []api.Step{}, Signal: j.Spec.Signal,
-		Tasks:   []api.Task{},
-		Account: j.Spec.Account, QoS: j.Spec.QoS, Nice: j.Spec.Nice,
-	}
-	out.ArrayTaskID, out.JobIDString = -1, j.ID.String()
-	if a := j.Array; a != nil {
-		out.ArrayJobID, out.ArrayTaskID, out.ArrayThrottle, out.JobIDString = uint64(a.JobID), a.TaskID, a.Throttle, a.Name()
-	}
-	out.Dependency, out.Hold, out.Partition = j.Spec.Dependency.String(), j.Hold, j.Spec.Request.Partition
-	out.ReqNodeList, out.ExcNodeList = j.Spec.Request.NodeList, j.Spec.Request.Exclude
-	out.Features, out.Exclusive = j.Spec.Request.Constraint, j.Spec.Request.Exclusive
-	for _, st := range j.Steps {
-		as := api.Step{ID: st.ID, Name: st.Spec.Name, State: string(st.State), ExitCode: st.ExitCode,
-			Nodes: []string{}, Command: st.Spec.Command,
-			StartTime: api.FormatTime(st.StartTime), EndTime: api.FormatTime(st.EndTime)}
-		for _, n := range st.Nodes {
-			as.Nodes = append(as.Nodes, n.Node)
-			as.NTasks += n.Tasks
-			if n.Usage != nil {
-				if as.Usage == nil {
-					as.Usage = map[string]cluster.Usage{}
-				}
-				as.Usage[n.Node] = *n.Usage
-			}
-		}
-		out.Steps = append(out.Steps, as)
-	}
-	if j.Alloc != nil {
-		out.NumNodes = len(j.Alloc.Nodes) // what it got, within a -N MIN-MAX range
-		out.MasterPort = j.Alloc.MasterPort
-		for _, n := range j.Alloc.Nodes {
-			gpus := append([]int{}, n.GPUs...)
-			out.Nodes = append(out.Nodes, n.Node)
-			out.GPUs[n.Node] = gpus
-			out.Tasks = append(out.Tasks, api.Task{Node: n.Node, GPUs: gpus, State: string(n.State), ExitCode: n.ExitCode,
-				CPUs: cluster.CPUList(n.CPUs), MemMiB: n.MemMiB})
-			if n.Usage != nil {
-				u := *n.Usage
-				out.Tasks[len(out.Tasks)-1].Usage = &u
-			}
-		}
-	}
-	return out
 }
 
 func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
@@ -761,7 +556,7 @@ func (a *Agent) nodeLogs(ctx context.Context, v *fsm.View, node string, id clust
 }
 
 func (a *Agent) handleLocalLogs(w http.ResponseWriter, r *http.Request) {
-	if err := a.requireNode(r, ""); err != nil {
+	if err := a.http.RequireNode(r, ""); err != nil {
 		httpapi.WriteError(w, err)
 		return
 	}
@@ -819,6 +614,93 @@ func (a *Agent) handleNodes(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, v.Index, out)
 }
 
+// raftRoles maps server IDs to leader, voter or nonvoter.
+func (a *Agent) raftRoles(ctx context.Context) map[string]string {
+	roles := map[string]string{}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	servers, err := a.raft.Servers(ctx)
+	if err != nil {
+		return roles
+	}
+	leader, _ := a.raft.Leader()
+	for _, s := range servers {
+		roles[s.ID] = string(s.Suffrage)
+		if s.ID == leader {
+			roles[s.ID] = "leader"
+		}
+	}
+	return roles
+}
+
+// restarts is how many times a job was requeued: each start after the
+// first, counting a requeued job waiting for its next start.
+func restarts(j *cluster.Job) uint64 {
+	n := j.Incarnation
+	if j.State != cluster.JobPending && n > 0 {
+		n-- // the current run is not a restart of itself
+	}
+	return n
+}
+
+// jobOf renders a job for the API (the README's output contract).
+func jobOf(j *cluster.Job) api.Job {
+	out := api.Job{
+		ID: uint64(j.ID), Name: j.Spec.Name, User: j.Spec.User, State: string(j.State), Reason: j.Reason,
+		Nodes: []string{}, GPUs: map[string][]int{}, ExitCode: j.ExitCode,
+		SubmitTime: api.FormatTime(j.SubmitTime), StartTime: api.FormatTime(j.StartTime), EndTime: api.FormatTime(j.EndTime),
+		Command: j.Spec.Command, WorkDir: j.Spec.WorkDir,
+		NumNodes: j.Spec.Request.Nodes, GPUsPerNode: j.Spec.Request.GPUsPerNode,
+		TasksPerNode: j.Spec.Request.TasksPerNode, CPUsPerTask: j.Spec.Request.CPUsPerTask,
+		TimeLimitS: int64(j.Spec.Request.TimeLimit / time.Second), Incarnation: j.Incarnation,
+		Requeue: j.Spec.Requeue, RestartCount: restarts(j),
+		CPUsPerNode: j.Spec.Request.CPUsPerNode(), CPUsPerGPU: j.Spec.Request.CPUsPerGPU,
+		MemPerNodeMiB: j.Spec.Request.MemPerNode(), MemWholeNode: j.Spec.Request.WholeMem(),
+		Batch: j.Spec.Batch != nil, Steps: []api.Step{}, Signal: j.Spec.Signal,
+		Tasks:   []api.Task{},
+		Account: j.Spec.Account, QoS: j.Spec.QoS, Nice: j.Spec.Nice,
+	}
+	out.ArrayTaskID, out.JobIDString = -1, j.ID.String()
+	if a := j.Array; a != nil {
+		out.ArrayJobID, out.ArrayTaskID, out.ArrayThrottle, out.JobIDString = uint64(a.JobID), a.TaskID, a.Throttle, a.Name()
+	}
+	out.Dependency, out.Hold, out.Partition = j.Spec.Dependency.String(), j.Hold, j.Spec.Request.Partition
+	out.ReqNodeList, out.ExcNodeList = j.Spec.Request.NodeList, j.Spec.Request.Exclude
+	out.Features, out.Exclusive = j.Spec.Request.Constraint, j.Spec.Request.Exclusive
+	for _, st := range j.Steps {
+		as := api.Step{ID: st.ID, Name: st.Spec.Name, State: string(st.State), ExitCode: st.ExitCode,
+			Nodes: []string{}, Command: st.Spec.Command,
+			StartTime: api.FormatTime(st.StartTime), EndTime: api.FormatTime(st.EndTime)}
+		for _, n := range st.Nodes {
+			as.Nodes = append(as.Nodes, n.Node)
+			as.NTasks += n.Tasks
+			if n.Usage != nil {
+				if as.Usage == nil {
+					as.Usage = map[string]cluster.Usage{}
+				}
+				as.Usage[n.Node] = *n.Usage
+			}
+		}
+		out.Steps = append(out.Steps, as)
+	}
+	if j.Alloc != nil {
+		out.NumNodes = len(j.Alloc.Nodes) // what it got, within a -N MIN-MAX range
+		out.MasterPort = j.Alloc.MasterPort
+		for _, n := range j.Alloc.Nodes {
+			gpus := append([]int{}, n.GPUs...)
+			out.Nodes = append(out.Nodes, n.Node)
+			out.GPUs[n.Node] = gpus
+			out.Tasks = append(out.Tasks, api.Task{Node: n.Node, GPUs: gpus, State: string(n.State), ExitCode: n.ExitCode,
+				CPUs: cluster.CPUList(n.CPUs), MemMiB: n.MemMiB})
+			if n.Usage != nil {
+				u := *n.Usage
+				out.Tasks[len(out.Tasks)-1].Usage = &u
+			}
+		}
+	}
+	return out
+}
+
 // nodeState is the Slurm-style state sinfo would show.
 func nodeState(n *cluster.Node, free int, busy bool) string {
 	switch {
@@ -847,25 +729,6 @@ func roleOr(roles map[string]string, name string) string {
 		return r
 	}
 	return "none"
-}
-
-// raftRoles maps server IDs to leader, voter or nonvoter.
-func (a *Agent) raftRoles(ctx context.Context) map[string]string {
-	roles := map[string]string{}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	servers, err := a.raft.Servers(ctx)
-	if err != nil {
-		return roles
-	}
-	leader, _ := a.raft.Leader()
-	for _, s := range servers {
-		roles[s.ID] = string(s.Suffrage)
-		if s.ID == leader {
-			roles[s.ID] = "leader"
-		}
-	}
-	return roles
 }
 
 func (a *Agent) handleMembers(w http.ResponseWriter, r *http.Request) {

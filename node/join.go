@@ -129,7 +129,7 @@ func (a *Agent) handleClusterCA(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, err)
 		return
 	}
-	if err := a.requireNode(r, ""); err != nil {
+	if err := a.http.RequireNode(r, ""); err != nil {
 		httpapi.WriteError(w, err)
 		return
 	}
@@ -170,7 +170,7 @@ func (a *Agent) revokedCheck(name string, issued time.Time) bool {
 // handleCreateJoinToken is `shoal join-token create` (root only).
 func (a *Agent) handleCreateJoinToken(w http.ResponseWriter, r *http.Request) {
 	var req api.JoinTokenRequest
-	who, here := a.acceptWrite(w, r, &req)
+	who, here := a.http.AcceptWrite(w, r, &req)
 	if !here {
 		return
 	}
@@ -248,7 +248,7 @@ func (a *Agent) handleJoin(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, err)
 		return
 	}
-	if a.forward(w, r, caller{Identity: nobody}, req) {
+	if a.http.Forward(w, r, caller{Identity: httpapi.Nobody}, req) {
 		return
 	}
 	csr, name, err := pki.ParseCSR([]byte(req.CSR))
@@ -331,7 +331,7 @@ func (a *Agent) handleRenew(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, invalid(fmt.Errorf("csr: %w", err)))
 		return
 	}
-	if err := a.requireNode(r, name); err != nil {
+	if err := a.http.RequireNode(r, name); err != nil {
 		httpapi.WriteError(w, err)
 		return
 	}
@@ -376,7 +376,7 @@ func (a *Agent) signRenewal(name string, pub crypto.PublicKey) (*x509.Certificat
 // certificates issued until now are refused from now on, and it leaves
 // the raft configuration.
 func (a *Agent) handleRevoke(w http.ResponseWriter, r *http.Request) {
-	who, here := a.acceptWrite(w, r, nil)
+	who, here := a.http.AcceptWrite(w, r, nil)
 	if !here {
 		return
 	}

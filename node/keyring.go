@@ -65,7 +65,7 @@ func encodeKeys(keys [][]byte) []string {
 // handleKeyring answers GET /v1/keyring (root only: the keys are secrets).
 func (a *Agent) handleKeyring(w http.ResponseWriter, r *http.Request) {
 	who := callerOf(r)
-	if !who.proven || who.UID != 0 {
+	if !who.Proven || who.UID != 0 {
 		httpapi.WriteError(w, forbidden(fmt.Errorf("list the gossip keyring: %w: only root may", ErrForbidden)))
 		return
 	}
@@ -79,7 +79,7 @@ func (a *Agent) handleKeyring(w http.ResponseWriter, r *http.Request) {
 // handleChangeKeyring is `shoal keyring install|use|remove KEY` (root).
 func (a *Agent) handleChangeKeyring(w http.ResponseWriter, r *http.Request) {
 	var req api.KeyringRequest
-	who, here := a.acceptWrite(w, r, &req)
+	who, here := a.http.AcceptWrite(w, r, &req)
 	if !here {
 		return
 	}

@@ -2,7 +2,6 @@ package node
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -20,6 +19,7 @@ import (
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -267,15 +267,15 @@ func TestResolveCaller(t *testing.T) {
 			if tc.peer != nil {
 				r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{tc.peer}}
 			}
-			if tc.remote == "@" { // the Unix socket, as peerCredConnContext marks it
+			if tc.remote == "@" { // the Unix socket, as httpapi.PeerCredConnContext marks it
 				uid := 0
 				if tc.name == "socket: a user declaring another" {
 					uid = 1001
 				}
-				r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller{Identity: api.Identity{UID: uid}, proven: true, how: "peercred", local: true}))
+				r = httpapi.WithCaller(r, caller{Identity: api.Identity{UID: uid}, Proven: true, How: "peercred", Local: true})
 			}
-			c := tc.agent.resolveCaller(r)
-			if c.proven != tc.wantProven || c.UID != tc.wantUID || c.node != tc.wantNode {
+			c := httpapi.ResolveCaller(apiBackend{tc.agent}, r)
+			if c.Proven != tc.wantProven || c.UID != tc.wantUID || c.Node != tc.wantNode {
 				t.Errorf("resolveCaller = %+v; want proven %v uid %d node %q", c, tc.wantProven, tc.wantUID, tc.wantNode)
 			}
 		})
@@ -284,7 +284,7 @@ func TestResolveCaller(t *testing.T) {
 
 func TestSpecOfDefaults(t *testing.T) {
 	s := specOf(api.SubmitRequest{Command: []string{"/usr/bin/python3", "x.py"}, TimeLimitS: 60},
-		caller{Identity: api.Identity{User: "ada", UID: 1000, GID: 100}, proven: true})
+		caller{Identity: api.Identity{User: "ada", UID: 1000, GID: 100}, Proven: true})
 	if s.Name != "python3" || s.Request.Nodes != 1 || s.Request.TasksPerNode != 1 || s.Request.CPUsPerTask != 1 ||
 		s.Request.TimeLimit != time.Minute || s.User != "ada" || s.UID != 1000 {
 		t.Errorf("specOf = %+v", s)

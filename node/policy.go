@@ -64,7 +64,7 @@ func (a *Agent) handlePolicy(w http.ResponseWriter, r *http.Request) {
 // handleSetPolicy answers POST /v1/policy: root replaces the policy.
 func (a *Agent) handleSetPolicy(w http.ResponseWriter, r *http.Request) {
 	var f cluster.PolicyFile
-	who, here := a.acceptWrite(w, r, &f)
+	who, here := a.http.AcceptWrite(w, r, &f)
 	if !here {
 		return
 	}

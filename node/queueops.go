@@ -75,7 +75,7 @@ func (a *Agent) jobsOf(r *http.Request) ([]*cluster.Job, error) {
 // release, requeue, update, read its output): its owner, root, or an
 // operator the policy names.
 func mayTouch(v *fsm.View, verb string, j *cluster.Job, who caller) error {
-	if who.proven && (who.UID == j.Spec.UID || isOperator(v, who)) {
+	if who.Proven && (who.UID == j.Spec.UID || isOperator(v, who)) {
 		return nil
 	}
 	return forbidden(fmt.Errorf("%s job %d: %w: it belongs to %s, and only its owner, root or an operator may", verb, j.ID, ErrForbidden, j.Spec.User))
@@ -85,7 +85,7 @@ func mayTouch(v *fsm.View, verb string, j *cluster.Job, who caller) error {
 // by name or as a member of an operator group (looked up in this node's
 // user database, as Slurm resolves groups on the controller).
 func isOperator(v *fsm.View, who caller) bool {
-	if !who.proven {
+	if !who.Proven {
 		return false
 	}
 	if who.UID == 0 || v.Policy().IsOperator(who.User) {
@@ -115,14 +115,14 @@ func isOperator(v *fsm.View, who caller) bool {
 // keeps jobs private (then its owner, root and operators).
 func maySee(v *fsm.View, j *cluster.Job, who caller) bool {
 	p := v.Policy()
-	return p == nil || !p.PrivateJobs || (who.proven && who.UID == j.Spec.UID) || isOperator(v, who)
+	return p == nil || !p.PrivateJobs || (who.Proven && who.UID == j.Spec.UID) || isOperator(v, who)
 }
 
 // eachJob applies op to every job r names, in order. Jobs op refuses as
 // not in the right state are skipped when the reference names several (an
 // array's finished elements), and reported when it names one.
 func (a *Agent) eachJob(w http.ResponseWriter, r *http.Request, verb string, op func(context.Context, *cluster.Job) (fsm.Result, error)) {
-	who, here := a.acceptWrite(w, r, nil)
+	who, here := a.http.AcceptWrite(w, r, nil)
 	if !here {
 		return
 	}
@@ -207,7 +207,7 @@ func (a *Agent) handleRequeue(w http.ResponseWriter, r *http.Request) {
 // priority), as Slurm lets only an administrator raise one.
 func (a *Agent) handleSetPriority(w http.ResponseWriter, r *http.Request) {
 	var req api.PriorityRequest
-	who, here := a.acceptWrite(w, r, &req)
+	who, here := a.http.AcceptWrite(w, r, &req)
 	if !here {
 		return
 	}

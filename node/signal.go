@@ -25,7 +25,7 @@ func (a *Agent) handleSignal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req api.SignalRequest
-	who, here := a.acceptWrite(w, r, &req)
+	who, here := a.http.AcceptWrite(w, r, &req)
 	if !here {
 		return
 	}

@@ -66,7 +66,7 @@ func (a *Agent) handleStartStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req api.StepRequest
-	who, here := a.acceptWrite(w, r, &req)
+	who, here := a.http.AcceptWrite(w, r, &req)
 	if !here {
 		return
 	}
@@ -116,7 +116,7 @@ func (a *Agent) handleCancelStep(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, invalid(fmt.Errorf("step %q: want a step id (0, 1, ...)", r.PathValue("step"))))
 		return
 	}
-	who, here := a.acceptWrite(w, r, nil)
+	who, here := a.http.AcceptWrite(w, r, nil)
 	if !here {
 		return
 	}

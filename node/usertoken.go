@@ -31,7 +31,7 @@ func userTokenKey(v *fsm.View) ([]byte, error) {
 // only as U; a node cannot ask (it proves no user).
 func (a *Agent) handleCreateUserToken(w http.ResponseWriter, r *http.Request) {
 	var req api.UserTokenRequest
-	who, here := a.acceptWrite(w, r, &req)
+	who, here := a.http.AcceptWrite(w, r, &req)
 	if !here {
 		return
 	}
@@ -62,7 +62,7 @@ func (a *Agent) handleCreateUserToken(w http.ResponseWriter, r *http.Request) {
 // (root only).
 func (a *Agent) handleRevokeUserToken(w http.ResponseWriter, r *http.Request) {
 	var req api.RevokeUserTokenRequest
-	who, here := a.acceptWrite(w, r, &req)
+	who, here := a.http.AcceptWrite(w, r, &req)
 	if !here {
 		return
 	}

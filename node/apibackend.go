@@ -1,0 +1,78 @@
+package node
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/httpapi"
+	"github.com/shoal-sched/shoal/pki"
+)
+
+// caller is who a request acts for, and how we know (resolved by
+// httpapi.Authenticate before routing).
+type caller = httpapi.Caller
+
+// callerOf is the identity authentication resolved for r.
+func callerOf(r *http.Request) caller { return httpapi.CallerOf(r) }
+
+// apiBackend is the agent as the HTTP API's front sees it: what
+// authentication, leader forwarding and the read floor ask of it
+// (httpapi.Backend).
+type apiBackend struct{ a *Agent }
+
+var _ httpapi.Backend = apiBackend{}
+
+// Secure reports whether the agent runs with TLS.
+func (b apiBackend) Secure() bool { return b.a.sec.bundle != nil }
+
+// PeerNode names the cluster node a mutual-TLS peer proves to be.
+func (b apiBackend) PeerNode(cs *tls.ConnectionState) (string, bool) {
+	if b.a.sec.bundle == nil {
+		return "", false
+	}
+	return b.a.sec.bundle.PeerNode(cs)
+}
+
+// errNoTokenKey: this agent's replica holds no user-token key yet.
+var errNoTokenKey = unavailable(errors.New("user token: this agent has not yet learned the cluster's token key (a cluster just formed, or one running --insecure); retry in a moment"))
+
+// UserToken is the user a token proves, if it verifies against the
+// cluster's token key and was not revoked.
+func (b apiBackend) UserToken(tok string) (api.Identity, string, error) {
+	sec := b.a.state.View().Security()
+	if sec == nil || len(sec.TokenKey) == 0 {
+		return httpapi.Nobody, "", errNoTokenKey
+	}
+	c, err := pki.VerifyUserToken(sec.TokenKey, tok, time.Now())
+	if err != nil {
+		return httpapi.Nobody, "", err
+	}
+	if sec.UserTokenRevoked(c.ID) {
+		return httpapi.Nobody, "", fmt.Errorf("%w: revoked", pki.ErrUserToken)
+	}
+	return api.Identity{User: c.User, UID: c.UID, GID: c.GID}, c.ID, nil
+}
+
+// Leads reports whether this agent leads, or why no leader is known.
+func (b apiBackend) Leads() (bool, error) {
+	_, _, self, err := b.a.leaderAPI()
+	return self, err
+}
+
+// LeaderClient is a client for the leader, marking requests as forwarded
+// by this node.
+func (b apiBackend) LeaderClient() (*api.Client, error) { return b.a.leaderClient() }
+
+// Readable returns nil when the replica may answer reads.
+func (b apiBackend) Readable() error { return b.a.readable() }
+
+// Applied is the replica's applied index and a channel closed when it
+// applies more.
+func (b apiBackend) Applied() (uint64, <-chan struct{}) {
+	v := b.a.state.View()
+	return v.Index, v.Changed()
+}
