@@ -52,6 +52,7 @@ type Backend interface {
 	Authority
 	Leader
 	Replica
+	Info
 }
 
 // Server is the agent's HTTP front: authentication, leader forwarding and

@@ -2,12 +2,14 @@ package node
 
 import (
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/pki"
 )
@@ -76,3 +78,40 @@ func (b apiBackend) Applied() (uint64, <-chan struct{}) {
 	v := b.a.state.View()
 	return v.Index, v.Changed()
 }
+
+// Status is this agent's own status.
+func (b apiBackend) Status() api.Status {
+	a := b.a
+	v := a.state.View()
+	leader, _ := a.raft.Leader()
+	hashIndex, sum := a.state.Hash()
+	st := api.Status{
+		Name: a.cfg.Name, Version: a.cfg.Version, RaftState: a.raft.State(), Leader: leader,
+		AppliedIndex: v.Index, Nodes: len(v.Nodes()), Jobs: len(v.Jobs()),
+		StateHash: hex.EncodeToString(sum[:]), HashIndex: hashIndex,
+	}
+	if err := a.state.Diverged(); err != nil {
+		st.Diverged = err.Error()
+	}
+	st.Security = "insecure"
+	if b := a.sec.bundle; b != nil {
+		st.Security, st.CertExpires = "tls", api.FormatTime(b.NotAfter())
+	}
+	return st
+}
+
+// CurrentLeader names the leader and its API address.
+func (b apiBackend) CurrentLeader() (api.Leader, error) {
+	id, _ := b.a.raft.Leader()
+	if id == "" {
+		return api.Leader{}, unavailable(errNoLeader)
+	}
+	_, addr, _, err := b.a.leaderAPI()
+	if err != nil {
+		return api.Leader{}, err
+	}
+	return api.Leader{Name: id, Address: addr}, nil
+}
+
+// Members are the cluster's gossip members as this agent sees them.
+func (b apiBackend) Members() []gossip.Member { return b.a.gossip.Members() }

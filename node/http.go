@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,7 +15,6 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/fsm"
-	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/placement"
 	"github.com/shoal-sched/shoal/slurm"
@@ -46,9 +44,9 @@ func (a *Agent) routes() http.Handler {
 	mux.HandleFunc("GET /v1/nodes", a.handleNodes)
 	mux.HandleFunc("POST /v1/nodes/{name}/drain", a.handleDrain)
 	mux.HandleFunc("POST /v1/nodes/{name}/resume", a.handleDrain)
-	mux.HandleFunc("GET /v1/members", a.handleMembers)
-	mux.HandleFunc("GET /v1/leader", a.handleLeader)
-	mux.HandleFunc("GET /v1/status", a.handleStatus)
+	mux.HandleFunc("GET /v1/members", a.http.HandleMembers)
+	mux.HandleFunc("GET /v1/leader", a.http.HandleLeader)
+	mux.HandleFunc("GET /v1/status", a.http.HandleStatus)
 	mux.HandleFunc("GET /v1/priority", a.handlePriority)
 	mux.HandleFunc("GET /v1/policy", a.handlePolicy)
 	mux.HandleFunc("POST /v1/policy", a.handleSetPolicy)
@@ -428,7 +426,7 @@ func (a *Agent) handleJobs(w http.ResponseWriter, r *http.Request) {
 			continue // the policy keeps jobs private
 		}
 		if all || !j.State.Terminal() {
-			out = append(out, jobOf(j))
+			out = append(out, httpapi.JobOf(j))
 		}
 	}
 	httpapi.WriteJSON(w, http.StatusOK, v.Index, out)
@@ -470,7 +468,7 @@ func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
 		}
 		j = js[0]
 	}
-	out := jobOf(j)
+	out := httpapi.JobOf(j)
 	if j.State == cluster.JobPending && j.Reason == cluster.ReasonResources {
 		var parts []cluster.Partition
 		if p := v.Policy(); p != nil {
@@ -603,10 +601,10 @@ func (a *Agent) handleNodes(w http.ResponseWriter, r *http.Request) {
 	for _, n := range v.Nodes() {
 		free := len(v.FreeGPUs(n.Name))
 		out = append(out, api.Node{
-			Name: n.Name, State: nodeState(n, free, busy[n.Name]), GPUs: len(n.GPUs), GPUsFree: free,
-			GPUModel: gpuModel(n), CPUs: n.CPUs, MemoryMiB: n.MemoryMiB,
+			Name: n.Name, State: httpapi.NodeState(n, free, busy[n.Name]), GPUs: len(n.GPUs), GPUsFree: free,
+			GPUModel: httpapi.GPUModel(n), CPUs: n.CPUs, MemoryMiB: n.MemoryMiB,
 			Switch: n.Topology.Switch, SwitchParent: n.Topology.SwitchParent, Block: n.Topology.Block,
-			Raft: roleOr(roles, n.Name), Address: n.APIAddr, Reason: n.DrainReason, Version: n.Version,
+			Raft: httpapi.RoleOr(roles, n.Name), Address: n.APIAddr, Reason: n.DrainReason, Version: n.Version,
 			Features: n.Features, CPUsAlloc: cpus[n.Name], MemAllocMiB: mem[n.Name],
 			Sockets: n.Sockets, CoresPerSocket: n.CoresPerSocket, ThreadsPerCore: n.ThreadsPerCore,
 		})
@@ -631,148 +629,4 @@ func (a *Agent) raftRoles(ctx context.Context) map[string]string {
 		}
 	}
 	return roles
-}
-
-// restarts is how many times a job was requeued: each start after the
-// first, counting a requeued job waiting for its next start.
-func restarts(j *cluster.Job) uint64 {
-	n := j.Incarnation
-	if j.State != cluster.JobPending && n > 0 {
-		n-- // the current run is not a restart of itself
-	}
-	return n
-}
-
-// jobOf renders a job for the API (the README's output contract).
-func jobOf(j *cluster.Job) api.Job {
-	out := api.Job{
-		ID: uint64(j.ID), Name: j.Spec.Name, User: j.Spec.User, State: string(j.State), Reason: j.Reason,
-		Nodes: []string{}, GPUs: map[string][]int{}, ExitCode: j.ExitCode,
-		SubmitTime: api.FormatTime(j.SubmitTime), StartTime: api.FormatTime(j.StartTime), EndTime: api.FormatTime(j.EndTime),
-		Command: j.Spec.Command, WorkDir: j.Spec.WorkDir,
-		NumNodes: j.Spec.Request.Nodes, GPUsPerNode: j.Spec.Request.GPUsPerNode,
-		TasksPerNode: j.Spec.Request.TasksPerNode, CPUsPerTask: j.Spec.Request.CPUsPerTask,
-		TimeLimitS: int64(j.Spec.Request.TimeLimit / time.Second), Incarnation: j.Incarnation,
-		Requeue: j.Spec.Requeue, RestartCount: restarts(j),
-		CPUsPerNode: j.Spec.Request.CPUsPerNode(), CPUsPerGPU: j.Spec.Request.CPUsPerGPU,
-		MemPerNodeMiB: j.Spec.Request.MemPerNode(), MemWholeNode: j.Spec.Request.WholeMem(),
-		Batch: j.Spec.Batch != nil, Steps: []api.Step{}, Signal: j.Spec.Signal,
-		Tasks:   []api.Task{},
-		Account: j.Spec.Account, QoS: j.Spec.QoS, Nice: j.Spec.Nice,
-	}
-	out.ArrayTaskID, out.JobIDString = -1, j.ID.String()
-	if a := j.Array; a != nil {
-		out.ArrayJobID, out.ArrayTaskID, out.ArrayThrottle, out.JobIDString = uint64(a.JobID), a.TaskID, a.Throttle, a.Name()
-	}
-	out.Dependency, out.Hold, out.Partition = j.Spec.Dependency.String(), j.Hold, j.Spec.Request.Partition
-	out.ReqNodeList, out.ExcNodeList = j.Spec.Request.NodeList, j.Spec.Request.Exclude
-	out.Features, out.Exclusive = j.Spec.Request.Constraint, j.Spec.Request.Exclusive
-	for _, st := range j.Steps {
-		as := api.Step{ID: st.ID, Name: st.Spec.Name, State: string(st.State), ExitCode: st.ExitCode,
-			Nodes: []string{}, Command: st.Spec.Command,
-			StartTime: api.FormatTime(st.StartTime), EndTime: api.FormatTime(st.EndTime)}
-		for _, n := range st.Nodes {
-			as.Nodes = append(as.Nodes, n.Node)
-			as.NTasks += n.Tasks
-			if n.Usage != nil {
-				if as.Usage == nil {
-					as.Usage = map[string]cluster.Usage{}
-				}
-				as.Usage[n.Node] = *n.Usage
-			}
-		}
-		out.Steps = append(out.Steps, as)
-	}
-	if j.Alloc != nil {
-		out.NumNodes = len(j.Alloc.Nodes) // what it got, within a -N MIN-MAX range
-		out.MasterPort = j.Alloc.MasterPort
-		for _, n := range j.Alloc.Nodes {
-			gpus := append([]int{}, n.GPUs...)
-			out.Nodes = append(out.Nodes, n.Node)
-			out.GPUs[n.Node] = gpus
-			out.Tasks = append(out.Tasks, api.Task{Node: n.Node, GPUs: gpus, State: string(n.State), ExitCode: n.ExitCode,
-				CPUs: cluster.CPUList(n.CPUs), MemMiB: n.MemMiB})
-			if n.Usage != nil {
-				u := *n.Usage
-				out.Tasks[len(out.Tasks)-1].Usage = &u
-			}
-		}
-	}
-	return out
-}
-
-// nodeState is the Slurm-style state sinfo would show.
-func nodeState(n *cluster.Node, free int, busy bool) string {
-	switch {
-	case n.Status != cluster.NodeUp:
-		return "DOWN"
-	case n.Drain:
-		return "DRAIN"
-	case !busy:
-		return "IDLE"
-	case free == 0:
-		return "ALLOCATED"
-	default:
-		return "MIXED"
-	}
-}
-
-func gpuModel(n *cluster.Node) string {
-	if len(n.GPUs) == 0 {
-		return ""
-	}
-	return n.GPUs[0].Model
-}
-
-func roleOr(roles map[string]string, name string) string {
-	if r, ok := roles[name]; ok {
-		return r
-	}
-	return "none"
-}
-
-func (a *Agent) handleMembers(w http.ResponseWriter, r *http.Request) {
-	out := []api.Member{}
-	for _, m := range a.gossip.Members() {
-		out = append(out, memberOf(m))
-	}
-	httpapi.WriteJSON(w, http.StatusOK, 0, out)
-}
-
-func memberOf(m gossip.Member) api.Member {
-	return api.Member{Name: m.Name, Address: m.Addr, Status: string(m.Status), APIAddr: m.Meta.APIAddr,
-		GPUs: m.Meta.GPUs, Switch: m.Meta.Switch, Version: m.Meta.Version}
-}
-
-func (a *Agent) handleLeader(w http.ResponseWriter, r *http.Request) {
-	id, _ := a.raft.Leader()
-	if id == "" {
-		httpapi.WriteError(w, unavailable(errNoLeader))
-		return
-	}
-	_, addr, _, err := a.leaderAPI()
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, 0, api.Leader{Name: id, Address: addr})
-}
-
-func (a *Agent) handleStatus(w http.ResponseWriter, r *http.Request) {
-	v := a.state.View()
-	leader, _ := a.raft.Leader()
-	hashIndex, sum := a.state.Hash()
-	st := api.Status{
-		Name: a.cfg.Name, Version: a.cfg.Version, RaftState: a.raft.State(), Leader: leader,
-		AppliedIndex: v.Index, Nodes: len(v.Nodes()), Jobs: len(v.Jobs()),
-		StateHash: hex.EncodeToString(sum[:]), HashIndex: hashIndex,
-	}
-	if err := a.state.Diverged(); err != nil {
-		st.Diverged = err.Error()
-	}
-	st.Security = "insecure"
-	if b := a.sec.bundle; b != nil {
-		st.Security, st.CertExpires = "tls", api.FormatTime(b.NotAfter())
-	}
-	httpapi.WriteJSON(w, http.StatusOK, v.Index, st)
 }
