@@ -53,6 +53,7 @@ type Backend interface {
 	Leader
 	Replica
 	Info
+	Records
 }
 
 // Server is the agent's HTTP front: authentication, leader forwarding and

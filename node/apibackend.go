@@ -1,14 +1,17 @@
 package node
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/pki"
@@ -115,3 +118,35 @@ func (b apiBackend) CurrentLeader() (api.Leader, error) {
 
 // Members are the cluster's gossip members as this agent sees them.
 func (b apiBackend) Members() []gossip.Member { return b.a.gossip.Members() }
+
+// Jobs are the jobs who may see: live ones, or with all every job the
+// replica holds, archived ones included.
+func (b apiBackend) Jobs(who caller, all bool) ([]*cluster.Job, uint64) {
+	v := b.a.state.View()
+	jobs := v.Jobs()
+	if all {
+		// Finished jobs past MinJobAge live in the archive: sacct reads them.
+		jobs = append(slices.Clone(v.Archived()), jobs...)
+	}
+	out := []*cluster.Job{}
+	for _, j := range jobs {
+		if !maySee(v, j, who) {
+			continue // the policy keeps jobs private
+		}
+		if all || !j.State.Terminal() {
+			out = append(out, j)
+		}
+	}
+	return out, v.Index
+}
+
+// Nodes are the replica's nodes with what their rendering needs.
+func (b apiBackend) Nodes(ctx context.Context) httpapi.NodeRecords {
+	v := b.a.state.View()
+	rec := httpapi.NodeRecords{Index: v.Index, Nodes: v.Nodes(), Jobs: v.Jobs(),
+		FreeGPUs: map[string]int{}, Roles: b.a.raftRoles(ctx)}
+	for _, n := range rec.Nodes {
+		rec.FreeGPUs[n.Name] = len(v.FreeGPUs(n.Name))
+	}
+	return rec
+}

@@ -28,7 +28,7 @@ const (
 
 func (a *Agent) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/jobs", a.handleJobs)
+	mux.HandleFunc("GET /v1/jobs", a.http.HandleJobs)
 	mux.HandleFunc("POST /v1/jobs", a.handleSubmit)
 	mux.HandleFunc("GET /v1/jobs/{id}", a.handleJob)
 	mux.HandleFunc("DELETE /v1/jobs/{id}", a.handleCancel)
@@ -41,7 +41,7 @@ func (a *Agent) routes() http.Handler {
 	mux.HandleFunc("POST /v1/jobs/{id}/steps", a.handleStartStep)
 	mux.HandleFunc("POST /v1/jobs/{id}/steps/{step}/cancel", a.handleCancelStep)
 	mux.HandleFunc("POST /v1/jobs/{id}/signal", a.handleSignal)
-	mux.HandleFunc("GET /v1/nodes", a.handleNodes)
+	mux.HandleFunc("GET /v1/nodes", a.http.HandleNodes)
 	mux.HandleFunc("POST /v1/nodes/{name}/drain", a.handleDrain)
 	mux.HandleFunc("POST /v1/nodes/{name}/resume", a.handleDrain)
 	mux.HandleFunc("GET /v1/members", a.http.HandleMembers)
@@ -407,31 +407,6 @@ func (a *Agent) blockingView(r *http.Request) (*fsm.View, error) {
 	return a.state.View(), nil
 }
 
-func (a *Agent) handleJobs(w http.ResponseWriter, r *http.Request) {
-	v, err := a.blockingView(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	all := r.URL.Query().Get("all") != ""
-	who := callerOf(r)
-	out := []api.Job{}
-	jobs := v.Jobs()
-	if all {
-		// Finished jobs past MinJobAge live in the archive: sacct reads them.
-		jobs = append(slices.Clone(v.Archived()), jobs...)
-	}
-	for _, j := range jobs {
-		if !maySee(v, j, who) {
-			continue // the policy keeps jobs private
-		}
-		if all || !j.State.Terminal() {
-			out = append(out, httpapi.JobOf(j))
-		}
-	}
-	httpapi.WriteJSON(w, http.StatusOK, v.Index, out)
-}
-
 // handleJob returns one job: by its id, or an array element as N_TASK.
 func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
 	ref, err := parseJobRef(r.PathValue("id"))
@@ -574,42 +549,6 @@ func (a *Agent) handleLocalLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, 0, out)
-}
-
-func (a *Agent) handleNodes(w http.ResponseWriter, r *http.Request) {
-	v, err := a.blockingView(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	roles := a.raftRoles(r.Context())
-	out := []api.Node{}
-	busy := map[string]bool{}
-	cpus, mem := map[string]int{}, map[string]uint64{}
-	for _, j := range v.Jobs() {
-		if j.Alloc == nil {
-			continue
-		}
-		for _, n := range j.Alloc.Nodes {
-			if !n.Released {
-				busy[n.Node] = true
-				cpus[n.Node] += len(n.CPUs)
-				mem[n.Node] += n.MemMiB
-			}
-		}
-	}
-	for _, n := range v.Nodes() {
-		free := len(v.FreeGPUs(n.Name))
-		out = append(out, api.Node{
-			Name: n.Name, State: httpapi.NodeState(n, free, busy[n.Name]), GPUs: len(n.GPUs), GPUsFree: free,
-			GPUModel: httpapi.GPUModel(n), CPUs: n.CPUs, MemoryMiB: n.MemoryMiB,
-			Switch: n.Topology.Switch, SwitchParent: n.Topology.SwitchParent, Block: n.Topology.Block,
-			Raft: httpapi.RoleOr(roles, n.Name), Address: n.APIAddr, Reason: n.DrainReason, Version: n.Version,
-			Features: n.Features, CPUsAlloc: cpus[n.Name], MemAllocMiB: mem[n.Name],
-			Sockets: n.Sockets, CoresPerSocket: n.CoresPerSocket, ThreadsPerCore: n.ThreadsPerCore,
-		})
-	}
-	httpapi.WriteJSON(w, http.StatusOK, v.Index, out)
 }
 
 // raftRoles maps server IDs to leader, voter or nonvoter.
