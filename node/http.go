@@ -26,49 +26,20 @@ const (
 	forwardTimeout = httpapi.ForwardTimeout
 )
 
+// routes is the API's route table (httpapi.Server.Routes) with this
+// agent's own handlers.
 func (a *Agent) routes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/jobs", a.http.HandleJobs)
-	mux.HandleFunc("POST /v1/jobs", a.handleSubmit)
-	mux.HandleFunc("GET /v1/jobs/{id}", a.handleJob)
-	mux.HandleFunc("DELETE /v1/jobs/{id}", a.handleCancel)
-	mux.HandleFunc("POST /v1/jobs/{id}/cancel", a.handleCancel)
-	mux.HandleFunc("POST /v1/jobs/{id}/hold", a.handleHold)
-	mux.HandleFunc("POST /v1/jobs/{id}/release", a.handleRelease)
-	mux.HandleFunc("POST /v1/jobs/{id}/requeue", a.handleRequeue)
-	mux.HandleFunc("POST /v1/jobs/{id}/priority", a.handleSetPriority)
-	mux.HandleFunc("GET /v1/jobs/{id}/logs", a.handleLogs)
-	mux.HandleFunc("POST /v1/jobs/{id}/steps", a.handleStartStep)
-	mux.HandleFunc("POST /v1/jobs/{id}/steps/{step}/cancel", a.handleCancelStep)
-	mux.HandleFunc("POST /v1/jobs/{id}/signal", a.handleSignal)
-	mux.HandleFunc("GET /v1/nodes", a.http.HandleNodes)
-	mux.HandleFunc("POST /v1/nodes/{name}/drain", a.handleDrain)
-	mux.HandleFunc("POST /v1/nodes/{name}/resume", a.handleDrain)
-	mux.HandleFunc("GET /v1/members", a.http.HandleMembers)
-	mux.HandleFunc("GET /v1/leader", a.http.HandleLeader)
-	mux.HandleFunc("GET /v1/status", a.http.HandleStatus)
-	mux.HandleFunc("GET /v1/priority", a.handlePriority)
-	mux.HandleFunc("GET /v1/policy", a.handlePolicy)
-	mux.HandleFunc("POST /v1/policy", a.handleSetPolicy)
-	mux.HandleFunc("POST /v1/join-tokens", a.handleCreateJoinToken)
-	mux.HandleFunc("POST /v1/tokens", a.handleCreateUserToken)
-	mux.HandleFunc("GET /v1/keyring", a.handleKeyring)
-	mux.HandleFunc("POST /v1/keyring", a.handleChangeKeyring)
-	mux.HandleFunc("POST /v1/tokens/revoke", a.handleRevokeUserToken)
-	mux.HandleFunc("POST /v1/join", a.handleJoin)
-	mux.HandleFunc("POST /v1/nodes/{name}/revoke", a.handleRevoke)
-	mux.HandleFunc("POST /v1/internal/renew", a.handleRenew)
-	mux.HandleFunc("POST /v1/internal/cluster-ca", a.handleClusterCA)
-	mux.HandleFunc("POST /v1/internal/heartbeat", a.handleHeartbeat)
-	mux.HandleFunc("POST /v1/internal/task", a.handleTaskEvent)
-	mux.HandleFunc("POST /v1/internal/leave", a.handleLeave)
-	mux.HandleFunc("POST /v1/internal/drain", a.handleDrainSelf)
-	mux.HandleFunc("POST /v1/agent/leave", a.handleAgentLeave)
-	mux.HandleFunc("GET /v1/internal/logs/{id}", a.handleLocalLogs)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		httpapi.WriteError(w, notFound(fmt.Errorf("%s %s: no such endpoint", r.Method, r.URL.Path)))
+	return a.http.Routes(httpapi.Handlers{
+		Submit: a.handleSubmit, Job: a.handleJob, Cancel: a.handleCancel, Hold: a.handleHold,
+		Release: a.handleRelease, Requeue: a.handleRequeue, SetPriority: a.handleSetPriority,
+		Logs: a.handleLogs, StartStep: a.handleStartStep, CancelStep: a.handleCancelStep, Signal: a.handleSignal,
+		Drain: a.handleDrain, Priority: a.handlePriority, Policy: a.handlePolicy, SetPolicy: a.handleSetPolicy,
+		CreateJoinToken: a.handleCreateJoinToken, CreateUserToken: a.handleCreateUserToken,
+		RevokeUserToken: a.handleRevokeUserToken, Keyring: a.handleKeyring, ChangeKeyring: a.handleChangeKeyring,
+		Join: a.handleJoin, Revoke: a.handleRevoke, Renew: a.handleRenew, ClusterCA: a.handleClusterCA,
+		Heartbeat: a.handleHeartbeat, TaskEvent: a.handleTaskEvent, Leave: a.handleLeave,
+		DrainSelf: a.handleDrainSelf, AgentLeave: a.handleAgentLeave, LocalLogs: a.handleLocalLogs,
 	})
-	return mux
 }
 
 func jobID(r *http.Request) (cluster.JobID, error) {
