@@ -9,15 +9,14 @@ import (
 
 // Handlers are the endpoints whose work is the agent's own: writes the
 // leader carries out (they start with Server.AcceptWrite), a job's logs
-// and steps, joins, certificates and keys, and the calls node agents make
-// to each other. Routes serves the rest itself. Every field must be set.
+// and steps, joins, certificates and keys, and a node's own log reads. Routes serves the rest itself. Every field must be set.
 type Handlers struct {
 	Submit, Job, Cancel, Hold, Release, Requeue, SetPriority http.HandlerFunc
 	Logs, StartStep, CancelStep, Signal                      http.HandlerFunc
 	Drain, Priority, Policy, SetPolicy                       http.HandlerFunc
 	CreateJoinToken, CreateUserToken, RevokeUserToken        http.HandlerFunc
 	Keyring, ChangeKeyring, Join, Revoke                     http.HandlerFunc
-	Renew, ClusterCA, Heartbeat, TaskEvent, Leave, DrainSelf http.HandlerFunc
+	Renew, ClusterCA                                         http.HandlerFunc
 	AgentLeave, LocalLogs                                    http.HandlerFunc
 }
 
@@ -56,10 +55,10 @@ func (s *Server) Routes(h Handlers) http.Handler {
 	mux.HandleFunc("POST /v1/nodes/{name}/revoke", h.Revoke)
 	mux.HandleFunc("POST /v1/internal/renew", h.Renew)
 	mux.HandleFunc("POST /v1/internal/cluster-ca", h.ClusterCA)
-	mux.HandleFunc("POST /v1/internal/heartbeat", h.Heartbeat)
-	mux.HandleFunc("POST /v1/internal/task", h.TaskEvent)
-	mux.HandleFunc("POST /v1/internal/leave", h.Leave)
-	mux.HandleFunc("POST /v1/internal/drain", h.DrainSelf)
+	mux.HandleFunc("POST /v1/internal/heartbeat", s.HandleHeartbeat)
+	mux.HandleFunc("POST /v1/internal/task", s.HandleTaskEvent)
+	mux.HandleFunc("POST /v1/internal/leave", s.HandleLeave)
+	mux.HandleFunc("POST /v1/internal/drain", s.HandleDrainSelf)
 	mux.HandleFunc("POST /v1/agent/leave", h.AgentLeave)
 	mux.HandleFunc("GET /v1/internal/logs/{id}", h.LocalLogs)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -54,6 +54,7 @@ type Backend interface {
 	Replica
 	Info
 	Records
+	Internal
 }
 
 // Server is the agent's HTTP front: authentication, leader forwarding and

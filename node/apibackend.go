@@ -150,3 +150,26 @@ func (b apiBackend) Nodes(ctx context.Context) httpapi.NodeRecords {
 	}
 	return rec
 }
+
+// IsLeader reports whether this agent is the raft leader now.
+func (b apiBackend) IsLeader() bool { return b.a.raft.IsLeader() }
+
+// Heartbeat renews a node's lease (leader only).
+func (b apiBackend) Heartbeat(ctx context.Context, n cluster.Node) (uint64, error) {
+	return b.a.leaderHeartbeat(ctx, n)
+}
+
+// TaskEvent records a task's start or exit (leader only).
+func (b apiBackend) TaskEvent(ctx context.Context, ev api.TaskEvent) error {
+	return b.a.leaderTaskEvent(ctx, ev)
+}
+
+// NodeLeft records that a node's agent left (leader only).
+func (b apiBackend) NodeLeft(ctx context.Context, node string) error {
+	return b.a.leaderNodeLeft(ctx, node)
+}
+
+// DrainSelf drains a node at its agent's request (leader only).
+func (b apiBackend) DrainSelf(ctx context.Context, node string) error {
+	return b.a.drainSelf(ctx, node)
+}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/placement"
@@ -37,8 +36,7 @@ func (a *Agent) routes() http.Handler {
 		CreateJoinToken: a.handleCreateJoinToken, CreateUserToken: a.handleCreateUserToken,
 		RevokeUserToken: a.handleRevokeUserToken, Keyring: a.handleKeyring, ChangeKeyring: a.handleChangeKeyring,
 		Join: a.handleJoin, Revoke: a.handleRevoke, Renew: a.handleRenew, ClusterCA: a.handleClusterCA,
-		Heartbeat: a.handleHeartbeat, TaskEvent: a.handleTaskEvent, Leave: a.handleLeave,
-		DrainSelf: a.handleDrainSelf, AgentLeave: a.handleAgentLeave, LocalLogs: a.handleLocalLogs,
+		AgentLeave: a.handleAgentLeave, LocalLogs: a.handleLocalLogs,
 	})
 }
 
@@ -260,32 +258,6 @@ func (a *Agent) handleDrain(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), struct{}{})
 }
 
-func (a *Agent) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
-	var hb api.Heartbeat
-	if err := httpapi.DecodeBody(r, &hb); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	if err := a.http.RequireNode(r, hb.Node.Name); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	if !a.raft.IsLeader() {
-		httpapi.WriteError(w, unavailable(consensus.ErrNotLeader))
-		return
-	}
-	index, err := a.leaderHeartbeat(r.Context(), hb.Node)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, index, api.HeartbeatReply{Index: index})
-}
-
-func (a *Agent) handleLeave(w http.ResponseWriter, r *http.Request) {
-	a.nodeRequest(w, r, a.leaderNodeLeft)
-}
-
 // handleAgentLeave is `shoal leave`: this agent stops as SIGTERM stops it
 // (with DrainWaitS set, draining for that long first). Only root or the
 // agent's own user may ask, on this agent: it is never forwarded.
@@ -317,57 +289,6 @@ func (a *Agent) handleAgentLeave(w http.ResponseWriter, r *http.Request) {
 	default: // already leaving
 	}
 	httpapi.WriteJSON(w, http.StatusAccepted, 0, api.LeaveResponse{Node: a.cfg.Name})
-}
-
-// handleDrainSelf drains a node whose agent is stopping with
-// --drain-on-stop (the agent's own request, as leave's).
-func (a *Agent) handleDrainSelf(w http.ResponseWriter, r *http.Request) {
-	a.nodeRequest(w, r, a.drainSelf)
-}
-
-// nodeRequest is the leader's side of an agent's request about its own
-// node (leave, drain before stop): the body names the node, and only the
-// leader carries it out.
-func (a *Agent) nodeRequest(w http.ResponseWriter, r *http.Request, do func(ctx context.Context, node string) error) {
-	var hb api.Heartbeat
-	if err := httpapi.DecodeBody(r, &hb); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	if err := a.http.RequireNode(r, hb.Node.Name); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	if !a.raft.IsLeader() {
-		httpapi.WriteError(w, unavailable(consensus.ErrNotLeader))
-		return
-	}
-	if err := do(r.Context(), hb.Node.Name); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, 0, struct{}{})
-}
-
-func (a *Agent) handleTaskEvent(w http.ResponseWriter, r *http.Request) {
-	var ev api.TaskEvent
-	if err := httpapi.DecodeBody(r, &ev); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	if err := a.http.RequireNode(r, ev.Node); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	if !a.raft.IsLeader() {
-		httpapi.WriteError(w, unavailable(consensus.ErrNotLeader))
-		return
-	}
-	if err := a.leaderTaskEvent(r.Context(), ev); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, 0, struct{}{})
 }
 
 // blockingView returns a view newer than ?index=, waiting up to ?wait=.
