@@ -13,7 +13,7 @@ import (
 type Handlers struct {
 	Submit, Job, Cancel, Hold, Release, Requeue, SetPriority http.HandlerFunc
 	Logs, StartStep, CancelStep, Signal                      http.HandlerFunc
-	Drain, Priority, Policy, SetPolicy                       http.HandlerFunc
+	Priority, Policy, SetPolicy                              http.HandlerFunc
 	CreateJoinToken, CreateUserToken, RevokeUserToken        http.HandlerFunc
 	Keyring, ChangeKeyring, Join, Revoke                     http.HandlerFunc
 	Renew, ClusterCA                                         http.HandlerFunc
@@ -38,8 +38,8 @@ func (s *Server) Routes(h Handlers) http.Handler {
 	mux.HandleFunc("POST /v1/jobs/{id}/steps/{step}/cancel", h.CancelStep)
 	mux.HandleFunc("POST /v1/jobs/{id}/signal", h.Signal)
 	mux.HandleFunc("GET /v1/nodes", s.HandleNodes)
-	mux.HandleFunc("POST /v1/nodes/{name}/drain", h.Drain)
-	mux.HandleFunc("POST /v1/nodes/{name}/resume", h.Drain)
+	mux.HandleFunc("POST /v1/nodes/{name}/drain", s.HandleDrain)
+	mux.HandleFunc("POST /v1/nodes/{name}/resume", s.HandleResume)
 	mux.HandleFunc("GET /v1/members", s.HandleMembers)
 	mux.HandleFunc("GET /v1/leader", s.HandleLeader)
 	mux.HandleFunc("GET /v1/status", s.HandleStatus)

@@ -55,6 +55,7 @@ type Backend interface {
 	Info
 	Records
 	Internal
+	Writes
 }
 
 // Server is the agent's HTTP front: authentication, leader forwarding and

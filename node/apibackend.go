@@ -173,3 +173,11 @@ func (b apiBackend) NodeLeft(ctx context.Context, node string) error {
 func (b apiBackend) DrainSelf(ctx context.Context, node string) error {
 	return b.a.drainSelf(ctx, node)
 }
+
+// Index is the replica's applied index.
+func (b apiBackend) Index() uint64 { return b.a.state.Index() }
+
+// SetDrain drains or resumes a node for who (leader only).
+func (b apiBackend) SetDrain(ctx context.Context, node string, drain bool, reason string, who caller) error {
+	return b.a.leaderSetDrain(ctx, node, drain, reason, who)
+}

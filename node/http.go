@@ -32,7 +32,7 @@ func (a *Agent) routes() http.Handler {
 		Submit: a.handleSubmit, Job: a.handleJob, Cancel: a.handleCancel, Hold: a.handleHold,
 		Release: a.handleRelease, Requeue: a.handleRequeue, SetPriority: a.handleSetPriority,
 		Logs: a.handleLogs, StartStep: a.handleStartStep, CancelStep: a.handleCancelStep, Signal: a.handleSignal,
-		Drain: a.handleDrain, Priority: a.handlePriority, Policy: a.handlePolicy, SetPolicy: a.handleSetPolicy,
+		Priority: a.handlePriority, Policy: a.handlePolicy, SetPolicy: a.handleSetPolicy,
 		CreateJoinToken: a.handleCreateJoinToken, CreateUserToken: a.handleCreateUserToken,
 		RevokeUserToken: a.handleRevokeUserToken, Keyring: a.handleKeyring, ChangeKeyring: a.handleChangeKeyring,
 		Join: a.handleJoin, Revoke: a.handleRevoke, Renew: a.handleRenew, ClusterCA: a.handleClusterCA,
@@ -237,25 +237,6 @@ func (a *Agent) handleCancel(w http.ResponseWriter, r *http.Request) {
 		ids = append(ids, uint64(j.ID))
 	}
 	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: ref.ID, IDs: ids})
-}
-
-// handleDrain drains or resumes a node (the last path element says which).
-func (a *Agent) handleDrain(w http.ResponseWriter, r *http.Request) {
-	drain := strings.HasSuffix(r.URL.Path, "/drain")
-	var req api.DrainRequest
-	var body any // resume has no body
-	if drain {
-		body = &req
-	}
-	who, here := a.http.AcceptWrite(w, r, body)
-	if !here {
-		return
-	}
-	if err := a.leaderSetDrain(r.Context(), r.PathValue("name"), drain, req.Reason, who); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), struct{}{})
 }
 
 // handleAgentLeave is `shoal leave`: this agent stops as SIGTERM stops it
