@@ -23,6 +23,7 @@ import (
 	"github.com/shoal-sched/shoal/exec"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -68,9 +69,9 @@ type Agent struct {
 	leaderSince atomic.Int64
 	// ready is set once the replica has caught up after start (caughtUp).
 	ready atomic.Bool
-	// readFloor is the highest leader index of a write this agent
-	// forwarded and acknowledged; reads wait for the replica to reach it.
-	readFloor atomic.Uint64
+	// http is the HTTP API's front (authentication, leader forwarding,
+	// the read floor); this agent is its backend (apiBackend).
+	http *httpapi.Server
 	// shimDir holds srun, scontrol and sbatch links to this binary, put
 	// first on the PATH of batch scripts and steps.
 	shimDir string
@@ -221,16 +222,17 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		return nil, err
 	}
 	a.peers = peerClients{clients: map[string]*api.Client{}, bundle: a.sec.bundle}
+	a.http = httpapi.NewServer(apiBackend{a})
 	a.server = &http.Server{
-		Handler:     a.authenticate(a.routes()),
-		ConnContext: peerCredConnContext,
+		Handler:     a.http.Handler(a.routes()),
+		ConnContext: httpapi.PeerCredConnContext,
 		// Bounds against clients that open connections and dawdle: the
 		// header and body must arrive promptly, an answer (a blocking
 		// query included) is written within its longest wait, and idle
 		// keep-alive connections close.
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      maxWait + 30*time.Second,
+		WriteTimeout:      httpapi.MaxWait + 30*time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
@@ -580,7 +582,7 @@ const maxHTTPConns = 4096
 const maxPeerClients = 1024
 
 // errNoLeader is returned when no leader is known to forward to.
-var errNoLeader = errors.New("no raft leader yet: the cluster is forming or has lost its quorum; retry")
+var errNoLeader = cluster.Mark(cluster.ErrUnavailable, errors.New("no raft leader yet: the cluster is forming or has lost its quorum; retry"))
 
 // leaderAPI returns the leader's name and API address, and whether we are
 // it.

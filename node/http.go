@@ -2,244 +2,77 @@ package node
 
 import (
 	"context"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/fsm"
-	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/placement"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
 // Bounds of the HTTP API.
 const (
-	maxRequestBody = 4 << 20
 	maxLogBytes    = 16 << 20
-	defaultWait    = 30 * time.Second
-	maxWait        = 5 * time.Minute
-	forwardTimeout = 15 * time.Second
+	forwardTimeout = httpapi.ForwardTimeout
 )
 
-// httpError is an error with the status it answers with.
-type httpError struct {
-	code int
-	err  error
-}
-
-func (e *httpError) Error() string { return e.err.Error() }
-func (e *httpError) Unwrap() error { return e.err }
-
-func badRequest(err error) error { return &httpError{http.StatusBadRequest, err} }
-func notFound(err error) error   { return &httpError{http.StatusNotFound, err} }
-func forbidden(err error) error  { return &httpError{http.StatusForbidden, err} }
-func conflict(err error) error   { return &httpError{http.StatusConflict, err} }
-
+// routes is the API's route table (httpapi.Server.Routes) with this
+// agent's own handlers.
 func (a *Agent) routes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/jobs", a.handleJobs)
-	mux.HandleFunc("POST /v1/jobs", a.handleSubmit)
-	mux.HandleFunc("GET /v1/jobs/{id}", a.handleJob)
-	mux.HandleFunc("DELETE /v1/jobs/{id}", a.handleCancel)
-	mux.HandleFunc("POST /v1/jobs/{id}/cancel", a.handleCancel)
-	mux.HandleFunc("POST /v1/jobs/{id}/hold", a.handleHold)
-	mux.HandleFunc("POST /v1/jobs/{id}/release", a.handleRelease)
-	mux.HandleFunc("POST /v1/jobs/{id}/requeue", a.handleRequeue)
-	mux.HandleFunc("POST /v1/jobs/{id}/priority", a.handleSetPriority)
-	mux.HandleFunc("GET /v1/jobs/{id}/logs", a.handleLogs)
-	mux.HandleFunc("POST /v1/jobs/{id}/steps", a.handleStartStep)
-	mux.HandleFunc("POST /v1/jobs/{id}/steps/{step}/cancel", a.handleCancelStep)
-	mux.HandleFunc("POST /v1/jobs/{id}/signal", a.handleSignal)
-	mux.HandleFunc("GET /v1/nodes", a.handleNodes)
-	mux.HandleFunc("POST /v1/nodes/{name}/drain", a.handleDrain)
-	mux.HandleFunc("POST /v1/nodes/{name}/resume", a.handleDrain)
-	mux.HandleFunc("GET /v1/members", a.handleMembers)
-	mux.HandleFunc("GET /v1/leader", a.handleLeader)
-	mux.HandleFunc("GET /v1/status", a.handleStatus)
-	mux.HandleFunc("GET /v1/priority", a.handlePriority)
-	mux.HandleFunc("GET /v1/policy", a.handlePolicy)
-	mux.HandleFunc("POST /v1/policy", a.handleSetPolicy)
-	mux.HandleFunc("POST /v1/join-tokens", a.handleCreateJoinToken)
-	mux.HandleFunc("POST /v1/tokens", a.handleCreateUserToken)
-	mux.HandleFunc("GET /v1/keyring", a.handleKeyring)
-	mux.HandleFunc("POST /v1/keyring", a.handleChangeKeyring)
-	mux.HandleFunc("POST /v1/tokens/revoke", a.handleRevokeUserToken)
-	mux.HandleFunc("POST /v1/join", a.handleJoin)
-	mux.HandleFunc("POST /v1/nodes/{name}/revoke", a.handleRevoke)
-	mux.HandleFunc("POST /v1/internal/renew", a.handleRenew)
-	mux.HandleFunc("POST /v1/internal/cluster-ca", a.handleClusterCA)
-	mux.HandleFunc("POST /v1/internal/heartbeat", a.handleHeartbeat)
-	mux.HandleFunc("POST /v1/internal/task", a.handleTaskEvent)
-	mux.HandleFunc("POST /v1/internal/leave", a.handleLeave)
-	mux.HandleFunc("POST /v1/internal/drain", a.handleDrainSelf)
-	mux.HandleFunc("POST /v1/agent/leave", a.handleAgentLeave)
-	mux.HandleFunc("GET /v1/internal/logs/{id}", a.handleLocalLogs)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &httpError{http.StatusNotFound, fmt.Errorf("%s %s: no such endpoint", r.Method, r.URL.Path)})
+	return a.http.Routes(httpapi.Handlers{
+		Submit: a.handleSubmit, Job: a.handleJob, Cancel: a.handleCancel, Hold: a.handleHold,
+		Release: a.handleRelease, Requeue: a.handleRequeue, SetPriority: a.handleSetPriority,
+		Logs: a.handleLogs, StartStep: a.handleStartStep, CancelStep: a.handleCancelStep, Signal: a.handleSignal,
+		Priority: a.handlePriority, Policy: a.handlePolicy, SetPolicy: a.handleSetPolicy,
+		CreateJoinToken: a.handleCreateJoinToken, CreateUserToken: a.handleCreateUserToken,
+		RevokeUserToken: a.handleRevokeUserToken, Keyring: a.handleKeyring, ChangeKeyring: a.handleChangeKeyring,
+		Join: a.handleJoin, Revoke: a.handleRevoke, Renew: a.handleRenew, ClusterCA: a.handleClusterCA,
+		AgentLeave: a.handleAgentLeave, LocalLogs: a.handleLocalLogs,
 	})
-	return mux
-}
-
-func writeJSON(w http.ResponseWriter, code int, index uint64, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	if index > 0 {
-		w.Header().Set(api.HeaderIndex, strconv.FormatUint(index, 10))
-	}
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, err error) {
-	code := http.StatusInternalServerError
-	var he *httpError
-	var se *api.StatusError
-	switch {
-	case errors.As(err, &he):
-		code = he.code
-	case errors.As(err, &se):
-		code = se.Code // forwarded from the leader as it answered
-	case errors.Is(err, fsm.ErrUnsupportedByCluster):
-		code = http.StatusConflict // a rolling upgrade is not finished
-	case errors.Is(err, consensus.ErrNotLeader), errors.Is(err, errNoLeader):
-		code = http.StatusServiceUnavailable
-	case errors.Is(err, context.DeadlineExceeded):
-		code = http.StatusGatewayTimeout
-	}
-	writeJSON(w, code, 0, api.Error{Error: err.Error()})
-}
-
-// decodeBody reads a JSON body into v, naming what is wrong with it.
-func decodeBody(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxRequestBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return badRequest(fmt.Errorf("request body: malformed JSON: %v", err))
-	}
-	return nil
 }
 
 func jobID(r *http.Request) (cluster.JobID, error) {
 	id, err := slurm.ParseJobID(r.PathValue("id"))
 	if err != nil {
-		return 0, badRequest(err)
+		return 0, invalid(err)
 	}
 	return cluster.JobID(id), nil
-}
-
-// forward sends a write to the leader when this node is not it. It returns
-// handled=true when it answered the request itself.
-func (a *Agent) forward(w http.ResponseWriter, r *http.Request, who caller, body any) (handled bool) {
-	_, _, self, err := a.leaderAPI()
-	if err != nil {
-		writeError(w, err)
-		return true
-	}
-	if self {
-		return false
-	}
-	if r.Header.Get(api.HeaderForwardedBy) != "" {
-		// Forwarded to us, but we are not the leader (any more): let the
-		// original node's client retry rather than bounce between nodes.
-		writeError(w, &httpError{http.StatusServiceUnavailable, errors.New("leadership moved while forwarding; retry")})
-		return true
-	}
-	c, err := a.leaderClient()
-	if err != nil {
-		writeError(w, err)
-		return true
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), forwardTimeout)
-	defer cancel()
-	var out json.RawMessage
-	index, err := c.WithIdentity(who.Identity).Do(ctx, r.Method, r.URL.RequestURI(), body, &out)
-	if err == nil {
-		// Read your writes through the same agent: later reads here wait
-		// until this replica has applied what the leader did for us. The
-		// write itself does not wait: a follower learns the commit only
-		// with the leader's next message.
-		a.raiseReadFloor(index)
-	}
-	if err != nil {
-		var se *api.StatusError
-		if !errors.As(err, &se) {
-			err = &httpError{http.StatusBadGateway, fmt.Errorf("forward to leader: %w", err)}
-		}
-		writeError(w, err)
-		return true
-	}
-	w.Header().Set("Content-Type", "application/json")
-	if index > 0 {
-		w.Header().Set(api.HeaderIndex, strconv.FormatUint(index, 10))
-	}
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
-	return true
-}
-
-// raiseReadFloor records that this agent acknowledged a write the leader
-// applied at index: reads here must not show an older state.
-func (a *Agent) raiseReadFloor(index uint64) {
-	for {
-		cur := a.readFloor.Load()
-		if index <= cur || a.readFloor.CompareAndSwap(cur, index) {
-			return
-		}
-	}
-}
-
-// readFloorWait bounds how long a read waits for the replica to reach the
-// read floor; past it the read answers 503 rather than an older state.
-const readFloorWait = 5 * time.Second
-
-// waitReadFloor waits until the replica has applied every write this agent
-// acknowledged, so a client reads its own writes through the same agent.
-func (a *Agent) waitReadFloor(ctx context.Context) (*fsm.View, error) {
-	floor := a.readFloor.Load()
-	ctx, cancel := context.WithTimeout(ctx, readFloorWait)
-	defer cancel()
-	for {
-		v := a.state.View()
-		if v.Index >= floor {
-			return v, nil
-		}
-		select {
-		case <-v.Changed():
-		case <-ctx.Done():
-			return nil, &httpError{http.StatusServiceUnavailable,
-				fmt.Errorf("this agent's replica is at index %d, behind a write it acknowledged at %d; retry", v.Index, floor)}
-		}
-	}
 }
 
 // errCatchingUp answers reads while the replica is behind the cluster.
 var errCatchingUp = errors.New("this agent's replica is catching up with the cluster; retry in a moment")
 
 // readView returns the view reads are served from, or an error while the
+// replica may not answer (see httpapi.Server.WaitReadable and readable).
+func (a *Agent) readView(ctx context.Context) (*fsm.View, error) {
+	if err := a.http.WaitReadable(ctx); err != nil {
+		return nil, err
+	}
+	return a.state.View(), nil
+}
+
+// readable returns nil when reads may be served, or an error while the
 // replica has not yet caught up with the log it had before a restart: an
 // empty or stale answer then would look like lost jobs.
-func (a *Agent) readView(ctx context.Context) (*fsm.View, error) {
+func (a *Agent) readable() error {
 	if err := a.state.Diverged(); err != nil {
 		// This replica could not apply a committed entry: what it holds is
 		// not the cluster's state, so it must not answer for it.
-		return nil, &httpError{http.StatusInternalServerError,
-			fmt.Errorf("this agent's replica diverged and serves no reads; ask another agent: %w", err)}
+		return cluster.Mark(fsm.ErrDiverged, fmt.Errorf("this agent's replica diverged and serves no reads; ask another agent: %w", err))
 	}
 	if !a.caughtUp() {
-		return nil, &httpError{http.StatusServiceUnavailable, errCatchingUp}
+		return unavailable(errCatchingUp)
 	}
-	return a.waitReadFloor(ctx)
+	return nil
 }
 
 // caughtUp reports whether this replica has once applied everything the
@@ -259,69 +92,39 @@ func (a *Agent) caughtUp() bool {
 	return true
 }
 
-// acceptWrite is the common front of every write: the caller must be
-// proven, body (a pointer, or nil when the request has none) is decoded,
-// and a follower forwards the request to the leader. It returns the caller
-// and whether this node, the leader, is to carry the write out; when not,
-// the request has been answered.
-func (a *Agent) acceptWrite(w http.ResponseWriter, r *http.Request, body any) (caller, bool) {
-	who := callerOf(r)
-	if err := requireProven(who); err != nil {
-		writeError(w, err)
-		return who, false
-	}
-	if body != nil {
-		if err := decodeBody(r, body); err != nil {
-			writeError(w, err)
-			return who, false
-		}
-	}
-	if a.forward(w, r, who, body) {
-		return who, false
-	}
-	return who, true
-}
-
-func requireProven(who caller) error {
-	if who.proven {
-		return nil
-	}
-	return forbidden(errors.New("identity: writes over TCP are accepted only from loopback or a peer agent; use the agent's Unix socket (<data-dir>/shoal.sock)"))
-}
-
 func (a *Agent) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	var req api.SubmitRequest
-	who, here := a.acceptWrite(w, r, &req)
+	who, here := a.http.AcceptWrite(w, r, &req)
 	if !here {
 		return
 	}
 	if len(req.RequestID) > maxClientRequestID {
-		writeError(w, badRequest(fmt.Errorf("request_id: %d bytes, want at most %d", len(req.RequestID), maxClientRequestID)))
+		httpapi.WriteError(w, invalid(fmt.Errorf("request_id: %d bytes, want at most %d", len(req.RequestID), maxClientRequestID)))
 		return
 	}
 	if req.TimeLimitS < 0 {
-		writeError(w, badRequest(fmt.Errorf("time_limit_s %d: want 0 (unlimited) or more", req.TimeLimitS)))
+		httpapi.WriteError(w, invalid(fmt.Errorf("time_limit_s %d: want 0 (unlimited) or more", req.TimeLimitS)))
 		return
 	}
 	if req.GPUsTotal > 0 {
 		if err := a.spreadGPUs(&req); err != nil {
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 	}
 	spec := specOf(req, who)
 	warnings, err := queueFieldsOf(a.state.View(), spec, who)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	if r.URL.Query().Get("test_only") != "" {
 		out, err := a.leaderTestOnly(spec)
 		if err != nil {
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, a.state.Index(), out)
+		httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), out)
 		return
 	}
 	if plantedEarlyAck { // a planted bug, test builds only: see planted_earlyack_off.go
@@ -330,10 +133,10 @@ func (a *Agent) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := a.leaderSubmit(r.Context(), scopedRequestID(who, req.RequestID), spec)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.state.Index(), api.SubmitResponse{ID: uint64(res.JobID), Duplicate: res.Duplicate, Warnings: warnings})
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.SubmitResponse{ID: uint64(res.JobID), Duplicate: res.Duplicate, Warnings: warnings})
 }
 
 // maxClientRequestID leaves room in cluster.MaxRequestIDBytes for the
@@ -407,16 +210,16 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 func (a *Agent) handleCancel(w http.ResponseWriter, r *http.Request) {
 	ref, err := parseJobRef(r.PathValue("id"))
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	who, here := a.acceptWrite(w, r, nil)
+	who, here := a.http.AcceptWrite(w, r, nil)
 	if !here {
 		return
 	}
 	jobs, err := ref.resolve(a.state.View())
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	ids := []uint64{}
@@ -428,57 +231,12 @@ func (a *Agent) handleCancel(w http.ResponseWriter, r *http.Request) {
 			if len(jobs) > 1 && errors.Is(err, fsm.ErrJobFinished) {
 				continue
 			}
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		ids = append(ids, uint64(j.ID))
 	}
-	writeJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: ref.ID, IDs: ids})
-}
-
-// handleDrain drains or resumes a node (the last path element says which).
-func (a *Agent) handleDrain(w http.ResponseWriter, r *http.Request) {
-	drain := strings.HasSuffix(r.URL.Path, "/drain")
-	var req api.DrainRequest
-	var body any // resume has no body
-	if drain {
-		body = &req
-	}
-	who, here := a.acceptWrite(w, r, body)
-	if !here {
-		return
-	}
-	if err := a.leaderSetDrain(r.Context(), r.PathValue("name"), drain, req.Reason, who); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, a.state.Index(), struct{}{})
-}
-
-func (a *Agent) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
-	var hb api.Heartbeat
-	if err := decodeBody(r, &hb); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := a.requireNode(r, hb.Node.Name); err != nil {
-		writeError(w, err)
-		return
-	}
-	if !a.raft.IsLeader() {
-		writeError(w, &httpError{http.StatusServiceUnavailable, consensus.ErrNotLeader})
-		return
-	}
-	index, err := a.leaderHeartbeat(r.Context(), hb.Node)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, index, api.HeartbeatReply{Index: index})
-}
-
-func (a *Agent) handleLeave(w http.ResponseWriter, r *http.Request) {
-	a.nodeRequest(w, r, a.leaderNodeLeft)
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: ref.ID, IDs: ids})
 }
 
 // handleAgentLeave is `shoal leave`: this agent stops as SIGTERM stops it
@@ -486,23 +244,23 @@ func (a *Agent) handleLeave(w http.ResponseWriter, r *http.Request) {
 // agent's own user may ask, on this agent: it is never forwarded.
 func (a *Agent) handleAgentLeave(w http.ResponseWriter, r *http.Request) {
 	var req api.LeaveRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, err)
+	if err := httpapi.DecodeBody(r, &req); err != nil {
+		httpapi.WriteError(w, err)
 		return
 	}
 	who := callerOf(r)
-	if err := requireProven(who); err != nil {
-		writeError(w, err)
+	if err := httpapi.RequireProven(who); err != nil {
+		httpapi.WriteError(w, err)
 		return
 	}
 	if who.UID != 0 && who.UID != os.Getuid() {
-		writeError(w, forbidden(fmt.Errorf("leave: %w: only root or the agent's user may stop it", ErrForbidden)))
+		httpapi.WriteError(w, forbidden(fmt.Errorf("leave: %w: only root or the agent's user may stop it", ErrForbidden)))
 		return
 	}
 	wait := time.Duration(-1)
 	if req.DrainWaitS != nil {
 		if *req.DrainWaitS < 0 {
-			writeError(w, badRequest(fmt.Errorf("drain_wait_s %d: want 0 or more", *req.DrainWaitS)))
+			httpapi.WriteError(w, invalid(fmt.Errorf("drain_wait_s %d: want 0 or more", *req.DrainWaitS)))
 			return
 		}
 		wait = time.Duration(*req.DrainWaitS) * time.Second
@@ -511,135 +269,31 @@ func (a *Agent) handleAgentLeave(w http.ResponseWriter, r *http.Request) {
 	case a.leaveReq <- wait:
 	default: // already leaving
 	}
-	writeJSON(w, http.StatusAccepted, 0, api.LeaveResponse{Node: a.cfg.Name})
-}
-
-// handleDrainSelf drains a node whose agent is stopping with
-// --drain-on-stop (the agent's own request, as leave's).
-func (a *Agent) handleDrainSelf(w http.ResponseWriter, r *http.Request) {
-	a.nodeRequest(w, r, a.drainSelf)
-}
-
-// nodeRequest is the leader's side of an agent's request about its own
-// node (leave, drain before stop): the body names the node, and only the
-// leader carries it out.
-func (a *Agent) nodeRequest(w http.ResponseWriter, r *http.Request, do func(ctx context.Context, node string) error) {
-	var hb api.Heartbeat
-	if err := decodeBody(r, &hb); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := a.requireNode(r, hb.Node.Name); err != nil {
-		writeError(w, err)
-		return
-	}
-	if !a.raft.IsLeader() {
-		writeError(w, &httpError{http.StatusServiceUnavailable, consensus.ErrNotLeader})
-		return
-	}
-	if err := do(r.Context(), hb.Node.Name); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, 0, struct{}{})
-}
-
-func (a *Agent) handleTaskEvent(w http.ResponseWriter, r *http.Request) {
-	var ev api.TaskEvent
-	if err := decodeBody(r, &ev); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := a.requireNode(r, ev.Node); err != nil {
-		writeError(w, err)
-		return
-	}
-	if !a.raft.IsLeader() {
-		writeError(w, &httpError{http.StatusServiceUnavailable, consensus.ErrNotLeader})
-		return
-	}
-	if err := a.leaderTaskEvent(r.Context(), ev); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, 0, struct{}{})
+	httpapi.WriteJSON(w, http.StatusAccepted, 0, api.LeaveResponse{Node: a.cfg.Name})
 }
 
 // blockingView returns a view newer than ?index=, waiting up to ?wait=.
 func (a *Agent) blockingView(r *http.Request) (*fsm.View, error) {
-	v, err := a.readView(r.Context())
-	if err != nil {
+	if err := a.http.WaitIndex(r); err != nil {
 		return nil, err
 	}
-	q := r.URL.Query()
-	if q.Get("index") == "" {
-		return v, nil
-	}
-	index, err := strconv.ParseUint(q.Get("index"), 10, 64)
-	if err != nil {
-		return nil, badRequest(fmt.Errorf("index %q: want a raft index (from %s)", q.Get("index"), api.HeaderIndex))
-	}
-	wait := defaultWait
-	if s := q.Get("wait"); s != "" {
-		if wait, err = time.ParseDuration(s); err != nil || wait < 0 {
-			return nil, badRequest(fmt.Errorf("wait %q: want a duration such as 30s", s))
-		}
-	}
-	wait = min(wait, maxWait)
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	for v.Index <= index {
-		select {
-		case <-v.Changed():
-			v = a.state.View()
-		case <-timer.C:
-			return v, nil
-		case <-r.Context().Done():
-			return v, r.Context().Err()
-		}
-	}
-	return v, nil
-}
-
-func (a *Agent) handleJobs(w http.ResponseWriter, r *http.Request) {
-	v, err := a.blockingView(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	all := r.URL.Query().Get("all") != ""
-	who := callerOf(r)
-	out := []api.Job{}
-	jobs := v.Jobs()
-	if all {
-		// Finished jobs past MinJobAge live in the archive: sacct reads them.
-		jobs = append(slices.Clone(v.Archived()), jobs...)
-	}
-	for _, j := range jobs {
-		if !maySee(v, j, who) {
-			continue // the policy keeps jobs private
-		}
-		if all || !j.State.Terminal() {
-			out = append(out, jobOf(j))
-		}
-	}
-	writeJSON(w, http.StatusOK, v.Index, out)
+	return a.state.View(), nil
 }
 
 // handleJob returns one job: by its id, or an array element as N_TASK.
 func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
 	ref, err := parseJobRef(r.PathValue("id"))
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	if len(ref.Tasks) > 1 {
-		writeError(w, badRequest(fmt.Errorf("job id %q: names several array elements, want one", ref.raw)))
+		httpapi.WriteError(w, invalid(fmt.Errorf("job id %q: names several array elements, want one", ref.raw)))
 		return
 	}
 	v, err := a.blockingView(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	j, ok := v.Job(cluster.JobID(ref.ID))
@@ -647,22 +301,22 @@ func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
 		j, ok = v.ArchivedJob(cluster.JobID(ref.ID))
 	}
 	if !ok {
-		writeError(w, notFound(fmt.Errorf("job %s: no such job", ref.raw)))
+		httpapi.WriteError(w, notFound(fmt.Errorf("job %s: no such job", ref.raw)))
 		return
 	}
 	if !maySee(v, j, callerOf(r)) {
-		writeError(w, forbidden(fmt.Errorf("job %s: %w: it belongs to another user, and the policy keeps jobs private", ref.raw, ErrForbidden)))
+		httpapi.WriteError(w, forbidden(fmt.Errorf("job %s: %w: it belongs to another user, and the policy keeps jobs private", ref.raw, ErrForbidden)))
 		return
 	}
 	if ref.Tasks != nil {
 		js, err := ref.resolve(v)
 		if err != nil {
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		j = js[0]
 	}
-	out := jobOf(j)
+	out := httpapi.JobOf(j)
 	if j.State == cluster.JobPending && j.Reason == cluster.ReasonResources {
 		var parts []cluster.Partition
 		if p := v.Policy(); p != nil {
@@ -670,91 +324,23 @@ func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
 		}
 		out.ReasonDetail = placement.Shortage(placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(parts), j)
 	}
-	writeJSON(w, http.StatusOK, v.Index, out)
-}
-
-// restarts is how many times a job was requeued: each start after the
-// first, counting a requeued job waiting for its next start.
-func restarts(j *cluster.Job) uint64 {
-	n := j.Incarnation
-	if j.State != cluster.JobPending && n > 0 {
-		n-- // the current run is not a restart of itself
-	}
-	return n
-}
-
-// jobOf renders a job for the API (the README's output contract).
-func jobOf(j *cluster.Job) api.Job {
-	out := api.Job{
-		ID: uint64(j.ID), Name: j.Spec.Name, User: j.Spec.User, State: string(j.State), Reason: j.Reason,
-		Nodes: []string{}, GPUs: map[string][]int{}, ExitCode: j.ExitCode,
-		SubmitTime: api.FormatTime(j.SubmitTime), StartTime: api.FormatTime(j.StartTime), EndTime: api.FormatTime(j.EndTime),
-		Command: j.Spec.Command, WorkDir: j.Spec.WorkDir,
-		NumNodes: j.Spec.Request.Nodes, GPUsPerNode: j.Spec.Request.GPUsPerNode,
-		TasksPerNode: j.Spec.Request.TasksPerNode, CPUsPerTask: j.Spec.Request.CPUsPerTask,
-		TimeLimitS: int64(j.Spec.Request.TimeLimit / time.Second), Incarnation: j.Incarnation,
-		Requeue: j.Spec.Requeue, RestartCount: restarts(j),
-		CPUsPerNode: j.Spec.Request.CPUsPerNode(), CPUsPerGPU: j.Spec.Request.CPUsPerGPU,
-		MemPerNodeMiB: j.Spec.Request.MemPerNode(), MemWholeNode: j.Spec.Request.WholeMem(),
-		Batch: j.Spec.Batch != nil, Steps: []api.Step{}, Signal: j.Spec.Signal,
-		Tasks:   []api.Task{},
-		Account: j.Spec.Account, QoS: j.Spec.QoS, Nice: j.Spec.Nice,
-	}
-	out.ArrayTaskID, out.JobIDString = -1, j.ID.String()
-	if a := j.Array; a != nil {
-		out.ArrayJobID, out.ArrayTaskID, out.ArrayThrottle, out.JobIDString = uint64(a.JobID), a.TaskID, a.Throttle, a.Name()
-	}
-	out.Dependency, out.Hold, out.Partition = j.Spec.Dependency.String(), j.Hold, j.Spec.Request.Partition
-	out.ReqNodeList, out.ExcNodeList = j.Spec.Request.NodeList, j.Spec.Request.Exclude
-	out.Features, out.Exclusive = j.Spec.Request.Constraint, j.Spec.Request.Exclusive
-	for _, st := range j.Steps {
-		as := api.Step{ID: st.ID, Name: st.Spec.Name, State: string(st.State), ExitCode: st.ExitCode,
-			Nodes: []string{}, Command: st.Spec.Command,
-			StartTime: api.FormatTime(st.StartTime), EndTime: api.FormatTime(st.EndTime)}
-		for _, n := range st.Nodes {
-			as.Nodes = append(as.Nodes, n.Node)
-			as.NTasks += n.Tasks
-			if n.Usage != nil {
-				if as.Usage == nil {
-					as.Usage = map[string]cluster.Usage{}
-				}
-				as.Usage[n.Node] = *n.Usage
-			}
-		}
-		out.Steps = append(out.Steps, as)
-	}
-	if j.Alloc != nil {
-		out.NumNodes = len(j.Alloc.Nodes) // what it got, within a -N MIN-MAX range
-		out.MasterPort = j.Alloc.MasterPort
-		for _, n := range j.Alloc.Nodes {
-			gpus := append([]int{}, n.GPUs...)
-			out.Nodes = append(out.Nodes, n.Node)
-			out.GPUs[n.Node] = gpus
-			out.Tasks = append(out.Tasks, api.Task{Node: n.Node, GPUs: gpus, State: string(n.State), ExitCode: n.ExitCode,
-				CPUs: cluster.CPUList(n.CPUs), MemMiB: n.MemMiB})
-			if n.Usage != nil {
-				u := *n.Usage
-				out.Tasks[len(out.Tasks)-1].Usage = &u
-			}
-		}
-	}
-	return out
+	httpapi.WriteJSON(w, http.StatusOK, v.Index, out)
 }
 
 func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
 	id, err := jobID(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	filter, err := parseLogFilter(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	v, err := a.readView(r.Context())
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	j, ok := v.Job(id)
@@ -762,11 +348,11 @@ func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
 		j, ok = v.ArchivedJob(id)
 	}
 	if !ok {
-		writeError(w, notFound(fmt.Errorf("job %d: no such job", id)))
+		httpapi.WriteError(w, notFound(fmt.Errorf("job %d: no such job", id)))
 		return
 	}
 	if err := mayTouch(v, "read the output of", j, callerOf(r)); err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	out := []api.LogChunk{}
@@ -790,7 +376,7 @@ func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
 		}
 		return strings.Compare(x.Stream, y.Stream)
 	})
-	writeJSON(w, http.StatusOK, v.Index, out)
+	httpapi.WriteJSON(w, http.StatusOK, v.Index, out)
 }
 
 // nodeLogs reads a job's output from the node that holds it.
@@ -816,92 +402,26 @@ func (a *Agent) nodeLogs(ctx context.Context, v *fsm.View, node string, id clust
 }
 
 func (a *Agent) handleLocalLogs(w http.ResponseWriter, r *http.Request) {
-	if err := a.requireNode(r, ""); err != nil {
-		writeError(w, err)
+	if err := a.http.RequireNode(r, ""); err != nil {
+		httpapi.WriteError(w, err)
 		return
 	}
 	id, err := jobID(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	filter, err := parseLogFilter(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	out, err := a.localLogs(id, filter)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, 0, out)
-}
-
-func (a *Agent) handleNodes(w http.ResponseWriter, r *http.Request) {
-	v, err := a.blockingView(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	roles := a.raftRoles(r.Context())
-	out := []api.Node{}
-	busy := map[string]bool{}
-	cpus, mem := map[string]int{}, map[string]uint64{}
-	for _, j := range v.Jobs() {
-		if j.Alloc == nil {
-			continue
-		}
-		for _, n := range j.Alloc.Nodes {
-			if !n.Released {
-				busy[n.Node] = true
-				cpus[n.Node] += len(n.CPUs)
-				mem[n.Node] += n.MemMiB
-			}
-		}
-	}
-	for _, n := range v.Nodes() {
-		free := len(v.FreeGPUs(n.Name))
-		out = append(out, api.Node{
-			Name: n.Name, State: nodeState(n, free, busy[n.Name]), GPUs: len(n.GPUs), GPUsFree: free,
-			GPUModel: gpuModel(n), CPUs: n.CPUs, MemoryMiB: n.MemoryMiB,
-			Switch: n.Topology.Switch, SwitchParent: n.Topology.SwitchParent, Block: n.Topology.Block,
-			Raft: roleOr(roles, n.Name), Address: n.APIAddr, Reason: n.DrainReason, Version: n.Version,
-			Features: n.Features, CPUsAlloc: cpus[n.Name], MemAllocMiB: mem[n.Name],
-			Sockets: n.Sockets, CoresPerSocket: n.CoresPerSocket, ThreadsPerCore: n.ThreadsPerCore,
-		})
-	}
-	writeJSON(w, http.StatusOK, v.Index, out)
-}
-
-// nodeState is the Slurm-style state sinfo would show.
-func nodeState(n *cluster.Node, free int, busy bool) string {
-	switch {
-	case n.Status != cluster.NodeUp:
-		return "DOWN"
-	case n.Drain:
-		return "DRAIN"
-	case !busy:
-		return "IDLE"
-	case free == 0:
-		return "ALLOCATED"
-	default:
-		return "MIXED"
-	}
-}
-
-func gpuModel(n *cluster.Node) string {
-	if len(n.GPUs) == 0 {
-		return ""
-	}
-	return n.GPUs[0].Model
-}
-
-func roleOr(roles map[string]string, name string) string {
-	if r, ok := roles[name]; ok {
-		return r
-	}
-	return "none"
+	httpapi.WriteJSON(w, http.StatusOK, 0, out)
 }
 
 // raftRoles maps server IDs to leader, voter or nonvoter.
@@ -921,50 +441,4 @@ func (a *Agent) raftRoles(ctx context.Context) map[string]string {
 		}
 	}
 	return roles
-}
-
-func (a *Agent) handleMembers(w http.ResponseWriter, r *http.Request) {
-	out := []api.Member{}
-	for _, m := range a.gossip.Members() {
-		out = append(out, memberOf(m))
-	}
-	writeJSON(w, http.StatusOK, 0, out)
-}
-
-func memberOf(m gossip.Member) api.Member {
-	return api.Member{Name: m.Name, Address: m.Addr, Status: string(m.Status), APIAddr: m.Meta.APIAddr,
-		GPUs: m.Meta.GPUs, Switch: m.Meta.Switch, Version: m.Meta.Version}
-}
-
-func (a *Agent) handleLeader(w http.ResponseWriter, r *http.Request) {
-	id, _ := a.raft.Leader()
-	if id == "" {
-		writeError(w, &httpError{http.StatusServiceUnavailable, errNoLeader})
-		return
-	}
-	_, addr, _, err := a.leaderAPI()
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, 0, api.Leader{Name: id, Address: addr})
-}
-
-func (a *Agent) handleStatus(w http.ResponseWriter, r *http.Request) {
-	v := a.state.View()
-	leader, _ := a.raft.Leader()
-	hashIndex, sum := a.state.Hash()
-	st := api.Status{
-		Name: a.cfg.Name, Version: a.cfg.Version, RaftState: a.raft.State(), Leader: leader,
-		AppliedIndex: v.Index, Nodes: len(v.Nodes()), Jobs: len(v.Jobs()),
-		StateHash: hex.EncodeToString(sum[:]), HashIndex: hashIndex,
-	}
-	if err := a.state.Diverged(); err != nil {
-		st.Diverged = err.Error()
-	}
-	st.Security = "insecure"
-	if b := a.sec.bundle; b != nil {
-		st.Security, st.CertExpires = "tls", api.FormatTime(b.NotAfter())
-	}
-	writeJSON(w, http.StatusOK, v.Index, st)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -88,21 +89,21 @@ func (a *Agent) recordClusterCA(ctx context.Context, offer api.ClusterCA) error 
 	}
 	certs, err := pki.ParseCerts([]byte(offer.CACert))
 	if err != nil {
-		return badRequest(fmt.Errorf("ca_cert: %w", err))
+		return invalid(fmt.Errorf("ca_cert: %w", err))
 	}
 	if pki.Fingerprint(certs[0]) != b.CA.Fingerprint() {
 		return forbidden(fmt.Errorf("cluster CA: %w: not the CA this cluster's nodes are certified by", ErrForbidden))
 	}
 	key, err := pki.ParseKey([]byte(offer.CAKey))
 	if err != nil {
-		return badRequest(fmt.Errorf("ca_key: %w", err))
+		return invalid(fmt.Errorf("ca_key: %w", err))
 	}
 	if !pki.KeyMatches(certs[0], key) {
-		return badRequest(errors.New("ca_key: not the CA certificate's key"))
+		return invalid(errors.New("ca_key: not the CA certificate's key"))
 	}
 	gossipKey, err := pki.ParseGossipKey(offer.GossipKey)
 	if err != nil {
-		return badRequest(err)
+		return invalid(err)
 	}
 	tokenKey, err := pki.NewTokenKey()
 	if err != nil {
@@ -124,23 +125,23 @@ func (a *Agent) recordClusterCA(ctx context.Context, offer api.ClusterCA) error 
 // handleClusterCA is a node's offer of the CA (see caLoop).
 func (a *Agent) handleClusterCA(w http.ResponseWriter, r *http.Request) {
 	var offer api.ClusterCA
-	if err := decodeBody(r, &offer); err != nil {
-		writeError(w, err)
+	if err := httpapi.DecodeBody(r, &offer); err != nil {
+		httpapi.WriteError(w, err)
 		return
 	}
-	if err := a.requireNode(r, ""); err != nil {
-		writeError(w, err)
+	if err := a.http.RequireNode(r, ""); err != nil {
+		httpapi.WriteError(w, err)
 		return
 	}
 	if !a.raft.IsLeader() {
-		writeError(w, &httpError{http.StatusServiceUnavailable, errors.New("not the leader")})
+		httpapi.WriteError(w, unavailable(errors.New("not the leader")))
 		return
 	}
 	if err := a.recordClusterCA(r.Context(), offer); err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.state.Index(), struct{}{})
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), struct{}{})
 }
 
 // clusterCA returns the CA, with its key, from the replicated state.
@@ -169,12 +170,12 @@ func (a *Agent) revokedCheck(name string, issued time.Time) bool {
 // handleCreateJoinToken is `shoal join-token create` (root only).
 func (a *Agent) handleCreateJoinToken(w http.ResponseWriter, r *http.Request) {
 	var req api.JoinTokenRequest
-	who, here := a.acceptWrite(w, r, &req)
+	who, here := a.http.AcceptWrite(w, r, &req)
 	if !here {
 		return
 	}
 	if who.UID != 0 {
-		writeError(w, forbidden(fmt.Errorf("create a join token: %w: only root may", ErrForbidden)))
+		httpapi.WriteError(w, forbidden(fmt.Errorf("create a join token: %w: only root may", ErrForbidden)))
 		return
 	}
 	ttl := time.Duration(req.TTLS) * time.Second
@@ -182,7 +183,7 @@ func (a *Agent) handleCreateJoinToken(w http.ResponseWriter, r *http.Request) {
 		ttl = defaultJoinTokenTTL
 	}
 	if ttl < 0 || ttl > maxJoinTokenTTL {
-		writeError(w, badRequest(fmt.Errorf("ttl_s %d: want 1 to %d", req.TTLS, int64(maxJoinTokenTTL/time.Second))))
+		httpapi.WriteError(w, invalid(fmt.Errorf("ttl_s %d: want 1 to %d", req.TTLS, int64(maxJoinTokenTTL/time.Second))))
 		return
 	}
 	uses := req.Uses
@@ -190,18 +191,18 @@ func (a *Agent) handleCreateJoinToken(w http.ResponseWriter, r *http.Request) {
 		uses = 1
 	}
 	if uses < 0 || uses > maxJoinTokenUses {
-		writeError(w, badRequest(fmt.Errorf("uses %d: want 1 to %d", req.Uses, maxJoinTokenUses)))
+		httpapi.WriteError(w, invalid(fmt.Errorf("uses %d: want 1 to %d", req.Uses, maxJoinTokenUses)))
 		return
 	}
 	v := a.state.View()
 	ca, _, err := clusterCA(v)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	tok, err := pki.NewJoinToken(ca.Fingerprint(), a.joinAddrs(v))
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	now := time.Now()
@@ -212,10 +213,10 @@ func (a *Agent) handleCreateJoinToken(w http.ResponseWriter, r *http.Request) {
 		err = res.Err
 	}
 	if err != nil {
-		writeError(w, fsmError(err))
+		httpapi.WriteError(w, fsmError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, a.state.Index(), api.JoinTokenResponse{Token: tok.String(), Expires: api.FormatTime(now.Add(ttl)), Uses: uses})
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.JoinTokenResponse{Token: tok.String(), Expires: api.FormatTime(now.Add(ttl)), Uses: uses})
 }
 
 // joinAddrs are the API addresses a token names: this leader first, then
@@ -239,38 +240,38 @@ func (a *Agent) joinAddrs(v *fsm.View) []string {
 // to the log, so strangers cannot make the cluster do work.
 func (a *Agent) handleJoin(w http.ResponseWriter, r *http.Request) {
 	if a.sec.bundle == nil {
-		writeError(w, conflict(errors.New("join: this agent runs --insecure and signs nothing")))
+		httpapi.WriteError(w, conflict(errors.New("join: this agent runs --insecure and signs nothing")))
 		return
 	}
 	var req api.JoinRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, err)
+	if err := httpapi.DecodeBody(r, &req); err != nil {
+		httpapi.WriteError(w, err)
 		return
 	}
-	if a.forward(w, r, caller{Identity: nobody}, req) {
+	if a.http.Forward(w, r, caller{Identity: httpapi.Nobody}, req) {
 		return
 	}
 	csr, name, err := pki.ParseCSR([]byte(req.CSR))
 	if err != nil {
-		writeError(w, badRequest(fmt.Errorf("csr: %w", err)))
+		httpapi.WriteError(w, invalid(fmt.Errorf("csr: %w", err)))
 		return
 	}
 	ips, err := parseIPs(req.IPs)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	v := a.state.View()
 	if !tokenMatches(v.Security(), req.TokenID, req.Secret, time.Now()) {
-		writeError(w, &httpError{http.StatusUnauthorized, fsm.ErrJoinToken})
+		httpapi.WriteError(w, unauthenticated(fsm.ErrJoinToken))
 		return
 	}
 	if n, ok := v.Node(name); ok && n.Status == cluster.NodeUp {
-		writeError(w, conflict(fmt.Errorf("join as %s: a node of that name is up in the cluster; choose another --name", name)))
+		httpapi.WriteError(w, conflict(fmt.Errorf("join as %s: a node of that name is up in the cluster; choose another --name", name)))
 		return
 	}
 	if _, revoked := v.Security().RevokedAt(name); revoked {
-		writeError(w, conflict(fmt.Errorf("join as %s: that node's certificates were revoked; join under another --name", name)))
+		httpapi.WriteError(w, conflict(fmt.Errorf("join as %s: that node's certificates were revoked; join under another --name", name)))
 		return
 	}
 	res, err := a.apply(r.Context(), fsm.CmdUseJoinToken, fsm.UseJoinToken{
@@ -280,25 +281,25 @@ func (a *Agent) handleJoin(w http.ResponseWriter, r *http.Request) {
 		err = res.Err
 	}
 	if errors.Is(err, fsm.ErrJoinToken) {
-		writeError(w, &httpError{http.StatusUnauthorized, err})
+		httpapi.WriteError(w, unauthenticated(err))
 		return
 	}
 	if err != nil {
-		writeError(w, fsmError(err))
+		httpapi.WriteError(w, fsmError(err))
 		return
 	}
 	ca, gossipKeys, err := clusterCA(a.state.View())
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	cert, err := ca.SignNode(pki.NodeRequest{Name: name, PublicKey: csr.PublicKey, IPs: ips, Lifetime: a.cfg.CertLifetime}, time.Now())
 	if err != nil {
-		writeError(w, badRequest(err))
+		httpapi.WriteError(w, invalid(err))
 		return
 	}
 	a.log.Info("signed a joining node's certificate", "joiner", name, "token", req.TokenID, "expires", cert.NotAfter.Format(time.RFC3339))
-	writeJSON(w, http.StatusOK, a.state.Index(), api.JoinResponse{
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.JoinResponse{
 		Cert: string(pki.EncodeCert(cert)), CA: string(pki.EncodeCert(ca.Cert)), GossipKeys: encodeKeys(gossipKeys),
 	})
 }
@@ -321,29 +322,29 @@ func tokenMatches(sec *cluster.Security, id, secret string, now time.Time) bool 
 // current (valid, unrevoked) certificate, for the same name.
 func (a *Agent) handleRenew(w http.ResponseWriter, r *http.Request) {
 	var req api.RenewRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, err)
+	if err := httpapi.DecodeBody(r, &req); err != nil {
+		httpapi.WriteError(w, err)
 		return
 	}
 	csr, name, err := pki.ParseCSR([]byte(req.CSR))
 	if err != nil {
-		writeError(w, badRequest(fmt.Errorf("csr: %w", err)))
+		httpapi.WriteError(w, invalid(fmt.Errorf("csr: %w", err)))
 		return
 	}
-	if err := a.requireNode(r, name); err != nil {
-		writeError(w, err)
+	if err := a.http.RequireNode(r, name); err != nil {
+		httpapi.WriteError(w, err)
 		return
 	}
 	if !a.raft.IsLeader() {
-		writeError(w, &httpError{http.StatusServiceUnavailable, errors.New("not the leader")})
+		httpapi.WriteError(w, unavailable(errors.New("not the leader")))
 		return
 	}
 	cert, err := a.signRenewal(name, csr.PublicKey)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, 0, api.RenewResponse{Cert: string(pki.EncodeCert(cert))})
+	httpapi.WriteJSON(w, http.StatusOK, 0, api.RenewResponse{Cert: string(pki.EncodeCert(cert))})
 }
 
 // signRenewal signs node name's next certificate with the cluster CA in
@@ -375,17 +376,17 @@ func (a *Agent) signRenewal(name string, pub crypto.PublicKey) (*x509.Certificat
 // certificates issued until now are refused from now on, and it leaves
 // the raft configuration.
 func (a *Agent) handleRevoke(w http.ResponseWriter, r *http.Request) {
-	who, here := a.acceptWrite(w, r, nil)
+	who, here := a.http.AcceptWrite(w, r, nil)
 	if !here {
 		return
 	}
 	if who.UID != 0 {
-		writeError(w, forbidden(fmt.Errorf("revoke a node: %w: only root may", ErrForbidden)))
+		httpapi.WriteError(w, forbidden(fmt.Errorf("revoke a node: %w: only root may", ErrForbidden)))
 		return
 	}
 	name := r.PathValue("name")
 	if name == a.cfg.Name {
-		writeError(w, badRequest(fmt.Errorf("revoke %s: that is the leader itself; revoke it through another node after it hands leadership over (shoal leave)", name)))
+		httpapi.WriteError(w, invalid(fmt.Errorf("revoke %s: that is the leader itself; revoke it through another node after it hands leadership over (shoal leave)", name)))
 		return
 	}
 	res, err := a.apply(r.Context(), fsm.CmdRevokeNode, fsm.RevokeNode{Name: name, Time: time.Now()})
@@ -393,7 +394,7 @@ func (a *Agent) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		err = res.Err
 	}
 	if err != nil {
-		writeError(w, fsmError(err))
+		httpapi.WriteError(w, fsmError(err))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), applyTimeout)
@@ -402,18 +403,18 @@ func (a *Agent) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		a.log.Warn("remove a revoked node from raft", "revoked", name, "err", err)
 	}
 	a.log.Warn("revoked a node's certificates", "revoked", name, "by", who.User)
-	writeJSON(w, http.StatusOK, a.state.Index(), struct{}{})
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), struct{}{})
 }
 
 func parseIPs(ss []string) ([]net.IP, error) {
 	if len(ss) > 8 {
-		return nil, badRequest(fmt.Errorf("ips: %d addresses, want at most 8", len(ss)))
+		return nil, invalid(fmt.Errorf("ips: %d addresses, want at most 8", len(ss)))
 	}
 	var out []net.IP
 	for _, s := range ss {
 		ip := net.ParseIP(s)
 		if ip == nil {
-			return nil, badRequest(fmt.Errorf("ips: %q is not an IP address", s))
+			return nil, invalid(fmt.Errorf("ips: %q is not an IP address", s))
 		}
 		out = append(out, ip)
 	}
@@ -424,7 +425,7 @@ func parseIPs(ss []string) ([]net.IP, error) {
 // caller's mistake.
 func fsmError(err error) error {
 	if errors.Is(err, fsm.ErrInvalid) {
-		return badRequest(err)
+		return invalid(err)
 	}
 	return err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -29,7 +30,7 @@ func FuzzJoinRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := httptest.NewRequest("POST", "/v1/join", bytes.NewReader(body))
 		var req api.JoinRequest
-		if err := decodeBody(r, &req); err != nil {
+		if err := httpapi.DecodeBody(r, &req); err != nil {
 			return
 		}
 		if csr, name, err := pki.ParseCSR([]byte(req.CSR)); err == nil && (csr == nil || !cluster.ValidNodeName(name)) {

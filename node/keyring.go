@@ -11,6 +11,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -64,41 +65,41 @@ func encodeKeys(keys [][]byte) []string {
 // handleKeyring answers GET /v1/keyring (root only: the keys are secrets).
 func (a *Agent) handleKeyring(w http.ResponseWriter, r *http.Request) {
 	who := callerOf(r)
-	if !who.proven || who.UID != 0 {
-		writeError(w, forbidden(fmt.Errorf("list the gossip keyring: %w: only root may", ErrForbidden)))
+	if !who.Proven || who.UID != 0 {
+		httpapi.WriteError(w, forbidden(fmt.Errorf("list the gossip keyring: %w: only root may", ErrForbidden)))
 		return
 	}
 	out := api.Keyring{Cluster: []string{}, Local: encodeKeys(a.gossip.Keys())}
 	if sec := a.state.View().Security(); sec != nil {
 		out.Cluster = encodeKeys(sec.GossipKeys)
 	}
-	writeJSON(w, http.StatusOK, a.state.Index(), out)
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), out)
 }
 
 // handleChangeKeyring is `shoal keyring install|use|remove KEY` (root).
 func (a *Agent) handleChangeKeyring(w http.ResponseWriter, r *http.Request) {
 	var req api.KeyringRequest
-	who, here := a.acceptWrite(w, r, &req)
+	who, here := a.http.AcceptWrite(w, r, &req)
 	if !here {
 		return
 	}
 	if who.UID != 0 {
-		writeError(w, forbidden(fmt.Errorf("change the gossip keyring: %w: only root may", ErrForbidden)))
+		httpapi.WriteError(w, forbidden(fmt.Errorf("change the gossip keyring: %w: only root may", ErrForbidden)))
 		return
 	}
 	key, err := pki.ParseGossipKey(req.Key)
 	if err != nil {
-		writeError(w, badRequest(fmt.Errorf("key: %w", err)))
+		httpapi.WriteError(w, invalid(fmt.Errorf("key: %w", err)))
 		return
 	}
 	sec := a.state.View().Security()
 	if sec == nil || len(sec.GossipKeys) == 0 {
-		writeError(w, conflict(errNoClusterCA))
+		httpapi.WriteError(w, conflict(errNoClusterCA))
 		return
 	}
 	keys, err := changeKeyring(sec.GossipKeys, req.Op, key)
 	if err != nil {
-		writeError(w, badRequest(err))
+		httpapi.WriteError(w, invalid(err))
 		return
 	}
 	res, err := a.apply(r.Context(), fsm.CmdSetGossipKeys, fsm.SetGossipKeys{Keys: keys, Time: time.Now()})
@@ -106,11 +107,11 @@ func (a *Agent) handleChangeKeyring(w http.ResponseWriter, r *http.Request) {
 		err = res.Err
 	}
 	if err != nil {
-		writeError(w, fsmError(err))
+		httpapi.WriteError(w, fsmError(err))
 		return
 	}
 	a.log.Info("changed the gossip keyring", "op", req.Op, "keys", len(keys), "by", who.User)
-	writeJSON(w, http.StatusOK, a.state.Index(), api.Keyring{Cluster: encodeKeys(keys)})
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.Keyring{Cluster: encodeKeys(keys)})
 }
 
 // changeKeyring is the pure step from one keyring to the next.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -374,7 +373,7 @@ func voterCandidates(members []gossip.Member, servers []consensus.Server, failed
 }
 
 // ErrForbidden is returned when the caller may not act on a job.
-var ErrForbidden = errors.New("permission denied")
+var ErrForbidden = cluster.ErrForbidden
 
 // leaderSubmit validates a submit against the cluster and applies it.
 func (a *Agent) leaderSubmit(ctx context.Context, requestID string, spec cluster.Spec) (fsm.Result, error) {
@@ -392,10 +391,10 @@ func (a *Agent) leaderSubmit(ctx context.Context, requestID string, spec cluster
 		return res, err
 	}
 	if errors.Is(res.Err, fsm.ErrLimit) {
-		return res, &httpError{http.StatusTooManyRequests, res.Err}
+		return res, cluster.Mark(fsm.ErrLimit, res.Err)
 	}
 	if res.Err != nil {
-		return res, badRequest(res.Err)
+		return res, invalid(res.Err)
 	}
 	return res, nil
 }
@@ -405,11 +404,11 @@ func (a *Agent) leaderSubmit(ctx context.Context, requestID string, spec cluster
 // returns the spec as the FSM will record it.
 func (a *Agent) checkSubmit(v *fsm.View, spec cluster.Spec) (cluster.Spec, error) {
 	if err := spec.Validate(); err != nil {
-		return spec, badRequest(err)
+		return spec, invalid(err)
 	}
 	resolved, part, err := v.Policy().ResolvePartition(spec)
 	if err != nil {
-		return spec, badRequest(err)
+		return spec, invalid(err)
 	}
 	nodes := a.knownNodes(v)
 	if part != nil && len(part.Nodes) > 0 {
@@ -419,7 +418,7 @@ func (a *Agent) checkSubmit(v *fsm.View, spec cluster.Spec) (cluster.Spec, error
 		if part != nil {
 			err = fmt.Errorf("partition %s: %w", part.Name, err)
 		}
-		return spec, badRequest(err)
+		return spec, invalid(err)
 	}
 	return resolved, nil
 }
@@ -492,7 +491,7 @@ func (a *Agent) leaderCancel(ctx context.Context, id cluster.JobID, who caller) 
 		if errors.Is(res.Err, fsm.ErrJobFinished) {
 			return conflict(res.Err)
 		}
-		return badRequest(res.Err)
+		return invalid(res.Err)
 	}
 	return nil
 }
@@ -508,7 +507,7 @@ func (a *Agent) leaderSetDrain(ctx context.Context, node string, drain bool, rea
 		return forbidden(fmt.Errorf("%s node %s: %w: only root may", verb, node, ErrForbidden))
 	}
 	if drain && strings.TrimSpace(reason) == "" {
-		return badRequest(fmt.Errorf("drain node %s: reason: empty, want why (it shows in shoal nodes)", node))
+		return invalid(fmt.Errorf("drain node %s: reason: empty, want why (it shows in shoal nodes)", node))
 	}
 	if _, ok := a.state.View().Node(node); !ok {
 		return notFound(fmt.Errorf("%s node %s: %w", verb, node, fsm.ErrUnknownNode))
@@ -518,7 +517,7 @@ func (a *Agent) leaderSetDrain(ctx context.Context, node string, drain bool, rea
 		return err
 	}
 	if res.Err != nil {
-		return badRequest(res.Err)
+		return invalid(res.Err)
 	}
 	a.log.Info("node "+verb+"ed", "node", node, "reason", reason, "by", who.User)
 	return nil
@@ -534,7 +533,7 @@ func (a *Agent) leaderNodeLeft(ctx context.Context, node string) error {
 		return err
 	}
 	if res.Err != nil {
-		return badRequest(res.Err)
+		return invalid(res.Err)
 	}
 	a.log.Info("node left", "node", node)
 	return nil
@@ -548,7 +547,7 @@ func (a *Agent) leaderNodeLeft(ctx context.Context, node string) error {
 // took allocations back from the node is at or below it.
 func (a *Agent) leaderHeartbeat(ctx context.Context, n cluster.Node) (uint64, error) {
 	if !cluster.ValidNodeName(n.Name) {
-		return 0, badRequest(fmt.Errorf("heartbeat: node name %q is not valid", n.Name))
+		return 0, invalid(fmt.Errorf("heartbeat: node name %q is not valid", n.Name))
 	}
 	a.leases.renew(n.Name, time.Now())
 	cur, ok := a.state.View().Node(n.Name)
@@ -560,7 +559,7 @@ func (a *Agent) leaderHeartbeat(ctx context.Context, n cluster.Node) (uint64, er
 		return 0, err
 	}
 	if res.Err != nil {
-		return 0, badRequest(res.Err)
+		return 0, invalid(res.Err)
 	}
 	if !ok {
 		a.log.Info("node registered", "node", n.Name, "gpus", len(n.GPUs), "switch", n.Topology.Switch)
@@ -605,7 +604,7 @@ func (a *Agent) leaderTaskEvent(ctx context.Context, ev taskEvent) error {
 			Job: ev.Job, Incarnation: ev.Incarnation, Step: ev.Step, Node: ev.Node,
 			ExitCode: ev.ExitCode, Cause: ev.Cause, Usage: ev.Usage, Time: time.Now()})
 	default:
-		return badRequest(fmt.Errorf("kind %q: want started, exited or step-exited", ev.Kind))
+		return invalid(fmt.Errorf("kind %q: want started, exited or step-exited", ev.Kind))
 	}
 	if err != nil {
 		return err
@@ -614,7 +613,7 @@ func (a *Agent) leaderTaskEvent(ctx context.Context, ev taskEvent) error {
 		if errors.Is(res.Err, fsm.ErrUnknownJob) || errors.Is(res.Err, fsm.ErrUnknownStep) {
 			return nil // nothing to report to: acknowledge so the node stops retrying
 		}
-		return badRequest(res.Err)
+		return invalid(res.Err)
 	}
 	return nil
 }

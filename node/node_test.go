@@ -2,7 +2,6 @@ package node
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -20,6 +19,7 @@ import (
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -148,64 +148,6 @@ func TestDataDir(t *testing.T) {
 	}
 }
 
-func TestNodeState(t *testing.T) {
-	up := &cluster.Node{Status: cluster.NodeUp}
-	tests := []struct {
-		name string
-		node *cluster.Node
-		free int
-		busy bool
-		want string
-	}{
-		{"idle", up, 8, false, "IDLE"},
-		{"mixed", up, 4, true, "MIXED"},
-		{"allocated", up, 0, true, "ALLOCATED"},
-		{"cpu job on a gpu-less node", up, 0, true, "ALLOCATED"},
-		{"down", &cluster.Node{Status: cluster.NodeDown}, 8, false, "DOWN"},
-		{"left", &cluster.Node{Status: cluster.NodeLeft}, 8, false, "DOWN"},
-		{"drain", &cluster.Node{Status: cluster.NodeUp, Drain: true}, 8, true, "DRAIN"},
-	}
-	for _, tc := range tests {
-		if got := nodeState(tc.node, tc.free, tc.busy); got != tc.want {
-			t.Errorf("%s: nodeState = %s; want %s", tc.name, got, tc.want)
-		}
-	}
-}
-
-func TestJobOf(t *testing.T) {
-	at := time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC)
-	j := &cluster.Job{
-		ID: 7, State: cluster.JobRunning, SubmitTime: at, StartTime: at.Add(time.Second), Incarnation: 1,
-		Spec: cluster.Spec{Name: "train", User: "ada", Command: []string{"python", "t.py"},
-			Request: cluster.Request{Nodes: 2, GPUsPerNode: 2, TasksPerNode: 1, CPUsPerTask: 1, TimeLimit: 90 * time.Second}},
-		Alloc: &cluster.Allocation{MasterPort: 29500, Nodes: []cluster.NodeAlloc{
-			{Node: "n2", GPUs: []int{0, 1}, State: cluster.TaskRunning},
-			{Node: "n1", GPUs: []int{2, 3}, State: cluster.TaskAssigned},
-		}},
-	}
-	got := jobOf(j)
-	if got.ID != 7 || got.State != "RUNNING" || got.User != "ada" || got.Name != "train" {
-		t.Errorf("jobOf identity = %+v", got)
-	}
-	if strings.Join(got.Nodes, ",") != "n2,n1" {
-		t.Errorf("nodes = %v; want rank order n2,n1", got.Nodes)
-	}
-	if len(got.GPUs["n1"]) != 2 || got.GPUs["n1"][0] != 2 {
-		t.Errorf("gpus = %v", got.GPUs)
-	}
-	if got.SubmitTime != "2026-11-22T01:02:03Z" || got.StartTime != "2026-11-22T01:02:04Z" || got.EndTime != "" {
-		t.Errorf("times = %q %q %q; want RFC 3339 and empty end", got.SubmitTime, got.StartTime, got.EndTime)
-	}
-	if got.TimeLimitS != 90 || got.MasterPort != 29500 || len(got.Tasks) != 2 {
-		t.Errorf("details = %+v", got)
-	}
-	// A pending job renders empty arrays, not null, in its contract fields.
-	p := jobOf(&cluster.Job{ID: 1, State: cluster.JobPending})
-	if p.Nodes == nil || p.GPUs == nil || p.Tasks == nil {
-		t.Errorf("pending job has nil collections: %+v", p)
-	}
-}
-
 // TestResolveCaller: identity comes only from what a sender cannot forge
 // (issue 12, hole 1): declared headers are believed only from a peer with a
 // node certificate naming the node that says it forwarded them.
@@ -267,15 +209,15 @@ func TestResolveCaller(t *testing.T) {
 			if tc.peer != nil {
 				r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{tc.peer}}
 			}
-			if tc.remote == "@" { // the Unix socket, as peerCredConnContext marks it
+			if tc.remote == "@" { // the Unix socket, as httpapi.PeerCredConnContext marks it
 				uid := 0
 				if tc.name == "socket: a user declaring another" {
 					uid = 1001
 				}
-				r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller{Identity: api.Identity{UID: uid}, proven: true, how: "peercred", local: true}))
+				r = httpapi.WithCaller(r, caller{Identity: api.Identity{UID: uid}, Proven: true, How: "peercred", Local: true})
 			}
-			c := tc.agent.resolveCaller(r)
-			if c.proven != tc.wantProven || c.UID != tc.wantUID || c.node != tc.wantNode {
+			c := httpapi.ResolveCaller(apiBackend{tc.agent}, r)
+			if c.Proven != tc.wantProven || c.UID != tc.wantUID || c.Node != tc.wantNode {
 				t.Errorf("resolveCaller = %+v; want proven %v uid %d node %q", c, tc.wantProven, tc.wantUID, tc.wantNode)
 			}
 		})
@@ -284,7 +226,7 @@ func TestResolveCaller(t *testing.T) {
 
 func TestSpecOfDefaults(t *testing.T) {
 	s := specOf(api.SubmitRequest{Command: []string{"/usr/bin/python3", "x.py"}, TimeLimitS: 60},
-		caller{Identity: api.Identity{User: "ada", UID: 1000, GID: 100}, proven: true})
+		caller{Identity: api.Identity{User: "ada", UID: 1000, GID: 100}, Proven: true})
 	if s.Name != "python3" || s.Request.Nodes != 1 || s.Request.TasksPerNode != 1 || s.Request.CPUsPerTask != 1 ||
 		s.Request.TimeLimit != time.Minute || s.User != "ada" || s.UID != 1000 {
 		t.Errorf("specOf = %+v", s)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/httpapi"
 )
 
 // plantedEarlyAck: see planted_earlyack_off.go. Test builds only.
@@ -19,14 +20,14 @@ const plantedEarlyAck = true
 func (a *Agent) plantedAckEarly(w http.ResponseWriter, requestID string, spec cluster.Spec) {
 	v := a.state.View()
 	if id, ok := v.JobByRequestID(requestID); ok {
-		writeJSON(w, http.StatusOK, v.Index, api.SubmitResponse{ID: uint64(id), Duplicate: true})
+		httpapi.WriteJSON(w, http.StatusOK, v.Index, api.SubmitResponse{ID: uint64(id), Duplicate: true})
 		return
 	}
 	var next cluster.JobID = 1
 	if jobs := v.Jobs(); len(jobs) > 0 {
 		next = jobs[len(jobs)-1].ID + 1
 	}
-	writeJSON(w, http.StatusOK, v.Index, api.SubmitResponse{ID: uint64(next)})
+	httpapi.WriteJSON(w, http.StatusOK, v.Index, api.SubmitResponse{ID: uint64(next)})
 	go func() {
 		if _, err := a.leaderSubmit(context.Background(), requestID, spec); err != nil {
 			a.log.Warn("planted early ack: submit acknowledged but not applied", "request_id", requestID, "err", err)

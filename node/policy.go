@@ -10,6 +10,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/slurm"
 )
@@ -53,47 +54,47 @@ func queueFieldsOf(v *fsm.View, spec cluster.Spec, who caller) ([]string, error)
 func (a *Agent) handlePolicy(w http.ResponseWriter, r *http.Request) {
 	v, err := a.readView(r.Context())
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	p := leader.QueuePolicy(v)
-	writeJSON(w, http.StatusOK, v.Index, api.PolicyResponse{Set: v.Policy() != nil, Policy: p.File()})
+	httpapi.WriteJSON(w, http.StatusOK, v.Index, api.PolicyResponse{Set: v.Policy() != nil, Policy: p.File()})
 }
 
 // handleSetPolicy answers POST /v1/policy: root replaces the policy.
 func (a *Agent) handleSetPolicy(w http.ResponseWriter, r *http.Request) {
 	var f cluster.PolicyFile
-	who, here := a.acceptWrite(w, r, &f)
+	who, here := a.http.AcceptWrite(w, r, &f)
 	if !here {
 		return
 	}
 	if who.UID != 0 {
-		writeError(w, forbidden(fmt.Errorf("set policy: %w: only root may", ErrForbidden)))
+		httpapi.WriteError(w, forbidden(fmt.Errorf("set policy: %w: only root may", ErrForbidden)))
 		return
 	}
 	// Through the file parser, so the checks and the canonical form are
 	// the CLI's.
 	b, err := json.Marshal(f)
 	if err != nil {
-		writeError(w, badRequest(fmt.Errorf("policy: %w", err)))
+		httpapi.WriteError(w, invalid(fmt.Errorf("policy: %w", err)))
 		return
 	}
 	p, err := cluster.ParsePolicyJSON(b)
 	if err != nil {
-		writeError(w, badRequest(err))
+		httpapi.WriteError(w, invalid(err))
 		return
 	}
 	res, err := a.apply(r.Context(), fsm.CmdSetPolicy, fsm.SetPolicy{Policy: p, Time: time.Now()})
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	if res.Err != nil {
-		writeError(w, badRequest(res.Err))
+		httpapi.WriteError(w, invalid(res.Err))
 		return
 	}
 	a.log.Info("queue policy set", "by", who.User)
-	writeJSON(w, http.StatusOK, a.state.Index(), struct{}{})
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), struct{}{})
 }
 
 // handlePriority answers GET /v1/priority[?job=N][&user=U]: the pending
@@ -104,7 +105,7 @@ func (a *Agent) handlePriority(w http.ResponseWriter, r *http.Request) {
 	if s := r.URL.Query().Get("job"); s != "" {
 		n, err := slurm.ParseJobID(s)
 		if err != nil {
-			writeError(w, badRequest(fmt.Errorf("?job=: %w", err)))
+			httpapi.WriteError(w, invalid(fmt.Errorf("?job=: %w", err)))
 			return
 		}
 		job = n
@@ -112,7 +113,7 @@ func (a *Agent) handlePriority(w http.ResponseWriter, r *http.Request) {
 	user := r.URL.Query().Get("user")
 	v, err := a.readView(r.Context())
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	out := []api.Priority{}
@@ -128,5 +129,5 @@ func (a *Agent) handlePriority(w http.ResponseWriter, r *http.Request) {
 			Factors: api.PriorityFactor(p.Factors),
 		})
 	}
-	writeJSON(w, http.StatusOK, v.Index, out)
+	httpapi.WriteJSON(w, http.StatusOK, v.Index, out)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -26,7 +27,7 @@ type jobRef struct {
 func parseJobRef(s string) (jobRef, error) {
 	r, err := slurm.ParseJobRef(s)
 	if err != nil {
-		return jobRef{}, badRequest(err)
+		return jobRef{}, invalid(err)
 	}
 	return jobRef{JobRef: r, raw: s}, nil
 }
@@ -74,7 +75,7 @@ func (a *Agent) jobsOf(r *http.Request) ([]*cluster.Job, error) {
 // release, requeue, update, read its output): its owner, root, or an
 // operator the policy names.
 func mayTouch(v *fsm.View, verb string, j *cluster.Job, who caller) error {
-	if who.proven && (who.UID == j.Spec.UID || isOperator(v, who)) {
+	if who.Proven && (who.UID == j.Spec.UID || isOperator(v, who)) {
 		return nil
 	}
 	return forbidden(fmt.Errorf("%s job %d: %w: it belongs to %s, and only its owner, root or an operator may", verb, j.ID, ErrForbidden, j.Spec.User))
@@ -84,7 +85,7 @@ func mayTouch(v *fsm.View, verb string, j *cluster.Job, who caller) error {
 // by name or as a member of an operator group (looked up in this node's
 // user database, as Slurm resolves groups on the controller).
 func isOperator(v *fsm.View, who caller) bool {
-	if !who.proven {
+	if !who.Proven {
 		return false
 	}
 	if who.UID == 0 || v.Policy().IsOperator(who.User) {
@@ -114,25 +115,25 @@ func isOperator(v *fsm.View, who caller) bool {
 // keeps jobs private (then its owner, root and operators).
 func maySee(v *fsm.View, j *cluster.Job, who caller) bool {
 	p := v.Policy()
-	return p == nil || !p.PrivateJobs || (who.proven && who.UID == j.Spec.UID) || isOperator(v, who)
+	return p == nil || !p.PrivateJobs || (who.Proven && who.UID == j.Spec.UID) || isOperator(v, who)
 }
 
 // eachJob applies op to every job r names, in order. Jobs op refuses as
 // not in the right state are skipped when the reference names several (an
 // array's finished elements), and reported when it names one.
 func (a *Agent) eachJob(w http.ResponseWriter, r *http.Request, verb string, op func(context.Context, *cluster.Job) (fsm.Result, error)) {
-	who, here := a.acceptWrite(w, r, nil)
+	who, here := a.http.AcceptWrite(w, r, nil)
 	if !here {
 		return
 	}
 	jobs, err := a.jobsOf(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	for _, j := range jobs {
 		if err := mayTouch(a.state.View(), verb, j, who); err != nil {
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 	}
@@ -140,7 +141,7 @@ func (a *Agent) eachJob(w http.ResponseWriter, r *http.Request, verb string, op 
 	for _, j := range jobs {
 		res, err := op(r.Context(), j)
 		if err != nil {
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		if res.Err != nil {
@@ -148,15 +149,15 @@ func (a *Agent) eachJob(w http.ResponseWriter, r *http.Request, verb string, op 
 				continue
 			}
 			if errors.Is(res.Err, fsm.ErrWrongState) || errors.Is(res.Err, fsm.ErrJobFinished) {
-				writeError(w, conflict(res.Err))
+				httpapi.WriteError(w, conflict(res.Err))
 			} else {
-				writeError(w, badRequest(res.Err))
+				httpapi.WriteError(w, invalid(res.Err))
 			}
 			return
 		}
 		ids = append(ids, uint64(j.ID))
 	}
-	writeJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids})
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids})
 }
 
 // handleHold holds pending jobs (scontrol hold): a user hold when their
@@ -206,17 +207,17 @@ func (a *Agent) handleRequeue(w http.ResponseWriter, r *http.Request) {
 // priority), as Slurm lets only an administrator raise one.
 func (a *Agent) handleSetPriority(w http.ResponseWriter, r *http.Request) {
 	var req api.PriorityRequest
-	who, here := a.acceptWrite(w, r, &req)
+	who, here := a.http.AcceptWrite(w, r, &req)
 	if !here {
 		return
 	}
 	if who.UID != 0 {
-		writeError(w, forbidden(fmt.Errorf("set priority of job %s: %w: only root may", r.PathValue("id"), ErrForbidden)))
+		httpapi.WriteError(w, forbidden(fmt.Errorf("set priority of job %s: %w: only root may", r.PathValue("id"), ErrForbidden)))
 		return
 	}
 	jobs, err := a.jobsOf(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	ids := []uint64{}
@@ -226,20 +227,20 @@ func (a *Agent) handleSetPriority(w http.ResponseWriter, r *http.Request) {
 		}
 		res, err := a.apply(r.Context(), fsm.CmdSetJobPriority, fsm.SetJobPriority{Job: j.ID, Priority: req.Priority, Time: time.Now()})
 		if err != nil {
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		if res.Err != nil {
 			if errors.Is(res.Err, fsm.ErrJobFinished) {
-				writeError(w, conflict(res.Err))
+				httpapi.WriteError(w, conflict(res.Err))
 			} else {
-				writeError(w, badRequest(res.Err))
+				httpapi.WriteError(w, invalid(res.Err))
 			}
 			return
 		}
 		ids = append(ids, uint64(j.ID))
 	}
-	writeJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids})
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids})
 }
 
 // spreadGPUs turns --gpus G without --nodes into the fewest nodes that can
@@ -250,7 +251,7 @@ func (a *Agent) handleSetPriority(w http.ResponseWriter, r *http.Request) {
 func (a *Agent) spreadGPUs(req *api.SubmitRequest) error {
 	g := req.GPUsTotal
 	if g < 0 || g > cluster.MaxNodesPerJob*cluster.MaxGPUsPerNode {
-		return badRequest(fmt.Errorf("gpus_total %d: want 1 to %d", g, cluster.MaxNodesPerJob*cluster.MaxGPUsPerNode))
+		return invalid(fmt.Errorf("gpus_total %d: want 1 to %d", g, cluster.MaxNodesPerJob*cluster.MaxGPUsPerNode))
 	}
 	var sizes []int
 	for _, n := range a.knownNodes(a.state.View()) {

@@ -12,6 +12,7 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/exec"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/httpapi"
 )
 
 // handleSignal sends a signal to a running job's tasks without stopping
@@ -20,19 +21,19 @@ import (
 func (a *Agent) handleSignal(w http.ResponseWriter, r *http.Request) {
 	id, err := jobID(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	var req api.SignalRequest
-	who, here := a.acceptWrite(w, r, &req)
+	who, here := a.http.AcceptWrite(w, r, &req)
 	if !here {
 		return
 	}
 	if err := a.leaderSignal(r.Context(), id, req, who); err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.state.Index(), struct{}{})
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), struct{}{})
 }
 
 // leaderSignal records a signal request for its job's owner (or root).
@@ -52,7 +53,7 @@ func (a *Agent) leaderSignal(ctx context.Context, id cluster.JobID, req api.Sign
 		if errors.Is(res.Err, fsm.ErrJobFinished) {
 			return conflict(res.Err)
 		}
-		return badRequest(res.Err)
+		return invalid(res.Err)
 	}
 	a.log.Info("signal requested", "job", uint64(id), "signal", syscall.Signal(req.Signal).String(), "batch_only", req.BatchOnly, "by", who.User)
 	return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -61,20 +62,20 @@ func makeShimDir(dataDir string) (string, error) {
 func (a *Agent) handleStartStep(w http.ResponseWriter, r *http.Request) {
 	id, err := jobID(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	var req api.StepRequest
-	who, here := a.acceptWrite(w, r, &req)
+	who, here := a.http.AcceptWrite(w, r, &req)
 	if !here {
 		return
 	}
 	step, err := a.leaderStartStep(r.Context(), id, req, who)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.state.Index(), api.StepResponse{Step: step})
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.StepResponse{Step: step})
 }
 
 // leaderStartStep starts an srun step for its job's owner (or root).
@@ -98,7 +99,7 @@ func (a *Agent) leaderStartStep(ctx context.Context, id cluster.JobID, req api.S
 		if errors.Is(res.Err, fsm.ErrUnknownJob) {
 			return 0, notFound(res.Err)
 		}
-		return 0, badRequest(res.Err)
+		return 0, invalid(res.Err)
 	}
 	a.log.Info("step started", "job", uint64(id), "step", res.StepID, "by", who.User)
 	return res.StepID, nil
@@ -107,25 +108,25 @@ func (a *Agent) leaderStartStep(ctx context.Context, id cluster.JobID, req api.S
 func (a *Agent) handleCancelStep(w http.ResponseWriter, r *http.Request) {
 	id, err := jobID(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	step, err := strconv.Atoi(r.PathValue("step"))
 	if err != nil || step < 0 {
-		writeError(w, badRequest(fmt.Errorf("step %q: want a step id (0, 1, ...)", r.PathValue("step"))))
+		httpapi.WriteError(w, invalid(fmt.Errorf("step %q: want a step id (0, 1, ...)", r.PathValue("step"))))
 		return
 	}
-	who, here := a.acceptWrite(w, r, nil)
+	who, here := a.http.AcceptWrite(w, r, nil)
 	if !here {
 		return
 	}
 	j, ok := a.state.View().Job(id)
 	if !ok {
-		writeError(w, notFound(fmt.Errorf("job %d: no such job", id)))
+		httpapi.WriteError(w, notFound(fmt.Errorf("job %d: no such job", id)))
 		return
 	}
 	if err := mayTouch(a.state.View(), fmt.Sprintf("cancel step %d of", step), j, who); err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	res, err := a.apply(r.Context(), fsm.CmdCancelStep, fsm.CancelStep{Job: id, Step: step, Time: time.Now()})
@@ -133,10 +134,10 @@ func (a *Agent) handleCancelStep(w http.ResponseWriter, r *http.Request) {
 		err = conflict(res.Err)
 	}
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.state.Index(), struct{}{})
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), struct{}{})
 }
 
 // logFilter selects which of a job's output files to read, and from
@@ -154,7 +155,7 @@ func parseLogFilter(r *http.Request) (logFilter, error) {
 	if s := q.Get("step"); s != "" {
 		step, err := strconv.Atoi(s)
 		if err != nil || step < -1 {
-			return f, badRequest(fmt.Errorf("step %q: want a step id, or -1 for the job's own tasks", s))
+			return f, invalid(fmt.Errorf("step %q: want a step id, or -1 for the job's own tasks", s))
 		}
 		f.step = &step
 	}
@@ -162,7 +163,7 @@ func parseLogFilter(r *http.Request) (logFilter, error) {
 		i := strings.LastIndexByte(kv, ':')
 		off, err := strconv.ParseInt(kv[i+1:], 10, 64)
 		if i < 0 || err != nil || off < 0 {
-			return f, badRequest(fmt.Errorf("from %q: want NODE/INCARNATION/RANK/STREAM:OFFSET", kv))
+			return f, invalid(fmt.Errorf("from %q: want NODE/INCARNATION/RANK/STREAM:OFFSET", kv))
 		}
 		if f.from == nil {
 			f.from = map[string]int64{}

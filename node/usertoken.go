@@ -10,6 +10,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -30,12 +31,12 @@ func userTokenKey(v *fsm.View) ([]byte, error) {
 // only as U; a node cannot ask (it proves no user).
 func (a *Agent) handleCreateUserToken(w http.ResponseWriter, r *http.Request) {
 	var req api.UserTokenRequest
-	who, here := a.acceptWrite(w, r, &req)
+	who, here := a.http.AcceptWrite(w, r, &req)
 	if !here {
 		return
 	}
 	if who.UID != 0 {
-		writeError(w, forbidden(fmt.Errorf("create a user token: %w: only root may", ErrForbidden)))
+		httpapi.WriteError(w, forbidden(fmt.Errorf("create a user token: %w: only root may", ErrForbidden)))
 		return
 	}
 	ttl := time.Duration(req.TTLS) * time.Second
@@ -44,43 +45,43 @@ func (a *Agent) handleCreateUserToken(w http.ResponseWriter, r *http.Request) {
 	}
 	key, err := userTokenKey(a.state.View())
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	now := time.Now()
 	tok, id, err := pki.IssueUserToken(key, req.User, req.UID, req.GID, now, ttl)
 	if err != nil {
-		writeError(w, badRequest(err))
+		httpapi.WriteError(w, invalid(err))
 		return
 	}
 	a.log.Info("issued a user token", "user", req.User, "uid", req.UID, "token", id, "by", who.User, "expires", now.Add(ttl).Format(time.RFC3339))
-	writeJSON(w, http.StatusOK, a.state.Index(), api.UserTokenResponse{Token: tok, ID: id, Expires: api.FormatTime(now.Add(ttl))})
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.UserTokenResponse{Token: tok, ID: id, Expires: api.FormatTime(now.Add(ttl))})
 }
 
 // handleRevokeUserToken refuses a user token from now until it expires
 // (root only).
 func (a *Agent) handleRevokeUserToken(w http.ResponseWriter, r *http.Request) {
 	var req api.RevokeUserTokenRequest
-	who, here := a.acceptWrite(w, r, &req)
+	who, here := a.http.AcceptWrite(w, r, &req)
 	if !here {
 		return
 	}
 	if who.UID != 0 {
-		writeError(w, forbidden(fmt.Errorf("revoke a user token: %w: only root may", ErrForbidden)))
+		httpapi.WriteError(w, forbidden(fmt.Errorf("revoke a user token: %w: only root may", ErrForbidden)))
 		return
 	}
 	key, err := userTokenKey(a.state.View())
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	c, err := pki.VerifyUserToken(key, req.Token, time.Now())
 	if errors.Is(err, jwt.ErrTokenExpired) {
-		writeJSON(w, http.StatusOK, a.state.Index(), struct{}{}) // refused anyway
+		httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), struct{}{}) // refused anyway
 		return
 	}
 	if err != nil {
-		writeError(w, badRequest(fmt.Errorf("token: %w", err)))
+		httpapi.WriteError(w, invalid(fmt.Errorf("token: %w", err)))
 		return
 	}
 	res, err := a.apply(r.Context(), fsm.CmdRevokeUserToken, fsm.RevokeUserToken{ID: c.ID, Expires: c.ExpiresAt.Time, Time: time.Now()})
@@ -88,9 +89,9 @@ func (a *Agent) handleRevokeUserToken(w http.ResponseWriter, r *http.Request) {
 		err = res.Err
 	}
 	if err != nil {
-		writeError(w, fsmError(err))
+		httpapi.WriteError(w, fsmError(err))
 		return
 	}
 	a.log.Warn("revoked a user token", "user", c.User, "token", c.ID, "by", who.User)
-	writeJSON(w, http.StatusOK, a.state.Index(), struct{}{})
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), struct{}{})
 }

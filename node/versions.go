@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -34,9 +33,9 @@ import (
 // replica does not lead either (leadLoop hands leadership over).
 func (a *Agent) mayPropose(ctx context.Context, t fsm.CmdType) error {
 	if err := a.state.Diverged(); err != nil {
-		// 500 as for reads (readView): not 503, which clients retry here.
-		return &httpError{http.StatusInternalServerError,
-			fmt.Errorf("propose %s: this agent's replica diverged and proposes nothing; ask another agent: %w", t, err)}
+		// It wraps fsm.ErrDiverged: 500 as for reads (readView), not 503,
+		// which clients retry here.
+		return fmt.Errorf("propose %s: this agent's replica diverged and proposes nothing; ask another agent: %w", t, err)
 	}
 	return a.checkProtocol(ctx, t)
 }

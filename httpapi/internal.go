@@ -1,0 +1,106 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/consensus"
+)
+
+// Internal is what node agents ask of the leader over /v1/internal: only
+// the leader answers (a follower says 503 and the agent retries), and only
+// a node may speak for its own records (RequireNode).
+type Internal interface {
+	// IsLeader reports whether this agent is the raft leader now.
+	IsLeader() bool
+	// Heartbeat renews node's lease and returns the leader's applied
+	// index when it did.
+	Heartbeat(ctx context.Context, node cluster.Node) (uint64, error)
+	// TaskEvent records that a task started or exited.
+	TaskEvent(ctx context.Context, ev api.TaskEvent) error
+	// NodeLeft records that node's agent left the cluster.
+	NodeLeft(ctx context.Context, node string) error
+	// DrainSelf drains node at its agent's request (--drain-on-stop).
+	DrainSelf(ctx context.Context, node string) error
+}
+
+// HandleHeartbeat is POST /v1/internal/heartbeat.
+func (s *Server) HandleHeartbeat(w http.ResponseWriter, r *http.Request) {
+	var hb api.Heartbeat
+	if err := DecodeBody(r, &hb); err != nil {
+		WriteError(w, err)
+		return
+	}
+	if err := s.leaderFor(r, hb.Node.Name); err != nil {
+		WriteError(w, err)
+		return
+	}
+	index, err := s.b.Heartbeat(r.Context(), hb.Node)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, index, api.HeartbeatReply{Index: index})
+}
+
+// HandleTaskEvent is POST /v1/internal/task.
+func (s *Server) HandleTaskEvent(w http.ResponseWriter, r *http.Request) {
+	var ev api.TaskEvent
+	if err := DecodeBody(r, &ev); err != nil {
+		WriteError(w, err)
+		return
+	}
+	if err := s.leaderFor(r, ev.Node); err != nil {
+		WriteError(w, err)
+		return
+	}
+	if err := s.b.TaskEvent(r.Context(), ev); err != nil {
+		WriteError(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, 0, struct{}{})
+}
+
+// HandleLeave is POST /v1/internal/leave: an agent leaves the cluster.
+func (s *Server) HandleLeave(w http.ResponseWriter, r *http.Request) {
+	s.nodeRequest(w, r, s.b.NodeLeft)
+}
+
+// HandleDrainSelf is POST /v1/internal/drain: an agent stopping with
+// --drain-on-stop drains its node first.
+func (s *Server) HandleDrainSelf(w http.ResponseWriter, r *http.Request) {
+	s.nodeRequest(w, r, s.b.DrainSelf)
+}
+
+// nodeRequest is the leader's side of an agent's request about its own
+// node: the body names the node, and only the leader carries it out.
+func (s *Server) nodeRequest(w http.ResponseWriter, r *http.Request, do func(ctx context.Context, node string) error) {
+	var hb api.Heartbeat
+	if err := DecodeBody(r, &hb); err != nil {
+		WriteError(w, err)
+		return
+	}
+	if err := s.leaderFor(r, hb.Node.Name); err != nil {
+		WriteError(w, err)
+		return
+	}
+	if err := do(r.Context(), hb.Node.Name); err != nil {
+		WriteError(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, 0, struct{}{})
+}
+
+// leaderFor refuses an internal request about node that does not come
+// from that node, or that reached a follower.
+func (s *Server) leaderFor(r *http.Request, node string) error {
+	if err := s.RequireNode(r, node); err != nil {
+		return err
+	}
+	if !s.b.IsLeader() {
+		return cluster.Mark(cluster.ErrUnavailable, consensus.ErrNotLeader)
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/gossip"
+)
+
+// Info is what the agent tells about itself and the cluster it is in.
+type Info interface {
+	// Status is this agent's own status (GET /v1/status).
+	Status() api.Status
+	// CurrentLeader names the leader and its API address, or says why
+	// none is known (marked cluster.ErrUnavailable).
+	CurrentLeader() (api.Leader, error)
+	// Members are the cluster's gossip members as this agent sees them.
+	Members() []gossip.Member
+}
+
+// HandleStatus is GET /v1/status: public, served from this agent alone
+// (no read floor: it says how far this replica is).
+func (s *Server) HandleStatus(w http.ResponseWriter, r *http.Request) {
+	st := s.b.Status()
+	WriteJSON(w, http.StatusOK, st.AppliedIndex, st)
+}
+
+// HandleLeader is GET /v1/leader: public.
+func (s *Server) HandleLeader(w http.ResponseWriter, r *http.Request) {
+	l, err := s.b.CurrentLeader()
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, 0, l)
+}
+
+// HandleMembers is GET /v1/members.
+func (s *Server) HandleMembers(w http.ResponseWriter, r *http.Request) {
+	out := []api.Member{}
+	for _, m := range s.b.Members() {
+		out = append(out, MemberOf(m))
+	}
+	WriteJSON(w, http.StatusOK, 0, out)
+}

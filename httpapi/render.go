@@ -1,0 +1,115 @@
+package httpapi
+
+import (
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/gossip"
+)
+
+// restarts is how many times a job was requeued: each start after the
+// first, counting a requeued job waiting for its next start.
+func restarts(j *cluster.Job) uint64 {
+	n := j.Incarnation
+	if j.State != cluster.JobPending && n > 0 {
+		n-- // the current run is not a restart of itself
+	}
+	return n
+}
+
+// JobOf renders a job for the API (the README's output contract).
+func JobOf(j *cluster.Job) api.Job {
+	out := api.Job{
+		ID: uint64(j.ID), Name: j.Spec.Name, User: j.Spec.User, State: string(j.State), Reason: j.Reason,
+		Nodes: []string{}, GPUs: map[string][]int{}, ExitCode: j.ExitCode,
+		SubmitTime: api.FormatTime(j.SubmitTime), StartTime: api.FormatTime(j.StartTime), EndTime: api.FormatTime(j.EndTime),
+		Command: j.Spec.Command, WorkDir: j.Spec.WorkDir,
+		NumNodes: j.Spec.Request.Nodes, GPUsPerNode: j.Spec.Request.GPUsPerNode,
+		TasksPerNode: j.Spec.Request.TasksPerNode, CPUsPerTask: j.Spec.Request.CPUsPerTask,
+		TimeLimitS: int64(j.Spec.Request.TimeLimit / time.Second), Incarnation: j.Incarnation,
+		Requeue: j.Spec.Requeue, RestartCount: restarts(j),
+		CPUsPerNode: j.Spec.Request.CPUsPerNode(), CPUsPerGPU: j.Spec.Request.CPUsPerGPU,
+		MemPerNodeMiB: j.Spec.Request.MemPerNode(), MemWholeNode: j.Spec.Request.WholeMem(),
+		Batch: j.Spec.Batch != nil, Steps: []api.Step{}, Signal: j.Spec.Signal,
+		Tasks:   []api.Task{},
+		Account: j.Spec.Account, QoS: j.Spec.QoS, Nice: j.Spec.Nice,
+	}
+	out.ArrayTaskID, out.JobIDString = -1, j.ID.String()
+	if a := j.Array; a != nil {
+		out.ArrayJobID, out.ArrayTaskID, out.ArrayThrottle, out.JobIDString = uint64(a.JobID), a.TaskID, a.Throttle, a.Name()
+	}
+	out.Dependency, out.Hold, out.Partition = j.Spec.Dependency.String(), j.Hold, j.Spec.Request.Partition
+	out.ReqNodeList, out.ExcNodeList = j.Spec.Request.NodeList, j.Spec.Request.Exclude
+	out.Features, out.Exclusive = j.Spec.Request.Constraint, j.Spec.Request.Exclusive
+	for _, st := range j.Steps {
+		as := api.Step{ID: st.ID, Name: st.Spec.Name, State: string(st.State), ExitCode: st.ExitCode,
+			Nodes: []string{}, Command: st.Spec.Command,
+			StartTime: api.FormatTime(st.StartTime), EndTime: api.FormatTime(st.EndTime)}
+		for _, n := range st.Nodes {
+			as.Nodes = append(as.Nodes, n.Node)
+			as.NTasks += n.Tasks
+			if n.Usage != nil {
+				if as.Usage == nil {
+					as.Usage = map[string]cluster.Usage{}
+				}
+				as.Usage[n.Node] = *n.Usage
+			}
+		}
+		out.Steps = append(out.Steps, as)
+	}
+	if j.Alloc != nil {
+		out.NumNodes = len(j.Alloc.Nodes) // what it got, within a -N MIN-MAX range
+		out.MasterPort = j.Alloc.MasterPort
+		for _, n := range j.Alloc.Nodes {
+			gpus := append([]int{}, n.GPUs...)
+			out.Nodes = append(out.Nodes, n.Node)
+			out.GPUs[n.Node] = gpus
+			out.Tasks = append(out.Tasks, api.Task{Node: n.Node, GPUs: gpus, State: string(n.State), ExitCode: n.ExitCode,
+				CPUs: cluster.CPUList(n.CPUs), MemMiB: n.MemMiB})
+			if n.Usage != nil {
+				u := *n.Usage
+				out.Tasks[len(out.Tasks)-1].Usage = &u
+			}
+		}
+	}
+	return out
+}
+
+// NodeState is the Slurm-style state sinfo would show.
+func NodeState(n *cluster.Node, free int, busy bool) string {
+	switch {
+	case n.Status != cluster.NodeUp:
+		return "DOWN"
+	case n.Drain:
+		return "DRAIN"
+	case !busy:
+		return "IDLE"
+	case free == 0:
+		return "ALLOCATED"
+	default:
+		return "MIXED"
+	}
+}
+
+// GPUModel is the model of a node's GPUs, "" without any.
+func GPUModel(n *cluster.Node) string {
+	if len(n.GPUs) == 0 {
+		return ""
+	}
+	return n.GPUs[0].Model
+}
+
+// RoleOr is name's raft role in roles, "none" when it has none.
+func RoleOr(roles map[string]string, name string) string {
+	if r, ok := roles[name]; ok {
+		return r
+	}
+	return "none"
+}
+
+// MemberOf renders a gossip member.
+func MemberOf(m gossip.Member) api.Member {
+	return api.Member{Name: m.Name, Address: m.Addr, Status: string(m.Status), APIAddr: m.Meta.APIAddr,
+		GPUs: m.Meta.GPUs, Switch: m.Meta.Switch, Version: m.Meta.Version}
+}

@@ -1,0 +1,218 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// Bounds of the HTTP API.
+const (
+	// DefaultWait and MaxWait bound a blocking read (?index=N&wait=D).
+	DefaultWait = 30 * time.Second
+	MaxWait     = 5 * time.Minute
+	// ForwardTimeout bounds a request passed on to the leader or a node.
+	ForwardTimeout = 15 * time.Second
+	// readFloorWait bounds how long a read waits for the replica to reach
+	// the read floor; past it the read answers 503 rather than an older
+	// state.
+	readFloorWait = 5 * time.Second
+)
+
+// Leader is what forwarding asks of the agent.
+type Leader interface {
+	// Leads reports whether this agent is the leader; an error when no
+	// leader is known (marked cluster.ErrUnavailable).
+	Leads() (bool, error)
+	// LeaderClient is a client for the leader that marks requests as
+	// forwarded by this agent (api.HeaderForwardedBy).
+	LeaderClient() (*api.Client, error)
+}
+
+// Replica is what reads ask of the agent's copy of the replicated state.
+type Replica interface {
+	// Readable returns nil when the replica may answer reads, else why
+	// not (it diverged, or it is catching up with the cluster).
+	Readable() error
+	// Applied returns the index the replica has applied and a channel
+	// closed once it applies more.
+	Applied() (index uint64, changed <-chan struct{})
+}
+
+// Backend is the agent behind the API.
+type Backend interface {
+	Authority
+	Leader
+	Replica
+	Info
+	Records
+	Internal
+	Writes
+}
+
+// Server is the agent's HTTP front: authentication, leader forwarding and
+// the read floor (read your writes through the same agent).
+type Server struct {
+	b Backend
+	// readFloor is the highest leader index of a write this agent
+	// forwarded and acknowledged; reads wait for the replica to reach it.
+	readFloor atomic.Uint64
+}
+
+// NewServer returns the API front of b.
+func NewServer(b Backend) *Server { return &Server{b: b} }
+
+// Handler wraps routes with authentication.
+func (s *Server) Handler(routes http.Handler) http.Handler { return Authenticate(s.b, routes) }
+
+// RequireNode refuses a request about node name that does not come from
+// that node itself (see the package function).
+func (s *Server) RequireNode(r *http.Request, name string) error { return RequireNode(s.b, r, name) }
+
+// AcceptWrite is the common front of every write: the caller must be
+// proven, body (a pointer, or nil when the request has none) is decoded,
+// and a follower forwards the request to the leader. It returns the caller
+// and whether this node, the leader, is to carry the write out; when not,
+// the request has been answered.
+func (s *Server) AcceptWrite(w http.ResponseWriter, r *http.Request, body any) (Caller, bool) {
+	who := CallerOf(r)
+	if err := RequireProven(who); err != nil {
+		WriteError(w, err)
+		return who, false
+	}
+	if body != nil {
+		if err := DecodeBody(r, body); err != nil {
+			WriteError(w, err)
+			return who, false
+		}
+	}
+	if s.Forward(w, r, who, body) {
+		return who, false
+	}
+	return who, true
+}
+
+// Forward sends a write to the leader when this node is not it. It
+// returns handled=true when it answered the request itself.
+func (s *Server) Forward(w http.ResponseWriter, r *http.Request, who Caller, body any) (handled bool) {
+	self, err := s.b.Leads()
+	if err != nil {
+		WriteError(w, err)
+		return true
+	}
+	if self {
+		return false
+	}
+	if r.Header.Get(api.HeaderForwardedBy) != "" {
+		// Forwarded to us, but we are not the leader (any more): let the
+		// original node's client retry rather than bounce between nodes.
+		WriteError(w, cluster.Mark(cluster.ErrUnavailable, errors.New("leadership moved while forwarding; retry")))
+		return true
+	}
+	c, err := s.b.LeaderClient()
+	if err != nil {
+		WriteError(w, err)
+		return true
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), ForwardTimeout)
+	defer cancel()
+	var out json.RawMessage
+	index, err := c.WithIdentity(who.Identity).Do(ctx, r.Method, r.URL.RequestURI(), body, &out)
+	if err != nil {
+		var se *api.StatusError
+		if !errors.As(err, &se) {
+			err = cluster.Mark(ErrUpstream, fmt.Errorf("forward to leader: %w", err))
+		}
+		WriteError(w, err)
+		return true
+	}
+	// Read your writes through the same agent: later reads here wait
+	// until this replica has applied what the leader did for us. The
+	// write itself does not wait: a follower learns the commit only with
+	// the leader's next message.
+	s.RaiseReadFloor(index)
+	WriteRaw(w, index, out)
+	return true
+}
+
+// RaiseReadFloor records that this agent acknowledged a write the leader
+// applied at index: reads here must not show an older state.
+func (s *Server) RaiseReadFloor(index uint64) {
+	for {
+		cur := s.readFloor.Load()
+		if index <= cur || s.readFloor.CompareAndSwap(cur, index) {
+			return
+		}
+	}
+}
+
+// WaitReadable returns once reads may be served from the replica: it is
+// readable, and it has applied every write this agent acknowledged, so a
+// client reads its own writes through the same agent.
+func (s *Server) WaitReadable(ctx context.Context) error {
+	if err := s.b.Readable(); err != nil {
+		return err
+	}
+	floor := s.readFloor.Load()
+	ctx, cancel := context.WithTimeout(ctx, readFloorWait)
+	defer cancel()
+	for {
+		index, changed := s.b.Applied()
+		if index >= floor {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return cluster.Mark(cluster.ErrUnavailable,
+				fmt.Errorf("this agent's replica is at index %d, behind a write it acknowledged at %d; retry", index, floor))
+		}
+	}
+}
+
+// WaitIndex is the blocking query of a read: once the replica is readable
+// (WaitReadable), it waits until the replica is past ?index=, up to ?wait=
+// (DefaultWait, at most MaxWait). Without ?index= it does not wait.
+func (s *Server) WaitIndex(r *http.Request) error {
+	if err := s.WaitReadable(r.Context()); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	if q.Get("index") == "" {
+		return nil
+	}
+	index, err := strconv.ParseUint(q.Get("index"), 10, 64)
+	if err != nil {
+		return cluster.Mark(cluster.ErrInvalid, fmt.Errorf("index %q: want a raft index (from %s)", q.Get("index"), api.HeaderIndex))
+	}
+	wait := DefaultWait
+	if v := q.Get("wait"); v != "" {
+		if wait, err = time.ParseDuration(v); err != nil || wait < 0 {
+			return cluster.Mark(cluster.ErrInvalid, fmt.Errorf("wait %q: want a duration such as 30s", v))
+		}
+	}
+	wait = min(wait, MaxWait)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		applied, changed := s.b.Applied()
+		if applied > index {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return nil
+		case <-r.Context().Done():
+			return r.Context().Err()
+		}
+	}
+}

@@ -1,0 +1,183 @@
+package node
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/httpapi"
+	"github.com/shoal-sched/shoal/pki"
+)
+
+// caller is who a request acts for, and how we know (resolved by
+// httpapi.Authenticate before routing).
+type caller = httpapi.Caller
+
+// callerOf is the identity authentication resolved for r.
+func callerOf(r *http.Request) caller { return httpapi.CallerOf(r) }
+
+// apiBackend is the agent as the HTTP API's front sees it: what
+// authentication, leader forwarding and the read floor ask of it
+// (httpapi.Backend).
+type apiBackend struct{ a *Agent }
+
+var _ httpapi.Backend = apiBackend{}
+
+// Secure reports whether the agent runs with TLS.
+func (b apiBackend) Secure() bool { return b.a.sec.bundle != nil }
+
+// PeerNode names the cluster node a mutual-TLS peer proves to be.
+func (b apiBackend) PeerNode(cs *tls.ConnectionState) (string, bool) {
+	if b.a.sec.bundle == nil {
+		return "", false
+	}
+	return b.a.sec.bundle.PeerNode(cs)
+}
+
+// errNoTokenKey: this agent's replica holds no user-token key yet.
+var errNoTokenKey = unavailable(errors.New("user token: this agent has not yet learned the cluster's token key (a cluster just formed, or one running --insecure); retry in a moment"))
+
+// UserToken is the user a token proves, if it verifies against the
+// cluster's token key and was not revoked.
+func (b apiBackend) UserToken(tok string) (api.Identity, string, error) {
+	sec := b.a.state.View().Security()
+	if sec == nil || len(sec.TokenKey) == 0 {
+		return httpapi.Nobody, "", errNoTokenKey
+	}
+	c, err := pki.VerifyUserToken(sec.TokenKey, tok, time.Now())
+	if err != nil {
+		return httpapi.Nobody, "", err
+	}
+	if sec.UserTokenRevoked(c.ID) {
+		return httpapi.Nobody, "", fmt.Errorf("%w: revoked", pki.ErrUserToken)
+	}
+	return api.Identity{User: c.User, UID: c.UID, GID: c.GID}, c.ID, nil
+}
+
+// Leads reports whether this agent leads, or why no leader is known.
+func (b apiBackend) Leads() (bool, error) {
+	_, _, self, err := b.a.leaderAPI()
+	return self, err
+}
+
+// LeaderClient is a client for the leader, marking requests as forwarded
+// by this node.
+func (b apiBackend) LeaderClient() (*api.Client, error) { return b.a.leaderClient() }
+
+// Readable returns nil when the replica may answer reads.
+func (b apiBackend) Readable() error { return b.a.readable() }
+
+// Applied is the replica's applied index and a channel closed when it
+// applies more.
+func (b apiBackend) Applied() (uint64, <-chan struct{}) {
+	v := b.a.state.View()
+	return v.Index, v.Changed()
+}
+
+// Status is this agent's own status.
+func (b apiBackend) Status() api.Status {
+	a := b.a
+	v := a.state.View()
+	leader, _ := a.raft.Leader()
+	hashIndex, sum := a.state.Hash()
+	st := api.Status{
+		Name: a.cfg.Name, Version: a.cfg.Version, RaftState: a.raft.State(), Leader: leader,
+		AppliedIndex: v.Index, Nodes: len(v.Nodes()), Jobs: len(v.Jobs()),
+		StateHash: hex.EncodeToString(sum[:]), HashIndex: hashIndex,
+	}
+	if err := a.state.Diverged(); err != nil {
+		st.Diverged = err.Error()
+	}
+	st.Security = "insecure"
+	if b := a.sec.bundle; b != nil {
+		st.Security, st.CertExpires = "tls", api.FormatTime(b.NotAfter())
+	}
+	return st
+}
+
+// CurrentLeader names the leader and its API address.
+func (b apiBackend) CurrentLeader() (api.Leader, error) {
+	id, _ := b.a.raft.Leader()
+	if id == "" {
+		return api.Leader{}, unavailable(errNoLeader)
+	}
+	_, addr, _, err := b.a.leaderAPI()
+	if err != nil {
+		return api.Leader{}, err
+	}
+	return api.Leader{Name: id, Address: addr}, nil
+}
+
+// Members are the cluster's gossip members as this agent sees them.
+func (b apiBackend) Members() []gossip.Member { return b.a.gossip.Members() }
+
+// Jobs are the jobs who may see: live ones, or with all every job the
+// replica holds, archived ones included.
+func (b apiBackend) Jobs(who caller, all bool) ([]*cluster.Job, uint64) {
+	v := b.a.state.View()
+	jobs := v.Jobs()
+	if all {
+		// Finished jobs past MinJobAge live in the archive: sacct reads them.
+		jobs = append(slices.Clone(v.Archived()), jobs...)
+	}
+	out := []*cluster.Job{}
+	for _, j := range jobs {
+		if !maySee(v, j, who) {
+			continue // the policy keeps jobs private
+		}
+		if all || !j.State.Terminal() {
+			out = append(out, j)
+		}
+	}
+	return out, v.Index
+}
+
+// Nodes are the replica's nodes with what their rendering needs.
+func (b apiBackend) Nodes(ctx context.Context) httpapi.NodeRecords {
+	v := b.a.state.View()
+	rec := httpapi.NodeRecords{Index: v.Index, Nodes: v.Nodes(), Jobs: v.Jobs(),
+		FreeGPUs: map[string]int{}, Roles: b.a.raftRoles(ctx)}
+	for _, n := range rec.Nodes {
+		rec.FreeGPUs[n.Name] = len(v.FreeGPUs(n.Name))
+	}
+	return rec
+}
+
+// IsLeader reports whether this agent is the raft leader now.
+func (b apiBackend) IsLeader() bool { return b.a.raft.IsLeader() }
+
+// Heartbeat renews a node's lease (leader only).
+func (b apiBackend) Heartbeat(ctx context.Context, n cluster.Node) (uint64, error) {
+	return b.a.leaderHeartbeat(ctx, n)
+}
+
+// TaskEvent records a task's start or exit (leader only).
+func (b apiBackend) TaskEvent(ctx context.Context, ev api.TaskEvent) error {
+	return b.a.leaderTaskEvent(ctx, ev)
+}
+
+// NodeLeft records that a node's agent left (leader only).
+func (b apiBackend) NodeLeft(ctx context.Context, node string) error {
+	return b.a.leaderNodeLeft(ctx, node)
+}
+
+// DrainSelf drains a node at its agent's request (leader only).
+func (b apiBackend) DrainSelf(ctx context.Context, node string) error {
+	return b.a.drainSelf(ctx, node)
+}
+
+// Index is the replica's applied index.
+func (b apiBackend) Index() uint64 { return b.a.state.Index() }
+
+// SetDrain drains or resumes a node for who (leader only).
+func (b apiBackend) SetDrain(ctx context.Context, node string, drain bool, reason string, who caller) error {
+	return b.a.leaderSetDrain(ctx, node, drain, reason, who)
+}

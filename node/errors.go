@@ -1,0 +1,16 @@
+package node
+
+import (
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// Refusals, marked with their kind (cluster.ErrInvalid and its siblings)
+// and no protocol: the HTTP API maps each kind to its status in one table
+// (httpapi.Status). The message stays the wrapped error's own.
+
+func invalid(err error) error         { return cluster.Mark(cluster.ErrInvalid, err) }
+func unauthenticated(err error) error { return cluster.Mark(cluster.ErrUnauthenticated, err) }
+func forbidden(err error) error       { return cluster.Mark(cluster.ErrForbidden, err) }
+func notFound(err error) error        { return cluster.Mark(cluster.ErrNotFound, err) }
+func conflict(err error) error        { return cluster.Mark(cluster.ErrConflict, err) }
+func unavailable(err error) error     { return cluster.Mark(cluster.ErrUnavailable, err) }
