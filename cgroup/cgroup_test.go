@@ -153,19 +153,12 @@ func requireHierarchy(t *testing.T, need Controller) Hierarchy {
 	return h
 }
 
-// startIn starts the helper name with args born in path.
-func startIn(t *testing.T, h Hierarchy, path, name string, args ...string) (*osexec.Cmd, *bufio.Reader) {
-	t.Helper()
-	cmd := osexec.Command(os.Args[0], args...)
-	cmd.Env = []string{helperEnv + "=" + name}
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+// startCmdIn starts cmd born in the cgroup path, as the supervisor starts
+// ranks: from a locked OS thread (ForkIn may move the thread on v1).
+func startCmdIn(h Hierarchy, path string, cmd *osexec.Cmd) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{}
 	errc := make(chan error, 1)
-	go func() {
+	go func() { // ends when the start does
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		done, err := h.ForkIn(path, cmd.SysProcAttr)
@@ -177,7 +170,20 @@ func startIn(t *testing.T, h Hierarchy, path, name string, args ...string) (*ose
 		done()
 		errc <- err
 	}()
-	if err := <-errc; err != nil {
+	return <-errc
+}
+
+// startIn starts the helper name with args born in path.
+func startIn(t *testing.T, h Hierarchy, path, name string, args ...string) (*osexec.Cmd, *bufio.Reader) {
+	t.Helper()
+	cmd := osexec.Command(os.Args[0], args...)
+	cmd.Env = []string{helperEnv + "=" + name}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := startCmdIn(h, path, cmd); err != nil {
 		t.Fatalf("start %s in %s: %v", name, path, err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
@@ -391,21 +397,7 @@ func TestPidsMax(t *testing.T) {
 		path := fmt.Sprintf("job/max%d", tc.max)
 		create(t, h, path, Limits{PidsMax: tc.max})
 		cmd := osexec.Command("/bin/sh", "-c", "for i in 1 2 3 4 5; do sleep 1 & done; wait")
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-		errc := make(chan error, 1)
-		go func() {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			done, err := h.ForkIn(path, cmd.SysProcAttr)
-			if err != nil {
-				errc <- err
-				return
-			}
-			err = cmd.Start()
-			done()
-			errc <- err
-		}()
-		if err := <-errc; err != nil {
+		if err := startCmdIn(h, path, cmd); err != nil {
 			t.Fatal(err)
 		}
 		err := waitBounded(t, cmd, 10*time.Second)
