@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -88,6 +89,11 @@ type Raft struct {
 	hasState bool
 
 	leaderCh chan bool     // what LeaderCh returns; closed by the forwarder
+	// observed carries raft's leader observations to the forwarder, which
+	// counts them in leaderChanges (Stats).
+	observed      chan raft.Observation
+	observer      *raft.Observer
+	leaderChanges atomic.Uint64
 	stopFwd  chan struct{} // closed by Shutdown to stop the forwarder
 	fwdDone  chan struct{} // closed when the forwarder returned
 
@@ -180,7 +186,12 @@ func Open(ctx context.Context, cfg Config) (*Raft, error) {
 		leaderCh: make(chan bool),
 		stopFwd:  make(chan struct{}),
 		fwdDone:  make(chan struct{}),
+		observed: make(chan raft.Observation, notifyBuffer),
 	}
+	// Non-blocking: an observation the forwarder has no room for is
+	// dropped (and counted by raft) rather than holding raft up.
+	r.observer = raft.NewObserver(r.observed, false, leaderObservation)
+	rn.RegisterObserver(r.observer)
 	// The forwarder is owned by r: Shutdown closes stopFwd and waits on
 	// fwdDone.
 	go r.forwardLeadership(notify)
@@ -219,7 +230,8 @@ func newTransport(cfg Config, hl hclog.Logger) (*raft.NetworkTransport, error) {
 const leaderBacklog = 16
 
 // forwardLeadership moves raft's leadership notifications to leaderCh in
-// order, never blocking raft for longer than a channel receive.
+// order, never blocking raft for longer than a channel receive, and counts
+// the leader changes raft observes.
 func (r *Raft) forwardLeadership(in <-chan bool) {
 	defer close(r.fwdDone)
 	defer close(r.leaderCh)
@@ -239,6 +251,8 @@ func (r *Raft) forwardLeadership(in <-chan bool) {
 			pending = append(pending, v)
 		case out <- next:
 			pending = pending[1:]
+		case o := <-r.observed:
+			r.countLeader(o)
 		case <-r.stopFwd:
 			return
 		}
@@ -487,6 +501,7 @@ func (r *Raft) Shutdown() error {
 		case <-time.After(shutdownWaitTimeout):
 			r.log.Error("raft futures still unresolved after shutdown", "waited", shutdownWaitTimeout)
 		}
+		r.raft.DeregisterObserver(r.observer)
 		close(r.stopFwd)
 		<-r.fwdDone
 		if err := r.store.Close(); err != nil {

@@ -18,6 +18,8 @@ type Handlers struct {
 	Keyring, ChangeKeyring, Join, Revoke                     http.HandlerFunc
 	Renew, ClusterCA                                         http.HandlerFunc
 	AgentLeave, LocalLogs                                    http.HandlerFunc
+	// Metrics is the Prometheus exposition (package metrics).
+	Metrics http.Handler
 }
 
 // Routes is the API's route table: every path it answers, and a 404
@@ -61,6 +63,7 @@ func (s *Server) Routes(h Handlers) http.Handler {
 	mux.HandleFunc("POST /v1/internal/drain", s.HandleDrainSelf)
 	mux.HandleFunc("POST /v1/agent/leave", h.AgentLeave)
 	mux.HandleFunc("GET /v1/internal/logs/{id}", h.LocalLogs)
+	mux.Handle("GET /metrics", h.Metrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, cluster.Mark(cluster.ErrNotFound, fmt.Errorf("%s %s: no such endpoint", r.Method, r.URL.Path)))
 	})

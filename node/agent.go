@@ -24,6 +24,7 @@ import (
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/httpapi"
+	"github.com/shoal-sched/shoal/metrics"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -72,6 +73,10 @@ type Agent struct {
 	// http is the HTTP API's front (authentication, leader forwarding,
 	// the read floor); this agent is its backend (apiBackend).
 	http *httpapi.Server
+	// metrics is the /metrics exposition (metrics.go); the counters
+	// below are read into it at scrape time.
+	metrics                          *metrics.Metrics
+	placements, preemptions, fencing atomic.Uint64
 	// shimDir holds srun, scontrol and sbatch links to this binary, put
 	// first on the PATH of batch scripts and steps.
 	shimDir string
@@ -223,6 +228,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	}
 	a.peers = peerClients{clients: map[string]*api.Client{}, bundle: a.sec.bundle}
 	a.http = httpapi.NewServer(apiBackend{a})
+	a.metrics = a.newMetrics()
 	a.server = &http.Server{
 		Handler:     a.http.Handler(a.routes()),
 		ConnContext: httpapi.PeerCredConnContext,

@@ -37,6 +37,7 @@ func (a *Agent) routes() http.Handler {
 		RevokeUserToken: a.handleRevokeUserToken, Keyring: a.handleKeyring, ChangeKeyring: a.handleChangeKeyring,
 		Join: a.handleJoin, Revoke: a.handleRevoke, Renew: a.handleRenew, ClusterCA: a.handleClusterCA,
 		AgentLeave: a.handleAgentLeave, LocalLogs: a.handleLocalLogs,
+		Metrics: a.metrics.Handler(),
 	})
 }
 

@@ -129,7 +129,9 @@ func (a *Agent) apply(ctx context.Context, t fsm.CmdType, body any) (fsm.Result,
 	if err := a.mayPropose(ctx, t); err != nil { // versions.go
 		return fsm.Result{}, err
 	}
+	start := time.Now()
 	res, _, err := a.raft.Apply(ctx, data)
+	a.metrics.Applied(time.Since(start))
 	if err != nil {
 		return res, fmt.Errorf("apply %s: %w", t, err)
 	}
@@ -151,9 +153,11 @@ func (a *Agent) scheduleLoop(ctx context.Context) {
 			a.handOffLeadership(ctx)
 			return
 		}
+		start := time.Now()
 		if err := a.schedulePass(ctx, v); err != nil && ctx.Err() == nil {
 			log.Warn("schedule pass", "err", err)
 		}
+		a.metrics.Passed(time.Since(start))
 		select {
 		case <-ctx.Done():
 			return
@@ -209,6 +213,10 @@ func (a *Agent) schedulePass(ctx context.Context, v *fsm.View) error {
 		for _, d := range batch {
 			if !slices.ContainsFunc(r.Rejected, func(x fsm.Rejection) bool { return x.Job == d.Job }) {
 				a.log.Info("job placed", "job", uint64(d.Job), "nodes", len(d.Nodes))
+				a.placements.Add(1)
+				if j, ok := v.Job(d.Job); ok {
+					a.metrics.Started(now.Sub(j.SubmitTime))
+				}
 			}
 		}
 	}

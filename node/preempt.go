@@ -21,6 +21,7 @@ func (a *Agent) startPreemptions(ctx context.Context, pre leader.Preemptions, no
 			a.log.Warn("preempt refused by fsm", "job", uint64(id), "for", uint64(pre.For), "err", r.Err)
 			continue
 		}
+		a.preemptions.Add(1)
 		a.log.Info("job preempted", "job", uint64(id), "for", uint64(pre.For), "grace", pre.Deadline.Sub(now))
 	}
 	return nil

@@ -68,6 +68,7 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 		if time.Since(last) > a.cfg.LeaseTTL && len(a.exec.Running()) > 0 && !plantedNoFence {
 			if !fenced {
 				a.log.Warn("lease expired: stopping every rank on this node", "last_renewed", last, "lease_ttl", a.cfg.LeaseTTL)
+				a.fencing.Add(1)
 			}
 			fenced = true
 			a.exec.StopAll(fsm.CauseFenced)

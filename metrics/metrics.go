@@ -1,0 +1,347 @@
+// Package metrics owns the agent's Prometheus exposition at /metrics: the
+// one table of the metrics Shoal exports (Table), the values read from
+// the agent at scrape time (Reading, turned into samples by the pure
+// Samples), and the histograms the agent's loops observe as things
+// happen. The Go and process collectors of client_golang come with it.
+package metrics
+
+import (
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/gossip"
+)
+
+// Kind is a metric's Prometheus type.
+type Kind int
+
+const (
+	Gauge Kind = iota
+	Counter
+	Histogram
+)
+
+// Desc describes one metric of Table.
+type Desc struct {
+	Name   string
+	Kind   Kind
+	Labels []string
+	Help   string
+	// Scope says where it is exported: "every agent", or "the leader".
+	Scope string
+}
+
+// Names of the exported metrics. Every one is in Table; the README's
+// table lists the same (TestREADMEListsEveryMetric).
+const (
+	RaftTerm          = "shoal_raft_term"
+	RaftLastIndex     = "shoal_raft_last_index"
+	RaftCommitIndex   = "shoal_raft_commit_index"
+	RaftAppliedIndex  = "shoal_raft_applied_index"
+	RaftLeader        = "shoal_raft_leader"
+	RaftVoters        = "shoal_raft_voters"
+	RaftNonvoters     = "shoal_raft_nonvoters"
+	RaftLeaderChanges = "shoal_raft_leader_changes_total"
+	RaftApplySeconds  = "shoal_raft_apply_duration_seconds"
+
+	GossipMembers = "shoal_gossip_members"
+
+	SchedJobsPending   = "shoal_scheduler_jobs_pending"
+	SchedJobsRunning   = "shoal_scheduler_jobs_running"
+	SchedPlacements    = "shoal_scheduler_placements_total"
+	SchedPreemptions   = "shoal_scheduler_preemptions_total"
+	SchedPassSeconds   = "shoal_scheduler_pass_duration_seconds"
+	SchedSubmitToStart = "shoal_scheduler_submit_to_start_seconds"
+
+	NodeGPUs            = "shoal_node_gpus"
+	NodeGPUsAllocated   = "shoal_node_gpus_allocated"
+	NodeCPUs            = "shoal_node_cpus"
+	NodeCPUsAllocated   = "shoal_node_cpus_allocated"
+	NodeMemoryBytes     = "shoal_node_memory_bytes"
+	NodeMemoryAllocated = "shoal_node_memory_allocated_bytes"
+	NodeTasksRunning    = "shoal_node_tasks_running"
+	NodeLeaseAge        = "shoal_node_lease_age_seconds"
+	NodeFencings        = "shoal_node_fencings_total"
+)
+
+const (
+	everyAgent = "every agent"
+	theLeader  = "the leader"
+)
+
+// Table is every metric Shoal exports besides client_golang's go_* and
+// process_*, in the order of the README's table.
+var Table = []Desc{
+	{RaftTerm, Gauge, nil, "Current raft term of this server.", everyAgent},
+	{RaftLastIndex, Gauge, nil, "Index of the last entry in this server's raft log.", everyAgent},
+	{RaftCommitIndex, Gauge, nil, "Highest raft index this server knows to be committed.", everyAgent},
+	{RaftAppliedIndex, Gauge, nil, "Highest raft index applied to this server's state.", everyAgent},
+	{RaftLeader, Gauge, nil, "1 when this server is the raft leader, else 0.", everyAgent},
+	{RaftVoters, Gauge, nil, "Voters in the raft configuration.", everyAgent},
+	{RaftNonvoters, Gauge, nil, "Non-voters in the raft configuration.", everyAgent},
+	{RaftLeaderChanges, Counter, nil, "Leader elections this server saw since it started.", everyAgent},
+	{RaftApplySeconds, Histogram, nil, "Time from proposing a command on this server to its being applied.", everyAgent},
+	{GossipMembers, Gauge, []string{"state"}, "Gossip members this agent knows, by state (alive, suspect, failed, left).", everyAgent},
+	{SchedJobsPending, Gauge, []string{"reason"}, "Pending jobs by the reason they wait.", theLeader},
+	{SchedJobsRunning, Gauge, nil, "Jobs running (or starting, or ending) that hold resources.", theLeader},
+	{SchedPlacements, Counter, nil, "Jobs this server placed while it led.", everyAgent},
+	{SchedPreemptions, Counter, nil, "Jobs this server preempted while it led.", everyAgent},
+	{SchedPassSeconds, Histogram, nil, "Duration of a scheduling pass (decide and apply).", everyAgent},
+	{SchedSubmitToStart, Histogram, nil, "Time from a job's submission to its placement.", everyAgent},
+	{NodeGPUs, Gauge, nil, "GPUs this node announced.", everyAgent},
+	{NodeGPUsAllocated, Gauge, nil, "GPUs of this node held by jobs.", everyAgent},
+	{NodeCPUs, Gauge, nil, "CPUs this node announced.", everyAgent},
+	{NodeCPUsAllocated, Gauge, nil, "CPUs of this node held by jobs.", everyAgent},
+	{NodeMemoryBytes, Gauge, nil, "Memory this node announced, in bytes.", everyAgent},
+	{NodeMemoryAllocated, Gauge, nil, "Memory of this node held by jobs, in bytes.", everyAgent},
+	{NodeTasksRunning, Gauge, nil, "Tasks this agent supervises.", everyAgent},
+	{NodeLeaseAge, Gauge, nil, "Seconds since the leader last renewed this node's lease (absent before the first).", everyAgent},
+	{NodeFencings, Counter, nil, "Times this node fenced its tasks because its lease ran out.", everyAgent},
+}
+
+// Reading is what the agent gathers at scrape time.
+type Reading struct {
+	Now  time.Time
+	Node string // this node's name
+	// View is the replicated state; nil before the replica is readable.
+	View *fsm.View
+	// Leader: this agent leads (the scheduler's gauges come only from it,
+	// so a sum over agents counts each job once).
+	Leader             bool
+	Raft               RaftReading
+	Members            []gossip.Member
+	TasksRunning       int
+	LastRenew          time.Time // zero: no lease yet
+	Placements         uint64
+	Preemptions        uint64
+	Fencings           uint64
+	RaftLeaderChanges  uint64
+	RaftConfigReadable bool // Voters and Nonvoters are known
+}
+
+// RaftReading is raft's part of a Reading.
+type RaftReading struct {
+	Term, LastIndex, CommitIndex, AppliedIndex uint64
+	Voters, Nonvoters                          int
+}
+
+// Sample is one value of one metric.
+type Sample struct {
+	Name   string
+	Labels []string // values, in the order of the Desc's Labels
+	Value  float64
+}
+
+// Samples turns a reading into the gauge and counter values it gives, in
+// Table order (labelled ones sorted by label). Pure.
+func Samples(r Reading) []Sample {
+	var out []Sample
+	add := func(name string, v float64, labels ...string) {
+		out = append(out, Sample{Name: name, Labels: labels, Value: v})
+	}
+	add(RaftTerm, float64(r.Raft.Term))
+	add(RaftLastIndex, float64(r.Raft.LastIndex))
+	add(RaftCommitIndex, float64(r.Raft.CommitIndex))
+	add(RaftAppliedIndex, float64(r.Raft.AppliedIndex))
+	add(RaftLeader, b2f(r.Leader))
+	if r.RaftConfigReadable {
+		add(RaftVoters, float64(r.Raft.Voters))
+		add(RaftNonvoters, float64(r.Raft.Nonvoters))
+	}
+	add(RaftLeaderChanges, float64(r.RaftLeaderChanges))
+
+	byState := map[gossip.MemberStatus]int{}
+	for _, m := range r.Members {
+		byState[m.Status]++
+	}
+	for _, st := range []gossip.MemberStatus{gossip.StatusAlive, gossip.StatusFailed, gossip.StatusLeft, gossip.StatusSuspect} {
+		add(GossipMembers, float64(byState[st]), string(st))
+	}
+
+	if r.Leader && r.View != nil {
+		pending, running := jobCounts(r.View.Jobs())
+		for _, reason := range sortedKeys(pending) {
+			add(SchedJobsPending, float64(pending[reason]), reason)
+		}
+		add(SchedJobsRunning, float64(running))
+	}
+	add(SchedPlacements, float64(r.Placements))
+	add(SchedPreemptions, float64(r.Preemptions))
+
+	if r.View != nil {
+		if n, ok := r.View.Node(r.Node); ok {
+			held := heldOn(r.View.Jobs(), r.Node)
+			add(NodeGPUs, float64(len(n.GPUs)))
+			add(NodeGPUsAllocated, float64(held.gpus))
+			add(NodeCPUs, float64(n.CPUs))
+			add(NodeCPUsAllocated, float64(held.cpus))
+			add(NodeMemoryBytes, mib(n.MemoryMiB))
+			add(NodeMemoryAllocated, mib(held.memMiB))
+		}
+	}
+	add(NodeTasksRunning, float64(r.TasksRunning))
+	if !r.LastRenew.IsZero() {
+		add(NodeLeaseAge, r.Now.Sub(r.LastRenew).Seconds())
+	}
+	add(NodeFencings, float64(r.Fencings))
+	return out
+}
+
+// jobCounts counts pending jobs by reason ("None", as squeue shows it,
+// when the leader gave none yet) and the jobs that hold resources.
+func jobCounts(jobs []*cluster.Job) (pending map[string]int, running int) {
+	pending = map[string]int{}
+	for _, j := range jobs {
+		switch {
+		case j.State == cluster.JobPending:
+			reason := j.Reason
+			if reason == cluster.ReasonNone {
+				reason = "None"
+			}
+			pending[reason]++
+		case j.HoldsResources():
+			running++
+		}
+	}
+	return pending, running
+}
+
+type held struct {
+	gpus, cpus int
+	memMiB     uint64
+}
+
+// heldOn sums what jobs hold on node: shares not yet released.
+func heldOn(jobs []*cluster.Job, node string) held {
+	var h held
+	for _, j := range jobs {
+		if j.Alloc == nil {
+			continue
+		}
+		for _, na := range j.Alloc.Nodes {
+			if na.Node == node && !na.Released {
+				h.gpus += len(na.GPUs)
+				h.cpus += len(na.CPUs)
+				h.memMiB += na.MemMiB
+			}
+		}
+	}
+	return h
+}
+
+func mib(n uint64) float64 { return float64(n) * (1 << 20) }
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Metrics is an agent's registry: the Reading-based collector, the
+// histograms its loops observe, and client_golang's Go and process
+// collectors.
+type Metrics struct {
+	reg           *prometheus.Registry
+	applySeconds  prometheus.Histogram
+	passSeconds   prometheus.Histogram
+	submitToStart prometheus.Histogram
+}
+
+// New returns the metrics of an agent whose state read returns at scrape
+// time. read is called once per scrape, from the scraping goroutine.
+func New(read func() Reading) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	hist := func(name string, buckets []float64) prometheus.Histogram {
+		d := lookup(name)
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: d.Name, Help: d.Help, Buckets: buckets})
+	}
+	// Raft applies take milliseconds on a LAN; a pass is longer with many
+	// jobs; waiting for a start spans seconds to days.
+	m.applySeconds = hist(RaftApplySeconds, prometheus.ExponentialBuckets(0.0005, 2, 14))
+	m.passSeconds = hist(SchedPassSeconds, prometheus.ExponentialBuckets(0.0005, 2, 16))
+	m.submitToStart = hist(SchedSubmitToStart, prometheus.ExponentialBuckets(0.1, 4, 12))
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.applySeconds, m.passSeconds, m.submitToStart,
+		readingCollector{read: read},
+	)
+	return m
+}
+
+// Handler serves the exposition.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// Applied observes one command's propose-to-apply time.
+func (m *Metrics) Applied(d time.Duration) { m.applySeconds.Observe(d.Seconds()) }
+
+// Passed observes one scheduling pass's duration.
+func (m *Metrics) Passed(d time.Duration) { m.passSeconds.Observe(d.Seconds()) }
+
+// Started observes a placed job's wait since its submission.
+func (m *Metrics) Started(wait time.Duration) { m.submitToStart.Observe(wait.Seconds()) }
+
+// lookup returns name's Desc; names come from this package's constants,
+// so a miss is a bug in Table caught by the tests.
+func lookup(name string) Desc {
+	for _, d := range Table {
+		if d.Name == name {
+			return d
+		}
+	}
+	panic("metrics: " + name + " is not in Table")
+}
+
+// readingCollector exports Samples of a fresh Reading at each scrape.
+type readingCollector struct{ read func() Reading }
+
+var descs = func() map[string]*prometheus.Desc {
+	m := map[string]*prometheus.Desc{}
+	for _, d := range Table {
+		if d.Kind != Histogram {
+			m[d.Name] = prometheus.NewDesc(d.Name, d.Help, d.Labels, nil)
+		}
+	}
+	return m
+}()
+
+func (c readingCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range Table {
+		if d.Kind != Histogram {
+			ch <- descs[d.Name]
+		}
+	}
+}
+
+func (c readingCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range Samples(c.read()) {
+		vt := prometheus.GaugeValue
+		if lookup(s.Name).Kind == Counter {
+			vt = prometheus.CounterValue
+		}
+		m, err := prometheus.NewConstMetric(descs[s.Name], vt, s.Value, s.Labels...)
+		if err != nil {
+			m = prometheus.NewInvalidMetric(descs[s.Name], err)
+		}
+		ch <- m
+	}
+}

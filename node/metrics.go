@@ -1,0 +1,58 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/shoal-sched/shoal/consensus"
+	"github.com/shoal-sched/shoal/metrics"
+)
+
+// raftConfigTimeout bounds the read of raft's configuration at a scrape;
+// past it the voter gauges are left out of that scrape.
+const raftConfigTimeout = time.Second
+
+// newMetrics returns the agent's /metrics, read from the agent at each
+// scrape (readMetrics).
+func (a *Agent) newMetrics() *metrics.Metrics {
+	return metrics.New(a.readMetrics)
+}
+
+// readMetrics gathers a metrics.Reading; metrics.Samples decides what it
+// exports.
+func (a *Agent) readMetrics() metrics.Reading {
+	st := a.raft.Stats()
+	r := metrics.Reading{
+		Now:               time.Now(),
+		Node:              a.cfg.Name,
+		Leader:            a.raft.IsLeader(),
+		Members:           a.gossip.Members(),
+		TasksRunning:      len(a.exec.Running()),
+		Placements:        a.placements.Load(),
+		Preemptions:       a.preemptions.Load(),
+		Fencings:          a.fencing.Load(),
+		RaftLeaderChanges: st.LeaderChanges,
+		Raft: metrics.RaftReading{
+			Term: st.Term, LastIndex: st.LastIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
+		},
+	}
+	if a.readable() == nil {
+		r.View = a.state.View()
+	}
+	if n := a.lastRenew.Load(); n != 0 {
+		r.LastRenew = time.Unix(0, n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), raftConfigTimeout)
+	defer cancel()
+	if servers, err := a.raft.Servers(ctx); err == nil {
+		r.RaftConfigReadable = true
+		for _, s := range servers {
+			if s.Suffrage == consensus.Voter {
+				r.Raft.Voters++
+			} else {
+				r.Raft.Nonvoters++
+			}
+		}
+	}
+	return r
+}
