@@ -88,14 +88,14 @@ type Raft struct {
 	id       string
 	hasState bool
 
-	leaderCh chan bool     // what LeaderCh returns; closed by the forwarder
+	leaderCh chan bool // what LeaderCh returns; closed by the forwarder
 	// observed carries raft's leader observations to the forwarder, which
 	// counts them in leaderChanges (Stats).
 	observed      chan raft.Observation
 	observer      *raft.Observer
 	leaderChanges atomic.Uint64
-	stopFwd  chan struct{} // closed by Shutdown to stop the forwarder
-	fwdDone  chan struct{} // closed when the forwarder returned
+	stopFwd       chan struct{} // closed by Shutdown to stop the forwarder
+	fwdDone       chan struct{} // closed when the forwarder returned
 
 	mu     sync.Mutex
 	closed bool           // set by Shutdown; no new waiters after it
