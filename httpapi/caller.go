@@ -149,15 +149,25 @@ func ResolveCaller(auth Authority, r *http.Request) Caller {
 }
 
 // publicEndpoint is what anyone who reaches the API may ask: whether the
-// agent is up, who leads, and to join with a token. Everything else needs
-// an identity.
+// agent is up, who leads, to join with a token, and the web view's files
+// (package ui: they hold no cluster data; the page reads the API with the
+// user's token). Everything else needs an identity.
 func publicEndpoint(r *http.Request) bool {
 	// A joining node has no certificate yet: its join token is checked by
 	// the handler.
 	if r.Method == http.MethodPost && r.URL.Path == "/v1/join" {
 		return true
 	}
-	return r.Method == http.MethodGet && (r.URL.Path == "/v1/status" || r.URL.Path == "/v1/leader")
+	if r.Method != http.MethodGet {
+		return false
+	}
+	switch p := r.URL.Path; {
+	case p == "/v1/status", p == "/v1/leader":
+		return true
+	case p == "/ui", strings.HasPrefix(p, "/ui/"):
+		return true
+	}
+	return false
 }
 
 // Authenticate resolves every request's caller before routing. With TLS, a

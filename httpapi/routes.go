@@ -18,8 +18,9 @@ type Handlers struct {
 	Keyring, ChangeKeyring, Join, Revoke                     http.HandlerFunc
 	Renew, ClusterCA                                         http.HandlerFunc
 	AgentLeave, LocalLogs                                    http.HandlerFunc
-	// Metrics is the Prometheus exposition (package metrics).
-	Metrics http.Handler
+	// Metrics is the Prometheus exposition (package metrics); UI the web
+	// view's files (package ui), public.
+	Metrics, UI http.Handler
 }
 
 // Routes is the API's route table: every path it answers, and a 404
@@ -64,6 +65,8 @@ func (s *Server) Routes(h Handlers) http.Handler {
 	mux.HandleFunc("POST /v1/agent/leave", h.AgentLeave)
 	mux.HandleFunc("GET /v1/internal/logs/{id}", h.LocalLogs)
 	mux.Handle("GET /metrics", h.Metrics)
+	mux.Handle("GET /ui", h.UI)
+	mux.Handle("GET /ui/", h.UI)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, cluster.Mark(cluster.ErrNotFound, fmt.Errorf("%s %s: no such endpoint", r.Method, r.URL.Path)))
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/placement"
 	"github.com/shoal-sched/shoal/slurm"
+	"github.com/shoal-sched/shoal/ui"
 )
 
 // Bounds of the HTTP API.
@@ -37,7 +38,7 @@ func (a *Agent) routes() http.Handler {
 		RevokeUserToken: a.handleRevokeUserToken, Keyring: a.handleKeyring, ChangeKeyring: a.handleChangeKeyring,
 		Join: a.handleJoin, Revoke: a.handleRevoke, Renew: a.handleRenew, ClusterCA: a.handleClusterCA,
 		AgentLeave: a.handleAgentLeave, LocalLogs: a.handleLocalLogs,
-		Metrics: a.metrics.Handler(),
+		Metrics: a.metrics.Handler(), UI: ui.Handler(),
 	})
 }
 

@@ -117,6 +117,10 @@ func TestOutsiderCannotAct(t *testing.T) {
 		{"POST", "/v1/agent/leave", `{}`, forged},
 		{"POST", "/v1/policy", `{}`, forged},
 		{"GET", "/v1/jobs/1/logs", "", forged},
+		{"GET", "/metrics", "", forged},
+		// The web view's files are public; the API it reads is not.
+		{"GET", "/v1/nodes", "", forged},
+		{"GET", "/v1/members", "", nil},
 		{"GET", "/v1/internal/logs/1", "", map[string]string{"X-Shoal-Forwarded-By": "n2"}},
 		{"POST", "/v1/internal/heartbeat", heartbeat, map[string]string{"X-Shoal-Forwarded-By": "n1"}},
 		{"POST", "/v1/internal/task", `{"kind":"exited","job":1,"incarnation":1,"node":"n1","exit_code":0}`, nil},
