@@ -82,8 +82,8 @@ type Options struct {
 	KillOnBadExit *bool
 	Label         bool
 	// Wait is sbatch's --wait: return when the job ends.
-	Wait    bool
-	Quiet   bool
+	Wait  bool
+	Quiet bool
 	// JobID is srun's --jobid: the running job to start the step in,
 	// from outside its allocation too.
 	JobID uint64
