@@ -82,8 +82,14 @@ type Options struct {
 	KillOnBadExit *bool
 	Label         bool
 	// Wait is sbatch's --wait: return when the job ends.
-	Wait    bool
-	Quiet   bool
+	Wait  bool
+	Quiet bool
+	// JobID is srun's --jobid: the running job to start the step in,
+	// from outside its allocation too.
+	JobID uint64
+	// Overlap is srun's --overlap: the step shares the allocation's
+	// resources with the steps already running (every Shoal step does).
+	Overlap bool
 	Verbose int
 
 	Set      map[string]bool
@@ -316,6 +322,15 @@ func strOpt(f func(o *Options) *string) func(*Options, string) error {
 		*f(o) = v
 		return nil
 	}
+}
+
+func setJobID(o *Options, v string) error {
+	id, err := ParseJobID(v)
+	if err != nil {
+		return fmt.Errorf("--jobid: %w", err)
+	}
+	o.JobID = id
+	return nil
 }
 
 func flagOpt(f func(o *Options) *bool) func(*Options, string) error {

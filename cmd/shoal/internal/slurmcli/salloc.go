@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	osexec "os/exec"
+	"os/signal"
 	"strconv"
 	"syscall"
 	"time"
@@ -111,12 +112,43 @@ func Salloc(ctx context.Context, connect Connect, args []string, stderr io.Write
 // runAllocated runs command here with the allocation's environment until
 // it exits, or until the job ends under it (time limit, cancel): then the
 // command gets SIGHUP, as salloc does when its allocation is revoked.
+// Interactive (stdin a terminal salloc holds), the command runs in the
+// terminal's foreground process group of its own (see terminal). Like
+// Slurm's salloc once granted, salloc ignores SIGINT, SIGQUIT, SIGTERM,
+// SIGUSR1, SIGUSR2 and SIGPIPE while the command runs, and on SIGHUP
+// passes it on to the command and stops waiting for it.
 func runAllocated(ctx context.Context, c *api.Client, j api.Job, command []string, stderr io.Writer) (int, error) {
+	// Caught, not ignored: the command starts with their default actions.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
+	defer signal.Stop(sigs)
+	// SIGINT and SIGTERM end ctx: the polls below outlive it.
+	ctx = context.WithoutCancel(ctx)
+
 	cmd := osexec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), sallocEnv(j)...)
+	tty, interactive := foregroundTerminal()
+	if interactive {
+		cmd.SysProcAttr = tty.procAttr()
+	}
 	if err := cmd.Start(); err != nil {
 		return 1, fmt.Errorf("run %s: %w", command[0], err)
+	}
+	pid := cmd.Process.Pid
+	if interactive {
+		if err := tty.give(pid); err != nil {
+			fmt.Fprintf(stderr, "salloc: error: give the terminal to %s: %v\n", command[0], err)
+		}
+		defer tty.takeBack()
+	}
+	// send sends sig to the command: its process group when it has one.
+	send := func(sig syscall.Signal) {
+		if interactive {
+			_ = syscall.Kill(-pid, sig)
+			return
+		}
+		_ = cmd.Process.Signal(sig)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -137,6 +169,11 @@ func runAllocated(ctx context.Context, c *api.Client, j api.Job, command []strin
 				return ee.ExitCode(), nil
 			}
 			return 1, err
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				send(syscall.SIGHUP)
+				return 1, nil
+			}
 		case <-t.C:
 			if revoked {
 				continue
@@ -147,7 +184,7 @@ func runAllocated(ctx context.Context, c *api.Client, j api.Job, command []strin
 			if err == nil && cur.State != "RUNNING" {
 				revoked = true
 				fmt.Fprintf(stderr, "salloc: Job allocation %d has been revoked (%s).\n", j.ID, cur.State)
-				_ = cmd.Process.Signal(syscall.SIGHUP)
+				send(syscall.SIGHUP)
 			}
 		}
 	}

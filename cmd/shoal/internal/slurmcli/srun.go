@@ -38,10 +38,10 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 		return 1, errors.New("command: none given, want `srun [options] COMMAND [ARGS...]`")
 	}
 	request.PrintWarnings("srun", opts.Warnings)
-	jobEnv := os.Getenv("SHOAL_JOB_ID")
-	if jobEnv == "" {
-		jobEnv = os.Getenv("SLURM_JOB_ID")
+	if opts.Set["jobid"] {
+		return srunInJob(ctx, connect, opts, rest, stdout, stderr)
 	}
+	jobEnv := jobIDEnv()
 	if jobEnv == "" {
 		return RunOwnJob(ctx, connect, opts, rest, stdout, stderr)
 	}
@@ -73,6 +73,9 @@ func ParseSrunOutside(args []string) (slurm.Options, []string, error) {
 	}
 	if len(rest) == 0 {
 		return opts, nil, errors.New("command: none given, want `shoal run [options] COMMAND [ARGS...]`")
+	}
+	if opts.Set["jobid"] {
+		return opts, nil, errors.New("--jobid: a step in a running job is srun's (`shoal slurm srun --jobid N ...`); shoal run starts a job of its own")
 	}
 	request.PrintWarnings("srun", opts.Warnings)
 	return opts, rest, nil
