@@ -17,3 +17,8 @@ func Discover(ctx context.Context) ([]cluster.GPU, error) {
 	}
 	return nil, fmt.Errorf("discover gpus: %w: NVML not compiled in (built without cgo)", ErrNoNVML)
 }
+
+// OpenNVMLSampler would read the GPUs through NVML, which needs cgo.
+func OpenNVMLSampler() (Sampler, error) {
+	return nil, fmt.Errorf("sample gpus: %w: NVML not compiled in (built without cgo)", ErrNoNVML)
+}

@@ -6,8 +6,10 @@
 package metrics
 
 import (
+	"cmp"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +19,7 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/gpu"
 )
 
 // Kind is a metric's Prometheus type.
@@ -66,6 +69,12 @@ const (
 	NodeCPUsAllocated   = "shoal_node_cpus_allocated"
 	NodeMemoryBytes     = "shoal_node_memory_bytes"
 	NodeMemoryAllocated = "shoal_node_memory_allocated_bytes"
+	NodeGPUUtilization  = "shoal_node_gpu_utilization_ratio"
+	NodeGPUMemoryUsed   = "shoal_node_gpu_memory_used_bytes"
+	NodeGPUTemperature  = "shoal_node_gpu_temperature_celsius"
+	NodeGPUPower        = "shoal_node_gpu_power_watts"
+	JobGPUUtilization   = "shoal_job_gpu_utilization_ratio"
+	JobGPUMemoryUsed    = "shoal_job_gpu_memory_used_bytes"
 	NodeTasksRunning    = "shoal_node_tasks_running"
 	NodeLeaseAge        = "shoal_node_lease_age_seconds"
 	NodeFencings        = "shoal_node_fencings_total"
@@ -101,6 +110,12 @@ var Table = []Desc{
 	{NodeCPUsAllocated, Gauge, nil, "CPUs of this node held by jobs.", everyAgent},
 	{NodeMemoryBytes, Gauge, nil, "Memory this node announced, in bytes.", everyAgent},
 	{NodeMemoryAllocated, Gauge, nil, "Memory of this node held by jobs, in bytes.", everyAgent},
+	{NodeGPUUtilization, Gauge, []string{"gpu"}, "Fraction of the last sample period a kernel ran on the GPU (NVML; simulated GPUs: the synthetic load of a held GPU).", everyAgent},
+	{NodeGPUMemoryUsed, Gauge, []string{"gpu"}, "GPU memory in use, in bytes.", everyAgent},
+	{NodeGPUTemperature, Gauge, []string{"gpu"}, "GPU temperature (absent when the device does not report it).", everyAgent},
+	{NodeGPUPower, Gauge, []string{"gpu"}, "GPU power draw in watts (absent when the device does not report it).", everyAgent},
+	{JobGPUUtilization, Gauge, []string{"job", "user"}, "Mean utilization of the GPUs a running job holds on this node (labels only while it runs).", everyAgent},
+	{JobGPUMemoryUsed, Gauge, []string{"job", "user"}, "GPU memory in use on the GPUs a running job holds on this node, in bytes.", everyAgent},
 	{NodeTasksRunning, Gauge, nil, "Tasks this agent supervises.", everyAgent},
 	{NodeLeaseAge, Gauge, nil, "Seconds since the leader last renewed this node's lease (absent before the first).", everyAgent},
 	{NodeFencings, Counter, nil, "Times this node fenced its tasks because its lease ran out.", everyAgent},
@@ -124,6 +139,42 @@ type Reading struct {
 	Fencings           uint64
 	RaftLeaderChanges  uint64
 	RaftConfigReadable bool // Voters and Nonvoters are known
+	// GPU is the node's last GPU sample; nil before the first, or
+	// without a sampler.
+	GPU *GPUReading
+}
+
+// GPUReading is one sample of this node's GPUs and the jobs that held
+// each GPU when it was taken.
+type GPUReading struct {
+	Samples []gpu.Sample
+	Holders map[int]JobRef // by GPU index
+}
+
+// JobRef names a job in per-job labels.
+type JobRef struct {
+	ID   cluster.JobID
+	User string
+}
+
+// GPUHolders returns which job holds each of node's GPUs: allocations not
+// yet released. Pure.
+func GPUHolders(jobs []*cluster.Job, node string) map[int]JobRef {
+	out := map[int]JobRef{}
+	for _, j := range jobs {
+		if j.Alloc == nil {
+			continue
+		}
+		for _, na := range j.Alloc.Nodes {
+			if na.Node != node || na.Released {
+				continue
+			}
+			for _, g := range na.GPUs {
+				out[g] = JobRef{ID: j.ID, User: j.Spec.User}
+			}
+		}
+	}
+	return out
 }
 
 // RaftReading is raft's part of a Reading.
@@ -186,11 +237,56 @@ func Samples(r Reading) []Sample {
 			add(NodeMemoryAllocated, mib(held.memMiB))
 		}
 	}
+	if r.GPU != nil {
+		out = append(out, gpuSamples(*r.GPU)...)
+	}
 	add(NodeTasksRunning, float64(r.TasksRunning))
 	if !r.LastRenew.IsZero() {
 		add(NodeLeaseAge, r.Now.Sub(r.LastRenew).Seconds())
 	}
 	add(NodeFencings, float64(r.Fencings))
+	return out
+}
+
+// gpuSamples gives each GPU's figures and each holding job's: the mean
+// utilization and the total memory of its GPUs here.
+func gpuSamples(r GPUReading) []Sample {
+	var out []Sample
+	type jobSum struct {
+		n         int
+		util, mem float64
+	}
+	jobs := map[JobRef]*jobSum{}
+	var order []JobRef
+	for _, s := range r.Samples {
+		g := strconv.Itoa(s.Index)
+		out = append(out, Sample{NodeGPUUtilization, []string{g}, s.Utilization},
+			Sample{NodeGPUMemoryUsed, []string{g}, float64(s.MemoryUsedBytes)})
+		if s.TemperatureC > 0 {
+			out = append(out, Sample{NodeGPUTemperature, []string{g}, s.TemperatureC})
+		}
+		if s.PowerWatts > 0 {
+			out = append(out, Sample{NodeGPUPower, []string{g}, s.PowerWatts})
+		}
+		if ref, ok := r.Holders[s.Index]; ok {
+			js := jobs[ref]
+			if js == nil {
+				js = &jobSum{}
+				jobs[ref] = js
+				order = append(order, ref)
+			}
+			js.n++
+			js.util += s.Utilization
+			js.mem += float64(s.MemoryUsedBytes)
+		}
+	}
+	slices.SortFunc(order, func(a, b JobRef) int { return cmp.Compare(a.ID, b.ID) })
+	for _, ref := range order {
+		js := jobs[ref]
+		labels := []string{strconv.FormatUint(uint64(ref.ID), 10), ref.User}
+		out = append(out, Sample{JobGPUUtilization, labels, js.util / float64(js.n)},
+			Sample{JobGPUMemoryUsed, labels, js.mem})
+	}
 	return out
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/gpu"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -103,6 +104,15 @@ func TestSamples(t *testing.T) {
 	follower := base
 	leader := base
 	leader.Leader = true
+	withGPU := base
+	withGPU.GPU = &GPUReading{
+		Samples: []gpu.Sample{
+			{Index: 0, Utilization: 0.5, MemoryUsedBytes: 100, TemperatureC: 50, PowerWatts: 300},
+			{Index: 1, Utilization: 0.25, MemoryUsedBytes: 50},
+			{Index: 2},
+		},
+		Holders: GPUHolders(v.Jobs(), "n1"),
+	}
 	noState := base
 	noState.View, noState.LastRenew, noState.RaftConfigReadable = nil, time.Time{}, false
 
@@ -118,6 +128,15 @@ func TestSamples(t *testing.T) {
 		{"no readable state", noState, cat(common, []Sample{{RaftLeader, nil, 0}},
 			[]Sample{{RaftLeaderChanges, nil, 2}}, afterLeader[3:],
 			[]Sample{{SchedPlacements, nil, 5}, {SchedPreemptions, nil, 1}, {NodeTasksRunning, nil, 2}, {NodeFencings, nil, 0}})},
+		{"gpus sampled", withGPU, cat(common, []Sample{{RaftLeader, nil, 0}}, afterLeader, nodeSamples[:8],
+			[]Sample{
+				{NodeGPUUtilization, []string{"0"}, 0.5}, {NodeGPUMemoryUsed, []string{"0"}, 100},
+				{NodeGPUTemperature, []string{"0"}, 50}, {NodeGPUPower, []string{"0"}, 300},
+				{NodeGPUUtilization, []string{"1"}, 0.25}, {NodeGPUMemoryUsed, []string{"1"}, 50},
+				{NodeGPUUtilization, []string{"2"}, 0}, {NodeGPUMemoryUsed, []string{"2"}, 0},
+				// Job 1 holds GPUs 0 and 1: their mean and total.
+				{JobGPUUtilization, []string{"1", "ada"}, 0.375}, {JobGPUMemoryUsed, []string{"1", "ada"}, 150},
+			}, nodeSamples[8:])},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, Samples(tc.in), cmpopts.EquateEmpty()); diff != "" {
@@ -177,7 +196,11 @@ func TestREADMEListsEveryMetric(t *testing.T) {
 // with Prometheus's own promtool (Debian's prometheus package).
 func TestExpositionPassesPromtool(t *testing.T) {
 	m := New(func() Reading {
-		return Reading{Now: t0, Node: "n1", Leader: true, Members: []gossip.Member{{Name: "n1", Status: gossip.StatusAlive}}}
+		return Reading{Now: t0, Node: "n1", Leader: true, Members: []gossip.Member{{Name: "n1", Status: gossip.StatusAlive}},
+			GPU: &GPUReading{
+				Samples: []gpu.Sample{{Index: 0, Utilization: 0.5, MemoryUsedBytes: 1 << 30, TemperatureC: 40, PowerWatts: 200}},
+				Holders: map[int]JobRef{0: {ID: 7, User: "ada"}},
+			}}
 	})
 	m.Applied(3 * time.Millisecond)
 	m.Passed(time.Millisecond)

@@ -77,6 +77,8 @@ type Agent struct {
 	// below are read into it at scrape time.
 	metrics                          *metrics.Metrics
 	placements, preemptions, fencing atomic.Uint64
+	// gpuSample is the last GPU sample (gpuSampleLoop); nil before it.
+	gpuSample atomic.Pointer[metrics.GPUReading]
 	// shimDir holds srun, scontrol and sbatch links to this binary, put
 	// first on the PATH of batch scripts and steps.
 	shimDir string
@@ -342,6 +344,9 @@ func (a *Agent) Run(parent context.Context) error {
 	wg.Go(func() { a.caLoop(ctx) })
 	wg.Go(func() { a.keyringLoop(ctx) })
 	wg.Go(func() { a.cleanupLoop(ctx) })
+	if a.cfg.GPUSampler != nil {
+		wg.Go(func() { a.gpuSampleLoop(ctx) })
+	}
 	if failpointDiverge { // a fault injected in test builds only: see failpoint_diverge_off.go
 		wg.Go(func() { a.failpointDivergeLoop(ctx) })
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/exec/stepd"
+	"github.com/shoal-sched/shoal/gpu"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -47,10 +48,15 @@ type Config struct {
 	BootstrapExpect int
 
 	// GPUs is this node's devices (discovered or simulated by the caller).
-	GPUs      []cluster.GPU
-	CPUs      int
-	MemoryMiB uint64
-	Topology  cluster.Topology
+	GPUs []cluster.GPU
+	// GPUSampler reads the GPUs' utilization, memory, temperature and
+	// power every GPUSampleInterval for /metrics; nil: not sampled. The
+	// agent closes it when it stops.
+	GPUSampler        gpu.Sampler
+	GPUSampleInterval time.Duration
+	CPUs              int
+	MemoryMiB         uint64
+	Topology          cluster.Topology
 	// Features label the node for jobs' --constraint (--features a,b).
 	Features []string
 
@@ -126,6 +132,10 @@ const (
 	DefaultKillWait          = 30 * time.Second
 	DefaultDeadServerGrace   = 30 * time.Second
 	DefaultScheduleInterval  = 2 * time.Second
+	// DefaultGPUSampleInterval is how often GPUs are sampled: NVML's
+	// utilization rate already averages over its own period (1/6 s to
+	// 1 s), so this bounds the metrics' resolution, not their accuracy.
+	DefaultGPUSampleInterval = 10 * time.Second
 	// leaseMargin is added on the leader's side on top of LeaseTTL +
 	// KillGrace to absorb scheduling delay and clock-rate drift.
 	leaseMargin = 2 * time.Second
@@ -143,6 +153,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.HTTPPort == 0 {
 		c.HTTPPort = DefaultHTTPPort
+	}
+	if c.GPUSampleInterval <= 0 {
+		c.GPUSampleInterval = DefaultGPUSampleInterval
 	}
 	if c.RaftPort == 0 {
 		c.RaftPort = DefaultRaftPort

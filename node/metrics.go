@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/shoal-sched/shoal/consensus"
@@ -39,6 +41,7 @@ func (a *Agent) readMetrics() metrics.Reading {
 	if a.readable() == nil {
 		r.View = a.state.View()
 	}
+	r.GPU = a.gpuSample.Load()
 	if n := a.lastRenew.Load(); n != 0 {
 		r.LastRenew = time.Unix(0, n)
 	}
@@ -55,4 +58,39 @@ func (a *Agent) readMetrics() metrics.Reading {
 		}
 	}
 	return r
+}
+
+// gpuSampleLoop samples this node's GPUs every GPUSampleInterval with the
+// jobs that hold them (from the replica), for readMetrics, and closes the
+// sampler when ctx ends.
+func (a *Agent) gpuSampleLoop(ctx context.Context) {
+	defer func() {
+		if err := a.cfg.GPUSampler.Close(); err != nil {
+			a.log.Warn("close GPU sampler", "err", err)
+		}
+	}()
+	t := time.NewTicker(a.cfg.GPUSampleInterval)
+	defer t.Stop()
+	failing := false
+	for {
+		holders := metrics.GPUHolders(a.state.View().Jobs(), a.cfg.Name)
+		held := slices.Sorted(maps.Keys(holders))
+		samples, err := a.cfg.GPUSampler.Sample(held)
+		switch {
+		case err != nil && !failing:
+			a.log.Warn("sample GPUs: GPU metrics stop until it works again", "err", err)
+			a.gpuSample.Store(nil)
+		case err == nil:
+			if failing {
+				a.log.Info("sampling GPUs again")
+			}
+			a.gpuSample.Store(&metrics.GPUReading{Samples: samples, Holders: holders})
+		}
+		failing = err != nil
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

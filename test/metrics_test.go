@@ -102,11 +102,13 @@ func (m *metricsClient) metricIs(a *localcluster.Agent, key string, want float64
 // TestMetrics (issue 16) scrapes a 3-agent cluster's /metrics as a user
 // with a token and sees them move: the leader's job gauges as jobs are
 // pending and running, a node's allocated GPUs, leader changes after the
-// leader is killed. A TCP scrape without credentials is refused. A real
+// leader is killed, a running job's (simulated) GPU utilization. A TCP scrape without credentials is refused. A real
 // Prometheus server (Debian's) scrapes the cluster and answers a PromQL
 // query for its GPU count.
 func TestMetrics(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 2})
+	// Simulated GPUs held by a job run at 40 %, sampled every 200 ms.
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 2,
+		ExtraArgs: []string{"--sim-gpu-load", "40", "--gpu-sample-interval", "200ms"}})
 	var tok api.UserTokenResponse
 	eventually(t, 20*time.Second, "a user token", func() error {
 		r := shoal(t, c.Agents[0], "token", "create", "--user", "nobody", "--ttl", "1h", "--json")
@@ -169,6 +171,33 @@ func TestMetrics(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// The job's node reports its synthetic load on the job's GPUs and
+	// under the job's labels; an idle node's GPUs are idle.
+	eventually(t, 20*time.Second, "the job's GPU utilization", func() error {
+		for _, a := range c.Agents {
+			s, err := m.scrape(a)
+			if err != nil {
+				return err
+			}
+			job := fmt.Sprintf(`shoal_job_gpu_utilization_ratio{job="%d",user="root"}`, running)
+			want := 0.0
+			if a.Name == j.Nodes[0] {
+				want = 0.4
+				if s[job] != 0.4 {
+					return fmt.Errorf("%s: %s = %v, want 0.4", a.Name, job, s[job])
+				}
+			} else if _, ok := s[job]; ok {
+				return fmt.Errorf("%s exports %s, which runs elsewhere", a.Name, job)
+			}
+			for _, g := range []string{"0", "1"} {
+				key := `shoal_node_gpu_utilization_ratio{gpu="` + g + `"}`
+				if got, ok := s[key]; !ok || got != want {
+					return fmt.Errorf("%s: %s = %v (exported %v), want %v", a.Name, key, got, ok, want)
+				}
+			}
+		}
+		return nil
+	})
 	if s, err := m.scrape(leader); err != nil || s["shoal_scheduler_placements_total"] < 1 || s["shoal_scheduler_submit_to_start_seconds_count"] < 1 {
 		t.Errorf("leader's placements %v and submit-to-start count %v (err %v); want at least 1",
 			s["shoal_scheduler_placements_total"], s["shoal_scheduler_submit_to_start_seconds_count"], err)

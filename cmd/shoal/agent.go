@@ -29,6 +29,8 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 		gpus      string
 		gpuModel  string
 		gpuMemory string
+		// simGPULoad is --sim-gpu-load, in percent.
+		simGPULoad float64
 		memory    string
 		features  string
 		devTiming bool
@@ -89,6 +91,9 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 			if cfg.GPUs, err = discoverGPUs(cmd, log, gpus, gpuModel, gpuMemMiB); err != nil {
 				return err
 			}
+			if cfg.GPUSampler, err = gpuSampler(log, gpus, cfg.GPUs, simGPULoad); err != nil {
+				return err
+			}
 			if devTiming {
 				cfg.RaftTiming = consensus.FastTiming()
 			}
@@ -129,6 +134,8 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.StringVar(&gpus, "gpus", "auto", "GPUs this node offers: auto (NVML) or N simulated GPUs")
 	f.StringVar(&gpuModel, "gpu-model", "SimGPU-80GB", "model name of simulated GPUs")
 	f.StringVar(&gpuMemory, "gpu-memory", "80G", "memory of each simulated GPU")
+	f.Float64Var(&simGPULoad, "sim-gpu-load", 0, "utilization, in percent, every simulated GPU a job holds reports to the GPU metrics (0 to 100)")
+	f.DurationVar(&cfg.GPUSampleInterval, "gpu-sample-interval", node.DefaultGPUSampleInterval, "how often the GPUs' utilization, memory, temperature and power are sampled for /metrics")
 	f.IntVar(&cfg.CPUs, "cpus", 0, "CPUs this node offers (default: detected), like slurm.conf CPUs=")
 	f.IntVar(&cfg.Sockets, "sockets", 0, "CPU sockets of this node, like slurm.conf Sockets= (default: detected; --cpus must be sockets × cores × threads)")
 	f.IntVar(&cfg.CoresPerSocket, "cores-per-socket", 0, "cores per socket, like slurm.conf CoresPerSocket= (default: detected, or 1 when --sockets is given)")
@@ -177,6 +184,29 @@ func newLogger(level string, asJSON bool) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+}
+
+// gpuSampler returns what samples the node's GPUs: the synthetic load of
+// simulated ones (--gpus N), NVML for real ones; nil without GPUs, or
+// when NVML cannot be opened for sampling (logged: the node still offers
+// its GPUs).
+func gpuSampler(log *slog.Logger, spec string, gpus []cluster.GPU, simLoadPercent float64) (gpu.Sampler, error) {
+	if len(gpus) == 0 {
+		return nil, nil
+	}
+	if auto, _, _ := gpu.Parse(spec); !auto {
+		s, err := gpu.NewSimulatedSampler(gpus, simLoadPercent/100)
+		if err != nil {
+			return nil, fmt.Errorf("--sim-gpu-load %v: want 0 to 100", simLoadPercent)
+		}
+		return s, nil
+	}
+	s, err := gpu.OpenNVMLSampler()
+	if err != nil {
+		log.Warn("GPUs are not sampled: no GPU utilization in the metrics", "err", err)
+		return nil, nil
+	}
+	return s, nil
 }
 
 // discoverGPUs turns --gpus into this node's devices.
