@@ -31,11 +31,11 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 		gpuMemory string
 		// simGPULoad is --sim-gpu-load, in percent.
 		simGPULoad float64
-		memory    string
-		features  string
-		devTiming bool
-		logLevel  string
-		logJSON   bool
+		memory     string
+		features   string
+		devTiming  bool
+		logLevel   string
+		logJSON    bool
 		// policyFile is --policy: the queue policy this agent proposes
 		// when it leads.
 		policyFile string
