@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
@@ -40,8 +41,8 @@ var sacctOpts = []slurm.Option{
 	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
 	{Long: "duplicates", Short: 'D', Arg: slurm.NoArg, Unsupported: "Shoal keeps one record per job, of its latest run"},
 	{Long: "long", Short: 'l', Arg: slurm.NoArg, Unsupported: "name the fields with --format (MaxRSS, AveRSS, TotalCPU, UserCPU, SystemCPU, ReqMem, AllocTRES, TRESUsageInTot are there)"},
-	{Long: "units", Arg: slurm.NeedArg, Unsupported: "sizes are printed as sacct prints them without --units"},
-	{Long: "accounts", Short: 'A', Arg: slurm.NeedArg, Unsupported: "Shoal has no accounts"},
+	{Long: "units", Arg: slurm.NeedArg},
+	{Long: "accounts", Short: 'A', Arg: slurm.NeedArg},
 	{Long: "qos", Short: 'q', Arg: slurm.NeedArg, Unsupported: "Shoal has no QOS"},
 	{Long: "nodelist", Short: 'N', Arg: slurm.NeedArg},
 	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
@@ -272,20 +273,20 @@ var sacctFields = []sacctField{
 			tres += fmt.Sprintf(",gres/gpu=%d", gpus)
 		}
 		if mem := r.memMiB() * uint64(nodes); mem > 0 {
-			tres += ",mem=" + sacctUnits(mem, unitMega)
+			tres += ",mem=" + sacctUnits(mem, unitMega, unitNone)
 		}
 		return tres + fmt.Sprintf(",node=%d", nodes)
 	}},
-	{"ReqMem", 10, func(r sacctRow, _ slurmView) string { return sacctUnits(r.memMiB(), unitMega) }},
-	{"MaxRSS", 10, func(r sacctRow, _ slurmView) string {
+	{"ReqMem", 10, func(r sacctRow, v slurmView) string { return sacctUnits(r.memMiB(), unitMega, v.units) }},
+	{"MaxRSS", 10, func(r sacctRow, v slurmView) string {
 		if u, ok := r.usage(); ok && u.rss {
-			return sacctUnits(u.MaxRSS>>10, unitKilo)
+			return sacctUnits(u.MaxRSS>>10, unitKilo, v.units)
 		}
 		return ""
 	}},
-	{"AveRSS", 10, func(r sacctRow, _ slurmView) string {
+	{"AveRSS", 10, func(r sacctRow, v slurmView) string {
 		if u, ok := r.usage(); ok && u.rss {
-			return sacctUnits(u.AveRSS>>10, unitKilo)
+			return sacctUnits(u.AveRSS>>10, unitKilo, v.units)
 		}
 		return ""
 	}},
@@ -312,7 +313,7 @@ var sacctFields = []sacctField{
 		if !ok || !u.rss {
 			return ""
 		}
-		return "cpu=" + sacctElapsed(u.TotalCPU()) + ",mem=" + sacctUnits(u.sumRSS>>10, unitKilo)
+		return "cpu=" + sacctElapsed(u.TotalCPU()) + ",mem=" + sacctUnits(u.sumRSS>>10, unitKilo, unitNone)
 	}},
 	{"WorkDir", 20, func(r sacctRow, _ slurmView) string { return r.job.WorkDir }},
 	{"Reason", 22, func(r sacctRow, _ slurmView) string { return jobReason(r.job) }},
@@ -415,15 +416,28 @@ const (
 // printed whole or with two decimals and the unit's letter: MaxRSS
 // "66616K", ReqMem "4G". Memory usage goes in as KiB, as Slurm's
 // accounting keeps it.
-func sacctUnits(v uint64, unit int) string {
+//
+// spec, when not unitNone, is sacct --units': v is scaled to that unit
+// whatever precision it keeps ("0.50G").
+func sacctUnits(v uint64, unit, spec int) string {
 	if v == 0 {
 		return "0"
 	}
 	const letters = "\x00KMGTPE"
 	n := float64(v)
-	for n >= 1024 && uint64(n)%512 == 0 && unit < len(letters)-1 {
-		n /= 1024
-		unit++
+	switch {
+	case spec != unitNone:
+		for ; unit > spec; unit-- {
+			n *= 1024
+		}
+		for ; unit < spec; unit++ {
+			n /= 1024
+		}
+	default:
+		for n >= 1024 && uint64(n)%512 == 0 && unit < len(letters)-1 {
+			n /= 1024
+			unit++
+		}
 	}
 	suffix := ""
 	if unit > 0 {
@@ -550,33 +564,11 @@ func sacctRows(jobs []api.Job, jobsOnly bool) []sacctRow {
 	return rows
 }
 
-// parseSacctTime parses -S/-E: YYYY-MM-DD[THH:MM[:SS]], HH:MM[:SS]
-// (today), "now", "today" or "midnight", in local time.
-func parseSacctTime(s string, now time.Time) (time.Time, error) {
-	midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
-	switch strings.ToLower(s) {
-	case "now":
-		return now, nil
-	case "today", "midnight":
-		return midnight, nil
-	}
-	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil {
-			return t, nil
-		}
-	}
-	for _, layout := range []string{"15:04:05", "15:04"} {
-		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil {
-			return midnight.Add(time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute + time.Duration(t.Second())*time.Second), nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("invalid time specification %q: want YYYY-MM-DD[THH:MM[:SS]], HH:MM[:SS], now or midnight", s)
-}
-
 // sacctQuery is what sacct was asked to show.
 type sacctQuery struct {
 	ids      []jobSel
 	users    []string
+	accounts []string // -A: only these accounts
 	allUsers bool
 	states   map[string]bool
 	names    []string
@@ -584,6 +576,7 @@ type sacctQuery struct {
 	parts    []string // -r: only these partitions
 	start    time.Time
 	end      time.Time
+	startSet bool // -S given: -j jobs must fall in the window too
 }
 
 func (q sacctQuery) match(j api.Job) bool {
@@ -603,21 +596,87 @@ func (q sacctQuery) match(j api.Job) bool {
 	if len(q.names) > 0 && !slices.Contains(q.names, j.Name) {
 		return false
 	}
-	if q.states != nil && !q.states[j.State] {
+	if len(q.accounts) > 0 && !slices.Contains(q.accounts, j.Account) {
 		return false
 	}
-	if len(q.ids) > 0 {
+	if q.states != nil {
+		if !q.states[j.State] {
+			return false
+		}
+		if len(q.ids) > 0 && !q.startSet {
+			return true
+		}
+		// With -s, as slurmdbd: jobs that were in the state at some
+		// time between the start and end times.
+		from, to := stateSpan(j)
+		return !from.IsZero() && !from.After(q.end) && (to.IsZero() || !to.Before(q.start))
+	}
+	if len(q.ids) > 0 && !q.startSet {
 		return true
 	}
-	// Without -j, as sacct: jobs that were eligible, running or ending
-	// between the start and end times.
+	// As sacct: jobs that were eligible, running or ending between the
+	// start and end times.
 	if t, err := time.Parse(time.RFC3339, j.EndTime); err == nil && t.Before(q.start) {
 		return false
 	}
-	if t, err := time.Parse(time.RFC3339, j.SubmitTime); err == nil && !q.end.IsZero() && t.After(q.end) {
+	if t, err := time.Parse(time.RFC3339, j.SubmitTime); err == nil && t.After(q.end) {
 		return false
 	}
 	return true
+}
+
+// stateSpan is when the job was in its present state: pending from its
+// submission to its start, running from its start to its end, and in an
+// end state from its end on (zero to: still in it).
+func stateSpan(j api.Job) (from, to time.Time) {
+	at := func(s string) time.Time {
+		t, _ := time.Parse(time.RFC3339, s)
+		return t
+	}
+	switch j.State {
+	case "PENDING":
+		return at(j.SubmitTime), at(j.StartTime)
+	case "RUNNING", "REQUEUED":
+		return at(j.StartTime), at(j.EndTime)
+	}
+	if e := at(j.EndTime); !e.IsZero() {
+		return e, time.Time{}
+	}
+	return at(j.SubmitTime), time.Time{}
+}
+
+// sacctWindow is the start and end times sacct selects jobs between
+// when -S and -E leave them out, as Slurm's slurmdb_job_cond_def_start_end:
+// with -s, from now (from the epoch with -j) to the start; with -j alone,
+// from the epoch to now; else from today's midnight to now.
+func sacctWindow(q *sacctQuery, startSet, endSet bool, now time.Time) {
+	if !startSet {
+		switch {
+		case q.states != nil && len(q.ids) == 0:
+			q.start = now
+		case len(q.ids) > 0:
+			q.start = time.Unix(0, 0)
+		default:
+			q.start = time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
+		}
+	}
+	if !endSet {
+		q.end = now
+		if q.states != nil && (startSet || len(q.ids) == 0) {
+			q.end = q.start
+		}
+	}
+}
+
+// parseUnits reads --units: K, M, G, T or P (any case), as Slurm's
+// get_unit_type.
+func parseUnits(s string) (int, error) {
+	if len(s) > 0 {
+		if i := strings.IndexByte("KMGTP", byte(unicode.ToUpper(rune(s[0])))); i >= 0 {
+			return unitKilo + i, nil
+		}
+	}
+	return 0, slurmErrorf("Invalid unit type")
 }
 
 // Sacct is sacct over the jobs the cluster still holds: Shoal keeps
@@ -633,7 +692,8 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 	}
 	now := time.Now()
 	v := slurmView{now: now, loc: time.Local}
-	q := sacctQuery{start: time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.Local)}
+	var q sacctQuery
+	endSet := false
 	format := sacctDefaultFormat
 	layout := sacctLayout{header: true, delimiter: "|"}
 	jobsOnly := false
@@ -681,11 +741,19 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 		case "partition":
 			q.parts = append(q.parts, splitList(o.Value)...)
 		case "starttime":
-			if q.start, err = parseSacctTime(o.Value, now); err != nil {
-				return err
+			if q.start, err = slurm.ParseDate(o.Value, now); err != nil {
+				return fmt.Errorf("-S: %w", err)
 			}
+			q.startSet = true
 		case "endtime":
-			if q.end, err = parseSacctTime(o.Value, now); err != nil {
+			if q.end, err = slurm.ParseDate(o.Value, now); err != nil {
+				return fmt.Errorf("-E: %w", err)
+			}
+			endSet = true
+		case "accounts":
+			q.accounts = append(q.accounts, splitList(o.Value)...)
+		case "units":
+			if v.units, err = parseUnits(o.Value); err != nil {
 				return err
 			}
 		}
@@ -696,6 +764,10 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 		if id := currentIdentity(); id.UID != 0 {
 			q.users = []string{id.User}
 		}
+	}
+	sacctWindow(&q, q.startSet, endSet, now)
+	if q.start.After(q.end) {
+		return slurmErrorf("Start time (%s) requested is after end time (%s).", q.start.Format("2006-01-02T15:04:05"), q.end.Format("2006-01-02T15:04:05"))
 	}
 	cols, err := parseSacctFormat(format)
 	if err != nil {
