@@ -490,60 +490,19 @@ func parseSacctFormat(format string) ([]sacctCol, error) {
 	return cols, nil
 }
 
-// sacctLayout is how rows are printed: aligned columns, or delimited
-// with or without a delimiter after the last field.
-type sacctLayout struct {
-	parsable  bool
-	delimiter string
-	trailing  bool // --parsable: a delimiter after the last field too
-	header    bool
-}
-
-// sacctCell fits one value to its column as print_fields_str does: right-
-// aligned (left for a negative width), an overlong value cut with "+".
-func sacctCell(s string, width int) string {
-	w := width
-	if w < 0 {
-		w = -w
-	}
-	if len(s) > w {
-		s = s[:w-1] + "+"
-	}
-	return fitField(s, w, width > 0) + " "
-}
-
 func printSacct(w io.Writer, cols []sacctCol, rows []sacctRow, v slurmView, l sacctLayout) {
-	line := func(header bool, cell func(c sacctCol) string) {
-		var b strings.Builder
-		for i, c := range cols {
-			s := cell(c)
-			switch {
-			case !l.parsable && header:
-				// Headers are cut without the "+".
-				b.WriteString(fitField(s, max(c.width, -c.width), c.width > 0) + " ")
-			case !l.parsable:
-				b.WriteString(sacctCell(s, c.width))
-			case i < len(cols)-1 || l.trailing:
-				b.WriteString(s + l.delimiter)
-			default:
-				b.WriteString(s)
-			}
-		}
-		fmt.Fprintln(w, b.String())
+	fcols := make([]printCol, len(cols))
+	for i, c := range cols {
+		fcols[i] = printCol{c.field.name, c.width}
 	}
-	if l.header {
-		line(true, func(c sacctCol) string { return c.field.name })
-		if !l.parsable {
-			var b strings.Builder
-			for _, c := range cols {
-				b.WriteString(strings.Repeat("-", max(c.width, -c.width)) + " ")
-			}
-			fmt.Fprintln(w, b.String())
+	cells := make([][]string, len(rows))
+	for i, r := range rows {
+		cells[i] = make([]string, len(cols))
+		for k, c := range cols {
+			cells[i][k] = c.field.value(r, v)
 		}
 	}
-	for _, r := range rows {
-		line(false, func(c sacctCol) string { return c.field.value(r, v) })
-	}
+	printFields(w, fcols, cells, l)
 }
 
 // sacctRows lists a job and, unless jobsOnly, its batch step and steps.
