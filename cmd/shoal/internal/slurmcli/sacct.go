@@ -15,8 +15,9 @@ import (
 	"github.com/shoal-sched/shoal/slurm"
 )
 
-// sacctDefaultFormat is sacct's default field list. Shoal has no accounts
-// and no partitions yet: Account is empty and Partition is "shoal".
+// sacctDefaultFormat is sacct's default field list. Account is the job's
+// -A (empty without one); Partition is "shoal" on a cluster without
+// partitions.
 const sacctDefaultFormat = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"
 
 // sacctBriefFormat is sacct -b's.
@@ -43,7 +44,7 @@ var sacctOpts = []slurm.Option{
 	{Long: "long", Short: 'l', Arg: slurm.NoArg, Unsupported: "name the fields with --format (MaxRSS, AveRSS, TotalCPU, UserCPU, SystemCPU, ReqMem, AllocTRES, TRESUsageInTot are there)"},
 	{Long: "units", Arg: slurm.NeedArg},
 	{Long: "accounts", Short: 'A', Arg: slurm.NeedArg},
-	{Long: "qos", Short: 'q', Arg: slurm.NeedArg, Unsupported: "Shoal has no QOS"},
+	{Long: "qos", Short: 'q', Arg: slurm.NeedArg},
 	{Long: "nodelist", Short: 'N', Arg: slurm.NeedArg},
 	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
 	{Long: "json", Arg: slurm.NoArg, Unsupported: "use `shoal job N --json`"},
@@ -215,6 +216,12 @@ var sacctFields = []sacctField{
 		return jobPartition(r.job)
 	}},
 	{"Account", 10, func(r sacctRow, _ slurmView) string { return r.job.Account }},
+	{"QOS", 10, func(r sacctRow, _ slurmView) string {
+		if r.step != nil || r.batch {
+			return ""
+		}
+		return r.job.QoS
+	}},
 	{"User", 9, func(r sacctRow, _ slurmView) string {
 		if r.step != nil || r.batch {
 			return ""
@@ -528,6 +535,7 @@ type sacctQuery struct {
 	ids      []jobSel
 	users    []string
 	accounts []string // -A: only these accounts
+	qos      []string // -q: only these QoS levels
 	allUsers bool
 	states   map[string]bool
 	names    []string
@@ -556,6 +564,9 @@ func (q sacctQuery) match(j api.Job) bool {
 		return false
 	}
 	if len(q.accounts) > 0 && !slices.Contains(q.accounts, j.Account) {
+		return false
+	}
+	if len(q.qos) > 0 && !slices.Contains(q.qos, j.QoS) {
 		return false
 	}
 	if q.states != nil {
@@ -711,6 +722,8 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 			endSet = true
 		case "accounts":
 			q.accounts = append(q.accounts, splitList(o.Value)...)
+		case "qos":
+			q.qos = append(q.qos, splitList(o.Value)...)
 		case "units":
 			if v.units, err = parseUnits(o.Value); err != nil {
 				return err

@@ -146,6 +146,7 @@ func TestSacctUsage(t *testing.T) {
 func TestSacctSelect(t *testing.T) {
 	jobs := testJobs() // 1 running, 2 pending, 3 and 4 ended around 01:00
 	jobs[2].Account, jobs[3].Account = "physics", "bio"
+	jobs[3].QoS = "high"
 	now := testView.now // 2026-11-22T02:10Z
 	at := func(s string) time.Time {
 		d, err := time.Parse(time.RFC3339, s)
@@ -163,6 +164,7 @@ func TestSacctSelect(t *testing.T) {
 		{"today", sacctQuery{}, false, false, []uint64{1, 2, 3, 4}},
 		{"-A physics", sacctQuery{accounts: []string{"physics"}}, false, false, []uint64{3}},
 		{"-A physics,bio", sacctQuery{accounts: []string{"physics", "bio"}}, false, false, []uint64{3, 4}},
+		{"-q high", sacctQuery{qos: []string{"high"}}, false, false, []uint64{4}},
 		{"-S 01:02", sacctQuery{start: at("2026-11-22T01:02:00Z")}, true, false, []uint64{1, 2, 3}},
 		{"-S 00:00 -E 00:59:30", sacctQuery{start: at("2026-11-22T00:00:00Z"), end: at("2026-11-22T00:59:30Z")}, true, true, []uint64{4}},
 		// -s alone: jobs in the state now.
