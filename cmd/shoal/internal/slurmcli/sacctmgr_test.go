@@ -115,3 +115,36 @@ func TestSacctmgrDefaultFormats(t *testing.T) {
 		t.Error("format=User,Nonsense: no error")
 	}
 }
+
+// FuzzAccountingFormats: the format and query parsers of sacctmgr,
+// sshare and sprio take any input without panicking, and what they
+// accept prints.
+func FuzzAccountingFormats(f *testing.F) {
+	for _, s := range []string{mgrAssocFormat, "U%-8,DefaultA%20", "acc,u%-6,fairs", "%.15i %9r %.10Y", "%i|%u|%F|%.3q", "User%0", "where user=a,b"} {
+		f.Add(s)
+	}
+	m := testMgrPolicy()
+	f.Fuzz(func(t *testing.T, s string) {
+		var b bytes.Buffer
+		if cols, err := parseMgrFormat(s); err == nil {
+			for _, c := range cols {
+				if c.width > 1<<12 || c.width < -(1<<12) {
+					return // a huge width prints, slowly
+				}
+			}
+			printMgr(&b, cols, mgrUsers(m), sacctLayout{header: true})
+		}
+		if cols, err := parseSshareFormat(s); err == nil {
+			for _, c := range cols {
+				if c.width > 1<<12 || c.width < -(1<<12) {
+					return
+				}
+			}
+			printSshare(&b, cols, sshareRows(nil, sshareQuery{all: true}), sacctLayout{header: true})
+		}
+		if cols, err := parseSprioFormat(s); err == nil {
+			printSprio(&b, cols, nil, cluster.Weights{}, true, true)
+		}
+		_, _ = parseMgrQuery(append([]string{"list", "assoc"}, strings.Fields(s)...))
+	})
+}
