@@ -360,7 +360,14 @@ func parseMgrQuery(args []string) (mgrQuery, error) {
 			continue
 		}
 		k, v, ok := strings.Cut(a, "=")
-		if !ok {
+		switch {
+		case !ok && strings.HasPrefix(strings.ToLower(a), "withassoc"):
+			return mgrQuery{}, fmt.Errorf("sacctmgr %s: not supported by Shoal yet: use sacctmgr show association", a)
+		case !ok && ent != "association":
+			// A bare word is a name, as "sacctmgr show user alice".
+			q.conds["name"] = append(q.conds["name"], splitList(a)...)
+			continue
+		case !ok:
 			return mgrQuery{}, slurmErrorf("Unknown condition: %s", a)
 		}
 		if strings.EqualFold(k, "format") || strings.EqualFold(k, "formats") {

@@ -66,6 +66,8 @@ func TestSacctmgrList(t *testing.T) {
 			"low|0|00:01:00||cluster|1.000000|\n"},
 		{"qos name", []string{"list", "qos", "name=low", "format=name"}, sacctLayout{}, "" +
 			"       low \n"},
+		{"user by bare name", []string{"show", "user", "bob", "format=user,defaultaccount"}, sacctLayout{parsable: true, delimiter: "|"}, "" +
+			"bob|physics\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q, err := parseMgrQuery(tc.args)
@@ -106,7 +108,7 @@ func TestSacctmgrDefaultFormats(t *testing.T) {
 			t.Errorf("format %s: headers %s; want %s", tc.format, strings.Join(got, ","), tc.headers)
 		}
 	}
-	for _, bad := range [][]string{{"add", "user", "x"}, {"list"}, {"list", "cluster"}, {"list", "user", "bogus=1"}, {"list", "qos", "user=x"}} {
+	for _, bad := range [][]string{{"add", "user", "x"}, {"list"}, {"list", "cluster"}, {"list", "user", "bogus=1"}, {"list", "qos", "user=x"}, {"list", "assoc", "alice"}, {"show", "user", "withassoc"}} {
 		if _, err := parseMgrQuery(bad); err == nil {
 			t.Errorf("sacctmgr %s: no error", strings.Join(bad, " "))
 		}
