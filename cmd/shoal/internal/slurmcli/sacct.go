@@ -619,8 +619,8 @@ func stateSpan(j api.Job) (from, to time.Time) {
 // when -S and -E leave them out, as Slurm's slurmdb_job_cond_def_start_end:
 // with -s, from now (from the epoch with -j) to the start; with -j alone,
 // from the epoch to now; else from today's midnight to now.
-func sacctWindow(q *sacctQuery, startSet, endSet bool, now time.Time) {
-	if !startSet {
+func sacctWindow(q *sacctQuery, endSet bool, now time.Time) {
+	if !q.startSet {
 		switch {
 		case q.states != nil && len(q.ids) == 0:
 			q.start = now
@@ -632,7 +632,7 @@ func sacctWindow(q *sacctQuery, startSet, endSet bool, now time.Time) {
 	}
 	if !endSet {
 		q.end = now
-		if q.states != nil && (startSet || len(q.ids) == 0) {
+		if q.states != nil && (q.startSet || len(q.ids) == 0) {
 			q.end = q.start
 		}
 	}
@@ -737,7 +737,7 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 			q.users = []string{id.User}
 		}
 	}
-	sacctWindow(&q, q.startSet, endSet, now)
+	sacctWindow(&q, endSet, now)
 	if q.start.After(q.end) {
 		return slurmErrorf("Start time (%s) requested is after end time (%s).", q.start.Format("2006-01-02T15:04:05"), q.end.Format("2006-01-02T15:04:05"))
 	}

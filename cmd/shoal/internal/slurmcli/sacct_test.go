@@ -182,7 +182,7 @@ func TestSacctSelect(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			q := tc.q
 			q.startSet = tc.startSet
-			sacctWindow(&q, tc.startSet, tc.endSet, now)
+			sacctWindow(&q, tc.endSet, now)
 			var got []uint64
 			for _, j := range jobs {
 				if q.match(j) {
