@@ -14,59 +14,71 @@ import (
 )
 
 // sshare prints the fair-share tree the leader's priority computation
-// uses (GET /v1/fairshare). Its fields, widths and formats are Slurm
-// 22.05's src/sshare/process.c (the peer has no slurmdbd, where sshare
-// has nothing to show, so no golden). Shoal's fair-share is Slurm's
-// classic one, F = 2^(-U/S), not Fair Tree: the defaults are the classic
-// lists (no LevelFS) and every row has its FairShare. Usage is in
-// GPU-seconds, decayed with the policy's half_life.
+// uses (GET /v1/fairshare). Its fields and widths are Slurm 22.05's
+// src/sshare/process.c; the peer (no slurmdbd) prints the headers only,
+// which testdata/sshare holds (golden.sh) and a test compares. Shoal's
+// fair-share is Slurm's classic one, F = 2^(-U/S), not Fair Tree: every
+// row has its FairShare (Fair Tree leaves the accounts' blank), and
+// LevelFS, which Shoal does not use, is shown as Fair Tree defines it.
+// Usage is in GPU-seconds, decayed with the policy's half_life.
 
 // sshareField is one sshare -o field (process.c's fields[]: any prefix
 // of its name, in this order, picks it).
 type sshareField struct {
 	name  string
 	width int
-	value func(a api.ShareAssoc, root bool, depth int) string
+	value func(r sshareRow) string
 }
 
-func sshareFloat(x float64) string { return strconv.FormatFloat(x, 'f', 6, 64) }
+// sshareFloat is print_fields_double's "%f" ("inf" for an infinity).
+func sshareFloat(x float64) string {
+	if math.IsInf(x, 1) {
+		return "inf"
+	}
+	return strconv.FormatFloat(x, 'f', 6, 64)
+}
 
 var sshareFields = []sshareField{
-	{"Account", -20, func(a api.ShareAssoc, root bool, depth int) string {
-		return strings.Repeat(" ", depth) + a.Account
-	}},
-	{"Cluster", 10, func(api.ShareAssoc, bool, int) string { return "" }},
-	{"EffectvUsage", 13, func(a api.ShareAssoc, _ bool, _ int) string { return sshareFloat(a.EffectvUsage) }},
-	{"FairShare", 10, func(a api.ShareAssoc, root bool, _ int) string {
-		if root {
+	{"Account", -20, func(r sshareRow) string { return strings.Repeat(" ", r.depth) + r.assoc.Account }},
+	{"Cluster", 10, func(sshareRow) string { return "" }},
+	{"EffectvUsage", 13, func(r sshareRow) string { return sshareFloat(r.assoc.EffectvUsage) }},
+	{"FairShare", 10, func(r sshareRow) string {
+		if r.root {
 			return ""
 		}
-		return sshareFloat(a.FairShare)
+		return sshareFloat(r.assoc.FairShare)
 	}},
-	{"GrpTRESMins", 30, func(api.ShareAssoc, bool, int) string { return "" }},
-	{"GrpTRESRaw", 30, func(api.ShareAssoc, bool, int) string { return "" }},
-	{"ID", 6, func(api.ShareAssoc, bool, int) string { return "" }},
-	{"LevelFS", 10, func(api.ShareAssoc, bool, int) string { return "" }},
-	{"NormShares", 11, func(a api.ShareAssoc, _ bool, _ int) string { return sshareFloat(a.NormShares) }},
-	{"NormUsage", 11, func(a api.ShareAssoc, _ bool, _ int) string { return sshareFloat(a.EffectvUsage) }},
-	{"Partition", 12, func(api.ShareAssoc, bool, int) string { return "" }},
-	{"RawShares", 10, func(a api.ShareAssoc, root bool, _ int) string {
-		if root {
+	{"GrpTRESMins", 30, func(sshareRow) string { return "" }},
+	{"GrpTRESRaw", 30, func(sshareRow) string { return "" }},
+	{"ID", 6, func(sshareRow) string { return "" }},
+	{"LevelFS", 10, func(r sshareRow) string {
+		if r.root {
 			return ""
 		}
-		return strconv.FormatInt(a.RawShares, 10)
+		return sshareFloat(r.levelFS)
 	}},
-	{"RawUsage", 11, func(a api.ShareAssoc, _ bool, _ int) string {
-		return strconv.FormatUint(uint64(max(0, math.Floor(a.RawUsage))), 10)
+	{"NormShares", 11, func(r sshareRow) string { return sshareFloat(r.assoc.NormShares) }},
+	{"NormUsage", 11, func(r sshareRow) string { return sshareFloat(r.assoc.EffectvUsage) }},
+	{"Partition", 12, func(sshareRow) string { return "" }},
+	{"RawShares", 10, func(r sshareRow) string {
+		if r.root {
+			return ""
+		}
+		return strconv.FormatInt(r.assoc.RawShares, 10)
 	}},
-	{"TRESRunMins", 30, func(api.ShareAssoc, bool, int) string { return "" }},
-	{"User", 10, func(a api.ShareAssoc, _ bool, _ int) string { return a.User }},
+	{"RawUsage", 11, func(r sshareRow) string {
+		return strconv.FormatUint(uint64(max(0, math.Floor(r.assoc.RawUsage))), 10)
+	}},
+	{"TRESRunMins", 30, func(sshareRow) string { return "" }},
+	{"User", 10, func(r sshareRow) string { return r.assoc.User }},
 }
 
-// sshare's default formats (classic fair-share).
+// sshare's default formats, as Slurm 22.05 prints them under its default
+// PriorityFlags (Fair Tree: -l has LevelFS), so tools find the columns
+// where they look for them (testdata/sshare, from the peer).
 const (
 	sshareFormat     = "A,User,RawShares,NormShares,RawUsage,Eff,Fairshare"
-	sshareLongFormat = "A,User,RawShares,NormShares,RawUsage,NormUsage,Eff,Fairshare,GrpTRESMins,TRESRunMins"
+	sshareLongFormat = "A,User,RawShares,NormShares,RawUsage,NormUsage,Eff,Fairshare,LevelFS,GrpTRESMins,TRESRunMins"
 )
 
 type sshareCol struct {
@@ -114,11 +126,22 @@ type sshareQuery struct {
 }
 
 // sshareRow is one printed association: root's (the cluster's totals)
-// or one of the tree's, with its depth below root.
+// or one of the tree's, with its depth below root and its LevelFS: its
+// share of its parent's shares over its share of its parent's usage
+// (Fair Tree's level fair-share; +Inf without usage).
 type sshareRow struct {
-	assoc api.ShareAssoc
-	root  bool
-	depth int
+	assoc   api.ShareAssoc
+	root    bool
+	depth   int
+	levelFS float64
+}
+
+// levelFS is share/usage, +Inf where usage is 0.
+func levelFS(share, usage float64) float64 {
+	if usage <= 0 {
+		return math.Inf(1)
+	}
+	return share / usage
 }
 
 // sshareRows lays the tree out as sshare: root (all usage, all shares)
@@ -140,20 +163,30 @@ func sshareRows(tree []api.ShareAssoc, q sshareQuery) []sshareRow {
 		}
 		rows = append(rows, sshareRow{assoc: api.ShareAssoc{Account: "root", NormShares: 1, RawUsage: total, EffectvUsage: eff}, root: true})
 	}
+	accounts := map[string]api.ShareAssoc{}
+	for _, a := range tree {
+		if a.User == "" {
+			accounts[a.Account] = a
+		}
+	}
 	for _, a := range tree {
 		if len(q.accounts) > 0 && !slices.Contains(q.accounts, a.Account) {
 			continue
 		}
 		if a.User == "" {
 			if !q.usersOnly {
-				rows = append(rows, sshareRow{assoc: a, depth: 1})
+				rows = append(rows, sshareRow{assoc: a, depth: 1, levelFS: levelFS(a.NormShares, a.EffectvUsage)})
 			}
 			continue
 		}
 		if !q.all && !slices.Contains(q.users, a.User) {
 			continue
 		}
-		rows = append(rows, sshareRow{assoc: a, depth: 2})
+		r := sshareRow{assoc: a, depth: 2, levelFS: math.Inf(1)}
+		if p := accounts[a.Account]; p.NormShares > 0 && p.RawUsage > 0 {
+			r.levelFS = levelFS(a.NormShares/p.NormShares, a.RawUsage/p.RawUsage)
+		}
+		rows = append(rows, r)
 	}
 	return rows
 }
@@ -167,7 +200,7 @@ func printSshare(w io.Writer, cols []sshareCol, rows []sshareRow, l sacctLayout)
 	for i, r := range rows {
 		cells[i] = make([]string, len(cols))
 		for k, c := range cols {
-			cells[i][k] = c.field.value(r.assoc, r.root, r.depth)
+			cells[i][k] = c.field.value(r)
 		}
 	}
 	printFields(w, pcols, cells, l)
@@ -191,16 +224,10 @@ var sshareOpts = []slurm.Option{
 	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
 }
 
-// Sshare is sshare: the fair-share tree, -a, -A, -u, -U, -l, -o, -n, -P,
-// -p.
-func Sshare(ctx context.Context, connect Connect, args []string, stdout, stderr io.Writer) error {
-	vals, rest, err := cliArgs("sshare", sshareOpts, args, stderr)
-	if err != nil {
-		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected argument %q", rest[0])
-	}
+// sshareOptions turns sshare's options into the format, the layout and
+// the query (users empty without -a or -u: the caller's, for Sshare to
+// fill in).
+func sshareOptions(vals []slurm.OptValue) (string, sacctLayout, sshareQuery) {
 	format := sshareFormat
 	long := false
 	var formats []string
@@ -240,7 +267,22 @@ func Sshare(ctx context.Context, connect Connect, args []string, stdout, stderr 
 	}
 	if q.all {
 		q.users = nil
-	} else if len(q.users) == 0 {
+	}
+	return format, layout, q
+}
+
+// Sshare is sshare: the fair-share tree, -a, -A, -u, -U, -l, -o, -n, -P,
+// -p.
+func Sshare(ctx context.Context, connect Connect, args []string, stdout, stderr io.Writer) error {
+	vals, rest, err := cliArgs("sshare", sshareOpts, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected argument %q", rest[0])
+	}
+	format, layout, q := sshareOptions(vals)
+	if !q.all && len(q.users) == 0 {
 		// As sshare: the caller's own associations.
 		q.users = []string{currentIdentity().User}
 	}

@@ -2,6 +2,10 @@ package slurmcli
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/shoal-sched/shoal/api"
@@ -41,9 +45,12 @@ func TestSshare(t *testing.T) {
 			" physics||60|0.600000|100|0.250000|0.749154\n" +
 			"  physics|alice|2|0.400000|100|0.250000|0.648420\n" +
 			"  physics|bob|1|0.200000|0|0.000000|1.000000\n"},
-		{"-A physics -u bob -l -n -p", sshareLongFormat, sshareQuery{users: []string{"bob"}, accounts: []string{"physics"}}, sacctLayout{parsable: true, delimiter: "|", trailing: true}, "" +
-			" physics||60|0.600000|100|0.250000|0.250000|0.749154|||\n" +
-			"  physics|bob|1|0.200000|0|0.000000|0.000000|1.000000|||\n"},
+		// LevelFS: physics has 0.6 of the shares and 0.25 of the usage;
+		// alice 2/3 of physics' shares and all its usage; bob no usage.
+		{"-A physics -u alice,bob -l -n -p", sshareLongFormat, sshareQuery{users: []string{"alice", "bob"}, accounts: []string{"physics"}}, sacctLayout{parsable: true, delimiter: "|", trailing: true}, "" +
+			" physics||60|0.600000|100|0.250000|0.250000|0.749154|2.400000|||\n" +
+			"  physics|alice|2|0.400000|100|0.250000|0.250000|0.648420|0.666667|||\n" +
+			"  physics|bob|1|0.200000|0|0.000000|0.000000|1.000000|inf|||\n"},
 		{"-U -a -o", "acc,u%-6,fairs", sshareQuery{all: true, usersOnly: true}, sacctLayout{}, "" +
 			"  bio                carol    0.272627 \n" +
 			"  physics            alice    0.648420 \n" +
@@ -65,5 +72,44 @@ func TestSshare(t *testing.T) {
 		if _, err := parseSshareFormat(bad); err == nil {
 			t.Errorf("-o %q: no error", bad)
 		}
+	}
+}
+
+// TestSshareGolden: sshare's headers, widths and delimiters for each
+// option set of testdata/sshare/cases.txt match what Debian's Slurm 22.05
+// printed (golden.sh, run against the peer, which has no associations to
+// list: the outputs are the header lines).
+func TestSshareGolden(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "sshare", "cases.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		want, err := os.ReadFile(filepath.Join("testdata", "sshare", fmt.Sprintf("%02d.out", n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		vals, _, err := parseCLI("sshare", sshareOpts, strings.Fields(line))
+		if err != nil {
+			t.Fatalf("sshare %s: %v", line, err)
+		}
+		format, layout, _ := sshareOptions(vals)
+		cols, err := parseSshareFormat(format)
+		if err != nil {
+			t.Fatalf("sshare %s: %v", line, err)
+		}
+		var b bytes.Buffer
+		printSshare(&b, cols, nil, layout)
+		if b.String() != string(want) {
+			t.Errorf("sshare %s:\n%q\nSlurm's:\n%q", line, b.String(), want)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no cases in testdata/sshare/cases.txt")
 	}
 }
