@@ -77,3 +77,27 @@ func (c *Client) SetPolicy(ctx context.Context, p cluster.PolicyFile) error {
 	_, err := c.Do(ctx, http.MethodPost, "/v1/policy", p, nil)
 	return err
 }
+
+// ShareAssoc is one association of the fair-share tree as sshare shows
+// it (GET /v1/fairshare): an account (User empty) or a user in it.
+type ShareAssoc struct {
+	Account string `json:"account"`
+	User    string `json:"user,omitempty"`
+	// RawShares are the policy's shares (1 where it lists none);
+	// NormShares the share of the cluster.
+	RawShares  int64   `json:"raw_shares"`
+	NormShares float64 `json:"norm_shares"`
+	// RawUsage is the decayed usage in GPU-seconds; EffectvUsage that
+	// over everyone's.
+	RawUsage     float64 `json:"raw_usage"`
+	EffectvUsage float64 `json:"effective_usage"`
+	// FairShare is the fair-share factor the association's jobs get.
+	FairShare float64 `json:"fair_share"`
+}
+
+// FairShare returns the fair-share tree, each account before its users.
+func (c *Client) FairShare(ctx context.Context) ([]ShareAssoc, error) {
+	var out []ShareAssoc
+	_, err := c.Do(ctx, http.MethodGet, "/v1/fairshare", nil, &out)
+	return out, err
+}

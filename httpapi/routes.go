@@ -13,7 +13,7 @@ import (
 type Handlers struct {
 	Submit, Job, Cancel, Hold, Release, Requeue, SetPriority http.HandlerFunc
 	Logs, StartStep, CancelStep, Signal                      http.HandlerFunc
-	Priority, Policy, SetPolicy                              http.HandlerFunc
+	Priority, FairShare, Policy, SetPolicy                   http.HandlerFunc
 	CreateJoinToken, CreateUserToken, RevokeUserToken        http.HandlerFunc
 	Keyring, ChangeKeyring, Join, Revoke                     http.HandlerFunc
 	Renew, ClusterCA                                         http.HandlerFunc
@@ -47,6 +47,7 @@ func (s *Server) Routes(h Handlers) http.Handler {
 	mux.HandleFunc("GET /v1/leader", s.HandleLeader)
 	mux.HandleFunc("GET /v1/status", s.HandleStatus)
 	mux.HandleFunc("GET /v1/priority", h.Priority)
+	mux.HandleFunc("GET /v1/fairshare", h.FairShare)
 	mux.HandleFunc("GET /v1/policy", h.Policy)
 	mux.HandleFunc("POST /v1/policy", h.SetPolicy)
 	mux.HandleFunc("POST /v1/join-tokens", h.CreateJoinToken)

@@ -146,3 +146,10 @@ func ClusterGPUs(v *fsm.View) int {
 	}
 	return n
 }
+
+// FairShare is the fair-share tree at now (sshare), from the jobs and
+// policy Priorities uses, so it shows the factors that order the queue.
+func FairShare(v *fsm.View, now time.Time) []placement.ShareAssoc {
+	jobs := append(slices.Clone(v.Archived()), v.Jobs()...)
+	return placement.FairShareTree(QueuePolicy(v), jobs, now)
+}

@@ -131,3 +131,18 @@ func (a *Agent) handlePriority(w http.ResponseWriter, r *http.Request) {
 	}
 	httpapi.WriteJSON(w, http.StatusOK, v.Index, out)
 }
+
+// handleFairShare answers GET /v1/fairshare: the fair-share tree (sshare),
+// computed from this agent's replica with the leader's function.
+func (a *Agent) handleFairShare(w http.ResponseWriter, r *http.Request) {
+	v, err := a.readView(r.Context())
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	out := []api.ShareAssoc{}
+	for _, s := range leader.FairShare(v, time.Now()) {
+		out = append(out, api.ShareAssoc(s))
+	}
+	httpapi.WriteJSON(w, http.StatusOK, v.Index, out)
+}

@@ -165,6 +165,8 @@ func findQoS(levels []cluster.QoSLevel, name string) (int, bool) {
 type shareTable struct {
 	// accounts maps account name to user name to association.
 	accounts map[string]map[string]*association
+	// total is everyone's usage; sumAccounts the accounts' shares.
+	total, sumAccounts float64
 }
 
 type association struct {
@@ -176,6 +178,15 @@ type association struct {
 // fairShares computes every association's usage, share and factor.
 func fairShares(p *cluster.Policy, jobs []*cluster.Job, now time.Time) shareTable {
 	t := shareTable{accounts: make(map[string]map[string]*association)}
+	// Every association the policy lists, with or without jobs (sshare
+	// shows them; the sums below count them either way).
+	for _, a := range p.Accounts {
+		users := make(map[string]*association, len(a.Users))
+		for _, u := range a.Users {
+			users[u.Name] = &association{}
+		}
+		t.accounts[a.Name] = users
+	}
 	var total float64
 	for _, j := range jobs {
 		if j == nil {
@@ -251,6 +262,7 @@ func fairShares(p *cluster.Policy, jobs []*cluster.Job, now time.Time) shareTabl
 			as.factor = shareFactor(as.usage, total, as.share)
 		}
 	}
+	t.total, t.sumAccounts = total, sumAccounts
 	return t
 }
 

@@ -9,6 +9,8 @@ const (
 	Sinfo    Command = "sinfo"
 	Sacct    Command = "sacct"
 	Sprio    Command = "sprio"
+	Sacctmgr Command = "sacctmgr"
+	Sshare   Command = "sshare"
 )
 
 // Commands are the Slurm commands the shoal binary answers to when run
@@ -16,4 +18,4 @@ const (
 // of them, `shoal slurm NAME` takes them, and the agent puts them on
 // every batch script's and step's PATH, so a script's squeue, scancel or
 // sacct reaches the cluster that runs it.
-var Commands = []Command{Sbatch, Srun, Salloc, Scontrol, Squeue, Scancel, Sinfo, Sacct, Sprio}
+var Commands = []Command{Sbatch, Srun, Salloc, Scontrol, Squeue, Scancel, Sinfo, Sacct, Sprio, Sacctmgr, Sshare}

@@ -106,3 +106,70 @@ func TestFormatCPUTime(t *testing.T) {
 		}
 	}
 }
+
+func TestParseDate(t *testing.T) {
+	loc := time.FixedZone("X", 3600)
+	now := time.Date(2026, 11, 25, 13, 45, 10, 0, loc)
+	at := func(y int, m time.Month, d, h, mi, s int) time.Time { return time.Date(y, m, d, h, mi, s, 0, loc) }
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+	}{
+		{"now", now},
+		{"NOW", now},
+		{"now-3600", now.Add(-time.Hour)},
+		{"now+2hours", now.Add(2 * time.Hour)},
+		{"now-1days", now.Add(-24 * time.Hour)},
+		{"now-2weeks", now.Add(-14 * 24 * time.Hour)},
+		{"now-30minutes", now.Add(-30 * time.Minute)},
+		{"today", at(2026, 11, 25, 0, 0, 0)},
+		{"midnight", at(2026, 11, 25, 0, 0, 0)},
+		{"noon", at(2026, 11, 25, 12, 0, 0)},
+		{"fika", at(2026, 11, 25, 15, 0, 0)},
+		{"teatime", at(2026, 11, 25, 16, 0, 0)},
+		{"tomorrow", at(2026, 11, 26, 0, 0, 0)},
+		{"08:30", at(2026, 11, 25, 8, 30, 0)},
+		{"23:59:58", at(2026, 11, 25, 23, 59, 58)},
+		{"8:30pm", at(2026, 11, 25, 20, 30, 0)},
+		{"12:05AM", at(2026, 11, 25, 0, 5, 0)},
+		{"2026-01-02", at(2026, 1, 2, 0, 0, 0)},
+		{"2026-01-02T03:04", at(2026, 1, 2, 3, 4, 0)},
+		{"2026-01-02T03:04:05", at(2026, 1, 2, 3, 4, 5)},
+		{"0102", at(2026, 1, 2, 0, 0, 0)},
+		{"010225", at(2025, 1, 2, 0, 0, 0)},
+		{"01/02", at(2026, 1, 2, 0, 0, 0)},
+		{"01/02/25", at(2025, 1, 2, 0, 0, 0)},
+		{"1/2/2025", at(2025, 1, 2, 0, 0, 0)},
+		{"01.02.25", at(2025, 1, 2, 0, 0, 0)},
+		{"01/02-10:11", at(2026, 1, 2, 10, 11, 0)},
+		{"0102-10:11:12", at(2026, 1, 2, 10, 11, 12)},
+	} {
+		got, err := ParseDate(tc.in, now)
+		if err != nil || !got.Equal(tc.want) {
+			t.Errorf("ParseDate(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+	for _, in := range []string{"", "yesterday", "now+", "now*3", "now+3fortnights", "25:00", "13:00pm",
+		"2026-13-01", "2026-02-30", "13/01", "01/32", "2026-01-02T25:00", "1:2:3:4", "12345", "01/02/3",
+		"now+99999999999weeks"} {
+		if got, err := ParseDate(in, now); err == nil {
+			t.Errorf("ParseDate(%q) = %v; want an error", in, got)
+		}
+	}
+}
+
+func FuzzParseDate(f *testing.F) {
+	for _, s := range []string{"now-3hours", "2026-01-02T03:04:05", "01/02/25-10:11", "8:30pm", "0102", "teatime"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 11, 25, 13, 45, 10, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := ParseDate(s, now)
+		if err != nil && !strings.Contains(err.Error(), "want HH:MM") {
+			t.Fatalf("ParseDate(%q): error %q does not list the forms", s, err)
+		}
+		if err == nil && got.IsZero() {
+			t.Fatalf("ParseDate(%q) = zero time without an error", s)
+		}
+	})
+}

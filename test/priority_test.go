@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -92,8 +93,22 @@ func TestFairShareOrdersTheQueue(t *testing.T) {
 	shims := t.TempDir()
 	mustShoal(t, a, "install-shims", shims)
 	r := runEnv(t, []string{"SHOAL_DATA_DIR=" + a.DataDir}, filepath.Join(shims, "sprio"), "-h", "-n", "-j", fmt.Sprint(light))
-	if f := strings.Fields(r.stdout); r.code != 0 || len(f) != 8 || f[0] != fmt.Sprint(light) || f[1] != "light" || f[4] != "1.0000000" {
+	// Slurm's -n columns: JOBID PARTITION PRIORITY AGE FAIRSHARE (the
+	// factors whose weight is not zero).
+	if f := strings.Fields(r.stdout); r.code != 0 || len(f) != 5 || f[0] != fmt.Sprint(light) || f[1] != "shoal" || f[4] != "1.0000000" {
 		t.Errorf("sprio -h -n -j %d: exit %d %q %q; want one row: light's job, fair-share 1.0000000", light, r.code, r.stdout, r.stderr)
+	}
+	r = runEnv(t, []string{"SHOAL_DATA_DIR=" + a.DataDir}, filepath.Join(shims, "sprio"), "-w")
+	if want := "" +
+		"          JOBID PARTITION   PRIORITY       SITE        AGE  FAIRSHARE\n" +
+		"        Weights                               1         10     100000\n"; r.code != 0 || r.stdout != want {
+		t.Errorf("sprio -w: exit %d %q %q; want\n%s", r.code, r.stdout, r.stderr, want)
+	}
+	r = runEnv(t, []string{"SHOAL_DATA_DIR=" + a.DataDir}, filepath.Join(shims, "sprio"), "-u", "heavy", "-o", "%i|%u|%F")
+	// heavy's fair-share falls while its first job runs: the row's shape
+	// is checked, not the value.
+	if want := regexp.MustCompile(fmt.Sprintf(`^JOBID\|USER\|FAIRSHARE\n%d\|heavy\|[0-9]+\n$`, heavy)); r.code != 0 || !want.MatchString(r.stdout) {
+		t.Errorf("sprio -u heavy -o: exit %d %q %q; want %s", r.code, r.stdout, r.stderr, want)
 	}
 
 	jl, jh := waitJob(t, a, light, time.Minute), waitJob(t, a, heavy, time.Minute)

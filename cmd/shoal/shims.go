@@ -80,6 +80,14 @@ func runShim(ctx context.Context, g *globalFlags, name string, args []string) in
 		if err = slurmcli.Sprio(ctx, g.client, args, os.Stdout, os.Stderr); err != nil {
 			code = 1
 		}
+	case "sacctmgr":
+		if err = slurmcli.Sacctmgr(ctx, g.client, args, os.Stdout, os.Stderr); err != nil {
+			code = 1
+		}
+	case "sshare":
+		if err = slurmcli.Sshare(ctx, g.client, args, os.Stdout, os.Stderr); err != nil {
+			code = 1
+		}
 	default:
 		err, code = fmt.Errorf("unknown command %q", name), 1
 	}

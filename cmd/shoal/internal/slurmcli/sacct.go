@@ -8,14 +8,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
-// sacctDefaultFormat is sacct's default field list. Shoal has no accounts
-// and no partitions yet: Account is empty and Partition is "shoal".
+// sacctDefaultFormat is sacct's default field list. Account is the job's
+// -A (empty without one); Partition is "shoal" on a cluster without
+// partitions.
 const sacctDefaultFormat = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"
 
 // sacctBriefFormat is sacct -b's.
@@ -40,9 +42,9 @@ var sacctOpts = []slurm.Option{
 	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
 	{Long: "duplicates", Short: 'D', Arg: slurm.NoArg, Unsupported: "Shoal keeps one record per job, of its latest run"},
 	{Long: "long", Short: 'l', Arg: slurm.NoArg, Unsupported: "name the fields with --format (MaxRSS, AveRSS, TotalCPU, UserCPU, SystemCPU, ReqMem, AllocTRES, TRESUsageInTot are there)"},
-	{Long: "units", Arg: slurm.NeedArg, Unsupported: "sizes are printed as sacct prints them without --units"},
-	{Long: "accounts", Short: 'A', Arg: slurm.NeedArg, Unsupported: "Shoal has no accounts"},
-	{Long: "qos", Short: 'q', Arg: slurm.NeedArg, Unsupported: "Shoal has no QOS"},
+	{Long: "units", Arg: slurm.NeedArg},
+	{Long: "accounts", Short: 'A', Arg: slurm.NeedArg},
+	{Long: "qos", Short: 'q', Arg: slurm.NeedArg},
 	{Long: "nodelist", Short: 'N', Arg: slurm.NeedArg},
 	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
 	{Long: "json", Arg: slurm.NoArg, Unsupported: "use `shoal job N --json`"},
@@ -214,6 +216,12 @@ var sacctFields = []sacctField{
 		return jobPartition(r.job)
 	}},
 	{"Account", 10, func(r sacctRow, _ slurmView) string { return r.job.Account }},
+	{"QOS", 10, func(r sacctRow, _ slurmView) string {
+		if r.step != nil || r.batch {
+			return ""
+		}
+		return r.job.QoS
+	}},
 	{"User", 9, func(r sacctRow, _ slurmView) string {
 		if r.step != nil || r.batch {
 			return ""
@@ -272,20 +280,20 @@ var sacctFields = []sacctField{
 			tres += fmt.Sprintf(",gres/gpu=%d", gpus)
 		}
 		if mem := r.memMiB() * uint64(nodes); mem > 0 {
-			tres += ",mem=" + sacctUnits(mem, unitMega)
+			tres += ",mem=" + sacctUnits(mem, unitMega, unitNone)
 		}
 		return tres + fmt.Sprintf(",node=%d", nodes)
 	}},
-	{"ReqMem", 10, func(r sacctRow, _ slurmView) string { return sacctUnits(r.memMiB(), unitMega) }},
-	{"MaxRSS", 10, func(r sacctRow, _ slurmView) string {
+	{"ReqMem", 10, func(r sacctRow, v slurmView) string { return sacctUnits(r.memMiB(), unitMega, v.units) }},
+	{"MaxRSS", 10, func(r sacctRow, v slurmView) string {
 		if u, ok := r.usage(); ok && u.rss {
-			return sacctUnits(u.MaxRSS>>10, unitKilo)
+			return sacctUnits(u.MaxRSS>>10, unitKilo, v.units)
 		}
 		return ""
 	}},
-	{"AveRSS", 10, func(r sacctRow, _ slurmView) string {
+	{"AveRSS", 10, func(r sacctRow, v slurmView) string {
 		if u, ok := r.usage(); ok && u.rss {
-			return sacctUnits(u.AveRSS>>10, unitKilo)
+			return sacctUnits(u.AveRSS>>10, unitKilo, v.units)
 		}
 		return ""
 	}},
@@ -312,7 +320,7 @@ var sacctFields = []sacctField{
 		if !ok || !u.rss {
 			return ""
 		}
-		return "cpu=" + sacctElapsed(u.TotalCPU()) + ",mem=" + sacctUnits(u.sumRSS>>10, unitKilo)
+		return "cpu=" + sacctElapsed(u.TotalCPU()) + ",mem=" + sacctUnits(u.sumRSS>>10, unitKilo, unitNone)
 	}},
 	{"WorkDir", 20, func(r sacctRow, _ slurmView) string { return r.job.WorkDir }},
 	{"Reason", 22, func(r sacctRow, _ slurmView) string { return jobReason(r.job) }},
@@ -415,15 +423,28 @@ const (
 // printed whole or with two decimals and the unit's letter: MaxRSS
 // "66616K", ReqMem "4G". Memory usage goes in as KiB, as Slurm's
 // accounting keeps it.
-func sacctUnits(v uint64, unit int) string {
+//
+// spec, when not unitNone, is sacct --units': v is scaled to that unit
+// whatever precision it keeps ("0.50G").
+func sacctUnits(v uint64, unit, spec int) string {
 	if v == 0 {
 		return "0"
 	}
 	const letters = "\x00KMGTPE"
 	n := float64(v)
-	for n >= 1024 && uint64(n)%512 == 0 && unit < len(letters)-1 {
-		n /= 1024
-		unit++
+	switch {
+	case spec != unitNone:
+		for ; unit > spec; unit-- {
+			n *= 1024
+		}
+		for ; unit < spec; unit++ {
+			n /= 1024
+		}
+	default:
+		for n >= 1024 && uint64(n)%512 == 0 && unit < len(letters)-1 {
+			n /= 1024
+			unit++
+		}
 	}
 	suffix := ""
 	if unit > 0 {
@@ -476,60 +497,19 @@ func parseSacctFormat(format string) ([]sacctCol, error) {
 	return cols, nil
 }
 
-// sacctLayout is how rows are printed: aligned columns, or delimited
-// with or without a delimiter after the last field.
-type sacctLayout struct {
-	parsable  bool
-	delimiter string
-	trailing  bool // --parsable: a delimiter after the last field too
-	header    bool
-}
-
-// sacctCell fits one value to its column as print_fields_str does: right-
-// aligned (left for a negative width), an overlong value cut with "+".
-func sacctCell(s string, width int) string {
-	w := width
-	if w < 0 {
-		w = -w
-	}
-	if len(s) > w {
-		s = s[:w-1] + "+"
-	}
-	return fitField(s, w, width > 0) + " "
-}
-
 func printSacct(w io.Writer, cols []sacctCol, rows []sacctRow, v slurmView, l sacctLayout) {
-	line := func(header bool, cell func(c sacctCol) string) {
-		var b strings.Builder
-		for i, c := range cols {
-			s := cell(c)
-			switch {
-			case !l.parsable && header:
-				// Headers are cut without the "+".
-				b.WriteString(fitField(s, max(c.width, -c.width), c.width > 0) + " ")
-			case !l.parsable:
-				b.WriteString(sacctCell(s, c.width))
-			case i < len(cols)-1 || l.trailing:
-				b.WriteString(s + l.delimiter)
-			default:
-				b.WriteString(s)
-			}
-		}
-		fmt.Fprintln(w, b.String())
+	fcols := make([]printCol, len(cols))
+	for i, c := range cols {
+		fcols[i] = printCol{c.field.name, c.width}
 	}
-	if l.header {
-		line(true, func(c sacctCol) string { return c.field.name })
-		if !l.parsable {
-			var b strings.Builder
-			for _, c := range cols {
-				b.WriteString(strings.Repeat("-", max(c.width, -c.width)) + " ")
-			}
-			fmt.Fprintln(w, b.String())
+	cells := make([][]string, len(rows))
+	for i, r := range rows {
+		cells[i] = make([]string, len(cols))
+		for k, c := range cols {
+			cells[i][k] = c.field.value(r, v)
 		}
 	}
-	for _, r := range rows {
-		line(false, func(c sacctCol) string { return c.field.value(r, v) })
-	}
+	printFields(w, fcols, cells, l)
 }
 
 // sacctRows lists a job and, unless jobsOnly, its batch step and steps.
@@ -550,33 +530,12 @@ func sacctRows(jobs []api.Job, jobsOnly bool) []sacctRow {
 	return rows
 }
 
-// parseSacctTime parses -S/-E: YYYY-MM-DD[THH:MM[:SS]], HH:MM[:SS]
-// (today), "now", "today" or "midnight", in local time.
-func parseSacctTime(s string, now time.Time) (time.Time, error) {
-	midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
-	switch strings.ToLower(s) {
-	case "now":
-		return now, nil
-	case "today", "midnight":
-		return midnight, nil
-	}
-	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil {
-			return t, nil
-		}
-	}
-	for _, layout := range []string{"15:04:05", "15:04"} {
-		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil {
-			return midnight.Add(time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute + time.Duration(t.Second())*time.Second), nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("invalid time specification %q: want YYYY-MM-DD[THH:MM[:SS]], HH:MM[:SS], now or midnight", s)
-}
-
 // sacctQuery is what sacct was asked to show.
 type sacctQuery struct {
 	ids      []jobSel
 	users    []string
+	accounts []string // -A: only these accounts
+	qos      []string // -q: only these QoS levels
 	allUsers bool
 	states   map[string]bool
 	names    []string
@@ -584,6 +543,7 @@ type sacctQuery struct {
 	parts    []string // -r: only these partitions
 	start    time.Time
 	end      time.Time
+	startSet bool // -S given: -j jobs must fall in the window too
 }
 
 func (q sacctQuery) match(j api.Job) bool {
@@ -603,21 +563,90 @@ func (q sacctQuery) match(j api.Job) bool {
 	if len(q.names) > 0 && !slices.Contains(q.names, j.Name) {
 		return false
 	}
-	if q.states != nil && !q.states[j.State] {
+	if len(q.accounts) > 0 && !slices.Contains(q.accounts, j.Account) {
 		return false
 	}
-	if len(q.ids) > 0 {
+	if len(q.qos) > 0 && !slices.Contains(q.qos, j.QoS) {
+		return false
+	}
+	if q.states != nil {
+		if !q.states[j.State] {
+			return false
+		}
+		if len(q.ids) > 0 && !q.startSet {
+			return true
+		}
+		// With -s, as slurmdbd: jobs that were in the state at some
+		// time between the start and end times.
+		from, to := stateSpan(j)
+		return !from.IsZero() && !from.After(q.end) && (to.IsZero() || !to.Before(q.start))
+	}
+	if len(q.ids) > 0 && !q.startSet {
 		return true
 	}
-	// Without -j, as sacct: jobs that were eligible, running or ending
-	// between the start and end times.
+	// As sacct: jobs that were eligible, running or ending between the
+	// start and end times.
 	if t, err := time.Parse(time.RFC3339, j.EndTime); err == nil && t.Before(q.start) {
 		return false
 	}
-	if t, err := time.Parse(time.RFC3339, j.SubmitTime); err == nil && !q.end.IsZero() && t.After(q.end) {
+	if t, err := time.Parse(time.RFC3339, j.SubmitTime); err == nil && t.After(q.end) {
 		return false
 	}
 	return true
+}
+
+// stateSpan is when the job was in its present state: pending from its
+// submission to its start, running from its start to its end, and in an
+// end state from its end on (zero to: still in it).
+func stateSpan(j api.Job) (from, to time.Time) {
+	at := func(s string) time.Time {
+		t, _ := time.Parse(time.RFC3339, s)
+		return t
+	}
+	switch j.State {
+	case "PENDING":
+		return at(j.SubmitTime), at(j.StartTime)
+	case "RUNNING", "REQUEUED":
+		return at(j.StartTime), at(j.EndTime)
+	}
+	if e := at(j.EndTime); !e.IsZero() {
+		return e, time.Time{}
+	}
+	return at(j.SubmitTime), time.Time{}
+}
+
+// sacctWindow is the start and end times sacct selects jobs between
+// when -S and -E leave them out, as Slurm's slurmdb_job_cond_def_start_end:
+// with -s, from now (from the epoch with -j) to the start; with -j alone,
+// from the epoch to now; else from today's midnight to now.
+func sacctWindow(q *sacctQuery, endSet bool, now time.Time) {
+	if !q.startSet {
+		switch {
+		case q.states != nil && len(q.ids) == 0:
+			q.start = now
+		case len(q.ids) > 0:
+			q.start = time.Unix(0, 0)
+		default:
+			q.start = time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
+		}
+	}
+	if !endSet {
+		q.end = now
+		if q.states != nil && (q.startSet || len(q.ids) == 0) {
+			q.end = q.start
+		}
+	}
+}
+
+// parseUnits reads --units: K, M, G, T or P (any case), as Slurm's
+// get_unit_type.
+func parseUnits(s string) (int, error) {
+	if len(s) > 0 {
+		if i := strings.IndexByte("KMGTP", byte(unicode.ToUpper(rune(s[0])))); i >= 0 {
+			return unitKilo + i, nil
+		}
+	}
+	return 0, slurmErrorf("Invalid unit type")
 }
 
 // Sacct is sacct over the jobs the cluster still holds: Shoal keeps
@@ -633,7 +662,8 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 	}
 	now := time.Now()
 	v := slurmView{now: now, loc: time.Local}
-	q := sacctQuery{start: time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.Local)}
+	var q sacctQuery
+	endSet := false
 	format := sacctDefaultFormat
 	layout := sacctLayout{header: true, delimiter: "|"}
 	jobsOnly := false
@@ -681,11 +711,21 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 		case "partition":
 			q.parts = append(q.parts, splitList(o.Value)...)
 		case "starttime":
-			if q.start, err = parseSacctTime(o.Value, now); err != nil {
-				return err
+			if q.start, err = slurm.ParseDate(o.Value, now); err != nil {
+				return fmt.Errorf("-S: %w", err)
 			}
+			q.startSet = true
 		case "endtime":
-			if q.end, err = parseSacctTime(o.Value, now); err != nil {
+			if q.end, err = slurm.ParseDate(o.Value, now); err != nil {
+				return fmt.Errorf("-E: %w", err)
+			}
+			endSet = true
+		case "accounts":
+			q.accounts = append(q.accounts, splitList(o.Value)...)
+		case "qos":
+			q.qos = append(q.qos, splitList(o.Value)...)
+		case "units":
+			if v.units, err = parseUnits(o.Value); err != nil {
 				return err
 			}
 		}
@@ -696,6 +736,10 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 		if id := currentIdentity(); id.UID != 0 {
 			q.users = []string{id.User}
 		}
+	}
+	sacctWindow(&q, endSet, now)
+	if q.start.After(q.end) {
+		return slurmErrorf("Start time (%s) requested is after end time (%s).", q.start.Format("2006-01-02T15:04:05"), q.end.Format("2006-01-02T15:04:05"))
 	}
 	cols, err := parseSacctFormat(format)
 	if err != nil {

@@ -2,6 +2,7 @@ package slurmcli
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,8 +135,95 @@ func TestSacctUsage(t *testing.T) {
 		want string
 	}{{0, unitNone, "0"}, {1023, unitNone, "1023"}, {1024, unitNone, "1K"}, {1536 << 10, unitNone, "1.50M"},
 		{1234 << 10, unitNone, "1234K"}, {1024, unitMega, "1G"}, {8000, unitMega, "8000M"}} {
-		if got := sacctUnits(tc.v, tc.unit); got != tc.want {
+		if got := sacctUnits(tc.v, tc.unit, unitNone); got != tc.want {
 			t.Errorf("sacctUnits(%d, %d) = %q; want %q", tc.v, tc.unit, got, tc.want)
+		}
+	}
+}
+
+// TestSacctSelect: -A, -s and the -S/-E window with Slurm's defaults
+// (slurmdb_job_cond_def_start_end).
+func TestSacctSelect(t *testing.T) {
+	jobs := testJobs() // 1 running, 2 pending, 3 and 4 ended around 01:00
+	jobs[2].Account, jobs[3].Account = "physics", "bio"
+	jobs[3].QoS = "high"
+	now := testView.now // 2026-11-22T02:10Z
+	at := func(s string) time.Time {
+		d, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for _, tc := range []struct {
+		name             string
+		q                sacctQuery
+		startSet, endSet bool
+		want             []uint64
+	}{
+		{"today", sacctQuery{}, false, false, []uint64{1, 2, 3, 4}},
+		{"-A physics", sacctQuery{accounts: []string{"physics"}}, false, false, []uint64{3}},
+		{"-A physics,bio", sacctQuery{accounts: []string{"physics", "bio"}}, false, false, []uint64{3, 4}},
+		{"-q high", sacctQuery{qos: []string{"high"}}, false, false, []uint64{4}},
+		{"-S 01:02", sacctQuery{start: at("2026-11-22T01:02:00Z")}, true, false, []uint64{1, 2, 3}},
+		{"-S 00:00 -E 00:59:30", sacctQuery{start: at("2026-11-22T00:00:00Z"), end: at("2026-11-22T00:59:30Z")}, true, true, []uint64{4}},
+		// -s alone: jobs in the state now.
+		{"-s R", sacctQuery{states: map[string]bool{"RUNNING": true}}, false, false, []uint64{1}},
+		{"-s CD,F", sacctQuery{states: map[string]bool{"COMPLETED": true, "FAILED": true}}, false, false, []uint64{3, 4}},
+		// -s with a window: in the state at some time in it.
+		{"-s CD -S 00:00 -E 01:00", sacctQuery{states: map[string]bool{"COMPLETED": true}, start: at("2026-11-22T00:00:00Z"), end: at("2026-11-22T01:00:00Z")}, true, true, nil},
+		{"-s F -S 00:00 -E 01:00", sacctQuery{states: map[string]bool{"FAILED": true}, start: at("2026-11-22T00:00:00Z"), end: at("2026-11-22T01:00:00Z")}, true, true, []uint64{4}},
+		{"-s PD -S 02:09:39", sacctQuery{states: map[string]bool{"PENDING": true}, start: at("2026-11-22T02:09:39Z")}, true, false, nil},
+		{"-s PD -S 02:09:39 -E now", sacctQuery{states: map[string]bool{"PENDING": true}, start: at("2026-11-22T02:09:39Z"), end: now}, true, true, []uint64{2}},
+		// -j: whenever it ran, unless -S is given.
+		{"-j 3 -S 02:00", sacctQuery{ids: []jobSel{{id: 3, task: -1}}, start: at("2026-11-22T02:00:00Z")}, true, false, nil},
+		{"-j 3,4", sacctQuery{ids: []jobSel{{id: 3, task: -1}, {id: 4, task: -1}}}, false, false, []uint64{3, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := tc.q
+			q.startSet = tc.startSet
+			sacctWindow(&q, tc.endSet, now)
+			var got []uint64
+			for _, j := range jobs {
+				if q.match(j) {
+					got = append(got, j.ID)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("jobs %v; want %v (window %v to %v)", got, tc.want, q.start, q.end)
+			}
+		})
+	}
+}
+
+// TestSacctUnits: --units scales memory to one unit, as convert_num_unit
+// with a spec_type.
+func TestSacctUnits(t *testing.T) {
+	for _, tc := range []struct {
+		units   string
+		v       uint64
+		unit    int
+		want    string
+		wantErr bool
+	}{
+		{"M", 66616, unitKilo, "65.05M", false},
+		{"k", 66616, unitKilo, "66616K", false},
+		{"G", 4096, unitMega, "4G", false},
+		{"G", 1000, unitMega, "0.98G", false},
+		{"K", 4, unitMega, "4096K", false},
+		{"M", 0, unitKilo, "0", false},
+		{"X", 0, 0, "", true},
+		{"", 0, 0, "", true},
+	} {
+		spec, err := parseUnits(tc.units)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("parseUnits(%q): err %v", tc.units, err)
+			continue
+		}
+		if err == nil {
+			if got := sacctUnits(tc.v, tc.unit, spec); got != tc.want {
+				t.Errorf("--units=%s: sacctUnits(%d, %d) = %q; want %q", tc.units, tc.v, tc.unit, got, tc.want)
+			}
 		}
 	}
 }

@@ -1,14 +1,17 @@
 package slurmcli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -44,16 +47,202 @@ func clip10(s string) string {
 var sprioOpts = []slurm.Option{
 	{Long: "jobs", Short: 'j', Arg: slurm.NeedArg},
 	{Long: "user", Short: 'u', Arg: slurm.NeedArg},
+	{Long: "users", Arg: slurm.NeedArg},
 	{Long: "noheader", Short: 'h', Arg: slurm.NoArg},
 	{Long: "norm", Short: 'n', Arg: slurm.NoArg},
 	{Long: "long", Short: 'l', Arg: slurm.NoArg},
-	{Long: "weights", Short: 'w', Arg: slurm.NoArg, Unsupported: "see shoal policy show"},
-	{Long: "format", Short: 'o', Arg: slurm.NeedArg, Unsupported: "Shoal prints sprio's long columns only"},
-	{Long: "partition", Short: 'p', Arg: slurm.NeedArg, Unsupported: "Shoal has no partitions yet"},
+	{Long: "weights", Short: 'w', Arg: slurm.NoArg},
+	{Long: "format", Short: 'o', Arg: slurm.NeedArg},
+	{Long: "partition", Short: 'p', Arg: slurm.NeedArg},
+	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
+	{Long: "sort", Short: 'S', Arg: slurm.NeedArg, Unsupported: "sprio lists jobs by id"},
+	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
+	{Long: "help", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
 }
 
-// Sprio is sprio: -j LIST, -u LIST, -h, -n and -l (the
-// columns are always the long ones: user and account included).
+// sprioFormat is the -o format sprio prints without one, as Slurm
+// 22.05's sprio.c builds it: the job and partition, the user with -u, the
+// priority and site factor, then one column per factor whose weight is
+// not zero; weighted, or with norm the factors themselves. long is -l's
+// fixed list. Shoal has no association and TRES factors: their weights
+// are 0, so the default leaves them out.
+func sprioFormat(w cluster.Weights, users, norm, long bool) string {
+	switch {
+	case long && norm:
+		return "%.15i %9r %.8u %10y %10a %10b %10f %10j %10p %10q %20t"
+	case long:
+		return "%.15i %9r %.8u %.10Y %.10S %.10A %.10B %.10F %.10J %.10P %.10Q %.11N %.20T"
+	}
+	f := "%.15i %9r"
+	if users {
+		f += " %.8u"
+	}
+	cols := []struct {
+		weight         int64
+		weighted, norm string
+	}{{w.Age, " %.10A", " %10a"}, {w.FairShare, " %.10F", " %10f"}, {w.JobSize, " %.10J", " %10j"},
+		{w.Partition, " %.10P", " %10p"}, {w.QoS, " %.10Q", " %10q"}}
+	if norm {
+		f += " %10y"
+	} else {
+		f += " %.10Y %.10S"
+	}
+	for _, c := range cols {
+		if c.weight != 0 {
+			if norm {
+				f += c.norm
+			} else {
+				f += c.weighted
+			}
+		}
+	}
+	return f
+}
+
+// sprioField is one letter of sprio -o: its header and its cell for a
+// job (p) or, with p nil, for the -w weights row.
+type sprioField struct {
+	header string
+	cell   func(p *api.Priority, w cluster.Weights) string
+}
+
+// sprioFields are sprio's -o letters (Slurm's src/sprio/print.c): a
+// capital letter a weighted factor, the small one the factor itself;
+// the weights row prints the factor's weight under both.
+var sprioFields = map[byte]sprioField{
+	'i': {"JOBID", func(p *api.Priority, _ cluster.Weights) string {
+		if p == nil {
+			return "Weights"
+		}
+		return strconv.FormatUint(p.Job, 10)
+	}},
+	'r': {"PARTITION", func(p *api.Priority, _ cluster.Weights) string {
+		if p == nil {
+			return ""
+		}
+		if p.PartitionName == "" {
+			return ShoalPartition
+		}
+		return p.PartitionName
+	}},
+	'u': {"USER", func(p *api.Priority, _ cluster.Weights) string {
+		if p == nil {
+			return ""
+		}
+		return p.User
+	}},
+	'c': {"CLUSTER", func(p *api.Priority, _ cluster.Weights) string { return "" }},
+	'Y': {"PRIORITY", func(p *api.Priority, _ cluster.Weights) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatInt(p.Priority, 10)
+	}},
+	'y': {"PRIORITY", func(p *api.Priority, _ cluster.Weights) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatFloat(float64(p.Priority)/float64(math.MaxUint32), 'f', 14, 64)
+	}},
+	'S': {"SITE", func(p *api.Priority, _ cluster.Weights) string {
+		if p == nil {
+			return "1"
+		}
+		return "0"
+	}},
+	'N': {"NICE", func(p *api.Priority, _ cluster.Weights) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.Itoa(p.Nice)
+	}},
+	't': {"TRES", func(*api.Priority, cluster.Weights) string { return "" }},
+	'T': {"TRES", func(*api.Priority, cluster.Weights) string { return "" }},
+	'a': factorField("AGE", func(w cluster.Weights) int64 { return w.Age }, func(p *api.Priority) float64 { return p.Factors.Age }, false),
+	'A': factorField("AGE", func(w cluster.Weights) int64 { return w.Age }, func(p *api.Priority) float64 { return p.Age }, true),
+	'b': factorField("ASSOC", func(cluster.Weights) int64 { return 0 }, func(*api.Priority) float64 { return 0 }, false),
+	'B': factorField("ASSOC", func(cluster.Weights) int64 { return 0 }, func(*api.Priority) float64 { return 0 }, true),
+	'f': factorField("FAIRSHARE", func(w cluster.Weights) int64 { return w.FairShare }, func(p *api.Priority) float64 { return p.Factors.FairShare }, false),
+	'F': factorField("FAIRSHARE", func(w cluster.Weights) int64 { return w.FairShare }, func(p *api.Priority) float64 { return p.Fair }, true),
+	'j': factorField("JOBSIZE", func(w cluster.Weights) int64 { return w.JobSize }, func(p *api.Priority) float64 { return p.Factors.JobSize }, false),
+	'J': factorField("JOBSIZE", func(w cluster.Weights) int64 { return w.JobSize }, func(p *api.Priority) float64 { return p.JobSize }, true),
+	'p': factorField("PARTITION", func(w cluster.Weights) int64 { return w.Partition }, func(p *api.Priority) float64 { return p.Factors.Partition }, false),
+	'P': factorField("PARTITION", func(w cluster.Weights) int64 { return w.Partition }, func(p *api.Priority) float64 { return p.Partition }, true),
+	'q': factorField("QOS", func(w cluster.Weights) int64 { return w.QoS }, func(p *api.Priority) float64 { return p.Factors.QoS }, false),
+	'Q': factorField("QOS", func(w cluster.Weights) int64 { return w.QoS }, func(p *api.Priority) float64 { return p.QoS }, true),
+}
+
+// factorField is a factor's column: weighted as "%.0f", or the factor
+// itself as "%.7f" (0 where its weight is 0, as Slurm divides the
+// weighted factor by the weight).
+func factorField(header string, weight func(cluster.Weights) int64, value func(*api.Priority) float64, weighted bool) sprioField {
+	return sprioField{header, func(p *api.Priority, w cluster.Weights) string {
+		switch {
+		case p == nil:
+			return strconv.FormatInt(weight(w), 10)
+		case weighted:
+			return strconv.FormatFloat(value(p), 'f', 0, 64)
+		case weight(w) == 0:
+			return normed(0)
+		}
+		return normed(value(p))
+	}}
+}
+
+// sprioCol is one piece of a parsed -o format: literal text, or a field
+// with its width and alignment.
+type sprioCol struct {
+	text  string
+	field *sprioField
+	spec  formatSpec
+}
+
+// parseSprioFormat parses sprio -o ("%.15i %9r %.10Y ..."). An unknown
+// letter is an error, as Slurm's "Invalid job format specification".
+func parseSprioFormat(format string) ([]sprioCol, error) {
+	var cols []sprioCol
+	err := scanFormat(format, false, func(s string) { cols = append(cols, sprioCol{text: s}) }, func(f formatSpec) error {
+		fld, ok := sprioFields[f.letter]
+		if !ok {
+			return slurmErrorf("Invalid job format specification: %s", f.raw)
+		}
+		cols = append(cols, sprioCol{field: &fld, spec: f})
+		return nil
+	})
+	return cols, err
+}
+
+// printSprio prints sprio's table as print.c's print_jobs_array: the
+// header unless noheader, then with weights only the weights row, else
+// a row per job. A cell is fitted as _print_str: right-aligned with ".",
+// cut to its width.
+func printSprio(w io.Writer, cols []sprioCol, ps []api.Priority, wt cluster.Weights, header, weights bool) {
+	line := func(cell func(f *sprioField) string) {
+		var b strings.Builder
+		for _, c := range cols {
+			if c.field == nil {
+				b.WriteString(c.text)
+				continue
+			}
+			b.WriteString(fitField(cell(c.field), c.spec.width, c.spec.right))
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	if header {
+		line(func(f *sprioField) string { return f.header })
+	}
+	if weights {
+		line(func(f *sprioField) string { return f.cell(nil, wt) })
+		return
+	}
+	for i := range ps {
+		line(func(f *sprioField) string { return f.cell(&ps[i], wt) })
+	}
+}
+
+// Sprio is sprio: the pending jobs' priority factors, as the leader
+// computes them, with Slurm's columns, -o, -l, -n, -w, -h, -j, -u, -p.
 func Sprio(ctx context.Context, connect Connect, args []string, stdout, stderr io.Writer) error {
 	vals, rest, err := cliArgs("sprio", sprioOpts, args, stderr)
 	if err != nil {
@@ -63,11 +252,13 @@ func Sprio(ctx context.Context, connect Connect, args []string, stdout, stderr i
 		return fmt.Errorf("unrecognized argument %q", rest[0])
 	}
 	var jobs []uint64
-	var users []string
-	header, norm := true, false
+	var users, parts []string
+	header, norm, long, weights, jobsGiven := true, false, false, false, false
+	format := ""
 	for _, v := range vals {
 		switch v.Opt.Long {
 		case "jobs":
+			jobsGiven = true
 			for _, s := range splitList(v.Value) {
 				id, err := slurm.ParseJobID(s)
 				if err != nil {
@@ -75,28 +266,58 @@ func Sprio(ctx context.Context, connect Connect, args []string, stdout, stderr i
 				}
 				jobs = append(jobs, id)
 			}
-		case "user":
+		case "user", "users":
 			users = append(users, resolveUsers(v.Value)...)
+		case "partition":
+			parts = append(parts, splitList(v.Value)...)
 		case "noheader":
 			header = false
 		case "norm":
 			norm = true
+		case "long":
+			long = true
+		case "weights":
+			weights = true
+		case "format":
+			format = v.Value
 		}
 	}
 	c, err := connect()
 	if err != nil {
 		return err
 	}
-	ps, err := c.Priorities(ctx, 0, "")
+	pol, err := c.Policy(ctx)
 	if err != nil {
 		return err
 	}
-	ps = slices.DeleteFunc(ps, func(p api.Priority) bool {
-		return (len(jobs) > 0 && !slices.Contains(jobs, p.Job)) || (len(users) > 0 && !slices.Contains(users, p.User))
-	})
-	if len(jobs) > 0 && len(ps) == 0 {
-		fmt.Fprintln(stderr, "sprio: Unable to find jobs matching user/id(s) specified")
+	wt := pol.Policy.Weights
+	if format == "" {
+		format = sprioFormat(wt, len(users) > 0, norm, long)
 	}
-	PrintPriorities(stdout, ps, header, norm)
+	cols, err := parseSprioFormat(format)
+	if err != nil {
+		return err
+	}
+	var ps []api.Priority
+	if !weights {
+		if ps, err = c.Priorities(ctx, 0, ""); err != nil {
+			return err
+		}
+	}
+	ps = slices.DeleteFunc(ps, func(p api.Priority) bool {
+		part := p.PartitionName
+		if part == "" {
+			part = ShoalPartition
+		}
+		return (len(jobs) > 0 && !slices.Contains(jobs, p.Job)) || (len(users) > 0 && !slices.Contains(users, p.User)) ||
+			(len(parts) > 0 && !slices.Contains(parts, part))
+	})
+	// Slurm's default sort, "i": by job id.
+	slices.SortFunc(ps, func(a, b api.Priority) int { return cmp.Compare(a.Job, b.Job) })
+	if jobsGiven && len(ps) == 0 && !weights {
+		fmt.Fprintln(stdout, "Unable to find jobs matching user/id(s) specified")
+		return nil
+	}
+	printSprio(stdout, cols, ps, wt, header, weights)
 	return nil
 }

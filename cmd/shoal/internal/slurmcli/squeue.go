@@ -338,8 +338,9 @@ func sortSqueue(jobs []api.Job) {
 // slurmView is what the formatters need besides a job: the clock and the
 // time zone Slurm's dates are printed in.
 type slurmView struct {
-	now time.Time
-	loc *time.Location
+	now   time.Time
+	loc   *time.Location
+	units int // sacct --units (unitKilo, ...); unitNone: sacct's own choice
 }
 
 // date renders an RFC 3339 time as Slurm does (local time, no zone), or
