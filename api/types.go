@@ -106,6 +106,10 @@ type Task struct {
 	// Usage is what the node's tasks used, once they exited; nil when the
 	// node did not count it (no cgroups).
 	Usage *cluster.Usage `json:"usage,omitempty"`
+	// GPUUsage is what the job's GPUs on the node did, as last recorded
+	// (periodically while it runs, and with its exit); nil when the node
+	// did not sample them.
+	GPUUsage *cluster.GPUUsage `json:"gpu_usage,omitempty"`
 }
 
 // Node is a node as `shoal nodes --json` prints it.
@@ -341,7 +345,7 @@ type HeartbeatReply struct {
 // TaskEvent reports a node's tasks of one job incarnation starting or
 // exiting; the leader turns it into a TaskStarted or TaskExited command.
 type TaskEvent struct {
-	Kind        string        `json:"kind"` // started, exited or step-exited
+	Kind        string        `json:"kind"` // started, exited, step-exited or gpu-usage
 	Step        int           `json:"step,omitempty"`
 	Job         cluster.JobID `json:"job"`
 	Incarnation uint64        `json:"incarnation"`
@@ -350,6 +354,9 @@ type TaskEvent struct {
 	Cause       string        `json:"cause"`
 	// Usage is what the tasks used, with an exit; nil when not counted.
 	Usage *cluster.Usage `json:"usage,omitempty"`
+	// GPUUsage is what the job's GPUs on the node did so far: with an
+	// exit, and alone (kind gpu-usage) while the job runs.
+	GPUUsage *cluster.GPUUsage `json:"gpu_usage,omitempty"`
 }
 
 // FormatTime renders t as RFC 3339 in UTC, or "" for the zero time.

@@ -51,6 +51,9 @@ type NodeAlloc struct {
 	// Usage is what the node's tasks used, reported with their exit; nil
 	// until then, or when the node could not count it.
 	Usage *Usage `msgpack:"usage,omitempty" json:"usage,omitempty"`
+	// GPUUsage is what its GPUs did, recorded after its exit when the
+	// node sampled them (RecordGPUUsage); nil otherwise.
+	GPUUsage *GPUUsage `msgpack:"gpu_usage,omitempty" json:"gpu_usage,omitempty"`
 }
 
 // Clone returns a deep copy of a.
@@ -66,6 +69,10 @@ func (a *Allocation) Clone() *Allocation {
 		if n.Usage != nil {
 			u := *n.Usage
 			n.Usage = &u
+		}
+		if n.GPUUsage != nil {
+			g := *n.GPUUsage
+			n.GPUUsage = &g
 		}
 		c.Nodes[i] = n
 	}

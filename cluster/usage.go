@@ -19,3 +19,37 @@ type Usage struct {
 
 // TotalCPU is user and system CPU time together (sacct's TotalCPU).
 func (u *Usage) TotalCPU() time.Duration { return u.UserCPU + u.SystemCPU }
+
+// GPUUsage is what a job's GPUs on one node did while it ran, from the
+// node agent's samples (a sample every --gpu-sample-interval).
+type GPUUsage struct {
+	Samples int `msgpack:"samples" json:"samples"`
+	// MeanUtil is the utilization (0 to 1) averaged over the samples and
+	// the job's GPUs; PeakUtil the highest of one GPU in one sample.
+	MeanUtil float64 `msgpack:"mean_util" json:"mean_util"`
+	PeakUtil float64 `msgpack:"peak_util" json:"peak_util"`
+	// MeanMemBytes and PeakMemBytes are the memory in use on the job's
+	// GPUs together, averaged over the samples and at most.
+	MeanMemBytes uint64 `msgpack:"mean_mem_bytes" json:"mean_mem_bytes"`
+	PeakMemBytes uint64 `msgpack:"peak_mem_bytes" json:"peak_mem_bytes"`
+}
+
+// Add returns u with one more sample: the utilization of each of the
+// job's GPUs and the memory they used together. A sample of no GPUs
+// leaves u as it is.
+func (u GPUUsage) Add(utils []float64, memBytes uint64) GPUUsage {
+	if len(utils) == 0 {
+		return u
+	}
+	var sum float64
+	for _, x := range utils {
+		sum += x
+		u.PeakUtil = max(u.PeakUtil, x)
+	}
+	n := float64(u.Samples)
+	u.MeanUtil = (u.MeanUtil*n + sum/float64(len(utils))) / (n + 1)
+	u.MeanMemBytes = uint64((float64(u.MeanMemBytes)*n + float64(memBytes)) / (n + 1))
+	u.PeakMemBytes = max(u.PeakMemBytes, memBytes)
+	u.Samples++
+	return u
+}

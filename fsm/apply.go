@@ -519,6 +519,23 @@ func (s *State) taskStarted(index uint64, c TaskStarted) Result {
 	return Result{}
 }
 
+func (s *State) recordGPUUsage(index uint64, c RecordGPUUsage) Result {
+	u := c.Usage
+	if u.Samples < 0 || !(u.MeanUtil >= 0 && u.MeanUtil <= 1) || !(u.PeakUtil >= 0 && u.PeakUtil <= 1) {
+		return Result{Err: fmt.Errorf("gpu usage of job %d: %w: samples %d, utilization %v/%v (want 0 to 1)",
+			c.Job, ErrInvalid, u.Samples, u.MeanUtil, u.PeakUtil)}
+	}
+	pos, old, i, res, done := s.reportTarget("gpu usage:", c.Job, c.Incarnation, c.Node)
+	if done {
+		return res
+	}
+	j := old.Clone()
+	j.Alloc.Nodes[i].GPUUsage = &u
+	j.ModifyIndex = index
+	s.storeJob(pos, j)
+	return Result{}
+}
+
 func (s *State) taskExited(index uint64, c TaskExited) Result {
 	pos, old, i, res, done := s.reportTarget("task exited:", c.Job, c.Incarnation, c.Node)
 	if done {

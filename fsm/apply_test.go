@@ -620,3 +620,41 @@ func TestSetReasons(t *testing.T) {
 		},
 	})
 }
+
+func TestRecordGPUUsage(t *testing.T) {
+	usage := cluster.GPUUsage{Samples: 4, MeanUtil: 0.4, PeakUtil: 0.9, MeanMemBytes: 1 << 30, PeakMemBytes: 2 << 30}
+	rec := func(node string, inc uint64, u cluster.GPUUsage) RecordGPUUsage {
+		return RecordGPUUsage{Job: 1, Incarnation: inc, Node: node, Usage: u}
+	}
+	n1Done := func(t *testing.T, h *harness) {
+		withRunning(t, h)
+		h.must(t, CmdTaskExited, TaskExited{Job: 1, Incarnation: 1, Node: "n1", Cause: CauseExit})
+	}
+	bad := usage
+	bad.MeanUtil = 1.5
+	runApplyCases(t, []applyCase{
+		{
+			name: "recorded on its node", setup: n1Done, typ: CmdRecordGPUUsage, cmd: rec("n1", 1, usage),
+			check: func(t *testing.T, v *View, r Result) {
+				j := wantState(t, v, 1, cluster.JobRunning)
+				if g := j.Alloc.Nodes[0].GPUUsage; g == nil || *g != usage {
+					t.Errorf("n1 GPU usage = %+v; want %+v", g, usage)
+				}
+				if j.Alloc.Nodes[1].GPUUsage != nil {
+					t.Errorf("n2 GPU usage = %+v; want none", j.Alloc.Nodes[1].GPUUsage)
+				}
+			},
+		},
+		{name: "unknown job", setup: withRunning, typ: CmdRecordGPUUsage, cmd: RecordGPUUsage{Job: 9, Incarnation: 1, Node: "n1", Usage: usage}, wantErr: ErrUnknownJob},
+		{name: "node not in allocation", setup: withRunning, typ: CmdRecordGPUUsage, cmd: rec("n3", 1, usage), wantErr: ErrInvalid},
+		{name: "utilization above 1", setup: withRunning, typ: CmdRecordGPUUsage, cmd: rec("n1", 1, bad), wantErr: ErrInvalid, errHas: "want 0 to 1"},
+		{
+			name: "stale incarnation", setup: withRunning, typ: CmdRecordGPUUsage, cmd: rec("n1", 0, usage),
+			check: func(t *testing.T, v *View, r Result) {
+				if g := job(t, v, 1).Alloc.Nodes[0].GPUUsage; g != nil {
+					t.Errorf("a stale incarnation's usage was recorded: %+v", g)
+				}
+			},
+		},
+	})
+}

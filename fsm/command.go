@@ -140,6 +140,16 @@ type TaskExited struct {
 	Usage *cluster.Usage `msgpack:"usage,omitempty"`
 }
 
+// RecordGPUUsage records what a job's GPUs on one node did, sampled by its
+// agent and sent with the node's exit report; the leader proposes it
+// after the TaskExited. It changes no job's state.
+type RecordGPUUsage struct {
+	Job         cluster.JobID    `msgpack:"job"`
+	Incarnation uint64           `msgpack:"incarnation"`
+	Node        string           `msgpack:"node"`
+	Usage       cluster.GPUUsage `msgpack:"usage"`
+}
+
 // JobReason is one pending job's reason.
 type JobReason struct {
 	Job    cluster.JobID `msgpack:"job"`

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -68,7 +69,8 @@ func TestUnknownCommandDiverges(t *testing.T) {
 	h.must(t, CmdUpsertNode, UpsertNode{Node: gpuNode("n1", 1, "leaf0")})
 	unknown := CmdType(len(commands)) // the next type a newer agent would add
 	r := h.s.Apply(2, []byte{byte(unknown), 0x80})
-	want := "unknown command type 27 at index 2: this agent (protocol v2) is older than the cluster; upgrade it"
+	want := fmt.Sprintf("unknown command type %d at index 2: this agent (protocol v%d) is older than the cluster; upgrade it",
+		unknown, ProtocolVersion)
 	if !errors.Is(r.Err, ErrDiverged) || !errors.Is(r.Err, ErrUnknownCommand) || !strings.Contains(r.Err.Error(), want) {
 		t.Fatalf("Apply(unknown type) error = %v; want ErrDiverged and ErrUnknownCommand with %q", r.Err, want)
 	}

@@ -71,6 +71,10 @@ func JobOf(j *cluster.Job) api.Job {
 				u := *n.Usage
 				out.Tasks[len(out.Tasks)-1].Usage = &u
 			}
+			if n.GPUUsage != nil {
+				g := *n.GPUUsage
+				out.Tasks[len(out.Tasks)-1].GPUUsage = &g
+			}
 		}
 	}
 	return out

@@ -7,6 +7,7 @@ package metrics
 
 import (
 	"cmp"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -151,10 +152,35 @@ type GPUReading struct {
 	Holders map[int]JobRef // by GPU index
 }
 
-// JobRef names a job in per-job labels.
+// JobRef names a job in per-job labels (ID and User; the incarnation
+// only tells runs apart).
 type JobRef struct {
-	ID   cluster.JobID
-	User string
+	ID          cluster.JobID
+	User        string
+	Incarnation uint64
+}
+
+// JobGPU is one job's share of a GPU sample: each of its GPUs'
+// utilization and their memory together.
+type JobGPU struct {
+	Utils    []float64
+	MemBytes uint64
+}
+
+// ByJob splits a sample by the jobs holding the GPUs. Pure.
+func ByJob(r GPUReading) map[JobRef]JobGPU {
+	out := map[JobRef]JobGPU{}
+	for _, s := range r.Samples {
+		ref, ok := r.Holders[s.Index]
+		if !ok {
+			continue
+		}
+		jg := out[ref]
+		jg.Utils = append(jg.Utils, s.Utilization)
+		jg.MemBytes += s.MemoryUsedBytes
+		out[ref] = jg
+	}
+	return out
 }
 
 // GPUHolders returns which job holds each of node's GPUs: allocations not
@@ -170,7 +196,7 @@ func GPUHolders(jobs []*cluster.Job, node string) map[int]JobRef {
 				continue
 			}
 			for _, g := range na.GPUs {
-				out[g] = JobRef{ID: j.ID, User: j.Spec.User}
+				out[g] = JobRef{ID: j.ID, User: j.Spec.User, Incarnation: j.Incarnation}
 			}
 		}
 	}
@@ -252,12 +278,6 @@ func Samples(r Reading) []Sample {
 // utilization and the total memory of its GPUs here.
 func gpuSamples(r GPUReading) []Sample {
 	var out []Sample
-	type jobSum struct {
-		n         int
-		util, mem float64
-	}
-	jobs := map[JobRef]*jobSum{}
-	var order []JobRef
 	for _, s := range r.Samples {
 		g := strconv.Itoa(s.Index)
 		out = append(out, Sample{NodeGPUUtilization, []string{g}, s.Utilization},
@@ -268,24 +288,18 @@ func gpuSamples(r GPUReading) []Sample {
 		if s.PowerWatts > 0 {
 			out = append(out, Sample{NodeGPUPower, []string{g}, s.PowerWatts})
 		}
-		if ref, ok := r.Holders[s.Index]; ok {
-			js := jobs[ref]
-			if js == nil {
-				js = &jobSum{}
-				jobs[ref] = js
-				order = append(order, ref)
-			}
-			js.n++
-			js.util += s.Utilization
-			js.mem += float64(s.MemoryUsedBytes)
-		}
 	}
-	slices.SortFunc(order, func(a, b JobRef) int { return cmp.Compare(a.ID, b.ID) })
-	for _, ref := range order {
-		js := jobs[ref]
+	byJob := ByJob(r)
+	refs := slices.SortedFunc(maps.Keys(byJob), func(a, b JobRef) int { return cmp.Compare(a.ID, b.ID) })
+	for _, ref := range refs {
+		jg := byJob[ref]
+		var sum float64
+		for _, u := range jg.Utils {
+			sum += u
+		}
 		labels := []string{strconv.FormatUint(uint64(ref.ID), 10), ref.User}
-		out = append(out, Sample{JobGPUUtilization, labels, js.util / float64(js.n)},
-			Sample{JobGPUMemoryUsed, labels, js.mem})
+		out = append(out, Sample{JobGPUUtilization, labels, sum / float64(len(jg.Utils))},
+			Sample{JobGPUMemoryUsed, labels, float64(jg.MemBytes)})
 	}
 	return out
 }

@@ -79,6 +79,8 @@ type Agent struct {
 	placements, preemptions, fencing atomic.Uint64
 	// gpuSample is the last GPU sample (gpuSampleLoop); nil before it.
 	gpuSample atomic.Pointer[metrics.GPUReading]
+	// gpuUsage is what each job's GPUs here did so far (gpuusage.go).
+	gpuUsage gpuUsageTable
 	// shimDir holds srun, scontrol and sbatch links to this binary, put
 	// first on the PATH of batch scripts and steps.
 	shimDir string

@@ -54,6 +54,9 @@ type Config struct {
 	// agent closes it when it stops.
 	GPUSampler        gpu.Sampler
 	GPUSampleInterval time.Duration
+	// GPUReportInterval is how often the usage of running jobs' GPUs so
+	// far is recorded in the replicated state (with their exit always).
+	GPUReportInterval time.Duration
 	CPUs              int
 	MemoryMiB         uint64
 	Topology          cluster.Topology
@@ -136,6 +139,7 @@ const (
 	// utilization rate already averages over its own period (1/6 s to
 	// 1 s), so this bounds the metrics' resolution, not their accuracy.
 	DefaultGPUSampleInterval = 10 * time.Second
+	DefaultGPUReportInterval = 5 * time.Minute
 	// leaseMargin is added on the leader's side on top of LeaseTTL +
 	// KillGrace to absorb scheduling delay and clock-rate drift.
 	leaseMargin = 2 * time.Second
@@ -156,6 +160,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.GPUSampleInterval <= 0 {
 		c.GPUSampleInterval = DefaultGPUSampleInterval
+	}
+	if c.GPUReportInterval <= 0 {
+		c.GPUReportInterval = DefaultGPUReportInterval
 	}
 	if c.RaftPort == 0 {
 		c.RaftPort = DefaultRaftPort

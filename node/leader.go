@@ -607,12 +607,24 @@ func (a *Agent) leaderTaskEvent(ctx context.Context, ev taskEvent) error {
 		res, err = a.apply(ctx, fsm.CmdTaskExited, fsm.TaskExited{
 			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node,
 			ExitCode: ev.ExitCode, Cause: ev.Cause, Usage: ev.Usage, Time: time.Now()})
+	case "gpu-usage":
+		// Applied below with an exit's; alone, it changes nothing else.
 	case "step-exited":
 		res, err = a.apply(ctx, fsm.CmdStepExited, fsm.StepExited{
 			Job: ev.Job, Incarnation: ev.Incarnation, Step: ev.Step, Node: ev.Node,
 			ExitCode: ev.ExitCode, Cause: ev.Cause, Usage: ev.Usage, Time: time.Now()})
 	default:
-		return invalid(fmt.Errorf("kind %q: want started, exited or step-exited", ev.Kind))
+		return invalid(fmt.Errorf("kind %q: want started, exited, step-exited or gpu-usage", ev.Kind))
+	}
+	if err == nil && res.Err == nil && ev.GPUUsage != nil && (ev.Kind == "exited" || ev.Kind == "gpu-usage") {
+		res, err = a.apply(ctx, fsm.CmdRecordGPUUsage, fsm.RecordGPUUsage{
+			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node, Usage: *ev.GPUUsage})
+		if errors.Is(err, fsm.ErrUnsupportedByCluster) {
+			// Agents of an older protocol still serve: the usage is not
+			// recorded until every server is upgraded, the exit is.
+			a.log.Debug("GPU usage not recorded: the cluster does not speak its protocol yet", "job", uint64(ev.Job))
+			return nil
+		}
 	}
 	if err != nil {
 		return err

@@ -72,8 +72,10 @@ func (a *Agent) gpuSampleLoop(ctx context.Context) {
 	t := time.NewTicker(a.cfg.GPUSampleInterval)
 	defer t.Stop()
 	failing := false
+	lastReport := time.Now()
 	for {
-		holders := metrics.GPUHolders(a.state.View().Jobs(), a.cfg.Name)
+		v := a.state.View()
+		holders := metrics.GPUHolders(v.Jobs(), a.cfg.Name)
 		held := slices.Sorted(maps.Keys(holders))
 		samples, err := a.cfg.GPUSampler.Sample(held)
 		switch {
@@ -84,7 +86,14 @@ func (a *Agent) gpuSampleLoop(ctx context.Context) {
 			if failing {
 				a.log.Info("sampling GPUs again")
 			}
-			a.gpuSample.Store(&metrics.GPUReading{Samples: samples, Holders: holders})
+			r := &metrics.GPUReading{Samples: samples, Holders: holders}
+			a.gpuSample.Store(r)
+			a.gpuUsage.add(r)
+		}
+		a.gpuUsage.prune(v)
+		if time.Since(lastReport) >= a.cfg.GPUReportInterval {
+			lastReport = time.Now()
+			a.reportGPUUsage(ctx, holders)
 		}
 		failing = err != nil
 		select {

@@ -209,12 +209,18 @@ func (a *Agent) reportExits(ctx context.Context) {
 			Kind: "exited", Job: ex.Job, Incarnation: ex.Incarnation, Node: a.cfg.Name,
 			ExitCode: ex.ExitCode, Cause: ex.Cause, Usage: ex.Usage,
 		}
+		gk := gpuKey{ex.Job, ex.Incarnation}
 		if ex.Step != exec.NoStep {
 			ev.Kind, ev.Step = "step-exited", ex.Step
+		} else {
+			ev.GPUUsage = a.gpuUsage.get(gk)
 		}
 		if err := a.sendTaskEvent(ctx, ev); err != nil {
 			a.log.Debug("report exit", "job", uint64(ex.Job), "err", err)
 			return // the leader is unreachable; try again next round
+		}
+		if ev.Kind == "exited" {
+			a.gpuUsage.forget(gk)
 		}
 		if err := a.exec.Ack(k); err != nil {
 			a.log.Warn("acknowledge exit", "job", uint64(ex.Job), "err", err)

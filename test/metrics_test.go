@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -312,4 +313,54 @@ scrape_configs:
 		}
 		return nil
 	})
+}
+
+// TestGPUUsage (issue 16): a job on simulated GPUs at a known synthetic
+// load shows that load as its GPU usage: in `shoal job` while it runs
+// (the periodic report) and after it ends (with its exit), and in
+// sacct's TRESUsageInAve and TRESUsageInMax as Slurm names GPU use.
+func TestGPUUsage(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 2, GPUsPerNode: 2,
+		ExtraArgs: []string{"--sim-gpu-load", "40", "--gpu-sample-interval", "200ms", "--gpu-report-interval", "500ms"}})
+	a := c.Agents[0]
+	id := submit(t, a, "--nodes", "2", "--gpus-per-node", "2", "--", "sleep", "8")
+	near := func(x, want float64) bool { return math.Abs(x-want) < 1e-9 }
+	eventually(t, 20*time.Second, "GPU usage reported while the job runs", func() error {
+		var j api.Job
+		jsonOf(t, a, &j, "job", fmt.Sprint(id), "--json")
+		if j.State != "RUNNING" {
+			return fmt.Errorf("job %d %s", id, j.State)
+		}
+		for _, tk := range j.Tasks {
+			if tk.GPUUsage == nil || tk.GPUUsage.Samples == 0 {
+				return fmt.Errorf("node %s: no GPU usage yet", tk.Node)
+			}
+			if !near(tk.GPUUsage.MeanUtil, 0.4) || !near(tk.GPUUsage.PeakUtil, 0.4) {
+				return fmt.Errorf("node %s: GPU usage %+v, want 40 %% mean and peak", tk.Node, *tk.GPUUsage)
+			}
+		}
+		return nil
+	})
+	j := waitJob(t, a, id, 30*time.Second)
+	if j.State != "COMPLETED" {
+		t.Fatalf("job %d %s", id, j.State)
+	}
+	// 40 % of an 80 GiB simulated GPU, two GPUs a node.
+	wantMem := uint64(64 << 30)
+	for _, tk := range j.Tasks {
+		if g := tk.GPUUsage; g == nil || !near(g.MeanUtil, 0.4) || g.PeakMemBytes != wantMem || g.Samples < 5 {
+			t.Errorf("node %s: GPU usage after the exit %+v; want 40 %% and %d bytes over at least 5 samples", tk.Node, g, wantMem)
+		}
+	}
+	if out := mustShoal(t, a, "job", fmt.Sprint(id)); !strings.Contains(out, "util:mean=40%,peak=40%") {
+		t.Errorf("shoal job shows no GPU usage:\n%s", out)
+	}
+	sh := newSlurmShims(t, a)
+	out := sh.must("sacct", "-j", fmt.Sprint(id), "-X", "-n", "-P", "--format=JobID,TRESUsageInAve,TRESUsageInMax")
+	cols := strings.Split(out, "|")
+	// mem= (the cgroup's count) comes first where the node counted it.
+	if len(cols) != 3 || cols[0] != fmt.Sprint(id) ||
+		!strings.HasSuffix(cols[1], "gres/gpumem=65536M,gres/gpuutil=40") || !strings.HasSuffix(cols[2], "gres/gpumem=65536M,gres/gpuutil=40") {
+		t.Errorf("sacct: %q; want the job's GPU memory (65536M) and utilization (40) in TRESUsageInAve and TRESUsageInMax", out)
+	}
 }

@@ -135,6 +135,7 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.StringVar(&gpuModel, "gpu-model", "SimGPU-80GB", "model name of simulated GPUs")
 	f.StringVar(&gpuMemory, "gpu-memory", "80G", "memory of each simulated GPU")
 	f.Float64Var(&simGPULoad, "sim-gpu-load", 0, "utilization, in percent, every simulated GPU a job holds reports to the GPU metrics (0 to 100)")
+	f.DurationVar(&cfg.GPUReportInterval, "gpu-report-interval", node.DefaultGPUReportInterval, "how often running jobs' GPU usage so far is recorded in the cluster's state (always with their exit)")
 	f.DurationVar(&cfg.GPUSampleInterval, "gpu-sample-interval", node.DefaultGPUSampleInterval, "how often the GPUs' utilization, memory, temperature and power are sampled for /metrics")
 	f.IntVar(&cfg.CPUs, "cpus", 0, "CPUs this node offers (default: detected), like slurm.conf CPUs=")
 	f.IntVar(&cfg.Sockets, "sockets", 0, "CPU sockets of this node, like slurm.conf Sockets= (default: detected; --cpus must be sockets × cores × threads)")

@@ -11,7 +11,7 @@ import (
 func newJobCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "job ID",
-		Short: "Show one job (ID, or N_M for an array element): state, placement, exit code (like scontrol show job)",
+		Short: "Show one job (ID, or N_M for an array element): state, placement, exit code (like scontrol show job), GPU usage per node",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ref, err := slurmcli.JobRefArg(args[0], false)
@@ -30,6 +30,7 @@ func newJobCmd(g *globalFlags) *cobra.Command {
 				return printJSON(j)
 			}
 			slurmcli.PrintJob(os.Stdout, j)
+			slurmcli.PrintGPUUsage(os.Stdout, j)
 			return nil
 		},
 	}

@@ -322,8 +322,51 @@ var sacctFields = []sacctField{
 		}
 		return "cpu=" + sacctElapsed(u.TotalCPU()) + ",mem=" + sacctUnits(u.sumRSS>>10, unitKilo, unitNone)
 	}},
+	{"TRESUsageInAve", 14, func(r sacctRow, _ slurmView) string { return gpuTRES(r, false) }},
+	{"TRESUsageInMax", 14, func(r sacctRow, _ slurmView) string { return gpuTRES(r, true) }},
 	{"WorkDir", 20, func(r sacctRow, _ slurmView) string { return r.job.WorkDir }},
 	{"Reason", 22, func(r sacctRow, _ slurmView) string { return jobReason(r.job) }},
+}
+
+// gpuTRES is TRESUsageInAve (or, peak, TRESUsageInMax) of the job's
+// allocation row: its memory (AveRSS or MaxRSS, where counted) and its
+// GPUs' use as Slurm's acct_gather_gpu names it, gres/gpumem (MiB, "M")
+// and gres/gpuutil (percent): the mean over the nodes' means, or the
+// highest peak. Empty on step rows and for jobs whose GPUs were not
+// sampled.
+func gpuTRES(r sacctRow, peak bool) string {
+	if r.step != nil || r.batch {
+		return ""
+	}
+	var parts []string
+	if u, ok := r.usage(); ok && u.rss {
+		rss := u.AveRSS
+		if peak {
+			rss = u.MaxRSS
+		}
+		parts = append(parts, "mem="+sacctUnits(rss>>10, unitKilo, unitNone))
+	}
+	var n int
+	var mem, util float64
+	for _, t := range r.job.Tasks {
+		g := t.GPUUsage
+		if g == nil || g.Samples == 0 {
+			continue
+		}
+		n++
+		if peak {
+			mem, util = max(mem, float64(g.PeakMemBytes)), max(util, g.PeakUtil)
+		} else {
+			mem, util = mem+float64(g.MeanMemBytes), util+g.MeanUtil
+		}
+	}
+	if n > 0 {
+		if !peak {
+			mem, util = mem/float64(n), util/float64(n)
+		}
+		parts = append(parts, fmt.Sprintf("gres/gpumem=%.0fM", mem/(1<<20)), fmt.Sprintf("gres/gpuutil=%.0f", util*100))
+	}
+	return strings.Join(parts, ",")
 }
 
 // allocCPUs counts the CPUs the allocation names on tasks' nodes; 0 when
