@@ -82,7 +82,8 @@ const torchrunFlags = `--redirects 1 --tee 1`
 // simulated) on 2 nodes x 2 ranks in the three launch styles clusters
 // use, each from an sbatch script: torchrun per node with a static master
 // address and node rank, torchrun with c10d rendezvous, and one srun task
-// per GPU. Every rank must join, the all-reduce be right and every rank
+// per GPU; and as Shoal's own ranks (shoal submit), with the contract's
+// variables. Every rank must join, the all-reduce be right and every rank
 // end with the same parameters.
 func TestPyTorchDDP(t *testing.T) {
 	requireRootForNamespaces(t)
@@ -129,6 +130,16 @@ func TestPyTorchDDP(t *testing.T) {
 			checkDDP(t, string(data), j.Nodes)
 		})
 	}
+	t.Run("shoal-submit", func(t *testing.T) {
+		id := submit(t, a, "--name", "ddp", "--chdir", work, "--nodes", "2", "--ntasks-per-node", "2",
+			"--gpus-per-node", "2", "--", python, "ddp.py", "contract")
+		j := waitJob(t, a, id, 3*time.Minute)
+		logs := mustShoal(t, a, "logs", fmt.Sprint(id))
+		if j.State != "COMPLETED" {
+			t.Fatalf("job %s (exit %d):\n%s", j.State, j.ExitCode, logs)
+		}
+		checkDDP(t, logs, j.Nodes)
+	})
 }
 
 // checkDDP checks the ranks' reports in out: ranks 0..3 of 4, two on each
