@@ -72,10 +72,13 @@ export MASTER_PORT=%d
 `
 
 // torchrunFlags works around Debian's torchrun (python3-torch 1.13 under
-// Python 3.11), which fails at start unless given --redirects and --tee:
-// its default "0" goes through Std.from_str("0"), which returns None
-// there, and torchrun dies on it. A packaging bug, not Shoal's: the
-// scripts pass the flags rather than Shoal hiding it.
+// Python 3.11), which dies at start ("'NoneType' object has no attribute
+// 'get'") unless given --redirects and --tee other than 0: their default
+// "0" goes through Std.from_str("0"), which looks for 0 among the members
+// of the IntFlag Std, and Python 3.11 no longer lists a zero-valued flag
+// (Std.NONE) there, so it returns None. A packaging bug, not Shoal's: the
+// scripts pass the flags, as users of that package must, rather than
+// Shoal hiding it.
 const torchrunFlags = `--redirects 1 --tee 1`
 
 // TestPyTorchDDP runs real PyTorch DDP training (gloo on CPU, GPUs
