@@ -35,7 +35,7 @@ func TestMPI4py(t *testing.T) {
 	requireMPI(t)
 	python := requirePython(t)
 	requireFile(t, "/usr/lib/python3/dist-packages/mpi4py/__init__.py", "python3-mpi4py")
-	c := startCluster(t, localcluster.Options{Nodes: 2})
+	c := startCluster(t, localcluster.Options{Nodes: 2, HostOf: ownLoopback})
 	a := c.Agents[0]
 	work := t.TempDir()
 	prog := filepath.Join(work, "hello.py")

@@ -21,7 +21,7 @@ import (
 // "torchrun" (torchrun sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and
 // MASTER_PORT) or "srun" (one srun task per GPU: the script maps Slurm's
 // task ids itself, as such scripts do).
-const ddpTrain = `import hashlib, os, sys
+const ddpTrain = `import hashlib, os, socket, sys
 import torch
 import torch.distributed as dist
 import torch.nn as nn
@@ -52,8 +52,10 @@ for step in range(5):
 h = hashlib.sha256()
 for p in model.parameters():
     h.update(p.detach().numpy().tobytes())
-print("ddp rank %d/%d local %d host %s allreduce %s params %s" % (
-    rank, dist.get_world_size(), local, os.uname().nodename,
+host = socket.gethostname()
+print("ddp rank %d/%d local %d host %s addr %s master %s allreduce %s params %s" % (
+    rank, dist.get_world_size(), local, host, socket.gethostbyname(host),
+    socket.gethostbyname(os.environ["MASTER_ADDR"]),
     ",".join("%g" % v for v in t.tolist()), h.hexdigest()[:16]), flush=True)
 dist.destroy_process_group()
 `
@@ -92,7 +94,7 @@ func TestPyTorchDDP(t *testing.T) {
 	requireRootForNamespaces(t)
 	python := requirePython(t)
 	requireFile(t, "/usr/bin/torchrun", "python3-torch")
-	c := startCluster(t, localcluster.Options{Nodes: 2, GPUsPerNode: 2})
+	c := startCluster(t, localcluster.Options{Nodes: 2, GPUsPerNode: 2, HostOf: ownLoopback})
 	a := c.Agents[0]
 	work := t.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "ddp.py"), []byte(ddpTrain), 0o644); err != nil {
@@ -109,7 +111,7 @@ func TestPyTorchDDP(t *testing.T) {
 	}
 	for _, s := range styles {
 		t.Run(s.name, func(t *testing.T) {
-			ports, err := localcluster.FreePorts("127.0.0.1", 1)
+			ports, err := localcluster.FreePorts("0.0.0.0", 1) // free on every node's address
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +131,6 @@ func TestPyTorchDDP(t *testing.T) {
 			if j.State != "COMPLETED" || !strings.Contains(string(data), "srun exit 0") {
 				t.Fatalf("job %s (exit %d):\n%s", j.State, j.ExitCode, data)
 			}
-			t.Logf("%s", data)
 			checkDDP(t, string(data), j.Nodes)
 		})
 	}
@@ -146,26 +147,35 @@ func TestPyTorchDDP(t *testing.T) {
 }
 
 // checkDDP checks the ranks' reports in out: ranks 0..3 of 4, two on each
-// of nodes, the all-reduced tensor, the same parameters everywhere.
-// torchrun's --tee prefixes each line with its rank, so reports are found
-// anywhere in a line.
+// of nodes, the all-reduced tensor, the same parameters everywhere; each
+// rank's host name resolves to its own node's address (ownLoopback) and
+// its master address to rank 0's node. torchrun's --tee prefixes each
+// line with its rank, so reports are found anywhere in a line.
 func checkDDP(t *testing.T, out string, nodes []string) {
 	t.Helper()
 	var ranks, hosts []string
 	params := map[string]bool{}
+	addrOf := map[string]string{} // a rank's host name: the address it resolved it to
+	masters := map[string]bool{}
+	rank0 := ""
 	for line := range strings.Lines(out) {
 		i := strings.Index(line, "ddp rank ")
 		if i < 0 {
 			continue
 		}
 		f := strings.Fields(line[i:])
-		if len(f) != 11 {
+		if len(f) != 15 {
 			t.Errorf("bad report %q", line)
 			continue
 		}
-		ranks = append(ranks, f[2]+" local "+f[4]+" allreduce "+f[8])
+		ranks = append(ranks, f[2]+" local "+f[4]+" allreduce "+f[12])
 		hosts = append(hosts, f[6])
-		params[f[10]] = true
+		addrOf[f[6]] = f[8]
+		masters[f[10]] = true
+		params[f[14]] = true
+		if strings.HasPrefix(f[2], "0/") {
+			rank0 = f[6]
+		}
 	}
 	slices.Sort(ranks)
 	slices.Sort(hosts)
@@ -178,6 +188,15 @@ func checkDDP(t *testing.T, out string, nodes []string) {
 		t.Errorf("ranks %q on %q with parameters %v; want %q on %q, one parameter hash\n%s",
 			ranks, hosts, params, want, wantHosts, out)
 	}
+	for host, addr := range addrOf {
+		var i int
+		if _, err := fmt.Sscanf(host, "n%d", &i); err != nil || addr != ownLoopback(i-1) {
+			t.Errorf("host %s resolves to %s inside its job; want its agent's address\n%s", host, addr, out)
+		}
+	}
+	if len(masters) != 1 || !masters[addrOf[rank0]] {
+		t.Errorf("ranks' master addresses %v; want rank 0's node %s at %s\n%s", masters, rank0, addrOf[rank0], out)
+	}
 }
 
 // requireFile fails the test when path is missing: .ci/run installs the
@@ -188,3 +207,10 @@ func requireFile(t *testing.T, path, pkg string) {
 		t.Fatalf("needs %s (%s; .ci/run installs it): %v", path, pkg, err)
 	}
 }
+
+// ownLoopback gives agent i a loopback address of its own (127.0.0.11,
+// .12, ...), as real nodes have: inside jobs node names then resolve to
+// different addresses and back, so a program that binds or dials its own
+// host's or its master's address (gloo, torchrun's c10d store, Open MPI)
+// shows it picked the right node's.
+func ownLoopback(i int) string { return fmt.Sprintf("127.0.0.%d", 11+i) }
