@@ -9,18 +9,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/localcluster"
 )
 
 // ddpTrain is a real PyTorch DistributedDataParallel training run on CPU
 // (the gloo backend): every rank all-reduces a known tensor, then trains
 // a tiny model for a few steps from the same seed on its own data, and
-// prints its rank, the world size, its host, the all-reduced tensor and a
-// hash of its final parameters. DDP averages the gradients, so every rank
-// must end with the same parameters. Its argument says who launched it:
-// "torchrun" (torchrun sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and
-// MASTER_PORT) or "srun" (one srun task per GPU: the script maps Slurm's
-// task ids itself, as such scripts do).
+// prints its rank, the world size, its host and the address it resolves
+// to, the address of its master, the all-reduced tensor and a hash of its
+// final parameters. DDP averages the gradients, so every rank must end
+// with the same parameters. Its argument says who launched it: "srun"
+// (one srun task per GPU: the script maps Slurm's task ids itself, as
+// such scripts do), or anything else when RANK, WORLD_SIZE, LOCAL_RANK,
+// MASTER_ADDR and MASTER_PORT are set: "torchrun" (torchrun sets them for
+// its workers) or "contract" (Shoal's own ranks get them). The rank named
+// by DDP_FAIL_RANK exits 3 once it has joined.
 const ddpTrain = `import hashlib, os, socket, sys
 import torch
 import torch.distributed as dist
@@ -36,6 +40,8 @@ else:
     local = int(os.environ["LOCAL_RANK"])
     init = "env://"
 dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
+if os.environ.get("DDP_FAIL_RANK") == str(rank):
+    sys.exit(3)
 
 t = torch.tensor([rank + 1.0, 2.0 * rank])
 dist.all_reduce(t)
@@ -89,7 +95,7 @@ const torchrunFlags = `--redirects 1 --tee 1`
 // address and node rank, torchrun with c10d rendezvous, and one srun task
 // per GPU; and as Shoal's own ranks (shoal submit), with the contract's
 // variables. Every rank must join, the all-reduce be right and every rank
-// end with the same parameters.
+// end with the same parameters; a rank that fails must fail the job.
 func TestPyTorchDDP(t *testing.T) {
 	requireRootForNamespaces(t)
 	python := requirePython(t)
@@ -111,29 +117,26 @@ func TestPyTorchDDP(t *testing.T) {
 	}
 	for _, s := range styles {
 		t.Run(s.name, func(t *testing.T) {
-			ports, err := localcluster.FreePorts("0.0.0.0", 1) // free on every node's address
-			if err != nil {
-				t.Fatal(err)
+			j, out := runDDPScript(t, a, work, s.tasksPerNode, s.launch)
+			if j.State != "COMPLETED" || !strings.Contains(out, "srun exit 0") {
+				t.Fatalf("job %s (exit %d):\n%s", j.State, j.ExitCode, out)
 			}
-			script := filepath.Join(work, s.name+".sh")
-			body := fmt.Sprintf(ddpHead, s.tasksPerNode, ports[0]) + s.launch + "\necho \"srun exit $?\"\n"
-			if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			// /usr/bin first: Debian's torch is for /usr/bin/python3.
-			out := mustShoal(t, a, "batch", "--chdir", work, "--export=ALL,PATH=/usr/bin:/bin", script)
-			var id uint64
-			if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
-				t.Fatalf("shoal batch printed %q", out)
-			}
-			j := waitJob(t, a, id, 3*time.Minute)
-			data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("ddp-%d.out", id)))
-			if j.State != "COMPLETED" || !strings.Contains(string(data), "srun exit 0") {
-				t.Fatalf("job %s (exit %d):\n%s", j.State, j.ExitCode, data)
-			}
-			checkDDP(t, string(data), j.Nodes)
+			checkDDP(t, out, j.Nodes)
 		})
 	}
+	// A rank that fails: the others' collectives fail when its
+	// connections close (srun -K, as clusters set KillOnBadExit, would end
+	// any left waiting), each torchrun reports its workers' exit codes and
+	// exits 1, and srun's exit code, the script's, fails the job.
+	t.Run("rank-fails", func(t *testing.T) {
+		j, out := runDDPScript(t, a, work, "1", `export DDP_FAIL_RANK=3
+srun -K bash -c 'torchrun --nnodes $SLURM_NNODES --node_rank $SLURM_NODEID --nproc_per_node 2 \
+	--master_addr $MASTER_ADDR --master_port $MASTER_PORT `+torchrunFlags+` ddp.py torchrun'`)
+		if j.State != "FAILED" || j.ExitCode == 0 || strings.Contains(out, "srun exit 0") ||
+			!strings.Contains(out, "ddp.py FAILED") || !strings.Contains(out, "exitcode  : 3") {
+			t.Errorf("job %s (exit %d); want FAILED with torchrun's report of rank 3's exit code 3\n%s", j.State, j.ExitCode, out)
+		}
+	})
 	t.Run("shoal-submit", func(t *testing.T) {
 		id := submit(t, a, "--name", "ddp", "--chdir", work, "--nodes", "2", "--ntasks-per-node", "2",
 			"--gpus-per-node", "2", "--", python, "ddp.py", "contract")
@@ -144,6 +147,31 @@ func TestPyTorchDDP(t *testing.T) {
 		}
 		checkDDP(t, logs, j.Nodes)
 	})
+}
+
+// runDDPScript runs an sbatch script of ddpHead (tasksPerNode tasks per
+// node, a free port) and launch, which exits with srun's code, and
+// returns the ended job and the script's output.
+func runDDPScript(t *testing.T, a *localcluster.Agent, work, tasksPerNode, launch string) (api.Job, string) {
+	t.Helper()
+	ports, err := localcluster.FreePorts("0.0.0.0", 1) // free on every node's address
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(work, strings.ReplaceAll(t.Name(), "/", "-")+".sh")
+	body := fmt.Sprintf(ddpHead, tasksPerNode, ports[0]) + launch + "\nrc=$?\necho \"srun exit $rc\"\nexit $rc\n"
+	if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// /usr/bin first: Debian's torch is for /usr/bin/python3.
+	out := mustShoal(t, a, "batch", "--chdir", work, "--export=ALL,PATH=/usr/bin:/bin", script)
+	var id uint64
+	if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
+		t.Fatalf("shoal batch printed %q", out)
+	}
+	j := waitJob(t, a, id, 3*time.Minute)
+	data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("ddp-%d.out", id)))
+	return j, string(data)
 }
 
 // checkDDP checks the ranks' reports in out: ranks 0..3 of 4, two on each
