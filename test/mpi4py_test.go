@@ -28,8 +28,10 @@ var mpiLoopback = []string{"OMPI_MCA_btl=self,vader,tcp", "OMPI_MCA_btl_tcp_if_i
 
 // TestMPI4py: a real mpi4py program under Open MPI's mpirun in a Shoal
 // allocation, in the two places users start mpirun: from salloc with a
-// command, and inside an sbatch script. 2 nodes x 2 ranks all-reduce, and
-// the ranks run on both nodes.
+// command, and inside an sbatch script. mpirun is given no -np, as users
+// often type it: it takes the rank count and each node's slots from the
+// allocation's SLURM_* variables. 2 nodes x 2 ranks all-reduce, and the
+// ranks run on both nodes.
 func TestMPI4py(t *testing.T) {
 	requireRootForNamespaces(t)
 	requireMPI(t)
@@ -49,7 +51,7 @@ func TestMPI4py(t *testing.T) {
 		// mpirun by name, as users type it (see TestMPIThroughSrun).
 		env := append([]string{"SHOAL_DATA_DIR=" + a.DataDir, "PATH=" + shims + ":/usr/bin:/bin"}, mpiLoopback...)
 		r := runEnv(t, env, filepath.Join(shims, "salloc"), "-N", "2", "--ntasks-per-node=2", "--chdir", work,
-			"mpirun", "--allow-run-as-root", "-np", "4", python, prog)
+			"mpirun", "--allow-run-as-root", python, prog)
 		if r.code != 0 {
 			t.Fatalf("salloc mpirun: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 		}
@@ -63,7 +65,7 @@ func TestMPI4py(t *testing.T) {
 #SBATCH --ntasks-per-node=2
 #SBATCH --output=mpi4py-%j.out
 export `+strings.Join(mpiLoopback, " ")+`
-mpirun --allow-run-as-root -np 4 `+python+` `+prog+`
+mpirun --allow-run-as-root `+python+` `+prog+`
 echo "mpirun exit $?"
 `), 0o755); err != nil {
 			t.Fatal(err)
