@@ -14,12 +14,16 @@ import (
 
 // mpi4pyHello is mpiHello in Python with mpi4py (Debian's python3-mpi4py
 // over Open MPI): each rank prints its rank, the world size, its host and
-// the all-reduced sum of rank+1.
-const mpi4pyHello = `import socket
+// the all-reduced sum of rank+1. It writes its line in one write: mpirun
+// forwards the ranks' output as it comes, so under PYTHONUNBUFFERED a
+// print, which writes the text and the newline apart, could mix with
+// another rank's line (as it can under Slurm: srun is not in that path).
+const mpi4pyHello = `import socket, sys
 from mpi4py import MPI
 comm = MPI.COMM_WORLD
 total = comm.allreduce(comm.Get_rank() + 1, op=MPI.SUM)
-print("rank %d of %d on %s sum %d" % (comm.Get_rank(), comm.Get_size(), socket.gethostname(), total), flush=True)
+sys.stdout.write("rank %d of %d on %s sum %d\n" % (comm.Get_rank(), comm.Get_size(), socket.gethostname(), total))
+sys.stdout.flush()
 `
 
 // mpiLoopback makes Open MPI use loopback: every "node" is this machine,

@@ -68,7 +68,9 @@ dist.destroy_process_group()
 
 // ddpHead starts every PyTorch batch script: 2 nodes, 2 GPUs each, the
 // master address from scontrol as users write it; %s is the per-node
-// task count, %d the port.
+// task count, %d the port. PYTHONUNBUFFERED, as scripts set it to see
+// their logs as they come, makes print write a line's text and its
+// newline apart: srun must still keep each rank's lines whole.
 const ddpHead = `#!/bin/bash
 #SBATCH -N 2
 #SBATCH --ntasks-per-node=%s
@@ -77,6 +79,7 @@ const ddpHead = `#!/bin/bash
 #SBATCH --output=ddp-%%j.out
 export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)
 export MASTER_PORT=%d
+export PYTHONUNBUFFERED=1
 `
 
 // torchrunFlags works around Debian's torchrun (python3-torch 1.13 under
