@@ -38,7 +38,7 @@ var mpiLoopback = []string{"OMPI_MCA_btl=self,vader,tcp", "OMPI_MCA_btl_tcp_if_i
 // ranks run on both nodes.
 func TestMPI4py(t *testing.T) {
 	requireRootForNamespaces(t)
-	requireMPI(t)
+	requireFile(t, "/usr/bin/mpirun", "openmpi-bin")
 	python := requirePython(t)
 	requireFile(t, "/usr/lib/python3/dist-packages/mpi4py/__init__.py", "python3-mpi4py")
 	c := startCluster(t, localcluster.Options{Nodes: 2, HostOf: ownLoopback})

@@ -89,8 +89,9 @@ export PYTHONUNBUFFERED=1
 // of the IntFlag Std, and Python 3.11 no longer lists a zero-valued flag
 // (Std.NONE) there, so it returns None. A packaging bug, not Shoal's: the
 // scripts pass the flags, as users of that package must, rather than
-// Shoal hiding it.
-const torchrunFlags = `--redirects 1 --tee 1`
+// Shoal hiding it. --monitor_interval 1 only makes torchrun notice its
+// workers' end sooner than its default 5 seconds, to keep the test short.
+const torchrunFlags = `--redirects 1 --tee 1 --monitor_interval 1`
 
 // TestPyTorchDDP runs real PyTorch DDP training (gloo on CPU, GPUs
 // simulated) on 2 nodes x 2 ranks in the three launch styles clusters
