@@ -43,6 +43,11 @@ type Options struct {
 	BootstrapExpect int
 	// Host is the loopback IP every agent binds (default 127.0.0.1).
 	Host string
+	// HostOf, when set, gives agent i a loopback IP of its own to bind
+	// instead of Host, as real nodes have addresses of their own: node
+	// names then resolve to different addresses inside jobs, and a
+	// reverse lookup of an address gives back its node's name.
+	HostOf func(i int) string
 	// ExtraArgs are added to every agent's command line.
 	ExtraArgs []string
 	// Detach starts agents in their own session so they outlive this
@@ -146,16 +151,33 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("--data-dir %s: %w", opts.Dir, err)
 	}
-	ports, err := FreePorts(opts.Host, 3*opts.Nodes)
-	if err != nil {
-		return nil, err
+	hosts := make([]string, opts.Nodes)
+	perHost := map[string]int{} // how many agents bind each address
+	for i := range hosts {
+		hosts[i] = opts.Host
+		if opts.HostOf != nil {
+			hosts[i] = opts.HostOf(i)
+		}
+		perHost[hosts[i]]++
+	}
+	// Every port of one address at once: ports found one agent at a time
+	// would be free again, and found again, for the next.
+	ports := map[string][]int{}
+	for host, n := range perHost {
+		p, err := FreePorts(host, 3*n)
+		if err != nil {
+			return nil, err
+		}
+		ports[host] = p
 	}
 	c := &Cluster{opts: opts}
-	for i := range opts.Nodes {
+	for i, host := range hosts {
 		name := fmt.Sprintf("n%d", i+1)
+		p := ports[host]
+		ports[host] = p[3:]
 		a := &Agent{
-			Name: name, DataDir: filepath.Join(opts.Dir, name), host: opts.Host,
-			HTTPPort: ports[3*i], RaftPort: ports[3*i+1], GossipPort: ports[3*i+2],
+			Name: name, DataDir: filepath.Join(opts.Dir, name), host: host,
+			HTTPPort: p[0], RaftPort: p[1], GossipPort: p[2],
 		}
 		if opts.Advertise != nil {
 			a.advertise = opts.Advertise(i)
@@ -164,7 +186,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	for i, a := range c.Agents {
 		a.Args = []string{"agent",
-			"--name", a.Name, "--data-dir", a.DataDir, "--bind", opts.Host,
+			"--name", a.Name, "--data-dir", a.DataDir, "--bind", a.host,
 			"--http-port", strconv.Itoa(a.HTTPPort), "--raft-port", strconv.Itoa(a.RaftPort),
 			"--gossip-port", strconv.Itoa(a.GossipPort),
 			"--gpus", strconv.Itoa(opts.GPUsPerNode),

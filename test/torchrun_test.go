@@ -60,7 +60,9 @@ echo "torchrun ok node_rank=$rank of $nnodes on $SLURMD_NODENAME gpus=$CUDA_VISI
 // TestTorchrunScript: a typical torchrun sbatch script runs unchanged; a
 // stand-in torchrun on every node checks its arguments (node count, node
 // rank, master address from scontrol, port, the script's own arguments)
-// against the task's environment and GPUs.
+// against the task's environment and GPUs. The real torchrun is run by
+// TestPyTorchDDP; this stand-in stays for what a CPU-only torch cannot
+// show: that --nproc_per_node matches the GPUs in CUDA_VISIBLE_DEVICES.
 func TestTorchrunScript(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 2})
 	a := c.Agents[0]

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -181,20 +183,22 @@ func findStep(j api.Job, id int) (api.Step, bool) {
 	return api.Step{}, false
 }
 
-// streamer writes rank output as it arrives, keeping each stream's offset
-// and, with label, prefixing whole lines with the rank ("0: ...").
+// streamer writes rank output as it arrives, keeping each stream's offset,
+// a rank's lines whole (see wholeLines) and, with label, prefixing each
+// line with the rank ("0: ...").
 type streamer struct {
 	label   bool
 	stdout  io.Writer
 	stderr  io.Writer
 	offsets map[string]int64
-	partial map[string][]byte
+	partial map[string][]byte // what is held of each stream's last line
 	rank    map[string]int
+	isErr   map[string]bool
 }
 
 func newStreamer(label bool, stdout, stderr io.Writer) *streamer {
 	return &streamer{label: label, stdout: stdout, stderr: stderr,
-		offsets: map[string]int64{}, partial: map[string][]byte{}, rank: map[string]int{}}
+		offsets: map[string]int64{}, partial: map[string][]byte{}, rank: map[string]int{}, isErr: map[string]bool{}}
 }
 
 func (s *streamer) write(chunks []api.LogChunk) {
@@ -210,15 +214,15 @@ func (s *streamer) write(chunks []api.LogChunk) {
 		}
 		s.offsets[key] = ch.Size
 		s.rank[key] = ch.Rank
-		w := s.stdout
-		if ch.Stream == "stderr" {
-			w = s.stderr
-		}
+		s.isErr[key] = ch.Stream == "stderr"
+		w := s.writer(key)
+		buf := append(s.partial[key], ch.Data...)
 		if !s.label {
-			io.WriteString(w, ch.Data)
+			send, hold := wholeLines(buf)
+			w.Write(send)
+			s.partial[key] = bytes.Clone(hold)
 			continue
 		}
-		buf := append(s.partial[key], ch.Data...)
 		for {
 			i := bytes.IndexByte(buf, '\n')
 			if i < 0 {
@@ -231,14 +235,46 @@ func (s *streamer) write(chunks []api.LogChunk) {
 	}
 }
 
-// flush prints what is left of unterminated labelled lines.
+func (s *streamer) writer(key string) io.Writer {
+	if s.isErr[key] {
+		return s.stderr
+	}
+	return s.stdout
+}
+
+// flush writes what is held of unterminated lines, once the step has
+// ended (a labelled one gets its newline), each to its own stream.
 func (s *streamer) flush() {
-	for key, rest := range s.partial {
-		if len(rest) > 0 {
-			fmt.Fprintf(s.stdout, "%d: %s\n", s.rank[key], rest)
+	for _, key := range slices.Sorted(maps.Keys(s.partial)) {
+		rest := s.partial[key]
+		switch {
+		case len(rest) == 0:
+		case s.label:
+			fmt.Fprintf(s.writer(key), "%d: %s\n", s.rank[key], rest)
+		default:
+			s.writer(key).Write(rest)
 		}
 		delete(s.partial, key)
 	}
+}
+
+// maxHeldLine is how much of a line still without its newline srun holds
+// before it writes it anyway: slurmstepd's MAX_MSG_LEN.
+const maxHeldLine = 1024
+
+// wholeLines splits buf, what a rank's stream has that srun has not
+// written, into what srun writes now and what it holds back: every whole
+// line, and of an unfinished last line only whole maxHeldLine pieces. So
+// ranks' lines never mix, even from a program that writes a line in
+// several writes (Python's print, unbuffered, writes the text then the
+// newline): slurmstepd, too, sends a task's output line by line unless
+// srun -u, and a line longer than MAX_MSG_LEN in pieces. A rank's held
+// rest is written when the step ends (slurmstepd writes it when that
+// task's stream ends).
+func wholeLines(buf []byte) (send, hold []byte) {
+	i := bytes.LastIndexByte(buf, '\n') + 1
+	i += (len(buf) - i) / maxHeldLine * maxHeldLine
+	return buf[:i], buf[i:]
 }
 
 // RunOwnJob is srun outside an allocation: it allocates, runs the command
