@@ -318,7 +318,8 @@ scrape_configs:
 // TestGPUUsage (issue 16): a job on simulated GPUs at a known synthetic
 // load shows that load as its GPU usage: in `shoal job` while it runs
 // (the periodic report) and after it ends (with its exit), and in
-// sacct's TRESUsageInAve and TRESUsageInMax as Slurm names GPU use.
+// sacct's TRESUsageInAve and TRESUsageInMax as Slurm names GPU use, and
+// in shoal report.
 func TestGPUUsage(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 2, GPUsPerNode: 2,
 		ExtraArgs: []string{"--sim-gpu-load", "40", "--gpu-sample-interval", "200ms", "--gpu-report-interval", "500ms"}})
@@ -362,5 +363,21 @@ func TestGPUUsage(t *testing.T) {
 	if len(cols) != 3 || cols[0] != fmt.Sprint(id) ||
 		!strings.HasSuffix(cols[1], "gres/gpumem=65536M,gres/gpuutil=40") || !strings.HasSuffix(cols[2], "gres/gpumem=65536M,gres/gpuutil=40") {
 		t.Errorf("sacct: %q; want the job's GPU memory (65536M) and utilization (40) in TRESUsageInAve and TRESUsageInMax", out)
+	}
+
+	// shoal report: the job's GPU-hours at 40 %, not flagged idle.
+	var rep struct {
+		GPUHours    float64        `json:"gpu_hours"`
+		Utilization float64        `json:"utilization"`
+		States      map[string]int `json:"states"`
+		Idle        []any          `json:"idle"`
+		Users       []struct {
+			Name string `json:"name"`
+		} `json:"users"`
+	}
+	jsonOf(t, a, &rep, "report", "--start", "now-1hours", "--json")
+	if rep.GPUHours <= 0 || !near(rep.Utilization, 0.4) || rep.States["COMPLETED"] != 1 || len(rep.Idle) != 0 ||
+		len(rep.Users) != 1 || rep.Users[0].Name != "root" {
+		t.Errorf("shoal report: %+v; want root's GPU-hours at 40 %%, one job completed, none idle", rep)
 	}
 }

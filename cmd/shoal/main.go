@@ -80,6 +80,7 @@ func newRootCmd() *cobra.Command {
 		newSubmitCmd(g),
 		newQueueCmd(g),
 		newJobCmd(g),
+		newReportCmd(g),
 		newLogsCmd(g),
 		newCancelCmd(g),
 		newNodesCmd(g),
