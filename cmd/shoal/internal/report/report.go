@@ -263,4 +263,6 @@ func pct(x float64) string {
 	return fmt.Sprintf("%.1f%%", 100*x)
 }
 
-func secs(s float64) string { return (time.Duration(s * float64(time.Second))).Round(time.Second).String() }
+func secs(s float64) string {
+	return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
+}
