@@ -90,7 +90,7 @@ func TestParseLogLine(t *testing.T) {
 
 func TestStdLoggerRoutesToSlog(t *testing.T) {
 	h := newRecordHandler()
-	l := newStdLogger(slog.New(h))
+	l := newStdLogger(slog.New(h), nil)
 	l.Printf("[WARN] memberlist: hello %d", 7)
 	recs := h.all()
 	if len(recs) != 1 || recs[0].Level != slog.LevelWarn || recs[0].Message != "hello 7" {

@@ -144,6 +144,8 @@ type Gossip struct {
 
 	events   chan Event
 	dropped  atomic.Uint64
+	// probeFailures counts probes of this node that got no ack.
+	probeFailures atomic.Uint64
 	done     chan struct{} // closed by Shutdown
 	numAlive atomic.Int32  // alive members, for the broadcast queue
 	bcast    *memberlist.TransmitLimitedQueue
@@ -222,8 +224,6 @@ func New(cfg Config) (*Gossip, error) {
 	if cfg.SuspicionMult > 0 {
 		mc.SuspicionMult = cfg.SuspicionMult
 	}
-	mc.Logger = newStdLogger(logger.With("lib", "memberlist"))
-
 	g := &Gossip{
 		log:       logger,
 		name:      cfg.Name,
@@ -241,6 +241,7 @@ func New(cfg Config) (*Gossip, error) {
 		NumNodes:       func() int { return int(g.numAlive.Load()) },
 		RetransmitMult: mc.RetransmitMult,
 	}
+	mc.Logger = newStdLogger(logger.With("lib", "memberlist"), &g.probeFailures)
 	d := &delegate{g: g}
 	mc.Delegate = d
 	mc.Events = d
@@ -322,6 +323,15 @@ func (g *Gossip) LocalAddr() string { return g.addr }
 // new events are dropped (counted and logged at warn) rather than block
 // memberlist. The first event is this node's own join.
 func (g *Gossip) Events() <-chan Event { return g.events }
+
+// ProbeFailures is how many of this node's probes got no ack, direct or
+// indirect, since it started (each made it suspect the member).
+func (g *Gossip) ProbeFailures() uint64 { return g.probeFailures.Load() }
+
+// HealthScore is memberlist's awareness of this node's own health
+// (Lifeguard): 0 when healthy, higher as its probes fail or it has to
+// refute suspicions of itself; memberlist slows its probes by it.
+func (g *Gossip) HealthScore() int { return g.ml.GetHealthScore() }
 
 // Dropped is the number of events dropped because the buffer was full.
 func (g *Gossip) Dropped() uint64 { return g.dropped.Load() }

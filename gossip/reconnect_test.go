@@ -86,6 +86,11 @@ func TestReconnectFailedMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "a to see b failed", func() bool { return status(a, "b") == StatusFailed })
+	// a's own probes of b went unanswered (b was not merely suspected
+	// by someone else: there is no one else).
+	if a.ProbeFailures() == 0 {
+		t.Errorf("a counted no failed probe of the stopped b")
+	}
 
 	p, err := strconv.Atoi(port)
 	if err != nil {

@@ -55,7 +55,9 @@ const (
 	RaftLeaderChanges = "shoal_raft_leader_changes_total"
 	RaftApplySeconds  = "shoal_raft_apply_duration_seconds"
 
-	GossipMembers = "shoal_gossip_members"
+	GossipMembers       = "shoal_gossip_members"
+	GossipProbeFailures = "shoal_gossip_probe_failures_total"
+	GossipHealthScore   = "shoal_gossip_health_score"
 
 	SchedJobsPending   = "shoal_scheduler_jobs_pending"
 	SchedJobsRunning   = "shoal_scheduler_jobs_running"
@@ -99,6 +101,8 @@ var Table = []Desc{
 	{RaftLeaderChanges, Counter, nil, "Leader elections this server saw since it started.", everyAgent},
 	{RaftApplySeconds, Histogram, nil, "Time from proposing a command on this server to its being applied.", everyAgent},
 	{GossipMembers, Gauge, []string{"state"}, "Gossip members this agent knows, by state (alive, suspect, failed, left).", everyAgent},
+	{GossipProbeFailures, Counter, nil, "Probes of this agent that got no ack, direct or indirect (each made it suspect the member).", everyAgent},
+	{GossipHealthScore, Gauge, nil, "memberlist's awareness of this agent's own health (Lifeguard): 0 healthy, higher as its probes fail.", everyAgent},
 	{SchedJobsPending, Gauge, []string{"reason"}, "Pending jobs by the reason they wait.", theLeader},
 	{SchedJobsRunning, Gauge, nil, "Jobs running (or starting, or ending) that hold resources.", theLeader},
 	{SchedPlacements, Counter, nil, "Jobs this server placed while it led.", everyAgent},
@@ -133,6 +137,8 @@ type Reading struct {
 	Leader             bool
 	Raft               RaftReading
 	Members            []gossip.Member
+	ProbeFailures      uint64
+	HealthScore        int
 	TasksRunning       int
 	LastRenew          time.Time // zero: no lease yet
 	Placements         uint64
@@ -241,6 +247,8 @@ func Samples(r Reading) []Sample {
 	for _, st := range []gossip.MemberStatus{gossip.StatusAlive, gossip.StatusFailed, gossip.StatusLeft, gossip.StatusSuspect} {
 		add(GossipMembers, float64(byState[st]), string(st))
 	}
+	add(GossipProbeFailures, float64(r.ProbeFailures))
+	add(GossipHealthScore, float64(r.HealthScore))
 
 	if r.Leader && r.View != nil {
 		pending, running := jobCounts(r.View.Jobs())

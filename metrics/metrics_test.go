@@ -82,6 +82,7 @@ func TestSamples(t *testing.T) {
 			{Name: "n1", Status: gossip.StatusAlive}, {Name: "n2", Status: gossip.StatusAlive},
 			{Name: "n3", Status: gossip.StatusFailed},
 		},
+		ProbeFailures: 3, HealthScore: 1,
 		TasksRunning: 2, LastRenew: t0.Add(time.Second),
 		Placements: 5, Preemptions: 1, Fencings: 0, RaftLeaderChanges: 2,
 	}
@@ -92,6 +93,7 @@ func TestSamples(t *testing.T) {
 		{RaftVoters, nil, 3}, {RaftNonvoters, nil, 1}, {RaftLeaderChanges, nil, 2},
 		{GossipMembers, []string{"alive"}, 2}, {GossipMembers, []string{"failed"}, 1},
 		{GossipMembers, []string{"left"}, 0}, {GossipMembers, []string{"suspect"}, 0},
+		{GossipProbeFailures, nil, 3}, {GossipHealthScore, nil, 1},
 	}
 	nodeSamples := []Sample{
 		{SchedPlacements, nil, 5}, {SchedPreemptions, nil, 1},

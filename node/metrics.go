@@ -29,6 +29,8 @@ func (a *Agent) readMetrics() metrics.Reading {
 		Node:              a.cfg.Name,
 		Leader:            a.raft.IsLeader(),
 		Members:           a.gossip.Members(),
+		ProbeFailures:     a.gossip.ProbeFailures(),
+		HealthScore:       a.gossip.HealthScore(),
 		TasksRunning:      len(a.exec.Running()),
 		Placements:        a.placements.Load(),
 		Preemptions:       a.preemptions.Load(),
