@@ -142,13 +142,13 @@ type Gossip struct {
 	addr      string
 	reapAfter time.Duration // memberlist's GossipToTheDeadTime
 
-	events   chan Event
-	dropped  atomic.Uint64
+	events  chan Event
+	dropped atomic.Uint64
 	// probeFailures counts probes of this node that got no ack.
 	probeFailures atomic.Uint64
-	done     chan struct{} // closed by Shutdown
-	numAlive atomic.Int32  // alive members, for the broadcast queue
-	bcast    *memberlist.TransmitLimitedQueue
+	done          chan struct{} // closed by Shutdown
+	numAlive      atomic.Int32  // alive members, for the broadcast queue
+	bcast         *memberlist.TransmitLimitedQueue
 
 	// life orders Leave/UpdateMeta (read side) against Shutdown (write
 	// side): memberlist panics on Leave after Shutdown.
