@@ -22,25 +22,9 @@ func Scontrol(ctx context.Context, connect Connect, args []string, out io.Writer
 	if len(args) >= 2 && strings.EqualFold(args[0], "show") {
 		switch strings.ToLower(args[1]) {
 		case "hostnames", "hostname":
-			list := strings.Join(args[2:], ",")
-			if list == "" {
-				list = os.Getenv("SLURM_JOB_NODELIST")
-			}
-			if list == "" {
-				// Slurm 22.05 says so and exits 0 (shared/peers/slurm's golden).
-				fmt.Fprintln(os.Stderr, "scontrol: error: host list is empty")
-				return nil
-			}
-			names, err := slurm.ExpandHostlist(list)
-			if err != nil {
-				return err
-			}
-			for _, n := range names {
-				fmt.Fprintln(out, n)
-			}
-			return nil
+			return scontrolHostnames(args[2:], out)
 		case "hostlist", "hostlistsorted":
-			// Unlike hostnames, Slurm 22.05 reads no SLURM_JOB_NODELIST here:
+			// Unlike hostnames, Slurm 22.05 reads no SLURM_NODELIST here:
 			// with no argument it fails (shared/peers/slurm's golden).
 			if len(args) == 2 {
 				return fmt.Errorf("invalid encode argument")
@@ -49,7 +33,7 @@ func Scontrol(ctx context.Context, connect Connect, args []string, out io.Writer
 			for _, a := range args[2:] {
 				expanded, err := slurm.ExpandHostlist(a)
 				if err != nil {
-					return err
+					return fmt.Errorf("%w\nInvalid hostlist: %s", err, a)
 				}
 				names = append(names, expanded...)
 			}
@@ -92,6 +76,31 @@ func Scontrol(ctx context.Context, connect Connect, args []string, out io.Writer
 		}
 	}
 	return fmt.Errorf("scontrol %s: not supported by Shoal yet (show hostnames, show hostlist, show hostlistsorted, show job, show nodes, hold, uhold, release, requeue, requeuehold and update NodeName= are)", strings.Join(args, " "))
+}
+
+// scontrolHostnames is `scontrol show hostnames [LIST]`: one name a line.
+// With no argument it reads SLURM_NODELIST, as Slurm 22.05 does (not
+// SLURM_JOB_NODELIST; a job has both), and when that is unset it says the
+// list is empty. Like Slurm it exits 0 on an invalid list, saying why on
+// stderr (hostlist_golden2.json).
+func scontrolHostnames(args []string, out io.Writer) error {
+	list := strings.Join(args, ",")
+	if len(args) == 0 {
+		var ok bool
+		if list, ok = os.LookupEnv("SLURM_NODELIST"); !ok {
+			fmt.Fprintln(os.Stderr, "scontrol: error: host list is empty")
+			return nil
+		}
+	}
+	names, err := slurm.ExpandHostlist(list)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "scontrol: error: %v\nInvalid hostlist: %s\n", err, list)
+		return nil
+	}
+	for _, n := range names {
+		fmt.Fprintln(out, n)
+	}
+	return nil
 }
 
 // scontrolShowNodes is scontrol show node[s] [NAME]: each node as a block
