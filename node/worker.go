@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -316,7 +314,7 @@ func (a *Agent) start(ctx context.Context, v *fsm.View, s worker.Start) bool {
 		return true
 	}
 	if j.Spec.Batch != nil {
-		l.Stdout, l.Stderr = batchOutput(j, a.cfg.Name)
+		l.Stdout, l.Stderr = j.BatchOutput(a.cfg.Name)
 	}
 	if err := a.exec.Start(ctx, l); err != nil {
 		// The executor records a start failure as an exit, which the report
@@ -353,37 +351,6 @@ func (a *Agent) launch(v *fsm.View, j *cluster.Job, nodeIndex int) exec.Launch {
 		JobStart:    j.StartTime,
 		Array:       j.Array,
 	}
-}
-
-// batchOutput is where a batch script's stdout and stderr go: sbatch's
-// --output/--error patterns, expanded, relative to the job's WorkDir
-// (default slurm-%j.out; stderr with stdout unless --error is given).
-func batchOutput(j *cluster.Job, node string) (stdout, stderr string) {
-	f := slurm.PatternFields{JobID: uint64(j.ID), StepID: "batch", User: j.Spec.User,
-		JobName: j.Spec.Name, NodeName: node}
-	if j.Array != nil {
-		f.IsArray, f.ArrayJobID, f.ArrayTaskID = true, uint64(j.Array.JobID), j.Array.TaskID
-	}
-	path := func(pattern string) string {
-		if pattern == "none" {
-			return os.DevNull
-		}
-		p := slurm.ExpandOutputPattern(pattern, f)
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(j.Spec.WorkDir, p)
-		}
-		return p
-	}
-	out := j.Spec.Batch.Output
-	if out == "" {
-		out = slurm.DefaultOutput(j.Array != nil)
-	}
-	stdout = path(out)
-	stderr = stdout
-	if j.Spec.Batch.Error != "" {
-		stderr = path(j.Spec.Batch.Error)
-	}
-	return stdout, stderr
 }
 
 // taskHosts are the cluster's node names at their agents' addresses (the
