@@ -22,6 +22,8 @@ import (
 //	   preemption, priorities); snapshot format 1
 //	2  command types 20 to 26 (the security record, user tokens, the
 //	   accounting archive)
+//	3  command type 27 (UpdateJob: scontrol update JobId= of the time
+//	   limit, node count, partition, QoS, dependency, name, comment, nice)
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -29,7 +31,7 @@ import (
 const (
 	// ProtocolVersion is the protocol this build speaks: the highest
 	// version in commands and snapshotFormats.
-	ProtocolVersion = 2
+	ProtocolVersion = 3
 	// ProtocolOldest is the lowest version an agent may announce. A
 	// command type introduced at it needs no check.
 	ProtocolOldest = 1
@@ -69,6 +71,7 @@ const (
 	CmdSetGossipKeys   CmdType = 24
 	CmdRevokeUserToken CmdType = 25
 	CmdArchiveJobs     CmdType = 26
+	CmdUpdateJob       CmdType = 27
 )
 
 // commands is the command table, indexed by type byte: each type's name,
@@ -102,6 +105,8 @@ var commands = [...]command{
 	CmdSetGossipKeys:   cmd("SetGossipKeys", 2, indexless((*State).setGossipKeys)),
 	CmdRevokeUserToken: cmd("RevokeUserToken", 2, indexless((*State).revokeUserToken)),
 	CmdArchiveJobs:     cmd("ArchiveJobs", 2, indexless((*State).archiveJobs)),
+
+	CmdUpdateJob: cmd("UpdateJob", 3, (*State).updateJob),
 }
 
 // command is one row of the command table.

@@ -68,7 +68,7 @@ func TestUnknownCommandDiverges(t *testing.T) {
 	h.must(t, CmdUpsertNode, UpsertNode{Node: gpuNode("n1", 1, "leaf0")})
 	unknown := CmdType(len(commands)) // the next type a newer agent would add
 	r := h.s.Apply(2, []byte{byte(unknown), 0x80})
-	want := "unknown command type 27 at index 2: this agent (protocol v2) is older than the cluster; upgrade it"
+	want := "unknown command type 28 at index 2: this agent (protocol v3) is older than the cluster; upgrade it"
 	if !errors.Is(r.Err, ErrDiverged) || !errors.Is(r.Err, ErrUnknownCommand) || !strings.Contains(r.Err.Error(), want) {
 		t.Fatalf("Apply(unknown type) error = %v; want ErrDiverged and ErrUnknownCommand with %q", r.Err, want)
 	}
