@@ -86,6 +86,8 @@ type Job struct {
 	AdminPriority int64 `json:"admin_priority,omitempty"`
 	// NodesMax is -N MIN-MAX's MAX (0: -N gave one count).
 	NodesMax int `json:"nodes_max,omitempty"`
+	// Comment is the job's comment (scontrol update Comment=).
+	Comment string `json:"comment,omitempty"`
 }
 
 // Step is one srun step of a job's current incarnation.

@@ -36,7 +36,7 @@ func JobOf(j *cluster.Job) api.Job {
 		Account: j.Spec.Account, QoS: j.Spec.QoS, Nice: j.Spec.Nice,
 	}
 	out.UID, out.GID, out.AdminPriority = j.Spec.UID, j.Spec.GID, j.AdminPriority
-	out.NodesMax = j.Spec.Request.NodesMax
+	out.NodesMax, out.Comment = j.Spec.Request.NodesMax, j.Spec.Comment
 	batchHost := ""
 	if j.Alloc != nil && len(j.Alloc.Nodes) > 0 {
 		batchHost = j.Alloc.Nodes[0].Node

@@ -181,6 +181,9 @@ func (o ShowJob) lines(j api.Job) []string {
 	}
 	add("Command=%s", command)
 	add("WorkDir=%s", j.WorkDir)
+	if j.Comment != "" {
+		add("Comment=%s ", j.Comment) // Slurm's trailing space
+	}
 	if j.Batch {
 		add("StdErr=%s", j.StdErr)
 		add("StdIn=/dev/null")

@@ -2,6 +2,7 @@ package slurmcli
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,6 +121,45 @@ func TestShowJobValues(t *testing.T) {
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("show job lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestParseJobUpdate: scontrol update's job fields, and Slurm's words for
+// what it cannot read.
+func TestParseJobUpdate(t *testing.T) {
+	for _, tt := range []struct {
+		args    string
+		want    string // the request as JSON
+		wantErr string
+	}{
+		{"JobId=5 TimeLimit=1:30:00", `{"time_limit_s":5400}`, ""},
+		{"JobId=5 TimeLimit=UNLIMITED", `{"time_limit_s":0}`, ""},
+		{"JobId=5 NumNodes=2 Partition=gpu QOS=high", `{"nodes":2,"partition":"gpu","qos":"high"}`, ""},
+		{"JobId=5 Dependency= JobName=x Comment=hi Nice=-5", `{"dependency":"","name":"x","comment":"hi","nice":-5}`, ""},
+		{"JobId=5 Priority=10", `{}`, ""},
+		{"JobId=5 TimeLimit=bogus", "", "Invalid TimeLimit value"},
+		{"JobId=5 NumNodes=abc", "", `Invalid numeric value "abc" for requested node count.`},
+		{"JobId=5 Bogus=1", "", "Update of this parameter is not supported: bogus=1"},
+	} {
+		fields := map[string]string{}
+		var order []string
+		for _, a := range strings.Fields(tt.args) {
+			k, v, _ := strings.Cut(a, "=")
+			k = strings.ToLower(k)
+			fields[k] = v
+			order = append(order, k)
+		}
+		req, err := parseJobUpdate(fields, order)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("update %s: %v; want %q", tt.args, err, tt.wantErr)
+			}
+			continue
+		}
+		got, _ := json.Marshal(req)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("update %s = %s, %v; want %s", tt.args, got, err, tt.want)
 		}
 	}
 }
