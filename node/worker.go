@@ -226,6 +226,7 @@ func (a *Agent) driveLoop(ctx context.Context) {
 	t := time.NewTicker(driveInterval)
 	defer t.Stop()
 	signals := &signalLog{seen: map[exec.TaskKey]uint64{}}
+	limits := map[exec.TaskKey]time.Duration{}
 	for {
 		v := a.state.View()
 		// A replica still replaying its log after a restart would start or
@@ -235,6 +236,7 @@ func (a *Agent) driveLoop(ctx context.Context) {
 		if a.caughtUp() && a.state.Diverged() == nil {
 			a.drive(ctx, v)
 			a.deliverSignals(v, signals)
+			a.deliverTimeLimits(v, limits)
 		}
 		select {
 		case <-ctx.Done():
@@ -286,6 +288,29 @@ func (a *Agent) drive(ctx context.Context, v *fsm.View) {
 		if err := a.sendTaskEvent(ctx, ev); err != nil {
 			a.log.Debug("report", "kind", ev.Kind, "job", uint64(ev.Job), "err", err)
 			return // the leader is unreachable; the next round reports again
+		}
+	}
+}
+
+// deliverTimeLimits gives running tasks their job's time limit when it
+// changed (scontrol update TimeLimit=; worker.TimeLimits decides); given
+// holds what each task was last given, and forgets tasks that ended.
+func (a *Agent) deliverTimeLimits(v *fsm.View, given map[exec.TaskKey]time.Duration) {
+	running := a.exec.Running()
+	for _, ch := range worker.TimeLimits(v.Jobs(), running, given) {
+		if err := a.exec.SetTimeLimit(ch.Key, ch.Limit); err != nil {
+			a.log.Debug("time limit", "job", uint64(ch.Key.Job), "step", ch.Key.Step, "err", err)
+			continue // the next round tries again
+		}
+		given[ch.Key] = ch.Limit
+	}
+	live := make(map[exec.TaskKey]bool, len(running))
+	for _, k := range running {
+		live[k] = true
+	}
+	for k := range given {
+		if !live[k] {
+			delete(given, k)
 		}
 	}
 }
