@@ -86,6 +86,9 @@ func PlanJobUpdate(j *cluster.Job, c UpdateJob, pol *cluster.Policy, depends fun
 		if !pending {
 			return refuse(ErrUpdateNotPending, "")
 		}
+		if pol == nil || len(pol.Partitions) == 0 {
+			return refuse(ErrUpdatePartition, "the cluster has no partitions")
+		}
 		spec.Request.Partition = *f.Partition
 		resolved, _, err := pol.ResolvePartition(spec)
 		if err != nil || (*f.Partition != "" && resolved.Request.Partition != *f.Partition) {

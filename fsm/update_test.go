@@ -67,6 +67,8 @@ func TestPlanJobUpdate(t *testing.T) {
 			JobUpdate{Partition: str("short")}, nil, func(s cluster.Spec) bool { return s.Request.Partition == "short" }},
 		{"no such partition", job(cluster.JobPending, hour), owner, false,
 			JobUpdate{Partition: str("nope")}, ErrUpdatePartition, nil},
+		{"a cluster without partitions", job(cluster.JobPending, hour), owner, false,
+			JobUpdate{Partition: str("gpu")}, ErrUpdatePartition, nil},
 		{"partition of a running job", job(cluster.JobRunning, hour), 0, true,
 			JobUpdate{Partition: str("short")}, ErrUpdateNotPending, nil},
 		{"a user's limit above the partition's MaxTime", job(cluster.JobPending, 0), owner, false,
@@ -97,7 +99,11 @@ func TestPlanJobUpdate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := tt.job.Spec.Name
-			got, err := PlanJobUpdate(tt.job, UpdateJob{Job: tt.job.ID, UID: tt.uid, Admin: tt.admin, Fields: tt.set}, pol, noDeps)
+			p := pol
+			if strings.Contains(tt.name, "without partitions") {
+				p = &cluster.Policy{}
+			}
+			got, err := PlanJobUpdate(tt.job, UpdateJob{Job: tt.job.ID, UID: tt.uid, Admin: tt.admin, Fields: tt.set}, p, noDeps)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), "for job 7") {
 					t.Fatalf("PlanJobUpdate = %v; want %q for job 7", err, tt.wantErr)
