@@ -88,6 +88,9 @@ type Job struct {
 	NodesMax int `json:"nodes_max,omitempty"`
 	// Comment is the job's comment (scontrol update Comment=).
 	Comment string `json:"comment,omitempty"`
+	// SubmitHost is the host the job was submitted from, as its client
+	// said ("" when unknown).
+	SubmitHost string `json:"submit_host,omitempty"`
 }
 
 // Step is one srun step of a job's current incarnation.

@@ -36,7 +36,7 @@ func JobOf(j *cluster.Job) api.Job {
 		Account: j.Spec.Account, QoS: j.Spec.QoS, Nice: j.Spec.Nice,
 	}
 	out.UID, out.GID, out.AdminPriority = j.Spec.UID, j.Spec.GID, j.AdminPriority
-	out.NodesMax, out.Comment = j.Spec.Request.NodesMax, j.Spec.Comment
+	out.NodesMax, out.Comment, out.SubmitHost = j.Spec.Request.NodesMax, j.Spec.Comment, j.Spec.SubmitHost
 	batchHost := ""
 	if j.Alloc != nil && len(j.Alloc.Nodes) > 0 {
 		batchHost = j.Alloc.Nodes[0].Node

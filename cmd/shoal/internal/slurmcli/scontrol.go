@@ -18,7 +18,7 @@ import (
 // Scontrol is the subset of scontrol that scripts use: show hostnames
 // (the MASTER_ADDR idiom), show hostlist and hostlistsorted, show job.
 func Scontrol(ctx context.Context, connect Connect, args []string, out io.Writer) error {
-	vals, args, err := parseCLI("scontrol", scontrolOpts, args)
+	vals, args, err := cliArgs("scontrol", scontrolOpts, args, os.Stderr)
 	if err != nil {
 		return err
 	}
@@ -105,6 +105,9 @@ func scontrolShowJob(ctx context.Context, connect Connect, show ShowJob, args []
 			return err
 		}
 		j, err := c.JobByRef(ctx, ref)
+		if api.IsNotFound(err) {
+			return fmt.Errorf("slurm_load_jobs error: Invalid job id specified (%w)", err)
+		}
 		if err != nil {
 			return err
 		}

@@ -125,7 +125,9 @@ func (o ShowJob) lines(j api.Job) []string {
 	if part == "" {
 		part = ShoalPartition
 	}
-	add("Partition=%s AllocNode:Sid=(null):0", part)
+	// Slurm's AllocNode:Sid is the submit host and session; Shoal knows
+	// the host only.
+	add("Partition=%s AllocNode:Sid=%s:0", part, orNull(j.SubmitHost))
 	add("ReqNodeList=%s ExcNodeList=%s", orNull(slurm.CompressHostlist(j.ReqNodeList)), orNull(slurm.CompressHostlist(j.ExcNodeList)))
 	add("NodeList=%s", slurm.CompressHostlist(j.Nodes))
 	if allocated {
