@@ -373,10 +373,13 @@ func (c *Client) SetPriority(ctx context.Context, ref string, priority int64) (J
 // JobId=N Field=Value ...): the fields to set; absent ones stay.
 type UpdateRequest struct {
 	// TimeLimitS is the new time limit in seconds (0: unlimited).
-	TimeLimitS *int64  `json:"time_limit_s,omitempty"`
-	Nodes      *int    `json:"nodes,omitempty"`
-	Partition  *string `json:"partition,omitempty"`
-	QoS        *string `json:"qos,omitempty"`
+	TimeLimitS *int64 `json:"time_limit_s,omitempty"`
+	// TimeLimitAddS changes the time limit by this many seconds
+	// (TimeLimit=+M or -M).
+	TimeLimitAddS *int64  `json:"time_limit_add_s,omitempty"`
+	Nodes         *int    `json:"nodes,omitempty"`
+	Partition     *string `json:"partition,omitempty"`
+	QoS           *string `json:"qos,omitempty"`
 	// Dependency is in Slurm's syntax; "" removes the job's.
 	Dependency *string `json:"dependency,omitempty"`
 	Name       *string `json:"name,omitempty"`

@@ -22,6 +22,9 @@ type UpdateJob struct {
 // JobUpdate holds the fields an update sets; nil ones stay as they are.
 type JobUpdate struct {
 	TimeLimit *time.Duration `msgpack:"time_limit,omitempty" json:"time_limit,omitempty"`
+	// TimeLimitAdd changes the time limit by this much (TimeLimit=+M or
+	// -M); TimeLimit, when also set, applies first.
+	TimeLimitAdd *time.Duration `msgpack:"time_limit_add,omitempty" json:"time_limit_add,omitempty"`
 	// Nodes is NumNodes: the node count (-N), one number.
 	Nodes     *int    `msgpack:"nodes,omitempty" json:"nodes,omitempty"`
 	Partition *string `msgpack:"partition,omitempty" json:"partition,omitempty"`
@@ -141,8 +144,19 @@ func PlanJobUpdate(j *cluster.Job, c UpdateJob, pol *cluster.Policy, depends fun
 		}
 		spec.Nice = *f.Nice
 	}
-	if f.TimeLimit != nil {
-		limit, old := *f.TimeLimit, j.Spec.Request.TimeLimit
+	if f.TimeLimit != nil || f.TimeLimitAdd != nil {
+		limit, old := spec.Request.TimeLimit, j.Spec.Request.TimeLimit
+		if f.TimeLimit != nil {
+			limit = *f.TimeLimit
+		}
+		if add := f.TimeLimitAdd; add != nil {
+			if limit == 0 {
+				return refuse(ErrUpdateTimeLimit, "a job with no time limit has none to change by "+add.String())
+			}
+			if limit += *add; limit <= 0 {
+				return refuse(ErrUpdateTimeLimit, fmt.Sprintf("the limit would be %s", limit))
+			}
+		}
 		switch {
 		case limit < 0:
 			return refuse(ErrUpdateTimeLimit, "")

@@ -262,6 +262,14 @@ func (a *Agent) handleUpdate(w http.ResponseWriter, r *http.Request) {
 		}
 		f.TimeLimit = &d
 	}
+	if req.TimeLimitAddS != nil {
+		d := time.Duration(*req.TimeLimitAddS) * time.Second
+		if d/time.Second != time.Duration(*req.TimeLimitAddS) {
+			httpapi.WriteError(w, invalid(fmt.Errorf("update job %s: %w: time_limit_add_s %d", r.PathValue("id"), fsm.ErrUpdateTimeLimit, *req.TimeLimitAddS)))
+			return
+		}
+		f.TimeLimitAdd = &d
+	}
 	if req.Dependency != nil {
 		if *req.Dependency == "" {
 			f.NoDependency = true

@@ -21,8 +21,9 @@ func TestScontrolUpdateJob(t *testing.T) {
 	running := submit(t, a, "--time", "10:00", "--gpus-per-node", "1", "--", "sleep", "300")
 	waitState(t, a, running, "RUNNING", "")
 	shims.must("scontrol", "update", fmt.Sprintf("JobId=%d", running), "TimeLimit=20:00", "Name=renamed")
+	shims.must("scontrol", "update", fmt.Sprintf("JobId=%d", running), "TimeLimit=+10")
 	show := shims.must("scontrol", "show", "job", "-dd", fmt.Sprint(running))
-	for _, want := range []string{"JobName=renamed\n", "TimeLimit=00:20:00 ", "JobState=RUNNING "} {
+	for _, want := range []string{"JobName=renamed\n", "TimeLimit=00:30:00 ", "JobState=RUNNING "} {
 		if !strings.Contains(show, want) {
 			t.Errorf("scontrol show job after update lacks %q:\n%s", want, show)
 		}

@@ -135,6 +135,9 @@ func TestParseJobUpdate(t *testing.T) {
 	}{
 		{"JobId=5 TimeLimit=1:30:00", `{"time_limit_s":5400}`, ""},
 		{"JobId=5 TimeLimit=UNLIMITED", `{"time_limit_s":0}`, ""},
+		{"JobId=5 TimeLimit=+30", `{"time_limit_add_s":1800}`, ""},
+		{"JobId=5 TimeLimit=-1:00:00", `{"time_limit_add_s":-3600}`, ""},
+		{"JobId=5 TimeLimit=+", "", "Invalid TimeLimit value"},
 		{"JobId=5 NumNodes=2 Partition=gpu QOS=high", `{"nodes":2,"partition":"gpu","qos":"high"}`, ""},
 		{"JobId=5 Dependency= JobName=x Comment=hi Nice=-5", `{"dependency":"","name":"x","comment":"hi","nice":-5}`, ""},
 		{"JobId=5 Priority=10", `{}`, ""},

@@ -196,28 +196,42 @@ func scontrolUpdateJob(ctx context.Context, connect Connect, job string, fields 
 	if err != nil {
 		return err
 	}
-	ref, err := JobRefArg(job, true)
-	if err != nil {
-		return err
-	}
-	c, err := connect()
-	if err != nil {
-		return err
-	}
+	priority, setPriority := int64(0), false
 	if v, ok := fields["priority"]; ok {
 		p, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || p < 0 || p > cluster.MaxAdminPriority {
 			return fmt.Errorf("update JobId=%s Priority=%s: want 0 to %d", job, v, int64(cluster.MaxAdminPriority))
 		}
-		if _, err := c.SetPriority(ctx, ref, p); err != nil {
-			return fmt.Errorf("update JobId=%s: %w", job, err)
+		priority, setPriority = p, true
+	}
+	ids := splitJobIDs([]string{job})
+	if len(ids) == 0 {
+		return fmt.Errorf("update JobId=%s: want a job id (N, N_M, N_[LIST]), or several separated by commas", job)
+	}
+	var refs []string
+	for _, id := range ids {
+		ref, err := JobRefArg(id, true)
+		if err != nil {
+			return err
 		}
+		refs = append(refs, ref)
 	}
-	if req == (api.UpdateRequest{}) {
-		return nil
+	c, err := connect()
+	if err != nil {
+		return err
 	}
-	if _, err := c.UpdateJob(ctx, ref, req); err != nil {
-		return fmt.Errorf("update JobId=%s: %w", job, err)
+	for _, ref := range refs {
+		if setPriority {
+			if _, err := c.SetPriority(ctx, ref, priority); err != nil {
+				return fmt.Errorf("update JobId=%s: %w", ref, err)
+			}
+		}
+		if req == (api.UpdateRequest{}) {
+			continue
+		}
+		if _, err := c.UpdateJob(ctx, ref, req); err != nil {
+			return fmt.Errorf("update JobId=%s: %w", ref, err)
+		}
 	}
 	return nil
 }
@@ -232,12 +246,22 @@ func parseJobUpdate(fields map[string]string, order []string) (api.UpdateRequest
 		switch k {
 		case "jobid", "priority":
 		case "timelimit":
-			d, err := slurm.ParseTime(v)
-			if err != nil || v == "" {
+			// +M and -M change the limit by M (Slurm's time formats).
+			sign, t := int64(0), v
+			if v != "" && (v[0] == '+' || v[0] == '-') {
+				sign, t = map[byte]int64{'+': 1, '-': -1}[v[0]], v[1:]
+			}
+			d, err := slurm.ParseTime(t)
+			if err != nil || t == "" || (sign != 0 && d == 0) {
 				return req, fmt.Errorf("Invalid TimeLimit value")
 			}
 			s := int64(d / time.Second)
-			req.TimeLimitS = &s
+			if sign != 0 {
+				s *= sign
+				req.TimeLimitAddS = &s
+			} else {
+				req.TimeLimitS = &s
+			}
 		case "numnodes":
 			n, err := strconv.Atoi(v)
 			if err != nil {
