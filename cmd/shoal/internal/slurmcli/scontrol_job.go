@@ -177,9 +177,11 @@ func (o ShowJob) lines(j api.Job) []string {
 		overSubscribe = "NO"
 	}
 	add("OverSubscribe=%s Contiguous=0 Licenses=(null) Network=(null)", overSubscribe)
-	command := "(null)" // a batch script's path: Shoal keeps the script, not its path
-	if !j.Batch {
-		command = orNull(strings.Join(j.Command, " "))
+	// A batch script's path (Shoal keeps the script, not its path); an
+	// interactive job's program, without its arguments, as Slurm shows.
+	command := "(null)"
+	if !j.Batch && len(j.Command) > 0 {
+		command = orNull(j.Command[0])
 	}
 	add("Command=%s", command)
 	add("WorkDir=%s", j.WorkDir)
@@ -208,6 +210,9 @@ func shoalLines(j api.Job) []string {
 		// Slurm's Resources does not say which; Shoal does, on a line of
 		// its own so the Reason= field stays Slurm's one word.
 		ls = append(ls, "ReasonDetail=waiting for "+j.ReasonDetail)
+	}
+	if !j.Batch && len(j.Command) > 1 {
+		ls = append(ls, "CommandLine="+strings.Join(j.Command, " "))
 	}
 	ls = append(ls, fmt.Sprintf("Incarnation=%d GPUsPerNode=%d TasksPerNode=%d CPUsPerGPU=%d MasterPort=%d Hold=%s",
 		j.Incarnation, j.GPUsPerNode, j.TasksPerNode, j.CPUsPerGPU, j.MasterPort, orNone(j.Hold)))

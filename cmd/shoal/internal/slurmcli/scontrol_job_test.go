@@ -62,6 +62,9 @@ func TestShowJobLayoutGolden(t *testing.T) {
 		"held":    batch(api.Job{ID: 22, Name: "wrap", State: "PENDING", Reason: "JobHeldUser", Hold: "user"}),
 		"array":   running(batch(api.Job{ID: 25, Name: "wrap", ArrayJobID: 24, ArrayTaskID: 1}), "n3"),
 	}
+	interactive := running(batch(api.Job{ID: 26, Name: "interactive", Command: []string{"sleep", "60"}}), "n1")
+	interactive.Batch, interactive.StdOut, interactive.StdErr = false, "", ""
+	cases["interactive"] = interactive
 	failed := running(batch(api.Job{ID: 23, Name: "wrap", ExitCode: 3}), "n1")
 	failed.State, failed.Reason, failed.EndTime = "FAILED", "NonZeroExitCode", start
 	cases["failed"] = failed

@@ -24,21 +24,26 @@ pending=$(sbatch --parsable --mem=500M -d "afterok:$running" -N1 -t 1:00:00 --wr
 held=$(sbatch --parsable --mem=500M --hold -N1 --wrap true)
 failed=$(sbatch --parsable --mem=500M -N1 --wrap 'exit 3')
 array=$(sbatch --parsable --mem=500M -a 1-2 -N1 --wrap 'sleep 60')
+# An interactive job (srun outside an allocation): no batch script.
+srun -N1 --mem=500M -J interactive sleep 60 >/dev/null 2>&1 &
+srun_pid=$!
 
 # Wait (bounded) until the running ones run and the failed one has ended.
 for _ in $(seq 60); do
 	st=$(squeue -h -j "$running,$gpu" -o %T | sort -u | tr '\n' ' ')
 	fs=$(scontrol -o show job "$failed" | grep -o 'JobState=[A-Z]*')
-	[ "$st" = "RUNNING " ] && [ "$fs" = "JobState=FAILED" ] && break
+	interactive=$(squeue -h -n interactive -t R -o %i | head -n1)
+	[ "$st" = "RUNNING " ] && [ "$fs" = "JobState=FAILED" ] && [ -n "$interactive" ] && break
 	sleep 1
 done
 
-for c in running gpu pending held failed array; do
+for c in running gpu pending held failed array interactive; do
 	id=${!c}
 	[ "$c" = array ] && id=${array}_1
 	scontrol show job "$id" >"$OUT/$c.plain.txt"
 	scontrol show job -dd "$id" >"$OUT/$c.dd.txt"
 	scontrol -o show job "$id" >"$OUT/$c.oneliner.txt"
 done
-scancel "$running" "$gpu" "$pending" "$held" "$array"
+scancel "$running" "$gpu" "$pending" "$held" "$array" "$interactive"
+wait "$srun_pid" || true
 echo "wrote $OUT" >&2
