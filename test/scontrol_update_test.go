@@ -2,6 +2,8 @@ package test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -87,21 +89,28 @@ func TestScontrolRequeueRunning(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1})
 	a := c.Agents[0]
 	shims := newSlurmShims(t, a)
-	id := submit(t, a, "--requeue", "--gpus-per-node", "1", "--", "sh", "-c", "echo run=$SLURM_RESTART_COUNT; exec sleep 300")
-	waitState(t, a, id, "RUNNING", "")
+	// A batch job: its script finds Shoal's scontrol on its PATH.
+	work := t.TempDir()
+	id := mustID(t, shims.must("sbatch", "--parsable", "--requeue", "--gpus-per-node", "1", "--chdir", work, "-o", "out.txt",
+		"--wrap", "echo run=$SLURM_RESTART_COUNT on=$(scontrol show hostnames 2>&1); exec sleep 300"))
+	first := waitState(t, a, id, "RUNNING", "")
 	shims.must("scontrol", "requeue", fmt.Sprint(id))
 	eventually(t, 60*time.Second, "the requeued job running again", func() error {
 		j := waitState(t, a, id, "RUNNING", "")
 		if j.RestartCount != 1 || j.Incarnation != 2 {
 			return fmt.Errorf("job %d: restarts %d, incarnation %d", id, j.RestartCount, j.Incarnation)
 		}
-		if logs := mustShoal(t, a, "logs", fmt.Sprint(id)); !strings.Contains(logs, "run=1") {
-			return fmt.Errorf("logs %q; want run=1", logs)
+		// scontrol show hostnames with no argument reads the job's
+		// SLURM_NODELIST, as Slurm's.
+		out, err := os.ReadFile(filepath.Join(work, "out.txt"))
+		if err != nil || !strings.Contains(string(out), "run=1 on="+first.Nodes[0]+"\n") {
+			return fmt.Errorf("output %q (%v); want run=1 on=%s", out, err, first.Nodes[0])
 		}
 		return nil
 	})
-	if show := shims.must("scontrol", "show", "job", fmt.Sprint(id)); !strings.Contains(show, " Restarts=1 ") {
-		t.Errorf("scontrol show job after a requeue lacks Restarts=1:\n%s", show)
+	if show := shims.must("scontrol", "-o", "show", "jobid", fmt.Sprint(id)); strings.Count(show, "\n") != 0 ||
+		!strings.Contains(show, fmt.Sprintf("JobId=%d ", id)) || !strings.Contains(show, " Restarts=1 ") {
+		t.Errorf("scontrol -o show jobid after a requeue: want one line with Restarts=1:\n%s", show)
 	}
 	shims.must("scontrol", "requeuehold", fmt.Sprint(id))
 	j := waitState(t, a, id, "PENDING", "JobHeldAdmin")
