@@ -369,6 +369,31 @@ func (c *Client) SetPriority(ctx context.Context, ref string, priority int64) (J
 	return out, err
 }
 
+// UpdateRequest is the body of POST /v1/jobs/{id}/update (scontrol update
+// JobId=N Field=Value ...): the fields to set; absent ones stay.
+type UpdateRequest struct {
+	// TimeLimitS is the new time limit in seconds (0: unlimited).
+	TimeLimitS *int64 `json:"time_limit_s,omitempty"`
+	// TimeLimitAddS changes the time limit by this many seconds
+	// (TimeLimit=+M or -M).
+	TimeLimitAddS *int64  `json:"time_limit_add_s,omitempty"`
+	Nodes         *int    `json:"nodes,omitempty"`
+	Partition     *string `json:"partition,omitempty"`
+	QoS           *string `json:"qos,omitempty"`
+	// Dependency is in Slurm's syntax; "" removes the job's.
+	Dependency *string `json:"dependency,omitempty"`
+	Name       *string `json:"name,omitempty"`
+	Comment    *string `json:"comment,omitempty"`
+	Nice       *int    `json:"nice,omitempty"`
+}
+
+// UpdateJob changes fields of jobs (scontrol update JobId=).
+func (c *Client) UpdateJob(ctx context.Context, ref string, req UpdateRequest) (JobsChanged, error) {
+	var out JobsChanged
+	_, err := c.Do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(ref)+"/update", req, &out)
+	return out, err
+}
+
 // Logs returns every rank's output of a job, from whichever nodes hold it.
 func (c *Client) Logs(ctx context.Context, id uint64) ([]LogChunk, error) {
 	var out []LogChunk

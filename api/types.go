@@ -75,6 +75,22 @@ type Job struct {
 	Account string `json:"account,omitempty"`
 	QoS     string `json:"qos,omitempty"`
 	Nice    int    `json:"nice,omitempty"`
+	// UID and GID are the submitter's; StdOut and StdErr a batch job's
+	// output files (on its first node), as scontrol show job prints them.
+	UID    int    `json:"uid"`
+	GID    int    `json:"gid"`
+	StdOut string `json:"std_out,omitempty"`
+	StdErr string `json:"std_err,omitempty"`
+	// AdminPriority is the priority root set (scontrol update Priority=),
+	// 0 when the multifactor one applies.
+	AdminPriority int64 `json:"admin_priority,omitempty"`
+	// NodesMax is -N MIN-MAX's MAX (0: -N gave one count).
+	NodesMax int `json:"nodes_max,omitempty"`
+	// Comment is the job's comment (scontrol update Comment=).
+	Comment string `json:"comment,omitempty"`
+	// SubmitHost is the host the job was submitted from, as its client
+	// said ("" when unknown).
+	SubmitHost string `json:"submit_host,omitempty"`
 }
 
 // Step is one srun step of a job's current incarnation.

@@ -69,6 +69,9 @@ const (
 // priorities are 32-bit).
 const MaxAdminPriority = 1<<32 - 2
 
+// MaxCommentBytes bounds a job's comment (it travels in the raft log).
+const MaxCommentBytes = 1024
+
 // Holds on a pending job.
 const (
 	HoldNone  = ""
@@ -305,6 +308,9 @@ type Spec struct {
 	SubmitHost string `msgpack:"submit_host,omitempty" json:"submit_host,omitempty"`
 	QoS        string `msgpack:"qos,omitempty" json:"qos,omitempty"`
 	Nice       int    `msgpack:"nice,omitempty" json:"nice,omitempty"`
+	// Comment is the job's free text (scontrol update Comment=), at most
+	// MaxCommentBytes.
+	Comment string `msgpack:"comment,omitempty" json:"comment,omitempty"`
 	// Batch, when set, makes this a batch job: its script runs on the
 	// first node and Command is empty.
 	Batch *Batch `msgpack:"batch" json:"batch,omitempty"`
@@ -371,6 +377,9 @@ func (s Spec) Validate() error {
 		if err := policyName(s.QoS); err != nil {
 			return fmt.Errorf("qos %.64q: %w", s.QoS, err)
 		}
+	}
+	if len(s.Comment) > MaxCommentBytes {
+		return fmt.Errorf("comment: %d bytes, want at most %d", len(s.Comment), MaxCommentBytes)
 	}
 	if s.Nice < -MaxNice || s.Nice > MaxNice {
 		return fmt.Errorf("nice %d: want %d to %d", s.Nice, -MaxNice, MaxNice)

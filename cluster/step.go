@@ -2,7 +2,11 @@ package cluster
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
+
+	"github.com/shoal-sched/shoal/slurm"
 )
 
 // Batch is a batch job's script, as sbatch takes it: it runs once, on the
@@ -128,4 +132,39 @@ type Step struct {
 	ExitCode  int       `msgpack:"exit_code" json:"exit_code"`
 	StartTime time.Time `msgpack:"start_time" json:"start_time"`
 	EndTime   time.Time `msgpack:"end_time" json:"end_time"`
+}
+
+// BatchOutput is where a batch script's stdout and stderr go when it runs
+// on node: sbatch's --output/--error patterns, expanded, relative to the
+// job's WorkDir (default slurm-%j.out; stderr with stdout unless --error
+// is given); "none" is /dev/null. A job that is not a batch job has none.
+func (j *Job) BatchOutput(node string) (stdout, stderr string) {
+	if j.Spec.Batch == nil {
+		return "", ""
+	}
+	f := slurm.PatternFields{JobID: uint64(j.ID), StepID: "batch", User: j.Spec.User,
+		JobName: j.Spec.Name, NodeName: node}
+	if j.Array != nil {
+		f.IsArray, f.ArrayJobID, f.ArrayTaskID = true, uint64(j.Array.JobID), j.Array.TaskID
+	}
+	path := func(pattern string) string {
+		if pattern == "none" {
+			return os.DevNull
+		}
+		p := slurm.ExpandOutputPattern(pattern, f)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(j.Spec.WorkDir, p)
+		}
+		return p
+	}
+	out := j.Spec.Batch.Output
+	if out == "" {
+		out = slurm.DefaultOutput(j.Array != nil)
+	}
+	stdout = path(out)
+	stderr = stdout
+	if j.Spec.Batch.Error != "" {
+		stderr = path(j.Spec.Batch.Error)
+	}
+	return stdout, stderr
 }

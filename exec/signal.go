@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"time"
 
 	"github.com/shoal-sched/shoal/exec/task"
 )
@@ -36,5 +37,30 @@ func (e *Executor) Signal(key TaskKey, sig syscall.Signal, shellOnly bool) error
 		return fmt.Errorf("signal %s: job %s: %s", sig, key, reply.Error)
 	}
 	e.log.Info("signalled ranks", "task", key, "signal", sig.String(), "shell_only", shellOnly)
+	return nil
+}
+
+// SetTimeLimit gives a running task a new time limit, measured from its
+// start as the one it was launched with (0: none): scontrol update
+// TimeLimit= of a running job. The task's supervisor enforces it.
+func (e *Executor) SetTimeLimit(key TaskKey, limit time.Duration) error {
+	e.mu.Lock()
+	t, ok := e.running[key]
+	launched := ok && t.launched
+	e.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("time limit: job %s: %w", key, ErrNotRunning)
+	}
+	if !launched {
+		return fmt.Errorf("time limit: job %s: not launched yet", key)
+	}
+	reply, err := e.ctl(t, task.Request{Op: "timelimit", TimeLimit: limit})
+	switch {
+	case err != nil:
+		return fmt.Errorf("time limit: job %s: %w", key, err)
+	case reply.Error != "":
+		return fmt.Errorf("time limit: job %s: %s", key, reply.Error)
+	}
+	e.log.Info("time limit set", "task", key, "limit", limit)
 	return nil
 }

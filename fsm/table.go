@@ -22,7 +22,9 @@ import (
 //	   preemption, priorities); snapshot format 1
 //	2  command types 20 to 26 (the security record, user tokens, the
 //	   accounting archive)
-//	3  command type 27 (RecordGPUUsage: a job's GPU usage on a node)
+//	3  command types 27 and 28 (UpdateJob: scontrol update JobId= of the
+//	   time limit, node count, partition, QoS, dependency, name, comment,
+//	   nice; RecordGPUUsage: a job's GPU usage on a node)
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -70,7 +72,8 @@ const (
 	CmdSetGossipKeys   CmdType = 24
 	CmdRevokeUserToken CmdType = 25
 	CmdArchiveJobs     CmdType = 26
-	CmdRecordGPUUsage  CmdType = 27
+	CmdUpdateJob       CmdType = 27
+	CmdRecordGPUUsage  CmdType = 28
 )
 
 // commands is the command table, indexed by type byte: each type's name,
@@ -105,6 +108,7 @@ var commands = [...]command{
 	CmdRevokeUserToken: cmd("RevokeUserToken", 2, indexless((*State).revokeUserToken)),
 	CmdArchiveJobs:     cmd("ArchiveJobs", 2, indexless((*State).archiveJobs)),
 
+	CmdUpdateJob:      cmd("UpdateJob", 3, (*State).updateJob),
 	CmdRecordGPUUsage: cmd("RecordGPUUsage", 3, (*State).recordGPUUsage),
 }
 

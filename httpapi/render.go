@@ -35,6 +35,13 @@ func JobOf(j *cluster.Job) api.Job {
 		Tasks:   []api.Task{},
 		Account: j.Spec.Account, QoS: j.Spec.QoS, Nice: j.Spec.Nice,
 	}
+	out.UID, out.GID, out.AdminPriority = j.Spec.UID, j.Spec.GID, j.AdminPriority
+	out.NodesMax, out.Comment, out.SubmitHost = j.Spec.Request.NodesMax, j.Spec.Comment, j.Spec.SubmitHost
+	batchHost := ""
+	if j.Alloc != nil && len(j.Alloc.Nodes) > 0 {
+		batchHost = j.Alloc.Nodes[0].Node
+	}
+	out.StdOut, out.StdErr = j.BatchOutput(batchHost)
 	out.ArrayTaskID, out.JobIDString = -1, j.ID.String()
 	if a := j.Array; a != nil {
 		out.ArrayJobID, out.ArrayTaskID, out.ArrayThrottle, out.JobIDString = uint64(a.JobID), a.TaskID, a.Throttle, a.Name()

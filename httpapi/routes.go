@@ -12,6 +12,7 @@ import (
 // and steps, joins, certificates and keys, and a node's own log reads. Routes serves the rest itself. Every field must be set.
 type Handlers struct {
 	Submit, Job, Cancel, Hold, Release, Requeue, SetPriority http.HandlerFunc
+	Update                                                   http.HandlerFunc
 	Logs, StartStep, CancelStep, Signal                      http.HandlerFunc
 	Priority, FairShare, Policy, SetPolicy                   http.HandlerFunc
 	CreateJoinToken, CreateUserToken, RevokeUserToken        http.HandlerFunc
@@ -36,6 +37,7 @@ func (s *Server) Routes(h Handlers) http.Handler {
 	mux.HandleFunc("POST /v1/jobs/{id}/release", h.Release)
 	mux.HandleFunc("POST /v1/jobs/{id}/requeue", h.Requeue)
 	mux.HandleFunc("POST /v1/jobs/{id}/priority", h.SetPriority)
+	mux.HandleFunc("POST /v1/jobs/{id}/update", h.Update)
 	mux.HandleFunc("GET /v1/jobs/{id}/logs", h.Logs)
 	mux.HandleFunc("POST /v1/jobs/{id}/steps", h.StartStep)
 	mux.HandleFunc("POST /v1/jobs/{id}/steps/{step}/cancel", h.CancelStep)

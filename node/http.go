@@ -32,7 +32,8 @@ func (a *Agent) routes() http.Handler {
 	return a.http.Routes(httpapi.Handlers{
 		Submit: a.handleSubmit, Job: a.handleJob, Cancel: a.handleCancel, Hold: a.handleHold,
 		Release: a.handleRelease, Requeue: a.handleRequeue, SetPriority: a.handleSetPriority,
-		Logs: a.handleLogs, StartStep: a.handleStartStep, CancelStep: a.handleCancelStep, Signal: a.handleSignal,
+		Update: a.handleUpdate,
+		Logs:   a.handleLogs, StartStep: a.handleStartStep, CancelStep: a.handleCancelStep, Signal: a.handleSignal,
 		Priority: a.handlePriority, FairShare: a.handleFairShare, Policy: a.handlePolicy, SetPolicy: a.handleSetPolicy,
 		CreateJoinToken: a.handleCreateJoinToken, CreateUserToken: a.handleCreateUserToken,
 		RevokeUserToken: a.handleRevokeUserToken, Keyring: a.handleKeyring, ChangeKeyring: a.handleChangeKeyring,

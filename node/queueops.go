@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"os/user"
 	"slices"
@@ -234,6 +235,75 @@ func (a *Agent) handleSetPriority(w http.ResponseWriter, r *http.Request) {
 			if errors.Is(res.Err, fsm.ErrJobFinished) {
 				httpapi.WriteError(w, conflict(res.Err))
 			} else {
+				httpapi.WriteError(w, invalid(res.Err))
+			}
+			return
+		}
+		ids = append(ids, uint64(j.ID))
+	}
+	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids})
+}
+
+// handleUpdate is `scontrol update JobId=N Field=Value ...`: the FSM
+// decides (fsm.PlanJobUpdate), with Slurm's refusals; the agent parses the
+// dependency and says whether the caller is root.
+func (a *Agent) handleUpdate(w http.ResponseWriter, r *http.Request) {
+	var req api.UpdateRequest
+	who, here := a.http.AcceptWrite(w, r, &req)
+	if !here {
+		return
+	}
+	f := fsm.JobUpdate{Nodes: req.Nodes, Partition: req.Partition, QoS: req.QoS, Name: req.Name, Comment: req.Comment, Nice: req.Nice}
+	if req.TimeLimitS != nil {
+		d := time.Duration(*req.TimeLimitS) * time.Second
+		if *req.TimeLimitS < 0 || *req.TimeLimitS > int64(math.MaxInt64/time.Second) {
+			httpapi.WriteError(w, invalid(fmt.Errorf("update job %s: %w: time_limit_s %d", r.PathValue("id"), fsm.ErrUpdateTimeLimit, *req.TimeLimitS)))
+			return
+		}
+		f.TimeLimit = &d
+	}
+	if req.TimeLimitAddS != nil {
+		d := time.Duration(*req.TimeLimitAddS) * time.Second
+		if d/time.Second != time.Duration(*req.TimeLimitAddS) {
+			httpapi.WriteError(w, invalid(fmt.Errorf("update job %s: %w: time_limit_add_s %d", r.PathValue("id"), fsm.ErrUpdateTimeLimit, *req.TimeLimitAddS)))
+			return
+		}
+		f.TimeLimitAdd = &d
+	}
+	if req.Dependency != nil {
+		if *req.Dependency == "" {
+			f.NoDependency = true
+		} else {
+			d, err := slurm.ParseDependency(*req.Dependency)
+			if err != nil {
+				httpapi.WriteError(w, invalid(fmt.Errorf("update job %s: %w: %w", r.PathValue("id"), fsm.ErrUpdateDependency, err)))
+				return
+			}
+			f.Dependency = cluster.DependencyFromSlurm(d)
+		}
+	}
+	jobs, err := a.jobsOf(r)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	ids := []uint64{}
+	for _, j := range jobs {
+		if len(jobs) > 1 && j.State.Terminal() {
+			continue
+		}
+		res, err := a.apply(r.Context(), fsm.CmdUpdateJob, fsm.UpdateJob{Job: j.ID, UID: who.UID, Admin: who.UID == 0, Fields: f, Time: time.Now()})
+		if err != nil {
+			httpapi.WriteError(w, err)
+			return
+		}
+		if res.Err != nil {
+			switch {
+			case errors.Is(res.Err, fsm.ErrUpdateAccessDenied):
+				httpapi.WriteError(w, forbidden(res.Err))
+			case errors.Is(res.Err, fsm.ErrUpdateNotPending), errors.Is(res.Err, fsm.ErrUpdateNotSupported), errors.Is(res.Err, fsm.ErrUpdateFinished):
+				httpapi.WriteError(w, conflict(res.Err))
+			default:
 				httpapi.WriteError(w, invalid(res.Err))
 			}
 			return

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -235,6 +233,7 @@ func (a *Agent) driveLoop(ctx context.Context) {
 	t := time.NewTicker(driveInterval)
 	defer t.Stop()
 	signals := &signalLog{seen: map[exec.TaskKey]uint64{}}
+	limits := map[exec.TaskKey]time.Duration{}
 	for {
 		v := a.state.View()
 		// A replica still replaying its log after a restart would start or
@@ -244,6 +243,7 @@ func (a *Agent) driveLoop(ctx context.Context) {
 		if a.caughtUp() && a.state.Diverged() == nil {
 			a.drive(ctx, v)
 			a.deliverSignals(v, signals)
+			a.deliverTimeLimits(v, limits)
 		}
 		select {
 		case <-ctx.Done():
@@ -299,6 +299,29 @@ func (a *Agent) drive(ctx context.Context, v *fsm.View) {
 	}
 }
 
+// deliverTimeLimits gives running tasks their job's time limit when it
+// changed (scontrol update TimeLimit=; worker.TimeLimits decides); given
+// holds what each task was last given, and forgets tasks that ended.
+func (a *Agent) deliverTimeLimits(v *fsm.View, given map[exec.TaskKey]time.Duration) {
+	running := a.exec.Running()
+	for _, ch := range worker.TimeLimits(v.Jobs(), running, given) {
+		if err := a.exec.SetTimeLimit(ch.Key, ch.Limit); err != nil {
+			a.log.Debug("time limit", "job", uint64(ch.Key.Job), "step", ch.Key.Step, "err", err)
+			continue // the next round tries again
+		}
+		given[ch.Key] = ch.Limit
+	}
+	live := make(map[exec.TaskKey]bool, len(running))
+	for _, k := range running {
+		live[k] = true
+	}
+	for k := range given {
+		if !live[k] {
+			delete(given, k)
+		}
+	}
+}
+
 // start starts one task of the plan; it says whether it did.
 func (a *Agent) start(ctx context.Context, v *fsm.View, s worker.Start) bool {
 	j := s.Job
@@ -323,7 +346,7 @@ func (a *Agent) start(ctx context.Context, v *fsm.View, s worker.Start) bool {
 		return true
 	}
 	if j.Spec.Batch != nil {
-		l.Stdout, l.Stderr = batchOutput(j, a.cfg.Name)
+		l.Stdout, l.Stderr = j.BatchOutput(a.cfg.Name)
 	}
 	if err := a.exec.Start(ctx, l); err != nil {
 		// The executor records a start failure as an exit, which the report
@@ -360,37 +383,6 @@ func (a *Agent) launch(v *fsm.View, j *cluster.Job, nodeIndex int) exec.Launch {
 		JobStart:    j.StartTime,
 		Array:       j.Array,
 	}
-}
-
-// batchOutput is where a batch script's stdout and stderr go: sbatch's
-// --output/--error patterns, expanded, relative to the job's WorkDir
-// (default slurm-%j.out; stderr with stdout unless --error is given).
-func batchOutput(j *cluster.Job, node string) (stdout, stderr string) {
-	f := slurm.PatternFields{JobID: uint64(j.ID), StepID: "batch", User: j.Spec.User,
-		JobName: j.Spec.Name, NodeName: node}
-	if j.Array != nil {
-		f.IsArray, f.ArrayJobID, f.ArrayTaskID = true, uint64(j.Array.JobID), j.Array.TaskID
-	}
-	path := func(pattern string) string {
-		if pattern == "none" {
-			return os.DevNull
-		}
-		p := slurm.ExpandOutputPattern(pattern, f)
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(j.Spec.WorkDir, p)
-		}
-		return p
-	}
-	out := j.Spec.Batch.Output
-	if out == "" {
-		out = slurm.DefaultOutput(j.Array != nil)
-	}
-	stdout = path(out)
-	stderr = stdout
-	if j.Spec.Batch.Error != "" {
-		stderr = path(j.Spec.Batch.Error)
-	}
-	return stdout, stderr
 }
 
 // taskHosts are the cluster's node names at their agents' addresses (the

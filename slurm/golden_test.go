@@ -45,7 +45,12 @@ var slurmDivergences = map[string]string{
 
 func loadGolden(t *testing.T) []goldenCase {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(goldenDir, "hostlist_golden.json"))
+	return loadGoldenFile(t, filepath.Join(goldenDir, "hostlist_golden.json"))
+}
+
+func loadGoldenFile(t *testing.T, path string) []goldenCase {
+	t.Helper()
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("golden hostlists from the real Slurm: %v", err)
 	}
@@ -53,7 +58,7 @@ func loadGolden(t *testing.T) []goldenCase {
 		Cases []goldenCase `json:"cases"`
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatalf("hostlist_golden.json: %v", err)
+		t.Fatalf("%s: %v", path, err)
 	}
 	return doc.Cases
 }
@@ -114,7 +119,14 @@ func checkNames(t *testing.T, what string, got []string, want scontrolRun) {
 // with what `scontrol show hostnames`, `hostlist` and `hostlistsorted`
 // printed.
 func TestExpandCompressGolden(t *testing.T) {
-	for _, c := range loadGolden(t) {
+	checkGolden(t, loadGolden(t), slurmDivergences)
+}
+
+// checkGolden compares Shoal's hostlist functions with Slurm's outputs;
+// divergences are the expressions Shoal refuses on purpose.
+func checkGolden(t *testing.T, cases []goldenCase, divergences map[string]string) {
+	t.Helper()
+	for _, c := range cases {
 		if c.Expr == nil {
 			continue // no argument: reading SLURM_NODELIST is the caller's business
 		}
@@ -122,7 +134,7 @@ func TestExpandCompressGolden(t *testing.T) {
 		t.Run(expr, func(t *testing.T) {
 			got, err := ExpandHostlist(expr)
 			slurmValid := !strings.Contains(c.Hostnames.Stderr, "Invalid hostlist")
-			if why, ok := slurmDivergences[expr]; ok {
+			if why, ok := divergences[expr]; ok {
 				if err == nil {
 					t.Errorf("ExpandHostlist(%q) = %q; want an error (deliberate divergence: %s)", expr, got, why)
 				}
@@ -159,4 +171,46 @@ func TestExpandCompressGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// slurmDivergences2 are the expressions of testdata/hostlist_cases2.txt
+// Shoal refuses although Slurm 22.05 accepts them, with the reason.
+var slurmDivergences2 = map[string]string{
+	"n[1-]":                   "Slurm reads a missing high bound as the low one",
+	"n[[1]":                   "Slurm makes the host \"n[1\" of a doubled bracket",
+	"n[18446744073709551616]": "Slurm saturates a number past 64 bits to 18446744073709551615",
+	"n[99999999999999999999]": "Slurm saturates a number past 64 bits to 18446744073709551615",
+	"n[1 - 3]":                "Slurm counts a space as a digit of the width (n01..n03)",
+	"n[ 1-3]":                 "Slurm counts a space as a digit of the width (n01..n03)",
+	"n[1, 3]":                 "Slurm counts a space as a digit of the width (n1,n03)",
+}
+
+// slurmDiffers2 are the expressions of testdata/hostlist_cases2.txt Shoal
+// accepts with other names or another compressed form than Slurm 22.05's,
+// on purpose; Shoal must still accept them.
+var slurmDiffers2 = map[string]string{
+	"n[18446744073709551614-18446744073709551615]": "Slurm's show hostnames crashes (SIGSEGV) on it",
+	"n18446744073709551615,n18446744073709551616":  "Slurm renames the host past 64 bits n18446744073709551615",
+	"n[1-2][3-4]": "Slurm keeps the bracket structure (n1[3-4],n2[3-4]); Shoal compresses the " +
+		"names n13,n14,n23,n24 as `scontrol show hostlist n13,n14,n23,n24` does",
+}
+
+// TestExpandCompressGolden2 is TestExpandCompressGolden on the edge cases
+// of testdata/hostlist_cases2.txt (malformed brackets, suffixes, large
+// numbers, leading zeros, empty and reversed ranges, whitespace), whose
+// outputs from Debian's Slurm make_hostlist_golden2.sh recorded.
+func TestExpandCompressGolden2(t *testing.T) {
+	var cases []goldenCase
+	for _, c := range loadGoldenFile(t, filepath.Join("testdata", "hostlist_golden2.json")) {
+		if c.Expr != nil {
+			if why, ok := slurmDiffers2[*c.Expr]; ok {
+				if _, err := ExpandHostlist(*c.Expr); err != nil {
+					t.Errorf("ExpandHostlist(%q): %v; want names (Shoal differs from Slurm on purpose: %s)", *c.Expr, err, why)
+				}
+				continue
+			}
+		}
+		cases = append(cases, c)
+	}
+	checkGolden(t, cases, slurmDivergences2)
 }

@@ -113,19 +113,25 @@ func nextItem(s string) (tok, rest string, ok bool) {
 		case '[':
 			depth++
 		case ']':
-			depth--
+			if depth > 0 { // a ']' before any '[' is part of a name
+				depth--
+			}
 		}
 	}
 	return s[start:i], s[i:], true
 }
 
-// parseItem parses one name pattern.
+// parseItem parses one name pattern. A ']' before the first '[' is part
+// of the name, as Slurm takes "n]1" and "n][1-2]" (n]1,n]2).
 func parseItem(tok string) (item, error) {
 	var it item
 	text := 0 // start of the current literal text
 	for i := 0; i < len(tok); i++ {
 		switch tok[i] {
 		case ']':
+			if len(it.groups) == 0 {
+				continue
+			}
 			return item{}, fmt.Errorf("%q: ']' without '['; want NAME or PREFIX[RANGES]", clip(tok))
 		case '[':
 			end := strings.IndexAny(tok[i+1:], "[]")
@@ -150,8 +156,9 @@ func parseItem(tok string) (item, error) {
 	return it, nil
 }
 
-// parseGroup parses the inside of a bracket: "1-3,7,09-12". Spaces around
-// numbers are ignored, as Slurm's strtoul ignores leading ones.
+// parseGroup parses the inside of a bracket: "1-3,7,09-12". Whitespace is
+// refused: Slurm 22.05 counts a leading space as a digit of the width
+// ("n[ 1-3]" is n01..n03) and refuses a trailing one.
 func parseGroup(s string) (group, error) {
 	var g group
 	for part := range strings.SplitSeq(s, ",") {
@@ -168,9 +175,10 @@ func parseRange(part string) (numRange, error) {
 	bad := func(why string) (numRange, error) {
 		return numRange{}, fmt.Errorf("range %q: %s; want N or LO-HI with decimal LO <= HI", clip(part), why)
 	}
+	if strings.ContainsAny(part, " \t\n") {
+		return bad("whitespace inside brackets")
+	}
 	loS, hiS, isRange := strings.Cut(part, "-")
-	loS = strings.TrimSpace(loS)
-	hiS = strings.TrimSpace(hiS)
 	if loS == "" || (isRange && hiS == "") {
 		return bad("missing number")
 	}
@@ -368,8 +376,10 @@ func CompressHostlist(names []string) string {
 
 // SortedHostlist is `scontrol show hostlistsorted`: the ranges of names
 // sorted by prefix (byte order), then first number, then zero-padding
-// width, adjacent ones joined; duplicates and overlaps stay, as Slurm
-// 22.05 leaves them ("n[1-2],n[2-3]" stays "n[1-2,2-3]").
+// width; overlapping ranges are cut where they meet and adjacent ones
+// joined, as Slurm 22.05's hostlist_sort does: duplicates stay
+// ("n[1-2],n[2-3]" stays "n[1-2,2-3]", "n[1-3],n[2-4]" is
+// "n[1-2,2-3,3-4]", "n3,n1,n2,n1" is "n[1,1-3]").
 func SortedHostlist(names []string) string {
 	hr := nameRanges(names)
 	slices.SortStableFunc(hr, func(a, b hostRange) int {
@@ -387,11 +397,59 @@ func SortedHostlist(names []string) string {
 		}
 		return cmp.Compare(a.width, b.width)
 	})
-	var out []hostRange
-	for _, r := range hr {
-		out = appendRange(out, r)
+	return formatRanges(collapse(coalesce(hr)))
+}
+
+// coalesce is Slurm's hostlist_coalesce on sorted ranges: where two
+// neighbours overlap, the first is cut at the overlap's start, the second
+// starts at its end, and the numbers between go in as single ranges.
+// Every pass removes an overlap or ends, and the names stay the same, so
+// it ends.
+func coalesce(hr []hostRange) []hostRange {
+	for i := len(hr) - 1; i > 0; i-- {
+		prev, next := hr[i-1], hr[i]
+		if prev.single || next.single || prev.prefix != next.prefix || prev.hi <= next.lo ||
+			!widthEquiv(prev.lo, &prev.width, next.lo, &next.width) {
+			continue
+		}
+		lo, hi := next.lo, min(next.hi, prev.hi)
+		if hi < prev.hi {
+			next.hi = prev.hi
+		}
+		prev.hi, next.lo = lo, hi
+		mid := []hostRange{prev}
+		for v := lo; ; v++ {
+			one := hostRange{prefix: prev.prefix, lo: v, hi: v, width: prev.width}
+			if v > prev.hi {
+				mid = append(mid, one)
+			}
+			if v < next.lo {
+				mid = append(mid, one)
+			}
+			if v == hi {
+				break
+			}
+		}
+		mid = append(mid, next)
+		hr = slices.Concat(hr[:i-1], mid, hr[i+1:])
+		i = len(hr)
 	}
-	return formatRanges(out)
+	return hr
+}
+
+// collapse is Slurm's hostlist_collapse: neighbours that continue each
+// other join, from the end.
+func collapse(hr []hostRange) []hostRange {
+	for i := len(hr) - 1; i > 0; i-- {
+		prev, next := &hr[i-1], &hr[i]
+		if !prev.single && !next.single && prev.prefix == next.prefix &&
+			prev.hi != math.MaxUint64 && prev.hi+1 == next.lo &&
+			widthEquiv(prev.lo, &prev.width, next.lo, &next.width) {
+			prev.hi = next.hi
+			hr = slices.Delete(hr, i, i+1)
+		}
+	}
+	return hr
 }
 
 // nameRanges joins consecutive names that differ only in an adjacent

@@ -16,7 +16,7 @@ func TestExpandHostlist(t *testing.T) {
 		{"node[01-04]", []string{"node01", "node02", "node03", "node04"}},
 		{"a1,b[2-3]", []string{"a1", "b2", "b3"}},
 		{"n[098-102]", []string{"n098", "n099", "n100", "n101", "n102"}},
-		{"n[1- 3]", []string{"n1", "n2", "n3"}},
+		{"n]1", []string{"n]1"}},
 		{"n[1-2]\tm1\nx", []string{"n1", "n2", "m1", "x"}},
 		{"n[7]", []string{"n7"}},
 		{"[1-2]", []string{"1", "2"}},
@@ -48,7 +48,8 @@ func TestExpandHostlistErrors(t *testing.T) {
 		{"n[1--2]", `range "1--2": not a number`},
 		{"n[1-2", `"n[1-2": unclosed or nested '['`},
 		{"n[[1-2]]", `unclosed or nested '['`},
-		{"n]", `"n]": ']' without '['`},
+		{"n[1- 3]", `range "1- 3": whitespace inside brackets`},
+		{"n[1-2]]", `"n[1-2]]": ']' without '['`},
 		{"n[1-3]b", `text "b" after the last ']'`},
 		{"n[1-3].cluster", `text ".cluster" after the last ']'`},
 		{"n[1-65537]", "more than 65536 hosts"},
@@ -101,6 +102,7 @@ func FuzzExpandHostlist(f *testing.F) {
 		"n01,n1", "n[0-2],n[00-02]", "a[1-2]b[3-4]c[5-6]", "gpu-a[1-2]-b[3-4]", "10.0.0.[1-3]",
 		"n[1-3]b", "n[1-8:2]", "n1,,n2", "n[1-2] n[5-6]", "n[1-", "n[3-1]", "n[[1-2]]",
 		"n[4294967295]", "[1-3]", "", "n[8-12]", "n[99-100]",
+		"n][1-2]", "n[1-3],n[2-4]", "n3,n1,n2,n1", "n[1-2][3-4]",
 	} {
 		f.Add(s)
 	}
@@ -108,6 +110,13 @@ func FuzzExpandHostlist(f *testing.F) {
 		names, err := ExpandHostlist(expr)
 		if err != nil {
 			return
+		}
+		if len(names) <= 1000 {
+			// hostlistsorted keeps the names, sorted.
+			sorted, err := ExpandHostlist(SortedHostlist(names))
+			if err != nil || len(sorted) != len(names) {
+				t.Fatalf("ExpandHostlist(SortedHostlist(ExpandHostlist(%q))) = %d names, %v; want %d", expr, len(sorted), err, len(names))
+			}
 		}
 		c := CompressHostlist(names)
 		again, err := ExpandHostlist(c)

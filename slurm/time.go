@@ -338,3 +338,19 @@ func civil(y, m, d, h, mi, sec int, loc *time.Location, bad func() (time.Time, e
 	}
 	return t, nil
 }
+
+// FormatHMS formats a duration as scontrol show job's RunTime and
+// TimeLimit (Slurm's secs2time_str there): HH:MM:SS, or D-HH:MM:SS from a
+// day. Fractions of a second are dropped; a negative duration is
+// "INVALID".
+func FormatHMS(d time.Duration) string {
+	if d < 0 {
+		return "INVALID"
+	}
+	t := int64(d / time.Second)
+	sec, min, hour, days := t%60, t/60%60, t/3600%24, t/86400
+	if days > 0 {
+		return fmt.Sprintf("%d-%02d:%02d:%02d", days, hour, min, sec)
+	}
+	return fmt.Sprintf("%02d:%02d:%02d", hour, min, sec)
+}

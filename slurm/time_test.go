@@ -173,3 +173,17 @@ func FuzzParseDate(f *testing.F) {
 		}
 	})
 }
+
+func TestFormatHMS(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "00:00:00"}, {3 * time.Second, "00:00:03"}, {5 * time.Minute, "00:05:00"},
+		{time.Hour, "01:00:00"}, {49*time.Hour + 61*time.Second, "2-01:01:01"}, {-time.Second, "INVALID"},
+	} {
+		if got := FormatHMS(tt.d); got != tt.want {
+			t.Errorf("FormatHMS(%v) = %q; want %q", tt.d, got, tt.want)
+		}
+	}
+}

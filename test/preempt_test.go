@@ -123,8 +123,8 @@ func TestAdminPriority(t *testing.T) {
 	if r := shims.run("scontrol", "update", fmt.Sprintf("JobId=%d", second), "Priority=4000000000"); r.code != 0 {
 		t.Fatalf("scontrol update Priority: exit %d: %s", r.code, r.stderr)
 	}
-	if r := shims.run("scontrol", "update", fmt.Sprintf("JobId=%d", second), "TimeLimit=5"); r.code == 0 || !strings.Contains(r.stderr, "timelimit= not supported") {
-		t.Errorf("scontrol update TimeLimit: exit %d %q; want refused by name", r.code, r.stderr)
+	if r := shims.run("scontrol", "update", fmt.Sprintf("JobId=%d", second), "Bogus=5"); r.code == 0 || !strings.Contains(r.stderr, "Update of this parameter is not supported: bogus=5") {
+		t.Errorf("scontrol update Bogus: exit %d %q; want refused by name", r.code, r.stderr)
 	}
 	if out := mustShoal(t, a, "priority", "-j", fmt.Sprint(second)); !strings.Contains(out, "4000000000") {
 		t.Errorf("shoal priority -j %d:\n%s", second, out)

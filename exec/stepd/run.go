@@ -83,6 +83,7 @@ func (s *supervisor) run(launched chan<- error) {
 		ranks:     len(pgids),
 		exits:     exits,
 		stop:      s.stop,
+		limit:     s.limit,
 		timeLimit: s.plan.TimeLimit - time.Since(s.cfg.Start),
 		grace:     s.cfg.KillWait,
 		signal:    signal,

@@ -99,10 +99,13 @@ type supervisor struct {
 	log  *slog.Logger
 	key  task.Key
 	plan task.Plan
-	dir  string         // the task directory
-	stop chan string    // buffered 1: the first stop cause wins
-	done chan struct{}  // closed once the exit is recorded
-	wg   sync.WaitGroup // the task's run and its ranks' goroutines
+	dir  string      // the task directory
+	stop chan string // buffered 1: the first stop cause wins
+	// limit carries a new time limit's deadline (zero: none), buffered
+	// 1: the latest wins.
+	limit chan time.Time
+	done  chan struct{}  // closed once the exit is recorded
+	wg    sync.WaitGroup // the task's run and its ranks' goroutines
 
 	mu sync.Mutex
 	// pgids are the process groups of the ranks started, set once they
@@ -135,7 +138,7 @@ func runStepd(ctx context.Context, dir string) error {
 		return fmt.Errorf("task %s: %w", key, err)
 	}
 	s := &supervisor{cfg: cfg, log: log.With("component", "stepd", "pid", os.Getpid()), key: key, plan: p,
-		dir: dir, stop: make(chan string, 1), done: make(chan struct{})}
+		dir: dir, stop: make(chan string, 1), limit: make(chan time.Time, 1), done: make(chan struct{})}
 	// The socket is bound relative to the task directory: its absolute
 	// path may be longer than a socket address can be.
 	if err := os.Chdir(dir); err != nil {
@@ -186,6 +189,26 @@ func runStepd(ctx context.Context, dir string) error {
 
 // requestStop asks the task to end with cause: the first cause queued
 // wins, and one after the task ended is dropped.
+// setLimit replaces the task's time limit (measured from its start), the
+// latest request winning over one not yet taken.
+func (s *supervisor) setLimit(limit time.Duration) {
+	var deadline time.Time
+	if limit > 0 {
+		deadline = s.cfg.Start.Add(limit)
+	}
+	for {
+		select {
+		case s.limit <- deadline:
+			return
+		default:
+		}
+		select {
+		case <-s.limit: // drop the older one
+		default:
+		}
+	}
+}
+
 func (s *supervisor) requestStop(cause string) {
 	select {
 	case s.stop <- cause:
@@ -288,11 +311,17 @@ func (s *supervisor) serveCtl(c net.Conn) {
 			} else if err := s.signal(syscall.Signal(req.Signal), req.ShellOnly); err != nil {
 				reply.Error, reply.NotRunning = err.Error(), errors.Is(err, errNotRunning)
 			}
+		case "timelimit":
+			if req.TimeLimit < 0 {
+				reply.Error = fmt.Sprintf("time limit %s: want 0 (none) or more", req.TimeLimit)
+			} else {
+				s.setLimit(req.TimeLimit)
+			}
 		case "wait":
 			_ = c.SetReadDeadline(time.Time{})
 			<-s.done
 		default:
-			reply.Error = fmt.Sprintf("op %q: want stop, signal or wait", req.Op)
+			reply.Error = fmt.Sprintf("op %q: want stop, signal, timelimit or wait", req.Op)
 		}
 	}
 	_ = c.SetWriteDeadline(time.Now().Add(task.CtlTimeout))

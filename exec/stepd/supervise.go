@@ -21,6 +21,7 @@ type supervision struct {
 	exits     <-chan rankExit              // one value per leader
 	stop      <-chan string                // a stop cause (request, record, watchdog)
 	timeLimit time.Duration                // 0: none; measured from the call
+	limit     <-chan time.Time             // a new time limit's deadline (zero: none)
 	grace     time.Duration                // SIGTERM to SIGKILL: the kill-wait
 	signal    func(syscall.Signal)         // to every rank's process group
 	onSignal  func(string, syscall.Signal) // logging hook, may be nil
@@ -60,10 +61,12 @@ func supervise(s supervision) outcome {
 	failed := false
 
 	var limitC <-chan time.Time
+	limitTimer := time.NewTimer(time.Hour)
+	limitTimer.Stop()
+	defer limitTimer.Stop()
 	if s.timeLimit > 0 {
-		t := time.NewTimer(s.timeLimit)
-		defer t.Stop()
-		limitC = t.C
+		limitTimer.Reset(s.timeLimit)
+		limitC = limitTimer.C
 	}
 	var earlyC <-chan time.Time
 	if s.earlySignal != nil {
@@ -125,6 +128,22 @@ func supervise(s supervision) outcome {
 			terminate(c)
 		case <-limitC:
 			terminate(task.CauseTimeout)
+		case deadline := <-s.limit:
+			// scontrol update TimeLimit=: the new limit replaces the old
+			// one, unless the ranks are ending already.
+			if terminating {
+				continue
+			}
+			limitTimer.Stop()
+			limitC = nil
+			switch left := time.Until(deadline); {
+			case deadline.IsZero():
+			case left <= 0:
+				terminate(task.CauseTimeout)
+			default:
+				limitTimer.Reset(left)
+				limitC = limitTimer.C
+			}
 		case <-earlyC:
 			earlyC = nil
 			s.earlySignal()

@@ -110,3 +110,60 @@ func TestSupervise(t *testing.T) {
 		})
 	}
 }
+
+// TestSuperviseNewTimeLimit: scontrol update TimeLimit= of a running task
+// moves its deadline: raised, the old one passes quietly; lowered below
+// the time already run, it ends the task at once; removed, none applies.
+func TestSuperviseNewTimeLimit(t *testing.T) {
+	tests := []struct {
+		name    string
+		after   time.Duration // when the new limit arrives
+		limit   time.Duration // from the start; 0: none
+		exitAt  time.Duration // when the ranks exit by themselves (0: never)
+		want    outcome
+		signals []string
+	}{
+		{"raised", 30 * time.Second, 2 * time.Minute, 0,
+			outcome{code: 143, cause: task.CauseTimeout}, []string{"terminated@2m0s"}},
+		{"lowered", 10 * time.Second, 20 * time.Second, 0,
+			outcome{code: 143, cause: task.CauseTimeout}, []string{"terminated@20s"}},
+		{"lowered below the time run", 30 * time.Second, 20 * time.Second, 0,
+			outcome{code: 143, cause: task.CauseTimeout}, []string{"terminated@30s"}},
+		{"removed", 30 * time.Second, 0, 5 * time.Minute,
+			outcome{code: 0, cause: task.CauseExit}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				f := &fakeRanks{start: start, exits: make(chan rankExit, 2), live: map[int]bool{0: true, 1: true}, honour: true}
+				limits := make(chan time.Time, 1)
+				done := make(chan outcome, 1)
+				go func() {
+					done <- supervise(supervision{ranks: 2, exits: f.exits, stop: make(chan string), limit: limits,
+						timeLimit: time.Minute, grace: 10 * time.Second, signal: f.signal})
+				}()
+				time.Sleep(tt.after)
+				var deadline time.Time
+				if tt.limit > 0 {
+					deadline = start.Add(tt.limit)
+				}
+				limits <- deadline
+				if tt.exitAt > 0 {
+					time.Sleep(tt.exitAt - tt.after)
+					f.exit(0, 0)
+					f.exit(1, 0)
+				}
+				var got outcome
+				select {
+				case got = <-done:
+				case <-time.After(time.Hour):
+					t.Fatalf("supervise did not return within an hour of fake time; signals %q", f.signals)
+				}
+				if got != tt.want || !slices.Equal(f.signals, tt.signals) {
+					t.Errorf("supervise = %+v, signals %q; want %+v, %q", got, f.signals, tt.want, tt.signals)
+				}
+			})
+		})
+	}
+}

@@ -74,10 +74,14 @@ type LaunchResult struct {
 
 // Request is one request on a supervisor's socket, one JSON line.
 type Request struct {
-	Op        string `json:"op"` // "stop", "signal" or "wait"
+	Op        string `json:"op"` // "stop", "signal", "timelimit" or "wait"
 	Cause     string `json:"cause,omitempty"`
 	Signal    int    `json:"signal,omitempty"`
 	ShellOnly bool   `json:"shell_only,omitempty"`
+	// TimeLimit is "timelimit"'s new limit, measured from the task's
+	// start as at launch; 0: none (scontrol update TimeLimit= of a
+	// running job).
+	TimeLimit time.Duration `json:"time_limit,omitempty"`
 }
 
 // Reply answers a Request; "wait" is answered once the task's exit

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
@@ -103,7 +104,7 @@ func scontrolUpdate(ctx context.Context, connect Connect, args []string) error {
 	}
 	node, ok := fields["nodename"]
 	if !ok {
-		return fmt.Errorf("update: want NodeName=NODE State=DRAIN|RESUME [Reason=...] or JobId=N Priority=P")
+		return fmt.Errorf("update: want NodeName=NODE State=DRAIN|RESUME [Reason=...] or JobId=N FIELD=VALUE ...")
 	}
 	for _, k := range order {
 		switch k {
@@ -185,33 +186,107 @@ func printPartitions(w io.Writer, pol cluster.PolicyFile, only []string) error {
 	return nil
 }
 
-// scontrolUpdateJob is `scontrol update JobId=N Priority=P` (root): an
-// absolute priority, 0 to return to the multifactor one. Other job
-// fields are refused by name.
+// scontrolUpdateJob is `scontrol update JobId=N Field=Value ...`:
+// Priority (root: an absolute priority, 0 to return to the multifactor
+// one), and TimeLimit, NumNodes, Partition, QOS, Dependency, Name (or
+// JobName), Comment and Nice, which the leader checks as Slurm does
+// (fsm.PlanJobUpdate) and applies all together or not at all.
 func scontrolUpdateJob(ctx context.Context, connect Connect, job string, fields map[string]string, order []string) error {
-	for _, k := range order {
-		if k != "jobid" && k != "priority" {
-			return fmt.Errorf("update JobId=%s: %s= not supported by Shoal (Priority is; hold, release and requeue are scontrol commands)", job, k)
-		}
-	}
-	v, ok := fields["priority"]
-	if !ok {
-		return fmt.Errorf("update JobId=%s: want Priority=P", job)
-	}
-	p, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || p < 0 || p > cluster.MaxAdminPriority {
-		return fmt.Errorf("update JobId=%s Priority=%s: want 0 to %d", job, v, int64(cluster.MaxAdminPriority))
-	}
-	ref, err := JobRefArg(job, true)
+	req, err := parseJobUpdate(fields, order)
 	if err != nil {
 		return err
+	}
+	priority, setPriority := int64(0), false
+	if v, ok := fields["priority"]; ok {
+		p, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || p < 0 || p > cluster.MaxAdminPriority {
+			return fmt.Errorf("update JobId=%s Priority=%s: want 0 to %d", job, v, int64(cluster.MaxAdminPriority))
+		}
+		priority, setPriority = p, true
+	}
+	ids := splitJobIDs([]string{job})
+	if len(ids) == 0 {
+		return fmt.Errorf("update JobId=%s: want a job id (N, N_M, N_[LIST]), or several separated by commas", job)
+	}
+	var refs []string
+	for _, id := range ids {
+		ref, err := JobRefArg(id, true)
+		if err != nil {
+			return err
+		}
+		refs = append(refs, ref)
 	}
 	c, err := connect()
 	if err != nil {
 		return err
 	}
-	if _, err := c.SetPriority(ctx, ref, p); err != nil {
-		return fmt.Errorf("update JobId=%s: %w", job, err)
+	for _, ref := range refs {
+		if setPriority {
+			if _, err := c.SetPriority(ctx, ref, priority); err != nil {
+				return fmt.Errorf("update JobId=%s: %w", ref, err)
+			}
+		}
+		if req == (api.UpdateRequest{}) {
+			continue
+		}
+		if _, err := c.UpdateJob(ctx, ref, req); err != nil {
+			return fmt.Errorf("update JobId=%s: %w", ref, err)
+		}
 	}
 	return nil
+}
+
+// parseJobUpdate reads scontrol update's job fields (keys in lower case)
+// into the request, with scontrol's words for a value it cannot read.
+func parseJobUpdate(fields map[string]string, order []string) (api.UpdateRequest, error) {
+	var req api.UpdateRequest
+	str := func(k string) *string { v := fields[k]; return &v }
+	for _, k := range order {
+		v := fields[k]
+		switch k {
+		case "jobid", "priority":
+		case "timelimit":
+			// +M and -M change the limit by M (Slurm's time formats).
+			sign, t := int64(0), v
+			if v != "" && (v[0] == '+' || v[0] == '-') {
+				sign, t = map[byte]int64{'+': 1, '-': -1}[v[0]], v[1:]
+			}
+			d, err := slurm.ParseTime(t)
+			if err != nil || t == "" || (sign != 0 && d == 0) {
+				return req, fmt.Errorf("Invalid TimeLimit value")
+			}
+			s := int64(d / time.Second)
+			if sign != 0 {
+				s *= sign
+				req.TimeLimitAddS = &s
+			} else {
+				req.TimeLimitS = &s
+			}
+		case "numnodes":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return req, fmt.Errorf("Invalid numeric value %q for requested node count.", v)
+			}
+			req.Nodes = &n
+		case "partition":
+			req.Partition = str(k)
+		case "qos":
+			req.QoS = str(k)
+		case "dependency":
+			req.Dependency = str(k)
+		case "name", "jobname":
+			req.Name = str(k)
+		case "comment":
+			req.Comment = str(k)
+		case "nice":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return req, fmt.Errorf("Invalid nice value %q", v)
+			}
+			req.Nice = &n
+		default:
+			return req, fmt.Errorf("Update of this parameter is not supported: %s=%s (Shoal updates TimeLimit, NumNodes, Partition, QOS, Dependency, Name, Comment, Nice and Priority)\nRequest aborted", k, v)
+		}
+	}
+	return req, nil
 }
