@@ -1,3 +1,5 @@
+//lint:file-ignore ST1005 the update refusals are Slurm's words, capitals included: scontrol prints them and scripts match them
+
 package fsm
 
 import (

@@ -261,13 +261,6 @@ func tresMem(mib uint64) string {
 	return fmt.Sprintf("%dM", mib)
 }
 
-func orUnknown(s string) string {
-	if s == "" {
-		return "Unknown"
-	}
-	return s
-}
-
 func boolInt(b bool) int {
 	if b {
 		return 1

@@ -1,3 +1,5 @@
+//lint:file-ignore ST1005 scontrol update's refusals are Slurm's words, capitals included: scripts match them
+
 package slurmcli
 
 import (
