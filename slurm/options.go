@@ -26,8 +26,11 @@ type Options struct {
 	Nodes         Nodes
 	NTasks        int
 	NTasksPerNode int
-	CPUsPerTask   int
-	CPUsPerGPU    int
+	// Distribution is -m/--distribution: how the tasks are laid out on
+	// the nodes (Layout).
+	Distribution Distribution
+	CPUsPerTask  int
+	CPUsPerGPU   int
 	// TimeLimit is --time; 0 means no limit (or not given: see Set).
 	TimeLimit time.Duration
 	Name      string
@@ -533,18 +536,8 @@ func noBinding(v string) bool {
 	return true
 }
 
-// blockDist accepts the --distribution values that mean block placement
-// of tasks on nodes, which is what Shoal does: block or *, optionally
-// followed by :* levels.
-func blockDist(v string) bool {
-	first, more, _ := strings.Cut(v, ":")
-	if !strings.EqualFold(first, "block") && first != "*" {
-		return false
-	}
-	for l := range strings.SplitSeq(more, ":") {
-		if more != "" && l != "*" {
-			return false
-		}
-	}
-	return true
+func setDistribution(o *Options, v string) error {
+	d, err := ParseDistribution(v)
+	o.Distribution = d
+	return err
 }
