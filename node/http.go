@@ -163,6 +163,8 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 		Nodes:         req.Nodes,
 		GPUsPerNode:   req.GPUsPerNode,
 		TasksPerNode:  req.TasksPerNode,
+		NTasks:        req.NTasks,
+		Distribution:  req.Distribution,
 		CPUsPerTask:   req.CPUsPerTask,
 		TimeLimit:     time.Duration(req.TimeLimitS) * time.Second,
 		NodeList:      req.NodeList,

@@ -447,7 +447,7 @@ func (a *Agent) leaderTestOnly(spec cluster.Spec) (api.TestOnlyResponse, error) 
 	for _, n := range nodes {
 		out.Nodes = append(out.Nodes, n.Node)
 	}
-	out.CPUs = resolved.Request.Nodes * resolved.Request.TasksPerNode * max(1, resolved.Request.CPUsPerTask)
+	out.CPUs = resolved.Request.Ranks(resolved.Request.Nodes) * max(1, resolved.Request.CPUsPerTask)
 	return out, nil
 }
 

@@ -149,46 +149,67 @@ func (d Distribution) String() string {
 //     and 2,3).
 //
 // With fewer tasks than nodes the last nodes run none; nodes < 1 or
-// ntasks < 0 give nil.
+// ntasks < 0 give nil. LayoutCounts and RankAt answer the same without
+// building the lists.
 func Layout(ntasks, nodes int, d Distribution) [][]int {
-	if nodes < 1 || ntasks < 0 {
+	counts := LayoutCounts(ntasks, nodes, d)
+	if counts == nil {
 		return nil
 	}
 	out := make([][]int, nodes)
-	switch d.Kind {
-	case DistCyclic:
-		for r := range ntasks {
-			out[r%nodes] = append(out[r%nodes], r)
-		}
-	case DistPlane:
-		p := max(d.Plane, 1)
-		for r := range ntasks {
-			n := (r / p) % nodes
-			out[n] = append(out[n], r)
-		}
-	default:
-		base, extra := ntasks/nodes, ntasks%nodes
-		r := 0
-		for n := range nodes {
-			k := base
-			if n < extra {
-				k++
-			}
-			for range k {
-				out[n] = append(out[n], r)
-				r++
-			}
+	for n, c := range counts {
+		out[n] = make([]int, c)
+		for i := range c {
+			out[n][i] = RankAt(ntasks, nodes, d, n, i)
 		}
 	}
 	return out
 }
 
-// LayoutCounts is how many tasks each node runs in Layout(ntasks, nodes, d).
+// LayoutCounts is how many tasks each node runs in Layout(ntasks, nodes,
+// d), in O(nodes).
 func LayoutCounts(ntasks, nodes int, d Distribution) []int {
-	l := Layout(ntasks, nodes, d)
-	counts := make([]int, len(l))
-	for i, ranks := range l {
-		counts[i] = len(ranks)
+	if nodes < 1 || ntasks < 0 {
+		return nil
+	}
+	counts := make([]int, nodes)
+	if d.Kind == DistPlane {
+		p := max(d.Plane, 1)
+		blocks := (ntasks + p - 1) / p
+		for n := range counts {
+			k := blocks / nodes
+			if n < blocks%nodes {
+				k++
+			}
+			counts[n] = k * p
+		}
+		if blocks > 0 { // the last block may be short
+			counts[(blocks-1)%nodes] -= blocks*p - ntasks
+		}
+		return counts
+	}
+	// block and cyclic give the same counts.
+	base, extra := ntasks/nodes, ntasks%nodes
+	for n := range counts {
+		counts[n] = base
+		if n < extra {
+			counts[n]++
+		}
 	}
 	return counts
+}
+
+// RankAt is the global rank of local task local on node node in
+// Layout(ntasks, nodes, d), for a local below that node's count.
+func RankAt(ntasks, nodes int, d Distribution, node, local int) int {
+	nodes = max(nodes, 1)
+	switch d.Kind {
+	case DistCyclic:
+		return local*nodes + node
+	case DistPlane:
+		p := max(d.Plane, 1)
+		return ((local/p)*nodes+node)*p + local%p
+	}
+	base, extra := ntasks/nodes, ntasks%nodes
+	return node*base + min(node, extra) + local
 }

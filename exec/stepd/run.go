@@ -173,7 +173,7 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 	}
 
 	for local := range p.Ranks {
-		rank := p.First + local
+		rank := l.Rank(local)
 		var env []string
 		var path string
 		var args []string

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,7 +24,7 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 		return req, nil, fmt.Errorf("--cpus-per-gpu and --cpus-per-task are mutually exclusive")
 	}
 	nodes, nodesMax := NodeRange(opts.Nodes, opts.Set["nodes"])
-	tasksPerNode := 1
+	tasksPerNode, ntasks := 1, 0
 	switch {
 	case opts.NTasksPerNode > 0:
 		tasksPerNode = opts.NTasksPerNode
@@ -31,10 +32,19 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 		if !opts.Set["nodes"] {
 			nodes = 1
 		}
-		if opts.NTasks%nodes != 0 {
-			return req, nil, fmt.Errorf("--ntasks %d on %d nodes: Shoal runs the same number of tasks on every node; use --ntasks-per-node", opts.NTasks, nodes)
+		if opts.NTasks < nodes {
+			return req, nil, fmt.Errorf("--ntasks %d on %d nodes: every node runs at least one task; ask for fewer nodes", opts.NTasks, nodes)
 		}
-		tasksPerNode = opts.NTasks / nodes
+		// Laid out by -m (blocks by default: -n 5 on 2 nodes runs 3 and
+		// 2); each node holds what its share needs, sized by the busiest.
+		ntasks = opts.NTasks
+		tasksPerNode = slices.Max(slurm.LayoutCounts(ntasks, nodes, opts.Distribution))
+	}
+	dist := opts.Distribution.String()
+	if ntasks == 0 && opts.Distribution.Kind != "" && opts.Distribution.Kind != slurm.DistBlock {
+		// -m cyclic or plane with --ntasks-per-node: the same ranks per
+		// node, laid out by the distribution.
+		ntasks = tasksPerNode * nodes
 	}
 	gpusPerNode, gpusTotal, err := SplitGPUs(opts.GPUs, nodes, opts.Set["nodes"])
 	if err != nil {
@@ -52,6 +62,8 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 		Nodes:        nodes,
 		GPUsPerNode:  gpusPerNode,
 		TasksPerNode: tasksPerNode,
+		NTasks:       ntasks,
+		Distribution: dist,
 		CPUsPerTask:  max(1, opts.CPUsPerTask),
 		TimeLimitS:   int64(opts.TimeLimit / time.Second),
 		WorkDir:      opts.ChDir,

@@ -101,10 +101,11 @@ func stepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error) {
 	case opts.NTasksPerNode > 0:
 		spec.TasksPerNode = opts.NTasksPerNode
 	case opts.NTasks > 0:
-		// Spread over the step's nodes in blocks by the FSM, as Slurm's
-		// default distribution: -n 5 on 2 nodes runs 3 and 2.
+		// Laid out over the step's nodes by the FSM, in blocks by
+		// default as Slurm's: -n 5 on 2 nodes runs 3 and 2.
 		spec.NTasks = opts.NTasks
 	}
+	spec.Distribution = opts.Distribution.String()
 	env, err := request.ExportEnv(opts.Export)
 	if err != nil {
 		return spec, err

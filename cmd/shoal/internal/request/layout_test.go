@@ -1,0 +1,49 @@
+package request
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/shoal-sched/shoal/slurm"
+)
+
+// TestRequestFromOptionsLayout: -n need not divide by -N; the busiest
+// node sizes TasksPerNode, and -m travels as written back.
+func TestRequestFromOptionsLayout(t *testing.T) {
+	tests := []struct {
+		args               []string
+		nodes, tpn, ntasks int
+		dist, wantErr      string
+	}{
+		{args: []string{"-n", "5", "-N", "2"}, nodes: 2, tpn: 3, ntasks: 5},
+		{args: []string{"-n", "4", "-N", "2"}, nodes: 2, tpn: 2, ntasks: 4},
+		{args: []string{"-n", "5", "-N", "2", "-m", "cyclic"}, nodes: 2, tpn: 3, ntasks: 5, dist: "cyclic"},
+		{args: []string{"-n", "5", "-N", "2", "-m", "plane=4"}, nodes: 2, tpn: 4, ntasks: 5, dist: "plane=4"},
+		{args: []string{"-n", "3"}, nodes: 1, tpn: 3, ntasks: 3},
+		{args: []string{"-N", "2", "--ntasks-per-node=2", "-m", "cyclic:fcyclic"}, nodes: 2, tpn: 2, ntasks: 4, dist: "cyclic:fcyclic"},
+		{args: []string{"-N", "2", "--ntasks-per-node=2", "-m", "block"}, nodes: 2, tpn: 2, dist: "block"},
+		{args: []string{"-n", "1", "-N", "2"}, wantErr: "at least one task"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			opts, _, err := slurm.ParseArgs(slurm.Sbatch, append(tt.args, "--wrap", "true"))
+			if err != nil {
+				t.Fatalf("ParseArgs: %v", err)
+			}
+			req, _, err := FromOptions(opts)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("FromOptions(%v) error = %v; want one containing %q", tt.args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("FromOptions(%v): %v", tt.args, err)
+			}
+			if req.Nodes != tt.nodes || req.TasksPerNode != tt.tpn || req.NTasks != tt.ntasks || req.Distribution != tt.dist {
+				t.Errorf("FromOptions(%v) = nodes %d, tasks_per_node %d, ntasks %d, distribution %q; want %d, %d, %d, %q",
+					tt.args, req.Nodes, req.TasksPerNode, req.NTasks, req.Distribution, tt.nodes, tt.tpn, tt.ntasks, tt.dist)
+			}
+		})
+	}
+}
