@@ -22,6 +22,11 @@ import (
 //	   preemption, priorities); snapshot format 1
 //	2  command types 20 to 26 (the security record, user tokens, the
 //	   accounting archive)
+//	3  fields: a job's ranks laid out by -n and -m (Request.NTasks and
+//	   Request.Distribution in SubmitJob, StepSpec.Distribution in
+//	   StartStep). An older replica would drop them, run the same ranks
+//	   on every node and refuse the allocation that holds fewer CPUs
+//	   on a node with fewer ranks.
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -29,7 +34,7 @@ import (
 const (
 	// ProtocolVersion is the protocol this build speaks: the highest
 	// version in commands and snapshotFormats.
-	ProtocolVersion = 2
+	ProtocolVersion = 3
 	// ProtocolOldest is the lowest version an agent may announce. A
 	// command type introduced at it needs no check.
 	ProtocolOldest = 1
@@ -102,6 +107,47 @@ var commands = [...]command{
 	CmdSetGossipKeys:   cmd("SetGossipKeys", 2, indexless((*State).setGossipKeys)),
 	CmdRevokeUserToken: cmd("RevokeUserToken", 2, indexless((*State).revokeUserToken)),
 	CmdArchiveJobs:     cmd("ArchiveJobs", 2, indexless((*State).archiveJobs)),
+}
+
+// fields is the field table: fields a protocol version after their
+// command type's introduced, which an older replica would decode away
+// (msgpack skips unknown keys) and so apply differently. An entry whose
+// body uses one needs the field's version (Needs), checked as a new
+// type's is.
+var fields = []field{
+	{name: "SubmitJob.Spec.Request.NTasks/Distribution", since: 3, uses: func(body any) bool {
+		c, ok := body.(SubmitJob)
+		return ok && (c.Spec.Request.NTasks != 0 || c.Spec.Request.Distribution != "")
+	}},
+	{name: "StartStep.Spec.Distribution", since: 3, uses: func(body any) bool {
+		c, ok := body.(StartStep)
+		return ok && c.Spec.Distribution != ""
+	}},
+}
+
+// field is one row of the field table.
+type field struct {
+	name  string
+	since int
+	// uses reports whether a command body (the value Encode takes) sets
+	// the field.
+	uses func(body any) bool
+}
+
+// Needs is the protocol version an entry of type t with body needs: the
+// type's (0 for an unknown type), or a field's where body uses one
+// introduced later.
+func Needs(t CmdType, body any) int {
+	need := t.Since()
+	if need == 0 {
+		return 0
+	}
+	for _, f := range fields {
+		if f.since > need && f.uses(body) {
+			need = f.since
+		}
+	}
+	return need
 }
 
 // command is one row of the command table.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/shoal-sched/shoal/cluster"
 )
 
 // The command table is the one list of type bytes: every row is named
@@ -36,8 +38,14 @@ func TestCommandTable(t *testing.T) {
 		}
 		highest = c.since
 	}
+	for _, f := range fields {
+		if f.since < ProtocolOldest || f.since > ProtocolVersion {
+			t.Errorf("field %s: since %d, want %d to ProtocolVersion %d", f.name, f.since, ProtocolOldest, ProtocolVersion)
+		}
+		highest = max(highest, f.since)
+	}
 	if highest != ProtocolVersion {
-		t.Errorf("highest since = %d; want ProtocolVersion %d (bump it only with a new type or snapshot format)", highest, ProtocolVersion)
+		t.Errorf("highest since = %d; want ProtocolVersion %d (bump it only with a new type, field or snapshot format)", highest, ProtocolVersion)
 	}
 	for _, tt := range []struct {
 		t     CmdType
@@ -68,7 +76,7 @@ func TestUnknownCommandDiverges(t *testing.T) {
 	h.must(t, CmdUpsertNode, UpsertNode{Node: gpuNode("n1", 1, "leaf0")})
 	unknown := CmdType(len(commands)) // the next type a newer agent would add
 	r := h.s.Apply(2, []byte{byte(unknown), 0x80})
-	want := "unknown command type 27 at index 2: this agent (protocol v2) is older than the cluster; upgrade it"
+	want := "unknown command type 27 at index 2: this agent (protocol v3) is older than the cluster; upgrade it"
 	if !errors.Is(r.Err, ErrDiverged) || !errors.Is(r.Err, ErrUnknownCommand) || !strings.Contains(r.Err.Error(), want) {
 		t.Fatalf("Apply(unknown type) error = %v; want ErrDiverged and ErrUnknownCommand with %q", r.Err, want)
 	}
@@ -83,5 +91,26 @@ func TestUnknownCommandDiverges(t *testing.T) {
 	h.apply(t, CmdUpsertNode, UpsertNode{Node: gpuNode("n2", 1, "leaf0")})
 	if err := h.s.Diverged(); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Diverged() after a later entry = %v; want the first cause kept", err)
+	}
+}
+
+// TestNeeds: a body that uses a later field needs its version; the same
+// type without it needs only the type's.
+func TestNeeds(t *testing.T) {
+	plain := SubmitJob{Spec: cluster.Spec{Request: cluster.Request{Nodes: 2, TasksPerNode: 2}}}
+	uneven := SubmitJob{Spec: cluster.Spec{Request: cluster.Request{Nodes: 2, TasksPerNode: 3, NTasks: 5}}}
+	cyclicStep := StartStep{Spec: cluster.StepSpec{NTasks: 4, Distribution: "cyclic"}}
+	for _, tt := range []struct {
+		t    CmdType
+		body any
+		want int
+	}{
+		{CmdSubmitJob, plain, 1}, {CmdSubmitJob, uneven, 3},
+		{CmdStartStep, StartStep{}, 1}, {CmdStartStep, cyclicStep, 3},
+		{CmdArchiveJobs, ArchiveJobs{}, 2}, {255, uneven, 0},
+	} {
+		if got := Needs(tt.t, tt.body); got != tt.want {
+			t.Errorf("Needs(%s, %+v) = %d; want %d", tt.t, tt.body, got, tt.want)
+		}
 	}
 }

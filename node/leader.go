@@ -126,7 +126,7 @@ func (a *Agent) apply(ctx context.Context, t fsm.CmdType, body any) (fsm.Result,
 	}
 	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
 	defer cancel()
-	if err := a.mayPropose(ctx, t); err != nil { // versions.go
+	if err := a.mayPropose(ctx, t, fsm.Needs(t, body)); err != nil { // versions.go
 		return fsm.Result{}, err
 	}
 	res, _, err := a.raft.Apply(ctx, data)
