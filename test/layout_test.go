@@ -1,0 +1,83 @@
+package test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/localcluster"
+)
+
+// layoutScript prints the batch shell's view of the layout, then one line
+// per task of a plain srun and of srun -m cyclic: its rank, node, local
+// id and SLURM_DISTRIBUTION.
+const layoutScript = `echo "batch $SLURM_TASKS_PER_NODE ${SLURM_NTASKS_PER_NODE-unset} ${SLURM_DISTRIBUTION-unset} $SLURM_JOB_CPUS_PER_NODE $SLURM_NTASKS"
+srun sh -c 'echo "plain $SLURM_PROCID $SLURMD_NODENAME $SLURM_LOCALID $SLURM_DISTRIBUTION $RANK $LOCAL_WORLD_SIZE"'
+srun -m cyclic sh -c 'echo "cyclic $SLURM_PROCID $SLURMD_NODENAME $SLURM_LOCALID $SLURM_DISTRIBUTION $RANK $LOCAL_WORLD_SIZE"'
+`
+
+// TestJobLayout: sbatch -n 5 -N 2 runs 3 ranks on the first node and 2 on
+// the second (Slurm's block layout; -n need not divide by -N), holding
+// each node's own share of CPUs; srun inside runs the job's ranks in that
+// layout, and srun -m cyclic deals them round robin, as Slurm's srun
+// numbers them (checked against Debian's Slurm in slurm.TestLayout). A
+// job submitted with -m cyclic lays its own ranks out that way too.
+func TestJobLayout(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 2})
+	a := c.Agents[0]
+	work := t.TempDir()
+	run := func(name string, args ...string) (nodes []string, lines map[string][]string) {
+		t.Helper()
+		args = append([]string{"batch", "--chdir", work, "-o", name + "-%j.out"}, args...)
+		out := mustShoal(t, a, append(args, "--wrap", layoutScript)...)
+		var id uint64
+		if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
+			t.Fatalf("shoal batch printed %q", out)
+		}
+		j := waitJob(t, a, id, 60*time.Second)
+		data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("%s-%d.out", name, id)))
+		if j.State != "COMPLETED" {
+			t.Fatalf("%s: job %s:\n%s", name, j.State, data)
+		}
+		lines = map[string][]string{}
+		for line := range strings.Lines(string(data)) {
+			kind, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+			// Node names as allocation indices, so the test does not
+			// depend on which node the job got first.
+			for i, n := range j.Nodes {
+				rest = strings.ReplaceAll(rest, " "+n+" ", fmt.Sprintf(" node%d ", i))
+			}
+			lines[kind] = append(lines[kind], rest)
+		}
+		for _, l := range lines {
+			slices.Sort(l)
+		}
+		return j.Nodes, lines
+	}
+	check := func(name, kind string, got []string, want ...string) {
+		t.Helper()
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %s lines %q; want %q", name, kind, got, want)
+		}
+	}
+
+	_, lines := run("block", "-n", "5", "-N", "2")
+	check("-n5 -N2", "batch", lines["batch"], "3,2 unset unset 3,2 5")
+	check("-n5 -N2", "plain", lines["plain"],
+		"0 node0 0 block 0 3", "1 node0 1 block 1 3", "2 node0 2 block 2 3",
+		"3 node1 0 block 3 2", "4 node1 1 block 4 2")
+	check("-n5 -N2", "cyclic", lines["cyclic"],
+		"0 node0 0 cyclic 0 3", "2 node0 1 cyclic 2 3", "4 node0 2 cyclic 4 3",
+		"1 node1 0 cyclic 1 2", "3 node1 1 cyclic 3 2")
+
+	_, lines = run("cyclic", "-n", "5", "-N", "2", "-m", "cyclic")
+	check("-n5 -N2 -m cyclic", "batch", lines["batch"], "3,2 unset cyclic 3,2 5")
+	check("-n5 -N2 -m cyclic", "plain", lines["plain"],
+		"0 node0 0 cyclic 0 3", "2 node0 1 cyclic 2 3", "4 node0 2 cyclic 4 3",
+		"1 node1 0 cyclic 1 2", "3 node1 1 cyclic 3 2")
+}
