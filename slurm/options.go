@@ -141,7 +141,11 @@ func (s cmdSet) names() string {
 //     preference the job cannot tell apart from its absence);
 //   - reject: Shoal refuses it, because ignoring it would change what
 //     runs, where, when or with what; ok, if set, lets through the values
-//     that already describe what Shoal does (--cpu-bind=none).
+//     that already describe what Shoal does (--mpi=none). A row refuses
+//     only what Debian's Slurm also refuses (slurm/testdata/
+//     refusals_golden.txt; TestRefusalsGolden), or what the test lists
+//     with its reason. On a warn row, ok names the values that need no
+//     warning (--cpu-bind=none).
 type optDef struct {
 	long   string
 	short  byte
@@ -225,7 +229,7 @@ func (p *parseState) apply(d *optDef, val string, hasVal bool) error {
 	switch {
 	case d.reject != "" && (d.ok == nil || !d.ok(val)):
 		return fmt.Errorf("%s: not supported by Shoal: %s", clip(shown), d.reject)
-	case d.warn != "":
+	case d.warn != "" && (d.ok == nil || !d.ok(val)):
 		p.o.Warnings = append(p.o.Warnings, fmt.Sprintf("%s ignored: %s", clip(shown), d.warn))
 	case d.apply != nil:
 		if err := d.apply(p.o, val); err != nil {
