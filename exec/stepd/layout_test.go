@@ -43,7 +43,7 @@ func TestEnvUneven(t *testing.T) {
 		env := envMap(t, Env(unevenJob(tt.node, tt.dist, false), tt.local))
 		common := map[string]string{"WORLD_SIZE": "5", "SLURM_NTASKS": "5", "SLURM_NPROCS": "5",
 			"SLURM_TASKS_PER_NODE": "3,2", "SLURM_JOB_CPUS_PER_NODE": "6,4",
-			"SLURM_TOPOLOGY_ADDR": "spine.leaf1." + []string{"n1", "n2"}[tt.node],
+			"SLURM_TOPOLOGY_ADDR":         "spine.leaf1." + []string{"n1", "n2"}[tt.node],
 			"SLURM_TOPOLOGY_ADDR_PATTERN": "switch.switch.node"}
 		for k, v := range common {
 			if env[k] != v {
