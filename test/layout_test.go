@@ -14,9 +14,10 @@ import (
 
 // layoutScript prints the batch shell's view of the layout, then one line
 // per task of a plain srun and of srun -m cyclic: its rank, node, local
-// id and SLURM_DISTRIBUTION.
+// id and SLURM_DISTRIBUTION (and whether SLURM_TASK_PID is the task's
+// pid).
 const layoutScript = `echo "batch $SLURM_TASKS_PER_NODE ${SLURM_NTASKS_PER_NODE-unset} ${SLURM_DISTRIBUTION-unset} $SLURM_JOB_CPUS_PER_NODE $SLURM_NTASKS"
-srun sh -c 'echo "plain $SLURM_PROCID $SLURMD_NODENAME $SLURM_LOCALID $SLURM_DISTRIBUTION $RANK $LOCAL_WORLD_SIZE"'
+srun sh -c 'echo "plain $SLURM_PROCID $SLURMD_NODENAME $SLURM_LOCALID $SLURM_DISTRIBUTION $RANK $LOCAL_WORLD_SIZE pid=$(test "$SLURM_TASK_PID" = $$ && echo ok || echo "$SLURM_TASK_PID/$$")"'
 srun -m cyclic sh -c 'echo "cyclic $SLURM_PROCID $SLURMD_NODENAME $SLURM_LOCALID $SLURM_DISTRIBUTION $RANK $LOCAL_WORLD_SIZE"'
 `
 
@@ -69,8 +70,8 @@ func TestJobLayout(t *testing.T) {
 	_, lines := run("block", "-n", "5", "-N", "2")
 	check("-n5 -N2", "batch", lines["batch"], "3,2 unset unset 3,2 5")
 	check("-n5 -N2", "plain", lines["plain"],
-		"0 node0 0 block 0 3", "1 node0 1 block 1 3", "2 node0 2 block 2 3",
-		"3 node1 0 block 3 2", "4 node1 1 block 4 2")
+		"0 node0 0 block 0 3 pid=ok", "1 node0 1 block 1 3 pid=ok", "2 node0 2 block 2 3 pid=ok",
+		"3 node1 0 block 3 2 pid=ok", "4 node1 1 block 4 2 pid=ok")
 	check("-n5 -N2", "cyclic", lines["cyclic"],
 		"0 node0 0 cyclic 0 3", "2 node0 1 cyclic 2 3", "4 node0 2 cyclic 4 3",
 		"1 node1 0 cyclic 1 2", "3 node1 1 cyclic 3 2")
@@ -78,6 +79,34 @@ func TestJobLayout(t *testing.T) {
 	_, lines = run("cyclic", "-n", "5", "-N", "2", "-m", "cyclic")
 	check("-n5 -N2 -m cyclic", "batch", lines["batch"], "3,2 unset cyclic 3,2 5")
 	check("-n5 -N2 -m cyclic", "plain", lines["plain"],
-		"0 node0 0 cyclic 0 3", "2 node0 1 cyclic 2 3", "4 node0 2 cyclic 4 3",
-		"1 node1 0 cyclic 1 2", "3 node1 1 cyclic 3 2")
+		"0 node0 0 cyclic 0 3 pid=ok", "2 node0 1 cyclic 2 3 pid=ok", "4 node0 2 cyclic 4 3 pid=ok",
+		"1 node1 0 cyclic 1 2 pid=ok", "3 node1 1 cyclic 3 2 pid=ok")
+}
+
+// TestTaskPID: every task's SLURM_TASK_PID is its own pid, as Slurm's,
+// both where ranks start through the task namespace helper (a root
+// agent's default on one machine, above) and where they start directly
+// (--task-hostname=off: through the exec shim).
+func TestTaskPID(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 1, ExtraArgs: []string{"--task-hostname=off"}})
+	a := c.Agents[0]
+	work := t.TempDir()
+	out := mustShoal(t, a, "batch", "--chdir", work, "-n", "2", "-o", "pid-%j.out", "--wrap",
+		`echo "batch pid=$(test "$SLURM_TASK_PID" = $$ && echo ok || echo "$SLURM_TASK_PID/$$")"
+srun sh -c 'echo "task $SLURM_PROCID pid=$(test "$SLURM_TASK_PID" = $$ && echo ok || echo "$SLURM_TASK_PID/$$")"'`)
+	var id uint64
+	if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
+		t.Fatalf("shoal batch printed %q", out)
+	}
+	j := waitJob(t, a, id, 60*time.Second)
+	data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("pid-%d.out", id)))
+	if j.State != "COMPLETED" {
+		t.Fatalf("job %s:\n%s", j.State, data)
+	}
+	got := strings.Split(strings.TrimSpace(string(data)), "\n")
+	slices.Sort(got)
+	want := []string{"batch pid=ok", "task 0 pid=ok", "task 1 pid=ok"}
+	if !slices.Equal(got, want) {
+		t.Errorf("output %q; want %q", got, want)
+	}
 }
