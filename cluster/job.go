@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -402,15 +403,19 @@ func (r Request) WithDefaults() Request {
 	if r.Nodes == 0 {
 		r.Nodes = 1
 	}
+	// A node list longer than -N raises -N to its size, as Slurm does.
+	if r.Nodes > 0 && r.Nodes < len(r.NodeList) {
+		r.Nodes = len(r.NodeList)
+	}
+	if r.TasksPerNode == 0 && r.NTasks > 0 && r.Nodes <= MaxNodesPerJob {
+		// -n alone: the busiest node's share.
+		r.TasksPerNode = slices.Max(append(r.TaskCounts(r.Nodes), 1))
+	}
 	if r.TasksPerNode == 0 {
 		r.TasksPerNode = 1
 	}
 	if r.CPUsPerTask == 0 {
 		r.CPUsPerTask = 1
-	}
-	// A node list longer than -N raises -N to its size, as Slurm does.
-	if r.Nodes > 0 && r.Nodes < len(r.NodeList) {
-		r.Nodes = len(r.NodeList)
 	}
 	return r
 }

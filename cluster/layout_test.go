@@ -36,6 +36,9 @@ func TestRequestLayout(t *testing.T) {
 	if got := []int{cyc.RankAt(2, 0, 1), cyc.RankAt(2, 1, 1)}; !slices.Equal(got, []int{2, 3}) {
 		t.Errorf("cyclic RankAt(local 1) = %v; want [2 3]", got)
 	}
+	if got := (Request{Nodes: 2, NTasks: 5, Distribution: "plane=4"}).WithDefaults().TasksPerNode; got != 4 {
+		t.Errorf("WithDefaults of -n 5 -m plane=4 on 2 nodes: tasks_per_node %d; want 4", got)
+	}
 	even := Request{Nodes: 2, TasksPerNode: 2, CPUsPerTask: 2}
 	if got := even.CPUsAt(n, 1, 2); got != 4 {
 		t.Errorf("even CPUsAt = %d; want 4", got)

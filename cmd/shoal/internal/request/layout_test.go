@@ -23,6 +23,8 @@ func TestRequestFromOptionsLayout(t *testing.T) {
 		{args: []string{"-N", "2", "--ntasks-per-node=2", "-m", "cyclic:fcyclic"}, nodes: 2, tpn: 2, ntasks: 4, dist: "cyclic:fcyclic"},
 		{args: []string{"-N", "2", "--ntasks-per-node=2", "-m", "block"}, nodes: 2, tpn: 2, dist: "block"},
 		{args: []string{"-n", "1", "-N", "2"}, wantErr: "at least one task"},
+		{args: []string{"-n", "5", "-w", "n[1-3]"}, nodes: 3, tpn: 2, ntasks: 5},
+		{args: []string{"-n", "2", "-w", "n[1-3]"}, wantErr: "at least one task"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -102,6 +102,13 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 	if err := nodeSetFromOptions(opts, &req); err != nil {
 		return req, nil, err
 	}
+	if req.NTasks > 0 && req.Nodes != nodes {
+		// -w named more nodes than -N: the ranks spread over all of them.
+		if req.NTasks < req.Nodes {
+			return req, nil, fmt.Errorf("--ntasks %d on the %d nodes of --nodelist: every node runs at least one task", req.NTasks, req.Nodes)
+		}
+		req.TasksPerNode = slices.Max(slurm.LayoutCounts(req.NTasks, req.Nodes, opts.Distribution))
+	}
 	env, err := ExportEnv(opts.Export)
 	if err != nil {
 		return req, nil, err
