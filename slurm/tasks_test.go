@@ -77,12 +77,25 @@ func FuzzParseDistribution(f *testing.F) {
 		if err != nil || ntasks < 0 || ntasks > 1000 || nodes < 1 || nodes > 100 {
 			return
 		}
-		seen := 0
-		for _, ranks := range Layout(ntasks, nodes, d) {
-			seen += len(ranks)
+		// Every rank runs exactly once, each node's in increasing order,
+		// and LayoutCounts agrees.
+		seen := make([]bool, ntasks)
+		counts := LayoutCounts(ntasks, nodes, d)
+		for n, ranks := range Layout(ntasks, nodes, d) {
+			if len(ranks) != counts[n] {
+				t.Fatalf("Layout(%d, %d, %q): node %d runs %d, LayoutCounts says %d", ntasks, nodes, v, n, len(ranks), counts[n])
+			}
+			for i, r := range ranks {
+				if r < 0 || r >= ntasks || seen[r] || i > 0 && r <= ranks[i-1] {
+					t.Fatalf("Layout(%d, %d, %q): node %d ranks %v", ntasks, nodes, v, n, ranks)
+				}
+				seen[r] = true
+			}
 		}
-		if seen != ntasks {
-			t.Fatalf("Layout(%d, %d, %q) placed %d tasks", ntasks, nodes, v, seen)
+		for r, ok := range seen {
+			if !ok {
+				t.Fatalf("Layout(%d, %d, %q) runs no rank %d", ntasks, nodes, v, r)
+			}
 		}
 	})
 }
