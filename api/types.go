@@ -244,6 +244,8 @@ type SubmitRequest struct {
 	MemPerGPUMiB  uint64 `json:"mem_per_gpu_mib,omitempty"`
 	MemWholeNode  bool   `json:"mem_whole_node,omitempty"`
 	CPUsPerGPU    int    `json:"cpus_per_gpu,omitempty"`
+	// MinCPUs is --mincpus: the least CPUs each node gives the job.
+	MinCPUs int `json:"min_cpus,omitempty"`
 	// Switches and SwitchesWaitS are --switches=COUNT@WAIT.
 	Switches      int   `json:"switches,omitempty"`
 	SwitchesWaitS int64 `json:"switches_wait_s,omitempty"`

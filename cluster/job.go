@@ -105,6 +105,9 @@ type Request struct {
 	// CPUsPerGPU is --cpus-per-gpu (or the partition's DefCpuPerGPU): the
 	// CPUs each GPU brings. Slurm refuses it beside -c; see CPUsPerNode.
 	CPUsPerGPU int `msgpack:"cpus_per_gpu,omitempty" json:"cpus_per_gpu,omitempty"`
+	// MinCPUs is --mincpus: the least CPUs each node gives the job,
+	// whatever its tasks need.
+	MinCPUs int `msgpack:"min_cpus,omitempty" json:"min_cpus,omitempty"`
 	// TimeLimit is the wall-clock limit; zero means unlimited.
 	TimeLimit time.Duration `msgpack:"time_limit" json:"time_limit"`
 	// NodeList names nodes the job must include (Slurm's -w): every one
@@ -223,6 +226,8 @@ func (r Request) Validate() error {
 		return fmt.Errorf("memory per node %d MiB (per cpu or gpu times the node's share): want at most %d", r.MemPerNode(), uint64(MaxMemPerNodeMiB))
 	case r.CPUsPerGPU < 0 || r.CPUsPerGPU > MaxCPUsPerTask:
 		return fmt.Errorf("cpus_per_gpu %d: want 0 to %d", r.CPUsPerGPU, MaxCPUsPerTask)
+	case r.MinCPUs < 0 || r.MinCPUs > MaxCPUsPerTask:
+		return fmt.Errorf("min_cpus %d: want 0 to %d", r.MinCPUs, MaxCPUsPerTask)
 	case r.Switches < 0 || r.Switches > MaxNodesPerJob:
 		return fmt.Errorf("switches %d: want 0 (any) to %d", r.Switches, MaxNodesPerJob)
 	case r.SwitchesWait < 0 || r.SwitchesWait > MaxPolicyDuration:
@@ -341,7 +346,7 @@ func (r Request) CPUsAt(n *Node, k, nodes int) int {
 	if k >= 0 && k < len(counts) {
 		tasks = counts[k]
 	}
-	return max(max(1, tasks)*max(1, r.CPUsPerTask), r.GPUsPerNode*r.CPUsPerGPU)
+	return max(max(1, tasks)*max(1, r.CPUsPerTask), r.GPUsPerNode*r.CPUsPerGPU, r.MinCPUs)
 }
 
 // MemAt is MemOn for node k of nodes: --mem-per-cpu follows CPUsAt.
@@ -353,10 +358,10 @@ func (r Request) MemAt(n *Node, k, nodes int) uint64 {
 }
 
 // CPUsPerNode is the CPUs one node gives the job: TasksPerNode times
-// CPUsPerTask, or GPUsPerNode times CPUsPerGPU when that is more; at least
-// one. An exclusive job takes every CPU of its nodes instead.
+// CPUsPerTask, or GPUsPerNode times CPUsPerGPU or MinCPUs when that is
+// more; at least one. An exclusive job takes every CPU of its nodes instead.
 func (r Request) CPUsPerNode() int {
-	return max(max(1, r.TasksPerNode)*max(1, r.CPUsPerTask), r.GPUsPerNode*r.CPUsPerGPU)
+	return max(max(1, r.TasksPerNode)*max(1, r.CPUsPerTask), r.GPUsPerNode*r.CPUsPerGPU, r.MinCPUs)
 }
 
 // MemPerNode is the memory (MiB) one node gives the job: --mem, or

@@ -43,6 +43,14 @@ func TestRequestLayout(t *testing.T) {
 	if got := even.CPUsAt(n, 1, 2); got != 4 {
 		t.Errorf("even CPUsAt = %d; want 4", got)
 	}
+	minc := r
+	minc.MinCPUs = 5
+	if got := []int{minc.CPUsAt(n, 0, 2), minc.CPUsAt(n, 1, 2), minc.CPUsPerNode()}; !slices.Equal(got, []int{6, 5, 6}) {
+		t.Errorf("--mincpus 5: CPUsAt %v, CPUsPerNode %d; want 6 and 5, 6", got[:2], got[2])
+	}
+	if got := (Request{Nodes: 1, TasksPerNode: 1, MinCPUs: 4}).CPUsPerNode(); got != 4 {
+		t.Errorf("--mincpus 4 with one task: CPUsPerNode %d; want 4", got)
+	}
 	excl := r
 	excl.Exclusive = true
 	if got := excl.CPUsAt(n, 1, 2); got != 16 {

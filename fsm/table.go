@@ -24,9 +24,9 @@ import (
 //	   accounting archive)
 //	3  fields: a job's ranks laid out by -n and -m (Request.NTasks and
 //	   Request.Distribution in SubmitJob, StepSpec.Distribution in
-//	   StartStep). An older replica would drop them, run the same ranks
-//	   on every node and refuse the allocation that holds fewer CPUs
-//	   on a node with fewer ranks.
+//	   StartStep), and --mincpus (Request.MinCPUs). An older replica
+//	   would drop them, run the same ranks on every node and refuse the
+//	   allocation that holds other CPUs than it computes.
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -115,9 +115,10 @@ var commands = [...]command{
 // body uses one needs the field's version (Needs), checked as a new
 // type's is.
 var fields = []field{
-	{name: "SubmitJob.Spec.Request.NTasks/Distribution", since: 3, uses: func(body any) bool {
+	{name: "SubmitJob.Spec.Request.NTasks/Distribution/MinCPUs", since: 3, uses: func(body any) bool {
 		c, ok := body.(SubmitJob)
-		return ok && (c.Spec.Request.NTasks != 0 || c.Spec.Request.Distribution != "")
+		r := c.Spec.Request
+		return ok && (r.NTasks != 0 || r.Distribution != "" || r.MinCPUs != 0)
 	}},
 	{name: "StartStep.Spec.Distribution", since: 3, uses: func(body any) bool {
 		c, ok := body.(StartStep)

@@ -178,6 +178,7 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 		MemPerGPUMiB:  req.MemPerGPUMiB,
 		MemWholeNode:  req.MemWholeNode,
 		CPUsPerGPU:    req.CPUsPerGPU,
+		MinCPUs:       req.MinCPUs,
 		NodesMax:      req.NodesMax,
 		SwitchesWait:  time.Duration(req.SwitchesWaitS) * time.Second,
 		GPUOption:     req.GPUOption,

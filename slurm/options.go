@@ -31,6 +31,8 @@ type Options struct {
 	Distribution Distribution
 	CPUsPerTask  int
 	CPUsPerGPU   int
+	// MinCPUs is --mincpus: the least CPUs per node.
+	MinCPUs int
 	// TimeLimit is --time; 0 means no limit (or not given: see Set).
 	TimeLimit time.Duration
 	Name      string

@@ -21,7 +21,6 @@ var refusalGaps = map[string]string{
 	"get-user-env":   "the job would lack the user's login environment",
 	"export-file":    "the job would lack the file's variables",
 	"preserve-env":   "ranks would see other SLURM_NNODES and SLURM_NTASKS",
-	"mincpus":        "Shoal holds the tasks' CPUs, not a minimum per node: the job could get fewer",
 	"ntasks-per-gpu": "the task count would differ",
 	"container":      "the job would run outside its container",
 	"uid":            "Shoal runs a job as the user who submits it",

@@ -19,7 +19,7 @@ func TestRequestFromOptionsLayout(t *testing.T) {
 		{args: []string{"-n", "4", "-N", "2"}, nodes: 2, tpn: 2, ntasks: 4},
 		{args: []string{"-n", "5", "-N", "2", "-m", "cyclic"}, nodes: 2, tpn: 3, ntasks: 5, dist: "cyclic"},
 		{args: []string{"-n", "5", "-N", "2", "-m", "plane=4"}, nodes: 2, tpn: 4, ntasks: 5, dist: "plane=4"},
-		{args: []string{"-n", "3"}, nodes: 1, tpn: 3, ntasks: 3},
+		{args: []string{"-n", "3", "--mincpus=8"}, nodes: 1, tpn: 3, ntasks: 3},
 		{args: []string{"-N", "2", "--ntasks-per-node=2", "-m", "cyclic:fcyclic"}, nodes: 2, tpn: 2, ntasks: 4, dist: "cyclic:fcyclic"},
 		{args: []string{"-N", "2", "--ntasks-per-node=2", "-m", "block"}, nodes: 2, tpn: 2, dist: "block"},
 		{args: []string{"-n", "1", "-N", "2"}, wantErr: "at least one task"},
@@ -41,6 +41,9 @@ func TestRequestFromOptionsLayout(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatalf("FromOptions(%v): %v", tt.args, err)
+			}
+			if want := opts.MinCPUs; req.MinCPUs != want {
+				t.Errorf("MinCPUs = %d; want --mincpus %d", req.MinCPUs, want)
 			}
 			if req.Nodes != tt.nodes || req.TasksPerNode != tt.tpn || req.NTasks != tt.ntasks || req.Distribution != tt.dist {
 				t.Errorf("FromOptions(%v) = nodes %d, tasks_per_node %d, ntasks %d, distribution %q; want %d, %d, %d, %q",

@@ -83,7 +83,7 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 	// Memory stays in the form it was asked in: the FSM works it out per
 	// node once the partition's defaults and --gpus' spread are known.
 	req.MemPerNodeMiB, req.MemPerCPUMiB, req.MemPerGPUMiB, req.MemWholeNode = opts.Mem, opts.MemPerCPU, opts.MemPerGPU, opts.MemAll
-	req.CPUsPerGPU = opts.CPUsPerGPU
+	req.CPUsPerGPU, req.MinCPUs = opts.CPUsPerGPU, opts.MinCPUs
 	if req.WorkDir, err = WorkDir(req.WorkDir); err != nil {
 		return req, nil, err
 	}
