@@ -26,6 +26,8 @@ type Options struct {
 	Nodes         Nodes
 	NTasks        int
 	NTasksPerNode int
+	// NTasksPerGPU is --ntasks-per-gpu: tasks for every GPU of the job.
+	NTasksPerGPU int
 	// Distribution is -m/--distribution: how the tasks are laid out on
 	// the nodes (Layout).
 	Distribution Distribution

@@ -161,7 +161,6 @@ func TestParseArgsErrors(t *testing.T) {
 		{Sbatch, []string{"--kill-on-invalid-dep=no"}, "--kill-on-invalid-dep=no: not supported by Shoal: Shoal always cancels a job whose dependency can never hold; accepted: yes"},
 		{Srun, []string{"--het-group=1"}, "--het-group=1: not supported by Shoal: heterogeneous jobs are not supported by Shoal; accepted: 0, the whole job"},
 		{Srun, []string{"-m", "arbitrary"}, `distribution "arbitrary": arbitrary needs a host file per rank, which Shoal does not read; use block, cyclic or plane=N`},
-		{Sbatch, []string{"--ntasks-per-gpu=2"}, "--ntasks-per-gpu=2: not supported by Shoal: Shoal derives no task count from GPUs; give --ntasks-per-node"},
 		{Sbatch, []string{"--reservation=maint"}, "--reservation=maint: not supported by Shoal: Shoal has no reservations (Slurm refuses a job naming one that does not exist)"},
 		{Sbatch, []string{"--batch=haswell"}, "--batch=haswell: not supported by Shoal: Shoal has no node features to pick the batch host by"},
 		{Sbatch, []string{":", "-N1", "b.sh"}, `":": heterogeneous jobs are not supported by Shoal`},

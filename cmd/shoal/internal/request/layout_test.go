@@ -23,6 +23,9 @@ func TestRequestFromOptionsLayout(t *testing.T) {
 		{args: []string{"-N", "2", "--ntasks-per-node=2", "-m", "cyclic:fcyclic"}, nodes: 2, tpn: 2, ntasks: 4, dist: "cyclic:fcyclic"},
 		{args: []string{"-N", "2", "--ntasks-per-node=2", "-m", "block"}, nodes: 2, tpn: 2, dist: "block"},
 		{args: []string{"-n", "1", "-N", "2"}, wantErr: "at least one task"},
+		{args: []string{"-N", "2", "--gpus-per-node=4", "--ntasks-per-gpu=2"}, nodes: 2, tpn: 8},
+		{args: []string{"-n", "4", "--ntasks-per-gpu=2"}, nodes: 1, tpn: 4, ntasks: 4},
+		{args: []string{"--ntasks-per-gpu=2"}, wantErr: "give the GPUs per node"},
 		{args: []string{"-n", "5", "-w", "n[1-3]"}, nodes: 3, tpn: 2, ntasks: 5},
 		{args: []string{"-n", "2", "-w", "n[1-3]"}, wantErr: "at least one task"},
 	}
@@ -41,6 +44,9 @@ func TestRequestFromOptionsLayout(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatalf("FromOptions(%v): %v", tt.args, err)
+			}
+			if tt.args[len(tt.args)-1] == "--ntasks-per-gpu=2" && tt.ntasks == 4 && req.GPUsPerNode != 2 {
+				t.Errorf("-n 4 --ntasks-per-gpu=2: %d GPUs per node; want 2", req.GPUsPerNode)
 			}
 			if want := opts.MinCPUs; req.MinCPUs != want {
 				t.Errorf("MinCPUs = %d; want --mincpus %d", req.MinCPUs, want)

@@ -56,6 +56,24 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 	if opts.GPUsPerTask > 0 && gpusPerNode == 0 {
 		gpusPerNode = opts.GPUsPerTask * tasksPerNode
 	}
+	if k := opts.NTasksPerGPU; k > 0 {
+		switch {
+		case opts.NTasksPerNode > 0:
+			return req, nil, fmt.Errorf("--ntasks-per-gpu and --ntasks-per-node are mutually exclusive")
+		case gpusPerNode == 0 && gpusTotal == 0 && ntasks > 0:
+			// -n with --ntasks-per-gpu: the GPUs follow, evenly per node.
+			gpus := (ntasks + k - 1) / k
+			if gpus%nodes != 0 {
+				return req, nil, fmt.Errorf("--ntasks %d with --ntasks-per-gpu %d: %d GPUs do not spread evenly over %d nodes; give --gpus-per-node", ntasks, k, gpus, nodes)
+			}
+			gpusPerNode = gpus / nodes
+		case gpusPerNode == 0:
+			return req, nil, fmt.Errorf("--ntasks-per-gpu %d: give the GPUs per node (--gpus-per-node, --gres=gpu:N, or --gpus with -N), or --ntasks", k)
+		case ntasks == 0:
+			// The GPUs given: k tasks for each.
+			tasksPerNode = k * gpusPerNode
+		}
+	}
 	req = api.SubmitRequest{
 		RequestID:    NewID(),
 		Name:         opts.Name,
