@@ -75,11 +75,15 @@ type Options struct {
 	Signal   *Signal
 	OpenMode string // "append", "truncate" or "" (the cluster's default)
 	Export   *Export
-	ChDir    string
-	Parsable bool
-	Wrap     string
-	TestOnly bool
-	Hold     bool
+	// ExportFile is --export-file: a file (or descriptor number) of
+	// NAME=value definitions separated by NUL bytes, which the parser
+	// does not read.
+	ExportFile string
+	ChDir      string
+	Parsable   bool
+	Wrap       string
+	TestOnly   bool
+	Hold       bool
 	// Nice is the --nice adjustment (100 when given with no value).
 	Nice       int
 	Switches   *Switches

@@ -1,6 +1,9 @@
 package request
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,5 +59,38 @@ func TestRequestFromOptionsLayout(t *testing.T) {
 					tt.args, req.Nodes, req.TasksPerNode, req.NTasks, req.Distribution, tt.nodes, tt.tpn, tt.ntasks, tt.dist)
 			}
 		})
+	}
+}
+
+// TestExportFile: --export-file's NUL-separated definitions reach the
+// job's environment; a malformed one is refused by number.
+func TestExportFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "env")
+	if err := os.WriteFile(good, []byte("A=1\x00B=two words\nline\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts, _, err := slurm.ParseArgs(slurm.Sbatch, []string{"--export=NONE", "--export-file", good, "--wrap", "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _, err := FromOptions(opts)
+	if err != nil {
+		t.Fatalf("FromOptions: %v", err)
+	}
+	if want := []string{"A=1", "B=two words\nline"}; !slices.Equal(req.Env, want) {
+		t.Errorf("Env = %q; want %q", req.Env, want)
+	}
+	bad := filepath.Join(dir, "bad")
+	if err := os.WriteFile(bad, []byte("A=1\x00oops\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts.ExportFile = bad
+	if _, _, err := FromOptions(opts); err == nil || !strings.Contains(err.Error(), "definition 2") {
+		t.Errorf("malformed file: %v; want definition 2 named", err)
+	}
+	opts.ExportFile = "1"
+	if _, _, err := FromOptions(opts); err == nil || !strings.Contains(err.Error(), "standard input and output") {
+		t.Errorf("--export-file 1: %v; want it refused", err)
 	}
 }

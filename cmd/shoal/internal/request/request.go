@@ -4,9 +4,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -131,6 +133,13 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 	if err != nil {
 		return req, nil, err
 	}
+	if opts.ExportFile != "" {
+		more, err := exportFile(opts.ExportFile)
+		if err != nil {
+			return req, nil, err
+		}
+		env = append(env, more...)
+	}
 	req.Env = env
 	return req, warnings, nil
 }
@@ -201,6 +210,47 @@ func ExportEnv(e *slurm.Export) ([]string, error) {
 	var env []string
 	for _, v := range e.Vars {
 		env = append(env, exportPair(v))
+	}
+	return env, nil
+}
+
+// maxExportFileBytes bounds --export-file (Linux refuses much larger
+// environments at exec).
+const maxExportFileBytes = 16 << 20
+
+// exportFile reads sbatch's --export-file: NAME=value definitions
+// separated by NUL bytes, from a file or, for a number from 3 up, an
+// open descriptor, as Slurm reads it.
+func exportFile(name string) ([]string, error) {
+	path := name
+	if fd, err := strconv.Atoi(name); err == nil {
+		if fd < 3 {
+			return nil, fmt.Errorf("--export-file %d: standard input and output are no export files; give a file or a descriptor from 3", fd)
+		}
+		path = "/dev/fd/" + name
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--export-file: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxExportFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("--export-file %s: %w", name, err)
+	}
+	if len(data) > maxExportFileBytes {
+		return nil, fmt.Errorf("--export-file %s: more than %d bytes", name, maxExportFileBytes)
+	}
+	var env []string
+	for i, kv := range strings.Split(string(data), "\x00") {
+		kv = strings.TrimSuffix(kv, "\n")
+		if kv == "" {
+			continue
+		}
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return nil, fmt.Errorf("--export-file %s: definition %d %.64q: want NAME=value, NUL-separated", name, i+1, kv)
+		}
+		env = append(env, kv)
 	}
 	return env, nil
 }
