@@ -19,7 +19,6 @@ var refusalGaps = map[string]string{
 	"immediate":    "ignoring it would wait for resources instead of failing at once",
 	"no-kill":      "ignoring it would end the job when a node fails, where Slurm keeps it",
 	"get-user-env": "the job would lack the user's login environment",
-	"preserve-env": "ranks would see other SLURM_NNODES and SLURM_NTASKS",
 	"container":    "the job would run outside its container",
 	"uid":          "Shoal runs a job as the user who submits it",
 	"gid":          "Shoal runs a job as the user who submits it",

@@ -62,6 +62,9 @@ var optionTable = []optDef{
 	{long: "export-file", arg: needArg, cmds: cSbatch, apply: strOpt(func(o *Options) *string { return &o.ExportFile })},
 	{long: "chdir", short: 'D', arg: needArg, cmds: cAll, apply: strOpt(func(o *Options) *string { return &o.ChDir })},
 	{long: "parsable", arg: noArg, cmds: cSbatch, apply: flagOpt(func(o *Options) *bool { return &o.Parsable })},
+	// -E: the caller's SLURM_NNODES and SLURM_NTASKS count the step
+	// (srun reads them; see slurmcli.preserveEnv).
+	{long: "preserve-env", short: 'E', arg: noArg, cmds: cSrun, apply: func(*Options, string) error { return nil }},
 	{long: "wrap", arg: needArg, cmds: cSbatch, apply: setWrap},
 	{long: "test-only", arg: noArg, cmds: cSbatch | cSrun, apply: flagOpt(func(o *Options) *bool { return &o.TestOnly })},
 	{long: "hold", short: 'H', arg: noArg, cmds: cAll, apply: flagOpt(func(o *Options) *bool { return &o.Hold })},
@@ -122,7 +125,6 @@ var optionTable = []optDef{
 	{long: "no-kill", short: 'k', arg: optArg, cmds: cAll, reject: "Shoal always ends a job whose node fails"},
 	{long: "get-user-env", arg: optArg, cmds: cSbatch, reject: "the job's environment would differ"},
 	{long: "propagate", arg: optArg, cmds: cSbatch | cSrun, warn: "Shoal does not propagate resource limits; ranks get the node's"},
-	{long: "preserve-env", short: 'E', arg: noArg, cmds: cSrun, reject: "Shoal sets SLURM_NNODES and SLURM_NTASKS from the allocation"},
 	{long: "tmp", arg: needArg, cmds: cAll, reject: "Shoal does not track local disk"},
 	{long: "contiguous", arg: noArg, cmds: cAll, warn: "Shoal places by switch, not by contiguous node names"},
 	{long: "spread-job", arg: noArg, cmds: cAll, warn: "Shoal packs a job under as few switches as it can"},

@@ -38,6 +38,7 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 		return 1, errors.New("command: none given, want `srun [options] COMMAND [ARGS...]`")
 	}
 	request.PrintWarnings("srun", opts.Warnings)
+	preserveEnv(&opts, os.Getenv)
 	jobEnv := os.Getenv("SHOAL_JOB_ID")
 	if jobEnv == "" {
 		jobEnv = os.Getenv("SLURM_JOB_ID")
@@ -348,4 +349,21 @@ func (p *pendingLine) show(j api.Job) {
 		return
 	}
 	fmt.Fprintln(p.w, line)
+}
+
+// preserveEnv is srun -E: the node and task counts not given on the
+// command line come from SLURM_NNODES and SLURM_NTASKS, as Slurm's srun
+// takes them; without -E it does nothing.
+func preserveEnv(opts *slurm.Options, getenv func(string) string) {
+	if !opts.Set["preserve-env"] {
+		return
+	}
+	if n, err := strconv.Atoi(getenv("SLURM_NNODES")); err == nil && n > 0 && !opts.Set["nodes"] {
+		opts.Nodes = slurm.Nodes{Min: n, Max: n}
+		opts.Set["nodes"] = true
+	}
+	if n, err := strconv.Atoi(getenv("SLURM_NTASKS")); err == nil && n > 0 && !opts.Set["ntasks"] && !opts.Set["ntasks-per-node"] {
+		opts.NTasks = n
+		opts.Set["ntasks"] = true
+	}
 }
