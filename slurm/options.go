@@ -75,6 +75,10 @@ type Options struct {
 	Signal   *Signal
 	OpenMode string // "append", "truncate" or "" (the cluster's default)
 	Export   *Export
+	// AsUser and AsGroup are sbatch's --uid and --gid (root only): the
+	// user (name or number) and group the job runs as; the parser looks
+	// neither up.
+	AsUser, AsGroup string
 	// ExportFile is --export-file: a file (or descriptor number) of
 	// NAME=value definitions separated by NUL bytes, which the parser
 	// does not read.

@@ -110,3 +110,36 @@ srun sh -c 'echo "task $SLURM_PROCID pid=$(test "$SLURM_TASK_PID" = $$ && echo o
 		t.Errorf("output %q; want %q", got, want)
 	}
 }
+
+// TestSbatchAsUser: root's sbatch --uid/--gid submits the job as that
+// user and group, as Slurm's root may; squeue shows the user.
+func TestSbatchAsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root: sbatch --uid is root's")
+	}
+	c := startCluster(t, localcluster.Options{Nodes: 1})
+	a := c.Agents[0]
+	// A directory the job's user may write in (t.TempDir's parent is
+	// root's alone).
+	work, err := os.MkdirTemp("", "shoal-asuser-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(work) })
+	if err := os.Chmod(work, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	sh := newSlurmShims(t, a)
+	id := sh.must("sbatch", "--parsable", "--uid=nobody", "--gid=nogroup", "--chdir", work, "-o", "as-%j.out", "--wrap", `echo "$(id -un) $(id -gn) $SLURM_JOB_USER"`)
+	var jid uint64
+	if _, err := fmt.Sscan(id, &jid); err != nil {
+		t.Fatalf("sbatch --parsable printed %q", id)
+	}
+	if j := waitJob(t, a, jid, 60*time.Second); j.State != "COMPLETED" || j.User != "nobody" {
+		t.Fatalf("job %d = %s as %q; want COMPLETED as nobody", jid, j.State, j.User)
+	}
+	data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("as-%d.out", jid)))
+	if got := strings.TrimSpace(string(data)); got != "nobody nogroup nobody" {
+		t.Errorf("the job says %q; want nobody nogroup nobody", got)
+	}
+}
