@@ -191,6 +191,9 @@ func ParseArgs(cmd Command, args []string) (Options, []string, error) {
 	p := parseState{cmd: cmd, o: &o}
 	rest, err := p.parse(args)
 	if err != nil {
+		if hr := (*HelpRequest)(nil); errors.As(err, &hr) {
+			hr.Cmd = cmd
+		}
 		return o, nil, err
 	}
 	if err := p.finish(rest); err != nil {

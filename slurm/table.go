@@ -18,7 +18,6 @@ const (
 	whyHetJob     = "heterogeneous jobs are not supported by Shoal"
 	whyNoHardware = "Shoal does not manage this hardware setting; it is a preference Slurm ignores where unsupported"
 	whyIdentity   = "Shoal runs a job as the user who submits it"
-	whyHelp       = "a client action: use `shoal help`"
 	whyFiles      = "Shoal does not stage or broadcast files"
 )
 
@@ -175,9 +174,9 @@ var optionTable = []optDef{
 	{long: "wait", short: 'W', arg: needArg, cmds: cSrun, reject: "Shoal stops the other ranks only when one fails"},
 	{long: "no-shell", arg: noArg, cmds: cSalloc, reject: "salloc always runs its command here"},
 	{long: "kill-command", short: 'K', arg: optArg, cmds: cSalloc, reject: "salloc ends the allocation when its command ends"},
-	{long: "help", short: 'h', arg: noArg, cmds: cAll, reject: whyHelp},
-	{long: "usage", arg: noArg, cmds: cAll, reject: whyHelp},
-	{long: "version", short: 'V', arg: noArg, cmds: cAll, reject: whyHelp},
+	{long: "help", short: 'h', arg: noArg, cmds: cAll, apply: helpOpt("help")},
+	{long: "usage", arg: noArg, cmds: cAll, apply: helpOpt("usage")},
+	{long: "version", short: 'V', arg: noArg, cmds: cAll, apply: helpOpt("version")},
 }
 
 // optIndex is the table as one command sees it.
