@@ -196,11 +196,7 @@ func stepEnv(l task.Launch, localRank int, home string) []string {
 	set("SLURM_PROCID", itoa(rank))
 	set("SLURM_LOCALID", itoa(localRank))
 	set("SLURM_NODEID", itoa(idx))
-	ranks := make([]int, sn.Tasks)
-	for i := range ranks {
-		ranks[i] = l.Rank(i)
-	}
-	set("SLURM_GTIDS", joinInts(ranks))
+	set("SLURM_GTIDS", joinInts(l.Ranks()))
 	set("SLURM_DISTRIBUTION", st.Spec.Dist().Name(total, len(st.Nodes)))
 	if len(gpus) > 0 {
 		set("SLURM_STEP_GPUS", joinInts(taskGPUs))

@@ -227,18 +227,33 @@ func (l Launch) Plan(node string) (Plan, error) {
 // local: by the step's layout for a step, the job's for its own ranks
 // (slurm.Layout: blocks, round robin or planes), 0 for a batch script.
 // Ranks of one node are consecutive only in block layouts.
-func (l Launch) Rank(local int) int {
-	if l.Step != nil {
+func (l Launch) Rank(local int) int { return l.rankOf()(local) }
+
+// Ranks is the global ranks of this node's tasks, in local order.
+func (l Launch) Ranks() []int {
+	rank := l.rankOf()
+	out := make([]int, max(l.LocalTasks(), 0))
+	for i := range out {
+		out[i] = rank(i)
+	}
+	return out
+}
+
+// rankOf is Rank with this node's place looked up once.
+func (l Launch) rankOf() func(local int) int {
+	switch {
+	case l.Step != nil:
 		idx, sn, _ := l.StepShare()
 		if l.Step.Spec.NTasks == 0 { // blocks: consecutive from the node's first
-			return sn.FirstRank + local
+			return func(local int) int { return sn.FirstRank + local }
 		}
-		return l.Step.Spec.RankAt(idx, local)
+		spec := l.Step.Spec
+		return func(local int) int { return spec.RankAt(idx, local) }
+	case l.BatchScript():
+		return func(int) int { return 0 }
 	}
-	if l.BatchScript() {
-		return 0
-	}
-	return l.Spec.Request.WithDefaults().RankAt(len(l.Alloc.Nodes), l.NodeIndex, local)
+	req, nodes, k := l.Spec.Request.WithDefaults(), len(l.Alloc.Nodes), l.NodeIndex
+	return func(local int) int { return req.RankAt(nodes, k, local) }
 }
 
 // LocalTasks is how many tasks this node runs: the step's share, the
