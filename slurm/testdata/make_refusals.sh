@@ -58,6 +58,8 @@ declare -A SAMPLE=(
 # refused once stays in the golden after it is accepted).
 pairs() {
 	{
+		# The golden's rows first, in its order, so a rerun keeps it.
+		if [ -f "$OUT" ]; then grep -v '^#' "$OUT" | cut -f1,2 | tr '\t' ' '; fi
 		grep -E '^\s*\{long: "[^"]+".*reject:' "$TABLE" |
 			sed -E 's/^\s*\{long: "([^"]+)".*cmds: ([^,]+),.*/\1 \2/' |
 			while read -r long cmds; do
@@ -68,7 +70,6 @@ pairs() {
 					esac
 				done
 			done
-		if [ -f "$OUT" ]; then grep -v '^#' "$OUT" | cut -f1,2 | tr '\t' ' '; fi
 	} | awk '!seen[$0]++'
 }
 
