@@ -129,7 +129,7 @@ func contractEnv(l task.Launch, localRank int, home string) []string {
 	set("SLURM_NNODES", itoa(nnodes))
 	set("SLURM_NTASKS", itoa(total))
 	set("SLURM_NPROCS", itoa(total))
-	set("SLURM_TASKS_PER_NODE", tasksPerNodeList(counts))
+	set("SLURM_TASKS_PER_NODE", slurm.TasksPerNode(counts))
 	set("SLURM_PROCID", itoa(rank))
 	set("SLURM_LOCALID", itoa(localRank))
 	set("SLURM_NODEID", itoa(l.NodeIndex))
@@ -192,7 +192,7 @@ func stepEnv(l task.Launch, localRank int, home string) []string {
 	set("SLURM_NNODES", itoa(len(st.Nodes)))
 	set("SLURM_NTASKS", itoa(total))
 	set("SLURM_NPROCS", itoa(total))
-	set("SLURM_TASKS_PER_NODE", tasksPerNodeList(counts))
+	set("SLURM_TASKS_PER_NODE", slurm.TasksPerNode(counts))
 	set("SLURM_PROCID", itoa(rank))
 	set("SLURM_LOCALID", itoa(localRank))
 	set("SLURM_NODEID", itoa(idx))
@@ -210,7 +210,7 @@ func stepEnv(l task.Launch, localRank int, home string) []string {
 	set("SLURM_STEP_NODELIST", l.StepNodeList)
 	set("SLURM_STEP_NUM_NODES", itoa(len(st.Nodes)))
 	set("SLURM_STEP_NUM_TASKS", itoa(total))
-	set("SLURM_STEP_TASKS_PER_NODE", tasksPerNodeList(counts))
+	set("SLURM_STEP_TASKS_PER_NODE", slurm.TasksPerNode(counts))
 
 	set("SHOAL_NNODES", itoa(len(st.Nodes)))
 	set("SHOAL_NTASKS", itoa(total))
@@ -239,7 +239,7 @@ func batchEnv(l task.Launch, home string) []string {
 	set("SLURM_NNODES", itoa(nnodes))
 	set("SLURM_NTASKS", itoa(total))
 	set("SLURM_NPROCS", itoa(total))
-	set("SLURM_TASKS_PER_NODE", tasksPerNodeList(req.TaskCounts(nnodes)))
+	set("SLURM_TASKS_PER_NODE", slurm.TasksPerNode(req.TaskCounts(nnodes)))
 	set("SLURM_PROCID", "0")
 	set("SLURM_LOCALID", "0")
 	set("SLURM_NODEID", "0")
@@ -344,7 +344,7 @@ func jobVars(env map[string]string, l task.Launch, i int) {
 		cpus = perNode[i]
 	}
 	set("SLURM_CPUS_ON_NODE", itoa(cpus))
-	set("SLURM_JOB_CPUS_PER_NODE", tasksPerNodeList(perNode))
+	set("SLURM_JOB_CPUS_PER_NODE", slurm.TasksPerNode(perNode))
 	if req.CPUsPerGPU > 0 {
 		set("SLURM_CPUS_PER_GPU", itoa(req.CPUsPerGPU))
 	}
@@ -445,33 +445,6 @@ func jobName(s cluster.Spec) string {
 		return s.Name
 	}
 	return filepath.Base(s.Command[0])
-}
-
-// tasksPerNode formats Slurm's SLURM_TASKS_PER_NODE for an even spread:
-// "2" on one node, "2(x3)" on three.
-func tasksPerNode(tpn, nnodes int) string {
-	if nnodes <= 1 {
-		return strconv.Itoa(tpn)
-	}
-	return strconv.Itoa(tpn) + "(x" + strconv.Itoa(nnodes) + ")"
-}
-
-// tasksPerNodeList formats SLURM_TASKS_PER_NODE for any spread, as Slurm
-// compresses it: runs of equal counts become "c(xN)", e.g. "2(x2),1".
-func tasksPerNodeList(counts []int) string {
-	var b strings.Builder
-	for i := 0; i < len(counts); {
-		j := i
-		for j < len(counts) && counts[j] == counts[i] {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(tasksPerNode(counts[i], j-i))
-		i = j
-	}
-	return b.String()
 }
 
 func joinInts(xs []int) string {

@@ -286,20 +286,6 @@ func TestBatchEnvGoldenGPUsPerNode(t *testing.T) {
 	}
 }
 
-func TestTasksPerNodeList(t *testing.T) {
-	for _, tt := range []struct {
-		counts []int
-		want   string
-	}{
-		{[]int{1}, "1"}, {[]int{2, 2}, "2(x2)"}, {[]int{3, 1}, "3,1"},
-		{[]int{2, 2, 1}, "2(x2),1"}, {[]int{1, 2, 2, 2}, "1,2(x3)"},
-	} {
-		if got := tasksPerNodeList(tt.counts); got != tt.want {
-			t.Errorf("tasksPerNodeList(%v) = %q; want %q", tt.counts, got, tt.want)
-		}
-	}
-}
-
 func itoa(i int) string { return strconv.Itoa(i) }
 
 // TestEnvArrayGolden compares array elements' batch shells and step tasks
