@@ -79,6 +79,9 @@ type Options struct {
 	// user (name or number) and group the job runs as; the parser looks
 	// neither up.
 	AsUser, AsGroup string
+	// MultiProg is srun --multi-prog: the command is a configuration
+	// file naming each task's program (MultiProgScript).
+	MultiProg bool
 	// ExportFile is --export-file: a file (or descriptor number) of
 	// NAME=value definitions separated by NUL bytes, which the parser
 	// does not read.

@@ -23,7 +23,6 @@ var refusalGaps = map[string]string{
 	"container":    "the job would run outside its container",
 	"uid":          "srun and salloc run as their caller (sbatch takes it)",
 	"gid":          "srun and salloc run as their caller (sbatch takes it)",
-	"multi-prog":   "every rank would run the configuration file instead of its program",
 	"task-prolog":  "the task prolog would not run",
 	"task-epilog":  "the task epilog would not run",
 	"prolog":       "the prolog would not run",

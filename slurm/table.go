@@ -154,7 +154,7 @@ var optionTable = []optDef{
 	{long: "uid", arg: needArg, cmds: cSrun | cSalloc, reject: whyIdentity},
 	{long: "gid", arg: needArg, cmds: cSrun | cSalloc, reject: whyIdentity},
 	{long: "het-group", arg: needArg, cmds: cSrun, reject: whyHetJob + "; accepted: 0, the whole job", ok: func(v string) bool { return v == "0" }},
-	{long: "multi-prog", arg: noArg, cmds: cSrun, reject: "every rank runs the same command"},
+	{long: "multi-prog", arg: noArg, cmds: cSrun, apply: flagOpt(func(o *Options) *bool { return &o.MultiProg })},
 	{long: "mpi", arg: needArg, cmds: cSrun, reject: "Shoal provides no PMI; accepted: none", ok: isNone},
 	{long: "overlap", arg: noArg, cmds: cSrun, reject: whySteps},
 	{long: "exact", arg: noArg, cmds: cSrun, warn: "a Shoal step uses what it asks for of the job's resources"},

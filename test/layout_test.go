@@ -143,3 +143,30 @@ func TestSbatchAsUser(t *testing.T) {
 		t.Errorf("the job says %q; want nobody nogroup nobody", got)
 	}
 }
+
+// TestMultiProg: srun --multi-prog runs each task's program from the
+// configuration file, with %t and %o, as Slurm's srun.
+func TestMultiProg(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 2})
+	a := c.Agents[0]
+	work := t.TempDir()
+	conf := filepath.Join(work, "multi.conf")
+	if err := os.WriteFile(conf, []byte("0 echo first %t\n1-2 sh -c 'echo \"range $0\"' %o\n* echo rest %t\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := mustShoal(t, a, "batch", "--chdir", work, "-N", "2", "-o", "mp-%j.out", "--wrap", "srun -n 4 --multi-prog "+conf)
+	var id uint64
+	if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
+		t.Fatalf("shoal batch printed %q", out)
+	}
+	j := waitJob(t, a, id, 60*time.Second)
+	data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("mp-%d.out", id)))
+	if j.State != "COMPLETED" {
+		t.Fatalf("job %s:\n%s", j.State, data)
+	}
+	got := strings.Split(strings.TrimSpace(string(data)), "\n")
+	slices.Sort(got)
+	if want := []string{"first 0", "range 0", "range 1", "rest 3"}; !slices.Equal(got, want) {
+		t.Errorf("tasks said %q; want %q", got, want)
+	}
+}

@@ -39,6 +39,11 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 	}
 	request.PrintWarnings("srun", opts.Warnings)
 	preserveEnv(&opts, os.Getenv)
+	if opts.MultiProg {
+		if rest, err = multiProgCommand(rest[0]); err != nil {
+			return 1, err
+		}
+	}
 	jobEnv := os.Getenv("SHOAL_JOB_ID")
 	if jobEnv == "" {
 		jobEnv = os.Getenv("SLURM_JOB_ID")
@@ -366,4 +371,23 @@ func preserveEnv(opts *slurm.Options, getenv func(string) string) {
 		opts.NTasks = n
 		opts.Set["ntasks"] = true
 	}
+}
+
+// multiProgCommand is srun --multi-prog's command: a /bin/sh script made
+// of the configuration file conf that execs each task's program.
+func multiProgCommand(conf string) ([]string, error) {
+	f, err := os.Open(conf)
+	if err != nil {
+		return nil, fmt.Errorf("--multi-prog: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20+1))
+	if err != nil {
+		return nil, fmt.Errorf("--multi-prog %s: %w", conf, err)
+	}
+	script, err := slurm.MultiProgScript(string(data))
+	if err != nil {
+		return nil, fmt.Errorf("--multi-prog %s: %w", conf, err)
+	}
+	return []string{"/bin/sh", "-c", script, "srun-multi-prog"}, nil
 }
