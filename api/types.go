@@ -25,10 +25,14 @@ type Job struct {
 	NumNodes     int      `json:"num_nodes"`
 	GPUsPerNode  int      `json:"gpus_per_node"`
 	TasksPerNode int      `json:"tasks_per_node"`
-	CPUsPerTask  int      `json:"cpus_per_task"`
-	TimeLimitS   int64    `json:"time_limit_s"`
-	Incarnation  uint64   `json:"incarnation"`
-	Requeue      bool     `json:"requeue"`
+	// NTasks and Distribution: the job's -n and -m, when given (see
+	// SubmitRequest); TasksPerNode is then the most a node runs.
+	NTasks       int    `json:"ntasks,omitempty"`
+	Distribution string `json:"distribution,omitempty"`
+	CPUsPerTask  int    `json:"cpus_per_task"`
+	TimeLimitS   int64  `json:"time_limit_s"`
+	Incarnation  uint64 `json:"incarnation"`
+	Requeue      bool   `json:"requeue"`
 	// CPUsPerNode and MemPerNodeMiB are what the job takes on each node
 	// (MemWholeNode: all of its memory, --mem=0 or --exclusive);
 	// CPUsPerGPU is --cpus-per-gpu.
@@ -206,8 +210,13 @@ type SubmitRequest struct {
 	Nodes        int      `json:"nodes"`
 	GPUsPerNode  int      `json:"gpus_per_node"`
 	TasksPerNode int      `json:"tasks_per_node"`
-	CPUsPerTask  int      `json:"cpus_per_task"`
-	TimeLimitS   int64    `json:"time_limit_s"`
+	// NTasks, when set, is the job's rank count (sbatch -n), laid out by
+	// Distribution (-m; "" is block); TasksPerNode is then the most a node
+	// runs.
+	NTasks       int    `json:"ntasks,omitempty"`
+	Distribution string `json:"distribution,omitempty"`
+	CPUsPerTask  int    `json:"cpus_per_task"`
+	TimeLimitS   int64  `json:"time_limit_s"`
 	// Requeue sends the job back to the queue if it loses a node.
 	Requeue bool `json:"requeue,omitempty"`
 	// NodeList (-w), Exclude (-x), Constraint (-C) and Exclusive
@@ -255,6 +264,8 @@ type SubmitRequest struct {
 	MemPerGPUMiB  uint64 `json:"mem_per_gpu_mib,omitempty"`
 	MemWholeNode  bool   `json:"mem_whole_node,omitempty"`
 	CPUsPerGPU    int    `json:"cpus_per_gpu,omitempty"`
+	// MinCPUs is --mincpus: the least CPUs each node gives the job.
+	MinCPUs int `json:"min_cpus,omitempty"`
 	// Switches and SwitchesWaitS are --switches=COUNT@WAIT.
 	Switches      int   `json:"switches,omitempty"`
 	SwitchesWaitS int64 `json:"switches_wait_s,omitempty"`

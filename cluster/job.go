@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/shoal-sched/shoal/slurm"
 )
 
 // JobID identifies a job for the life of the cluster. IDs are assigned by
@@ -89,13 +92,25 @@ type Request struct {
 	NodesMax int `msgpack:"nodes_max,omitempty" json:"nodes_max,omitempty"`
 	// GPUsPerNode is how many GPUs each node must give the job.
 	GPUsPerNode int `msgpack:"gpus_per_node" json:"gpus_per_node"`
-	// TasksPerNode is how many ranks start on each node (default 1).
+	// TasksPerNode is how many ranks start on each node (default 1); with
+	// NTasks set, the most any node runs.
 	TasksPerNode int `msgpack:"tasks_per_node" json:"tasks_per_node"`
+	// NTasks, when set, is the job's rank count (sbatch -n), laid out on
+	// its nodes by Distribution (slurm.Layout: block by default, -n 5 on
+	// 2 nodes runs 3 and 2); each node holds CPUs (and memory per CPU)
+	// for the ranks it runs. Zero: TasksPerNode on every node.
+	NTasks int `msgpack:"ntasks,omitempty" json:"ntasks,omitempty"`
+	// Distribution is -m/--distribution as slurm.Distribution.String
+	// writes it ("" is Slurm's default): which rank runs on which node.
+	Distribution string `msgpack:"distribution,omitempty" json:"distribution,omitempty"`
 	// CPUsPerTask is -c: each rank's CPUs (SLURM_CPUS_PER_TASK).
 	CPUsPerTask int `msgpack:"cpus_per_task" json:"cpus_per_task"`
 	// CPUsPerGPU is --cpus-per-gpu (or the partition's DefCpuPerGPU): the
 	// CPUs each GPU brings. Slurm refuses it beside -c; see CPUsPerNode.
 	CPUsPerGPU int `msgpack:"cpus_per_gpu,omitempty" json:"cpus_per_gpu,omitempty"`
+	// MinCPUs is --mincpus: the least CPUs each node gives the job,
+	// whatever its tasks need.
+	MinCPUs int `msgpack:"min_cpus,omitempty" json:"min_cpus,omitempty"`
 	// TimeLimit is the wall-clock limit; zero means unlimited.
 	TimeLimit time.Duration `msgpack:"time_limit" json:"time_limit"`
 	// NodeList names nodes the job must include (Slurm's -w): every one
@@ -187,6 +202,9 @@ func (r Request) Validate() error {
 	case r.TimeLimit < 0:
 		return fmt.Errorf("time_limit %s: want 0 (unlimited) or more", r.TimeLimit)
 	}
+	if err := r.validateLayout(); err != nil {
+		return err
+	}
 	if r.Partition != "" {
 		if err := policyName(r.Partition); err != nil {
 			return fmt.Errorf("partition: %w", err)
@@ -211,6 +229,8 @@ func (r Request) Validate() error {
 		return fmt.Errorf("memory per node %d MiB (per cpu or gpu times the node's share): want at most %d", r.MemPerNode(), uint64(MaxMemPerNodeMiB))
 	case r.CPUsPerGPU < 0 || r.CPUsPerGPU > MaxCPUsPerTask:
 		return fmt.Errorf("cpus_per_gpu %d: want 0 to %d", r.CPUsPerGPU, MaxCPUsPerTask)
+	case r.MinCPUs < 0 || r.MinCPUs > MaxCPUsPerTask:
+		return fmt.Errorf("min_cpus %d: want 0 to %d", r.MinCPUs, MaxCPUsPerTask)
 	case r.Switches < 0 || r.Switches > MaxNodesPerJob:
 		return fmt.Errorf("switches %d: want 0 (any) to %d", r.Switches, MaxNodesPerJob)
 	case r.SwitchesWait < 0 || r.SwitchesWait > MaxPolicyDuration:
@@ -219,11 +239,132 @@ func (r Request) Validate() error {
 	return r.validateNodeSet()
 }
 
+// validateLayout checks NTasks and Distribution against Nodes,
+// NodesMax and TasksPerNode: every node the job may get runs at least one
+// rank, none more than TasksPerNode, and TasksPerNode is what the fewest
+// nodes need (so placement, which sizes every node by it, holds no more
+// than the busiest node runs).
+func (r Request) validateLayout() error {
+	d, err := parseDist(r.Distribution)
+	if err != nil {
+		return err
+	}
+	if r.NTasks == 0 {
+		if d.Kind != "" && d.Kind != slurm.DistBlock {
+			return fmt.Errorf("distribution %q: needs ntasks (a job with tasks_per_node alone runs its ranks in blocks)", r.Distribution)
+		}
+		return nil
+	}
+	if r.NTasks < 0 || r.NTasks > r.Nodes*r.TasksPerNode {
+		return fmt.Errorf("ntasks %d: want 0 (tasks_per_node on every node) or 1 to nodes x tasks_per_node, %d", r.NTasks, r.Nodes*r.TasksPerNode)
+	}
+	most := 0
+	for _, nodes := range []int{r.Nodes, max(r.Nodes, r.NodesMax)} {
+		for i, c := range slurm.LayoutCounts(r.NTasks, nodes, d) {
+			if c == 0 {
+				return fmt.Errorf("ntasks %d on %d nodes: node %d would run no task; want fewer nodes", r.NTasks, nodes, i)
+			}
+			if nodes == r.Nodes {
+				most = max(most, c)
+			}
+		}
+	}
+	if r.TasksPerNode != most {
+		return fmt.Errorf("tasks_per_node %d with ntasks %d on %d nodes: want %d, the most a node runs", r.TasksPerNode, r.NTasks, r.Nodes, most)
+	}
+	return nil
+}
+
+// parseDist reads a stored Distribution, which must be as
+// slurm.Distribution.String writes it.
+func parseDist(v string) (slurm.Distribution, error) {
+	if v == "" {
+		return slurm.Distribution{}, nil
+	}
+	d, err := slurm.ParseDistribution(v)
+	if err != nil {
+		return d, err
+	}
+	if d.String() != v {
+		return d, fmt.Errorf("distribution %q: want it as written back, %q", v, d.String())
+	}
+	return d, nil
+}
+
+// LayoutCounts is how many of ntasks tasks each of nodes nodes runs by
+// distribution dist (a stored Distribution; see slurm.LayoutCounts).
+func LayoutCounts(ntasks, nodes int, dist string) ([]int, error) {
+	d, err := parseDist(dist)
+	if err != nil {
+		return nil, err
+	}
+	return slurm.LayoutCounts(ntasks, nodes, d), nil
+}
+
+// Dist is the request's Distribution, parsed (Validate has checked it).
+func (r Request) Dist() slurm.Distribution {
+	d, _ := parseDist(r.Distribution)
+	return d
+}
+
+// RankAt is the global rank of local rank local on node k of an
+// allocation of nodes nodes (slurm.RankAt of NTasks, or blocks of
+// TasksPerNode).
+func (r Request) RankAt(nodes, k, local int) int {
+	if r.NTasks == 0 {
+		return k*max(1, r.TasksPerNode) + local
+	}
+	return slurm.RankAt(r.NTasks, nodes, r.Dist(), k, local)
+}
+
+// Ranks is the job's rank count on nodes nodes.
+func (r Request) Ranks(nodes int) int {
+	if r.NTasks == 0 {
+		return max(1, r.TasksPerNode) * nodes
+	}
+	return r.NTasks
+}
+
+// TaskCounts is how many ranks each of nodes nodes runs (see Layout).
+func (r Request) TaskCounts(nodes int) []int {
+	if r.NTasks == 0 {
+		counts := make([]int, max(nodes, 0))
+		for i := range counts {
+			counts[i] = max(1, r.TasksPerNode)
+		}
+		return counts
+	}
+	return slurm.LayoutCounts(r.NTasks, nodes, r.Dist())
+}
+
+// CPUsAt is the CPUs node k of an allocation of nodes nodes gives the
+// job, node n: CPUsOn(n), but for a job with NTasks its ranks there
+// (TaskCounts) times CPUsPerTask.
+func (r Request) CPUsAt(n *Node, k, nodes int) int {
+	if r.NTasks == 0 || r.Exclusive && n.CPUs > 0 {
+		return r.CPUsOn(n)
+	}
+	counts := r.TaskCounts(nodes)
+	tasks := r.TasksPerNode
+	if k >= 0 && k < len(counts) {
+		tasks = counts[k]
+	}
+	return max(max(1, tasks)*max(1, r.CPUsPerTask), r.GPUsPerNode*r.CPUsPerGPU, r.MinCPUs)
+}
+
+// MemAt is MemOn for node k of nodes: --mem-per-cpu follows CPUsAt.
+func (r Request) MemAt(n *Node, k, nodes int) uint64 {
+	if r.NTasks == 0 || r.WholeMem() || r.MemPerCPUMiB == 0 {
+		return r.MemOn(n)
+	}
+	return r.MemPerCPUMiB * uint64(r.CPUsAt(n, k, nodes))
+}
+
 // CPUsPerNode is the CPUs one node gives the job: TasksPerNode times
-// CPUsPerTask, or GPUsPerNode times CPUsPerGPU when that is more; at least
-// one. An exclusive job takes every CPU of its nodes instead.
+// CPUsPerTask, or GPUsPerNode times CPUsPerGPU or MinCPUs when that is
+// more; at least one. An exclusive job takes every CPU of its nodes instead.
 func (r Request) CPUsPerNode() int {
-	return max(max(1, r.TasksPerNode)*max(1, r.CPUsPerTask), r.GPUsPerNode*r.CPUsPerGPU)
+	return max(max(1, r.TasksPerNode)*max(1, r.CPUsPerTask), r.GPUsPerNode*r.CPUsPerGPU, r.MinCPUs)
 }
 
 // MemPerNode is the memory (MiB) one node gives the job: --mem, or
@@ -270,15 +411,19 @@ func (r Request) WithDefaults() Request {
 	if r.Nodes == 0 {
 		r.Nodes = 1
 	}
+	// A node list longer than -N raises -N to its size, as Slurm does.
+	if r.Nodes > 0 && r.Nodes < len(r.NodeList) {
+		r.Nodes = len(r.NodeList)
+	}
+	if r.TasksPerNode == 0 && r.NTasks > 0 && r.Nodes <= MaxNodesPerJob {
+		// -n alone: the busiest node's share.
+		r.TasksPerNode = slices.Max(append(r.TaskCounts(r.Nodes), 1))
+	}
 	if r.TasksPerNode == 0 {
 		r.TasksPerNode = 1
 	}
 	if r.CPUsPerTask == 0 {
 		r.CPUsPerTask = 1
-	}
-	// A node list longer than -N raises -N to its size, as Slurm does.
-	if r.Nodes > 0 && r.Nodes < len(r.NodeList) {
-		r.Nodes = len(r.NodeList)
 	}
 	return r
 }

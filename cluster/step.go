@@ -76,6 +76,10 @@ type StepSpec struct {
 	// NTasks%Nodes nodes run one task more. TasksPerNode is then the most
 	// any node runs; Nodes shrinks to NTasks when larger.
 	NTasks int `msgpack:"ntasks,omitempty" json:"ntasks,omitempty"`
+	// Distribution is srun's -m as slurm.Distribution.String writes it
+	// ("": Slurm's default): which of the step's ranks runs on which of
+	// its nodes (slurm.Layout). It needs NTasks.
+	Distribution string `msgpack:"distribution,omitempty" json:"distribution,omitempty"`
 }
 
 // Tasks returns how many tasks step node i of a step spec with its
@@ -84,12 +88,26 @@ func (sp StepSpec) Tasks(i int) (tasks, firstRank int) {
 	if sp.NTasks == 0 || sp.Nodes == 0 {
 		return sp.TasksPerNode, i * sp.TasksPerNode
 	}
-	base, extra := sp.NTasks/sp.Nodes, sp.NTasks%sp.Nodes
-	tasks = base
-	if i < extra {
-		tasks++
+	d := sp.Dist()
+	counts := slurm.LayoutCounts(sp.NTasks, sp.Nodes, d)
+	if i < 0 || i >= len(counts) || counts[i] == 0 {
+		return 0, 0
 	}
-	return tasks, i*base + min(i, extra)
+	return counts[i], slurm.RankAt(sp.NTasks, sp.Nodes, d, i, 0)
+}
+
+// Dist is the step's Distribution, parsed ("" or a bad one: the default).
+func (sp StepSpec) Dist() slurm.Distribution {
+	d, _ := parseDist(sp.Distribution)
+	return d
+}
+
+// RankAt is the global rank of local task local on step node i.
+func (sp StepSpec) RankAt(i, local int) int {
+	if sp.NTasks == 0 || sp.Nodes == 0 {
+		return i*sp.TasksPerNode + local
+	}
+	return slurm.RankAt(sp.NTasks, sp.Nodes, sp.Dist(), i, local)
 }
 
 // StepState is the state of a step.

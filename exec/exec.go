@@ -85,6 +85,11 @@ type Config struct {
 	// runs in its own UTS and mount namespace with NodeName as hostname
 	// and an /etc/hosts naming Launch.Hosts. It needs root.
 	TaskNamespace []string
+	// TaskExec, when set, is the argv prefix of the exec shim (the shoal
+	// binary and stepd.TaskExecCommand) ranks start through when they do
+	// not go through TaskNamespace: it gives each its own pid as
+	// SLURM_TASK_PID. Empty: ranks start directly, without it.
+	TaskExec []string
 	// StepdCommand is the argv prefix that runs a task supervisor (see
 	// package stepd); this binary with task.StepdArg when empty. Every task
 	// runs under a supervisor process of its own, which outlives the agent.
@@ -462,7 +467,7 @@ func (e *Executor) writeStart(t *tracked, l Launch, p task.Plan) error {
 		return err
 	}
 	sc := task.StepdConfig{Launch: l, Start: t.start, NodeName: e.cfg.NodeName,
-		KillWait: e.cfg.KillWait, KillGrace: e.cfg.KillGrace, TaskNamespace: e.cfg.TaskNamespace,
+		KillWait: e.cfg.KillWait, KillGrace: e.cfg.KillGrace, TaskNamespace: e.cfg.TaskNamespace, TaskExec: e.cfg.TaskExec,
 		Cgroup: e.cfg.Cgroup, HostCPUs: e.cfg.HostCPUs, TaskPidsMax: e.cfg.TaskPidsMax}
 	if e.cfg.LeaseTTL > 0 {
 		sc.Lease = filepath.Join(e.cfg.DataDir, task.LeaseFile)

@@ -439,7 +439,7 @@ func (s *State) checkDecision(j *cluster.Job, d Decision, gates *Gates, consumab
 		}
 		seen[p.Node] = struct{}{}
 	}
-	for _, p := range d.Nodes {
+	for k, p := range d.Nodes {
 		n := s.node(p.Node)
 		switch {
 		case n == nil:
@@ -467,7 +467,7 @@ func (s *State) checkDecision(j *cluster.Job, d Decision, gates *Gates, consumab
 			}
 		}
 		if consumable {
-			if why := s.checkCPUsMem(req, n, p); why != "" {
+			if why := s.checkCPUsMem(req, n, p, k, len(d.Nodes)); why != "" {
 				return why
 			}
 		}
@@ -724,14 +724,15 @@ func nilIfEmpty[S ~[]E, E any](s S) S {
 	return s
 }
 
-// checkCPUsMem returns why placement p cannot take its CPUs and memory of
-// node n for a job asking req, or "": exactly the CPUs req takes there
-// (none on a node that reports none), in range, distinct and free, and
-// exactly the memory req takes, within what the node has left.
-func (s *State) checkCPUsMem(req cluster.Request, n *cluster.Node, p Placement) string {
+// checkCPUsMem returns why placement p, node k of an allocation of nodes
+// nodes, cannot take its CPUs and memory of node n for a job asking req,
+// or "": exactly the CPUs req takes there (CPUsAt; none on a node that
+// reports none), in range, distinct and free, and exactly the memory req
+// takes (MemAt), within what the node has left.
+func (s *State) checkCPUsMem(req cluster.Request, n *cluster.Node, p Placement, k, nodes int) string {
 	want := 0
 	if n.CPUs > 0 {
-		want = req.CPUsOn(n)
+		want = req.CPUsAt(n, k, nodes)
 	}
 	if len(p.CPUs) != want {
 		return fmt.Sprintf("node %q: %d cpus, job takes %d there", p.Node, len(p.CPUs), want)
@@ -749,7 +750,7 @@ func (s *State) checkCPUsMem(req cluster.Request, n *cluster.Node, p Placement) 
 			return fmt.Sprintf("node %q: cpu %d held by job %d", p.Node, c, other)
 		}
 	}
-	if want := req.MemOn(n); p.MemMiB != want {
+	if want := req.MemAt(n, k, nodes); p.MemMiB != want {
 		return fmt.Sprintf("node %q: %d MiB of memory, job takes %d there", p.Node, p.MemMiB, want)
 	}
 	if held := s.res.mem[p.Node]; !plantedDoubleBook && p.MemMiB > 0 && (held > n.MemoryMiB || p.MemMiB > n.MemoryMiB-held) {

@@ -119,8 +119,27 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job) (cluster.StepSpec, error) {
 	if sp.Nodes < 1 || sp.Nodes > nodes {
 		return sp, fmt.Errorf("nodes %d: the allocation has %d nodes, want 0 (all of them) to %d", sp.Nodes, nodes, nodes)
 	}
+	req := j.Spec.Request
+	if sp.NTasks == 0 && sp.TasksPerNode == 0 && req.NTasks > 0 && sp.Nodes == nodes {
+		// srun with no task count on the whole allocation of a job with
+		// -n runs the job's ranks, laid out as the job's.
+		sp.NTasks = req.NTasks
+		if sp.Distribution == "" {
+			sp.Distribution = req.Distribution
+		}
+	}
+	if sp.NTasks == 0 && sp.Distribution != "" {
+		// srun -m alone: the step's tasks per node on each of its nodes,
+		// laid out by the distribution.
+		tpn := sp.TasksPerNode
+		if tpn == 0 {
+			tpn = req.TasksPerNode
+		}
+		sp.NTasks, sp.TasksPerNode = tpn*sp.Nodes, 0
+	}
 	if sp.NTasks != 0 {
-		// srun -n: blocks over the step's nodes, fewer nodes than tasks.
+		// srun -n: laid out over the step's nodes (in blocks by default),
+		// fewer nodes than tasks.
 		switch {
 		case sp.NTasks < 0 || sp.NTasks > nodes*cluster.MaxTasksPerNode:
 			return sp, fmt.Errorf("ntasks %d: want 1 to %d", sp.NTasks, nodes*cluster.MaxTasksPerNode)
@@ -129,7 +148,17 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job) (cluster.StepSpec, error) {
 		case sp.NTasks < sp.Nodes:
 			sp.Nodes = sp.NTasks
 		}
-		most := (sp.NTasks + sp.Nodes - 1) / sp.Nodes
+		counts, err := cluster.LayoutCounts(sp.NTasks, sp.Nodes, sp.Distribution)
+		if err != nil {
+			return sp, err
+		}
+		most := 0
+		for i, c := range counts {
+			if c == 0 {
+				return sp, fmt.Errorf("ntasks %d by distribution %q on %d nodes: node %d would run no task", sp.NTasks, sp.Distribution, sp.Nodes, i)
+			}
+			most = max(most, c)
+		}
 		if sp.TasksPerNode != 0 && sp.TasksPerNode != most {
 			return sp, fmt.Errorf("tasks_per_node %d with ntasks %d on %d nodes: want %d or 0", sp.TasksPerNode, sp.NTasks, sp.Nodes, most)
 		}

@@ -95,6 +95,43 @@ func TestStartStep(t *testing.T) {
 			},
 		},
 		{
+			name: "srun -n 5 -m cyclic: round robin, the busiest node sizes tasks_per_node", setup: withRunning, typ: CmdStartStep,
+			cmd: withSpec(func(sp *cluster.StepSpec) { sp.NTasks, sp.Distribution = 5, "cyclic" }),
+			check: func(t *testing.T, v *View, r Result) {
+				st := step(t, v, 1, 0)
+				want := []cluster.StepNode{
+					{Node: "n1", FirstRank: 0, Tasks: 3, State: cluster.TaskAssigned},
+					{Node: "n2", FirstRank: 1, Tasks: 2, State: cluster.TaskAssigned},
+				}
+				if st.Spec.TasksPerNode != 3 || len(st.Nodes) != 2 || st.Nodes[0] != want[0] || st.Nodes[1] != want[1] {
+					t.Errorf("tasks_per_node %d, nodes %+v; want 3, %+v", st.Spec.TasksPerNode, st.Nodes, want)
+				}
+				if got := st.Spec.RankAt(1, 1); got != 3 {
+					t.Errorf("RankAt(node 1, local 1) = %d; want 3", got)
+				}
+			},
+		},
+		{
+			name: "srun -m cyclic alone: tasks per node on each node, dealt round robin", setup: withRunning, typ: CmdStartStep,
+			cmd: withSpec(func(sp *cluster.StepSpec) { sp.TasksPerNode, sp.Distribution = 2, "cyclic" }),
+			check: func(t *testing.T, v *View, r Result) {
+				st := step(t, v, 1, 0)
+				if st.Spec.NTasks != 4 || st.Spec.TasksPerNode != 2 || st.Nodes[1].FirstRank != 1 {
+					t.Errorf("spec %+v nodes %+v; want 4 tasks, 2 per node, the second node from rank 1", st.Spec, st.Nodes)
+				}
+			},
+		},
+		{
+			name: "a node the layout leaves empty", setup: withRunning, typ: CmdStartStep,
+			cmd:     withSpec(func(sp *cluster.StepSpec) { sp.NTasks, sp.Distribution = 4, "plane=4" }),
+			wantErr: ErrInvalid, errHas: "node 1 would run no task",
+		},
+		{
+			name: "distribution not as written back", setup: withRunning, typ: CmdStartStep,
+			cmd:     withSpec(func(sp *cluster.StepSpec) { sp.NTasks, sp.Distribution = 4, "CYCLIC" }),
+			wantErr: ErrInvalid, errHas: "want it as written back",
+		},
+		{
 			name: "empty env stored as nil", setup: withRunning, typ: CmdStartStep,
 			cmd: withSpec(func(sp *cluster.StepSpec) { sp.Env = []string{} }),
 			check: func(t *testing.T, v *View, r Result) {

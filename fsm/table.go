@@ -25,6 +25,11 @@ import (
 //	3  command types 27 and 28 (UpdateJob: scontrol update JobId= of the
 //	   time limit, node count, partition, QoS, dependency, name, comment,
 //	   nice; RecordGPUUsage: a job's GPU usage on a node)
+//	3  fields: a job's ranks laid out by -n and -m (Request.NTasks and
+//	   Request.Distribution in SubmitJob, StepSpec.Distribution in
+//	   StartStep), and --mincpus (Request.MinCPUs). An older replica
+//	   would drop them, run the same ranks on every node and refuse the
+//	   allocation that holds other CPUs than it computes.
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -110,6 +115,48 @@ var commands = [...]command{
 
 	CmdUpdateJob:      cmd("UpdateJob", 3, (*State).updateJob),
 	CmdRecordGPUUsage: cmd("RecordGPUUsage", 3, (*State).recordGPUUsage),
+}
+
+// fields is the field table: fields a protocol version after their
+// command type's introduced, which an older replica would decode away
+// (msgpack skips unknown keys) and so apply differently. An entry whose
+// body uses one needs the field's version (Needs), checked as a new
+// type's is.
+var fields = []field{
+	{name: "SubmitJob.Spec.Request.NTasks/Distribution/MinCPUs", since: 3, uses: func(body any) bool {
+		c, ok := body.(SubmitJob)
+		r := c.Spec.Request
+		return ok && (r.NTasks != 0 || r.Distribution != "" || r.MinCPUs != 0)
+	}},
+	{name: "StartStep.Spec.Distribution", since: 3, uses: func(body any) bool {
+		c, ok := body.(StartStep)
+		return ok && c.Spec.Distribution != ""
+	}},
+}
+
+// field is one row of the field table.
+type field struct {
+	name  string
+	since int
+	// uses reports whether a command body (the value Encode takes) sets
+	// the field.
+	uses func(body any) bool
+}
+
+// Needs is the protocol version an entry of type t with body needs: the
+// type's (0 for an unknown type), or a field's where body uses one
+// introduced later.
+func Needs(t CmdType, body any) int {
+	need := t.Since()
+	if need == 0 {
+		return 0
+	}
+	for _, f := range fields {
+		if f.since > need && f.uses(body) {
+			need = f.since
+		}
+	}
+	return need
 }
 
 // command is one row of the command table.

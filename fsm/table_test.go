@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/shoal-sched/shoal/cluster"
 )
 
 // The command table is the one list of type bytes: every row is named
@@ -37,8 +39,14 @@ func TestCommandTable(t *testing.T) {
 		}
 		highest = c.since
 	}
+	for _, f := range fields {
+		if f.since < ProtocolOldest || f.since > ProtocolVersion {
+			t.Errorf("field %s: since %d, want %d to ProtocolVersion %d", f.name, f.since, ProtocolOldest, ProtocolVersion)
+		}
+		highest = max(highest, f.since)
+	}
 	if highest != ProtocolVersion {
-		t.Errorf("highest since = %d; want ProtocolVersion %d (bump it only with a new type or snapshot format)", highest, ProtocolVersion)
+		t.Errorf("highest since = %d; want ProtocolVersion %d (bump it only with a new type, field or snapshot format)", highest, ProtocolVersion)
 	}
 	for _, tt := range []struct {
 		t     CmdType
@@ -85,5 +93,26 @@ func TestUnknownCommandDiverges(t *testing.T) {
 	h.apply(t, CmdUpsertNode, UpsertNode{Node: gpuNode("n2", 1, "leaf0")})
 	if err := h.s.Diverged(); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Diverged() after a later entry = %v; want the first cause kept", err)
+	}
+}
+
+// TestNeeds: a body that uses a later field needs its version; the same
+// type without it needs only the type's.
+func TestNeeds(t *testing.T) {
+	plain := SubmitJob{Spec: cluster.Spec{Request: cluster.Request{Nodes: 2, TasksPerNode: 2}}}
+	uneven := SubmitJob{Spec: cluster.Spec{Request: cluster.Request{Nodes: 2, TasksPerNode: 3, NTasks: 5}}}
+	cyclicStep := StartStep{Spec: cluster.StepSpec{NTasks: 4, Distribution: "cyclic"}}
+	for _, tt := range []struct {
+		t    CmdType
+		body any
+		want int
+	}{
+		{CmdSubmitJob, plain, 1}, {CmdSubmitJob, uneven, 3},
+		{CmdStartStep, StartStep{}, 1}, {CmdStartStep, cyclicStep, 3},
+		{CmdArchiveJobs, ArchiveJobs{}, 2}, {255, uneven, 0},
+	} {
+		if got := Needs(tt.t, tt.body); got != tt.want {
+			t.Errorf("Needs(%s, %+v) = %d; want %d", tt.t, tt.body, got, tt.want)
+		}
 	}
 }

@@ -49,6 +49,7 @@ func JobOf(j *cluster.Job) api.Job {
 	out.Dependency, out.Hold, out.Partition = j.Spec.Dependency.String(), j.Hold, j.Spec.Request.Partition
 	out.ReqNodeList, out.ExcNodeList = j.Spec.Request.NodeList, j.Spec.Request.Exclude
 	out.Features, out.Exclusive = j.Spec.Request.Constraint, j.Spec.Request.Exclusive
+	out.NTasks, out.Distribution = j.Spec.Request.NTasks, j.Spec.Request.Distribution
 	for _, st := range j.Steps {
 		as := api.Step{ID: st.ID, Name: st.Spec.Name, State: string(st.State), ExitCode: st.ExitCode,
 			Nodes: []string{}, Command: st.Spec.Command,

@@ -216,6 +216,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		HostCPUs:      a.cgroup.hostCPUs,
 		TaskPidsMax:   cfg.TaskPidsMax,
 		TaskNamespace: a.cfg.TaskHelper,
+		TaskExec:      cfg.TaskExec,
 		DataDir:       filepath.Join(cfg.DataDir, "exec"),
 		NodeName:      cfg.Name,
 		KillGrace:     cfg.KillGrace,

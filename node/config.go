@@ -115,6 +115,10 @@ type Config struct {
 	// namespaces (the shoal binary and stepd.TaskNamespaceCommand); without
 	// it tasks never get namespaces of their own.
 	TaskHelper []string
+	// TaskExec is the argv prefix of the exec shim ranks start through to
+	// learn their pid (the shoal binary and stepd.TaskExecCommand); empty:
+	// ranks start directly and lack SLURM_TASK_PID.
+	TaskExec []string
 
 	// Security: TLS material, or the explicit choice to run without.
 	Security

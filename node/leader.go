@@ -126,7 +126,7 @@ func (a *Agent) apply(ctx context.Context, t fsm.CmdType, body any) (fsm.Result,
 	}
 	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
 	defer cancel()
-	if err := a.mayPropose(ctx, t); err != nil { // versions.go
+	if err := a.mayPropose(ctx, t, fsm.Needs(t, body)); err != nil { // versions.go
 		return fsm.Result{}, err
 	}
 	start := time.Now()
@@ -455,7 +455,7 @@ func (a *Agent) leaderTestOnly(spec cluster.Spec) (api.TestOnlyResponse, error) 
 	for _, n := range nodes {
 		out.Nodes = append(out.Nodes, n.Node)
 	}
-	out.CPUs = resolved.Request.Nodes * resolved.Request.TasksPerNode * max(1, resolved.Request.CPUsPerTask)
+	out.CPUs = resolved.Request.Ranks(resolved.Request.Nodes) * max(1, resolved.Request.CPUsPerTask)
 	return out, nil
 }
 

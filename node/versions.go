@@ -31,13 +31,13 @@ import (
 // an entry, an older one among them, proposes against state it no longer
 // has), and every server must speak t's protocol (checkProtocol). A diverged
 // replica does not lead either (leadLoop hands leadership over).
-func (a *Agent) mayPropose(ctx context.Context, t fsm.CmdType) error {
+func (a *Agent) mayPropose(ctx context.Context, t fsm.CmdType, need int) error {
 	if err := a.state.Diverged(); err != nil {
 		// It wraps fsm.ErrDiverged: 500 as for reads (readView), not 503,
 		// which clients retry here.
 		return fmt.Errorf("propose %s: this agent's replica diverged and proposes nothing; ask another agent: %w", t, err)
 	}
-	return a.checkProtocol(ctx, t)
+	return a.checkProtocol(ctx, t, need)
 }
 
 // checkProtocol is the gate on this leader's proposal of a command of type
@@ -45,15 +45,15 @@ func (a *Agent) mayPropose(ctx context.Context, t fsm.CmdType) error {
 // protocolGate. Types of the oldest protocol are spoken by every agent
 // that can announce anything, so they skip the gathering: the hot
 // commands (heartbeats, allocations, task reports) never ask raft.
-func (a *Agent) checkProtocol(ctx context.Context, t fsm.CmdType) error {
-	if t.Known() && t.Since() <= fsm.ProtocolOldest {
+func (a *Agent) checkProtocol(ctx context.Context, t fsm.CmdType, need int) error {
+	if t.Known() && need <= fsm.ProtocolOldest {
 		return nil
 	}
 	servers, err := a.raft.Servers(ctx)
 	if err != nil {
 		return fmt.Errorf("propose %s: read raft configuration for the protocol check: %w", t, err)
 	}
-	return protocolGate(t, a.gossip.Members(), servers)
+	return protocolGateNeed(t, need, a.gossip.Members(), servers)
 }
 
 // protocolGate decides whether a command of type t may be proposed to a
@@ -61,8 +61,13 @@ func (a *Agent) checkProtocol(ctx context.Context, t fsm.CmdType) error {
 // Servers that gossip does not show alive are not counted (a server down
 // for good would otherwise block every new type until it is removed).
 func protocolGate(t fsm.CmdType, members []gossip.Member, servers []consensus.Server) error {
-	need := t.Since()
-	if need == 0 {
+	return protocolGateNeed(t, t.Since(), members, servers)
+}
+
+// protocolGateNeed is protocolGate for an entry of type t that needs
+// protocol need (fsm.Needs: the type's, or a later field's).
+func protocolGateNeed(t fsm.CmdType, need int, members []gossip.Member, servers []consensus.Server) error {
+	if !t.Known() || need == 0 {
 		return fmt.Errorf("propose %s: %w: this agent does not know the type", t, fsm.ErrUnsupportedByCluster)
 	}
 	alive := make(map[string]gossip.Meta, len(members))

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
@@ -64,6 +65,24 @@ func TestProtocolGate(t *testing.T) {
 				t.Fatalf("protocolGate(%s) = %v; want ErrUnsupportedByCluster containing %q", tt.t, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestProtocolGateField: a submit that lays ranks out by -n/-m needs
+// protocol 3 even though SubmitJob is older: a v2 replica would drop the
+// fields and apply the job differently.
+func TestProtocolGateField(t *testing.T) {
+	voters := []consensus.Server{{ID: "n1", Suffrage: consensus.Voter}, {ID: "n2", Suffrage: consensus.Voter}}
+	members := []gossip.Member{{Name: "n1", Status: gossip.StatusAlive, Meta: gossip.Meta{Protocol: 3}},
+		{Name: "n2", Status: gossip.StatusAlive, Meta: gossip.Meta{Protocol: 2}}}
+	uneven := fsm.SubmitJob{Spec: cluster.Spec{Request: cluster.Request{Nodes: 2, TasksPerNode: 3, NTasks: 5}}}
+	err := protocolGateNeed(fsm.CmdSubmitJob, fsm.Needs(fsm.CmdSubmitJob, uneven), members, voters)
+	if err == nil || !errors.Is(err, fsm.ErrUnsupportedByCluster) || !strings.Contains(err.Error(), "needs protocol v3; older servers: n2 (v2)") {
+		t.Fatalf("uneven submit to a v2 server: %v; want ErrUnsupportedByCluster naming n2", err)
+	}
+	plain := fsm.SubmitJob{Spec: cluster.Spec{Request: cluster.Request{Nodes: 2, TasksPerNode: 2}}}
+	if err := protocolGateNeed(fsm.CmdSubmitJob, fsm.Needs(fsm.CmdSubmitJob, plain), members, voters); err != nil {
+		t.Fatalf("even submit to a v2 server: %v; want nil", err)
 	}
 }
 

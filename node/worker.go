@@ -378,6 +378,7 @@ func (a *Agent) launch(v *fsm.View, j *cluster.Job, nodeIndex int) exec.Launch {
 		NodeList:    slurm.CompressHostlist(j.Alloc.NodeNames()),
 		NodeName:    a.cfg.Name,
 		ClusterName: v.Policy().Name(),
+		Topology:    a.cfg.Topology,
 		MasterAddr:  a.masterAddr(v, j.Alloc.Nodes[0].Node),
 		ShimDir:     a.shimDir,
 		JobStart:    j.StartTime,

@@ -265,7 +265,9 @@ func (s *state) start(id cluster.JobID, req cluster.Request, topology bool, mirr
 		default:
 			gpus = s.lowestGPUs(ni, req.GPUsPerNode)
 		}
-		h := heldNode{node: ni, gpus: gpus, cpus: s.chooseCPUs(ni, req.CPUsOn(node), gpus), mem: req.MemOn(node)}
+		// A job with -n holds on each node what the ranks it runs there
+		// need; the choice of nodes checked room for the busiest.
+		h := heldNode{node: ni, gpus: gpus, cpus: s.chooseCPUs(ni, req.CPUsAt(node, k, len(nodes)), gpus), mem: req.MemAt(node, k, len(nodes))}
 		s.take(h)
 		s.occupy(ni, req.Exclusive)
 		if mirror != nil {

@@ -26,8 +26,15 @@ type Options struct {
 	Nodes         Nodes
 	NTasks        int
 	NTasksPerNode int
-	CPUsPerTask   int
-	CPUsPerGPU    int
+	// NTasksPerGPU is --ntasks-per-gpu: tasks for every GPU of the job.
+	NTasksPerGPU int
+	// Distribution is -m/--distribution: how the tasks are laid out on
+	// the nodes (Layout).
+	Distribution Distribution
+	CPUsPerTask  int
+	CPUsPerGPU   int
+	// MinCPUs is --mincpus: the least CPUs per node.
+	MinCPUs int
 	// TimeLimit is --time; 0 means no limit (or not given: see Set).
 	TimeLimit time.Duration
 	Name      string
@@ -68,11 +75,22 @@ type Options struct {
 	Signal   *Signal
 	OpenMode string // "append", "truncate" or "" (the cluster's default)
 	Export   *Export
-	ChDir    string
-	Parsable bool
-	Wrap     string
-	TestOnly bool
-	Hold     bool
+	// AsUser and AsGroup are sbatch's --uid and --gid (root only): the
+	// user (name or number) and group the job runs as; the parser looks
+	// neither up.
+	AsUser, AsGroup string
+	// MultiProg is srun --multi-prog: the command is a configuration
+	// file naming each task's program (MultiProgScript).
+	MultiProg bool
+	// ExportFile is --export-file: a file (or descriptor number) of
+	// NAME=value definitions separated by NUL bytes, which the parser
+	// does not read.
+	ExportFile string
+	ChDir      string
+	Parsable   bool
+	Wrap       string
+	TestOnly   bool
+	Hold       bool
 	// Nice is the --nice adjustment (100 when given with no value).
 	Nice       int
 	Switches   *Switches
@@ -144,7 +162,11 @@ func (s cmdSet) names() string {
 //     preference the job cannot tell apart from its absence);
 //   - reject: Shoal refuses it, because ignoring it would change what
 //     runs, where, when or with what; ok, if set, lets through the values
-//     that already describe what Shoal does (--cpu-bind=none).
+//     that already describe what Shoal does (--mpi=none). A row refuses
+//     only what Debian's Slurm also refuses (slurm/testdata/
+//     refusals_golden.txt; TestRefusalsGolden), or what the test lists
+//     with its reason. On a warn row, ok names the values that need no
+//     warning (--cpu-bind=none).
 type optDef struct {
 	long   string
 	short  byte
@@ -178,6 +200,9 @@ func ParseArgs(cmd Command, args []string) (Options, []string, error) {
 	p := parseState{cmd: cmd, o: &o}
 	rest, err := p.parse(args)
 	if err != nil {
+		if hr := (*HelpRequest)(nil); errors.As(err, &hr) {
+			hr.Cmd = cmd
+		}
 		return o, nil, err
 	}
 	if err := p.finish(rest); err != nil {
@@ -228,7 +253,7 @@ func (p *parseState) apply(d *optDef, val string, hasVal bool) error {
 	switch {
 	case d.reject != "" && (d.ok == nil || !d.ok(val)):
 		return fmt.Errorf("%s: not supported by Shoal: %s", clip(shown), d.reject)
-	case d.warn != "":
+	case d.warn != "" && (d.ok == nil || !d.ok(val)):
 		p.o.Warnings = append(p.o.Warnings, fmt.Sprintf("%s ignored: %s", clip(shown), d.warn))
 	case d.apply != nil:
 		if err := d.apply(p.o, val); err != nil {
@@ -548,18 +573,8 @@ func noBinding(v string) bool {
 	return true
 }
 
-// blockDist accepts the --distribution values that mean block placement
-// of tasks on nodes, which is what Shoal does: block or *, optionally
-// followed by :* levels.
-func blockDist(v string) bool {
-	first, more, _ := strings.Cut(v, ":")
-	if !strings.EqualFold(first, "block") && first != "*" {
-		return false
-	}
-	for l := range strings.SplitSeq(more, ":") {
-		if more != "" && l != "*" {
-			return false
-		}
-	}
-	return true
+func setDistribution(o *Options, v string) error {
+	d, err := ParseDistribution(v)
+	o.Distribution = d
+	return err
 }

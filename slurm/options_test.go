@@ -84,7 +84,18 @@ func TestParseArgs(t *testing.T) {
 				}
 			}, []string{"account", "qos", "mail-type", "comment"}},
 		{"allowed values of rejected options", Srun, []string{"--cpu-bind=none", "--mpi=none", "-m", "block", "--gpu-bind=NONE", "x"}, []string{"x"},
-			func(o *Options) {}, []string{"cpu-bind", "mpi", "distribution", "gpu-bind"}},
+			func(o *Options) { o.Distribution = Distribution{Kind: DistBlock} }, []string{"cpu-bind", "mpi", "distribution", "gpu-bind"}},
+		{"distribution", Sbatch, []string{"-m", "plane=4:CYCLIC"}, nil,
+			func(o *Options) { o.Distribution = Distribution{Kind: DistPlane, Plane: 4, Levels: ":cyclic"} }, []string{"distribution"}},
+		{"binding as a hint, as Slurm with task/none", Srun, []string{"--cpu-bind=cores", "--mem-bind=local", "-O", "--hint=nomultithread", "x"}, []string{"x"},
+			func(o *Options) {
+				o.Warnings = []string{
+					"--cpu-bind=cores ignored: Shoal does not bind tasks to CPUs, memory or GPUs (as Slurm with task/none)",
+					"--mem-bind=local ignored: Shoal does not bind tasks to CPUs, memory or GPUs (as Slurm with task/none)",
+					"--overcommit ignored: Shoal allocates what the tasks ask for",
+					"--hint=nomultithread ignored: Shoal does not place or bind tasks by socket, core or thread",
+				}
+			}, []string{"cpu-bind", "mem-bind", "overcommit", "hint"}},
 		{"binding verbosity only (srun --cpu-bind=quiet)", Srun, []string{"--cpu-bind=quiet", "--mem-bind=v,none", "--gpu-bind=verbose", "x"}, []string{"x"},
 			func(o *Options) {}, []string{"cpu-bind", "mem-bind", "gpu-bind"}},
 		{"dash is a script", Sbatch, []string{"-N1", "-", "a"}, []string{"-", "a"},
@@ -151,10 +162,9 @@ func TestParseArgsErrors(t *testing.T) {
 		{Sbatch, []string{"--open-mode=x"}, `--open-mode "x": want append or truncate`},
 		{Sbatch, []string{"--exclusive=user"}, "--exclusive=user: not supported by Shoal: only whole-node --exclusive (no =user or =mcs)"},
 		{Sbatch, []string{"--gres=nic:1"}, `--gres "nic": not supported by Shoal: it allocates only GPUs (--gres=gpu[:TYPE][:COUNT])`},
-		{Sbatch, []string{"--mem-bind=local"}, "--mem-bind=local: not supported by Shoal: Shoal does not bind tasks to CPUs, memory or GPUs; accepted: none, quiet, verbose"},
-		{Srun, []string{"--cpu-bind=cores"}, "--cpu-bind=cores: not supported by Shoal: Shoal does not bind tasks to CPUs, memory or GPUs; accepted: none, quiet, verbose"},
-		{Srun, []string{"-m", "cyclic"}, "--distribution=cyclic: not supported by Shoal: Shoal places tasks on nodes in blocks; accepted: block or *"},
-		{Sbatch, []string{"--overcommit"}, "--overcommit: not supported by Shoal: Shoal allocates what the tasks ask for"},
+		{Sbatch, []string{"--kill-on-invalid-dep=no"}, "--kill-on-invalid-dep=no: not supported by Shoal: Shoal always cancels a job whose dependency can never hold; accepted: yes"},
+		{Srun, []string{"--het-group=1"}, "--het-group=1: not supported by Shoal: heterogeneous jobs are not supported by Shoal; accepted: 0, the whole job"},
+		{Srun, []string{"-m", "arbitrary"}, `distribution "arbitrary": arbitrary needs a host file per rank, which Shoal does not read; use block, cyclic or plane=N`},
 		{Sbatch, []string{"--reservation=maint"}, "--reservation=maint: not supported by Shoal: Shoal has no reservations (Slurm refuses a job naming one that does not exist)"},
 		{Sbatch, []string{"--batch=haswell"}, "--batch=haswell: not supported by Shoal: Shoal has no node features to pick the batch host by"},
 		{Sbatch, []string{":", "-N1", "b.sh"}, `":": heterogeneous jobs are not supported by Shoal`},

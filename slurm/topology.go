@@ -131,3 +131,18 @@ func (t Topology) Place(node string) (leaf, parent, block string) {
 	leaf = t.Leaf[node]
 	return leaf, t.Parent[leaf], t.Block[node]
 }
+
+// TopologyAddr is a node's SLURM_TOPOLOGY_ADDR and
+// SLURM_TOPOLOGY_ADDR_PATTERN as Slurm's topology/tree sets them: the
+// switches above the node from the top down, then the node, joined by
+// dots ("spine.leaf1.n1", "switch.switch.node"). Empty switch names are
+// left out: a node under no switch is "n1" and "node".
+func TopologyAddr(node string, switches ...string) (addr, pattern string) {
+	var a, p []string
+	for _, s := range switches {
+		if s != "" {
+			a, p = append(a, s), append(p, "switch")
+		}
+	}
+	return strings.Join(append(a, node), "."), strings.Join(append(p, "node"), ".")
+}

@@ -114,6 +114,7 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 			}
 			if exe, err := os.Executable(); err == nil {
 				cfg.TaskHelper = []string{exe, stepd.TaskNamespaceCommand}
+				cfg.TaskExec = []string{exe, stepd.TaskExecCommand}
 			}
 			a, err := node.New(cmd.Context(), cfg)
 			if err != nil {

@@ -26,6 +26,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == stepd.TaskNamespaceCommand {
 		os.Exit(stepd.TaskNamespaceMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == stepd.TaskExecCommand {
+		os.Exit(stepd.TaskExecMain(os.Args[2:]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if code, ok := runStepd(ctx); ok {

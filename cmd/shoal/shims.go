@@ -91,6 +91,11 @@ func runShim(ctx context.Context, g *globalFlags, name string, args []string) in
 	default:
 		err, code = fmt.Errorf("unknown command %q", name), 1
 	}
+	if hr := (*slurm.HelpRequest)(nil); errors.As(err, &hr) {
+		// --help, --usage, --version: answered, and nothing runs.
+		fmt.Fprint(os.Stdout, hr.Text(version))
+		return 0
+	}
 	if msg := exitcode.Message(err); msg != "" {
 		fmt.Fprintf(os.Stderr, "%s: error: %s\n", name, msg)
 	}

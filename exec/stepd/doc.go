@@ -30,7 +30,10 @@
 // cgroup.go and package cgroup). With a task namespace helper, each rank
 // also gets a UTS and mount namespace of its own, named after the node,
 // with an /etc/hosts of the cluster's nodes (Launch.Hosts; see taskns.go;
-// the helper, TaskNamespaceMain, is this package's too).
+// the helper, TaskNamespaceMain, is this package's too). Otherwise, with
+// an exec shim in stepd.json (TaskExecMain; see taskexec.go), each rank
+// is forked into it, already as the user, and it execs the rank's
+// program in place with the rank's own pid as SLURM_TASK_PID.
 //
 // No process that runs as root — the supervisor, the task namespace
 // helper — runs with the job's environment: the supervisor gets a fixed

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/exec/task"
+	"github.com/shoal-sched/shoal/slurm"
 )
 
 // defaultPath is the PATH a rank gets when the submitter gave none; it is
@@ -41,7 +42,8 @@ var contractKeys = map[string]bool{
 	"SLURM_CPUS_ON_NODE": true, "SLURM_JOB_CPUS_PER_NODE": true, "SLURM_JOB_PARTITION": true,
 	"SLURM_JOB_ACCOUNT": true, "SLURM_JOB_QOS": true, "SLURM_MEM_PER_NODE": true,
 	"SLURM_CLUSTER_NAME": true, "SLURM_GPUS_PER_NODE": true, "SLURM_GPUS": true,
-	"SLURM_SUBMIT_HOST": true,
+	"SLURM_SUBMIT_HOST": true, "SLURM_DISTRIBUTION": true, "SLURM_TOPOLOGY_ADDR": true,
+	"SLURM_TOPOLOGY_ADDR_PATTERN": true, "SLURM_TASK_PID": true,
 
 	"SHOAL_JOB_ID": true, "SHOAL_JOB_NAME": true, "SHOAL_NODELIST": true,
 	"SHOAL_NNODES": true, "SHOAL_NTASKS": true, "SHOAL_PROCID": true,
@@ -101,11 +103,13 @@ func contractEnv(l task.Launch, localRank int, home string) []string {
 		return stepEnv(l, localRank, home)
 	}
 	req := l.Spec.Request.WithDefaults()
-	tpn := req.TasksPerNode
 	nnodes := len(l.Alloc.Nodes)
+	counts := req.TaskCounts(nnodes)
+	tpn := l.LocalTasks()
+	total := req.Ranks(nnodes)
 	gpus := nodeGPUs(l, l.NodeIndex)
 	gpuList := joinInts(gpus)
-	rank := l.NodeIndex*tpn + localRank
+	rank := l.Rank(localRank)
 	itoa := strconv.Itoa
 
 	env := userEnv(l, nil, home, false)
@@ -113,7 +117,7 @@ func contractEnv(l task.Launch, localRank int, home string) []string {
 	jobVars(env, l, l.NodeIndex)
 
 	// The torch.distributed / torchrun contract.
-	set("WORLD_SIZE", itoa(nnodes*tpn))
+	set("WORLD_SIZE", itoa(total))
 	set("RANK", itoa(rank))
 	set("LOCAL_RANK", itoa(localRank))
 	set("LOCAL_WORLD_SIZE", itoa(tpn))
@@ -123,9 +127,9 @@ func contractEnv(l task.Launch, localRank int, home string) []string {
 
 	// Slurm's names, formatted as slurmstepd formats them.
 	set("SLURM_NNODES", itoa(nnodes))
-	set("SLURM_NTASKS", itoa(nnodes*tpn))
-	set("SLURM_NPROCS", itoa(nnodes*tpn))
-	set("SLURM_TASKS_PER_NODE", tasksPerNode(tpn, nnodes))
+	set("SLURM_NTASKS", itoa(total))
+	set("SLURM_NPROCS", itoa(total))
+	set("SLURM_TASKS_PER_NODE", slurm.TasksPerNode(counts))
 	set("SLURM_PROCID", itoa(rank))
 	set("SLURM_LOCALID", itoa(localRank))
 	set("SLURM_NODEID", itoa(l.NodeIndex))
@@ -135,7 +139,7 @@ func contractEnv(l task.Launch, localRank int, home string) []string {
 
 	// Shoal's own names.
 	set("SHOAL_NNODES", itoa(nnodes))
-	set("SHOAL_NTASKS", itoa(nnodes*tpn))
+	set("SHOAL_NTASKS", itoa(total))
 	set("SHOAL_PROCID", itoa(rank))
 	set("SHOAL_LOCALID", itoa(localRank))
 	set("SHOAL_NODEID", itoa(l.NodeIndex))
@@ -159,7 +163,7 @@ func stepEnv(l task.Launch, localRank int, home string) []string {
 		lo, hi := min(localRank*g, len(gpus)), min((localRank+1)*g, len(gpus))
 		taskGPUs = gpus[max(lo, 0):max(hi, 0)]
 	}
-	rank := sn.FirstRank + localRank
+	rank := l.Rank(localRank)
 	itoa := strconv.Itoa
 
 	env := userEnv(l, st.Spec.Env, home, true)
@@ -188,11 +192,12 @@ func stepEnv(l task.Launch, localRank int, home string) []string {
 	set("SLURM_NNODES", itoa(len(st.Nodes)))
 	set("SLURM_NTASKS", itoa(total))
 	set("SLURM_NPROCS", itoa(total))
-	set("SLURM_TASKS_PER_NODE", tasksPerNodeList(counts))
+	set("SLURM_TASKS_PER_NODE", slurm.TasksPerNode(counts))
 	set("SLURM_PROCID", itoa(rank))
 	set("SLURM_LOCALID", itoa(localRank))
 	set("SLURM_NODEID", itoa(idx))
-	set("SLURM_GTIDS", rankRange(sn.FirstRank, sn.Tasks))
+	set("SLURM_GTIDS", joinInts(l.Ranks()))
+	set("SLURM_DISTRIBUTION", st.Spec.Dist().Name(total, len(st.Nodes)))
 	if len(gpus) > 0 {
 		set("SLURM_STEP_GPUS", joinInts(taskGPUs))
 	}
@@ -205,7 +210,7 @@ func stepEnv(l task.Launch, localRank int, home string) []string {
 	set("SLURM_STEP_NODELIST", l.StepNodeList)
 	set("SLURM_STEP_NUM_NODES", itoa(len(st.Nodes)))
 	set("SLURM_STEP_NUM_TASKS", itoa(total))
-	set("SLURM_STEP_TASKS_PER_NODE", tasksPerNodeList(counts))
+	set("SLURM_STEP_TASKS_PER_NODE", slurm.TasksPerNode(counts))
 
 	set("SHOAL_NNODES", itoa(len(st.Nodes)))
 	set("SHOAL_NTASKS", itoa(total))
@@ -220,8 +225,8 @@ func stepEnv(l task.Launch, localRank int, home string) []string {
 // batchEnv is BatchEnv with the user's home directory.
 func batchEnv(l task.Launch, home string) []string {
 	req := l.Spec.Request.WithDefaults()
-	tpn := req.TasksPerNode
 	nnodes := len(l.Alloc.Nodes)
+	total := req.Ranks(nnodes)
 	gpus := nodeGPUs(l, 0)
 	itoa := strconv.Itoa
 
@@ -232,16 +237,16 @@ func batchEnv(l task.Launch, home string) []string {
 	set("CUDA_VISIBLE_DEVICES", joinInts(gpus))
 	set("ENVIRONMENT", "BATCH")
 	set("SLURM_NNODES", itoa(nnodes))
-	set("SLURM_NTASKS", itoa(nnodes*tpn))
-	set("SLURM_NPROCS", itoa(nnodes*tpn))
-	set("SLURM_TASKS_PER_NODE", tasksPerNode(tpn, nnodes))
+	set("SLURM_NTASKS", itoa(total))
+	set("SLURM_NPROCS", itoa(total))
+	set("SLURM_TASKS_PER_NODE", slurm.TasksPerNode(req.TaskCounts(nnodes)))
 	set("SLURM_PROCID", "0")
 	set("SLURM_LOCALID", "0")
 	set("SLURM_NODEID", "0")
 	set("SLURM_GTIDS", "0")
 
 	set("SHOAL_NNODES", itoa(nnodes))
-	set("SHOAL_NTASKS", itoa(nnodes*tpn))
+	set("SHOAL_NTASKS", itoa(total))
 	set("SHOAL_PROCID", "0")
 	set("SHOAL_LOCALID", "0")
 	set("SHOAL_NODEID", "0")
@@ -311,7 +316,15 @@ func jobVars(env map[string]string, l task.Launch, i int) {
 	set("SLURM_JOB_NODELIST", l.NodeList)
 	set("SLURM_NODELIST", l.NodeList)
 	set("SLURM_JOB_NUM_NODES", itoa(nnodes))
-	set("SLURM_NTASKS_PER_NODE", itoa(req.TasksPerNode))
+	if req.NTasks == 0 { // Slurm sets it only for --ntasks-per-node
+		set("SLURM_NTASKS_PER_NODE", itoa(req.TasksPerNode))
+	}
+	if req.Distribution != "" { // as asked; a step's is always set
+		set("SLURM_DISTRIBUTION", req.Dist().Name(req.Ranks(nnodes), nnodes))
+	}
+	addr, pattern := slurm.TopologyAddr(nodeName, l.Topology.SwitchParent, l.Topology.Switch)
+	set("SLURM_TOPOLOGY_ADDR", addr)
+	set("SLURM_TOPOLOGY_ADDR_PATTERN", pattern)
 	set("SLURM_GPUS_ON_NODE", itoa(len(gpus)))
 	if len(gpus) > 0 { // Slurm sets the GPU lists only when GPUs were given
 		set("SLURM_JOB_GPUS", joinInts(gpus))
@@ -323,7 +336,7 @@ func jobVars(env map[string]string, l task.Launch, i int) {
 	perNode := make([]int, nnodes)
 	for k, na := range l.Alloc.Nodes {
 		if perNode[k] = len(na.CPUs); perNode[k] == 0 {
-			perNode[k] = req.CPUsPerNode()
+			perNode[k] = req.CPUsAt(&cluster.Node{}, k, nnodes)
 		}
 	}
 	cpus := req.CPUsPerNode()
@@ -331,7 +344,7 @@ func jobVars(env map[string]string, l task.Launch, i int) {
 		cpus = perNode[i]
 	}
 	set("SLURM_CPUS_ON_NODE", itoa(cpus))
-	set("SLURM_JOB_CPUS_PER_NODE", tasksPerNodeList(perNode))
+	set("SLURM_JOB_CPUS_PER_NODE", slurm.TasksPerNode(perNode))
 	if req.CPUsPerGPU > 0 {
 		set("SLURM_CPUS_PER_GPU", itoa(req.CPUsPerGPU))
 	}
@@ -432,45 +445,6 @@ func jobName(s cluster.Spec) string {
 		return s.Name
 	}
 	return filepath.Base(s.Command[0])
-}
-
-// tasksPerNode formats Slurm's SLURM_TASKS_PER_NODE for an even spread:
-// "2" on one node, "2(x3)" on three.
-func tasksPerNode(tpn, nnodes int) string {
-	if nnodes <= 1 {
-		return strconv.Itoa(tpn)
-	}
-	return strconv.Itoa(tpn) + "(x" + strconv.Itoa(nnodes) + ")"
-}
-
-// tasksPerNodeList formats SLURM_TASKS_PER_NODE for any spread, as Slurm
-// compresses it: runs of equal counts become "c(xN)", e.g. "2(x2),1".
-func tasksPerNodeList(counts []int) string {
-	var b strings.Builder
-	for i := 0; i < len(counts); {
-		j := i
-		for j < len(counts) && counts[j] == counts[i] {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(tasksPerNode(counts[i], j-i))
-		i = j
-	}
-	return b.String()
-}
-
-// rankRange is SLURM_GTIDS: the n global ranks from first, comma separated.
-func rankRange(first, n int) string {
-	var b strings.Builder
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(first + i))
-	}
-	return b.String()
 }
 
 func joinInts(xs []int) string {

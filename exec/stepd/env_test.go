@@ -85,6 +85,7 @@ func TestEnvContract(t *testing.T) {
 			"PATH": defaultPath, "USER": "ada", "LOGNAME": "ada",
 			"SLURM_CPUS_ON_NODE": "16", "SLURM_JOB_CPUS_PER_NODE": "16(x2)",
 			"GPU_DEVICE_ORDINAL": "2,3", "ROCR_VISIBLE_DEVICES": "2,3",
+			"SLURM_TOPOLOGY_ADDR": "n2", "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
 		}},
 		{"1 node no GPUs defaults", oneNode, 0, map[string]string{
 			"MASTER_ADDR": "a1", "MASTER_PORT": "30000", "WORLD_SIZE": "1", "RANK": "0",
@@ -102,6 +103,7 @@ func TestEnvContract(t *testing.T) {
 			"SHOAL_NODEID": "0", "SHOAL_NODE_NAME": "a1", "SHOAL_INCARNATION": "1",
 			"PATH": defaultPath, "USER": "bob", "LOGNAME": "bob",
 			"SLURM_CPUS_ON_NODE": "1", "SLURM_JOB_CPUS_PER_NODE": "1",
+			"SLURM_TOPOLOGY_ADDR": "a1", "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
 		}},
 	}
 	for _, tt := range tests {
@@ -183,7 +185,8 @@ func TestEnvGolden(t *testing.T) {
 	}
 
 	l := task.Launch{
-		Job: 1, Incarnation: 1,
+		Topology: peerTopology,
+		Job:      1, Incarnation: 1,
 		Spec: cluster.Spec{
 			Name: "envcheck", Command: []string{"env"}, WorkDir: "/tmp/slurmpeer/env",
 			User: "root", UID: 0, GID: 0,

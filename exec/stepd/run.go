@@ -174,7 +174,7 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 	}
 
 	for local := range p.Ranks {
-		rank := p.First + local
+		rank := l.Rank(local)
 		var env []string
 		var path string
 		var args []string
@@ -214,6 +214,9 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 				Pdeathsig:  syscall.SIGKILL,
 				Credential: cred,
 			},
+		}
+		if len(s.cfg.TaskNamespace) == 0 { // the helper sets SLURM_TASK_PID itself
+			viaTaskExec(cmd, s.cfg.TaskExec)
 		}
 		release, err := inTaskNamespace(cmd, s.cfg.TaskNamespace, s.cfg.NodeName, s.dir, l.Hosts, log)
 		if err != nil {

@@ -67,6 +67,10 @@ func compareGolden(t *testing.T, env map[string]string, golden map[string]string
 	}
 }
 
+// peerTopology is the place of n1 and n2 in the peer's switch tree:
+// leaf1 under spine.
+var peerTopology = cluster.Topology{Switch: "leaf1", SwitchParent: "spine"}
+
 // Names Shoal sets that these Slurm runs did not: asked for without -c,
 // never requeued.
 var notInGolden = map[string]bool{"SLURM_CPUS_PER_TASK": true, "SLURM_RESTART_COUNT": true}
@@ -76,7 +80,8 @@ var notInGolden = map[string]bool{"SLURM_CPUS_PER_TASK": true, "SLURM_RESTART_CO
 func envcheckJob(i int) task.Launch {
 	nodes := []string{"n1", "n2"}
 	return task.Launch{
-		Job: 1, Incarnation: 1,
+		Topology: peerTopology,
+		Job:      1, Incarnation: 1,
 		Spec: cluster.Spec{
 			Name: "envcheck", WorkDir: "/tmp/slurmpeer/env",
 			User: "root", UID: 0, GID: 0, SubmitHost: "vm",
@@ -108,7 +113,8 @@ func TestEnvStepGolden(t *testing.T) {
 	step1 := &cluster.Step{ID: 1, Incarnation: 1, Spec: cluster.StepSpec{Command: []string{"env"}, Nodes: 1},
 		Nodes: []cluster.StepNode{{Node: "n1", FirstRank: 0, Tasks: 1}}}
 	gpt := task.Launch{
-		Job: 6, Incarnation: 1,
+		Topology: peerTopology,
+		Job:      6, Incarnation: 1,
 		Spec: cluster.Spec{
 			Name: "envgpt", WorkDir: "/tmp/slurmpeer/env", User: "root",
 			Request: cluster.Request{Nodes: 1, GPUsPerNode: 4, TasksPerNode: 2},
@@ -257,7 +263,8 @@ func TestBatchEnvGolden(t *testing.T) {
 func TestBatchEnvGoldenGPUsPerNode(t *testing.T) {
 	golden := readGolden(t, "envgpn.batch.env")
 	l := task.Launch{
-		Job: 7, Incarnation: 1,
+		Topology: peerTopology,
+		Job:      7, Incarnation: 1,
 		Spec: cluster.Spec{
 			Name: "envgpn", WorkDir: "/tmp/slurmpeer/env", User: "root", SubmitHost: "vm",
 			Request: cluster.Request{Nodes: 2, GPUsPerNode: 4, TasksPerNode: 1, Partition: "gpu", GPUOption: cluster.GPUOptionPerNode},
@@ -276,20 +283,6 @@ func TestBatchEnvGoldenGPUsPerNode(t *testing.T) {
 	env = envMap(t, BatchEnv(l))
 	if env["SLURM_GPUS"] != "8" || env["SLURM_GPUS_PER_NODE"] != "" {
 		t.Errorf("--gpus 8: SLURM_GPUS = %q, SLURM_GPUS_PER_NODE = %q; want 8 and unset", env["SLURM_GPUS"], env["SLURM_GPUS_PER_NODE"])
-	}
-}
-
-func TestTasksPerNodeList(t *testing.T) {
-	for _, tt := range []struct {
-		counts []int
-		want   string
-	}{
-		{[]int{1}, "1"}, {[]int{2, 2}, "2(x2)"}, {[]int{3, 1}, "3,1"},
-		{[]int{2, 2, 1}, "2(x2),1"}, {[]int{1, 2, 2, 2}, "1,2(x3)"},
-	} {
-		if got := tasksPerNodeList(tt.counts); got != tt.want {
-			t.Errorf("tasksPerNodeList(%v) = %q; want %q", tt.counts, got, tt.want)
-		}
 	}
 }
 
@@ -313,7 +306,8 @@ func TestEnvArrayGolden(t *testing.T) {
 				gpu, _ := strconv.Atoi(golden["SLURM_JOB_GPUS"])
 				spec := &cluster.ArraySpec{Indices: []int{0, 1, 2, 3}, Throttle: 2}
 				l := task.Launch{
-					Job: cluster.JobID(id), Incarnation: 1,
+					Topology: peerTopology,
+					Job:      cluster.JobID(id), Incarnation: 1,
 					Spec: cluster.Spec{Name: "envarray", WorkDir: "/tmp/slurmpeer/env", User: "root",
 						Request: cluster.Request{Nodes: 1, GPUsPerNode: 1, TasksPerNode: 1},
 						Batch:   &cluster.Batch{Script: "#!/bin/sh\n"}},

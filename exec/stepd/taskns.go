@@ -392,6 +392,9 @@ func TaskNamespaceMain(args []string) int {
 	if a.probe {
 		return 0
 	}
+	// The rank keeps this process's pid through the exec: it is the
+	// task's pid, which Slurm gives every task as SLURM_TASK_PID.
+	env = withTaskPID(env, os.Getpid())
 	err = syscall.Exec(a.argv[0], a.argv[1:], env)
 	code := 126
 	if errors.Is(err, syscall.ENOENT) {
@@ -416,4 +419,15 @@ func ProbeTaskNamespace(helper []string, hostname string) error {
 		return fmt.Errorf("task namespace probe: %w: %s", err, bytes.TrimSpace(out))
 	}
 	return nil
+}
+
+// withTaskPID is env with SLURM_TASK_PID=pid in place of any other.
+func withTaskPID(env []string, pid int) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "SLURM_TASK_PID=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "SLURM_TASK_PID="+strconv.Itoa(pid))
 }

@@ -54,6 +54,10 @@ type StepdConfig struct {
 	// TaskNamespace is the task namespace helper's argv prefix; empty:
 	// none.
 	TaskNamespace []string `json:"task_namespace,omitempty"`
+	// TaskExec is the exec shim's argv prefix (stepd.TaskExecCommand),
+	// through which ranks start when TaskNamespace is empty, to learn
+	// their own pid (SLURM_TASK_PID); empty: ranks start directly.
+	TaskExec []string `json:"task_exec,omitempty"`
 	// Cgroup, HostCPUs and TaskPidsMax confine the task; the agent's
 	// recovery reads Cgroup back to kill a lost task's cgroup.
 	Cgroup      *cgroup.Root `json:"cgroup,omitempty"`

@@ -81,6 +81,9 @@ type Launch struct {
 	NodeName string
 	// ClusterName is SLURM_CLUSTER_NAME ("" leaves it unset).
 	ClusterName string
+	// Topology is this node's place in the switch tree, for
+	// SLURM_TOPOLOGY_ADDR.
+	Topology cluster.Topology `json:",omitzero"`
 
 	// Step, when set, makes this launch this node's share of an srun step:
 	// the StepNode whose Node is NodeName, as Tasks ranks with global ranks
@@ -209,9 +212,65 @@ func (l Launch) Plan(node string) (Plan, error) {
 		return Plan{First: 0, Ranks: 1, Argv: l.Spec.Batch.Args, WorkDir: s.WorkDir,
 			Script: true, TimeLimit: s.Request.TimeLimit}, nil
 	default:
-		return Plan{First: l.NodeIndex * tpn, Ranks: tpn, Argv: s.Command, WorkDir: s.WorkDir,
+		if s.Request.NTasks > 0 {
+			tpn = s.Request.TaskCounts(len(l.Alloc.Nodes))[l.NodeIndex]
+			if tpn < 1 {
+				return Plan{}, fmt.Errorf("ntasks %d on %d nodes: node index %d runs none", s.Request.NTasks, len(l.Alloc.Nodes), l.NodeIndex)
+			}
+		}
+		return Plan{First: l.Rank(0), Ranks: tpn, Argv: s.Command, WorkDir: s.WorkDir,
 			TimeLimit: s.Request.TimeLimit}, nil
 	}
+}
+
+// Rank is the global rank (RANK, SLURM_PROCID) of this node's local task
+// local: by the step's layout for a step, the job's for its own ranks
+// (slurm.Layout: blocks, round robin or planes), 0 for a batch script.
+// Ranks of one node are consecutive only in block layouts.
+func (l Launch) Rank(local int) int { return l.rankOf()(local) }
+
+// Ranks is the global ranks of this node's tasks, in local order.
+func (l Launch) Ranks() []int {
+	rank := l.rankOf()
+	out := make([]int, max(l.LocalTasks(), 0))
+	for i := range out {
+		out[i] = rank(i)
+	}
+	return out
+}
+
+// rankOf is Rank with this node's place looked up once.
+func (l Launch) rankOf() func(local int) int {
+	switch {
+	case l.Step != nil:
+		idx, sn, _ := l.StepShare()
+		if l.Step.Spec.NTasks == 0 { // blocks: consecutive from the node's first
+			return func(local int) int { return sn.FirstRank + local }
+		}
+		spec := l.Step.Spec
+		return func(local int) int { return spec.RankAt(idx, local) }
+	case l.BatchScript():
+		return func(int) int { return 0 }
+	}
+	req, nodes, k := l.Spec.Request.WithDefaults(), len(l.Alloc.Nodes), l.NodeIndex
+	return func(local int) int { return req.RankAt(nodes, k, local) }
+}
+
+// LocalTasks is how many tasks this node runs: the step's share, the
+// job's ranks here, or 1 for a batch script.
+func (l Launch) LocalTasks() int {
+	if l.Step != nil {
+		_, sn, _ := l.StepShare()
+		return sn.Tasks
+	}
+	if l.BatchScript() {
+		return 1
+	}
+	counts := l.Spec.Request.WithDefaults().TaskCounts(len(l.Alloc.Nodes))
+	if l.NodeIndex < 0 || l.NodeIndex >= len(counts) {
+		return 0
+	}
+	return counts[l.NodeIndex]
 }
 
 // StepShare finds this node's StepNode in l.Step, and its index among the

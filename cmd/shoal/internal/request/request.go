@@ -4,8 +4,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +26,7 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 		return req, nil, fmt.Errorf("--cpus-per-gpu and --cpus-per-task are mutually exclusive")
 	}
 	nodes, nodesMax := NodeRange(opts.Nodes, opts.Set["nodes"])
-	tasksPerNode := 1
+	tasksPerNode, ntasks := 1, 0
 	switch {
 	case opts.NTasksPerNode > 0:
 		tasksPerNode = opts.NTasksPerNode
@@ -31,10 +34,19 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 		if !opts.Set["nodes"] {
 			nodes = 1
 		}
-		if opts.NTasks%nodes != 0 {
-			return req, nil, fmt.Errorf("--ntasks %d on %d nodes: Shoal runs the same number of tasks on every node; use --ntasks-per-node", opts.NTasks, nodes)
+		if opts.NTasks < nodes {
+			return req, nil, fmt.Errorf("--ntasks %d on %d nodes: every node runs at least one task; ask for fewer nodes", opts.NTasks, nodes)
 		}
-		tasksPerNode = opts.NTasks / nodes
+		// Laid out by -m (blocks by default: -n 5 on 2 nodes runs 3 and
+		// 2); each node holds what its share needs, sized by the busiest.
+		ntasks = opts.NTasks
+		tasksPerNode = slices.Max(slurm.LayoutCounts(ntasks, nodes, opts.Distribution))
+	}
+	dist := opts.Distribution.String()
+	if ntasks == 0 && opts.Distribution.Kind != "" && opts.Distribution.Kind != slurm.DistBlock {
+		// -m cyclic or plane with --ntasks-per-node: the same ranks per
+		// node, laid out by the distribution.
+		ntasks = tasksPerNode * nodes
 	}
 	gpusPerNode, gpusTotal, err := SplitGPUs(opts.GPUs, nodes, opts.Set["nodes"])
 	if err != nil {
@@ -46,12 +58,32 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 	if opts.GPUsPerTask > 0 && gpusPerNode == 0 {
 		gpusPerNode = opts.GPUsPerTask * tasksPerNode
 	}
+	if k := opts.NTasksPerGPU; k > 0 {
+		switch {
+		case opts.NTasksPerNode > 0:
+			return req, nil, fmt.Errorf("--ntasks-per-gpu and --ntasks-per-node are mutually exclusive")
+		case gpusPerNode == 0 && gpusTotal == 0 && ntasks > 0:
+			// -n with --ntasks-per-gpu: the GPUs follow, evenly per node.
+			gpus := (ntasks + k - 1) / k
+			if gpus%nodes != 0 {
+				return req, nil, fmt.Errorf("--ntasks %d with --ntasks-per-gpu %d: %d GPUs do not spread evenly over %d nodes; give --gpus-per-node", ntasks, k, gpus, nodes)
+			}
+			gpusPerNode = gpus / nodes
+		case gpusPerNode == 0:
+			return req, nil, fmt.Errorf("--ntasks-per-gpu %d: give the GPUs per node (--gpus-per-node, --gres=gpu:N, or --gpus with -N), or --ntasks", k)
+		case ntasks == 0:
+			// The GPUs given: k tasks for each.
+			tasksPerNode = k * gpusPerNode
+		}
+	}
 	req = api.SubmitRequest{
 		RequestID:    NewID(),
 		Name:         opts.Name,
 		Nodes:        nodes,
 		GPUsPerNode:  gpusPerNode,
 		TasksPerNode: tasksPerNode,
+		NTasks:       ntasks,
+		Distribution: dist,
 		CPUsPerTask:  max(1, opts.CPUsPerTask),
 		TimeLimitS:   int64(opts.TimeLimit / time.Second),
 		WorkDir:      opts.ChDir,
@@ -71,7 +103,7 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 	// Memory stays in the form it was asked in: the FSM works it out per
 	// node once the partition's defaults and --gpus' spread are known.
 	req.MemPerNodeMiB, req.MemPerCPUMiB, req.MemPerGPUMiB, req.MemWholeNode = opts.Mem, opts.MemPerCPU, opts.MemPerGPU, opts.MemAll
-	req.CPUsPerGPU = opts.CPUsPerGPU
+	req.CPUsPerGPU, req.MinCPUs = opts.CPUsPerGPU, opts.MinCPUs
 	if req.WorkDir, err = WorkDir(req.WorkDir); err != nil {
 		return req, nil, err
 	}
@@ -90,9 +122,23 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 	if err := nodeSetFromOptions(opts, &req); err != nil {
 		return req, nil, err
 	}
+	if req.NTasks > 0 && req.Nodes != nodes {
+		// -w named more nodes than -N: the ranks spread over all of them.
+		if req.NTasks < req.Nodes {
+			return req, nil, fmt.Errorf("--ntasks %d on the %d nodes of --nodelist: every node runs at least one task", req.NTasks, req.Nodes)
+		}
+		req.TasksPerNode = slices.Max(slurm.LayoutCounts(req.NTasks, req.Nodes, opts.Distribution))
+	}
 	env, err := ExportEnv(opts.Export)
 	if err != nil {
 		return req, nil, err
+	}
+	if opts.ExportFile != "" {
+		more, err := exportFile(opts.ExportFile)
+		if err != nil {
+			return req, nil, err
+		}
+		env = append(env, more...)
 	}
 	req.Env = env
 	return req, warnings, nil
@@ -164,6 +210,47 @@ func ExportEnv(e *slurm.Export) ([]string, error) {
 	var env []string
 	for _, v := range e.Vars {
 		env = append(env, exportPair(v))
+	}
+	return env, nil
+}
+
+// maxExportFileBytes bounds --export-file (Linux refuses much larger
+// environments at exec).
+const maxExportFileBytes = 16 << 20
+
+// exportFile reads sbatch's --export-file: NAME=value definitions
+// separated by NUL bytes, from a file or, for a number from 3 up, an
+// open descriptor, as Slurm reads it.
+func exportFile(name string) ([]string, error) {
+	path := name
+	if fd, err := strconv.Atoi(name); err == nil {
+		if fd < 3 {
+			return nil, fmt.Errorf("--export-file %d: standard input and output are no export files; give a file or a descriptor from 3", fd)
+		}
+		path = "/dev/fd/" + name
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--export-file: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxExportFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("--export-file %s: %w", name, err)
+	}
+	if len(data) > maxExportFileBytes {
+		return nil, fmt.Errorf("--export-file %s: more than %d bytes", name, maxExportFileBytes)
+	}
+	var env []string
+	for i, kv := range strings.Split(string(data), "\x00") {
+		kv = strings.TrimSuffix(kv, "\n")
+		if kv == "" {
+			continue
+		}
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return nil, fmt.Errorf("--export-file %s: definition %d %.64q: want NAME=value, NUL-separated", name, i+1, kv)
+		}
+		env = append(env, kv)
 	}
 	return env, nil
 }

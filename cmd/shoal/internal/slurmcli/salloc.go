@@ -197,21 +197,25 @@ func sallocEnv(j api.Job) []string {
 	id := strconv.FormatUint(j.ID, 10)
 	// mpirun finds its slots in SLURM_TASKS_PER_NODE (Open MPI's ras/slurm
 	// refuses an allocation without it).
-	tasks, cpus := make([]int, len(j.Nodes)), make([]int, len(j.Nodes))
+	req := cluster.Request{TasksPerNode: j.TasksPerNode, NTasks: j.NTasks, Distribution: j.Distribution}
+	tasks, cpus := req.TaskCounts(len(j.Nodes)), make([]int, len(j.Nodes))
 	for i := range j.Nodes {
-		tasks[i], cpus[i] = j.TasksPerNode, j.TasksPerNode*max(1, j.CPUsPerTask)
+		cpus[i] = tasks[i] * max(1, j.CPUsPerTask)
 	}
+	ntasks := strconv.Itoa(req.Ranks(len(j.Nodes)))
 	env := []string{
 		"SLURM_TASKS_PER_NODE=" + slurm.TasksPerNode(tasks), "SLURM_JOB_CPUS_PER_NODE=" + slurm.TasksPerNode(cpus),
 		"SLURM_JOB_ID=" + id, "SLURM_JOBID=" + id, "SLURM_JOB_NAME=" + j.Name,
 		"SLURM_JOB_NODELIST=" + nodes, "SLURM_NODELIST=" + nodes,
 		"SLURM_JOB_NUM_NODES=" + strconv.Itoa(len(j.Nodes)), "SLURM_NNODES=" + strconv.Itoa(len(j.Nodes)),
-		"SLURM_NTASKS_PER_NODE=" + strconv.Itoa(j.TasksPerNode),
-		"SLURM_NTASKS=" + strconv.Itoa(j.TasksPerNode*len(j.Nodes)), "SLURM_NPROCS=" + strconv.Itoa(j.TasksPerNode*len(j.Nodes)),
+		"SLURM_NTASKS=" + ntasks, "SLURM_NPROCS=" + ntasks,
 		"SLURM_CPUS_PER_TASK=" + strconv.Itoa(max(1, j.CPUsPerTask)),
 		"SLURM_SUBMIT_DIR=" + j.WorkDir,
 		"SHOAL_JOB_ID=" + id, "SHOAL_INCARNATION=" + strconv.FormatUint(j.Incarnation, 10),
 		"SHOAL_NODELIST=" + nodes,
+	}
+	if j.NTasks == 0 { // Slurm sets it only for --ntasks-per-node
+		env = append(env, "SLURM_NTASKS_PER_NODE="+strconv.Itoa(j.TasksPerNode))
 	}
 	if j.GPUsPerNode > 0 {
 		env = append(env, "SLURM_GPUS_PER_NODE="+strconv.Itoa(j.GPUsPerNode))

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
+	"strconv"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -26,6 +28,13 @@ func Sbatch(ctx context.Context, connect Connect, args []string, out io.Writer) 
 	c, err := connect()
 	if err != nil {
 		return err
+	}
+	if opts.AsUser != "" || opts.AsGroup != "" {
+		id, err := asIdentity(opts.AsUser, opts.AsGroup, os.Geteuid(), systemIDs{})
+		if err != nil {
+			return err
+		}
+		c = c.WithIdentity(id)
 	}
 	if opts.TestOnly {
 		return testOnly(ctx, c, "sbatch", req, os.Stderr)
@@ -118,4 +127,75 @@ func waitTargets(ctx context.Context, c *api.Client, id uint64, array bool) ([]a
 		}
 	}
 	return out, nil
+}
+
+// idLookup resolves users and groups, by name or number.
+type idLookup interface {
+	user(nameOrID string) (name string, uid, gid int, err error)
+	group(nameOrID string) (gid int, err error)
+}
+
+// asIdentity is the identity sbatch --uid/--gid submit as, for a caller
+// of effective uid euid: only root may submit as another user or group,
+// as Slurm's sbatch says; the group defaults to the user's primary one,
+// the user to the caller (root). The agent believes a declared identity
+// only from root on its socket.
+func asIdentity(asUser, asGroup string, euid int, ids idLookup) (api.Identity, error) {
+	if euid != 0 {
+		opt := "--uid"
+		if asUser == "" {
+			opt = "--gid"
+		}
+		return api.Identity{}, fmt.Errorf("%s only permitted by root user", opt)
+	}
+	id := api.Identity{User: "root"}
+	if asUser != "" {
+		name, uid, gid, err := ids.user(asUser)
+		if err != nil {
+			return id, fmt.Errorf("--uid %q: %w", asUser, err)
+		}
+		id = api.Identity{User: name, UID: uid, GID: gid}
+	}
+	if asGroup != "" {
+		gid, err := ids.group(asGroup)
+		if err != nil {
+			return id, fmt.Errorf("--gid %q: %w", asGroup, err)
+		}
+		id.GID = gid
+	}
+	return id, nil
+}
+
+// systemIDs looks users and groups up in the system's databases.
+type systemIDs struct{}
+
+func (systemIDs) user(v string) (string, int, int, error) {
+	u, err := user.Lookup(v)
+	if _, numeric := strconv.Atoi(v); err != nil && numeric == nil {
+		u, err = user.LookupId(v)
+	}
+	if err != nil {
+		return "", 0, 0, fmt.Errorf("no such user")
+	}
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	if err1 != nil || err2 != nil {
+		return "", 0, 0, fmt.Errorf("user %s has non-numeric ids %s:%s", u.Username, u.Uid, u.Gid)
+	}
+	return u.Username, uid, gid, nil
+}
+
+func (systemIDs) group(v string) (int, error) {
+	g, err := user.LookupGroup(v)
+	if _, numeric := strconv.Atoi(v); err != nil && numeric == nil {
+		g, err = user.LookupGroupId(v)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("no such group")
+	}
+	gid, err := strconv.Atoi(g.Gid)
+	if err != nil {
+		return 0, fmt.Errorf("group %s has a non-numeric id %s", g.Name, g.Gid)
+	}
+	return gid, nil
 }

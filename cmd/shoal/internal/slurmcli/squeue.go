@@ -440,9 +440,12 @@ func jobNodeCount(j api.Job) int {
 	return j.NumNodes
 }
 
-// jobCPUs is the CPUs the job holds (or asks for): tasks times CPUs per
-// task on every node.
+// jobCPUs is the CPUs the job holds (or asks for): its tasks (-n, or
+// tasks per node on every node) times CPUs per task.
 func jobCPUs(j api.Job) int {
+	if j.NTasks > 0 {
+		return j.NTasks * max(1, j.CPUsPerTask)
+	}
 	return jobNodeCount(j) * max(1, j.TasksPerNode) * max(1, j.CPUsPerTask)
 }
 

@@ -40,6 +40,12 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 		return 1, errors.New("command: none given, want `srun [options] COMMAND [ARGS...]`")
 	}
 	request.PrintWarnings("srun", opts.Warnings)
+	preserveEnv(&opts, os.Getenv)
+	if opts.MultiProg {
+		if rest, err = multiProgCommand(rest[0]); err != nil {
+			return 1, err
+		}
+	}
 	if opts.Set["jobid"] {
 		return srunInJob(ctx, connect, opts, rest, stdout, stderr)
 	}
@@ -85,7 +91,7 @@ func ParseSrunOutside(args []string) (slurm.Options, []string, error) {
 
 // stepSpec is the step srun's options ask for.
 func stepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error) {
-	for _, name := range []string{"exclude", "constraint", "exclusive", "array", "dependency", "signal"} {
+	for _, name := range []string{"exclude", "constraint", "exclusive", "array", "dependency", "signal", "ntasks-per-gpu"} {
 		if opts.Set[name] {
 			return cluster.StepSpec{}, fmt.Errorf("--%s: not supported for steps by Shoal yet", name)
 		}
@@ -106,10 +112,11 @@ func stepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error) {
 	case opts.NTasksPerNode > 0:
 		spec.TasksPerNode = opts.NTasksPerNode
 	case opts.NTasks > 0:
-		// Spread over the step's nodes in blocks by the FSM, as Slurm's
-		// default distribution: -n 5 on 2 nodes runs 3 and 2.
+		// Laid out over the step's nodes by the FSM, in blocks by
+		// default as Slurm's: -n 5 on 2 nodes runs 3 and 2.
 		spec.NTasks = opts.NTasks
 	}
+	spec.Distribution = opts.Distribution.String()
 	env, err := request.ExportEnv(opts.Export)
 	if err != nil {
 		return spec, err
@@ -386,4 +393,40 @@ func (p *pendingLine) show(j api.Job) {
 		return
 	}
 	fmt.Fprintln(p.w, line)
+}
+
+// preserveEnv is srun -E: the node and task counts not given on the
+// command line come from SLURM_NNODES and SLURM_NTASKS, as Slurm's srun
+// takes them; without -E it does nothing.
+func preserveEnv(opts *slurm.Options, getenv func(string) string) {
+	if !opts.Set["preserve-env"] {
+		return
+	}
+	if n, err := strconv.Atoi(getenv("SLURM_NNODES")); err == nil && n > 0 && !opts.Set["nodes"] {
+		opts.Nodes = slurm.Nodes{Min: n, Max: n}
+		opts.Set["nodes"] = true
+	}
+	if n, err := strconv.Atoi(getenv("SLURM_NTASKS")); err == nil && n > 0 && !opts.Set["ntasks"] && !opts.Set["ntasks-per-node"] {
+		opts.NTasks = n
+		opts.Set["ntasks"] = true
+	}
+}
+
+// multiProgCommand is srun --multi-prog's command: a /bin/sh script made
+// of the configuration file conf that execs each task's program.
+func multiProgCommand(conf string) ([]string, error) {
+	f, err := os.Open(conf)
+	if err != nil {
+		return nil, fmt.Errorf("--multi-prog: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20+1))
+	if err != nil {
+		return nil, fmt.Errorf("--multi-prog %s: %w", conf, err)
+	}
+	script, err := slurm.MultiProgScript(string(data))
+	if err != nil {
+		return nil, fmt.Errorf("--multi-prog %s: %w", conf, err)
+	}
+	return []string{"/bin/sh", "-c", script, "srun-multi-prog"}, nil
 }

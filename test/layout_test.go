@@ -1,0 +1,172 @@
+package test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/localcluster"
+)
+
+// layoutScript prints the batch shell's view of the layout, then one line
+// per task of a plain srun and of srun -m cyclic: its rank, node, local
+// id and SLURM_DISTRIBUTION (and whether SLURM_TASK_PID is the task's
+// pid).
+const layoutScript = `echo "batch $SLURM_TASKS_PER_NODE ${SLURM_NTASKS_PER_NODE-unset} ${SLURM_DISTRIBUTION-unset} $SLURM_JOB_CPUS_PER_NODE $SLURM_NTASKS"
+srun sh -c 'echo "plain $SLURM_PROCID $SLURMD_NODENAME $SLURM_LOCALID $SLURM_DISTRIBUTION $RANK $LOCAL_WORLD_SIZE pid=$(test "$SLURM_TASK_PID" = $$ && echo ok || echo "$SLURM_TASK_PID/$$")"'
+srun -m cyclic sh -c 'echo "cyclic $SLURM_PROCID $SLURMD_NODENAME $SLURM_LOCALID $SLURM_DISTRIBUTION $RANK $LOCAL_WORLD_SIZE"'
+`
+
+// TestJobLayout: sbatch -n 5 -N 2 runs 3 ranks on the first node and 2 on
+// the second (Slurm's block layout; -n need not divide by -N), holding
+// each node's own share of CPUs; srun inside runs the job's ranks in that
+// layout, and srun -m cyclic deals them round robin, as Slurm's srun
+// numbers them (checked against Debian's Slurm in slurm.TestLayout). A
+// job submitted with -m cyclic lays its own ranks out that way too.
+func TestJobLayout(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 2})
+	a := c.Agents[0]
+	work := t.TempDir()
+	run := func(name string, args ...string) (nodes []string, lines map[string][]string) {
+		t.Helper()
+		args = append([]string{"batch", "--chdir", work, "-o", name + "-%j.out"}, args...)
+		out := mustShoal(t, a, append(args, "--wrap", layoutScript)...)
+		var id uint64
+		if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
+			t.Fatalf("shoal batch printed %q", out)
+		}
+		j := waitJob(t, a, id, 60*time.Second)
+		data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("%s-%d.out", name, id)))
+		if j.State != "COMPLETED" {
+			t.Fatalf("%s: job %s:\n%s", name, j.State, data)
+		}
+		lines = map[string][]string{}
+		for line := range strings.Lines(string(data)) {
+			kind, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+			// Node names as allocation indices, so the test does not
+			// depend on which node the job got first.
+			for i, n := range j.Nodes {
+				rest = strings.ReplaceAll(rest, " "+n+" ", fmt.Sprintf(" node%d ", i))
+			}
+			lines[kind] = append(lines[kind], rest)
+		}
+		for _, l := range lines {
+			slices.Sort(l)
+		}
+		return j.Nodes, lines
+	}
+	check := func(name, kind string, got []string, want ...string) {
+		t.Helper()
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %s lines %q; want %q", name, kind, got, want)
+		}
+	}
+
+	_, lines := run("block", "-n", "5", "-N", "2")
+	check("-n5 -N2", "batch", lines["batch"], "3,2 unset unset 3,2 5")
+	check("-n5 -N2", "plain", lines["plain"],
+		"0 node0 0 block 0 3 pid=ok", "1 node0 1 block 1 3 pid=ok", "2 node0 2 block 2 3 pid=ok",
+		"3 node1 0 block 3 2 pid=ok", "4 node1 1 block 4 2 pid=ok")
+	check("-n5 -N2", "cyclic", lines["cyclic"],
+		"0 node0 0 cyclic 0 3", "2 node0 1 cyclic 2 3", "4 node0 2 cyclic 4 3",
+		"1 node1 0 cyclic 1 2", "3 node1 1 cyclic 3 2")
+
+	_, lines = run("cyclic", "-n", "5", "-N", "2", "-m", "cyclic")
+	check("-n5 -N2 -m cyclic", "batch", lines["batch"], "3,2 unset cyclic 3,2 5")
+	check("-n5 -N2 -m cyclic", "plain", lines["plain"],
+		"0 node0 0 cyclic 0 3 pid=ok", "2 node0 1 cyclic 2 3 pid=ok", "4 node0 2 cyclic 4 3 pid=ok",
+		"1 node1 0 cyclic 1 2 pid=ok", "3 node1 1 cyclic 3 2 pid=ok")
+}
+
+// TestTaskPID: every task's SLURM_TASK_PID is its own pid, as Slurm's,
+// both where ranks start through the task namespace helper (a root
+// agent's default on one machine, above) and where they start directly
+// (--task-hostname=off: through the exec shim).
+func TestTaskPID(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 1, ExtraArgs: []string{"--task-hostname=off"}})
+	a := c.Agents[0]
+	work := t.TempDir()
+	out := mustShoal(t, a, "batch", "--chdir", work, "-n", "2", "-o", "pid-%j.out", "--wrap",
+		`echo "batch pid=$(test "$SLURM_TASK_PID" = $$ && echo ok || echo "$SLURM_TASK_PID/$$")"
+srun sh -c 'echo "task $SLURM_PROCID pid=$(test "$SLURM_TASK_PID" = $$ && echo ok || echo "$SLURM_TASK_PID/$$")"'`)
+	var id uint64
+	if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
+		t.Fatalf("shoal batch printed %q", out)
+	}
+	j := waitJob(t, a, id, 60*time.Second)
+	data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("pid-%d.out", id)))
+	if j.State != "COMPLETED" {
+		t.Fatalf("job %s:\n%s", j.State, data)
+	}
+	got := strings.Split(strings.TrimSpace(string(data)), "\n")
+	slices.Sort(got)
+	want := []string{"batch pid=ok", "task 0 pid=ok", "task 1 pid=ok"}
+	if !slices.Equal(got, want) {
+		t.Errorf("output %q; want %q", got, want)
+	}
+}
+
+// TestSbatchAsUser: root's sbatch --uid/--gid submits the job as that
+// user and group, as Slurm's root may; squeue shows the user.
+func TestSbatchAsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root: sbatch --uid is root's")
+	}
+	c := startCluster(t, localcluster.Options{Nodes: 1})
+	a := c.Agents[0]
+	// A directory the job's user may write in (t.TempDir's parent is
+	// root's alone).
+	work, err := os.MkdirTemp("", "shoal-asuser-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(work) })
+	if err := os.Chmod(work, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	sh := newSlurmShims(t, a)
+	id := sh.must("sbatch", "--parsable", "--uid=nobody", "--gid=nogroup", "--chdir", work, "-o", "as-%j.out", "--wrap", `echo "$(id -un) $(id -gn) $SLURM_JOB_USER"`)
+	var jid uint64
+	if _, err := fmt.Sscan(id, &jid); err != nil {
+		t.Fatalf("sbatch --parsable printed %q", id)
+	}
+	if j := waitJob(t, a, jid, 60*time.Second); j.State != "COMPLETED" || j.User != "nobody" {
+		t.Fatalf("job %d = %s as %q; want COMPLETED as nobody", jid, j.State, j.User)
+	}
+	data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("as-%d.out", jid)))
+	if got := strings.TrimSpace(string(data)); got != "nobody nogroup nobody" {
+		t.Errorf("the job says %q; want nobody nogroup nobody", got)
+	}
+}
+
+// TestMultiProg: srun --multi-prog runs each task's program from the
+// configuration file, with %t and %o, as Slurm's srun.
+func TestMultiProg(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 2})
+	a := c.Agents[0]
+	work := t.TempDir()
+	conf := filepath.Join(work, "multi.conf")
+	if err := os.WriteFile(conf, []byte("0 echo first %t\n1-2 sh -c 'echo \"range $0\"' %o\n* echo rest %t\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := mustShoal(t, a, "batch", "--chdir", work, "-N", "2", "-o", "mp-%j.out", "--wrap", "srun -n 4 --multi-prog "+conf)
+	var id uint64
+	if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
+		t.Fatalf("shoal batch printed %q", out)
+	}
+	j := waitJob(t, a, id, 60*time.Second)
+	data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("mp-%d.out", id)))
+	if j.State != "COMPLETED" {
+		t.Fatalf("job %s:\n%s", j.State, data)
+	}
+	got := strings.Split(strings.TrimSpace(string(data)), "\n")
+	slices.Sort(got)
+	if want := []string{"first 0", "range 0", "range 1", "rest 3"}; !slices.Equal(got, want) {
+		t.Errorf("tasks said %q; want %q", got, want)
+	}
+}
