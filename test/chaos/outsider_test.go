@@ -122,10 +122,15 @@ func TestOutsiderCannotAct(t *testing.T) {
 		{"GET", "/v1/nodes", "", forged},
 		{"GET", "/v1/members", "", nil},
 		{"GET", "/v1/internal/logs/1", "", map[string]string{"X-Shoal-Forwarded-By": "n2"}},
+	}
+	// What a node may send only about itself (tried below by another
+	// certified node, too).
+	aboutN1 := []attack{
 		{"POST", "/v1/internal/heartbeat", heartbeat, map[string]string{"X-Shoal-Forwarded-By": "n1"}},
 		{"POST", "/v1/internal/task", `{"kind":"exited","job":1,"incarnation":1,"node":"n1","exit_code":0}`, nil},
 		{"POST", "/v1/internal/leave", `{"node":{"name":"n1"}}`, nil},
 	}
+	attacks = append(attacks, aboutN1...)
 	for _, a := range h.Agents {
 		for _, at := range attacks {
 			args := []string{"-k", "-X", at.method}
@@ -157,7 +162,7 @@ func TestOutsiderCannotAct(t *testing.T) {
 	n3 := filepath.Join(h.Agents[2].DataDir, "tls")
 	asN3 := []string{"-k", "--cert", filepath.Join(n3, "node.pem"), "--key", filepath.Join(n3, "node-key.pem"),
 		"-H", "Content-Type: application/json", "-H", "X-Shoal-Forwarded-By: n3"}
-	for _, at := range attacks[9:] {
+	for _, at := range aboutN1 {
 		for _, a := range h.Agents {
 			url := fmt.Sprintf("https://%s:%d%s", a.Addr, a.HTTPPort, at.path)
 			code, body := curlIn(t, outNS, append(asN3, "-X", at.method, "-d", at.body, url)...)
