@@ -72,6 +72,9 @@ type StepSpec struct {
 	// NTasks%Nodes nodes run one task more. TasksPerNode is then the most
 	// any node runs; Nodes shrinks to NTasks when larger.
 	NTasks int `msgpack:"ntasks,omitempty" json:"ntasks,omitempty"`
+	// Pty runs the step's rank 0 on a terminal that srun --pty attaches
+	// to; the other ranks have no input, as in Slurm.
+	Pty bool `msgpack:"pty,omitempty" json:"pty,omitempty"`
 }
 
 // Tasks returns how many tasks step node i of a step spec with its

@@ -12,7 +12,7 @@ import (
 // and steps, joins, certificates and keys, and a node's own log reads. Routes serves the rest itself. Every field must be set.
 type Handlers struct {
 	Submit, Job, Cancel, Hold, Release, Requeue, SetPriority http.HandlerFunc
-	Logs, StartStep, CancelStep, Signal                      http.HandlerFunc
+	Logs, StartStep, CancelStep, Signal, Pty                 http.HandlerFunc
 	Priority, Policy, SetPolicy                              http.HandlerFunc
 	CreateJoinToken, CreateUserToken, RevokeUserToken        http.HandlerFunc
 	Keyring, ChangeKeyring, Join, Revoke                     http.HandlerFunc
@@ -37,6 +37,7 @@ func (s *Server) Routes(h Handlers) http.Handler {
 	mux.HandleFunc("POST /v1/jobs/{id}/steps", h.StartStep)
 	mux.HandleFunc("POST /v1/jobs/{id}/steps/{step}/cancel", h.CancelStep)
 	mux.HandleFunc("POST /v1/jobs/{id}/signal", h.Signal)
+	mux.HandleFunc("GET /v1/jobs/{id}/pty", h.Pty)
 	mux.HandleFunc("GET /v1/nodes", s.HandleNodes)
 	mux.HandleFunc("POST /v1/nodes/{name}/drain", s.HandleDrain)
 	mux.HandleFunc("POST /v1/nodes/{name}/resume", s.HandleResume)

@@ -31,7 +31,7 @@ func (a *Agent) routes() http.Handler {
 	return a.http.Routes(httpapi.Handlers{
 		Submit: a.handleSubmit, Job: a.handleJob, Cancel: a.handleCancel, Hold: a.handleHold,
 		Release: a.handleRelease, Requeue: a.handleRequeue, SetPriority: a.handleSetPriority,
-		Logs: a.handleLogs, StartStep: a.handleStartStep, CancelStep: a.handleCancelStep, Signal: a.handleSignal,
+		Logs: a.handleLogs, StartStep: a.handleStartStep, CancelStep: a.handleCancelStep, Signal: a.handleSignal, Pty: a.handlePty,
 		Priority: a.handlePriority, Policy: a.handlePolicy, SetPolicy: a.handleSetPolicy,
 		CreateJoinToken: a.handleCreateJoinToken, CreateUserToken: a.handleCreateUserToken,
 		RevokeUserToken: a.handleRevokeUserToken, Keyring: a.handleKeyring, ChangeKeyring: a.handleChangeKeyring,
@@ -197,6 +197,7 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 		QoS:        req.QoS,
 		Nice:       req.Nice,
 		Batch:      req.Batch,
+		Pty:        req.Pty,
 		Signal:     req.Signal,
 
 		Dependency: req.Dependency,

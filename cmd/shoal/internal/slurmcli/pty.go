@@ -1,0 +1,253 @@
+package slurmcli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
+	"github.com/shoal-sched/shoal/exec/task"
+	"github.com/shoal-sched/shoal/slurm"
+)
+
+// srunAttachWait bounds how long srun --pty waits for a started step's
+// terminal to appear (the step's ranks starting on their node).
+const srunAttachWait = time.Minute
+
+// srunPty is srun --pty: rank 0 of the step (inside an allocation, job
+// set) or of a job of its own runs on a terminal that srun attaches this
+// one to, raw, until the rank's terminal ends; srun then returns the
+// step's or job's exit code. As in Slurm, --pty means one task unless -n
+// says otherwise, and the other ranks run without input.
+func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command []string, job, inc uint64, stdout, stderr io.Writer) (int, error) {
+	c, err := connect()
+	if err != nil {
+		return 1, err
+	}
+	oneTask := !opts.Set["ntasks"] && !opts.Set["ntasks-per-node"]
+	if job == 0 {
+		req, warnings, err := request.FromOptions(opts)
+		if err != nil {
+			return 1, err
+		}
+		request.PrintWarnings("srun", warnings)
+		req.Command, req.Pty = command, true
+		if req.Name == "" {
+			req.Name = filepath.Base(command[0])
+		}
+		if oneTask {
+			req.TasksPerNode = 1
+		}
+		res, err := c.Submit(ctx, req, request.SubmitRetry)
+		if err != nil {
+			return 1, err
+		}
+		request.PrintWarnings("srun", res.Warnings)
+		conn, err := attachPty(ctx, c, res.ID, task.NoStep, stderr, time.Time{})
+		if err == nil {
+			err = terminal(ctx, conn, stdout)
+		}
+		if err != nil {
+			cancelOwnJob(c, res.ID, stderr)
+			return 1, err
+		}
+		return waitOwnJob(ctx, c, res.ID, stderr)
+	}
+	spec, err := stepSpec(opts, command)
+	if err != nil {
+		return 1, err
+	}
+	spec.Pty = true
+	if oneTask {
+		spec.NTasks, spec.TasksPerNode = 1, 0
+		if !opts.Set["nodes"] && len(spec.NodeList) == 0 {
+			spec.Nodes = 1
+		}
+	}
+	step, err := c.StartStep(ctx, job, api.StepRequest{Incarnation: inc, Spec: spec})
+	if err != nil {
+		return 1, fmt.Errorf("start step in job %d: %w", job, err)
+	}
+	conn, err := attachPty(ctx, c, job, step, stderr, time.Now().Add(srunAttachWait))
+	if err == nil {
+		err = terminal(ctx, conn, stdout)
+	}
+	if err != nil {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = c.CancelStep(cctx, job, step)
+		cancel()
+		return 1, err
+	}
+	// The terminal ended: the step's exit code, and the other ranks'
+	// output, as srun without --pty gives them.
+	return followStep(ctx, c, job, step, opts.Label, stdout, stderr)
+}
+
+// attachPty connects to the terminal of job's rank 0 (of step, or of the
+// job's own task for task.NoStep) once it is there: while the agent
+// answers 503 (pending, starting) it asks again, until deadline (none
+// when zero: a job of its own waits in the queue as long as it pends).
+func attachPty(ctx context.Context, c *api.Client, job uint64, step int, stderr io.Writer, deadline time.Time) (io.ReadWriteCloser, error) {
+	pending := newPendingLine(stderr, job)
+	for {
+		actx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		conn, err := c.AttachPty(actx, job, step)
+		cancel()
+		if err == nil {
+			if pending.active {
+				fmt.Fprintln(stderr)
+			}
+			return conn, nil
+		}
+		var se *api.StatusError
+		if !errors.As(err, &se) || se.Code != http.StatusServiceUnavailable {
+			return nil, fmt.Errorf("attach to the terminal of job %d: %w", job, err)
+		}
+		if step == task.NoStep {
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			j, jerr := c.Job(rctx, job)
+			cancel()
+			if jerr == nil {
+				pending.show(j)
+				if cluster.JobState(j.State).Terminal() {
+					return nil, fmt.Errorf("job %d ended %s (%s) before its terminal could be attached", job, j.State, orNone(j.Reason))
+				}
+			}
+		}
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			return nil, fmt.Errorf("attach to the terminal of job %d: %w", job, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(srunPoll):
+		}
+	}
+}
+
+// terminal runs the session: this terminal (when stdin is one) in raw
+// mode, its keys and window size sent to the remote terminal as frames,
+// the remote output written to stdout, until the remote end closes or ctx
+// ends. The local terminal is restored before it returns.
+func terminal(ctx context.Context, conn io.ReadWriteCloser, stdout io.Writer) error {
+	defer conn.Close()
+	fd := int(os.Stdin.Fd())
+	var wmu sync.Mutex // frames from the keyboard and from SIGWINCH
+	send := func(b []byte) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		_, err := conn.Write(b)
+		return err
+	}
+	isTerm := term.IsTerminal(fd)
+	if isTerm {
+		old, err := term.MakeRaw(fd)
+		if err != nil {
+			return fmt.Errorf("terminal: raw mode: %w", err)
+		}
+		defer term.Restore(fd, old)
+		if w, h, err := term.GetSize(fd); err == nil {
+			_ = send(task.AppendPtyResize(nil, uint16(h), uint16(w)))
+		}
+	}
+	// Stdin is read through a non-blocking descriptor so that its reader
+	// can be stopped at the end (a deadline), and made blocking again.
+	stdin := os.Stdin
+	if err := syscall.SetNonblock(fd, true); err == nil {
+		stdin = os.NewFile(uintptr(fd), "stdin")
+		defer syscall.SetNonblock(fd, false)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(stop)
+	defer stdin.SetReadDeadline(time.Now()) // ends the keyboard's reader
+	wg.Go(func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := stdin.Read(buf)
+			if n > 0 && send(task.AppendPtyData(nil, buf[:n])) != nil {
+				return
+			}
+			if err != nil {
+				return // EOF (input from a file) or the deadline
+			}
+		}
+	})
+	if isTerm {
+		winch := make(chan os.Signal, 1)
+		signal.Notify(winch, syscall.SIGWINCH)
+		defer signal.Stop(winch)
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-winch:
+					if w, h, err := term.GetSize(fd); err == nil {
+						_ = send(task.AppendPtyResize(nil, uint16(h), uint16(w)))
+					}
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		select {
+		case <-stop:
+		case <-ctx.Done():
+			conn.Close() // srun signalled: end the session
+		}
+	})
+	_, err := io.Copy(stdout, conn)
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted: %w", ctx.Err())
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("terminal: %w", err)
+	}
+	return nil
+}
+
+// cancelOwnJob cancels srun's own job after its session failed.
+func cancelOwnJob(c *api.Client, job uint64, stderr io.Writer) {
+	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Cancel(cctx, job); err == nil {
+		fmt.Fprintf(stderr, "srun: job %d cancelled\n", job)
+	}
+}
+
+// waitOwnJob waits for srun's own job to end once its terminal closed
+// and returns its exit code.
+func waitOwnJob(ctx context.Context, c *api.Client, job uint64, stderr io.Writer) (int, error) {
+	deadline := time.Now().Add(srunCancelWait)
+	for {
+		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		j, err := c.Job(rctx, job)
+		cancel()
+		if err == nil && cluster.JobState(j.State).Terminal() {
+			if j.State != "COMPLETED" && j.ExitCode == 0 {
+				fmt.Fprintf(stderr, "srun: job %d ended %s (%s)\n", job, j.State, j.Reason)
+				return 1, nil
+			}
+			return j.ExitCode, nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			cancelOwnJob(c, job, stderr)
+			return 1, fmt.Errorf("job %d still running after its terminal closed", job)
+		}
+		time.Sleep(srunPoll)
+	}
+}
