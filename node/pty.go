@@ -31,7 +31,7 @@ func ptyTarget(j *cluster.Job, step int) (string, task.Key, error) {
 		if !j.Spec.Pty {
 			return "", key, invalid(fmt.Errorf("job %d runs without a terminal (not srun --pty)", j.ID))
 		}
-		if len(j.Alloc.Nodes) == 0 {
+		if j.Alloc == nil || len(j.Alloc.Nodes) == 0 {
 			return "", key, unavailable(fmt.Errorf("job %d has no nodes yet", j.ID))
 		}
 		return j.Alloc.Nodes[0].Node, key, nil
@@ -91,9 +91,16 @@ func (a *Agent) handlePty(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, err)
 		return
 	}
+	// A peer relays a client whose agent has seen the job or step: this
+	// replica may not have applied it yet, and the client asks again.
+	forwarded := r.Header.Get(api.HeaderForwardedBy) != ""
 	j, ok := v.Job(id)
 	if !ok {
-		httpapi.WriteError(w, notFound(fmt.Errorf("job %d: no such job", id)))
+		err := notFound(fmt.Errorf("job %d: no such job", id))
+		if forwarded {
+			err = unavailable(err)
+		}
+		httpapi.WriteError(w, err)
 		return
 	}
 	if who.UID != 0 && who.UID != j.Spec.UID {
@@ -102,6 +109,9 @@ func (a *Agent) handlePty(w http.ResponseWriter, r *http.Request) {
 	}
 	node, key, err := ptyTarget(j, step)
 	if err != nil {
+		if forwarded && errors.Is(err, cluster.ErrNotFound) {
+			err = unavailable(err)
+		}
 		httpapi.WriteError(w, err)
 		return
 	}
@@ -113,7 +123,7 @@ func (a *Agent) handlePty(w http.ResponseWriter, r *http.Request) {
 			// already gone: the client asks again while the job runs.
 			err = unavailable(err)
 		}
-	} else if r.Header.Get(api.HeaderForwardedBy) != "" {
+	} else if forwarded {
 		err = unavailable(fmt.Errorf("job %d's terminal is on %s, not on this node %s, which was asked by a peer; retry", id, node, a.cfg.Name))
 	} else {
 		upstream, err = a.peerPty(r.Context(), v.Node, node, who, id, step)

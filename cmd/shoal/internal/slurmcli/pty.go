@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -203,16 +204,28 @@ func terminal(ctx context.Context, conn io.ReadWriteCloser, stdout io.Writer) er
 			}
 		})
 	}
+	// This terminal closing (SIGHUP) ends the session as srun's own
+	// interruption does; the caller then cancels the remote side.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	var hungUp atomic.Bool
 	wg.Go(func() {
 		select {
 		case <-stop:
 		case <-ctx.Done():
 			conn.Close() // srun signalled: end the session
+		case <-hup:
+			hungUp.Store(true)
+			conn.Close()
 		}
 	})
 	_, err := io.Copy(stdout, conn)
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted: %w", ctx.Err())
+	}
+	if hungUp.Load() {
+		return errors.New("the terminal hung up")
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("terminal: %w", err)
