@@ -1,7 +1,11 @@
 package test
 
 import (
+	"context"
+	"crypto/x509"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -10,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/localcluster"
+	"github.com/shoal-sched/shoal/pki"
 )
 
 // TestSrunPty: `srun --pty bash` in a terminal (a detached tmux session of
@@ -18,7 +24,8 @@ import (
 // environment, a tty, the window's size and its changes, Ctrl-C
 // interrupting the foreground command and not bash, and bash's exit code
 // as srun's — for a job of srun's own on the other node (the agents relay
-// the terminal), and for a step inside salloc, ended with Ctrl-D.
+// the terminal), for a step inside salloc, ended with Ctrl-D, and over
+// TLS with a user token; another user may not attach.
 func TestSrunPty(t *testing.T) {
 	if _, err := osexec.LookPath("tmux"); err != nil {
 		t.Fatalf("tmux is needed (installed by .ci/run): %v", err)
@@ -28,9 +35,31 @@ func TestSrunPty(t *testing.T) {
 	shims := t.TempDir()
 	mustShoal(t, a, "install-shims", shims)
 	other := c.Agents[0].Name
+	local := []string{"SHOAL_DATA_DIR=" + a.DataDir, "PATH=" + shims + ":/usr/bin:/bin"}
+
+	// A user token for nobody, and a client of n2's HTTPS API with it.
+	var tok api.UserTokenResponse
+	eventually(t, 20*time.Second, "a user token", func() error {
+		r := shoal(t, a, "token", "create", "--user", "nobody", "--ttl", "1h", "--json")
+		if r.code != 0 {
+			return fmt.Errorf("%s", r.stderr)
+		}
+		return jsonUnmarshal(r.stdout, &tok)
+	})
+	caPEM, err := os.ReadFile(c.CAPaths().CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	nobody, err := api.NewTLSClient("https://"+a.HTTPAddr(), pki.UserClientConfig(roots))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody = nobody.WithToken(tok.Token)
 
 	t.Run("own job on the other node", func(t *testing.T) {
-		s := newTmux(t, shims, a.DataDir, fmt.Sprintf("srun --pty -w %s bash --norc --noprofile", other))
+		s := newTmux(t, local, fmt.Sprintf("srun --pty -w %s bash --norc --noprofile", other))
 		s.typeLine(`echo "id=$SLURM_JOB_ID on=$SLURMD_NODENAME"`)
 		m := s.waitMatch(`id=(\d+) on=(\S+)`)
 		if m[2] != other {
@@ -50,16 +79,29 @@ func TestSrunPty(t *testing.T) {
 		s.waitMatch(`trapped$`)
 		s.typeLine(`echo "after=$((40+2))"`)
 		s.waitMatch(`after=42`)
+		// Root's terminal is not nobody's.
+		var id uint64
+		fmt.Sscan(m[1], &id)
+		eventually(t, 20*time.Second, "nobody refused root's terminal", func() error {
+			conn, err := nobody.AttachPty(context.Background(), id, -1)
+			var se *api.StatusError
+			if err == nil {
+				conn.Close()
+				return errors.New("nobody attached to root's terminal")
+			}
+			if !errors.As(err, &se) || se.Code != http.StatusForbidden {
+				return fmt.Errorf("attach as nobody: %v, want 403", err)
+			}
+			return nil
+		})
 		s.typeLine("exit 3")
-		code := s.waitExit()
-		t.Logf("screen:\n%s", s.capture())
-		if code != "3" {
+		if code := s.waitExit(); code != "3" {
 			t.Errorf("srun exit %s, want bash's 3\n%s", code, s.capture())
 		}
 	})
 
 	t.Run("step in salloc, Ctrl-D", func(t *testing.T) {
-		s := newTmux(t, shims, a.DataDir, "salloc -N2 srun --pty bash --norc --noprofile")
+		s := newTmux(t, local, "salloc -N2 srun --pty bash --norc --noprofile")
 		s.typeLine(`echo "step=$SLURM_JOB_ID.$SLURM_STEP_ID tasks=$SLURM_NTASKS"`)
 		s.waitMatch(`step=\d+\.\d+ tasks=1`)
 		s.typeLine(`echo "size=$(stty size)"`)
@@ -67,6 +109,17 @@ func TestSrunPty(t *testing.T) {
 		s.tmux("send-keys", "-t", s.name, "C-d")
 		if code := s.waitExit(); code != "0" {
 			t.Errorf("salloc exit %s after Ctrl-D, want 0\n%s", code, s.capture())
+		}
+	})
+
+	t.Run("over TLS with a user token", func(t *testing.T) {
+		env := []string{"SHOAL_CA_CERT=" + c.CAPaths().CA, "SHOAL_TOKEN=" + tok.Token, "SHOAL_DATA_DIR=/nonexistent", "PATH=/usr/bin:/bin"}
+		s := newTmux(t, env, fmt.Sprintf("%s --addr https://%s run --pty -w %s --chdir /tmp bash --norc --noprofile", shoalBin, a.HTTPAddr(), other))
+		s.typeLine(`echo "uid=$(id -u)"`)
+		s.waitMatch(`uid=65534`)
+		s.typeLine("exit 5")
+		if code := s.waitExit(); code != "5" {
+			t.Errorf("shoal run --pty exit %s, want 5\n%s", code, s.capture())
 		}
 	})
 }
@@ -79,15 +132,20 @@ type tmuxSession struct {
 	exitFile   string
 }
 
-// newTmux starts command (a shell line, with the shims first in PATH and
-// the agent's socket) in a new session; its exit code goes to a file.
-func newTmux(t *testing.T, shims, dataDir, command string) *tmuxSession {
+// newTmux starts command (a shell line, with env) in a new session; its
+// exit code goes to a file.
+func newTmux(t *testing.T, env []string, command string) *tmuxSession {
 	t.Helper()
 	dir := t.TempDir()
 	s := &tmuxSession{t: t, sock: filepath.Join(dir, "tmux.sock"), name: "pty", exitFile: filepath.Join(dir, "exit")}
 	script := filepath.Join(dir, "run.sh")
-	body := fmt.Sprintf("#!/bin/sh\nexport SHOAL_DATA_DIR=%q PATH=%q TERM=xterm PS1='$ '\n%s\necho $? > %q.tmp && mv %q.tmp %q\n",
-		dataDir, shims+":/usr/bin:/bin", command, s.exitFile, s.exitFile, s.exitFile)
+	var exports strings.Builder
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&exports, "export %s=%q\n", k, v)
+	}
+	body := fmt.Sprintf("#!/bin/sh\n%sexport TERM=xterm PS1='$ '\n%s\necho $? > %q.tmp && mv %q.tmp %q\n",
+		exports.String(), command, s.exitFile, s.exitFile, s.exitFile)
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
