@@ -30,14 +30,15 @@ const srunAttachWait = time.Minute
 // srunPty is srun --pty: rank 0 of the step (inside an allocation, job
 // set) or of a job of its own runs on a terminal that srun attaches this
 // one to, raw, until the rank's terminal ends; srun then returns the
-// step's or job's exit code. As in Slurm, --pty means one task unless -n
-// says otherwise, and the other ranks run without input.
+// step's or job's exit code. A job of its own has srun's usual one task;
+// a step is one task on one node unless its options ask for more
+// (ptyStepSpec). Only rank 0 has the terminal; the other ranks run
+// without input.
 func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command []string, job, inc uint64, stdout, stderr io.Writer) (int, error) {
 	c, err := connect()
 	if err != nil {
 		return 1, err
 	}
-	oneTask := !opts.Set["ntasks"] && !opts.Set["ntasks-per-node"]
 	if job == 0 {
 		req, warnings, err := request.FromOptions(opts)
 		if err != nil {
@@ -47,9 +48,6 @@ func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command [
 		req.Command, req.Pty = command, true
 		if req.Name == "" {
 			req.Name = filepath.Base(command[0])
-		}
-		if oneTask {
-			req.TasksPerNode = 1
 		}
 		res, err := c.Submit(ctx, req, request.SubmitRetry)
 		if err != nil {
@@ -64,18 +62,11 @@ func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command [
 			cancelOwnJob(c, res.ID, stderr)
 			return 1, err
 		}
-		return waitOwnJob(ctx, c, res.ID, stderr)
+		return waitOwnJob(ctx, c, res.ID, newStreamer(opts.Label, stdout, stderr), stderr)
 	}
-	spec, err := stepSpec(opts, command)
+	spec, err := ptyStepSpec(opts, command)
 	if err != nil {
 		return 1, err
-	}
-	spec.Pty = true
-	if oneTask {
-		spec.NTasks, spec.TasksPerNode = 1, 0
-		if !opts.Set["nodes"] && len(spec.NodeList) == 0 {
-			spec.Nodes = 1
-		}
 	}
 	step, err := c.StartStep(ctx, job, api.StepRequest{Incarnation: inc, Spec: spec})
 	if err != nil {
@@ -94,6 +85,22 @@ func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command [
 	// The terminal ended: the step's exit code, and the other ranks'
 	// output, as srun without --pty gives them.
 	return followStep(ctx, c, job, step, opts.Label, stdout, stderr)
+}
+
+// ptyStepSpec is the step srun --pty's options ask for: one task, on
+// one node, unless -n, --ntasks-per-node, -N or -w ask for more (then as
+// srun without --pty: only task 0 has the terminal). An interactive shell
+// in a many-node allocation is what `srun --pty bash` is for.
+func ptyStepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error) {
+	spec, err := stepSpec(opts, command)
+	if err != nil {
+		return spec, err
+	}
+	spec.Pty = true
+	if !opts.Set["ntasks"] && !opts.Set["ntasks-per-node"] && !opts.Set["nodes"] && len(spec.NodeList) == 0 {
+		spec.NTasks, spec.TasksPerNode, spec.Nodes = 1, 0, 1
+	}
+	return spec, nil
 }
 
 // attachPty connects to the terminal of job's rank 0 (of step, or of the
@@ -242,15 +249,20 @@ func cancelOwnJob(c *api.Client, job uint64, stderr io.Writer) {
 	}
 }
 
-// waitOwnJob waits for srun's own job to end once its terminal closed
-// and returns its exit code.
-func waitOwnJob(ctx context.Context, c *api.Client, job uint64, stderr io.Writer) (int, error) {
+// waitOwnJob waits for srun's own job to end once its terminal closed,
+// writes the other ranks' output to out, and returns the job's exit code.
+func waitOwnJob(ctx context.Context, c *api.Client, job uint64, out *streamer, stderr io.Writer) (int, error) {
 	deadline := time.Now().Add(srunCancelWait)
 	for {
 		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		j, err := c.Job(rctx, job)
+		// Read after the state: what a job that has ended wrote is all there.
+		if chunks, lerr := c.StepLogs(rctx, job, task.NoStep, out.offsets); lerr == nil {
+			out.write(chunks)
+		}
 		cancel()
 		if err == nil && cluster.JobState(j.State).Terminal() {
+			out.flush()
 			if j.State != "COMPLETED" && j.ExitCode == 0 {
 				fmt.Fprintf(stderr, "srun: job %d ended %s (%s)\n", job, j.State, j.Reason)
 				return 1, nil
