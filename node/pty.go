@@ -153,6 +153,11 @@ func (a *Agent) handlePty(w http.ResponseWriter, r *http.Request) {
 	if err := brw.Flush(); err != nil {
 		return
 	}
+	remove, ok := a.ptys.add(closers{conn, upstream})
+	if !ok {
+		return // the agent is stopping
+	}
+	defer remove()
 	a.log.Info("terminal attached", "job", uint64(id), "step", step, "node", node, "by", who.User)
 	relay(hijacked{r: brw.Reader, Conn: conn}, upstream)
 	a.log.Info("terminal detached", "job", uint64(id), "step", step)
@@ -209,4 +214,48 @@ func relay(x, y io.ReadWriteCloser) {
 	_, _ = io.Copy(y, x)
 	closeBoth()
 	wg.Wait()
+}
+
+// relays are the terminal relays in progress. http.Server.Shutdown does
+// not track connections taken over from it: the agent's shutdown ends
+// them through closeAll (registered with RegisterOnShutdown), and their
+// handlers then return.
+type relays struct {
+	mu      sync.Mutex
+	stopped bool
+	open    map[*closers]struct{}
+}
+
+// closers closes a relay's two ends.
+type closers [2]io.Closer
+
+// add records a relay's ends; remove forgets them. ok is false once the
+// agent is stopping (the caller then ends the relay itself).
+func (r *relays) add(c closers) (remove func(), ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return nil, false
+	}
+	if r.open == nil {
+		r.open = map[*closers]struct{}{}
+	}
+	p := &c
+	r.open[p] = struct{}{}
+	return func() {
+		r.mu.Lock()
+		delete(r.open, p)
+		r.mu.Unlock()
+	}, true
+}
+
+// closeAll ends every relay, and any added later.
+func (r *relays) closeAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopped = true
+	for c := range r.open {
+		c[0].Close()
+		c[1].Close()
+	}
 }
