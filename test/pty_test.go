@@ -112,6 +112,14 @@ func TestSrunPty(t *testing.T) {
 		}
 	})
 
+	t.Run("a quick command", func(t *testing.T) {
+		s := newTmux(t, local, "srun --pty sh -c 'echo quick-$((6*7)); exit 7'")
+		if code := s.waitExit(); code != "7" {
+			t.Errorf("srun exit %s, want 7\n%s", code, s.capture())
+		}
+		s.waitMatch(`^quick-42`)
+	})
+
 	t.Run("over TLS with a user token", func(t *testing.T) {
 		env := []string{"SHOAL_CA_CERT=" + c.CAPaths().CA, "SHOAL_TOKEN=" + tok.Token, "SHOAL_DATA_DIR=/nonexistent", "PATH=/usr/bin:/bin"}
 		s := newTmux(t, env, fmt.Sprintf("%s --addr https://%s run --pty -w %s --chdir /tmp bash --norc --noprofile", shoalBin, a.HTTPAddr(), other))

@@ -7,11 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
 	"github.com/shoal-sched/shoal/exec/task"
 )
@@ -19,8 +20,13 @@ import (
 // Bounds of a --pty task's terminal.
 const (
 	// ptyDrainWait bounds how long the end of the task waits for the
-	// terminal's last output to be read and sent on.
-	ptyDrainWait = 2 * time.Second
+	// terminal's last output to be read and sent on: srun attaches a
+	// moment after the rank starts, and a quick command's output waits
+	// for it.
+	ptyDrainWait = 5 * time.Second
+	// ptyQuiet is how long the terminal must stay silent, once the rank
+	// is gone, for its output to be taken as ended.
+	ptyQuiet = 200 * time.Millisecond
 	// ptyWriteWait bounds one write of output to a connection: a client
 	// that stops reading loses the connection, not the task.
 	ptyWriteWait = 30 * time.Second
@@ -34,6 +40,12 @@ const (
 type ptyServer struct {
 	log    *slog.Logger
 	master *os.File
+	// slave is the supervisor's own copy of the terminal: while it is
+	// open the master never reads EIO, which Linux may return before the
+	// last output a rank wrote just before its exit; the end of the
+	// output is the rank's end and then ptyQuiet of silence.
+	slave    *os.File
+	draining chan struct{} // closed by close: reads are bounded by ptyQuiet
 	ln     net.Listener
 	out    chan []byte   // the master's output; closed at its end
 	read   chan struct{} // closed once the reader stops
@@ -49,7 +61,7 @@ type ptyServer struct {
 // directory). The caller starts the rank on the returned slave, closes its
 // own copy once the rank runs, and calls serve, then close at the end.
 func openPty(log *slog.Logger, uid, gid int) (*ptyServer, *os.File, error) {
-	master, slave, err := pty.Open()
+	master, slave, err := newPty()
 	if err != nil {
 		return nil, nil, fmt.Errorf("terminal: %w", err)
 	}
@@ -69,7 +81,7 @@ func openPty(log *slog.Logger, uid, gid int) (*ptyServer, *os.File, error) {
 		}
 	}
 	// A size until the client sends its own.
-	if err := pty.Setsize(master, &pty.Winsize{Rows: 24, Cols: 80}); err != nil {
+	if err := setSize(master, 24, 80); err != nil {
 		return fail(fmt.Errorf("terminal size: %w", err))
 	}
 	_ = os.Remove(task.PtySock)
@@ -81,8 +93,56 @@ func openPty(log *slog.Logger, uid, gid int) (*ptyServer, *os.File, error) {
 		ln.Close()
 		return fail(fmt.Errorf("terminal socket: %w", err))
 	}
-	return &ptyServer{log: log, master: master, ln: ln, out: make(chan []byte),
+	held, err := os.OpenFile(slave.Name(), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		ln.Close()
+		return fail(fmt.Errorf("terminal %s: %w", slave.Name(), err))
+	}
+	return &ptyServer{log: log, master: master, slave: held, draining: make(chan struct{}), ln: ln, out: make(chan []byte),
 		read: make(chan struct{}), served: make(chan struct{}), stop: make(chan struct{})}, slave, nil
+}
+
+// newPty opens a new pseudo-terminal: its master non-blocking, so that
+// its reads take deadlines and end when it is closed (an *os.File whose
+// Fd was asked for blocks instead), and its slave. Neither becomes the
+// supervisor's controlling terminal.
+func newPty() (master, slave *os.File, err error) {
+	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open /dev/ptmx: %w", err)
+	}
+	n, err := unix.IoctlGetUint32(fd, unix.TIOCGPTN)
+	if err == nil {
+		err = unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0) // unlock the slave
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, nil, fmt.Errorf("/dev/ptmx: %w", err)
+	}
+	master = os.NewFile(uintptr(fd), "/dev/ptmx") // non-blocking: pollable
+	name := "/dev/pts/" + strconv.FormatUint(uint64(n), 10)
+	slave, err = os.OpenFile(name, os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		master.Close()
+		return nil, nil, err
+	}
+	return master, slave, nil
+}
+
+// setSize sets the window size of the terminal of master (TIOCSWINSZ),
+// without turning its descriptor blocking.
+func setSize(master *os.File, rows, cols uint16) error {
+	rc, err := master.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ioErr error
+	if err := rc.Control(func(fd uintptr) {
+		ioErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols})
+	}); err != nil {
+		return err
+	}
+	return ioErr
 }
 
 // ptyAttr is the rank's process attributes on its terminal: a session
@@ -103,6 +163,11 @@ func (p *ptyServer) serve() {
 		defer close(p.read)
 		defer close(p.out)
 		for {
+			select {
+			case <-p.draining:
+				_ = p.master.SetReadDeadline(time.Now().Add(ptyQuiet))
+			default:
+			}
 			buf := make([]byte, 32<<10)
 			n, err := p.master.Read(buf)
 			if n > 0 {
@@ -113,7 +178,7 @@ func (p *ptyServer) serve() {
 				}
 			}
 			if err != nil {
-				// EIO once nothing holds the terminal open any more.
+				// Silent for ptyQuiet after the rank's end, or closed.
 				return
 			}
 		}
@@ -198,7 +263,7 @@ func (p *ptyServer) input(c net.Conn) {
 				return
 			}
 		case task.PtyResize:
-			if err := pty.Setsize(p.master, &pty.Winsize{Rows: f.Rows, Cols: f.Cols}); err != nil {
+			if err := setSize(p.master, f.Rows, f.Cols); err != nil {
 				p.log.Warn("terminal size", "rows", f.Rows, "cols", f.Cols, "err", err)
 			}
 		}
@@ -211,13 +276,16 @@ func (p *ptyServer) input(c net.Conn) {
 func (p *ptyServer) close() {
 	timer := time.NewTimer(ptyDrainWait)
 	defer timer.Stop()
+	close(p.draining)
+	_ = p.master.SetReadDeadline(time.Now().Add(ptyQuiet)) // wakes a read under way
 	select {
 	case <-p.read:
 	case <-timer.C:
 	}
 	close(p.stop)
-	p.master.Close() // ends the reader if something still holds the terminal
+	p.master.Close() // ends the reader if something still writes
 	<-p.read
+	p.slave.Close()
 	p.ln.Close()
 	select {
 	case <-p.served:

@@ -58,7 +58,7 @@ func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command [
 		if err == nil {
 			err = terminal(ctx, conn, stdout)
 		}
-		if err != nil {
+		if err != nil && !errors.Is(err, errTerminalGone) {
 			cancelOwnJob(c, res.ID, stderr)
 			return 1, err
 		}
@@ -76,7 +76,7 @@ func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command [
 	if err == nil {
 		err = terminal(ctx, conn, stdout)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, errTerminalGone) {
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = c.CancelStep(cctx, job, step)
 		cancel()
@@ -103,6 +103,10 @@ func ptyStepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error)
 	return spec, nil
 }
 
+// errTerminalGone: the command ended before srun could attach to its
+// terminal (a quick one); its exit code is still srun's.
+var errTerminalGone = errors.New("the command ended before its terminal was attached")
+
 // attachPty connects to the terminal of job's rank 0 (of step, or of the
 // job's own task for task.NoStep) once it is there: while the agent
 // answers 503 (pending, starting) it asks again, until deadline (none
@@ -120,6 +124,9 @@ func attachPty(ctx context.Context, c *api.Client, job uint64, step int, stderr 
 			return conn, nil
 		}
 		var se *api.StatusError
+		if errors.As(err, &se) && se.Code == http.StatusConflict && step != task.NoStep {
+			return nil, errTerminalGone // the step ended
+		}
 		if !errors.As(err, &se) || se.Code != http.StatusServiceUnavailable {
 			return nil, fmt.Errorf("attach to the terminal of job %d: %w", job, err)
 		}
@@ -130,7 +137,7 @@ func attachPty(ctx context.Context, c *api.Client, job uint64, step int, stderr 
 			if jerr == nil {
 				pending.show(j)
 				if cluster.JobState(j.State).Terminal() {
-					return nil, fmt.Errorf("job %d ended %s (%s) before its terminal could be attached", job, j.State, orNone(j.Reason))
+					return nil, errTerminalGone
 				}
 			}
 		}
