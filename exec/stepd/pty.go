@@ -46,11 +46,11 @@ type ptyServer struct {
 	// output is the rank's end and then ptyQuiet of silence.
 	slave    *os.File
 	draining chan struct{} // closed by close: reads are bounded by ptyQuiet
-	ln     net.Listener
-	out    chan []byte   // the master's output; closed at its end
-	read   chan struct{} // closed once the reader stops
-	served chan struct{} // closed once the acceptor stops
-	stop   chan struct{} // closed by close: the reader drops what it holds
+	ln       net.Listener
+	out      chan []byte   // the master's output; closed at its end
+	read     chan struct{} // closed once the reader stops
+	served   chan struct{} // closed once the acceptor stops
+	stop     chan struct{} // closed by close: the reader drops what it holds
 
 	mu   sync.Mutex
 	conn net.Conn // the connection served now, if any
