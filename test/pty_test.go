@@ -120,6 +120,18 @@ func TestSrunPty(t *testing.T) {
 		s.waitMatch(`^quick-42`)
 	})
 
+	t.Run("input from a pipe", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := osexec.CommandContext(ctx, filepath.Join(shims, "srun"), "--pty", "sh", "-c", `cat; echo "done-$((1+1))"; exit 6`)
+		cmd.Env = append(os.Environ(), local...)
+		cmd.Stdin = strings.NewReader("piped-line\n")
+		r := runCmd(t, cmd)
+		if r.code != 6 || !strings.Contains(r.stdout, "piped-line") || !strings.Contains(r.stdout, "done-2") {
+			t.Errorf("srun --pty < pipe: exit %d, stdout %q, stderr %q; want 6 with the input echoed and done-2", r.code, r.stdout, r.stderr)
+		}
+	})
+
 	t.Run("over TLS with a user token", func(t *testing.T) {
 		env := []string{"SHOAL_CA_CERT=" + c.CAPaths().CA, "SHOAL_TOKEN=" + tok.Token, "SHOAL_DATA_DIR=/nonexistent", "PATH=/usr/bin:/bin"}
 		s := newTmux(t, env, fmt.Sprintf("%s --addr https://%s run --pty -w %s --chdir /tmp bash --norc --noprofile", shoalBin, a.HTTPAddr(), other))

@@ -196,8 +196,13 @@ func terminal(ctx context.Context, conn io.ReadWriteCloser, stdout io.Writer) er
 			if n > 0 && send(task.AppendPtyData(nil, buf[:n])) != nil {
 				return
 			}
+			if errors.Is(err, io.EOF) && !isTerm {
+				// Input from a file or a pipe ended: the remote terminal
+				// reads its end as a typed ^D would give it.
+				_ = send(task.AppendPtyData(nil, []byte{4}))
+			}
 			if err != nil {
-				return // EOF (input from a file) or the deadline
+				return // EOF or the deadline
 			}
 		}
 	})
