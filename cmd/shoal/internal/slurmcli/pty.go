@@ -54,11 +54,7 @@ func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command [
 			return 1, err
 		}
 		request.PrintWarnings("srun", res.Warnings)
-		conn, err := attachPty(ctx, c, res.ID, task.NoStep, stderr, time.Time{})
-		if err == nil {
-			err = terminal(ctx, conn, stdout)
-		}
-		if err != nil && !errors.Is(err, errTerminalGone) {
+		if err := session(ctx, c, res.ID, task.NoStep, stdout, stderr); err != nil {
 			cancelOwnJob(c, res.ID, stderr)
 			return 1, err
 		}
@@ -72,11 +68,7 @@ func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command [
 	if err != nil {
 		return 1, fmt.Errorf("start step in job %d: %w", job, err)
 	}
-	conn, err := attachPty(ctx, c, job, step, stderr, time.Now().Add(srunAttachWait))
-	if err == nil {
-		err = terminal(ctx, conn, stdout)
-	}
-	if err != nil && !errors.Is(err, errTerminalGone) {
+	if err := session(ctx, c, job, step, stdout, stderr); err != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = c.CancelStep(cctx, job, step)
 		cancel()
@@ -103,6 +95,36 @@ func ptyStepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error)
 	return spec, nil
 }
 
+// session attaches this terminal to the remote one until the command
+// ends. A connection that ends while the command still runs (an agent on
+// the way restarting: the supervisor holds the terminal) is made again.
+func session(ctx context.Context, c *api.Client, job uint64, step int, stdout, stderr io.Writer) error {
+	var deadline time.Time // a job of its own waits in the queue as long as it pends
+	if step != task.NoStep {
+		deadline = time.Now().Add(srunAttachWait)
+	}
+	for again := false; ; again = true {
+		if again {
+			deadline = time.Now().Add(srunAttachWait)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(srunPoll):
+			}
+		}
+		conn, err := attachPty(ctx, c, job, step, stderr, deadline, again)
+		if errors.Is(err, errTerminalGone) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := terminal(ctx, conn, stdout); err != nil {
+			return err
+		}
+	}
+}
+
 // errTerminalGone: the command ended before srun could attach to its
 // terminal (a quick one); its exit code is still srun's.
 var errTerminalGone = errors.New("the command ended before its terminal was attached")
@@ -110,8 +132,10 @@ var errTerminalGone = errors.New("the command ended before its terminal was atta
 // attachPty connects to the terminal of job's rank 0 (of step, or of the
 // job's own task for task.NoStep) once it is there: while the agent
 // answers 503 (pending, starting) it asks again, until deadline (none
-// when zero: a job of its own waits in the queue as long as it pends).
-func attachPty(ctx context.Context, c *api.Client, job uint64, step int, stderr io.Writer, deadline time.Time) (io.ReadWriteCloser, error) {
+// when zero). again (a connection made again) also retries an agent that
+// does not answer (restarting). It returns errTerminalGone once the
+// command has ended.
+func attachPty(ctx context.Context, c *api.Client, job uint64, step int, stderr io.Writer, deadline time.Time, again bool) (io.ReadWriteCloser, error) {
 	pending := newPendingLine(stderr, job)
 	for {
 		actx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -127,7 +151,8 @@ func attachPty(ctx context.Context, c *api.Client, job uint64, step int, stderr 
 		if errors.As(err, &se) && se.Code == http.StatusConflict && step != task.NoStep {
 			return nil, errTerminalGone // the step ended
 		}
-		if !errors.As(err, &se) || se.Code != http.StatusServiceUnavailable {
+		retry := errors.As(err, &se) && se.Code == http.StatusServiceUnavailable
+		if !retry && !(again && !errors.As(err, &se)) {
 			return nil, fmt.Errorf("attach to the terminal of job %d: %w", job, err)
 		}
 		if step == task.NoStep {
@@ -135,7 +160,9 @@ func attachPty(ctx context.Context, c *api.Client, job uint64, step int, stderr 
 			j, jerr := c.Job(rctx, job)
 			cancel()
 			if jerr == nil {
-				pending.show(j)
+				if !again {
+					pending.show(j)
+				}
 				if cluster.JobState(j.State).Terminal() {
 					return nil, errTerminalGone
 				}
