@@ -103,6 +103,12 @@ func session(ctx context.Context, c *api.Client, job uint64, step int, stdout, s
 	if step != task.NoStep {
 		deadline = time.Now().Add(srunAttachWait)
 	}
+	var local *localTerm // raw from the first connection to the end
+	defer func() {
+		if local != nil {
+			local.close()
+		}
+	}()
 	for again := false; ; again = true {
 		if again {
 			deadline = time.Now().Add(srunAttachWait)
@@ -119,7 +125,13 @@ func session(ctx context.Context, c *api.Client, job uint64, step int, stdout, s
 		if err != nil {
 			return err
 		}
-		if err := terminal(ctx, conn, stdout); err != nil {
+		if local == nil {
+			if local, err = openLocal(); err != nil {
+				conn.Close()
+				return err
+			}
+		}
+		if err := terminal(ctx, conn, local, stdout); err != nil {
 			return err
 		}
 	}
@@ -179,13 +191,47 @@ func attachPty(ctx context.Context, c *api.Client, job uint64, step int, stderr 
 	}
 }
 
-// terminal runs the session: this terminal (when stdin is one) in raw
-// mode, its keys and window size sent to the remote terminal as frames,
-// the remote output written to stdout, until the remote end closes or ctx
-// ends. The local terminal is restored before it returns.
-func terminal(ctx context.Context, conn io.ReadWriteCloser, stdout io.Writer) error {
+// localTerm is this side of a session: stdin, in raw mode when it is a
+// terminal, and read through a non-blocking descriptor (one for the
+// whole session: a second one would not be pollable) so that a reader
+// can be stopped with a deadline.
+type localTerm struct {
+	fd     int
+	isTerm bool
+	in     *os.File
+	undo   []func()
+}
+
+func openLocal() (*localTerm, error) {
+	l := &localTerm{fd: int(os.Stdin.Fd()), in: os.Stdin}
+	l.isTerm = term.IsTerminal(l.fd)
+	if l.isTerm {
+		old, err := term.MakeRaw(l.fd)
+		if err != nil {
+			return nil, fmt.Errorf("terminal: raw mode: %w", err)
+		}
+		l.undo = append(l.undo, func() { _ = term.Restore(l.fd, old) })
+	}
+	if err := syscall.SetNonblock(l.fd, true); err == nil {
+		l.in = os.NewFile(uintptr(l.fd), "stdin")
+		l.undo = append(l.undo, func() { _ = syscall.SetNonblock(l.fd, false) })
+	}
+	return l, nil
+}
+
+// close restores stdin as it was.
+func (l *localTerm) close() {
+	for i := len(l.undo) - 1; i >= 0; i-- {
+		l.undo[i]()
+	}
+}
+
+// terminal runs one connection of the session: the keys of local and its
+// window size sent to the remote terminal as frames, the remote output
+// written to stdout, until the remote end closes or ctx ends.
+func terminal(ctx context.Context, conn io.ReadWriteCloser, local *localTerm, stdout io.Writer) error {
 	defer conn.Close()
-	fd := int(os.Stdin.Fd())
+	fd, isTerm, stdin := local.fd, local.isTerm, local.in
 	var wmu sync.Mutex // frames from the keyboard and from SIGWINCH
 	send := func(b []byte) error {
 		wmu.Lock()
@@ -193,24 +239,12 @@ func terminal(ctx context.Context, conn io.ReadWriteCloser, stdout io.Writer) er
 		_, err := conn.Write(b)
 		return err
 	}
-	isTerm := term.IsTerminal(fd)
 	if isTerm {
-		old, err := term.MakeRaw(fd)
-		if err != nil {
-			return fmt.Errorf("terminal: raw mode: %w", err)
-		}
-		defer term.Restore(fd, old)
 		if w, h, err := term.GetSize(fd); err == nil {
 			_ = send(task.AppendPtyResize(nil, uint16(h), uint16(w)))
 		}
 	}
-	// Stdin is read through a non-blocking descriptor so that its reader
-	// can be stopped at the end (a deadline), and made blocking again.
-	stdin := os.Stdin
-	if err := syscall.SetNonblock(fd, true); err == nil {
-		stdin = os.NewFile(uintptr(fd), "stdin")
-		defer syscall.SetNonblock(fd, false)
-	}
+	_ = stdin.SetReadDeadline(time.Time{})
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	defer wg.Wait()
