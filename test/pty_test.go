@@ -120,6 +120,14 @@ func TestSrunPty(t *testing.T) {
 		s.waitMatch(`^quick-42`)
 	})
 
+	t.Run("a quick step", func(t *testing.T) {
+		s := newTmux(t, local, `salloc -N1 srun --pty sh -c 'echo quick-step-$((2+3)); exit 5'`)
+		if code := s.waitExit(); code != "5" {
+			t.Errorf("salloc exit %s, want srun's 5\n%s", code, s.capture())
+		}
+		s.waitMatch(`^quick-step-5`)
+	})
+
 	t.Run("input from a pipe", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
