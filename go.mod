@@ -17,6 +17,7 @@ require (
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/net v0.47.0
 	golang.org/x/sys v0.45.0
+	golang.org/x/term v0.37.0
 	gonum.org/v1/plot v0.17.0
 	pgregory.net/rapid v1.3.0
 )

@@ -240,6 +240,9 @@ type SubmitRequest struct {
 	Dependency *cluster.Dependency `json:"dependency,omitempty"`
 	Array      *cluster.ArraySpec  `json:"array,omitempty"`
 	Hold       bool                `json:"hold,omitempty"`
+	// Pty (srun --pty) runs rank 0 on a terminal: GET
+	// /v1/jobs/{id}/pty?step=-1 attaches to it.
+	Pty bool `json:"pty,omitempty"`
 	// Partition is -p: empty for the default one.
 	Partition string `json:"partition,omitempty"`
 	// NodesMax is --nodes MIN-MAX's MAX (Nodes the MIN): the job starts on

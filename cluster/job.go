@@ -470,6 +470,9 @@ type Spec struct {
 	// Hold submits the job held (sbatch --hold): it pends with
 	// JobHeldUser until released.
 	Hold bool `msgpack:"hold" json:"hold,omitempty"`
+	// Pty runs rank 0 of the job's own task on a terminal that srun
+	// --pty attaches to (not for a batch job).
+	Pty bool `msgpack:"pty,omitempty" json:"pty,omitempty"`
 }
 
 // Validate checks the spec and names the first bad field.
@@ -484,6 +487,9 @@ func (s Spec) Validate() error {
 	case "", GPUOptionPerNode, GPUOptionTotal:
 	default:
 		return fmt.Errorf("gpu_option %.64q: want %q, %q or empty", s.Request.GPUOption, GPUOptionPerNode, GPUOptionTotal)
+	}
+	if s.Batch != nil && s.Pty {
+		return fmt.Errorf("pty: a batch job's script runs without a terminal; use srun --pty")
 	}
 	if s.Batch != nil {
 		if len(s.Command) != 0 {

@@ -80,6 +80,9 @@ type StepSpec struct {
 	// ("": Slurm's default): which of the step's ranks runs on which of
 	// its nodes (slurm.Layout). It needs NTasks.
 	Distribution string `msgpack:"distribution,omitempty" json:"distribution,omitempty"`
+	// Pty runs the step's rank 0 on a terminal that srun --pty attaches
+	// to; the other ranks have no input, as in Slurm.
+	Pty bool `msgpack:"pty,omitempty" json:"pty,omitempty"`
 }
 
 // Tasks returns how many tasks step node i of a step spec with its

@@ -747,3 +747,23 @@ func (e *Executor) Detach() {
 	e.mu.Unlock()
 	e.wg.Wait()
 }
+
+// ErrNoTerminal: the task asked for has no terminal to attach to here
+// (not running on this node, or not a --pty task).
+var ErrNoTerminal = errors.New("no terminal")
+
+// DialPty connects to the terminal of a running --pty task (see
+// task.PtySock); the caller relays the connection to srun --pty.
+func (e *Executor) DialPty(key TaskKey) (net.Conn, error) {
+	e.mu.Lock()
+	_, running := e.running[key]
+	e.mu.Unlock()
+	if !running {
+		return nil, fmt.Errorf("task %s: not running on this node: %w", key, ErrNoTerminal)
+	}
+	c, err := task.DialPty(filepath.Join(e.jobs, key.DirName()))
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w: %w", key, ErrNoTerminal, err)
+	}
+	return c, nil
+}

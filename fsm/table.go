@@ -25,7 +25,8 @@ import (
 //	3  command types 27 and 28 (UpdateJob: scontrol update JobId= of the
 //	   time limit, node count, partition, QoS, dependency, name, comment,
 //	   nice; RecordGPUUsage: a job's GPU usage on a node)
-//	3  fields: a job's ranks laid out by -n and -m (Request.NTasks and
+//	3  fields: srun --pty's terminal (Spec.Pty in SubmitJob and StartStep);
+//	   a job's ranks laid out by -n and -m (Request.NTasks and
 //	   Request.Distribution in SubmitJob, StepSpec.Distribution in
 //	   StartStep), and --mincpus (Request.MinCPUs). An older replica
 //	   would drop them, run the same ranks on every node and refuse the
@@ -131,6 +132,17 @@ var fields = []field{
 	{name: "StartStep.Spec.Distribution", since: 3, uses: func(body any) bool {
 		c, ok := body.(StartStep)
 		return ok && c.Spec.Distribution != ""
+	}},
+	// An older replica would drop Pty and its node would start rank 0
+	// with no terminal for srun --pty to attach to.
+	{name: "SubmitJob.Spec.Pty, StartStep.Spec.Pty", since: 3, uses: func(body any) bool {
+		switch c := body.(type) {
+		case SubmitJob:
+			return c.Spec.Pty
+		case StartStep:
+			return c.Spec.Pty
+		}
+		return false
 	}},
 }
 

@@ -13,7 +13,7 @@ import (
 type Handlers struct {
 	Submit, Job, Cancel, Hold, Release, Requeue, SetPriority http.HandlerFunc
 	Update                                                   http.HandlerFunc
-	Logs, StartStep, CancelStep, Signal                      http.HandlerFunc
+	Logs, StartStep, CancelStep, Signal, Pty                 http.HandlerFunc
 	Priority, FairShare, Policy, SetPolicy                   http.HandlerFunc
 	CreateJoinToken, CreateUserToken, RevokeUserToken        http.HandlerFunc
 	Keyring, ChangeKeyring, Join, Revoke                     http.HandlerFunc
@@ -42,6 +42,7 @@ func (s *Server) Routes(h Handlers) http.Handler {
 	mux.HandleFunc("POST /v1/jobs/{id}/steps", h.StartStep)
 	mux.HandleFunc("POST /v1/jobs/{id}/steps/{step}/cancel", h.CancelStep)
 	mux.HandleFunc("POST /v1/jobs/{id}/signal", h.Signal)
+	mux.HandleFunc("GET /v1/jobs/{id}/pty", h.Pty)
 	mux.HandleFunc("GET /v1/nodes", s.HandleNodes)
 	mux.HandleFunc("POST /v1/nodes/{name}/drain", s.HandleDrain)
 	mux.HandleFunc("POST /v1/nodes/{name}/resume", s.HandleResume)

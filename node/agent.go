@@ -37,6 +37,9 @@ type Agent struct {
 	// cgroup is the tasks' confinement (--cgroups); its root nil: none.
 	cgroup cgroupSetup
 
+	// ptys are the srun --pty relays in progress (pty.go).
+	ptys relays
+
 	// leaveReq carries `shoal leave`: stop as SIGTERM would, draining
 	// for the given time first (<0: the agent's own --drain-on-stop).
 	leaveReq chan time.Duration
@@ -248,6 +251,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
 	}
+	a.server.RegisterOnShutdown(a.ptys.closeAll)
 	return a, nil
 }
 

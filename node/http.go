@@ -33,7 +33,7 @@ func (a *Agent) routes() http.Handler {
 		Submit: a.handleSubmit, Job: a.handleJob, Cancel: a.handleCancel, Hold: a.handleHold,
 		Release: a.handleRelease, Requeue: a.handleRequeue, SetPriority: a.handleSetPriority,
 		Update: a.handleUpdate,
-		Logs:   a.handleLogs, StartStep: a.handleStartStep, CancelStep: a.handleCancelStep, Signal: a.handleSignal,
+		Logs:   a.handleLogs, StartStep: a.handleStartStep, CancelStep: a.handleCancelStep, Signal: a.handleSignal, Pty: a.handlePty,
 		Priority: a.handlePriority, FairShare: a.handleFairShare, Policy: a.handlePolicy, SetPolicy: a.handleSetPolicy,
 		CreateJoinToken: a.handleCreateJoinToken, CreateUserToken: a.handleCreateUserToken,
 		RevokeUserToken: a.handleRevokeUserToken, Keyring: a.handleKeyring, ChangeKeyring: a.handleChangeKeyring,
@@ -203,6 +203,7 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 		QoS:        req.QoS,
 		Nice:       req.Nice,
 		Batch:      req.Batch,
+		Pty:        req.Pty,
 		Signal:     req.Signal,
 
 		Dependency: req.Dependency,

@@ -99,6 +99,8 @@ type Options struct {
 	// KillOnBadExit is srun's -K: nil means the cluster's default.
 	KillOnBadExit *bool
 	Label         bool
+	// Pty is srun's --pty: rank 0 runs on a terminal srun attaches to.
+	Pty bool
 	// Wait is sbatch's --wait: return when the job ends.
 	Wait  bool
 	Quiet bool

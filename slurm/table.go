@@ -161,7 +161,7 @@ var optionTable = []optDef{
 	{long: "jobid", arg: needArg, cmds: cSrun, apply: setJobID},
 	{long: "relative", short: 'r', arg: needArg, cmds: cSrun, reject: whySteps},
 	{long: "no-allocate", short: 'Z', arg: noArg, cmds: cSrun, reject: whySteps},
-	{long: "pty", arg: noArg, cmds: cSrun, reject: "Shoal runs ranks without a terminal"},
+	{long: "pty", arg: noArg, cmds: cSrun, apply: flagOpt(func(o *Options) *bool { return &o.Pty })},
 	{long: "x11", arg: optArg, cmds: cSrun | cSalloc, reject: "Shoal forwards no X11"},
 	{long: "task-prolog", arg: needArg, cmds: cSrun, reject: "every rank runs only its command"},
 	{long: "task-epilog", arg: needArg, cmds: cSrun, reject: "every rank runs only its command"},

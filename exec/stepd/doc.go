@@ -16,7 +16,12 @@
 // limit, signals (SIGTERM, then SIGKILL after the kill-wait, or the
 // shorter kill-grace when the task is fenced; the --signal warning before
 // the time limit; signals on request), stopping the siblings of a failed
-// rank, and the exit record. A task ends when every rank's leader is
+// rank, and the exit record. For a --pty task (srun --pty) it also holds
+// rank 0's terminal: the rank runs in a session of its own with the
+// terminal as its controlling terminal, input and output, and the
+// supervisor serves the master on pty.sock in the task directory to one
+// connection at a time (the agent's relay of srun; see pty.go). A task
+// ends when every rank's leader is
 // reaped; the supervisor then SIGKILLs whatever is left in the ranks'
 // process groups and waits for it, so a recorded exit means nothing of
 // the task runs any more and its GPUs may go to another job.
@@ -53,7 +58,7 @@
 // supervisor signals only the ranks it forked (and what is left in their
 // groups and cgroup), and reports only through its task directory — the
 // launch result on descriptor 3, the proc, output and exit records, its
-// socket. It never imports package exec and keeps no state beyond its
+// socket (and a --pty task's terminal socket). It never imports package exec and keeps no state beyond its
 // one task: pending exits, acknowledgements and recovery are the
 // agent's.
 //

@@ -124,6 +124,11 @@ func (s *supervisor) run(launched chan<- error) {
 	if alive := waitGroupsGone(pgids, task.GoneWait); len(alive) > 0 {
 		log.Error("processes survived SIGKILL", "pids", alive)
 	}
+	if s.pty != nil {
+		// The terminal's last output reaches srun before the exit is
+		// recorded.
+		s.pty.close()
+	}
 	close(stopSampling)
 	<-sampled
 	if cg != nil {
@@ -197,8 +202,15 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 			}
 			args = p.Argv
 		}
-		stdout, stderr, err := s.openOutput(rank, cred)
-		if err != nil {
+		var stdout, stderr *os.File
+		if l.PtyRank(rank) {
+			// srun --pty: the rank's terminal is its input and output.
+			if s.pty, stdout, err = openPty(log, l.Spec.UID, l.Spec.GID); err != nil {
+				return pgids, task.CodeNotFound, fmt.Errorf("rank %d: %w", rank, err)
+			}
+			s.pty.serve()
+			stderr = stdout
+		} else if stdout, stderr, err = s.openOutput(rank, cred); err != nil {
 			return pgids, task.CodeNotFound, fmt.Errorf("rank %d: %w", rank, err)
 		}
 		cmd := &osexec.Cmd{
@@ -214,6 +226,10 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 				Pdeathsig:  syscall.SIGKILL,
 				Credential: cred,
 			},
+		}
+		if l.PtyRank(rank) {
+			cmd.Stdin = stdout
+			ptyAttr(cmd.SysProcAttr)
 		}
 		if len(s.cfg.TaskNamespace) == 0 { // the helper sets SLURM_TASK_PID itself
 			viaTaskExec(cmd, s.cfg.TaskExec)

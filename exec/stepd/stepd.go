@@ -111,6 +111,9 @@ type supervisor struct {
 	// pgids are the process groups of the ranks started, set once they
 	// are (under mu): what signal signals.
 	pgids []int
+	// pty is rank 0's terminal for a --pty task (set by startRanks,
+	// closed by run once the ranks are gone); nil otherwise.
+	pty *ptyServer
 }
 
 func runStepd(ctx context.Context, dir string) error {

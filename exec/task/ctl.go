@@ -27,6 +27,7 @@ const StepdArg = "stepd"
 const (
 	StepdFile = "stepd.json" // its input, written before it starts
 	SockFile  = "stepd.sock" // its control socket, while it runs
+	PtySock   = "pty.sock"   // its terminal's socket, for a --pty task (pty.go)
 	StepdLog  = "stepd.log"  // its log
 )
 
@@ -99,8 +100,11 @@ type Reply struct {
 const LaunchEnv = "SHOAL_STEPD_LAUNCH_FD"
 
 // Dial connects to the supervisor of the task in dir.
-func Dial(dir string) (net.Conn, error) {
-	path := filepath.Join(dir, SockFile)
+func Dial(dir string) (net.Conn, error) { return dialIn(dir, SockFile) }
+
+// dialIn connects to the socket name of the task directory dir.
+func dialIn(dir, name string) (net.Conn, error) {
+	path := filepath.Join(dir, name)
 	d := net.Dialer{Timeout: CtlTimeout}
 	if len(path) <= maxUnixPath {
 		return d.Dial("unix", path)
@@ -112,7 +116,7 @@ func Dial(dir string) (net.Conn, error) {
 		return nil, err
 	}
 	defer df.Close()
-	return d.Dial("unix", fmt.Sprintf("/proc/self/fd/%d/%s", df.Fd(), SockFile))
+	return d.Dial("unix", fmt.Sprintf("/proc/self/fd/%d/%s", df.Fd(), name))
 }
 
 // Send sends req on c, a connection from Dial, and returns the

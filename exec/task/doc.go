@@ -27,6 +27,8 @@
 //	                     and the agent's settings
 //	    stepd.log        the supervisor's log
 //	    stepd.sock       the supervisor's control socket, while it runs
+//	    pty.sock         the supervisor: rank 0's terminal, for a --pty
+//	                     task, while it runs (see pty.go)
 //	    script           the supervisor: a batch job's script, owned by
 //	                     the job's user
 //	    proc-<RANK>.json the supervisor: pid and /proc start time of each

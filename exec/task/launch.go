@@ -127,6 +127,18 @@ func (l Launch) Key() Key {
 	return k
 }
 
+// PtyRank reports whether global rank runs on the task's terminal (srun
+// --pty): rank 0 of a --pty step, or of a job's own --pty task.
+func (l Launch) PtyRank(rank int) bool {
+	if rank != 0 {
+		return false
+	}
+	if l.Step != nil {
+		return l.Step.Spec.Pty
+	}
+	return l.Spec.Pty && l.Spec.Batch == nil
+}
+
 // BatchScript reports whether l runs a batch job's script.
 func (l Launch) BatchScript() bool { return l.Spec.Batch != nil && l.Step == nil }
 

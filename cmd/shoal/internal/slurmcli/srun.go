@@ -58,6 +58,9 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 		return 1, fmt.Errorf("SLURM_JOB_ID: %w", err)
 	}
 	inc, _ := strconv.ParseUint(os.Getenv("SHOAL_INCARNATION"), 10, 64)
+	if opts.Pty {
+		return srunPty(ctx, connect, opts, rest, job, inc, stdout, stderr)
+	}
 	spec, err := stepSpec(opts, rest)
 	if err != nil {
 		return 1, err
@@ -288,6 +291,9 @@ func wholeLines(buf []byte) (send, hold []byte) {
 // on every node of a job of its own, streams the output and returns the
 // job's exit code.
 func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command []string, stdout, stderr io.Writer) (int, error) {
+	if opts.Pty && !opts.TestOnly {
+		return srunPty(ctx, connect, opts, command, 0, 0, stdout, stderr)
+	}
 	req, warnings, err := request.FromOptions(opts)
 	if err != nil {
 		return 1, err

@@ -1,0 +1,56 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+)
+
+// PtyProtocol is the Upgrade token of GET /v1/jobs/{id}/pty: once the
+// agent answers 101 Switching Protocols, the connection carries the
+// terminal of the job's --pty rank 0 (exec/task's frames one way, the
+// terminal's output the other) until the rank's terminal ends.
+const PtyProtocol = "shoal-pty/1"
+
+// AttachPty connects to the terminal of rank 0 of a --pty job's own task
+// (step -1) or of a --pty step. The agent relays to the node that runs
+// the rank. An error is a *StatusError when the agent refused (503 while
+// the task has not started yet: try again).
+func (c *Client) AttachPty(ctx context.Context, job uint64, step int) (io.ReadWriteCloser, error) {
+	path := fmt.Sprintf("/v1/jobs/%d/pty?step=%d", job, step)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", path, err)
+	}
+	for k, v := range c.header {
+		req.Header[k] = v
+	}
+	if c.identity != nil {
+		req.Header.Set(HeaderUser, c.identity.User)
+		req.Header.Set(HeaderUID, strconv.Itoa(c.identity.UID))
+		req.Header.Set(HeaderGID, strconv.Itoa(c.identity.GID))
+	}
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", PtyProtocol)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", path, err)
+	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		if rwc, ok := resp.Body.(io.ReadWriteCloser); ok {
+			return rwc, nil
+		}
+		resp.Body.Close()
+		return nil, fmt.Errorf("GET %s: switched protocols without a connection", path)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var e Error
+	if json.Unmarshal(data, &e) != nil || e.Error == "" {
+		e.Error = fmt.Sprintf("GET %s: %s", path, resp.Status)
+	}
+	return nil, &StatusError{Code: resp.StatusCode, Message: e.Error, Field: e.Field}
+}
