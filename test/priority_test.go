@@ -136,8 +136,8 @@ func TestFairShareOrdersTheQueue(t *testing.T) {
 	if j, err := cl.Job(t.Context(), res.ID); err != nil || j.QoS != "gold" || j.Nice != 7 {
 		t.Errorf("job %d = qos %q nice %d (%v); want gold, 7", res.ID, j.QoS, j.Nice, err)
 	}
-	if out := mustShoal(t, a, "job", fmt.Sprint(res.ID)); !strings.Contains(out, "Account=(null) QOS=gold Nice=7") {
-		t.Errorf("shoal job %d:\n%s\nwant Account=(null) QOS=gold Nice=7", res.ID, out)
+	if out := mustShoal(t, a, "job", fmt.Sprint(res.ID)); !strings.Contains(out, "Nice=7 Account=(null) QOS=gold") {
+		t.Errorf("shoal job %d:\n%s\nwant Nice=7 Account=(null) QOS=gold", res.ID, out)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
