@@ -119,8 +119,11 @@ func parseSreportTRES(s string) ([]string, error) {
 // sreportWindow is slurmdb_report_set_start_end_time: a start or end not
 // given is yesterday's or today's midnight; a given one is rounded to the
 // nearest hour (30 seconds round a minute up, 30 minutes an hour); the
-// window is at least an hour. A given end is first held to now
-// (sanity_check_endtime).
+// window is at least an hour. Unlike Slurm, a given end is not held to
+// now first (sanity_check_endtime): Slurm's usage is rolled up hourly,
+// so the hour in progress has none yet, while Shoal's is computed from
+// the jobs, and an end in the next hour takes in the one in progress
+// (sreportUsage counts its time up to now only).
 func sreportWindow(start, end time.Time, now time.Time) (time.Time, time.Time) {
 	loc := now.Location()
 	round := func(t time.Time) time.Time {
@@ -139,9 +142,6 @@ func sreportWindow(start, end time.Time, now time.Time) (time.Time, time.Time) {
 	if end.IsZero() {
 		end = time.Date(y, mo, d, 0, 0, 0, 0, loc)
 	} else {
-		if end.After(now) {
-			end = now
-		}
 		end = round(end)
 	}
 	if start.IsZero() {
@@ -177,9 +177,11 @@ type sreportUser struct {
 // sreportUsage is the usage within [start, end): each TRES's cluster
 // accounting and each association's usage. A job counts from its start
 // to its end (now while it runs); its TRES are what its allocation holds
-// (CPUs, memory, GPUs on every node).
+// (CPUs, memory, GPUs on every node). The cluster's capacity counts the
+// window's time up to now: what is still to come is neither allocated
+// nor idle yet.
 func sreportUsage(jobs []api.Job, nodes []api.Node, start, end, now time.Time) (map[string]tresUse, []sreportUser) {
-	window := int64(end.Sub(start) / time.Second)
+	window := max(0, int64(minTime(end, now).Sub(start)/time.Second))
 	use := map[string]tresUse{}
 	for _, n := range nodes {
 		for name, c := range map[string]int64{"cpu": int64(n.CPUs), "mem": int64(n.MemoryMiB), "gres/gpu": int64(n.GPUs)} {

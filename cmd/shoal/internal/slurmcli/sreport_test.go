@@ -34,6 +34,9 @@ func TestSreport(t *testing.T) {
 		{ID: 3, User: "carol", Account: "phys"},
 		{ID: 4, User: "carol", Account: "phys", StartTime: at(14, 0), EndTime: at(14, 5),
 			Tasks: []api.Task{{Node: "a", GPUs: []int{0}, CPUs: "0"}}},
+		// Running since 14:08 (now is 14:10).
+		{ID: 5, User: "dave", Account: "phys", StartTime: at(14, 8),
+			Tasks: []api.Task{{Node: "b", CPUs: "2"}}},
 	}
 	run := func(args ...string) string {
 		t.Helper()
@@ -99,6 +102,11 @@ func TestSreport(t *testing.T) {
 		args: "-T mem -t Seconds -n cluster utilization format=rep start=2026-11-24T13:00 end=2026-11-25T14:00",
 		want: "180000000 \n",
 	}, {
+		// A window reaching past now: its time up to now is counted
+		// (16 CPUs × 70 minutes), and the running job's up to now.
+		args: "-t Seconds -P -n cluster utilization format=al,i,rep start=2026-11-25T13:00 end=2026-11-25T15:00",
+		want: "11220|55980|67200\n",
+	}, {
 		args: "user top " + win,
 		want: dashes + "\nTop 10 Users 2026-11-25T13:00:00 - 2026-11-25T13:59:59 (3600 secs)\nUsage reported in CPU Minutes\n" + dashes + "\n" +
 			"  Cluster     Login     Proper Name         Account     Used   Energy \n" +
@@ -123,7 +131,7 @@ func TestSreport(t *testing.T) {
 }
 
 // TestSreportWindow: slurmdb_report_set_start_end_time's defaults and
-// rounding, and sanity_check_endtime's hold at now.
+// rounding (an end after now is kept: see sreportWindow).
 func TestSreportWindow(t *testing.T) {
 	loc := time.UTC
 	now := time.Date(2026, 11, 25, 14, 10, 0, 0, loc)
@@ -133,7 +141,7 @@ func TestSreportWindow(t *testing.T) {
 	}{
 		{time.Time{}, time.Time{}, d(-24, 0, 0), d(0, 0, 0)},
 		{d(12, 29, 29), d(13, 29, 30), d(12, 0, 0), d(14, 0, 0)},
-		{d(13, 10, 0), d(15, 10, 0), d(13, 0, 0), d(14, 0, 0)}, // end held to now (14:10)
+		{d(13, 10, 0), d(15, 10, 0), d(13, 0, 0), d(15, 0, 0)},
 		{d(14, 0, 0), d(14, 5, 0), d(14, 0, 0), d(15, 0, 0)},   // an hour at least
 	} {
 		s, e := sreportWindow(tc.start, tc.end, now)
