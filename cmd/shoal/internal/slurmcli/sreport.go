@@ -1,3 +1,4 @@
+//lint:file-ignore ST1005 sreport's refusals ("Unknown condition: ...") are Slurm's words, capitals included
 package slurmcli
 
 import (

@@ -142,7 +142,7 @@ func TestSreportWindow(t *testing.T) {
 		{time.Time{}, time.Time{}, d(-24, 0, 0), d(0, 0, 0)},
 		{d(12, 29, 29), d(13, 29, 30), d(12, 0, 0), d(14, 0, 0)},
 		{d(13, 10, 0), d(15, 10, 0), d(13, 0, 0), d(15, 0, 0)},
-		{d(14, 0, 0), d(14, 5, 0), d(14, 0, 0), d(15, 0, 0)},   // an hour at least
+		{d(14, 0, 0), d(14, 5, 0), d(14, 0, 0), d(15, 0, 0)}, // an hour at least
 	} {
 		s, e := sreportWindow(tc.start, tc.end, now)
 		if !s.Equal(tc.wantStart) || !e.Equal(tc.wantEnd) {
@@ -171,4 +171,36 @@ func TestSreportRefusals(t *testing.T) {
 	if got, err := parseSreportTRES("ALL"); err != nil || len(got) != 3 {
 		t.Errorf("-T ALL = %q, %v", got, err)
 	}
+}
+
+// FuzzSreport: sreport's report words, conditions, -t and -T take any
+// input without panicking, and what they accept prints.
+func FuzzSreport(f *testing.F) {
+	for _, s := range []string{"cluster utilization start=now-1hours end=now format=Cl,al%3,TresC", "user top TopCount=2 format=L,U%40,Energy Users=a,b", "u t acct=x start=0101", "cl ut format=rep%-9"} {
+		f.Add(s, "hourper", "ALL")
+	}
+	now := time.Date(2026, 11, 25, 14, 10, 0, 0, time.UTC)
+	jobs := []api.Job{{User: "a", Account: "x", StartTime: now.Add(-time.Hour).Format(time.RFC3339),
+		Tasks: []api.Task{{Node: "n", GPUs: []int{0}, CPUs: "0-1", MemMiB: 10}}}}
+	nodes := []api.Node{{Name: "n", CPUs: 4, GPUs: 1, MemoryMiB: 100}}
+	f.Fuzz(func(t *testing.T, words, tf, tres string) {
+		a := sreportArgs{time: sreportMins, timeWords: "Minutes", tres: []string{"cpu"}, layout: sacctLayout{header: true, delimiter: "|"}}
+		var err error
+		if a.time, a.timeWords, err = parseSreportTime(tf); err != nil {
+			a.time, a.timeWords = sreportMins, "Minutes"
+		}
+		if got, err := parseSreportTRES(tres); err == nil {
+			a.tres, a.tresGiven = got, true
+		}
+		if a.report, err = parseSreportCommand(strings.Fields(words), now); err != nil {
+			return
+		}
+		for _, w := range a.report.format {
+			if _, n, ok := strings.Cut(w, "%"); ok && len(n) > 3 {
+				return // a huge width prints, slowly
+			}
+		}
+		var b bytes.Buffer
+		_ = renderSreport(&b, a, sreportInput{cluster: "shoal", jobs: jobs, nodes: nodes, now: now})
+	})
 }
