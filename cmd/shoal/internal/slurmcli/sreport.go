@@ -161,7 +161,7 @@ func sreportWindow(start, end time.Time, now time.Time) (time.Time, time.Time) {
 type tresUse struct {
 	count                                int64
 	alloc, down, pdown, idle, plan, over int64
-	capacity                             int64 // count × window
+	capacity                             int64 // count × the window up to now
 }
 
 // reported is what the cluster reported: allocated, down and idle time
@@ -706,6 +706,8 @@ func renderUserTop(w io.Writer, a sreportArgs, in sreportInput, use map[string]t
 				case "tresname":
 					row[i] = t
 				case "used":
+					// Of the cluster's reported time, as
+					// slurmdb_add_cluster_accounting_to_tres_list sums it.
 					row[i] = sreportValue(u.used[t], use[t].reported(), a.time)
 				case "energy":
 					row[i] = sreportValue(0, 0, a.time)
