@@ -11,6 +11,7 @@ const (
 	Sprio    Command = "sprio"
 	Sacctmgr Command = "sacctmgr"
 	Sshare   Command = "sshare"
+	Sreport  Command = "sreport"
 )
 
 // Commands are the Slurm commands the shoal binary answers to when run
@@ -18,4 +19,4 @@ const (
 // of them, `shoal slurm NAME` takes them, and the agent puts them on
 // every batch script's and step's PATH, so a script's squeue, scancel or
 // sacct reaches the cluster that runs it.
-var Commands = []Command{Sbatch, Srun, Salloc, Scontrol, Squeue, Scancel, Sinfo, Sacct, Sprio, Sacctmgr, Sshare}
+var Commands = []Command{Sbatch, Srun, Salloc, Scontrol, Squeue, Scancel, Sinfo, Sacct, Sprio, Sacctmgr, Sshare, Sreport}

@@ -88,6 +88,10 @@ func runShim(ctx context.Context, g *globalFlags, name string, args []string) in
 		if err = slurmcli.Sshare(ctx, g.client, args, os.Stdout, os.Stderr); err != nil {
 			code = 1
 		}
+	case "sreport":
+		if err = slurmcli.Sreport(ctx, g.client, args, os.Stdout, os.Stderr); err != nil {
+			code = 1
+		}
 	default:
 		err, code = fmt.Errorf("unknown command %q", name), 1
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // This file holds the table printer of the accounting commands (sacct,
-// sacctmgr, sshare): Slurm's src/common/print_fields.c, which all three
+// sacctmgr, sshare, sreport): Slurm's src/common/print_fields.c, which all three
 // print through.
 
 // sacctLayout is how rows are printed: aligned columns, or delimited
