@@ -136,20 +136,7 @@ mpirun --allow-run-as-root -np 4 `+hello+`
 	if j.State != "COMPLETED" {
 		t.Fatalf("MPI batch job %s (exit %d):\n%s", j.State, j.ExitCode, data)
 	}
-	var lines []string
-	for line := range strings.Lines(string(data)) {
-		if strings.HasPrefix(line, "rank ") {
-			lines = append(lines, strings.TrimSpace(line))
-		}
-	}
-	slices.Sort(lines)
-	var want []string
-	for rank := range 4 {
-		want = append(want, fmt.Sprintf("rank %d of 4 on n%d sum 10", rank, rank/2+1))
-	}
-	if !slices.Equal(lines, want) {
-		t.Errorf("ranks said %q; want %q\n%s", lines, want, data)
-	}
+	checkMPIRanks(t, string(data))
 	var steps []string
 	for _, st := range j.Steps {
 		steps = append(steps, fmt.Sprintf("%s@%s", st.Name, strings.Join(st.Nodes, ",")))

@@ -3,6 +3,7 @@ package slurmcli
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -17,6 +18,22 @@ type sacctLayout struct {
 	delimiter string
 	trailing  bool // --parsable: a delimiter after the last field too
 	header    bool
+}
+
+// fieldItem splits one item of a format list, "Name[%WIDTH]", as the
+// Slurm commands take it (print_fields' format): width 0 when none is
+// given; a width that is not a non-zero number is an error naming the
+// item, in Slurm's words.
+func fieldItem(item string) (name string, width int, err error) {
+	name, w, hasW := strings.Cut(item, "%")
+	if !hasW {
+		return name, 0, nil
+	}
+	n, err := strconv.Atoi(w)
+	if err != nil || n == 0 {
+		return name, 0, slurmErrorf("Invalid field width: %q", item)
+	}
+	return name, n, nil
 }
 
 // printCol is one printed column: its header and width (negative:

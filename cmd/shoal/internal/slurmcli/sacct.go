@@ -510,7 +510,10 @@ type sacctCol struct {
 func parseSacctFormat(format string) ([]sacctCol, error) {
 	var cols []sacctCol
 	for _, item := range splitList(format) {
-		name, w, hasW := strings.Cut(item, "%")
+		name, width, err := fieldItem(item)
+		if err != nil {
+			return nil, err
+		}
 		var col sacctCol
 		for i := range sacctFields {
 			if strings.EqualFold(sacctFields[i].name, name) {
@@ -525,12 +528,8 @@ func parseSacctFormat(format string) ([]sacctCol, error) {
 			return nil, slurmErrorf("Invalid field requested: \"%s\" (Shoal fills %s)", name, strings.Join(names, ", "))
 		}
 		col.width = col.field.width
-		if hasW {
-			n, err := strconv.Atoi(w)
-			if err != nil || n == 0 {
-				return nil, slurmErrorf("Invalid field width: %q", item)
-			}
-			col.width = n
+		if width != 0 {
+			col.width = width
 		}
 		cols = append(cols, col)
 	}

@@ -111,7 +111,10 @@ type mgrCol struct {
 func parseMgrFormat(format string) ([]mgrCol, error) {
 	var cols []mgrCol
 	for _, item := range splitList(format) {
-		name, w, hasW := strings.Cut(item, "%")
+		name, width, err := fieldItem(item)
+		if err != nil {
+			return nil, err
+		}
 		var f *mgrField
 		for i := range mgrFields {
 			c := &mgrFields[i]
@@ -124,12 +127,8 @@ func parseMgrFormat(format string) ([]mgrCol, error) {
 			return nil, slurmErrorf("Unknown field '%s'", name)
 		}
 		col := mgrCol{f.header, f.width}
-		if hasW {
-			n, err := strconv.Atoi(w)
-			if err != nil || n == 0 {
-				return nil, slurmErrorf("Invalid field width: %q", item)
-			}
-			col.width = n
+		if width != 0 {
+			col.width = width
 		}
 		cols = append(cols, col)
 	}

@@ -492,7 +492,8 @@ type sreportCol struct {
 func parseSreportFormat(fields []sreportField, words []string, t sreportTime) ([]sreportCol, error) {
 	var cols []sreportCol
 	for _, item := range words {
-		name, w, hasW := strings.Cut(item, "%")
+		// sreport keeps the field's own width where the given one is bad.
+		name, width, _ := fieldItem(item)
 		var col sreportCol
 	find:
 		for i := range fields {
@@ -510,10 +511,8 @@ func parseSreportFormat(fields []sreportField, words []string, t sreportTime) ([
 		if t.perCent() {
 			col.width = col.field.perWidth
 		}
-		if hasW {
-			if n, err := strconv.Atoi(w); err == nil && n != 0 {
-				col.width = n
-			}
+		if width != 0 {
+			col.width = width
 		}
 		cols = append(cols, col)
 	}

@@ -90,7 +90,10 @@ type sshareCol struct {
 func parseSshareFormat(format string) ([]sshareCol, error) {
 	var cols []sshareCol
 	for _, item := range splitList(format) {
-		name, w, hasW := strings.Cut(item, "%")
+		name, width, err := fieldItem(item)
+		if err != nil {
+			return nil, err
+		}
 		var col sshareCol
 		for i := range sshareFields {
 			f := &sshareFields[i]
@@ -102,12 +105,8 @@ func parseSshareFormat(format string) ([]sshareCol, error) {
 		if col.field == nil || name == "" {
 			return nil, slurmErrorf("Invalid field requested: \"%s\"", name)
 		}
-		if hasW {
-			n, err := strconv.Atoi(w)
-			if err != nil || n == 0 {
-				return nil, slurmErrorf("Invalid field width: %q", item)
-			}
-			col.width = n
+		if width != 0 {
+			col.width = width
 		}
 		cols = append(cols, col)
 	}
