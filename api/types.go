@@ -70,6 +70,8 @@ type Job struct {
 	// Hold is "user" or "admin" while held.
 	Dependency string `json:"dependency,omitempty"`
 	Hold       string `json:"hold,omitempty"`
+	// Begin is the job's --begin (RFC 3339), if any.
+	Begin string `json:"begin,omitempty"`
 	// Partition is the job's partition; empty when the cluster has none.
 	Partition string `json:"partition,omitempty"`
 	// Signal is the job's --signal, if any.
@@ -240,6 +242,9 @@ type SubmitRequest struct {
 	Dependency *cluster.Dependency `json:"dependency,omitempty"`
 	Array      *cluster.ArraySpec  `json:"array,omitempty"`
 	Hold       bool                `json:"hold,omitempty"`
+	// Begin (--begin, RFC 3339) keeps the job pending, with reason
+	// BeginTime, until then.
+	Begin string `json:"begin,omitempty"`
 	// Pty (srun --pty) runs rank 0 on a terminal: GET
 	// /v1/jobs/{id}/pty?step=-1 attaches to it.
 	Pty bool `json:"pty,omitempty"`

@@ -66,6 +66,8 @@ const (
 	ReasonHeldAdmin = "JobHeldAdmin"
 	// ReasonArrayTaskLimit: the array's %N throttle is reached.
 	ReasonArrayTaskLimit = "JobArrayTaskLimit"
+	// ReasonBeginTime: the job's --begin time has not come.
+	ReasonBeginTime = "BeginTime"
 )
 
 // MaxAdminPriority bounds an administrator's job priority (Slurm's
@@ -473,6 +475,9 @@ type Spec struct {
 	// Pty runs rank 0 of the job's own task on a terminal that srun
 	// --pty attaches to (not for a batch job).
 	Pty bool `msgpack:"pty,omitempty" json:"pty,omitempty"`
+	// Begin (--begin) keeps the job pending, with reason BeginTime, until
+	// then; zero: no such wait.
+	Begin time.Time `msgpack:"begin,omitempty" json:"begin,omitempty"`
 }
 
 // Validate checks the spec and names the first bad field.

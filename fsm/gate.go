@@ -46,7 +46,7 @@ func newGates(jobs []*cluster.Job, policy *cluster.Policy, now time.Time) *Gates
 
 // Admit returns "" when pending job j may be offered to placement now, and
 // counts it against its array's throttle; otherwise the reason it waits
-// (JobHeldUser, JobHeldAdmin, PartitionTimeLimit, Dependency,
+// (JobHeldUser, JobHeldAdmin, PartitionTimeLimit, BeginTime, Dependency,
 // QOSMaxGpuPerUser, JobArrayTaskLimit) or DependencyNeverSatisfied, for a
 // job that never can start: the leader cancels those.
 func (g *Gates) Admit(j *cluster.Job) string {
@@ -60,6 +60,9 @@ func (g *Gates) Admit(j *cluster.Job) string {
 		// A job asking for more than its partition allows waits, as
 		// Slurm's does, until an administrator raises the limit.
 		return cluster.ReasonPartitionLimit
+	}
+	if b := j.Spec.Begin; !b.IsZero() && g.now.Before(b) {
+		return cluster.ReasonBeginTime
 	}
 	if d := j.Spec.Dependency; d != nil {
 		switch g.dependency(j, d) {

@@ -119,6 +119,9 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			sp.Dependency = cluster.DependencyFromSlurm(dep)
 		}
 		sp.Hold = strArg("hold", "") == "yes"
+		if b := intArg("begin", 0); b > 0 {
+			sp.Begin = t0.Add(time.Duration(b) * time.Second) // seconds after the log's first entry
+		}
 		sp.Request.Partition = strArg("partition", "")
 		sp.QoS = strArg("qos", "")
 		sp.Request.TimeLimit = time.Duration(intArg("time", 0)) * time.Second

@@ -26,6 +26,7 @@ import (
 //	   time limit, node count, partition, QoS, dependency, name, comment,
 //	   nice; RecordGPUUsage: a job's GPU usage on a node)
 //	3  fields: srun --pty's terminal (Spec.Pty in SubmitJob and StartStep);
+//	   --begin (Spec.Begin in SubmitJob);
 //	   a job's ranks laid out by -n and -m (Request.NTasks and
 //	   Request.Distribution in SubmitJob, StepSpec.Distribution in
 //	   StartStep), and --mincpus (Request.MinCPUs). An older replica
@@ -132,6 +133,11 @@ var fields = []field{
 	{name: "StartStep.Spec.Distribution", since: 3, uses: func(body any) bool {
 		c, ok := body.(StartStep)
 		return ok && c.Spec.Distribution != ""
+	}},
+	// An older replica would drop Begin and start the job at once.
+	{name: "SubmitJob.Spec.Begin", since: 3, uses: func(body any) bool {
+		c, ok := body.(SubmitJob)
+		return ok && !c.Spec.Begin.IsZero()
 	}},
 	// An older replica would drop Pty and its node would start rank 0
 	// with no terminal for srun --pty to attach to.

@@ -47,6 +47,7 @@ func JobOf(j *cluster.Job) api.Job {
 		out.ArrayJobID, out.ArrayTaskID, out.ArrayThrottle, out.JobIDString = uint64(a.JobID), a.TaskID, a.Throttle, a.Name()
 	}
 	out.Dependency, out.Hold, out.Partition = j.Spec.Dependency.String(), j.Hold, j.Spec.Request.Partition
+	out.Begin = api.FormatTime(j.Spec.Begin)
 	out.ReqNodeList, out.ExcNodeList = j.Spec.Request.NodeList, j.Spec.Request.Exclude
 	out.Features, out.Exclusive = j.Spec.Request.Constraint, j.Spec.Request.Exclusive
 	out.NTasks, out.Distribution = j.Spec.Request.NTasks, j.Spec.Request.Distribution

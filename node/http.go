@@ -115,7 +115,11 @@ func (a *Agent) handleSubmit(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	spec := specOf(req, who)
+	spec, err := specOf(req, who)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
 	warnings, err := queueFieldsOf(a.state.View(), spec, who)
 	if err != nil {
 		httpapi.WriteError(w, err)
@@ -156,8 +160,17 @@ func scopedRequestID(who caller, rid string) string {
 	return fmt.Sprintf("u%d/%s", who.UID, rid)
 }
 
-// specOf builds the spec a submit asks for, as the proven caller.
-func specOf(req api.SubmitRequest, who caller) cluster.Spec {
+// specOf builds the spec a submit asks for, as the proven caller; an
+// error names a field that does not parse.
+func specOf(req api.SubmitRequest, who caller) (cluster.Spec, error) {
+	var begin time.Time
+	if req.Begin != "" {
+		t, err := time.Parse(time.RFC3339, req.Begin)
+		if err != nil {
+			return cluster.Spec{}, invalid(fmt.Errorf("begin %.64q: want an RFC 3339 time", req.Begin))
+		}
+		begin = t.UTC()
+	}
 	name := req.Name
 	if name == "" && len(req.Command) > 0 {
 		name = filepath.Base(req.Command[0])
@@ -209,7 +222,8 @@ func specOf(req api.SubmitRequest, who caller) cluster.Spec {
 		Dependency: req.Dependency,
 		Array:      req.Array,
 		Hold:       req.Hold,
-	}
+		Begin:      begin,
+	}, nil
 }
 
 // handleCancel cancels a job, an array element, or every live element of

@@ -225,8 +225,11 @@ func TestResolveCaller(t *testing.T) {
 }
 
 func TestSpecOfDefaults(t *testing.T) {
-	s := specOf(api.SubmitRequest{Command: []string{"/usr/bin/python3", "x.py"}, TimeLimitS: 60},
+	s, err := specOf(api.SubmitRequest{Command: []string{"/usr/bin/python3", "x.py"}, TimeLimitS: 60, Begin: "2026-11-25T15:00:00+01:00"},
 		caller{Identity: api.Identity{User: "ada", UID: 1000, GID: 100}, Proven: true})
+	if err != nil || !s.Begin.Equal(time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)) {
+		t.Errorf("specOf: begin %v, err %v; want 14:00 UTC", s.Begin, err)
+	}
 	if s.Name != "python3" || s.Request.Nodes != 1 || s.Request.TasksPerNode != 1 || s.Request.CPUsPerTask != 1 ||
 		s.Request.TimeLimit != time.Minute || s.User != "ada" || s.UID != 1000 {
 		t.Errorf("specOf = %+v", s)
@@ -234,7 +237,10 @@ func TestSpecOfDefaults(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Errorf("defaulted spec invalid: %v", err)
 	}
-	neg := specOf(api.SubmitRequest{Command: []string{"x"}, Nodes: -1}, caller{})
+	if _, err := specOf(api.SubmitRequest{Command: []string{"x"}, Begin: "tomorrow"}, caller{}); err == nil || !strings.Contains(err.Error(), "begin") {
+		t.Errorf("begin tomorrow: %v; want refused naming begin", err)
+	}
+	neg, _ := specOf(api.SubmitRequest{Command: []string{"x"}, Nodes: -1}, caller{})
 	if err := neg.Validate(); err == nil || !strings.Contains(err.Error(), "nodes -1") {
 		t.Errorf("negative nodes: Validate = %v; want an error naming nodes", err)
 	}

@@ -20,7 +20,8 @@ func TestHelpRequest(t *testing.T) {
 	for _, want := range []string{"Usage: srun [OPTIONS(0)...] executable(0) [args(0)...]\n",
 		"  -N, --nodes=VALUE\n",
 		"  --cpu-bind=VALUE\n      accepted and ignored with a warning: Shoal does not bind tasks",
-		"  -b, --begin=VALUE\n      refused: Shoal starts a job as soon as it can"} {
+		"  -b, --begin=VALUE\n",
+		"  --deadline=VALUE\n      refused: Shoal has no deadline for a job and no limit on its wait"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("srun --help lacks %q:\n%s", want, text)
 		}

@@ -91,6 +91,9 @@ type Options struct {
 	Wrap       string
 	TestOnly   bool
 	Hold       bool
+	// Begin is --begin as given: the request parses it (ParseBegin)
+	// against the clock.
+	Begin string
 	// Nice is the --nice adjustment (100 when given with no value).
 	Nice       int
 	Switches   *Switches

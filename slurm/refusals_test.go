@@ -15,7 +15,6 @@ import (
 // list only shrinks: an option here that Shoal accepts, or that Slurm
 // refuses too, fails the test until it is taken out.
 var refusalGaps = map[string]string{
-	"begin":        "Shoal starts a job as soon as it can; ignoring it would start the job early",
 	"deadline":     "Shoal does not end a job at a deadline; ignoring it would run the job past it",
 	"immediate":    "ignoring it would wait for resources instead of failing at once",
 	"no-kill":      "ignoring it would end the job when a node fails, where Slurm keeps it",

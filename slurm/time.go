@@ -339,6 +339,28 @@ func civil(y, m, d, h, mi, sec int, loc *time.Location, bad func() (time.Time, e
 	return t, nil
 }
 
+// ParseBegin parses sbatch/salloc/srun --begin: ParseDate's forms, except
+// that a bare time of day already past today means tomorrow, as Slurm's
+// parse_time with past=0 takes it ("--begin=16:00" at 17:00 is tomorrow
+// at 16:00).
+func ParseBegin(s string, now time.Time) (time.Time, error) {
+	t, err := ParseDate(s, now)
+	if err != nil {
+		return t, err
+	}
+	if t.Before(now) && timeOfDay(s) {
+		t = t.AddDate(0, 0, 1)
+	}
+	return t, nil
+}
+
+// timeOfDay reports whether s is a bare HH:MM[:SS][AM|PM].
+func timeOfDay(s string) bool {
+	s = strings.ToLower(strings.TrimSpace(s))
+	s = strings.TrimSuffix(strings.TrimSuffix(s, "am"), "pm")
+	return strings.Contains(s, ":") && strings.Trim(s, "0123456789:") == ""
+}
+
 // FormatHMS formats a duration as scontrol show job's RunTime and
 // TimeLimit (Slurm's secs2time_str there): HH:MM:SS, or D-HH:MM:SS from a
 // day. Fractions of a second are dropped; a negative duration is

@@ -187,3 +187,31 @@ func TestFormatHMS(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBegin(t *testing.T) {
+	now := time.Date(2026, 11, 25, 17, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+	}{
+		{"16:00", time.Date(2026, 11, 26, 16, 0, 0, 0, time.UTC)}, // past today: tomorrow
+		{"18:30", time.Date(2026, 11, 25, 18, 30, 0, 0, time.UTC)},
+		{"4pm", time.Time{}}, // not a form: an error below
+		{"4:00pm", time.Date(2026, 11, 26, 16, 0, 0, 0, time.UTC)},
+		{"now+60", now.Add(time.Minute)},
+		{"now+1hour", now.Add(time.Hour)},
+		{"2026-11-25T10:00", time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}, // a date in the past stays
+		{"midnight", time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)},
+	} {
+		got, err := ParseBegin(tc.in, now)
+		if tc.want.IsZero() {
+			if err == nil {
+				t.Errorf("ParseBegin(%q) = %v; want an error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || !got.Equal(tc.want) {
+			t.Errorf("ParseBegin(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}

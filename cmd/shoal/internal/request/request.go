@@ -114,6 +114,13 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 		req.Dependency = cluster.DependencyFromSlurm(*opts.Dependency)
 	}
 	req.Hold = opts.Hold
+	if opts.Begin != "" {
+		begin, err := slurm.ParseBegin(opts.Begin, time.Now())
+		if err != nil {
+			return req, nil, fmt.Errorf("--begin: %w", err)
+		}
+		req.Begin = api.FormatTime(begin)
+	}
 	req.Partition = opts.Partition
 	if sw := opts.Switches; sw != nil {
 		req.Switches, req.SwitchesWaitS = sw.Count, int64(sw.MaxWait/time.Second)

@@ -109,6 +109,9 @@ func (o ShowJob) lines(j api.Job) []string {
 	}
 	add("RunTime=%s TimeLimit=%s TimeMin=N/A", slurm.FormatHMS(Elapsed(j, o.view.now)), limit)
 	eligible := o.view.date(j.SubmitTime, "Unknown")
+	if j.Begin != "" {
+		eligible = o.view.date(j.Begin, "Unknown") // --begin: Slurm's EligibleTime is it
+	}
 	if pending && (j.Hold != "" || j.Dependency != "") {
 		eligible = "Unknown" // not eligible yet
 	}

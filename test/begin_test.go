@@ -1,0 +1,47 @@
+package test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/localcluster"
+)
+
+// TestSbatchBegin: `sbatch --begin=now+5` pends with reason BeginTime
+// (squeue, scontrol's EligibleTime is the begin time) and starts once the
+// time has come, not before.
+func TestSbatchBegin(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1})
+	a := c.Agents[0]
+	sh := newSlurmShims(t, a)
+	before := time.Now()
+	out := sh.must("sbatch", "--parsable", "--begin=now+5", "--chdir=/tmp", "--output=/dev/null", "--wrap", "true")
+	var id uint64
+	if _, err := fmt.Sscan(out, &id); err != nil {
+		t.Fatalf("sbatch printed %q", out)
+	}
+	var j api.Job
+	jsonOf(t, a, &j, "job", fmt.Sprint(id), "--json")
+	begin, err := time.Parse(time.RFC3339, j.Begin)
+	if err != nil || begin.Before(before.Add(4*time.Second)) || begin.After(time.Now().Add(6*time.Second)) {
+		t.Fatalf("job %d begin %q (%v); want about 5 s after the submit", id, j.Begin, err)
+	}
+	eventually(t, 10*time.Second, "the job pending with BeginTime", func() error {
+		r := sh.run("squeue", "-h", "-j", fmt.Sprint(id), "-o", "%T %r")
+		if got := strings.TrimSpace(r.stdout); got != "PENDING BeginTime" {
+			return fmt.Errorf("squeue: %q %s", got, r.stderr)
+		}
+		return nil
+	})
+	if show := sh.must("scontrol", "show", "job", fmt.Sprint(id)); !strings.Contains(show, "EligibleTime="+begin.Local().Format("2006-01-02T15:04:05")) {
+		t.Errorf("scontrol show job: EligibleTime is not the begin time %s:\n%s", begin.Local().Format("2006-01-02T15:04:05"), show)
+	}
+	j = waitJob(t, a, id, 30*time.Second)
+	start, err := time.Parse(time.RFC3339, j.StartTime)
+	if j.State != "COMPLETED" || err != nil || start.Before(begin) {
+		t.Errorf("job %d %s started %s; want COMPLETED, started at or after %s", id, j.State, j.StartTime, j.Begin)
+	}
+}
