@@ -477,7 +477,7 @@ type Spec struct {
 	Pty bool `msgpack:"pty,omitempty" json:"pty,omitempty"`
 	// Begin (--begin) keeps the job pending, with reason BeginTime, until
 	// then; zero: no such wait.
-	Begin time.Time `msgpack:"begin,omitempty" json:"begin,omitempty"`
+	Begin time.Time `msgpack:"begin,omitempty" json:"begin,omitzero"`
 }
 
 // Validate checks the spec and names the first bad field.
