@@ -21,7 +21,7 @@ func TestHelpRequest(t *testing.T) {
 		"  -N, --nodes=VALUE\n",
 		"  --cpu-bind=VALUE\n      accepted and ignored with a warning: Shoal does not bind tasks",
 		"  -b, --begin=VALUE\n",
-		"  --deadline=VALUE\n      refused: Shoal has no deadline for a job and no limit on its wait"} {
+		"  --deadline=VALUE\n      refused: Shoal has no deadline for a job"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("srun --help lacks %q:\n%s", want, text)
 		}

@@ -94,6 +94,10 @@ type Options struct {
 	// Begin is --begin as given: the request parses it (ParseBegin)
 	// against the clock.
 	Begin string
+	// Immediate is srun's and salloc's --immediate[=SECONDS]: give up,
+	// cancelling the job, if it has not started within it (1 s when no
+	// seconds are given, as Slurm); 0: wait as long as it takes.
+	Immediate time.Duration
 	// Nice is the --nice adjustment (100 when given with no value).
 	Nice       int
 	Switches   *Switches
@@ -352,6 +356,17 @@ func strOpt(f func(o *Options) *string) func(*Options, string) error {
 		*f(o) = v
 		return nil
 	}
+}
+
+// setImmediate takes --immediate[=SECONDS].
+func setImmediate(o *Options, v string) error {
+	if v == "" {
+		o.Immediate = time.Second
+		return nil
+	}
+	n, err := positive("immediate", v)
+	o.Immediate = time.Duration(n) * time.Second
+	return err
 }
 
 func setJobID(o *Options, v string) error {

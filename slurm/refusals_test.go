@@ -16,7 +16,6 @@ import (
 // refuses too, fails the test until it is taken out.
 var refusalGaps = map[string]string{
 	"deadline":     "Shoal does not end a job at a deadline; ignoring it would run the job past it",
-	"immediate":    "ignoring it would wait for resources instead of failing at once",
 	"no-kill":      "ignoring it would end the job when a node fails, where Slurm keeps it",
 	"get-user-env": "the job would lack the user's login environment",
 	"container":    "the job would run outside its container",

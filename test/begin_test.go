@@ -45,3 +45,37 @@ func TestSbatchBegin(t *testing.T) {
 		t.Errorf("job %d %s started %s; want COMPLETED, started at or after %s", id, j.State, j.StartTime, j.Begin)
 	}
 }
+
+// TestImmediate: srun and salloc --immediate give up, cancelling their
+// job, when it cannot start within the time given, with Slurm's error
+// and exit code 1; with resources free they run.
+func TestImmediate(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1})
+	a := c.Agents[0]
+	sh := newSlurmShims(t, a)
+	if out := sh.must("srun", "--immediate", "echo", "ran-at-once"); out != "ran-at-once" {
+		t.Errorf("srun --immediate with resources free printed %q", out)
+	}
+	blocker := submit(t, a, "--gpus-per-node", "1", "--", "sleep", "300")
+	eventually(t, 20*time.Second, "the blocker running", func() error {
+		var j api.Job
+		jsonOf(t, a, &j, "job", fmt.Sprint(blocker), "--json")
+		if j.State != "RUNNING" {
+			return fmt.Errorf("blocker %s", j.State)
+		}
+		return nil
+	})
+	for _, cmd := range [][]string{
+		{"srun", "--immediate=2", "--gpus-per-node=1", "true"},
+		{"salloc", "-I", "--gpus-per-node=1", "true"},
+	} {
+		r := sh.run(cmd[0], cmd[1:]...)
+		if r.code != 1 || !strings.Contains(r.stderr, cmd[0]+": error: Unable to allocate resources: Requested nodes are busy") {
+			t.Errorf("%v with the GPU busy: exit %d, stderr %q; want 1 and Slurm's error", cmd, r.code, r.stderr)
+		}
+	}
+	// Neither left a job waiting.
+	if out := sh.must("squeue", "-h", "-t", "PENDING", "-o", "%i"); out != "" {
+		t.Errorf("jobs left pending after --immediate gave up: %q", out)
+	}
+}

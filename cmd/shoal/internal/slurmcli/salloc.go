@@ -61,6 +61,7 @@ func Salloc(ctx context.Context, connect Connect, args []string, stderr io.Write
 	}
 	request.PrintWarnings("salloc", res.Warnings)
 	fmt.Fprintf(stderr, "salloc: Pending job allocation %d\n", res.ID)
+	submitted := time.Now()
 
 	// Wait for the allocation; an interrupt while waiting cancels it.
 	var j api.Job
@@ -82,6 +83,9 @@ func Salloc(ctx context.Context, connect Connect, args []string, stderr io.Write
 			case cluster.JobState(j.State).Terminal():
 				return 1, fmt.Errorf("job %d ended %s (%s) before it was allocated", res.ID, j.State, orNone(j.Reason))
 			default:
+				if immediateExpired(opts.Immediate, submitted, time.Now(), j.State) {
+					return giveUpImmediate(c, "salloc", res.ID, stderr), nil
+				}
 				if !announced && j.Reason != "" {
 					fmt.Fprintf(stderr, "salloc: job %d queued and waiting for resources\n", res.ID)
 					announced = true

@@ -318,6 +318,7 @@ func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command
 		return 1, err
 	}
 	request.PrintWarnings("srun", res.Warnings)
+	submitted := time.Now()
 	out := newStreamer(opts.Label, stdout, stderr)
 	bg := context.Background()
 	pending := newPendingLine(stderr, res.ID)
@@ -337,6 +338,10 @@ func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command
 		cancel()
 		if jerr == nil {
 			pending.show(j)
+			if immediateExpired(opts.Immediate, submitted, time.Now(), j.State) {
+				pending.done()
+				return giveUpImmediate(c, "srun", res.ID, stderr), nil
+			}
 		}
 		if jerr == nil && cluster.JobState(j.State).Terminal() {
 			rctx, cancel := context.WithTimeout(bg, 10*time.Second)
@@ -399,6 +404,14 @@ func (p *pendingLine) show(j api.Job) {
 		return
 	}
 	fmt.Fprintln(p.w, line)
+}
+
+// done ends a line left open on a terminal, before srun writes another.
+func (p *pendingLine) done() {
+	if p.active {
+		fmt.Fprintln(p.w)
+		p.active = false
+	}
 }
 
 // preserveEnv is srun -E: the node and task counts not given on the
