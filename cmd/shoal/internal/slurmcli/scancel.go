@@ -29,8 +29,8 @@ var scancelOpts = []slurm.Option{
 	{Long: "signal", Short: 's', Arg: slurm.NeedArg},
 	{Long: "batch", Short: 'b', Arg: slurm.NoArg},
 	{Long: "interactive", Short: 'i', Arg: slurm.NoArg, Unsupported: "scancel asks no questions here"},
-	{Long: "account", Short: 'A', Arg: slurm.NeedArg, Unsupported: "Shoal has no accounts"},
-	{Long: "qos", Short: 'q', Arg: slurm.NeedArg, Unsupported: "Shoal has no QOS"},
+	{Long: "account", Short: 'A', Arg: slurm.NeedArg},
+	{Long: "qos", Short: 'q', Arg: slurm.NeedArg},
 	{Long: "reservation", Short: 'R', Arg: slurm.NeedArg, Unsupported: "Shoal has no reservations"},
 	{Long: "nodelist", Short: 'w', Arg: slurm.NeedArg},
 	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
@@ -110,7 +110,7 @@ func Scancel(ctx context.Context, connect Connect, args []string, stderr io.Writ
 	var users, names, nodes []string
 	var states map[string]bool
 	quiet, verbose := false, false
-	var parts []string
+	var parts, accounts, qos []string
 	// --signal sends a signal instead of cancelling: to the jobs' steps,
 	// or with --batch to their batch shells (without --signal, --batch
 	// changes nothing: a cancel ends the whole job).
@@ -133,6 +133,10 @@ func Scancel(ctx context.Context, connect Connect, args []string, stderr io.Writ
 			}
 		case "partition":
 			parts = append(parts, splitList(v.Value)...)
+		case "account":
+			accounts = append(accounts, splitList(v.Value)...)
+		case "qos":
+			qos = append(qos, splitList(v.Value)...)
 		case "quiet":
 			quiet = true
 		case "verbose":
@@ -149,7 +153,8 @@ func Scancel(ctx context.Context, connect Connect, args []string, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	filtered := len(users) > 0 || len(names) > 0 || states != nil || len(parts) > 0 || len(nodes) > 0
+	filtered := len(users) > 0 || len(names) > 0 || states != nil || len(parts) > 0 || len(nodes) > 0 ||
+		len(accounts) > 0 || len(qos) > 0
 	if len(targets) == 0 && !filtered {
 		return slurmErrorf("No job identification provided")
 	}
@@ -169,6 +174,10 @@ func Scancel(ctx context.Context, connect Connect, args []string, stderr io.Writ
 			case len(nodes) > 0 && !onNodes(j, nodes):
 				return false
 			case len(users) > 0 && !slices.Contains(users, j.User):
+				return false
+			case len(accounts) > 0 && !slices.Contains(accounts, j.Account):
+				return false
+			case len(qos) > 0 && !slices.Contains(qos, j.QoS):
 				return false
 			case len(names) > 0 && !slices.Contains(names, j.Name):
 				return false

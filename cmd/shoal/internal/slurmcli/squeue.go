@@ -56,8 +56,8 @@ var squeueOpts = []slurm.Option{
 	{Long: "iterate", Short: 'i', Arg: slurm.NeedArg, Unsupported: "run it under watch(1)"},
 	{Long: "steps", Short: 's', Arg: slurm.OptArg, Unsupported: "sacct -j N lists a job's steps"},
 	{Long: "start", Arg: slurm.NoArg, Unsupported: "Shoal does not report expected start times"},
-	{Long: "account", Short: 'A', Arg: slurm.NeedArg, Unsupported: "Shoal has no accounts"},
-	{Long: "qos", Short: 'q', Arg: slurm.NeedArg, Unsupported: "Shoal has no QOS"},
+	{Long: "account", Short: 'A', Arg: slurm.NeedArg},
+	{Long: "qos", Short: 'q', Arg: slurm.NeedArg},
 	{Long: "nodelist", Short: 'w', Arg: slurm.NeedArg},
 	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
 	{Long: "json", Arg: slurm.NoArg, Unsupported: "use `shoal queue --json`"},
@@ -180,6 +180,8 @@ type squeueQuery struct {
 	states    map[string]bool
 	allStates bool
 	parts     []string // -p: only these partitions
+	accounts  []string // -A
+	qos       []string // -q
 	noHeader  bool
 	long      bool
 	array     bool   // -r: one row per array element
@@ -192,6 +194,10 @@ func (q squeueQuery) match(j api.Job) bool {
 	case len(q.parts) > 0 && !slices.Contains(q.parts, jobPartition(j)):
 		return false
 	case len(q.users) > 0 && !slices.Contains(q.users, j.User):
+		return false
+	case len(q.accounts) > 0 && !slices.Contains(q.accounts, j.Account):
+		return false
+	case len(q.qos) > 0 && !slices.Contains(q.qos, j.QoS):
 		return false
 	case len(q.nodes) > 0 && !onNodes(j, q.nodes):
 		return false
@@ -239,6 +245,10 @@ func Squeue(ctx context.Context, connect Connect, args []string, stdout, stderr 
 			}
 		case "partition":
 			q.parts = append(q.parts, splitList(v.Value)...)
+		case "account":
+			q.accounts = append(q.accounts, splitList(v.Value)...)
+		case "qos":
+			q.qos = append(q.qos, splitList(v.Value)...)
 		case "noheader":
 			q.noHeader = true
 		case "long":

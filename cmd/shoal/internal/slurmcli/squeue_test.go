@@ -228,3 +228,31 @@ func TestSqueueArrays(t *testing.T) {
 		t.Errorf("-j 10 picked %v; want the whole array %v", picked, want)
 	}
 }
+
+// -A and -q select by the policy's accounts and QoS levels.
+func TestSqueueAccountQoS(t *testing.T) {
+	jobs := []api.Job{
+		{ID: 1, State: "RUNNING", Account: "ml", QoS: "gold"},
+		{ID: 2, State: "PENDING", Account: "ml"},
+		{ID: 3, State: "PENDING", Account: "physics", QoS: "gold"},
+	}
+	for _, tc := range []struct {
+		q    squeueQuery
+		want []uint64
+	}{
+		{squeueQuery{accounts: []string{"ml"}}, []uint64{1, 2}},
+		{squeueQuery{qos: []string{"gold"}}, []uint64{1, 3}},
+		{squeueQuery{accounts: []string{"ml"}, qos: []string{"gold"}}, []uint64{1}},
+		{squeueQuery{accounts: []string{"none"}}, nil},
+	} {
+		var got []uint64
+		for _, j := range jobs {
+			if tc.q.match(j) {
+				got = append(got, j.ID)
+			}
+		}
+		if !equalIDs(got, tc.want) {
+			t.Errorf("-A %v -q %v: %v; want %v", tc.q.accounts, tc.q.qos, got, tc.want)
+		}
+	}
+}
