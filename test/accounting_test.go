@@ -92,6 +92,8 @@ func TestAccountingCommands(t *testing.T) {
 	}
 	alice := sub("alice", "physics", "ajob")
 	carol := sub("carol", "bio", "cjob")
+	// squeue -A shows an account's queue while its jobs live.
+	check("squeue", []string{"-h", "-t", "all", "-A", "physics", "-o", "%i %a"}, fmt.Sprintf("%d physics\n", alice))
 	for _, id := range []uint64{alice, carol} {
 		if j := waitJob(t, a, id, time.Minute); j.State != "COMPLETED" {
 			t.Fatalf("job %d: %s; want COMPLETED", id, j.State)
