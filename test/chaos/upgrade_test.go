@@ -88,7 +88,16 @@ func TestRollingUpgrade(t *testing.T) {
 	const dur = 30 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), dur+4*time.Minute)
 	defer cancel()
-	res, err := chaos.RunSeed(ctx, chaos.Config{Binary: shoalBin, UpgradeFrom: old, Nodes: 3, Duration: dur, Log: log}, 1)
+	// A workload the 3 nodes keep up with: the default one (about 3.5
+	// submits/s of gangs with no time limit, so no backfill) queues faster
+	// than 3 nodes drain it, and the queue left when faults stop then takes
+	// about the whole liveness bound (60 s) to run, even on an idle box.
+	// What this test checks is the upgrade, not a drain under saturation
+	// (TestChaosSchedule keeps the heavy workload).
+	res, err := chaos.RunSeed(ctx, chaos.Config{
+		Binary: shoalBin, UpgradeFrom: old, Nodes: 3, Duration: dur, Log: log,
+		RankTicks: [2]int{2, 8}, SubmitGap: [2]time.Duration{time.Second, 2500 * time.Millisecond},
+	}, 1)
 	out, _ := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
