@@ -52,9 +52,10 @@
 //
 // Every task runs under a supervisor process of its own, as a Slurm step
 // runs under slurmstepd: Start writes the start record and stepd.json
-// (the Launch and Config's settings) and runs Config.StepdCommand
-// (`shoal stepd --detach DIR`), which starts the supervisor in a session
-// of its own and exits, so the supervisor is never the agent's child. The
+// (the Launch and Config's settings) and starts Config.StepdCommand
+// (`shoal stepd DIR`) in a session of its own. The supervisor is the
+// agent's child only until the agent ends (a goroutine reaps it); after a
+// restart it belongs to init, and nothing of the agent has to reap it. The
 // supervisor reports the launch on an inherited pipe (Start returns then),
 // answers stop, signal and wait requests on stepd.sock, and reads the
 // stop record (written before each stop request, so a request lost on the

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
 
 	"github.com/shoal-sched/shoal/exec/task"
 )
@@ -27,6 +28,13 @@ func stepdEnv(k TaskKey, node string) []string {
 }
 
 // spawnStepd starts t's supervisor and waits for its launch result.
+//
+// The supervisor is started directly, in a session of its own, and is the
+// agent's child until the agent ends: a goroutine reaps it when it exits,
+// and after an agent's restart it is init's (or a subreaper's) to reap.
+// One exec of the binary instead of the two of `stepd --detach` (a
+// detaching parent that exits at once), which cost a whole process start
+// per task (BENCHMARKS.md, task supervisors).
 func (e *Executor) spawnStepd(t *tracked) (task.LaunchResult, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -38,18 +46,25 @@ func (e *Executor) spawnStepd(t *tracked) (task.LaunchResult, error) {
 		w.Close()
 		return task.LaunchResult{}, err
 	}
-	argv := append(slices.Clone(e.cfg.StepdCommand), "--detach", t.dir)
+	argv := append(slices.Clone(e.cfg.StepdCommand), t.dir)
 	cmd := osexec.Command(argv[0], argv[1:]...)
 	cmd.Env = stepdEnv(t.key, e.cfg.NodeName)
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{w}
-	err = cmd.Run() // the detaching parent returns once the supervisor started
+	// Its own session: signals to the agent's process group or terminal
+	// never reach it, and it keeps running when the agent goes.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
 	w.Close()
 	logf.Close()
 	if err != nil {
-		return task.LaunchResult{}, fmt.Errorf("run %v: %w", argv, err)
+		return task.LaunchResult{}, fmt.Errorf("start %v: %w", argv, err)
 	}
+	// The reaper ends when the supervisor does; its exit status means
+	// nothing here (the exit record is what counts), and an agent that
+	// ends first leaves the supervisor to init.
+	go func() { _ = cmd.Wait() }()
 	var res task.LaunchResult
 	if err := json.NewDecoder(r).Decode(&res); err != nil {
 		return task.LaunchResult{}, fmt.Errorf("supervisor of %s ended without a launch result (see %s): %w",

@@ -40,8 +40,8 @@ var (
 // hangs. args are what follows task.StepdArg.
 //
 // With --detach it starts the supervisor proper in a session of its own
-// and returns at once, so the supervisor is never the agent's child (the
-// agent may die or restart; nothing of it has to reap the supervisor).
+// and returns at once: how earlier agents started supervisors (today's
+// start it directly, in a session of their own, saving that process).
 //
 // The supervisor reads DIR/stepd.json, listens on DIR/stepd.sock, runs
 // the task (its ranks, time limit, --signal warning, kill-wait, cgroup,

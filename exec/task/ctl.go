@@ -17,8 +17,9 @@ import (
 
 // StepdArg is the argument that makes a binary run a task supervisor:
 // `shoal stepd [--detach] TASKDIR` (see package stepd). The agent runs
-// its exec.Config.StepdCommand with "--detach" and the task directory
-// added; a supervisor started by an earlier agent was started so too. A
+// its exec.Config.StepdCommand with the task directory added, in a session
+// of its own; earlier agents passed "--detach" too, which supervisors
+// still accept (a supervisor binary may be newer than the agent). A
 // binary whose StepdCommand does not name cmd/shoal (a test binary) must
 // call stepd.Main itself when its os.Args[1] is StepdArg.
 const StepdArg = "stepd"
