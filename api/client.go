@@ -401,6 +401,14 @@ func (c *Client) Logs(ctx context.Context, id uint64) ([]LogChunk, error) {
 	return out, err
 }
 
+// JobGPU returns what the job's GPUs did over time on each of its nodes,
+// while the job is live.
+func (c *Client) JobGPU(ctx context.Context, id uint64) ([]JobGPU, error) {
+	var out []JobGPU
+	_, err := c.Do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs/%d/gpu", id), nil, &out)
+	return out, err
+}
+
 // Drain keeps new jobs off a node; running ones finish. Root only.
 func (c *Client) Drain(ctx context.Context, node, reason string) error {
 	_, err := c.Do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(node)+"/drain", DrainRequest{Reason: reason}, nil)

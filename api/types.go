@@ -355,6 +355,16 @@ type LogChunk struct {
 	Error  string `json:"error,omitempty"` // the node holding it could not be read
 }
 
+// JobGPU is what a job's GPUs on one node did over time, for one run
+// (incarnation) of the job, as that node's agent sampled them; kept while
+// the job is live (GET /v1/jobs/{id}/gpu).
+type JobGPU struct {
+	Node        string            `json:"node"`
+	Incarnation uint64            `json:"incarnation"`
+	Series      cluster.GPUSeries `json:"series"`
+	Error       string            `json:"error,omitempty"` // the node holding it could not be read
+}
+
 // Error is every error response's body.
 type Error struct {
 	Error string `json:"error"`

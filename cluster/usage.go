@@ -1,6 +1,9 @@
 package cluster
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Usage is what one node's share of a job (or of a step) used, as the
 // node's kernel counted it for the task's cgroup: Slurm's MaxRSS, AveRSS,
@@ -52,4 +55,74 @@ func (u GPUUsage) Add(utils []float64, memBytes uint64) GPUUsage {
 	u.PeakMemBytes = max(u.PeakMemBytes, memBytes)
 	u.Samples++
 	return u
+}
+
+// GPUPoint is a job's GPU use on one node over a stretch of its run:
+// Samples consecutive samples from Time on, their utilization averaged
+// over the samples and the job's GPUs (0 to 1), and the memory they used
+// together, averaged.
+type GPUPoint struct {
+	Time     time.Time `json:"time"`
+	Samples  int       `json:"samples"`
+	Util     float64   `json:"util"`
+	MemBytes uint64    `json:"mem_bytes"`
+}
+
+// MaxGPUPoints bounds a GPUSeries: when a sample would make one more
+// point, neighbouring points merge pairwise instead, so a series covers
+// the whole run, however long, at a resolution that halves as it grows.
+const MaxGPUPoints = 240
+
+// GPUSeries is a job's GPU use on one node over time, as the node's agent
+// samples it: not replicated (the summary is GPUUsage), kept while the job
+// is live. Each point holds Every samples, the last at most Every.
+type GPUSeries struct {
+	Every  int        `json:"every"`
+	Points []GPUPoint `json:"points"`
+}
+
+// Add returns s with one more sample taken at t: the utilization of each
+// of the job's GPUs and the memory they used together. A sample of no
+// GPUs leaves s as it is. Pure: s's points are not modified in place.
+func (s GPUSeries) Add(t time.Time, utils []float64, memBytes uint64) GPUSeries {
+	if len(utils) == 0 {
+		return s
+	}
+	var sum float64
+	for _, x := range utils {
+		sum += x
+	}
+	p := GPUPoint{Time: t, Samples: 1, Util: sum / float64(len(utils)), MemBytes: memBytes}
+	s.Every = max(s.Every, 1)
+	pts := slices.Clone(s.Points)
+	if n := len(pts); n > 0 && pts[n-1].Samples < s.Every {
+		pts[n-1] = mergeGPUPoints(pts[n-1], p)
+	} else {
+		pts = append(pts, p)
+	}
+	if len(pts) > MaxGPUPoints {
+		half := make([]GPUPoint, 0, (len(pts)+1)/2)
+		for i := 0; i < len(pts); i += 2 {
+			if i+1 < len(pts) {
+				half = append(half, mergeGPUPoints(pts[i], pts[i+1]))
+			} else {
+				half = append(half, pts[i])
+			}
+		}
+		pts = half
+		s.Every *= 2
+	}
+	s.Points = pts
+	return s
+}
+
+// mergeGPUPoints is a followed by b as one point, weighted by samples.
+func mergeGPUPoints(a, b GPUPoint) GPUPoint {
+	n := float64(a.Samples + b.Samples)
+	return GPUPoint{
+		Time:     a.Time,
+		Samples:  a.Samples + b.Samples,
+		Util:     (a.Util*float64(a.Samples) + b.Util*float64(b.Samples)) / n,
+		MemBytes: uint64((float64(a.MemBytes)*float64(a.Samples) + float64(b.MemBytes)*float64(b.Samples)) / n),
+	}
 }

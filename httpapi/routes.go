@@ -13,12 +13,12 @@ import (
 type Handlers struct {
 	Submit, Job, Cancel, Hold, Release, Requeue, SetPriority http.HandlerFunc
 	Update                                                   http.HandlerFunc
-	Logs, StartStep, CancelStep, Signal, Pty                 http.HandlerFunc
+	Logs, JobGPU, StartStep, CancelStep, Signal, Pty         http.HandlerFunc
 	Priority, FairShare, Policy, SetPolicy                   http.HandlerFunc
 	CreateJoinToken, CreateUserToken, RevokeUserToken        http.HandlerFunc
 	Keyring, ChangeKeyring, Join, Revoke                     http.HandlerFunc
 	Renew, ClusterCA                                         http.HandlerFunc
-	AgentLeave, LocalLogs                                    http.HandlerFunc
+	AgentLeave, LocalLogs, LocalGPU                          http.HandlerFunc
 	// Metrics is the Prometheus exposition (package metrics); UI the web
 	// view's files (package ui), public.
 	Metrics, UI http.Handler
@@ -39,6 +39,7 @@ func (s *Server) Routes(h Handlers) http.Handler {
 	mux.HandleFunc("POST /v1/jobs/{id}/priority", h.SetPriority)
 	mux.HandleFunc("POST /v1/jobs/{id}/update", h.Update)
 	mux.HandleFunc("GET /v1/jobs/{id}/logs", h.Logs)
+	mux.HandleFunc("GET /v1/jobs/{id}/gpu", h.JobGPU)
 	mux.HandleFunc("POST /v1/jobs/{id}/steps", h.StartStep)
 	mux.HandleFunc("POST /v1/jobs/{id}/steps/{step}/cancel", h.CancelStep)
 	mux.HandleFunc("POST /v1/jobs/{id}/signal", h.Signal)
@@ -68,6 +69,7 @@ func (s *Server) Routes(h Handlers) http.Handler {
 	mux.HandleFunc("POST /v1/internal/drain", s.HandleDrainSelf)
 	mux.HandleFunc("POST /v1/agent/leave", h.AgentLeave)
 	mux.HandleFunc("GET /v1/internal/logs/{id}", h.LocalLogs)
+	mux.HandleFunc("GET /v1/internal/gpu/{id}", h.LocalGPU)
 	mux.Handle("GET /metrics", h.Metrics)
 	mux.Handle("GET /ui", h.UI)
 	mux.Handle("GET /ui/", h.UI)

@@ -33,12 +33,12 @@ func (a *Agent) routes() http.Handler {
 		Submit: a.handleSubmit, Job: a.handleJob, Cancel: a.handleCancel, Hold: a.handleHold,
 		Release: a.handleRelease, Requeue: a.handleRequeue, SetPriority: a.handleSetPriority,
 		Update: a.handleUpdate,
-		Logs:   a.handleLogs, StartStep: a.handleStartStep, CancelStep: a.handleCancelStep, Signal: a.handleSignal, Pty: a.handlePty,
+		Logs:   a.handleLogs, JobGPU: a.handleJobGPU, StartStep: a.handleStartStep, CancelStep: a.handleCancelStep, Signal: a.handleSignal, Pty: a.handlePty,
 		Priority: a.handlePriority, FairShare: a.handleFairShare, Policy: a.handlePolicy, SetPolicy: a.handleSetPolicy,
 		CreateJoinToken: a.handleCreateJoinToken, CreateUserToken: a.handleCreateUserToken,
 		RevokeUserToken: a.handleRevokeUserToken, Keyring: a.handleKeyring, ChangeKeyring: a.handleChangeKeyring,
 		Join: a.handleJoin, Revoke: a.handleRevoke, Renew: a.handleRenew, ClusterCA: a.handleClusterCA,
-		AgentLeave: a.handleAgentLeave, LocalLogs: a.handleLocalLogs,
+		AgentLeave: a.handleAgentLeave, LocalLogs: a.handleLocalLogs, LocalGPU: a.handleLocalGPU,
 		Metrics: a.metrics.Handler(), UI: ui.Handler(),
 	})
 }

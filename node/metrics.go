@@ -90,7 +90,7 @@ func (a *Agent) gpuSampleLoop(ctx context.Context) {
 			}
 			r := &metrics.GPUReading{Samples: samples, Holders: holders}
 			a.gpuSample.Store(r)
-			a.gpuUsage.add(r)
+			a.gpuUsage.add(r, time.Now())
 		}
 		a.gpuUsage.prune(v)
 		if time.Since(lastReport) >= a.cfg.GPUReportInterval {

@@ -342,6 +342,27 @@ func TestGPUUsage(t *testing.T) {
 		}
 		return nil
 	})
+	// Over time (the web view's chart): each node's series, from any agent.
+	eventually(t, 20*time.Second, "GPU use over time on both nodes", func() error {
+		series, err := c.Agents[1].Client().JobGPU(t.Context(), uint64(id))
+		if err != nil {
+			return err
+		}
+		if len(series) != 2 {
+			return fmt.Errorf("series %+v, want one per node", series)
+		}
+		for _, s := range series {
+			if s.Error != "" || s.Incarnation != 1 || len(s.Series.Points) < 3 {
+				return fmt.Errorf("node %s: %+v, want 3 points or more of incarnation 1", s.Node, s)
+			}
+			for _, p := range s.Series.Points {
+				if !near(p.Util, 0.4) || p.MemBytes != 64<<30 || p.Time.IsZero() {
+					return fmt.Errorf("node %s: point %+v, want 40 %% and 64 GiB", s.Node, p)
+				}
+			}
+		}
+		return nil
+	})
 	j := waitJob(t, a, id, 30*time.Second)
 	if j.State != "COMPLETED" {
 		t.Fatalf("job %d %s", id, j.State)

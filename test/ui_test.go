@@ -29,10 +29,11 @@ func artifactDir(t *testing.T) string {
 // user token and checks what the page shows: the nodes under their
 // switches, a running job's GPUs coloured as its, a pending job with its
 // reason, raft and gossip membership, and a job's page with its
-// placement and output. Without a token the page asks for one. It keeps a
-// screenshot of the overview.
+// placement, output and GPU use over time. Without a token the page asks
+// for one. It keeps screenshots of the overview and the job's page.
 func TestWebView(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 2, LeafSize: 2})
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 2, LeafSize: 2,
+		ExtraArgs: []string{"--sim-gpu-load", "40", "--gpu-sample-interval", "200ms", "--gpu-report-interval", "500ms"}})
 	var tok api.UserTokenResponse
 	eventually(t, 20*time.Second, "a user token", func() error {
 		r := shoal(t, c.Agents[0], "token", "create", "--user", "root", "--ttl", "1h", "--json")
@@ -94,6 +95,19 @@ func TestWebView(t *testing.T) {
 	// A job's page: its placement and the tail of its output.
 	b.navigate(fmt.Sprintf("%s#/job/%d", base, running))
 	b.waitText("the job's page", 30*time.Second, "ui-train", "Placement", j.Nodes[0], "hello-from-the-view")
+	// Its GPU use: the recorded mean and peak, and the node's samples
+	// over time drawn as a line (redrawn while the job runs).
+	b.waitText("the job's GPU use", 30*time.Second, "GPU utilization", "Peak memory", "40%", "65536 MiB")
+	eventually(t, 30*time.Second, "a chart of the job's GPU use", func() error {
+		if got := b.eval(`[...document.querySelectorAll("svg.gpu-chart polyline")].map(p => p.getAttribute("points").split(" ").length).join(",")`); got == "" || got == "1" {
+			return fmt.Errorf("charts' points: %q, want a line of two points or more", got)
+		}
+		return nil
+	})
+	png = b.screenshot()
+	if err := os.WriteFile(filepath.Join(artifactDir(t), "ui-job.png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	mustShoal(t, c.Agents[0], "cancel", fmt.Sprint(later))
 
 	// Without a token: a sign-in, no data.

@@ -7,6 +7,7 @@
 const TOKEN_KEY = "shoal-token";
 const POLL_WAIT = "25s";
 const RETRY_MS = 2000;
+const GPU_REDRAW = "10s";
 
 // The token may arrive in the fragment (#token=... or #/job/5&token=...),
 // which the browser never sends to a server; keep it for this tab only.
@@ -50,6 +51,69 @@ function el(tag, attrs, ...children) {
     e.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
   return e;
+}
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+// svg builds an SVG element; strings become text nodes.
+function svg(tag, attrs, ...children) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+  for (const c of children.flat()) {
+    if (c === undefined || c === null) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+function pct(x) { return Math.round(x * 100) + "%"; }
+
+function mib(bytes) { return Math.round(bytes / (1 << 20)) + " MiB"; }
+
+// gpuChart draws one node's GPU utilization over a run (0 to 100 %).
+function gpuChart(series) {
+  const pts = series.points || [];
+  if (!pts.length) return el("span", { class: "muted" }, "no samples yet");
+  const W = 360, H = 60;
+  const t0 = Date.parse(pts[0].time), t1 = Date.parse(pts[pts.length - 1].time);
+  const span = Math.max(t1 - t0, 1);
+  const xy = pts.map(p => [pts.length === 1 ? W / 2 : (Date.parse(p.time) - t0) / span * W, H - p.util * H]);
+  const secs = Math.round((t1 - t0) / 1000);
+  return svg("svg", { class: "gpu-chart", width: W, height: H + 14, viewBox: "0 0 " + W + " " + (H + 14), role: "img" },
+    svg("title", {}, "GPU utilization over " + secs + " s, " + pts.length + " points of " + series.every + " sample(s)"),
+    svg("line", { x1: 0, y1: H / 2, x2: W, y2: H / 2, class: "grid" }),
+    svg("rect", { x: 0, y: 0, width: W, height: H, class: "frame" }),
+    pts.length === 1
+      ? svg("circle", { cx: xy[0][0], cy: xy[0][1], r: 2, class: "line" })
+      : svg("polyline", { points: xy.map(([x, y]) => x.toFixed(1) + "," + y.toFixed(1)).join(" "), class: "line" }),
+    svg("text", { x: 0, y: H + 12, class: "axis" }, new Date(t0).toLocaleTimeString()),
+    svg("text", { x: W, y: H + 12, class: "axis end" }, "+" + secs + " s"));
+}
+
+// gpuSection is a job's GPU use: per node, the summary recorded for the
+// run (mean and peak) and the series over time its node sampled.
+function gpuSection(j, series, err) {
+  const usage = {};
+  for (const t of j.tasks || []) if (t.gpu_usage) usage[t.node] = t.gpu_usage;
+  const rows = [];
+  const seen = {};
+  for (const s of series) {
+    const live = s.incarnation === j.incarnation;
+    const u = live ? usage[s.node] : null;
+    if (live) seen[s.node] = true;
+    rows.push([s.node, String(s.incarnation),
+      u ? pct(u.mean_util) : "", u ? pct(u.peak_util) : "", u ? mib(u.peak_mem_bytes) : "",
+      s.error ? el("span", { class: "err" }, s.error) : gpuChart(s.series)]);
+  }
+  for (const [node, u] of Object.entries(usage)) {
+    if (seen[node]) continue;
+    rows.push([node, String(j.incarnation), pct(u.mean_util), pct(u.peak_util), mib(u.peak_mem_bytes),
+      el("span", { class: "muted" }, "over time: only while the job is live")]);
+  }
+  if (err) rows.push(["", "", "", "", "", el("span", { class: "err" }, err)]);
+  return section("GPU utilization", rows.length
+    ? table(["Node", "Run", "Mean", "Peak", "Peak memory", "Over time"], rows)
+    : el("p", { class: "muted" }, "No GPU samples for this job (it holds no GPUs, or it has not run yet)."));
 }
 
 function jobColour(id) {
@@ -165,6 +229,13 @@ async function jobPage(id) {
   const job = await api("/v1/jobs/" + encodeURIComponent(id));
   const j = job.data;
   setStatus("job " + (j.job_id_string || j.id) + " · " + j.state);
+  let gpu = [];
+  let gpuErr = null;
+  try {
+    gpu = (await api("/v1/jobs/" + encodeURIComponent(id) + "/gpu")).data || [];
+  } catch (e) {
+    gpuErr = e.message;
+  }
   let logs = [];
   let logErr = null;
   try {
@@ -191,6 +262,9 @@ async function jobPage(id) {
   }
   return {
     index: job.index,
+    // A running job's GPU samples move without the cluster's state: draw
+    // the page again at least this often.
+    wait: j.state === "RUNNING" ? GPU_REDRAW : POLL_WAIT,
     body: [
       section("Job " + (j.job_id_string || j.id) + " — " + j.name, table(["", ""], facts)),
       section("Placement", (j.tasks || []).length
@@ -200,7 +274,7 @@ async function jobPage(id) {
         : el("p", { class: "muted" }, "Not placed yet.")),
       (j.steps || []).length ? section("Steps", table(["Step", "Name", "State", "Nodes", "Tasks", "Exit"],
         j.steps.map(s => [String(s.id), s.name, s.state, (s.nodes || []).join(","), String(s.ntasks), String(s.exit_code)]))) : null,
-      section("GPU utilization", el("p", { class: "muted" }, "Not measured yet by this version of Shoal.")),
+      gpuSection(j, gpu, gpuErr),
       section("Output (last 40 lines of each rank)",
         logErr ? el("p", { class: "err" }, logErr) : el("pre", {}, out.join("\n") || "(no output yet)")),
     ],
@@ -223,12 +297,14 @@ async function render() {
   const view = document.getElementById("view");
   for (;;) {
     let index = 0;
+    let wait = POLL_WAIT;
     try {
       const page = await route()();
       if (gen !== generation) return;
       view.replaceChildren(...page.body.filter(Boolean));
       view.dataset.state = "ready";
       index = page.index;
+      wait = page.wait || POLL_WAIT;
     } catch (e) {
       if (gen !== generation) return;
       if (e instanceof HTTPError && e.status === 401) {
@@ -241,7 +317,7 @@ async function render() {
       continue;
     }
     try {
-      await api("/v1/jobs?index=" + index + "&wait=" + POLL_WAIT);
+      await api("/v1/jobs?index=" + index + "&wait=" + wait);
     } catch (e) {
       await new Promise(r => setTimeout(r, RETRY_MS));
     }
