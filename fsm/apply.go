@@ -36,6 +36,11 @@ func (s *State) submit(index uint64, c SubmitJob) Result {
 		return Result{Err: fmt.Errorf("%s: %w: %w", what, ErrInvalid, err)}
 	}
 	c.Spec = spec
+	if c.Spec.MissesDeadline(c.Time) {
+		// Slurm refuses such a job at submit (ESLURM_INVALID_TIME_LIMIT).
+		return Result{Err: fmt.Errorf("%s: %w: deadline %s: Requested time limit is invalid (missing or exceeds some limit): the job cannot end by then",
+			what, ErrInvalid, c.Spec.Deadline.Format(time.RFC3339))}
+	}
 	count := uint64(1)
 	if c.Spec.Array != nil {
 		count = uint64(len(c.Spec.Array.Indices))
@@ -153,8 +158,22 @@ func (s *State) cancel(index uint64, c CancelJob) Result {
 		if old.Preempt == nil || c.Time.Before(old.Preempt.Deadline) {
 			return Result{Err: fmt.Errorf("cancel job %d: %w: not a preemption victim past its grace", c.Job, ErrWrongState)}
 		}
+	case cluster.ReasonDeadline:
+		if old.State != cluster.JobPending || !old.Spec.MissesDeadline(c.Time) {
+			return Result{Err: fmt.Errorf("cancel job %d: %w: it can still end by its deadline", c.Job, ErrWrongState)}
+		}
+		// Slurm's deadline_ok: state DEADLINE, exit code 1, started and
+		// ended now.
+		j := old.Clone()
+		j.State, j.Reason, j.Hold = cluster.JobDeadline, c.Reason, cluster.HoldNone
+		j.ExitCode = 1
+		j.StartTime, j.EndTime = c.Time, c.Time
+		j.ModifyIndex = index
+		s.storeJob(pos, j)
+		return Result{}
 	default:
-		return Result{Err: fmt.Errorf("cancel job %d: %w: reason %.64q, want none, %s or %s", c.Job, ErrInvalid, c.Reason, cluster.ReasonDependencyNever, cluster.ReasonPreempted)}
+		return Result{Err: fmt.Errorf("cancel job %d: %w: reason %.64q, want none, %s, %s or %s", c.Job, ErrInvalid, c.Reason,
+			cluster.ReasonDependencyNever, cluster.ReasonPreempted, cluster.ReasonDeadline)}
 	}
 	// A running job's allocation stays unreleased until each node reports
 	// its tasks dead or is declared down (DESIGN invariant 1).
@@ -374,6 +393,7 @@ func (s *State) allocate(index uint64, c Allocate) Result {
 		j.State = cluster.JobRunning
 		j.Reason = cluster.ReasonNone
 		j.StartTime = c.Time
+		j.Spec.Request.TimeLimit = j.Spec.DeadlineLimit(c.Time)
 		j.Incarnation++
 		j.Alloc = &cluster.Allocation{
 			Nodes:      make([]cluster.NodeAlloc, len(d.Nodes)),

@@ -47,8 +47,9 @@ func newGates(jobs []*cluster.Job, policy *cluster.Policy, now time.Time) *Gates
 // Admit returns "" when pending job j may be offered to placement now, and
 // counts it against its array's throttle; otherwise the reason it waits
 // (JobHeldUser, JobHeldAdmin, PartitionTimeLimit, BeginTime, Dependency,
-// QOSMaxGpuPerUser, JobArrayTaskLimit) or DependencyNeverSatisfied, for a
-// job that never can start: the leader cancels those.
+// QOSMaxGpuPerUser, JobArrayTaskLimit), or for a job that never can
+// start DependencyNeverSatisfied (the leader cancels those) or DeadLine
+// (it could no longer end by its --deadline: the leader ends it DEADLINE).
 func (g *Gates) Admit(j *cluster.Job) string {
 	switch j.Hold {
 	case cluster.HoldUser:
@@ -60,6 +61,9 @@ func (g *Gates) Admit(j *cluster.Job) string {
 		// A job asking for more than its partition allows waits, as
 		// Slurm's does, until an administrator raises the limit.
 		return cluster.ReasonPartitionLimit
+	}
+	if j.Spec.MissesDeadline(g.now) {
+		return cluster.ReasonDeadline
 	}
 	if b := j.Spec.Begin; !b.IsZero() && g.now.Before(b) {
 		return cluster.ReasonBeginTime
