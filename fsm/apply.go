@@ -162,11 +162,12 @@ func (s *State) cancel(index uint64, c CancelJob) Result {
 		if old.State != cluster.JobPending || !old.Spec.MissesDeadline(c.Time) {
 			return Result{Err: fmt.Errorf("cancel job %d: %w: it can still end by its deadline", c.Job, ErrWrongState)}
 		}
-		// Slurm's deadline_ok: state DEADLINE, exit code 1, started and
-		// ended now.
+		// Slurm's deadline_ok: state DEADLINE, started and ended now, and
+		// exit_code 1, a raw wait status that Slurm's commands show as
+		// signal 1 ("0:1"), which is 128+1 here.
 		j := old.Clone()
 		j.State, j.Reason, j.Hold = cluster.JobDeadline, c.Reason, cluster.HoldNone
-		j.ExitCode = 1
+		j.ExitCode = 128 + 1
 		j.StartTime, j.EndTime = c.Time, c.Time
 		j.ModifyIndex = index
 		s.storeJob(pos, j)

@@ -94,6 +94,8 @@ type Options struct {
 	// Begin is --begin as given: the request parses it (ParseBegin)
 	// against the clock.
 	Begin string
+	// Deadline is --deadline as given, parsed as Begin is.
+	Deadline string
 	// Immediate is srun's and salloc's --immediate[=SECONDS]: give up,
 	// cancelling the job, if it has not started within it (1 s when no
 	// seconds are given, as Slurm); 0: wait as long as it takes.

@@ -15,7 +15,6 @@ import (
 // list only shrinks: an option here that Shoal accepts, or that Slurm
 // refuses too, fails the test until it is taken out.
 var refusalGaps = map[string]string{
-	"deadline":     "Shoal does not end a job at a deadline; ignoring it would run the job past it",
 	"no-kill":      "ignoring it would end the job when a node fails, where Slurm keeps it",
 	"get-user-env": "the job would lack the user's login environment",
 	"container":    "the job would run outside its container",

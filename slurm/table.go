@@ -14,7 +14,6 @@ const (
 	whyBinding    = "Shoal does not bind tasks to CPUs, memory or GPUs (as Slurm with task/none)"
 	whyFederation = "Shoal has no federation of clusters"
 	whySteps      = "Shoal runs one step per job, with the job's resources"
-	whyTiming     = "Shoal has no deadline for a job"
 	whyHetJob     = "heterogeneous jobs are not supported by Shoal"
 	whyNoHardware = "Shoal does not manage this hardware setting; it is a preference Slurm ignores where unsupported"
 	whyIdentity   = "Shoal runs a job as the user who submits it"
@@ -118,7 +117,7 @@ var optionTable = []optDef{
 	{long: "reservation", arg: needArg, cmds: cAll, reject: "Shoal has no reservations (Slurm refuses a job naming one that does not exist)"},
 	{long: "licenses", short: 'L', arg: needArg, cmds: cAll, reject: "Shoal has no licenses (Slurm refuses a job naming one it does not know)"},
 	{long: "begin", short: 'b', arg: needArg, cmds: cSbatch | cSalloc | cSrun, apply: strOpt(func(o *Options) *string { return &o.Begin })},
-	{long: "deadline", arg: needArg, cmds: cAll, reject: whyTiming},
+	{long: "deadline", arg: needArg, cmds: cAll, apply: strOpt(func(o *Options) *string { return &o.Deadline })},
 	{long: "immediate", short: 'I', arg: optArg, cmds: cSrun | cSalloc, apply: setImmediate},
 	{long: "kill-on-invalid-dep", arg: needArg, cmds: cSbatch, reject: "Shoal always cancels a job whose dependency can never hold; accepted: yes", ok: func(v string) bool { return strings.EqualFold(v, "yes") }},
 	{long: "no-kill", short: 'k', arg: optArg, cmds: cAll, reject: "Shoal always ends a job whose node fails"},

@@ -121,6 +121,14 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 		}
 		req.Begin = api.FormatTime(begin)
 	}
+	if opts.Deadline != "" {
+		// Slurm parses --deadline as --begin (parse_time with past=0).
+		deadline, err := slurm.ParseBegin(opts.Deadline, time.Now())
+		if err != nil {
+			return req, nil, fmt.Errorf("--deadline: %w", err)
+		}
+		req.Deadline = api.FormatTime(deadline)
+	}
 	req.Partition = opts.Partition
 	if sw := opts.Switches; sw != nil {
 		req.Switches, req.SwitchesWaitS = sw.Count, int64(sw.MaxWait/time.Second)
