@@ -250,6 +250,9 @@ type SubmitRequest struct {
 	// Deadline (--deadline, RFC 3339): a job that cannot end by then is
 	// refused, or, pending, ends DEADLINE.
 	Deadline string `json:"deadline,omitempty"`
+	// NoKill (--no-kill) keeps the job running when it loses a node other
+	// than its first.
+	NoKill bool `json:"no_kill,omitempty"`
 	// Pty (srun --pty) runs rank 0 on a terminal: GET
 	// /v1/jobs/{id}/pty?step=-1 attaches to it.
 	Pty bool `json:"pty,omitempty"`

@@ -490,6 +490,12 @@ type Spec struct {
 	// job with no time limit starts with one that ends at the deadline;
 	// zero: none.
 	Deadline time.Time `msgpack:"deadline,omitempty" json:"deadline,omitzero"`
+	// NoKill (--no-kill) keeps the job running when one of its nodes
+	// other than the first is lost: that node's share is released (its
+	// agent fenced its ranks) and the job goes on with the others. Losing
+	// the first node, where the batch script or rank 0 runs, ends it as
+	// without.
+	NoKill bool `msgpack:"no_kill,omitempty" json:"no_kill,omitempty"`
 }
 
 // MissesDeadline reports whether a job of spec s starting at now could

@@ -317,7 +317,11 @@ func (s *State) nodeGone(index uint64, name string, status cluster.NodeStatus, a
 		j.Alloc.Nodes[i].State = cluster.TaskLost
 		j.Alloc.Nodes[i].Released = true
 		if j.State == cluster.JobRunning {
-			lostNode(j, c.Time)
+			if survivesLoss(j, i) {
+				endIfAllDone(j, c.Time)
+			} else {
+				lostNode(j, c.Time)
+			}
 		}
 		j.ModifyIndex = index
 		s.res.release(j, i)
@@ -326,6 +330,24 @@ func (s *State) nodeGone(index uint64, name string, status cluster.NodeStatus, a
 		s.storeJob(pos, j)
 	}
 	return Result{}
+}
+
+// survivesLoss reports whether running job j goes on without its node i,
+// just lost: it asked for --no-kill and i is not its first node, where
+// the batch script or rank 0 runs.
+func survivesLoss(j *cluster.Job, i int) bool {
+	return j.Spec.NoKill && i != 0
+}
+
+// endIfAllDone ends a running --no-kill job that is not a batch job once
+// none of its nodes runs anything: COMPLETED when every node that was not
+// lost exited 0, else NODE_FAIL (ranks died with their node). A batch
+// job's script decides, as ever.
+func endIfAllDone(j *cluster.Job, at time.Time) {
+	if j.Spec.Batch != nil || j.HoldsResources() {
+		return
+	}
+	j.State, j.Reason, j.EndTime = cluster.JobNodeFail, cluster.ReasonNodeDown, at
 }
 
 // lostNode moves a running job that lost a node: to REQUEUED when it asked
@@ -578,8 +600,12 @@ func (s *State) taskExited(index uint64, c TaskExited) Result {
 		// A batch job's script runs on its first node only; its other
 		// nodes run nothing of their own and hold their GPUs for steps.
 		batch := j.Spec.Batch != nil
+		lost := c.Cause == CauseFenced || c.Cause == CauseLost
 		switch {
-		case c.Cause == CauseFenced || c.Cause == CauseLost:
+		case lost && survivesLoss(j, i):
+			na.State = cluster.TaskLost // the job goes on without it
+			endIfAllDone(j, c.Time)
+		case lost:
 			lostNode(j, c.Time)
 		case batch && i != 0:
 			// Such a node reports only once the job has left RUNNING, or
@@ -596,6 +622,9 @@ func (s *State) taskExited(index uint64, c TaskExited) Result {
 			// The script's exit decides a batch job, whatever its other
 			// nodes still hold (they release when they report).
 			j.State = cluster.JobCompleted
+		case j.Spec.NoKill && lostOne(j.Alloc):
+			// A --no-kill job that lost a node ends once the others have.
+			endIfAllDone(j, c.Time)
 		}
 		if j.State.Terminal() {
 			j.EndTime = c.Time
@@ -607,6 +636,16 @@ func (s *State) taskExited(index uint64, c TaskExited) Result {
 	finishRequeue(j)
 	s.storeJob(pos, j)
 	return Result{}
+}
+
+// lostOne reports whether one of a's nodes was lost.
+func lostOne(a *cluster.Allocation) bool {
+	for _, n := range a.Nodes {
+		if n.State == cluster.TaskLost {
+			return true
+		}
+	}
+	return false
 }
 
 func allExitedZero(a *cluster.Allocation) bool {

@@ -22,7 +22,7 @@ import (
 //
 //	submit nodes=N gpus=G [rid=R] [name=X] [tpn=T] [requeue=yes] [batch=yes]
 //	       [array=SPEC] [dep=SPEC] [hold=yes] [user=U]   (--array, --dependency, --hold)
-//	       [partition=P] [time=SECONDS] [qos=Q] [begin=S] [deadline=S]
+//	       [partition=P] [time=SECONDS] [qos=Q] [begin=S] [deadline=S] [nokill=yes]
 //	                                         (S: seconds after the log's first entry)
 //	                                         SubmitJob (batch=yes: a script, no command)
 //	       [cpt=C] [cpg=C] [mem=M] [mpc=M] [mpg=M] [excl=yes]
@@ -120,6 +120,7 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			sp.Dependency = cluster.DependencyFromSlurm(dep)
 		}
 		sp.Hold = strArg("hold", "") == "yes"
+		sp.NoKill = strArg("nokill", "") == "yes"
 		if b := intArg("begin", 0); b > 0 {
 			sp.Begin = t0.Add(time.Duration(b) * time.Second) // seconds after the log's first entry
 		}

@@ -29,7 +29,7 @@ import (
 //	3  fields: srun --pty's terminal (Spec.Pty in SubmitJob and StartStep);
 //	   --begin (Spec.Begin in SubmitJob); --deadline (Spec.Deadline in
 //	   SubmitJob, and CancelJob's reason DeadLine, which ends such a job
-//	   DEADLINE);
+//	   DEADLINE); --no-kill (Spec.NoKill in SubmitJob);
 //	   a job's ranks laid out by -n and -m (Request.NTasks and
 //	   Request.Distribution in SubmitJob, StepSpec.Distribution in
 //	   StartStep), and --mincpus (Request.MinCPUs). An older replica
@@ -152,6 +152,12 @@ var fields = []field{
 			return c.Reason == cluster.ReasonDeadline
 		}
 		return false
+	}},
+	// An older replica would drop NoKill and end the job when it loses a
+	// node, where the others keep it running.
+	{name: "SubmitJob.Spec.NoKill", since: 3, uses: func(body any) bool {
+		c, ok := body.(SubmitJob)
+		return ok && c.Spec.NoKill
 	}},
 	// An older replica would drop Pty and its node would start rank 0
 	// with no terminal for srun --pty to attach to.

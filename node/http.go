@@ -230,6 +230,7 @@ func specOf(req api.SubmitRequest, who caller) (cluster.Spec, error) {
 		Dependency: req.Dependency,
 		Array:      req.Array,
 		Hold:       req.Hold,
+		NoKill:     req.NoKill,
 		Begin:      begin,
 		Deadline:   deadline,
 	}, nil

@@ -96,6 +96,9 @@ type Options struct {
 	Begin string
 	// Deadline is --deadline as given, parsed as Begin is.
 	Deadline string
+	// NoKill is --no-kill: the job goes on when a node other than its
+	// first is lost.
+	NoKill bool
 	// Immediate is srun's and salloc's --immediate[=SECONDS]: give up,
 	// cancelling the job, if it has not started within it (1 s when no
 	// seconds are given, as Slurm); 0: wait as long as it takes.
@@ -543,6 +546,19 @@ func setDependency(o *Options, v string) error {
 	d, err := ParseDependency(v)
 	o.Dependency = &d
 	return err
+}
+
+// setNoKill is --no-kill[=set|off|no], as Slurm's arg_set_no_kill takes it.
+func setNoKill(o *Options, v string) error {
+	switch strings.ToLower(v) {
+	case "", "set":
+		o.NoKill = true
+	case "off", "no":
+		o.NoKill = false
+	default:
+		return fmt.Errorf("--no-kill %q: want set, off or no (or no value)", clip(v))
+	}
+	return nil
 }
 
 func setKillOnBadExit(o *Options, v string) error {

@@ -15,7 +15,6 @@ import (
 // list only shrinks: an option here that Shoal accepts, or that Slurm
 // refuses too, fails the test until it is taken out.
 var refusalGaps = map[string]string{
-	"no-kill":      "ignoring it would end the job when a node fails, where Slurm keeps it",
 	"get-user-env": "the job would lack the user's login environment",
 	"container":    "the job would run outside its container",
 	"uid":          "srun and salloc run as their caller (sbatch takes it)",

@@ -120,7 +120,7 @@ var optionTable = []optDef{
 	{long: "deadline", arg: needArg, cmds: cAll, apply: strOpt(func(o *Options) *string { return &o.Deadline })},
 	{long: "immediate", short: 'I', arg: optArg, cmds: cSrun | cSalloc, apply: setImmediate},
 	{long: "kill-on-invalid-dep", arg: needArg, cmds: cSbatch, reject: "Shoal always cancels a job whose dependency can never hold; accepted: yes", ok: func(v string) bool { return strings.EqualFold(v, "yes") }},
-	{long: "no-kill", short: 'k', arg: optArg, cmds: cAll, reject: "Shoal always ends a job whose node fails"},
+	{long: "no-kill", short: 'k', arg: optArg, cmds: cAll, apply: setNoKill},
 	{long: "get-user-env", arg: optArg, cmds: cSbatch, reject: "the job's environment would differ"},
 	{long: "propagate", arg: optArg, cmds: cSbatch | cSrun, warn: "Shoal does not propagate resource limits; ranks get the node's"},
 	{long: "tmp", arg: needArg, cmds: cAll, reject: "Shoal does not track local disk"},

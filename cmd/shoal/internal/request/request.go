@@ -114,6 +114,7 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 		req.Dependency = cluster.DependencyFromSlurm(*opts.Dependency)
 	}
 	req.Hold = opts.Hold
+	req.NoKill = opts.NoKill
 	if opts.Begin != "" {
 		begin, err := slurm.ParseBegin(opts.Begin, time.Now())
 		if err != nil {
