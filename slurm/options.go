@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -99,6 +100,13 @@ type Options struct {
 	// NoKill is --no-kill: the job goes on when a node other than its
 	// first is lost.
 	NoKill bool
+	// NoShell is salloc's --no-shell: return once the allocation is
+	// granted, leaving it held.
+	NoShell bool
+	// KillCommand is salloc's -K/--kill-command[=SIGNAL]: the signal its
+	// command gets when the allocation is revoked (SIGTERM without a
+	// value); 0 when not given.
+	KillCommand int
 	// Immediate is srun's and salloc's --immediate[=SECONDS]: give up,
 	// cancelling the job, if it has not started within it (1 s when no
 	// seconds are given, as Slurm); 0: wait as long as it takes.
@@ -546,6 +554,22 @@ func setDependency(o *Options, v string) error {
 	d, err := ParseDependency(v)
 	o.Dependency = &d
 	return err
+}
+
+// setKillCommand is salloc's -K/--kill-command[=SIGNAL], as Slurm's
+// arg_set_kill_command: SIGTERM without a value, else a signal name (with
+// or without SIG, any case) or number.
+func setKillCommand(o *Options, v string) error {
+	if v == "" {
+		o.KillCommand = int(syscall.SIGTERM)
+		return nil
+	}
+	sig, err := ParseSignal(v)
+	if err != nil || strings.ContainsAny(v, ":@") {
+		return fmt.Errorf("--kill-command %q: want a signal name (TERM, SIGUSR1) or number (1-64)", clip(v))
+	}
+	o.KillCommand = sig.Number
+	return nil
 }
 
 // setNoKill is --no-kill[=set|off|no], as Slurm's arg_set_no_kill takes it.

@@ -431,3 +431,34 @@ func FuzzParseArgs(f *testing.F) {
 		}
 	})
 }
+
+// TestNoKillAndKillCommand: --no-kill[=set|off|no] and salloc's
+// -K/--kill-command[=SIGNAL] as Slurm's arg_set_no_kill and
+// arg_set_kill_command take them.
+func TestNoKillAndKillCommand(t *testing.T) {
+	for _, tt := range []struct {
+		cmd    Command
+		args   []string
+		noKill bool
+		kill   int
+		bad    bool
+	}{
+		{Sbatch, []string{"-k"}, true, 0, false},
+		{Sbatch, []string{"--no-kill=set"}, true, 0, false},
+		{Srun, []string{"-k", "--no-kill=off"}, false, 0, false},
+		{Salloc, []string{"--no-kill=NO"}, false, 0, false},
+		{Salloc, []string{"--no-kill=maybe"}, false, 0, true},
+		{Salloc, []string{"-K"}, false, 15, false},
+		{Salloc, []string{"--kill-command=usr1"}, false, 10, false},
+		{Salloc, []string{"-KSIGINT"}, false, 2, false},
+		{Salloc, []string{"--kill-command=9"}, false, 9, false},
+		{Salloc, []string{"--kill-command=B:USR1"}, false, 0, true},
+		{Salloc, []string{"--kill-command=NOPE"}, false, 0, true},
+	} {
+		opts, _, err := ParseArgs(tt.cmd, append(tt.args, "true"))
+		if (err != nil) != tt.bad || err == nil && (opts.NoKill != tt.noKill || opts.KillCommand != tt.kill) {
+			t.Errorf("%s %q: no-kill %v, kill-command %d, err %v; want %v, %d, error %v",
+				tt.cmd, tt.args, opts.NoKill, opts.KillCommand, err, tt.noKill, tt.kill, tt.bad)
+		}
+	}
+}

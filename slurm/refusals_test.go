@@ -25,8 +25,6 @@ var refusalGaps = map[string]string{
 	"epilog":       "the epilog would not run",
 	"bcast":        "the program would not be copied to the nodes",
 	"wait":         "the other tasks would run on after the first ends",
-	"no-shell":     "salloc would run a command instead of returning at once",
-	"kill-command": "salloc would not signal its command as asked",
 }
 
 // othersAccept are rows other work turns into implementations: the test
