@@ -100,6 +100,10 @@ type Options struct {
 	// NoKill is --no-kill: the job goes on when a node other than its
 	// first is lost.
 	NoKill bool
+	// GetUserEnv is sbatch's --get-user-env[=TIMEOUT][S|L]: the batch
+	// script runs with the user's login environment under the submitted
+	// one. Slurm's slurmd ignores the timeout and mode, and so does Shoal.
+	GetUserEnv bool
 	// NoShell is salloc's --no-shell: return once the allocation is
 	// granted, leaving it held.
 	NoShell bool
@@ -554,6 +558,17 @@ func setDependency(o *Options, v string) error {
 	d, err := ParseDependency(v)
 	o.Dependency = &d
 	return err
+}
+
+// setGetUserEnv is --get-user-env[=TIMEOUT][S|L], as Slurm's
+// arg_set_get_user_env takes it: digits, then S or L, in any case.
+func setGetUserEnv(o *Options, v string) error {
+	mode := strings.TrimLeft(v, "0123456789")
+	if len(mode) > 1 || mode != "" && !strings.ContainsAny(mode, "SsLl") {
+		return fmt.Errorf("--get-user-env %q: want [SECONDS][S|L]", clip(v))
+	}
+	o.GetUserEnv = true
+	return nil
 }
 
 // setKillCommand is salloc's -K/--kill-command[=SIGNAL], as Slurm's

@@ -462,3 +462,14 @@ func TestNoKillAndKillCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestGetUserEnv: --get-user-env[=SECONDS][S|L] as Slurm's
+// arg_set_get_user_env takes it.
+func TestGetUserEnv(t *testing.T) {
+	for v, ok := range map[string]bool{"": true, "=10": true, "=10L": true, "=s": true, "=L": true, "=10x": false, "=SL": false} {
+		opts, _, err := ParseArgs(Sbatch, []string{"--get-user-env" + v, "--wrap", "true"})
+		if (err == nil) != ok || err == nil && !opts.GetUserEnv {
+			t.Errorf("--get-user-env%s: %v, set %v; want accepted %v", v, err, opts.GetUserEnv, ok)
+		}
+	}
+}

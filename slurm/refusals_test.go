@@ -15,16 +15,15 @@ import (
 // list only shrinks: an option here that Shoal accepts, or that Slurm
 // refuses too, fails the test until it is taken out.
 var refusalGaps = map[string]string{
-	"get-user-env": "the job would lack the user's login environment",
-	"container":    "the job would run outside its container",
-	"uid":          "srun and salloc run as their caller (sbatch takes it)",
-	"gid":          "srun and salloc run as their caller (sbatch takes it)",
-	"task-prolog":  "the task prolog would not run",
-	"task-epilog":  "the task epilog would not run",
-	"prolog":       "the prolog would not run",
-	"epilog":       "the epilog would not run",
-	"bcast":        "the program would not be copied to the nodes",
-	"wait":         "the other tasks would run on after the first ends",
+	"container":   "the job would run outside its container",
+	"uid":         "srun and salloc run as their caller (sbatch takes it)",
+	"gid":         "srun and salloc run as their caller (sbatch takes it)",
+	"task-prolog": "the task prolog would not run",
+	"task-epilog": "the task epilog would not run",
+	"prolog":      "the prolog would not run",
+	"epilog":      "the epilog would not run",
+	"bcast":       "the program would not be copied to the nodes",
+	"wait":        "the other tasks would run on after the first ends",
 }
 
 // othersAccept are rows other work turns into implementations: the test

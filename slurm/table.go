@@ -121,7 +121,7 @@ var optionTable = []optDef{
 	{long: "immediate", short: 'I', arg: optArg, cmds: cSrun | cSalloc, apply: setImmediate},
 	{long: "kill-on-invalid-dep", arg: needArg, cmds: cSbatch, reject: "Shoal always cancels a job whose dependency can never hold; accepted: yes", ok: func(v string) bool { return strings.EqualFold(v, "yes") }},
 	{long: "no-kill", short: 'k', arg: optArg, cmds: cAll, apply: setNoKill},
-	{long: "get-user-env", arg: optArg, cmds: cSbatch, reject: "the job's environment would differ"},
+	{long: "get-user-env", arg: optArg, cmds: cSbatch, apply: setGetUserEnv},
 	{long: "propagate", arg: optArg, cmds: cSbatch | cSrun, warn: "Shoal does not propagate resource limits; ranks get the node's"},
 	{long: "tmp", arg: needArg, cmds: cAll, reject: "Shoal does not track local disk"},
 	{long: "contiguous", arg: noArg, cmds: cAll, warn: "Shoal places by switch, not by contiguous node names"},

@@ -156,6 +156,11 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 		}
 		env = append(env, more...)
 	}
+	if opts.GetUserEnv {
+		// sbatch --get-user-env: the node loads the user's login
+		// environment under this one, as Slurm's slurmd does on seeing it.
+		env = append(env, "SLURM_GET_USER_ENV=1")
+	}
 	req.Env = env
 	return req, warnings, nil
 }
