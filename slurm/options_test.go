@@ -473,3 +473,14 @@ func TestGetUserEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestSrunWait: srun -W 0 (wait for every task, Slurm's default WaitTime)
+// is taken; a time after the first task ends is refused.
+func TestSrunWait(t *testing.T) {
+	for args, ok := range map[string]bool{"-W0": true, "--wait=00": true, "--wait=10": false, "-W": false} {
+		_, _, err := ParseArgs(Srun, []string{args, "true"})
+		if (err == nil) != ok {
+			t.Errorf("srun %s: %v; want accepted %v", args, err, ok)
+		}
+	}
+}

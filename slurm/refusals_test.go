@@ -23,7 +23,7 @@ var refusalGaps = map[string]string{
 	"prolog":      "the prolog would not run",
 	"epilog":      "the epilog would not run",
 	"bcast":       "the program would not be copied to the nodes",
-	"wait":        "the other tasks would run on after the first ends",
+	"wait":        "-W SECONDS above 0: the other tasks would run on after the first ends (-W 0, Slurm's default, is taken)",
 }
 
 // othersAccept are rows other work turns into implementations: the test
