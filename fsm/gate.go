@@ -62,9 +62,6 @@ func (g *Gates) Admit(j *cluster.Job) string {
 		// Slurm's does, until an administrator raises the limit.
 		return cluster.ReasonPartitionLimit
 	}
-	if j.Spec.MissesDeadline(g.now) {
-		return cluster.ReasonDeadline
-	}
 	if b := j.Spec.Begin; !b.IsZero() && g.now.Before(b) {
 		return cluster.ReasonBeginTime
 	}
@@ -75,6 +72,12 @@ func (g *Gates) Admit(j *cluster.Job) string {
 		case depWaiting:
 			return cluster.ReasonDependency
 		}
+	}
+	// Asked of eligible jobs only, as Slurm's scheduler asks deadline_ok
+	// of the jobs in its queue: held, waiting for --begin or a dependency,
+	// a job ends DEADLINE once it is eligible.
+	if j.Spec.MissesDeadline(g.now) {
+		return cluster.ReasonDeadline
 	}
 	var capped *cluster.QoSLevel
 	if q, ok := g.policy.QoSLevel(j.Spec.QoS); ok && q.MaxGPUsPerUser > 0 {
