@@ -72,6 +72,8 @@ type Job struct {
 	Hold       string `json:"hold,omitempty"`
 	// Begin is the job's --begin (RFC 3339), if any.
 	Begin string `json:"begin,omitempty"`
+	// Deadline is the job's --deadline (RFC 3339), if any.
+	Deadline string `json:"deadline,omitempty"`
 	// Partition is the job's partition; empty when the cluster has none.
 	Partition string `json:"partition,omitempty"`
 	// Signal is the job's --signal, if any.
@@ -245,6 +247,12 @@ type SubmitRequest struct {
 	// Begin (--begin, RFC 3339) keeps the job pending, with reason
 	// BeginTime, until then.
 	Begin string `json:"begin,omitempty"`
+	// Deadline (--deadline, RFC 3339): a job that cannot end by then is
+	// refused, or, pending, ends DEADLINE.
+	Deadline string `json:"deadline,omitempty"`
+	// NoKill (--no-kill) keeps the job running when it loses a node other
+	// than its first.
+	NoKill bool `json:"no_kill,omitempty"`
 	// Pty (srun --pty) runs rank 0 on a terminal: GET
 	// /v1/jobs/{id}/pty?step=-1 attaches to it.
 	Pty bool `json:"pty,omitempty"`

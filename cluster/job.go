@@ -32,6 +32,9 @@ const (
 	// JobOutOfMemory is a job one of whose tasks the kernel killed for
 	// going past its memory limit (its cgroup's), as Slurm's state.
 	JobOutOfMemory JobState = "OUT_OF_MEMORY"
+	// JobDeadline is a pending job that could no longer end by its
+	// --deadline: it never started, as Slurm's DEADLINE.
+	JobDeadline JobState = "DEADLINE"
 	// JobRequeued is a job that lost a node and asked to be requeued: its
 	// surviving nodes are stopping their ranks, and it returns to PENDING
 	// only once every node has released, so two incarnations never run at
@@ -42,7 +45,7 @@ const (
 // Terminal reports whether no further transition can leave s.
 func (s JobState) Terminal() bool {
 	switch s {
-	case JobCompleted, JobFailed, JobCancelled, JobTimeout, JobNodeFail, JobOutOfMemory:
+	case JobCompleted, JobFailed, JobCancelled, JobTimeout, JobNodeFail, JobOutOfMemory, JobDeadline:
 		return true
 	}
 	return false
@@ -68,6 +71,9 @@ const (
 	ReasonArrayTaskLimit = "JobArrayTaskLimit"
 	// ReasonBeginTime: the job's --begin time has not come.
 	ReasonBeginTime = "BeginTime"
+	// ReasonDeadline: the job, pending, could no longer end by its
+	// --deadline and was removed (state DEADLINE, Slurm's FAIL_DEADLINE).
+	ReasonDeadline = "DeadLine"
 )
 
 // MaxAdminPriority bounds an administrator's job priority (Slurm's
@@ -478,6 +484,43 @@ type Spec struct {
 	// Begin (--begin) keeps the job pending, with reason BeginTime, until
 	// then; zero: no such wait.
 	Begin time.Time `msgpack:"begin,omitempty" json:"begin,omitzero"`
+	// Deadline (--deadline) is when the job must have ended: a pending
+	// job that could no longer end by then (its time limit, or a minute
+	// when it has none, from now) ends DEADLINE without starting, and a
+	// job with no time limit starts with one that ends at the deadline;
+	// zero: none.
+	Deadline time.Time `msgpack:"deadline,omitempty" json:"deadline,omitzero"`
+	// NoKill (--no-kill) keeps the job running when one of its nodes
+	// other than the first is lost: that node's share is released (its
+	// agent fenced its ranks) and the job goes on with the others. Losing
+	// the first node, where the batch script or rank 0 runs, ends it as
+	// without.
+	NoKill bool `msgpack:"no_kill,omitempty" json:"no_kill,omitempty"`
+}
+
+// MissesDeadline reports whether a job of spec s starting at now could
+// no longer end by its --deadline: now plus its time limit, or plus one
+// minute when it has none (Slurm's time_min of 1 for a job with a
+// deadline and no --time), is past it. False when s has no deadline.
+func (s Spec) MissesDeadline(now time.Time) bool {
+	if s.Deadline.IsZero() {
+		return false
+	}
+	need := s.Request.TimeLimit
+	if need <= 0 {
+		need = time.Minute
+	}
+	return now.Add(need).After(s.Deadline)
+}
+
+// DeadlineLimit is the time limit a job of spec s starts with at now:
+// its own, or, when it has none, the time left to its --deadline in
+// whole minutes as Slurm's scheduler gives it.
+func (s Spec) DeadlineLimit(now time.Time) time.Duration {
+	if s.Deadline.IsZero() || s.Request.TimeLimit > 0 {
+		return s.Request.TimeLimit
+	}
+	return max(s.Deadline.Sub(now).Truncate(time.Minute), time.Minute)
 }
 
 // Validate checks the spec and names the first bad field.

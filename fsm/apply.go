@@ -36,6 +36,11 @@ func (s *State) submit(index uint64, c SubmitJob) Result {
 		return Result{Err: fmt.Errorf("%s: %w: %w", what, ErrInvalid, err)}
 	}
 	c.Spec = spec
+	if c.Spec.MissesDeadline(c.Time) {
+		// Slurm refuses such a job at submit (ESLURM_INVALID_TIME_LIMIT).
+		return Result{Err: fmt.Errorf("%s: %w: deadline %s: Requested time limit is invalid (missing or exceeds some limit): the job cannot end by then",
+			what, ErrInvalid, c.Spec.Deadline.Format(time.RFC3339))}
+	}
 	count := uint64(1)
 	if c.Spec.Array != nil {
 		count = uint64(len(c.Spec.Array.Indices))
@@ -153,8 +158,23 @@ func (s *State) cancel(index uint64, c CancelJob) Result {
 		if old.Preempt == nil || c.Time.Before(old.Preempt.Deadline) {
 			return Result{Err: fmt.Errorf("cancel job %d: %w: not a preemption victim past its grace", c.Job, ErrWrongState)}
 		}
+	case cluster.ReasonDeadline:
+		if old.State != cluster.JobPending || !old.Spec.MissesDeadline(c.Time) {
+			return Result{Err: fmt.Errorf("cancel job %d: %w: it can still end by its deadline", c.Job, ErrWrongState)}
+		}
+		// Slurm's deadline_ok: state DEADLINE, started and ended now, and
+		// exit_code 1, a raw wait status that Slurm's commands show as
+		// signal 1 ("0:1"), which is 128+1 here.
+		j := old.Clone()
+		j.State, j.Reason, j.Hold = cluster.JobDeadline, c.Reason, cluster.HoldNone
+		j.ExitCode = 128 + 1
+		j.StartTime, j.EndTime = c.Time, c.Time
+		j.ModifyIndex = index
+		s.storeJob(pos, j)
+		return Result{}
 	default:
-		return Result{Err: fmt.Errorf("cancel job %d: %w: reason %.64q, want none, %s or %s", c.Job, ErrInvalid, c.Reason, cluster.ReasonDependencyNever, cluster.ReasonPreempted)}
+		return Result{Err: fmt.Errorf("cancel job %d: %w: reason %.64q, want none, %s, %s or %s", c.Job, ErrInvalid, c.Reason,
+			cluster.ReasonDependencyNever, cluster.ReasonPreempted, cluster.ReasonDeadline)}
 	}
 	// A running job's allocation stays unreleased until each node reports
 	// its tasks dead or is declared down (DESIGN invariant 1).
@@ -297,7 +317,11 @@ func (s *State) nodeGone(index uint64, name string, status cluster.NodeStatus, a
 		j.Alloc.Nodes[i].State = cluster.TaskLost
 		j.Alloc.Nodes[i].Released = true
 		if j.State == cluster.JobRunning {
-			lostNode(j, c.Time)
+			if survivesLoss(j, i) {
+				endIfAllDone(j, c.Time)
+			} else {
+				lostNode(j, c.Time)
+			}
 		}
 		j.ModifyIndex = index
 		s.res.release(j, i)
@@ -306,6 +330,24 @@ func (s *State) nodeGone(index uint64, name string, status cluster.NodeStatus, a
 		s.storeJob(pos, j)
 	}
 	return Result{}
+}
+
+// survivesLoss reports whether running job j goes on without its node i,
+// just lost: it asked for --no-kill and i is not its first node, where
+// the batch script or rank 0 runs.
+func survivesLoss(j *cluster.Job, i int) bool {
+	return j.Spec.NoKill && i != 0
+}
+
+// endIfAllDone ends a running --no-kill job that is not a batch job once
+// none of its nodes runs anything: COMPLETED when every node that was not
+// lost exited 0, else NODE_FAIL (ranks died with their node). A batch
+// job's script decides, as ever.
+func endIfAllDone(j *cluster.Job, at time.Time) {
+	if j.Spec.Batch != nil || j.HoldsResources() {
+		return
+	}
+	j.State, j.Reason, j.EndTime = cluster.JobNodeFail, cluster.ReasonNodeDown, at
 }
 
 // lostNode moves a running job that lost a node: to REQUEUED when it asked
@@ -374,6 +416,7 @@ func (s *State) allocate(index uint64, c Allocate) Result {
 		j.State = cluster.JobRunning
 		j.Reason = cluster.ReasonNone
 		j.StartTime = c.Time
+		j.Spec.Request.TimeLimit = j.Spec.DeadlineLimit(c.Time)
 		j.Incarnation++
 		j.Alloc = &cluster.Allocation{
 			Nodes:      make([]cluster.NodeAlloc, len(d.Nodes)),
@@ -557,8 +600,12 @@ func (s *State) taskExited(index uint64, c TaskExited) Result {
 		// A batch job's script runs on its first node only; its other
 		// nodes run nothing of their own and hold their GPUs for steps.
 		batch := j.Spec.Batch != nil
+		lost := c.Cause == CauseFenced || c.Cause == CauseLost
 		switch {
-		case c.Cause == CauseFenced || c.Cause == CauseLost:
+		case lost && survivesLoss(j, i):
+			na.State = cluster.TaskLost // the job goes on without it
+			endIfAllDone(j, c.Time)
+		case lost:
 			lostNode(j, c.Time)
 		case batch && i != 0:
 			// Such a node reports only once the job has left RUNNING, or
@@ -575,6 +622,9 @@ func (s *State) taskExited(index uint64, c TaskExited) Result {
 			// The script's exit decides a batch job, whatever its other
 			// nodes still hold (they release when they report).
 			j.State = cluster.JobCompleted
+		case j.Spec.NoKill && lostOne(j.Alloc):
+			// A --no-kill job that lost a node ends once the others have.
+			endIfAllDone(j, c.Time)
 		}
 		if j.State.Terminal() {
 			j.EndTime = c.Time
@@ -586,6 +636,16 @@ func (s *State) taskExited(index uint64, c TaskExited) Result {
 	finishRequeue(j)
 	s.storeJob(pos, j)
 	return Result{}
+}
+
+// lostOne reports whether one of a's nodes was lost.
+func lostOne(a *cluster.Allocation) bool {
+	for _, n := range a.Nodes {
+		if n.State == cluster.TaskLost {
+			return true
+		}
+	}
+	return false
 }
 
 func allExitedZero(a *cluster.Allocation) bool {

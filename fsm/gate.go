@@ -47,8 +47,9 @@ func newGates(jobs []*cluster.Job, policy *cluster.Policy, now time.Time) *Gates
 // Admit returns "" when pending job j may be offered to placement now, and
 // counts it against its array's throttle; otherwise the reason it waits
 // (JobHeldUser, JobHeldAdmin, PartitionTimeLimit, BeginTime, Dependency,
-// QOSMaxGpuPerUser, JobArrayTaskLimit) or DependencyNeverSatisfied, for a
-// job that never can start: the leader cancels those.
+// QOSMaxGpuPerUser, JobArrayTaskLimit), or for a job that never can
+// start DependencyNeverSatisfied (the leader cancels those) or DeadLine
+// (it could no longer end by its --deadline: the leader ends it DEADLINE).
 func (g *Gates) Admit(j *cluster.Job) string {
 	switch j.Hold {
 	case cluster.HoldUser:
@@ -71,6 +72,12 @@ func (g *Gates) Admit(j *cluster.Job) string {
 		case depWaiting:
 			return cluster.ReasonDependency
 		}
+	}
+	// Asked of eligible jobs only, as Slurm's scheduler asks deadline_ok
+	// of the jobs in its queue: held, waiting for --begin or a dependency,
+	// a job ends DEADLINE once it is eligible.
+	if j.Spec.MissesDeadline(g.now) {
+		return cluster.ReasonDeadline
 	}
 	var capped *cluster.QoSLevel
 	if q, ok := g.policy.QoSLevel(j.Spec.QoS); ok && q.MaxGPUsPerUser > 0 {

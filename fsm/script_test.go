@@ -22,7 +22,8 @@ import (
 //
 //	submit nodes=N gpus=G [rid=R] [name=X] [tpn=T] [requeue=yes] [batch=yes]
 //	       [array=SPEC] [dep=SPEC] [hold=yes] [user=U]   (--array, --dependency, --hold)
-//	       [partition=P] [time=SECONDS] [qos=Q]
+//	       [partition=P] [time=SECONDS] [qos=Q] [begin=S] [deadline=S] [nokill=yes]
+//	                                         (S: seconds after the log's first entry)
 //	                                         SubmitJob (batch=yes: a script, no command)
 //	       [cpt=C] [cpg=C] [mem=M] [mpc=M] [mpg=M] [excl=yes]
 //	                                         -c, --cpus-per-gpu, --mem, --mem-per-cpu/-gpu, --exclusive
@@ -119,8 +120,12 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			sp.Dependency = cluster.DependencyFromSlurm(dep)
 		}
 		sp.Hold = strArg("hold", "") == "yes"
+		sp.NoKill = strArg("nokill", "") == "yes"
 		if b := intArg("begin", 0); b > 0 {
 			sp.Begin = t0.Add(time.Duration(b) * time.Second) // seconds after the log's first entry
+		}
+		if dl := intArg("deadline", 0); dl > 0 {
+			sp.Deadline = t0.Add(time.Duration(dl) * time.Second) // as begin=
 		}
 		sp.Request.Partition = strArg("partition", "")
 		sp.QoS = strArg("qos", "")

@@ -191,7 +191,8 @@ func validateJob(j *cluster.Job, lastJob cluster.JobID) error {
 	}
 	switch j.State {
 	case cluster.JobPending, cluster.JobRunning, cluster.JobCompleted, cluster.JobFailed,
-		cluster.JobCancelled, cluster.JobTimeout, cluster.JobNodeFail, cluster.JobOutOfMemory, cluster.JobRequeued:
+		cluster.JobCancelled, cluster.JobTimeout, cluster.JobNodeFail, cluster.JobOutOfMemory, cluster.JobRequeued,
+		cluster.JobDeadline:
 	default:
 		return fmt.Errorf("job %d: state %.32q: want a known job state", j.ID, j.State)
 	}

@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/wire"
 )
 
@@ -26,7 +27,9 @@ import (
 //	   time limit, node count, partition, QoS, dependency, name, comment,
 //	   nice; RecordGPUUsage: a job's GPU usage on a node)
 //	3  fields: srun --pty's terminal (Spec.Pty in SubmitJob and StartStep);
-//	   --begin (Spec.Begin in SubmitJob);
+//	   --begin (Spec.Begin in SubmitJob); --deadline (Spec.Deadline in
+//	   SubmitJob, and CancelJob's reason DeadLine, which ends such a job
+//	   DEADLINE); --no-kill (Spec.NoKill in SubmitJob);
 //	   a job's ranks laid out by -n and -m (Request.NTasks and
 //	   Request.Distribution in SubmitJob, StepSpec.Distribution in
 //	   StartStep), and --mincpus (Request.MinCPUs). An older replica
@@ -138,6 +141,23 @@ var fields = []field{
 	{name: "SubmitJob.Spec.Begin", since: 3, uses: func(body any) bool {
 		c, ok := body.(SubmitJob)
 		return ok && !c.Spec.Begin.IsZero()
+	}},
+	// An older replica would drop Deadline and run the job past it, and
+	// refuse the CancelJob that ends it DEADLINE.
+	{name: "SubmitJob.Spec.Deadline, CancelJob.Reason DeadLine", since: 3, uses: func(body any) bool {
+		switch c := body.(type) {
+		case SubmitJob:
+			return !c.Spec.Deadline.IsZero()
+		case CancelJob:
+			return c.Reason == cluster.ReasonDeadline
+		}
+		return false
+	}},
+	// An older replica would drop NoKill and end the job when it loses a
+	// node, where the others keep it running.
+	{name: "SubmitJob.Spec.NoKill", since: 3, uses: func(body any) bool {
+		c, ok := body.(SubmitJob)
+		return ok && c.Spec.NoKill
 	}},
 	// An older replica would drop Pty and its node would start rank 0
 	// with no terminal for srun --pty to attach to.

@@ -48,6 +48,7 @@ func JobOf(j *cluster.Job) api.Job {
 	}
 	out.Dependency, out.Hold, out.Partition = j.Spec.Dependency.String(), j.Hold, j.Spec.Request.Partition
 	out.Begin = api.FormatTime(j.Spec.Begin)
+	out.Deadline = api.FormatTime(j.Spec.Deadline)
 	out.ReqNodeList, out.ExcNodeList = j.Spec.Request.NodeList, j.Spec.Request.Exclude
 	out.Features, out.Exclusive = j.Spec.Request.Constraint, j.Spec.Request.Exclusive
 	out.NTasks, out.Distribution = j.Spec.Request.NTasks, j.Spec.Request.Distribution

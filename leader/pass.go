@@ -34,6 +34,9 @@ type EndPreemption struct {
 type Plan struct {
 	// Cancel are pending jobs whose dependency can never be satisfied.
 	Cancel []cluster.JobID
+	// Deadline are pending jobs that could no longer end by their
+	// --deadline: they end DEADLINE.
+	Deadline []cluster.JobID
 	// WaitReasons are the changed reasons of jobs kept from placement
 	// (held, dependency, array throttle...), by job.
 	WaitReasons []fsm.JobReason
@@ -75,6 +78,8 @@ func Pass(in PassInput) (Plan, error) {
 			pending = append(pending, j)
 		case cluster.ReasonDependencyNever:
 			p.Cancel = append(p.Cancel, j.ID)
+		case cluster.ReasonDeadline:
+			p.Deadline = append(p.Deadline, j.ID)
 		default:
 			if j.Reason != why {
 				p.WaitReasons = append(p.WaitReasons, fsm.JobReason{Job: j.ID, Reason: why})

@@ -138,6 +138,11 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 		sp := cluster.Spec{Name: "train", Command: []string{"python", "train.py"}, User: cmp.Or(args["user"], "ada"), UID: 1000, GID: 1000,
 			Request: cluster.Request{Nodes: nodes, GPUsPerNode: gpus, TimeLimit: time.Duration(limit) * time.Second}.WithDefaults(),
 			QoS:     args["qos"], Hold: args["hold"] == "yes", Requeue: args["requeue"] != "no"}
+		if dl, err := num("deadline", 0); err != nil {
+			return "", err
+		} else if dl > 0 {
+			sp.Deadline = h.now.Add(time.Duration(dl) * time.Second) // seconds after this submit's time
+		}
 		if v := args["dep"]; v != "" {
 			dep, err := slurm.ParseDependency(v)
 			if err != nil {
@@ -212,6 +217,11 @@ func (h *harness) pass(apply bool) (string, error) {
 		xs = append(xs, fmt.Sprint(uint64(id)))
 	}
 	line("cancel", xs)
+	xs = nil
+	for _, id := range p.Deadline {
+		xs = append(xs, fmt.Sprint(uint64(id)))
+	}
+	line("deadline", xs)
 	line("wait", reasons(p.WaitReasons))
 	xs = nil
 	for _, e := range p.EndPreemptions {
@@ -246,6 +256,11 @@ func (h *harness) pass(apply bool) (string, error) {
 	}
 	for _, id := range p.Cancel {
 		if err := note(h.apply(fsm.CmdCancelJob, fsm.CancelJob{Job: id, Reason: cluster.ReasonDependencyNever, Time: now})); err != nil {
+			return "", err
+		}
+	}
+	for _, id := range p.Deadline {
+		if err := note(h.apply(fsm.CmdCancelJob, fsm.CancelJob{Job: id, Reason: cluster.ReasonDeadline, Time: now})); err != nil {
 			return "", err
 		}
 	}

@@ -194,6 +194,15 @@ func (a *Agent) schedulePass(ctx context.Context, v *fsm.View) error {
 			a.log.Info("job cancelled: its dependency can never be satisfied", "job", uint64(id))
 		}
 	}
+	for _, id := range p.Deadline {
+		r, err := a.apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: id, Reason: cluster.ReasonDeadline, Time: now})
+		if err != nil {
+			return err
+		}
+		if r.Err == nil {
+			a.log.Info("job ended DEADLINE: it could no longer end by its deadline", "job", uint64(id))
+		}
+	}
 	if err := a.applyReasons(ctx, p.WaitReasons); err != nil {
 		return err
 	}

@@ -21,7 +21,8 @@ func TestHelpRequest(t *testing.T) {
 		"  -N, --nodes=VALUE\n",
 		"  --cpu-bind=VALUE\n      accepted and ignored with a warning: Shoal does not bind tasks",
 		"  -b, --begin=VALUE\n",
-		"  --deadline=VALUE\n      refused: Shoal has no deadline for a job"} {
+		"  --deadline=VALUE\n",
+		"  --x11[=VALUE]\n      refused: Shoal forwards no X11"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("srun --help lacks %q:\n%s", want, text)
 		}

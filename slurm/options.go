@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -94,6 +95,22 @@ type Options struct {
 	// Begin is --begin as given: the request parses it (ParseBegin)
 	// against the clock.
 	Begin string
+	// Deadline is --deadline as given, parsed as Begin is.
+	Deadline string
+	// NoKill is --no-kill: the job goes on when a node other than its
+	// first is lost.
+	NoKill bool
+	// GetUserEnv is sbatch's --get-user-env[=TIMEOUT][S|L]: the batch
+	// script runs with the user's login environment under the submitted
+	// one. Slurm's slurmd ignores the timeout and mode, and so does Shoal.
+	GetUserEnv bool
+	// NoShell is salloc's --no-shell: return once the allocation is
+	// granted, leaving it held.
+	NoShell bool
+	// KillCommand is salloc's -K/--kill-command[=SIGNAL]: the signal its
+	// command gets when the allocation is revoked (SIGTERM without a
+	// value); 0 when not given.
+	KillCommand int
 	// Immediate is srun's and salloc's --immediate[=SECONDS]: give up,
 	// cancelling the job, if it has not started within it (1 s when no
 	// seconds are given, as Slurm); 0: wait as long as it takes.
@@ -541,6 +558,46 @@ func setDependency(o *Options, v string) error {
 	d, err := ParseDependency(v)
 	o.Dependency = &d
 	return err
+}
+
+// setGetUserEnv is --get-user-env[=TIMEOUT][S|L], as Slurm's
+// arg_set_get_user_env takes it: digits, then S or L, in any case.
+func setGetUserEnv(o *Options, v string) error {
+	mode := strings.TrimLeft(v, "0123456789")
+	if len(mode) > 1 || mode != "" && !strings.ContainsAny(mode, "SsLl") {
+		return fmt.Errorf("--get-user-env %q: want [SECONDS][S|L]", clip(v))
+	}
+	o.GetUserEnv = true
+	return nil
+}
+
+// setKillCommand is salloc's -K/--kill-command[=SIGNAL], as Slurm's
+// arg_set_kill_command: SIGTERM without a value, else a signal name (with
+// or without SIG, any case) or number.
+func setKillCommand(o *Options, v string) error {
+	if v == "" {
+		o.KillCommand = int(syscall.SIGTERM)
+		return nil
+	}
+	sig, err := ParseSignal(v)
+	if err != nil || strings.ContainsAny(v, ":@") {
+		return fmt.Errorf("--kill-command %q: want a signal name (TERM, SIGUSR1) or number (1-64)", clip(v))
+	}
+	o.KillCommand = sig.Number
+	return nil
+}
+
+// setNoKill is --no-kill[=set|off|no], as Slurm's arg_set_no_kill takes it.
+func setNoKill(o *Options, v string) error {
+	switch strings.ToLower(v) {
+	case "", "set":
+		o.NoKill = true
+	case "off", "no":
+		o.NoKill = false
+	default:
+		return fmt.Errorf("--no-kill %q: want set, off or no (or no value)", clip(v))
+	}
+	return nil
 }
 
 func setKillOnBadExit(o *Options, v string) error {

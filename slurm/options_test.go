@@ -431,3 +431,56 @@ func FuzzParseArgs(f *testing.F) {
 		}
 	})
 }
+
+// TestNoKillAndKillCommand: --no-kill[=set|off|no] and salloc's
+// -K/--kill-command[=SIGNAL] as Slurm's arg_set_no_kill and
+// arg_set_kill_command take them.
+func TestNoKillAndKillCommand(t *testing.T) {
+	for _, tt := range []struct {
+		cmd    Command
+		args   []string
+		noKill bool
+		kill   int
+		bad    bool
+	}{
+		{Sbatch, []string{"-k"}, true, 0, false},
+		{Sbatch, []string{"--no-kill=set"}, true, 0, false},
+		{Srun, []string{"-k", "--no-kill=off"}, false, 0, false},
+		{Salloc, []string{"--no-kill=NO"}, false, 0, false},
+		{Salloc, []string{"--no-kill=maybe"}, false, 0, true},
+		{Salloc, []string{"-K"}, false, 15, false},
+		{Salloc, []string{"--kill-command=usr1"}, false, 10, false},
+		{Salloc, []string{"-KSIGINT"}, false, 2, false},
+		{Salloc, []string{"--kill-command=9"}, false, 9, false},
+		{Salloc, []string{"--kill-command=B:USR1"}, false, 0, true},
+		{Salloc, []string{"--kill-command=NOPE"}, false, 0, true},
+	} {
+		opts, _, err := ParseArgs(tt.cmd, append(tt.args, "true"))
+		if (err != nil) != tt.bad || err == nil && (opts.NoKill != tt.noKill || opts.KillCommand != tt.kill) {
+			t.Errorf("%s %q: no-kill %v, kill-command %d, err %v; want %v, %d, error %v",
+				tt.cmd, tt.args, opts.NoKill, opts.KillCommand, err, tt.noKill, tt.kill, tt.bad)
+		}
+	}
+}
+
+// TestGetUserEnv: --get-user-env[=SECONDS][S|L] as Slurm's
+// arg_set_get_user_env takes it.
+func TestGetUserEnv(t *testing.T) {
+	for v, ok := range map[string]bool{"": true, "=10": true, "=10L": true, "=s": true, "=L": true, "=10x": false, "=SL": false} {
+		opts, _, err := ParseArgs(Sbatch, []string{"--get-user-env" + v, "--wrap", "true"})
+		if (err == nil) != ok || err == nil && !opts.GetUserEnv {
+			t.Errorf("--get-user-env%s: %v, set %v; want accepted %v", v, err, opts.GetUserEnv, ok)
+		}
+	}
+}
+
+// TestSrunWait: srun -W 0 (wait for every task, Slurm's default WaitTime)
+// is taken; a time after the first task ends is refused.
+func TestSrunWait(t *testing.T) {
+	for args, ok := range map[string]bool{"-W0": true, "--wait=00": true, "--wait=10": false, "-W": false} {
+		_, _, err := ParseArgs(Srun, []string{args, "true"})
+		if (err == nil) != ok {
+			t.Errorf("srun %s: %v; want accepted %v", args, err, ok)
+		}
+	}
+}

@@ -15,20 +15,15 @@ import (
 // list only shrinks: an option here that Shoal accepts, or that Slurm
 // refuses too, fails the test until it is taken out.
 var refusalGaps = map[string]string{
-	"deadline":     "Shoal does not end a job at a deadline; ignoring it would run the job past it",
-	"no-kill":      "ignoring it would end the job when a node fails, where Slurm keeps it",
-	"get-user-env": "the job would lack the user's login environment",
-	"container":    "the job would run outside its container",
-	"uid":          "srun and salloc run as their caller (sbatch takes it)",
-	"gid":          "srun and salloc run as their caller (sbatch takes it)",
-	"task-prolog":  "the task prolog would not run",
-	"task-epilog":  "the task epilog would not run",
-	"prolog":       "the prolog would not run",
-	"epilog":       "the epilog would not run",
-	"bcast":        "the program would not be copied to the nodes",
-	"wait":         "the other tasks would run on after the first ends",
-	"no-shell":     "salloc would run a command instead of returning at once",
-	"kill-command": "salloc would not signal its command as asked",
+	"container":   "the job would run outside its container",
+	"uid":         "srun and salloc run as their caller (sbatch takes it)",
+	"gid":         "srun and salloc run as their caller (sbatch takes it)",
+	"task-prolog": "the task prolog would not run",
+	"task-epilog": "the task epilog would not run",
+	"prolog":      "the prolog would not run",
+	"epilog":      "the epilog would not run",
+	"bcast":       "the program would not be copied to the nodes",
+	"wait":        "-W SECONDS above 0: the other tasks would run on after the first ends (-W 0, Slurm's default, is taken)",
 }
 
 // othersAccept are rows other work turns into implementations: the test

@@ -7,7 +7,7 @@ import (
 
 // jobStates are Slurm 22.05's job states, compact code (squeue %t) and
 // long name (%T), in Slurm's order. Shoal's jobs only ever reach the
-// first eight and OUT_OF_MEMORY; the others are accepted where Slurm's
+// first eight, DEADLINE and OUT_OF_MEMORY; the others are accepted where Slurm's
 // commands accept them (squeue -t, sacct -s) and match no job.
 var jobStates = [...]struct{ code, name string }{
 	{"PD", "PENDING"}, {"R", "RUNNING"}, {"CD", "COMPLETED"}, {"CA", "CANCELLED"},

@@ -14,7 +14,6 @@ const (
 	whyBinding    = "Shoal does not bind tasks to CPUs, memory or GPUs (as Slurm with task/none)"
 	whyFederation = "Shoal has no federation of clusters"
 	whySteps      = "Shoal runs one step per job, with the job's resources"
-	whyTiming     = "Shoal has no deadline for a job"
 	whyHetJob     = "heterogeneous jobs are not supported by Shoal"
 	whyNoHardware = "Shoal does not manage this hardware setting; it is a preference Slurm ignores where unsupported"
 	whyIdentity   = "Shoal runs a job as the user who submits it"
@@ -118,11 +117,11 @@ var optionTable = []optDef{
 	{long: "reservation", arg: needArg, cmds: cAll, reject: "Shoal has no reservations (Slurm refuses a job naming one that does not exist)"},
 	{long: "licenses", short: 'L', arg: needArg, cmds: cAll, reject: "Shoal has no licenses (Slurm refuses a job naming one it does not know)"},
 	{long: "begin", short: 'b', arg: needArg, cmds: cSbatch | cSalloc | cSrun, apply: strOpt(func(o *Options) *string { return &o.Begin })},
-	{long: "deadline", arg: needArg, cmds: cAll, reject: whyTiming},
+	{long: "deadline", arg: needArg, cmds: cAll, apply: strOpt(func(o *Options) *string { return &o.Deadline })},
 	{long: "immediate", short: 'I', arg: optArg, cmds: cSrun | cSalloc, apply: setImmediate},
 	{long: "kill-on-invalid-dep", arg: needArg, cmds: cSbatch, reject: "Shoal always cancels a job whose dependency can never hold; accepted: yes", ok: func(v string) bool { return strings.EqualFold(v, "yes") }},
-	{long: "no-kill", short: 'k', arg: optArg, cmds: cAll, reject: "Shoal always ends a job whose node fails"},
-	{long: "get-user-env", arg: optArg, cmds: cSbatch, reject: "the job's environment would differ"},
+	{long: "no-kill", short: 'k', arg: optArg, cmds: cAll, apply: setNoKill},
+	{long: "get-user-env", arg: optArg, cmds: cSbatch, apply: setGetUserEnv},
 	{long: "propagate", arg: optArg, cmds: cSbatch | cSrun, warn: "Shoal does not propagate resource limits; ranks get the node's"},
 	{long: "tmp", arg: needArg, cmds: cAll, reject: "Shoal does not track local disk"},
 	{long: "contiguous", arg: noArg, cmds: cAll, warn: "Shoal places by switch, not by contiguous node names"},
@@ -171,9 +170,9 @@ var optionTable = []optDef{
 	{long: "compress", arg: optArg, cmds: cSrun, warn: "it only changes --bcast, which Shoal refuses"},
 	{long: "send-libs", arg: optArg, cmds: cSrun, warn: "it only changes --bcast, which Shoal refuses"},
 	{long: "resv-ports", arg: optArg, cmds: cSrun, warn: "Shoal reserves no MPI ports (it sets MASTER_PORT)"},
-	{long: "wait", short: 'W', arg: needArg, cmds: cSrun, reject: "Shoal stops the other ranks only when one fails"},
-	{long: "no-shell", arg: noArg, cmds: cSalloc, reject: "salloc always runs its command here"},
-	{long: "kill-command", short: 'K', arg: optArg, cmds: cSalloc, reject: "salloc ends the allocation when its command ends"},
+	{long: "wait", short: 'W', arg: needArg, cmds: cSrun, reject: "Shoal does not end a step's other tasks a time after its first task ends; accepted: 0 (wait for them all, Slurm's default WaitTime)", ok: func(v string) bool { return strings.TrimLeft(v, "0") == "" && v != "" }},
+	{long: "no-shell", arg: noArg, cmds: cSalloc, apply: flagOpt(func(o *Options) *bool { return &o.NoShell })},
+	{long: "kill-command", short: 'K', arg: optArg, cmds: cSalloc, apply: setKillCommand},
 	{long: "help", short: 'h', arg: noArg, cmds: cAll, apply: helpOpt("help")},
 	{long: "usage", arg: noArg, cmds: cAll, apply: helpOpt("usage")},
 	{long: "version", short: 'V', arg: noArg, cmds: cAll, apply: helpOpt("version")},

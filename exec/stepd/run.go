@@ -187,6 +187,16 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 		switch {
 		case p.Script:
 			env = batchEnv(l, id.home)
+			if envValue(env, GetUserEnvVar) == "1" {
+				// sbatch --get-user-env: the user's login environment
+				// under the submitted one; without it the script does
+				// not start, as slurmd fails the launch.
+				login, err := loginEnv(l.Spec.User)
+				if err != nil {
+					return pgids, task.CodeNotFound, err
+				}
+				env = underlay(login, env)
+			}
 			// The task directory is the agent's alone; a script that runs
 			// as another user is executed through its open descriptor.
 			path = script.Name()

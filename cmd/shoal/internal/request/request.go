@@ -114,12 +114,21 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 		req.Dependency = cluster.DependencyFromSlurm(*opts.Dependency)
 	}
 	req.Hold = opts.Hold
+	req.NoKill = opts.NoKill
 	if opts.Begin != "" {
 		begin, err := slurm.ParseBegin(opts.Begin, time.Now())
 		if err != nil {
 			return req, nil, fmt.Errorf("--begin: %w", err)
 		}
 		req.Begin = api.FormatTime(begin)
+	}
+	if opts.Deadline != "" {
+		// Slurm parses --deadline as --begin (parse_time with past=0).
+		deadline, err := slurm.ParseBegin(opts.Deadline, time.Now())
+		if err != nil {
+			return req, nil, fmt.Errorf("--deadline: %w", err)
+		}
+		req.Deadline = api.FormatTime(deadline)
 	}
 	req.Partition = opts.Partition
 	if sw := opts.Switches; sw != nil {
@@ -146,6 +155,11 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 			return req, nil, err
 		}
 		env = append(env, more...)
+	}
+	if opts.GetUserEnv {
+		// sbatch --get-user-env: the node loads the user's login
+		// environment under this one, as Slurm's slurmd does on seeing it.
+		env = append(env, "SLURM_GET_USER_ENV=1")
 	}
 	req.Env = env
 	return req, warnings, nil

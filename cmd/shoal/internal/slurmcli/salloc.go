@@ -31,7 +31,9 @@ while :; do sleep 3600 & wait $!; done
 // Salloc is salloc: allocate nodes, run COMMAND (default: the user's
 // shell) here with the allocation's environment, so that srun inside it
 // starts steps on the allocation, then release the allocation and return
-// the command's exit code.
+// the command's exit code. With --no-shell it returns 0 once the
+// allocation is granted and leaves it held (until its time limit or
+// scancel), running nothing, as Slurm's does.
 func Salloc(ctx context.Context, connect Connect, args []string, stderr io.Writer) (int, error) {
 	opts, rest, err := slurm.ParseArgs(slurm.Salloc, args)
 	if err != nil {
@@ -48,6 +50,9 @@ func Salloc(ctx context.Context, connect Connect, args []string, stderr io.Write
 	}
 	if req.Name == "" {
 		req.Name = "interactive"
+		if opts.NoShell {
+			req.Name = "no-shell" // Slurm's name for it
+		}
 	}
 	req.Env = nil // the command runs here, with this environment
 	req.Batch = &cluster.Batch{Script: sallocHolder, Output: "none"}
@@ -98,8 +103,16 @@ func Salloc(ctx context.Context, connect Connect, args []string, stderr io.Write
 		time.Sleep(srunPoll)
 	}
 	fmt.Fprintf(stderr, "salloc: Granted job allocation %d\n", res.ID)
+	if opts.NoShell {
+		return 0, nil
+	}
 
-	code, runErr := runAllocated(ctx, c, j, command, stderr)
+	// Revoked, the command gets -K's signal, or SIGHUP.
+	revokeSig := syscall.SIGHUP
+	if opts.KillCommand != 0 {
+		revokeSig = syscall.Signal(opts.KillCommand)
+	}
+	code, runErr := runAllocated(ctx, c, j, command, revokeSig, stderr)
 
 	fmt.Fprintf(stderr, "salloc: Relinquishing job allocation %d\n", res.ID)
 	rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -115,13 +128,14 @@ func Salloc(ctx context.Context, connect Connect, args []string, stderr io.Write
 
 // runAllocated runs command here with the allocation's environment until
 // it exits, or until the job ends under it (time limit, cancel): then the
-// command gets SIGHUP, as salloc does when its allocation is revoked.
+// command gets revokeSig (SIGHUP, or -K's signal), as salloc does when its
+// allocation is revoked.
 // Interactive (stdin a terminal salloc holds), the command runs in the
 // terminal's foreground process group of its own (see terminal). Like
 // Slurm's salloc once granted, salloc ignores SIGINT, SIGQUIT, SIGTERM,
 // SIGUSR1, SIGUSR2 and SIGPIPE while the command runs, and on SIGHUP
 // passes it on to the command and stops waiting for it.
-func runAllocated(ctx context.Context, c *api.Client, j api.Job, command []string, stderr io.Writer) (int, error) {
+func runAllocated(ctx context.Context, c *api.Client, j api.Job, command []string, revokeSig syscall.Signal, stderr io.Writer) (int, error) {
 	// Caught, not ignored: the command starts with their default actions.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
@@ -188,7 +202,7 @@ func runAllocated(ctx context.Context, c *api.Client, j api.Job, command []strin
 			if err == nil && cur.State != "RUNNING" {
 				revoked = true
 				fmt.Fprintf(stderr, "salloc: Job allocation %d has been revoked (%s).\n", j.ID, cur.State)
-				send(syscall.SIGHUP)
+				send(revokeSig)
 			}
 		}
 	}

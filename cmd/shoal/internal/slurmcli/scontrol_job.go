@@ -121,7 +121,7 @@ func (o ShowJob) lines(j api.Job) []string {
 	if start, err := time.Parse(time.RFC3339, j.StartTime); err == nil && j.EndTime == "" && j.TimeLimitS > 0 {
 		end = o.view.date(start.Add(time.Duration(j.TimeLimitS)*time.Second).Format(time.RFC3339), "Unknown")
 	}
-	add("StartTime=%s EndTime=%s Deadline=N/A", o.view.date(j.StartTime, "Unknown"), end)
+	add("StartTime=%s EndTime=%s Deadline=%s", o.view.date(j.StartTime, "Unknown"), end, o.view.date(j.Deadline, "N/A"))
 	lastEval := o.view.date(j.StartTime, o.view.date(j.SubmitTime, "Unknown"))
 	add("SuspendTime=None SecsPreSuspend=0 LastSchedEval=%s Scheduler=Main", lastEval)
 	part := j.Partition

@@ -94,7 +94,7 @@ func ParseSrunOutside(args []string) (slurm.Options, []string, error) {
 
 // stepSpec is the step srun's options ask for.
 func stepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error) {
-	for _, name := range []string{"exclude", "constraint", "exclusive", "array", "dependency", "signal", "ntasks-per-gpu"} {
+	for _, name := range []string{"exclude", "constraint", "exclusive", "array", "dependency", "signal", "ntasks-per-gpu", "no-kill"} {
 		if opts.Set[name] {
 			return cluster.StepSpec{}, fmt.Errorf("--%s: not supported for steps by Shoal yet", name)
 		}

@@ -1,0 +1,88 @@
+package test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/localcluster"
+)
+
+// TestNoKill: a batch job submitted with --no-kill keeps running when its
+// second node's agent is killed (the node fences its ranks and is marked
+// down); its script then runs a step on the node left and ends
+// COMPLETED. The same job without --no-kill (and --no-requeue) ends
+// NODE_FAIL.
+func TestNoKill(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 2})
+	lead := leaderIndex(t, c, 0)
+	// The first node is the leader's (it stays), the second another one
+	// (killed); commands go through the third agent's shims.
+	first, second := lead, (lead+1)%3
+	cli := c.Agents[(lead+2)%3]
+	sh := newSlurmShims(t, cli)
+	work := t.TempDir()
+	script := filepath.Join(work, "job.sh")
+	if err := os.WriteFile(script, []byte(`#!/bin/sh
+# Wait (at most 120 s) for the test to say the second node is gone.
+i=0
+while [ ! -e "$1.go" ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i+1)); done
+srun -N1 -w `+c.Agents[first].Name+` hostname
+echo done
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	nodes := c.Agents[first].Name + "," + c.Agents[second].Name
+	ids := map[string]uint64{}
+	for _, name := range []string{"nokill", "kill"} {
+		args := []string{"--parsable", "-N2", "-w", nodes, "--gpus-per-node=1", "--chdir", work,
+			"-o", filepath.Join(work, name+".out"), "-J", name}
+		if name == "nokill" {
+			args = append(args, "--no-kill")
+		} else {
+			args = append(args, "--no-requeue") // else it pends again
+		}
+		out := sh.must("sbatch", append(args, script, filepath.Join(work, name))...)
+		var id uint64
+		if _, err := fmt.Sscan(out, &id); err != nil {
+			t.Fatalf("sbatch printed %q", out)
+		}
+		ids[name] = id
+	}
+	eventually(t, 30*time.Second, "both jobs running", func() error {
+		for name, id := range ids {
+			var j api.Job
+			jsonOf(t, cli, &j, "job", fmt.Sprint(id), "--json")
+			if j.State != "RUNNING" {
+				return fmt.Errorf("%s: %s", name, j.State)
+			}
+		}
+		return nil
+	})
+	if err := c.Kill(second); err != nil {
+		t.Fatal(err)
+	}
+	j := waitJob(t, cli, ids["kill"], 60*time.Second)
+	if j.State != "NODE_FAIL" {
+		t.Errorf("job without --no-kill after losing %s: %s; want NODE_FAIL", c.Agents[second].Name, j.State)
+	}
+	// The same NodeDown left the --no-kill job running.
+	jsonOf(t, cli, &j, "job", fmt.Sprint(ids["nokill"]), "--json")
+	if j.State != "RUNNING" {
+		t.Fatalf("--no-kill job after losing %s: %s (%s); want RUNNING", c.Agents[second].Name, j.State, j.Reason)
+	}
+	for _, name := range []string{"nokill", "kill"} {
+		if err := os.WriteFile(filepath.Join(work, name+".go"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j = waitJob(t, cli, ids["nokill"], 60*time.Second)
+	out, _ := os.ReadFile(filepath.Join(work, "nokill.out"))
+	if j.State != "COMPLETED" || !strings.Contains(string(out), c.Agents[first].Name) || !strings.Contains(string(out), "done") {
+		t.Errorf("--no-kill job: %s; want COMPLETED, with its step's output:\n%s", j.State, out)
+	}
+}
