@@ -95,6 +95,12 @@ type Report struct {
 	// the whole cluster's, UDP included, when the run has a namespace of
 	// its own (`unshare -n`), else other programs' too.
 	LoopbackBytesPerS float64 `json:"loopback_bytes_per_s"`
+	// RaftEntriesPerS is how fast the raft log grew at rest.
+	RaftEntriesPerS float64 `json:"raft_entries_per_s"`
+	// RaftEntriesPerSubmit is the log's growth per held submit, and
+	// RaftEntriesPerJob per 2-node job from submit to completion.
+	RaftEntriesPerSubmit float64 `json:"raft_entries_per_submit"`
+	RaftEntriesPerJob    float64 `json:"raft_entries_per_job"`
 	// Submits through a follower with the Go client; jobs held, so this
 	// is the write path.
 	SubmitsPerS   float64 `json:"submits_per_s"`
@@ -387,6 +393,19 @@ func (r *run) leader(ctx context.Context) (int, string, error) {
 	return 0, "", errors.New("no running agent names a leader")
 }
 
+// applied is the leader's applied raft index.
+func (r *run) applied(ctx context.Context) (uint64, error) {
+	li, _, err := r.leader(ctx)
+	if err != nil {
+		return 0, err
+	}
+	st, err := call(ctx, 5*time.Second, r.c.Agents[li].Client().Status)
+	if err != nil {
+		return 0, fmt.Errorf("%s: status: %w", r.c.Agents[li].Name, err)
+	}
+	return st.AppliedIndex, nil
+}
+
 // follower returns an agent that does not lead.
 func (r *run) follower(ctx context.Context) (*localcluster.Agent, error) {
 	li, _, err := r.leader(ctx)
@@ -432,6 +451,10 @@ func (r *run) rest(ctx context.Context) error {
 		return err
 	}
 	lpid := r.c.Agents[li].Pid()
+	i0, err := r.applied(ctx)
+	if err != nil {
+		return err
+	}
 	a := r.sample(lpid)
 	select {
 	case <-ctx.Done():
@@ -439,6 +462,10 @@ func (r *run) rest(ctx context.Context) error {
 	case <-time.After(o.Rest):
 	}
 	b := r.sample(lpid)
+	i1, err := r.applied(ctx)
+	if err != nil {
+		return err
+	}
 	if li2, _, err := r.leader(ctx); err != nil || li2 != li {
 		return fmt.Errorf("the leader changed while the cluster stood still (%v)", err)
 	}
@@ -467,6 +494,7 @@ func (r *run) rest(ctx context.Context) error {
 		r.rep.LeaderTCPBytesPerS = float64(tcpDelta(a.tcp, b.tcp)) / secs
 	}
 	r.rep.LoopbackBytesPerS = float64(b.lo-a.lo) / secs
+	r.rep.RaftEntriesPerS = float64(i1-i0) / secs
 
 	var rss []float64
 	for i, ag := range r.c.Agents {
@@ -513,6 +541,10 @@ func (r *run) throughput(ctx context.Context) error {
 	var mu sync.Mutex
 	ids := make([][]uint64, o.Clients)
 	per := o.Submits / o.Clients
+	i0, err := r.applied(ctx)
+	if err != nil {
+		return err
+	}
 	var wg sync.WaitGroup
 	t0 := time.Now()
 	for c := range o.Clients {
@@ -536,6 +568,9 @@ func (r *run) throughput(ctx context.Context) error {
 	r.rep.SubmitClients = o.Clients
 	r.rep.SubmitsFailed = int(failed.Load())
 	r.rep.SubmitsPerS = float64(per*o.Clients-r.rep.SubmitsFailed) / elapsed.Seconds()
+	if i1, err := r.applied(ctx); err == nil && per*o.Clients > r.rep.SubmitsFailed {
+		r.rep.RaftEntriesPerSubmit = float64(i1-i0) / float64(per*o.Clients-r.rep.SubmitsFailed)
+	}
 	for c := range o.Clients {
 		wg.Go(func() {
 			for _, id := range ids[c] {
@@ -613,6 +648,10 @@ func (r *run) latency(ctx context.Context) error {
 	cl := f.Client()
 	defer cl.CloseIdleConnections()
 	var samples []time.Duration
+	i0, err := r.applied(ctx)
+	if err != nil {
+		return err
+	}
 	for range o.LatencyRuns {
 		t0 := time.Now()
 		res, err := cl.Submit(ctx, api.SubmitRequest{RequestID: newRequestID(), Name: "scale-lat", Nodes: 2, GPUsPerNode: 1,
@@ -637,6 +676,9 @@ func (r *run) latency(ctx context.Context) error {
 		samples = append(samples, slices.MinFunc(ts, time.Time.Compare).Sub(t0))
 	}
 	r.rep.SubmitToStart = Summarize(samples)
+	if i1, err := r.applied(ctx); err == nil {
+		r.rep.RaftEntriesPerJob = float64(i1-i0) / float64(o.LatencyRuns)
+	}
 	return nil
 }
 

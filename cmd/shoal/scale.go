@@ -138,6 +138,8 @@ func writeScaleTable(w io.Writer, r scale.Report) {
 		row("leader's TCP bytes/s at rest (sent + received)", "n/a (no ss)")
 	}
 	row("loopback bytes/s at rest (all of it)", "%.0f", r.LoopbackBytesPerS)
+	row("raft log growth at rest", "%.2f entries/s", r.RaftEntriesPerS)
+	row("raft entries per held submit / per 2-node job run to completion", "%.2f / %.2f", r.RaftEntriesPerSubmit, r.RaftEntriesPerJob)
 	row(fmt.Sprintf("submits/s through a follower, %d Go clients, held jobs", r.SubmitClients), "%.1f (%d failed)", r.SubmitsPerS, r.SubmitsFailed)
 	d := r.SubmitToStart
 	row("submit to first rank's start, 2-node job", "p50 %.3f s, p99 %.3f s (min %.3f, max %.3f, n=%d)", d.P50, d.P99, d.Min, d.Max, d.N)
