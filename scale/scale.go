@@ -61,6 +61,9 @@ type Options struct {
 	Insecure bool
 	// ExtraArgs are added to every agent's command line.
 	ExtraArgs []string
+	// Only, when set, names the steps to run after formation (which
+	// always runs): rest, throughput, latency, gang, failover.
+	Only []string
 	// Logf, when set, is told what the run is doing.
 	Logf func(format string, args ...any)
 }
@@ -157,6 +160,11 @@ func (o *Options) defaults() error {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
+	for _, s := range o.Only {
+		if !slices.Contains([]string{"formation", "rest", "throughput", "latency", "gang", "failover"}, s) {
+			return fmt.Errorf("only %q: want formation, rest, throughput, latency, gang or failover", s)
+		}
+	}
 	switch {
 	case o.GangNodes < 1 || o.GangNodes > o.Nodes-1:
 		return fmt.Errorf("gang nodes %d: want 1 to %d (nodes-1)", o.GangNodes, o.Nodes-1)
@@ -226,6 +234,9 @@ func (r *run) run(ctx context.Context) (err error) {
 		{"failover", r.failover},
 	}
 	for _, s := range steps {
+		if s.name != "formation" && len(o.Only) > 0 && !slices.Contains(o.Only, s.name) {
+			continue
+		}
 		o.Logf("%s", s.name)
 		if err := s.fn(ctx); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)

@@ -94,6 +94,7 @@ failure. Prints a table, and the figures as JSON to --json.`,
 	f.BoolVar(&o.Insecure, "insecure", false, "run the agents without TLS")
 	f.BoolVar(&devTiming, "dev-timing", false, "fast loopback raft timing instead of the LAN defaults")
 	f.StringSliceVar(&o.ExtraArgs, "agent-arg", nil, "an extra argument for every agent (repeatable)")
+	f.StringSliceVar(&o.Only, "only", nil, "run only these steps after formation: rest, throughput, latency, gang, failover")
 	f.StringVar(&jsonPath, "json", "", "write the figures as JSON to this file (- for standard output)")
 	f.StringVar(&dir, "dir", "", "directory for the agents' data and logs, kept (default: a temporary one, removed)")
 	f.BoolVar(&keep, "keep", false, "keep the temporary directory (the agents' logs)")
