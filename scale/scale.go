@@ -74,6 +74,9 @@ type Report struct {
 	GPUsPerNode int `json:"gpus_per_node"`
 	WantVoters  int `json:"want_voters"`
 	WantServers int `json:"want_servers"`
+	// Steps are the steps that completed, in order; figures of the others
+	// are zero.
+	Steps []string `json:"steps"`
 	// Formation, from the moment the first agent process started.
 	FirstLeaderS     float64 `json:"first_leader_s"`
 	GossipConvergedS float64 `json:"gossip_converged_s"` // every agent lists every agent alive
@@ -241,6 +244,7 @@ func (r *run) run(ctx context.Context) (err error) {
 		if err := s.fn(ctx); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
+		r.rep.Steps = append(r.rep.Steps, s.name)
 	}
 	return nil
 }

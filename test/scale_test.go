@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -28,6 +29,9 @@ func TestScale(t *testing.T) {
 	t.Logf("report: %+v", rep)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want := []string{"formation", "rest", "throughput", "latency", "gang", "failover"}; !slices.Equal(rep.Steps, want) {
+		t.Errorf("steps %q; want %q", rep.Steps, want)
 	}
 	if l := rep.Layout; l.Voters != 5 || l.Nonvoters != nodes-5 || l.Up != nodes {
 		t.Errorf("layout %+v; want 5 voters, %d nonvoters, %d up", l, nodes-5, nodes)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -125,30 +126,43 @@ func writeScaleTable(w io.Writer, r scale.Report) {
 	}
 	fmt.Fprintf(tw, "| %d agents, %d simulated GPUs each\t| value\t|\n", r.Nodes, r.GPUsPerNode)
 	fmt.Fprintln(tw, "|---\t|---\t|")
+	done := func(step string) bool { return slices.Contains(r.Steps, step) }
+	defer func() { _ = tw.Flush() }()
 	row("start to first leader", "%.2f s", r.FirstLeaderS)
+	if !done("formation") {
+		return
+	}
 	row("gossip converged (every agent lists all alive)", "%.2f s", r.GossipConvergedS)
 	row("every node up in the replicated state", "%.2f s", r.RegisteredS)
 	row(fmt.Sprintf("raft layout settled (%d voters, %d servers)", r.WantVoters, r.WantServers), "%.2f s (%d voters, %d nonvoters, %d workers)",
 		r.LayoutSettledS, r.Layout.Voters, r.Layout.Nonvoters, r.Layout.Workers)
-	row("RSS per agent, median / max / leader", "%.0f / %.0f / %.0f MiB", r.RSSMiBMedian, r.RSSMiBMax, r.RSSMiBLeader)
-	row(fmt.Sprintf("CPU at rest over %.0f s, leader / follower median / all agents", r.RestS), "%.1f%% / %.1f%% / %.0f%% of a core",
-		r.LeaderCPUPercent, r.FollowerCPUPercentMedian, r.ClusterCPUPercent)
-	if r.LeaderTCPBytesPerS >= 0 {
-		row("leader's TCP bytes/s at rest (sent + received)", "%.0f", r.LeaderTCPBytesPerS)
-	} else {
-		row("leader's TCP bytes/s at rest (sent + received)", "n/a (no ss)")
+	if done("rest") {
+		row("RSS per agent, median / max / leader", "%.0f / %.0f / %.0f MiB", r.RSSMiBMedian, r.RSSMiBMax, r.RSSMiBLeader)
+		row(fmt.Sprintf("CPU at rest over %.0f s, leader / follower median / all agents", r.RestS), "%.1f%% / %.1f%% / %.0f%% of a core",
+			r.LeaderCPUPercent, r.FollowerCPUPercentMedian, r.ClusterCPUPercent)
+		if r.LeaderTCPBytesPerS >= 0 {
+			row("leader's TCP bytes/s at rest (sent + received)", "%.0f", r.LeaderTCPBytesPerS)
+		} else {
+			row("leader's TCP bytes/s at rest (sent + received)", "n/a (no ss)")
+		}
+		row("loopback bytes/s at rest (all of it)", "%.0f", r.LoopbackBytesPerS)
+		row("raft log growth at rest", "%.2f entries/s", r.RaftEntriesPerS)
 	}
-	row("loopback bytes/s at rest (all of it)", "%.0f", r.LoopbackBytesPerS)
-	row("raft log growth at rest", "%.2f entries/s", r.RaftEntriesPerS)
-	row("raft entries per held submit / per 2-node job run to completion", "%.2f / %.2f", r.RaftEntriesPerSubmit, r.RaftEntriesPerJob)
-	row(fmt.Sprintf("submits/s through a follower, %d Go clients, held jobs", r.SubmitClients), "%.1f (%d failed)", r.SubmitsPerS, r.SubmitsFailed)
-	d := r.SubmitToStart
-	row("submit to first rank's start, 2-node job", "p50 %.3f s, p99 %.3f s (min %.3f, max %.3f, n=%d)", d.P50, d.P99, d.Min, d.Max, d.N)
-	g := r.Gang
-	row(fmt.Sprintf("%d-node gang: RUNNING / last rank started / completed", g.Nodes), "%.2f / %.2f / %.2f s", g.PlacedS, g.AllStartedS, g.CompletedS)
-	fo := r.Failover
-	row("failover: kill -9 of the leader until the first survivor names a new one", "%.2f s (polls every %.2f s)", fo.ElectedS, fo.ResolutionS)
-	row("failover: until every survivor names it", "%.2f s", fo.AllSeeS)
-	row("failover: until a submit through a survivor succeeds", "%.2f s", fo.SubmitOKS)
-	_ = tw.Flush()
+	if done("throughput") {
+		row("raft entries per held submit", "%.2f", r.RaftEntriesPerSubmit)
+		row(fmt.Sprintf("submits/s through a follower, %d Go clients, held jobs", r.SubmitClients), "%.1f (%d failed)", r.SubmitsPerS, r.SubmitsFailed)
+	}
+	if done("latency") {
+		row("raft entries per 2-node job, submit to completion", "%.2f", r.RaftEntriesPerJob)
+		d := r.SubmitToStart
+		row("submit to first rank's start, 2-node job", "p50 %.3f s, p99 %.3f s (min %.3f, max %.3f, n=%d)", d.P50, d.P99, d.Min, d.Max, d.N)
+	}
+	if g := r.Gang; done("gang") {
+		row(fmt.Sprintf("%d-node gang: RUNNING / last rank started / completed", g.Nodes), "%.2f / %.2f / %.2f s", g.PlacedS, g.AllStartedS, g.CompletedS)
+	}
+	if fo := r.Failover; done("failover") {
+		row("failover: kill -9 of the leader until the first survivor names a new one", "%.2f s (polls every %.2f s)", fo.ElectedS, fo.ResolutionS)
+		row("failover: until every survivor names it", "%.2f s", fo.AllSeeS)
+		row("failover: until a submit through a survivor succeeds", "%.2f s", fo.SubmitOKS)
+	}
 }
