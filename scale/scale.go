@@ -112,6 +112,10 @@ type Report struct {
 	SubmitsPerS   float64 `json:"submits_per_s"`
 	SubmitClients int     `json:"submit_clients"`
 	SubmitsFailed int     `json:"submits_failed"`
+	// SubmitsLeaderCPUPercent and SubmitsClusterCPUPercent are the
+	// leader's and all agents' CPU while the submits ran (100 = one core).
+	SubmitsLeaderCPUPercent  float64 `json:"submits_leader_cpu_percent"`
+	SubmitsClusterCPUPercent float64 `json:"submits_cluster_cpu_percent"`
 	// SubmitToStart: a 2-node job's first rank's own timestamp minus the
 	// time just before its submit, through a follower.
 	SubmitToStart Dist `json:"submit_to_start"`
@@ -437,12 +441,34 @@ type restSample struct {
 	at    time.Time
 }
 
+// cpuPercent is agent i's CPU between two samples, in percent of a core.
+func cpuPercent(a, b restSample, i int) float64 {
+	secs := b.at.Sub(a.at).Seconds()
+	if secs <= 0 || b.ticks[i] < a.ticks[i] {
+		return 0
+	}
+	return float64(b.ticks[i]-a.ticks[i]) / clockTicks / secs * 100
+}
+
+// cpuPercents is agent li's CPU and all agents' together.
+func cpuPercents(a, b restSample, li int) (leader, all float64) {
+	for i := range b.ticks {
+		all += cpuPercent(a, b, i)
+	}
+	return cpuPercent(a, b, li), all
+}
+
+// sample reads every agent's CPU time, leaderPid's TCP sockets (none
+// when 0) and the loopback counter.
 func (r *run) sample(leaderPid int) restSample {
 	s := restSample{ticks: make([]uint64, len(r.c.Agents)), at: time.Now()}
 	for i, a := range r.c.Agents {
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", a.Pid())); err == nil {
 			s.ticks[i], _ = parseStatTicks(string(b))
 		}
+	}
+	if leaderPid == 0 {
+		return s
 	}
 	if out, err := osexec.Command("ss", "-tinpH").Output(); err == nil {
 		s.tcp = parseSS(string(out), leaderPid)
@@ -486,24 +512,21 @@ func (r *run) rest(ctx context.Context) error {
 	}
 	secs := b.at.Sub(a.at).Seconds()
 	r.rep.RestS = secs
-	pct := func(i int) float64 {
-		return float64(b.ticks[i]-a.ticks[i]) / clockTicks / secs * 100
-	}
-	var follower []float64
-	var total float64
 	for i := range r.c.Agents {
 		if a.ticks[i] == 0 || b.ticks[i] < a.ticks[i] {
 			return fmt.Errorf("agent %s: no CPU time readable from /proc", r.c.Agents[i].Name)
 		}
-		total += pct(i)
+	}
+	var follower []float64
+	for i := range r.c.Agents {
 		if i != li {
-			follower = append(follower, pct(i))
+			follower = append(follower, cpuPercent(a, b, i))
 		}
 	}
 	slices.Sort(follower)
-	r.rep.LeaderCPUPercent = pct(li)
+	r.rep.LeaderCPUPercent, r.rep.ClusterCPUPercent = cpuPercents(a, b, li)
 	r.rep.FollowerCPUPercentMedian = follower[len(follower)/2]
-	r.rep.ClusterCPUPercent = total
+	total := r.rep.ClusterCPUPercent
 	r.rep.LeaderTCPBytesPerS = -1
 	if a.tcp != nil && b.tcp != nil {
 		r.rep.LeaderTCPBytesPerS = float64(tcpDelta(a.tcp, b.tcp)) / secs
@@ -561,6 +584,11 @@ func (r *run) throughput(ctx context.Context) error {
 		return err
 	}
 	var wg sync.WaitGroup
+	li, _, err := r.leader(ctx)
+	if err != nil {
+		return err
+	}
+	before := r.sample(0)
 	t0 := time.Now()
 	for c := range o.Clients {
 		wg.Go(func() {
@@ -580,6 +608,8 @@ func (r *run) throughput(ctx context.Context) error {
 	}
 	wg.Wait()
 	elapsed := time.Since(t0)
+	after := r.sample(0)
+	r.rep.SubmitsLeaderCPUPercent, r.rep.SubmitsClusterCPUPercent = cpuPercents(before, after, li)
 	r.rep.SubmitClients = o.Clients
 	r.rep.SubmitsFailed = int(failed.Load())
 	r.rep.SubmitsPerS = float64(per*o.Clients-r.rep.SubmitsFailed) / elapsed.Seconds()

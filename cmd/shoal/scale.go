@@ -151,6 +151,7 @@ func writeScaleTable(w io.Writer, r scale.Report) {
 	if done("throughput") {
 		row("raft entries per held submit", "%.2f", r.RaftEntriesPerSubmit)
 		row(fmt.Sprintf("submits/s through a follower, %d Go clients, held jobs", r.SubmitClients), "%.1f (%d failed)", r.SubmitsPerS, r.SubmitsFailed)
+		row("CPU while submitting: leader / all agents", "%.0f%% / %.0f%% of a core", r.SubmitsLeaderCPUPercent, r.SubmitsClusterCPUPercent)
 	}
 	if done("latency") {
 		row("raft entries per 2-node job, submit to completion", "%.2f", r.RaftEntriesPerJob)
