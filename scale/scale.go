@@ -271,8 +271,8 @@ func each(as []*localcluster.Agent, fn func(*localcluster.Agent)) {
 }
 
 // poll calls fn every interval until it reports done or limit passes.
-func poll(ctx context.Context, limit, interval time.Duration, what string, fn func(context.Context) (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
+func poll(parent context.Context, limit, interval time.Duration, what string, fn func(context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(parent, limit)
 	defer cancel()
 	var last error
 	for {
@@ -285,6 +285,9 @@ func poll(ctx context.Context, limit, interval time.Duration, what string, fn fu
 		}
 		select {
 		case <-ctx.Done():
+			if parent.Err() != nil {
+				return fmt.Errorf("waiting for %s: %w", what, parent.Err())
+			}
 			if last != nil {
 				return fmt.Errorf("%s not within %s (last: %w)", what, limit, last)
 			}
