@@ -64,6 +64,7 @@ Prints a table in the format of BENCHMARKS.md.`,
 	f.BoolVar(&o.devTiming, "dev-timing", false, "use the fast loopback raft timing instead of the LAN defaults")
 	f.StringSliceVar(&o.only, "only", nil, "run only these: leader, failover, latency, throughput, join")
 	f.BoolVar(&o.compareInsecure, "compare-insecure", false, "run every figure with TLS (the default) and again with --insecure, in one run")
+	cmd.AddCommand(newBenchScaleCmd())
 	return cmd
 }
 

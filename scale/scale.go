@@ -1,0 +1,864 @@
+// Package scale measures a cluster of many real agents on one machine:
+// each agent is a `shoal agent` process with its own loopback ports, its
+// own memberlist and raft transport, and simulated GPUs (package
+// localcluster). Run starts them, measures formation, the cost of
+// standing still, submits, a large gang and a leader failover, and stops
+// every process it started, on success and on failure.
+package scale
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	osexec "os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/localcluster"
+)
+
+// Options shape a scale run.
+type Options struct {
+	// Binary is the shoal executable the agents run.
+	Binary string
+	// Dir holds the agents' data dirs and logs; it must exist or be
+	// creatable. Run does not remove it.
+	Dir         string
+	Nodes       int
+	GPUsPerNode int // default 8
+	LeafSize    int // nodes per leaf switch; default 16
+	// Voters and Servers are the raft layout the run waits for: this many
+	// voters, and this many raft servers in all (voters and nonvoters).
+	// Defaults: DefaultVoters(Nodes) and Nodes (every node a server, as
+	// the agents do today).
+	Voters  int
+	Servers int
+	// GangNodes is the size of the gang job; default min(64, Nodes/2).
+	GangNodes int
+	// Submits and Clients shape the throughput figure (default 400, 4);
+	// LatencyRuns the submit-to-start figure (default 20).
+	Submits     int
+	Clients     int
+	LatencyRuns int
+	// Settle is how long the cluster stands still, once its layout
+	// settled, before the at-rest figures (default 10 s); Rest is how
+	// long they are measured over (default 10 s).
+	Settle time.Duration
+	Rest   time.Duration
+	// Wait bounds every wait for the cluster (default 5 min).
+	Wait time.Duration
+	// Insecure runs the agents without TLS (default: TLS, as in
+	// production).
+	Insecure bool
+	// ExtraArgs are added to every agent's command line.
+	ExtraArgs []string
+	// Only, when set, names the steps to run after formation (which
+	// always runs): rest, throughput, latency, gang, failover.
+	Only []string
+	// Logf, when set, is told what the run is doing.
+	Logf func(format string, args ...any)
+}
+
+// Report is what a run measured. Times are seconds.
+type Report struct {
+	Nodes       int `json:"nodes"`
+	GPUsPerNode int `json:"gpus_per_node"`
+	WantVoters  int `json:"want_voters"`
+	WantServers int `json:"want_servers"`
+	// Steps are the steps that completed, in order; figures of the others
+	// are zero.
+	Steps []string `json:"steps"`
+	// Formation, from the moment the first agent process started.
+	FirstLeaderS     float64 `json:"first_leader_s"`
+	GossipConvergedS float64 `json:"gossip_converged_s"` // every agent lists every agent alive
+	RegisteredS      float64 `json:"registered_s"`       // every node up in the replicated state
+	LayoutSettledS   float64 `json:"layout_settled_s"`   // the raft layout asked for
+	Layout           Layout  `json:"layout"`
+	// At rest, over RestS seconds.
+	RestS            float64 `json:"rest_s"`
+	RSSMiBMedian     float64 `json:"rss_mib_median"`
+	RSSMiBMax        float64 `json:"rss_mib_max"`
+	RSSMiBLeader     float64 `json:"rss_mib_leader"`
+	LeaderCPUPercent float64 `json:"leader_cpu_percent"` // of one core
+	// FollowerCPUPercentMedian is a non-leader agent's, the median.
+	FollowerCPUPercentMedian float64 `json:"follower_cpu_percent_median"`
+	// ClusterCPUPercent is all agents together (100 = one core busy).
+	ClusterCPUPercent float64 `json:"cluster_cpu_percent"`
+	// LeaderTCPBytesPerS is what the leader's TCP sockets carried (raft,
+	// node-to-node HTTP, gossip's TCP push/pull), sent and received;
+	// -1 when `ss` is missing. Gossip's UDP is not in it.
+	LeaderTCPBytesPerS float64 `json:"leader_tcp_bytes_per_s"`
+	// LoopbackBytesPerS is all loopback traffic of the network namespace:
+	// the whole cluster's, UDP included, when the run has a namespace of
+	// its own (`unshare -n`), else other programs' too.
+	LoopbackBytesPerS float64 `json:"loopback_bytes_per_s"`
+	// RaftEntriesPerS is how fast the raft log grew at rest.
+	RaftEntriesPerS float64 `json:"raft_entries_per_s"`
+	// RaftEntriesPerSubmit is the log's growth per held submit, and
+	// RaftEntriesPerJob per 2-node job from submit to completion.
+	RaftEntriesPerSubmit float64 `json:"raft_entries_per_submit"`
+	RaftEntriesPerJob    float64 `json:"raft_entries_per_job"`
+	// Submits through a follower with the Go client; jobs held, so this
+	// is the write path.
+	SubmitsPerS   float64 `json:"submits_per_s"`
+	SubmitClients int     `json:"submit_clients"`
+	SubmitsFailed int     `json:"submits_failed"`
+	// SubmitsLeaderCPUPercent and SubmitsClusterCPUPercent are the
+	// leader's and all agents' CPU while the submits ran (100 = one core).
+	SubmitsLeaderCPUPercent  float64 `json:"submits_leader_cpu_percent"`
+	SubmitsClusterCPUPercent float64 `json:"submits_cluster_cpu_percent"`
+	// SubmitToStart: a 2-node job's first rank's own timestamp minus the
+	// time just before its submit, through a follower.
+	SubmitToStart Dist `json:"submit_to_start"`
+	Gang          Gang `json:"gang"`
+	Failover      Fail `json:"failover"`
+}
+
+// Gang is the large gang job's figures, from just before its submit.
+type Gang struct {
+	Nodes int `json:"nodes"`
+	// PlacedS is when a blocking query first saw it RUNNING.
+	PlacedS float64 `json:"placed_s"`
+	// AllStartedS is the last rank's own start timestamp.
+	AllStartedS float64 `json:"all_started_s"`
+	CompletedS  float64 `json:"completed_s"`
+	State       string  `json:"state"`
+	Ranks       int     `json:"ranks"` // ranks that printed their timestamp
+}
+
+// Fail is the failover's figures, from the kill -9 of the leader.
+type Fail struct {
+	OldLeader string `json:"old_leader"`
+	NewLeader string `json:"new_leader"`
+	// ElectedS is when the first survivor named the new leader, AllSeeS
+	// when the last did (polled: ResolutionS is one round of polls).
+	ElectedS    float64 `json:"elected_s"`
+	AllSeeS     float64 `json:"all_see_s"`
+	ResolutionS float64 `json:"resolution_s"`
+	// SubmitOKS is when a submit through a survivor, retried with one
+	// request id, first succeeded.
+	SubmitOKS float64 `json:"submit_ok_s"`
+}
+
+func (o *Options) defaults() error {
+	if o.Nodes < 3 {
+		return fmt.Errorf("nodes %d: want at least 3 (a failover needs survivors that elect)", o.Nodes)
+	}
+	o.GPUsPerNode = cmp.Or(o.GPUsPerNode, 8)
+	o.LeafSize = cmp.Or(o.LeafSize, 16)
+	o.Voters = cmp.Or(o.Voters, DefaultVoters(o.Nodes))
+	o.Servers = cmp.Or(o.Servers, o.Nodes)
+	o.GangNodes = cmp.Or(o.GangNodes, min(64, o.Nodes/2))
+	o.Submits = cmp.Or(o.Submits, 400)
+	o.Clients = cmp.Or(o.Clients, 4)
+	o.LatencyRuns = cmp.Or(o.LatencyRuns, 20)
+	o.Settle = cmp.Or(o.Settle, 10*time.Second)
+	o.Rest = cmp.Or(o.Rest, 10*time.Second)
+	o.Wait = cmp.Or(o.Wait, 5*time.Minute)
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	for _, s := range o.Only {
+		if !slices.Contains([]string{"formation", "rest", "throughput", "latency", "gang", "failover"}, s) {
+			return fmt.Errorf("only %q: want formation, rest, throughput, latency, gang or failover", s)
+		}
+	}
+	switch {
+	case o.GangNodes < 1 || o.GangNodes > o.Nodes-1:
+		return fmt.Errorf("gang nodes %d: want 1 to %d (nodes-1)", o.GangNodes, o.Nodes-1)
+	case o.Voters > o.Servers || o.Servers > o.Nodes:
+		return fmt.Errorf("voters %d, servers %d, nodes %d: want voters <= servers <= nodes", o.Voters, o.Servers, o.Nodes)
+	case o.Clients < 1 || o.Submits < o.Clients:
+		return fmt.Errorf("submits %d, clients %d: want at least one submit per client", o.Submits, o.Clients)
+	}
+	return nil
+}
+
+// Run starts opts.Nodes agents, measures them and stops them. On error
+// the report holds what was measured before it.
+func Run(ctx context.Context, opts Options) (Report, error) {
+	if err := opts.defaults(); err != nil {
+		return Report{}, err
+	}
+	r := &run{o: opts, rep: Report{Nodes: opts.Nodes, GPUsPerNode: opts.GPUsPerNode, WantVoters: opts.Voters, WantServers: opts.Servers}}
+	err := r.run(ctx)
+	return r.rep, err
+}
+
+type run struct {
+	o   Options
+	c   *localcluster.Cluster
+	t0  time.Time // the first agent's start
+	rep Report
+}
+
+func (r *run) run(ctx context.Context) (err error) {
+	o := r.o
+	r.t0 = time.Now()
+	o.Logf("starting %d agents", o.Nodes)
+	c, err := localcluster.Start(ctx, localcluster.Options{
+		Binary: o.Binary, Dir: o.Dir, Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode, LeafSize: o.LeafSize,
+		ExtraArgs: o.ExtraArgs, Insecure: o.Insecure,
+	})
+	if err != nil {
+		return err
+	}
+	r.c = c
+	var pids []int
+	for _, a := range c.Agents {
+		pids = append(pids, a.Pid())
+	}
+	defer func() {
+		o.Logf("stopping %d agents", len(c.Agents))
+		c.Stop(10 * time.Second)
+		// Each agent leads a process group of its own: whatever it left
+		// there (supervisors, ranks) goes too.
+		for _, pid := range pids {
+			if pid > 0 {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		}
+	}()
+
+	steps := []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"formation", r.formation},
+		{"rest", r.rest},
+		{"throughput", r.throughput},
+		{"latency", r.latency},
+		{"gang", r.gang},
+		{"failover", r.failover},
+	}
+	for _, s := range steps {
+		if s.name != "formation" && len(o.Only) > 0 && !slices.Contains(o.Only, s.name) {
+			continue
+		}
+		o.Logf("%s", s.name)
+		if err := s.fn(ctx); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		r.rep.Steps = append(r.rep.Steps, s.name)
+	}
+	return nil
+}
+
+func (r *run) since() float64 { return time.Since(r.t0).Seconds() }
+
+// each calls fn for every agent in as, with a bounded number at once.
+func each(as []*localcluster.Agent, fn func(*localcluster.Agent)) {
+	const workers = 16
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	for _, a := range as {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(a)
+		})
+	}
+	wg.Wait()
+}
+
+// poll calls fn every interval until it reports done or limit passes.
+func poll(parent context.Context, limit, interval time.Duration, what string, fn func(context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(parent, limit)
+	defer cancel()
+	var last error
+	for {
+		done, err := fn(ctx)
+		if done {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if parent.Err() != nil {
+				return fmt.Errorf("waiting for %s: %w", what, parent.Err())
+			}
+			if last != nil {
+				return fmt.Errorf("%s not within %s (last: %w)", what, limit, last)
+			}
+			return fmt.Errorf("%s not within %s", what, limit)
+		case <-time.After(interval):
+		}
+	}
+}
+
+func call[T any](ctx context.Context, limit time.Duration, fn func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	return fn(ctx)
+}
+
+// formation waits for a leader, gossip convergence, every node's
+// registration and the raft layout, each timed from the first start.
+func (r *run) formation(ctx context.Context) error {
+	o, c := r.o, r.c
+	noteLeader := func(ctx context.Context) {
+		if r.rep.FirstLeaderS == 0 {
+			if _, _, err := r.leader(ctx); err == nil {
+				r.rep.FirstLeaderS = r.since()
+			}
+		}
+	}
+	converged := make([]bool, len(c.Agents))
+	var mu sync.Mutex
+	err := poll(ctx, o.Wait, 250*time.Millisecond, "gossip convergence", func(ctx context.Context) (bool, error) {
+		var todo []*localcluster.Agent
+		for i, a := range c.Agents {
+			if !converged[i] {
+				todo = append(todo, a)
+			}
+		}
+		noteLeader(ctx)
+		var lastErr error
+		each(todo, func(a *localcluster.Agent) {
+			cl := a.Client()
+			defer cl.CloseIdleConnections()
+			ms, err := call(ctx, 5*time.Second, cl.Members)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				lastErr = fmt.Errorf("%s: members: %w", a.Name, err)
+				return
+			}
+			if n := AliveMembers(ms); n < o.Nodes {
+				lastErr = fmt.Errorf("%s lists %d of %d members alive", a.Name, n, o.Nodes)
+				return
+			}
+			converged[slices.Index(c.Agents, a)] = true
+		})
+		return !slices.Contains(converged, false), lastErr
+	})
+	if err != nil {
+		n := 0
+		for _, ok := range converged {
+			if ok {
+				n++
+			}
+		}
+		return fmt.Errorf("%w (%d of %d agents converged)", err, n, o.Nodes)
+	}
+	r.rep.GossipConvergedS = r.since()
+	o.Logf("gossip converged after %.1f s", r.rep.GossipConvergedS)
+
+	err = poll(ctx, o.Wait, 250*time.Millisecond, "layout", func(ctx context.Context) (bool, error) {
+		noteLeader(ctx)
+		nodes, err := r.nodes(ctx)
+		if err != nil {
+			return false, err
+		}
+		l := CountLayout(nodes)
+		r.rep.Layout = l
+		if l.Up == o.Nodes && r.rep.RegisteredS == 0 {
+			r.rep.RegisteredS = r.since()
+		}
+		if !Settled(l, o.Nodes, o.Voters, o.Servers) {
+			return false, fmt.Errorf("%d up, %d voters, %d nonvoters, %d workers; want %d up, %d voters, %d servers",
+				l.Up, l.Voters, l.Nonvoters, l.Workers, o.Nodes, o.Voters, o.Servers)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	r.rep.LayoutSettledS = r.since()
+	o.Logf("layout settled after %.1f s: %+v", r.rep.LayoutSettledS, r.rep.Layout)
+	return nil
+}
+
+// nodes asks the first running agent that answers for the node list.
+func (r *run) nodes(ctx context.Context) ([]api.Node, error) {
+	var last error
+	for _, a := range r.c.Agents {
+		if !a.Running() {
+			continue
+		}
+		nodes, err := call(ctx, 5*time.Second, a.Client().Nodes)
+		if err == nil {
+			return nodes, nil
+		}
+		last = fmt.Errorf("%s: nodes: %w", a.Name, err)
+	}
+	return nil, cmp.Or(last, errors.New("no agent is running"))
+}
+
+// leader returns the index of the agent that leads, asking a running one.
+func (r *run) leader(ctx context.Context) (int, string, error) {
+	for _, a := range r.c.Agents {
+		if !a.Running() {
+			continue
+		}
+		l, err := call(ctx, 5*time.Second, a.Client().Leader)
+		if err != nil || l.Name == "" {
+			continue
+		}
+		i := slices.IndexFunc(r.c.Agents, func(a *localcluster.Agent) bool { return a.Name == l.Name })
+		if i < 0 {
+			return 0, "", fmt.Errorf("leader %q is none of the agents", l.Name)
+		}
+		return i, l.Name, nil
+	}
+	return 0, "", errors.New("no running agent names a leader")
+}
+
+// applied is the leader's applied raft index.
+func (r *run) applied(ctx context.Context) (uint64, error) {
+	li, _, err := r.leader(ctx)
+	if err != nil {
+		return 0, err
+	}
+	st, err := call(ctx, 5*time.Second, r.c.Agents[li].Client().Status)
+	if err != nil {
+		return 0, fmt.Errorf("%s: status: %w", r.c.Agents[li].Name, err)
+	}
+	return st.AppliedIndex, nil
+}
+
+// follower returns an agent that does not lead.
+func (r *run) follower(ctx context.Context) (*localcluster.Agent, error) {
+	li, _, err := r.leader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.c.Agents[(li+1)%len(r.c.Agents)], nil
+}
+
+type restSample struct {
+	ticks []uint64 // per agent; 0 when unreadable
+	tcp   map[string]tcpBytes
+	lo    uint64
+	at    time.Time
+}
+
+// cpuPercent is agent i's CPU between two samples, in percent of a core.
+func cpuPercent(a, b restSample, i int) float64 {
+	secs := b.at.Sub(a.at).Seconds()
+	if secs <= 0 || b.ticks[i] < a.ticks[i] {
+		return 0
+	}
+	return float64(b.ticks[i]-a.ticks[i]) / clockTicks / secs * 100
+}
+
+// cpuPercents is agent li's CPU and all agents' together.
+func cpuPercents(a, b restSample, li int) (leader, all float64) {
+	for i := range b.ticks {
+		all += cpuPercent(a, b, i)
+	}
+	return cpuPercent(a, b, li), all
+}
+
+// sample reads every agent's CPU time, leaderPid's TCP sockets (none
+// when 0) and the loopback counter.
+func (r *run) sample(leaderPid int) restSample {
+	s := restSample{ticks: make([]uint64, len(r.c.Agents)), at: time.Now()}
+	for i, a := range r.c.Agents {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", a.Pid())); err == nil {
+			s.ticks[i], _ = parseStatTicks(string(b))
+		}
+	}
+	if leaderPid == 0 {
+		return s
+	}
+	if out, err := osexec.Command("ss", "-tinpH").Output(); err == nil {
+		s.tcp = parseSS(string(out), leaderPid)
+	}
+	if b, err := os.ReadFile("/proc/net/dev"); err == nil {
+		s.lo, _ = parseLoopbackBytes(string(b))
+	}
+	return s
+}
+
+// rest lets the cluster stand still, then measures its cost.
+func (r *run) rest(ctx context.Context) error {
+	o := r.o
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(o.Settle):
+	}
+	li, _, err := r.leader(ctx)
+	if err != nil {
+		return err
+	}
+	lpid := r.c.Agents[li].Pid()
+	i0, err := r.applied(ctx)
+	if err != nil {
+		return err
+	}
+	a := r.sample(lpid)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(o.Rest):
+	}
+	b := r.sample(lpid)
+	i1, err := r.applied(ctx)
+	if err != nil {
+		return err
+	}
+	if li2, _, err := r.leader(ctx); err != nil || li2 != li {
+		return fmt.Errorf("the leader changed while the cluster stood still (%v)", err)
+	}
+	secs := b.at.Sub(a.at).Seconds()
+	r.rep.RestS = secs
+	for i := range r.c.Agents {
+		if a.ticks[i] == 0 || b.ticks[i] < a.ticks[i] {
+			return fmt.Errorf("agent %s: no CPU time readable from /proc", r.c.Agents[i].Name)
+		}
+	}
+	var follower []float64
+	for i := range r.c.Agents {
+		if i != li {
+			follower = append(follower, cpuPercent(a, b, i))
+		}
+	}
+	slices.Sort(follower)
+	r.rep.LeaderCPUPercent, r.rep.ClusterCPUPercent = cpuPercents(a, b, li)
+	r.rep.FollowerCPUPercentMedian = follower[len(follower)/2]
+	total := r.rep.ClusterCPUPercent
+	r.rep.LeaderTCPBytesPerS = -1
+	if a.tcp != nil && b.tcp != nil {
+		r.rep.LeaderTCPBytesPerS = float64(tcpDelta(a.tcp, b.tcp)) / secs
+	}
+	r.rep.LoopbackBytesPerS = float64(b.lo-a.lo) / secs
+	r.rep.RaftEntriesPerS = float64(i1-i0) / secs
+
+	var rss []float64
+	for i, ag := range r.c.Agents {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", ag.Pid()))
+		if err != nil {
+			return fmt.Errorf("agent %s: %w", ag.Name, err)
+		}
+		v, err := parseVmRSS(string(st))
+		if err != nil {
+			return fmt.Errorf("agent %s: %w", ag.Name, err)
+		}
+		mib := float64(v) / (1 << 20)
+		rss = append(rss, mib)
+		if i == li {
+			r.rep.RSSMiBLeader = mib
+		}
+	}
+	slices.Sort(rss)
+	r.rep.RSSMiBMedian, r.rep.RSSMiBMax = rss[len(rss)/2], rss[len(rss)-1]
+	o.Logf("at rest: leader %.1f%% CPU, cluster %.0f%%, RSS median %.0f MiB", r.rep.LeaderCPUPercent, total, r.rep.RSSMiBMedian)
+	return nil
+}
+
+func newRequestID() string {
+	return fmt.Sprintf("scale-%d-%d", os.Getpid(), reqSeq.Add(1))
+}
+
+var reqSeq atomic.Uint64
+
+// throughput submits held jobs through a follower from several clients,
+// then cancels them.
+func (r *run) throughput(ctx context.Context) error {
+	o := r.o
+	f, err := r.follower(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Wait)
+	defer cancel()
+	cl := f.Client()
+	defer cl.CloseIdleConnections()
+	var failed atomic.Int64
+	var firstErr error
+	var mu sync.Mutex
+	ids := make([][]uint64, o.Clients)
+	per := o.Submits / o.Clients
+	i0, err := r.applied(ctx)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	li, _, err := r.leader(ctx)
+	if err != nil {
+		return err
+	}
+	before := r.sample(0)
+	t0 := time.Now()
+	for c := range o.Clients {
+		wg.Go(func() {
+			for range per {
+				res, err := cl.Submit(ctx, api.SubmitRequest{RequestID: newRequestID(), Name: "scale-tp", Nodes: 1, GPUsPerNode: 1,
+					Command: []string{"true"}, WorkDir: "/", Hold: true}, 10*time.Second)
+				if err != nil {
+					failed.Add(1)
+					mu.Lock()
+					firstErr = cmp.Or(firstErr, err)
+					mu.Unlock()
+					continue
+				}
+				ids[c] = append(ids[c], res.ID)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(t0)
+	after := r.sample(0)
+	r.rep.SubmitsLeaderCPUPercent, r.rep.SubmitsClusterCPUPercent = cpuPercents(before, after, li)
+	r.rep.SubmitClients = o.Clients
+	r.rep.SubmitsFailed = int(failed.Load())
+	r.rep.SubmitsPerS = float64(per*o.Clients-r.rep.SubmitsFailed) / elapsed.Seconds()
+	if i1, err := r.applied(ctx); err == nil && per*o.Clients > r.rep.SubmitsFailed {
+		r.rep.RaftEntriesPerSubmit = float64(i1-i0) / float64(per*o.Clients-r.rep.SubmitsFailed)
+	}
+	for c := range o.Clients {
+		wg.Go(func() {
+			for _, id := range ids[c] {
+				_ = cl.Cancel(ctx, id)
+			}
+		})
+	}
+	wg.Wait()
+	if r.rep.SubmitsFailed > 0 {
+		return fmt.Errorf("%d of %d submits failed: %w", r.rep.SubmitsFailed, per*o.Clients, firstErr)
+	}
+	return nil
+}
+
+// timestamps reads the `date +%s.%N` lines a job's ranks printed.
+func timestamps(ctx context.Context, cl *api.Client, id uint64) ([]time.Time, error) {
+	chunks, err := call(ctx, 10*time.Second, func(ctx context.Context) ([]api.LogChunk, error) { return cl.Logs(ctx, id) })
+	if err != nil {
+		return nil, err
+	}
+	var ts []time.Time
+	for _, ch := range chunks {
+		if ch.Stream != "stdout" {
+			continue
+		}
+		for line := range strings.Lines(ch.Data) {
+			line = strings.TrimSpace(line)
+			if line == "" {
+				continue
+			}
+			secs, err := strconv.ParseFloat(line, 64)
+			if err != nil || math.IsNaN(secs) {
+				return nil, fmt.Errorf("job %d printed %q, want a timestamp", id, line)
+			}
+			ts = append(ts, time.Unix(0, int64(secs*1e9)))
+		}
+	}
+	return ts, nil
+}
+
+// waitJob follows a job with blocking queries until it is terminal,
+// calling running once when it is first seen past PENDING.
+func waitJob(ctx context.Context, cl *api.Client, id uint64, limit time.Duration, running func()) (api.Job, error) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	var index uint64
+	seen := false
+	for {
+		j, idx, err := cl.WaitJob(ctx, id, index, 5*time.Second)
+		if err != nil {
+			return j, fmt.Errorf("wait for job %d: %w", id, err)
+		}
+		if !seen && j.State != "PENDING" {
+			seen = true
+			if running != nil {
+				running()
+			}
+		}
+		switch j.State {
+		case "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL", "DEADLINE":
+			return j, nil
+		}
+		index = idx
+	}
+}
+
+// latency submits 2-node jobs that print their start time through a
+// follower, one at a time.
+func (r *run) latency(ctx context.Context) error {
+	o := r.o
+	f, err := r.follower(ctx)
+	if err != nil {
+		return err
+	}
+	cl := f.Client()
+	defer cl.CloseIdleConnections()
+	var samples []time.Duration
+	i0, err := r.applied(ctx)
+	if err != nil {
+		return err
+	}
+	for range o.LatencyRuns {
+		t0 := time.Now()
+		res, err := cl.Submit(ctx, api.SubmitRequest{RequestID: newRequestID(), Name: "scale-lat", Nodes: 2, GPUsPerNode: 1,
+			Command: []string{"/bin/sh", "-c", "date +%s.%N"}, WorkDir: "/"}, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		j, err := waitJob(ctx, cl, res.ID, time.Minute, nil)
+		if err != nil {
+			return err
+		}
+		if j.State != "COMPLETED" {
+			return fmt.Errorf("job %d ended %s", res.ID, j.State)
+		}
+		ts, err := timestamps(ctx, cl, res.ID)
+		if err != nil {
+			return err
+		}
+		if len(ts) != 2 {
+			return fmt.Errorf("job %d: %d rank timestamps, want 2", res.ID, len(ts))
+		}
+		samples = append(samples, slices.MinFunc(ts, time.Time.Compare).Sub(t0))
+	}
+	r.rep.SubmitToStart = Summarize(samples)
+	if i1, err := r.applied(ctx); err == nil {
+		r.rep.RaftEntriesPerJob = float64(i1-i0) / float64(o.LatencyRuns)
+	}
+	return nil
+}
+
+// gang runs one job over GangNodes nodes, a rank on each.
+func (r *run) gang(ctx context.Context) error {
+	o := r.o
+	f, err := r.follower(ctx)
+	if err != nil {
+		return err
+	}
+	cl := f.Client()
+	defer cl.CloseIdleConnections()
+	g := &r.rep.Gang
+	g.Nodes = o.GangNodes
+	t0 := time.Now()
+	res, err := cl.Submit(ctx, api.SubmitRequest{RequestID: newRequestID(), Name: "scale-gang", Nodes: o.GangNodes, GPUsPerNode: 1,
+		Command: []string{"/bin/sh", "-c", "date +%s.%N"}, WorkDir: "/"}, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	j, err := waitJob(ctx, cl, res.ID, o.Wait, func() { g.PlacedS = time.Since(t0).Seconds() })
+	if err != nil {
+		return err
+	}
+	g.CompletedS = time.Since(t0).Seconds()
+	g.State = j.State
+	if j.State != "COMPLETED" {
+		return fmt.Errorf("gang job %d ended %s", res.ID, j.State)
+	}
+	if n := len(j.Nodes); n != o.GangNodes {
+		return fmt.Errorf("gang job %d ran on %d nodes, want %d", res.ID, n, o.GangNodes)
+	}
+	ts, err := timestamps(ctx, cl, res.ID)
+	if err != nil {
+		return err
+	}
+	g.Ranks = len(ts)
+	if len(ts) != o.GangNodes {
+		return fmt.Errorf("gang job %d: %d rank timestamps, want %d", res.ID, len(ts), o.GangNodes)
+	}
+	g.AllStartedS = slices.MaxFunc(ts, time.Time.Compare).Sub(t0).Seconds()
+	o.Logf("gang of %d: placed %.2f s, all started %.2f s", o.GangNodes, g.PlacedS, g.AllStartedS)
+	return nil
+}
+
+// failover kills the leader with SIGKILL and times the election, every
+// survivor's learning of it and the first submit through a survivor.
+func (r *run) failover(ctx context.Context) error {
+	o, c := r.o, r.c
+	li, old, err := r.leader(ctx)
+	if err != nil {
+		return err
+	}
+	fo := &r.rep.Failover
+	fo.OldLeader = old
+	var survivors []*localcluster.Agent
+	var names []string
+	for i, a := range c.Agents {
+		if i != li {
+			survivors = append(survivors, a)
+			names = append(names, a.Name)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Wait)
+	defer cancel()
+	sub := survivors[0].Client()
+	defer sub.CloseIdleConnections()
+	req := api.SubmitRequest{RequestID: newRequestID(), Name: "scale-fo", Nodes: 1, Command: []string{"true"}, WorkDir: "/", Hold: true}
+
+	t0 := time.Now()
+	if err := c.Kill(li); err != nil {
+		return err
+	}
+	submitted := make(chan error, 1)
+	go func() {
+		for {
+			_, err := call(ctx, 2*time.Second, func(ctx context.Context) (api.SubmitResponse, error) { return sub.Submit(ctx, req, 0) })
+			if err == nil {
+				fo.SubmitOKS = time.Since(t0).Seconds()
+				submitted <- nil
+				return
+			}
+			select {
+			case <-ctx.Done():
+				submitted <- fmt.Errorf("no submit through %s succeeded: %w", survivors[0].Name, err)
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+
+	var view leaderView
+	var mu sync.Mutex
+	var rounds int
+	err = poll(ctx, o.Wait, 50*time.Millisecond, "every survivor names one new leader", func(ctx context.Context) (bool, error) {
+		rounds++
+		each(survivors, func(a *localcluster.Agent) {
+			cl := a.Client()
+			defer cl.CloseIdleConnections()
+			st, err := call(ctx, 2*time.Second, cl.Status)
+			at := time.Since(t0)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			view.observe(a.Name, st.Leader, at)
+			mu.Unlock()
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		leader, first, all, ok := view.agreed(names, old)
+		if ok {
+			fo.NewLeader, fo.ElectedS, fo.AllSeeS = leader, first.Seconds(), all.Seconds()
+		}
+		return ok, nil
+	})
+	if rounds > 0 {
+		fo.ResolutionS = time.Since(t0).Seconds() / float64(rounds)
+	}
+	if err != nil {
+		return err
+	}
+	if err := <-submitted; err != nil {
+		return err
+	}
+	o.Logf("failover: %s elected after %.2f s, every agent knew at %.2f s, submit at %.2f s",
+		fo.NewLeader, fo.ElectedS, fo.AllSeeS, fo.SubmitOKS)
+	return nil
+}
+
+// DefaultDir is a fresh directory for a run's agents under the system's
+// temporary directory.
+func DefaultDir() (string, error) {
+	return os.MkdirTemp("", "shoal-scale-")
+}

@@ -1,0 +1,49 @@
+package test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/scale"
+)
+
+// TestScale runs the scale harness (`shoal bench scale`) on 40 agent
+// processes and checks what must hold at any size, not how fast: every
+// agent lists all 40 alive, the raft layout settles to 5 voters with
+// every other node a nonvoter, a 20-node gang runs a rank on each of its
+// nodes, and after kill -9 of the leader every survivor names the same
+// new leader and a submit through a survivor succeeds. The harness stops
+// every agent it started, also when a step fails.
+func TestScale(t *testing.T) {
+	const nodes = 40
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	rep, err := scale.Run(ctx, scale.Options{
+		Binary: shoalBin, Dir: t.TempDir(), Nodes: nodes, GPUsPerNode: 2, LeafSize: 8,
+		Submits: 20, Clients: 2, LatencyRuns: 2, Settle: time.Second, Rest: 2 * time.Second, Wait: 2 * time.Minute,
+		ExtraArgs: []string{"--dev-timing", "--log-level", "warn"},
+		Logf:      t.Logf,
+	})
+	t.Logf("report: %+v", rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"formation", "rest", "throughput", "latency", "gang", "failover"}; !slices.Equal(rep.Steps, want) {
+		t.Errorf("steps %q; want %q", rep.Steps, want)
+	}
+	if l := rep.Layout; l.Voters != 5 || l.Nonvoters != nodes-5 || l.Up != nodes {
+		t.Errorf("layout %+v; want 5 voters, %d nonvoters, %d up", l, nodes-5, nodes)
+	}
+	if g := rep.Gang; g.State != "COMPLETED" || g.Nodes != nodes/2 || g.Ranks != nodes/2 {
+		t.Errorf("gang %+v; want COMPLETED with a rank on each of %d nodes", g, nodes/2)
+	}
+	fo := rep.Failover
+	if fo.NewLeader == "" || fo.NewLeader == fo.OldLeader {
+		t.Errorf("failover %+v: want a new leader", fo)
+	}
+	if rep.SubmitsFailed != 0 || rep.SubmitToStart.N != 2 {
+		t.Errorf("%d submits failed, %d latency samples; want 0 and 2", rep.SubmitsFailed, rep.SubmitToStart.N)
+	}
+}
