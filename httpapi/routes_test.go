@@ -11,7 +11,8 @@ import (
 )
 
 // An unknown path answers 404 naming the method and path, as the API
-// always has; a known one reaches the handler the agent gave.
+// always has; a path the API does not serve itself reaches the handler
+// the agent gave.
 func TestRoutes(t *testing.T) {
 	var hit string
 	var h Handlers
@@ -32,8 +33,8 @@ func TestRoutes(t *testing.T) {
 		t.Errorf("GET /v2/nothing = %d %q; want 404 %q", w.Code, e.Error, "GET /v2/nothing: no such endpoint")
 	}
 
-	mux.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", "/v1/jobs", nil))
-	if hit != "Submit" {
-		t.Errorf("POST /v1/jobs reached %q; want Submit", hit)
+	mux.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/v1/jobs/7/pty", nil))
+	if hit != "Pty" {
+		t.Errorf("GET /v1/jobs/7/pty reached %q; want Pty", hit)
 	}
 }

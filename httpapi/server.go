@@ -56,6 +56,10 @@ type Backend interface {
 	Records
 	Internal
 	Writes
+	JobWrites
+	JobReads
+	Queue
+	Admin
 }
 
 // Server is the agent's HTTP front: authentication, leader forwarding and

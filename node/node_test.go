@@ -214,7 +214,7 @@ func TestResolveCaller(t *testing.T) {
 				if tc.name == "socket: a user declaring another" {
 					uid = 1001
 				}
-				r = httpapi.WithCaller(r, caller{Identity: api.Identity{UID: uid}, Proven: true, How: "peercred", Local: true})
+				r = httpapi.WithCaller(r, httpapi.Caller{Identity: api.Identity{UID: uid}, Proven: true, How: "peercred", Local: true})
 			}
 			c := httpapi.ResolveCaller(apiBackend{tc.agent}, r)
 			if c.Proven != tc.wantProven || c.UID != tc.wantUID || c.Node != tc.wantNode {
@@ -226,7 +226,7 @@ func TestResolveCaller(t *testing.T) {
 
 func TestSpecOfDefaults(t *testing.T) {
 	s, err := specOf(api.SubmitRequest{Command: []string{"/usr/bin/python3", "x.py"}, TimeLimitS: 60, Begin: "2026-11-25T15:00:00+01:00"},
-		caller{Identity: api.Identity{User: "ada", UID: 1000, GID: 100}, Proven: true})
+		cluster.Identity{User: "ada", UID: 1000, GID: 100, Proven: true})
 	if err != nil || !s.Begin.Equal(time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)) {
 		t.Errorf("specOf: begin %v, err %v; want 14:00 UTC", s.Begin, err)
 	}
@@ -237,10 +237,10 @@ func TestSpecOfDefaults(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Errorf("defaulted spec invalid: %v", err)
 	}
-	if _, err := specOf(api.SubmitRequest{Command: []string{"x"}, Begin: "tomorrow"}, caller{}); err == nil || !strings.Contains(err.Error(), "begin") {
+	if _, err := specOf(api.SubmitRequest{Command: []string{"x"}, Begin: "tomorrow"}, cluster.Identity{}); err == nil || !strings.Contains(err.Error(), "begin") {
 		t.Errorf("begin tomorrow: %v; want refused naming begin", err)
 	}
-	neg, _ := specOf(api.SubmitRequest{Command: []string{"x"}, Nodes: -1}, caller{})
+	neg, _ := specOf(api.SubmitRequest{Command: []string{"x"}, Nodes: -1}, cluster.Identity{})
 	if err := neg.Validate(); err == nil || !strings.Contains(err.Error(), "nodes -1") {
 		t.Errorf("negative nodes: Validate = %v; want an error naming nodes", err)
 	}

@@ -65,7 +65,7 @@ func ptyTarget(j *cluster.Job, step int) (string, task.Key, error) {
 // runs here, else to the agent of its node, which does. Only the job's
 // owner or root may attach.
 func (a *Agent) handlePty(w http.ResponseWriter, r *http.Request) {
-	id, err := jobID(r)
+	id, err := httpapi.PathJobID(r)
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return
@@ -81,7 +81,7 @@ func (a *Agent) handlePty(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, invalid(fmt.Errorf("upgrade %q: want %q", r.Header.Get("Upgrade"), api.PtyProtocol)))
 		return
 	}
-	who := callerOf(r)
+	who := httpapi.CallerOf(r)
 	if err := httpapi.RequireProven(who); err != nil {
 		httpapi.WriteError(w, err)
 		return
@@ -126,7 +126,7 @@ func (a *Agent) handlePty(w http.ResponseWriter, r *http.Request) {
 	} else if forwarded {
 		err = unavailable(fmt.Errorf("job %d's terminal is on %s, not on this node %s, which was asked by a peer; retry", id, node, a.cfg.Name))
 	} else {
-		upstream, err = a.peerPty(r.Context(), v.Node, node, who, id, step)
+		upstream, err = a.peerPty(r.Context(), v.Node, node, who.Identity, id, step)
 	}
 	if err != nil {
 		httpapi.WriteError(w, err)
@@ -165,7 +165,7 @@ func (a *Agent) handlePty(w http.ResponseWriter, r *http.Request) {
 
 // peerPty opens the terminal of job id's rank 0 through the agent of
 // node, for who.
-func (a *Agent) peerPty(ctx context.Context, nodeOf func(string) (*cluster.Node, bool), node string, who caller, id cluster.JobID, step int) (io.ReadWriteCloser, error) {
+func (a *Agent) peerPty(ctx context.Context, nodeOf func(string) (*cluster.Node, bool), node string, who api.Identity, id cluster.JobID, step int) (io.ReadWriteCloser, error) {
 	n, ok := nodeOf(node)
 	if !ok || n.APIAddr == "" {
 		return nil, unavailable(fmt.Errorf("node %s: address unknown", node))
@@ -176,7 +176,7 @@ func (a *Agent) peerPty(ctx context.Context, nodeOf func(string) (*cluster.Node,
 	}
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
-	rwc, err := c.WithHeader(api.HeaderForwardedBy, a.cfg.Name).WithIdentity(who.Identity).AttachPty(ctx, uint64(id), step)
+	rwc, err := c.WithHeader(api.HeaderForwardedBy, a.cfg.Name).WithIdentity(who).AttachPty(ctx, uint64(id), step)
 	if err != nil {
 		var se *api.StatusError
 		if !errors.As(err, &se) {
