@@ -64,12 +64,7 @@ func (s *Server) HandlePolicy(w http.ResponseWriter, r *http.Request) {
 
 // HandleSetPolicy is POST /v1/policy: root replaces the policy.
 func (s *Server) HandleSetPolicy(w http.ResponseWriter, r *http.Request) {
-	var f cluster.PolicyFile
-	who, here := s.AcceptWrite(w, r, &f)
-	if !here {
-		return
-	}
-	s.writeResult(w, struct{}{}, s.b.SetPolicy(r.Context(), f, who.Who()))
+	bodyWrite(s, w, r, noAnswer(s.b.SetPolicy))
 }
 
 // HandlePriority is GET /v1/priority[?job=N][&user=U] (sprio).
@@ -103,23 +98,12 @@ func (s *Server) HandleFairShare(w http.ResponseWriter, r *http.Request) {
 
 // HandleCreateUserToken is POST /v1/tokens (shoal token create).
 func (s *Server) HandleCreateUserToken(w http.ResponseWriter, r *http.Request) {
-	var req api.UserTokenRequest
-	who, here := s.AcceptWrite(w, r, &req)
-	if !here {
-		return
-	}
-	out, err := s.b.CreateUserToken(r.Context(), req, who.Who())
-	s.writeResult(w, out, err)
+	bodyWrite(s, w, r, s.b.CreateUserToken)
 }
 
 // HandleRevokeUserToken is POST /v1/tokens/revoke.
 func (s *Server) HandleRevokeUserToken(w http.ResponseWriter, r *http.Request) {
-	var req api.RevokeUserTokenRequest
-	who, here := s.AcceptWrite(w, r, &req)
-	if !here {
-		return
-	}
-	s.writeResult(w, struct{}{}, s.b.RevokeUserToken(r.Context(), req, who.Who()))
+	bodyWrite(s, w, r, noAnswer(s.b.RevokeUserToken))
 }
 
 // HandleKeyring is GET /v1/keyring (root only: the keys are secrets).
@@ -134,24 +118,12 @@ func (s *Server) HandleKeyring(w http.ResponseWriter, r *http.Request) {
 
 // HandleChangeKeyring is POST /v1/keyring (shoal keyring install|use|remove).
 func (s *Server) HandleChangeKeyring(w http.ResponseWriter, r *http.Request) {
-	var req api.KeyringRequest
-	who, here := s.AcceptWrite(w, r, &req)
-	if !here {
-		return
-	}
-	out, err := s.b.ChangeKeyring(r.Context(), req, who.Who())
-	s.writeResult(w, out, err)
+	bodyWrite(s, w, r, s.b.ChangeKeyring)
 }
 
 // HandleCreateJoinToken is POST /v1/join-tokens (shoal join-token create).
 func (s *Server) HandleCreateJoinToken(w http.ResponseWriter, r *http.Request) {
-	var req api.JoinTokenRequest
-	who, here := s.AcceptWrite(w, r, &req)
-	if !here {
-		return
-	}
-	out, err := s.b.CreateJoinToken(r.Context(), req, who.Who())
-	s.writeResult(w, out, err)
+	bodyWrite(s, w, r, s.b.CreateJoinToken)
 }
 
 // HandleJoin is POST /v1/join: anyone may ask (a joining machine has no

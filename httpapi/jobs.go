@@ -95,6 +95,26 @@ func (s *Server) writeResult(w http.ResponseWriter, out any, err error) {
 	WriteJSON(w, http.StatusOK, s.b.Index(), out)
 }
 
+// bodyWrite is the front of a write whose body is a Req: AcceptWrite
+// (proven caller, decoded body, a follower forwards), then do for the
+// caller, answered at the replica's index.
+func bodyWrite[Req, Resp any](s *Server, w http.ResponseWriter, r *http.Request, do func(context.Context, Req, cluster.Identity) (Resp, error)) {
+	var req Req
+	who, here := s.AcceptWrite(w, r, &req)
+	if !here {
+		return
+	}
+	out, err := do(r.Context(), req, who.Who())
+	s.writeResult(w, out, err)
+}
+
+// noAnswer makes a write that returns only an error answer {}.
+func noAnswer[Req any](do func(context.Context, Req, cluster.Identity) error) func(context.Context, Req, cluster.Identity) (struct{}, error) {
+	return func(ctx context.Context, req Req, who cluster.Identity) (struct{}, error) {
+		return struct{}{}, do(ctx, req, who)
+	}
+}
+
 // HandleCancel is DELETE /v1/jobs/{id} and POST /v1/jobs/{id}/cancel: a
 // job, an array element, or every live element of an array (its bare id,
 // as scancel does).
@@ -151,24 +171,16 @@ func (s *Server) HandleRequeue(w http.ResponseWriter, r *http.Request) {
 
 // HandleSetPriority is POST /v1/jobs/{id}/priority.
 func (s *Server) HandleSetPriority(w http.ResponseWriter, r *http.Request) {
-	var req api.PriorityRequest
-	who, here := s.AcceptWrite(w, r, &req)
-	if !here {
-		return
-	}
-	out, err := s.b.SetPriority(r.Context(), r.PathValue("id"), req, who.Who())
-	s.writeResult(w, out, err)
+	bodyWrite(s, w, r, func(ctx context.Context, req api.PriorityRequest, who cluster.Identity) (api.JobsChanged, error) {
+		return s.b.SetPriority(ctx, r.PathValue("id"), req, who)
+	})
 }
 
 // HandleUpdate is POST /v1/jobs/{id}/update (scontrol update JobId=).
 func (s *Server) HandleUpdate(w http.ResponseWriter, r *http.Request) {
-	var req api.UpdateRequest
-	who, here := s.AcceptWrite(w, r, &req)
-	if !here {
-		return
-	}
-	out, err := s.b.Update(r.Context(), r.PathValue("id"), req, who.Who())
-	s.writeResult(w, out, err)
+	bodyWrite(s, w, r, func(ctx context.Context, req api.UpdateRequest, who cluster.Identity) (api.JobsChanged, error) {
+		return s.b.Update(ctx, r.PathValue("id"), req, who)
+	})
 }
 
 // HandleStartStep is POST /v1/jobs/{id}/steps.
@@ -178,13 +190,10 @@ func (s *Server) HandleStartStep(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	var req api.StepRequest
-	who, here := s.AcceptWrite(w, r, &req)
-	if !here {
-		return
-	}
-	step, err := s.b.StartStep(r.Context(), id, req, who.Who())
-	s.writeResult(w, api.StepResponse{Step: step}, err)
+	bodyWrite(s, w, r, func(ctx context.Context, req api.StepRequest, who cluster.Identity) (api.StepResponse, error) {
+		step, err := s.b.StartStep(ctx, id, req, who)
+		return api.StepResponse{Step: step}, err
+	})
 }
 
 // HandleCancelStep is POST /v1/jobs/{id}/steps/{step}/cancel.
@@ -214,12 +223,9 @@ func (s *Server) HandleSignal(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	var req api.SignalRequest
-	who, here := s.AcceptWrite(w, r, &req)
-	if !here {
-		return
-	}
-	s.writeResult(w, struct{}{}, s.b.Signal(r.Context(), id, req, who.Who()))
+	bodyWrite(s, w, r, func(ctx context.Context, req api.SignalRequest, who cluster.Identity) (struct{}, error) {
+		return struct{}{}, s.b.Signal(ctx, id, req, who)
+	})
 }
 
 // HandleJob is GET /v1/jobs/{id}: one job, by its id or an array element
@@ -251,12 +257,7 @@ func (s *Server) HandleJob(w http.ResponseWriter, r *http.Request) {
 // HandleLogs is GET /v1/jobs/{id}/logs: the job's output from every node
 // that holds some, in order of run, step, rank and stream.
 func (s *Server) HandleLogs(w http.ResponseWriter, r *http.Request) {
-	id, err := PathJobID(r)
-	if err != nil {
-		WriteError(w, err)
-		return
-	}
-	filter, err := ParseLogFilter(r)
+	id, filter, err := logsOf(r)
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -292,12 +293,7 @@ func (s *Server) HandleLocalLogs(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	id, err := PathJobID(r)
-	if err != nil {
-		WriteError(w, err)
-		return
-	}
-	filter, err := ParseLogFilter(r)
+	id, filter, err := logsOf(r)
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -308,6 +304,16 @@ func (s *Server) HandleLocalLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, 0, out)
+}
+
+// logsOf is the job and the filter of a logs request.
+func logsOf(r *http.Request) (cluster.JobID, api.LogFilter, error) {
+	id, err := PathJobID(r)
+	if err != nil {
+		return 0, api.LogFilter{}, err
+	}
+	filter, err := ParseLogFilter(r)
+	return id, filter, err
 }
 
 // ParseLogFilter reads ?step=S&from=KEY:OFFSET... (api.LogFilter.Query's
