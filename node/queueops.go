@@ -181,28 +181,14 @@ func (b apiBackend) SetPriority(ctx context.Context, id string, req api.Priority
 	if who.UID != 0 {
 		return api.JobsChanged{}, forbidden(fmt.Errorf("set priority of job %s: %w: only root may", id, ErrForbidden))
 	}
-	jobs, err := b.a.jobsOf(id)
-	if err != nil {
-		return api.JobsChanged{}, err
-	}
-	ids := []uint64{}
-	for _, j := range jobs {
-		if len(jobs) > 1 && j.State.Terminal() {
-			continue
+	return b.a.eachLiveJob(ctx, id, func(ctx context.Context, j *cluster.Job) (fsm.Result, error) {
+		return b.a.apply(ctx, fsm.CmdSetJobPriority, fsm.SetJobPriority{Job: j.ID, Priority: req.Priority, Time: time.Now()})
+	}, func(err error) error {
+		if errors.Is(err, fsm.ErrJobFinished) {
+			return conflict(err)
 		}
-		res, err := b.a.apply(ctx, fsm.CmdSetJobPriority, fsm.SetJobPriority{Job: j.ID, Priority: req.Priority, Time: time.Now()})
-		if err != nil {
-			return api.JobsChanged{}, err
-		}
-		if res.Err != nil {
-			if errors.Is(res.Err, fsm.ErrJobFinished) {
-				return api.JobsChanged{}, conflict(res.Err)
-			}
-			return api.JobsChanged{}, invalid(res.Err)
-		}
-		ids = append(ids, uint64(j.ID))
-	}
-	return api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids}, nil
+		return invalid(err)
+	})
 }
 
 // Update is `scontrol update JobId=N Field=Value ...`: the FSM decides
@@ -235,7 +221,24 @@ func (b apiBackend) Update(ctx context.Context, id string, req api.UpdateRequest
 			f.Dependency = cluster.DependencyFromSlurm(d)
 		}
 	}
-	jobs, err := b.a.jobsOf(id)
+	return b.a.eachLiveJob(ctx, id, func(ctx context.Context, j *cluster.Job) (fsm.Result, error) {
+		return b.a.apply(ctx, fsm.CmdUpdateJob, fsm.UpdateJob{Job: j.ID, UID: who.UID, Admin: who.UID == 0, Fields: f, Time: time.Now()})
+	}, func(err error) error {
+		switch {
+		case errors.Is(err, fsm.ErrUpdateAccessDenied):
+			return forbidden(err)
+		case errors.Is(err, fsm.ErrUpdateNotPending), errors.Is(err, fsm.ErrUpdateNotSupported), errors.Is(err, fsm.ErrUpdateFinished):
+			return conflict(err)
+		}
+		return invalid(err)
+	})
+}
+
+// eachLiveJob applies op to the jobs the reference id names (passing over
+// an array's finished elements); the first refusal of the FSM ends it,
+// marked by refusal.
+func (a *Agent) eachLiveJob(ctx context.Context, id string, op func(context.Context, *cluster.Job) (fsm.Result, error), refusal func(error) error) (api.JobsChanged, error) {
+	jobs, err := a.jobsOf(id)
 	if err != nil {
 		return api.JobsChanged{}, err
 	}
@@ -244,19 +247,12 @@ func (b apiBackend) Update(ctx context.Context, id string, req api.UpdateRequest
 		if len(jobs) > 1 && j.State.Terminal() {
 			continue
 		}
-		res, err := b.a.apply(ctx, fsm.CmdUpdateJob, fsm.UpdateJob{Job: j.ID, UID: who.UID, Admin: who.UID == 0, Fields: f, Time: time.Now()})
+		res, err := op(ctx, j)
 		if err != nil {
 			return api.JobsChanged{}, err
 		}
 		if res.Err != nil {
-			switch {
-			case errors.Is(res.Err, fsm.ErrUpdateAccessDenied):
-				return api.JobsChanged{}, forbidden(res.Err)
-			case errors.Is(res.Err, fsm.ErrUpdateNotPending), errors.Is(res.Err, fsm.ErrUpdateNotSupported), errors.Is(res.Err, fsm.ErrUpdateFinished):
-				return api.JobsChanged{}, conflict(res.Err)
-			default:
-				return api.JobsChanged{}, invalid(res.Err)
-			}
+			return api.JobsChanged{}, refusal(res.Err)
 		}
 		ids = append(ids, uint64(j.ID))
 	}
