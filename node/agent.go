@@ -20,6 +20,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
+	"github.com/shoal-sched/shoal/datadir"
 	"github.com/shoal-sched/shoal/exec"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
@@ -32,7 +33,7 @@ import (
 type Agent struct {
 	cfg  Config
 	log  *slog.Logger
-	dir  *dataDir
+	dir  *datadir.Dir
 	self cluster.Node
 	// cgroup is the tasks' confinement (--cgroups); its root nil: none.
 	cgroup cgroupSetup
@@ -107,10 +108,10 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		}
 	}()
 
-	if a.dir, err = openDataDir(cfg.DataDir, cfg.Name); err != nil {
+	if a.dir, err = datadir.Open(cfg.DataDir, cfg.Name); err != nil {
 		return nil, err
 	}
-	closers = append(closers, a.dir.close)
+	closers = append(closers, a.dir.Close)
 
 	a.self = cluster.Node{
 		Name:       cfg.Name,
@@ -296,7 +297,7 @@ func (a *Agent) SocketPath() string {
 	if a.cfg.SocketPath != "" {
 		return a.cfg.SocketPath
 	}
-	return a.dir.socketPath()
+	return a.dir.SocketPath()
 }
 
 // Run runs the agent until ctx ends or a fatal error (such as a name
@@ -444,7 +445,7 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 		cancelClose()
 	}
 	_ = os.Remove(a.SocketPath())
-	a.dir.close()
+	a.dir.Close()
 	a.log.Info("agent stopped")
 }
 

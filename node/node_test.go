@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"log/slog"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -115,36 +113,6 @@ func TestConfigDefaultsAdvertise(t *testing.T) {
 	}
 	if c.HTTPPort != 7070 || c.RaftPort != 7071 || c.GossipPort != 7072 {
 		t.Errorf("default ports = %d/%d/%d; want 7070/7071/7072", c.HTTPPort, c.RaftPort, c.GossipPort)
-	}
-}
-
-func TestDataDir(t *testing.T) {
-	dir := t.TempDir()
-	d, err := openDataDir(dir, "n1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A second agent on the same dir is refused while the first holds it.
-	if _, err := openDataDir(dir, "n1"); !errors.Is(err, ErrDataDirLocked) {
-		t.Errorf("second open = %v; want ErrDataDirLocked", err)
-	}
-	d.close()
-	// Another name on the same dir is refused even when unlocked.
-	if _, err := openDataDir(dir, "n2"); err == nil || !strings.Contains(err.Error(), `belongs to node "n1"`) {
-		t.Errorf("open as n2 = %v; want it refused naming n1", err)
-	}
-	d2, err := openDataDir(dir, "n1")
-	if err != nil {
-		t.Fatalf("reopen as n1: %v", err)
-	}
-	d2.close()
-	// A path under a regular file cannot be a data dir.
-	file := filepath.Join(dir, "f")
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := openDataDir(filepath.Join(file, "sub"), "n1"); err == nil || !strings.Contains(err.Error(), "--data-dir") {
-		t.Errorf("open under a file = %v; want a --data-dir error", err)
 	}
 }
 
