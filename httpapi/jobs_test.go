@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -45,10 +46,10 @@ var ada = Caller{Identity: api.Identity{User: "ada", UID: 1000, GID: 100}, Prove
 // serve sends one request as ada through the route table of b.
 func serve(t *testing.T, b Backend, method, target, body string) (*httptest.ResponseRecorder, string) {
 	t.Helper()
-	h := Handlers{Pty: http.NotFound, Metrics: http.NotFoundHandler(), UI: http.NotFoundHandler()}
+	h := Handlers{Metrics: http.NotFoundHandler(), UI: http.NotFoundHandler()}
 	r := WithCaller(httptest.NewRequest(method, target, strings.NewReader(body)), ada)
 	w := httptest.NewRecorder()
-	NewServer(b).Routes(h).ServeHTTP(w, r)
+	NewServer(b, slog.New(slog.DiscardHandler)).Routes(h).ServeHTTP(w, r)
 	return w, strings.TrimSpace(w.Body.String())
 }
 

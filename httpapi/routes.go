@@ -7,12 +7,10 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 )
 
-// Handlers are the endpoints the API does not serve itself: a job's
-// terminal (a relayed connection, not a request and an answer), the
+// Handlers are the endpoints the API does not serve itself: the
 // Prometheus exposition (package metrics) and the web view's files
 // (package ui, public). Every field must be set.
 type Handlers struct {
-	Pty         http.HandlerFunc
 	Metrics, UI http.Handler
 }
 
@@ -34,7 +32,7 @@ func (s *Server) Routes(h Handlers) http.Handler {
 	mux.HandleFunc("POST /v1/jobs/{id}/steps", s.HandleStartStep)
 	mux.HandleFunc("POST /v1/jobs/{id}/steps/{step}/cancel", s.HandleCancelStep)
 	mux.HandleFunc("POST /v1/jobs/{id}/signal", s.HandleSignal)
-	mux.HandleFunc("GET /v1/jobs/{id}/pty", h.Pty)
+	mux.HandleFunc("GET /v1/jobs/{id}/pty", s.HandlePty)
 	mux.HandleFunc("GET /v1/nodes", s.HandleNodes)
 	mux.HandleFunc("POST /v1/nodes/{name}/drain", s.HandleDrain)
 	mux.HandleFunc("POST /v1/nodes/{name}/resume", s.HandleResume)

@@ -19,7 +19,7 @@ func TestRoutes(t *testing.T) {
 	hv := reflect.ValueOf(&h).Elem()
 	for i := range hv.NumField() {
 		name := hv.Type().Field(i).Name
-		hv.Field(i).Set(reflect.ValueOf(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hit = name })))
+		hv.Field(i).Set(reflect.ValueOf(http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hit = name }))))
 	}
 	mux := (&Server{}).Routes(h)
 
@@ -33,8 +33,8 @@ func TestRoutes(t *testing.T) {
 		t.Errorf("GET /v2/nothing = %d %q; want 404 %q", w.Code, e.Error, "GET /v2/nothing: no such endpoint")
 	}
 
-	mux.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/v1/jobs/7/pty", nil))
-	if hit != "Pty" {
-		t.Errorf("GET /v1/jobs/7/pty reached %q; want Pty", hit)
+	mux.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/metrics", nil))
+	if hit != "Metrics" {
+		t.Errorf("GET /metrics reached %q; want Metrics", hit)
 	}
 }

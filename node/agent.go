@@ -38,9 +38,6 @@ type Agent struct {
 	// cgroup is the tasks' confinement (--cgroups); its root nil: none.
 	cgroup cgroupSetup
 
-	// ptys are the srun --pty relays in progress (pty.go).
-	ptys relays
-
 	// leaveReq carries `shoal leave`: stop as SIGTERM would, draining
 	// for the given time first (<0: the agent's own --drain-on-stop).
 	leaveReq chan time.Duration
@@ -236,7 +233,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		return nil, err
 	}
 	a.peers = peerClients{clients: map[string]*api.Client{}, bundle: a.sec.bundle}
-	a.http = httpapi.NewServer(apiBackend{a})
+	a.http = httpapi.NewServer(apiBackend{a}, a.log)
 	a.metrics = a.newMetrics()
 	a.server = &http.Server{
 		Handler:     a.http.Handler(a.routes()),
@@ -252,7 +249,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
 	}
-	a.server.RegisterOnShutdown(a.ptys.closeAll)
+	a.server.RegisterOnShutdown(a.http.CloseRelays)
 	return a, nil
 }
 

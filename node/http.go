@@ -26,20 +26,11 @@ const (
 // routes is the API's route table (httpapi.Server.Routes) with this
 // agent's own handlers.
 func (a *Agent) routes() http.Handler {
-	return a.http.Routes(httpapi.Handlers{Pty: a.handlePty, Metrics: a.metrics.Handler(), UI: ui.Handler()})
+	return a.http.Routes(httpapi.Handlers{Metrics: a.metrics.Handler(), UI: ui.Handler()})
 }
 
 // errCatchingUp answers reads while the replica is behind the cluster.
 var errCatchingUp = errors.New("this agent's replica is catching up with the cluster; retry in a moment")
-
-// readView returns the view reads are served from, or an error while the
-// replica may not answer (see httpapi.Server.WaitReadable and readable).
-func (a *Agent) readView(ctx context.Context) (*fsm.View, error) {
-	if err := a.http.WaitReadable(ctx); err != nil {
-		return nil, err
-	}
-	return a.state.View(), nil
-}
 
 // readable returns nil when reads may be served, or an error while the
 // replica has not yet caught up with the log it had before a restart: an
