@@ -131,3 +131,33 @@ func TestLogsOrderAndFilter(t *testing.T) {
 		t.Errorf("ParseLogFilter(Query()) = %+v, %v; want %+v", back, err, got)
 	}
 }
+
+// insecureBackend is an agent running --insecure: it signs nothing.
+type insecureBackend struct{ leaderBackend }
+
+func (insecureBackend) CanSign() error {
+	return cluster.Mark(cluster.ErrConflict, errors.New("join: this agent runs --insecure and signs nothing"))
+}
+
+// The fronts of joins, renewals and terminals refuse before they reach
+// the agent, with the messages they always had.
+func TestAdminRefusals(t *testing.T) {
+	b := insecureBackend{}
+	for _, tc := range []struct {
+		method, target, body string
+		code                 int
+		msg                  string
+	}{
+		{"POST", "/v1/join", `{}`, http.StatusConflict, "join: this agent runs --insecure and signs nothing"},
+		{"POST", "/v1/internal/renew", `{"csr":"x"}`, http.StatusBadRequest, "csr: "},
+		{"GET", "/v1/jobs/7/pty?step=-2", "", http.StatusBadRequest, `step "-2": want a step id, or -1 for the job's own task`},
+		{"GET", "/v1/jobs/7/pty", "", http.StatusBadRequest, `upgrade "": want "` + api.PtyProtocol + `"`},
+		{"GET", "/v1/priority?job=x", "", http.StatusBadRequest, "?job=: "},
+	} {
+		w, body := serve(t, b, tc.method, tc.target, tc.body)
+		var e api.Error
+		if err := json.Unmarshal([]byte(body), &e); err != nil || w.Code != tc.code || !strings.HasPrefix(e.Error, tc.msg) {
+			t.Errorf("%s %s = %d %s; want %d %q", tc.method, tc.target, w.Code, body, tc.code, tc.msg)
+		}
+	}
+}
