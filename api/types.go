@@ -1,6 +1,9 @@
 package api
 
 import (
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
@@ -508,4 +511,29 @@ type UserTokenResponse struct {
 // the cluster learns its id and expiry from its signed claims.
 type RevokeUserTokenRequest struct {
 	Token string `json:"token"`
+}
+
+// LogFilter selects which of a job's output files to read, and from
+// where (GET /v1/jobs/{id}/logs?step=S&from=KEY:OFFSET...): a step (-1
+// for the job's own tasks, nil for all) and, per LogKey, the offset
+// already read.
+type LogFilter struct {
+	Step *int
+	From map[string]int64
+}
+
+// Query is the filter as the query string of a logs request ("" for
+// none), as an agent passes it on to the node that holds the files.
+func (f LogFilter) Query() string {
+	q := make([]string, 0, len(f.From)+1)
+	if f.Step != nil {
+		q = append(q, "step="+strconv.Itoa(*f.Step))
+	}
+	for k, off := range f.From {
+		q = append(q, "from="+url.QueryEscape(k+":"+strconv.FormatInt(off, 10)))
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + strings.Join(q, "&")
 }

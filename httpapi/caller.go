@@ -262,3 +262,9 @@ func bearerToken(r *http.Request) (string, bool) {
 	tok, ok := strings.CutPrefix(h, "Bearer ")
 	return strings.TrimSpace(tok), ok && tok != ""
 }
+
+// Who is the plain identity the leader and the worker decide on: the
+// caller's user and whether the API proved it.
+func (c Caller) Who() cluster.Identity {
+	return cluster.Identity{User: c.User, UID: c.UID, GID: c.GID, Proven: c.Proven}
+}

@@ -14,7 +14,11 @@
 // an HTTP type.
 //
 // The agent (package node) composes it: it builds a Server with itself as
-// the Backend, and registers the handlers whose work is its own.
+// the Backend (the leader's and the worker's side: JobWrites, JobReads,
+// Queue, Admin, Terminals, Internal, ...), which take and return plain
+// values, the caller as a cluster.Identity (Caller.Who), and marked
+// errors. Routes serves every path itself except the two the agent hands
+// in (Handlers: metrics and the web view).
 //
 // Contracts that are not obvious:
 //

@@ -13,7 +13,7 @@ import (
 type Records interface {
 	// Jobs are the jobs who may see: the live ones, or with all the
 	// finished and archived ones too (sacct); index is the view's.
-	Jobs(who Caller, all bool) (jobs []*cluster.Job, index uint64)
+	Jobs(who cluster.Identity, all bool) (jobs []*cluster.Job, index uint64)
 	// Nodes is what GET /v1/nodes renders.
 	Nodes(ctx context.Context) NodeRecords
 }
@@ -36,7 +36,7 @@ func (s *Server) HandleJobs(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	jobs, index := s.b.Jobs(CallerOf(r), r.URL.Query().Get("all") != "")
+	jobs, index := s.b.Jobs(CallerOf(r).Who(), r.URL.Query().Get("all") != "")
 	out := []api.Job{}
 	for _, j := range jobs {
 		out = append(out, JobOf(j))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -56,6 +57,11 @@ type Backend interface {
 	Records
 	Internal
 	Writes
+	Terminals
+	JobWrites
+	JobReads
+	Queue
+	Admin
 }
 
 // Server is the agent's HTTP front: authentication, leader forwarding and
@@ -65,10 +71,13 @@ type Server struct {
 	// readFloor is the highest leader index of a write this agent
 	// forwarded and acknowledged; reads wait for the replica to reach it.
 	readFloor atomic.Uint64
+	// relays are the srun --pty sessions in progress.
+	relays relays
+	log    *slog.Logger
 }
 
-// NewServer returns the API front of b.
-func NewServer(b Backend) *Server { return &Server{b: b} }
+// NewServer returns the API front of b, logging terminal sessions to log.
+func NewServer(b Backend, log *slog.Logger) *Server { return &Server{b: b, log: log} }
 
 // Handler wraps routes with authentication.
 func (s *Server) Handler(routes http.Handler) http.Handler { return Authenticate(s.b, routes) }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
 )
 
 // Writes are the changes the leader carries out for a caller. A write
@@ -15,7 +16,7 @@ type Writes interface {
 	// write's answer.
 	Index() uint64
 	// SetDrain drains node (saying why) or resumes it, for who.
-	SetDrain(ctx context.Context, node string, drain bool, reason string, who Caller) error
+	SetDrain(ctx context.Context, node string, drain bool, reason string, who cluster.Identity) error
 }
 
 // HandleDrain is POST /v1/nodes/{name}/drain.
@@ -38,7 +39,7 @@ func (s *Server) HandleResume(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) setDrain(w http.ResponseWriter, r *http.Request, drain bool, reason string, who Caller) {
-	if err := s.b.SetDrain(r.Context(), r.PathValue("name"), drain, reason, who); err != nil {
+	if err := s.b.SetDrain(r.Context(), r.PathValue("name"), drain, reason, who.Who()); err != nil {
 		WriteError(w, err)
 		return
 	}

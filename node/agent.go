@@ -20,6 +20,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
+	"github.com/shoal-sched/shoal/datadir"
 	"github.com/shoal-sched/shoal/exec"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
@@ -32,13 +33,10 @@ import (
 type Agent struct {
 	cfg  Config
 	log  *slog.Logger
-	dir  *dataDir
+	dir  *datadir.Dir
 	self cluster.Node
 	// cgroup is the tasks' confinement (--cgroups); its root nil: none.
 	cgroup cgroupSetup
-
-	// ptys are the srun --pty relays in progress (pty.go).
-	ptys relays
 
 	// leaveReq carries `shoal leave`: stop as SIGTERM would, draining
 	// for the given time first (<0: the agent's own --drain-on-stop).
@@ -107,10 +105,10 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		}
 	}()
 
-	if a.dir, err = openDataDir(cfg.DataDir, cfg.Name); err != nil {
+	if a.dir, err = datadir.Open(cfg.DataDir, cfg.Name); err != nil {
 		return nil, err
 	}
-	closers = append(closers, a.dir.close)
+	closers = append(closers, a.dir.Close)
 
 	a.self = cluster.Node{
 		Name:       cfg.Name,
@@ -235,7 +233,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		return nil, err
 	}
 	a.peers = peerClients{clients: map[string]*api.Client{}, bundle: a.sec.bundle}
-	a.http = httpapi.NewServer(apiBackend{a})
+	a.http = httpapi.NewServer(apiBackend{a}, a.log)
 	a.metrics = a.newMetrics()
 	a.server = &http.Server{
 		Handler:     a.http.Handler(a.routes()),
@@ -251,7 +249,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
 	}
-	a.server.RegisterOnShutdown(a.ptys.closeAll)
+	a.server.RegisterOnShutdown(a.http.CloseRelays)
 	return a, nil
 }
 
@@ -296,7 +294,7 @@ func (a *Agent) SocketPath() string {
 	if a.cfg.SocketPath != "" {
 		return a.cfg.SocketPath
 	}
-	return a.dir.socketPath()
+	return a.dir.SocketPath()
 }
 
 // Run runs the agent until ctx ends or a fatal error (such as a name
@@ -444,7 +442,7 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 		cancelClose()
 	}
 	_ = os.Remove(a.SocketPath())
-	a.dir.close()
+	a.dir.Close()
 	a.log.Info("agent stopped")
 }
 

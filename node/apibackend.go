@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"time"
 
@@ -16,13 +15,6 @@ import (
 	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/pki"
 )
-
-// caller is who a request acts for, and how we know (resolved by
-// httpapi.Authenticate before routing).
-type caller = httpapi.Caller
-
-// callerOf is the identity authentication resolved for r.
-func callerOf(r *http.Request) caller { return httpapi.CallerOf(r) }
 
 // apiBackend is the agent as the HTTP API's front sees it: what
 // authentication, leader forwarding and the read floor ask of it
@@ -121,7 +113,7 @@ func (b apiBackend) Members() []gossip.Member { return b.a.gossip.Members() }
 
 // Jobs are the jobs who may see: live ones, or with all every job the
 // replica holds, archived ones included.
-func (b apiBackend) Jobs(who caller, all bool) ([]*cluster.Job, uint64) {
+func (b apiBackend) Jobs(who cluster.Identity, all bool) ([]*cluster.Job, uint64) {
 	v := b.a.state.View()
 	jobs := v.Jobs()
 	if all {
@@ -178,6 +170,6 @@ func (b apiBackend) DrainSelf(ctx context.Context, node string) error {
 func (b apiBackend) Index() uint64 { return b.a.state.Index() }
 
 // SetDrain drains or resumes a node for who (leader only).
-func (b apiBackend) SetDrain(ctx context.Context, node string, drain bool, reason string, who caller) error {
+func (b apiBackend) SetDrain(ctx context.Context, node string, drain bool, reason string, who cluster.Identity) error {
 	return b.a.leaderSetDrain(ctx, node, drain, reason, who)
 }

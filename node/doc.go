@@ -27,7 +27,12 @@
 // off from the quorum has killed its ranks before the majority can place
 // anything on its GPUs.
 //
-// Identity (peercred.go, security.go). Unless --insecure, every node holds a
+// The HTTP API (package httpapi) serves every route: it proves the caller,
+// forwards writes to the leader and renders answers, and reaches this
+// agent only through apiBackend, whose methods decide on plain values
+// (the caller as a cluster.Identity) and return marked errors.
+//
+// Identity (httpapi's caller.go, security.go). Unless --insecure, every node holds a
 // certificate from the cluster CA (pki): raft is mutual TLS, the API on
 // TCP is TLS only, gossip is encrypted. A request's caller comes from the
 // Unix socket's SO_PEERCRED (root may act as another user), a user token

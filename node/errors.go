@@ -2,6 +2,7 @@ package node
 
 import (
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/datadir"
 )
 
 // Refusals, marked with their kind (cluster.ErrInvalid and its siblings)
@@ -14,3 +15,6 @@ func forbidden(err error) error       { return cluster.Mark(cluster.ErrForbidden
 func notFound(err error) error        { return cluster.Mark(cluster.ErrNotFound, err) }
 func conflict(err error) error        { return cluster.Mark(cluster.ErrConflict, err) }
 func unavailable(err error) error     { return cluster.Mark(cluster.ErrUnavailable, err) }
+
+// ErrDataDirLocked is returned when another agent holds the data dir.
+var ErrDataDirLocked = datadir.ErrLocked

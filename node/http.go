@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -16,7 +14,6 @@ import (
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/placement"
-	"github.com/shoal-sched/shoal/slurm"
 	"github.com/shoal-sched/shoal/ui"
 )
 
@@ -29,39 +26,11 @@ const (
 // routes is the API's route table (httpapi.Server.Routes) with this
 // agent's own handlers.
 func (a *Agent) routes() http.Handler {
-	return a.http.Routes(httpapi.Handlers{
-		Submit: a.handleSubmit, Job: a.handleJob, Cancel: a.handleCancel, Hold: a.handleHold,
-		Release: a.handleRelease, Requeue: a.handleRequeue, SetPriority: a.handleSetPriority,
-		Update: a.handleUpdate,
-		Logs:   a.handleLogs, JobGPU: a.handleJobGPU, StartStep: a.handleStartStep, CancelStep: a.handleCancelStep, Signal: a.handleSignal, Pty: a.handlePty,
-		Priority: a.handlePriority, FairShare: a.handleFairShare, Policy: a.handlePolicy, SetPolicy: a.handleSetPolicy,
-		CreateJoinToken: a.handleCreateJoinToken, CreateUserToken: a.handleCreateUserToken,
-		RevokeUserToken: a.handleRevokeUserToken, Keyring: a.handleKeyring, ChangeKeyring: a.handleChangeKeyring,
-		Join: a.handleJoin, Revoke: a.handleRevoke, Renew: a.handleRenew, ClusterCA: a.handleClusterCA,
-		AgentLeave: a.handleAgentLeave, LocalLogs: a.handleLocalLogs, LocalGPU: a.handleLocalGPU,
-		Metrics: a.metrics.Handler(), UI: ui.Handler(),
-	})
-}
-
-func jobID(r *http.Request) (cluster.JobID, error) {
-	id, err := slurm.ParseJobID(r.PathValue("id"))
-	if err != nil {
-		return 0, invalid(err)
-	}
-	return cluster.JobID(id), nil
+	return a.http.Routes(httpapi.Handlers{Metrics: a.metrics.Handler(), UI: ui.Handler()})
 }
 
 // errCatchingUp answers reads while the replica is behind the cluster.
 var errCatchingUp = errors.New("this agent's replica is catching up with the cluster; retry in a moment")
-
-// readView returns the view reads are served from, or an error while the
-// replica may not answer (see httpapi.Server.WaitReadable and readable).
-func (a *Agent) readView(ctx context.Context) (*fsm.View, error) {
-	if err := a.http.WaitReadable(ctx); err != nil {
-		return nil, err
-	}
-	return a.state.View(), nil
-}
 
 // readable returns nil when reads may be served, or an error while the
 // replica has not yet caught up with the log it had before a restart: an
@@ -95,55 +64,54 @@ func (a *Agent) caughtUp() bool {
 	return true
 }
 
-func (a *Agent) handleSubmit(w http.ResponseWriter, r *http.Request) {
-	var req api.SubmitRequest
-	who, here := a.http.AcceptWrite(w, r, &req)
-	if !here {
-		return
-	}
+// submitSpec checks a submit's request for who and returns the spec it
+// asks for, and warnings for the caller.
+func (b apiBackend) submitSpec(req api.SubmitRequest, who cluster.Identity) (cluster.Spec, []string, error) {
 	if len(req.RequestID) > maxClientRequestID {
-		httpapi.WriteError(w, invalid(fmt.Errorf("request_id: %d bytes, want at most %d", len(req.RequestID), maxClientRequestID)))
-		return
+		return cluster.Spec{}, nil, invalid(fmt.Errorf("request_id: %d bytes, want at most %d", len(req.RequestID), maxClientRequestID))
 	}
 	if req.TimeLimitS < 0 {
-		httpapi.WriteError(w, invalid(fmt.Errorf("time_limit_s %d: want 0 (unlimited) or more", req.TimeLimitS)))
-		return
+		return cluster.Spec{}, nil, invalid(fmt.Errorf("time_limit_s %d: want 0 (unlimited) or more", req.TimeLimitS))
 	}
 	if req.GPUsTotal > 0 {
-		if err := a.spreadGPUs(&req); err != nil {
-			httpapi.WriteError(w, err)
-			return
+		if err := b.a.spreadGPUs(&req); err != nil {
+			return cluster.Spec{}, nil, err
 		}
 	}
 	spec, err := specOf(req, who)
 	if err != nil {
-		httpapi.WriteError(w, err)
-		return
+		return cluster.Spec{}, nil, err
 	}
-	warnings, err := queueFieldsOf(a.state.View(), spec, who)
+	warnings, err := queueFieldsOf(b.a.state.View(), spec, who)
 	if err != nil {
-		httpapi.WriteError(w, err)
-		return
+		return cluster.Spec{}, nil, err
 	}
-	if r.URL.Query().Get("test_only") != "" {
-		out, err := a.leaderTestOnly(spec)
-		if err != nil {
-			httpapi.WriteError(w, err)
-			return
-		}
-		httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), out)
-		return
+	return spec, warnings, nil
+}
+
+// Submit queues a job for who (leader).
+func (b apiBackend) Submit(ctx context.Context, req api.SubmitRequest, who cluster.Identity) (api.SubmitResponse, error) {
+	spec, warnings, err := b.submitSpec(req, who)
+	if err != nil {
+		return api.SubmitResponse{}, err
 	}
 	if plantedEarlyAck { // a planted bug, test builds only: see planted_earlyack_off.go
-		a.plantedAckEarly(w, scopedRequestID(who, req.RequestID), spec)
-		return
+		return b.a.plantedAckEarly(scopedRequestID(who, req.RequestID), spec), nil
 	}
-	res, err := a.leaderSubmit(r.Context(), scopedRequestID(who, req.RequestID), spec)
+	res, err := b.a.leaderSubmit(ctx, scopedRequestID(who, req.RequestID), spec)
 	if err != nil {
-		httpapi.WriteError(w, err)
-		return
+		return api.SubmitResponse{}, err
 	}
-	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.SubmitResponse{ID: uint64(res.JobID), Duplicate: res.Duplicate, Warnings: warnings})
+	return api.SubmitResponse{ID: uint64(res.JobID), Duplicate: res.Duplicate, Warnings: warnings}, nil
+}
+
+// TestOnly is sbatch --test-only (leader).
+func (b apiBackend) TestOnly(req api.SubmitRequest, who cluster.Identity) (api.TestOnlyResponse, error) {
+	spec, _, err := b.submitSpec(req, who)
+	if err != nil {
+		return api.TestOnlyResponse{}, err
+	}
+	return b.a.leaderTestOnly(spec)
 }
 
 // maxClientRequestID leaves room in cluster.MaxRequestIDBytes for the
@@ -153,7 +121,7 @@ const maxClientRequestID = cluster.MaxRequestIDBytes - 16
 // scopedRequestID makes a client's request id the caller's own: the FSM
 // deduplicates by it, and another user who sends the same id must get a
 // job of their own, not a reference to someone else's.
-func scopedRequestID(who caller, rid string) string {
+func scopedRequestID(who cluster.Identity, rid string) string {
 	if rid == "" {
 		return ""
 	}
@@ -162,7 +130,7 @@ func scopedRequestID(who caller, rid string) string {
 
 // specOf builds the spec a submit asks for, as the proven caller; an
 // error names a field that does not parse.
-func specOf(req api.SubmitRequest, who caller) (cluster.Spec, error) {
+func specOf(req api.SubmitRequest, who cluster.Identity) (cluster.Spec, error) {
 	var begin time.Time
 	if req.Begin != "" {
 		t, err := time.Parse(time.RFC3339, req.Begin)
@@ -170,14 +138,6 @@ func specOf(req api.SubmitRequest, who caller) (cluster.Spec, error) {
 			return cluster.Spec{}, invalid(fmt.Errorf("begin %.64q: want an RFC 3339 time", req.Begin))
 		}
 		begin = t.UTC()
-	}
-	var deadline time.Time
-	if req.Deadline != "" {
-		t, err := time.Parse(time.RFC3339, req.Deadline)
-		if err != nil {
-			return cluster.Spec{}, invalid(fmt.Errorf("deadline %.64q: want an RFC 3339 time", req.Deadline))
-		}
-		deadline = t.UTC()
 	}
 	name := req.Name
 	if name == "" && len(req.Command) > 0 {
@@ -230,229 +190,149 @@ func specOf(req api.SubmitRequest, who caller) (cluster.Spec, error) {
 		Dependency: req.Dependency,
 		Array:      req.Array,
 		Hold:       req.Hold,
-		NoKill:     req.NoKill,
 		Begin:      begin,
-		Deadline:   deadline,
 	}, nil
 }
 
-// handleCancel cancels a job, an array element, or every live element of
-// an array (its bare id, as scancel does).
-func (a *Agent) handleCancel(w http.ResponseWriter, r *http.Request) {
-	ref, err := parseJobRef(r.PathValue("id"))
+// Cancel cancels a job, an array element, or every live element of an
+// array (its bare id, as scancel does), for who (leader).
+func (b apiBackend) Cancel(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error) {
+	jobs, err := resolve(b.a.state.View(), ref)
 	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	who, here := a.http.AcceptWrite(w, r, nil)
-	if !here {
-		return
-	}
-	jobs, err := ref.resolve(a.state.View())
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
+		return api.JobsChanged{}, err
 	}
 	ids := []uint64{}
 	for _, j := range jobs {
 		if len(jobs) > 1 && j.State.Terminal() {
 			continue // an array's finished elements
 		}
-		if err := a.leaderCancel(r.Context(), j.ID, who); err != nil {
+		if err := b.a.leaderCancel(ctx, j.ID, who); err != nil {
 			if len(jobs) > 1 && errors.Is(err, fsm.ErrJobFinished) {
 				continue
 			}
-			httpapi.WriteError(w, err)
-			return
+			return api.JobsChanged{}, err
 		}
 		ids = append(ids, uint64(j.ID))
 	}
-	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: ref.ID, IDs: ids})
+	return api.JobsChanged{ID: ref.ID, IDs: ids}, nil
 }
 
-// handleAgentLeave is `shoal leave`: this agent stops as SIGTERM stops it
-// (with DrainWaitS set, draining for that long first). Only root or the
-// agent's own user may ask, on this agent: it is never forwarded.
-func (a *Agent) handleAgentLeave(w http.ResponseWriter, r *http.Request) {
-	var req api.LeaveRequest
-	if err := httpapi.DecodeBody(r, &req); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	who := callerOf(r)
-	if err := httpapi.RequireProven(who); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
+// Leave is `shoal leave`: this agent stops as SIGTERM stops it (with
+// DrainWaitS set, draining for that long first). Only root or the agent's
+// own user may ask.
+func (b apiBackend) Leave(req api.LeaveRequest, who cluster.Identity) (api.LeaveResponse, error) {
 	if who.UID != 0 && who.UID != os.Getuid() {
-		httpapi.WriteError(w, forbidden(fmt.Errorf("leave: %w: only root or the agent's user may stop it", ErrForbidden)))
-		return
+		return api.LeaveResponse{}, forbidden(fmt.Errorf("leave: %w: only root or the agent's user may stop it", ErrForbidden))
 	}
 	wait := time.Duration(-1)
 	if req.DrainWaitS != nil {
 		if *req.DrainWaitS < 0 {
-			httpapi.WriteError(w, invalid(fmt.Errorf("drain_wait_s %d: want 0 or more", *req.DrainWaitS)))
-			return
+			return api.LeaveResponse{}, invalid(fmt.Errorf("drain_wait_s %d: want 0 or more", *req.DrainWaitS))
 		}
 		wait = time.Duration(*req.DrainWaitS) * time.Second
 	}
 	select {
-	case a.leaveReq <- wait:
+	case b.a.leaveReq <- wait:
 	default: // already leaving
 	}
-	httpapi.WriteJSON(w, http.StatusAccepted, 0, api.LeaveResponse{Node: a.cfg.Name})
+	return api.LeaveResponse{Node: b.a.cfg.Name}, nil
 }
 
-// blockingView returns a view newer than ?index=, waiting up to ?wait=.
-func (a *Agent) blockingView(r *http.Request) (*fsm.View, error) {
-	if err := a.http.WaitIndex(r); err != nil {
-		return nil, err
-	}
-	return a.state.View(), nil
-}
-
-// handleJob returns one job: by its id, or an array element as N_TASK.
-func (a *Agent) handleJob(w http.ResponseWriter, r *http.Request) {
-	ref, err := parseJobRef(r.PathValue("id"))
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	if len(ref.Tasks) > 1 {
-		httpapi.WriteError(w, invalid(fmt.Errorf("job id %q: names several array elements, want one", ref.raw)))
-		return
-	}
-	v, err := a.blockingView(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
+// Job is one job, if who may see it: by its id, or an array element as
+// N_TASK.
+func (b apiBackend) Job(ref cluster.JobRef, who cluster.Identity) (httpapi.JobRecord, error) {
+	v := b.a.state.View()
 	j, ok := v.Job(cluster.JobID(ref.ID))
 	if !ok {
 		j, ok = v.ArchivedJob(cluster.JobID(ref.ID))
 	}
 	if !ok {
-		httpapi.WriteError(w, notFound(fmt.Errorf("job %s: no such job", ref.raw)))
-		return
+		return httpapi.JobRecord{}, notFound(fmt.Errorf("job %s: no such job", ref.Raw))
 	}
-	if !maySee(v, j, callerOf(r)) {
-		httpapi.WriteError(w, forbidden(fmt.Errorf("job %s: %w: it belongs to another user, and the policy keeps jobs private", ref.raw, ErrForbidden)))
-		return
+	if !maySee(v, j, who) {
+		return httpapi.JobRecord{}, forbidden(fmt.Errorf("job %s: %w: it belongs to another user, and the policy keeps jobs private", ref.Raw, ErrForbidden))
 	}
 	if ref.Tasks != nil {
-		js, err := ref.resolve(v)
+		js, err := resolve(v, ref)
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return httpapi.JobRecord{}, err
 		}
 		j = js[0]
 	}
-	out := httpapi.JobOf(j)
+	rec := httpapi.JobRecord{Job: j, Index: v.Index}
 	if j.State == cluster.JobPending && j.Reason == cluster.ReasonResources {
 		var parts []cluster.Partition
 		if p := v.Policy(); p != nil {
 			parts = p.Partitions
 		}
-		out.ReasonDetail = placement.Shortage(placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(parts), j)
+		rec.ReasonDetail = placement.Shortage(placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(parts), j)
 	}
-	httpapi.WriteJSON(w, http.StatusOK, v.Index, out)
+	return rec, nil
 }
 
-func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
-	id, err := jobID(r)
+// Logs are job id's output from every node that holds some, if who may
+// read it.
+func (b apiBackend) Logs(ctx context.Context, id cluster.JobID, filter api.LogFilter, who cluster.Identity) ([]api.LogChunk, uint64, error) {
+	v, j, err := b.a.jobFor(id, "read the output of", who)
 	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	filter, err := parseLogFilter(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	v, err := a.readView(r.Context())
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	j, ok := v.Job(id)
-	if !ok {
-		j, ok = v.ArchivedJob(id)
-	}
-	if !ok {
-		httpapi.WriteError(w, notFound(fmt.Errorf("job %d: no such job", id)))
-		return
-	}
-	if err := mayTouch(v, "read the output of", j, callerOf(r)); err != nil {
-		httpapi.WriteError(w, err)
-		return
+		return nil, 0, err
 	}
 	out := []api.LogChunk{}
 	for _, name := range j.Alloc.NodeNames() {
-		chunks, err := a.nodeLogs(r.Context(), v, name, id, filter)
+		var chunks []api.LogChunk
+		if name == b.a.cfg.Name {
+			chunks, err = b.a.localLogs(id, filter)
+		} else {
+			err = b.a.askNode(ctx, v, name, fmt.Sprintf("/v1/internal/logs/%d%s", id, filter.Query()), &chunks)
+		}
 		if err != nil {
 			out = append(out, api.LogChunk{Node: name, Error: err.Error()})
 			continue
 		}
 		out = append(out, chunks...)
 	}
-	slices.SortStableFunc(out, func(x, y api.LogChunk) int {
-		if x.Incarnation != y.Incarnation {
-			return int(x.Incarnation) - int(y.Incarnation)
-		}
-		if x.Step != y.Step {
-			return x.Step - y.Step
-		}
-		if x.Rank != y.Rank {
-			return x.Rank - y.Rank
-		}
-		return strings.Compare(x.Stream, y.Stream)
-	})
-	httpapi.WriteJSON(w, http.StatusOK, v.Index, out)
+	return out, v.Index, nil
 }
 
-// nodeLogs reads a job's output from the node that holds it.
-func (a *Agent) nodeLogs(ctx context.Context, v *fsm.View, node string, id cluster.JobID, filter logFilter) ([]api.LogChunk, error) {
-	if node == a.cfg.Name {
-		return a.localLogs(id, filter)
+// LocalLogs are job id's output files on this node.
+func (b apiBackend) LocalLogs(id cluster.JobID, filter api.LogFilter) ([]api.LogChunk, error) {
+	return b.a.localLogs(id, filter)
+}
+
+// jobFor is job id, live or archived, from this replica, once who may
+// verb it (mayTouch).
+func (a *Agent) jobFor(id cluster.JobID, verb string, who cluster.Identity) (*fsm.View, *cluster.Job, error) {
+	v := a.state.View()
+	j, ok := v.Job(id)
+	if !ok {
+		j, ok = v.ArchivedJob(id)
 	}
+	if !ok {
+		return nil, nil, notFound(fmt.Errorf("job %d: no such job", id))
+	}
+	if err := mayTouch(v, verb, j, who); err != nil {
+		return nil, nil, err
+	}
+	return v, j, nil
+}
+
+// askNode GETs path (an /v1/internal/ read) from another node's agent
+// into out.
+func (a *Agent) askNode(ctx context.Context, v *fsm.View, node, path string, out any) error {
 	n, ok := v.Node(node)
 	if !ok || n.APIAddr == "" {
-		return nil, fmt.Errorf("node %s: address unknown", node)
+		return fmt.Errorf("node %s: address unknown", node)
 	}
 	c, err := a.peers.get(node, n.APIAddr)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
-	var out []api.LogChunk
-	if _, err := c.Do(ctx, http.MethodGet, fmt.Sprintf("/v1/internal/logs/%d%s", id, filter.query()), nil, &out); err != nil {
-		return nil, fmt.Errorf("node %s: %w", node, err)
+	if _, err := c.Do(ctx, http.MethodGet, path, nil, out); err != nil {
+		return fmt.Errorf("node %s: %w", node, err)
 	}
-	return out, nil
-}
-
-func (a *Agent) handleLocalLogs(w http.ResponseWriter, r *http.Request) {
-	if err := a.http.RequireNode(r, ""); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	id, err := jobID(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	filter, err := parseLogFilter(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	out, err := a.localLogs(id, filter)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, 0, out)
+	return nil
 }
 
 // raftRoles maps server IDs to leader, voter or nonvoter.

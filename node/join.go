@@ -8,14 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"slices"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
-	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -122,26 +120,9 @@ func (a *Agent) recordClusterCA(ctx context.Context, offer api.ClusterCA) error 
 	return nil
 }
 
-// handleClusterCA is a node's offer of the CA (see caLoop).
-func (a *Agent) handleClusterCA(w http.ResponseWriter, r *http.Request) {
-	var offer api.ClusterCA
-	if err := httpapi.DecodeBody(r, &offer); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	if err := a.http.RequireNode(r, ""); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	if !a.raft.IsLeader() {
-		httpapi.WriteError(w, unavailable(errors.New("not the leader")))
-		return
-	}
-	if err := a.recordClusterCA(r.Context(), offer); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), struct{}{})
+// RecordClusterCA records a node's offer of the CA (see caLoop; leader).
+func (b apiBackend) RecordClusterCA(ctx context.Context, offer api.ClusterCA) error {
+	return b.a.recordClusterCA(ctx, offer)
 }
 
 // clusterCA returns the CA, with its key, from the replicated state.
@@ -167,56 +148,46 @@ func (a *Agent) revokedCheck(name string, issued time.Time) bool {
 	return ok && issued.Before(at)
 }
 
-// handleCreateJoinToken is `shoal join-token create` (root only).
-func (a *Agent) handleCreateJoinToken(w http.ResponseWriter, r *http.Request) {
-	var req api.JoinTokenRequest
-	who, here := a.http.AcceptWrite(w, r, &req)
-	if !here {
-		return
-	}
+// CreateJoinToken is `shoal join-token create` (root only, leader).
+func (b apiBackend) CreateJoinToken(ctx context.Context, req api.JoinTokenRequest, who cluster.Identity) (api.JoinTokenResponse, error) {
+	a := b.a
 	if who.UID != 0 {
-		httpapi.WriteError(w, forbidden(fmt.Errorf("create a join token: %w: only root may", ErrForbidden)))
-		return
+		return api.JoinTokenResponse{}, forbidden(fmt.Errorf("create a join token: %w: only root may", ErrForbidden))
 	}
 	ttl := time.Duration(req.TTLS) * time.Second
 	if ttl == 0 {
 		ttl = defaultJoinTokenTTL
 	}
 	if ttl < 0 || ttl > maxJoinTokenTTL {
-		httpapi.WriteError(w, invalid(fmt.Errorf("ttl_s %d: want 1 to %d", req.TTLS, int64(maxJoinTokenTTL/time.Second))))
-		return
+		return api.JoinTokenResponse{}, invalid(fmt.Errorf("ttl_s %d: want 1 to %d", req.TTLS, int64(maxJoinTokenTTL/time.Second)))
 	}
 	uses := req.Uses
 	if uses == 0 {
 		uses = 1
 	}
 	if uses < 0 || uses > maxJoinTokenUses {
-		httpapi.WriteError(w, invalid(fmt.Errorf("uses %d: want 1 to %d", req.Uses, maxJoinTokenUses)))
-		return
+		return api.JoinTokenResponse{}, invalid(fmt.Errorf("uses %d: want 1 to %d", req.Uses, maxJoinTokenUses))
 	}
 	v := a.state.View()
 	ca, _, err := clusterCA(v)
 	if err != nil {
-		httpapi.WriteError(w, err)
-		return
+		return api.JoinTokenResponse{}, err
 	}
 	tok, err := pki.NewJoinToken(ca.Fingerprint(), a.joinAddrs(v))
 	if err != nil {
-		httpapi.WriteError(w, err)
-		return
+		return api.JoinTokenResponse{}, err
 	}
 	now := time.Now()
-	res, err := a.apply(r.Context(), fsm.CmdAddJoinToken, fsm.AddJoinToken{Token: cluster.JoinToken{
+	res, err := a.apply(ctx, fsm.CmdAddJoinToken, fsm.AddJoinToken{Token: cluster.JoinToken{
 		ID: tok.ID, SecretHash: pki.SecretHash(tok.Secret), Created: now, Expires: now.Add(ttl), UsesLeft: uses,
 	}, Time: now})
 	if err == nil {
 		err = res.Err
 	}
 	if err != nil {
-		httpapi.WriteError(w, fsmError(err))
-		return
+		return api.JoinTokenResponse{}, fsmError(err)
 	}
-	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.JoinTokenResponse{Token: tok.String(), Expires: api.FormatTime(now.Add(ttl)), Uses: uses})
+	return api.JoinTokenResponse{Token: tok.String(), Expires: api.FormatTime(now.Add(ttl)), Uses: uses}, nil
 }
 
 // joinAddrs are the API addresses a token names: this leader first, then
@@ -234,74 +205,62 @@ func (a *Agent) joinAddrs(v *fsm.View) []string {
 	return addrs
 }
 
-// handleJoin signs a new node's certificate in exchange for a join token.
+// CanSign returns nil when this agent signs joins: not with --insecure.
+func (b apiBackend) CanSign() error {
+	if b.a.sec.bundle == nil {
+		return conflict(errors.New("join: this agent runs --insecure and signs nothing"))
+	}
+	return nil
+}
+
+// Join signs a new node's certificate in exchange for a join token.
 // Anyone may ask (they have no certificate yet): the token is the proof.
 // A token that does not match is turned away before anything is written
 // to the log, so strangers cannot make the cluster do work.
-func (a *Agent) handleJoin(w http.ResponseWriter, r *http.Request) {
-	if a.sec.bundle == nil {
-		httpapi.WriteError(w, conflict(errors.New("join: this agent runs --insecure and signs nothing")))
-		return
-	}
-	var req api.JoinRequest
-	if err := httpapi.DecodeBody(r, &req); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	if a.http.Forward(w, r, caller{Identity: httpapi.Nobody}, req) {
-		return
-	}
+func (b apiBackend) Join(ctx context.Context, req api.JoinRequest) (api.JoinResponse, error) {
+	a := b.a
 	csr, name, err := pki.ParseCSR([]byte(req.CSR))
 	if err != nil {
-		httpapi.WriteError(w, invalid(fmt.Errorf("csr: %w", err)))
-		return
+		return api.JoinResponse{}, invalid(fmt.Errorf("csr: %w", err))
 	}
 	ips, err := parseIPs(req.IPs)
 	if err != nil {
-		httpapi.WriteError(w, err)
-		return
+		return api.JoinResponse{}, err
 	}
 	v := a.state.View()
 	if !tokenMatches(v.Security(), req.TokenID, req.Secret, time.Now()) {
-		httpapi.WriteError(w, unauthenticated(fsm.ErrJoinToken))
-		return
+		return api.JoinResponse{}, unauthenticated(fsm.ErrJoinToken)
 	}
 	if n, ok := v.Node(name); ok && n.Status == cluster.NodeUp {
-		httpapi.WriteError(w, conflict(fmt.Errorf("join as %s: a node of that name is up in the cluster; choose another --name", name)))
-		return
+		return api.JoinResponse{}, conflict(fmt.Errorf("join as %s: a node of that name is up in the cluster; choose another --name", name))
 	}
 	if _, revoked := v.Security().RevokedAt(name); revoked {
-		httpapi.WriteError(w, conflict(fmt.Errorf("join as %s: that node's certificates were revoked; join under another --name", name)))
-		return
+		return api.JoinResponse{}, conflict(fmt.Errorf("join as %s: that node's certificates were revoked; join under another --name", name))
 	}
-	res, err := a.apply(r.Context(), fsm.CmdUseJoinToken, fsm.UseJoinToken{
+	res, err := a.apply(ctx, fsm.CmdUseJoinToken, fsm.UseJoinToken{
 		ID: req.TokenID, SecretHash: pki.SecretHash(req.Secret), Node: name, Time: time.Now(),
 	})
 	if err == nil {
 		err = res.Err
 	}
 	if errors.Is(err, fsm.ErrJoinToken) {
-		httpapi.WriteError(w, unauthenticated(err))
-		return
+		return api.JoinResponse{}, unauthenticated(err)
 	}
 	if err != nil {
-		httpapi.WriteError(w, fsmError(err))
-		return
+		return api.JoinResponse{}, fsmError(err)
 	}
 	ca, gossipKeys, err := clusterCA(a.state.View())
 	if err != nil {
-		httpapi.WriteError(w, err)
-		return
+		return api.JoinResponse{}, err
 	}
 	cert, err := ca.SignNode(pki.NodeRequest{Name: name, PublicKey: csr.PublicKey, IPs: ips, Lifetime: a.cfg.CertLifetime}, time.Now())
 	if err != nil {
-		httpapi.WriteError(w, invalid(err))
-		return
+		return api.JoinResponse{}, invalid(err)
 	}
 	a.log.Info("signed a joining node's certificate", "joiner", name, "token", req.TokenID, "expires", cert.NotAfter.Format(time.RFC3339))
-	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.JoinResponse{
+	return api.JoinResponse{
 		Cert: string(pki.EncodeCert(cert)), CA: string(pki.EncodeCert(ca.Cert)), GossipKeys: encodeKeys(gossipKeys),
-	})
+	}, nil
 }
 
 // tokenMatches is the cheap check before a token is spent through the log.
@@ -318,33 +277,10 @@ func tokenMatches(sec *cluster.Security, id, secret string, now time.Time) bool 
 	return false
 }
 
-// handleRenew signs a new certificate for the node that asks, with its
-// current (valid, unrevoked) certificate, for the same name.
-func (a *Agent) handleRenew(w http.ResponseWriter, r *http.Request) {
-	var req api.RenewRequest
-	if err := httpapi.DecodeBody(r, &req); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	csr, name, err := pki.ParseCSR([]byte(req.CSR))
-	if err != nil {
-		httpapi.WriteError(w, invalid(fmt.Errorf("csr: %w", err)))
-		return
-	}
-	if err := a.http.RequireNode(r, name); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	if !a.raft.IsLeader() {
-		httpapi.WriteError(w, unavailable(errors.New("not the leader")))
-		return
-	}
-	cert, err := a.signRenewal(name, csr.PublicKey)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, 0, api.RenewResponse{Cert: string(pki.EncodeCert(cert))})
+// Renew signs node name's next certificate for key (leader; the API
+// checked that name asks).
+func (b apiBackend) Renew(name string, key crypto.PublicKey) (*x509.Certificate, error) {
+	return b.a.signRenewal(name, key)
 }
 
 // signRenewal signs node name's next certificate with the cluster CA in
@@ -372,38 +308,31 @@ func (a *Agent) signRenewal(name string, pub crypto.PublicKey) (*x509.Certificat
 	return ca.SignNode(pki.NodeRequest{Name: name, PublicKey: pub, IPs: ips, Lifetime: a.cfg.CertLifetime}, time.Now())
 }
 
-// handleRevoke is `shoal node revoke NAME` (root only): the node's
+// Revoke is `shoal node revoke NAME` (root only): the node's
 // certificates issued until now are refused from now on, and it leaves
 // the raft configuration.
-func (a *Agent) handleRevoke(w http.ResponseWriter, r *http.Request) {
-	who, here := a.http.AcceptWrite(w, r, nil)
-	if !here {
-		return
-	}
+func (b apiBackend) Revoke(ctx context.Context, name string, who cluster.Identity) error {
+	a := b.a
 	if who.UID != 0 {
-		httpapi.WriteError(w, forbidden(fmt.Errorf("revoke a node: %w: only root may", ErrForbidden)))
-		return
+		return forbidden(fmt.Errorf("revoke a node: %w: only root may", ErrForbidden))
 	}
-	name := r.PathValue("name")
 	if name == a.cfg.Name {
-		httpapi.WriteError(w, invalid(fmt.Errorf("revoke %s: that is the leader itself; revoke it through another node after it hands leadership over (shoal leave)", name)))
-		return
+		return invalid(fmt.Errorf("revoke %s: that is the leader itself; revoke it through another node after it hands leadership over (shoal leave)", name))
 	}
-	res, err := a.apply(r.Context(), fsm.CmdRevokeNode, fsm.RevokeNode{Name: name, Time: time.Now()})
+	res, err := a.apply(ctx, fsm.CmdRevokeNode, fsm.RevokeNode{Name: name, Time: time.Now()})
 	if err == nil {
 		err = res.Err
 	}
 	if err != nil {
-		httpapi.WriteError(w, fsmError(err))
-		return
+		return fsmError(err)
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), applyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
 	defer cancel()
 	if err := a.raft.RemoveServer(ctx, name); err != nil {
 		a.log.Warn("remove a revoked node from raft", "revoked", name, "err", err)
 	}
 	a.log.Warn("revoked a node's certificates", "revoked", name, "by", who.User)
-	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), struct{}{})
+	return nil
 }
 
 func parseIPs(ss []string) ([]net.IP, error) {

@@ -5,13 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
-	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -62,56 +61,46 @@ func encodeKeys(keys [][]byte) []string {
 	return out
 }
 
-// handleKeyring answers GET /v1/keyring (root only: the keys are secrets).
-func (a *Agent) handleKeyring(w http.ResponseWriter, r *http.Request) {
-	who := callerOf(r)
+// Keyring is the gossip keyring, the cluster's and this agent's (root
+// only: the keys are secrets).
+func (b apiBackend) Keyring(who cluster.Identity) (api.Keyring, uint64, error) {
 	if !who.Proven || who.UID != 0 {
-		httpapi.WriteError(w, forbidden(fmt.Errorf("list the gossip keyring: %w: only root may", ErrForbidden)))
-		return
+		return api.Keyring{}, 0, forbidden(fmt.Errorf("list the gossip keyring: %w: only root may", ErrForbidden))
 	}
-	out := api.Keyring{Cluster: []string{}, Local: encodeKeys(a.gossip.Keys())}
-	if sec := a.state.View().Security(); sec != nil {
+	v := b.a.state.View()
+	out := api.Keyring{Cluster: []string{}, Local: encodeKeys(b.a.gossip.Keys())}
+	if sec := v.Security(); sec != nil {
 		out.Cluster = encodeKeys(sec.GossipKeys)
 	}
-	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), out)
+	return out, v.Index, nil
 }
 
-// handleChangeKeyring is `shoal keyring install|use|remove KEY` (root).
-func (a *Agent) handleChangeKeyring(w http.ResponseWriter, r *http.Request) {
-	var req api.KeyringRequest
-	who, here := a.http.AcceptWrite(w, r, &req)
-	if !here {
-		return
-	}
+// ChangeKeyring is `shoal keyring install|use|remove KEY` (root, leader).
+func (b apiBackend) ChangeKeyring(ctx context.Context, req api.KeyringRequest, who cluster.Identity) (api.Keyring, error) {
 	if who.UID != 0 {
-		httpapi.WriteError(w, forbidden(fmt.Errorf("change the gossip keyring: %w: only root may", ErrForbidden)))
-		return
+		return api.Keyring{}, forbidden(fmt.Errorf("change the gossip keyring: %w: only root may", ErrForbidden))
 	}
 	key, err := pki.ParseGossipKey(req.Key)
 	if err != nil {
-		httpapi.WriteError(w, invalid(fmt.Errorf("key: %w", err)))
-		return
+		return api.Keyring{}, invalid(fmt.Errorf("key: %w", err))
 	}
-	sec := a.state.View().Security()
+	sec := b.a.state.View().Security()
 	if sec == nil || len(sec.GossipKeys) == 0 {
-		httpapi.WriteError(w, conflict(errNoClusterCA))
-		return
+		return api.Keyring{}, conflict(errNoClusterCA)
 	}
 	keys, err := changeKeyring(sec.GossipKeys, req.Op, key)
 	if err != nil {
-		httpapi.WriteError(w, invalid(err))
-		return
+		return api.Keyring{}, invalid(err)
 	}
-	res, err := a.apply(r.Context(), fsm.CmdSetGossipKeys, fsm.SetGossipKeys{Keys: keys, Time: time.Now()})
+	res, err := b.a.apply(ctx, fsm.CmdSetGossipKeys, fsm.SetGossipKeys{Keys: keys, Time: time.Now()})
 	if err == nil {
 		err = res.Err
 	}
 	if err != nil {
-		httpapi.WriteError(w, fsmError(err))
-		return
+		return api.Keyring{}, fsmError(err)
 	}
-	a.log.Info("changed the gossip keyring", "op", req.Op, "keys", len(keys), "by", who.User)
-	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.Keyring{Cluster: encodeKeys(keys)})
+	b.a.log.Info("changed the gossip keyring", "op", req.Op, "keys", len(keys), "by", who.User)
+	return api.Keyring{Cluster: encodeKeys(keys)}, nil
 }
 
 // changeKeyring is the pure step from one keyring to the next.

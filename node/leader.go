@@ -492,7 +492,7 @@ func (a *Agent) knownNodes(v *fsm.View) []*cluster.Node {
 }
 
 // leaderCancel cancels a job on behalf of who.
-func (a *Agent) leaderCancel(ctx context.Context, id cluster.JobID, who caller) error {
+func (a *Agent) leaderCancel(ctx context.Context, id cluster.JobID, who cluster.Identity) error {
 	j, ok := a.state.View().Job(id)
 	if !ok {
 		return notFound(fmt.Errorf("job %d: %w", id, fsm.ErrUnknownJob))
@@ -515,7 +515,7 @@ func (a *Agent) leaderCancel(ctx context.Context, id cluster.JobID, who caller) 
 
 // leaderSetDrain drains or resumes a node on behalf of who (root only, as
 // scontrol update State=DRAIN needs an administrator).
-func (a *Agent) leaderSetDrain(ctx context.Context, node string, drain bool, reason string, who caller) error {
+func (a *Agent) leaderSetDrain(ctx context.Context, node string, drain bool, reason string, who cluster.Identity) error {
 	verb := "resume"
 	if drain {
 		verb = "drain"

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"log/slog"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -118,36 +116,6 @@ func TestConfigDefaultsAdvertise(t *testing.T) {
 	}
 }
 
-func TestDataDir(t *testing.T) {
-	dir := t.TempDir()
-	d, err := openDataDir(dir, "n1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A second agent on the same dir is refused while the first holds it.
-	if _, err := openDataDir(dir, "n1"); !errors.Is(err, ErrDataDirLocked) {
-		t.Errorf("second open = %v; want ErrDataDirLocked", err)
-	}
-	d.close()
-	// Another name on the same dir is refused even when unlocked.
-	if _, err := openDataDir(dir, "n2"); err == nil || !strings.Contains(err.Error(), `belongs to node "n1"`) {
-		t.Errorf("open as n2 = %v; want it refused naming n1", err)
-	}
-	d2, err := openDataDir(dir, "n1")
-	if err != nil {
-		t.Fatalf("reopen as n1: %v", err)
-	}
-	d2.close()
-	// A path under a regular file cannot be a data dir.
-	file := filepath.Join(dir, "f")
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := openDataDir(filepath.Join(file, "sub"), "n1"); err == nil || !strings.Contains(err.Error(), "--data-dir") {
-		t.Errorf("open under a file = %v; want a --data-dir error", err)
-	}
-}
-
 // TestResolveCaller: identity comes only from what a sender cannot forge
 // (issue 12, hole 1): declared headers are believed only from a peer with a
 // node certificate naming the node that says it forwarded them.
@@ -214,7 +182,7 @@ func TestResolveCaller(t *testing.T) {
 				if tc.name == "socket: a user declaring another" {
 					uid = 1001
 				}
-				r = httpapi.WithCaller(r, caller{Identity: api.Identity{UID: uid}, Proven: true, How: "peercred", Local: true})
+				r = httpapi.WithCaller(r, httpapi.Caller{Identity: api.Identity{UID: uid}, Proven: true, How: "peercred", Local: true})
 			}
 			c := httpapi.ResolveCaller(apiBackend{tc.agent}, r)
 			if c.Proven != tc.wantProven || c.UID != tc.wantUID || c.Node != tc.wantNode {
@@ -226,7 +194,7 @@ func TestResolveCaller(t *testing.T) {
 
 func TestSpecOfDefaults(t *testing.T) {
 	s, err := specOf(api.SubmitRequest{Command: []string{"/usr/bin/python3", "x.py"}, TimeLimitS: 60, Begin: "2026-11-25T15:00:00+01:00"},
-		caller{Identity: api.Identity{User: "ada", UID: 1000, GID: 100}, Proven: true})
+		cluster.Identity{User: "ada", UID: 1000, GID: 100, Proven: true})
 	if err != nil || !s.Begin.Equal(time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)) {
 		t.Errorf("specOf: begin %v, err %v; want 14:00 UTC", s.Begin, err)
 	}
@@ -237,10 +205,10 @@ func TestSpecOfDefaults(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Errorf("defaulted spec invalid: %v", err)
 	}
-	if _, err := specOf(api.SubmitRequest{Command: []string{"x"}, Begin: "tomorrow"}, caller{}); err == nil || !strings.Contains(err.Error(), "begin") {
+	if _, err := specOf(api.SubmitRequest{Command: []string{"x"}, Begin: "tomorrow"}, cluster.Identity{}); err == nil || !strings.Contains(err.Error(), "begin") {
 		t.Errorf("begin tomorrow: %v; want refused naming begin", err)
 	}
-	neg, _ := specOf(api.SubmitRequest{Command: []string{"x"}, Nodes: -1}, caller{})
+	neg, _ := specOf(api.SubmitRequest{Command: []string{"x"}, Nodes: -1}, cluster.Identity{})
 	if err := neg.Validate(); err == nil || !strings.Contains(err.Error(), "nodes -1") {
 		t.Errorf("negative nodes: Validate = %v; want an error naming nodes", err)
 	}

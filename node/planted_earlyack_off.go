@@ -3,8 +3,7 @@
 package node
 
 import (
-	"net/http"
-
+	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 )
 
@@ -20,4 +19,6 @@ import (
 const plantedEarlyAck = false
 
 // plantedAckEarly is never called without the tag.
-func (a *Agent) plantedAckEarly(http.ResponseWriter, string, cluster.Spec) {}
+func (a *Agent) plantedAckEarly(string, cluster.Spec) api.SubmitResponse {
+	return api.SubmitResponse{}
+}

@@ -4,11 +4,9 @@ package node
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/httpapi"
 )
 
 // plantedEarlyAck: see planted_earlyack_off.go. Test builds only.
@@ -17,20 +15,19 @@ const plantedEarlyAck = true
 // plantedAckEarly acknowledges a submit before it is committed: it answers
 // with the id the next job would get in this replica's view (or the id of
 // a job the request id already made) and applies the submit afterwards.
-func (a *Agent) plantedAckEarly(w http.ResponseWriter, requestID string, spec cluster.Spec) {
+func (a *Agent) plantedAckEarly(requestID string, spec cluster.Spec) api.SubmitResponse {
 	v := a.state.View()
 	if id, ok := v.JobByRequestID(requestID); ok {
-		httpapi.WriteJSON(w, http.StatusOK, v.Index, api.SubmitResponse{ID: uint64(id), Duplicate: true})
-		return
+		return api.SubmitResponse{ID: uint64(id), Duplicate: true}
 	}
 	var next cluster.JobID = 1
 	if jobs := v.Jobs(); len(jobs) > 0 {
 		next = jobs[len(jobs)-1].ID + 1
 	}
-	httpapi.WriteJSON(w, http.StatusOK, v.Index, api.SubmitResponse{ID: uint64(next)})
 	go func() {
 		if _, err := a.leaderSubmit(context.Background(), requestID, spec); err != nil {
 			a.log.Warn("planted early ack: submit acknowledged but not applied", "request_id", requestID, "err", err)
 		}
 	}()
+	return api.SubmitResponse{ID: uint64(next)}
 }

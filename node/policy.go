@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
-	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/leader"
-	"github.com/shoal-sched/shoal/slurm"
 )
 
 // proposePolicy makes the policy of the agent's --policy file the
@@ -39,7 +36,7 @@ func (a *Agent) proposePolicy(ctx context.Context) {
 // queueFieldsOf checks a submit's queue-policy fields for who: a negative
 // nice raises priority, so only root may ask for one (Slurm's rule); a QoS
 // the policy does not name is accepted with a warning.
-func queueFieldsOf(v *fsm.View, spec cluster.Spec, who caller) ([]string, error) {
+func queueFieldsOf(v *fsm.View, spec cluster.Spec, who cluster.Identity) ([]string, error) {
 	if spec.Nice < 0 && who.UID != 0 {
 		return nil, forbidden(fmt.Errorf("nice %d: %w: only root may set a negative nice", spec.Nice, ErrForbidden))
 	}
@@ -50,72 +47,43 @@ func queueFieldsOf(v *fsm.View, spec cluster.Spec, who caller) ([]string, error)
 	return warnings, nil
 }
 
-// handlePolicy answers GET /v1/policy.
-func (a *Agent) handlePolicy(w http.ResponseWriter, r *http.Request) {
-	v, err := a.readView(r.Context())
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
+// Policy is the queue policy in force.
+func (b apiBackend) Policy() (api.PolicyResponse, uint64) {
+	v := b.a.state.View()
 	p := leader.QueuePolicy(v)
-	httpapi.WriteJSON(w, http.StatusOK, v.Index, api.PolicyResponse{Set: v.Policy() != nil, Policy: p.File()})
+	return api.PolicyResponse{Set: v.Policy() != nil, Policy: p.File()}, v.Index
 }
 
-// handleSetPolicy answers POST /v1/policy: root replaces the policy.
-func (a *Agent) handleSetPolicy(w http.ResponseWriter, r *http.Request) {
-	var f cluster.PolicyFile
-	who, here := a.http.AcceptWrite(w, r, &f)
-	if !here {
-		return
-	}
+// SetPolicy replaces the policy (root only, leader).
+func (b apiBackend) SetPolicy(ctx context.Context, f cluster.PolicyFile, who cluster.Identity) error {
 	if who.UID != 0 {
-		httpapi.WriteError(w, forbidden(fmt.Errorf("set policy: %w: only root may", ErrForbidden)))
-		return
+		return forbidden(fmt.Errorf("set policy: %w: only root may", ErrForbidden))
 	}
 	// Through the file parser, so the checks and the canonical form are
 	// the CLI's.
-	b, err := json.Marshal(f)
+	data, err := json.Marshal(f)
 	if err != nil {
-		httpapi.WriteError(w, invalid(fmt.Errorf("policy: %w", err)))
-		return
+		return invalid(fmt.Errorf("policy: %w", err))
 	}
-	p, err := cluster.ParsePolicyJSON(b)
+	p, err := cluster.ParsePolicyJSON(data)
 	if err != nil {
-		httpapi.WriteError(w, invalid(err))
-		return
+		return invalid(err)
 	}
-	res, err := a.apply(r.Context(), fsm.CmdSetPolicy, fsm.SetPolicy{Policy: p, Time: time.Now()})
+	res, err := b.a.apply(ctx, fsm.CmdSetPolicy, fsm.SetPolicy{Policy: p, Time: time.Now()})
 	if err != nil {
-		httpapi.WriteError(w, err)
-		return
+		return err
 	}
 	if res.Err != nil {
-		httpapi.WriteError(w, invalid(res.Err))
-		return
+		return invalid(res.Err)
 	}
-	a.log.Info("queue policy set", "by", who.User)
-	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), struct{}{})
+	b.a.log.Info("queue policy set", "by", who.User)
+	return nil
 }
 
-// handlePriority answers GET /v1/priority[?job=N][&user=U]: the pending
-// jobs' priorities, computed from this agent's replica with the leader's
-// function.
-func (a *Agent) handlePriority(w http.ResponseWriter, r *http.Request) {
-	var job uint64
-	if s := r.URL.Query().Get("job"); s != "" {
-		n, err := slurm.ParseJobID(s)
-		if err != nil {
-			httpapi.WriteError(w, invalid(fmt.Errorf("?job=: %w", err)))
-			return
-		}
-		job = n
-	}
-	user := r.URL.Query().Get("user")
-	v, err := a.readView(r.Context())
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
+// Priorities are the pending jobs' priorities (of job, of user, when
+// given), computed from this agent's replica with the leader's function.
+func (b apiBackend) Priorities(job uint64, user string) ([]api.Priority, uint64) {
+	v := b.a.state.View()
 	out := []api.Priority{}
 	for _, p := range leader.Priorities(v, time.Now()) {
 		if (job != 0 && uint64(p.Job) != job) || (user != "" && p.User != user) {
@@ -129,20 +97,16 @@ func (a *Agent) handlePriority(w http.ResponseWriter, r *http.Request) {
 			Factors: api.PriorityFactor(p.Factors),
 		})
 	}
-	httpapi.WriteJSON(w, http.StatusOK, v.Index, out)
+	return out, v.Index
 }
 
-// handleFairShare answers GET /v1/fairshare: the fair-share tree (sshare),
-// computed from this agent's replica with the leader's function.
-func (a *Agent) handleFairShare(w http.ResponseWriter, r *http.Request) {
-	v, err := a.readView(r.Context())
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
+// FairShare is the fair-share tree (sshare), computed from this agent's
+// replica with the leader's function.
+func (b apiBackend) FairShare() ([]api.ShareAssoc, uint64) {
+	v := b.a.state.View()
 	out := []api.ShareAssoc{}
 	for _, s := range leader.FairShare(v, time.Now()) {
 		out = append(out, api.ShareAssoc(s))
 	}
-	httpapi.WriteJSON(w, http.StatusOK, v.Index, out)
+	return out, v.Index
 }

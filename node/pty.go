@@ -1,16 +1,10 @@
 package node
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"strconv"
-	"sync"
-	"time"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
@@ -60,60 +54,32 @@ func ptyTarget(j *cluster.Job, step int) (string, task.Key, error) {
 	return "", key, notFound(fmt.Errorf("step %d.%d: no such step", j.ID, step))
 }
 
-// handlePty relays srun --pty's connection to the terminal of the job's
-// or step's rank 0 (api.PtyProtocol): to its supervisor when the rank
-// runs here, else to the agent of its node, which does. Only the job's
-// owner or root may attach.
-func (a *Agent) handlePty(w http.ResponseWriter, r *http.Request) {
-	id, err := jobID(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	step := task.NoStep
-	if s := r.URL.Query().Get("step"); s != "" {
-		if step, err = strconv.Atoi(s); err != nil || step < task.NoStep {
-			httpapi.WriteError(w, invalid(fmt.Errorf("step %q: want a step id, or -1 for the job's own task", s)))
-			return
-		}
-	}
-	if r.Header.Get("Upgrade") != api.PtyProtocol {
-		httpapi.WriteError(w, invalid(fmt.Errorf("upgrade %q: want %q", r.Header.Get("Upgrade"), api.PtyProtocol)))
-		return
-	}
-	who := callerOf(r)
-	if err := httpapi.RequireProven(who); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	v, err := a.readView(r.Context())
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
+// DialPty connects to the terminal of job id's or step's rank 0 for who
+// (the job's owner or root): to its supervisor when the rank runs here,
+// else, unless a peer asked (forwarded), through the agent of its node.
+// It names the node.
+func (b apiBackend) DialPty(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
+	a := b.a
+	v := a.state.View()
 	// A peer relays a client whose agent has seen the job or step: this
 	// replica may not have applied it yet, and the client asks again.
-	forwarded := r.Header.Get(api.HeaderForwardedBy) != ""
 	j, ok := v.Job(id)
 	if !ok {
 		err := notFound(fmt.Errorf("job %d: no such job", id))
 		if forwarded {
 			err = unavailable(err)
 		}
-		httpapi.WriteError(w, err)
-		return
+		return nil, "", err
 	}
 	if who.UID != 0 && who.UID != j.Spec.UID {
-		httpapi.WriteError(w, forbidden(fmt.Errorf("attach to the terminal of job %d: %w: it belongs to %s", id, ErrForbidden, j.Spec.User)))
-		return
+		return nil, "", forbidden(fmt.Errorf("attach to the terminal of job %d: %w: it belongs to %s", id, ErrForbidden, j.Spec.User))
 	}
 	node, key, err := ptyTarget(j, step)
 	if err != nil {
 		if forwarded && errors.Is(err, cluster.ErrNotFound) {
 			err = unavailable(err)
 		}
-		httpapi.WriteError(w, err)
-		return
+		return nil, "", err
 	}
 	var upstream io.ReadWriteCloser
 	if node == a.cfg.Name {
@@ -126,46 +92,14 @@ func (a *Agent) handlePty(w http.ResponseWriter, r *http.Request) {
 	} else if forwarded {
 		err = unavailable(fmt.Errorf("job %d's terminal is on %s, not on this node %s, which was asked by a peer; retry", id, node, a.cfg.Name))
 	} else {
-		upstream, err = a.peerPty(r.Context(), v.Node, node, who, id, step)
+		upstream, err = a.peerPty(ctx, v.Node, node, api.Identity{User: who.User, UID: who.UID, GID: who.GID}, id, step)
 	}
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	defer upstream.Close()
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		httpapi.WriteError(w, fmt.Errorf("attach to job %d's terminal: this connection cannot be taken over", id))
-		return
-	}
-	conn, brw, err := hj.Hijack()
-	if err != nil {
-		a.log.Warn("terminal: take over the connection", "job", uint64(id), "err", err)
-		return
-	}
-	defer conn.Close()
-	// The server's read and write deadlines bound requests, not a
-	// terminal session.
-	_ = conn.SetDeadline(time.Time{})
-	if _, err := fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", api.PtyProtocol); err != nil {
-		return
-	}
-	if err := brw.Flush(); err != nil {
-		return
-	}
-	remove, ok := a.ptys.add(closers{conn, upstream})
-	if !ok {
-		return // the agent is stopping
-	}
-	defer remove()
-	a.log.Info("terminal attached", "job", uint64(id), "step", step, "node", node, "by", who.User)
-	relay(hijacked{r: brw.Reader, Conn: conn}, upstream)
-	a.log.Info("terminal detached", "job", uint64(id), "step", step)
+	return upstream, node, err
 }
 
 // peerPty opens the terminal of job id's rank 0 through the agent of
 // node, for who.
-func (a *Agent) peerPty(ctx context.Context, nodeOf func(string) (*cluster.Node, bool), node string, who caller, id cluster.JobID, step int) (io.ReadWriteCloser, error) {
+func (a *Agent) peerPty(ctx context.Context, nodeOf func(string) (*cluster.Node, bool), node string, who api.Identity, id cluster.JobID, step int) (io.ReadWriteCloser, error) {
 	n, ok := nodeOf(node)
 	if !ok || n.APIAddr == "" {
 		return nil, unavailable(fmt.Errorf("node %s: address unknown", node))
@@ -176,7 +110,7 @@ func (a *Agent) peerPty(ctx context.Context, nodeOf func(string) (*cluster.Node,
 	}
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
-	rwc, err := c.WithHeader(api.HeaderForwardedBy, a.cfg.Name).WithIdentity(who.Identity).AttachPty(ctx, uint64(id), step)
+	rwc, err := c.WithHeader(api.HeaderForwardedBy, a.cfg.Name).WithIdentity(who).AttachPty(ctx, uint64(id), step)
 	if err != nil {
 		var se *api.StatusError
 		if !errors.As(err, &se) {
@@ -185,77 +119,4 @@ func (a *Agent) peerPty(ctx context.Context, nodeOf func(string) (*cluster.Node,
 		return nil, err
 	}
 	return rwc, nil
-}
-
-// hijacked is a taken-over connection whose first bytes may wait in the
-// server's reader.
-type hijacked struct {
-	r *bufio.Reader
-	net.Conn
-}
-
-func (h hijacked) Read(p []byte) (int, error) { return h.r.Read(p) }
-
-// relay copies both ways between x and y until either ends, then closes
-// both.
-func relay(x, y io.ReadWriteCloser) {
-	var once sync.Once
-	closeBoth := func() {
-		once.Do(func() {
-			x.Close()
-			y.Close()
-		})
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		_, _ = io.Copy(x, y)
-		closeBoth()
-	})
-	_, _ = io.Copy(y, x)
-	closeBoth()
-	wg.Wait()
-}
-
-// relays are the terminal relays in progress. http.Server.Shutdown does
-// not track connections taken over from it: the agent's shutdown ends
-// them through closeAll (registered with RegisterOnShutdown), and their
-// handlers then return.
-type relays struct {
-	mu      sync.Mutex
-	stopped bool
-	open    map[*closers]struct{}
-}
-
-// closers closes a relay's two ends.
-type closers [2]io.Closer
-
-// add records a relay's ends; remove forgets them. ok is false once the
-// agent is stopping (the caller then ends the relay itself).
-func (r *relays) add(c closers) (remove func(), ok bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stopped {
-		return nil, false
-	}
-	if r.open == nil {
-		r.open = map[*closers]struct{}{}
-	}
-	p := &c
-	r.open[p] = struct{}{}
-	return func() {
-		r.mu.Lock()
-		delete(r.open, p)
-		r.mu.Unlock()
-	}, true
-}
-
-// closeAll ends every relay, and any added later.
-func (r *relays) closeAll() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stopped = true
-	for c := range r.open {
-		c[0].Close()
-		c[1].Close()
-	}
 }

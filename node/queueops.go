@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"os/user"
 	"slices"
 	"strconv"
@@ -14,36 +13,20 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
-	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
-// jobRef is a job as Slurm's commands name it (slurm.JobRef: "12", "12_3"
-// or "12_[1-3,7]"), with the text it was given as.
-type jobRef struct {
-	slurm.JobRef
-	raw string
-}
-
-func parseJobRef(s string) (jobRef, error) {
-	r, err := slurm.ParseJobRef(s)
-	if err != nil {
-		return jobRef{}, invalid(err)
-	}
-	return jobRef{JobRef: r, raw: s}, nil
-}
-
 // resolve returns the jobs ref names, in ascending ID order: all of an
 // array's elements for its bare id.
-func (r jobRef) resolve(v *fsm.View) ([]*cluster.Job, error) {
+func resolve(v *fsm.View, r cluster.JobRef) ([]*cluster.Job, error) {
 	rid := cluster.JobID(r.ID)
 	head, ok := v.Job(rid)
 	if !ok {
-		return nil, notFound(fmt.Errorf("job %s: %w", r.raw, fsm.ErrUnknownJob))
+		return nil, notFound(fmt.Errorf("job %s: %w", r.Raw, fsm.ErrUnknownJob))
 	}
 	if head.Array == nil || head.Array.JobID != rid {
 		if r.Tasks != nil {
-			return nil, notFound(fmt.Errorf("job %s: job %d is not an array", r.raw, rid))
+			return nil, notFound(fmt.Errorf("job %s: job %d is not an array", r.Raw, rid))
 		}
 		return []*cluster.Job{head}, nil
 	}
@@ -58,24 +41,25 @@ func (r jobRef) resolve(v *fsm.View) ([]*cluster.Job, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, notFound(fmt.Errorf("job %s: array %d has no such element", r.raw, rid))
+		return nil, notFound(fmt.Errorf("job %s: array %d has no such element", r.Raw, rid))
 	}
 	return out, nil
 }
 
-// jobsOf resolves the request's {id} against the current state.
-func (a *Agent) jobsOf(r *http.Request) ([]*cluster.Job, error) {
-	ref, err := parseJobRef(r.PathValue("id"))
+// jobsOf resolves the job reference id, as a request gave it, against the
+// current state.
+func (a *Agent) jobsOf(id string) ([]*cluster.Job, error) {
+	ref, err := cluster.ParseJobRef(id)
 	if err != nil {
 		return nil, err
 	}
-	return ref.resolve(a.state.View())
+	return resolve(a.state.View(), ref)
 }
 
 // mayTouch is the one rule for acting on a job (cancel, signal, hold,
 // release, requeue, update, read its output): its owner, root, or an
 // operator the policy names.
-func mayTouch(v *fsm.View, verb string, j *cluster.Job, who caller) error {
+func mayTouch(v *fsm.View, verb string, j *cluster.Job, who cluster.Identity) error {
 	if who.Proven && (who.UID == j.Spec.UID || isOperator(v, who)) {
 		return nil
 	}
@@ -85,7 +69,7 @@ func mayTouch(v *fsm.View, verb string, j *cluster.Job, who caller) error {
 // isOperator reports whether who is root or one of the policy's operators,
 // by name or as a member of an operator group (looked up in this node's
 // user database, as Slurm resolves groups on the controller).
-func isOperator(v *fsm.View, who caller) bool {
+func isOperator(v *fsm.View, who cluster.Identity) bool {
 	if !who.Proven {
 		return false
 	}
@@ -114,159 +98,115 @@ func isOperator(v *fsm.View, who caller) bool {
 
 // maySee reports whether who may see job j: always, unless the policy
 // keeps jobs private (then its owner, root and operators).
-func maySee(v *fsm.View, j *cluster.Job, who caller) bool {
+func maySee(v *fsm.View, j *cluster.Job, who cluster.Identity) bool {
 	p := v.Policy()
 	return p == nil || !p.PrivateJobs || (who.Proven && who.UID == j.Spec.UID) || isOperator(v, who)
 }
 
-// eachJob applies op to every job r names, in order. Jobs op refuses as
-// not in the right state are skipped when the reference names several (an
-// array's finished elements), and reported when it names one.
-func (a *Agent) eachJob(w http.ResponseWriter, r *http.Request, verb string, op func(context.Context, *cluster.Job) (fsm.Result, error)) {
-	who, here := a.http.AcceptWrite(w, r, nil)
-	if !here {
-		return
-	}
-	jobs, err := a.jobsOf(r)
+// eachJob applies op to every job ref names, in order, for who. Jobs op
+// refuses as not in the right state are skipped when the reference names
+// several (an array's finished elements), and reported when it names one.
+func (a *Agent) eachJob(ctx context.Context, ref cluster.JobRef, who cluster.Identity, verb string, op func(context.Context, *cluster.Job) (fsm.Result, error)) (api.JobsChanged, error) {
+	jobs, err := resolve(a.state.View(), ref)
 	if err != nil {
-		httpapi.WriteError(w, err)
-		return
+		return api.JobsChanged{}, err
 	}
 	for _, j := range jobs {
 		if err := mayTouch(a.state.View(), verb, j, who); err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return api.JobsChanged{}, err
 		}
 	}
 	ids := []uint64{}
 	for _, j := range jobs {
-		res, err := op(r.Context(), j)
+		res, err := op(ctx, j)
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return api.JobsChanged{}, err
 		}
 		if res.Err != nil {
 			if len(jobs) > 1 && (errors.Is(res.Err, fsm.ErrWrongState) || errors.Is(res.Err, fsm.ErrJobFinished)) {
 				continue
 			}
 			if errors.Is(res.Err, fsm.ErrWrongState) || errors.Is(res.Err, fsm.ErrJobFinished) {
-				httpapi.WriteError(w, conflict(res.Err))
-			} else {
-				httpapi.WriteError(w, invalid(res.Err))
+				return api.JobsChanged{}, conflict(res.Err)
 			}
-			return
+			return api.JobsChanged{}, invalid(res.Err)
 		}
 		ids = append(ids, uint64(j.ID))
 	}
-	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids})
+	return api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids}, nil
 }
 
-// handleHold holds pending jobs (scontrol hold): a user hold when their
-// owner asks, an administrator's when root does.
-func (a *Agent) handleHold(w http.ResponseWriter, r *http.Request) {
+// Hold holds pending jobs (scontrol hold): a user hold when their owner
+// asks or userHold (scontrol uhold), an administrator's when root does.
+func (b apiBackend) Hold(ctx context.Context, ref cluster.JobRef, userHold bool, who cluster.Identity) (api.JobsChanged, error) {
 	hold := cluster.HoldUser
-	if callerOf(r).UID == 0 {
+	if who.UID == 0 && !userHold {
 		hold = cluster.HoldAdmin
 	}
-	if r.URL.Query().Get("kind") == "user" { // scontrol uhold
-		hold = cluster.HoldUser
-	}
-	a.eachJob(w, r, "hold", func(ctx context.Context, j *cluster.Job) (fsm.Result, error) {
-		return a.apply(ctx, fsm.CmdSetHold, fsm.SetHold{Job: j.ID, Hold: hold, Time: time.Now()})
+	return b.a.eachJob(ctx, ref, who, "hold", func(ctx context.Context, j *cluster.Job) (fsm.Result, error) {
+		return b.a.apply(ctx, fsm.CmdSetHold, fsm.SetHold{Job: j.ID, Hold: hold, Time: time.Now()})
 	})
 }
 
-// handleRelease releases held jobs; only root releases an administrator's
-// hold.
-func (a *Agent) handleRelease(w http.ResponseWriter, r *http.Request) {
-	admin := callerOf(r).UID == 0
-	a.eachJob(w, r, "release", func(ctx context.Context, j *cluster.Job) (fsm.Result, error) {
+// Release releases held jobs; only root releases an administrator's hold.
+func (b apiBackend) Release(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error) {
+	admin := who.UID == 0
+	return b.a.eachJob(ctx, ref, who, "release", func(ctx context.Context, j *cluster.Job) (fsm.Result, error) {
 		if j.Hold == cluster.HoldAdmin && !admin {
 			return fsm.Result{}, forbidden(fmt.Errorf("release job %d: %w: it was held by root, and only root may release it", j.ID, ErrForbidden))
 		}
-		return a.apply(ctx, fsm.CmdSetHold, fsm.SetHold{Job: j.ID, Time: time.Now()})
+		return b.a.apply(ctx, fsm.CmdSetHold, fsm.SetHold{Job: j.ID, Time: time.Now()})
 	})
 }
 
-// handleRequeue requeues running or ended jobs (scontrol requeue, or with
-// ?hold=1 requeuehold).
-func (a *Agent) handleRequeue(w http.ResponseWriter, r *http.Request) {
+// Requeue requeues running or ended jobs (scontrol requeue; with hold,
+// requeuehold: held by the user, or by the administrator when root asks).
+func (b apiBackend) Requeue(ctx context.Context, ref cluster.JobRef, held bool, who cluster.Identity) (api.JobsChanged, error) {
 	hold := cluster.HoldNone
-	if r.URL.Query().Get("hold") != "" {
+	if held {
 		hold = cluster.HoldUser
-		if callerOf(r).UID == 0 {
+		if who.UID == 0 {
 			hold = cluster.HoldAdmin
 		}
 	}
-	a.eachJob(w, r, "requeue", func(ctx context.Context, j *cluster.Job) (fsm.Result, error) {
-		return a.apply(ctx, fsm.CmdRequeueJob, fsm.RequeueJob{Job: j.ID, Hold: hold, Time: time.Now()})
+	return b.a.eachJob(ctx, ref, who, "requeue", func(ctx context.Context, j *cluster.Job) (fsm.Result, error) {
+		return b.a.apply(ctx, fsm.CmdRequeueJob, fsm.RequeueJob{Job: j.ID, Hold: hold, Time: time.Now()})
 	})
 }
 
-// handleSetPriority is `scontrol update JobId=N Priority=P`: root sets an
+// SetPriority is `scontrol update JobId=N Priority=P`: root sets an
 // absolute priority on live jobs (0 returns them to the multifactor
 // priority), as Slurm lets only an administrator raise one.
-func (a *Agent) handleSetPriority(w http.ResponseWriter, r *http.Request) {
-	var req api.PriorityRequest
-	who, here := a.http.AcceptWrite(w, r, &req)
-	if !here {
-		return
-	}
+func (b apiBackend) SetPriority(ctx context.Context, id string, req api.PriorityRequest, who cluster.Identity) (api.JobsChanged, error) {
 	if who.UID != 0 {
-		httpapi.WriteError(w, forbidden(fmt.Errorf("set priority of job %s: %w: only root may", r.PathValue("id"), ErrForbidden)))
-		return
+		return api.JobsChanged{}, forbidden(fmt.Errorf("set priority of job %s: %w: only root may", id, ErrForbidden))
 	}
-	jobs, err := a.jobsOf(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	ids := []uint64{}
-	for _, j := range jobs {
-		if len(jobs) > 1 && j.State.Terminal() {
-			continue
+	return b.a.eachLiveJob(ctx, id, func(ctx context.Context, j *cluster.Job) (fsm.Result, error) {
+		return b.a.apply(ctx, fsm.CmdSetJobPriority, fsm.SetJobPriority{Job: j.ID, Priority: req.Priority, Time: time.Now()})
+	}, func(err error) error {
+		if errors.Is(err, fsm.ErrJobFinished) {
+			return conflict(err)
 		}
-		res, err := a.apply(r.Context(), fsm.CmdSetJobPriority, fsm.SetJobPriority{Job: j.ID, Priority: req.Priority, Time: time.Now()})
-		if err != nil {
-			httpapi.WriteError(w, err)
-			return
-		}
-		if res.Err != nil {
-			if errors.Is(res.Err, fsm.ErrJobFinished) {
-				httpapi.WriteError(w, conflict(res.Err))
-			} else {
-				httpapi.WriteError(w, invalid(res.Err))
-			}
-			return
-		}
-		ids = append(ids, uint64(j.ID))
-	}
-	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids})
+		return invalid(err)
+	})
 }
 
-// handleUpdate is `scontrol update JobId=N Field=Value ...`: the FSM
-// decides (fsm.PlanJobUpdate), with Slurm's refusals; the agent parses the
+// Update is `scontrol update JobId=N Field=Value ...`: the FSM decides
+// (fsm.PlanJobUpdate), with Slurm's refusals; the agent parses the
 // dependency and says whether the caller is root.
-func (a *Agent) handleUpdate(w http.ResponseWriter, r *http.Request) {
-	var req api.UpdateRequest
-	who, here := a.http.AcceptWrite(w, r, &req)
-	if !here {
-		return
-	}
+func (b apiBackend) Update(ctx context.Context, id string, req api.UpdateRequest, who cluster.Identity) (api.JobsChanged, error) {
 	f := fsm.JobUpdate{Nodes: req.Nodes, Partition: req.Partition, QoS: req.QoS, Name: req.Name, Comment: req.Comment, Nice: req.Nice}
 	if req.TimeLimitS != nil {
 		d := time.Duration(*req.TimeLimitS) * time.Second
 		if *req.TimeLimitS < 0 || *req.TimeLimitS > int64(math.MaxInt64/time.Second) {
-			httpapi.WriteError(w, invalid(fmt.Errorf("update job %s: %w: time_limit_s %d", r.PathValue("id"), fsm.ErrUpdateTimeLimit, *req.TimeLimitS)))
-			return
+			return api.JobsChanged{}, invalid(fmt.Errorf("update job %s: %w: time_limit_s %d", id, fsm.ErrUpdateTimeLimit, *req.TimeLimitS))
 		}
 		f.TimeLimit = &d
 	}
 	if req.TimeLimitAddS != nil {
 		d := time.Duration(*req.TimeLimitAddS) * time.Second
 		if d/time.Second != time.Duration(*req.TimeLimitAddS) {
-			httpapi.WriteError(w, invalid(fmt.Errorf("update job %s: %w: time_limit_add_s %d", r.PathValue("id"), fsm.ErrUpdateTimeLimit, *req.TimeLimitAddS)))
-			return
+			return api.JobsChanged{}, invalid(fmt.Errorf("update job %s: %w: time_limit_add_s %d", id, fsm.ErrUpdateTimeLimit, *req.TimeLimitAddS))
 		}
 		f.TimeLimitAdd = &d
 	}
@@ -276,41 +216,47 @@ func (a *Agent) handleUpdate(w http.ResponseWriter, r *http.Request) {
 		} else {
 			d, err := slurm.ParseDependency(*req.Dependency)
 			if err != nil {
-				httpapi.WriteError(w, invalid(fmt.Errorf("update job %s: %w: %w", r.PathValue("id"), fsm.ErrUpdateDependency, err)))
-				return
+				return api.JobsChanged{}, invalid(fmt.Errorf("update job %s: %w: %w", id, fsm.ErrUpdateDependency, err))
 			}
 			f.Dependency = cluster.DependencyFromSlurm(d)
 		}
 	}
-	jobs, err := a.jobsOf(r)
+	return b.a.eachLiveJob(ctx, id, func(ctx context.Context, j *cluster.Job) (fsm.Result, error) {
+		return b.a.apply(ctx, fsm.CmdUpdateJob, fsm.UpdateJob{Job: j.ID, UID: who.UID, Admin: who.UID == 0, Fields: f, Time: time.Now()})
+	}, func(err error) error {
+		switch {
+		case errors.Is(err, fsm.ErrUpdateAccessDenied):
+			return forbidden(err)
+		case errors.Is(err, fsm.ErrUpdateNotPending), errors.Is(err, fsm.ErrUpdateNotSupported), errors.Is(err, fsm.ErrUpdateFinished):
+			return conflict(err)
+		}
+		return invalid(err)
+	})
+}
+
+// eachLiveJob applies op to the jobs the reference id names (passing over
+// an array's finished elements); the first refusal of the FSM ends it,
+// marked by refusal.
+func (a *Agent) eachLiveJob(ctx context.Context, id string, op func(context.Context, *cluster.Job) (fsm.Result, error), refusal func(error) error) (api.JobsChanged, error) {
+	jobs, err := a.jobsOf(id)
 	if err != nil {
-		httpapi.WriteError(w, err)
-		return
+		return api.JobsChanged{}, err
 	}
 	ids := []uint64{}
 	for _, j := range jobs {
 		if len(jobs) > 1 && j.State.Terminal() {
 			continue
 		}
-		res, err := a.apply(r.Context(), fsm.CmdUpdateJob, fsm.UpdateJob{Job: j.ID, UID: who.UID, Admin: who.UID == 0, Fields: f, Time: time.Now()})
+		res, err := op(ctx, j)
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return api.JobsChanged{}, err
 		}
 		if res.Err != nil {
-			switch {
-			case errors.Is(res.Err, fsm.ErrUpdateAccessDenied):
-				httpapi.WriteError(w, forbidden(res.Err))
-			case errors.Is(res.Err, fsm.ErrUpdateNotPending), errors.Is(res.Err, fsm.ErrUpdateNotSupported), errors.Is(res.Err, fsm.ErrUpdateFinished):
-				httpapi.WriteError(w, conflict(res.Err))
-			default:
-				httpapi.WriteError(w, invalid(res.Err))
-			}
-			return
+			return api.JobsChanged{}, refusal(res.Err)
 		}
 		ids = append(ids, uint64(j.ID))
 	}
-	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids})
+	return api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids}, nil
 }
 
 // spreadGPUs turns --gpus G without --nodes into the fewest nodes that can

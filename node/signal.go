@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"syscall"
 	"time"
 
@@ -12,32 +11,17 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/exec"
 	"github.com/shoal-sched/shoal/fsm"
-	"github.com/shoal-sched/shoal/httpapi"
 )
 
-// handleSignal sends a signal to a running job's tasks without stopping
-// them (shoal cancel --signal, scancel --signal): the leader records the
+// Signal sends a signal to a running job's tasks without stopping them
+// (shoal cancel --signal, scancel --signal): the leader records the
 // request in the job, and every node running a task of it delivers it.
-func (a *Agent) handleSignal(w http.ResponseWriter, r *http.Request) {
-	id, err := jobID(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	var req api.SignalRequest
-	who, here := a.http.AcceptWrite(w, r, &req)
-	if !here {
-		return
-	}
-	if err := a.leaderSignal(r.Context(), id, req, who); err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), struct{}{})
+func (b apiBackend) Signal(ctx context.Context, id cluster.JobID, req api.SignalRequest, who cluster.Identity) error {
+	return b.a.leaderSignal(ctx, id, req, who)
 }
 
 // leaderSignal records a signal request for its job's owner (or root).
-func (a *Agent) leaderSignal(ctx context.Context, id cluster.JobID, req api.SignalRequest, who caller) error {
+func (a *Agent) leaderSignal(ctx context.Context, id cluster.JobID, req api.SignalRequest, who cluster.Identity) error {
 	j, ok := a.state.View().Job(id)
 	if !ok {
 		return notFound(fmt.Errorf("job %d: %w", id, fsm.ErrUnknownJob))

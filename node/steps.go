@@ -4,18 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
-	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -59,27 +54,13 @@ func makeShimDir(dataDir string) (string, error) {
 	return dir, nil
 }
 
-func (a *Agent) handleStartStep(w http.ResponseWriter, r *http.Request) {
-	id, err := jobID(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	var req api.StepRequest
-	who, here := a.http.AcceptWrite(w, r, &req)
-	if !here {
-		return
-	}
-	step, err := a.leaderStartStep(r.Context(), id, req, who)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), api.StepResponse{Step: step})
+// StartStep starts an srun step (leader).
+func (b apiBackend) StartStep(ctx context.Context, id cluster.JobID, req api.StepRequest, who cluster.Identity) (int, error) {
+	return b.a.leaderStartStep(ctx, id, req, who)
 }
 
 // leaderStartStep starts an srun step for its job's owner (or root).
-func (a *Agent) leaderStartStep(ctx context.Context, id cluster.JobID, req api.StepRequest, who caller) (int, error) {
+func (a *Agent) leaderStartStep(ctx context.Context, id cluster.JobID, req api.StepRequest, who cluster.Identity) (int, error) {
 	j, ok := a.state.View().Job(id)
 	if !ok {
 		return 0, notFound(fmt.Errorf("job %d: no such job", id))
@@ -105,85 +86,19 @@ func (a *Agent) leaderStartStep(ctx context.Context, id cluster.JobID, req api.S
 	return res.StepID, nil
 }
 
-func (a *Agent) handleCancelStep(w http.ResponseWriter, r *http.Request) {
-	id, err := jobID(r)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	step, err := strconv.Atoi(r.PathValue("step"))
-	if err != nil || step < 0 {
-		httpapi.WriteError(w, invalid(fmt.Errorf("step %q: want a step id (0, 1, ...)", r.PathValue("step"))))
-		return
-	}
-	who, here := a.http.AcceptWrite(w, r, nil)
-	if !here {
-		return
-	}
+// CancelStep cancels step of job id for who (leader).
+func (b apiBackend) CancelStep(ctx context.Context, id cluster.JobID, step int, who cluster.Identity) error {
+	a := b.a
 	j, ok := a.state.View().Job(id)
 	if !ok {
-		httpapi.WriteError(w, notFound(fmt.Errorf("job %d: no such job", id)))
-		return
+		return notFound(fmt.Errorf("job %d: no such job", id))
 	}
 	if err := mayTouch(a.state.View(), fmt.Sprintf("cancel step %d of", step), j, who); err != nil {
-		httpapi.WriteError(w, err)
-		return
+		return err
 	}
-	res, err := a.apply(r.Context(), fsm.CmdCancelStep, fsm.CancelStep{Job: id, Step: step, Time: time.Now()})
+	res, err := a.apply(ctx, fsm.CmdCancelStep, fsm.CancelStep{Job: id, Step: step, Time: time.Now()})
 	if err == nil && res.Err != nil {
 		err = conflict(res.Err)
 	}
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, a.state.Index(), struct{}{})
-}
-
-// logFilter selects which of a job's output files to read, and from
-// where: a step (-1 for the job's own tasks, nil for all) and, per
-// api.LogKey, the offset already read.
-type logFilter struct {
-	step *int
-	from map[string]int64
-}
-
-// parseLogFilter reads ?step=S&from=KEY:OFFSET... .
-func parseLogFilter(r *http.Request) (logFilter, error) {
-	var f logFilter
-	q := r.URL.Query()
-	if s := q.Get("step"); s != "" {
-		step, err := strconv.Atoi(s)
-		if err != nil || step < -1 {
-			return f, invalid(fmt.Errorf("step %q: want a step id, or -1 for the job's own tasks", s))
-		}
-		f.step = &step
-	}
-	for _, kv := range q["from"] {
-		i := strings.LastIndexByte(kv, ':')
-		off, err := strconv.ParseInt(kv[i+1:], 10, 64)
-		if i < 0 || err != nil || off < 0 {
-			return f, invalid(fmt.Errorf("from %q: want NODE/INCARNATION/RANK/STREAM:OFFSET", kv))
-		}
-		if f.from == nil {
-			f.from = map[string]int64{}
-		}
-		f.from[kv[:i]] = off
-	}
-	return f, nil
-}
-
-// query is parseLogFilter's inverse, for forwarding to a node.
-func (f logFilter) query() string {
-	q := make([]string, 0, len(f.from)+1)
-	if f.step != nil {
-		q = append(q, "step="+strconv.Itoa(*f.step))
-	}
-	for k, off := range f.from {
-		q = append(q, "from="+url.QueryEscape(k+":"+strconv.FormatInt(off, 10)))
-	}
-	if len(q) == 0 {
-		return ""
-	}
-	return "?" + strings.Join(q, "&")
+	return err
 }

@@ -33,7 +33,7 @@ import (
 // replica does not lead either (leadLoop hands leadership over).
 func (a *Agent) mayPropose(ctx context.Context, t fsm.CmdType, need int) error {
 	if err := a.state.Diverged(); err != nil {
-		// It wraps fsm.ErrDiverged: 500 as for reads (readView), not 503,
+		// It wraps fsm.ErrDiverged: 500 as for reads (readable), not 503,
 		// which clients retry here.
 		return fmt.Errorf("propose %s: this agent's replica diverged and proposes nothing; ask another agent: %w", t, err)
 	}

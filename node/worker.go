@@ -416,20 +416,20 @@ func (a *Agent) masterAddr(v *fsm.View, first string) string {
 }
 
 // localLogs reads this node's rank output of a job.
-func (a *Agent) localLogs(id cluster.JobID, filter logFilter) ([]api.LogChunk, error) {
+func (a *Agent) localLogs(id cluster.JobID, filter api.LogFilter) ([]api.LogChunk, error) {
 	files, err := a.exec.LogFiles(id)
 	if err != nil {
 		return nil, fmt.Errorf("logs of job %d on %s: %w", id, a.cfg.Name, err)
 	}
 	out := make([]api.LogChunk, 0, len(files))
 	for _, f := range files {
-		if filter.step != nil && f.Step != *filter.step {
+		if filter.Step != nil && f.Step != *filter.Step {
 			continue
 		}
 		c := api.LogChunk{Node: a.cfg.Name, Incarnation: f.Incarnation, Step: f.Step, Rank: f.Rank, Stream: f.Stream}
 		// ReadLog reads a file the job chose only as its user and only if
 		// it is still the one its task opened: the agent runs as root.
-		data, offset, size, err := exec.ReadLog(f, filter.from[api.LogKey(c)], maxLogBytes)
+		data, offset, size, err := exec.ReadLog(f, filter.From[api.LogKey(c)], maxLogBytes)
 		if err != nil {
 			c.Error = err.Error()
 		}

@@ -1,4 +1,9 @@
-package node
+// Package datadir is an agent's data directory: created with the modes
+// the agent trusts, locked against a second agent, and bound to one node
+// name (a raft server's identity). It is the first piece of the agent's
+// composition (config, data dir, start, shutdown) taken out of package
+// node.
+package datadir
 
 import (
 	"errors"
@@ -11,19 +16,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dataDir is an agent's locked data directory.
-type dataDir struct {
+// Dir is an agent's locked data directory.
+type Dir struct {
 	path string
 	lock *os.File
 }
 
-// ErrDataDirLocked is returned when another agent holds the data dir.
-var ErrDataDirLocked = errors.New("data dir is locked by another agent")
+// ErrLocked is returned when another agent holds the data dir.
+var ErrLocked = errors.New("data dir is locked by another agent")
 
-// openDataDir creates and locks dir and checks that it belongs to name:
+// Open creates and locks dir and checks that it belongs to name:
 // an agent restarted under another name on the same dir is refused, since
 // its raft state would claim to be a different server.
-func openDataDir(dir, name string) (*dataDir, error) {
+func Open(dir, name string) (*Dir, error) {
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return nil, fmt.Errorf("--data-dir %s: %w", dir, err)
 	}
@@ -53,33 +58,35 @@ func openDataDir(dir, name string) (*dataDir, error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		holder, _ := os.ReadFile(filepath.Join(dir, "LOCK"))
-		return nil, fmt.Errorf("--data-dir %s: %w (pid %s)", dir, ErrDataDirLocked, strings.TrimSpace(string(holder)))
+		return nil, fmt.Errorf("--data-dir %s: %w (pid %s)", dir, ErrLocked, strings.TrimSpace(string(holder)))
 	}
 	_ = f.Truncate(0)
 	_, _ = fmt.Fprintf(f, "%d\n", os.Getpid())
-	d := &dataDir{path: dir, lock: f}
+	d := &Dir{path: dir, lock: f}
 	idFile := filepath.Join(dir, "node-name")
 	prev, err := os.ReadFile(idFile)
 	switch {
 	case err == nil && strings.TrimSpace(string(prev)) != name:
-		d.close()
+		d.Close()
 		return nil, fmt.Errorf("--name %q: data dir %s belongs to node %q; start it with --name %s or use another --data-dir",
 			name, dir, strings.TrimSpace(string(prev)), strings.TrimSpace(string(prev)))
 	case errors.Is(err, os.ErrNotExist):
 		if err := os.WriteFile(idFile, []byte(name+"\n"), 0o600); err != nil {
-			d.close()
+			d.Close()
 			return nil, fmt.Errorf("--data-dir %s: record node name: %w", dir, err)
 		}
 	case err != nil:
-		d.close()
+		d.Close()
 		return nil, fmt.Errorf("--data-dir %s: read node name: %w", dir, err)
 	}
 	return d, nil
 }
 
-func (d *dataDir) socketPath() string { return filepath.Join(d.path, "shoal.sock") }
+// SocketPath is the agent's Unix socket in the dir.
+func (d *Dir) SocketPath() string { return filepath.Join(d.path, "shoal.sock") }
 
-func (d *dataDir) close() {
+// Close releases the lock; another agent may open the dir.
+func (d *Dir) Close() {
 	if d.lock != nil {
 		_ = unix.Flock(int(d.lock.Fd()), unix.LOCK_UN)
 		d.lock.Close()

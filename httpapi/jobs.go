@@ -1,0 +1,388 @@
+package httpapi
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/slurm"
+)
+
+// JobWrites are the changes to jobs the leader carries out for a caller.
+// They reach the leader only through AcceptWrite (proven caller, decoded
+// body, a follower forwards), and the leader decides who may do what.
+type JobWrites interface {
+	// Submit queues a job; TestOnly checks it as a submit would and
+	// says when and where it could start, without queueing it.
+	Submit(ctx context.Context, req api.SubmitRequest, who cluster.Identity) (api.SubmitResponse, error)
+	TestOnly(req api.SubmitRequest, who cluster.Identity) (api.TestOnlyResponse, error)
+	// Cancel, Hold, Release and Requeue act on every job ref names (an
+	// array's live elements for its bare id).
+	Cancel(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error)
+	Hold(ctx context.Context, ref cluster.JobRef, userHold bool, who cluster.Identity) (api.JobsChanged, error)
+	Release(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error)
+	Requeue(ctx context.Context, ref cluster.JobRef, hold bool, who cluster.Identity) (api.JobsChanged, error)
+	// SetPriority and Update take the job reference as given: the leader
+	// refuses the caller or the fields before it parses the reference.
+	SetPriority(ctx context.Context, id string, req api.PriorityRequest, who cluster.Identity) (api.JobsChanged, error)
+	Update(ctx context.Context, id string, req api.UpdateRequest, who cluster.Identity) (api.JobsChanged, error)
+	// StartStep starts an srun step in job id and returns its step id.
+	StartStep(ctx context.Context, id cluster.JobID, req api.StepRequest, who cluster.Identity) (int, error)
+	CancelStep(ctx context.Context, id cluster.JobID, step int, who cluster.Identity) error
+	// Signal asks the nodes running job id to signal its tasks.
+	Signal(ctx context.Context, id cluster.JobID, req api.SignalRequest, who cluster.Identity) error
+}
+
+// JobReads are the reads of one job from this agent's replica, made once
+// the replica is readable (WaitReadable, WaitIndex).
+type JobReads interface {
+	// Job is the job ref names (one array element at most), if who may
+	// see it.
+	Job(ref cluster.JobRef, who cluster.Identity) (JobRecord, error)
+	// Logs are job id's output files from the nodes that hold them, if
+	// who may read them, and the replica's index.
+	Logs(ctx context.Context, id cluster.JobID, filter api.LogFilter, who cluster.Identity) ([]api.LogChunk, uint64, error)
+	// LocalLogs are job id's output files on this node.
+	LocalLogs(id cluster.JobID, filter api.LogFilter) ([]api.LogChunk, error)
+	// JobGPU is what job id's GPUs did over time on each of its nodes,
+	// if who may read it, and the replica's index.
+	JobGPU(ctx context.Context, id cluster.JobID, who cluster.Identity) ([]api.JobGPU, uint64, error)
+	// LocalGPU is job id's GPU series sampled on this node.
+	LocalGPU(id cluster.JobID) []api.JobGPU
+}
+
+// JobRecord is one job with what its rendering needs.
+type JobRecord struct {
+	Job *cluster.Job
+	// ReasonDetail says what a job pending for resources lacks.
+	ReasonDetail string
+	Index        uint64
+}
+
+// PathJobID is the {id} of a path that names one job.
+func PathJobID(r *http.Request) (cluster.JobID, error) {
+	id, err := slurm.ParseJobID(r.PathValue("id"))
+	if err != nil {
+		return 0, cluster.Mark(cluster.ErrInvalid, err)
+	}
+	return cluster.JobID(id), nil
+}
+
+// HandleSubmit is POST /v1/jobs (?test_only=1: sbatch --test-only).
+func (s *Server) HandleSubmit(w http.ResponseWriter, r *http.Request) {
+	var req api.SubmitRequest
+	who, here := s.AcceptWrite(w, r, &req)
+	if !here {
+		return
+	}
+	var out any
+	var err error
+	if r.URL.Query().Get("test_only") != "" {
+		out, err = s.b.TestOnly(req, who.Who())
+	} else {
+		out, err = s.b.Submit(r.Context(), req, who.Who())
+	}
+	s.writeResult(w, out, err)
+}
+
+// writeResult answers a write the leader carried out: its error, or out
+// at the replica's index.
+func (s *Server) writeResult(w http.ResponseWriter, out any, err error) {
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, s.b.Index(), out)
+}
+
+// bodyWrite is the front of a write whose body is a Req: AcceptWrite
+// (proven caller, decoded body, a follower forwards), then do for the
+// caller, answered at the replica's index.
+func bodyWrite[Req, Resp any](s *Server, w http.ResponseWriter, r *http.Request, do func(context.Context, Req, cluster.Identity) (Resp, error)) {
+	var req Req
+	who, here := s.AcceptWrite(w, r, &req)
+	if !here {
+		return
+	}
+	out, err := do(r.Context(), req, who.Who())
+	s.writeResult(w, out, err)
+}
+
+// noAnswer makes a write that returns only an error answer {}.
+func noAnswer[Req any](do func(context.Context, Req, cluster.Identity) error) func(context.Context, Req, cluster.Identity) (struct{}, error) {
+	return func(ctx context.Context, req Req, who cluster.Identity) (struct{}, error) {
+		return struct{}{}, do(ctx, req, who)
+	}
+}
+
+// HandleCancel is DELETE /v1/jobs/{id} and POST /v1/jobs/{id}/cancel: a
+// job, an array element, or every live element of an array (its bare id,
+// as scancel does).
+func (s *Server) HandleCancel(w http.ResponseWriter, r *http.Request) {
+	ref, err := cluster.ParseJobRef(r.PathValue("id"))
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	who, here := s.AcceptWrite(w, r, nil)
+	if !here {
+		return
+	}
+	out, err := s.b.Cancel(r.Context(), ref, who.Who())
+	s.writeResult(w, out, err)
+}
+
+// jobsWrite is the front of a write to the jobs the path's {id} names.
+func (s *Server) jobsWrite(w http.ResponseWriter, r *http.Request, do func(context.Context, cluster.JobRef, cluster.Identity) (api.JobsChanged, error)) {
+	who, here := s.AcceptWrite(w, r, nil)
+	if !here {
+		return
+	}
+	ref, err := cluster.ParseJobRef(r.PathValue("id"))
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	out, err := do(r.Context(), ref, who.Who())
+	s.writeResult(w, out, err)
+}
+
+// HandleHold is POST /v1/jobs/{id}/hold (scontrol hold; ?kind=user:
+// uhold).
+func (s *Server) HandleHold(w http.ResponseWriter, r *http.Request) {
+	user := r.URL.Query().Get("kind") == "user"
+	s.jobsWrite(w, r, func(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error) {
+		return s.b.Hold(ctx, ref, user, who)
+	})
+}
+
+// HandleRelease is POST /v1/jobs/{id}/release.
+func (s *Server) HandleRelease(w http.ResponseWriter, r *http.Request) {
+	s.jobsWrite(w, r, s.b.Release)
+}
+
+// HandleRequeue is POST /v1/jobs/{id}/requeue (?hold=1: requeuehold).
+func (s *Server) HandleRequeue(w http.ResponseWriter, r *http.Request) {
+	hold := r.URL.Query().Get("hold") != ""
+	s.jobsWrite(w, r, func(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error) {
+		return s.b.Requeue(ctx, ref, hold, who)
+	})
+}
+
+// HandleSetPriority is POST /v1/jobs/{id}/priority.
+func (s *Server) HandleSetPriority(w http.ResponseWriter, r *http.Request) {
+	bodyWrite(s, w, r, func(ctx context.Context, req api.PriorityRequest, who cluster.Identity) (api.JobsChanged, error) {
+		return s.b.SetPriority(ctx, r.PathValue("id"), req, who)
+	})
+}
+
+// HandleUpdate is POST /v1/jobs/{id}/update (scontrol update JobId=).
+func (s *Server) HandleUpdate(w http.ResponseWriter, r *http.Request) {
+	bodyWrite(s, w, r, func(ctx context.Context, req api.UpdateRequest, who cluster.Identity) (api.JobsChanged, error) {
+		return s.b.Update(ctx, r.PathValue("id"), req, who)
+	})
+}
+
+// HandleStartStep is POST /v1/jobs/{id}/steps.
+func (s *Server) HandleStartStep(w http.ResponseWriter, r *http.Request) {
+	id, err := PathJobID(r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	bodyWrite(s, w, r, func(ctx context.Context, req api.StepRequest, who cluster.Identity) (api.StepResponse, error) {
+		step, err := s.b.StartStep(ctx, id, req, who)
+		return api.StepResponse{Step: step}, err
+	})
+}
+
+// HandleCancelStep is POST /v1/jobs/{id}/steps/{step}/cancel.
+func (s *Server) HandleCancelStep(w http.ResponseWriter, r *http.Request) {
+	id, err := PathJobID(r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	step, err := strconv.Atoi(r.PathValue("step"))
+	if err != nil || step < 0 {
+		WriteError(w, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("step %q: want a step id (0, 1, ...)", r.PathValue("step"))))
+		return
+	}
+	who, here := s.AcceptWrite(w, r, nil)
+	if !here {
+		return
+	}
+	s.writeResult(w, struct{}{}, s.b.CancelStep(r.Context(), id, step, who.Who()))
+}
+
+// HandleSignal is POST /v1/jobs/{id}/signal: a signal to a running job's
+// tasks without stopping them (scancel --signal).
+func (s *Server) HandleSignal(w http.ResponseWriter, r *http.Request) {
+	id, err := PathJobID(r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	bodyWrite(s, w, r, func(ctx context.Context, req api.SignalRequest, who cluster.Identity) (struct{}, error) {
+		return struct{}{}, s.b.Signal(ctx, id, req, who)
+	})
+}
+
+// HandleJob is GET /v1/jobs/{id}: one job, by its id or an array element
+// as N_TASK; a blocking read (?index=&wait=).
+func (s *Server) HandleJob(w http.ResponseWriter, r *http.Request) {
+	ref, err := cluster.ParseJobRef(r.PathValue("id"))
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	if len(ref.Tasks) > 1 {
+		WriteError(w, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("job id %q: names several array elements, want one", ref.Raw)))
+		return
+	}
+	if err := s.WaitIndex(r); err != nil {
+		WriteError(w, err)
+		return
+	}
+	rec, err := s.b.Job(ref, CallerOf(r).Who())
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	out := JobOf(rec.Job)
+	out.ReasonDetail = rec.ReasonDetail
+	WriteJSON(w, http.StatusOK, rec.Index, out)
+}
+
+// HandleLogs is GET /v1/jobs/{id}/logs: the job's output from every node
+// that holds some, in order of run, step, rank and stream.
+func (s *Server) HandleLogs(w http.ResponseWriter, r *http.Request) {
+	id, filter, err := logsOf(r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	if err := s.WaitReadable(r.Context()); err != nil {
+		WriteError(w, err)
+		return
+	}
+	out, index, err := s.b.Logs(r.Context(), id, filter, CallerOf(r).Who())
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	slices.SortStableFunc(out, func(x, y api.LogChunk) int {
+		if x.Incarnation != y.Incarnation {
+			return int(x.Incarnation) - int(y.Incarnation)
+		}
+		if x.Step != y.Step {
+			return x.Step - y.Step
+		}
+		if x.Rank != y.Rank {
+			return x.Rank - y.Rank
+		}
+		return strings.Compare(x.Stream, y.Stream)
+	})
+	WriteJSON(w, http.StatusOK, index, out)
+}
+
+// HandleLocalLogs is GET /v1/internal/logs/{id}: this node's share of a
+// job's output, for the agent that serves HandleLogs (nodes only).
+func (s *Server) HandleLocalLogs(w http.ResponseWriter, r *http.Request) {
+	if err := s.RequireNode(r, ""); err != nil {
+		WriteError(w, err)
+		return
+	}
+	id, filter, err := logsOf(r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	out, err := s.b.LocalLogs(id, filter)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, 0, out)
+}
+
+// HandleJobGPU is GET /v1/jobs/{id}/gpu: what the job's GPUs did over
+// time on each of its nodes (asked of those nodes: the series are theirs,
+// never replicated), in order of run and node.
+func (s *Server) HandleJobGPU(w http.ResponseWriter, r *http.Request) {
+	id, err := PathJobID(r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	if err := s.WaitReadable(r.Context()); err != nil {
+		WriteError(w, err)
+		return
+	}
+	out, index, err := s.b.JobGPU(r.Context(), id, CallerOf(r).Who())
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	slices.SortStableFunc(out, func(x, y api.JobGPU) int {
+		return cmp.Or(cmp.Compare(x.Incarnation, y.Incarnation), cmp.Compare(x.Node, y.Node))
+	})
+	WriteJSON(w, http.StatusOK, index, out)
+}
+
+// HandleLocalGPU is GET /v1/internal/gpu/{id}: this node's series of a
+// job's GPU use, for the agent that serves HandleJobGPU (nodes only).
+func (s *Server) HandleLocalGPU(w http.ResponseWriter, r *http.Request) {
+	if err := s.RequireNode(r, ""); err != nil {
+		WriteError(w, err)
+		return
+	}
+	id, err := PathJobID(r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, 0, s.b.LocalGPU(id))
+}
+
+// logsOf is the job and the filter of a logs request.
+func logsOf(r *http.Request) (cluster.JobID, api.LogFilter, error) {
+	id, err := PathJobID(r)
+	if err != nil {
+		return 0, api.LogFilter{}, err
+	}
+	filter, err := ParseLogFilter(r)
+	return id, filter, err
+}
+
+// ParseLogFilter reads ?step=S&from=KEY:OFFSET... (api.LogFilter.Query's
+// inverse).
+func ParseLogFilter(r *http.Request) (api.LogFilter, error) {
+	var f api.LogFilter
+	q := r.URL.Query()
+	if s := q.Get("step"); s != "" {
+		step, err := strconv.Atoi(s)
+		if err != nil || step < -1 {
+			return f, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("step %q: want a step id, or -1 for the job's own tasks", s))
+		}
+		f.Step = &step
+	}
+	for _, kv := range q["from"] {
+		i := strings.LastIndexByte(kv, ':')
+		off, err := strconv.ParseInt(kv[i+1:], 10, 64)
+		if i < 0 || err != nil || off < 0 {
+			return f, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("from %q: want NODE/INCARNATION/RANK/STREAM:OFFSET", kv))
+		}
+		if f.From == nil {
+			f.From = map[string]int64{}
+		}
+		f.From[kv[:i]] = off
+	}
+	return f, nil
+}

@@ -1,0 +1,166 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// Terminals are the srun --pty terminals the agent reaches.
+type Terminals interface {
+	// DialPty connects to the terminal of rank 0 of job id's own task
+	// (step -1) or of a step, for who: here or through the agent of the
+	// node that runs it, but only here when forwarded (a peer asked). It
+	// names that node.
+	DialPty(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (conn io.ReadWriteCloser, node string, err error)
+}
+
+// HandlePty is GET /v1/jobs/{id}/pty[?step=S]: it takes the connection
+// over (api.PtyProtocol) and relays it to the terminal of the job's or
+// step's rank 0 until either side ends.
+func (s *Server) HandlePty(w http.ResponseWriter, r *http.Request) {
+	id, err := PathJobID(r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	step := -1
+	if v := r.URL.Query().Get("step"); v != "" {
+		if step, err = strconv.Atoi(v); err != nil || step < -1 {
+			WriteError(w, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("step %q: want a step id, or -1 for the job's own task", v)))
+			return
+		}
+	}
+	if r.Header.Get("Upgrade") != api.PtyProtocol {
+		WriteError(w, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("upgrade %q: want %q", r.Header.Get("Upgrade"), api.PtyProtocol)))
+		return
+	}
+	who := CallerOf(r)
+	if err := RequireProven(who); err != nil {
+		WriteError(w, err)
+		return
+	}
+	if err := s.WaitReadable(r.Context()); err != nil {
+		WriteError(w, err)
+		return
+	}
+	upstream, node, err := s.b.DialPty(r.Context(), id, step, who.Who(), r.Header.Get(api.HeaderForwardedBy) != "")
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	defer upstream.Close()
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		WriteError(w, fmt.Errorf("attach to job %d's terminal: this connection cannot be taken over", id))
+		return
+	}
+	conn, brw, err := hj.Hijack()
+	if err != nil {
+		s.log.Warn("terminal: take over the connection", "job", uint64(id), "err", err)
+		return
+	}
+	defer conn.Close()
+	// The server's read and write deadlines bound requests, not a
+	// terminal session.
+	_ = conn.SetDeadline(time.Time{})
+	if _, err := fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", api.PtyProtocol); err != nil {
+		return
+	}
+	if err := brw.Flush(); err != nil {
+		return
+	}
+	remove, ok := s.relays.add(closers{conn, upstream})
+	if !ok {
+		return // the agent is stopping
+	}
+	defer remove()
+	s.log.Info("terminal attached", "job", uint64(id), "step", step, "node", node, "by", who.User)
+	relay(hijacked{r: brw.Reader, Conn: conn}, upstream)
+	s.log.Info("terminal detached", "job", uint64(id), "step", step)
+}
+
+// CloseRelays ends the terminal relays in progress and refuses new ones:
+// http.Server.Shutdown does not track connections taken over from it, so
+// the agent registers this with RegisterOnShutdown.
+func (s *Server) CloseRelays() { s.relays.closeAll() }
+
+// hijacked is a taken-over connection whose first bytes may wait in the
+// server's reader.
+type hijacked struct {
+	r *bufio.Reader
+	net.Conn
+}
+
+func (h hijacked) Read(p []byte) (int, error) { return h.r.Read(p) }
+
+// relay copies both ways between x and y until either ends, then closes
+// both.
+func relay(x, y io.ReadWriteCloser) {
+	var once sync.Once
+	closeBoth := func() {
+		once.Do(func() {
+			x.Close()
+			y.Close()
+		})
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_, _ = io.Copy(x, y)
+		closeBoth()
+	})
+	_, _ = io.Copy(y, x)
+	closeBoth()
+	wg.Wait()
+}
+
+// relays are the terminal relays in progress (see CloseRelays); their
+// handlers return once closeAll ends them.
+type relays struct {
+	mu      sync.Mutex
+	stopped bool
+	open    map[*closers]struct{}
+}
+
+// closers closes a relay's two ends.
+type closers [2]io.Closer
+
+// add records a relay's ends; remove forgets them. ok is false once the
+// agent is stopping (the caller then ends the relay itself).
+func (r *relays) add(c closers) (remove func(), ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return nil, false
+	}
+	if r.open == nil {
+		r.open = map[*closers]struct{}{}
+	}
+	p := &c
+	r.open[p] = struct{}{}
+	return func() {
+		r.mu.Lock()
+		delete(r.open, p)
+		r.mu.Unlock()
+	}, true
+}
+
+// closeAll ends every relay, and any added later.
+func (r *relays) closeAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopped = true
+	for c := range r.open {
+		c[0].Close()
+		c[1].Close()
+	}
+}
