@@ -139,6 +139,14 @@ func specOf(req api.SubmitRequest, who cluster.Identity) (cluster.Spec, error) {
 		}
 		begin = t.UTC()
 	}
+	var deadline time.Time
+	if req.Deadline != "" {
+		t, err := time.Parse(time.RFC3339, req.Deadline)
+		if err != nil {
+			return cluster.Spec{}, invalid(fmt.Errorf("deadline %.64q: want an RFC 3339 time", req.Deadline))
+		}
+		deadline = t.UTC()
+	}
 	name := req.Name
 	if name == "" && len(req.Command) > 0 {
 		name = filepath.Base(req.Command[0])
@@ -190,7 +198,9 @@ func specOf(req api.SubmitRequest, who cluster.Identity) (cluster.Spec, error) {
 		Dependency: req.Dependency,
 		Array:      req.Array,
 		Hold:       req.Hold,
+		NoKill:     req.NoKill,
 		Begin:      begin,
+		Deadline:   deadline,
 	}, nil
 }
 

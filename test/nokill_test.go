@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,10 +21,18 @@ import (
 func TestNoKill(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 2})
 	lead := leaderIndex(t, c, 0)
-	// The first node is the leader's (it stays), the second another one
-	// (killed); commands go through the third agent's shims.
-	first, second := lead, (lead+1)%3
-	cli := c.Agents[(lead+2)%3]
+	// The job's first node is the first of its nodes by name, as Slurm
+	// orders a nodelist: it must stay, and the other one (killed) must not
+	// be the leader. So kill the last-named agent that does not lead, keep
+	// the first-named one (never that one), and send commands through the
+	// third agent's shims.
+	byName := []int{0, 1, 2}
+	slices.SortFunc(byName, func(x, y int) int { return strings.Compare(c.Agents[x].Name, c.Agents[y].Name) })
+	first, second := byName[0], byName[2]
+	if second == lead {
+		second = byName[1]
+	}
+	cli := c.Agents[3-first-second]
 	sh := newSlurmShims(t, cli)
 	work := t.TempDir()
 	script := filepath.Join(work, "job.sh")
