@@ -67,17 +67,48 @@ type Timing struct {
 	TrailingLogs uint64
 }
 
-// DefaultTiming returns the values for a real network: raft's own
-// defaults, tuned by HashiCorp for LAN clusters. A 1s heartbeat timeout
-// rides out a GC pause or a loaded node without an election; a 500ms lease
-// lets a leader cut off from its quorum step down quickly; snapshots every
-// 8192 entries keep restart replay short while keeping 10240 entries for
-// followers to catch up from.
+// DefaultTiming returns the values for a real network (a LAN: sub-ms
+// round trips). They are half of raft's own defaults, so that a leader
+// killed outright is replaced in well under a second (BENCHMARKS.md,
+// "Failover (issue 15)"), and still wide for a LAN:
+//
+//   - The leader heartbeats each follower every 50..100 ms (a random
+//     HeartbeatTimeout/10..HeartbeatTimeout/5), from a goroutine of its
+//     own that neither the log's fsyncs nor the FSM hold up, and a
+//     follower answers heartbeats on the transport's fast path, outside
+//     raft's main loop (a slow fsync there does not make it miss one). A
+//     follower starts an election only after 500 ms with no message at all
+//     (checked at a random 500 ms..1 s tick): five to ten heartbeats lost
+//     in a row. Go's GC stops the world for well under a millisecond; a
+//     2-core node saturated by jobs delays a runnable goroutine by tens of
+//     milliseconds at worst (CFS's scheduling period); an fsync of a
+//     loaded disk takes tens to hundreds of milliseconds but is off the
+//     heartbeat path. A pause long
+//     enough to lose 500 ms of heartbeats (swapping, a frozen VM) costs a
+//     spurious election, never safety: raft's terms keep the log
+//     consistent, pre-vote (on) keeps a server that was cut off from
+//     disrupting a leader the others still hear, and the cost is one
+//     election (~10 ms on a LAN) plus the clients' retries.
+//   - ElectionTimeout = HeartbeatTimeout: the wait before a candidate
+//     that split the vote tries again (random 500 ms..1 s).
+//   - LeaderLeaseTimeout 250 ms (<= HeartbeatTimeout, as raft requires):
+//     a leader that has not heard from a quorum for 5 heartbeat rounds
+//     steps down, before any follower can have elected another.
+//
+// The node lease that fences ranks (README, "Node liveness and fencing")
+// is separate and much longer: a new leader counts a node's silence only
+// from its own election, and a deposed leader acknowledges no heartbeat
+// once its leader lease has expired, about 250 ms after it lost its
+// quorum, which is before anyone else can lead (500 ms after at the
+// earliest).
+// Shorter raft timeouts leave that bound as it was, and make a failover
+// eat less of --lease-ttl. Snapshots every 8192 entries keep restart replay
+// short while keeping 10240 entries for followers to catch up from.
 func DefaultTiming() Timing {
 	return Timing{
-		HeartbeatTimeout:   1000 * time.Millisecond,
-		ElectionTimeout:    1000 * time.Millisecond,
-		LeaderLeaseTimeout: 500 * time.Millisecond,
+		HeartbeatTimeout:   500 * time.Millisecond,
+		ElectionTimeout:    500 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond,
 		CommitTimeout:      50 * time.Millisecond,
 		SnapshotThreshold:  8192,
 		SnapshotInterval:   120 * time.Second,
