@@ -68,10 +68,10 @@ type Timing struct {
 }
 
 // DefaultTiming returns the values for a real network (a LAN: sub-ms
-// round trips). The heartbeat timeout and the leader lease are half of
-// raft's own defaults, so that a leader killed outright is replaced in
-// well under a second (BENCHMARKS.md, "Failover (issue 15)"); they are
-// still wide for a LAN:
+// round trips). The heartbeat timeout is half of raft's own default, so
+// that a leader killed outright is replaced in well under a second
+// (BENCHMARKS.md, "Failover (issue 15)"); the values are still wide for
+// a LAN:
 //
 //   - The leader heartbeats each follower every 50..100 ms (a random
 //     HeartbeatTimeout/10..HeartbeatTimeout/5), from a goroutine of its
@@ -98,24 +98,30 @@ type Timing struct {
 //     box overloaded many times over (load average 150-340 on 2 cores),
 //     500 ms made candidates give up on votes still on their way and try
 //     again 23 times in 2 minutes, against 3 with 1 s.
-//   - LeaderLeaseTimeout 250 ms: a leader that has heard from no quorum
-//     for that long (several heartbeat rounds) steps down. raft wants it
-//     <= HeartbeatTimeout, and recheck.go's nudge wants it below.
+//   - LeaderLeaseTimeout 450 ms: a leader that has heard from no quorum
+//     for that long (four to nine heartbeat rounds) steps down. raft
+//     wants it <= HeartbeatTimeout, and recheck.go's nudge wants it
+//     below. At 250 ms (half of the heartbeat timeout, raft's own ratio)
+//     a leader on a box overloaded many times over (load average 50-95
+//     on 2 cores) stepped down twice in 2 minutes where the old 500 ms
+//     lease held; a lease only decides how soon a leader cut off from its
+//     quorum stops taking writes, which is not on a failover's path.
 //
 // The node lease that fences ranks (README, "Node liveness and fencing")
 // is separate and much longer, and its bound does not depend on these: a
 // new leader counts a node's silence only from its own election, and a
 // deposed leader acknowledges no heartbeat once its leader lease has
-// expired, about 250 ms after it lost its quorum, before anyone else can
-// lead (500 ms after at the earliest). Shorter raft timeouts only make a
-// failover eat less of --lease-ttl. Snapshots every 8192 entries keep
+// expired, about 450 ms after it lost its quorum, when another can be
+// elected 500 ms after at the earliest: a node it still acknowledged
+// fences its ranks well inside the bound's 2 s margin. Shorter raft
+// timeouts only make a failover eat less of --lease-ttl. Snapshots every 8192 entries keep
 // restart replay short while keeping 10240 entries for followers to
 // catch up from.
 func DefaultTiming() Timing {
 	return Timing{
 		HeartbeatTimeout:   500 * time.Millisecond,
 		ElectionTimeout:    1000 * time.Millisecond,
-		LeaderLeaseTimeout: 250 * time.Millisecond,
+		LeaderLeaseTimeout: 450 * time.Millisecond,
 		CommitTimeout:      50 * time.Millisecond,
 		SnapshotThreshold:  8192,
 		SnapshotInterval:   120 * time.Second,

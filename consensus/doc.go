@@ -36,7 +36,7 @@
 //
 // # Timeouts and why
 //
-// DefaultTiming (500ms heartbeat timeout, 1s election timeout, 250ms
+// DefaultTiming (500ms heartbeat timeout, 1s election timeout, 450ms
 // leader lease, 50ms commit timeout) is for a LAN:
 // config.go says why it tolerates GC pauses, a busy node and slow fsyncs
 // without needless elections, and why the node lease that fences tasks
