@@ -37,6 +37,10 @@ const (
 	// notifyBuffer is the depth of raft's NotifyCh. The forwarder drains it
 	// continuously; the buffer only absorbs scheduling delay.
 	notifyBuffer = 8
+	// observeBuffer is the depth of the observer's channel: leader changes
+	// and, during an election, the vote requests each voter receives. An
+	// observation finding it full is dropped (raft counts it).
+	observeBuffer = 32
 	// shutdownWaitTimeout bounds how long Shutdown waits for goroutines
 	// waiting on raft futures, which raft resolves when it shuts down.
 	shutdownWaitTimeout = 5 * time.Second
@@ -187,7 +191,7 @@ func Open(ctx context.Context, cfg Config) (*Raft, error) {
 		leaderCh: make(chan bool),
 		stopFwd:  make(chan struct{}),
 		fwdDone:  make(chan struct{}),
-		observed: make(chan raft.Observation, notifyBuffer),
+		observed: make(chan raft.Observation, observeBuffer),
 	}
 	// Non-blocking: an observation the forwarder has no room for is
 	// dropped (and counted by raft) rather than holding raft up.
