@@ -173,10 +173,10 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) (uint
 		payload = b
 	}
 	deadline := time.Now().Add(noLeaderWait)
-	backoff := 100 * time.Millisecond
-	for {
+	for attempt := 1; ; attempt++ {
 		index, err := c.do(ctx, method, path, payload, in != nil, out)
 		var se *StatusError
+		backoff := FailoverBackoff(attempt)
 		if method == http.MethodGet || !errors.As(err, &se) || se.Code != http.StatusServiceUnavailable ||
 			!strings.Contains(se.Message, "no raft leader yet") || time.Now().Add(backoff).After(deadline) {
 			return index, err
@@ -186,8 +186,27 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) (uint
 			return index, err
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, time.Second)
 	}
+}
+
+// Bounds of FailoverBackoff.
+const (
+	failoverBackoffFirst = 25 * time.Millisecond
+	failoverBackoffMax   = 100 * time.Millisecond
+)
+
+// FailoverBackoff is the wait after a write's attempt-th failure (from 1)
+// that a leader change may explain: 25 ms, 50 ms, then 100 ms each. A
+// failover takes under a second, so a write sent during one learns of the
+// new leader within 100 ms of it; the retry carries the same request id
+// (Submit), or found no leader at all (Do), so it never applies twice.
+// Ten tries a second per waiting client cost an agent nothing.
+func FailoverBackoff(attempt int) time.Duration {
+	d := failoverBackoffFirst
+	for i := 1; i < attempt && d < failoverBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, failoverBackoffMax)
 }
 
 // do is one attempt of Do.
@@ -242,12 +261,12 @@ func (c *Client) do(ctx context.Context, method, path string, payload []byte, ha
 func (c *Client) Submit(ctx context.Context, req SubmitRequest, retryFor time.Duration) (SubmitResponse, error) {
 	var out SubmitResponse
 	deadline := time.Now().Add(retryFor)
-	backoff := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		_, err := c.Do(ctx, http.MethodPost, "/v1/jobs", req, &out)
 		if err == nil {
 			return out, nil
 		}
+		backoff := FailoverBackoff(attempt)
 		if !retryable(err) || req.RequestID == "" || time.Now().Add(backoff).After(deadline) {
 			return out, err
 		}
@@ -256,7 +275,6 @@ func (c *Client) Submit(ctx context.Context, req SubmitRequest, retryFor time.Du
 			return out, ctx.Err()
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 2*time.Second)
 	}
 }
 

@@ -67,17 +67,61 @@ type Timing struct {
 	TrailingLogs uint64
 }
 
-// DefaultTiming returns the values for a real network: raft's own
-// defaults, tuned by HashiCorp for LAN clusters. A 1s heartbeat timeout
-// rides out a GC pause or a loaded node without an election; a 500ms lease
-// lets a leader cut off from its quorum step down quickly; snapshots every
-// 8192 entries keep restart replay short while keeping 10240 entries for
-// followers to catch up from.
+// DefaultTiming returns the values for a real network (a LAN: sub-ms
+// round trips). The heartbeat timeout is half of raft's own default, so
+// that a leader killed outright is replaced in well under a second
+// (BENCHMARKS.md, "Failover (issue 15)"); the values are still wide for
+// a LAN:
+//
+//   - The leader heartbeats each follower every 50..100 ms (a random
+//     HeartbeatTimeout/10..HeartbeatTimeout/5), from a goroutine of its
+//     own that neither the log's fsyncs nor the FSM hold up, and a
+//     follower answers heartbeats on the transport's fast path, outside
+//     raft's main loop (a slow fsync there does not make it miss one). A
+//     follower starts an election only after 500 ms with no message at
+//     all (checked at a random 500 ms..1 s tick): five to ten heartbeats
+//     lost in a row. Go's GC stops the world for well under a
+//     millisecond; a 2-core node saturated by jobs delays a runnable
+//     goroutine by tens of milliseconds at worst (CFS's scheduling
+//     period); an fsync of a loaded disk takes tens to hundreds of
+//     milliseconds but is off the heartbeat path. A pause long enough to
+//     lose 500 ms of heartbeats (swapping, a frozen VM, a box overloaded
+//     many times over) costs a spurious election, never safety: raft's
+//     terms keep the log consistent, pre-vote (on) keeps a server that
+//     was cut off from disrupting a leader the others still hear, and the
+//     cost is one election (tens of milliseconds) plus the clients'
+//     retries.
+//   - ElectionTimeout 1 s (raft's default): how long a candidate waits
+//     for its votes before it tries again (random 1..2 s). It is not on a
+//     failover's path (the survivors' pre-votes and votes take a few
+//     milliseconds, see recheck.go); only a split vote waits it out. On a
+//     box overloaded many times over (load average 150-340 on 2 cores),
+//     500 ms made candidates give up on votes still on their way and try
+//     again 23 times in 2 minutes, against 3 with 1 s.
+//   - LeaderLeaseTimeout 450 ms: a leader that has heard from no quorum
+//     for that long (four to nine heartbeat rounds) steps down. raft
+//     wants it <= HeartbeatTimeout, and recheck.go's nudge wants it
+//     below. At 250 ms (half of the heartbeat timeout, raft's own ratio)
+//     a leader on a box overloaded many times over (load average 50-95
+//     on 2 cores) stepped down twice in 2 minutes where the old 500 ms
+//     lease held; a lease only decides how soon a leader cut off from its
+//     quorum stops taking writes, which is not on a failover's path.
+//
+// The node lease that fences ranks (README, "Node liveness and fencing")
+// is separate and much longer, and its bound does not depend on these: a
+// new leader counts a node's silence only from its own election, and a
+// deposed leader acknowledges no heartbeat once its leader lease has
+// expired, about 450 ms after it lost its quorum, when another can be
+// elected 500 ms after at the earliest: a node it still acknowledged
+// fences its ranks well inside the bound's 2 s margin. Shorter raft
+// timeouts only make a failover eat less of --lease-ttl. Snapshots every 8192 entries keep
+// restart replay short while keeping 10240 entries for followers to
+// catch up from.
 func DefaultTiming() Timing {
 	return Timing{
-		HeartbeatTimeout:   1000 * time.Millisecond,
+		HeartbeatTimeout:   500 * time.Millisecond,
 		ElectionTimeout:    1000 * time.Millisecond,
-		LeaderLeaseTimeout: 500 * time.Millisecond,
+		LeaderLeaseTimeout: 450 * time.Millisecond,
 		CommitTimeout:      50 * time.Millisecond,
 		SnapshotThreshold:  8192,
 		SnapshotInterval:   120 * time.Second,

@@ -36,12 +36,15 @@
 //
 // # Timeouts and why
 //
-// DefaultTiming uses raft's own LAN values (1s heartbeat and election
-// timeouts, 500ms leader lease, 50ms commit timeout): they tolerate a busy
-// or briefly paused node on an ordinary datacenter network without
-// needless elections, and a failover still completes in a few seconds,
-// well inside the node lease that fences tasks. FastTiming (300ms/300ms/
-// 150ms) is for loopback only: tests and `shoal dev`.
+// DefaultTiming (500ms heartbeat timeout, 1s election timeout, 450ms
+// leader lease, 50ms commit timeout) is for a LAN:
+// config.go says why it tolerates GC pauses, a busy node and slow fsyncs
+// without needless elections, and why the node lease that fences tasks
+// does not depend on it. A leader killed outright is replaced in under a
+// second: besides the shorter timeouts, a follower asked for a vote by a
+// peer re-checks its own leader at once (recheck.go) rather than at its
+// timer's random next tick. FastTiming (300ms/300ms/150ms) is for
+// loopback only: tests and `shoal dev`.
 //
 // Every operation that waits on raft takes its bound from the context's
 // deadline, or DefaultTimeout (10s) when the context has none: long

@@ -37,10 +37,14 @@ func (r *Raft) Stats() Stats {
 	}
 }
 
-// leaderObservation is raft's observer filter for leader changes.
-func leaderObservation(o *raft.Observation) bool {
-	_, ok := o.Data.(raft.LeaderObservation)
-	return ok
+// observed is raft's observer filter: leader changes, and the vote
+// requests a follower re-checks its leader on (recheck.go).
+func observed(o *raft.Observation) bool {
+	switch o.Data.(type) {
+	case raft.LeaderObservation, raft.RequestPreVoteRequest, raft.RequestVoteRequest:
+		return true
+	}
+	return false
 }
 
 // countLeader counts an observed leader change when it names a leader

@@ -37,6 +37,10 @@ const (
 	// notifyBuffer is the depth of raft's NotifyCh. The forwarder drains it
 	// continuously; the buffer only absorbs scheduling delay.
 	notifyBuffer = 8
+	// observeBuffer is the depth of the observer's channel: leader changes
+	// and, during an election, the vote requests each voter receives. An
+	// observation finding it full is dropped (raft counts it).
+	observeBuffer = 32
 	// shutdownWaitTimeout bounds how long Shutdown waits for goroutines
 	// waiting on raft futures, which raft resolves when it shuts down.
 	shutdownWaitTimeout = 5 * time.Second
@@ -89,8 +93,9 @@ type Raft struct {
 	hasState bool
 
 	leaderCh chan bool // what LeaderCh returns; closed by the forwarder
-	// observed carries raft's leader observations to the forwarder, which
-	// counts them in leaderChanges (Stats).
+	// observed carries raft's leader and vote-request observations to the
+	// forwarder, which counts leader changes in leaderChanges (Stats) and
+	// re-checks a silent leader on a peer's vote request (recheck.go).
 	observed      chan raft.Observation
 	observer      *raft.Observer
 	leaderChanges atomic.Uint64
@@ -186,11 +191,11 @@ func Open(ctx context.Context, cfg Config) (*Raft, error) {
 		leaderCh: make(chan bool),
 		stopFwd:  make(chan struct{}),
 		fwdDone:  make(chan struct{}),
-		observed: make(chan raft.Observation, notifyBuffer),
+		observed: make(chan raft.Observation, observeBuffer),
 	}
 	// Non-blocking: an observation the forwarder has no room for is
 	// dropped (and counted by raft) rather than holding raft up.
-	r.observer = raft.NewObserver(r.observed, false, leaderObservation)
+	r.observer = raft.NewObserver(r.observed, false, observed)
 	rn.RegisterObserver(r.observer)
 	// The forwarder is owned by r: Shutdown closes stopFwd and waits on
 	// fwdDone.
@@ -230,12 +235,17 @@ func newTransport(cfg Config, hl hclog.Logger) (*raft.NetworkTransport, error) {
 const leaderBacklog = 16
 
 // forwardLeadership moves raft's leadership notifications to leaderCh in
-// order, never blocking raft for longer than a channel receive, and counts
-// the leader changes raft observes.
+// order, never blocking raft for longer than a channel receive, counts
+// the leader changes raft observes, and re-checks a silent leader when a
+// peer asks for a vote (recheck.go).
 func (r *Raft) forwardLeadership(in <-chan bool) {
 	defer close(r.fwdDone)
 	defer close(r.leaderCh)
 	var pending []bool
+	recheck := time.NewTimer(0)
+	<-recheck.C
+	defer recheck.Stop()
+	var recheckC <-chan time.Time // recheck.C while a re-check is due
 	for {
 		var out chan<- bool
 		var next bool
@@ -253,6 +263,20 @@ func (r *Raft) forwardLeadership(in <-chan bool) {
 			pending = pending[1:]
 		case o := <-r.observed:
 			r.countLeader(o)
+			if recheckC != nil {
+				break // one pending re-check covers every request
+			}
+			if at, ok := recheckAt(r.recheckView(), voteCandidate(o)); ok {
+				recheck.Reset(max(time.Until(at), 0))
+				recheckC = recheck.C
+			}
+		case now := <-recheckC:
+			recheckC = nil
+			if v := r.recheckView(); recheckDue(v, now) {
+				r.log.Info("a peer asks for a vote and the leader has been silent for the heartbeat timeout: re-checking now",
+					"leader", v.Leader, "silent", now.Sub(v.LastContact).Round(time.Millisecond))
+				r.recheckLeader()
+			}
 		case <-r.stopFwd:
 			return
 		}
