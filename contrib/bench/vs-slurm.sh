@@ -9,16 +9,20 @@
 # Both sides are driven by the same commands, a Slurm `sbatch` each:
 #   runnable  N x `sbatch --parsable -J vsrun -o /dev/null --wrap true`,
 #             1 sequential client (jobs run as they are submitted); also the
-#             time until all N have left the queue
+#             time until all have left the queue after the last submit
 #   held      N x `sbatch --hold --parsable -J vshold -o /dev/null --wrap true`,
-#             CLIENTS parallel clients of N/CLIENTS each
+#             CLIENTS parallel clients
 # Three columns: Slurm (/usr/bin/sbatch); Shoal through links to
 # shoal-slurm (what install-shims makes when it is installed); Shoal
 # through links to the full shoal binary (how every call started before
 # shoal-slurm). Shoal is `shoal dev` (NODES agents on loopback, simulated
 # GPUs), and the clients talk to agent n1's Unix socket.
 #
-# Knobs (environment): N=500 CLIENTS=4 NODES=4 BIN=bin/shoal
+# The machine is shared and its speed drifts: the three columns are
+# measured in ROUNDS interleaved chunks of N/ROUNDS submits (the order
+# rotating every round) and each one's chunk times summed, so drift hits
+# all three alike.
+# Knobs (environment): N=500 ROUNDS=10 CLIENTS=4 NODES=4 BIN=bin/shoal
 #   PEER=../shared/peers/slurm SLURMPEER_DIR=/tmp/slurmpeer
 # The Slurm peer is left as found: brought down at the end only if this
 # script brought it up. Only this script's jobs (names vsrun, vshold) are
@@ -27,6 +31,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 N=${N:-500}
+ROUNDS=${ROUNDS:-10}
 CLIENTS=${CLIENTS:-4}
 NODES=${NODES:-4}
 BIN=${BIN:-bin/shoal}
@@ -86,6 +91,9 @@ mkdir -p "$work/full"
 for c in sbatch squeue scancel; do ln -s "$BIN" "$work/full/$c"; done
 
 # ---------------------------------------------------------------- measure
+SYSTEMS=(slurm fast full)
+declare -A DIR=([slurm]=/usr/bin [fast]=$work/fast [full]=$work/full)
+
 # submit DIR COUNT ARGS...: COUNT sequential sbatch from DIR; prints the
 # number that failed.
 submit() {
@@ -97,6 +105,19 @@ submit() {
 	echo "$fail"
 }
 
+# psubmit DIR COUNT ARGS...: COUNT submits from CLIENTS parallel clients;
+# prints the number that failed.
+psubmit() {
+	local dir=$1 per=$(($2 / CLIENTS)) c f=0
+	shift 2
+	for ((c = 0; c < CLIENTS; c++)); do
+		submit "$dir" "$per" "$@" >"$work/par.$c" &
+	done
+	wait
+	for ((c = 0; c < CLIENTS; c++)); do f=$((f + $(<"$work/par.$c"))); done
+	echo "$f"
+}
+
 # drained DIR NAME: no job called NAME is left in the queue.
 drained() {
 	local out
@@ -104,73 +125,64 @@ drained() {
 	[[ -z $out ]]
 }
 
-# wait_drained DIR NAME LIMIT: poll until drained, at most LIMIT seconds.
-wait_drained() {
-	local t0
-	t0=$(now)
-	until drained "$1" "$2"; do
-		awk "BEGIN { exit !($(now) - $t0 > $3) }" && { log "$2 still queued after $3 s"; return 1; }
-		sleep 0.2
+declare -A secs count fails drain
+# phase KEY FN NAME ARGS...: ROUNDS rounds, each running FN (submit or
+# psubmit) for one chunk on every system, in an order that rotates.
+phase() {
+	local key=$1 fn=$2 name=$3 r i sys t0 f chunk=$((N / ROUNDS))
+	shift 3
+	[[ $fn == psubmit ]] && chunk=$((chunk / CLIENTS * CLIENTS))
+	for sys in "${SYSTEMS[@]}"; do secs[$key.$sys]=0 count[$key.$sys]=0 fails[$key.$sys]=0; done
+	for ((r = 0; r < ROUNDS; r++)); do
+		for ((i = 0; i < ${#SYSTEMS[@]}; i++)); do
+			sys=${SYSTEMS[$(((i + r) % ${#SYSTEMS[@]}))]}
+			t0=$(now)
+			f=$("$fn" "${DIR[$sys]}" "$chunk" -J "$name" "$@")
+			secs[$key.$sys]=$(awk -v a="${secs[$key.$sys]}" -v t0="$t0" -v t1="$(now)" 'BEGIN { printf "%.6f", a + t1 - t0 }')
+			count[$key.$sys]=$((count[$key.$sys] + chunk - f))
+			fails[$key.$sys]=$((fails[$key.$sys] + f))
+		done
 	done
 }
+rate() { awk -v n="${count[$1]}" -v s="${secs[$1]}" 'BEGIN { if (s > 0) printf "%.1f", n / s; else print "-" }'; }
 
-declare -A rate fails drain
-# runnable KEY DIR: 1 client, N runnable jobs; then until they are gone.
-runnable() {
-	local key=$1 dir=$2 t0 t1 f
-	log "$key: $N x sbatch --wrap true, 1 client"
-	t0=$(now)
-	f=$(submit "$dir" "$N" -J vsrun)
-	t1=$(now)
-	rate[run.$key]=$(calc "($N - $f) / ($t1 - $t0)")
-	fails[run.$key]=$f
-	if wait_drained "$dir" vsrun 600; then
-		drain[$key]=$(calc "$(now) - $t0")
-	else
-		drain[$key]=">600"
-		"$dir/scancel" -n vsrun >/dev/null 2>&1 || true
-	fi
-}
-
-# held KEY DIR: CLIENTS parallel clients, N held jobs in all; then cancel.
-held() {
-	local key=$1 dir=$2 per=$((N / CLIENTS)) t0 t1 c f=0
-	log "$key: $((per * CLIENTS)) x sbatch --hold --wrap true, $CLIENTS clients"
-	t0=$(now)
-	for ((c = 0; c < CLIENTS; c++)); do
-		submit "$dir" "$per" --hold -J vshold >"$work/held.$c" &
-	done
-	wait
-	t1=$(now)
-	for ((c = 0; c < CLIENTS; c++)); do f=$((f + $(<"$work/held.$c"))); done
-	rate[hold.$key]=$(calc "($per * $CLIENTS - $f) / ($t1 - $t0)")
-	fails[hold.$key]=$f
-	"$dir/scancel" -n vshold >/dev/null 2>&1 || true
-	wait_drained "$dir" vshold 120 || true
-}
-
-# Each figure is taken for the three in turn, Slurm first.
 /usr/bin/scancel -n vsrun >/dev/null 2>&1 || true
 /usr/bin/scancel -n vshold >/dev/null 2>&1 || true
-runnable slurm /usr/bin
-runnable fast "$work/fast"
-runnable full "$work/full"
-held slurm /usr/bin
-held fast "$work/fast"
-held full "$work/full"
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+
+log "runnable: $N x sbatch --wrap true per system, 1 client, $ROUNDS interleaved rounds"
+phase run submit vsrun
+t_end=$(now)
+# How long after the last submit the runnable jobs are all gone (each
+# system's jobs ran beside the others'; both Shoal columns share a cluster).
+for sys in slurm fast; do
+	until drained "${DIR[$sys]}" vsrun; do
+		if awk "BEGIN { exit !($(now) - $t_end > 600) }"; then drain[$sys]=">600"; break; fi
+		sleep 0.2
+	done
+	[[ -n ${drain[$sys]:-} ]] || drain[$sys]=$(calc "$(now) - $t_end")
+done
+
+log "held: $N x sbatch --hold --wrap true per system, $CLIENTS clients, $ROUNDS interleaved rounds"
+phase hold psubmit vshold --hold
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+/usr/bin/scancel -n vshold >/dev/null 2>&1 || true
 
 # ---------------------------------------------------------------- table
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
+r_run_slurm=$(rate run.slurm) r_run_fast=$(rate run.fast) r_run_full=$(rate run.full)
+r_hold_slurm=$(rate hold.slurm) r_hold_fast=$(rate hold.fast) r_hold_full=$(rate hold.full)
 cat <<EOF
-Submit rates, one run ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg))
+Submit rates, one run ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load average $load0 before, $load1 after)
 Slurm: $(/usr/bin/sbatch --version), 4 slurmd + 2 slurmctld (peer up.sh). Shoal: $NODES agents (shoal dev), clients on n1's socket, leader ${leader:-?}.
+Per system: ${count[run.slurm]} runnable and ${count[hold.slurm]} held submits that succeeded, in $ROUNDS interleaved rounds.
 
 | figure | Slurm | Shoal, shoal-slurm | ratio | Shoal, full shoal binary | ratio |
 |---|---|---|---|---|---|
-| sbatch --wrap true, 1 client (jobs/s) | ${rate[run.slurm]} | ${rate[run.fast]} | $(ratio "${rate[run.fast]}" "${rate[run.slurm]}") | ${rate[run.full]} | $(ratio "${rate[run.full]}" "${rate[run.slurm]}") |
-| those $N jobs gone from the queue after (s) | ${drain[slurm]} | ${drain[fast]} | | ${drain[full]} | |
-| sbatch --hold --wrap true, $CLIENTS clients (jobs/s) | ${rate[hold.slurm]} | ${rate[hold.fast]} | $(ratio "${rate[hold.fast]}" "${rate[hold.slurm]}") | ${rate[hold.full]} | $(ratio "${rate[hold.full]}" "${rate[hold.slurm]}") |
-| failed submits (run / hold) | ${fails[run.slurm]} / ${fails[hold.slurm]} | ${fails[run.fast]} / ${fails[hold.fast]} | | ${fails[run.full]} / ${fails[hold.full]} | |
+| sbatch --wrap true, 1 client (jobs/s) | $r_run_slurm | $r_run_fast | $(ratio "$r_run_fast" "$r_run_slurm") | $r_run_full | $(ratio "$r_run_full" "$r_run_slurm") |
+| sbatch --hold --wrap true, $CLIENTS clients (jobs/s) | $r_hold_slurm | $r_hold_fast | $(ratio "$r_hold_fast" "$r_hold_slurm") | $r_hold_full | $(ratio "$r_hold_full" "$r_hold_slurm") |
+| runnable jobs all gone, after the last submit (s) | ${drain[slurm]} | ${drain[fast]} (both Shoal columns' jobs) | | | |
+| failed submits (runnable / held) | ${fails[run.slurm]} / ${fails[hold.slurm]} | ${fails[run.fast]} / ${fails[hold.fast]} | | ${fails[run.full]} / ${fails[hold.full]} | |
 EOF
 if [[ -s $work/sbatch.err ]]; then
 	log "sbatch errors (first 3):"
