@@ -16,14 +16,18 @@ help:
 
 # shoal-slurm, beside $(BIN), plays the Slurm commands (sbatch, squeue,
 # ...) for scripts: it links only the Slurm front-ends and the API client,
-# statically (no cgo: nothing in it needs libc), so each call starts in
-# about a third of the full binary's time. install-shims and the agent
-# link the Slurm names to it when it is there, else to shoal.
-SHIM ?= $(dir $(BIN))shoal-slurm
+# so each call starts in well under the full binary's time. install-shims
+# and the agent link the Slurm names to it when it is there, else to shoal.
+# SHIM_CGO=1 (the default) links libc as shoal does, so user and group
+# names resolve through NSS (LDAP, SSSD) the same way; SHIM_CGO=0 makes it
+# static and faster still, but Go's own lookups read only /etc/passwd and
+# /etc/group: for sites whose users are all there (BENCHMARKS.md, "CLI start").
+SHIM     ?= $(dir $(BIN))shoal-slurm
+SHIM_CGO ?= 1
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/shoal
-	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(SHIM) ./cmd/shoal/shim
+	CGO_ENABLED=$(SHIM_CGO) $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(SHIM) ./cmd/shoal/shim
 
 # The demo runs the built binary rather than `go run`, so Ctrl-C reaches
 # shoal itself and a clean stop exits 0 (go run reports the interrupt as a

@@ -37,10 +37,8 @@ func TestMain(m *testing.M) {
 	}
 	// The small Slurm client beside it, as make build installs it: the
 	// shim links (install-shims, the agent's shim dir) point at it, so
-	// every Slurm command a test runs goes through it. Static, as make
-	// builds it.
+	// every Slurm command a test runs goes through it.
 	build = osexec.Command("go", "build", "-o", filepath.Join(dir, slurm.ShimBinary), "../cmd/shoal/shim")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build "+slurm.ShimBinary+":", err)
