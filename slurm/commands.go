@@ -29,8 +29,8 @@ var Commands = []Command{Sbatch, Srun, Salloc, Scontrol, Squeue, Scancel, Sinfo,
 // ShimBinary is the name of the small client binary (cmd/shoal/shim) that
 // plays Commands and nothing else. It links the Slurm front-ends and the
 // API client only, none of the agent (raft, gossip, metrics, plotting), so
-// a script's thousands of sbatch or squeue calls each start it in about a
-// third of the full binary's time (BENCHMARKS.md, "CLI start"). It is
+// a script's thousands of sbatch or squeue calls each cost less
+// (BENCHMARKS.md, "CLI start"). It is
 // installed beside shoal; links to a Slurm command point at it when it is
 // there (ShimTarget), else at shoal, which plays the same commands.
 const ShimBinary = "shoal-slurm"
