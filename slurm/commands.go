@@ -30,9 +30,9 @@ var Commands = []Command{Sbatch, Srun, Salloc, Scontrol, Squeue, Scancel, Sinfo,
 // plays Commands and nothing else. It links the Slurm front-ends and the
 // API client only, none of the agent (raft, gossip, metrics, plotting), so
 // a script's thousands of sbatch or squeue calls each cost less
-// (BENCHMARKS.md, "CLI start"). It is
-// installed beside shoal; links to a Slurm command point at it when it is
-// there (ShimTarget), else at shoal, which plays the same commands.
+// (BENCHMARKS.md, "CLI start"). It is installed beside shoal; links to a
+// Slurm command point at it when it is there (ShimTarget), else at shoal,
+// which plays the same commands.
 const ShimBinary = "shoal-slurm"
 
 // ShimTarget is what a link named after one of Commands should point at,
