@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 .PHONY: help build test test-short demo bench lint fuzz chaos clean
 
 help:
-	@echo "make build   - build $(BIN)"
+	@echo "make build   - build $(BIN) and $(SHIM)"
 	@echo "make demo    - run a 4-node local cluster with a demo gang job (Ctrl-C stops it)"
 	@echo "make test    - the full test suite, as CI runs it"
 	@echo "make bench   - benchmarks (figures go to BENCHMARKS.md)"
@@ -14,8 +14,20 @@ help:
 	@echo "make fuzz    - run every fuzz target for FUZZTIME (default 10s) each"
 	@echo "make chaos   - the long chaos schedule: SEEDS seeds (default 100) of DURATION (default 60s), as root"
 
+# shoal-slurm, beside $(BIN), plays the Slurm commands (sbatch, squeue,
+# ...) for scripts: it links only the Slurm front-ends and the API client,
+# so each call starts in well under the full binary's time. install-shims
+# and the agent link the Slurm names to it when it is there, else to shoal.
+# SHIM_CGO=1 (the default) links libc as shoal does, so user and group
+# names resolve through NSS (LDAP, SSSD) the same way; SHIM_CGO=0 makes it
+# static and faster still, but Go's own lookups read only /etc/passwd and
+# /etc/group: for sites whose users are all there (BENCHMARKS.md, "CLI start").
+SHIM     ?= $(dir $(BIN))shoal-slurm
+SHIM_CGO ?= 1
+
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/shoal
+	CGO_ENABLED=$(SHIM_CGO) $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(SHIM) ./cmd/shoal/shim
 
 # The demo runs the built binary rather than `go run`, so Ctrl-C reaches
 # shoal itself and a clean stop exits 0 (go run reports the interrupt as a

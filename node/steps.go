@@ -25,8 +25,10 @@ func shimNames() []string {
 	return names
 }
 
-// makeShimDir links the Slurm command names to this agent's binary under
-// the data dir, so scripts call Shoal's srun with no change.
+// makeShimDir links the Slurm command names under the data dir to the
+// small shoal-slurm beside this agent's binary when it is installed
+// (slurm.ShimTarget: it starts faster), else to this binary, and shoal to
+// this binary, so scripts call Shoal's srun with no change.
 func makeShimDir(dataDir string) (string, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -41,13 +43,18 @@ func makeShimDir(dataDir string) (string, error) {
 	}
 	// Ranks run as their users: the dir must be searchable by them.
 	_ = os.Chmod(dir, 0o755)
+	shimTarget := slurm.ShimTarget(self)
 	for _, n := range shimNames() {
 		link := filepath.Join(dir, n)
-		if cur, err := os.Readlink(link); err == nil && cur == self {
+		target := shimTarget
+		if n == "shoal" {
+			target = self
+		}
+		if cur, err := os.Readlink(link); err == nil && cur == target {
 			continue
 		}
 		_ = os.Remove(link)
-		if err := os.Symlink(self, link); err != nil {
+		if err := os.Symlink(target, link); err != nil {
 			return "", fmt.Errorf("shim %s: %w", link, err)
 		}
 	}

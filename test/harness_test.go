@@ -16,6 +16,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/localcluster"
+	"github.com/shoal-sched/shoal/slurm"
 )
 
 // shoalBin is the binary under test, built once by TestMain.
@@ -32,6 +33,15 @@ func TestMain(m *testing.M) {
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build shoal:", err)
+		os.Exit(1)
+	}
+	// The small Slurm client beside it, as make build installs it: the
+	// shim links (install-shims, the agent's shim dir) point at it, so
+	// every Slurm command a test runs goes through it.
+	build = osexec.Command("go", "build", "-o", filepath.Join(dir, slurm.ShimBinary), "../cmd/shoal/shim")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build "+slurm.ShimBinary+":", err)
 		os.Exit(1)
 	}
 	code := m.Run()

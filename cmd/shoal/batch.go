@@ -1,11 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/spf13/cobra"
 
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/shim"
 	"github.com/shoal-sched/shoal/cmd/shoal/internal/slurmcli"
 )
 
@@ -35,25 +33,8 @@ launches steps on every node with srun. Takes sbatch's options.`,
 // of args (cobra passes them through to a command that parses its own
 // flags) and sets them on g.
 func takeGlobalFlags(g *globalFlags, args []string) ([]string, error) {
-	for len(args) > 0 {
-		var name, value string
-		switch a := args[0]; {
-		case a == "--addr" || a == "--data-dir":
-			if len(args) < 2 {
-				return nil, fmt.Errorf("%s: want a value", a)
-			}
-			name, value, args = a, args[1], args[2:]
-		case strings.HasPrefix(a, "--addr=") || strings.HasPrefix(a, "--data-dir="):
-			name, value, _ = strings.Cut(a, "=")
-			args = args[1:]
-		default:
-			return args, nil
-		}
-		if name == "--addr" {
-			g.addr = value
-		} else {
-			g.dataDir = value
-		}
-	}
-	return args, nil
+	t := g.target()
+	args, err := shim.TakeGlobalFlags(&t, args)
+	g.addr, g.dataDir = t.Addr, t.DataDir
+	return args, err
 }

@@ -1,5 +1,7 @@
-// Command shoal is Shoal's single binary: the agent every node runs, the
-// local dev cluster, and the CLI that talks to an agent.
+// Command shoal is Shoal's binary: the agent every node runs, the local
+// dev cluster, and the CLI that talks to an agent. It plays the Slurm
+// commands too; the small shoal-slurm (cmd/shoal/shim) plays only those,
+// and starts faster, for the links that scripts call.
 package main
 
 import (
