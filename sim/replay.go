@@ -14,6 +14,13 @@ import (
 type Options struct {
 	Cluster Cluster
 	Policy  placement.Policy
+	// Limits is how job time limits are set (zero: LimitsExact); Seed
+	// draws LimitsNoisy's limits.
+	Limits Limits
+	Seed   uint64
+	// StarveAfter and AgingHalf tune PolicyQSSF (placement.Options);
+	// zero means placement's defaults.
+	StarveAfter, AgingHalf time.Duration
 }
 
 // Outcome is what became of one trace job.
@@ -93,6 +100,9 @@ func Replay(jobs []Job, opts Options) (*Result, error) {
 	if err := opts.Cluster.Validate(); err != nil {
 		return nil, err
 	}
+	if _, err := ParseLimits(string(opts.Limits)); err != nil {
+		return nil, err
+	}
 	if _, err := placement.PlaceWith(nil, nil, time.Time{}, placement.Options{Policy: opts.Policy}); err != nil {
 		return nil, err
 	}
@@ -111,15 +121,24 @@ func Replay(jobs []Job, opts Options) (*Result, error) {
 		}
 		o := &res.Jobs[i]
 		o.Job, o.ID, o.Request = j, cluster.JobID(i+1), c.Request(j)
+		o.Request.TimeLimit = time.Duration(opts.limit(i, j)) * time.Second
 		if err := placement.Check(nodes, o.Request); err != nil {
 			o.Unplaceable = err.Error()
 		}
 		cjobs[i] = cluster.Job{ID: o.ID, State: cluster.JobPending, SubmitTime: at(j.Submit),
-			Spec: cluster.Spec{Request: o.Request}}
+			Spec: cluster.Spec{Request: o.Request, User: j.User}}
 	}
 
 	view := placement.NewView(nodes, nil)
-	popts := placement.Options{Policy: opts.Policy, OmitReasons: true}
+	popts := placement.Options{Policy: opts.Policy, OmitReasons: true,
+		StarveAfter: opts.StarveAfter, AgingHalf: opts.AgingHalf}
+	// QSSF predicts run times from each user's finished jobs, as the
+	// leader would from its job records (placement.PredictorFrom).
+	qssf := opts.Policy == placement.PolicyQSSF
+	var predictor placement.Predictor
+	if qssf {
+		popts.Estimates = make(map[cluster.JobID]time.Duration)
+	}
 	var (
 		pending []*cluster.Job // by ID
 		ends    completions
@@ -140,6 +159,10 @@ func Replay(jobs []Job, opts Options) (*Result, error) {
 				return nil, err
 			}
 			busy -= gpusHeld(&res.Jobs[e.job])
+			if qssf {
+				o := &res.Jobs[e.job]
+				predictor.Observe(o.Job.User, time.Duration(o.End-o.Start)*time.Second, o.Request.TimeLimit)
+			}
 		}
 		for ; next < len(jobs) && jobs[next].Submit == now; next++ {
 			if res.Jobs[next].Ran() {
@@ -147,6 +170,12 @@ func Replay(jobs []Job, opts Options) (*Result, error) {
 			}
 		}
 		if len(pending) > 0 {
+			if qssf {
+				clear(popts.Estimates)
+				for _, j := range pending {
+					popts.Estimates[j.ID] = predictor.Predict(j.Spec.User, j.Spec.Request.TimeLimit)
+				}
+			}
 			pr, err := placement.PlaceWith(view, pending, at(now), popts)
 			if err != nil {
 				return nil, err

@@ -84,7 +84,7 @@ func TestSimCommandErrors(t *testing.T) {
 		want string
 	}{
 		{"no trace", nil, "--trace: required"},
-		{"bad policy", []string{"--trace", trace, "--policy", "sjf"}, `--policy "sjf": want fifo, backfill or shoal`},
+		{"bad policy", []string{"--trace", trace, "--policy", "sjf"}, `--policy "sjf": want fifo, backfill, shoal or qssf`},
 		{"bad nodes", []string{"--trace", trace, "--nodes", "0"}, "--nodes 0"},
 		{"bad leaf size", []string{"--trace", trace, "--leaf-size", "0"}, "--leaf-size 0"},
 		{"missing file", []string{"--trace", filepath.Join(dir, "none.csv")}, "none.csv"},
