@@ -3,6 +3,8 @@ package sim
 import (
 	"slices"
 	"testing"
+
+	"github.com/shoal-sched/shoal/placement"
 )
 
 func TestParseLimits(t *testing.T) {
@@ -75,6 +77,35 @@ func TestReplayLimits(t *testing.T) {
 		for i, w := range tc.want {
 			if got := int64(r.Jobs[i].Request.TimeLimit.Seconds()); got != w {
 				t.Errorf("%s: job %s limit %d s, want %d", tc.limits, jobs[i].ID, got, w)
+			}
+		}
+	}
+}
+
+// TestReplayFairShare: user a has used the only GPU; with FairShare its
+// next job waits behind user b's, submitted at the same time later in
+// the trace, under both policies that read the order.
+func TestReplayFairShare(t *testing.T) {
+	c := Cluster{Nodes: 1, GPUsPerNode: 1, LeafSize: 1, LeavesPerSpine: 1}
+	jobs := []Job{
+		{ID: "a1", Submit: 0, Duration: 100, GPUs: 1, User: "a"},
+		{ID: "a2", Submit: 50, Duration: 10, GPUs: 1, User: "a"},
+		{ID: "b1", Submit: 50, Duration: 10, GPUs: 1, User: "b"},
+	}
+	for _, p := range []placement.Policy{placement.PolicyShoal, placement.PolicyQSSF} {
+		for _, fair := range []bool{false, true} {
+			r, err := Replay(jobs, Options{Cluster: c, Policy: p, FairShare: fair})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := [3]int64{0, 100, 110}
+			if fair {
+				want = [3]int64{0, 110, 100}
+			}
+			for i, w := range want {
+				if got := r.Jobs[i].Start; got != w {
+					t.Errorf("%s, fair share %v: job %s starts at %d, want %d", p, fair, jobs[i].ID, got, w)
+				}
 			}
 		}
 	}

@@ -21,6 +21,13 @@ type Options struct {
 	// StarveAfter and AgingHalf tune PolicyQSSF (placement.Options);
 	// zero means placement's defaults.
 	StarveAfter, AgingHalf time.Duration
+	// FairShare orders the queue as the leader does: every pass takes
+	// jobs in the multifactor priority order of placement.Priorities
+	// under cluster.DefaultPolicy (age and fair share, users from the
+	// trace, one account) and gives PolicyQSSF each job's fair-share
+	// factor. Off, jobs are taken by ID (fifo, backfill, shoal) and QSSF
+	// counts every job at F = 1.
+	FairShare bool
 }
 
 // Outcome is what became of one trace job.
@@ -129,6 +136,10 @@ func Replay(jobs []Job, opts Options) (*Result, error) {
 			Spec: cluster.Spec{Request: o.Request, User: j.User}}
 	}
 
+	known := make([]*cluster.Job, len(cjobs))
+	for i := range cjobs {
+		known[i] = &cjobs[i]
+	}
 	view := placement.NewView(nodes, nil)
 	popts := placement.Options{Policy: opts.Policy, OmitReasons: true,
 		StarveAfter: opts.StarveAfter, AgingHalf: opts.AgingHalf}
@@ -139,6 +150,10 @@ func Replay(jobs []Job, opts Options) (*Result, error) {
 	if qssf {
 		popts.Estimates = make(map[cluster.JobID]time.Duration)
 	}
+	if opts.FairShare {
+		popts.FairShare = make(map[cluster.JobID]float64)
+	}
+	fsPolicy := cluster.DefaultPolicy()
 	var (
 		pending []*cluster.Job // by ID
 		ends    completions
@@ -159,6 +174,7 @@ func Replay(jobs []Job, opts Options) (*Result, error) {
 				return nil, err
 			}
 			busy -= gpusHeld(&res.Jobs[e.job])
+			cjobs[e.job].State, cjobs[e.job].EndTime = cluster.JobCompleted, at(now)
 			if qssf {
 				o := &res.Jobs[e.job]
 				predictor.Observe(o.Job.User, time.Duration(o.End-o.Start)*time.Second, o.Request.TimeLimit)
@@ -174,6 +190,16 @@ func Replay(jobs []Job, opts Options) (*Result, error) {
 				clear(popts.Estimates)
 				for _, j := range pending {
 					popts.Estimates[j.ID] = predictor.Predict(j.Spec.User, j.Spec.Request.TimeLimit)
+				}
+			}
+			if opts.FairShare {
+				// Every job submitted so far: usage comes from the
+				// allocations of those that ran.
+				prs := placement.Priorities(fsPolicy, known[:next], c.TotalGPUs(), at(now))
+				popts.Order = placement.PriorityOrder(prs)
+				clear(popts.FairShare)
+				for _, p := range prs {
+					popts.FairShare[p.Job] = p.Factors.FairShare
 				}
 			}
 			pr, err := placement.PlaceWith(view, pending, at(now), popts)

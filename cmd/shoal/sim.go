@@ -29,6 +29,7 @@ type simOptions struct {
 	seed     uint64
 	starve   time.Duration
 	aging    time.Duration
+	fair     bool
 }
 
 func newSimCmd() *cobra.Command {
@@ -55,6 +56,10 @@ time_limit_s, or where the trace has none a user-like estimate drawn from
 the duration by a factor log-uniform in [1,10], rounded up to a round
 value (5 min, 10 min, ..., 1 h, 2 h, ..., 1 d, ..., 7 d).
 
+--fairshare takes jobs in the leader's multifactor priority order (age
+and fair share by trace user, the default queue policy) instead of
+submission order, and gives qssf each job's fair-share factor.
+
 Nodes are n0000, n0001, ...; --leaf-size consecutive nodes share a leaf
 switch and --leaves-per-spine consecutive leaves a spine.`,
 		Args: cobra.NoArgs,
@@ -72,6 +77,7 @@ switch and --leaves-per-spine consecutive leaves a spine.`,
 	f.StringVar(&o.limits, "limits", "exact", "job time limits: exact (the durations) or noisy (user-like estimates)")
 	f.Uint64Var(&o.seed, "limit-seed", 1, "seed of --limits noisy")
 	f.DurationVar(&o.starve, "starve-after", placement.DefaultStarveAfter, "qssf: a job waiting this long goes first")
+	f.BoolVar(&o.fair, "fairshare", false, "order the queue by multifactor priority (age + fair share by trace user), as the leader does")
 	f.DurationVar(&o.aging, "aging-half", placement.DefaultAgingHalf, "qssf: wait after which a job's predicted service counts half")
 	f.BoolVar(&o.json, "json", false, "print one JSON object instead of a table")
 	f.StringVar(&o.schedule, "schedule", "", "write the schedule as CSV (job_id,submit,start,end,nodes,gpus_per_node) to this file")
@@ -103,7 +109,7 @@ func runSim(out io.Writer, o simOptions) error {
 	}
 	start := time.Now()
 	res, err := sim.Replay(jobs, sim.Options{Cluster: o.cluster, Policy: policy,
-		Limits: limits, Seed: o.seed, StarveAfter: o.starve, AgingHalf: o.aging})
+		Limits: limits, Seed: o.seed, StarveAfter: o.starve, AgingHalf: o.aging, FairShare: o.fair})
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", o.trace, err)
 	}
@@ -164,6 +170,7 @@ func printSummary(out io.Writer, o simOptions, s sim.Summary) error {
 		{"cluster", o.cluster.String()},
 		{"policy", s.Policy},
 		{"time limits", o.limits},
+		{"fair share", fmt.Sprint(o.fair)},
 		{"jobs", fmt.Sprint(s.Jobs)},
 		{"unplaceable", fmt.Sprint(s.Unplaceable)},
 		{"avg wait", secs(s.AvgWait)},

@@ -61,11 +61,11 @@ func TestSimCommand(t *testing.T) {
 	out.Reset()
 	root = newRootCmd()
 	root.SetOut(&out)
-	root.SetArgs([]string{"sim", "--trace", trace, "--nodes", "4", "--leaf-size", "2", "--policy", "qssf", "--limits", "noisy"})
+	root.SetArgs([]string{"sim", "--trace", trace, "--nodes", "4", "--leaf-size", "2", "--policy", "qssf", "--limits", "noisy", "--fairshare"})
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"policy", "qssf", "time limits", "noisy", "unplaceable", "p99 wait", "GPU utilization", "one-leaf fraction", "decisions/s"} {
+	for _, want := range []string{"policy", "qssf", "time limits", "noisy", "fair share", "unplaceable", "p99 wait", "GPU utilization", "one-leaf fraction", "decisions/s"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table output lacks %q:\n%s", want, out.String())
 		}
