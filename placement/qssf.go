@@ -31,14 +31,15 @@ const noLimitEstimate = 365 * 24 * time.Hour
 const minFairShare = 1.0 / 64
 
 // QSSFOrder is the order PolicyQSSF takes queue's jobs in at now
-// (quickest-shortest-service-first with aging, after Helios' QSSF and
-// SJF with aging):
+// (shortest predicted service first with aging, after Helios'
+// quasi-shortest-service-first and SJF with aging):
 //
 //  1. Starving jobs first: those that have waited Options.StarveAfter or
 //     longer, in Options.Order (the multifactor order) or, without it, by
 //     ID. The first of them that does not fit gets the EASY reservation,
-//     so no job waits much longer than StarveAfter plus the longest time
-//     limit of the jobs it waits behind, whatever arrives after it.
+//     and backfill never delays it, so once a job is the first starving
+//     one it starts by the time limits of the jobs it waits behind,
+//     whatever arrives after it (TestQSSFStarvationBound).
 //  2. Then the others, by ascending score: the job's predicted service
 //     (GPUs × Options.Estimates, else its TimeLimit) divided by
 //     1 + wait/AgingHalf (aging) and by its fair-share factor
@@ -46,8 +47,8 @@ const minFairShare = 1.0 / 64
 //     Options.Order, then ID.
 //
 // Scores are compared as float64 computed from integers in a fixed order,
-// so every replica gets the same order. Jobs before now (a SubmitTime in
-// the future) count as not waiting. QSSFOrder is pure.
+// so every replica gets the same order. A job submitted after now counts
+// as not waiting. QSSFOrder is pure.
 func QSSFOrder(queue []*cluster.Job, now time.Time, opts Options) []cluster.JobID {
 	starve, half := opts.StarveAfter, opts.AgingHalf
 	if starve <= 0 {
