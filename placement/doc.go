@@ -31,8 +31,11 @@
 //     not fit even the empty usable nodes pends with ReqNodeNotAvail and
 //     blocks nothing. PlaceWith offers the policies the trace simulator
 //     compares: fifo (that order, first-fit nodes), backfill (EASY backfill,
-//     first fit) and shoal (Place's topology preferences with EASY
-//     backfill); backfill reads the jobs' time limits, recorded by the View.
+//     first fit), shoal (Place's topology preferences with EASY
+//     backfill) and qssf (shoal taking jobs in QSSFOrder: starving jobs,
+//     then shortest predicted service first, aged and weighted by fair
+//     share; see qssf.go); backfill reads the jobs' time limits, recorded
+//     by the View.
 //     Options.Order replaces ID order with another (the leader's pass,
 //     leader.Pass, uses PolicyShoal with the multifactor priority order of
 //     Priorities; see priority.go), and the

@@ -43,7 +43,7 @@ func TestPlaceNodeSet(t *testing.T) {
 		running  []*cluster.Job
 		job      *cluster.Job
 		want     []string // node names of the decision, in rank order; nil = not placed
-		shoal    []string // want under PolicyShoal (one leaf first), when it differs
+		shoal    []string // want under PolicyShoal and PolicyQSSF (one leaf first), when it differs
 		reason   string
 		wantGPUs int // GPUs per assignment when placed
 	}{
@@ -104,7 +104,7 @@ func TestPlaceNodeSet(t *testing.T) {
 					}
 				}
 				want := tt.want
-				if policy == PolicyShoal && tt.shoal != nil {
+				if (policy == PolicyShoal || policy == PolicyQSSF) && tt.shoal != nil {
 					want = tt.shoal
 				}
 				if !slices.Equal(got, want) {

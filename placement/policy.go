@@ -28,10 +28,18 @@ const (
 	// else fewest leaves under one parent; best fit; NVLink and NUMA
 	// inside a node) with EASY backfill.
 	PolicyShoal Policy = "shoal"
+	// PolicyQSSF is PolicyShoal's placement and EASY backfill taking
+	// jobs in QSSFOrder instead: starving jobs first, then shortest
+	// predicted service (GPUs × predicted run time) first, aged and
+	// weighted by fair share. A leader would pass Order from
+	// PriorityOrder(prs), FairShare from each prs[i].Factors.FairShare
+	// and Estimates from PredictorFrom(its jobs).Predict(user, limit);
+	// the leader's pass still uses PolicyShoal.
+	PolicyQSSF Policy = "qssf"
 )
 
 // Policies returns every policy, in the order tools list them.
-func Policies() []Policy { return []Policy{PolicyFIFO, PolicyBackfill, PolicyShoal} }
+func Policies() []Policy { return []Policy{PolicyFIFO, PolicyBackfill, PolicyShoal, PolicyQSSF} }
 
 // ParsePolicy returns the policy named s, or an error naming the
 // accepted names.
@@ -39,7 +47,7 @@ func ParsePolicy(s string) (Policy, error) {
 	if p := Policy(s); slices.Contains(Policies(), p) {
 		return p, nil
 	}
-	return "", fmt.Errorf("policy %q: want fifo, backfill or shoal", s)
+	return "", fmt.Errorf("policy %q: want fifo, backfill, shoal or qssf", s)
 }
 
 // Options tune PlaceWith.
@@ -55,6 +63,17 @@ type Options struct {
 	// the first job in it that does not fit. Queue jobs it does not name
 	// come after it, by ID. Nil keeps ascending ID order.
 	Order []cluster.JobID
+	// Estimates, FairShare, StarveAfter and AgingHalf are read by
+	// PolicyQSSF only (see QSSFOrder). Estimates are predicted run times
+	// (a Predictor's); a job without one is predicted to run its
+	// TimeLimit. FairShare is each job's fair-share factor in [0,1]
+	// (Priority.Factors.FairShare); a job without one counts 1. Zero
+	// StarveAfter and AgingHalf mean DefaultStarveAfter and
+	// DefaultAgingHalf.
+	Estimates   map[cluster.JobID]time.Duration
+	FairShare   map[cluster.JobID]float64
+	StarveAfter time.Duration
+	AgingHalf   time.Duration
 }
 
 // Reservation is where and when the first job that cannot start now will
@@ -106,8 +125,11 @@ func PlaceWith(v *View, queue []*cluster.Job, now time.Time, opts Options) (Resu
 		r.backfill = true
 	case PolicyShoal, "":
 		r = rules{topology: true, backfill: true}
+	case PolicyQSSF:
+		r = rules{topology: true, backfill: true, order: QSSFOrder(queue, now, opts)}
+		return place(v, queue, now, r, opts.OmitReasons), nil
 	default:
-		return Result{Reasons: make(map[cluster.JobID]string)}, fmt.Errorf("policy %q: want fifo, backfill or shoal", opts.Policy)
+		return Result{Reasons: make(map[cluster.JobID]string)}, fmt.Errorf("policy %q: want fifo, backfill, shoal or qssf", opts.Policy)
 	}
 	r.order = opts.Order
 	return place(v, queue, now, r, opts.OmitReasons), nil

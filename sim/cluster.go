@@ -86,7 +86,8 @@ func (c Cluster) Build() []*cluster.Node {
 
 // Request is the cluster.Request the simulator submits for trace job j;
 // see the package doc for how a shape the trace leaves out is derived.
-// Its time limit is the job's duration, at least 1 s.
+// Its time limit is the job's duration, at least 1 s (Replay replaces it
+// under LimitsNoisy).
 func (c Cluster) Request(j Job) cluster.Request {
 	r := cluster.Request{Nodes: j.Nodes, GPUsPerNode: j.GPUsPerNode, TasksPerNode: 1, CPUsPerTask: 1,
 		TimeLimit: time.Duration(max(j.Duration, 1)) * time.Second}

@@ -24,10 +24,16 @@
 //     nodes with num_gpus/nodes GPUs each when that divides exactly, else
 //     whole nodes (the job then holds, and is counted for, more GPUs than
 //     it asked for).
-//   - Time limits are perfect estimates: each job's limit is its trace
-//     duration (at least 1 s, since a zero limit means unlimited). The
-//     traces carry no requested limits, and exact limits measure the
-//     policies themselves rather than users' estimates.
+//   - Time limits (Options.Limits): under LimitsExact, the default, each
+//     job's limit is its trace duration (at least 1 s, since a zero limit
+//     means unlimited), measuring the policies themselves rather than
+//     users' estimates. Under LimitsNoisy a job gets the trace's
+//     time_limit_s where it has one, else Noisy's user-like overestimate
+//     drawn from Options.Seed; a limit is never below the duration, so
+//     no job is cut short. Jobs always run exactly their duration.
+//   - PolicyQSSF's run-time estimates come from a placement.Predictor
+//     fed each job's run time and limit as it ends (users from the
+//     trace); no fair-share usage is computed, so every job counts F = 1.
 //   - A job that could never fit the simulated cluster (placement.Check
 //     fails) is counted as unplaceable with the reason, never dropped.
 //   - Jobs are queued in trace order (submit time, then file order), which

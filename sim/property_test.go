@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/shoal-sched/shoal/placement"
 	"pgregory.net/rapid"
@@ -13,7 +14,7 @@ import (
 // no GPU is held by two jobs at once (DESIGN invariant 1), every gang has
 // the requested shape, every job that fits the cluster runs for exactly
 // its duration and no earlier than its submission, a job is unplaceable
-// only if it cannot fit the empty cluster, and fifo starts jobs in
+// only if it cannot fit the empty cluster, and fifo (without fair share) starts jobs in
 // submission order.
 func TestReplayProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -28,7 +29,8 @@ func TestReplayProperties(t *testing.T) {
 		submit := int64(0)
 		for i := range rapid.IntRange(0, 14).Draw(t, "jobs") {
 			submit += int64(rapid.IntRange(0, 10).Draw(t, "gap"))
-			j := Job{ID: fmt.Sprintf("j%d", i), Submit: submit, Duration: int64(rapid.IntRange(0, 30).Draw(t, "dur"))}
+			j := Job{ID: fmt.Sprintf("j%d", i), Submit: submit, Duration: int64(rapid.IntRange(0, 30).Draw(t, "dur")),
+				User: rapid.SampledFrom([]string{"", "u", "v"}).Draw(t, "user")}
 			if rapid.Bool().Draw(t, "shaped") {
 				j.Nodes, j.GPUsPerNode = rapid.IntRange(1, 4).Draw(t, "n"), rapid.IntRange(1, 5).Draw(t, "g")
 				j.GPUs = j.Nodes * j.GPUsPerNode
@@ -37,7 +39,10 @@ func TestReplayProperties(t *testing.T) {
 			}
 			jobs = append(jobs, j)
 		}
-		r, err := Replay(jobs, Options{Cluster: c, Policy: policy})
+		limits := rapid.SampledFrom([]Limits{LimitsExact, LimitsNoisy}).Draw(t, "limits")
+		fair := rapid.Bool().Draw(t, "fairshare")
+		r, err := Replay(jobs, Options{Cluster: c, Policy: policy, Limits: limits, Seed: rapid.Uint64().Draw(t, "seed"),
+			FairShare: fair})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,10 +68,14 @@ func TestReplayProperties(t *testing.T) {
 			if !o.Ran() {
 				continue
 			}
+			if lim := o.Request.TimeLimit; lim < time.Duration(max(o.Job.Duration, 1))*time.Second ||
+				(limits == LimitsExact && lim != time.Duration(max(o.Job.Duration, 1))*time.Second) {
+				t.Fatalf("job %s: limit %s under --limits %s for duration %d s", o.Job.ID, lim, limits, o.Job.Duration)
+			}
 			if o.Start < o.Job.Submit || o.End != o.Start+o.Job.Duration {
 				t.Fatalf("job %s: submit %d, start %d, end %d, duration %d", o.Job.ID, o.Job.Submit, o.Start, o.End, o.Job.Duration)
 			}
-			if policy == placement.PolicyFIFO {
+			if policy == placement.PolicyFIFO && !fair { // fair share reorders
 				if o.Start < lastStart {
 					t.Fatalf("fifo started job %s at %d, before an earlier job's start %d", o.Job.ID, o.Start, lastStart)
 				}

@@ -14,6 +14,20 @@ import (
 type Options struct {
 	Cluster Cluster
 	Policy  placement.Policy
+	// Limits is how job time limits are set (zero: LimitsExact); Seed
+	// draws LimitsNoisy's limits.
+	Limits Limits
+	Seed   uint64
+	// StarveAfter and AgingHalf tune PolicyQSSF (placement.Options);
+	// zero means placement's defaults.
+	StarveAfter, AgingHalf time.Duration
+	// FairShare orders the queue as the leader does: every pass takes
+	// jobs in the multifactor priority order of placement.Priorities
+	// under cluster.DefaultPolicy (age and fair share, users from the
+	// trace, one account) and gives PolicyQSSF each job's fair-share
+	// factor. Off, jobs are taken by ID (fifo, backfill, shoal) and QSSF
+	// counts every job at F = 1.
+	FairShare bool
 }
 
 // Outcome is what became of one trace job.
@@ -93,6 +107,9 @@ func Replay(jobs []Job, opts Options) (*Result, error) {
 	if err := opts.Cluster.Validate(); err != nil {
 		return nil, err
 	}
+	if _, err := ParseLimits(string(opts.Limits)); err != nil {
+		return nil, err
+	}
 	if _, err := placement.PlaceWith(nil, nil, time.Time{}, placement.Options{Policy: opts.Policy}); err != nil {
 		return nil, err
 	}
@@ -111,15 +128,32 @@ func Replay(jobs []Job, opts Options) (*Result, error) {
 		}
 		o := &res.Jobs[i]
 		o.Job, o.ID, o.Request = j, cluster.JobID(i+1), c.Request(j)
+		o.Request.TimeLimit = time.Duration(opts.limit(i, j)) * time.Second
 		if err := placement.Check(nodes, o.Request); err != nil {
 			o.Unplaceable = err.Error()
 		}
 		cjobs[i] = cluster.Job{ID: o.ID, State: cluster.JobPending, SubmitTime: at(j.Submit),
-			Spec: cluster.Spec{Request: o.Request}}
+			Spec: cluster.Spec{Request: o.Request, User: j.User}}
 	}
 
+	known := make([]*cluster.Job, len(cjobs))
+	for i := range cjobs {
+		known[i] = &cjobs[i]
+	}
 	view := placement.NewView(nodes, nil)
-	popts := placement.Options{Policy: opts.Policy, OmitReasons: true}
+	popts := placement.Options{Policy: opts.Policy, OmitReasons: true,
+		StarveAfter: opts.StarveAfter, AgingHalf: opts.AgingHalf}
+	// QSSF predicts run times from each user's finished jobs, as the
+	// leader would from its job records (placement.PredictorFrom).
+	qssf := opts.Policy == placement.PolicyQSSF
+	var predictor placement.Predictor
+	if qssf {
+		popts.Estimates = make(map[cluster.JobID]time.Duration)
+	}
+	if opts.FairShare {
+		popts.FairShare = make(map[cluster.JobID]float64)
+	}
+	fsPolicy := cluster.DefaultPolicy()
 	var (
 		pending []*cluster.Job // by ID
 		ends    completions
@@ -140,6 +174,11 @@ func Replay(jobs []Job, opts Options) (*Result, error) {
 				return nil, err
 			}
 			busy -= gpusHeld(&res.Jobs[e.job])
+			cjobs[e.job].State, cjobs[e.job].EndTime = cluster.JobCompleted, at(now)
+			if qssf {
+				o := &res.Jobs[e.job]
+				predictor.Observe(o.Job.User, time.Duration(o.End-o.Start)*time.Second, o.Request.TimeLimit)
+			}
 		}
 		for ; next < len(jobs) && jobs[next].Submit == now; next++ {
 			if res.Jobs[next].Ran() {
@@ -147,6 +186,22 @@ func Replay(jobs []Job, opts Options) (*Result, error) {
 			}
 		}
 		if len(pending) > 0 {
+			if qssf {
+				clear(popts.Estimates)
+				for _, j := range pending {
+					popts.Estimates[j.ID] = predictor.Predict(j.Spec.User, j.Spec.Request.TimeLimit)
+				}
+			}
+			if opts.FairShare {
+				// Every job submitted so far: usage comes from the
+				// allocations of those that ran.
+				prs := placement.Priorities(fsPolicy, known[:next], c.TotalGPUs(), at(now))
+				popts.Order = placement.PriorityOrder(prs)
+				clear(popts.FairShare)
+				for _, p := range prs {
+					popts.FairShare[p.Job] = p.Factors.FairShare
+				}
+			}
 			pr, err := placement.PlaceWith(view, pending, at(now), popts)
 			if err != nil {
 				return nil, err

@@ -138,6 +138,7 @@ func TestReplayRejects(t *testing.T) {
 	}{
 		{"bad cluster", nil, Options{Cluster: Cluster{Nodes: 0, GPUsPerNode: 8, LeafSize: 1, LeavesPerSpine: 1}, Policy: placement.PolicyFIFO}, "nodes 0"},
 		{"bad policy", nil, Options{Cluster: handCluster, Policy: "lifo"}, `policy "lifo"`},
+		{"bad limits", nil, Options{Cluster: handCluster, Policy: placement.PolicyFIFO, Limits: "wild"}, `limits "wild"`},
 		{"unsorted jobs", jobs, Options{Cluster: handCluster, Policy: placement.PolicyFIFO}, "want jobs sorted"},
 	}
 	for _, tt := range tests {

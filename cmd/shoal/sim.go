@@ -25,6 +25,11 @@ type simOptions struct {
 	json     bool
 	schedule string
 	plot     string
+	limits   string
+	seed     uint64
+	starve   time.Duration
+	aging    time.Duration
+	fair     bool
 }
 
 func newSimCmd() *cobra.Command {
@@ -40,8 +45,20 @@ utilization, the fraction of multi-node jobs under one leaf switch and the
 mean number of leaves of the others, and decisions per second of real time.
 
 Policies: fifo (strict FIFO, first-fit nodes), backfill (EASY backfill,
-first fit), shoal (topology-aware placement with EASY backfill). Each job's
-time limit is its trace duration (perfect estimates).
+first fit), shoal (topology-aware placement with EASY backfill), qssf
+(shoal's placement and backfill, taking jobs shortest predicted service
+first with aging; predictions come from each user's finished jobs).
+
+--limits exact (the default) gives each job its trace duration as its
+time limit (perfect estimates); --limits noisy gives it the trace's
+time_limit_s, or where the trace has none a user-like estimate drawn from
+--limit-seed: 20% ask for nothing and get 7 days, the others overestimate
+the duration by a factor log-uniform in [1,10], rounded up to a round
+value (5 min, 10 min, ..., 1 h, 2 h, ..., 1 d, ..., 7 d).
+
+--fairshare takes jobs in the leader's multifactor priority order (age
+and fair share by trace user, the default queue policy) instead of
+submission order, and gives qssf each job's fair-share factor.
 
 Nodes are n0000, n0001, ...; --leaf-size consecutive nodes share a leaf
 switch and --leaves-per-spine consecutive leaves a spine.`,
@@ -56,7 +73,12 @@ switch and --leaves-per-spine consecutive leaves a spine.`,
 	f.IntVar(&o.cluster.GPUsPerNode, "gpus-per-node", 8, "GPUs on each node")
 	f.IntVar(&o.cluster.LeafSize, "leaf-size", 32, "nodes per leaf switch")
 	f.IntVar(&o.cluster.LeavesPerSpine, "leaves-per-spine", 8, "leaf switches per spine")
-	f.StringVar(&o.policy, "policy", "shoal", "fifo, backfill or shoal")
+	f.StringVar(&o.policy, "policy", "shoal", "fifo, backfill, shoal or qssf")
+	f.StringVar(&o.limits, "limits", "exact", "job time limits: exact (the durations) or noisy (user-like estimates)")
+	f.Uint64Var(&o.seed, "limit-seed", 1, "seed of --limits noisy")
+	f.DurationVar(&o.starve, "starve-after", placement.DefaultStarveAfter, "qssf: a job waiting this long goes first")
+	f.BoolVar(&o.fair, "fairshare", false, "order the queue by multifactor priority (age + fair share by trace user), as the leader does")
+	f.DurationVar(&o.aging, "aging-half", placement.DefaultAgingHalf, "qssf: wait after which a job's predicted service counts half")
 	f.BoolVar(&o.json, "json", false, "print one JSON object instead of a table")
 	f.StringVar(&o.schedule, "schedule", "", "write the schedule as CSV (job_id,submit,start,end,nodes,gpus_per_node) to this file")
 	f.StringVar(&o.plot, "plot", "", "draw utilization and queue length over time as PNG to this file")
@@ -74,12 +96,20 @@ func runSim(out io.Writer, o simOptions) error {
 	if err := o.cluster.Validate(); err != nil {
 		return fmt.Errorf("--%w", err)
 	}
+	limits, err := sim.ParseLimits(o.limits)
+	if err != nil {
+		return fmt.Errorf("--%w", err)
+	}
+	if o.starve <= 0 || o.aging <= 0 {
+		return fmt.Errorf("--starve-after %s, --aging-half %s: want both positive", o.starve, o.aging)
+	}
 	jobs, err := sim.Load(o.trace)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	res, err := sim.Replay(jobs, sim.Options{Cluster: o.cluster, Policy: policy})
+	res, err := sim.Replay(jobs, sim.Options{Cluster: o.cluster, Policy: policy,
+		Limits: limits, Seed: o.seed, StarveAfter: o.starve, AgingHalf: o.aging, FairShare: o.fair})
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", o.trace, err)
 	}
@@ -139,6 +169,8 @@ func printSummary(out io.Writer, o simOptions, s sim.Summary) error {
 		{"trace", o.trace},
 		{"cluster", o.cluster.String()},
 		{"policy", s.Policy},
+		{"time limits", o.limits},
+		{"fair share", fmt.Sprint(o.fair)},
 		{"jobs", fmt.Sprint(s.Jobs)},
 		{"unplaceable", fmt.Sprint(s.Unplaceable)},
 		{"avg wait", secs(s.AvgWait)},

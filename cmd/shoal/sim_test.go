@@ -61,11 +61,11 @@ func TestSimCommand(t *testing.T) {
 	out.Reset()
 	root = newRootCmd()
 	root.SetOut(&out)
-	root.SetArgs([]string{"sim", "--trace", trace, "--nodes", "4", "--leaf-size", "2"})
+	root.SetArgs([]string{"sim", "--trace", trace, "--nodes", "4", "--leaf-size", "2", "--policy", "qssf", "--limits", "noisy", "--fairshare"})
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"policy", "shoal", "unplaceable", "p99 wait", "GPU utilization", "one-leaf fraction", "decisions/s"} {
+	for _, want := range []string{"policy", "qssf", "time limits", "noisy", "fair share", "unplaceable", "p99 wait", "GPU utilization", "one-leaf fraction", "decisions/s"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table output lacks %q:\n%s", want, out.String())
 		}
@@ -84,9 +84,11 @@ func TestSimCommandErrors(t *testing.T) {
 		want string
 	}{
 		{"no trace", nil, "--trace: required"},
-		{"bad policy", []string{"--trace", trace, "--policy", "sjf"}, `--policy "sjf": want fifo, backfill or shoal`},
+		{"bad policy", []string{"--trace", trace, "--policy", "sjf"}, `--policy "sjf": want fifo, backfill, shoal or qssf`},
 		{"bad nodes", []string{"--trace", trace, "--nodes", "0"}, "--nodes 0"},
 		{"bad leaf size", []string{"--trace", trace, "--leaf-size", "0"}, "--leaf-size 0"},
+		{"bad limits", []string{"--trace", trace, "--limits", "wild"}, `--limits "wild": want exact or noisy`},
+		{"bad aging", []string{"--trace", trace, "--aging-half", "0s"}, "--aging-half 0s"},
 		{"missing file", []string{"--trace", filepath.Join(dir, "none.csv")}, "none.csv"},
 		{"unwritable schedule", []string{"--trace", trace, "--nodes", "8", "--schedule", filepath.Join(dir, "no", "s.csv")}, "s.csv"},
 	}

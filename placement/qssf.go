@@ -1,0 +1,209 @@
+package placement
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// DefaultStarveAfter is Options.StarveAfter's default: under PolicyQSSF
+// a job that has waited this long goes ahead of every job that has not.
+// Ten days, tuned on the Helios trace at 64 nodes (BENCHMARKS.md), where
+// EASY backfill's p99 wait is 6 days: shorter thresholds turn a heavily
+// loaded queue back into FIFO and raise both the average and p99 waits.
+const DefaultStarveAfter = 10 * 24 * time.Hour
+
+// DefaultAgingHalf is Options.AgingHalf's default: under PolicyQSSF a
+// job's predicted service counts half after waiting this long, a third
+// after twice as long, and so on.
+const DefaultAgingHalf = time.Hour
+
+// noLimitEstimate is the predicted run time of a job with neither an
+// estimate nor a time limit: longer than any trace job, so such a job
+// ranks as the largest of its size.
+const noLimitEstimate = 365 * 24 * time.Hour
+
+// minFairShare bounds the fair-share divisor, so that an association far
+// over its share still ages to the front (its service counts at most
+// 1/minFairShare times).
+const minFairShare = 1.0 / 64
+
+// QSSFOrder is the order PolicyQSSF takes queue's jobs in at now
+// (shortest predicted service first with aging, after Helios'
+// quasi-shortest-service-first and SJF with aging):
+//
+//  1. Starving jobs first: those that have waited Options.StarveAfter or
+//     longer, in Options.Order (the multifactor order) or, without it, by
+//     ID. The first of them that does not fit gets the EASY reservation,
+//     and backfill never delays it, so once a job is the first starving
+//     one it starts by the time limits of the jobs it waits behind,
+//     whatever arrives after it (TestQSSFStarvationBound).
+//  2. Then the others, by ascending score: the job's predicted service
+//     (GPUs × Options.Estimates, else its TimeLimit) divided by
+//     1 + wait/AgingHalf (aging) and by its fair-share factor
+//     (Options.FairShare, floored at 1/64; 1 when absent); ties by
+//     Options.Order, then ID.
+//
+// Scores are compared as float64 computed from integers in a fixed order,
+// so every replica gets the same order. A job submitted after now counts
+// as not waiting. QSSFOrder is pure.
+func QSSFOrder(queue []*cluster.Job, now time.Time, opts Options) []cluster.JobID {
+	starve, half := opts.StarveAfter, opts.AgingHalf
+	if starve <= 0 {
+		starve = DefaultStarveAfter
+	}
+	if half <= 0 {
+		half = DefaultAgingHalf
+	}
+	jobs := byOrder(queue, opts.Order) // base order: rank is the position
+	type keyed struct {
+		id      cluster.JobID
+		rank    int
+		starved bool
+		score   float64
+	}
+	ks := make([]keyed, len(jobs))
+	for i, j := range jobs {
+		wait := max(now.Sub(j.SubmitTime), 0)
+		k := keyed{id: j.ID, rank: i, starved: wait >= starve}
+		if !k.starved {
+			req := j.Spec.Request
+			gpus := max(int64(req.Nodes)*int64(req.GPUsPerNode), 1)
+			est, ok := opts.Estimates[j.ID]
+			if !ok || est <= 0 {
+				est = req.TimeLimit
+			}
+			if est <= 0 {
+				est = noLimitEstimate
+			}
+			service := float64(gpus) * est.Seconds()
+			aged := service / (1 + float64(wait)/float64(half))
+			f := 1.0
+			if v, ok := opts.FairShare[j.ID]; ok {
+				f = min(max(v, minFairShare), 1)
+			}
+			k.score = aged / f
+		}
+		ks[i] = k
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int {
+		switch {
+		case a.starved != b.starved:
+			if a.starved {
+				return -1
+			}
+			return 1
+		case a.starved:
+			return cmp.Compare(a.rank, b.rank)
+		}
+		return cmp.Or(cmp.Compare(a.score, b.score), cmp.Compare(a.rank, b.rank))
+	})
+	ids := make([]cluster.JobID, len(ks))
+	for i, k := range ks {
+		ids[i] = k.id
+	}
+	return ids
+}
+
+// Predictor predicts a job's run time from its time limit and its
+// user's recent jobs, for Options.Estimates: what a live cluster knows
+// (Helios' QSSF predicts from user and job-name history; Shoal keeps no
+// names). Users' limits are poor estimates but each user tends to
+// overestimate alike, so Predictor learns, per user, how much of its
+// limit a job actually used: Observe each finished job in the order they
+// end, and Predict is the job's limit times the mean of the user's last
+// PredictorWindow used fractions (run time over limit, at most 1). With
+// exact limits that is the limit itself; a user without history gets
+// the limit; a job without a limit gets the mean of the user's last run
+// times, or 0 (unknown) without history. The zero Predictor is ready to
+// use; it keeps O(users) memory.
+type Predictor struct {
+	users map[string]*userRuns
+}
+
+// PredictorWindow is how many of a user's latest jobs Predictor keeps.
+const PredictorWindow = 8
+
+// userRuns is a user's last jobs, each in a ring.
+type userRuns struct {
+	used  [PredictorWindow]float64 // run time over limit, jobs with a limit
+	runs  [PredictorWindow]time.Duration
+	nUsed int // jobs with a limit observed, all time
+	nRuns int // jobs observed, all time
+}
+
+// Observe records that one of user's jobs, with time limit limit (0:
+// none), ran for ran. An empty user (a trace without users) is not
+// recorded.
+func (p *Predictor) Observe(user string, ran, limit time.Duration) {
+	if user == "" {
+		return
+	}
+	if p.users == nil {
+		p.users = make(map[string]*userRuns)
+	}
+	u := p.users[user]
+	if u == nil {
+		u = &userRuns{}
+		p.users[user] = u
+	}
+	ran = max(ran, 0)
+	u.runs[u.nRuns%PredictorWindow] = ran
+	u.nRuns++
+	if limit > 0 {
+		u.used[u.nUsed%PredictorWindow] = min(float64(ran)/float64(limit), 1)
+		u.nUsed++
+	}
+}
+
+// Predict is the predicted run time of a job of user with time limit
+// limit (0: none); see Predictor. It is never more than a positive
+// limit, and at least 1 s when known.
+func (p *Predictor) Predict(user string, limit time.Duration) time.Duration {
+	u := p.users[user]
+	if user == "" || u == nil {
+		return limit
+	}
+	if limit > 0 {
+		k := min(u.nUsed, PredictorWindow)
+		if k == 0 {
+			return limit
+		}
+		sum := 0.0
+		for _, f := range u.used[:k] { // summed in ring order: deterministic
+			sum += f
+		}
+		return min(max(time.Duration(float64(limit)*(sum/float64(k))), time.Second), limit)
+	}
+	k := min(u.nRuns, PredictorWindow)
+	if k == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, r := range u.runs[:k] {
+		sum += r
+	}
+	return max(sum/time.Duration(k), time.Second)
+}
+
+// PredictorFrom builds a Predictor from job records, as the leader has
+// them: every job that ran and ended (a start and an end time), observed
+// in order of end time, ties by ID. It is pure.
+func PredictorFrom(jobs []*cluster.Job) *Predictor {
+	var done []*cluster.Job
+	for _, j := range jobs {
+		if j != nil && j.State.Terminal() && !j.StartTime.IsZero() && !j.EndTime.IsZero() {
+			done = append(done, j)
+		}
+	}
+	slices.SortFunc(done, func(a, b *cluster.Job) int {
+		return cmp.Or(a.EndTime.Compare(b.EndTime), cmp.Compare(a.ID, b.ID))
+	})
+	p := &Predictor{}
+	for _, j := range done {
+		p.Observe(j.Spec.User, j.EndTime.Sub(j.StartTime), j.Spec.Request.TimeLimit)
+	}
+	return p
+}
