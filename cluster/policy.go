@@ -303,6 +303,9 @@ func (p *Policy) Validate() error {
 	if p.MinJobAge < 0 || p.MinJobAge > MaxPolicyDuration {
 		return fmt.Errorf("min_job_age %s: want 0 (the default, %s) to %s", p.MinJobAge, DefaultMinJobAge, MaxPolicyDuration)
 	}
+	if p.Scheduler == SchedulerShoal {
+		return fmt.Errorf("scheduler %q: not canonical, want \"\" for the default", p.Scheduler)
+	}
 	if p.Scheduler != "" && p.Scheduler != SchedulerQSSF {
 		return fmt.Errorf("scheduler %q: want %s (the default) or %s", p.Scheduler, SchedulerShoal, SchedulerQSSF)
 	}
