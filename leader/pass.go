@@ -165,8 +165,10 @@ func jobRecords(v *fsm.View) []*cluster.Job {
 }
 
 // Priorities is every pending job's priority at now, in the order the
-// scheduler takes them. The pass and GET /v1/priority both call it, so
-// `shoal priority` shows exactly what orders the queue. Archived jobs
+// scheduler takes them under the shoal scheduler (under qssf: the
+// tie-break and fair-share factors of QSSFOrder). The pass computes the
+// same from the same records and GET /v1/priority calls it, so `shoal
+// priority` shows exactly what the pass reads. Archived jobs
 // still count in fair-share usage (decayed), as Slurm's usage outlives
 // MinJobAge.
 func Priorities(v *fsm.View, now time.Time) []placement.Priority {
