@@ -68,6 +68,38 @@ type Policy struct {
 	// ClusterName is the cluster's name in jobs' SLURM_CLUSTER_NAME (as
 	// slurm.conf's ClusterName); "" means DefaultClusterName.
 	ClusterName string `msgpack:"cluster_name,omitempty" json:"cluster_name,omitempty"`
+	// Scheduler is the order the leader takes pending jobs in, as
+	// slurm.conf's SchedulerType and PriorityType choose Slurm's: ""
+	// (SchedulerShoal, the default) is multifactor priority order;
+	// SchedulerQSSF is shortest predicted service first with aging
+	// (placement.QSSFOrder). Placement and EASY backfill are the same
+	// under both. "" is the canonical form of SchedulerShoal, so a policy
+	// that names it encodes as one that does not.
+	Scheduler string `msgpack:"scheduler,omitempty" json:"scheduler,omitempty"`
+	// StarveAfter and AgingHalf tune SchedulerQSSF (placement.Options):
+	// a job that has waited StarveAfter goes ahead of every job that has
+	// not, and a job's predicted service counts half after waiting
+	// AgingHalf. 0 means placement's defaults (10 days, 1 h).
+	StarveAfter time.Duration `msgpack:"starve_after,omitempty" json:"starve_after,omitempty"`
+	AgingHalf   time.Duration `msgpack:"aging_half,omitempty" json:"aging_half,omitempty"`
+}
+
+// The queue orders a Policy's Scheduler selects.
+const (
+	// SchedulerShoal is multifactor priority order (Policy.Weights).
+	SchedulerShoal = "shoal"
+	// SchedulerQSSF is quasi-shortest-service-first: starving jobs
+	// first, then by predicted GPU-time, aged and weighted by fair share.
+	SchedulerQSSF = "qssf"
+)
+
+// SchedulerName is the queue order in force under p (nil: the default):
+// SchedulerShoal or SchedulerQSSF.
+func (p *Policy) SchedulerName() string {
+	if p != nil && p.Scheduler != "" {
+		return p.Scheduler
+	}
+	return SchedulerShoal
 }
 
 // DefaultClusterName names a cluster whose policy names none.
@@ -271,6 +303,18 @@ func (p *Policy) Validate() error {
 	if p.MinJobAge < 0 || p.MinJobAge > MaxPolicyDuration {
 		return fmt.Errorf("min_job_age %s: want 0 (the default, %s) to %s", p.MinJobAge, DefaultMinJobAge, MaxPolicyDuration)
 	}
+	if p.Scheduler == SchedulerShoal {
+		return fmt.Errorf("scheduler %q: not canonical, want \"\" for the default", p.Scheduler)
+	}
+	if p.Scheduler != "" && p.Scheduler != SchedulerQSSF {
+		return fmt.Errorf("scheduler %q: want %s (the default) or %s", p.Scheduler, SchedulerShoal, SchedulerQSSF)
+	}
+	if p.StarveAfter < 0 || p.StarveAfter > MaxPolicyDuration {
+		return fmt.Errorf("starve_after %s: want 0 (the default, 240h) to %s", p.StarveAfter, MaxPolicyDuration)
+	}
+	if p.AgingHalf < 0 || p.AgingHalf > MaxPolicyDuration {
+		return fmt.Errorf("aging_half %s: want 0 (the default, 1h) to %s", p.AgingHalf, MaxPolicyDuration)
+	}
 	if p.ClusterName != "" {
 		if err := policyName(p.ClusterName); err != nil {
 			return fmt.Errorf("cluster_name: %w", err)
@@ -400,6 +444,7 @@ func (p *Policy) Equal(q *Policy) bool {
 		slices.Equal(p.Operators, q.Operators) && p.PrivateJobs == q.PrivateJobs &&
 		p.MinJobAge == q.MinJobAge && p.ArchiveMax == q.ArchiveMax && p.OutputRetention == q.OutputRetention &&
 		p.ClusterName == q.ClusterName &&
+		p.Scheduler == q.Scheduler && p.StarveAfter == q.StarveAfter && p.AgingHalf == q.AgingHalf &&
 		slices.Equal(p.QoS, q.QoS) &&
 		slices.EqualFunc(p.Accounts, q.Accounts, func(a, b AccountShare) bool {
 			return a.Name == b.Name && a.Shares == b.Shares && slices.Equal(a.Users, b.Users)
@@ -467,6 +512,11 @@ type PolicyFile struct {
 	OutputRetention string `json:"output_retention,omitempty"`
 	// ClusterName is the jobs' SLURM_CLUSTER_NAME (default "shoal").
 	ClusterName string `json:"cluster_name,omitempty"`
+	// Scheduler is the queue order, "shoal" (absent: the default) or
+	// "qssf"; StarveAfter and AgingHalf (durations) tune qssf.
+	Scheduler   string `json:"scheduler,omitempty"`
+	StarveAfter string `json:"starve_after,omitempty"`
+	AgingHalf   string `json:"aging_half,omitempty"`
 }
 
 // AccountFile is one account in a PolicyFile.
@@ -548,6 +598,15 @@ func ParsePolicyJSON(b []byte) (Policy, error) {
 	}
 	p.ArchiveMax = f.ArchiveMax
 	p.ClusterName = f.ClusterName
+	if p.Scheduler = f.Scheduler; p.Scheduler == SchedulerShoal {
+		p.Scheduler = "" // canonical
+	}
+	if p.StarveAfter, err = policyDuration("starve_after", f.StarveAfter, 0); err != nil {
+		return Policy{}, err
+	}
+	if p.AgingHalf, err = policyDuration("aging_half", f.AgingHalf, 0); err != nil {
+		return Policy{}, err
+	}
 	if p.OutputRetention, err = policyDuration("output_retention", f.OutputRetention, 0); err != nil {
 		return Policy{}, err
 	}
@@ -608,6 +667,13 @@ func (p *Policy) File() PolicyFile {
 	}
 	f.ArchiveMax = p.ArchiveMax
 	f.ClusterName = p.ClusterName
+	f.Scheduler = p.SchedulerName()
+	if p.StarveAfter > 0 {
+		f.StarveAfter = p.StarveAfter.String()
+	}
+	if p.AgingHalf > 0 {
+		f.AgingHalf = p.AgingHalf.String()
+	}
 	if p.OutputRetention > 0 {
 		f.OutputRetention = p.OutputRetention.String()
 	}

@@ -44,6 +44,54 @@ func TestParsePolicyJSON(t *testing.T) {
 	}
 }
 
+// TestPolicyScheduler: the scheduler setting reads and prints back;
+// "shoal" is the default and canonically empty, so a file that names it
+// is the same policy as one that does not.
+func TestPolicyScheduler(t *testing.T) {
+	for _, tc := range []struct {
+		in        string
+		want      Policy
+		name      string
+		fileSched string
+	}{
+		{`{}`, Policy{}, SchedulerShoal, "shoal"},
+		{`{"scheduler": "shoal"}`, Policy{}, SchedulerShoal, "shoal"},
+		{`{"scheduler": "qssf"}`, Policy{Scheduler: SchedulerQSSF}, SchedulerQSSF, "qssf"},
+		{`{"scheduler": "qssf", "starve_after": "48h", "aging_half": "30m"}`,
+			Policy{Scheduler: SchedulerQSSF, StarveAfter: 48 * time.Hour, AgingHalf: 30 * time.Minute}, SchedulerQSSF, "qssf"},
+	} {
+		p, err := ParsePolicyJSON([]byte(tc.in))
+		if err != nil {
+			t.Fatalf("ParsePolicyJSON(%s): %v", tc.in, err)
+		}
+		if p.Scheduler != tc.want.Scheduler || p.StarveAfter != tc.want.StarveAfter || p.AgingHalf != tc.want.AgingHalf {
+			t.Errorf("ParsePolicyJSON(%s) = scheduler %q starve_after %s aging_half %s; want %q %s %s", tc.in,
+				p.Scheduler, p.StarveAfter, p.AgingHalf, tc.want.Scheduler, tc.want.StarveAfter, tc.want.AgingHalf)
+		}
+		if got := p.SchedulerName(); got != tc.name {
+			t.Errorf("ParsePolicyJSON(%s).SchedulerName() = %q; want %q", tc.in, got, tc.name)
+		}
+		f := p.File()
+		if f.Scheduler != tc.fileSched {
+			t.Errorf("ParsePolicyJSON(%s).File().Scheduler = %q; want %q", tc.in, f.Scheduler, tc.fileSched)
+		}
+		back, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q, err := ParsePolicyJSON(back); err != nil || !q.Equal(&p) {
+			t.Errorf("file form %s reads back as %+v, %v; want %+v", back, q, err, p)
+		}
+	}
+	if (*Policy)(nil).SchedulerName() != SchedulerShoal {
+		t.Errorf("nil policy's scheduler is not shoal")
+	}
+	a, b := Policy{Scheduler: SchedulerQSSF}, Policy{}
+	if a.Equal(&b) {
+		t.Errorf("Equal ignores Scheduler")
+	}
+}
+
 // TestParsePolicyJSONErrors: every mistake is refused naming the field.
 func TestParsePolicyJSONErrors(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
@@ -58,6 +106,9 @@ func TestParsePolicyJSONErrors(t *testing.T) {
 		{"empty account name", `{"accounts": {"": {"shares": 5}}}`, `accounts[0] "": name`},
 		{"space in qos name", `{"qos": {"very high": 5}}`, `qos[0] "very high": name`},
 		{"negative qos", `{"qos": {"high": -5}}`, `qos[0] "high": priority -5`},
+		{"unknown scheduler", `{"scheduler": "sjf"}`, `scheduler "sjf": want shoal (the default) or qssf`},
+		{"negative starve_after", `{"scheduler": "qssf", "starve_after": "-1h"}`, "starve_after -1h0m0s"},
+		{"bad aging_half", `{"scheduler": "qssf", "aging_half": "an hour"}`, "aging_half"},
 		{"two objects", `{} {}`, "one object"},
 		{"not json", `weights: 1`, "policy:"},
 	} {
@@ -117,6 +168,8 @@ func FuzzParsePolicyJSON(f *testing.F) {
 	f.Add([]byte(`{"weights": {"age": 1000, "fair_share": 10000}, "max_age": "24h", "half_life": "0s",
 		"accounts": {"physics": {"shares": 60, "users": {"alice": 2}}, "bio": {"shares": 40}}, "qos": {"high": 100}}`))
 	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"scheduler": "qssf", "starve_after": "240h", "aging_half": "1h"}`))
+	f.Add([]byte(`{"scheduler": "shoal"}`))
 	f.Add([]byte(`{"accounts": {"a": {"users": {"": 1}}}}`))
 	f.Add([]byte(`{"weights": {"qos": 4294967296}, "qos": {"x": -1}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -18,7 +18,10 @@ func testPolicy() cluster.Policy {
 			{Name: "bio", Shares: 40, Users: []cluster.UserShare{}},
 			{Name: "physics", Shares: 60, Users: []cluster.UserShare{{Name: "alice", Shares: 2}}},
 		},
-		QoS: []cluster.QoSLevel{{Name: "high", Priority: 100}},
+		QoS:         []cluster.QoSLevel{{Name: "high", Priority: 100}},
+		Scheduler:   cluster.SchedulerQSSF,
+		StarveAfter: 48 * time.Hour,
+		AgingHalf:   30 * time.Minute,
 	}
 }
 
@@ -53,6 +56,9 @@ func TestSetPolicy(t *testing.T) {
 			p.QoS = []cluster.QoSLevel{{Name: "z"}, {Name: "a"}}
 		}, "qos[1]"},
 		{"negative half life", func(p *cluster.Policy) { p.HalfLife = -time.Second }, "half_life"},
+		{"unknown scheduler", func(p *cluster.Policy) { p.Scheduler = "sjf" }, `scheduler "sjf"`},
+		{"shoal not canonical", func(p *cluster.Policy) { p.Scheduler = cluster.SchedulerShoal }, `scheduler "shoal"`},
+		{"negative starve_after", func(p *cluster.Policy) { p.StarveAfter = -time.Hour }, "starve_after"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := testPolicy()

@@ -35,6 +35,11 @@ import (
 //	   StartStep), and --mincpus (Request.MinCPUs). An older replica
 //	   would drop them, run the same ranks on every node and refuse the
 //	   allocation that holds other CPUs than it computes.
+//	3  fields: the queue policy's scheduler, starve_after and aging_half
+//	   (Policy.Scheduler/StarveAfter/AgingHalf in SetPolicy). An older
+//	   replica would drop them and, once leader, order the queue by
+//	   multifactor priority where the others take it shortest service
+//	   first.
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -169,6 +174,14 @@ var fields = []field{
 			return c.Spec.Pty
 		}
 		return false
+	}},
+	// An older replica would drop the queue order and its tunables: its
+	// policy (and snapshot) would differ, and as leader it would order
+	// the queue by multifactor priority.
+	{name: "SetPolicy.Policy.Scheduler/StarveAfter/AgingHalf", since: 3, uses: func(body any) bool {
+		c, ok := body.(SetPolicy)
+		p := c.Policy
+		return ok && (p.Scheduler != "" || p.StarveAfter != 0 || p.AgingHalf != 0)
 	}},
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
 )
@@ -110,6 +111,9 @@ func TestNeeds(t *testing.T) {
 		{CmdSubmitJob, plain, 1}, {CmdSubmitJob, uneven, 3},
 		{CmdStartStep, StartStep{}, 1}, {CmdStartStep, cyclicStep, 3},
 		{CmdArchiveJobs, ArchiveJobs{}, 2}, {255, uneven, 0},
+		{CmdSetPolicy, SetPolicy{Policy: cluster.DefaultPolicy()}, 1},
+		{CmdSetPolicy, SetPolicy{Policy: cluster.Policy{Scheduler: cluster.SchedulerQSSF}}, 3},
+		{CmdSetPolicy, SetPolicy{Policy: cluster.Policy{StarveAfter: time.Hour}}, 3},
 	} {
 		if got := Needs(tt.t, tt.body); got != tt.want {
 			t.Errorf("Needs(%s, %+v) = %d; want %d", tt.t, tt.body, got, tt.want)

@@ -56,9 +56,11 @@ type Plan struct {
 // Pass is one scheduling round. Held jobs, unmet dependencies and full
 // array throttles are not placement's business: such jobs wait with that
 // reason, and one whose dependency can never hold is cancelled. The rest
-// are placed by the shoal policy — topology-aware gangs in multifactor
-// priority order with EASY backfill: a job with a --time limit may start
-// ahead of a blocked one only if it cannot delay that job's reservation.
+// are placed as the queue policy's scheduler says (QueueOptions):
+// topology-aware gangs with EASY backfill, taken in multifactor priority
+// order ("shoal", the default) or shortest predicted service first with
+// aging ("qssf"); a job with a --time limit may start ahead of a blocked
+// one only if it cannot delay that job's reservation.
 // It is pure: the same input always gives the same plan.
 func Pass(in PassInput) (Plan, error) {
 	v, now := in.View, in.Now
@@ -99,9 +101,15 @@ func Pass(in PassInput) (Plan, error) {
 	if pol := v.Policy(); pol != nil {
 		parts = pol.Partitions
 	}
-	p.Order = placement.PriorityOrder(Priorities(v, now))
-	res, err := placement.PlaceWith(placement.NewView(v.Nodes(), occupying).WithPartitions(parts), pending, now,
-		placement.Options{Policy: placement.PolicyShoal, Order: p.Order})
+	records := jobRecords(v)
+	prs := placement.Priorities(QueuePolicy(v), records, ClusterGPUs(v), now)
+	opts := QueueOptions(QueuePolicy(v), prs, records, pending)
+	if opts.Policy == placement.PolicyQSSF {
+		p.Order = placement.QSSFOrder(pending, now, opts)
+	} else {
+		p.Order = opts.Order
+	}
+	res, err := placement.PlaceWith(placement.NewView(v.Nodes(), occupying).WithPartitions(parts), pending, now, opts)
 	if err != nil {
 		return Plan{}, fmt.Errorf("place %d pending jobs: %w", len(pending), err)
 	}
@@ -121,14 +129,50 @@ func Pass(in PassInput) (Plan, error) {
 	return p, nil
 }
 
+// QueueOptions are the placement options that order the queue under pol:
+// the multifactor order of prs (pol's Scheduler "shoal"), or under "qssf"
+// placement.QSSFOrder's inputs — that order as its base and tie-break,
+// each job's fair-share factor from prs, pol's StarveAfter and AgingHalf,
+// and each pending job's run time predicted by placement.PredictorFrom
+// over records (the live and archived jobs: its user's finished jobs).
+// It is pure: the pass's time reaches QSSFOrder through PlaceWith.
+func QueueOptions(pol cluster.Policy, prs []placement.Priority, records, pending []*cluster.Job) placement.Options {
+	opts := placement.Options{Policy: placement.PolicyShoal, Order: placement.PriorityOrder(prs)}
+	if pol.SchedulerName() != cluster.SchedulerQSSF {
+		return opts
+	}
+	opts.Policy = placement.PolicyQSSF
+	opts.StarveAfter, opts.AgingHalf = pol.StarveAfter, pol.AgingHalf
+	opts.FairShare = make(map[cluster.JobID]float64, len(prs))
+	for _, pr := range prs {
+		opts.FairShare[pr.Job] = pr.Factors.FairShare
+	}
+	pred := placement.PredictorFrom(records)
+	opts.Estimates = make(map[cluster.JobID]time.Duration, len(pending))
+	for _, j := range pending {
+		if est := pred.Predict(j.Spec.User, j.Spec.Request.TimeLimit); est > 0 {
+			opts.Estimates[j.ID] = est
+		}
+	}
+	return opts
+}
+
+// jobRecords are the jobs the queue order reads: the archived ones
+// (still counted in fair-share usage and run-time predictions) and the
+// live ones.
+func jobRecords(v *fsm.View) []*cluster.Job {
+	return append(slices.Clone(v.Archived()), v.Jobs()...)
+}
+
 // Priorities is every pending job's priority at now, in the order the
-// scheduler takes them. The pass and GET /v1/priority both call it, so
-// `shoal priority` shows exactly what orders the queue. Archived jobs
+// scheduler takes them under the shoal scheduler (under qssf: the
+// tie-break and fair-share factors of QSSFOrder). The pass computes the
+// same from the same records and GET /v1/priority calls it, so `shoal
+// priority` shows exactly what the pass reads. Archived jobs
 // still count in fair-share usage (decayed), as Slurm's usage outlives
 // MinJobAge.
 func Priorities(v *fsm.View, now time.Time) []placement.Priority {
-	jobs := append(slices.Clone(v.Archived()), v.Jobs()...)
-	return placement.Priorities(QueuePolicy(v), jobs, ClusterGPUs(v), now)
+	return placement.Priorities(QueuePolicy(v), jobRecords(v), ClusterGPUs(v), now)
 }
 
 // QueuePolicy is the replicated queue policy, or the default while none

@@ -31,10 +31,10 @@ const (
 	// PolicyQSSF is PolicyShoal's placement and EASY backfill taking
 	// jobs in QSSFOrder instead: starving jobs first, then shortest
 	// predicted service (GPUs × predicted run time) first, aged and
-	// weighted by fair share. A leader would pass Order from
+	// weighted by fair share. The leader's pass uses it when the queue
+	// policy's scheduler is qssf (leader.QueueOptions): Order from
 	// PriorityOrder(prs), FairShare from each prs[i].Factors.FairShare
-	// and Estimates from PredictorFrom(its jobs).Predict(user, limit);
-	// the leader's pass still uses PolicyShoal.
+	// and Estimates from PredictorFrom(its jobs).Predict(user, limit).
 	PolicyQSSF Policy = "qssf"
 )
 

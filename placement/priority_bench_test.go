@@ -12,7 +12,46 @@ import (
 // large queue: 10,000 pending jobs and 100,000 finished ones (whose
 // allocations are the fair-share usage) from 500 users in 20 accounts.
 func BenchmarkPriorities(b *testing.B) {
-	const pendingJobs, historical, users, accounts = 10000, 100000, 500, 20
+	p, jobs := benchQueue()
+	b.ReportAllocs()
+	for b.Loop() {
+		if ps := Priorities(p, jobs, 80000, now); len(ps) != benchPending {
+			b.Fatalf("%d priorities; want %d", len(ps), benchPending)
+		}
+	}
+}
+
+// BenchmarkQSSFInputs is what a pass adds under PolicyQSSF on the same
+// queue: run-time predictions from the 100,000 finished jobs and
+// QSSFOrder over the 10,000 pending ones.
+func BenchmarkQSSFInputs(b *testing.B) {
+	p, jobs := benchQueue()
+	prs := Priorities(p, jobs, 80000, now)
+	pending := jobs[len(jobs)-benchPending:]
+	opts := Options{Order: PriorityOrder(prs), FairShare: make(map[cluster.JobID]float64, len(prs))}
+	for _, pr := range prs {
+		opts.FairShare[pr.Job] = pr.Factors.FairShare
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		pred := PredictorFrom(jobs)
+		opts.Estimates = make(map[cluster.JobID]time.Duration, len(pending))
+		for _, j := range pending {
+			opts.Estimates[j.ID] = pred.Predict(j.Spec.User, j.Spec.Request.TimeLimit)
+		}
+		if ids := QSSFOrder(pending, now, opts); len(ids) != benchPending {
+			b.Fatalf("%d ordered; want %d", len(ids), benchPending)
+		}
+	}
+}
+
+// benchPending is how many of benchQueue's jobs are pending (the last).
+const benchPending = 10000
+
+// benchQueue is a large queue: 10,000 pending jobs and 100,000 finished
+// ones from 500 users in 20 accounts, and a policy with every factor.
+func benchQueue() (cluster.Policy, []*cluster.Job) {
+	const pendingJobs, historical, users, accounts = benchPending, 100000, 500, 20
 	p := cluster.DefaultPolicy()
 	p.Weights.JobSize, p.Weights.QoS = 500, 2000
 	for a := range accounts {
@@ -27,7 +66,7 @@ func BenchmarkPriorities(b *testing.B) {
 			Spec: cluster.Spec{
 				User: fmt.Sprintf("user%03d", u), Account: fmt.Sprintf("acct%02d", u%accounts),
 				QoS:     []string{"normal", "high", ""}[i%3],
-				Request: cluster.Request{Nodes: 1 + i%4, GPUsPerNode: 8, TasksPerNode: 1},
+				Request: cluster.Request{Nodes: 1 + i%4, GPUsPerNode: 8, TasksPerNode: 1, TimeLimit: time.Duration(1+i%8) * time.Hour},
 			},
 			SubmitTime: now.Add(-time.Duration(pendingJobs+historical-i) * time.Minute),
 		}
@@ -44,10 +83,5 @@ func BenchmarkPriorities(b *testing.B) {
 		}
 		jobs = append(jobs, j)
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if ps := Priorities(p, jobs, 80000, now); len(ps) != pendingJobs {
-			b.Fatalf("%d priorities; want %d", len(ps), pendingJobs)
-		}
-	}
+	return p, jobs
 }

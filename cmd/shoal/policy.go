@@ -12,7 +12,7 @@ import (
 func newPolicyCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy",
-		Short: "Show or set the queue policy: priority weights, fair-share accounts, QoS levels",
+		Short: "Show or set the queue policy: queue order, priority weights, fair-share accounts, QoS levels",
 	}
 	show := &cobra.Command{
 		Use:   "show",
