@@ -35,6 +35,8 @@ import (
 //	   StartStep), and --mincpus (Request.MinCPUs). An older replica
 //	   would drop them, run the same ranks on every node and refuse the
 //	   allocation that holds other CPUs than it computes.
+//	   sbatch's and srun's --input file (Batch.Input in SubmitJob,
+//	   StepSpec.Input in StartStep).
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -158,6 +160,17 @@ var fields = []field{
 	{name: "SubmitJob.Spec.NoKill", since: 3, uses: func(body any) bool {
 		c, ok := body.(SubmitJob)
 		return ok && c.Spec.NoKill
+	}},
+	// An older replica would drop Input and run the batch script, or
+	// the step's tasks, on /dev/null instead of the file asked for.
+	{name: "SubmitJob.Spec.Batch.Input, StartStep.Spec.Input", since: 3, uses: func(body any) bool {
+		switch c := body.(type) {
+		case SubmitJob:
+			return c.Spec.Batch != nil && c.Spec.Batch.Input != ""
+		case StartStep:
+			return c.Spec.Input != ""
+		}
+		return false
 	}},
 	// An older replica would drop Pty and its node would start rank 0
 	// with no terminal for srun --pty to attach to.

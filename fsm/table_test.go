@@ -102,6 +102,9 @@ func TestNeeds(t *testing.T) {
 	plain := SubmitJob{Spec: cluster.Spec{Request: cluster.Request{Nodes: 2, TasksPerNode: 2}}}
 	uneven := SubmitJob{Spec: cluster.Spec{Request: cluster.Request{Nodes: 2, TasksPerNode: 3, NTasks: 5}}}
 	cyclicStep := StartStep{Spec: cluster.StepSpec{NTasks: 4, Distribution: "cyclic"}}
+	batchInput := SubmitJob{Spec: cluster.Spec{Batch: &cluster.Batch{Script: "#!/bin/sh\n", Input: "in.txt"}}}
+	batchNoInput := SubmitJob{Spec: cluster.Spec{Batch: &cluster.Batch{Script: "#!/bin/sh\n"}}}
+	inputStep := StartStep{Spec: cluster.StepSpec{Input: "in.%t"}}
 	for _, tt := range []struct {
 		t    CmdType
 		body any
@@ -110,6 +113,7 @@ func TestNeeds(t *testing.T) {
 		{CmdSubmitJob, plain, 1}, {CmdSubmitJob, uneven, 3},
 		{CmdStartStep, StartStep{}, 1}, {CmdStartStep, cyclicStep, 3},
 		{CmdArchiveJobs, ArchiveJobs{}, 2}, {255, uneven, 0},
+		{CmdSubmitJob, batchInput, 3}, {CmdSubmitJob, batchNoInput, 1}, {CmdStartStep, inputStep, 3},
 	} {
 		if got := Needs(tt.t, tt.body); got != tt.want {
 			t.Errorf("Needs(%s, %+v) = %d; want %d", tt.t, tt.body, got, tt.want)
