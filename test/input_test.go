@@ -22,12 +22,17 @@ srun -N2 -n2 --input=none sh -c 'echo "none $SLURM_PROCID read=[$(cat)]"'
 srun -N2 -n2 -i step-%t.txt sh -c 'echo "file $SLURM_PROCID on $SLURMD_NODENAME read=[$(cat)]"'
 srun -N2 -n2 -i 0 cat
 echo "task0 exit $?"
+srun -N2 -n2 -i missing.txt cat
+echo "missing exit $?"
+srun -N2 -n2 -i missing-%t.txt cat
+echo "missing-t exit $?"
 `
 
 // TestInput: sbatch --input's file (a pattern, %x here) is the batch
 // script's stdin; srun --input=none gives tasks /dev/null and
 // --input=step-%t.txt gives each task its own file on its node; srun
-// --input=0 is refused rather than ignored.
+// --input=0 is refused rather than ignored, and a plain file srun cannot
+// open with Slurm's error, before any step starts.
 func TestInput(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 2})
 	a := c.Agents[0]
@@ -59,12 +64,7 @@ func TestInput(t *testing.T) {
 	if err != nil {
 		t.Fatalf("job %d (%s): output: %v", id, j.State, err)
 	}
-	var lines []string
-	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if !strings.HasPrefix(l, "srun: ") || strings.Contains(l, "--input") {
-			lines = append(lines, l)
-		}
-	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	slices.Sort(lines)
 	want := []string{
 		"batch read alpha",
@@ -75,12 +75,17 @@ func TestInput(t *testing.T) {
 		"none 1 read=[]",
 		"srun: error: --input=0: sending srun's stdin to task 0 is not supported by Shoal: srun does not relay its stdin; give --input=FILE (read by each task on its node) or --input=none",
 		"task0 exit 1",
+		"srun: error: Could not open stdin file: No such file or directory",
+		"missing exit 1",
+		"missing-t exit 127",
 	}
 	slices.Sort(want)
 	if !slices.Equal(lines, want) {
 		t.Errorf("job %d (%s) output:\n%s\nwant the lines\n%s", id, j.State, strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
-	if j.State != "COMPLETED" || len(j.Steps) != 2 {
-		t.Errorf("job %d = %s with steps %+v; want COMPLETED with 2 steps (the refused srun starts none)", id, j.State, j.Steps)
+	// The refused sruns start no step; the one whose tasks cannot open
+	// their files fails to start, with the shell's 127.
+	if j.State != "COMPLETED" || len(j.Steps) != 3 || j.Steps[2].State != "FAILED" || j.Steps[2].ExitCode != 127 {
+		t.Errorf("job %d = %s with steps %+v; want COMPLETED with 3 steps, the last FAILED with 127", id, j.State, j.Steps)
 	}
 }

@@ -2,6 +2,8 @@ package slurmcli
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,6 +15,12 @@ import (
 // none; the forms that need srun to relay its stdin are refused, not
 // ignored.
 func TestStepInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"5", "in.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		args    []string
 		want    string
@@ -21,7 +29,9 @@ func TestStepInput(t *testing.T) {
 		{nil, "", ""},
 		{[]string{"--input=none"}, "none", ""},
 		{[]string{"-i", "in-%t.txt"}, "in-%t.txt", ""},
-		{[]string{"-n2", "-i", "5"}, "5", ""}, // not a task of 2: a file, as Slurm
+		{[]string{"-n2", "-i", "5", "-D", dir}, "5", ""}, // not a task of 2: a file, as Slurm
+		{[]string{"-i", "in.txt", "-D", dir}, "in.txt", ""},
+		{[]string{"-i", "missing.txt", "-D", dir}, "", "Could not open stdin file: No such file or directory"},
 		{[]string{"-n2", "-i", "1"}, "", "sending srun's stdin to task 1 is not supported"},
 		{[]string{"-i0"}, "", "sending srun's stdin to task 0 is not supported"},
 		{[]string{"--input=all"}, "", "broadcasting srun's stdin to the tasks is not supported"},

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -134,7 +136,33 @@ func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err 
 	if spec.WorkDir == "" {
 		spec.WorkDir, _ = os.Getwd()
 	}
+	if err := checkInputFile(spec.Input, spec.WorkDir); err != nil {
+		return spec, err
+	}
 	return spec, nil
+}
+
+// checkInputFile opens srun's --input file, when its name is a plain one
+// (no %-sequence, which only the step's node can expand), as Slurm's srun
+// opens such a file itself before it starts the step: one srun cannot
+// read is refused with Slurm's words, not left to fail every task.
+func checkInputFile(input, workDir string) error {
+	if input == "" || input == "none" || strings.ContainsAny(input, `%\`) {
+		return nil
+	}
+	if !filepath.IsAbs(input) {
+		input = filepath.Join(workDir, input)
+	}
+	f, err := os.Open(input)
+	if err != nil {
+		msg := err.Error()
+		if errno := syscall.Errno(0); errors.As(err, &errno) {
+			msg = errno.Error()
+			msg = strings.ToUpper(msg[:1]) + msg[1:] // strerror's "No such file or directory"
+		}
+		return fmt.Errorf("Could not open stdin file: %s", msg)
+	}
+	return f.Close()
 }
 
 // stepInput is StepSpec.Input for srun's -i/--input: "" (no stdin,
