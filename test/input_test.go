@@ -83,6 +83,10 @@ func TestInput(t *testing.T) {
 	if !slices.Equal(lines, want) {
 		t.Errorf("job %d (%s) output:\n%s\nwant the lines\n%s", id, j.State, strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
+	r = runEnv(t, []string{"SHOAL_DATA_DIR=" + a.DataDir}, filepath.Join(shims, "scontrol"), "show", "job", fmt.Sprint(id))
+	if want := "StdIn=" + filepath.Join(work, "inp.in"); r.code != 0 || !strings.Contains(r.stdout, want) {
+		t.Errorf("scontrol show job %d: exit %d\n%s\nwant %s", id, r.code, r.stdout, want)
+	}
 	// The refused sruns start no step; the one whose tasks cannot open
 	// their files fails to start, with the shell's 127.
 	if j.State != "COMPLETED" || len(j.Steps) != 3 || j.Steps[2].State != "FAILED" || j.Steps[2].ExitCode != 127 {
