@@ -108,7 +108,7 @@ type Launch struct {
 	// (sbatch --input; cluster's Job.BatchInput), opened as the job's
 	// user; a step's ranks take theirs from Step.Spec.Input (StdinPath).
 	// Only a batch job's own task may set it.
-	Stdin string
+	Stdin string `json:",omitempty"`
 	// ShimDir, when set, is a directory of the agent's Slurm command shims
 	// (srun, scontrol, ...); it is put first in PATH of batch scripts and
 	// step tasks.
