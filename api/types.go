@@ -87,11 +87,13 @@ type Job struct {
 	QoS     string `json:"qos,omitempty"`
 	Nice    int    `json:"nice,omitempty"`
 	// UID and GID are the submitter's; StdOut and StdErr a batch job's
-	// output files (on its first node), as scontrol show job prints them.
+	// output files (on its first node), StdIn its input file (sbatch -i;
+	// /dev/null without), as scontrol show job prints them.
 	UID    int    `json:"uid"`
 	GID    int    `json:"gid"`
 	StdOut string `json:"std_out,omitempty"`
 	StdErr string `json:"std_err,omitempty"`
+	StdIn  string `json:"std_in,omitempty"`
 	// AdminPriority is the priority root set (scontrol update Priority=),
 	// 0 when the multifactor one applies.
 	AdminPriority int64 `json:"admin_priority,omitempty"`

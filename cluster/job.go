@@ -633,7 +633,7 @@ func (s Spec) bytes() int {
 		n += len(kv) + 1
 	}
 	if s.Batch != nil {
-		n += len(s.Batch.Script) + len(s.Batch.Output) + len(s.Batch.Error)
+		n += len(s.Batch.Script) + len(s.Batch.Output) + len(s.Batch.Error) + len(s.Batch.Input)
 		for _, a := range s.Batch.Args {
 			n += len(a) + 1
 		}

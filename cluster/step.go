@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/shoal-sched/shoal/slurm"
@@ -22,6 +23,9 @@ type Batch struct {
 	Output   string `msgpack:"output" json:"output,omitempty"`
 	Error    string `msgpack:"error" json:"error,omitempty"`
 	OpenMode string `msgpack:"open_mode" json:"open_mode,omitempty"`
+	// Input is sbatch's --input filename pattern, the script's stdin,
+	// relative to WorkDir unless absolute; empty or "none" is /dev/null.
+	Input string `msgpack:"input,omitempty" json:"input,omitempty"`
 }
 
 // Bounds of batch jobs and steps.
@@ -83,6 +87,11 @@ type StepSpec struct {
 	// Pty runs the step's rank 0 on a terminal that srun --pty attaches
 	// to; the other ranks have no input, as in Slurm.
 	Pty bool `msgpack:"pty,omitempty" json:"pty,omitempty"`
+	// Input is srun's --input filename pattern (%t %n %N and the others
+	// of slurm.ExpandOutputPattern) each task reads its stdin from, on
+	// its node, relative to WorkDir unless absolute; "none" or empty is
+	// /dev/null.
+	Input string `msgpack:"input,omitempty" json:"input,omitempty"`
 }
 
 // Tasks returns how many tasks step node i of a step spec with its
@@ -155,6 +164,35 @@ type Step struct {
 	EndTime   time.Time `msgpack:"end_time" json:"end_time"`
 }
 
+// BatchInput is the file a batch script's stdin reads on node: sbatch's
+// --input pattern, expanded, relative to the job's WorkDir; /dev/null
+// when none was given (as Slurm's sbatch). A job that is not a batch job
+// has none ("").
+func (j *Job) BatchInput(node string) string {
+	if j.Spec.Batch == nil {
+		return ""
+	}
+	in := j.Spec.Batch.Input
+	if in == "" || strings.EqualFold(in, "none") {
+		return os.DevNull
+	}
+	p := slurm.ExpandOutputPattern(in, j.batchFields(node))
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(j.Spec.WorkDir, p)
+	}
+	return p
+}
+
+// batchFields are the pattern fields of a batch script running on node.
+func (j *Job) batchFields(node string) slurm.PatternFields {
+	f := slurm.PatternFields{JobID: uint64(j.ID), StepID: "batch", User: j.Spec.User,
+		JobName: j.Spec.Name, NodeName: node}
+	if j.Array != nil {
+		f.IsArray, f.ArrayJobID, f.ArrayTaskID = true, uint64(j.Array.JobID), j.Array.TaskID
+	}
+	return f
+}
+
 // BatchOutput is where a batch script's stdout and stderr go when it runs
 // on node: sbatch's --output/--error patterns, expanded, relative to the
 // job's WorkDir (default slurm-%j.out; stderr with stdout unless --error
@@ -163,11 +201,7 @@ func (j *Job) BatchOutput(node string) (stdout, stderr string) {
 	if j.Spec.Batch == nil {
 		return "", ""
 	}
-	f := slurm.PatternFields{JobID: uint64(j.ID), StepID: "batch", User: j.Spec.User,
-		JobName: j.Spec.Name, NodeName: node}
-	if j.Array != nil {
-		f.IsArray, f.ArrayJobID, f.ArrayTaskID = true, uint64(j.Array.JobID), j.Array.TaskID
-	}
+	f := j.batchFields(node)
 	path := func(pattern string) string {
 		if pattern == "none" {
 			return os.DevNull

@@ -243,10 +243,19 @@ func TestRecoveryKillsLostTaskCgroup(t *testing.T) {
 		t.Fatalf("child %d carries the task's markers; the test needs one without", child)
 	}
 
+	// The supervisor writes the rank's proc record once the fork
+	// returned, which may be after the rank became sleep.
 	key := TaskKey{Job: 50, Incarnation: 1, Step: NoStep}
-	procs, errs := task.ReadProcs(filepath.Join(dir, "jobs", key.DirName()))
-	if len(procs) != 1 || len(errs) != 0 {
-		t.Fatalf("proc records = %+v, %v; want one", procs, errs)
+	var procs []task.ProcRecord
+	var errs []error
+	for deadline := time.Now().Add(waitBound); ; time.Sleep(10 * time.Millisecond) {
+		procs, errs = task.ReadProcs(filepath.Join(dir, "jobs", key.DirName()))
+		if len(procs) == 1 && len(errs) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("proc records = %+v, %v; want one", procs, errs)
+		}
 	}
 	supervisor, supervisorTicks := parentOf(t, procs[0].PID)
 	if err := agent.Process.Kill(); err != nil {

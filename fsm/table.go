@@ -39,7 +39,9 @@ import (
 //	   (Policy.Scheduler/StarveAfter/AgingHalf in SetPolicy). An older
 //	   replica would drop them and, once leader, order the queue by
 //	   multifactor priority where the others take it shortest service
-//	   first.
+//	   first. Fields: sbatch's and srun's --input file (Batch.Input in
+//	   SubmitJob, StepSpec.Input in StartStep), which an older replica
+//	   would drop, giving the tasks /dev/null.
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -163,6 +165,17 @@ var fields = []field{
 	{name: "SubmitJob.Spec.NoKill", since: 3, uses: func(body any) bool {
 		c, ok := body.(SubmitJob)
 		return ok && c.Spec.NoKill
+	}},
+	// An older replica would drop Input and run the batch script, or
+	// the step's tasks, on /dev/null instead of the file asked for.
+	{name: "SubmitJob.Spec.Batch.Input, StartStep.Spec.Input", since: 3, uses: func(body any) bool {
+		switch c := body.(type) {
+		case SubmitJob:
+			return c.Spec.Batch != nil && c.Spec.Batch.Input != ""
+		case StartStep:
+			return c.Spec.Input != ""
+		}
+		return false
 	}},
 	// An older replica would drop Pty and its node would start rank 0
 	// with no terminal for srun --pty to attach to.

@@ -103,6 +103,9 @@ func TestNeeds(t *testing.T) {
 	plain := SubmitJob{Spec: cluster.Spec{Request: cluster.Request{Nodes: 2, TasksPerNode: 2}}}
 	uneven := SubmitJob{Spec: cluster.Spec{Request: cluster.Request{Nodes: 2, TasksPerNode: 3, NTasks: 5}}}
 	cyclicStep := StartStep{Spec: cluster.StepSpec{NTasks: 4, Distribution: "cyclic"}}
+	batchInput := SubmitJob{Spec: cluster.Spec{Batch: &cluster.Batch{Script: "#!/bin/sh\n", Input: "in.txt"}}}
+	batchNoInput := SubmitJob{Spec: cluster.Spec{Batch: &cluster.Batch{Script: "#!/bin/sh\n"}}}
+	inputStep := StartStep{Spec: cluster.StepSpec{Input: "in.%t"}}
 	for _, tt := range []struct {
 		t    CmdType
 		body any
@@ -114,6 +117,7 @@ func TestNeeds(t *testing.T) {
 		{CmdSetPolicy, SetPolicy{Policy: cluster.DefaultPolicy()}, 1},
 		{CmdSetPolicy, SetPolicy{Policy: cluster.Policy{Scheduler: cluster.SchedulerQSSF}}, 3},
 		{CmdSetPolicy, SetPolicy{Policy: cluster.Policy{StarveAfter: time.Hour}}, 3},
+		{CmdSubmitJob, batchInput, 3}, {CmdSubmitJob, batchNoInput, 1}, {CmdStartStep, inputStep, 3},
 	} {
 		if got := Needs(tt.t, tt.body); got != tt.want {
 			t.Errorf("Needs(%s, %+v) = %d; want %d", tt.t, tt.body, got, tt.want)

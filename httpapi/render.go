@@ -42,6 +42,7 @@ func JobOf(j *cluster.Job) api.Job {
 		batchHost = j.Alloc.Nodes[0].Node
 	}
 	out.StdOut, out.StdErr = j.BatchOutput(batchHost)
+	out.StdIn = j.BatchInput(batchHost)
 	out.ArrayTaskID, out.JobIDString = -1, j.ID.String()
 	if a := j.Array; a != nil {
 		out.ArrayJobID, out.ArrayTaskID, out.ArrayThrottle, out.JobIDString = uint64(a.JobID), a.TaskID, a.Throttle, a.Name()

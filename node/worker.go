@@ -347,6 +347,7 @@ func (a *Agent) start(ctx context.Context, v *fsm.View, s worker.Start) bool {
 	}
 	if j.Spec.Batch != nil {
 		l.Stdout, l.Stderr = j.BatchOutput(a.cfg.Name)
+		l.Stdin = j.BatchInput(a.cfg.Name)
 	}
 	if err := a.exec.Start(ctx, l); err != nil {
 		// The executor records a start failure as an exit, which the report

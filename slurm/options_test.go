@@ -41,6 +41,12 @@ func TestParseArgs(t *testing.T) {
 			func(o *Options) {
 				o.TimeLimit, o.Name, o.Output, o.Error, o.ChDir = 26*time.Hour, "train", "logs/%x-%j.out", "logs/%x-%j.err", "/scratch"
 			}, []string{"time", "job-name", "output", "error", "chdir"}},
+		{"input file", Sbatch, []string{"-i", "in-%j.txt"}, nil,
+			func(o *Options) { o.Input = "in-%j.txt" }, []string{"input"}},
+		{"input none", Srun, []string{"--input=none", "cat"}, []string{"cat"},
+			func(o *Options) { o.Input = "none" }, []string{"input"}},
+		{"input task attached", Srun, []string{"-i0", "-n2", "cat"}, []string{"cat"},
+			func(o *Options) { o.Input, o.NTasks = "0", 2 }, []string{"input", "ntasks"}},
 		{"nodelist expanded deduplicated", Sbatch, []string{"-w", "n[1-3],n2", "-x", "n[7-8]"}, nil,
 			func(o *Options) { o.NodeList, o.Exclude = []string{"n1", "n2", "n3"}, []string{"n7", "n8"} }, []string{"nodelist", "exclude"}},
 		{"nodelist file", Srun, []string{"--nodelist=./hosts", "true"}, []string{"true"},

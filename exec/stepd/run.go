@@ -237,9 +237,27 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 				Credential: cred,
 			},
 		}
+		var stdin *os.File
 		if l.PtyRank(rank) {
 			cmd.Stdin = stdout
 			ptyAttr(cmd.SysProcAttr)
+		} else if in := l.StdinPath(rank, p.WorkDir); in != "" {
+			// sbatch/srun --input: opened as the job's user, as slurmstepd
+			// does; O_NONBLOCK keeps a FIFO without a writer from blocking
+			// the supervisor (os/exec makes it blocking again).
+			if stdin, err = task.OpenAsUser(in, os.O_RDONLY|syscall.O_NOCTTY|syscall.O_NONBLOCK, cred); err != nil {
+				stdout.Close()
+				if stderr != stdout {
+					stderr.Close()
+				}
+				return pgids, task.CodeNotFound, fmt.Errorf("rank %d: could not open stdin file %s: %w", rank, in, err)
+			}
+			cmd.Stdin = stdin
+		}
+		closeStdin := func() {
+			if stdin != nil {
+				stdin.Close()
+			}
 		}
 		if len(s.cfg.TaskNamespace) == 0 { // the helper sets SLURM_TASK_PID itself
 			viaTaskExec(cmd, s.cfg.TaskExec)
@@ -250,12 +268,14 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 			if stderr != stdout {
 				stderr.Close()
 			}
+			closeStdin()
 			return pgids, task.CodeNotFound, fmt.Errorf("rank %d: %w", rank, err)
 		}
 		ready := make(chan rankStart, 1)
 		s.wg.Go(func() { runRank(cmd, cg, local, ready, exits) })
 		r := <-ready // bounded: fork and exec
 		release()
+		closeStdin()
 		stdout.Close()
 		if stderr != stdout {
 			stderr.Close()

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/slurm"
 )
 
 // Exit causes. They are the values of fsm's Cause* constants (fsm may not
@@ -102,6 +104,11 @@ type Launch struct {
 	// otherwise; one the user cannot open fails the task's start. Only a
 	// batch job's own task may set them.
 	Stdout, Stderr string
+	// Stdin, when set, is the absolute path a batch script's stdin reads
+	// (sbatch --input; cluster's Job.BatchInput), opened as the job's
+	// user; a step's ranks take theirs from Step.Spec.Input (StdinPath).
+	// Only a batch job's own task may set it.
+	Stdin string `json:",omitempty"`
 	// ShimDir, when set, is a directory of the agent's Slurm command shims
 	// (srun, scontrol, ...); it is put first in PATH of batch scripts and
 	// step tasks.
@@ -137,6 +144,32 @@ func (l Launch) PtyRank(rank int) bool {
 		return l.Step.Spec.Pty
 	}
 	return l.Spec.Pty && l.Spec.Batch == nil
+}
+
+// StdinPath is the file global rank reads its stdin from, "" for none
+// (/dev/null): a batch script's Stdin, or a step's --input pattern
+// expanded for the rank (%t its rank, %n its node's index in the step,
+// %N this node, %s the step) relative to workDir, the rank's working
+// directory; "none" is /dev/null.
+func (l Launch) StdinPath(rank int, workDir string) string {
+	if l.Step == nil {
+		return l.Stdin
+	}
+	in := l.Step.Spec.Input
+	if in == "" || strings.EqualFold(in, "none") {
+		return ""
+	}
+	idx, _, _ := l.StepShare()
+	f := slurm.PatternFields{JobID: uint64(l.Job), StepID: strconv.Itoa(l.Step.ID), User: l.Spec.User,
+		JobName: l.Spec.Name, NodeName: l.NodeName, NodeID: idx, TaskID: rank}
+	if l.Array != nil {
+		f.IsArray, f.ArrayJobID, f.ArrayTaskID = true, uint64(l.Array.JobID), l.Array.TaskID
+	}
+	p := slurm.ExpandOutputPattern(in, f)
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(workDir, p)
+	}
+	return p
 }
 
 // BatchScript reports whether l runs a batch job's script.
@@ -180,10 +213,10 @@ func (l Launch) Plan(node string) (Plan, error) {
 	if err := s.Validate(); err != nil {
 		return Plan{}, fmt.Errorf("spec: %w", err)
 	}
-	if (l.Stdout != "" || l.Stderr != "") && !l.BatchScript() {
-		return Plan{}, errors.New("stdout/stderr files: only for a batch script")
+	if (l.Stdout != "" || l.Stderr != "" || l.Stdin != "") && !l.BatchScript() {
+		return Plan{}, errors.New("stdin/stdout/stderr files: only for a batch script")
 	}
-	for _, p := range []string{l.Stdout, l.Stderr} {
+	for _, p := range []string{l.Stdout, l.Stderr, l.Stdin} {
 		if p != "" && !filepath.IsAbs(p) {
 			return Plan{}, fmt.Errorf("output file %q: want an absolute path", p)
 		}

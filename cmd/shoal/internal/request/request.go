@@ -319,7 +319,7 @@ func Batch(args []string) (api.SubmitRequest, slurm.Options, []string, error) {
 	if req.Name == "" {
 		req.Name = name
 	}
-	req.Batch = &cluster.Batch{Script: string(script), Args: scriptArgs, Output: opts.Output, Error: opts.Error, OpenMode: opts.OpenMode}
+	req.Batch = &cluster.Batch{Script: string(script), Args: scriptArgs, Output: opts.Output, Error: opts.Error, OpenMode: opts.OpenMode, Input: opts.Input}
 	// Slurm requeues batch jobs by default (JobRequeue=1).
 	req.Requeue = opts.Requeue == nil || *opts.Requeue
 	return req, opts, warnings, nil

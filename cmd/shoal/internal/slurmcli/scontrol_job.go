@@ -1,6 +1,7 @@
 package slurmcli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os/user"
@@ -193,7 +194,7 @@ func (o ShowJob) lines(j api.Job) []string {
 	}
 	if j.Batch {
 		add("StdErr=%s", j.StdErr)
-		add("StdIn=/dev/null")
+		add("StdIn=%s", cmp.Or(j.StdIn, "/dev/null")) // an agent before sbatch -i sent none
 		add("StdOut=%s", j.StdOut)
 	}
 	add("Power=")

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -45,6 +47,10 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 		if rest, err = multiProgCommand(rest[0]); err != nil {
 			return 1, err
 		}
+	}
+	if opts.Pty && (opts.Set["input"] || opts.Set["output"] || opts.Set["error"]) {
+		// Slurm's srun refuses the same (src/srun/libsrun/opt.c).
+		return 1, errors.New("--error/--input/--output are incompatible with --pty")
 	}
 	if opts.Set["jobid"] {
 		return srunInJob(ctx, connect, opts, rest, stdout, stderr)
@@ -93,7 +99,7 @@ func ParseSrunOutside(args []string) (slurm.Options, []string, error) {
 }
 
 // stepSpec is the step srun's options ask for.
-func stepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error) {
+func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err error) {
 	for _, name := range []string{"exclude", "constraint", "exclusive", "array", "dependency", "signal", "ntasks-per-gpu", "no-kill"} {
 		if opts.Set[name] {
 			return cluster.StepSpec{}, fmt.Errorf("--%s: not supported for steps by Shoal yet", name)
@@ -104,7 +110,7 @@ func stepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error) {
 	}
 	// -w: the step runs on these nodes of the allocation (how mpirun
 	// starts its daemons); -N, when given too, must count them.
-	spec := cluster.StepSpec{Name: opts.Name, Command: command, GPUsPerTask: opts.GPUsPerTask, NodeList: opts.NodeList}
+	spec = cluster.StepSpec{Name: opts.Name, Command: command, GPUsPerTask: opts.GPUsPerTask, NodeList: opts.NodeList}
 	if spec.Name == "" {
 		spec.Name = filepath.Base(command[0])
 	}
@@ -120,16 +126,68 @@ func stepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error) {
 		spec.NTasks = opts.NTasks
 	}
 	spec.Distribution = opts.Distribution.String()
-	env, err := request.ExportEnv(opts.Export)
-	if err != nil {
+	if spec.Input, err = stepInput(opts); err != nil {
 		return spec, err
 	}
-	spec.Env = env
+	if spec.Env, err = request.ExportEnv(opts.Export); err != nil {
+		return spec, err
+	}
 	spec.WorkDir = opts.ChDir
 	if spec.WorkDir == "" {
 		spec.WorkDir, _ = os.Getwd()
 	}
+	if err := checkInputFile(spec.Input, spec.WorkDir); err != nil {
+		return spec, err
+	}
 	return spec, nil
+}
+
+// checkInputFile opens srun's --input file, when its name is a plain one
+// (no %-sequence, which only the step's node can expand), as Slurm's srun
+// opens such a file itself before it starts the step: one srun cannot
+// read is refused with Slurm's words, not left to fail every task.
+func checkInputFile(input, workDir string) error {
+	if input == "" || input == "none" || strings.ContainsAny(input, `%\`) {
+		return nil
+	}
+	if !filepath.IsAbs(input) {
+		input = filepath.Join(workDir, input)
+	}
+	f, err := os.Open(input)
+	if err != nil {
+		msg := err.Error()
+		if errno := syscall.Errno(0); errors.As(err, &errno) {
+			msg = errno.Error()
+			msg = strings.ToUpper(msg[:1]) + msg[1:] // strerror's "No such file or directory"
+		}
+		return fmt.Errorf("Could not open stdin file: %s", msg)
+	}
+	return f.Close()
+}
+
+// stepInput is StepSpec.Input for srun's -i/--input: "" (no stdin,
+// /dev/null) when not given, "none", or a filename pattern each task
+// opens on its node. srun does not relay its own stdin to tasks, so
+// "all" given explicitly and a task id are refused rather than ignored.
+func stepInput(opts slurm.Options) (string, error) {
+	if !opts.Set["input"] {
+		return "", nil
+	}
+	ntasks := 0
+	if opts.Set["ntasks"] {
+		ntasks = opts.NTasks
+	}
+	in := slurm.ParseInput(opts.Input, ntasks)
+	switch in.Kind {
+	case slurm.InputNone:
+		return "none", nil
+	case slurm.InputFile:
+		return in.Pattern, nil
+	case slurm.InputTask:
+		return "", fmt.Errorf("--input=%s: sending srun's stdin to task %d is not supported by Shoal: srun does not relay its stdin; give --input=FILE (read by each task on its node) or --input=none", opts.Input, in.Task)
+	default:
+		return "", fmt.Errorf("--input=%s: broadcasting srun's stdin to the tasks is not supported by Shoal: srun does not relay its stdin; give --input=FILE (read by each task on its node) or --input=none", opts.Input)
+	}
 }
 
 // followStep streams a step's output until it ends, and returns its exit
@@ -293,6 +351,11 @@ func wholeLines(buf []byte) (send, hold []byte) {
 func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command []string, stdout, stderr io.Writer) (int, error) {
 	if opts.Pty && !opts.TestOnly {
 		return srunPty(ctx, connect, opts, command, 0, 0, stdout, stderr)
+	}
+	if opts.Set["input"] && slurm.ParseInput(opts.Input, 0).Kind != slurm.InputNone {
+		// The job's own tasks have /dev/null for stdin, which is what
+		// --input=none asks.
+		return 1, fmt.Errorf("--input=%s: not supported by Shoal for srun outside an allocation (its tasks' stdin is /dev/null, as --input=none); run it as a step (salloc, then srun --input=FILE)", opts.Input)
 	}
 	req, warnings, err := request.FromOptions(opts)
 	if err != nil {

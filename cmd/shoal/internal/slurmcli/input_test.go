@@ -1,0 +1,78 @@
+package slurmcli
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/slurm"
+)
+
+// TestStepInput: srun's --input as a step takes it: a file pattern or
+// none; the forms that need srun to relay its stdin are refused, not
+// ignored.
+func TestStepInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"5", "in.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		args    []string
+		want    string
+		wantErr string
+	}{
+		{nil, "", ""},
+		{[]string{"--input=none"}, "none", ""},
+		{[]string{"-i", "in-%t.txt"}, "in-%t.txt", ""},
+		{[]string{"-n2", "-i", "5", "-D", dir}, "5", ""}, // not a task of 2: a file, as Slurm
+		{[]string{"-i", "in.txt", "-D", dir}, "in.txt", ""},
+		{[]string{"-i", "missing.txt", "-D", dir}, "", "Could not open stdin file: No such file or directory"},
+		{[]string{"-n2", "-i", "1"}, "", "sending srun's stdin to task 1 is not supported"},
+		{[]string{"-i0"}, "", "sending srun's stdin to task 0 is not supported"},
+		{[]string{"--input=all"}, "", "broadcasting srun's stdin to the tasks is not supported"},
+	} {
+		opts, rest, err := slurm.ParseArgs(slurm.Srun, append(tc.args, "cat"))
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		spec, err := stepSpec(opts, rest)
+		switch {
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%v: err %v; want %q", tc.args, err, tc.wantErr)
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case tc.wantErr == "" && spec.Input != tc.want:
+			t.Errorf("%v: Input %q; want %q", tc.args, spec.Input, tc.want)
+		}
+	}
+}
+
+// TestSrunInputRefused: --input with --pty is Slurm's error; srun
+// outside an allocation takes only --input=none. Both before any
+// connection.
+func TestSrunInputRefused(t *testing.T) {
+	for _, env := range []string{"SLURM_JOB_ID", "SHOAL_JOB_ID"} {
+		t.Setenv(env, "")
+	}
+	connect := func() (*api.Client, error) {
+		t.Fatal("connected")
+		return nil, nil
+	}
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"--pty", "-i", "in.txt", "bash"}, "--error/--input/--output are incompatible with --pty"},
+		{[]string{"-i", "in.txt", "cat"}, "not supported by Shoal for srun outside an allocation"},
+	} {
+		code, err := Srun(t.Context(), connect, tc.args, io.Discard, io.Discard)
+		if code != 1 || err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%v: %d, %v; want 1 and %q", tc.args, code, err, tc.wantErr)
+		}
+	}
+}
