@@ -1,3 +1,5 @@
+//lint:file-ignore ST1005 srun's messages are Slurm's words, capitalised as srun prints them
+
 package slurmcli
 
 import (
