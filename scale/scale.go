@@ -11,7 +11,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
+	"net/http"
 	"os"
 	osexec "os/exec"
 	"slices"
@@ -101,6 +104,12 @@ type Report struct {
 	// the whole cluster's, UDP included, when the run has a namespace of
 	// its own (`unshare -n`), else other programs' too.
 	LoopbackBytesPerS float64 `json:"loopback_bytes_per_s"`
+	// Scrape is GET /metrics on the leader at rest (over its Unix socket,
+	// so TLS is not in it), ScrapeBytes the exposition's size and
+	// ScrapeSamples its sample lines.
+	Scrape        Dist `json:"scrape"`
+	ScrapeBytes   int  `json:"scrape_bytes"`
+	ScrapeSamples int  `json:"scrape_samples"`
 	// RaftEntriesPerS is how fast the raft log grew at rest.
 	RaftEntriesPerS float64 `json:"raft_entries_per_s"`
 	// RaftEntriesPerSubmit is the log's growth per held submit, and
@@ -555,8 +564,64 @@ func (r *run) rest(ctx context.Context) error {
 	}
 	slices.Sort(rss)
 	r.rep.RSSMiBMedian, r.rep.RSSMiBMax = rss[len(rss)/2], rss[len(rss)-1]
+	if err := r.scrape(ctx, r.c.Agents[li]); err != nil {
+		return err
+	}
 	o.Logf("at rest: leader %.1f%% CPU, cluster %.0f%%, RSS median %.0f MiB", r.rep.LeaderCPUPercent, total, r.rep.RSSMiBMedian)
 	return nil
+}
+
+// scrapes is how many times rest scrapes the leader's /metrics.
+const scrapes = 20
+
+// scrape times GET /metrics on a, as Prometheus would scrape it.
+func (r *run) scrape(ctx context.Context, a *localcluster.Agent) error {
+	hc := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", a.Socket())
+		},
+	}}
+	defer hc.CloseIdleConnections()
+	var took []time.Duration
+	for range scrapes {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		req, err := http.NewRequestWithContext(rctx, http.MethodGet, "http://agent/metrics", nil)
+		if err != nil {
+			cancel()
+			return err
+		}
+		t0 := time.Now()
+		resp, err := hc.Do(req)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("scrape %s: %w", a.Name, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("scrape %s: %w", a.Name, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("scrape %s: %s: %.200s", a.Name, resp.Status, body)
+		}
+		took = append(took, time.Since(t0))
+		r.rep.ScrapeBytes, r.rep.ScrapeSamples = len(body), sampleLines(string(body))
+	}
+	r.rep.Scrape = Summarize(took)
+	return nil
+}
+
+// sampleLines counts an exposition's samples (lines not comments).
+func sampleLines(exposition string) int {
+	n := 0
+	for line := range strings.Lines(exposition) {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			n++
+		}
+	}
+	return n
 }
 
 func newRequestID() string {

@@ -46,4 +46,9 @@ func TestScale(t *testing.T) {
 	if rep.SubmitsFailed != 0 || rep.SubmitToStart.N != 2 {
 		t.Errorf("%d submits failed, %d latency samples; want 0 and 2", rep.SubmitsFailed, rep.SubmitToStart.N)
 	}
+	// The leader's exposition answers, with at least a per-GPU gauge for
+	// each of its own 8 GPUs.
+	if rep.Scrape.N == 0 || rep.ScrapeSamples < 8 {
+		t.Errorf("/metrics scraped %d times, %d samples; want some scrapes of 8 samples or more", rep.Scrape.N, rep.ScrapeSamples)
+	}
 }
