@@ -21,10 +21,16 @@ const sysPCIDevices = "/sys/bus/pci/devices"
 // is not running. ctx is checked between devices; a single NVML call
 // cannot be interrupted.
 func Discover(ctx context.Context) ([]cluster.GPU, error) {
+	return discover(ctx, nvml.New())
+}
+
+// discover is Discover through lib: the NVML library, or in tests
+// go-nvml's mock of it.
+func discover(ctx context.Context, lib nvml.Interface) ([]cluster.GPU, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("discover gpus: %w", err)
 	}
-	switch ret := nvml.Init(); ret {
+	switch ret := lib.Init(); ret {
 	case nvml.SUCCESS:
 	case nvml.ERROR_LIBRARY_NOT_FOUND:
 		return nil, fmt.Errorf("discover gpus: %w: libnvidia-ml.so.1 not found", ErrNoNVML)
@@ -34,18 +40,18 @@ func Discover(ctx context.Context) ([]cluster.GPU, error) {
 		return nil, fmt.Errorf("discover gpus: nvml init: %w", ret)
 	}
 	defer func() {
-		if ret := nvml.Shutdown(); ret != nvml.SUCCESS {
+		if ret := lib.Shutdown(); ret != nvml.SUCCESS {
 			// The GPUs were read; a failed shutdown only leaks a handle.
 			slog.Default().With("component", "gpu").Warn("nvml shutdown failed", "err", ret.Error())
 		}
 	}()
 
-	count, ret := nvml.DeviceGetCount()
+	count, ret := lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
 		return nil, fmt.Errorf("discover gpus: count devices: %w", ret)
 	}
-	hasNUMA := nvml.Extensions().LookupSymbol("nvmlDeviceGetNumaNodeId") == nil
-	hasRemoteType := nvml.Extensions().LookupSymbol("nvmlDeviceGetNvLinkRemoteDeviceType") == nil
+	hasNUMA := lib.Extensions().LookupSymbol("nvmlDeviceGetNumaNodeId") == nil
+	hasRemoteType := lib.Extensions().LookupSymbol("nvmlDeviceGetNvLinkRemoteDeviceType") == nil
 
 	gpus := make([]cluster.GPU, 0, count)
 	busIDs := make([]string, count)
@@ -54,7 +60,7 @@ func Discover(ctx context.Context) ([]cluster.GPU, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("discover gpus: %w", err)
 		}
-		dev, ret := nvml.DeviceGetHandleByIndex(i)
+		dev, ret := lib.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
 			return nil, fmt.Errorf("discover gpu %d: handle: %w", i, ret)
 		}

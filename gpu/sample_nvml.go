@@ -12,29 +12,36 @@ import (
 // nvmlSampler reads utilization, memory, temperature and power through
 // NVML, holding NVML open between samples.
 type nvmlSampler struct {
+	lib  nvml.Interface
 	devs []nvml.Device
 }
 
 // OpenNVMLSampler initialises NVML for sampling until Close. It returns
 // an error wrapping ErrNoNVML where NVML cannot be used.
 func OpenNVMLSampler() (Sampler, error) {
-	switch ret := nvml.Init(); ret {
+	return openNVMLSampler(nvml.New())
+}
+
+// openNVMLSampler is OpenNVMLSampler through lib: the NVML library, or in
+// tests go-nvml's mock of it.
+func openNVMLSampler(lib nvml.Interface) (Sampler, error) {
+	switch ret := lib.Init(); ret {
 	case nvml.SUCCESS:
 	case nvml.ERROR_LIBRARY_NOT_FOUND, nvml.ERROR_DRIVER_NOT_LOADED:
 		return nil, fmt.Errorf("sample gpus: %w: %v", ErrNoNVML, ret)
 	default:
 		return nil, fmt.Errorf("sample gpus: nvml init: %w", ret)
 	}
-	count, ret := nvml.DeviceGetCount()
+	count, ret := lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
-		nvml.Shutdown()
+		lib.Shutdown()
 		return nil, fmt.Errorf("sample gpus: count devices: %w", ret)
 	}
-	s := &nvmlSampler{}
+	s := &nvmlSampler{lib: lib}
 	for i := range count {
-		dev, ret := nvml.DeviceGetHandleByIndex(i)
+		dev, ret := lib.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
-			nvml.Shutdown()
+			lib.Shutdown()
 			return nil, fmt.Errorf("sample gpu %d: handle: %w", i, ret)
 		}
 		s.devs = append(s.devs, dev)
@@ -68,7 +75,7 @@ func (s *nvmlSampler) Sample([]int) ([]Sample, error) {
 
 // Close shuts NVML down.
 func (s *nvmlSampler) Close() error {
-	if ret := nvml.Shutdown(); ret != nvml.SUCCESS {
+	if ret := s.lib.Shutdown(); ret != nvml.SUCCESS {
 		return errors.New("nvml shutdown: " + ret.Error())
 	}
 	return nil
