@@ -92,6 +92,13 @@ type StepSpec struct {
 	// its node, relative to WorkDir unless absolute; "none" or empty is
 	// /dev/null.
 	Input string `msgpack:"input,omitempty" json:"input,omitempty"`
+	// Output and Error are srun's -o/--output and -e/--error filename
+	// patterns (as Input's): each task's stdout and stderr go to the file
+	// its pattern names on its node, instead of to srun; tasks whose
+	// patterns name one file share it. Error empty with Output set sends
+	// stderr to Output's file, as Slurm's; "none" is /dev/null.
+	Output string `msgpack:"output,omitempty" json:"output,omitempty"`
+	Error  string `msgpack:"error,omitempty" json:"error,omitempty"`
 }
 
 // Tasks returns how many tasks step node i of a step spec with its

@@ -41,7 +41,9 @@ import (
 //	   multifactor priority where the others take it shortest service
 //	   first. Fields: sbatch's and srun's --input file (Batch.Input in
 //	   SubmitJob, StepSpec.Input in StartStep), which an older replica
-//	   would drop, giving the tasks /dev/null.
+//	   would drop, giving the tasks /dev/null; srun's -o/-e files
+//	   (StepSpec.Output/Error in StartStep), which it would drop, sending
+//	   the output to srun.
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -176,6 +178,12 @@ var fields = []field{
 			return c.Spec.Input != ""
 		}
 		return false
+	}},
+	// An older replica would drop Output and Error and send the step's
+	// output to srun instead of to the files asked for.
+	{name: "StartStep.Spec.Output, StartStep.Spec.Error", since: 3, uses: func(body any) bool {
+		c, ok := body.(StartStep)
+		return ok && (c.Spec.Output != "" || c.Spec.Error != "")
 	}},
 	// An older replica would drop Pty and its node would start rank 0
 	// with no terminal for srun --pty to attach to.

@@ -106,6 +106,8 @@ func TestNeeds(t *testing.T) {
 	batchInput := SubmitJob{Spec: cluster.Spec{Batch: &cluster.Batch{Script: "#!/bin/sh\n", Input: "in.txt"}}}
 	batchNoInput := SubmitJob{Spec: cluster.Spec{Batch: &cluster.Batch{Script: "#!/bin/sh\n"}}}
 	inputStep := StartStep{Spec: cluster.StepSpec{Input: "in.%t"}}
+	outputStep := StartStep{Spec: cluster.StepSpec{Output: "out.%t"}}
+	errorStep := StartStep{Spec: cluster.StepSpec{Error: "err.%t"}}
 	for _, tt := range []struct {
 		t    CmdType
 		body any
@@ -118,6 +120,7 @@ func TestNeeds(t *testing.T) {
 		{CmdSetPolicy, SetPolicy{Policy: cluster.Policy{Scheduler: cluster.SchedulerQSSF}}, 3},
 		{CmdSetPolicy, SetPolicy{Policy: cluster.Policy{StarveAfter: time.Hour}}, 3},
 		{CmdSubmitJob, batchInput, 3}, {CmdSubmitJob, batchNoInput, 1}, {CmdStartStep, inputStep, 3},
+		{CmdStartStep, outputStep, 3}, {CmdStartStep, errorStep, 3},
 	} {
 		if got := Needs(tt.t, tt.body); got != tt.want {
 			t.Errorf("Needs(%s, %+v) = %d; want %d", tt.t, tt.body, got, tt.want)

@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -350,19 +351,37 @@ func startFailCode(err error) int {
 // ranks run as that user.
 func (s *supervisor) openOutput(rank int, cred *syscall.Credential) (stdout, stderr *os.File, err error) {
 	l := s.cfg.Launch
-	var opened task.OutputRecord
+	outPath, errPath := l.Stdout, l.Stderr
+	if l.Step != nil { // srun -o/-e
+		outPath, errPath = l.StepOutputPaths(rank, s.plan.WorkDir)
+	}
+	opened := &s.outputs
 	open := func(path, ext, stream string) (*os.File, error) {
 		if path != "" {
 			// O_NONBLOCK keeps a FIFO without a reader from blocking the
 			// supervisor; os/exec makes the descriptor blocking again (Fd).
 			flags := os.O_WRONLY | os.O_CREATE | syscall.O_NOCTTY | syscall.O_NONBLOCK
-			if l.Spec.Batch != nil && l.Spec.Batch.OpenMode == "append" {
+			switch {
+			case l.Spec.Batch != nil && l.Spec.Batch.OpenMode == "append" && l.Step == nil:
 				flags |= os.O_APPEND
-			} else {
+			case l.Step != nil:
+				// As slurmstepd: appending, truncated at the first open
+				// (here: the first of this node's ranks naming it).
+				flags |= os.O_APPEND
+				if !s.truncated[path] && path != task.DevNull {
+					flags |= os.O_TRUNC
+				}
+				if s.truncated == nil {
+					s.truncated = map[string]bool{}
+				}
+				s.truncated[path] = true
+			default:
 				flags |= os.O_TRUNC
 			}
 			f, o, err := task.OpenOutput(stream, path, flags, cred)
-			opened.Files = append(opened.Files, o)
+			if !slices.ContainsFunc(opened.Files, func(x task.OpenedOutput) bool { return x.Stream == o.Stream && x.Path == o.Path }) {
+				opened.Files = append(opened.Files, o)
+			}
 			return f, err
 		}
 		f, err := os.OpenFile(filepath.Join(s.dir, task.RankFile(rank, ext)), os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o640)
@@ -388,12 +407,12 @@ func (s *supervisor) openOutput(rank int, cred *syscall.Credential) (stdout, std
 		}
 		return nil
 	}
-	if stdout, err = open(l.Stdout, "out", "stdout"); err != nil {
+	if stdout, err = open(outPath, "out", "stdout"); err != nil {
 		return nil, nil, errors.Join(fmt.Errorf("open stdout: %w", err), record())
 	}
-	if l.Stderr != "" && l.Stderr == l.Stdout {
+	if errPath != "" && errPath == outPath {
 		stderr = stdout
-	} else if stderr, err = open(l.Stderr, "err", "stderr"); err != nil {
+	} else if stderr, err = open(errPath, "err", "stderr"); err != nil {
 		stdout.Close()
 		return nil, nil, errors.Join(fmt.Errorf("open stderr: %w", err), record())
 	}

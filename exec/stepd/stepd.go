@@ -114,6 +114,14 @@ type supervisor struct {
 	// pty is rank 0's terminal for a --pty task (set by startRanks,
 	// closed by run once the ranks are gone); nil otherwise.
 	pty *ptyServer
+
+	// outputs are the files at paths the job chose that openOutput opened
+	// so far (recorded in OutputsFile), and truncated the paths a step's
+	// ranks write to that it already truncated: the next rank with the
+	// same file appends, so it does not wipe what an earlier one wrote.
+	// Used by startRanks's goroutine only.
+	outputs   task.OutputRecord
+	truncated map[string]bool
 }
 
 func runStepd(ctx context.Context, dir string) error {

@@ -148,15 +148,46 @@ func (l Launch) PtyRank(rank int) bool {
 
 // StdinPath is the file global rank reads its stdin from, "" for none
 // (/dev/null): a batch script's Stdin, or a step's --input pattern
-// expanded for the rank (%t its rank, %n its node's index in the step,
-// %N this node, %s the step) relative to workDir, the rank's working
-// directory; "none" is /dev/null.
+// expanded for the rank (see stepFile).
 func (l Launch) StdinPath(rank int, workDir string) string {
 	if l.Step == nil {
 		return l.Stdin
 	}
-	in := l.Step.Spec.Input
-	if in == "" || strings.EqualFold(in, "none") {
+	return l.stepFile(l.Step.Spec.Input, rank, workDir)
+}
+
+// StepOutputPaths are the files a step's global rank writes its stdout
+// and stderr to (srun -o/-e), "" each where the rank writes to its rank
+// file (and srun shows it), DevNull for "none". A step with -o and no -e
+// sends stderr to -o's file, as Slurm's.
+func (l Launch) StepOutputPaths(rank int, workDir string) (stdout, stderr string) {
+	if l.Step == nil {
+		return "", ""
+	}
+	sp := l.Step.Spec
+	errPattern := sp.Error
+	if errPattern == "" {
+		errPattern = sp.Output
+	}
+	return l.stepOutputFile(sp.Output, rank, workDir), l.stepOutputFile(errPattern, rank, workDir)
+}
+
+// DevNull is what a step's "none" output pattern names.
+const DevNull = "/dev/null"
+
+func (l Launch) stepOutputFile(pattern string, rank int, workDir string) string {
+	if strings.EqualFold(pattern, "none") {
+		return DevNull
+	}
+	return l.stepFile(pattern, rank, workDir)
+}
+
+// stepFile is a step's filename pattern expanded for global rank (%t its
+// rank, %n its node's index in the step, %N this node, %s the step, and
+// the others of slurm.ExpandOutputPattern) relative to workDir, the
+// rank's working directory; "" for an empty pattern or "none".
+func (l Launch) stepFile(pattern string, rank int, workDir string) string {
+	if pattern == "" || strings.EqualFold(pattern, "none") {
 		return ""
 	}
 	idx, _, _ := l.StepShare()
@@ -165,7 +196,7 @@ func (l Launch) StdinPath(rank int, workDir string) string {
 	if l.Array != nil {
 		f.IsArray, f.ArrayJobID, f.ArrayTaskID = true, uint64(l.Array.JobID), l.Array.TaskID
 	}
-	p := slurm.ExpandOutputPattern(in, f)
+	p := slurm.ExpandOutputPattern(pattern, f)
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(workDir, p)
 	}

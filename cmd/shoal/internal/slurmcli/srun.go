@@ -131,6 +131,9 @@ func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err 
 	if spec.Input, err = stepInput(opts); err != nil {
 		return spec, err
 	}
+	// -o/-e: each task writes to the file its pattern names on its node
+	// (slurmstepd's job), so srun shows nothing of it.
+	spec.Output, spec.Error = opts.Output, opts.Error
 	if spec.Env, err = request.ExportEnv(opts.Export); err != nil {
 		return spec, err
 	}
@@ -358,6 +361,9 @@ func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command
 		// The job's own tasks have /dev/null for stdin, which is what
 		// --input=none asks.
 		return 1, fmt.Errorf("--input=%s: not supported by Shoal for srun outside an allocation (its tasks' stdin is /dev/null, as --input=none); run it as a step (salloc, then srun --input=FILE)", opts.Input)
+	}
+	if opts.Output != "" || opts.Error != "" {
+		return 1, errors.New("-o/--output and -e/--error: not supported by Shoal for srun outside an allocation (its output comes back to srun); run it as a step (salloc or sbatch, then srun -o FILE)")
 	}
 	req, warnings, err := request.FromOptions(opts)
 	if err != nil {
