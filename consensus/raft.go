@@ -135,7 +135,7 @@ func Open(ctx context.Context, cfg Config) (*Raft, error) {
 	}
 	dbPath := filepath.Join(dir, "raft.db")
 	store, err := raftboltdb.New(raftboltdb.Options{
-		Path:        dbPath,
+		Path: dbPath,
 		// NoFreelistSync: a commit (one per group of appended entries)
 		// no longer rewrites the free-page list, which at this file's
 		// churn (entries appended, old ones deleted behind snapshots) is
