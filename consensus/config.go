@@ -206,6 +206,15 @@ func (c Config) raftConfig(logger *hclogAdapter, notify chan<- bool) *raft.Confi
 	rc.SnapshotThreshold = c.Timing.SnapshotThreshold
 	rc.SnapshotInterval = c.Timing.SnapshotInterval
 	rc.TrailingLogs = c.Timing.TrailingLogs
+	// Group commit: raft's leader loop already takes every apply that is
+	// waiting (up to MaxAppendEntries, 64) into one log write and one
+	// AppendEntries; BatchApplyCh buffers its apply channel to that size,
+	// so concurrent submits queue while a write is under way instead of
+	// each waiting for the loop to take it. Safe: entries keep their
+	// order (one channel, one reader), each still commits and answers on
+	// its own future, and a future's enqueue timeout still bounds the
+	// wait; what it costs is at most 64 queued futures of memory.
+	rc.BatchApplyCh = true
 	rc.Logger = logger
 	rc.NotifyCh = notify
 	// A server removed from the configuration stays up as a follower that

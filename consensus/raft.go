@@ -135,8 +135,15 @@ func Open(ctx context.Context, cfg Config) (*Raft, error) {
 	}
 	dbPath := filepath.Join(dir, "raft.db")
 	store, err := raftboltdb.New(raftboltdb.Options{
-		Path:        dbPath,
-		BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout},
+		Path: dbPath,
+		// NoFreelistSync: a commit (one per group of appended entries)
+		// no longer rewrites the free-page list, which at this file's
+		// churn (entries appended, old ones deleted behind snapshots) is
+		// a page or more per commit; bolt rebuilds the list by scanning
+		// the file when it opens it, which for raft.db (about
+		// TrailingLogs entries) is milliseconds. etcd runs bolt this way.
+		// The file stays readable by a bolt that syncs the list.
+		BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open raft store %s: %w", dbPath, err)

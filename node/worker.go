@@ -304,7 +304,7 @@ func (a *Agent) drive(ctx context.Context, v *fsm.View) {
 // holds what each task was last given, and forgets tasks that ended.
 func (a *Agent) deliverTimeLimits(v *fsm.View, given map[exec.TaskKey]time.Duration) {
 	running := a.exec.Running()
-	for _, ch := range worker.TimeLimits(v.Jobs(), running, given) {
+	for _, ch := range worker.TimeLimits(v.Job, running, given) {
 		if err := a.exec.SetTimeLimit(ch.Key, ch.Limit); err != nil {
 			a.log.Debug("time limit", "job", uint64(ch.Key.Job), "step", ch.Key.Step, "err", err)
 			continue // the next round tries again

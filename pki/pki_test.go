@@ -497,3 +497,42 @@ func FuzzVerifyUserToken(f *testing.F) {
 		}
 	})
 }
+
+// TestPeerNodeCached: a chain PeerNode accepted once is answered from the
+// cache only while every certificate is valid; revocation and a rogue
+// chain are judged anew on every call.
+func TestPeerNodeCached(t *testing.T) {
+	ca, rogue := newCA(t), newCA(t)
+	n1 := bundle(t, ca, "n1")
+	n2 := nodeCert(t, ca, "n2", 24*time.Hour)
+	r2 := nodeCert(t, rogue, "n2", 24*time.Hour)
+	st := func(c tls.Certificate) *tls.ConnectionState {
+		return &tls.ConnectionState{PeerCertificates: []*x509.Certificate{c.Leaf}}
+	}
+	now := t0.Add(time.Hour)
+	n1.now = func() time.Time { return now }
+	for i := range 3 {
+		if name, ok := n1.PeerNode(st(n2)); !ok || name != "n2" {
+			t.Fatalf("call %d: PeerNode = %q, %v; want n2", i, name, ok)
+		}
+		if _, ok := n1.PeerNode(st(r2)); ok {
+			t.Fatalf("call %d: PeerNode accepted another CA's certificate", i)
+		}
+	}
+	if len(n1.verified.m) != 1 {
+		t.Errorf("%d chains cached; want 1 (the valid one)", len(n1.verified.m))
+	}
+	n1.SetRevoked(func(name string, _ time.Time) bool { return name == "n2" })
+	if _, ok := n1.PeerNode(st(n2)); ok {
+		t.Errorf("PeerNode of a cached chain since revoked = ok")
+	}
+	n1.SetRevoked(nil)
+	now = t0.Add(25 * time.Hour) // past n2's NotAfter
+	if _, ok := n1.PeerNode(st(n2)); ok {
+		t.Errorf("PeerNode of a cached chain since expired = ok")
+	}
+	now = t0.Add(-time.Hour) // before its NotBefore
+	if _, ok := n1.PeerNode(st(n2)); ok {
+		t.Errorf("PeerNode of a cached chain not yet valid = ok")
+	}
+}

@@ -18,21 +18,14 @@ type LimitChange struct {
 // last given to them (given; a task not in it has had none given, so it
 // gets its job's, which is harmless when it already has it). Tasks of a
 // job that is no longer running, or of another incarnation, are left to
-// Reconcile's stops. It is pure.
-func TimeLimits(jobs []*cluster.Job, running []task.Key, given map[task.Key]time.Duration) []LimitChange {
-	byID := make(map[cluster.JobID]*cluster.Job, len(running))
-	for _, k := range running {
-		byID[k.Job] = nil
-	}
-	for _, j := range jobs {
-		if _, ok := byID[j.ID]; ok {
-			byID[j.ID] = j
-		}
-	}
+// Reconcile's stops. job looks a job up by id (fsm.View.Job): the work
+// is per running task, not per job in the queue, since this runs on
+// every node at every change of the state. It is pure.
+func TimeLimits(job func(cluster.JobID) (*cluster.Job, bool), running []task.Key, given map[task.Key]time.Duration) []LimitChange {
 	var out []LimitChange
 	for _, k := range running {
-		j := byID[k.Job]
-		if j == nil || j.State != cluster.JobRunning || j.Incarnation != k.Incarnation {
+		j, ok := job(k.Job)
+		if !ok || j.State != cluster.JobRunning || j.Incarnation != k.Incarnation {
 			continue
 		}
 		limit := j.Spec.Request.TimeLimit

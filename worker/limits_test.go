@@ -24,6 +24,13 @@ func TestTimeLimits(t *testing.T) {
 		job(3, 1, cluster.JobCancelled, time.Hour),
 		job(4, 2, cluster.JobRunning, time.Hour),
 	}
+	lookup := func(id cluster.JobID) (*cluster.Job, bool) {
+		i := slices.IndexFunc(jobs, func(j *cluster.Job) bool { return j.ID == id })
+		if i < 0 {
+			return nil, false
+		}
+		return jobs[i], true
+	}
 	tests := []struct {
 		name    string
 		running []task.Key
@@ -42,7 +49,7 @@ func TestTimeLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := TimeLimits(jobs, tt.running, tt.given); !slices.Equal(got, tt.want) {
+			if got := TimeLimits(lookup, tt.running, tt.given); !slices.Equal(got, tt.want) {
 				t.Errorf("TimeLimits = %v; want %v", got, tt.want)
 			}
 		})

@@ -116,6 +116,11 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 				cfg.TaskHelper = []string{exe, stepd.TaskNamespaceCommand}
 				cfg.TaskExec = []string{exe, stepd.TaskExecCommand}
 			}
+			stopProfile, err := startCPUProfile(os.Getenv(cpuProfileEnv), cfg.Name, log)
+			if err != nil {
+				return err
+			}
+			defer stopProfile()
 			a, err := node.New(cmd.Context(), cfg)
 			if err != nil {
 				return err
