@@ -162,5 +162,6 @@ func FuzzAccountingFormats(f *testing.F) {
 			printSprio(&b, cols, nil, cluster.Weights{}, true, true)
 		}
 		_, _ = parseMgrQuery(append([]string{"list", "assoc"}, strings.Fields(s)...), false)
+		_, _ = parseMgrQuery(append([]string{"list", "user"}, strings.Fields(s)...), true)
 	})
 }
