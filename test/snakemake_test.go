@@ -20,8 +20,8 @@ import (
 // over samples (make, then count each), a fan-in (summary), a rule with
 // two threads (sbatch --cpus-per-task=2) and one that asks for a GPU the
 // way Snakemake 7's Slurm executor lets a rule ask for one (slurm_extra).
-// Each output says which Slurm job made it. broken is built only when
-// asked for, and fails.
+// Each output says which Slurm job made it. broken and slow are built
+// only when asked for: broken fails, slow runs until cancelled.
 const snakefile = `SAMPLES = ["a", "b", "c"]
 
 rule all:
@@ -46,6 +46,10 @@ rule summary:
 rule broken:
     output: "broken.txt"
     shell: "echo trying; exit 3"
+
+rule slow:
+    output: "slow.txt"
+    shell: "sleep 600; touch {output}"
 `
 
 // TestSnakemakeSlurmExecutor: a real Snakemake workflow (Debian's
@@ -58,7 +62,8 @@ rule broken:
 // --cpu-bind=q). The test checks every output, that every rule ran as a
 // Shoal job that sacct shows COMPLETED under the executor's job name,
 // account and partition (the GPU rule's with a GPU), and that a failing
-// rule is seen FAILED through sacct and fails snakemake.
+// rule is seen FAILED through sacct and fails snakemake, and that
+// interrupting snakemake cancels its running job (scancel).
 func TestSnakemakeSlurmExecutor(t *testing.T) {
 	snakemake := "/usr/bin/snakemake"
 	requireFile(t, snakemake, "snakemake")
@@ -89,18 +94,21 @@ func TestSnakemakeSlurmExecutor(t *testing.T) {
 	// srun too. The executor polls every 30 s by default; one check a
 	// second keeps the test short and the polls many.
 	env := append([]string{"PATH=" + sh.dir + ":" + os.Getenv("PATH"), "USER=" + me.Username}, sh.env...)
+	command := func(ctx context.Context, resources []string, targets ...string) *osexec.Cmd {
+		// The targets first: --default-resources takes every word after it.
+		args := append(append(targets, "--slurm", "--jobs", "4", "--max-status-checks-per-second", "1",
+			"--default-resources", "runtime=10", "mem_mb=1000"), resources...)
+		cmd := osexec.CommandContext(ctx, snakemake, args...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), env...)
+		return cmd
+	}
 	runSnakemake := func(resources ...string) func(targets ...string) cliResult {
 		return func(targets ...string) cliResult {
 			t.Helper()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			// The targets first: --default-resources takes every word after it.
-			args := append(append(targets, "--slurm", "--jobs", "4", "--max-status-checks-per-second", "1",
-				"--default-resources", "runtime=10", "mem_mb=1000"), resources...)
-			cmd := osexec.CommandContext(ctx, snakemake, args...)
-			cmd.Dir = work
-			cmd.Env = append(os.Environ(), env...)
-			return runCmd(t, cmd)
+			return runCmd(t, command(ctx, resources, targets...))
 		}
 	}
 
@@ -183,4 +191,37 @@ func TestSnakemakeSlurmExecutor(t *testing.T) {
 	if data := read(log); !strings.Contains(data, "trying") || !strings.Contains(r.stderr, log) {
 		t.Errorf("%s:\n%s\nwant the rule's output, and snakemake's error to name it:\n%s", log, data, r.stderr)
 	}
+
+	// Ctrl-C: snakemake cancels the jobs it is waiting for with scancel
+	// before it exits.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := command(ctx, []string{"slurm_account=bio", "slurm_partition=work"}, "slow.txt")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slow := ""
+	eventually(t, 2*time.Minute, "the slow rule's job to run", func() error {
+		got := strings.TrimSpace(sh.run("squeue", "-h", "-t", "R", "-n", "snakejob_slow_0", "-o", "%i").stdout)
+		if got == "" {
+			return fmt.Errorf("not running yet; snakemake said:\n%s", out.String())
+		}
+		slow = got
+		return nil
+	})
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil {
+		t.Errorf("snakemake slow.txt interrupted: exit 0; want non-zero\n%s", out.String())
+	}
+	eventually(t, time.Minute, "the slow rule's job to end cancelled", func() error {
+		got := sh.must("sacct", "-X", "-P", "-n", "-j", slow, "-o", "State")
+		if !strings.HasPrefix(got, "CANCELLED") {
+			return fmt.Errorf("sacct -j %s: %q; want CANCELLED", slow, got)
+		}
+		return nil
+	})
 }
