@@ -114,7 +114,7 @@ func TestSnakemakeSlurmExecutor(t *testing.T) {
 
 	r := runSnakemake("slurm_account=bio", "slurm_partition=work")()
 	if r.code != 0 {
-		t.Fatalf("snakemake --slurm: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+		t.Fatalf("snakemake --slurm: exit %d\nstdout: %s\nstderr: %s\n%s", r.code, r.stdout, r.stderr, snakeJobLogs(t, sh, work))
 	}
 	read := func(name string) string {
 		t.Helper()
@@ -224,4 +224,19 @@ func TestSnakemakeSlurmExecutor(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// snakeJobLogs is what a failed run leaves to look at: sacct's view of
+// every job and step, and every job's log the executor asked for.
+func snakeJobLogs(t *testing.T, sh *slurmShims, work string) string {
+	t.Helper()
+	var b strings.Builder
+	r := sh.run("sacct", "-a", "-o", "JobID,JobName%24,State,ExitCode,Elapsed,NodeList,AllocTRES%40")
+	fmt.Fprintf(&b, "sacct:\n%s%s", r.stdout, r.stderr)
+	logs, _ := filepath.Glob(filepath.Join(work, ".snakemake", "slurm_logs", "*", "*.log"))
+	for _, l := range logs {
+		data, _ := os.ReadFile(l)
+		fmt.Fprintf(&b, "---- %s ----\n%s", l, data)
+	}
+	return b.String()
 }
