@@ -197,7 +197,7 @@ func TestSnakemakeSlurmExecutor(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := command(ctx, []string{"slurm_account=bio", "slurm_partition=work"}, "slow.txt")
-	var out strings.Builder
+	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
