@@ -392,7 +392,9 @@ func parseMgrQuery(args []string, withAssoc bool) (mgrQuery, error) {
 	if !ok {
 		return mgrQuery{}, fmt.Errorf("sacctmgr list %s: Shoal lists user, account, association and qos", args[1])
 	}
-	q := mgrQuery{entity: ent, conds: map[string][]string{}, withAssoc: withAssoc}
+	// -s changes only what list user and list account print; the
+	// association and QoS lists ignore it, as sacctmgr's do.
+	q := mgrQuery{entity: ent, conds: map[string][]string{}, withAssoc: withAssoc && (ent == "user" || ent == "account")}
 	for _, a := range args[2:] {
 		switch strings.ToLower(a) {
 		case "where", "with", "set":

@@ -67,6 +67,8 @@ func TestSacctmgrList(t *testing.T) {
 			"low|0|00:01:00||cluster|1.000000|\n"},
 		{"qos name", []string{"list", "qos", "name=low", "format=name"}, false, sacctLayout{}, "" +
 			"       low \n"},
+		{"-s qos (ignored)", []string{"list", "qos", "name=low", "format=name"}, true, sacctLayout{}, "" +
+			"       low \n"},
 		{"user by bare name", []string{"show", "user", "bob", "format=user,defaultaccount"}, false, sacctLayout{parsable: true, delimiter: "|"}, "" +
 			"bob|physics\n"},
 		// What Snakemake's Slurm executor runs to check an account
