@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +52,8 @@ var mgrFields = []mgrField{
 	{"GrpJobs", 4, "GrpJobs", 7},
 	{"GrpSubmitJobs", 4, "GrpSubmit", 9},
 	{"GrpWall", 4, "GrpWall", 11},
+	{"MaxCPUMinsPerJob", 7, "MaxCPUMins", 11},
+	{"MaxCPUsPerJob", 7, "MaxCPUs", 8},
 	{"MaxTRES", 7, "MaxTRES", 13},
 	{"MaxTRESPerJob", 11, "MaxTRES", 13},
 	{"MaxTRESPerNode", 11, "MaxTRESPerNode", 14},
@@ -66,6 +69,7 @@ var mgrFields = []mgrField{
 	{"MaxJobsPA", 9, "MaxJobsPA", 9},
 	{"MaxJobsPerUser", 11, "MaxJobsPU", 9},
 	{"MaxJobsPU", 9, "MaxJobsPU", 9},
+	{"MaxNodesPerJob", 4, "MaxNodes", 8},
 	{"MaxSubmitJobs", 4, "MaxSubmit", 9},
 	{"MaxSubmitJobsPerAccount", 17, "MaxSubmitPA", 11},
 	{"MaxSubmitJobsPerAcct", 17, "MaxSubmitPA", 11},
@@ -92,12 +96,15 @@ var mgrFields = []mgrField{
 	{"User", 1, "User", 10},
 }
 
-// Default formats of sacctmgr list ENTITY.
+// Default formats of sacctmgr list ENTITY; mgrUserAssocFormat is list
+// user's with -s or WithAssoc (user_functions.c adds the association's
+// columns to the user's).
 const (
-	mgrUserFormat  = "U,DefaultA,Ad"
-	mgrAcctFormat  = "Acc,Des,O"
-	mgrAssocFormat = "Cluster,Account,User,Part,Share,Priority,GrpJ,GrpTRES,GrpS,GrpWall,GrpTRESMins,MaxJ,MaxTRES,MaxTRESPerN,MaxS,MaxW,MaxTRESMins,QOS,DefaultQOS,GrpTRESRunMins"
-	mgrQoSFormat   = "Name,Prio,GraceT,Preempt,PreemptE,PreemptM,Flags%40,UsageThres,UsageFactor,GrpTRES,GrpTRESMins,GrpTRESRunMins,GrpJ,GrpS,GrpW,MaxTRES,MaxTRESPerN,MaxTRESMins,MaxW,MaxTRESPerUser,MaxJobsPerUser,MaxSubmitJobsPerUser,MaxTRESPerAcct,MaxJobsPerAcct,MaxSubmitJobsPerAcct,MinTRES"
+	mgrUserFormat      = "U,DefaultA,Ad"
+	mgrUserAssocFormat = mgrUserFormat + ",Cl,Acc,Part,Share,Priority,MaxJ,MaxN,MaxCPUs,MaxS,MaxW,MaxCPUMins,QOS,DefaultQOS"
+	mgrAcctFormat      = "Acc,Des,O"
+	mgrAssocFormat     = "Cluster,Account,User,Part,Share,Priority,GrpJ,GrpTRES,GrpS,GrpWall,GrpTRESMins,MaxJ,MaxTRES,MaxTRESPerN,MaxS,MaxW,MaxTRESMins,QOS,DefaultQOS,GrpTRESRunMins"
+	mgrQoSFormat       = "Name,Prio,GraceT,Preempt,PreemptE,PreemptM,Flags%40,UsageThres,UsageFactor,GrpTRES,GrpTRESMins,GrpTRESRunMins,GrpJ,GrpS,GrpW,MaxTRES,MaxTRESPerN,MaxTRESMins,MaxW,MaxTRESPerUser,MaxJobsPerUser,MaxSubmitJobsPerUser,MaxTRESPerAcct,MaxJobsPerAcct,MaxSubmitJobsPerAcct,MinTRES"
 )
 
 // mgrCol is a resolved format item: the field (by its header, which is
@@ -223,6 +230,27 @@ func mgrUsers(m mgrPolicy) []mgrRow {
 	return rows
 }
 
+// mgrUserAssocs lists the users with their associations, as sacctmgr -s
+// list user does: one row per association of each user (by name; a
+// user's in the tree's order), the user's columns beside the
+// association's, and where account= matches the association's account.
+func mgrUserAssocs(m mgrPolicy) []mgrRow {
+	assocs := mgrAssocs(m)
+	var rows []mgrRow
+	for _, u := range mgrUsers(m) {
+		for _, a := range assocs {
+			if a.values["User"] != u.values["User"] {
+				continue
+			}
+			v := maps.Clone(a.values)
+			maps.Copy(v, u.values)
+			rows = append(rows, mgrRow{values: v,
+				keys: map[string]string{"name": u.keys["name"], "user": u.keys["user"], "account": a.keys["account"], "cluster": m.cluster}})
+		}
+	}
+	return rows
+}
+
 // mgrAccounts lists root (Slurm's top account) and the policy's
 // accounts; Shoal keeps no description or organization, so both are the
 // account's name, as sacctmgr add account sets them by default.
@@ -331,12 +359,24 @@ func mgrCondKey(k string) string {
 // mgrQuery is a parsed "sacctmgr list ENTITY [where] [COND=V...]
 // [format=...]".
 type mgrQuery struct {
-	entity string
-	format string
-	conds  map[string][]string
+	entity    string
+	format    string
+	conds     map[string][]string
+	withAssoc bool // users with their associations (-s, WithAssoc)
 }
 
-func parseMgrQuery(args []string) (mgrQuery, error) {
+// rows are the records the query lists, before its conditions.
+func (q mgrQuery) rows(m mgrPolicy) []mgrRow {
+	if q.withAssoc {
+		return mgrUserAssocs(m)
+	}
+	return mgrEntities[q.entity].rows(m)
+}
+
+// parseMgrQuery parses the words after sacctmgr's options; withAssoc is
+// its -s (--associations), which lists users with their associations as
+// the WithAssoc word does.
+func parseMgrQuery(args []string, withAssoc bool) (mgrQuery, error) {
 	if len(args) == 0 {
 		return mgrQuery{}, slurmErrorf("No command given")
 	}
@@ -352,7 +392,9 @@ func parseMgrQuery(args []string) (mgrQuery, error) {
 	if !ok {
 		return mgrQuery{}, fmt.Errorf("sacctmgr list %s: Shoal lists user, account, association and qos", args[1])
 	}
-	q := mgrQuery{entity: ent, conds: map[string][]string{}}
+	// -s changes only what list user and list account print; the
+	// association and QoS lists ignore it, as sacctmgr's do.
+	q := mgrQuery{entity: ent, conds: map[string][]string{}, withAssoc: withAssoc && (ent == "user" || ent == "account")}
 	for _, a := range args[2:] {
 		switch strings.ToLower(a) {
 		case "where", "with", "set":
@@ -360,8 +402,10 @@ func parseMgrQuery(args []string) (mgrQuery, error) {
 		}
 		k, v, ok := strings.Cut(a, "=")
 		switch {
-		case !ok && strings.HasPrefix(strings.ToLower(a), "withassoc"):
-			return mgrQuery{}, fmt.Errorf("sacctmgr %s: not supported by Shoal yet: use sacctmgr show association", a)
+		case !ok && len(a) >= 5 && strings.HasPrefix("withassoc", strings.ToLower(a)):
+			// Slurm's WithAssoc, matched from its first five letters.
+			q.withAssoc = true
+			continue
 		case !ok && ent != "association":
 			// A bare word is a name, as "sacctmgr show user alice".
 			q.conds["name"] = append(q.conds["name"], splitList(a)...)
@@ -379,8 +423,14 @@ func parseMgrQuery(args []string) (mgrQuery, error) {
 		}
 		q.conds[key] = append(q.conds[key], splitList(v)...)
 	}
+	if q.withAssoc && ent != "user" {
+		return mgrQuery{}, fmt.Errorf("sacctmgr list %s with associations: not supported by Shoal yet: use sacctmgr show association", ent)
+	}
 	if q.format == "" {
 		q.format = mgrEntities[ent].format
+		if q.withAssoc {
+			q.format = mgrUserAssocFormat
+		}
 	}
 	return q, nil
 }
@@ -412,7 +462,7 @@ var sacctmgrOpts = []slurm.Option{
 	{Long: "readonly", Short: 'r', Arg: slurm.NoArg},
 	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
 	{Long: "oneliner", Short: 'o', Arg: slurm.NoArg, Unsupported: "Shoal prints tables"},
-	{Long: "associations", Short: 's', Arg: slurm.NoArg, Unsupported: "use sacctmgr show association"},
+	{Long: "associations", Short: 's', Arg: slurm.NoArg},
 	{Long: "help", Short: 'h', Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
 	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
 }
@@ -425,8 +475,11 @@ func Sacctmgr(ctx context.Context, connect Connect, args []string, stdout, stder
 		return err
 	}
 	layout := sacctLayout{header: true, delimiter: "|"}
+	withAssoc := false
 	for _, o := range vals {
 		switch o.Opt.Long {
+		case "associations":
+			withAssoc = true
 		case "noheader":
 			layout.header = false
 		case "parsable":
@@ -435,7 +488,7 @@ func Sacctmgr(ctx context.Context, connect Connect, args []string, stdout, stder
 			layout.parsable, layout.trailing = true, false
 		}
 	}
-	q, err := parseMgrQuery(rest)
+	q, err := parseMgrQuery(rest, withAssoc)
 	if err != nil {
 		return err
 	}
@@ -455,7 +508,7 @@ func Sacctmgr(ctx context.Context, connect Connect, args []string, stdout, stder
 	if err != nil {
 		return err
 	}
-	printMgr(stdout, cols, mgrSelect(mgrEntities[q.entity].rows(m), q.conds), layout)
+	printMgr(stdout, cols, mgrSelect(q.rows(m), q.conds), layout)
 	return nil
 }
 
