@@ -67,8 +67,6 @@ type Agent struct {
 
 	// stopLeading cancels the leader-only loops; owned by leadLoop.
 	stopLeading context.CancelFunc
-	// leaderSince is when this node last became leader (unix nanos).
-	leaderSince atomic.Int64
 	// ready is set once the replica has caught up after start (caughtUp).
 	ready atomic.Bool
 	// http is the HTTP API's front (authentication, leader forwarding,

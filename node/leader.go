@@ -77,7 +77,7 @@ func (a *Agent) leadLoop(ctx context.Context) {
 			continue
 		}
 		a.log.Info("became leader", "index", a.state.Index())
-		a.leaderSince.Store(time.Now().UnixNano())
+		since := time.Now()
 		// Register (or refresh) ourselves now rather than at the next
 		// heartbeat, so a fresh cluster can take submits at once.
 		hctx, cancelHB := context.WithTimeout(ctx, applyTimeout)
@@ -87,7 +87,7 @@ func (a *Agent) leadLoop(ctx context.Context) {
 		cancelHB()
 		a.proposePolicy(ctx)
 		wg.Go(func() { a.scheduler().Run(lctx) })
-		wg.Go(func() { a.leaseLoop(lctx) })
+		wg.Go(func() { a.leaseWatch(since).Run(lctx) })
 		wg.Go(func() { a.voterLoop(lctx) })
 		wg.Go(func() { a.archiveLoop(lctx) })
 	}
@@ -184,36 +184,19 @@ func (l *leaseTable) renew(node string, at time.Time) {
 	l.seen[node] = at
 }
 
-func (l *leaseTable) last(node string) time.Time {
+// Last is when the leader last heard from node (leader.Heartbeats).
+func (l *leaseTable) Last(node string) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.seen[node]
 }
 
-// leaseLoop declares nodes down whose lease expired. A lease is counted
-// from the later of the node's last heartbeat and this node's election,
-// so a new leader gives every node a full lease before judging it.
-func (a *Agent) leaseLoop(ctx context.Context) {
-	expiry := a.cfg.LeaseTTL + a.cfg.KillGrace + leaseMargin
-	t := time.NewTicker(leaseInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if a.state.Diverged() != nil {
-			continue // the scheduler hands leadership over
-		}
-		since := time.Unix(0, a.leaderSince.Load())
-		now := time.Now()
-		for _, e := range leader.ExpiredLeases(a.state.View().Nodes(), a.cfg.Name, a.leases.last, since, now, expiry) {
-			a.log.Warn("node lease expired", "node", e.Node, "last_heartbeat", e.Last, "expiry", expiry)
-			if _, err := a.apply(ctx, fsm.CmdNodeDown, fsm.NodeDown{Node: e.Node, Time: now}); err != nil {
-				a.log.Warn("declare node down", "node", e.Node, "err", err)
-			}
-		}
+// leaseWatch is the leader's lease loop (leader.LeaseWatch) over this
+// agent, for the leadership gained at since.
+func (a *Agent) leaseWatch(since time.Time) leader.LeaseWatch {
+	return leader.LeaseWatch{
+		State: a.state, Propose: agentLeader{a}, Clock: wallClock{}, Log: a.log, Heartbeats: &a.leases,
+		Self: a.cfg.Name, Since: since, Expiry: a.cfg.LeaseTTL + a.cfg.KillGrace + leaseMargin, Interval: leaseInterval,
 	}
 }
 
