@@ -340,7 +340,7 @@ func (a *Agent) Run(parent context.Context) error {
 	wg.Go(func() { a.bootstrapLoop(ctx) })
 	wg.Go(func() { a.leadLoop(ctx) })
 	wg.Go(func() { a.heartbeatLoop(ctx) })
-	wg.Go(func() { a.driveLoop(ctx) })
+	wg.Go(func() { a.driver().Run(ctx) })
 	wg.Go(func() { a.reportLoop(ctx) })
 	wg.Go(func() { a.drainGossipEvents(ctx) })
 	wg.Go(func() { a.renewLoop(ctx) })

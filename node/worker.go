@@ -227,77 +227,58 @@ func (a *Agent) reportExits(ctx context.Context) {
 	}
 }
 
-// driveLoop makes this node's executor follow the allocations in its
-// replica: it starts what is allocated here and stops what no longer is.
-func (a *Agent) driveLoop(ctx context.Context) {
-	t := time.NewTicker(driveInterval)
-	defer t.Stop()
-	signals := &signalLog{seen: map[exec.TaskKey]uint64{}}
-	limits := map[exec.TaskKey]time.Duration{}
-	for {
-		v := a.state.View()
-		// A replica still replaying its log after a restart would start or
-		// stop ranks from stale allocations; wait until it has caught up. A
-		// diverged one starts nothing new (its running ranks are fenced if
-		// it also loses its lease).
-		if a.caughtUp() && a.state.Diverged() == nil {
-			a.drive(ctx, v)
-			a.deliverSignals(v, signals)
-			a.deliverTimeLimits(v, limits)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-v.Changed():
-		case <-t.C:
-		}
-	}
+// driver is the worker's loop (worker.Driver) over this agent: its
+// replica, its executor and the leader, local or remote.
+func (a *Agent) driver() worker.Driver[*fsm.View] {
+	w := &agentWorker{a: a, signals: &signalLog{seen: map[exec.TaskKey]uint64{}}, limits: map[exec.TaskKey]time.Duration{}}
+	return worker.Driver[*fsm.View]{Name: a.cfg.Name, Node: w, Tasks: w, Clock: wallClock{}, Log: a.log, Interval: driveInterval}
 }
 
-// drive is one gather → decide → act round of the worker: it gathers the
-// replicated jobs and the executor's tasks, asks worker.Reconcile, and
-// acts — stops first, then starts, then reports, so that a slow or
-// unreachable leader never holds up stopping a task that is no longer
-// wanted. One failed report ends the round's reports (the leader is
-// unreachable), so a round waits at most reportTimeout on the leader.
-func (a *Agent) drive(ctx context.Context, v *fsm.View) {
-	pending := a.exec.PendingExits()
-	pendingKeys := make([]exec.TaskKey, len(pending))
+// agentWorker is the agent as the worker loop sees it: worker.Node and
+// worker.Tasks. signals and limits are what Follow last delivered; only
+// the loop's goroutine uses them.
+type agentWorker struct {
+	a       *Agent
+	signals *signalLog
+	limits  map[exec.TaskKey]time.Duration
+}
+
+func (w *agentWorker) Current() (*fsm.View, bool) {
+	v := w.a.state.View()
+	return v, w.a.caughtUp() && w.a.state.Diverged() == nil
+}
+
+func (w *agentWorker) MayStart(v *fsm.View) bool { return w.a.startAllowed(v) }
+
+func (w *agentWorker) Start(ctx context.Context, v *fsm.View, s worker.Start) bool {
+	return w.a.start(ctx, v, s)
+}
+
+func (w *agentWorker) Report(ctx context.Context, r worker.Report) error {
+	ev := taskEvent{Kind: r.Kind, Job: r.Job, Incarnation: r.Incarnation, Node: w.a.cfg.Name}
+	if r.Kind == worker.ReportReleased {
+		ev.Cause = fsm.CauseCancelled
+	}
+	return w.a.sendTaskEvent(ctx, ev)
+}
+
+func (w *agentWorker) Follow(v *fsm.View) {
+	w.a.deliverSignals(v, w.signals)
+	w.a.deliverTimeLimits(v, w.limits)
+}
+
+func (w *agentWorker) Running() []exec.TaskKey { return w.a.exec.Running() }
+
+func (w *agentWorker) PendingExits() []exec.TaskKey {
+	pending := w.a.exec.PendingExits()
+	keys := make([]exec.TaskKey, len(pending))
 	for i, ex := range pending {
-		pendingKeys[i] = exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step}
+		keys[i] = exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step}
 	}
-	p := worker.Reconcile(worker.Input{
-		Node: a.cfg.Name, Jobs: v.Jobs(), Running: a.exec.Running(), PendingExits: pendingKeys,
-		CanStart: a.startAllowed(v),
-	})
-
-	for _, k := range p.Stop {
-		if a.exec.Stop(k, fsm.CauseCancelled) {
-			a.log.Info("stopping job", "job", uint64(k.Job), "incarnation", k.Incarnation, "step", k.Step)
-		}
-	}
-	started := p.Started
-	for _, s := range p.Start {
-		if a.start(ctx, v, s) && s.Step == nil {
-			started = append(started, worker.Ref{Job: s.Job.ID, Incarnation: s.Job.Incarnation})
-		}
-	}
-	var reports []taskEvent
-	for _, r := range started {
-		reports = append(reports, taskEvent{Kind: "started", Job: r.Job, Incarnation: r.Incarnation, Node: a.cfg.Name})
-	}
-	for _, r := range p.Release {
-		// Resources held here with no local task: free them (a duplicate
-		// is harmless).
-		reports = append(reports, taskEvent{Kind: "exited", Job: r.Job, Incarnation: r.Incarnation, Node: a.cfg.Name, Cause: fsm.CauseCancelled})
-	}
-	for _, ev := range reports {
-		if err := a.sendTaskEvent(ctx, ev); err != nil {
-			a.log.Debug("report", "kind", ev.Kind, "job", uint64(ev.Job), "err", err)
-			return // the leader is unreachable; the next round reports again
-		}
-	}
+	return keys
 }
+
+func (w *agentWorker) Stop(k exec.TaskKey, cause string) bool { return w.a.exec.Stop(k, cause) }
 
 // deliverTimeLimits gives running tasks their job's time limit when it
 // changed (scontrol update TimeLimit=; worker.TimeLimits decides); given

@@ -1,6 +1,6 @@
 // Package worker holds the decisions a node makes about its own tasks,
-// as pure functions the agent calls between gathering its inputs and
-// acting on them (STYLE.md section 1):
+// as pure functions, and the loop that calls them between gathering its
+// inputs and acting on them (STYLE.md section 1). The plans:
 //
 //   - Reconcile: given the replicated jobs, the tasks the executor runs and
 //     the exits it has not yet reported, which tasks to stop, which to
@@ -8,8 +8,12 @@
 //   - Exits: which recorded exits may be reported now;
 //   - MayStart: whether the node's lease lets it start anything.
 //
-// It owns no goroutine, reads no clock and does no I/O: the agent (package
-// node) gathers, calls, and acts — stops first, so that a slow or
-// unreachable leader never holds up stopping a task that is no longer
-// wanted. The scenarios live in testdata as datadriven scripts.
+// The plans read no clock and do no I/O. The loop, Driver, gathers and
+// acts only through the plain interfaces of drive.go — Node (the
+// replica's view, the lease, starting a task, reporting to the leader,
+// local or remote), Tasks (the executor) and Clock — which the agent
+// (package node) implements; each round acts stops first, so that a slow
+// or unreachable leader never holds up stopping a task that is no longer
+// wanted. It starts no goroutine: the agent runs it. The scenarios, a
+// round's actions included, live in testdata as datadriven scripts.
 package worker

@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +22,10 @@ import (
 //	reconcile [canstart=no]                  Reconcile
 //	exits [max=N]                            Exits (max 256 by default)
 //	maystart renewed=SECONDS-AGO|never ttl=SECONDS index=I view=V
+//	round [canstart=no] [fail-start=J] [fail-report=N]
+//	                                         Driver.Round, showing what it does in
+//	                                         order: the start of job J fails, the
+//	                                         Nth report (from 1) fails
 //
 // with input lines
 //
@@ -110,6 +116,8 @@ func (s *script) decide(cmd string, args map[string]string) (string, error) {
 	case "reconcile":
 		p := Reconcile(Input{Node: s.node, Jobs: s.jobs, Running: s.running, PendingExits: s.pending, CanStart: args["canstart"] != "no"})
 		return formatPlan(p), nil
+	case "round":
+		return s.round(args)
 	case "exits":
 		max := 256
 		if m, ok := args["max"]; ok {
@@ -265,4 +273,73 @@ func formatPlan(p Plan) string {
 	refs("started", p.Started)
 	refs("release", p.Release)
 	return b.String()
+}
+
+// round runs Driver.Round over fakes that log each action in order.
+func (s *script) round(args map[string]string) (string, error) {
+	f := &fakeNode{script: s, canStart: args["canstart"] != "no"}
+	var err error
+	if v, ok := args["fail-start"]; ok {
+		if f.failStart, err = strconv.ParseUint(v, 10, 64); err != nil {
+			return "", fmt.Errorf("fail-start: %w", err)
+		}
+	}
+	if v, ok := args["fail-report"]; ok {
+		if f.failReport, err = strconv.Atoi(v); err != nil {
+			return "", fmt.Errorf("fail-report: %w", err)
+		}
+	}
+	d := Driver[fakeView]{Name: s.node, Node: f, Tasks: f, Log: slog.New(slog.DiscardHandler)}
+	d.Round(context.Background(), fakeView{jobs: s.jobs})
+	if len(f.did) == 0 {
+		return "nothing\n", nil
+	}
+	return strings.Join(f.did, "\n") + "\n", nil
+}
+
+type fakeView struct{ jobs []*cluster.Job }
+
+func (v fakeView) Jobs() []*cluster.Job   { return v.jobs }
+func (fakeView) Changed() <-chan struct{} { return nil }
+
+// fakeNode is worker.Node and worker.Tasks over a script: it logs what
+// the round does.
+type fakeNode struct {
+	script     *script
+	canStart   bool
+	failStart  uint64
+	failReport int
+	reports    int
+	did        []string
+}
+
+func (f *fakeNode) Current() (fakeView, bool) { return fakeView{jobs: f.script.jobs}, true }
+func (f *fakeNode) MayStart(fakeView) bool    { return f.canStart }
+func (f *fakeNode) Follow(fakeView)           {}
+func (f *fakeNode) Running() []task.Key       { return f.script.running }
+func (f *fakeNode) PendingExits() []task.Key  { return f.script.pending }
+
+func (f *fakeNode) Start(_ context.Context, _ fakeView, st Start) bool {
+	if uint64(st.Job.ID) == f.failStart {
+		f.did = append(f.did, "start "+formatKey(st.Key())+": failed")
+		return false
+	}
+	f.did = append(f.did, "start "+formatKey(st.Key()))
+	return true
+}
+
+func (f *fakeNode) Stop(k task.Key, cause string) bool {
+	f.did = append(f.did, "stop "+formatKey(k)+" cause="+cause)
+	return true
+}
+
+func (f *fakeNode) Report(_ context.Context, r Report) error {
+	f.reports++
+	line := fmt.Sprintf("report %s %d.%d", r.Kind, r.Job, r.Incarnation)
+	if f.reports == f.failReport {
+		f.did = append(f.did, line+": leader unreachable")
+		return fmt.Errorf("leader unreachable")
+	}
+	f.did = append(f.did, line)
+	return nil
 }
