@@ -341,7 +341,7 @@ func (a *Agent) Run(parent context.Context) error {
 	wg.Go(func() { a.leadLoop(ctx) })
 	wg.Go(func() { a.heartbeatLoop(ctx) })
 	wg.Go(func() { a.driver().Run(ctx) })
-	wg.Go(func() { a.reportLoop(ctx) })
+	wg.Go(func() { a.reporter().Run(ctx) })
 	wg.Go(func() { a.drainGossipEvents(ctx) })
 	wg.Go(func() { a.renewLoop(ctx) })
 	wg.Go(func() { a.caLoop(ctx) })
@@ -404,8 +404,9 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 	// now (what is not acknowledged is reported again after a restart),
 	// then take no new work, rather than once our lease expires.
 	reportCtx, cancelReport := context.WithTimeout(context.Background(), 5*time.Second)
-	for a.reportExits(reportCtx); len(a.exec.PendingExits()) > 0 && sleepCtx(reportCtx, 100*time.Millisecond); {
-		a.reportExits(reportCtx)
+	reports := a.reporter()
+	for reports.Round(reportCtx); len(a.exec.PendingExits()) > 0 && sleepCtx(reportCtx, 100*time.Millisecond); {
+		reports.Round(reportCtx)
 	}
 	if !keep {
 		err := a.announceLeave(reportCtx)

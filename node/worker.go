@@ -22,8 +22,6 @@ const (
 	reportTimeout    = 5 * time.Second
 	reportInterval   = time.Second
 	driveInterval    = time.Second
-	// maxReportsPerRound bounds one round of exit reports.
-	maxReportsPerRound = 256
 )
 
 // heartbeatLoop renews this node's lease with the leader and fences the
@@ -174,57 +172,53 @@ func (a *Agent) drainSelf(ctx context.Context, node string) error {
 // --drain-on-stop.
 const drainOnStopReason = "agent stopping (--drain-on-stop)"
 
-// reportLoop reports exits recorded by the executor until the leader
-// acknowledges them.
-func (a *Agent) reportLoop(ctx context.Context) {
-	t := time.NewTicker(reportInterval)
-	defer t.Stop()
-	for {
-		a.reportExits(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-a.exec.ExitNotify():
-		case <-t.C:
-		}
-	}
+// reporter is the worker's exit-report loop (worker.Reporter) over this
+// agent's executor and the leader, local or remote.
+func (a *Agent) reporter() worker.Reporter {
+	return worker.Reporter{Exits: exitLog{a.exec}, Leader: exitReporter{a}, Clock: wallClock{}, Log: a.log, Interval: reportInterval}
 }
 
-func (a *Agent) reportExits(ctx context.Context) {
-	pending := a.exec.PendingExits()
-	byKey := make(map[exec.TaskKey]exec.Exit, len(pending))
-	keys := make([]exec.TaskKey, len(pending))
+// exitLog is the executor as worker.ExitLog.
+type exitLog struct{ e *exec.Executor }
+
+func (l exitLog) Running() []exec.TaskKey  { return l.e.Running() }
+func (l exitLog) Notify() <-chan struct{}  { return l.e.ExitNotify() }
+func (l exitLog) Ack(k exec.TaskKey) error { return l.e.Ack(k) }
+func (l exitLog) Recorded() []worker.Exit {
+	pending := l.e.PendingExits()
+	out := make([]worker.Exit, len(pending))
 	for i, ex := range pending {
-		k := exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step}
-		byKey[k], keys[i] = ex, k
-	}
-	for _, k := range worker.Exits(a.exec.Running(), keys, maxReportsPerRound) {
-		if ctx.Err() != nil {
-			return
-		}
-		ex := byKey[k]
-		ev := taskEvent{
-			Kind: "exited", Job: ex.Job, Incarnation: ex.Incarnation, Node: a.cfg.Name,
+		out[i] = worker.Exit{
+			Key:      exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step},
 			ExitCode: ex.ExitCode, Cause: ex.Cause, Usage: ex.Usage,
 		}
-		gk := gpuKey{ex.Job, ex.Incarnation}
-		if ex.Step != exec.NoStep {
-			ev.Kind, ev.Step = "step-exited", ex.Step
-		} else {
-			ev.GPUUsage = a.gpuUsage.get(gk)
-		}
-		if err := a.sendTaskEvent(ctx, ev); err != nil {
-			a.log.Debug("report exit", "job", uint64(ex.Job), "err", err)
-			return // the leader is unreachable; try again next round
-		}
-		if ev.Kind == "exited" {
-			a.gpuUsage.forget(gk)
-		}
-		if err := a.exec.Ack(k); err != nil {
-			a.log.Warn("acknowledge exit", "job", uint64(ex.Job), "err", err)
-		}
-		a.log.Info("exit reported", "job", uint64(ex.Job), "incarnation", ex.Incarnation, "exit_code", ex.ExitCode, "cause", ex.Cause)
 	}
+	return out
+}
+
+// exitReporter sends an exit to the leader with the job's GPU usage on
+// this node (worker.ExitReporter).
+type exitReporter struct{ a *Agent }
+
+func (r exitReporter) ReportExit(ctx context.Context, ex worker.Exit) error {
+	k := ex.Key
+	ev := taskEvent{
+		Kind: "exited", Job: k.Job, Incarnation: k.Incarnation, Node: r.a.cfg.Name,
+		ExitCode: ex.ExitCode, Cause: ex.Cause, Usage: ex.Usage,
+	}
+	gk := gpuKey{k.Job, k.Incarnation}
+	if k.Step != exec.NoStep {
+		ev.Kind, ev.Step = "step-exited", k.Step
+	} else {
+		ev.GPUUsage = r.a.gpuUsage.get(gk)
+	}
+	if err := r.a.sendTaskEvent(ctx, ev); err != nil {
+		return err
+	}
+	if ev.Kind == "exited" {
+		r.a.gpuUsage.forget(gk)
+	}
+	return nil
 }
 
 // driver is the worker's loop (worker.Driver) over this agent: its

@@ -8,12 +8,13 @@
 //   - Exits: which recorded exits may be reported now;
 //   - MayStart: whether the node's lease lets it start anything.
 //
-// The plans read no clock and do no I/O. The loop, Driver, gathers and
-// acts only through the plain interfaces of drive.go — Node (the
-// replica's view, the lease, starting a task, reporting to the leader,
-// local or remote), Tasks (the executor) and Clock — which the agent
-// (package node) implements; each round acts stops first, so that a slow
-// or unreachable leader never holds up stopping a task that is no longer
-// wanted. It starts no goroutine: the agent runs it. The scenarios, a
+// The plans read no clock and do no I/O. The loops, Driver (drive.go)
+// and Reporter (reports.go), gather and act only through plain
+// interfaces — Node (the replica's view, the lease, starting a task,
+// reporting to the leader, local or remote), Tasks and ExitLog (the
+// executor), ExitReporter and Clock — which the agent (package node)
+// implements; each Driver round acts stops first, so that a slow or
+// unreachable leader never holds up stopping a task that is no longer
+// wanted. They start no goroutine: the agent runs them. The scenarios, a
 // round's actions included, live in testdata as datadriven scripts.
 package worker

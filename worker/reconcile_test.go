@@ -26,6 +26,8 @@ import (
 //	                                         Driver.Round, showing what it does in
 //	                                         order: the start of job J fails, the
 //	                                         Nth report (from 1) fails
+//	report-round [fail-report=N]             Reporter.Round, showing each exit reported
+//	                                         and acknowledged, in order
 //
 // with input lines
 //
@@ -118,6 +120,8 @@ func (s *script) decide(cmd string, args map[string]string) (string, error) {
 		return formatPlan(p), nil
 	case "round":
 		return s.round(args)
+	case "report-round":
+		return s.reportRound(args)
 	case "exits":
 		max := 256
 		if m, ok := args["max"]; ok {
@@ -336,6 +340,59 @@ func (f *fakeNode) Stop(k task.Key, cause string) bool {
 func (f *fakeNode) Report(_ context.Context, r Report) error {
 	f.reports++
 	line := fmt.Sprintf("report %s %d.%d", r.Kind, r.Job, r.Incarnation)
+	if f.reports == f.failReport {
+		f.did = append(f.did, line+": leader unreachable")
+		return fmt.Errorf("leader unreachable")
+	}
+	f.did = append(f.did, line)
+	return nil
+}
+
+// reportRound runs Reporter.Round over the script's running tasks and
+// pending exits (exit code 0, cause exit), logging each action.
+func (s *script) reportRound(args map[string]string) (string, error) {
+	f := &fakeExits{script: s}
+	if v, ok := args["fail-report"]; ok {
+		var err error
+		if f.failReport, err = strconv.Atoi(v); err != nil {
+			return "", fmt.Errorf("fail-report: %w", err)
+		}
+	}
+	r := Reporter{Exits: f, Leader: f, Log: slog.New(slog.DiscardHandler)}
+	r.Round(context.Background())
+	if len(f.did) == 0 {
+		return "nothing\n", nil
+	}
+	return strings.Join(f.did, "\n") + "\n", nil
+}
+
+// fakeExits is worker.ExitLog and worker.ExitReporter over a script.
+type fakeExits struct {
+	script     *script
+	failReport int
+	reports    int
+	did        []string
+}
+
+func (f *fakeExits) Running() []task.Key     { return f.script.running }
+func (f *fakeExits) Notify() <-chan struct{} { return nil }
+
+func (f *fakeExits) Recorded() []Exit {
+	var out []Exit
+	for _, k := range f.script.pending {
+		out = append(out, Exit{Key: k, Cause: task.CauseExit})
+	}
+	return out
+}
+
+func (f *fakeExits) Ack(k task.Key) error {
+	f.did = append(f.did, "ack "+formatKey(k))
+	return nil
+}
+
+func (f *fakeExits) ReportExit(_ context.Context, e Exit) error {
+	f.reports++
+	line := fmt.Sprintf("report %s code=%d cause=%s", formatKey(e.Key), e.ExitCode, e.Cause)
 	if f.reports == f.failReport {
 		f.did = append(f.did, line+": leader unreachable")
 		return fmt.Errorf("leader unreachable")
