@@ -56,12 +56,10 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 		} else if ctx.Err() == nil {
 			a.log.Debug("heartbeat", "err", err)
 		}
-		last := time.Unix(0, a.lastRenew.Load())
-		if last.Before(inherited) {
-			last = inherited
-		}
+		l := worker.Lease{Renewed: time.Unix(0, a.lastRenew.Load()), TTL: a.cfg.LeaseTTL}
+		last, fence := worker.Fence(l, inherited, time.Now(), len(a.exec.Running()))
 		// plantedNoFence: a planted bug, test builds only (planted_nofence_off.go).
-		if time.Since(last) > a.cfg.LeaseTTL && len(a.exec.Running()) > 0 && !plantedNoFence {
+		if fence && !plantedNoFence {
 			if !fenced {
 				a.log.Warn("lease expired: stopping every rank on this node", "last_renewed", last, "lease_ttl", a.cfg.LeaseTTL)
 				a.fencing.Add(1)

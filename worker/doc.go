@@ -6,7 +6,8 @@
 //     the exits it has not yet reported, which tasks to stop, which to
 //     start, and what to tell the leader;
 //   - Exits: which recorded exits may be reported now;
-//   - MayStart: whether the node's lease lets it start anything.
+//   - MayStart: whether the node's lease lets it start anything;
+//   - Fence: whether its lease ran out with tasks running (stop them all).
 //
 // The plans read no clock and do no I/O. The loops, Driver (drive.go)
 // and Reporter (reports.go), gather and act only through plain

@@ -22,6 +22,7 @@ import (
 //	reconcile [canstart=no]                  Reconcile
 //	exits [max=N]                            Exits (max 256 by default)
 //	maystart renewed=SECONDS-AGO|never ttl=SECONDS index=I view=V
+//	fence renewed=SECONDS-AGO|never inherited=SECONDS-AGO|none ttl=SECONDS running=N
 //	round [canstart=no] [fail-start=J] [fail-report=N]
 //	                                         Driver.Round, showing what it does in
 //	                                         order: the start of job J fails, the
@@ -131,6 +132,38 @@ func (s *script) decide(cmd string, args map[string]string) (string, error) {
 			}
 		}
 		return joinKeys(Exits(s.running, s.pending, max)) + "\n", nil
+	case "fence":
+		now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+		ago := func(k string) (time.Time, error) {
+			switch v := args[k]; v {
+			case "never", "none":
+				return time.Unix(0, 0), nil // as the agent reads a lease never renewed
+			default:
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					return time.Time{}, fmt.Errorf("%s=%q: %w", k, v, err)
+				}
+				return now.Add(-time.Duration(n) * time.Second), nil
+			}
+		}
+		renewed, err := ago("renewed")
+		if err != nil {
+			return "", err
+		}
+		inherited, err := ago("inherited")
+		if err != nil {
+			return "", err
+		}
+		ttl, err := strconv.Atoi(args["ttl"])
+		if err != nil {
+			return "", fmt.Errorf("ttl: %w", err)
+		}
+		running, err := strconv.Atoi(args["running"])
+		if err != nil {
+			return "", fmt.Errorf("running: %w", err)
+		}
+		last, fence := Fence(Lease{Renewed: renewed, TTL: time.Duration(ttl) * time.Second}, inherited, now, running)
+		return fmt.Sprintf("fence=%t last=-%s\n", fence, now.Sub(last)), nil
 	case "maystart":
 		now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 		n := func(k string) int { v, _ := strconv.Atoi(args[k]); return v }
