@@ -339,7 +339,7 @@ func (a *Agent) Run(parent context.Context) error {
 	}
 	wg.Go(func() { a.bootstrapLoop(ctx) })
 	wg.Go(func() { a.leadLoop(ctx) })
-	wg.Go(func() { a.heartbeatLoop(ctx) })
+	wg.Go(func() { a.heartbeater().Run(ctx) })
 	wg.Go(func() { a.driver().Run(ctx) })
 	wg.Go(func() { a.reporter().Run(ctx) })
 	wg.Go(func() { a.drainGossipEvents(ctx) })

@@ -6,13 +6,13 @@
 // view, call a pure function, and act on the result. The scheduling loop
 // (leader.Scheduler: leader.Pass and leader.Preemption), the lease-expiry
 // loop (leader.LeaseWatch: leader.ExpiredLeases), the executor driver
-// (worker.Driver: worker.Reconcile) and the exit reports
-// (worker.Reporter: worker.Exits) live beside their plans, behind plain
-// interfaces this package implements over raft, the FSM, the executor
-// and the wall clock (agentLeader, agentWorker, exitLog, exitReporter,
-// wallClock); here they are only built and run. The loops still here
-// gather and act around their plans the same way: voters
-// (consensus.PlanVoters), heartbeat and fencing (worker.MayStart),
+// (worker.Driver: worker.Reconcile), the exit reports (worker.Reporter:
+// worker.Exits) and the heartbeat with its fencing (worker.Heartbeater:
+// worker.Fence) live beside their plans, behind plain interfaces this
+// package implements over raft, the FSM, the executor and the wall clock
+// (agentLeader, agentWorker, exitLog, exitReporter, lessee, wallClock);
+// here they are only built and run. The loops still here gather and act
+// around their plans the same way: voters (consensus.PlanVoters),
 // archive, certificate renewal and GPU sampling. A node's own loops reach
 // the leader through one function, callLeader (locally when it leads).
 //

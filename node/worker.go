@@ -24,56 +24,40 @@ const (
 	driveInterval    = time.Second
 )
 
-// heartbeatLoop renews this node's lease with the leader and fences the
-// node (stops every rank) when it has not managed to for LeaseTTL. Each
-// renewal is also written for the tasks' supervisors (exec.RenewLease),
-// whose watchdogs fence their tasks on their own when it stops coming:
-// the agent may be hung or stopped, and its own check below then never
-// runs.
-func (a *Agent) heartbeatLoop(ctx context.Context) {
-	t := time.NewTicker(a.cfg.HeartbeatInterval)
-	defer t.Stop()
-	fenced := false
-	// A restarted agent inherits what is left of its predecessor's lease,
-	// which its reattached tasks run under, rather than fencing them
-	// before its first heartbeat.
-	inherited := time.Now().Add(a.exec.LeaseLeft() - a.cfg.LeaseTTL)
-	for {
-		sent := time.Now()
-		if index, err := a.heartbeat(ctx); err == nil {
-			// The supervisors' lease first: a task started once startAllowed
-			// sees the renewal must find it. Index before time: startAllowed
-			// reads them in the other order.
-			if err := a.exec.RenewLease(sent); err != nil {
-				a.log.Warn("write the lease for the supervisors", "err", err)
-			}
-			a.leaseIndex.Store(index)
-			a.lastRenew.Store(sent.UnixNano())
-			if fenced {
-				a.log.Info("lease renewed again")
-				fenced = false
-			}
-		} else if ctx.Err() == nil {
-			a.log.Debug("heartbeat", "err", err)
-		}
-		l := worker.Lease{Renewed: time.Unix(0, a.lastRenew.Load()), TTL: a.cfg.LeaseTTL}
-		last, fence := worker.Fence(l, inherited, time.Now(), len(a.exec.Running()))
-		// plantedNoFence: a planted bug, test builds only (planted_nofence_off.go).
-		if fence && !plantedNoFence {
-			if !fenced {
-				a.log.Warn("lease expired: stopping every rank on this node", "last_renewed", last, "lease_ttl", a.cfg.LeaseTTL)
-				a.fencing.Add(1)
-			}
-			fenced = true
-			a.exec.StopAll(fsm.CauseFenced)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+// heartbeater is the worker's heartbeat loop (worker.Heartbeater) over
+// this agent: the leader, local or remote, the lease it keeps for its
+// tasks' supervisors and its executor.
+func (a *Agent) heartbeater() worker.Heartbeater {
+	return worker.Heartbeater{
+		Node: lessee{a}, Clock: wallClock{}, Log: a.log, Interval: a.cfg.HeartbeatInterval, TTL: a.cfg.LeaseTTL,
+		// A restarted agent inherits what is left of its predecessor's
+		// lease, which its reattached tasks run under, rather than fencing
+		// them before its first heartbeat.
+		Inherited: time.Now().Add(a.exec.LeaseLeft() - a.cfg.LeaseTTL),
+		Fenced:    func() { a.fencing.Add(1) },
+		NoFence:   plantedNoFence, // a planted bug, test builds only (planted_nofence_off.go)
 	}
 }
+
+// lessee is the agent as worker.Lessee.
+type lessee struct{ a *Agent }
+
+func (l lessee) Heartbeat(ctx context.Context) (uint64, error) { return l.a.heartbeat(ctx) }
+
+func (l lessee) Renewed(sent time.Time, index uint64) {
+	// The supervisors' lease first: a task started once startAllowed sees
+	// the renewal must find it. Index before time: startAllowed reads
+	// them in the other order.
+	if err := l.a.exec.RenewLease(sent); err != nil {
+		l.a.log.Warn("write the lease for the supervisors", "err", err)
+	}
+	l.a.leaseIndex.Store(index)
+	l.a.lastRenew.Store(sent.UnixNano())
+}
+
+func (l lessee) LastRenewed() time.Time { return time.Unix(0, l.a.lastRenew.Load()) }
+func (l lessee) Running() int           { return len(l.a.exec.Running()) }
+func (l lessee) Fence()                 { l.a.exec.StopAll(fsm.CauseFenced) }
 
 // watchdogTTL is the lease the supervisors' watchdogs enforce: LeaseTTL,
 // or none in a build with the planted no-fence bug, which must leave the
@@ -104,7 +88,7 @@ func (a *Agent) heartbeat(ctx context.Context) (uint64, error) {
 // given to other jobs; acting on those would put two jobs on one GPU
 // (DESIGN invariant 1). Stopping ranks needs no such care.
 func (a *Agent) startAllowed(v *fsm.View) bool {
-	// Index before time: heartbeatLoop stores them in the other order.
+	// Index before time: lessee.Renewed stores them in the other order.
 	index := a.leaseIndex.Load()
 	l := worker.Lease{Renewed: time.Unix(0, a.lastRenew.Load()), Index: index, TTL: a.cfg.LeaseTTL}
 	return worker.MayStart(l, time.Now(), v.Index)

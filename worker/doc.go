@@ -1,5 +1,5 @@
 // Package worker holds the decisions a node makes about its own tasks,
-// as pure functions, and the loop that calls them between gathering its
+// as pure functions, and the loops that call them between gathering their
 // inputs and acting on them (STYLE.md section 1). The plans:
 //
 //   - Reconcile: given the replicated jobs, the tasks the executor runs and
@@ -9,13 +9,14 @@
 //   - MayStart: whether the node's lease lets it start anything;
 //   - Fence: whether its lease ran out with tasks running (stop them all).
 //
-// The plans read no clock and do no I/O. The loops, Driver (drive.go)
-// and Reporter (reports.go), gather and act only through plain
-// interfaces — Node (the replica's view, the lease, starting a task,
-// reporting to the leader, local or remote), Tasks and ExitLog (the
-// executor), ExitReporter and Clock — which the agent (package node)
-// implements; each Driver round acts stops first, so that a slow or
-// unreachable leader never holds up stopping a task that is no longer
-// wanted. They start no goroutine: the agent runs them. The scenarios, a
-// round's actions included, live in testdata as datadriven scripts.
+// The plans read no clock and do no I/O. The loops, Driver (drive.go),
+// Reporter (reports.go) and Heartbeater (heartbeat.go), gather and act
+// only through plain interfaces — Node (the replica's view, the lease,
+// starting a task, reporting to the leader, local or remote), Tasks and
+// ExitLog (the executor), ExitReporter, Lessee (renewing the lease,
+// fencing) and Clock — which the agent (package node) implements. Each
+// Driver round acts stops first, so that a slow or unreachable leader
+// never holds up stopping a task that is no longer wanted. They start no
+// goroutine: the agent runs them. The scenarios, a round's actions
+// included, live in testdata as datadriven scripts.
 package worker
