@@ -10,6 +10,8 @@
 //   - Preemption: the victims that make room for the first job waiting on
 //     resources, judged on the state after the pass's allocations;
 //   - ExpiredLeases: the nodes to declare down;
+//   - ArchiveDue: whether finished jobs are due for the archive, and the
+//     cut-off;
 //   - Priorities: every pending job's multifactor priority, in queue
 //     order (the pass and `shoal priority` share it).
 //
@@ -17,9 +19,9 @@
 // nothing: the FSM checks every decision again when it is applied. The
 // scenarios live in testdata as datadriven scripts.
 //
-// The loops (Scheduler) gather and act only through the plain interfaces
-// of loop.go — State, Proposer, Leadership, Clock — which the agent
-// (package node) implements over its FSM, raft and the wall clock. They
-// start no goroutine: the agent runs each one while it leads and cancels
-// it on losing leadership.
+// The loops (Scheduler, LeaseWatch, Archiver) gather and act only
+// through the plain interfaces of loop.go — State, Proposer, Leadership,
+// Clock — which the agent (package node) implements over its FSM, raft
+// and the wall clock. They start no goroutine: the agent runs each one
+// while it leads and cancels it on losing leadership.
 package leader

@@ -89,7 +89,7 @@ func (a *Agent) leadLoop(ctx context.Context) {
 		wg.Go(func() { a.scheduler().Run(lctx) })
 		wg.Go(func() { a.leaseWatch(since).Run(lctx) })
 		wg.Go(func() { a.voterLoop(lctx) })
-		wg.Go(func() { a.archiveLoop(lctx) })
+		wg.Go(func() { a.archiver().Run(lctx) })
 	}
 }
 
