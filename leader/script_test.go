@@ -2,7 +2,9 @@ package leader
 
 import (
 	"cmp"
+	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,8 +29,9 @@ import (
 //	exited job=J [code=C]                    TaskExited on every node
 //	tick [s=SECONDS]                         move the clock (default 1s)
 //	pass [apply=no]                          Pass at the current time, then (unless
-//	                                         apply=no) apply its plan as the agent does
-//	                                         and show Preemption on the state after
+//	                                         apply=no) act on it with Scheduler.Pass, as
+//	                                         the agent does, and show the preemption it
+//	                                         started on the state after
 //	leases self=N elected=S [heartbeats=NODE:S,...] expiry=S
 //	                                         ExpiredLeases; S are seconds before now
 //	jobs                                     every job: state, reason, nodes
@@ -241,71 +244,67 @@ func (h *harness) pass(apply bool) (string, error) {
 	if !apply {
 		return cmp.Or(b.String(), "nothing\n"), nil
 	}
-	var errs []string
-	note := func(r fsm.Result, err error) error {
-		if err != nil {
-			return err
-		}
-		if r.Err != nil {
-			errs = append(errs, r.Err.Error())
-		}
-		for _, rej := range r.Rejected {
-			errs = append(errs, fmt.Sprintf("job %d rejected: %s", rej.Job, rej.Reason))
-		}
-		return nil
+	// Act as the agent does: the leader's own Scheduler, proposing to
+	// this harness's FSM at the pass's time.
+	rec := &recorder{h: h}
+	s := Scheduler{State: h.s, Propose: rec, Clock: fixedClock(now), Metrics: rec,
+		Log: slog.New(slog.DiscardHandler)}
+	if err := s.Pass(context.Background(), h.s.View()); err != nil {
+		return "", err
 	}
-	for _, id := range p.Cancel {
-		if err := note(h.apply(fsm.CmdCancelJob, fsm.CancelJob{Job: id, Reason: cluster.ReasonDependencyNever, Time: now})); err != nil {
-			return "", err
+	if len(rec.preempts) > 0 {
+		var vs []string
+		for _, pj := range rec.preempts {
+			vs = append(vs, fmt.Sprint(uint64(pj.Job)))
 		}
+		pre := rec.preempts[0]
+		fmt.Fprintf(&b, "preempt for %d: %s (grace until +%s)\n", pre.By, strings.Join(vs, " "), pre.Deadline.Sub(now))
 	}
-	for _, id := range p.Deadline {
-		if err := note(h.apply(fsm.CmdCancelJob, fsm.CancelJob{Job: id, Reason: cluster.ReasonDeadline, Time: now})); err != nil {
-			return "", err
-		}
-	}
-	if len(p.WaitReasons) > 0 {
-		if err := note(h.apply(fsm.CmdSetReasons, fsm.SetReasons{Reasons: p.WaitReasons})); err != nil {
-			return "", err
-		}
-	}
-	for _, e := range p.EndPreemptions {
-		var err error
-		if e.Requeue {
-			err = note(h.apply(fsm.CmdRequeueJob, fsm.RequeueJob{Job: e.Job, Time: now}))
-		} else {
-			err = note(h.apply(fsm.CmdCancelJob, fsm.CancelJob{Job: e.Job, Reason: cluster.ReasonPreempted, Time: now}))
-		}
-		if err != nil {
-			return "", err
-		}
-	}
-	if len(p.Allocations) > 0 {
-		if err := note(h.apply(fsm.CmdAllocate, fsm.Allocate{Time: now, Consumable: true, Decisions: p.Allocations})); err != nil {
-			return "", err
-		}
-	}
-	if len(p.Reasons) > 0 {
-		if err := note(h.apply(fsm.CmdSetReasons, fsm.SetReasons{Reasons: p.Reasons})); err != nil {
-			return "", err
-		}
-	}
-	if len(p.Order) > 0 {
-		if pre, ok := Preemption(h.s.View(), p.Order, p.Placed, now); ok {
-			var vs []string
-			for _, id := range pre.Victims {
-				vs = append(vs, fmt.Sprint(uint64(id)))
-				if err := note(h.apply(fsm.CmdPreemptJob, fsm.PreemptJob{Job: id, By: pre.For, Deadline: pre.Deadline, Time: now})); err != nil {
-					return "", err
-				}
-			}
-			fmt.Fprintf(&b, "preempt for %d: %s (grace until +%s)\n", pre.For, strings.Join(vs, " "), pre.Deadline.Sub(now))
-		}
-	}
+	errs := rec.errs
 	for _, e := range errs {
 		fmt.Fprintf(&b, "fsm: %s\n", e)
 	}
 	return cmp.Or(b.String(), "nothing\n"), nil
+}
+
+// recorder is the Scheduler's Proposer and SchedulerMetrics over the
+// harness: it applies each command at the next index and notes what the
+// FSM refused and which jobs were preempted.
+type recorder struct {
+	h        *harness
+	errs     []string
+	preempts []fsm.PreemptJob
+}
+
+func (r *recorder) Apply(_ context.Context, t fsm.CmdType, body any) (fsm.Result, error) {
+	res, err := r.h.apply(t, body)
+	if err != nil {
+		return res, err
+	}
+	if res.Err != nil {
+		r.errs = append(r.errs, res.Err.Error())
+	}
+	for _, rej := range res.Rejected {
+		r.errs = append(r.errs, fmt.Sprintf("job %d rejected: %s", rej.Job, rej.Reason))
+	}
+	if pj, ok := body.(fsm.PreemptJob); ok {
+		r.preempts = append(r.preempts, pj)
+	}
+	return res, nil
+}
+
+func (r *recorder) Passed(time.Duration)  {}
+func (r *recorder) Placed()               {}
+func (r *recorder) Started(time.Duration) {}
+func (r *recorder) Preempted()            {}
+
+// fixedClock is a Clock stopped at one time; Scheduler.Pass only reads Now.
+type fixedClock time.Time
+
+func (c fixedClock) Now() time.Time                     { return time.Time(c) }
+func (fixedClock) After(time.Duration) <-chan time.Time { return nil }
+func (fixedClock) NewTicker(time.Duration) (<-chan time.Time, func()) {
+	return nil, func() {}
 }
 
 func reasons(rs []fsm.JobReason) []string {

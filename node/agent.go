@@ -67,8 +67,6 @@ type Agent struct {
 
 	// stopLeading cancels the leader-only loops; owned by leadLoop.
 	stopLeading context.CancelFunc
-	// leaderSince is when this node last became leader (unix nanos).
-	leaderSince atomic.Int64
 	// ready is set once the replica has caught up after start (caughtUp).
 	ready atomic.Bool
 	// http is the HTTP API's front (authentication, leader forwarding,
@@ -341,9 +339,9 @@ func (a *Agent) Run(parent context.Context) error {
 	}
 	wg.Go(func() { a.bootstrapLoop(ctx) })
 	wg.Go(func() { a.leadLoop(ctx) })
-	wg.Go(func() { a.heartbeatLoop(ctx) })
-	wg.Go(func() { a.driveLoop(ctx) })
-	wg.Go(func() { a.reportLoop(ctx) })
+	wg.Go(func() { a.heartbeater().Run(ctx) })
+	wg.Go(func() { a.driver().Run(ctx) })
+	wg.Go(func() { a.reporter().Run(ctx) })
 	wg.Go(func() { a.drainGossipEvents(ctx) })
 	wg.Go(func() { a.renewLoop(ctx) })
 	wg.Go(func() { a.caLoop(ctx) })
@@ -406,8 +404,9 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 	// now (what is not acknowledged is reported again after a restart),
 	// then take no new work, rather than once our lease expires.
 	reportCtx, cancelReport := context.WithTimeout(context.Background(), 5*time.Second)
-	for a.reportExits(reportCtx); len(a.exec.PendingExits()) > 0 && sleepCtx(reportCtx, 100*time.Millisecond); {
-		a.reportExits(reportCtx)
+	reports := a.reporter()
+	for reports.Round(reportCtx); len(a.exec.PendingExits()) > 0 && sleepCtx(reportCtx, 100*time.Millisecond); {
+		reports.Round(reportCtx)
 	}
 	if !keep {
 		err := a.announceLeave(reportCtx)

@@ -2,19 +2,28 @@
 // the leader's control loops, the executor and the HTTP API into one
 // process, the one every machine of a cluster runs.
 //
-// Every control loop here is gather → decide → act: take a consistent FSM
-// view, call a pure function (leader.Pass and leader.Preemption for the
-// scheduling pass, leader.ExpiredLeases, consensus.PlanVoters,
-// worker.Reconcile and worker.Exits for this node's tasks), and Apply the
-// result through raft in bounded batches. Only the middle step holds
-// logic, and it lives in the pure packages. A node's own loops reach the
-// leader through one function, callLeader (locally when it leads).
+// Every control loop is gather → decide → act: take a consistent FSM
+// view, call a pure function, and act on the result. The scheduling loop
+// (leader.Scheduler: leader.Pass and leader.Preemption), the lease-expiry
+// loop (leader.LeaseWatch: leader.ExpiredLeases), the archive loop
+// (leader.Archiver: leader.ArchiveDue), the executor driver
+// (worker.Driver: worker.Reconcile), the exit reports (worker.Reporter:
+// worker.Exits) and the heartbeat with its fencing (worker.Heartbeater:
+// worker.Fence) live beside their plans, behind plain interfaces this
+// package implements over raft, the FSM, the executor and the wall clock
+// (agentLeader, agentWorker, exitLog, exitReporter, lessee, wallClock);
+// here they are only built and run. The loops still here gather and act
+// around their plans the same way: voters (consensus.PlanVoters), output
+// cleanup (outputsToForget), certificate renewal and GPU sampling. A
+// node's own loops reach the leader through one function, callLeader
+// (locally when it leads).
 //
-// Leader-only loops (scheduling, leases, voter reconciliation) are started
-// when this node gains leadership and stopped, and waited for, when it
-// loses it. A replica that diverged (its FSM could not apply a committed
-// entry) never leads: elected, it hands leadership over. Loops every node runs (heartbeats, the executor driver, exit
-// reports, bootstrap) live as long as the agent.
+// Leader-only loops (scheduling, leases, voter reconciliation, archive)
+// are started when this node gains leadership and stopped, and waited for,
+// when it loses it. A replica that diverged (its FSM could not apply a
+// committed entry) never leads: elected, it hands leadership over. Loops
+// every node runs (heartbeats, the executor driver, exit reports,
+// bootstrap) live as long as the agent.
 //
 // Leases. An agent renews its lease by a heartbeat to the leader every
 // HeartbeatInterval. The leader declares a node down only LeaseTTL +

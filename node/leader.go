@@ -20,11 +20,6 @@ import (
 
 // Bounds of the leader's loops.
 const (
-	// maxDecisionsPerApply bounds one Allocate command, so one log entry
-	// stays small and one bad decision cannot hold up a whole pass.
-	maxDecisionsPerApply = 64
-	// maxReasonsPerApply bounds one SetReasons command.
-	maxReasonsPerApply = 512
 	// barrierTimeout is how long a new leader waits for its FSM to catch up
 	// with everything committed before it acts on it.
 	barrierTimeout = 10 * time.Second
@@ -32,8 +27,6 @@ const (
 	applyTimeout  = 10 * time.Second
 	voterInterval = 3 * time.Second
 	leaseInterval = 500 * time.Millisecond
-	// scheduleDebounce lets a burst of changes settle into one pass.
-	scheduleDebounce = 20 * time.Millisecond
 	// divergedHandOffInterval spaces a diverged leader's attempts to
 	// transfer leadership (one fails when no other voter is caught up).
 	divergedHandOffInterval = time.Second
@@ -84,7 +77,7 @@ func (a *Agent) leadLoop(ctx context.Context) {
 			continue
 		}
 		a.log.Info("became leader", "index", a.state.Index())
-		a.leaderSince.Store(time.Now().UnixNano())
+		since := time.Now()
 		// Register (or refresh) ourselves now rather than at the next
 		// heartbeat, so a fresh cluster can take submits at once.
 		hctx, cancelHB := context.WithTimeout(ctx, applyTimeout)
@@ -93,10 +86,10 @@ func (a *Agent) leadLoop(ctx context.Context) {
 		}
 		cancelHB()
 		a.proposePolicy(ctx)
-		wg.Go(func() { a.scheduleLoop(lctx) })
-		wg.Go(func() { a.leaseLoop(lctx) })
+		wg.Go(func() { a.scheduler().Run(lctx) })
+		wg.Go(func() { a.leaseWatch(since).Run(lctx) })
 		wg.Go(func() { a.voterLoop(lctx) })
-		wg.Go(func() { a.archiveLoop(lctx) })
+		wg.Go(func() { a.archiver().Run(lctx) })
 	}
 }
 
@@ -138,119 +131,42 @@ func (a *Agent) apply(ctx context.Context, t fsm.CmdType, body any) (fsm.Result,
 	return res, nil
 }
 
-// scheduleLoop places pending jobs whenever the state changes, and at
-// least every ScheduleInterval.
-func (a *Agent) scheduleLoop(ctx context.Context) {
-	log := a.log.With("component", "scheduler")
-	t := time.NewTicker(a.cfg.ScheduleInterval)
-	defer t.Stop()
-	for {
-		v := a.state.View()
-		if err := a.state.Diverged(); err != nil {
-			// Diverged while leading: the FSM adapter asked for a transfer
-			// once; insist until it happens, and schedule nothing.
-			log.Error("replica diverged while leading: scheduling stopped, handing leadership over", "err", err)
-			a.handOffLeadership(ctx)
-			return
-		}
-		start := time.Now()
-		if err := a.schedulePass(ctx, v); err != nil && ctx.Err() == nil {
-			log.Warn("schedule pass", "err", err)
-		}
-		a.metrics.Passed(time.Since(start))
-		select {
-		case <-ctx.Done():
-			return
-		case <-v.Changed():
-		case <-t.C:
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(scheduleDebounce):
-		}
+// scheduler is the leader's scheduling loop (leader.Scheduler) over this
+// agent: its state, its raft, the wall clock and its metrics.
+func (a *Agent) scheduler() leader.Scheduler {
+	s := leader.Scheduler{
+		State: a.state, Propose: agentLeader{a}, Lead: agentLeader{a}, Clock: wallClock{},
+		Metrics: agentLeader{a}, Log: a.log, Interval: a.cfg.ScheduleInterval,
 	}
-}
-
-// schedulePass is one gather → decide → act round: leader.Pass decides
-// from the view, the pass applies its plan in bounded batches, then asks
-// leader.Preemption on the state after its allocations.
-func (a *Agent) schedulePass(ctx context.Context, v *fsm.View) error {
-	now := time.Now()
-	in := leader.PassInput{View: v, Now: now}
 	if plantedDoubleBook { // a planted bug, test builds only: see planted_doublebook_off.go
-		in.Occupying = plantedHideNewest(v.Jobs())
+		s.Occupying = plantedHideNewest
 	}
-	p, err := leader.Pass(in)
-	if err != nil {
-		return err
-	}
-	for _, id := range p.Cancel {
-		r, err := a.apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: id, Reason: cluster.ReasonDependencyNever, Time: now})
-		if err != nil {
-			return err
-		}
-		if r.Err == nil {
-			a.log.Info("job cancelled: its dependency can never be satisfied", "job", uint64(id))
-		}
-	}
-	for _, id := range p.Deadline {
-		r, err := a.apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: id, Reason: cluster.ReasonDeadline, Time: now})
-		if err != nil {
-			return err
-		}
-		if r.Err == nil {
-			a.log.Info("job ended DEADLINE: it could no longer end by its deadline", "job", uint64(id))
-		}
-	}
-	if err := a.applyReasons(ctx, p.WaitReasons); err != nil {
-		return err
-	}
-	if err := a.endPreemptions(ctx, p.EndPreemptions, now); err != nil {
-		return err
-	}
-	for batch := range slices.Chunk(p.Allocations, maxDecisionsPerApply) {
-		r, err := a.apply(ctx, fsm.CmdAllocate, fsm.Allocate{Time: now, Consumable: true, Decisions: batch})
-		if err != nil {
-			return err
-		}
-		for _, rej := range r.Rejected {
-			// Placement and the FSM disagree: the FSM is right (it checks
-			// double-booking again); the job stays pending for the next pass.
-			a.log.Warn("allocation refused by fsm", "job", uint64(rej.Job), "reason", rej.Reason)
-		}
-		for _, d := range batch {
-			if !slices.ContainsFunc(r.Rejected, func(x fsm.Rejection) bool { return x.Job == d.Job }) {
-				a.log.Info("job placed", "job", uint64(d.Job), "nodes", len(d.Nodes))
-				a.placements.Add(1)
-				if j, ok := v.Job(d.Job); ok {
-					a.metrics.Started(now.Sub(j.SubmitTime))
-				}
-			}
-		}
-	}
-	if err := a.applyReasons(ctx, p.Reasons); err != nil {
-		return err
-	}
-	if len(p.Order) == 0 {
-		return nil // nothing was placed, so nothing waits on resources
-	}
-	// After this pass's allocations: whether the first job that waits on
-	// resources may preempt others for them.
-	if pre, ok := leader.Preemption(a.state.View(), p.Order, p.Placed, now); ok {
-		return a.startPreemptions(ctx, pre, now)
-	}
-	return nil
+	return s
 }
 
-// applyReasons records changed pending reasons in bounded batches.
-func (a *Agent) applyReasons(ctx context.Context, changed []fsm.JobReason) error {
-	for batch := range slices.Chunk(changed, maxReasonsPerApply) {
-		if _, err := a.apply(ctx, fsm.CmdSetReasons, fsm.SetReasons{Reasons: batch}); err != nil {
-			return err
-		}
-	}
-	return nil
+// agentLeader is the agent as the leader loops see it: leader.Proposer,
+// leader.Leadership and leader.SchedulerMetrics.
+type agentLeader struct{ a *Agent }
+
+func (l agentLeader) Apply(ctx context.Context, t fsm.CmdType, body any) (fsm.Result, error) {
+	return l.a.apply(ctx, t, body)
+}
+
+func (l agentLeader) HandOff(ctx context.Context) { l.a.handOffLeadership(ctx) }
+
+func (l agentLeader) Passed(d time.Duration)     { l.a.metrics.Passed(d) }
+func (l agentLeader) Placed()                    { l.a.placements.Add(1) }
+func (l agentLeader) Started(wait time.Duration) { l.a.metrics.Started(wait) }
+func (l agentLeader) Preempted()                 { l.a.preemptions.Add(1) }
+
+// wallClock is leader.Clock on the real time.
+type wallClock struct{}
+
+func (wallClock) Now() time.Time                         { return time.Now() }
+func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+func (wallClock) NewTicker(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(d)
+	return t.C, t.Stop
 }
 
 // leaseTable records when the leader last heard from each node.
@@ -268,36 +184,19 @@ func (l *leaseTable) renew(node string, at time.Time) {
 	l.seen[node] = at
 }
 
-func (l *leaseTable) last(node string) time.Time {
+// Last is when the leader last heard from node (leader.Heartbeats).
+func (l *leaseTable) Last(node string) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.seen[node]
 }
 
-// leaseLoop declares nodes down whose lease expired. A lease is counted
-// from the later of the node's last heartbeat and this node's election,
-// so a new leader gives every node a full lease before judging it.
-func (a *Agent) leaseLoop(ctx context.Context) {
-	expiry := a.cfg.LeaseTTL + a.cfg.KillGrace + leaseMargin
-	t := time.NewTicker(leaseInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if a.state.Diverged() != nil {
-			continue // scheduleLoop hands leadership over
-		}
-		since := time.Unix(0, a.leaderSince.Load())
-		now := time.Now()
-		for _, e := range leader.ExpiredLeases(a.state.View().Nodes(), a.cfg.Name, a.leases.last, since, now, expiry) {
-			a.log.Warn("node lease expired", "node", e.Node, "last_heartbeat", e.Last, "expiry", expiry)
-			if _, err := a.apply(ctx, fsm.CmdNodeDown, fsm.NodeDown{Node: e.Node, Time: now}); err != nil {
-				a.log.Warn("declare node down", "node", e.Node, "err", err)
-			}
-		}
+// leaseWatch is the leader's lease loop (leader.LeaseWatch) over this
+// agent, for the leadership gained at since.
+func (a *Agent) leaseWatch(since time.Time) leader.LeaseWatch {
+	return leader.LeaseWatch{
+		State: a.state, Propose: agentLeader{a}, Clock: wallClock{}, Log: a.log, Heartbeats: &a.leases,
+		Self: a.cfg.Name, Since: since, Expiry: a.cfg.LeaseTTL + a.cfg.KillGrace + leaseMargin, Interval: leaseInterval,
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/httpapi"
+	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -345,12 +346,12 @@ func TestArchiveAndCleanupPlans(t *testing.T) {
 	apply(fsm.CmdCancelJob, fsm.CancelJob{Job: 1, Time: t0})
 	apply(fsm.CmdCancelJob, fsm.CancelJob{Job: 2, Time: t0.Add(30 * time.Minute)})
 
-	if _, due := archiveDue(st.View(), t0.Add(30*time.Second)); due {
+	if _, due := leader.ArchiveDue(st.View(), t0.Add(30*time.Second)); due {
 		t.Errorf("archive due 30 s after job 1 ended; MinJobAge is a minute")
 	}
-	before, due := archiveDue(st.View(), t0.Add(2*time.Minute))
+	before, due := leader.ArchiveDue(st.View(), t0.Add(2*time.Minute))
 	if !due || !before.Equal(t0.Add(time.Minute)) {
-		t.Fatalf("archiveDue 2 min after = %v, %v; want due, cut-off 1 min after", before, due)
+		t.Fatalf("ArchiveDue 2 min after = %v, %v; want due, cut-off 1 min after", before, due)
 	}
 	apply(fsm.CmdArchiveJobs, fsm.ArchiveJobs{Before: t0.Add(40 * time.Minute), Time: t0.Add(40 * time.Minute)})
 	v := st.View()

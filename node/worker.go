@@ -22,62 +22,42 @@ const (
 	reportTimeout    = 5 * time.Second
 	reportInterval   = time.Second
 	driveInterval    = time.Second
-	// maxReportsPerRound bounds one round of exit reports.
-	maxReportsPerRound = 256
 )
 
-// heartbeatLoop renews this node's lease with the leader and fences the
-// node (stops every rank) when it has not managed to for LeaseTTL. Each
-// renewal is also written for the tasks' supervisors (exec.RenewLease),
-// whose watchdogs fence their tasks on their own when it stops coming:
-// the agent may be hung or stopped, and its own check below then never
-// runs.
-func (a *Agent) heartbeatLoop(ctx context.Context) {
-	t := time.NewTicker(a.cfg.HeartbeatInterval)
-	defer t.Stop()
-	fenced := false
-	// A restarted agent inherits what is left of its predecessor's lease,
-	// which its reattached tasks run under, rather than fencing them
-	// before its first heartbeat.
-	inherited := time.Now().Add(a.exec.LeaseLeft() - a.cfg.LeaseTTL)
-	for {
-		sent := time.Now()
-		if index, err := a.heartbeat(ctx); err == nil {
-			// The supervisors' lease first: a task started once startAllowed
-			// sees the renewal must find it. Index before time: startAllowed
-			// reads them in the other order.
-			if err := a.exec.RenewLease(sent); err != nil {
-				a.log.Warn("write the lease for the supervisors", "err", err)
-			}
-			a.leaseIndex.Store(index)
-			a.lastRenew.Store(sent.UnixNano())
-			if fenced {
-				a.log.Info("lease renewed again")
-				fenced = false
-			}
-		} else if ctx.Err() == nil {
-			a.log.Debug("heartbeat", "err", err)
-		}
-		last := time.Unix(0, a.lastRenew.Load())
-		if last.Before(inherited) {
-			last = inherited
-		}
-		// plantedNoFence: a planted bug, test builds only (planted_nofence_off.go).
-		if time.Since(last) > a.cfg.LeaseTTL && len(a.exec.Running()) > 0 && !plantedNoFence {
-			if !fenced {
-				a.log.Warn("lease expired: stopping every rank on this node", "last_renewed", last, "lease_ttl", a.cfg.LeaseTTL)
-				a.fencing.Add(1)
-			}
-			fenced = true
-			a.exec.StopAll(fsm.CauseFenced)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+// heartbeater is the worker's heartbeat loop (worker.Heartbeater) over
+// this agent: the leader, local or remote, the lease it keeps for its
+// tasks' supervisors and its executor.
+func (a *Agent) heartbeater() worker.Heartbeater {
+	return worker.Heartbeater{
+		Node: lessee{a}, Clock: wallClock{}, Log: a.log, Interval: a.cfg.HeartbeatInterval, TTL: a.cfg.LeaseTTL,
+		// A restarted agent inherits what is left of its predecessor's
+		// lease, which its reattached tasks run under, rather than fencing
+		// them before its first heartbeat.
+		Inherited: time.Now().Add(a.exec.LeaseLeft() - a.cfg.LeaseTTL),
+		Fenced:    func() { a.fencing.Add(1) },
+		NoFence:   plantedNoFence, // a planted bug, test builds only (planted_nofence_off.go)
 	}
 }
+
+// lessee is the agent as worker.Lessee.
+type lessee struct{ a *Agent }
+
+func (l lessee) Heartbeat(ctx context.Context) (uint64, error) { return l.a.heartbeat(ctx) }
+
+func (l lessee) Renewed(sent time.Time, index uint64) {
+	// The supervisors' lease first: a task started once startAllowed sees
+	// the renewal must find it. Index before time: startAllowed reads
+	// them in the other order.
+	if err := l.a.exec.RenewLease(sent); err != nil {
+		l.a.log.Warn("write the lease for the supervisors", "err", err)
+	}
+	l.a.leaseIndex.Store(index)
+	l.a.lastRenew.Store(sent.UnixNano())
+}
+
+func (l lessee) LastRenewed() time.Time { return time.Unix(0, l.a.lastRenew.Load()) }
+func (l lessee) Running() int           { return len(l.a.exec.Running()) }
+func (l lessee) Fence()                 { l.a.exec.StopAll(fsm.CauseFenced) }
 
 // watchdogTTL is the lease the supervisors' watchdogs enforce: LeaseTTL,
 // or none in a build with the planted no-fence bug, which must leave the
@@ -108,7 +88,7 @@ func (a *Agent) heartbeat(ctx context.Context) (uint64, error) {
 // given to other jobs; acting on those would put two jobs on one GPU
 // (DESIGN invariant 1). Stopping ranks needs no such care.
 func (a *Agent) startAllowed(v *fsm.View) bool {
-	// Index before time: heartbeatLoop stores them in the other order.
+	// Index before time: lessee.Renewed stores them in the other order.
 	index := a.leaseIndex.Load()
 	l := worker.Lease{Renewed: time.Unix(0, a.lastRenew.Load()), Index: index, TTL: a.cfg.LeaseTTL}
 	return worker.MayStart(l, time.Now(), v.Index)
@@ -174,130 +154,107 @@ func (a *Agent) drainSelf(ctx context.Context, node string) error {
 // --drain-on-stop.
 const drainOnStopReason = "agent stopping (--drain-on-stop)"
 
-// reportLoop reports exits recorded by the executor until the leader
-// acknowledges them.
-func (a *Agent) reportLoop(ctx context.Context) {
-	t := time.NewTicker(reportInterval)
-	defer t.Stop()
-	for {
-		a.reportExits(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-a.exec.ExitNotify():
-		case <-t.C:
-		}
-	}
+// reporter is the worker's exit-report loop (worker.Reporter) over this
+// agent's executor and the leader, local or remote.
+func (a *Agent) reporter() worker.Reporter {
+	return worker.Reporter{Exits: exitLog{a.exec}, Leader: exitReporter{a}, Clock: wallClock{}, Log: a.log, Interval: reportInterval}
 }
 
-func (a *Agent) reportExits(ctx context.Context) {
-	pending := a.exec.PendingExits()
-	byKey := make(map[exec.TaskKey]exec.Exit, len(pending))
-	keys := make([]exec.TaskKey, len(pending))
+// exitLog is the executor as worker.ExitLog.
+type exitLog struct{ e *exec.Executor }
+
+func (l exitLog) Running() []exec.TaskKey  { return l.e.Running() }
+func (l exitLog) Notify() <-chan struct{}  { return l.e.ExitNotify() }
+func (l exitLog) Ack(k exec.TaskKey) error { return l.e.Ack(k) }
+func (l exitLog) Recorded() []worker.Exit {
+	pending := l.e.PendingExits()
+	out := make([]worker.Exit, len(pending))
 	for i, ex := range pending {
-		k := exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step}
-		byKey[k], keys[i] = ex, k
-	}
-	for _, k := range worker.Exits(a.exec.Running(), keys, maxReportsPerRound) {
-		if ctx.Err() != nil {
-			return
-		}
-		ex := byKey[k]
-		ev := taskEvent{
-			Kind: "exited", Job: ex.Job, Incarnation: ex.Incarnation, Node: a.cfg.Name,
+		out[i] = worker.Exit{
+			Key:      exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step},
 			ExitCode: ex.ExitCode, Cause: ex.Cause, Usage: ex.Usage,
 		}
-		gk := gpuKey{ex.Job, ex.Incarnation}
-		if ex.Step != exec.NoStep {
-			ev.Kind, ev.Step = "step-exited", ex.Step
-		} else {
-			ev.GPUUsage = a.gpuUsage.get(gk)
-		}
-		if err := a.sendTaskEvent(ctx, ev); err != nil {
-			a.log.Debug("report exit", "job", uint64(ex.Job), "err", err)
-			return // the leader is unreachable; try again next round
-		}
-		if ev.Kind == "exited" {
-			a.gpuUsage.forget(gk)
-		}
-		if err := a.exec.Ack(k); err != nil {
-			a.log.Warn("acknowledge exit", "job", uint64(ex.Job), "err", err)
-		}
-		a.log.Info("exit reported", "job", uint64(ex.Job), "incarnation", ex.Incarnation, "exit_code", ex.ExitCode, "cause", ex.Cause)
 	}
+	return out
 }
 
-// driveLoop makes this node's executor follow the allocations in its
-// replica: it starts what is allocated here and stops what no longer is.
-func (a *Agent) driveLoop(ctx context.Context) {
-	t := time.NewTicker(driveInterval)
-	defer t.Stop()
-	signals := &signalLog{seen: map[exec.TaskKey]uint64{}}
-	limits := map[exec.TaskKey]time.Duration{}
-	for {
-		v := a.state.View()
-		// A replica still replaying its log after a restart would start or
-		// stop ranks from stale allocations; wait until it has caught up. A
-		// diverged one starts nothing new (its running ranks are fenced if
-		// it also loses its lease).
-		if a.caughtUp() && a.state.Diverged() == nil {
-			a.drive(ctx, v)
-			a.deliverSignals(v, signals)
-			a.deliverTimeLimits(v, limits)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-v.Changed():
-		case <-t.C:
-		}
+// exitReporter sends an exit to the leader with the job's GPU usage on
+// this node (worker.ExitReporter).
+type exitReporter struct{ a *Agent }
+
+func (r exitReporter) ReportExit(ctx context.Context, ex worker.Exit) error {
+	k := ex.Key
+	ev := taskEvent{
+		Kind: "exited", Job: k.Job, Incarnation: k.Incarnation, Node: r.a.cfg.Name,
+		ExitCode: ex.ExitCode, Cause: ex.Cause, Usage: ex.Usage,
 	}
+	gk := gpuKey{k.Job, k.Incarnation}
+	if k.Step != exec.NoStep {
+		ev.Kind, ev.Step = "step-exited", k.Step
+	} else {
+		ev.GPUUsage = r.a.gpuUsage.get(gk)
+	}
+	if err := r.a.sendTaskEvent(ctx, ev); err != nil {
+		return err
+	}
+	if ev.Kind == "exited" {
+		r.a.gpuUsage.forget(gk)
+	}
+	return nil
 }
 
-// drive is one gather → decide → act round of the worker: it gathers the
-// replicated jobs and the executor's tasks, asks worker.Reconcile, and
-// acts — stops first, then starts, then reports, so that a slow or
-// unreachable leader never holds up stopping a task that is no longer
-// wanted. One failed report ends the round's reports (the leader is
-// unreachable), so a round waits at most reportTimeout on the leader.
-func (a *Agent) drive(ctx context.Context, v *fsm.View) {
-	pending := a.exec.PendingExits()
-	pendingKeys := make([]exec.TaskKey, len(pending))
+// driver is the worker's loop (worker.Driver) over this agent: its
+// replica, its executor and the leader, local or remote.
+func (a *Agent) driver() worker.Driver[*fsm.View] {
+	w := &agentWorker{a: a, signals: &signalLog{seen: map[exec.TaskKey]uint64{}}, limits: map[exec.TaskKey]time.Duration{}}
+	return worker.Driver[*fsm.View]{Name: a.cfg.Name, Node: w, Tasks: w, Clock: wallClock{}, Log: a.log, Interval: driveInterval}
+}
+
+// agentWorker is the agent as the worker loop sees it: worker.Node and
+// worker.Tasks. signals and limits are what Follow last delivered; only
+// the loop's goroutine uses them.
+type agentWorker struct {
+	a       *Agent
+	signals *signalLog
+	limits  map[exec.TaskKey]time.Duration
+}
+
+func (w *agentWorker) Current() (*fsm.View, bool) {
+	v := w.a.state.View()
+	return v, w.a.caughtUp() && w.a.state.Diverged() == nil
+}
+
+func (w *agentWorker) MayStart(v *fsm.View) bool { return w.a.startAllowed(v) }
+
+func (w *agentWorker) Start(ctx context.Context, v *fsm.View, s worker.Start) bool {
+	return w.a.start(ctx, v, s)
+}
+
+func (w *agentWorker) Report(ctx context.Context, r worker.Report) error {
+	ev := taskEvent{Kind: r.Kind, Job: r.Job, Incarnation: r.Incarnation, Node: w.a.cfg.Name}
+	if r.Kind == worker.ReportReleased {
+		ev.Cause = fsm.CauseCancelled
+	}
+	return w.a.sendTaskEvent(ctx, ev)
+}
+
+func (w *agentWorker) Follow(v *fsm.View) {
+	w.a.deliverSignals(v, w.signals)
+	w.a.deliverTimeLimits(v, w.limits)
+}
+
+func (w *agentWorker) Running() []exec.TaskKey { return w.a.exec.Running() }
+
+func (w *agentWorker) PendingExits() []exec.TaskKey {
+	pending := w.a.exec.PendingExits()
+	keys := make([]exec.TaskKey, len(pending))
 	for i, ex := range pending {
-		pendingKeys[i] = exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step}
+		keys[i] = exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step}
 	}
-	p := worker.Reconcile(worker.Input{
-		Node: a.cfg.Name, Jobs: v.Jobs(), Running: a.exec.Running(), PendingExits: pendingKeys,
-		CanStart: a.startAllowed(v),
-	})
-
-	for _, k := range p.Stop {
-		if a.exec.Stop(k, fsm.CauseCancelled) {
-			a.log.Info("stopping job", "job", uint64(k.Job), "incarnation", k.Incarnation, "step", k.Step)
-		}
-	}
-	started := p.Started
-	for _, s := range p.Start {
-		if a.start(ctx, v, s) && s.Step == nil {
-			started = append(started, worker.Ref{Job: s.Job.ID, Incarnation: s.Job.Incarnation})
-		}
-	}
-	var reports []taskEvent
-	for _, r := range started {
-		reports = append(reports, taskEvent{Kind: "started", Job: r.Job, Incarnation: r.Incarnation, Node: a.cfg.Name})
-	}
-	for _, r := range p.Release {
-		// Resources held here with no local task: free them (a duplicate
-		// is harmless).
-		reports = append(reports, taskEvent{Kind: "exited", Job: r.Job, Incarnation: r.Incarnation, Node: a.cfg.Name, Cause: fsm.CauseCancelled})
-	}
-	for _, ev := range reports {
-		if err := a.sendTaskEvent(ctx, ev); err != nil {
-			a.log.Debug("report", "kind", ev.Kind, "job", uint64(ev.Job), "err", err)
-			return // the leader is unreachable; the next round reports again
-		}
-	}
+	return keys
 }
+
+func (w *agentWorker) Stop(k exec.TaskKey, cause string) bool { return w.a.exec.Stop(k, cause) }
 
 // deliverTimeLimits gives running tasks their job's time limit when it
 // changed (scontrol update TimeLimit=; worker.TimeLimits decides); given

@@ -1,15 +1,22 @@
 // Package worker holds the decisions a node makes about its own tasks,
-// as pure functions the agent calls between gathering its inputs and
-// acting on them (STYLE.md section 1):
+// as pure functions, and the loops that call them between gathering their
+// inputs and acting on them (STYLE.md section 1). The plans:
 //
 //   - Reconcile: given the replicated jobs, the tasks the executor runs and
 //     the exits it has not yet reported, which tasks to stop, which to
 //     start, and what to tell the leader;
 //   - Exits: which recorded exits may be reported now;
-//   - MayStart: whether the node's lease lets it start anything.
+//   - MayStart: whether the node's lease lets it start anything;
+//   - Fence: whether its lease ran out with tasks running (stop them all).
 //
-// It owns no goroutine, reads no clock and does no I/O: the agent (package
-// node) gathers, calls, and acts — stops first, so that a slow or
-// unreachable leader never holds up stopping a task that is no longer
-// wanted. The scenarios live in testdata as datadriven scripts.
+// The plans read no clock and do no I/O. The loops, Driver (drive.go),
+// Reporter (reports.go) and Heartbeater (heartbeat.go), gather and act
+// only through plain interfaces — Node (the replica's view, the lease,
+// starting a task, reporting to the leader, local or remote), Tasks and
+// ExitLog (the executor), ExitReporter, Lessee (renewing the lease,
+// fencing) and Clock — which the agent (package node) implements. Each
+// Driver round acts stops first, so that a slow or unreachable leader
+// never holds up stopping a task that is no longer wanted. They start no
+// goroutine: the agent runs them. The scenarios, a round's actions
+// included, live in testdata as datadriven scripts.
 package worker

@@ -190,3 +190,16 @@ type Lease struct {
 func MayStart(l Lease, now time.Time, viewIndex uint64) bool {
 	return now.Sub(l.Renewed) <= l.TTL && viewIndex >= l.Index
 }
+
+// Fence says whether a node must stop every task it runs: it runs some,
+// and its lease ran out at now. The lease counts from the later of
+// l.Renewed and inherited, what a restarted agent inherits of its
+// predecessor's lease (the tasks it reattached run under it); last is
+// that time.
+func Fence(l Lease, inherited, now time.Time, running int) (last time.Time, fence bool) {
+	last = l.Renewed
+	if last.Before(inherited) {
+		last = inherited
+	}
+	return last, now.Sub(last) > l.TTL && running > 0
+}

@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +22,13 @@ import (
 //	reconcile [canstart=no]                  Reconcile
 //	exits [max=N]                            Exits (max 256 by default)
 //	maystart renewed=SECONDS-AGO|never ttl=SECONDS index=I view=V
+//	fence renewed=SECONDS-AGO|never inherited=SECONDS-AGO|none ttl=SECONDS running=N
+//	round [canstart=no] [fail-start=J] [fail-report=N]
+//	                                         Driver.Round, showing what it does in
+//	                                         order: the start of job J fails, the
+//	                                         Nth report (from 1) fails
+//	report-round [fail-report=N]             Reporter.Round, showing each exit reported
+//	                                         and acknowledged, in order
 //
 // with input lines
 //
@@ -110,6 +119,10 @@ func (s *script) decide(cmd string, args map[string]string) (string, error) {
 	case "reconcile":
 		p := Reconcile(Input{Node: s.node, Jobs: s.jobs, Running: s.running, PendingExits: s.pending, CanStart: args["canstart"] != "no"})
 		return formatPlan(p), nil
+	case "round":
+		return s.round(args)
+	case "report-round":
+		return s.reportRound(args)
 	case "exits":
 		max := 256
 		if m, ok := args["max"]; ok {
@@ -119,6 +132,38 @@ func (s *script) decide(cmd string, args map[string]string) (string, error) {
 			}
 		}
 		return joinKeys(Exits(s.running, s.pending, max)) + "\n", nil
+	case "fence":
+		now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+		ago := func(k string) (time.Time, error) {
+			switch v := args[k]; v {
+			case "never", "none":
+				return time.Unix(0, 0), nil // as the agent reads a lease never renewed
+			default:
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					return time.Time{}, fmt.Errorf("%s=%q: %w", k, v, err)
+				}
+				return now.Add(-time.Duration(n) * time.Second), nil
+			}
+		}
+		renewed, err := ago("renewed")
+		if err != nil {
+			return "", err
+		}
+		inherited, err := ago("inherited")
+		if err != nil {
+			return "", err
+		}
+		ttl, err := strconv.Atoi(args["ttl"])
+		if err != nil {
+			return "", fmt.Errorf("ttl: %w", err)
+		}
+		running, err := strconv.Atoi(args["running"])
+		if err != nil {
+			return "", fmt.Errorf("running: %w", err)
+		}
+		last, fence := Fence(Lease{Renewed: renewed, TTL: time.Duration(ttl) * time.Second}, inherited, now, running)
+		return fmt.Sprintf("fence=%t last=-%s\n", fence, now.Sub(last)), nil
 	case "maystart":
 		now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 		n := func(k string) int { v, _ := strconv.Atoi(args[k]); return v }
@@ -265,4 +310,126 @@ func formatPlan(p Plan) string {
 	refs("started", p.Started)
 	refs("release", p.Release)
 	return b.String()
+}
+
+// round runs Driver.Round over fakes that log each action in order.
+func (s *script) round(args map[string]string) (string, error) {
+	f := &fakeNode{script: s, canStart: args["canstart"] != "no"}
+	var err error
+	if v, ok := args["fail-start"]; ok {
+		if f.failStart, err = strconv.ParseUint(v, 10, 64); err != nil {
+			return "", fmt.Errorf("fail-start: %w", err)
+		}
+	}
+	if v, ok := args["fail-report"]; ok {
+		if f.failReport, err = strconv.Atoi(v); err != nil {
+			return "", fmt.Errorf("fail-report: %w", err)
+		}
+	}
+	d := Driver[fakeView]{Name: s.node, Node: f, Tasks: f, Log: slog.New(slog.DiscardHandler)}
+	d.Round(context.Background(), fakeView{jobs: s.jobs})
+	if len(f.did) == 0 {
+		return "nothing\n", nil
+	}
+	return strings.Join(f.did, "\n") + "\n", nil
+}
+
+type fakeView struct{ jobs []*cluster.Job }
+
+func (v fakeView) Jobs() []*cluster.Job   { return v.jobs }
+func (fakeView) Changed() <-chan struct{} { return nil }
+
+// fakeNode is worker.Node and worker.Tasks over a script: it logs what
+// the round does.
+type fakeNode struct {
+	script     *script
+	canStart   bool
+	failStart  uint64
+	failReport int
+	reports    int
+	did        []string
+}
+
+func (f *fakeNode) Current() (fakeView, bool) { return fakeView{jobs: f.script.jobs}, true }
+func (f *fakeNode) MayStart(fakeView) bool    { return f.canStart }
+func (f *fakeNode) Follow(fakeView)           {}
+func (f *fakeNode) Running() []task.Key       { return f.script.running }
+func (f *fakeNode) PendingExits() []task.Key  { return f.script.pending }
+
+func (f *fakeNode) Start(_ context.Context, _ fakeView, st Start) bool {
+	if uint64(st.Job.ID) == f.failStart {
+		f.did = append(f.did, "start "+formatKey(st.Key())+": failed")
+		return false
+	}
+	f.did = append(f.did, "start "+formatKey(st.Key()))
+	return true
+}
+
+func (f *fakeNode) Stop(k task.Key, cause string) bool {
+	f.did = append(f.did, "stop "+formatKey(k)+" cause="+cause)
+	return true
+}
+
+func (f *fakeNode) Report(_ context.Context, r Report) error {
+	f.reports++
+	line := fmt.Sprintf("report %s %d.%d", r.Kind, r.Job, r.Incarnation)
+	if f.reports == f.failReport {
+		f.did = append(f.did, line+": leader unreachable")
+		return fmt.Errorf("leader unreachable")
+	}
+	f.did = append(f.did, line)
+	return nil
+}
+
+// reportRound runs Reporter.Round over the script's running tasks and
+// pending exits (exit code 0, cause exit), logging each action.
+func (s *script) reportRound(args map[string]string) (string, error) {
+	f := &fakeExits{script: s}
+	if v, ok := args["fail-report"]; ok {
+		var err error
+		if f.failReport, err = strconv.Atoi(v); err != nil {
+			return "", fmt.Errorf("fail-report: %w", err)
+		}
+	}
+	r := Reporter{Exits: f, Leader: f, Log: slog.New(slog.DiscardHandler)}
+	r.Round(context.Background())
+	if len(f.did) == 0 {
+		return "nothing\n", nil
+	}
+	return strings.Join(f.did, "\n") + "\n", nil
+}
+
+// fakeExits is worker.ExitLog and worker.ExitReporter over a script.
+type fakeExits struct {
+	script     *script
+	failReport int
+	reports    int
+	did        []string
+}
+
+func (f *fakeExits) Running() []task.Key     { return f.script.running }
+func (f *fakeExits) Notify() <-chan struct{} { return nil }
+
+func (f *fakeExits) Recorded() []Exit {
+	var out []Exit
+	for _, k := range f.script.pending {
+		out = append(out, Exit{Key: k, Cause: task.CauseExit})
+	}
+	return out
+}
+
+func (f *fakeExits) Ack(k task.Key) error {
+	f.did = append(f.did, "ack "+formatKey(k))
+	return nil
+}
+
+func (f *fakeExits) ReportExit(_ context.Context, e Exit) error {
+	f.reports++
+	line := fmt.Sprintf("report %s code=%d cause=%s", formatKey(e.Key), e.ExitCode, e.Cause)
+	if f.reports == f.failReport {
+		f.did = append(f.did, line+": leader unreachable")
+		return fmt.Errorf("leader unreachable")
+	}
+	f.did = append(f.did, line)
+	return nil
 }

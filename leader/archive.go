@@ -1,0 +1,62 @@
+package leader
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/shoal-sched/shoal/fsm"
+)
+
+// Bounds of the archive loop.
+const (
+	archiveIntervalMax = 30 * time.Second
+	archiveIntervalMin = time.Second
+)
+
+// ArchiveDue is the archive loop's decision: the cut-off before which
+// finished jobs leave the live state (the policy's MinJobAge before now),
+// and whether any live job finished before it. ArchiveJobs itself keeps
+// those still needed (dependencies, arrays, GPUs not yet released).
+func ArchiveDue(v *fsm.View, now time.Time) (before time.Time, due bool) {
+	before = now.Add(-v.Policy().ArchiveAge())
+	for _, j := range v.Jobs() {
+		if j.State.Terminal() && !j.EndTime.IsZero() && j.EndTime.Before(before) {
+			return before, true
+		}
+	}
+	return before, false
+}
+
+// Archiver is the leader's archive loop: it moves finished jobs older
+// than MinJobAge to the accounting archive (ArchiveDue decides when),
+// looking again every half MinJobAge (between a second and 30 seconds).
+// It runs while this node leads.
+type Archiver struct {
+	State   State
+	Propose Proposer
+	Clock   Clock
+	Log     *slog.Logger
+}
+
+// Run archives until ctx ends.
+func (a Archiver) Run(ctx context.Context) {
+	for {
+		v := a.State.View()
+		if before, due := ArchiveDue(v, a.Clock.Now()); due {
+			res, err := a.Propose.Apply(ctx, fsm.CmdArchiveJobs, fsm.ArchiveJobs{Before: before, Time: a.Clock.Now()})
+			if err == nil {
+				err = res.Err
+			}
+			if err != nil && ctx.Err() == nil {
+				a.Log.Warn("archive finished jobs", "err", err)
+			}
+		}
+		wait := min(max(v.Policy().ArchiveAge()/2, archiveIntervalMin), archiveIntervalMax)
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.Clock.After(wait):
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package leader
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/fsm"
+)
+
+// waitClock is a Clock stopped at now whose waits end when the test
+// sends on wake.
+type waitClock struct {
+	now  time.Time
+	wake chan time.Time
+}
+
+func (c waitClock) Now() time.Time                                     { return c.now }
+func (c waitClock) After(time.Duration) <-chan time.Time               { return c.wake }
+func (c waitClock) NewTicker(time.Duration) (<-chan time.Time, func()) { return c.wake, func() {} }
+
+// TestArchiverArchivesFinishedJobs runs the archive loop for two rounds:
+// the first archives the job that ended longer than MinJobAge ago, with
+// ArchiveDue's cut-off, the second finds nothing more to archive.
+func TestArchiverArchivesFinishedJobs(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	h := &harness{s: fsm.New(), now: t0}
+	must := func(r fsm.Result, err error) {
+		t.Helper()
+		if err != nil || r.Err != nil {
+			t.Fatalf("apply: %v %v", err, r.Err)
+		}
+	}
+	must(h.apply(fsm.CmdSetPolicy, fsm.SetPolicy{Policy: cluster.Policy{MinJobAge: time.Minute}, Time: t0}))
+	sp := cluster.Spec{Name: "x", Command: []string{"true"}, User: "ada", UID: 1000, GID: 1000,
+		Request: cluster.Request{Nodes: 1}.WithDefaults()}
+	must(h.apply(fsm.CmdSubmitJob, fsm.SubmitJob{Spec: sp, Time: t0}))
+	must(h.apply(fsm.CmdSubmitJob, fsm.SubmitJob{Spec: sp, Time: t0}))
+	must(h.apply(fsm.CmdCancelJob, fsm.CancelJob{Job: 1, Time: t0}))
+
+	var archives []fsm.ArchiveJobs
+	rec := &recorder{h: h}
+	prop := proposerFunc(func(ctx context.Context, ct fsm.CmdType, body any) (fsm.Result, error) {
+		if aj, ok := body.(fsm.ArchiveJobs); ok {
+			archives = append(archives, aj)
+		}
+		return rec.Apply(ctx, ct, body)
+	})
+	now := t0.Add(2 * time.Minute)
+	clock := waitClock{now: now, wake: make(chan time.Time)}
+	a := Archiver{State: h.s, Propose: prop, Clock: clock, Log: slog.New(slog.DiscardHandler)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.Run(ctx) }()
+	// wake is unbuffered: each send is taken once the round before it
+	// has finished.
+	clock.wake <- now
+	clock.wake <- now
+	cancel()
+	<-done
+
+	if len(archives) != 1 || !archives[0].Before.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("proposed %+v; want one ArchiveJobs before %v", archives, t0.Add(time.Minute))
+	}
+	if _, ok := h.s.View().ArchivedJob(1); !ok {
+		t.Errorf("job 1 is not archived")
+	}
+	if _, ok := h.s.View().Job(2); !ok {
+		t.Errorf("job 2, pending, left the live state")
+	}
+	if len(rec.errs) > 0 {
+		t.Errorf("the FSM refused: %q", rec.errs)
+	}
+}

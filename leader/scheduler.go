@@ -1,0 +1,209 @@
+package leader
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/fsm"
+)
+
+// Bounds of the scheduling loop.
+const (
+	// MaxDecisionsPerApply bounds one Allocate command, so one log entry
+	// stays small and one bad decision cannot hold up a whole pass.
+	MaxDecisionsPerApply = 64
+	// MaxReasonsPerApply bounds one SetReasons command.
+	MaxReasonsPerApply = 512
+	// ScheduleDebounce lets a burst of changes settle into one pass.
+	ScheduleDebounce = 20 * time.Millisecond
+)
+
+// SchedulerMetrics is what the scheduling loop counts.
+type SchedulerMetrics interface {
+	// Passed observes one pass's duration.
+	Passed(d time.Duration)
+	// Placed counts one job placed.
+	Placed()
+	// Started observes a placed job's wait since its submission.
+	Started(wait time.Duration)
+	// Preempted counts one victim whose grace started.
+	Preempted()
+}
+
+// Scheduler is the leader's scheduling loop: whenever the state changes,
+// and at least every Interval, it gathers the view, asks Pass (then
+// Preemption) for a plan and applies it through Propose in bounded
+// batches. It runs while this node leads: its owner cancels Run's context
+// on losing leadership.
+type Scheduler struct {
+	State    State
+	Propose  Proposer
+	Lead     Leadership
+	Clock    Clock
+	Metrics  SchedulerMetrics
+	Log      *slog.Logger
+	Interval time.Duration
+	// Occupying, when set, gives the jobs placement counts as holding
+	// their allocations (PassInput.Occupying); nil outside a planted-bug
+	// build.
+	Occupying func([]*cluster.Job) []*cluster.Job
+}
+
+// Run schedules until ctx ends, or until the replica diverges: then it
+// hands leadership over and returns, having scheduled nothing from it.
+func (s Scheduler) Run(ctx context.Context) {
+	log := s.Log.With("component", "scheduler")
+	tick, stop := s.Clock.NewTicker(s.Interval)
+	defer stop()
+	for {
+		v := s.State.View()
+		if err := s.State.Diverged(); err != nil {
+			// Diverged while leading: the FSM adapter asked for a transfer
+			// once; insist until it happens, and schedule nothing.
+			log.Error("replica diverged while leading: scheduling stopped, handing leadership over", "err", err)
+			s.Lead.HandOff(ctx)
+			return
+		}
+		start := s.Clock.Now()
+		if err := s.Pass(ctx, v); err != nil && ctx.Err() == nil {
+			log.Warn("schedule pass", "err", err)
+		}
+		s.Metrics.Passed(s.Clock.Now().Sub(start))
+		select {
+		case <-ctx.Done():
+			return
+		case <-v.Changed():
+		case <-tick:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.Clock.After(ScheduleDebounce):
+		}
+	}
+}
+
+// Pass is one gather → decide → act round: Pass decides from the view,
+// the round applies its plan in bounded batches, then asks Preemption on
+// the state after its allocations.
+func (s Scheduler) Pass(ctx context.Context, v *fsm.View) error {
+	now := s.Clock.Now()
+	in := PassInput{View: v, Now: now}
+	if s.Occupying != nil {
+		in.Occupying = s.Occupying(v.Jobs())
+	}
+	p, err := Pass(in)
+	if err != nil {
+		return err
+	}
+	for _, id := range p.Cancel {
+		r, err := s.Propose.Apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: id, Reason: cluster.ReasonDependencyNever, Time: now})
+		if err != nil {
+			return err
+		}
+		if r.Err == nil {
+			s.Log.Info("job cancelled: its dependency can never be satisfied", "job", uint64(id))
+		}
+	}
+	for _, id := range p.Deadline {
+		r, err := s.Propose.Apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: id, Reason: cluster.ReasonDeadline, Time: now})
+		if err != nil {
+			return err
+		}
+		if r.Err == nil {
+			s.Log.Info("job ended DEADLINE: it could no longer end by its deadline", "job", uint64(id))
+		}
+	}
+	if err := s.applyReasons(ctx, p.WaitReasons); err != nil {
+		return err
+	}
+	if err := s.endPreemptions(ctx, p.EndPreemptions, now); err != nil {
+		return err
+	}
+	for batch := range slices.Chunk(p.Allocations, MaxDecisionsPerApply) {
+		r, err := s.Propose.Apply(ctx, fsm.CmdAllocate, fsm.Allocate{Time: now, Consumable: true, Decisions: batch})
+		if err != nil {
+			return err
+		}
+		for _, rej := range r.Rejected {
+			// Placement and the FSM disagree: the FSM is right (it checks
+			// double-booking again); the job stays pending for the next pass.
+			s.Log.Warn("allocation refused by fsm", "job", uint64(rej.Job), "reason", rej.Reason)
+		}
+		for _, d := range batch {
+			if !slices.ContainsFunc(r.Rejected, func(x fsm.Rejection) bool { return x.Job == d.Job }) {
+				s.Log.Info("job placed", "job", uint64(d.Job), "nodes", len(d.Nodes))
+				s.Metrics.Placed()
+				if j, ok := v.Job(d.Job); ok {
+					s.Metrics.Started(now.Sub(j.SubmitTime))
+				}
+			}
+		}
+	}
+	if err := s.applyReasons(ctx, p.Reasons); err != nil {
+		return err
+	}
+	if len(p.Order) == 0 {
+		return nil // nothing was placed, so nothing waits on resources
+	}
+	// After this pass's allocations: whether the first job that waits on
+	// resources may preempt others for them.
+	if pre, ok := Preemption(s.State.View(), p.Order, p.Placed, now); ok {
+		return s.startPreemptions(ctx, pre, now)
+	}
+	return nil
+}
+
+// applyReasons records changed pending reasons in bounded batches.
+func (s Scheduler) applyReasons(ctx context.Context, changed []fsm.JobReason) error {
+	for batch := range slices.Chunk(changed, MaxReasonsPerApply) {
+		if _, err := s.Propose.Apply(ctx, fsm.CmdSetReasons, fsm.SetReasons{Reasons: batch}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startPreemptions starts the victims' grace (PreemptJob: SIGTERM now,
+// requeue or cancel at the deadline), as Preemption chose them.
+func (s Scheduler) startPreemptions(ctx context.Context, pre Preemptions, now time.Time) error {
+	for _, id := range pre.Victims {
+		r, err := s.Propose.Apply(ctx, fsm.CmdPreemptJob, fsm.PreemptJob{Job: id, By: pre.For, Deadline: pre.Deadline, Time: now})
+		if err != nil {
+			return err
+		}
+		if r.Err != nil {
+			s.Log.Warn("preempt refused by fsm", "job", uint64(id), "for", uint64(pre.For), "err", r.Err)
+			continue
+		}
+		s.Metrics.Preempted()
+		s.Log.Info("job preempted", "job", uint64(id), "for", uint64(pre.For), "grace", pre.Deadline.Sub(now))
+	}
+	return nil
+}
+
+// endPreemptions ends the victims whose grace is over: requeued when they
+// asked for it, else cancelled with reason Preempted.
+func (s Scheduler) endPreemptions(ctx context.Context, ends []EndPreemption, now time.Time) error {
+	for _, e := range ends {
+		var r fsm.Result
+		var err error
+		if e.Requeue {
+			r, err = s.Propose.Apply(ctx, fsm.CmdRequeueJob, fsm.RequeueJob{Job: e.Job, Time: now})
+		} else {
+			r, err = s.Propose.Apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: e.Job, Reason: cluster.ReasonPreempted, Time: now})
+		}
+		if err != nil {
+			return err
+		}
+		if r.Err != nil {
+			s.Log.Warn("end of preemption refused by fsm", "job", uint64(e.Job), "err", r.Err)
+			continue
+		}
+		s.Log.Info("preempted job stopped", "job", uint64(e.Job), "requeued", e.Requeue)
+	}
+	return nil
+}

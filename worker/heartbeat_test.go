@@ -1,0 +1,79 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+)
+
+// stepClock is a LeaseClock the test moves by hand.
+type stepClock struct{ now time.Time }
+
+func (c *stepClock) Now() time.Time                                   { return c.now }
+func (*stepClock) NewTicker(time.Duration) (<-chan time.Time, func()) { return nil, func() {} }
+
+// fakeLessee answers heartbeats while up, and counts fences.
+type fakeLessee struct {
+	up      bool
+	renewed time.Time
+	running int
+	fences  int
+}
+
+func (f *fakeLessee) Heartbeat(context.Context) (uint64, error) {
+	if !f.up {
+		return 0, errors.New("leader unreachable")
+	}
+	return 7, nil
+}
+
+func (f *fakeLessee) Renewed(sent time.Time, _ uint64) { f.renewed = sent }
+func (f *fakeLessee) LastRenewed() time.Time           { return f.renewed }
+func (f *fakeLessee) Running() int                     { return f.running }
+func (f *fakeLessee) Fence()                           { f.fences++ }
+
+// TestHeartbeaterRounds runs the heartbeat loop's rounds one by one:
+// renewed, it fences nothing; cut off past the TTL with tasks running, it
+// fences every round (counted once); renewed again, it stops fencing.
+// With NoFence (the planted bug's build) nothing is fenced.
+func TestHeartbeaterRounds(t *testing.T) {
+	steps := []struct {
+		at      time.Duration // since the start
+		up      bool
+		fenced  bool // what the round returns
+		fences  int  // fences so far
+		counted int
+	}{
+		{0, true, false, 0, 0},
+		{5 * time.Second, false, false, 0, 0},
+		{10 * time.Second, false, false, 0, 0}, // exactly the TTL: still held
+		{11 * time.Second, false, true, 1, 1},
+		{12 * time.Second, false, true, 2, 1},
+		{13 * time.Second, true, false, 2, 1},
+		{30 * time.Second, true, false, 2, 1},
+	}
+	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	clock := &stepClock{now: start}
+	node := &fakeLessee{running: 2}
+	counted := 0
+	h := Heartbeater{Node: node, Clock: clock, Log: slog.New(slog.DiscardHandler),
+		Interval: time.Second, TTL: 10 * time.Second, Fenced: func() { counted++ }}
+	fenced := false
+	for i, s := range steps {
+		clock.now, node.up = start.Add(s.at), s.up
+		fenced = h.Round(context.Background(), fenced)
+		if fenced != s.fenced || node.fences != s.fences || counted != s.counted {
+			t.Fatalf("round %d at +%s: fenced %t, %d fences, counted %d; want %t, %d, %d",
+				i, s.at, fenced, node.fences, counted, s.fenced, s.fences, s.counted)
+		}
+	}
+
+	h.NoFence = true
+	node.up = false
+	clock.now = start.Add(time.Hour)
+	if h.Round(context.Background(), false) || node.fences != 2 {
+		t.Errorf("with NoFence a round fenced (%d fences); want none", node.fences)
+	}
+}
