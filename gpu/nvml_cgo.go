@@ -145,3 +145,65 @@ func activeLinks(dev nvml.Device, hasRemoteType bool) []link {
 	}
 	return out
 }
+
+// DiscoverFabricBlock reads this node's NVLink domain from NVML's GPU
+// fabric information and names it with FabricBlock: "" where the GPUs
+// are in no NVLink switch fabric; an error wrapping ErrNoNVML where NVML
+// cannot be used.
+func DiscoverFabricBlock(ctx context.Context) (string, error) {
+	return discoverFabricBlock(ctx, nvml.New())
+}
+
+// discoverFabricBlock is DiscoverFabricBlock through lib. It asks
+// nvmlDeviceGetGpuFabricInfo, whose fields (cluster UUID, clique id,
+// state, status) are those of the versioned call; go-nvml's handler for
+// the versioned call holds a concrete device and cannot be mocked.
+func discoverFabricBlock(ctx context.Context, lib nvml.Interface) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("nvlink fabric: %w", err)
+	}
+	switch ret := lib.Init(); ret {
+	case nvml.SUCCESS:
+	case nvml.ERROR_LIBRARY_NOT_FOUND, nvml.ERROR_DRIVER_NOT_LOADED:
+		return "", fmt.Errorf("nvlink fabric: %w: %s", ErrNoNVML, ret.Error())
+	default:
+		return "", fmt.Errorf("nvlink fabric: nvml init: %w", ret)
+	}
+	defer func() {
+		if ret := lib.Shutdown(); ret != nvml.SUCCESS {
+			slog.Default().With("component", "gpu").Warn("nvml shutdown failed", "err", ret.Error())
+		}
+	}()
+	if lib.Extensions().LookupSymbol("nvmlDeviceGetGpuFabricInfo") != nil {
+		return "", nil // a driver older than fabric information (R525)
+	}
+	count, ret := lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return "", fmt.Errorf("nvlink fabric: count devices: %w", ret)
+	}
+	infos := make([]FabricInfo, 0, count)
+	for i := range count {
+		if err := ctx.Err(); err != nil {
+			return "", fmt.Errorf("nvlink fabric: %w", err)
+		}
+		dev, ret := lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			return "", fmt.Errorf("nvlink fabric: gpu %d: handle: %w", i, ret)
+		}
+		fi, ret := dev.GetGpuFabricInfo()
+		switch ret {
+		case nvml.SUCCESS:
+		case nvml.ERROR_NOT_SUPPORTED:
+			infos = append(infos, FabricInfo{State: FabricNotSupported})
+			continue
+		default:
+			return "", fmt.Errorf("nvlink fabric: gpu %d: fabric info: %w", i, ret)
+		}
+		info := FabricInfo{ClusterUUID: fi.ClusterUuid, CliqueID: fi.CliqueId, State: fi.State}
+		if st := nvml.Return(fi.Status); st != nvml.SUCCESS {
+			info.Err = st
+		}
+		infos = append(infos, info)
+	}
+	return FabricBlock(infos)
+}

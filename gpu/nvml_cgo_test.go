@@ -142,3 +142,61 @@ func TestNVMLSampler(t *testing.T) {
 		t.Errorf("sampler without a driver: %v; want ErrNoNVML", err)
 	}
 }
+
+// fabricNVML is NVML with GPUs answering the given fabric information
+// (ret: nvmlDeviceGetGpuFabricInfo's return), or, when hasFabric is
+// false, a driver without the call.
+func fabricNVML(infos []nvml.GpuFabricInfo, ret nvml.Return, hasFabric bool) *mock.Interface {
+	devs := make([]nvml.Device, len(infos))
+	for i, fi := range infos {
+		devs[i] = &mock.Device{GetGpuFabricInfoFunc: func() (nvml.GpuFabricInfo, nvml.Return) { return fi, ret }}
+	}
+	lib := &mock.Interface{
+		InitFunc:           func() nvml.Return { return nvml.SUCCESS },
+		ShutdownFunc:       func() nvml.Return { return nvml.SUCCESS },
+		DeviceGetCountFunc: func() (int, nvml.Return) { return len(devs), nvml.SUCCESS },
+		DeviceGetHandleByIndexFunc: func(i int) (nvml.Device, nvml.Return) {
+			if i < 0 || i >= len(devs) {
+				return nil, nvml.ERROR_INVALID_ARGUMENT
+			}
+			return devs[i], nvml.SUCCESS
+		},
+	}
+	ext := &mock.ExtendedInterface{LookupSymbolFunc: func(sym string) error {
+		if sym == "nvmlDeviceGetGpuFabricInfo" && !hasFabric {
+			return errors.New("undefined symbol")
+		}
+		return nil
+	}}
+	lib.ExtensionsFunc = func() nvml.ExtendedInterface { return ext }
+	return lib
+}
+
+func TestDiscoverFabricBlockThroughNVML(t *testing.T) {
+	tray := nvml.GpuFabricInfo{ClusterUuid: rackA, CliqueId: 32766, State: nvml.GPU_FABRIC_STATE_COMPLETED, Status: uint32(nvml.SUCCESS)}
+	failed := tray
+	failed.Status = uint32(nvml.ERROR_UNKNOWN)
+	hgx := nvml.GpuFabricInfo{State: nvml.GPU_FABRIC_STATE_NOT_SUPPORTED}
+	for _, tc := range []struct {
+		name      string
+		infos     []nvml.GpuFabricInfo
+		ret       nvml.Return
+		hasFabric bool
+		want      string
+		wantErr   bool
+	}{
+		{"nvl72 tray", []nvml.GpuFabricInfo{tray, tray, tray, tray}, nvml.SUCCESS, true, FabricBlockName(rackA, 32766), false},
+		{"hgx board", []nvml.GpuFabricInfo{hgx, hgx}, nvml.SUCCESS, true, "", false},
+		{"call not supported", []nvml.GpuFabricInfo{tray}, nvml.ERROR_NOT_SUPPORTED, true, "", false},
+		{"old driver", []nvml.GpuFabricInfo{tray}, nvml.SUCCESS, false, "", false},
+		{"registration failed", []nvml.GpuFabricInfo{tray, failed}, nvml.SUCCESS, true, "", true},
+		{"call fails", []nvml.GpuFabricInfo{tray}, nvml.ERROR_GPU_IS_LOST, true, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := discoverFabricBlock(context.Background(), fabricNVML(tc.infos, tc.ret, tc.hasFabric))
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("discoverFabricBlock = %q, %v; want %q (error: %v)", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}

@@ -22,3 +22,12 @@ func Discover(ctx context.Context) ([]cluster.GPU, error) {
 func OpenNVMLSampler() (Sampler, error) {
 	return nil, fmt.Errorf("sample gpus: %w: NVML not compiled in (built without cgo)", ErrNoNVML)
 }
+
+// DiscoverFabricBlock would read the NVLink domain through NVML, which
+// needs cgo.
+func DiscoverFabricBlock(ctx context.Context) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("nvlink fabric: %w", err)
+	}
+	return "", fmt.Errorf("nvlink fabric: %w: NVML not compiled in (built without cgo)", ErrNoNVML)
+}
