@@ -2,7 +2,10 @@ package slurm
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -145,4 +148,105 @@ func TopologyAddr(node string, switches ...string) (addr, pattern string) {
 		}
 	}
 	return strings.Join(append(a, node), "."), strings.Join(append(p, "node"), ".")
+}
+
+// FormatTopology writes t in topology.conf's syntax, the inverse of
+// ParseTopology: a SwitchName line per switch, with its nodes
+// (Nodes=HOSTLIST) and the switches under it (Switches=HOSTLIST), lower
+// switches before the ones above them and, at one height, by name
+// (CompareNodeNames); then a BlockName line per block, by name. Hostlists
+// are sorted and compressed as `scontrol show hostlistsorted` writes them.
+// A name topology.conf cannot hold (empty, or with a blank, '=', '#',
+// ',' or a bracket) or a switch above itself is an error naming it.
+func FormatTopology(t Topology) (string, error) {
+	nodes := map[string][]string{}    // switch → its nodes
+	children := map[string][]string{} // switch → the switches under it
+	switches := map[string]bool{}
+	for node, leaf := range t.Leaf {
+		if err := checkTopologyName("node", node); err != nil {
+			return "", err
+		}
+		if err := checkTopologyName("switch", leaf); err != nil {
+			return "", err
+		}
+		nodes[leaf] = append(nodes[leaf], node)
+		switches[leaf] = true
+	}
+	for sw, parent := range t.Parent {
+		for _, name := range []string{sw, parent} {
+			if err := checkTopologyName("switch", name); err != nil {
+				return "", err
+			}
+		}
+		children[parent] = append(children[parent], sw)
+		switches[sw], switches[parent] = true, true
+	}
+	for sw := range t.Parent {
+		up := sw
+		for range len(t.Parent) + 1 {
+			var ok bool
+			if up, ok = t.Parent[up]; !ok {
+				break
+			}
+			if up == sw {
+				return "", fmt.Errorf("topology: switch %s is above itself", sw)
+			}
+		}
+	}
+	height := map[string]int{}
+	var heightOf func(sw string) int
+	heightOf = func(sw string) int {
+		if h, ok := height[sw]; ok {
+			return h
+		}
+		h := 0
+		for _, c := range children[sw] {
+			h = max(h, heightOf(c)+1)
+		}
+		height[sw] = h
+		return h
+	}
+	order := make([]string, 0, len(switches))
+	for sw := range switches {
+		heightOf(sw)
+		order = append(order, sw)
+	}
+	slices.SortFunc(order, func(a, b string) int {
+		if c := cmp.Compare(height[a], height[b]); c != 0 {
+			return c
+		}
+		return CompareNodeNames(a, b)
+	})
+	var b strings.Builder
+	for _, sw := range order {
+		b.WriteString("SwitchName=" + sw)
+		if len(nodes[sw]) > 0 {
+			b.WriteString(" Nodes=" + SortedHostlist(nodes[sw]))
+		}
+		if len(children[sw]) > 0 {
+			b.WriteString(" Switches=" + SortedHostlist(children[sw]))
+		}
+		b.WriteString("\n")
+	}
+	blocks := map[string][]string{}
+	for node, block := range t.Block {
+		for kind, name := range map[string]string{"node": node, "block": block} {
+			if err := checkTopologyName(kind, name); err != nil {
+				return "", err
+			}
+		}
+		blocks[block] = append(blocks[block], node)
+	}
+	for _, name := range slices.SortedFunc(maps.Keys(blocks), CompareNodeNames) {
+		b.WriteString("BlockName=" + name + " Nodes=" + SortedHostlist(blocks[name]) + "\n")
+	}
+	return b.String(), nil
+}
+
+// checkTopologyName refuses a name topology.conf cannot hold.
+func checkTopologyName(kind, name string) error {
+	if name == "" || strings.ContainsAny(name, " \t\r\n=#,[]") {
+		return fmt.Errorf("topology: %s name %q cannot be written in topology.conf", kind, clip(name))
+	}
+	return nil
 }

@@ -1,12 +1,18 @@
 package slurm
 
 import (
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
+
+var updateTopology = flag.Bool("update-topology", false, "rewrite testdata/topology_format.conf")
 
 // TestParseTopology reads the topology.conf the Slurm peer runs with (up.sh
 // writes it) and the block form, and refuses malformed ones by line.
@@ -67,6 +73,115 @@ func FuzzParseTopology(f *testing.F) {
 			if l, _, _ := topo.Place(node); l != leaf {
 				t.Fatalf("Place(%q) leaf %q; want %q", node, l, leaf)
 			}
+		}
+	})
+}
+
+// fatTree is two levels of switches above eight nodes, a leaf named by
+// its InfiniBand GUID, a node cabled to the core switch, a leaf without
+// a parent, and two NVLink blocks.
+func fatTree() Topology {
+	t := Topology{Leaf: map[string]string{}, Parent: map[string]string{}, Block: map[string]string{}}
+	leaves := []string{"leaf01", "leaf01", "leaf02", "leaf02", "leaf03", "leaf03", "0x1070fd0300c2a400", "0x1070fd0300c2a400"}
+	for i, leaf := range leaves {
+		node := fmt.Sprintf("n%02d", i+1)
+		t.Leaf[node] = leaf
+		t.Parent[leaf] = "spine02"
+		t.Block[node] = "nvl-6f1c2a3b-4c5d-4e6f-8091-a2b3c4d5e6f7-7"
+		if i >= 4 {
+			t.Block[node] = "nvl-01020304-0506-0708-090a-0b0c0d0e0f10-2"
+		}
+	}
+	t.Leaf["login1"] = "core"
+	t.Parent["spine02"] = "core"
+	t.Leaf["gpu1"] = "rack9"
+	return t
+}
+
+// TestFormatTopologyGolden compares the writer's output with
+// testdata/topology_format.conf (regenerate with -update-topology).
+func TestFormatTopologyGolden(t *testing.T) {
+	got, err := FormatTopology(fatTree())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "topology_format.conf")
+	if *updateTopology {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("FormatTopology:\n%s\nwant (%s):\n%s", got, path, want)
+	}
+}
+
+func TestFormatTopologyRoundTrip(t *testing.T) {
+	for name, topo := range map[string]Topology{
+		"fat tree": fatTree(),
+		"empty":    {Leaf: map[string]string{}, Parent: map[string]string{}, Block: map[string]string{}},
+		"blocks":   {Leaf: map[string]string{}, Parent: map[string]string{}, Block: map[string]string{"g1": "b1", "g2": "b1", "g10": "b2"}},
+	} {
+		text, err := FormatTopology(topo)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		back, err := ParseTopology(text)
+		if err != nil {
+			t.Fatalf("%s: ParseTopology(FormatTopology) = %v\n%s", name, err, text)
+		}
+		if d := cmp.Diff(topo, back); d != "" {
+			t.Errorf("%s: round trip (-want +got):\n%s\n%s", name, d, text)
+		}
+	}
+}
+
+func TestFormatTopologyRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		topo Topology
+		want string
+	}{
+		{Topology{Leaf: map[string]string{"n 1": "a"}}, `node name "n 1"`},
+		{Topology{Leaf: map[string]string{"n1": "a=b"}}, `switch name "a=b"`},
+		{Topology{Leaf: map[string]string{"n1": ""}}, `switch name ""`},
+		{Topology{Parent: map[string]string{"a": "b", "b": "a"}}, "is above itself"},
+		{Topology{Parent: map[string]string{"a": "a"}}, "switch a is above itself"},
+		{Topology{Block: map[string]string{"n1": "b#1"}}, `block name "b#1"`},
+	} {
+		if _, err := FormatTopology(tc.topo); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("FormatTopology(%v) = %v; want an error with %q", tc.topo, err, tc.want)
+		}
+	}
+}
+
+// FuzzFormatTopology: what ParseTopology reads, FormatTopology writes
+// back to the same places (or refuses a cycle or a name it cannot
+// write, such as "]0", which Slurm's hostlist reads as a name).
+func FuzzFormatTopology(f *testing.F) {
+	f.Add("SwitchName=leaf1 Nodes=n[1-2]\nSwitchName=spine Switches=leaf[1-2]\n")
+	f.Add("BlockName=b1 Nodes=g[01-18]\nSwitchName=s Nodes=g[01-02,7]\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		topo, err := ParseTopology(text)
+		if err != nil {
+			return
+		}
+		out, err := FormatTopology(topo)
+		if err != nil {
+			if !strings.Contains(err.Error(), "above itself") && !strings.Contains(err.Error(), "cannot be written") {
+				t.Fatalf("FormatTopology of a parsed topology: %v", err)
+			}
+			return
+		}
+		back, err := ParseTopology(out)
+		if err != nil {
+			t.Fatalf("ParseTopology(%q): %v", out, err)
+		}
+		if d := cmp.Diff(topo, back); d != "" {
+			t.Errorf("round trip (-want +got):\n%s", d)
 		}
 	})
 }
