@@ -89,6 +89,7 @@ func newRootCmd() *cobra.Command {
 		newLogsCmd(g),
 		newCancelCmd(g),
 		newNodesCmd(g),
+		newTopologyCmd(g),
 		newTLSCmd(g),
 		newJoinTokenCmd(g),
 		newTokenCmd(g),

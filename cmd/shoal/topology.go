@@ -1,0 +1,170 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/slurm"
+)
+
+func newTopologyCmd(g *globalFlags) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "topology",
+		Short: "Print the switch tree and NVLink blocks the cluster believes, or write them as Slurm's topology.conf",
+		Long: `Print the switch tree the cluster believes: each node's leaf switch, the
+leaf's parent and its NVLink block, as the nodes announce them (found by
+LLDP, InfiniBand and NVML, or set with --switch, --switch-parent, --block
+and topology.conf). Nodes under no switch are listed as unplaced; they are
+still scheduled.
+
+--format=topology.conf writes the same in Slurm's topology.conf syntax
+(SwitchName= lines for topology/tree, BlockName= lines for topology/block).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if format != "" && format != "topology.conf" {
+				return fmt.Errorf("--format=%q: want topology.conf (or no --format for the tree)", format)
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			nodes, err := c.Nodes(cmd.Context())
+			if err != nil {
+				return err
+			}
+			topo, unplaced, conflicts := topologyOf(nodes)
+			for _, c := range conflicts {
+				fmt.Fprintln(os.Stderr, "shoal topology: warning:", c)
+			}
+			if format == "topology.conf" {
+				text, err := slurm.FormatTopology(topo)
+				if err != nil {
+					return err
+				}
+				fmt.Println("# topology.conf written by shoal topology")
+				if len(unplaced) > 0 {
+					fmt.Println("# under no switch:", slurm.SortedHostlist(unplaced))
+				}
+				fmt.Print(text)
+				return nil
+			}
+			printTopology(os.Stdout, topo, unplaced)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "", "topology.conf: write Slurm's topology.conf syntax")
+	return cmd
+}
+
+// topologyOf is the topology the nodes announce: each node's leaf
+// switch and block, and each leaf's parent. Nodes of one leaf may
+// announce different parents (one has not yet seen a change); the
+// parent most of them announce wins, ties going to the first name
+// (slurm.CompareNodeNames), and each disagreement is described in
+// conflicts. unplaced lists the nodes under no switch, sorted.
+func topologyOf(nodes []api.Node) (topo slurm.Topology, unplaced, conflicts []string) {
+	topo = slurm.Topology{Leaf: map[string]string{}, Parent: map[string]string{}, Block: map[string]string{}}
+	votes := map[string]map[string]int{} // leaf → parent → nodes announcing it
+	for _, n := range nodes {
+		if n.Block != "" {
+			topo.Block[n.Name] = n.Block
+		}
+		if n.Switch == "" {
+			unplaced = append(unplaced, n.Name)
+			continue
+		}
+		topo.Leaf[n.Name] = n.Switch
+		if n.SwitchParent != "" && n.SwitchParent != n.Switch {
+			if votes[n.Switch] == nil {
+				votes[n.Switch] = map[string]int{}
+			}
+			votes[n.Switch][n.SwitchParent]++
+		}
+	}
+	for _, leaf := range slices.SortedFunc(maps.Keys(votes), slurm.CompareNodeNames) {
+		parents := slices.SortedFunc(maps.Keys(votes[leaf]), slurm.CompareNodeNames)
+		best := parents[0]
+		for _, p := range parents[1:] {
+			if votes[leaf][p] > votes[leaf][best] {
+				best = p
+			}
+		}
+		topo.Parent[leaf] = best
+		if len(parents) > 1 {
+			conflicts = append(conflicts, fmt.Sprintf("nodes of switch %s announce parents %s; using %s", leaf, strings.Join(parents, ", "), best))
+		}
+	}
+	slices.SortFunc(unplaced, slurm.CompareNodeNames)
+	return topo, unplaced, conflicts
+}
+
+// printTopology writes the tree: each top switch, the switches under it
+// indented, a switch's nodes as a hostlist after its name; then the
+// blocks and the nodes under no switch.
+func printTopology(w io.Writer, t slurm.Topology, unplaced []string) {
+	nodes := map[string][]string{}
+	children := map[string][]string{}
+	switches := map[string]bool{}
+	for node, leaf := range t.Leaf {
+		nodes[leaf] = append(nodes[leaf], node)
+		switches[leaf] = true
+	}
+	for sw, parent := range t.Parent {
+		children[parent] = append(children[parent], sw)
+		switches[sw], switches[parent] = true, true
+	}
+	seen := map[string]bool{}
+	var walk func(sw string, depth int)
+	walk = func(sw string, depth int) {
+		if seen[sw] {
+			return // a cycle in what nodes announce; each switch once
+		}
+		seen[sw] = true
+		line := strings.Repeat("  ", depth) + sw
+		if len(nodes[sw]) > 0 {
+			line += ": " + slurm.SortedHostlist(nodes[sw])
+		}
+		fmt.Fprintln(w, line)
+		slices.SortFunc(children[sw], slurm.CompareNodeNames)
+		for _, c := range children[sw] {
+			walk(c, depth+1)
+		}
+	}
+	var all []string
+	for sw := range switches {
+		all = append(all, sw)
+	}
+	slices.SortFunc(all, slurm.CompareNodeNames)
+	for _, sw := range all {
+		if _, ok := t.Parent[sw]; !ok {
+			walk(sw, 0)
+		}
+	}
+	for _, sw := range all { // switches on a cycle have no top
+		walk(sw, 0)
+	}
+	if len(switches) == 0 {
+		fmt.Fprintln(w, "No switches.")
+	}
+	blocks := map[string][]string{}
+	for node, b := range t.Block {
+		blocks[b] = append(blocks[b], node)
+	}
+	if len(blocks) > 0 {
+		fmt.Fprintln(w, "Blocks:")
+		for _, b := range slices.SortedFunc(maps.Keys(blocks), slurm.CompareNodeNames) {
+			fmt.Fprintf(w, "  %s: %s\n", b, slurm.SortedHostlist(blocks[b]))
+		}
+	}
+	if len(unplaced) > 0 {
+		fmt.Fprintln(w, "Unplaced:", slurm.SortedHostlist(unplaced))
+	}
+}
