@@ -185,3 +185,53 @@ func FuzzFormatTopology(f *testing.F) {
 		}
 	})
 }
+
+// TestFormatTopologyPeer: testdata/topology_peer.conf is what
+// FormatTopology writes for its places, and Debian's Slurm 22.05 read it
+// into the same tree (testdata/topology_peer_golden.txt, `scontrol show
+// topology` as make_topology_peer.sh recorded it): each switch's own
+// nodes at level 0 and the switches under it.
+func TestFormatTopologyPeer(t *testing.T) {
+	in, err := os.ReadFile(filepath.Join("testdata", "topology_peer.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := ParseTopology(string(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := FormatTopology(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(in), "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	if want := strings.Join(lines, "\n") + "\n"; out != want {
+		t.Errorf("FormatTopology:\n%s\nwant (testdata/topology_peer.conf):\n%s", out, want)
+	}
+	golden, err := os.ReadFile(filepath.Join("testdata", "topology_peer_golden.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Slurm's lines, less Level, LinkSpeed and an upper switch's Nodes
+	// (all the nodes below it), are the lines written.
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(string(golden)), "\n") {
+		var keep []string
+		upper := strings.Contains(l, " Switches=")
+		for _, w := range strings.Fields(l) {
+			if strings.HasPrefix(w, "Level=") || strings.HasPrefix(w, "LinkSpeed=") || upper && strings.HasPrefix(w, "Nodes=") {
+				continue
+			}
+			keep = append(keep, w)
+		}
+		got = append(got, strings.Join(keep, " "))
+	}
+	if d := cmp.Diff(lines, got); d != "" {
+		t.Errorf("Slurm's scontrol show topology (-written +Slurm's):\n%s", d)
+	}
+}

@@ -25,12 +25,17 @@ LLDP, InfiniBand and NVML, or set with --switch, --switch-parent, --block
 and topology.conf). Nodes under no switch are listed as unplaced; they are
 still scheduled.
 
---format=topology.conf writes the same in Slurm's topology.conf syntax
-(SwitchName= lines for topology/tree, BlockName= lines for topology/block).`,
+--format=topology.conf (or tree) writes the switch tree as Slurm's
+topology/tree reads it (SwitchName= lines); --format=block writes the
+NVLink blocks as topology/block (Slurm 23.11 and later) reads them
+(BlockName= lines). Slurm reads one plugin's lines per file: 22.05 refuses
+a BlockName line in a tree topology.conf.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if format != "" && format != "topology.conf" {
-				return fmt.Errorf("--format=%q: want topology.conf (or no --format for the tree)", format)
+			switch format {
+			case "", "topology.conf", "tree", "block":
+			default:
+				return fmt.Errorf("--format=%q: want topology.conf (or tree) or block (or no --format for the tree view)", format)
 			}
 			c, err := g.client()
 			if err != nil {
@@ -44,14 +49,10 @@ still scheduled.
 			for _, c := range conflicts {
 				fmt.Fprintln(os.Stderr, "shoal topology: warning:", c)
 			}
-			if format == "topology.conf" {
-				text, err := slurm.FormatTopology(topo)
+			if format != "" {
+				text, err := topologyConf(topo, unplaced, format == "block")
 				if err != nil {
 					return err
-				}
-				fmt.Println("# topology.conf written by shoal topology")
-				if len(unplaced) > 0 {
-					fmt.Println("# under no switch:", slurm.SortedHostlist(unplaced))
 				}
 				fmt.Print(text)
 				return nil
@@ -60,7 +61,7 @@ still scheduled.
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "", "topology.conf: write Slurm's topology.conf syntax")
+	cmd.Flags().StringVar(&format, "format", "", "write Slurm's topology.conf: topology.conf or tree (SwitchName lines, topology/tree), block (BlockName lines, topology/block)")
 	return cmd
 }
 
@@ -104,6 +105,44 @@ func topologyOf(nodes []api.Node) (topo slurm.Topology, unplaced, conflicts []st
 	}
 	slices.SortFunc(unplaced, slurm.CompareNodeNames)
 	return topo, unplaced, conflicts
+}
+
+// topologyConf is Slurm's topology.conf for topology/tree (the switches)
+// or, with blocks, for topology/block (the NVLink blocks), headed by
+// comments naming the nodes it leaves out.
+func topologyConf(t slurm.Topology, unplaced []string, blocks bool) (string, error) {
+	var b strings.Builder
+	b.WriteString("# topology.conf written by shoal topology\n")
+	if blocks {
+		var out []string
+		for node := range t.Leaf {
+			if t.Block[node] == "" {
+				out = append(out, node)
+			}
+		}
+		for _, node := range unplaced {
+			if t.Block[node] == "" {
+				out = append(out, node)
+			}
+		}
+		if len(out) > 0 {
+			b.WriteString("# in no block: " + slurm.SortedHostlist(out) + "\n")
+		}
+		t = slurm.Topology{Block: t.Block}
+	} else {
+		if len(unplaced) > 0 {
+			b.WriteString("# under no switch: " + slurm.SortedHostlist(unplaced) + "\n")
+		}
+		if len(t.Block) > 0 {
+			b.WriteString("# NVLink blocks: shoal topology --format=block writes them for topology/block\n")
+		}
+		t = slurm.Topology{Leaf: t.Leaf, Parent: t.Parent}
+	}
+	text, err := slurm.FormatTopology(t)
+	if err != nil {
+		return "", err
+	}
+	return b.String() + text, nil
 }
 
 // printTopology writes the tree: each top switch, the switches under it

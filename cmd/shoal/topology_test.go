@@ -61,3 +61,52 @@ Unplaced: n[9-10]
 		t.Errorf("printTopology of nothing (-want +got):\n%s", d)
 	}
 }
+
+func TestTopologyConf(t *testing.T) {
+	topo, unplaced, _ := topologyOf([]api.Node{
+		{Name: "n1", Switch: "leaf1", SwitchParent: "spine", Block: "nvl-a-1"},
+		{Name: "n2", Switch: "leaf1", SwitchParent: "spine", Block: "nvl-a-1"},
+		{Name: "n3", Switch: "leaf2", SwitchParent: "spine"},
+		{Name: "n9", Block: "nvl-a-1"},
+		{Name: "n10"},
+	})
+	tree, err := topologyConf(topo, unplaced, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Slurm 22.05's topology/tree reads only SwitchName lines.
+	wantTree := `# topology.conf written by shoal topology
+# under no switch: n[9-10]
+# NVLink blocks: shoal topology --format=block writes them for topology/block
+SwitchName=leaf1 Nodes=n[1-2]
+SwitchName=leaf2 Nodes=n3
+SwitchName=spine Switches=leaf[1-2]
+`
+	if d := cmp.Diff(wantTree, tree); d != "" {
+		t.Errorf("tree topology.conf (-want +got):\n%s", d)
+	}
+	block, err := topologyConf(topo, unplaced, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBlock := `# topology.conf written by shoal topology
+# in no block: n[3,10]
+BlockName=nvl-a-1 Nodes=n[1-2,9]
+`
+	if d := cmp.Diff(wantBlock, block); d != "" {
+		t.Errorf("block topology.conf (-want +got):\n%s", d)
+	}
+	for _, text := range []string{tree, block} {
+		back, err := slurm.ParseTopology(text)
+		if err != nil {
+			t.Fatalf("ParseTopology(%q): %v", text, err)
+		}
+		for _, n := range []string{"n1", "n3", "n9"} {
+			l, p, b := back.Place(n)
+			wl, wp, wb := topo.Place(n)
+			if text == tree && (l != wl || p != wp || b != "") || text == block && (b != wb || l != "") {
+				t.Errorf("%s placed %q %q %q from:\n%s", n, l, p, b, text)
+			}
+		}
+	}
+}
