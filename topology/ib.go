@@ -277,7 +277,10 @@ func clipIB(s string) string {
 	return s
 }
 
-// IBPlace is this node's place in the fabric.
+// IBPlace is the place in the fabric of the node whose channel adapters
+// have the given node or port GUIDs (sysfs's node_guid and the low half
+// of each port's GID 0): its leaf switch (leafOf) and the leaf's parent
+// (parentOf), named by SwitchNames; "" for what the fabric does not say.
 func (f *IBFabric) IBPlace(local []uint64) (leaf, parent string) {
 	if f == nil {
 		return "", ""
