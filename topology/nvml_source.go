@@ -40,3 +40,8 @@ func (s *NVMLSource) Discover(ctx context.Context) (Found, error) {
 	}
 	return Found{Source: SourceNVML, Block: block}, nil
 }
+
+var (
+	_ Source = (*NVMLSource)(nil)
+	_ Source = (*IBSource)(nil)
+)
