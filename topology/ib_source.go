@@ -52,8 +52,8 @@ func (s *IBSource) Discover(ctx context.Context) (Found, error) {
 	args := append(slices.Clone(s.command[1:]), "-C", ports[0].dev, "-P", fmt.Sprint(ports[0].port))
 	cmd := exec.CommandContext(ctx, s.command[0], args...)
 	var out, stderr bytes.Buffer
-	cmd.Stdout = &limitedBuffer{buf: &out, max: maxIBBytes + 1}
-	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 4096}
+	cmd.Stdout = &ibCappedWriter{buf: &out, max: maxIBBytes + 1}
+	cmd.Stderr = &ibCappedWriter{buf: &stderr, max: 4096}
 	cmd.WaitDelay = 5 * time.Second // a killed sweep's pipes close by then
 	if err := cmd.Run(); err != nil {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -192,15 +192,15 @@ func groupsGUID(s string, parts []string) (uint64, error) {
 	return g, nil
 }
 
-// limitedBuffer keeps the first max bytes written to it and drops the
+// ibCappedWriter keeps the first max bytes written to it and drops the
 // rest, so a runaway tool cannot fill the agent's memory. A dropped
 // byte makes the output too long for its parser, which says so.
-type limitedBuffer struct {
+type ibCappedWriter struct {
 	buf *bytes.Buffer
 	max int
 }
 
-func (b *limitedBuffer) Write(p []byte) (int, error) {
+func (b *ibCappedWriter) Write(p []byte) (int, error) {
 	if room := b.max - b.buf.Len(); room > 0 {
 		b.buf.Write(p[:min(len(p), room)])
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func readFixture(t testing.TB, name string) string {
+func ibFixture(t testing.TB, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
@@ -39,7 +39,7 @@ func TestIBPlace(t *testing.T) {
 		{"one switch", "oneswitch.txt", []uint64{0x98039b0300f1a0c1}, "ibsw1", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := ParseIBNetDiscover(readFixture(t, tc.fixture))
+			f, err := ParseIBNetDiscover(ibFixture(t, tc.fixture))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +52,7 @@ func TestIBPlace(t *testing.T) {
 }
 
 func TestParseIBNetDiscoverFabric(t *testing.T) {
-	f, err := ParseIBNetDiscover(readFixture(t, "fattree.txt"))
+	f, err := ParseIBNetDiscover(ibFixture(t, "fattree.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,8 +219,8 @@ func TestIBSource(t *testing.T) {
 }
 
 func FuzzParseIBNetDiscover(f *testing.F) {
-	f.Add(readFixture(f, "fattree.txt"))
-	f.Add(readFixture(f, "oneswitch.txt"))
+	f.Add(ibFixture(f, "fattree.txt"))
+	f.Add(ibFixture(f, "oneswitch.txt"))
 	f.Add("Switch\t8 \"S-0000000000000001\"\n[1]\t\"H-0000000000000002\"[1](3)\t\t# \"h\" lid 1 4xHDR\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		fab, err := ParseIBNetDiscover(text)
