@@ -1,0 +1,121 @@
+package topology
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	osexec "os/exec"
+	"strings"
+	"time"
+)
+
+// DefaultLLDPTimeout bounds one run of lldpcli.
+const DefaultLLDPTimeout = 5 * time.Second
+
+// LLDP is the Source of the leaf switch: it asks lldpd (through lldpcli)
+// which neighbour it sees on the interface that holds Addr, the agent's
+// address in the cluster.
+type LLDP struct {
+	// Addr is the agent's advertise (or bind) address.
+	Addr netip.Addr
+	// Socket is lldpd's control socket (lldpcli -u); "" is lldpcli's
+	// default (/run/lldpd.socket).
+	Socket string
+	// Command is lldpcli's path; "" finds lldpcli on PATH.
+	Command string
+	// Timeout bounds one run; 0 is DefaultLLDPTimeout.
+	Timeout time.Duration
+}
+
+// Name is SourceLLDP.
+func (s LLDP) Name() string { return SourceLLDP }
+
+// Discover runs `lldpcli -f json show neighbors` and returns the leaf
+// seen on the cluster interface. No lldpcli, or no lldpd behind its
+// socket, is a zero Found and no error: the host does not run LLDP.
+func (s LLDP) Discover(ctx context.Context) (Found, error) {
+	found := Found{Source: SourceLLDP}
+	iface, err := clusterInterface(s.Addr)
+	if err != nil {
+		return found, err
+	}
+	if iface == "" {
+		return found, nil
+	}
+	bin := s.Command
+	if bin == "" {
+		bin = "lldpcli"
+	}
+	path, err := osexec.LookPath(bin)
+	if err != nil {
+		return found, nil // no lldpcli: no LLDP here
+	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = DefaultLLDPTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	args := []string{"-f", "json"}
+	if s.Socket != "" {
+		args = append(args, "-u", s.Socket)
+	}
+	args = append(args, "show", "neighbors")
+	cmd := osexec.CommandContext(ctx, path, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = time.Second
+	if err := cmd.Run(); err != nil {
+		if lldpdAbsent(stderr.String()) {
+			return found, nil
+		}
+		if ctx.Err() != nil {
+			return found, fmt.Errorf("lldpcli: no answer in %s", timeout)
+		}
+		return found, fmt.Errorf("lldpcli %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	ns, err := ParseLLDP(stdout.Bytes())
+	if err != nil {
+		return found, err
+	}
+	found.Leaf = LLDPLeaf(ns, iface)
+	return found, nil
+}
+
+// lldpdAbsent says whether lldpcli's complaint is that no lldpd listens
+// on its socket.
+func lldpdAbsent(stderr string) bool {
+	return strings.Contains(stderr, "unable to connect to socket")
+}
+
+// clusterInterface finds the host's interface holding addr.
+func clusterInterface(addr netip.Addr) (string, error) {
+	if !addr.IsValid() || addr.IsUnspecified() || addr.IsLoopback() {
+		return "", nil
+	}
+	list, err := net.Interfaces()
+	if err != nil {
+		return "", fmt.Errorf("list network interfaces: %w", err)
+	}
+	ifaces := make(map[string][]netip.Addr, len(list))
+	var errs []error
+	for _, ifc := range list {
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("addresses of %s: %w", ifc.Name, err))
+			continue
+		}
+		for _, a := range addrs {
+			if p, err := netip.ParsePrefix(a.String()); err == nil {
+				ifaces[ifc.Name] = append(ifaces[ifc.Name], p.Addr())
+			}
+		}
+	}
+	if name := ClusterInterface(ifaces, addr); name != "" {
+		return name, nil
+	}
+	return "", errors.Join(errs...)
+}
