@@ -1,6 +1,12 @@
 package topology
 
-import "github.com/shoal-sched/shoal/cluster"
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
 
 // SourceOperator is the origin of a field the operator gave (--switch,
 // --switch-parent, --block, topology.conf).
@@ -36,4 +42,43 @@ func Merge(operator cluster.Topology, found []Found) (cluster.Topology, Origins)
 	t.SwitchParent, o.SwitchParent = pick(operator.SwitchParent, func(f Found) string { return f.Parent })
 	t.Block, o.Block = pick(operator.Block, func(f Found) string { return f.Block })
 	return t, o
+}
+
+// MaxNameLen is the longest switch or block name a node announces (the
+// gossip metadata's label limit, gossip.MaxLabelLen).
+const MaxNameLen = 48
+
+// CheckName says why s cannot name a switch or a block, or nil: 1 to
+// MaxNameLen bytes of printable ASCII other than space and the
+// characters topology.conf and hostlists give a meaning (, = [ ] #).
+// A name a tool reports is checked before it is announced.
+func CheckName(s string) error {
+	if s == "" || len(s) > MaxNameLen {
+		return fmt.Errorf("name %q: want 1 to %d bytes", s, MaxNameLen)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c > '~' || strings.IndexByte(",=[]#", c) >= 0 {
+			return fmt.Errorf("name %q: byte %d (%q) is not allowed: want printable ASCII without space , = [ ] #", s, i, c)
+		}
+	}
+	return nil
+}
+
+// Checked is f with the names CheckName refuses taken out, and why.
+func Checked(f Found) (Found, error) {
+	var errs []error
+	for _, field := range []struct {
+		name string
+		v    *string
+	}{{"leaf", &f.Leaf}, {"parent", &f.Parent}, {"block", &f.Block}} {
+		if *field.v == "" {
+			continue
+		}
+		if err := CheckName(*field.v); err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", f.Source, field.name, err))
+			*field.v = ""
+		}
+	}
+	return f, errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/shoal-sched/shoal/cluster"
@@ -47,5 +48,30 @@ func TestMerge(t *testing.T) {
 				t.Errorf("Merge(%+v, %+v) = %+v, %+v; want %+v, %+v", tt.operator, tt.found, got, origins, tt.want, tt.origins)
 			}
 		})
+	}
+}
+
+func TestChecked(t *testing.T) {
+	tests := []struct {
+		in      Found
+		want    Found
+		wantErr bool
+	}{
+		{Found{Source: SourceLLDP}, Found{Source: SourceLLDP}, false},
+		{Found{Source: SourceLLDP, Leaf: "leaf-07.pod2"}, Found{Source: SourceLLDP, Leaf: "leaf-07.pod2"}, false},
+		{Found{Source: SourceLLDP, Leaf: "0c:42:a1:00:12:01"}, Found{Source: SourceLLDP, Leaf: "0c:42:a1:00:12:01"}, false},
+		{Found{Source: SourceLLDP, Leaf: "my switch"}, Found{Source: SourceLLDP}, true},
+		{Found{Source: SourceIB, Leaf: "l1", Parent: "s[1-2]"}, Found{Source: SourceIB, Leaf: "l1"}, true},
+		{Found{Source: SourceNVML, Block: "b=1"}, Found{Source: SourceNVML}, true},
+		{Found{Source: SourceLLDP, Leaf: strings.Repeat("x", MaxNameLen)}, Found{Source: SourceLLDP, Leaf: strings.Repeat("x", MaxNameLen)}, false},
+		{Found{Source: SourceLLDP, Leaf: strings.Repeat("x", MaxNameLen+1)}, Found{Source: SourceLLDP}, true},
+		{Found{Source: SourceLLDP, Leaf: "sw\x00"}, Found{Source: SourceLLDP}, true},
+		{Found{Source: SourceLLDP, Leaf: "swé"}, Found{Source: SourceLLDP}, true},
+	}
+	for _, tt := range tests {
+		got, err := Checked(tt.in)
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("Checked(%+v) = %+v, %v; want %+v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
 	}
 }
