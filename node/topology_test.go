@@ -1,0 +1,97 @@
+package node
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/topology"
+)
+
+// TestPlanDiscovery runs rounds of discovery through the pure plan: what
+// the node announces, when it says it changed, and what it logs.
+func TestPlanDiscovery(t *testing.T) {
+	lldp := func(leaf string) sourceResult {
+		return sourceResult{found: topology.Found{Source: topology.SourceLLDP, Leaf: leaf}}
+	}
+	ib := func(leaf, parent string) sourceResult {
+		return sourceResult{found: topology.Found{Source: topology.SourceIB, Leaf: leaf, Parent: parent}}
+	}
+	failed := func(src, msg string) sourceResult {
+		return sourceResult{found: topology.Found{Source: src}, err: errors.New(msg)}
+	}
+	type round struct {
+		results  []sourceResult
+		want     cluster.Topology
+		changed  bool
+		logNone  bool
+		warnings int
+	}
+	tests := []struct {
+		name     string
+		operator cluster.Topology
+		rounds   []round
+	}{
+		{"nothing anywhere: said once, unplaced", cluster.Topology{}, []round{
+			{results: []sourceResult{lldp("")}, logNone: true},
+			{results: []sourceResult{lldp("")}},
+			{results: []sourceResult{lldp("")}},
+		}},
+		{"leaf found, moved, lost, found", cluster.Topology{}, []round{
+			{results: []sourceResult{lldp("leafA")}, want: cluster.Topology{Switch: "leafA"}, changed: true},
+			{results: []sourceResult{lldp("leafA")}, want: cluster.Topology{Switch: "leafA"}},
+			{results: []sourceResult{lldp("leafB")}, want: cluster.Topology{Switch: "leafB"}, changed: true},
+			// Unplugged: unplaced again, and said once more.
+			{results: []sourceResult{lldp("")}, changed: true, logNone: true},
+			{results: []sourceResult{lldp("")}},
+			{results: []sourceResult{lldp("leafA")}, want: cluster.Topology{Switch: "leafA"}, changed: true},
+		}},
+		{"a failing source keeps its last answer and warns once", cluster.Topology{}, []round{
+			{results: []sourceResult{lldp("leafA")}, want: cluster.Topology{Switch: "leafA"}, changed: true},
+			{results: []sourceResult{failed("lldp", "lldpcli: no answer in 5s")}, want: cluster.Topology{Switch: "leafA"}, warnings: 1},
+			{results: []sourceResult{failed("lldp", "lldpcli: no answer in 5s")}, want: cluster.Topology{Switch: "leafA"}},
+			{results: []sourceResult{failed("lldp", "lldpcli: exit status 1")}, want: cluster.Topology{Switch: "leafA"}, warnings: 1},
+			{results: []sourceResult{lldp("leafB")}, want: cluster.Topology{Switch: "leafB"}, changed: true},
+		}},
+		{"failing from the start: unplaced", cluster.Topology{}, []round{
+			{results: []sourceResult{failed("lldp", "boom")}, logNone: true, warnings: 1},
+		}},
+		{"operator's switch wins; nothing to say", cluster.Topology{Switch: "rack7"}, []round{
+			{results: []sourceResult{lldp("")}, want: cluster.Topology{Switch: "rack7"}},
+			{results: []sourceResult{lldp("leafA")}, want: cluster.Topology{Switch: "rack7"}},
+		}},
+		{"operator's parent over a discovered leaf", cluster.Topology{SwitchParent: "spine1"}, []round{
+			{results: []sourceResult{lldp("leafA")}, want: cluster.Topology{Switch: "leafA", SwitchParent: "spine1"}, changed: true},
+		}},
+		{"leaf from LLDP, parent from IB", cluster.Topology{}, []round{
+			{results: []sourceResult{lldp("leafA"), ib("ibleaf", "spine")}, want: cluster.Topology{Switch: "leafA", SwitchParent: "spine"}, changed: true},
+			{results: []sourceResult{lldp(""), ib("ibleaf", "spine")}, want: cluster.Topology{Switch: "ibleaf", SwitchParent: "spine"}, changed: true},
+		}},
+		{"a name gossip cannot carry is refused", cluster.Topology{}, []round{
+			{results: []sourceResult{lldp("my switch")}, logNone: true, warnings: 1},
+			{results: []sourceResult{lldp("my switch")}},
+			{results: []sourceResult{lldp("leafA")}, want: cluster.Topology{Switch: "leafA"}, changed: true},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := discoveryState{announced: tt.operator}
+			for i, r := range tt.rounds {
+				step := planDiscovery(st, tt.operator, r.results)
+				st = step.next
+				if step.topology != r.want || step.changed != r.changed || step.logNone != r.logNone || len(step.warn) != r.warnings {
+					t.Fatalf("round %d: planDiscovery(%+v) = topology %+v, changed %v, logNone %v, warn %v; want %+v, %v, %v, %d warnings",
+						i, r.results, step.topology, step.changed, step.logNone, step.warn, r.want, r.changed, r.logNone, r.warnings)
+				}
+			}
+		})
+	}
+}
+
+// The names discovery may announce fit the gossip metadata.
+func TestTopologyNameFitsGossip(t *testing.T) {
+	if topology.MaxNameLen != gossip.MaxLabelLen {
+		t.Fatalf("topology.MaxNameLen = %d; want gossip.MaxLabelLen %d", topology.MaxNameLen, gossip.MaxLabelLen)
+	}
+}
