@@ -1,10 +1,15 @@
 package main
 
 import (
+	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shoal-sched/shoal/cgroup"
+	"github.com/shoal-sched/shoal/node"
+	"github.com/shoal-sched/shoal/topology"
 )
 
 func TestParseMemory(t *testing.T) {
@@ -85,5 +90,26 @@ func TestCPULayout(t *testing.T) {
 				t.Errorf("cpuLayout(%d, %d, %d, %d) = %v; want %v", tc.cpus, tc.s, tc.c, tc.th, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestTopologySources(t *testing.T) {
+	tests := []struct {
+		mode, bind, advertise string
+		want                  []topology.Source
+		wantErr               bool
+	}{
+		{"off", "10.0.0.5", "", nil, false},
+		{"auto", "10.0.0.5", "", []topology.Source{topology.LLDP{Addr: netip.MustParseAddr("10.0.0.5"), Socket: "/s"}}, false},
+		{"auto", "0.0.0.0", "10.0.0.6", []topology.Source{topology.LLDP{Addr: netip.MustParseAddr("10.0.0.6"), Socket: "/s"}}, false},
+		{"auto", "node1.example", "", []topology.Source{topology.LLDP{Socket: "/s"}}, false},
+		{"on", "10.0.0.5", "", nil, true},
+	}
+	for _, tt := range tests {
+		cfg := node.Config{BindAddr: tt.bind, AdvertiseAddr: tt.advertise, TopologyInterval: time.Second}
+		got, err := topologySources(tt.mode, &cfg, "/s")
+		if (err != nil) != tt.wantErr || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("topologySources(%q, bind %q, advertise %q) = %v, %v; want %v, error %v", tt.mode, tt.bind, tt.advertise, got, err, tt.want, tt.wantErr)
+		}
 	}
 }
