@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -141,17 +142,59 @@ func planDiscovery(s discoveryState, operator cluster.Topology, results []source
 // changes. Without sources (--discover-topology=off) the node announces
 // the operator's place and the loop returns.
 func (a *Agent) discoveryLoop(ctx context.Context) {
-	sources := a.cfg.TopologySources
-	if len(sources) == 0 {
+	d := discovery{
+		sources:  a.cfg.TopologySources,
+		interval: a.cfg.TopologyInterval,
+		operator: a.cfg.Topology,
+		log:      a.log,
+		set:      a.topo.set,
+		gossiped: func() (cluster.Topology, bool) {
+			for _, m := range a.gossip.Members() {
+				if m.Name == a.cfg.Name {
+					return cluster.Topology{Switch: m.Meta.Switch, SwitchParent: m.Meta.SwitchParent, Block: m.Meta.Block}, true
+				}
+			}
+			return cluster.Topology{}, false
+		},
+		regossip: func(ctx context.Context) error {
+			return a.gossip.UpdateMeta(ctx, a.meta(a.hasRaftState()))
+		},
+	}
+	d.run(ctx, a.topology())
+}
+
+// discovery is the discovery loop and what it acts on: the agent's
+// place and gossip (discoveryLoop), or a test's fakes.
+type discovery struct {
+	sources  []topology.Source
+	interval time.Duration
+	operator cluster.Topology
+	log      *slog.Logger
+	// set makes t the node's place, which meta() and the heartbeat read.
+	set func(t cluster.Topology)
+	// gossiped is the place the node's gossip metadata carries now;
+	// false when gossip does not list the node itself.
+	gossiped func() (cluster.Topology, bool)
+	// regossip announces the node's metadata again, with the place set.
+	regossip func(ctx context.Context) error
+}
+
+// run is the loop: gather (run the sources), decide (planDiscovery),
+// act (set the place, log, and re-gossip while gossip carries another
+// place: after a change, after a failed announcement, or when another
+// announcement raced with ours). current is the place announced at
+// start.
+func (d discovery) run(ctx context.Context, current cluster.Topology) {
+	if len(d.sources) == 0 {
 		return
 	}
-	st := discoveryState{announced: a.topology()}
-	metaStale := false
-	t := time.NewTicker(a.cfg.TopologyInterval)
+	st := discoveryState{announced: current}
+	gossipFailed := ""
+	t := time.NewTicker(d.interval)
 	defer t.Stop()
 	for {
-		results := make([]sourceResult, len(sources))
-		for i, src := range sources {
+		results := make([]sourceResult, len(d.sources))
+		for i, src := range d.sources {
 			sctx, cancel := context.WithTimeout(ctx, topologySourceTimeout)
 			f, err := src.Discover(sctx)
 			cancel()
@@ -161,26 +204,29 @@ func (a *Agent) discoveryLoop(ctx context.Context) {
 			f.Source = src.Name()
 			results[i] = sourceResult{found: f, err: err}
 		}
-		step := planDiscovery(st, a.cfg.Topology, results)
+		step := planDiscovery(st, d.operator, results)
 		st = step.next
 		for _, err := range step.warn {
-			a.log.Warn("topology discovery", "err", err)
+			d.log.Warn("topology discovery", "err", err)
 		}
 		if step.logNone {
-			a.log.Info("no topology found: this node stays unplaced in the switch tree (still schedulable); give --switch or run lldpd",
-				"sources", sourceNames(sources))
+			d.log.Info("no topology found: this node stays unplaced in the switch tree (still schedulable); give --switch or run lldpd",
+				"sources", sourceNames(d.sources))
 		}
 		if step.changed {
-			a.topo.set(step.topology)
-			a.log.Info("topology changed", "switch", step.topology.Switch, "switch_parent", step.topology.SwitchParent,
+			d.set(step.topology)
+			d.log.Info("topology changed", "switch", step.topology.Switch, "switch_parent", step.topology.SwitchParent,
 				"block", step.topology.Block, "switch_from", step.origins.Switch,
 				"switch_parent_from", step.origins.SwitchParent, "block_from", step.origins.Block)
 		}
-		if step.changed || metaStale {
-			err := a.gossip.UpdateMeta(ctx, a.meta(a.hasRaftState()))
-			metaStale = err != nil
-			if err != nil && !errors.Is(err, gossip.ErrShutdown) {
-				a.log.Warn("announce topology in gossip", "err", err)
+		if g, ok := d.gossiped(); ok && g != step.topology {
+			err := d.regossip(ctx)
+			switch {
+			case err == nil, errors.Is(err, gossip.ErrShutdown):
+				gossipFailed = ""
+			case err.Error() != gossipFailed: // once per kind of failure
+				gossipFailed = err.Error()
+				d.log.Warn("announce topology in gossip; retried next round", "err", err)
 			}
 		}
 		select {

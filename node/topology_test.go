@@ -1,8 +1,14 @@
 package node
 
 import (
+	"context"
 	"errors"
+	"log/slog"
+	"slices"
+	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/gossip"
@@ -94,4 +100,90 @@ func TestTopologyNameFitsGossip(t *testing.T) {
 	if topology.MaxNameLen != gossip.MaxLabelLen {
 		t.Fatalf("topology.MaxNameLen = %d; want gossip.MaxLabelLen %d", topology.MaxNameLen, gossip.MaxLabelLen)
 	}
+}
+
+// scriptedSource answers from a script, one answer a call, repeating the
+// last.
+type scriptedSource struct {
+	mu      sync.Mutex
+	answers []sourceResult
+	calls   int
+}
+
+func (s *scriptedSource) Name() string { return topology.SourceLLDP }
+
+func (s *scriptedSource) Discover(context.Context) (topology.Found, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.answers[min(s.calls, len(s.answers)-1)]
+	s.calls++
+	return r.found, r.err
+}
+
+// TestDiscoveryLoop runs the loop on fake time against a scripted source
+// and fake gossip: a place found is set and gossiped at once, a change
+// every interval, a failed announcement is retried, and the loop ends
+// with its context.
+func TestDiscoveryLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		leaf := func(s string) sourceResult { return sourceResult{found: topology.Found{Leaf: s}} }
+		src := &scriptedSource{answers: []sourceResult{leaf("leafA"), leaf("leafA"), leaf("leafB"), leaf("leafB")}}
+		var (
+			mu       sync.Mutex
+			set      []string
+			gossiped cluster.Topology
+			fails    = 1 // the first announcement of leafB fails
+			regossip int
+		)
+		d := discovery{
+			sources:  []topology.Source{src},
+			interval: 30 * time.Second,
+			log:      slog.New(slog.DiscardHandler),
+			set: func(t cluster.Topology) {
+				mu.Lock()
+				defer mu.Unlock()
+				set = append(set, t.Switch)
+			},
+			gossiped: func() (cluster.Topology, bool) {
+				mu.Lock()
+				defer mu.Unlock()
+				return gossiped, true
+			},
+			regossip: func(context.Context) error {
+				mu.Lock()
+				defer mu.Unlock()
+				regossip++
+				if len(set) == 2 && fails > 0 {
+					fails--
+					return errors.New("broadcast timed out")
+				}
+				gossiped = cluster.Topology{Switch: set[len(set)-1]}
+				return nil
+			},
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		wg.Go(func() { d.run(ctx, cluster.Topology{}) })
+		check := func(when string, wantSet []string, wantGossip string, wantRegossip int) {
+			t.Helper()
+			synctest.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Equal(set, wantSet) || gossiped.Switch != wantGossip || regossip != wantRegossip {
+				t.Fatalf("%s: set %v, gossiped %q, %d announcements; want %v, %q, %d", when, set, gossiped.Switch, regossip, wantSet, wantGossip, wantRegossip)
+			}
+		}
+		check("at start", []string{"leafA"}, "leafA", 1)
+		time.Sleep(30 * time.Second)
+		check("same answer", []string{"leafA"}, "leafA", 1)
+		time.Sleep(30 * time.Second)
+		check("moved, announcement failed", []string{"leafA", "leafB"}, "leafA", 2)
+		time.Sleep(30 * time.Second)
+		check("announcement retried", []string{"leafA", "leafB"}, "leafB", 3)
+		cancel()
+		wg.Wait()
+		if src.calls != 4 {
+			t.Errorf("source ran %d times; want 4", src.calls)
+		}
+	})
 }
