@@ -3,7 +3,6 @@ package topology
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -28,6 +27,10 @@ type LLDP struct {
 	Command string
 	// Timeout bounds one run; 0 is DefaultLLDPTimeout.
 	Timeout time.Duration
+
+	// interfaces lists the host's interfaces and their addresses; nil is
+	// hostInterfaces (tests give their own).
+	interfaces func() (map[string][]netip.Addr, error)
 }
 
 // Name is SourceLLDP.
@@ -38,10 +41,18 @@ func (s LLDP) Name() string { return SourceLLDP }
 // socket, is a zero Found and no error: the host does not run LLDP.
 func (s LLDP) Discover(ctx context.Context) (Found, error) {
 	found := Found{Source: SourceLLDP}
-	iface, err := clusterInterface(s.Addr)
+	if !s.Addr.IsValid() || s.Addr.IsUnspecified() || s.Addr.IsLoopback() {
+		return found, nil // no cluster interface to look on
+	}
+	list := s.interfaces
+	if list == nil {
+		list = hostInterfaces
+	}
+	ifaces, err := list()
 	if err != nil {
 		return found, err
 	}
+	iface := ClusterInterface(ifaces, s.Addr)
 	if iface == "" {
 		return found, nil
 	}
@@ -91,21 +102,17 @@ func lldpdAbsent(stderr string) bool {
 	return strings.Contains(stderr, "unable to connect to socket")
 }
 
-// clusterInterface finds the host's interface holding addr.
-func clusterInterface(addr netip.Addr) (string, error) {
-	if !addr.IsValid() || addr.IsUnspecified() || addr.IsLoopback() {
-		return "", nil
-	}
+// hostInterfaces is the host's interfaces and their addresses; an
+// interface whose addresses cannot be read is left out.
+func hostInterfaces() (map[string][]netip.Addr, error) {
 	list, err := net.Interfaces()
 	if err != nil {
-		return "", fmt.Errorf("list network interfaces: %w", err)
+		return nil, fmt.Errorf("list network interfaces: %w", err)
 	}
 	ifaces := make(map[string][]netip.Addr, len(list))
-	var errs []error
 	for _, ifc := range list {
 		addrs, err := ifc.Addrs()
 		if err != nil {
-			errs = append(errs, fmt.Errorf("addresses of %s: %w", ifc.Name, err))
 			continue
 		}
 		for _, a := range addrs {
@@ -114,8 +121,5 @@ func clusterInterface(addr netip.Addr) (string, error) {
 			}
 		}
 	}
-	if name := ClusterInterface(ifaces, addr); name != "" {
-		return name, nil
-	}
-	return "", errors.Join(errs...)
+	return ifaces, nil
 }
