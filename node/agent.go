@@ -83,6 +83,9 @@ type Agent struct {
 	// shimDir holds srun, scontrol and sbatch links to this binary, put
 	// first on the PATH of batch scripts and steps.
 	shimDir string
+	// topo is the node's place now: the operator's, merged with what
+	// discovery found (topology.go).
+	topo currentTopology
 }
 
 // New opens the data dir, the raft stores, gossip, the executor and the
@@ -94,6 +97,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	}
 	log := cfg.Logger.With("node", cfg.Name)
 	a = &Agent{cfg: cfg, log: log, leaveReq: make(chan time.Duration, 1)}
+	a.topo.set(cfg.Topology)
 	var closers []func()
 	defer func() {
 		if err != nil {
@@ -252,15 +256,16 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 }
 
 func (a *Agent) meta(hasRaftState bool) gossip.Meta {
+	topo := a.topology()
 	m := gossip.Meta{
 		APIAddr:         a.cfg.apiAdvert(),
 		RaftAddr:        a.cfg.raftAdvert(),
 		GPUs:            len(a.cfg.GPUs),
 		CPUs:            a.cfg.CPUs,
 		MemoryMiB:       a.cfg.MemoryMiB,
-		Switch:          a.cfg.Topology.Switch,
-		SwitchParent:    a.cfg.Topology.SwitchParent,
-		Block:           a.cfg.Topology.Block,
+		Switch:          topo.Switch,
+		SwitchParent:    topo.SwitchParent,
+		Block:           topo.Block,
 		Features:        strings.Join(a.cfg.Features, ","),
 		Version:         a.cfg.Version[:min(len(a.cfg.Version), gossip.MaxVersionLen)],
 		Protocol:        a.cfg.protocol(),
@@ -347,6 +352,7 @@ func (a *Agent) Run(parent context.Context) error {
 	wg.Go(func() { a.caLoop(ctx) })
 	wg.Go(func() { a.keyringLoop(ctx) })
 	wg.Go(func() { a.cleanupLoop(ctx) })
+	wg.Go(func() { a.discoveryLoop(ctx) })
 	if a.cfg.GPUSampler != nil {
 		wg.Go(func() { a.gpuSampleLoop(ctx) })
 	}

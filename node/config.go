@@ -15,6 +15,7 @@ import (
 	"github.com/shoal-sched/shoal/exec/stepd"
 	"github.com/shoal-sched/shoal/gpu"
 	"github.com/shoal-sched/shoal/pki"
+	"github.com/shoal-sched/shoal/topology"
 )
 
 // Default ports of an agent.
@@ -59,7 +60,15 @@ type Config struct {
 	GPUReportInterval time.Duration
 	CPUs              int
 	MemoryMiB         uint64
-	Topology          cluster.Topology
+	// Topology is the operator's place for the node (--switch,
+	// --switch-parent, --block, --topology-conf); it wins, field by
+	// field, over what TopologySources find (topology.Merge).
+	Topology cluster.Topology
+	// TopologySources find the node's place by themselves; the agent
+	// runs them at start and every TopologyInterval (topology.go).
+	// Empty: no discovery (--discover-topology=off).
+	TopologySources  []topology.Source
+	TopologyInterval time.Duration
 	// Features label the node for jobs' --constraint (--features a,b).
 	Features []string
 
@@ -167,6 +176,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.GPUReportInterval <= 0 {
 		c.GPUReportInterval = DefaultGPUReportInterval
+	}
+	if c.TopologyInterval <= 0 {
+		c.TopologyInterval = DefaultTopologyInterval
 	}
 	if c.RaftPort == 0 {
 		c.RaftPort = DefaultRaftPort

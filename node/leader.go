@@ -81,7 +81,7 @@ func (a *Agent) leadLoop(ctx context.Context) {
 		// Register (or refresh) ourselves now rather than at the next
 		// heartbeat, so a fresh cluster can take submits at once.
 		hctx, cancelHB := context.WithTimeout(ctx, applyTimeout)
-		if _, err := a.leaderHeartbeat(hctx, a.self); err != nil {
+		if _, err := a.leaderHeartbeat(hctx, a.selfNode()); err != nil {
 			a.log.Warn("register self as leader", "err", err)
 		}
 		cancelHB()

@@ -72,7 +72,7 @@ func (c *Config) watchdogTTL() time.Duration {
 func (a *Agent) heartbeat(ctx context.Context) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
 	defer cancel()
-	reply, err := callLeader(ctx, a, "/v1/internal/heartbeat", api.Heartbeat{Node: a.self},
+	reply, err := callLeader(ctx, a, "/v1/internal/heartbeat", api.Heartbeat{Node: a.selfNode()},
 		func(ctx context.Context, hb api.Heartbeat) (api.HeartbeatReply, error) {
 			index, err := a.leaderHeartbeat(ctx, hb.Node)
 			return api.HeartbeatReply{Index: index}, err
@@ -336,7 +336,7 @@ func (a *Agent) launch(v *fsm.View, j *cluster.Job, nodeIndex int) exec.Launch {
 		NodeList:    slurm.CompressHostlist(j.Alloc.NodeNames()),
 		NodeName:    a.cfg.Name,
 		ClusterName: v.Policy().Name(),
-		Topology:    a.cfg.Topology,
+		Topology:    a.topology(),
 		MasterAddr:  a.masterAddr(v, j.Alloc.Nodes[0].Node),
 		ShimDir:     a.shimDir,
 		JobStart:    j.StartTime,

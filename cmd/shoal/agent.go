@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"runtime"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"github.com/shoal-sched/shoal/node"
 	"github.com/shoal-sched/shoal/pki"
 	"github.com/shoal-sched/shoal/slurm"
+	"github.com/shoal-sched/shoal/topology"
 )
 
 func newAgentCmd(g *globalFlags) *cobra.Command {
@@ -40,6 +42,9 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 		// when it leads.
 		policyFile string
 		topoFile   string
+		// discover is --discover-topology; lldpSocket --lldp-socket.
+		discover   string
+		lldpSocket string
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -102,6 +107,9 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 					return err
 				}
 			}
+			if cfg.TopologySources, err = topologySources(discover, &cfg, lldpSocket); err != nil {
+				return err
+			}
 			if cfg.Features, err = cluster.ParseFeatures(features); err != nil {
 				return fmt.Errorf("--features: %w", err)
 			}
@@ -154,6 +162,9 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.StringVar(&cfg.Topology.SwitchParent, "switch-parent", "", "the leaf switch's parent (spine)")
 	f.StringVar(&cfg.Topology.Block, "block", "", "this node's NVLink block (domain)")
 	f.StringVar(&topoFile, "topology-conf", "", "a Slurm topology.conf (SwitchName= ... Nodes=/Switches=, BlockName= ... Nodes=) to read this node's switch, parent and block from; --switch, --switch-parent and --block win")
+	f.StringVar(&discover, "discover-topology", "auto", "find this node's place by itself: auto (the leaf switch from lldpd's neighbour on the interface holding --advertise/--bind, leaf and parent from ibnetdiscover, the NVLink block from NVML) or off; --switch, --switch-parent, --block and --topology-conf win, field by field")
+	f.DurationVar(&cfg.TopologyInterval, "topology-interval", node.DefaultTopologyInterval, "how often topology discovery runs again (a re-cabled node is seen within it)")
+	f.StringVar(&lldpSocket, "lldp-socket", "", "lldpd's control socket, for lldpcli -u (default: lldpcli's own, /run/lldpd.socket)")
 	f.StringVar(&features, "features", "", "this node's features for jobs' --constraint, comma-separated (like slurm.conf Features=)")
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", node.DefaultLeaseTTL, "how long this node's allocations survive without contact with the leader")
 	f.DurationVar(&cfg.KillGrace, "kill-grace", node.DefaultKillGrace, "time between SIGTERM and SIGKILL when this node fences its ranks (lost lease, agent stopping); part of the lease bound")
@@ -295,6 +306,38 @@ func topologyFromConf(cmd *cobra.Command, cfg *node.Config, file string) error {
 		cfg.Topology.Block = block
 	}
 	return nil
+}
+
+// topologySources are the sources --discover-topology runs: none for
+// off; for auto, LLDP on the interface holding the node's advertise (or
+// bind) address (the leaf), then the InfiniBand fabric (leaf and parent)
+// and NVML's GPU fabric (the block). Merge takes each field from the
+// first source that knows it, in this order.
+func topologySources(mode string, cfg *node.Config, lldpSocket string) ([]topology.Source, error) {
+	switch mode {
+	case "off":
+		return nil, nil
+	case "auto":
+	default:
+		return nil, fmt.Errorf("--discover-topology %q: want auto or off", mode)
+	}
+	if cfg.TopologyInterval <= 0 {
+		return nil, fmt.Errorf("--topology-interval %s: want more than 0", cfg.TopologyInterval)
+	}
+	addr := cfg.AdvertiseAddr
+	if addr == "" {
+		addr = cfg.BindAddr
+	}
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		// A host name: no interface holds it; LLDP finds nothing.
+		ip = netip.Addr{}
+	}
+	return []topology.Source{
+		topology.LLDP{Addr: ip, Socket: lldpSocket},
+		topology.NewIBSource(),
+		topology.NewNVMLSource(),
+	}, nil
 }
 
 // cpuLayout fills --cpus and the layout flags from what was given and the

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shoal-sched/shoal/cgroup"
+	"github.com/shoal-sched/shoal/node"
+	"github.com/shoal-sched/shoal/topology"
 )
 
 func TestParseMemory(t *testing.T) {
@@ -85,5 +90,44 @@ func TestCPULayout(t *testing.T) {
 				t.Errorf("cpuLayout(%d, %d, %d, %d) = %v; want %v", tc.cpus, tc.s, tc.c, tc.th, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestTopologySources(t *testing.T) {
+	tests := []struct {
+		mode, bind, advertise string
+		wantLLDP              *topology.LLDP // nil: no sources
+		wantErr               bool
+	}{
+		{"off", "10.0.0.5", "", nil, false},
+		{"auto", "10.0.0.5", "", &topology.LLDP{Addr: netip.MustParseAddr("10.0.0.5"), Socket: "/s"}, false},
+		{"auto", "0.0.0.0", "10.0.0.6", &topology.LLDP{Addr: netip.MustParseAddr("10.0.0.6"), Socket: "/s"}, false},
+		{"auto", "node1.example", "", &topology.LLDP{Socket: "/s"}, false},
+		{"on", "10.0.0.5", "", nil, true},
+	}
+	for _, tt := range tests {
+		cfg := node.Config{BindAddr: tt.bind, AdvertiseAddr: tt.advertise, TopologyInterval: time.Second}
+		got, err := topologySources(tt.mode, &cfg, "/s")
+		if (err != nil) != tt.wantErr {
+			t.Errorf("topologySources(%q, bind %q) error %v; want error %v", tt.mode, tt.bind, err, tt.wantErr)
+			continue
+		}
+		if tt.wantLLDP == nil {
+			if len(got) != 0 {
+				t.Errorf("topologySources(%q) = %v; want none", tt.mode, got)
+			}
+			continue
+		}
+		var names []string
+		for _, s := range got {
+			names = append(names, s.Name())
+		}
+		// LLDP first (the leaf), then the fabric sources, in Merge's order.
+		if want := []string{topology.SourceLLDP, topology.SourceIB, topology.SourceNVML}; !reflect.DeepEqual(names, want) {
+			t.Errorf("topologySources(%q, bind %q) names %v; want %v", tt.mode, tt.bind, names, want)
+		}
+		if len(got) > 0 && !reflect.DeepEqual(got[0], *tt.wantLLDP) {
+			t.Errorf("topologySources(%q, bind %q, advertise %q) LLDP = %v; want %v", tt.mode, tt.bind, tt.advertise, got[0], *tt.wantLLDP)
+		}
 	}
 }
