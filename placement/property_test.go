@@ -136,10 +136,18 @@ func TestPlaceAgainstBruteForce(t *testing.T) {
 
 		var bn []*bruteNode
 		byName := map[string]*bruteNode{}
+		// A leaf's nodes that announce different parents are one leaf,
+		// under the parent cluster.LeafParents agrees on.
+		var places []cluster.Topology
 		for _, n := range nodes {
+			places = append(places, n.Topology)
+		}
+		leafParents, _ := cluster.LeafParents(places)
+		for _, n := range nodes {
+			topo := n.Topology.WithLeafParent(leafParents)
 			b := &bruteNode{name: n.Name, usable: n.Status == cluster.NodeUp && !n.Drain, total: len(n.GPUs),
-				free: map[int]bool{}, parent: n.Topology.SwitchParent, leaf: n.Topology.Switch,
-				leafKey: n.Topology.SwitchParent + "/" + n.Topology.Switch}
+				free: map[int]bool{}, parent: topo.SwitchParent, leaf: topo.Switch,
+				leafKey: topo.SwitchParent + "/" + topo.Switch}
 			for i := range n.GPUs {
 				b.free[i] = true
 			}

@@ -86,3 +86,30 @@ func TestPlaceNodeRange(t *testing.T) {
 		}
 	}
 }
+
+// TestPlaceLeafParentsAgree: nodes of one leaf that announce different
+// parents, or none (on Ethernet a node sees only its leaf; discovery or
+// a flag may complete one node's place first), are still one leaf: a
+// --switches=1 job takes its nodes there.
+func TestPlaceLeafParentsAgree(t *testing.T) {
+	nodes := []*cluster.Node{
+		mkNode("a1", 4, "a", "s0"),
+		mkNode("a2", 4, "a", ""),
+		mkNode("a3", 4, "a", "s0"),
+		mkNode("b1", 4, "b", "s0"),
+	}
+	j := pending(1, 3, 4)
+	j.Spec.Request.Switches, j.Spec.Request.SwitchesWait = 1, time.Hour
+	res, err := PlaceWith(NewView(nodes, nil), []*cluster.Job{j}, now, Options{Policy: PolicyShoal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Decisions) != 1 {
+		t.Fatalf("a 3-node --switches=1 job on a leaf of 3 whose nodes disagree on the parent: not placed (%q)", res.Reasons[1])
+	}
+	for _, n := range res.Decisions[0].Nodes {
+		if n.Node[0] != 'a' {
+			t.Errorf("placed on %s, outside leaf a", n.Node)
+		}
+	}
+}

@@ -298,8 +298,16 @@ func (v *View) buildLeaves() {
 	if len(v.totals) > 0 {
 		v.maxGPUs = v.totals[len(v.totals)-1]
 	}
+	// A leaf's nodes may announce different parents, or some none (on
+	// Ethernet a node sees only its leaf): the leaf goes under the parent
+	// cluster.LeafParents agrees on, so its nodes stay one leaf.
+	places := make([]cluster.Topology, 0, len(v.nodes))
+	for _, ni := range v.nodes {
+		places = append(places, ni.node.Topology)
+	}
+	parents, _ := cluster.LeafParents(places)
 	key := func(i int) cluster.Topology {
-		t := v.nodes[i].node.Topology
+		t := v.nodes[i].node.Topology.WithLeafParent(parents)
 		if t.Block != "" {
 			// An NVLink block (Slurm's topology/block) stands in for the
 			// leaf switch, and all blocks are siblings: a job that fits one

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -66,14 +67,12 @@ a BlockName line in a tree topology.conf.`,
 }
 
 // topologyOf is the topology the nodes announce: each node's leaf
-// switch and block, and each leaf's parent. Nodes of one leaf may
-// announce different parents (one has not yet seen a change); the
-// parent most of them announce wins, ties going to the first name
-// (slurm.CompareNodeNames), and each disagreement is described in
+// switch and block, and each leaf's parent as cluster.LeafParents agrees
+// on it (the rule the leader's placement uses), with each disagreement in
 // conflicts. unplaced lists the nodes under no switch, sorted.
 func topologyOf(nodes []api.Node) (topo slurm.Topology, unplaced, conflicts []string) {
 	topo = slurm.Topology{Leaf: map[string]string{}, Parent: map[string]string{}, Block: map[string]string{}}
-	votes := map[string]map[string]int{} // leaf → parent → nodes announcing it
+	places := make([]cluster.Topology, 0, len(nodes))
 	for _, n := range nodes {
 		if n.Block != "" {
 			topo.Block[n.Name] = n.Block
@@ -83,26 +82,9 @@ func topologyOf(nodes []api.Node) (topo slurm.Topology, unplaced, conflicts []st
 			continue
 		}
 		topo.Leaf[n.Name] = n.Switch
-		if n.SwitchParent != "" && n.SwitchParent != n.Switch {
-			if votes[n.Switch] == nil {
-				votes[n.Switch] = map[string]int{}
-			}
-			votes[n.Switch][n.SwitchParent]++
-		}
+		places = append(places, cluster.Topology{Switch: n.Switch, SwitchParent: n.SwitchParent})
 	}
-	for _, leaf := range slices.SortedFunc(maps.Keys(votes), slurm.CompareNodeNames) {
-		parents := slices.SortedFunc(maps.Keys(votes[leaf]), slurm.CompareNodeNames)
-		best := parents[0]
-		for _, p := range parents[1:] {
-			if votes[leaf][p] > votes[leaf][best] {
-				best = p
-			}
-		}
-		topo.Parent[leaf] = best
-		if len(parents) > 1 {
-			conflicts = append(conflicts, fmt.Sprintf("nodes of switch %s announce parents %s; using %s", leaf, strings.Join(parents, ", "), best))
-		}
-	}
+	topo.Parent, conflicts = cluster.LeafParents(places)
 	slices.SortFunc(unplaced, slurm.CompareNodeNames)
 	return topo, unplaced, conflicts
 }
