@@ -346,7 +346,7 @@ func (a *Agent) Run(parent context.Context) error {
 	wg.Go(func() { a.renewLoop(ctx) })
 	wg.Go(func() { a.caLoop(ctx) })
 	wg.Go(func() { a.keyringLoop(ctx) })
-	wg.Go(func() { a.cleanupLoop(ctx) })
+	wg.Go(func() { a.cleaner().Run(ctx) })
 	if a.cfg.GPUSampler != nil {
 		wg.Go(func() { a.gpuSampleLoop(ctx) })
 	}
