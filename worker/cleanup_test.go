@@ -17,28 +17,29 @@ import (
 // is live.
 func retainedState(t *testing.T, t0 time.Time) *fsm.State {
 	t.Helper()
+	sp := cluster.Spec{Name: "x", Command: []string{"true"}, User: "ada", UID: 1000, GID: 1000,
+		Request: cluster.Request{Nodes: 1}.WithDefaults()}
+	submit := fsm.SubmitJob{Spec: sp, Time: t0}
+	cmds := []struct {
+		typ  fsm.CmdType
+		body any
+	}{
+		{fsm.CmdSetPolicy, fsm.SetPolicy{Policy: cluster.Policy{MinJobAge: time.Minute, OutputRetention: time.Hour}, Time: t0}},
+		{fsm.CmdSubmitJob, submit}, {fsm.CmdSubmitJob, submit}, {fsm.CmdSubmitJob, submit},
+		{fsm.CmdCancelJob, fsm.CancelJob{Job: 1, Time: t0}},
+		{fsm.CmdCancelJob, fsm.CancelJob{Job: 2, Time: t0.Add(30 * time.Minute)}},
+		{fsm.CmdArchiveJobs, fsm.ArchiveJobs{Before: t0.Add(40 * time.Minute), Time: t0.Add(40 * time.Minute)}},
+	}
 	st := fsm.New()
-	index := uint64(0)
-	apply := func(typ fsm.CmdType, body any) {
-		t.Helper()
-		index++
-		data, err := fsm.Encode(typ, body)
+	for i, c := range cmds {
+		data, err := fsm.Encode(c.typ, c.body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := st.Apply(index, data); r.Err != nil {
-			t.Fatalf("apply %s: %v", typ, r.Err)
+		if r := st.Apply(uint64(i+1), data); r.Err != nil {
+			t.Fatalf("apply %s: %v", c.typ, r.Err)
 		}
 	}
-	apply(fsm.CmdSetPolicy, fsm.SetPolicy{Policy: cluster.Policy{MinJobAge: time.Minute, OutputRetention: time.Hour}, Time: t0})
-	sp := cluster.Spec{Name: "x", Command: []string{"true"}, User: "ada", UID: 1000, GID: 1000,
-		Request: cluster.Request{Nodes: 1}.WithDefaults()}
-	for range 3 {
-		apply(fsm.CmdSubmitJob, fsm.SubmitJob{Spec: sp, Time: t0})
-	}
-	apply(fsm.CmdCancelJob, fsm.CancelJob{Job: 1, Time: t0})
-	apply(fsm.CmdCancelJob, fsm.CancelJob{Job: 2, Time: t0.Add(30 * time.Minute)})
-	apply(fsm.CmdArchiveJobs, fsm.ArchiveJobs{Before: t0.Add(40 * time.Minute), Time: t0.Add(40 * time.Minute)})
 	return st
 }
 
