@@ -343,7 +343,9 @@ func (a *Agent) Run(parent context.Context) error {
 	wg.Go(func() { a.driver().Run(ctx) })
 	wg.Go(func() { a.reporter().Run(ctx) })
 	wg.Go(func() { a.drainGossipEvents(ctx) })
-	wg.Go(func() { a.renewLoop(ctx) })
+	if a.sec.bundle != nil {
+		wg.Go(func() { a.renewer().Run(ctx) })
+	}
 	wg.Go(func() { a.caLoop(ctx) })
 	wg.Go(func() { a.keyringLoop(ctx) })
 	wg.Go(func() { a.cleaner().Run(ctx) })

@@ -9,13 +9,14 @@
 // (leader.Archiver: leader.ArchiveDue), the executor driver
 // (worker.Driver: worker.Reconcile), the exit reports (worker.Reporter:
 // worker.Exits), the heartbeat with its fencing (worker.Heartbeater:
-// worker.Fence) and the output cleanup (worker.Cleaner:
-// worker.OutputsToForget) live beside their plans, behind plain interfaces this
+// worker.Fence), the output cleanup (worker.Cleaner:
+// worker.OutputsToForget) and certificate renewal (pki.Renewer:
+// pki.RenewNext) live beside their plans, behind plain interfaces this
 // package implements over raft, the FSM, the executor and the wall clock
 // (agentLeader, agentWorker, exitLog, exitReporter, lessee, wallClock);
 // here they are only built and run. The loops still here gather and act
-// around their plans the same way: voters (consensus.PlanVoters),
-// certificate renewal and GPU sampling. A
+// around their plans the same way: voters (consensus.PlanVoters) and GPU
+// sampling. A
 // node's own loops reach the leader through one function, callLeader
 // (locally when it leads).
 //
