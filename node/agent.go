@@ -343,11 +343,13 @@ func (a *Agent) Run(parent context.Context) error {
 	wg.Go(func() { a.driver().Run(ctx) })
 	wg.Go(func() { a.reporter().Run(ctx) })
 	wg.Go(func() { a.drainGossipEvents(ctx) })
-	if a.sec.bundle != nil {
+	if a.sec.bundle != nil { // TLS on
 		wg.Go(func() { a.renewer().Run(ctx) })
+		wg.Go(func() { a.keyringFollower().Run(ctx) })
 	}
-	wg.Go(func() { a.caLoop(ctx) })
-	wg.Go(func() { a.keyringLoop(ctx) })
+	if offer, ok := a.caOffer(); ok {
+		wg.Go(func() { a.caOfferer(offer).Run(ctx) })
+	}
 	wg.Go(func() { a.cleaner().Run(ctx) })
 	if a.cfg.GPUSampler != nil {
 		wg.Go(func() { a.gpuSampleLoop(ctx) })

@@ -10,8 +10,9 @@
 // (worker.Driver: worker.Reconcile), the exit reports (worker.Reporter:
 // worker.Exits), the heartbeat with its fencing (worker.Heartbeater:
 // worker.Fence), the output cleanup (worker.Cleaner:
-// worker.OutputsToForget) and certificate renewal (pki.Renewer:
-// pki.RenewNext) live beside their plans, behind plain interfaces this
+// worker.OutputsToForget), certificate renewal (pki.Renewer:
+// pki.RenewNext), the gossip keyring (pki.KeyringFollower:
+// pki.FollowKeyring) and the CA offer (pki.CAOfferer) live beside their plans, behind plain interfaces this
 // package implements over raft, the FSM, the executor and the wall clock
 // (agentLeader, agentWorker, exitLog, exitReporter, lessee, wallClock);
 // here they are only built and run. The loops still here gather and act

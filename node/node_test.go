@@ -306,11 +306,11 @@ func TestChangeKeyring(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || !sameKeys(got, tt.want) {
+		if err != nil || !pki.SameKeys(got, tt.want) {
 			t.Errorf("changeKeyring(%s %x) = %x, %v; want %x", tt.op, tt.key[0], got, err, tt.want)
 		}
 	}
-	if !sameKeys(ring, [][]byte{k(1), k(2)}) {
+	if !pki.SameKeys(ring, [][]byte{k(1), k(2)}) {
 		t.Errorf("changeKeyring changed its input: %x", ring)
 	}
 }

@@ -1,0 +1,164 @@
+package pki
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func key(b byte) []byte { return bytes.Repeat([]byte{b}, GossipKeyLen) }
+
+func TestFollowKeyring(t *testing.T) {
+	for _, tt := range []struct {
+		name             string
+		cluster, applied [][]byte
+		want             bool
+	}{
+		{"none recorded", nil, nil, false},
+		{"first keyring", [][]byte{key(1)}, nil, true},
+		{"the same", [][]byte{key(1), key(2)}, [][]byte{key(1), key(2)}, false},
+		{"a key installed", [][]byte{key(1), key(2)}, [][]byte{key(1)}, true},
+		{"another primary", [][]byte{key(2), key(1)}, [][]byte{key(1), key(2)}, true},
+		{"recorded keyring emptied", nil, [][]byte{key(1)}, false},
+	} {
+		if got := FollowKeyring(tt.cluster, tt.applied); got != tt.want {
+			t.Errorf("%s: FollowKeyring = %t; want %t", tt.name, got, tt.want)
+		}
+	}
+}
+
+// feedKeyring hands the loop the cluster's keyring, one per round, from
+// the test: a send returns once the round before it has finished. Once
+// stop is closed it answers with no keys and no change to wait for.
+type feedKeyring struct {
+	feed chan [][]byte
+	stop chan struct{}
+}
+
+func (f feedKeyring) GossipKeys() ([][]byte, <-chan struct{}) {
+	select {
+	case keys := <-f.feed:
+		changed := make(chan struct{})
+		close(changed)
+		return keys, changed
+	case <-f.stop:
+		return nil, nil
+	}
+}
+
+// fakeGossip records the keyrings set, and refuses the failOn-th.
+type fakeGossip struct {
+	failOn int
+	calls  int
+	set    [][][]byte
+}
+
+func (g *fakeGossip) SetKeys(keys [][]byte) error {
+	g.calls++
+	if g.calls == g.failOn {
+		return errors.New("memberlist refused")
+	}
+	g.set = append(g.set, keys)
+	return nil
+}
+
+// TestKeyringFollowerRun: the loop takes the cluster's keyring into
+// gossip and the key file when it changes, not before one is recorded nor
+// again when it is the same, and retries one gossip refused.
+func TestKeyringFollowerRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gossip.key")
+	cluster := feedKeyring{feed: make(chan [][]byte), stop: make(chan struct{})}
+	g := &fakeGossip{failOn: 2}
+	f := KeyringFollower{Cluster: cluster, Gossip: g, Path: path, Log: slog.New(slog.DiscardHandler)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(ctx) }()
+	rotated := [][]byte{key(2), key(1)}
+	for _, keys := range [][][]byte{nil, {key(1)}, {key(1)}, rotated, rotated, rotated} {
+		cluster.feed <- keys
+	}
+	cancel()
+	close(cluster.stop)
+	<-done
+
+	if g.calls != 3 || len(g.set) != 2 || !SameKeys(g.set[0], [][]byte{key(1)}) || !SameKeys(g.set[1], rotated) {
+		t.Errorf("gossip set %x in %d calls; want [k1] then [k2 k1] in 3 (one refused)", g.set, g.calls)
+	}
+	onDisk, err := LoadGossipKeys(path)
+	if err != nil || !SameKeys(onDisk, rotated) {
+		t.Errorf("key file %x, %v; want %x", onDisk, err, rotated)
+	}
+}
+
+// offerClock is a Timer whose waits are recorded and end at once, or
+// never when block.
+type offerClock struct {
+	waits []time.Duration
+	block bool
+}
+
+func (*offerClock) Now() time.Time { return t0 }
+
+func (c *offerClock) After(d time.Duration) <-chan time.Time {
+	c.waits = append(c.waits, d)
+	if c.block {
+		return nil
+	}
+	ch := make(chan time.Time, 1)
+	ch <- t0
+	return ch
+}
+
+// fakeRecorder is a cluster that records the CA at the recordAt-th offer
+// (never when 0), refusing those before it.
+type fakeRecorder struct {
+	recordAt, offers int
+}
+
+func (r *fakeRecorder) HasClusterCA() bool { return r.recordAt > 0 && r.offers >= r.recordAt }
+
+func (r *fakeRecorder) OfferClusterCA(context.Context) error {
+	r.offers++
+	if r.offers < r.recordAt || r.recordAt == 0 {
+		return errors.New("no leader")
+	}
+	return nil
+}
+
+// TestCAOffererRun: the CA is offered every Every until the state holds
+// it, not at all when it does, and no longer once ctx ends.
+func TestCAOffererRun(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	for _, tt := range []struct {
+		name     string
+		recordAt int
+		offers   int
+	}{
+		{"recorded at the third offer", 3, 3},
+		{"recorded at the first", 1, 1},
+	} {
+		rec, clock := &fakeRecorder{recordAt: tt.recordAt}, &offerClock{}
+		CAOfferer{Cluster: rec, Every: 2 * time.Second, Clock: clock, Log: log}.Run(context.Background())
+		if rec.offers != tt.offers || len(clock.waits) != tt.offers || clock.waits[0] != 2*time.Second {
+			t.Errorf("%s: %d offers, waits %v; want %d offers, each followed by 2s", tt.name, rec.offers, clock.waits, tt.offers)
+		}
+	}
+
+	rec := &fakeRecorder{recordAt: 1, offers: 1}
+	CAOfferer{Cluster: rec, Every: time.Second, Clock: &offerClock{}, Log: log}.Run(context.Background())
+	if rec.offers != 1 {
+		t.Errorf("offered a CA the state holds already")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec = &fakeRecorder{}
+	CAOfferer{Cluster: rec, Every: time.Second, Clock: &offerClock{block: true}, Log: log}.Run(ctx)
+	if rec.offers != 1 {
+		t.Errorf("%d offers after ctx ended; want 1", rec.offers)
+	}
+}
