@@ -3,23 +3,24 @@
 // process, the one every machine of a cluster runs.
 //
 // Every control loop is gather → decide → act: take a consistent FSM
-// view, call a pure function, and act on the result. The scheduling loop
-// (leader.Scheduler: leader.Pass and leader.Preemption), the lease-expiry
-// loop (leader.LeaseWatch: leader.ExpiredLeases), the archive loop
-// (leader.Archiver: leader.ArchiveDue), the executor driver
-// (worker.Driver: worker.Reconcile), the exit reports (worker.Reporter:
-// worker.Exits), the heartbeat with its fencing (worker.Heartbeater:
-// worker.Fence), the output cleanup (worker.Cleaner:
-// worker.OutputsToForget), certificate renewal (pki.Renewer:
-// pki.RenewNext), the gossip keyring (pki.KeyringFollower:
-// pki.FollowKeyring) and the CA offer (pki.CAOfferer) live beside their plans, behind plain interfaces this
-// package implements over raft, the FSM, the executor and the wall clock
-// (agentLeader, agentWorker, exitLog, exitReporter, lessee, wallClock);
-// here they are only built and run. The loops still here gather and act
-// around their plans the same way: voters (consensus.PlanVoters) and GPU
-// sampling. A
-// node's own loops reach the leader through one function, callLeader
-// (locally when it leads).
+// view, call a pure function, and act on the result. The loops live
+// beside their plans, behind plain interfaces this package implements
+// over raft, the FSM, gossip, the executor and the wall clock; here they
+// are only built and run:
+//   - in package leader: scheduling (Scheduler: Pass and Preemption),
+//     lease expiry (LeaseWatch: ExpiredLeases) and the archive (Archiver:
+//     ArchiveDue);
+//   - in package worker: the executor driver (Driver: Reconcile), the
+//     exit reports (Reporter: Exits), the heartbeat with its fencing
+//     (Heartbeater: Fence), the output cleanup (Cleaner: OutputsToForget)
+//     and GPU sampling (GPUSampler: GPUReportDue);
+//   - in package pki: certificate renewal (Renewer: RenewNext), the gossip
+//     keyring (KeyringFollower: FollowKeyring) and the CA offer
+//     (CAOfferer).
+//
+// The voter loop (consensus.PlanVoters) and bootstrap still gather and
+// act here. A node's own loops reach the leader through one function,
+// callLeader (locally when it leads).
 //
 // Leader-only loops (scheduling, leases, voter reconciliation, archive)
 // are started when this node gains leadership and stopped, and waited for,
