@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -129,7 +130,7 @@ func TestGPUSamplerRounds(t *testing.T) {
 		clock.now, gpus.err, gpus.failFor = t0.Add(st.at), st.err, st.failFor
 		failing = s.Round(context.Background(), failing, &last)
 		u := s.Usage.Get(a)
-		if failing != st.failing || u == nil || u.Samples != st.samples || !equalRuns(gpus.reports, st.reports) {
+		if failing != st.failing || u == nil || u.Samples != st.samples || !slices.Equal(gpus.reports, st.reports) {
 			t.Fatalf("round %d at +%s: failing %t, usage %+v, reports %v; want %t, %d samples, %v",
 				i, st.at, failing, u, gpus.reports, st.failing, st.samples, st.reports)
 		}
@@ -140,18 +141,6 @@ func TestGPUSamplerRounds(t *testing.T) {
 	if s.Usage.Get(a) != nil {
 		t.Errorf("job 1 left the live state but its usage stays")
 	}
-}
-
-func equalRuns(a, b []GPURun) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestGPUSamplerRunCloses: the loop samples at once and on each tick, and
