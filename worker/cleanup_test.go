@@ -12,6 +12,9 @@ import (
 	"github.com/shoal-sched/shoal/fsm"
 )
 
+// discard is the loops' log in tests.
+var discard = slog.New(slog.DiscardHandler)
+
 // retainedState builds a replica at t0 with OutputRetention an hour:
 // job 1 ended at t0 and job 2 at t0+30m, both archived at t0+40m; job 3
 // is live.
@@ -138,7 +141,7 @@ func TestCleanerRun(t *testing.T) {
 	rep := feedReplica{feed: make(chan Retained), stop: make(chan struct{})}
 	out := &fakeOutputs{stored: []cluster.JobID{1, 2, 3, 99}}
 	clock := &waitClock{now: t0.Add(100 * time.Minute), wake: make(chan time.Time)}
-	c := Cleaner{Replica: rep, Outputs: out, Clock: clock, Log: slog.New(slog.DiscardHandler)}
+	c := Cleaner{Replica: rep, Outputs: out, Clock: clock, Log: discard}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); c.Run(ctx) }()

@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -107,7 +106,7 @@ func TestGPUSamplerRounds(t *testing.T) {
 	gpus := &fakeGPUs{held: []GPURun{a, a, b, c}, shares: map[GPURun]GPUShare{a: share, b: share, c: share},
 		jobs: liveJobs{1: 1, 2: 1, 3: 1}}
 	clock := &stepClock{now: t0}
-	s := GPUSampler{GPUs: gpus, Usage: &GPUUsage{}, Clock: clock, Log: slog.New(slog.DiscardHandler),
+	s := GPUSampler{GPUs: gpus, Usage: &GPUUsage{}, Clock: clock, Log: discard,
 		Interval: 10 * time.Second, ReportInterval: time.Minute}
 	last := t0
 	steps := []struct {
@@ -151,7 +150,7 @@ func TestGPUSamplerRunCloses(t *testing.T) {
 	gpus := &fakeGPUs{held: []GPURun{a}, shares: map[GPURun]GPUShare{a: {Utils: []float64{1}}}, jobs: liveJobs{1: 1}}
 	tick := make(chan time.Time)
 	clock := &tickClock{stepClock: stepClock{now: t0}, tick: tick}
-	s := GPUSampler{GPUs: gpus, Usage: &GPUUsage{}, Clock: clock, Log: slog.New(slog.DiscardHandler),
+	s := GPUSampler{GPUs: gpus, Usage: &GPUUsage{}, Clock: clock, Log: discard,
 		Interval: time.Second, ReportInterval: time.Hour}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
