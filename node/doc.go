@@ -15,8 +15,8 @@
 //     (Heartbeater: Fence), the output cleanup (Cleaner: OutputsToForget)
 //     and GPU sampling (GPUSampler: GPUReportDue);
 //   - in package pki: certificate renewal (Renewer: RenewNext), the gossip
-//     keyring (KeyringFollower: FollowKeyring) and the CA offer
-//     (CAOfferer).
+//     keyring (KeyringFollower: FollowKeyring), the CA offer (CAOfferer)
+//     and a join with a token (Joiner: JoinRetries).
 //
 // The voter loop (consensus.PlanVoters) and bootstrap still gather and
 // act here. A node's own loops reach the leader through one function,

@@ -10,6 +10,9 @@ import (
 	"time"
 )
 
+// discard is the loops' log in tests.
+var discard = slog.New(slog.DiscardHandler)
+
 func key(b byte) []byte { return bytes.Repeat([]byte{b}, GossipKeyLen) }
 
 func TestFollowKeyring(t *testing.T) {
@@ -73,7 +76,7 @@ func TestKeyringFollowerRun(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gossip.key")
 	cluster := feedKeyring{feed: make(chan [][]byte), stop: make(chan struct{})}
 	g := &fakeGossip{failOn: 2}
-	f := KeyringFollower{Cluster: cluster, Gossip: g, Path: path, Log: slog.New(slog.DiscardHandler)}
+	f := KeyringFollower{Cluster: cluster, Gossip: g, Path: path, Log: discard}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); f.Run(ctx) }()
@@ -132,7 +135,6 @@ func (r *fakeRecorder) OfferClusterCA(context.Context) error {
 // TestCAOffererRun: the CA is offered every Every until the state holds
 // it, not at all when it does, and no longer once ctx ends.
 func TestCAOffererRun(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
 	for _, tt := range []struct {
 		name     string
 		recordAt int
@@ -142,14 +144,14 @@ func TestCAOffererRun(t *testing.T) {
 		{"recorded at the first", 1, 1},
 	} {
 		rec, clock := &fakeRecorder{recordAt: tt.recordAt}, &offerClock{}
-		CAOfferer{Cluster: rec, Every: 2 * time.Second, Clock: clock, Log: log}.Run(context.Background())
+		CAOfferer{Cluster: rec, Every: 2 * time.Second, Clock: clock, Log: discard}.Run(context.Background())
 		if rec.offers != tt.offers || len(clock.waits) != tt.offers || clock.waits[0] != 2*time.Second {
 			t.Errorf("%s: %d offers, waits %v; want %d offers, each followed by 2s", tt.name, rec.offers, clock.waits, tt.offers)
 		}
 	}
 
 	rec := &fakeRecorder{recordAt: 1, offers: 1}
-	CAOfferer{Cluster: rec, Every: time.Second, Clock: &offerClock{}, Log: log}.Run(context.Background())
+	CAOfferer{Cluster: rec, Every: time.Second, Clock: &offerClock{}, Log: discard}.Run(context.Background())
 	if rec.offers != 1 {
 		t.Errorf("offered a CA the state holds already")
 	}
@@ -157,7 +159,7 @@ func TestCAOffererRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	rec = &fakeRecorder{}
-	CAOfferer{Cluster: rec, Every: time.Second, Clock: &offerClock{block: true}, Log: log}.Run(ctx)
+	CAOfferer{Cluster: rec, Every: time.Second, Clock: &offerClock{block: true}, Log: discard}.Run(ctx)
 	if rec.offers != 1 {
 		t.Errorf("%d offers after ctx ended; want 1", rec.offers)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -94,7 +93,7 @@ func TestRenewerRun(t *testing.T) {
 	signer := &caSigner{ca: ca, clock: clock, life: life}
 	renewed := 0
 	r := Renewer{Bundle: b, Paths: paths, Signer: signer, Renewed: func() { renewed++ },
-		Clock: clock, Log: slog.New(slog.DiscardHandler)}
+		Clock: clock, Log: discard}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
