@@ -1,11 +1,8 @@
 package node
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -66,7 +63,7 @@ func (b apiBackend) ChangeKeyring(ctx context.Context, req api.KeyringRequest, w
 	if sec == nil || len(sec.GossipKeys) == 0 {
 		return api.Keyring{}, conflict(errNoClusterCA)
 	}
-	keys, err := changeKeyring(sec.GossipKeys, req.Op, key)
+	keys, err := pki.ChangeKeyring(sec.GossipKeys, req.Op, key, fsm.MaxGossipKeys)
 	if err != nil {
 		return api.Keyring{}, invalid(err)
 	}
@@ -79,34 +76,4 @@ func (b apiBackend) ChangeKeyring(ctx context.Context, req api.KeyringRequest, w
 	}
 	b.a.log.Info("changed the gossip keyring", "op", req.Op, "keys", len(keys), "by", who.User)
 	return api.Keyring{Cluster: encodeKeys(keys)}, nil
-}
-
-// changeKeyring is the pure step from one keyring to the next.
-func changeKeyring(keys [][]byte, op string, key []byte) ([][]byte, error) {
-	i := slices.IndexFunc(keys, func(k []byte) bool { return bytes.Equal(k, key) })
-	switch op {
-	case "install":
-		if i >= 0 {
-			return nil, errors.New("install: the key is in the keyring already")
-		}
-		if len(keys) >= fsm.MaxGossipKeys {
-			return nil, fmt.Errorf("install: the keyring holds %d keys, at most %d: remove one first", len(keys), fsm.MaxGossipKeys)
-		}
-		return append(slices.Clone(keys), key), nil
-	case "use":
-		if i < 0 {
-			return nil, errors.New("use: the key is not in the keyring: install it first, and let every node learn it")
-		}
-		out := [][]byte{key}
-		return append(out, slices.Delete(slices.Clone(keys), i, i+1)...), nil
-	case "remove":
-		switch {
-		case i < 0:
-			return nil, errors.New("remove: the key is not in the keyring")
-		case i == 0:
-			return nil, errors.New("remove: the key is the primary: use another first")
-		}
-		return slices.Delete(slices.Clone(keys), i, i+1), nil
-	}
-	return nil, fmt.Errorf("op %q: want install, use or remove", op)
 }

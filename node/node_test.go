@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"log/slog"
@@ -277,40 +276,5 @@ func TestSameAnnouncement(t *testing.T) {
 		if sameAnnouncement(&base, c) {
 			t.Errorf("%s changed but sameAnnouncement = true", name)
 		}
-	}
-}
-
-func TestChangeKeyring(t *testing.T) {
-	k := func(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
-	ring := [][]byte{k(1), k(2)}
-	tests := []struct {
-		op      string
-		key     []byte
-		want    [][]byte
-		wantErr string
-	}{
-		{"install", k(3), [][]byte{k(1), k(2), k(3)}, ""},
-		{"install", k(2), nil, "already"},
-		{"use", k(2), [][]byte{k(2), k(1)}, ""},
-		{"use", k(3), nil, "install it first"},
-		{"remove", k(2), [][]byte{k(1)}, ""},
-		{"remove", k(1), nil, "primary"},
-		{"remove", k(3), nil, "not in the keyring"},
-		{"rotate", k(3), nil, "want install, use or remove"},
-	}
-	for _, tt := range tests {
-		got, err := changeKeyring(ring, tt.op, tt.key)
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("changeKeyring(%s %x) = %v; want an error saying %q", tt.op, tt.key[0], err, tt.wantErr)
-			}
-			continue
-		}
-		if err != nil || !pki.SameKeys(got, tt.want) {
-			t.Errorf("changeKeyring(%s %x) = %x, %v; want %x", tt.op, tt.key[0], got, err, tt.want)
-		}
-	}
-	if !pki.SameKeys(ring, [][]byte{k(1), k(2)}) {
-		t.Errorf("changeKeyring changed its input: %x", ring)
 	}
 }

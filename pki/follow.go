@@ -3,6 +3,8 @@ package pki
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -112,4 +114,37 @@ func (o CAOfferer) Run(ctx context.Context) {
 		case <-o.Clock.After(o.Every):
 		}
 	}
+}
+
+// ChangeKeyring is the step from one keyring to the next that root asks
+// for (`shoal keyring install|use|remove KEY`): install a key, use one as
+// the primary, or remove one that is not. A keyring holds at most limit
+// keys. keys is not modified.
+func ChangeKeyring(keys [][]byte, op string, key []byte, limit int) ([][]byte, error) {
+	i := slices.IndexFunc(keys, func(k []byte) bool { return bytes.Equal(k, key) })
+	switch op {
+	case "install":
+		if i >= 0 {
+			return nil, errors.New("install: the key is in the keyring already")
+		}
+		if len(keys) >= limit {
+			return nil, fmt.Errorf("install: the keyring holds %d keys, at most %d: remove one first", len(keys), limit)
+		}
+		return append(slices.Clone(keys), key), nil
+	case "use":
+		if i < 0 {
+			return nil, errors.New("use: the key is not in the keyring: install it first, and let every node learn it")
+		}
+		out := [][]byte{key}
+		return append(out, slices.Delete(slices.Clone(keys), i, i+1)...), nil
+	case "remove":
+		switch {
+		case i < 0:
+			return nil, errors.New("remove: the key is not in the keyring")
+		case i == 0:
+			return nil, errors.New("remove: the key is the primary: use another first")
+		}
+		return slices.Delete(slices.Clone(keys), i, i+1), nil
+	}
+	return nil, fmt.Errorf("op %q: want install, use or remove", op)
 }

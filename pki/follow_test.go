@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -162,5 +163,43 @@ func TestCAOffererRun(t *testing.T) {
 	CAOfferer{Cluster: rec, Every: time.Second, Clock: &offerClock{block: true}, Log: discard}.Run(ctx)
 	if rec.offers != 1 {
 		t.Errorf("%d offers after ctx ended; want 1", rec.offers)
+	}
+}
+
+// TestChangeKeyring: root's three steps of a rotation, and their refusals.
+func TestChangeKeyring(t *testing.T) {
+	ring := [][]byte{key(1), key(2)}
+	tests := []struct {
+		op      string
+		key     []byte
+		want    [][]byte
+		wantErr string
+	}{
+		{"install", key(3), [][]byte{key(1), key(2), key(3)}, ""},
+		{"install", key(2), nil, "already"},
+		{"use", key(2), [][]byte{key(2), key(1)}, ""},
+		{"use", key(3), nil, "install it first"},
+		{"remove", key(2), [][]byte{key(1)}, ""},
+		{"remove", key(1), nil, "primary"},
+		{"remove", key(3), nil, "not in the keyring"},
+		{"rotate", key(3), nil, "want install, use or remove"},
+	}
+	for _, tt := range tests {
+		got, err := ChangeKeyring(ring, tt.op, tt.key, 3)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("ChangeKeyring(%s %x) = %v; want an error saying %q", tt.op, tt.key[0], err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || !SameKeys(got, tt.want) {
+			t.Errorf("ChangeKeyring(%s %x) = %x, %v; want %x", tt.op, tt.key[0], got, err, tt.want)
+		}
+	}
+	if !SameKeys(ring, [][]byte{key(1), key(2)}) {
+		t.Errorf("ChangeKeyring changed its input: %x", ring)
+	}
+	if _, err := ChangeKeyring(ring, "install", key(3), 2); err == nil || !strings.Contains(err.Error(), "at most 2") {
+		t.Errorf("install into a full keyring = %v; want an error saying it holds at most 2", err)
 	}
 }
