@@ -40,6 +40,10 @@ func TestArchiverArchivesFinishedJobs(t *testing.T) {
 	must(h.apply(fsm.CmdSubmitJob, fsm.SubmitJob{Spec: sp, Time: t0}))
 	must(h.apply(fsm.CmdCancelJob, fsm.CancelJob{Job: 1, Time: t0}))
 
+	if _, due := ArchiveDue(h.s.View(), t0.Add(30*time.Second)); due {
+		t.Errorf("archive due 30 s after job 1 ended; MinJobAge is a minute")
+	}
+
 	var archives []fsm.ArchiveJobs
 	rec := &recorder{h: h}
 	prop := proposerFunc(func(ctx context.Context, ct fsm.CmdType, body any) (fsm.Result, error) {

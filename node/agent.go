@@ -27,6 +27,7 @@ import (
 	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/metrics"
 	"github.com/shoal-sched/shoal/pki"
+	"github.com/shoal-sched/shoal/worker"
 )
 
 // Agent is one running Shoal node.
@@ -76,10 +77,10 @@ type Agent struct {
 	// below are read into it at scrape time.
 	metrics                          *metrics.Metrics
 	placements, preemptions, fencing atomic.Uint64
-	// gpuSample is the last GPU sample (gpuSampleLoop); nil before it.
+	// gpuSample is the last GPU sample (agentGPUs); nil before it.
 	gpuSample atomic.Pointer[metrics.GPUReading]
-	// gpuUsage is what each job's GPUs here did so far (gpuusage.go).
-	gpuUsage gpuUsageTable
+	// gpuUsage is what each job's GPUs here did so far (gpuSampler).
+	gpuUsage worker.GPUUsage
 	// shimDir holds srun, scontrol and sbatch links to this binary, put
 	// first on the PATH of batch scripts and steps.
 	shimDir string
@@ -348,13 +349,17 @@ func (a *Agent) Run(parent context.Context) error {
 	wg.Go(func() { a.driver().Run(ctx) })
 	wg.Go(func() { a.reporter().Run(ctx) })
 	wg.Go(func() { a.drainGossipEvents(ctx) })
-	wg.Go(func() { a.renewLoop(ctx) })
-	wg.Go(func() { a.caLoop(ctx) })
-	wg.Go(func() { a.keyringLoop(ctx) })
-	wg.Go(func() { a.cleanupLoop(ctx) })
+	if a.sec.bundle != nil { // TLS on
+		wg.Go(func() { a.renewer().Run(ctx) })
+		wg.Go(func() { a.keyringFollower().Run(ctx) })
+	}
+	if offer, ok := a.caOffer(); ok {
+		wg.Go(func() { a.caOfferer(offer).Run(ctx) })
+	}
+	wg.Go(func() { a.cleaner().Run(ctx) })
 	wg.Go(func() { a.discoveryLoop(ctx) })
 	if a.cfg.GPUSampler != nil {
-		wg.Go(func() { a.gpuSampleLoop(ctx) })
+		wg.Go(func() { a.gpuSampler().Run(ctx) })
 	}
 	if failpointDiverge { // a fault injected in test builds only: see failpoint_diverge_off.go
 		wg.Go(func() { a.failpointDivergeLoop(ctx) })

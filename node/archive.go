@@ -1,12 +1,8 @@
 package node
 
 import (
-	"context"
-	"time"
-
-	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/leader"
+	"github.com/shoal-sched/shoal/worker"
 )
 
 // archiver is the leader's archive loop (leader.Archiver) over this agent.
@@ -14,68 +10,17 @@ func (a *Agent) archiver() leader.Archiver {
 	return leader.Archiver{State: a.state, Propose: agentLeader{a}, Clock: wallClock{}, Log: a.log}
 }
 
-// Bounds of the output cleanup loop.
-const (
-	cleanupIntervalMax = 10 * time.Minute
-	cleanupIntervalMin = time.Second
-)
-
-// outputsToForget is the cleanup loop's pure decision: of the jobs with
-// task directories on this node, those to remove at now. A live job keeps
-// them; an archived one keeps them for the policy's OutputRetention after
-// it ended; one the cluster no longer knows (dropped from a full archive)
-// loses them. The caller runs it only on a replica that has caught up, so
-// "unknown" cannot mean "not replicated here yet".
-func outputsToForget(v *fsm.View, stored []cluster.JobID, now time.Time) []cluster.JobID {
-	keep := v.Policy().Retention()
-	var out []cluster.JobID
-	for _, id := range stored {
-		if _, live := v.Job(id); live {
-			continue
-		}
-		if j, archived := v.ArchivedJob(id); archived && now.Sub(j.EndTime) < keep {
-			continue
-		}
-		out = append(out, id)
-	}
-	return out
+// cleaner is the output cleanup loop (worker.Cleaner) over this agent's
+// replica and executor.
+func (a *Agent) cleaner() worker.Cleaner {
+	return worker.Cleaner{Replica: retainedReplica{a}, Outputs: a.exec, Clock: wallClock{}, Log: a.log}
 }
 
-// cleanupLoop removes the task directories of jobs past their output
-// retention, so a node's disk and its restart scan stay bounded. It scans
-// at most every tenth of the retention (between a second and ten
-// minutes), and wakes on state changes so a new policy takes effect at
-// once.
-func (a *Agent) cleanupLoop(ctx context.Context) {
-	var lastScan time.Time
-	for {
-		v := a.state.View()
-		every := min(max(v.Policy().Retention()/10, cleanupIntervalMin), cleanupIntervalMax)
-		now := time.Now()
-		if now.Sub(lastScan) >= every && a.caughtUp() && a.state.Diverged() == nil {
-			lastScan = now
-			a.forgetOutputs(v, now)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-v.Changed():
-		case <-time.After(max(time.Until(lastScan.Add(every)), cleanupIntervalMin)):
-		}
-	}
-}
+// retainedReplica is worker.Replica over the FSM.
+type retainedReplica struct{ a *Agent }
 
-func (a *Agent) forgetOutputs(v *fsm.View, now time.Time) {
-	stored, err := a.exec.StoredJobs()
-	if err != nil {
-		a.log.Warn("list task directories", "err", err)
-		return
-	}
-	for _, id := range outputsToForget(v, stored, now) {
-		if n, err := a.exec.Forget(id); err != nil {
-			a.log.Debug("remove a finished job's task directories", "job", uint64(id), "err", err)
-		} else if n > 0 {
-			a.log.Info("removed a finished job's task directories", "job", uint64(id), "dirs", n)
-		}
-	}
+func (r retainedReplica) Retained() worker.Retained {
+	v := r.a.state.View()
+	return worker.Retained{Jobs: v, Retention: v.Policy().Retention(),
+		Trusted: r.a.caughtUp() && r.a.state.Diverged() == nil, Changed: v.Changed()}
 }

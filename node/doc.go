@@ -3,20 +3,24 @@
 // process, the one every machine of a cluster runs.
 //
 // Every control loop is gather → decide → act: take a consistent FSM
-// view, call a pure function, and act on the result. The scheduling loop
-// (leader.Scheduler: leader.Pass and leader.Preemption), the lease-expiry
-// loop (leader.LeaseWatch: leader.ExpiredLeases), the archive loop
-// (leader.Archiver: leader.ArchiveDue), the executor driver
-// (worker.Driver: worker.Reconcile), the exit reports (worker.Reporter:
-// worker.Exits) and the heartbeat with its fencing (worker.Heartbeater:
-// worker.Fence) live beside their plans, behind plain interfaces this
-// package implements over raft, the FSM, the executor and the wall clock
-// (agentLeader, agentWorker, exitLog, exitReporter, lessee, wallClock);
-// here they are only built and run. The loops still here gather and act
-// around their plans the same way: voters (consensus.PlanVoters), output
-// cleanup (outputsToForget), certificate renewal and GPU sampling. A
-// node's own loops reach the leader through one function, callLeader
-// (locally when it leads).
+// view, call a pure function, and act on the result. The loops live
+// beside their plans, behind plain interfaces this package implements
+// over raft, the FSM, gossip, the executor and the wall clock; here they
+// are only built and run:
+//   - in package leader: scheduling (Scheduler: Pass and Preemption),
+//     lease expiry (LeaseWatch: ExpiredLeases) and the archive (Archiver:
+//     ArchiveDue);
+//   - in package worker: the executor driver (Driver: Reconcile), the
+//     exit reports (Reporter: Exits), the heartbeat with its fencing
+//     (Heartbeater: Fence), the output cleanup (Cleaner: OutputsToForget)
+//     and GPU sampling (GPUSampler: GPUReportDue);
+//   - in package pki: certificate renewal (Renewer: RenewNext), the gossip
+//     keyring (KeyringFollower: FollowKeyring), the CA offer (CAOfferer)
+//     and a join with a token (Joiner: JoinRetries).
+//
+// The voter loop (consensus.PlanVoters) and bootstrap still gather and
+// act here. A node's own loops reach the leader through one function,
+// callLeader (locally when it leads).
 //
 // Leader-only loops (scheduling, leases, voter reconciliation, archive)
 // are started when this node gains leadership and stopped, and waited for,

@@ -43,37 +43,29 @@ func (a *Agent) caOffer() (*api.ClusterCA, bool) {
 	return &api.ClusterCA{CACert: string(pki.EncodeCert(b.CA.Cert)), CAKey: string(keyPEM), GossipKey: pki.EncodeGossipKey(a.sec.gossipKeys[0])}, true
 }
 
-// hasClusterCA reports whether the replicated state holds the CA.
-func (a *Agent) hasClusterCA() bool {
-	sec := a.state.View().Security()
+// caOfferer is the CA offer loop (pki.CAOfferer) over this agent,
+// offering offer (caOffer) every heartbeat interval.
+func (a *Agent) caOfferer(offer *api.ClusterCA) pki.CAOfferer {
+	return pki.CAOfferer{Cluster: caRecorder{a, offer}, Every: a.cfg.HeartbeatInterval, Clock: wallClock{}, Log: a.log}
+}
+
+// caRecorder is pki.ClusterCARecorder over the FSM and callLeader.
+type caRecorder struct {
+	a     *Agent
+	offer *api.ClusterCA
+}
+
+// HasClusterCA reports whether the replicated state holds the CA.
+func (c caRecorder) HasClusterCA() bool {
+	sec := c.a.state.View().Security()
 	return sec != nil && len(sec.CACert) > 0
 }
 
-// caLoop runs on a node that holds the CA's key (the one an operator ran
-// `shoal tls init` on) until the replicated state holds the CA, so that
-// whichever node leads can sign join requests and renewals: as leader it
-// records it, else it offers it to the leader.
-func (a *Agent) caLoop(ctx context.Context) {
-	offer, ok := a.caOffer()
-	if !ok {
-		return
-	}
-	for !a.hasClusterCA() {
-		if err := a.offerClusterCA(ctx, offer); err != nil && ctx.Err() == nil {
-			a.log.Debug("offer the cluster CA to the leader", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(a.cfg.HeartbeatInterval):
-		}
-	}
-}
-
-func (a *Agent) offerClusterCA(ctx context.Context, offer *api.ClusterCA) error {
+// OfferClusterCA offers this node's CA to the leader.
+func (c caRecorder) OfferClusterCA(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
-	_, err := callLeader(ctx, a, "/v1/internal/cluster-ca", *offer, noReplyFrom(a.recordClusterCA))
+	_, err := callLeader(ctx, c.a, "/v1/internal/cluster-ca", *c.offer, noReplyFrom(c.a.recordClusterCA))
 	return err
 }
 
@@ -120,7 +112,7 @@ func (a *Agent) recordClusterCA(ctx context.Context, offer api.ClusterCA) error 
 	return nil
 }
 
-// RecordClusterCA records a node's offer of the CA (see caLoop; leader).
+// RecordClusterCA records a node's offer of the CA (see caOfferer; leader).
 func (b apiBackend) RecordClusterCA(ctx context.Context, offer api.ClusterCA) error {
 	return b.a.recordClusterCA(ctx, offer)
 }

@@ -1,11 +1,8 @@
 package node
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -14,43 +11,21 @@ import (
 	"github.com/shoal-sched/shoal/pki"
 )
 
-// The gossip keyring is replicated (cluster.Security.GossipKeys): root
-// changes it through the leader in three steps (install a new key, use it
-// as the primary, remove the old one), and every agent follows the
-// replicated keyring into its own gossip. Raft does not depend on gossip,
-// so an agent that was down during a rotation learns the new keyring from
-// the log when it comes back, even after its old key was removed.
-
-// keyringLoop makes this agent's gossip keyring and its key file follow
-// the replicated keyring.
-func (a *Agent) keyringLoop(ctx context.Context) {
-	if a.sec.bundle == nil {
-		return
-	}
-	var applied [][]byte
-	for {
-		v := a.state.View()
-		if sec := v.Security(); sec != nil && len(sec.GossipKeys) > 0 && !sameKeys(sec.GossipKeys, applied) {
-			if err := a.gossip.SetKeys(sec.GossipKeys); err != nil {
-				a.log.Warn("follow the cluster's gossip keyring", "err", err)
-			} else {
-				applied = sec.GossipKeys
-				if err := pki.WriteGossipKeys(a.cfg.tlsPaths().GossipKey, applied); err != nil {
-					a.log.Warn("write the gossip keyring", "err", err)
-				}
-				a.log.Info("gossip keyring follows the cluster's", "keys", len(applied))
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-v.Changed():
-		}
-	}
+// keyringFollower is the keyring loop (pki.KeyringFollower) over this
+// agent's replica and gossip.
+func (a *Agent) keyringFollower() pki.KeyringFollower {
+	return pki.KeyringFollower{Cluster: clusterKeyring{a}, Gossip: a.gossip, Path: a.cfg.tlsPaths().GossipKey, Log: a.log}
 }
 
-func sameKeys(a, b [][]byte) bool {
-	return slices.EqualFunc(a, b, func(x, y []byte) bool { return bytes.Equal(x, y) })
+// clusterKeyring is pki.ClusterKeyring over the FSM.
+type clusterKeyring struct{ a *Agent }
+
+func (c clusterKeyring) GossipKeys() ([][]byte, <-chan struct{}) {
+	v := c.a.state.View()
+	if sec := v.Security(); sec != nil {
+		return sec.GossipKeys, v.Changed()
+	}
+	return nil, v.Changed()
 }
 
 func encodeKeys(keys [][]byte) []string {
@@ -88,7 +63,7 @@ func (b apiBackend) ChangeKeyring(ctx context.Context, req api.KeyringRequest, w
 	if sec == nil || len(sec.GossipKeys) == 0 {
 		return api.Keyring{}, conflict(errNoClusterCA)
 	}
-	keys, err := changeKeyring(sec.GossipKeys, req.Op, key)
+	keys, err := pki.ChangeKeyring(sec.GossipKeys, req.Op, key, fsm.MaxGossipKeys)
 	if err != nil {
 		return api.Keyring{}, invalid(err)
 	}
@@ -101,34 +76,4 @@ func (b apiBackend) ChangeKeyring(ctx context.Context, req api.KeyringRequest, w
 	}
 	b.a.log.Info("changed the gossip keyring", "op", req.Op, "keys", len(keys), "by", who.User)
 	return api.Keyring{Cluster: encodeKeys(keys)}, nil
-}
-
-// changeKeyring is the pure step from one keyring to the next.
-func changeKeyring(keys [][]byte, op string, key []byte) ([][]byte, error) {
-	i := slices.IndexFunc(keys, func(k []byte) bool { return bytes.Equal(k, key) })
-	switch op {
-	case "install":
-		if i >= 0 {
-			return nil, errors.New("install: the key is in the keyring already")
-		}
-		if len(keys) >= fsm.MaxGossipKeys {
-			return nil, fmt.Errorf("install: the keyring holds %d keys, at most %d: remove one first", len(keys), fsm.MaxGossipKeys)
-		}
-		return append(slices.Clone(keys), key), nil
-	case "use":
-		if i < 0 {
-			return nil, errors.New("use: the key is not in the keyring: install it first, and let every node learn it")
-		}
-		out := [][]byte{key}
-		return append(out, slices.Delete(slices.Clone(keys), i, i+1)...), nil
-	case "remove":
-		switch {
-		case i < 0:
-			return nil, errors.New("remove: the key is not in the keyring")
-		case i == 0:
-			return nil, errors.New("remove: the key is the primary: use another first")
-		}
-		return slices.Delete(slices.Clone(keys), i, i+1), nil
-	}
-	return nil, fmt.Errorf("op %q: want install, use or remove", op)
 }

@@ -2,8 +2,6 @@ package node
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/shoal-sched/shoal/consensus"
@@ -60,48 +58,4 @@ func (a *Agent) readMetrics() metrics.Reading {
 		}
 	}
 	return r
-}
-
-// gpuSampleLoop samples this node's GPUs every GPUSampleInterval with the
-// jobs that hold them (from the replica), for readMetrics, and closes the
-// sampler when ctx ends.
-func (a *Agent) gpuSampleLoop(ctx context.Context) {
-	defer func() {
-		if err := a.cfg.GPUSampler.Close(); err != nil {
-			a.log.Warn("close GPU sampler", "err", err)
-		}
-	}()
-	t := time.NewTicker(a.cfg.GPUSampleInterval)
-	defer t.Stop()
-	failing := false
-	lastReport := time.Now()
-	for {
-		v := a.state.View()
-		holders := metrics.GPUHolders(v.Jobs(), a.cfg.Name)
-		held := slices.Sorted(maps.Keys(holders))
-		samples, err := a.cfg.GPUSampler.Sample(held)
-		switch {
-		case err != nil && !failing:
-			a.log.Warn("sample GPUs: GPU metrics stop until it works again", "err", err)
-			a.gpuSample.Store(nil)
-		case err == nil:
-			if failing {
-				a.log.Info("sampling GPUs again")
-			}
-			r := &metrics.GPUReading{Samples: samples, Holders: holders}
-			a.gpuSample.Store(r)
-			a.gpuUsage.add(r, time.Now())
-		}
-		a.gpuUsage.prune(v)
-		if time.Since(lastReport) >= a.cfg.GPUReportInterval {
-			lastReport = time.Now()
-			a.reportGPUUsage(ctx, holders)
-		}
-		failing = err != nil
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

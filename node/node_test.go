@@ -1,13 +1,11 @@
 package node
 
 import (
-	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"log/slog"
 	"net/http/httptest"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +13,8 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
-	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/httpapi"
-	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -279,93 +275,6 @@ func TestSameAnnouncement(t *testing.T) {
 		change(c)
 		if sameAnnouncement(&base, c) {
 			t.Errorf("%s changed but sameAnnouncement = true", name)
-		}
-	}
-}
-
-func TestChangeKeyring(t *testing.T) {
-	k := func(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
-	ring := [][]byte{k(1), k(2)}
-	tests := []struct {
-		op      string
-		key     []byte
-		want    [][]byte
-		wantErr string
-	}{
-		{"install", k(3), [][]byte{k(1), k(2), k(3)}, ""},
-		{"install", k(2), nil, "already"},
-		{"use", k(2), [][]byte{k(2), k(1)}, ""},
-		{"use", k(3), nil, "install it first"},
-		{"remove", k(2), [][]byte{k(1)}, ""},
-		{"remove", k(1), nil, "primary"},
-		{"remove", k(3), nil, "not in the keyring"},
-		{"rotate", k(3), nil, "want install, use or remove"},
-	}
-	for _, tt := range tests {
-		got, err := changeKeyring(ring, tt.op, tt.key)
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("changeKeyring(%s %x) = %v; want an error saying %q", tt.op, tt.key[0], err, tt.wantErr)
-			}
-			continue
-		}
-		if err != nil || !sameKeys(got, tt.want) {
-			t.Errorf("changeKeyring(%s %x) = %x, %v; want %x", tt.op, tt.key[0], got, err, tt.want)
-		}
-	}
-	if !sameKeys(ring, [][]byte{k(1), k(2)}) {
-		t.Errorf("changeKeyring changed its input: %x", ring)
-	}
-}
-
-// TestArchiveAndCleanupPlans: the leader archives once a job finished
-// longer than MinJobAge ago; a node keeps a job's task directories while
-// it is live and for OutputRetention after it ended, and drops those of
-// jobs the cluster forgot.
-func TestArchiveAndCleanupPlans(t *testing.T) {
-	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	st := fsm.New()
-	index := uint64(0)
-	apply := func(typ fsm.CmdType, body any) {
-		t.Helper()
-		index++
-		data, err := fsm.Encode(typ, body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := st.Apply(index, data); r.Err != nil {
-			t.Fatalf("apply %s: %v", typ, r.Err)
-		}
-	}
-	apply(fsm.CmdSetPolicy, fsm.SetPolicy{Policy: cluster.Policy{MinJobAge: time.Minute, OutputRetention: time.Hour}, Time: t0})
-	sp := cluster.Spec{Name: "x", Command: []string{"true"}, User: "ada", UID: 1000, GID: 1000,
-		Request: cluster.Request{Nodes: 1}.WithDefaults()}
-	for range 3 {
-		apply(fsm.CmdSubmitJob, fsm.SubmitJob{Spec: sp, Time: t0})
-	}
-	apply(fsm.CmdCancelJob, fsm.CancelJob{Job: 1, Time: t0})
-	apply(fsm.CmdCancelJob, fsm.CancelJob{Job: 2, Time: t0.Add(30 * time.Minute)})
-
-	if _, due := leader.ArchiveDue(st.View(), t0.Add(30*time.Second)); due {
-		t.Errorf("archive due 30 s after job 1 ended; MinJobAge is a minute")
-	}
-	before, due := leader.ArchiveDue(st.View(), t0.Add(2*time.Minute))
-	if !due || !before.Equal(t0.Add(time.Minute)) {
-		t.Fatalf("ArchiveDue 2 min after = %v, %v; want due, cut-off 1 min after", before, due)
-	}
-	apply(fsm.CmdArchiveJobs, fsm.ArchiveJobs{Before: t0.Add(40 * time.Minute), Time: t0.Add(40 * time.Minute)})
-	v := st.View()
-	stored := []cluster.JobID{1, 2, 3, 99}
-	for _, tt := range []struct {
-		at   time.Duration
-		want []cluster.JobID
-	}{
-		{50 * time.Minute, []cluster.JobID{99}},        // 1, 2 within the hour; 3 live; 99 unknown
-		{70 * time.Minute, []cluster.JobID{1, 99}},     // 1 ended 70 min ago
-		{100 * time.Minute, []cluster.JobID{1, 2, 99}}, // 2 ended 70 min ago; 3 still live
-	} {
-		if got := outputsToForget(v, stored, t0.Add(tt.at)); !slices.Equal(got, tt.want) {
-			t.Errorf("outputsToForget at +%s = %v; want %v", tt.at, got, tt.want)
 		}
 	}
 }

@@ -2,100 +2,37 @@ package node
 
 import (
 	"context"
-	"crypto/tls"
-	"fmt"
-	"time"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/pki"
 )
 
-// Bounds of certificate renewal.
-const (
-	// renewCheckMax bounds how long the renewal loop sleeps between looks
-	// at its certificate's age.
-	renewCheckMax = time.Hour
-	// renewRetry is the wait after a failed renewal.
-	renewRetry = 10 * time.Second
-)
-
-// renewDue reports whether a certificate issued at issued and expiring at
-// notAfter should be renewed at now: once a third of its life is left, so
-// a leader outage of days still leaves time to retry.
-func renewDue(issued, notAfter, now time.Time) bool {
-	life := notAfter.Sub(issued)
-	return notAfter.Sub(now) < life/3
+// renewer is the certificate renewal loop (pki.Renewer) over this agent:
+// it signs through the leader (itself, when it leads) and drops the peer
+// clients, which hold the old certificate, once a new one is in place.
+func (a *Agent) renewer() pki.Renewer {
+	return pki.Renewer{Bundle: a.sec.bundle, Paths: a.cfg.tlsPaths(), Signer: renewalSigner{a},
+		Renewed: a.peers.reset, Clock: wallClock{}, Log: a.log}
 }
 
-// renewLoop renews this node's certificate before it expires, through the
-// leader (or itself, when it leads), with a new key each time; listeners
-// and clients pick the new certificate up at their next handshake.
-func (a *Agent) renewLoop(ctx context.Context) {
-	b := a.sec.bundle
-	if b == nil {
-		return
-	}
-	for {
-		leaf := b.Certificate().Leaf
-		wait := min(renewCheckMax, leaf.NotAfter.Sub(pki.IssuedAt(leaf))/20)
-		if renewDue(pki.IssuedAt(leaf), leaf.NotAfter, time.Now()) {
-			if err := a.renew(ctx); err != nil {
-				a.log.Warn("renew this node's certificate", "expires", leaf.NotAfter.Format(time.RFC3339), "err", err)
-				wait = renewRetry
-			} else {
-				continue
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(max(wait, time.Second)):
-		}
-	}
-}
+// renewalSigner is pki.RenewalSigner through callLeader.
+type renewalSigner struct{ a *Agent }
 
-// renew gets a new certificate for a new key and puts it in place.
-func (a *Agent) renew(ctx context.Context) error {
-	key, err := pki.NewNodeKey()
-	if err != nil {
-		return err
-	}
-	csr, err := pki.NewCSR(key, a.cfg.Name)
-	if err != nil {
-		return err
-	}
+func (s renewalSigner) SignRenewal(ctx context.Context, csr []byte) ([]byte, error) {
+	a := s.a
 	rctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
 	resp, err := callLeader(rctx, a, "/v1/internal/renew", api.RenewRequest{CSR: string(csr)},
 		func(context.Context, api.RenewRequest) (api.RenewResponse, error) {
-			c, err := a.signRenewal(a.cfg.Name, &key.PublicKey)
+			req, _, err := pki.ParseCSR(csr)
+			if err != nil {
+				return api.RenewResponse{}, err
+			}
+			c, err := a.signRenewal(a.cfg.Name, req.PublicKey)
 			if err != nil {
 				return api.RenewResponse{}, err
 			}
 			return api.RenewResponse{Cert: string(pki.EncodeCert(c))}, nil
 		})
-	if err != nil {
-		return err
-	}
-	certPEM := []byte(resp.Cert)
-	keyPEM, err := pki.EncodeKey(key)
-	if err != nil {
-		return err
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return fmt.Errorf("renewed certificate: %w", err)
-	}
-	b := a.sec.bundle
-	if err := b.SetCertificate(cert); err != nil {
-		return fmt.Errorf("renewed certificate: %w", err)
-	}
-	a.peers.reset()
-	// The files follow, so a restart uses the new certificate; were the
-	// write to fail, the old files still hold a valid certificate.
-	if err := pki.WriteNode(a.cfg.tlsPaths(), b.CA, certPEM, keyPEM); err != nil {
-		return err
-	}
-	a.log.Info("renewed this node's certificate", "expires", b.NotAfter().Format(time.RFC3339))
-	return nil
+	return []byte(resp.Cert), err
 }

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"crypto"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -179,113 +178,37 @@ func (c *Config) bindsBeyondLoopback() bool {
 	return ip == nil || !ip.IsLoopback()
 }
 
-// Bounds of a join with a token.
-const (
-	joinAttempts      = 60
-	joinRetryInterval = time.Second
-	joinRequestWait   = 10 * time.Second
-)
+// Bound of one join request.
+const joinRequestWait = 10 * time.Second
 
-// joinWithToken gets this node's certificate from the cluster: it makes
-// its key (which never leaves it), sends a certificate request with the
-// token to the API addresses the token names, trusting only a server that
-// proves it holds a certificate of the CA the token pins, and writes what
-// comes back to p. It retries while no address answers (the cluster may be
-// electing), and stops at once on a refusal.
+// joinWithToken gets this node's certificate from the cluster with
+// --token (pki.Joiner) and writes it to p.
 func joinWithToken(ctx context.Context, cfg *Config, p pki.Paths, log *slog.Logger) error {
 	tok, err := pki.ParseJoinToken(cfg.JoinToken)
 	if err != nil {
 		return fmt.Errorf("--token: %w", err)
 	}
-	key, err := pki.NewNodeKey()
-	if err != nil {
-		return err
-	}
-	csr, err := pki.NewCSR(key, cfg.Name)
-	if err != nil {
-		return err
-	}
-	req := api.JoinRequest{TokenID: tok.ID, Secret: tok.Secret, CSR: string(csr)}
+	var ips []string
 	for _, ip := range nodeIPs(cfg.AdvertiseAddr) {
-		req.IPs = append(req.IPs, ip.String())
+		ips = append(ips, ip.String())
 	}
-	var resp api.JoinResponse
-	var lastErr error
-	for attempt := 0; attempt < joinAttempts; attempt++ {
-		for _, addr := range tok.Addrs {
-			c, err := api.NewTLSClient("https://"+addr, pki.PinnedClientConfig(tok.CAFingerprint))
-			if err != nil {
-				return fmt.Errorf("--token: %w", err)
-			}
-			rctx, cancel := context.WithTimeout(ctx, joinRequestWait)
-			_, err = c.Do(rctx, http.MethodPost, "/v1/join", req, &resp)
-			cancel()
-			if err == nil {
-				return saveJoin(cfg, p, tok, key, resp, log)
-			}
-			var se *api.StatusError
-			if errors.As(err, &se) && se.Code != http.StatusServiceUnavailable && se.Code != http.StatusBadGateway {
-				return fmt.Errorf("join through %s: %s", addr, se.Message)
-			}
-			if errors.Is(err, pki.ErrWrongCluster) {
-				return fmt.Errorf("join through %s: %w", addr, err)
-			}
-			lastErr = fmt.Errorf("join through %s: %w", addr, err)
-		}
-		if attempt == 0 {
-			log.Info("waiting for the cluster to sign this node's certificate", "addrs", tok.Addrs, "err", lastErr)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(joinRetryInterval):
-		}
-	}
-	return fmt.Errorf("--token: no address in it answered after %d attempts: %w", joinAttempts, lastErr)
+	j := pki.Joiner{Token: tok, Name: cfg.Name, IPs: ips, Paths: p,
+		Server: joinServer{pki.PinnedClientConfig(tok.CAFingerprint)}, Clock: wallClock{}, Log: log}
+	return j.Run(ctx)
 }
 
-// saveJoin checks what the cluster sent and writes it.
-func saveJoin(cfg *Config, p pki.Paths, tok pki.JoinToken, key crypto.Signer, resp api.JoinResponse, log *slog.Logger) error {
-	cas, err := pki.ParseCerts([]byte(resp.CA))
+// joinServer is pki.JoinServer over the HTTP API, with the TLS
+// configuration that pins the token's CA.
+type joinServer struct{ tls *tls.Config }
+
+func (s joinServer) Join(ctx context.Context, addr string, req api.JoinRequest) (api.JoinResponse, error) {
+	var resp api.JoinResponse
+	c, err := api.NewTLSClient("https://"+addr, s.tls)
 	if err != nil {
-		return fmt.Errorf("join: the CA sent back: %w", err)
+		return resp, &api.StatusError{Code: http.StatusBadRequest, Message: "--token: " + err.Error()}
 	}
-	ca := &pki.CA{Cert: cas[0]}
-	if ca.Fingerprint() != tok.CAFingerprint {
-		return fmt.Errorf("join: the CA sent back is not the one the token names")
-	}
-	keyPEM, err := pki.EncodeKey(key)
-	if err != nil {
-		return err
-	}
-	cert, err := tls.X509KeyPair([]byte(resp.Cert), keyPEM)
-	if err != nil {
-		return fmt.Errorf("join: the certificate sent back: %w", err)
-	}
-	b, err := pki.NewBundle(ca, cert)
-	if err != nil {
-		return fmt.Errorf("join: the certificate sent back: %w", err)
-	}
-	if b.Name != cfg.Name {
-		return fmt.Errorf("join: the certificate sent back names %s, not %s", b.Name, cfg.Name)
-	}
-	var gossipKeys [][]byte
-	for _, s := range resp.GossipKeys {
-		k, err := pki.ParseGossipKey(s)
-		if err != nil {
-			return fmt.Errorf("join: %w", err)
-		}
-		gossipKeys = append(gossipKeys, k)
-	}
-	if len(gossipKeys) == 0 {
-		return errors.New("join: no gossip key sent back")
-	}
-	if err := pki.WriteNode(p, ca, []byte(resp.Cert), keyPEM); err != nil {
-		return err
-	}
-	if err := pki.WriteGossipKeys(p.GossipKey, gossipKeys); err != nil {
-		return err
-	}
-	log.Info("joined with a token: this node's certificate is signed by the cluster CA", "cert", p.Cert, "expires", b.NotAfter().Format(time.RFC3339))
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, joinRequestWait)
+	defer cancel()
+	_, err = c.Do(ctx, http.MethodPost, "/v1/join", req, &resp)
+	return resp, err
 }

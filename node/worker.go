@@ -188,17 +188,17 @@ func (r exitReporter) ReportExit(ctx context.Context, ex worker.Exit) error {
 		Kind: "exited", Job: k.Job, Incarnation: k.Incarnation, Node: r.a.cfg.Name,
 		ExitCode: ex.ExitCode, Cause: ex.Cause, Usage: ex.Usage,
 	}
-	gk := gpuKey{k.Job, k.Incarnation}
+	run := worker.GPURun{Job: k.Job, Incarnation: k.Incarnation}
 	if k.Step != exec.NoStep {
 		ev.Kind, ev.Step = "step-exited", k.Step
 	} else {
-		ev.GPUUsage = r.a.gpuUsage.get(gk)
+		ev.GPUUsage = r.a.gpuUsage.Get(run)
 	}
 	if err := r.a.sendTaskEvent(ctx, ev); err != nil {
 		return err
 	}
 	if ev.Kind == "exited" {
-		r.a.gpuUsage.forget(gk)
+		r.a.gpuUsage.Forget(run)
 	}
 	return nil
 }
