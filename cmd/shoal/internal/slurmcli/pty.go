@@ -88,7 +88,7 @@ func ptyStepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error)
 	if err != nil {
 		return spec, err
 	}
-	spec.Pty = true
+	spec.Pty, spec.Stdin = true, "" // rank 0 reads the terminal, the others nothing
 	if !opts.Set["ntasks"] && !opts.Set["ntasks-per-node"] && !opts.Set["nodes"] && len(spec.NodeList) == 0 {
 		spec.NTasks, spec.TasksPerNode, spec.Nodes = 1, 0, 1
 	}

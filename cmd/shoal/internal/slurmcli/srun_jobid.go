@@ -24,6 +24,7 @@ import (
 func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command []string, stdout, stderr io.Writer) (int, error) {
 	job := opts.JobID
 	spec, err := stepSpec(opts, command)
+	spec.Stdin = withoutNullStdin(spec.Stdin)
 	if err != nil {
 		return 1, err
 	}
@@ -55,7 +56,7 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 		}
 		return 1, exitcode.Code(1)
 	}
-	return followStep(ctx, c, job, step, opts.Label, stdout, stderr)
+	return followStepInput(ctx, c, job, step, spec.Stdin != "", opts.Label, stdout, stderr)
 }
 
 // jobIDEnv is the job srun's environment names: SHOAL_JOB_ID, else
