@@ -206,7 +206,8 @@ func (r exitReporter) ReportExit(ctx context.Context, ex worker.Exit) error {
 // driver is the worker's loop (worker.Driver) over this agent: its
 // replica, its executor and the leader, local or remote.
 func (a *Agent) driver() worker.Driver[*fsm.View] {
-	w := &agentWorker{a: a, signals: &signalLog{seen: map[exec.TaskKey]uint64{}}, limits: map[exec.TaskKey]time.Duration{}}
+	w := &agentWorker{a: a, signals: &signalLog{seen: map[exec.TaskKey]uint64{}}, limits: map[exec.TaskKey]time.Duration{},
+		scripts: scriptRuns{prolog: map[worker.Ref]bool{}, epilog: map[worker.Ref]bool{}}}
 	return worker.Driver[*fsm.View]{Name: a.cfg.Name, Node: w, Tasks: w, Clock: wallClock{}, Log: a.log, Interval: driveInterval}
 }
 
@@ -217,6 +218,7 @@ type agentWorker struct {
 	a       *Agent
 	signals *signalLog
 	limits  map[exec.TaskKey]time.Duration
+	scripts scriptRuns
 }
 
 func (w *agentWorker) Current() (*fsm.View, bool) {
@@ -227,6 +229,9 @@ func (w *agentWorker) Current() (*fsm.View, bool) {
 func (w *agentWorker) MayStart(v *fsm.View) bool { return w.a.startAllowed(v) }
 
 func (w *agentWorker) Start(ctx context.Context, v *fsm.View, s worker.Start) bool {
+	if !w.runProlog(ctx, s.Job) {
+		return false
+	}
 	return w.a.start(ctx, v, s)
 }
 
@@ -234,6 +239,7 @@ func (w *agentWorker) Report(ctx context.Context, r worker.Report) error {
 	ev := taskEvent{Kind: r.Kind, Job: r.Job, Incarnation: r.Incarnation, Node: w.a.cfg.Name}
 	if r.Kind == worker.ReportReleased {
 		ev.Cause = fsm.CauseCancelled
+		w.runEpilog(ctx, r.Ref)
 	}
 	return w.a.sendTaskEvent(ctx, ev)
 }
@@ -241,6 +247,7 @@ func (w *agentWorker) Report(ctx context.Context, r worker.Report) error {
 func (w *agentWorker) Follow(v *fsm.View) {
 	w.a.deliverSignals(v, w.signals)
 	w.a.deliverTimeLimits(v, w.limits)
+	w.scripts.forget(v, w.a.cfg.Name)
 }
 
 func (w *agentWorker) Running() []exec.TaskKey { return w.a.exec.Running() }

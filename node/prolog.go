@@ -1,0 +1,158 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/prolog"
+	"github.com/shoal-sched/shoal/worker"
+)
+
+// Task event kinds of a failed prolog or epilog: the leader drains the
+// node and, for a prolog, requeues the job held.
+const (
+	eventPrologFailed = "prolog-failed"
+	eventEpilogFailed = "epilog-failed"
+)
+
+// scriptRuns are the runs (job incarnations) of this node whose prolog
+// or epilog ran, and how it went: only the worker loop's goroutine uses
+// them. They are forgotten once the run no longer holds this node
+// (forget); an agent restarted while a run holds the node runs the
+// prolog again before its next task starts, as slurmd would after a
+// reboot.
+type scriptRuns struct {
+	prolog map[worker.Ref]bool // true: it succeeded
+	epilog map[worker.Ref]bool
+}
+
+// runProlog runs the prolog of job j's run on this node before its
+// first task here, and says whether the task may start. A prolog that
+// fails (or runs past --prolog-epilog-timeout) drains the node with
+// Slurm's "Prolog error" and requeues the job held, through the leader.
+func (w *agentWorker) runProlog(ctx context.Context, j *cluster.Job) bool {
+	a := w.a
+	if a.cfg.Prolog == "" {
+		return true
+	}
+	ref := worker.Ref{Job: j.ID, Incarnation: j.Incarnation}
+	if ok, ran := w.scripts.prolog[ref]; ran {
+		return ok
+	}
+	r := prolog.Run(ctx, a.cfg.Prolog, prolog.Env(prolog.Prolog, j, a.cfg.Name), a.cfg.PrologEpilogTimeout)
+	if ctx.Err() != nil {
+		return false // the agent is stopping: the next one runs it
+	}
+	d := prolog.Verdict(prolog.Prolog, r)
+	w.scripts.prolog[ref] = d.Start
+	if d.Start {
+		a.log.Info("prolog done", "job", uint64(j.ID), "incarnation", j.Incarnation)
+		return true
+	}
+	a.log.Error("prolog failed: draining this node, requeueing the job held", "job", uint64(j.ID),
+		"code", r.Code, "timed_out", r.TimedOut, "err", r.Err, "output", r.Output)
+	if err := a.sendTaskEvent(ctx, taskEvent{Kind: eventPrologFailed, Job: j.ID, Incarnation: j.Incarnation,
+		Node: a.cfg.Name, ExitCode: r.Code, Cause: d.Drain}); err != nil {
+		a.log.Warn("report the prolog's failure", "job", uint64(j.ID), "err", err)
+		delete(w.scripts.prolog, ref) // the next round runs it, and reports, again
+	}
+	return false
+}
+
+// runEpilog runs the epilog of run ref on this node once, before the
+// node's resources of it are released (the job ended here: completed,
+// failed, cancelled or requeued). One that fails drains the node with
+// Slurm's "Epilog error"; the release goes on.
+func (w *agentWorker) runEpilog(ctx context.Context, ref worker.Ref) {
+	a := w.a
+	if a.cfg.Epilog == "" {
+		return
+	}
+	if _, ran := w.scripts.epilog[ref]; ran {
+		return
+	}
+	j, ok := a.state.View().Job(ref.Job)
+	if !ok {
+		return
+	}
+	r := prolog.Run(ctx, a.cfg.Epilog, prolog.Env(prolog.Epilog, j, a.cfg.Name), a.cfg.PrologEpilogTimeout)
+	if ctx.Err() != nil {
+		return
+	}
+	d := prolog.Verdict(prolog.Epilog, r)
+	w.scripts.epilog[ref] = d.Drain == ""
+	if d.Drain == "" {
+		a.log.Info("epilog done", "job", uint64(ref.Job), "incarnation", ref.Incarnation)
+		return
+	}
+	a.log.Error("epilog failed: draining this node", "job", uint64(ref.Job),
+		"code", r.Code, "timed_out", r.TimedOut, "err", r.Err, "output", r.Output)
+	if err := a.sendTaskEvent(ctx, taskEvent{Kind: eventEpilogFailed, Job: ref.Job, Incarnation: ref.Incarnation,
+		Node: a.cfg.Name, ExitCode: r.Code, Cause: d.Drain}); err != nil {
+		a.log.Warn("report the epilog's failure", "job", uint64(ref.Job), "err", err)
+	}
+}
+
+// forget drops the runs that no longer hold this node in v.
+func (s *scriptRuns) forget(v *fsm.View, node string) {
+	for _, m := range []map[worker.Ref]bool{s.prolog, s.epilog} {
+		for ref := range m {
+			if j, ok := v.Job(ref.Job); !ok || j.Incarnation != ref.Incarnation || !holds(j, node) {
+				delete(m, ref)
+			}
+		}
+	}
+}
+
+// holds reports whether job j's allocation still holds node.
+func holds(j *cluster.Job, node string) bool {
+	if j.Alloc == nil {
+		return false
+	}
+	i := j.Alloc.Find(node)
+	return i >= 0 && !j.Alloc.Nodes[i].Released
+}
+
+// leaderScriptFailed is the leader's side of a failed prolog or epilog:
+// the node is drained with the reason the node gave (Slurm's "Prolog
+// error" or "Epilog error"), and after a prolog's failure the job is
+// requeued held (JobHeldAdmin), or cancelled when it may not be
+// requeued (--no-requeue), as Slurm's controller does.
+func (a *Agent) leaderScriptFailed(ctx context.Context, ev taskEvent) error {
+	reason := prolog.PrologError
+	if ev.Kind == eventEpilogFailed {
+		reason = prolog.EpilogError
+	}
+	now := time.Now()
+	res, err := a.apply(ctx, fsm.CmdSetDrain, fsm.SetDrain{Node: ev.Node, Drain: true, Reason: reason, Time: now})
+	if err != nil {
+		return err
+	}
+	if res.Err != nil {
+		return invalid(res.Err)
+	}
+	if ev.Kind != eventPrologFailed {
+		return nil
+	}
+	v := a.state.View()
+	if j, ok := v.Job(ev.Job); !ok || j.Incarnation != ev.Incarnation || j.State.Terminal() || j.State == cluster.JobRequeued {
+		return nil // already moved on
+	}
+	res, err = a.apply(ctx, fsm.CmdRequeueJob, fsm.RequeueJob{Job: ev.Job, Hold: cluster.HoldAdmin, Time: now})
+	if err != nil {
+		return err
+	}
+	if errors.Is(res.Err, fsm.ErrWrongState) {
+		res, err = a.apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: ev.Job, Time: now})
+		if err != nil {
+			return err
+		}
+	}
+	if res.Err != nil && !errors.Is(res.Err, fsm.ErrUnknownJob) {
+		return invalid(res.Err)
+	}
+	return nil
+}
