@@ -47,7 +47,7 @@ func TestStdinServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // bounds the test, not the code
-	data := strings.Repeat("0123456789abcdef", 64<<10)   // 1 MiB: more than a pipe holds
+	data := strings.Repeat("0123456789abcdef", 64<<10)  // 1 MiB: more than a pipe holds
 	if _, err := io.WriteString(c, data); err != nil {
 		t.Fatal(err)
 	}
