@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
@@ -19,27 +20,39 @@ const (
 )
 
 // scriptRuns are the runs (job incarnations) of this node whose prolog
-// or epilog ran, and how it went: only the worker loop's goroutine uses
-// them. They are forgotten once the run no longer holds this node
+// or epilog ran, and how it went. The worker loop (prologs, and epilogs
+// of runs released without a local task) and the exit reporter
+// (epilogs after a job's own task) use them; mu is held across a
+// script's run, so one script runs at a time on the node. They are forgotten once the run no longer holds this node
 // (forget); an agent restarted while a run holds the node runs the
 // prolog again before its next task starts, as slurmd would after a
 // reboot.
 type scriptRuns struct {
+	mu     sync.Mutex
 	prolog map[worker.Ref]bool // true: it succeeded
 	epilog map[worker.Ref]bool
+}
+
+// lock takes mu, making the maps on first use.
+func (s *scriptRuns) lock() {
+	s.mu.Lock()
+	if s.prolog == nil {
+		s.prolog, s.epilog = map[worker.Ref]bool{}, map[worker.Ref]bool{}
+	}
 }
 
 // runProlog runs the prolog of job j's run on this node before its
 // first task here, and says whether the task may start. A prolog that
 // fails (or runs past --prolog-epilog-timeout) drains the node with
 // Slurm's "Prolog error" and requeues the job held, through the leader.
-func (w *agentWorker) runProlog(ctx context.Context, j *cluster.Job) bool {
-	a := w.a
+func (a *Agent) runProlog(ctx context.Context, j *cluster.Job) bool {
 	if a.cfg.Prolog == "" {
 		return true
 	}
 	ref := worker.Ref{Job: j.ID, Incarnation: j.Incarnation}
-	if ok, ran := w.scripts.prolog[ref]; ran {
+	a.scripts.lock()
+	defer a.scripts.mu.Unlock()
+	if ok, ran := a.scripts.prolog[ref]; ran {
 		return ok
 	}
 	r := prolog.Run(ctx, a.cfg.Prolog, prolog.Env(prolog.Prolog, j, a.cfg.Name), a.cfg.PrologEpilogTimeout)
@@ -47,7 +60,7 @@ func (w *agentWorker) runProlog(ctx context.Context, j *cluster.Job) bool {
 		return false // the agent is stopping: the next one runs it
 	}
 	d := prolog.Verdict(prolog.Prolog, r)
-	w.scripts.prolog[ref] = d.Start
+	a.scripts.prolog[ref] = d.Start
 	if d.Start {
 		a.log.Info("prolog done", "job", uint64(j.ID), "incarnation", j.Incarnation)
 		return true
@@ -57,7 +70,7 @@ func (w *agentWorker) runProlog(ctx context.Context, j *cluster.Job) bool {
 	if err := a.sendTaskEvent(ctx, taskEvent{Kind: eventPrologFailed, Job: j.ID, Incarnation: j.Incarnation,
 		Node: a.cfg.Name, ExitCode: r.Code, Cause: d.Drain}); err != nil {
 		a.log.Warn("report the prolog's failure", "job", uint64(j.ID), "err", err)
-		delete(w.scripts.prolog, ref) // the next round runs it, and reports, again
+		delete(a.scripts.prolog, ref) // the next round runs it, and reports, again
 	}
 	return false
 }
@@ -66,12 +79,13 @@ func (w *agentWorker) runProlog(ctx context.Context, j *cluster.Job) bool {
 // node's resources of it are released (the job ended here: completed,
 // failed, cancelled or requeued). One that fails drains the node with
 // Slurm's "Epilog error"; the release goes on.
-func (w *agentWorker) runEpilog(ctx context.Context, ref worker.Ref) {
-	a := w.a
+func (a *Agent) runEpilog(ctx context.Context, ref worker.Ref) {
 	if a.cfg.Epilog == "" {
 		return
 	}
-	if _, ran := w.scripts.epilog[ref]; ran {
+	a.scripts.lock()
+	defer a.scripts.mu.Unlock()
+	if _, ran := a.scripts.epilog[ref]; ran {
 		return
 	}
 	j, ok := a.state.View().Job(ref.Job)
@@ -83,7 +97,7 @@ func (w *agentWorker) runEpilog(ctx context.Context, ref worker.Ref) {
 		return
 	}
 	d := prolog.Verdict(prolog.Epilog, r)
-	w.scripts.epilog[ref] = d.Drain == ""
+	a.scripts.epilog[ref] = d.Drain == ""
 	if d.Drain == "" {
 		a.log.Info("epilog done", "job", uint64(ref.Job), "incarnation", ref.Incarnation)
 		return
@@ -98,6 +112,8 @@ func (w *agentWorker) runEpilog(ctx context.Context, ref worker.Ref) {
 
 // forget drops the runs that no longer hold this node in v.
 func (s *scriptRuns) forget(v *fsm.View, node string) {
+	s.lock()
+	defer s.mu.Unlock()
 	for _, m := range []map[worker.Ref]bool{s.prolog, s.epilog} {
 		for ref := range m {
 			if j, ok := v.Job(ref.Job); !ok || j.Incarnation != ref.Incarnation || !holds(j, node) {

@@ -193,6 +193,9 @@ func (r exitReporter) ReportExit(ctx context.Context, ex worker.Exit) error {
 		ev.Kind, ev.Step = "step-exited", k.Step
 	} else {
 		ev.GPUUsage = r.a.gpuUsage.get(gk)
+		// The job's own task ended here: its run ends here with it, and
+		// the exit releases the node's resources.
+		r.a.runEpilog(ctx, worker.Ref{Job: k.Job, Incarnation: k.Incarnation})
 	}
 	if err := r.a.sendTaskEvent(ctx, ev); err != nil {
 		return err
@@ -206,8 +209,7 @@ func (r exitReporter) ReportExit(ctx context.Context, ex worker.Exit) error {
 // driver is the worker's loop (worker.Driver) over this agent: its
 // replica, its executor and the leader, local or remote.
 func (a *Agent) driver() worker.Driver[*fsm.View] {
-	w := &agentWorker{a: a, signals: &signalLog{seen: map[exec.TaskKey]uint64{}}, limits: map[exec.TaskKey]time.Duration{},
-		scripts: scriptRuns{prolog: map[worker.Ref]bool{}, epilog: map[worker.Ref]bool{}}}
+	w := &agentWorker{a: a, signals: &signalLog{seen: map[exec.TaskKey]uint64{}}, limits: map[exec.TaskKey]time.Duration{}}
 	return worker.Driver[*fsm.View]{Name: a.cfg.Name, Node: w, Tasks: w, Clock: wallClock{}, Log: a.log, Interval: driveInterval}
 }
 
@@ -218,7 +220,6 @@ type agentWorker struct {
 	a       *Agent
 	signals *signalLog
 	limits  map[exec.TaskKey]time.Duration
-	scripts scriptRuns
 }
 
 func (w *agentWorker) Current() (*fsm.View, bool) {
@@ -229,7 +230,7 @@ func (w *agentWorker) Current() (*fsm.View, bool) {
 func (w *agentWorker) MayStart(v *fsm.View) bool { return w.a.startAllowed(v) }
 
 func (w *agentWorker) Start(ctx context.Context, v *fsm.View, s worker.Start) bool {
-	if !w.runProlog(ctx, s.Job) {
+	if !w.a.runProlog(ctx, s.Job) {
 		return false
 	}
 	return w.a.start(ctx, v, s)
@@ -239,7 +240,7 @@ func (w *agentWorker) Report(ctx context.Context, r worker.Report) error {
 	ev := taskEvent{Kind: r.Kind, Job: r.Job, Incarnation: r.Incarnation, Node: w.a.cfg.Name}
 	if r.Kind == worker.ReportReleased {
 		ev.Cause = fsm.CauseCancelled
-		w.runEpilog(ctx, r.Ref)
+		w.a.runEpilog(ctx, r.Ref)
 	}
 	return w.a.sendTaskEvent(ctx, ev)
 }
@@ -247,7 +248,7 @@ func (w *agentWorker) Report(ctx context.Context, r worker.Report) error {
 func (w *agentWorker) Follow(v *fsm.View) {
 	w.a.deliverSignals(v, w.signals)
 	w.a.deliverTimeLimits(v, w.limits)
-	w.scripts.forget(v, w.a.cfg.Name)
+	w.a.scripts.forget(v, w.a.cfg.Name)
 }
 
 func (w *agentWorker) Running() []exec.TaskKey { return w.a.exec.Running() }
