@@ -1,0 +1,71 @@
+package test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/localcluster"
+)
+
+// TestSbcast: sbcast copies a file to every node of a running job, as
+// the job's user, with its mode; an existing file is refused without -f;
+// the job's tasks then read it. (The loopback cluster's nodes share one
+// file system: -f lets the second node's copy replace the first's.)
+func TestSbcast(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 2})
+	a := c.Agents[0]
+	sh := newSlurmShims(t, a)
+	work := t.TempDir()
+	out := sh.must("sbatch", "--parsable", "-N2", "--chdir", work, "--wrap", "sleep 300")
+	var id uint64
+	if _, err := fmt.Sscan(out, &id); err != nil {
+		t.Fatalf("sbatch --parsable printed %q", out)
+	}
+	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(id)) })
+	waitState(t, a, id, "RUNNING", "")
+
+	data := make([]byte, 3<<20)
+	rand.Read(data)
+	src := filepath.Join(work, "tool")
+	if err := os.WriteFile(src, data, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := os.Chtimes(src, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(t.TempDir(), "tool.copy")
+	r := sh.run("sbcast", "-j", fmt.Sprint(id), "-f", "-p", "-v", src, dest)
+	if r.code != 0 || !strings.Contains(r.stderr, "to n1:"+dest) || !strings.Contains(r.stderr, "to n2:"+dest) {
+		t.Fatalf("sbcast: exit %d, stderr %s; want copies to n1 and n2", r.code, r.stderr)
+	}
+	got, err := os.ReadFile(dest)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("copy: %d bytes, %v; want the %d sent", len(got), err, len(data))
+	}
+	if fi, err := os.Stat(dest); err != nil || fi.Mode().Perm() != 0o750 || !fi.ModTime().Equal(mtime) {
+		t.Errorf("copy: %v, mode %v, mtime %v; want 0750 and %v", err, fi.Mode().Perm(), fi.ModTime(), mtime)
+	}
+
+	// Without -f an existing file is refused.
+	r = sh.run("sbcast", "-j", fmt.Sprint(id), src, dest)
+	if r.code != 1 || !strings.Contains(r.stderr, "exists") {
+		t.Errorf("sbcast onto an existing file: exit %d, stderr %s; want 1 and the file exists", r.code, r.stderr)
+	}
+
+	// The tasks read it.
+	sum := sha256.Sum256(data)
+	r = sh.srunIn(nil, []string{"SLURM_JOB_ID=" + fmt.Sprint(id)}, "-N2", "-n2", "--chdir", work, "sh", "-c", "sha256sum "+dest+" | cut -d' ' -f1")
+	want := hex.EncodeToString(sum[:])
+	if r.code != 0 || r.stdout != want+"\n"+want+"\n" {
+		t.Errorf("tasks' sha256sum: exit %d, stdout %q, stderr %s; want %s twice", r.code, r.stdout, r.stderr, want)
+	}
+}
