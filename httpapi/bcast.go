@@ -51,4 +51,3 @@ func (s *Server) HandleBcast(w http.ResponseWriter, r *http.Request) {
 	}
 	WriteJSON(w, http.StatusOK, 0, struct{}{})
 }
-
