@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,4 +69,31 @@ func TestSbcast(t *testing.T) {
 	if r.code != 0 || r.stdout != want+"\n"+want+"\n" {
 		t.Errorf("tasks' sha256sum: exit %d, stdout %q, stderr %s; want %s twice", r.code, r.stdout, r.stderr, want)
 	}
+
+	// srun --bcast: the program copied to each node before the step, and
+	// run from there: to a file, or per node in the working directory.
+	prog := filepath.Join(work, "prog.sh")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\necho \"$0 $1 on $SLURMD_NODENAME\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	inJob := []string{"SLURM_JOB_ID=" + fmt.Sprint(id)}
+	copyTo := filepath.Join(t.TempDir(), "prog.copy")
+	r = sh.srunIn(nil, inJob, "-N2", "-n2", "--chdir", work, "--bcast="+copyTo, prog, "arg")
+	if want := []string{copyTo + " arg on n1", copyTo + " arg on n2"}; r.code != 0 || !sameLines(r.stdout, want) {
+		t.Errorf("srun --bcast=FILE: exit %d, stdout %q, stderr %s; want %q", r.code, r.stdout, r.stderr, want)
+	}
+	r = sh.srunIn(nil, inJob, "-N2", "-n2", "--chdir", work, "--bcast", prog, "arg")
+	per := func(n string) string { return filepath.Join(work, fmt.Sprintf("slurm_bcast_%d_%s", id, n)) }
+	if want := []string{per("n1") + " arg on n1", per("n2") + " arg on n2"}; r.code != 0 || !sameLines(r.stdout, want) {
+		t.Errorf("srun --bcast: exit %d, stdout %q, stderr %s; want %q", r.code, r.stdout, r.stderr, want)
+	}
+}
+
+// sameLines reports whether out holds the lines want, in any order.
+func sameLines(out string, want []string) bool {
+	got := strings.Split(strings.TrimSpace(out), "\n")
+	slices.Sort(got)
+	w := slices.Clone(want)
+	slices.Sort(w)
+	return slices.Equal(got, w)
 }

@@ -35,6 +35,9 @@ const srunAttachWait = time.Minute
 // (ptyStepSpec). Only rank 0 has the terminal; the other ranks run
 // without input.
 func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command []string, job, inc uint64, stdout, stderr io.Writer) (int, error) {
+	if job == 0 && opts.Set["bcast"] {
+		return 1, errBcastOutside
+	}
 	c, err := connect()
 	if err != nil {
 		return 1, err
@@ -62,6 +65,9 @@ func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command [
 	}
 	spec, err := ptyStepSpec(opts, command)
 	if err != nil {
+		return 1, err
+	}
+	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err != nil {
 		return 1, err
 	}
 	step, err := c.StartStep(ctx, job, api.StepRequest{Incarnation: inc, Spec: spec})

@@ -79,6 +79,9 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 	if err != nil {
 		return 1, err
 	}
+	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err != nil {
+		return 1, err
+	}
 	step, err := c.StartStep(ctx, job, api.StepRequest{Incarnation: inc, Spec: spec})
 	if err != nil {
 		return 1, fmt.Errorf("start step in job %d: %w", job, err)
@@ -352,6 +355,9 @@ func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command
 	}
 	if opts.Set["input"] && slurm.ParseInput(opts.Input, 0).Kind == slurm.InputFile {
 		return 1, fmt.Errorf("--input=%s: a file is not supported by Shoal for srun outside an allocation (give none, all or a task number); run it as a step (salloc, then srun --input=FILE)", opts.Input)
+	}
+	if opts.Set["bcast"] {
+		return 1, errBcastOutside
 	}
 	if opts.Output != "" || opts.Error != "" {
 		return 1, errors.New("-o/--output and -e/--error: not supported by Shoal for srun outside an allocation (its output comes back to srun); run it as a step (salloc or sbatch, then srun -o FILE)")

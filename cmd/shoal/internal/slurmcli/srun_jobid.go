@@ -45,6 +45,9 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 		fmt.Fprint(stderr, refusal)
 		return 1, exitcode.Code(1)
 	}
+	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err != nil {
+		return 1, err
+	}
 	step, err := c.StartStep(ctx, job, api.StepRequest{Incarnation: inc, Spec: spec})
 	if err != nil {
 		// Slurm's words; for a refusal, Shoal's reason after them.
