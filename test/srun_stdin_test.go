@@ -11,6 +11,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,4 +99,40 @@ func TestSrunStdin(t *testing.T) {
 	if r.code != 0 || r.stdout != "hello\nhello\n" {
 		t.Errorf("echo hello | srun -N2 cat (own job): exit %d, stdout %q, stderr %s; want hello twice", r.code, r.stdout, r.stderr)
 	}
+}
+
+// TestSrunStdinOlderCluster: while a server of the cluster speaks a
+// protocol older than the stdin relay's (a rolling upgrade), srun starts
+// its step without relaying, as before (the tasks read /dev/null), and
+// says so.
+func TestSrunStdinOlderCluster(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 3})
+	a := c.Agents[0]
+	old := 1
+	if leaderIndex(t, c, 0) == old {
+		old = 2
+	}
+	if err := c.Kill(old); err != nil {
+		t.Fatal(err)
+	}
+	c.Agents[old].Args = append(slices.Clone(c.Agents[old].Args), "--protocol-version", "3")
+	if err := c.Restart(old); err != nil {
+		t.Fatal(err)
+	}
+	sh := newSlurmShims(t, a)
+	work := t.TempDir()
+	out := sh.must("sbatch", "--parsable", "-N1", "-w", a.Name, "--chdir", work, "--wrap", "sleep 300")
+	var id uint64
+	if _, err := fmt.Sscan(out, &id); err != nil {
+		t.Fatalf("sbatch --parsable printed %q", out)
+	}
+	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(id)) })
+	waitState(t, a, id, "RUNNING", "")
+	eventually(t, 60*time.Second, "srun without the relay", func() error {
+		r := sh.srunIn(strings.NewReader("hello\n"), []string{"SLURM_JOB_ID=" + fmt.Sprint(id)}, "--chdir", work, "sh", "-c", `echo "read=[$(cat)]"`)
+		if r.code != 0 || r.stdout != "read=[]\n" || !strings.Contains(r.stderr, "cannot relay srun's stdin") {
+			return fmt.Errorf("exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+		}
+		return nil
+	})
 }

@@ -82,11 +82,11 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err != nil {
 		return 1, err
 	}
-	step, err := c.StartStep(ctx, job, api.StepRequest{Incarnation: inc, Spec: spec})
+	step, req, err := startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, stderr)
 	if err != nil {
 		return 1, fmt.Errorf("start step in job %d: %w", job, err)
 	}
-	return followStepInput(ctx, c, job, step, spec.Stdin != "", opts.Label, stdout, stderr)
+	return followStepInput(ctx, c, job, step, req.Spec.Stdin != "", opts.Label, stdout, stderr)
 }
 
 // ParseSrunOutside parses srun's options for a job of its own (shoal run).
@@ -383,6 +383,11 @@ func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command
 		return 0, nil
 	}
 	res, err := c.Submit(ctx, req, request.SubmitRetry)
+	if err != nil && req.Stdin != "" && olderCluster(err) {
+		fmt.Fprintln(stderr, "srun: warning: the cluster's older agents cannot relay srun's stdin: the tasks read /dev/null")
+		req.Stdin = ""
+		res, err = c.Submit(ctx, req, request.SubmitRetry)
+	}
 	if err != nil {
 		return 1, err
 	}

@@ -48,7 +48,7 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err != nil {
 		return 1, err
 	}
-	step, err := c.StartStep(ctx, job, api.StepRequest{Incarnation: inc, Spec: spec})
+	step, req, err := startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, stderr)
 	if err != nil {
 		// Slurm's words; for a refusal, Shoal's reason after them.
 		var se *api.StatusError
@@ -59,7 +59,7 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 		}
 		return 1, exitcode.Code(1)
 	}
-	return followStepInput(ctx, c, job, step, spec.Stdin != "", opts.Label, stdout, stderr)
+	return followStepInput(ctx, c, job, step, req.Spec.Stdin != "", opts.Label, stdout, stderr)
 }
 
 // jobIDEnv is the job srun's environment names: SHOAL_JOB_ID, else

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -50,6 +51,27 @@ func withoutNullStdin(relay string) string {
 		return ""
 	}
 	return relay
+}
+
+// olderCluster reports whether err is the leader's refusal of a field
+// some server of the cluster does not speak yet (a rolling upgrade under
+// way): fsm.ErrUnsupportedByCluster, answered 409.
+func olderCluster(err error) bool {
+	var se *api.StatusError
+	return errors.As(err, &se) && se.Code == http.StatusConflict && strings.Contains(se.Message, "not supported by every server of the cluster")
+}
+
+// startStep starts a step; where the cluster cannot relay srun's stdin
+// yet (servers older than protocol 4), it starts it without, its tasks
+// reading /dev/null as before, and says so.
+func startStep(ctx context.Context, c *api.Client, job uint64, req api.StepRequest, stderr io.Writer) (int, api.StepRequest, error) {
+	step, err := c.StartStep(ctx, job, req)
+	if err != nil && req.Spec.Stdin != "" && olderCluster(err) {
+		fmt.Fprintln(stderr, "srun: warning: the cluster's older agents cannot relay srun's stdin: the tasks read /dev/null")
+		req.Spec.Stdin = ""
+		step, err = c.StartStep(ctx, job, req)
+	}
+	return step, req, err
 }
 
 // parseInput is srun's -i/--input given its -n: a number not below the
