@@ -72,6 +72,21 @@ func TestSrunStdin(t *testing.T) {
 		t.Errorf("srun of %d bytes: exit %d, stdout %q, stderr %s; want %s twice", len(big), r.code, r.stdout, r.stderr, want)
 	}
 
+	// From a file (srun ... < file): the same bytes.
+	file := filepath.Join(work, "big.bin")
+	if err := os.WriteFile(file, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = sh.srunIn(f, inJob, "-N2", "-n2", "--chdir", work, "sh", "-c", "sha256sum | cut -d' ' -f1")
+	f.Close()
+	if r.code != 0 || r.stdout != want+"\n"+want+"\n" {
+		t.Errorf("srun < file: exit %d, stdout %q, stderr %s; want %s twice", r.code, r.stdout, r.stderr, want)
+	}
+
 	// A stdin that never ends: srun returns once its tasks, which do not
 	// read it, have.
 	pr, pw, err := os.Pipe()
