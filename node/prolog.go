@@ -135,8 +135,10 @@ func holds(j *cluster.Job, node string) bool {
 // leaderScriptFailed is the leader's side of a failed prolog or epilog:
 // the node is drained with the reason the node gave (Slurm's "Prolog
 // error" or "Epilog error"), and after a prolog's failure the job is
-// requeued held (JobHeldAdmin), or cancelled when it may not be
-// requeued (--no-requeue), as Slurm's controller does.
+// requeued held, or cancelled when it may not be requeued
+// (--no-requeue), as Slurm's controller does: its hold is a user's
+// (Slurm's WAIT_HELD_USER, "launch failed requeued held"), so the
+// job's owner may release it.
 func (a *Agent) leaderScriptFailed(ctx context.Context, ev taskEvent) error {
 	reason := prolog.PrologError
 	if ev.Kind == eventEpilogFailed {
@@ -157,7 +159,7 @@ func (a *Agent) leaderScriptFailed(ctx context.Context, ev taskEvent) error {
 	if j, ok := v.Job(ev.Job); !ok || j.Incarnation != ev.Incarnation || j.State.Terminal() || j.State == cluster.JobRequeued {
 		return nil // already moved on
 	}
-	res, err = a.apply(ctx, fsm.CmdRequeueJob, fsm.RequeueJob{Job: ev.Job, Hold: cluster.HoldAdmin, Time: now})
+	res, err = a.apply(ctx, fsm.CmdRequeueJob, fsm.RequeueJob{Job: ev.Job, Hold: cluster.HoldUser, Time: now})
 	if err != nil {
 		return err
 	}

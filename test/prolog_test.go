@@ -27,7 +27,8 @@ test ! -e "%s/fail-$SLURM_SCRIPT_CONTEXT-$SLURMD_NODENAME"
 // the job's first task there (a batch job's second node: before its
 // first step), the epilog after the job ended there, also when it was
 // cancelled; a failing prolog drains its node ("Prolog error") and
-// requeues the job held; a failing epilog drains its node ("Epilog
+// requeues the job held by its user (or cancels one that may not be
+// requeued); a failing epilog drains its node ("Epilog
 // error").
 func TestPrologEpilog(t *testing.T) {
 	dir := t.TempDir()
@@ -92,13 +93,22 @@ func TestPrologEpilog(t *testing.T) {
 	var j api.Job
 	eventually(t, 30*time.Second, "job held", func() error {
 		jsonOf(t, a, &j, "job", fmt.Sprint(id))
-		if j.State != "PENDING" || j.Hold != "admin" {
+		if j.State != "PENDING" || j.Hold != "user" {
 			return fmt.Errorf("job %d: %s hold %q (%s)", id, j.State, j.Hold, j.Reason)
 		}
 		return nil
 	})
 	if j.RestartCount != 1 {
 		t.Errorf("job %d: restarts %d; want 1 (requeued once)", id, j.RestartCount)
+	}
+	waitNodeReason(t, a, "n1", "DRAIN", "Prolog error")
+
+	// A job that may not be requeued (shoal submit's default) is
+	// cancelled instead.
+	mustShoal(t, a, "resume", "n1")
+	id = submit(t, a, "-w", "n1", "--", "true")
+	if j := waitJob(t, a, id, 60*time.Second); j.State != "CANCELLED" {
+		t.Errorf("job %d (no requeue) after a failing prolog: %s; want CANCELLED", id, j.State)
 	}
 	waitNodeReason(t, a, "n1", "DRAIN", "Prolog error")
 
