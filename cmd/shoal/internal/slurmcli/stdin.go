@@ -117,14 +117,21 @@ func startStdinRelay(ctx context.Context, c *api.Client, job uint64, step int, s
 // pollableStdin is srun's stdin read through a non-blocking descriptor,
 // so that a read can be ended by a deadline; restore makes it blocking
 // again. A regular file or /dev/null stays as it is: its reads never
-// wait.
+// wait. The *os.File is made once and kept for the process's life: its
+// finalizer would close descriptor 0.
 func pollableStdin() (in *os.File, restore func()) {
 	fd := int(os.Stdin.Fd())
 	if err := syscall.SetNonblock(fd, true); err != nil {
 		return os.Stdin, func() {}
 	}
-	return os.NewFile(uintptr(fd), "stdin"), func() { _ = syscall.SetNonblock(fd, false) }
+	pollStdinOnce.Do(func() { pollStdin = os.NewFile(uintptr(fd), "stdin") })
+	return pollStdin, func() { _ = syscall.SetNonblock(fd, false) }
 }
+
+var (
+	pollStdinOnce sync.Once
+	pollStdin     *os.File
+)
 
 // relayStdin connects to every node whose tasks of job's step read
 // srun's stdin, then copies in to each until in ends (then closes them:
