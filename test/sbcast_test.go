@@ -70,6 +70,25 @@ func TestSbcast(t *testing.T) {
 		t.Errorf("tasks' sha256sum: exit %d, stdout %q, stderr %s; want %s twice", r.code, r.stdout, r.stderr, want)
 	}
 
+	// The copy is written as the job's user: a job of nobody's cannot
+	// write where nobody may not, even when root runs sbcast.
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root: sbatch --uid is root's")
+	}
+	out = sh.must("sbatch", "--parsable", "--uid=nobody", "--gid=nogroup", "-N1", "--chdir", "/tmp", "-o", "/dev/null", "--wrap", "sleep 300")
+	var other uint64
+	if _, err := fmt.Sscan(out, &other); err != nil {
+		t.Fatalf("sbatch --parsable printed %q", out)
+	}
+	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(other)) })
+	waitState(t, a, other, "RUNNING", "")
+	rootOnly := t.TempDir() // 0700, root's
+	r = sh.run("sbcast", "-j", fmt.Sprint(other), src, filepath.Join(rootOnly, "x"))
+	if _, err := os.Stat(filepath.Join(rootOnly, "x")); r.code != 1 || !strings.Contains(r.stderr, "permission denied") || err == nil {
+		t.Errorf("sbcast to nobody's job into a root-only directory: exit %d, stderr %s, file: %v; want refused", r.code, r.stderr, err)
+	}
+	sh.must("scancel", fmt.Sprint(other))
+
 	// srun --bcast: the program copied to each node before the step, and
 	// run from there: to a file, or per node in the working directory.
 	prog := filepath.Join(work, "prog.sh")
