@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 )
 
@@ -20,7 +21,27 @@ const PtyProtocol = "shoal-pty/1"
 // the rank. An error is a *StatusError when the agent refused (503 while
 // the task has not started yet: try again).
 func (c *Client) AttachPty(ctx context.Context, job uint64, step int) (io.ReadWriteCloser, error) {
-	path := fmt.Sprintf("/v1/jobs/%d/pty?step=%d", job, step)
+	return c.upgrade(ctx, fmt.Sprintf("/v1/jobs/%d/pty?step=%d", job, step), PtyProtocol)
+}
+
+// StdinProtocol is the Upgrade token of GET /v1/jobs/{id}/stdin: once the
+// agent answers 101 Switching Protocols, what the client sends is srun's
+// stdin, raw, for the ranks of one node that read it; closing the
+// connection is their end of input. Nothing comes back; the connection
+// closes when no rank there reads any more.
+const StdinProtocol = "shoal-stdin/1"
+
+// AttachStdin connects to the stdin of the ranks on node of job's own
+// task (step -1) or of a step that read srun's (see Job.StdinNodes and
+// Step.StdinNodes). An error is a *StatusError when the agent refused
+// (503 while the ranks have not started yet: try again; 409 once the
+// step has ended).
+func (c *Client) AttachStdin(ctx context.Context, job uint64, step int, node string) (io.ReadWriteCloser, error) {
+	return c.upgrade(ctx, fmt.Sprintf("/v1/jobs/%d/stdin?step=%d&node=%s", job, step, url.QueryEscape(node)), StdinProtocol)
+}
+
+// upgrade asks GET path to switch to protocol and returns the connection.
+func (c *Client) upgrade(ctx context.Context, path, protocol string) (io.ReadWriteCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", path, err)
@@ -34,7 +55,7 @@ func (c *Client) AttachPty(ctx context.Context, job uint64, step int) (io.ReadWr
 		req.Header.Set(HeaderGID, strconv.Itoa(c.identity.GID))
 	}
 	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", PtyProtocol)
+	req.Header.Set("Upgrade", protocol)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", path, err)

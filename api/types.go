@@ -94,6 +94,9 @@ type Job struct {
 	StdOut string `json:"std_out,omitempty"`
 	StdErr string `json:"std_err,omitempty"`
 	StdIn  string `json:"std_in,omitempty"`
+	// StdinNodes are the nodes whose own tasks read srun's stdin (srun
+	// outside an allocation): srun relays it to each (AttachStdin).
+	StdinNodes []string `json:"stdin_nodes,omitempty"`
 	// AdminPriority is the priority root set (scontrol update Priority=),
 	// 0 when the multifactor one applies.
 	AdminPriority int64 `json:"admin_priority,omitempty"`
@@ -120,6 +123,9 @@ type Step struct {
 	// Usage is what the step's tasks used on each node that counted it
 	// (cgroups), by node name.
 	Usage map[string]cluster.Usage `json:"usage,omitempty"`
+	// StdinNodes are the nodes whose tasks read srun's stdin (srun
+	// --input=all or -i N): srun relays it to each (AttachStdin).
+	StdinNodes []string `json:"stdin_nodes,omitempty"`
 }
 
 // Task is one node's share of a running or finished job.
@@ -261,6 +267,10 @@ type SubmitRequest struct {
 	// Pty (srun --pty) runs rank 0 on a terminal: GET
 	// /v1/jobs/{id}/pty?step=-1 attaches to it.
 	Pty bool `json:"pty,omitempty"`
+	// Stdin relays srun's stdin to the job's tasks: "all" or a task's
+	// number; empty: none (/dev/null). GET /v1/jobs/{id}/stdin?step=-1
+	// carries it.
+	Stdin string `json:"stdin,omitempty"`
 	// Partition is -p: empty for the default one.
 	Partition string `json:"partition,omitempty"`
 	// NodesMax is --nodes MIN-MAX's MAX (Nodes the MIN): the job starts on

@@ -481,6 +481,10 @@ type Spec struct {
 	// Pty runs rank 0 of the job's own task on a terminal that srun
 	// --pty attaches to (not for a batch job).
 	Pty bool `msgpack:"pty,omitempty" json:"pty,omitempty"`
+	// Stdin relays srun's own stdin to the job's own tasks (srun outside
+	// an allocation): "" for none (/dev/null), StdinAll for every task,
+	// or a task's number (-i N); see StdinTakes. Not for a batch job.
+	Stdin string `msgpack:"stdin,omitempty" json:"stdin,omitempty"`
 	// Begin (--begin) keeps the job pending, with reason BeginTime, until
 	// then; zero: no such wait.
 	Begin time.Time `msgpack:"begin,omitempty" json:"begin,omitzero"`
@@ -538,6 +542,12 @@ func (s Spec) Validate() error {
 	}
 	if s.Batch != nil && s.Pty {
 		return fmt.Errorf("pty: a batch job's script runs without a terminal; use srun --pty")
+	}
+	if err := ValidateStdin(s.Stdin); err != nil {
+		return err
+	}
+	if s.Batch != nil && s.Stdin != "" {
+		return fmt.Errorf("stdin: a batch job's script reads its --input file, not srun's stdin")
 	}
 	if s.Batch != nil {
 		if len(s.Command) != 0 {

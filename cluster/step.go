@@ -92,6 +92,11 @@ type StepSpec struct {
 	// its node, relative to WorkDir unless absolute; "none" or empty is
 	// /dev/null.
 	Input string `msgpack:"input,omitempty" json:"input,omitempty"`
+	// Stdin relays srun's own stdin to the step's tasks: "" for none,
+	// StdinAll for every task (--input=all, Slurm's default), or a
+	// task's number (-i N); see StdinTakes. Tasks that take it read it
+	// instead of Input.
+	Stdin string `msgpack:"stdin,omitempty" json:"stdin,omitempty"`
 	// Output and Error are srun's -o/--output and -e/--error filename
 	// patterns (as Input's): each task's stdout and stderr go to the file
 	// its pattern names on its node, instead of to srun; tasks whose

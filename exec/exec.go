@@ -755,13 +755,25 @@ var ErrNoTerminal = errors.New("no terminal")
 // DialPty connects to the terminal of a running --pty task (see
 // task.PtySock); the caller relays the connection to srun --pty.
 func (e *Executor) DialPty(key TaskKey) (net.Conn, error) {
+	return e.dialTask(key, task.DialPty)
+}
+
+// DialStdin connects to the stdin of a running task's ranks that read
+// srun's (see task.StdinSock); the caller relays srun's stdin to it. It
+// fails with ErrNoTerminal where there is none (yet).
+func (e *Executor) DialStdin(key TaskKey) (net.Conn, error) {
+	return e.dialTask(key, task.DialStdin)
+}
+
+// dialTask connects to one of a running task's sockets with dial.
+func (e *Executor) dialTask(key TaskKey, dial func(dir string) (net.Conn, error)) (net.Conn, error) {
 	e.mu.Lock()
 	_, running := e.running[key]
 	e.mu.Unlock()
 	if !running {
 		return nil, fmt.Errorf("task %s: not running on this node: %w", key, ErrNoTerminal)
 	}
-	c, err := task.DialPty(filepath.Join(e.jobs, key.DirName()))
+	c, err := dial(filepath.Join(e.jobs, key.DirName()))
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w: %w", key, ErrNoTerminal, err)
 	}

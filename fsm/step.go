@@ -86,6 +86,9 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job) (cluster.StepSpec, error) {
 			return sp, fmt.Errorf("env[%d] %.64q: want KEY=VALUE", i, kv)
 		}
 	}
+	if err := cluster.ValidateStdin(sp.Stdin); err != nil {
+		return sp, err
+	}
 	nodes := len(j.Alloc.Nodes)
 	if len(sp.NodeList) > 0 {
 		if sp.Nodes != 0 && sp.Nodes != len(sp.NodeList) {

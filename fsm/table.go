@@ -44,6 +44,10 @@ import (
 //	   would drop, giving the tasks /dev/null; srun's -o/-e files
 //	   (StepSpec.Output/Error in StartStep), which it would drop, sending
 //	   the output to srun.
+//	4  fields: srun's stdin relayed to the tasks (Spec.Stdin in SubmitJob
+//	   and StartStep: --input=all, Slurm's default, or -i N). An older
+//	   replica would drop it and start the tasks on /dev/null, leaving
+//	   srun nothing to relay to.
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -51,7 +55,7 @@ import (
 const (
 	// ProtocolVersion is the protocol this build speaks: the highest
 	// version in commands and snapshotFormats.
-	ProtocolVersion = 3
+	ProtocolVersion = 4
 	// ProtocolOldest is the lowest version an agent may announce. A
 	// command type introduced at it needs no check.
 	ProtocolOldest = 1
@@ -193,6 +197,17 @@ var fields = []field{
 			return c.Spec.Pty
 		case StartStep:
 			return c.Spec.Pty
+		}
+		return false
+	}},
+	// An older replica would drop Stdin and start the tasks on
+	// /dev/null: srun would find no stdin to relay to.
+	{name: "SubmitJob.Spec.Stdin, StartStep.Spec.Stdin", since: 4, uses: func(body any) bool {
+		switch c := body.(type) {
+		case SubmitJob:
+			return c.Spec.Stdin != ""
+		case StartStep:
+			return c.Spec.Stdin != ""
 		}
 		return false
 	}},

@@ -22,12 +22,41 @@ type Terminals interface {
 	// node that runs it, but only here when forwarded (a peer asked). It
 	// names that node.
 	DialPty(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (conn io.ReadWriteCloser, node string, err error)
+	// DialStdin connects to the stdin of the ranks on node of job id's
+	// own task (step -1) or of a step that read srun's, for who: here or
+	// through that node's agent, but only here when forwarded.
+	DialStdin(ctx context.Context, id cluster.JobID, step int, node string, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, error)
 }
 
 // HandlePty is GET /v1/jobs/{id}/pty[?step=S]: it takes the connection
 // over (api.PtyProtocol) and relays it to the terminal of the job's or
 // step's rank 0 until either side ends.
 func (s *Server) HandlePty(w http.ResponseWriter, r *http.Request) {
+	s.handleRelay(w, r, api.PtyProtocol, "terminal", func(id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
+		return s.b.DialPty(r.Context(), id, step, who, forwarded)
+	})
+}
+
+// HandleStdin is GET /v1/jobs/{id}/stdin?step=S&node=NODE: it takes the
+// connection over (api.StdinProtocol) and relays it to the stdin of the
+// ranks on NODE of the job's own task (step -1) or of a step that read
+// srun's, until either side ends.
+func (s *Server) HandleStdin(w http.ResponseWriter, r *http.Request) {
+	node := r.URL.Query().Get("node")
+	if node == "" {
+		WriteError(w, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("node: empty, want the node whose ranks read srun's stdin")))
+		return
+	}
+	s.handleRelay(w, r, api.StdinProtocol, "stdin", func(id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
+		c, err := s.b.DialStdin(r.Context(), id, step, node, who, forwarded)
+		return c, node, err
+	})
+}
+
+// handleRelay takes a connection over for protocol once dial reached its
+// other end, and relays both ways until either side ends.
+func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request, protocol, what string,
+	dial func(id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error)) {
 	id, err := PathJobID(r)
 	if err != nil {
 		WriteError(w, err)
@@ -40,8 +69,8 @@ func (s *Server) HandlePty(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.Header.Get("Upgrade") != api.PtyProtocol {
-		WriteError(w, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("upgrade %q: want %q", r.Header.Get("Upgrade"), api.PtyProtocol)))
+	if r.Header.Get("Upgrade") != protocol {
+		WriteError(w, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("upgrade %q: want %q", r.Header.Get("Upgrade"), protocol)))
 		return
 	}
 	who := CallerOf(r)
@@ -53,7 +82,7 @@ func (s *Server) HandlePty(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	upstream, node, err := s.b.DialPty(r.Context(), id, step, who.Who(), r.Header.Get(api.HeaderForwardedBy) != "")
+	upstream, node, err := dial(id, step, who.Who(), r.Header.Get(api.HeaderForwardedBy) != "")
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -61,19 +90,19 @@ func (s *Server) HandlePty(w http.ResponseWriter, r *http.Request) {
 	defer upstream.Close()
 	hj, ok := w.(http.Hijacker)
 	if !ok {
-		WriteError(w, fmt.Errorf("attach to job %d's terminal: this connection cannot be taken over", id))
+		WriteError(w, fmt.Errorf("attach to job %d's %s: this connection cannot be taken over", id, what))
 		return
 	}
 	conn, brw, err := hj.Hijack()
 	if err != nil {
-		s.log.Warn("terminal: take over the connection", "job", uint64(id), "err", err)
+		s.log.Warn(what+": take over the connection", "job", uint64(id), "err", err)
 		return
 	}
 	defer conn.Close()
 	// The server's read and write deadlines bound requests, not a
-	// terminal session.
+	// session.
 	_ = conn.SetDeadline(time.Time{})
-	if _, err := fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", api.PtyProtocol); err != nil {
+	if _, err := fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", protocol); err != nil {
 		return
 	}
 	if err := brw.Flush(); err != nil {
@@ -84,9 +113,9 @@ func (s *Server) HandlePty(w http.ResponseWriter, r *http.Request) {
 		return // the agent is stopping
 	}
 	defer remove()
-	s.log.Info("terminal attached", "job", uint64(id), "step", step, "node", node, "by", who.User)
+	s.log.Info(what+" attached", "job", uint64(id), "step", step, "node", node, "by", who.User)
 	relay(hijacked{r: brw.Reader, Conn: conn}, upstream)
-	s.log.Info("terminal detached", "job", uint64(id), "step", step)
+	s.log.Info(what+" detached", "job", uint64(id), "step", step)
 }
 
 // CloseRelays ends the terminal relays in progress and refuses new ones:

@@ -43,6 +43,7 @@ func JobOf(j *cluster.Job) api.Job {
 	}
 	out.StdOut, out.StdErr = j.BatchOutput(batchHost)
 	out.StdIn = j.BatchInput(batchHost)
+	out.StdinNodes = j.StdinNodes(-1)
 	out.ArrayTaskID, out.JobIDString = -1, j.ID.String()
 	if a := j.Array; a != nil {
 		out.ArrayJobID, out.ArrayTaskID, out.ArrayThrottle, out.JobIDString = uint64(a.JobID), a.TaskID, a.Throttle, a.Name()
@@ -56,7 +57,8 @@ func JobOf(j *cluster.Job) api.Job {
 	for _, st := range j.Steps {
 		as := api.Step{ID: st.ID, Name: st.Spec.Name, State: string(st.State), ExitCode: st.ExitCode,
 			Nodes: []string{}, Command: st.Spec.Command,
-			StartTime: api.FormatTime(st.StartTime), EndTime: api.FormatTime(st.EndTime)}
+			StartTime: api.FormatTime(st.StartTime), EndTime: api.FormatTime(st.EndTime),
+			StdinNodes: j.StdinNodes(st.ID)}
 		for _, n := range st.Nodes {
 			as.Nodes = append(as.Nodes, n.Node)
 			as.NTasks += n.Tasks

@@ -58,6 +58,7 @@ type Backend interface {
 	Internal
 	Writes
 	Terminals
+	Files
 	JobWrites
 	JobReads
 	Queue

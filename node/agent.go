@@ -81,6 +81,8 @@ type Agent struct {
 	gpuSample atomic.Pointer[metrics.GPUReading]
 	// gpuUsage is what each job's GPUs here did so far (gpuSampler).
 	gpuUsage worker.GPUUsage
+	// scripts are the runs whose --prolog or --epilog ran here (prolog.go).
+	scripts scriptRuns
 	// shimDir holds srun, scontrol and sbatch links to this binary, put
 	// first on the PATH of batch scripts and steps.
 	shimDir string

@@ -105,6 +105,12 @@ type Config struct {
 	// drain the node first and wait up to that long for its running jobs
 	// to end before it stops what is left (and requeues it) and leaves.
 	DrainOnStop time.Duration
+	// Prolog and Epilog (--prolog, --epilog), when set, are programs run
+	// as root on this node before a job's first task here and after the
+	// job has ended here, as slurm.conf's Prolog= and Epilog= (package
+	// prolog); PrologEpilogTimeout bounds each run (0: no bound).
+	Prolog, Epilog      string
+	PrologEpilogTimeout time.Duration
 	// DeadServerGrace is how long a failed voter stays before it is replaced.
 	DeadServerGrace time.Duration
 	// ScheduleInterval bounds how long a pending job waits for a pass when
@@ -148,6 +154,10 @@ const (
 	DefaultKillWait          = 30 * time.Second
 	DefaultDeadServerGrace   = 30 * time.Second
 	DefaultScheduleInterval  = 2 * time.Second
+	// DefaultPrologEpilogTimeout bounds --prolog and --epilog (Slurm
+	// waits for ever by default; a hung script here would hold the
+	// node's starts).
+	DefaultPrologEpilogTimeout = 5 * time.Minute
 	// DefaultGPUSampleInterval is how often GPUs are sampled: NVML's
 	// utilization rate already averages over its own period (1/6 s to
 	// 1 s), so this bounds the metrics' resolution, not their accuracy.

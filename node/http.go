@@ -193,6 +193,7 @@ func specOf(req api.SubmitRequest, who cluster.Identity) (cluster.Spec, error) {
 		Nice:       req.Nice,
 		Batch:      req.Batch,
 		Pty:        req.Pty,
+		Stdin:      req.Stdin,
 		Signal:     req.Signal,
 
 		Dependency: req.Dependency,

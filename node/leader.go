@@ -515,6 +515,8 @@ func (a *Agent) leaderTaskEvent(ctx context.Context, ev taskEvent) error {
 		res, err = a.apply(ctx, fsm.CmdTaskExited, fsm.TaskExited{
 			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node,
 			ExitCode: ev.ExitCode, Cause: ev.Cause, Usage: ev.Usage, Time: time.Now()})
+	case eventPrologFailed, eventEpilogFailed:
+		return a.leaderScriptFailed(ctx, ev)
 	case "gpu-usage":
 		// Applied below with an exit's; alone, it changes nothing else.
 	case "step-exited":
@@ -522,7 +524,7 @@ func (a *Agent) leaderTaskEvent(ctx context.Context, ev taskEvent) error {
 			Job: ev.Job, Incarnation: ev.Incarnation, Step: ev.Step, Node: ev.Node,
 			ExitCode: ev.ExitCode, Cause: ev.Cause, Usage: ev.Usage, Time: time.Now()})
 	default:
-		return invalid(fmt.Errorf("kind %q: want started, exited, step-exited or gpu-usage", ev.Kind))
+		return invalid(fmt.Errorf("kind %q: want started, exited, step-exited, gpu-usage, prolog-failed or epilog-failed", ev.Kind))
 	}
 	if err == nil && res.Err == nil && ev.GPUUsage != nil && (ev.Kind == "exited" || ev.Kind == "gpu-usage") {
 		res, err = a.apply(ctx, fsm.CmdRecordGPUUsage, fsm.RecordGPUUsage{

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
@@ -111,6 +112,97 @@ func (a *Agent) peerPty(ctx context.Context, nodeOf func(string) (*cluster.Node,
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
 	rwc, err := c.WithHeader(api.HeaderForwardedBy, a.cfg.Name).WithIdentity(who).AttachPty(ctx, uint64(id), step)
+	if err != nil {
+		var se *api.StatusError
+		if !errors.As(err, &se) {
+			err = cluster.Mark(httpapi.ErrUpstream, fmt.Errorf("node %s: %w", node, err))
+		}
+		return nil, err
+	}
+	return rwc, nil
+}
+
+// stdinTarget is the key of job j's own task (step task.NoStep) or of
+// its step whose ranks on node read srun's stdin. An error says why
+// there is nothing to relay to there (yet).
+func stdinTarget(j *cluster.Job, step int, node string) (task.Key, error) {
+	key := task.Key{Job: j.ID, Incarnation: j.Incarnation, Step: step}
+	if step != task.NoStep {
+		var st *cluster.Step
+		for i := range j.Steps {
+			if j.Steps[i].ID == step {
+				st = &j.Steps[i]
+			}
+		}
+		if st == nil {
+			return key, notFound(fmt.Errorf("step %d.%d: no such step", j.ID, step))
+		}
+		if st.State != cluster.StepRunning {
+			return key, conflict(fmt.Errorf("step %d.%d is %s: its tasks read no more input", j.ID, step, st.State))
+		}
+		if st.Incarnation != 0 {
+			key.Incarnation = st.Incarnation
+		}
+	} else if cluster.JobState(j.State).Terminal() {
+		return key, conflict(fmt.Errorf("job %d is %s: its tasks read no more input", j.ID, j.State))
+	}
+	if j.State != cluster.JobRunning {
+		return key, unavailable(fmt.Errorf("job %d is %s: its tasks have not started", j.ID, j.State))
+	}
+	if !slices.Contains(j.StdinNodes(step), node) {
+		return key, invalid(fmt.Errorf("node %s: no task of job %d there reads srun's stdin", node, j.ID))
+	}
+	return key, nil
+}
+
+// DialStdin connects to the stdin of the ranks on node of job id's own
+// task or of a step, for who (the job's owner or root): to their
+// supervisor when node is this one, else, unless a peer asked
+// (forwarded), through node's agent.
+func (b apiBackend) DialStdin(ctx context.Context, id cluster.JobID, step int, node string, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, error) {
+	a := b.a
+	v := a.state.View()
+	j, ok := v.Job(id)
+	if !ok {
+		err := notFound(fmt.Errorf("job %d: no such job", id))
+		if forwarded {
+			err = unavailable(err)
+		}
+		return nil, err
+	}
+	if who.UID != 0 && who.UID != j.Spec.UID {
+		return nil, forbidden(fmt.Errorf("send input to job %d: %w: it belongs to %s", id, ErrForbidden, j.Spec.User))
+	}
+	key, err := stdinTarget(j, step, node)
+	if err != nil {
+		if forwarded && errors.Is(err, cluster.ErrNotFound) {
+			err = unavailable(err)
+		}
+		return nil, err
+	}
+	switch {
+	case node == a.cfg.Name:
+		c, err := a.exec.DialStdin(key)
+		if errors.Is(err, exec.ErrNoTerminal) {
+			// Not started here yet, or already gone: the client asks
+			// again while the step runs.
+			err = unavailable(err)
+		}
+		return c, err
+	case forwarded:
+		return nil, unavailable(fmt.Errorf("job %d's tasks reading stdin are on %s, not on this node %s, which was asked by a peer; retry", id, node, a.cfg.Name))
+	}
+	n, ok := v.Node(node)
+	if !ok || n.APIAddr == "" {
+		return nil, unavailable(fmt.Errorf("node %s: address unknown", node))
+	}
+	c, err := a.peers.get(node, n.APIAddr)
+	if err != nil {
+		return nil, err
+	}
+	fctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+	defer cancel()
+	rwc, err := c.WithHeader(api.HeaderForwardedBy, a.cfg.Name).WithIdentity(api.Identity{User: who.User, UID: who.UID, GID: who.GID}).AttachStdin(fctx, uint64(id), step, node)
 	if err != nil {
 		var se *api.StatusError
 		if !errors.As(err, &se) {

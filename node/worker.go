@@ -193,6 +193,9 @@ func (r exitReporter) ReportExit(ctx context.Context, ex worker.Exit) error {
 		ev.Kind, ev.Step = "step-exited", k.Step
 	} else {
 		ev.GPUUsage = r.a.gpuUsage.Get(run)
+		// The job's own task ended here: its run ends here with it, and
+		// the exit releases the node's resources.
+		r.a.runEpilog(ctx, worker.Ref{Job: k.Job, Incarnation: k.Incarnation})
 	}
 	if err := r.a.sendTaskEvent(ctx, ev); err != nil {
 		return err
@@ -227,6 +230,9 @@ func (w *agentWorker) Current() (*fsm.View, bool) {
 func (w *agentWorker) MayStart(v *fsm.View) bool { return w.a.startAllowed(v) }
 
 func (w *agentWorker) Start(ctx context.Context, v *fsm.View, s worker.Start) bool {
+	if !w.a.runProlog(ctx, s.Job) {
+		return false
+	}
 	return w.a.start(ctx, v, s)
 }
 
@@ -234,6 +240,7 @@ func (w *agentWorker) Report(ctx context.Context, r worker.Report) error {
 	ev := taskEvent{Kind: r.Kind, Job: r.Job, Incarnation: r.Incarnation, Node: w.a.cfg.Name}
 	if r.Kind == worker.ReportReleased {
 		ev.Cause = fsm.CauseCancelled
+		w.a.runEpilog(ctx, r.Ref)
 	}
 	return w.a.sendTaskEvent(ctx, ev)
 }
@@ -241,6 +248,7 @@ func (w *agentWorker) Report(ctx context.Context, r worker.Report) error {
 func (w *agentWorker) Follow(v *fsm.View) {
 	w.a.deliverSignals(v, w.signals)
 	w.a.deliverTimeLimits(v, w.limits)
+	w.a.scripts.forget(v, w.a.cfg.Name)
 }
 
 func (w *agentWorker) Running() []exec.TaskKey { return w.a.exec.Running() }

@@ -17,6 +17,7 @@ const (
 	Sacctmgr Command = "sacctmgr"
 	Sshare   Command = "sshare"
 	Sreport  Command = "sreport"
+	Sbcast   Command = "sbcast"
 )
 
 // Commands are the Slurm commands the shoal binary answers to when run
@@ -24,7 +25,7 @@ const (
 // of them, `shoal slurm NAME` takes them, and the agent puts them on
 // every batch script's and step's PATH, so a script's squeue, scancel or
 // sacct reaches the cluster that runs it.
-var Commands = []Command{Sbatch, Srun, Salloc, Scontrol, Squeue, Scancel, Sinfo, Sacct, Sprio, Sacctmgr, Sshare, Sreport}
+var Commands = []Command{Sbatch, Srun, Salloc, Scontrol, Squeue, Scancel, Sinfo, Sacct, Sprio, Sacctmgr, Sshare, Sreport, Sbcast}
 
 // ShimBinary is the name of the small client binary (cmd/shoal/shim) that
 // plays Commands and nothing else. It links the Slurm front-ends and the

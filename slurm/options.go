@@ -42,9 +42,13 @@ type Options struct {
 	// Output, Error and Input are filename patterns, kept raw (see
 	// ExpandOutputPattern). Slurm's "none" is kept as written.
 	Output, Error, Input string
-	Partition            string
-	Account              string
-	QOS                  string
+	// Bcast is srun --bcast's destination: "" (the option's Set entry
+	// tells it was given) or a directory ending in "/" for
+	// slurm_bcast_* files, else the file to copy the program to.
+	Bcast     string
+	Partition string
+	Account   string
+	QOS       string
 	// NodeList is --nodelist expanded and de-duplicated (first occurrence
 	// kept); NodeListFile is its value instead when it names a file (it
 	// contains '/'), which the parser does not read. Exclude likewise.

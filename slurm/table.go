@@ -17,7 +17,6 @@ const (
 	whyHetJob     = "heterogeneous jobs are not supported by Shoal"
 	whyNoHardware = "Shoal does not manage this hardware setting; it is a preference Slurm ignores where unsupported"
 	whyIdentity   = "Shoal runs a job as the user who submits it"
-	whyFiles      = "Shoal does not stage or broadcast files"
 )
 
 // optionTable is the one table of sbatch, srun and salloc options, with
@@ -166,9 +165,9 @@ var optionTable = []optDef{
 	{long: "task-epilog", arg: needArg, cmds: cSrun, reject: "every rank runs only its command"},
 	{long: "prolog", arg: needArg, cmds: cSrun, reject: "every rank runs only its command"},
 	{long: "epilog", arg: needArg, cmds: cSrun, reject: "every rank runs only its command"},
-	{long: "bcast", arg: optArg, cmds: cSrun, reject: whyFiles},
-	{long: "compress", arg: optArg, cmds: cSrun, warn: "it only changes --bcast, which Shoal refuses"},
-	{long: "send-libs", arg: optArg, cmds: cSrun, warn: "it only changes --bcast, which Shoal refuses"},
+	{long: "bcast", arg: optArg, cmds: cSrun, apply: strOpt(func(o *Options) *string { return &o.Bcast })},
+	{long: "compress", arg: optArg, cmds: cSrun, warn: "Shoal's agents send --bcast's file whole"},
+	{long: "send-libs", arg: optArg, cmds: cSrun, warn: "Shoal copies --bcast's program alone, not its libraries"},
 	{long: "resv-ports", arg: optArg, cmds: cSrun, warn: "Shoal reserves no MPI ports (it sets MASTER_PORT)"},
 	{long: "wait", short: 'W', arg: needArg, cmds: cSrun, reject: "Shoal does not end a step's other tasks a time after its first task ends; accepted: 0 (wait for them all, Slurm's default WaitTime)", ok: func(v string) bool { return strings.TrimLeft(v, "0") == "" && v != "" }},
 	{long: "no-shell", arg: noArg, cmds: cSalloc, apply: flagOpt(func(o *Options) *bool { return &o.NoShell })},

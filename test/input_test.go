@@ -20,7 +20,7 @@ const inputScript = `#!/bin/sh
 while read -r l; do echo "batch read $l"; done
 srun -N2 -n2 --input=none sh -c 'echo "none $SLURM_PROCID read=[$(cat)]"'
 srun -N2 -n2 -i step-%t.txt sh -c 'echo "file $SLURM_PROCID on $SLURMD_NODENAME read=[$(cat)]"'
-srun -N2 -n2 -i 0 cat
+printf 'x\ny\n' | srun -N2 -n2 -i 0 sh -c 'echo "task $SLURM_PROCID read=[$(tr "\n" ,)]"'
 echo "task0 exit $?"
 srun -N2 -n2 -i missing.txt cat
 echo "missing exit $?"
@@ -31,8 +31,8 @@ echo "missing-t exit $?"
 // TestInput: sbatch --input's file (a pattern, %x here) is the batch
 // script's stdin; srun --input=none gives tasks /dev/null and
 // --input=step-%t.txt gives each task its own file on its node; srun
-// --input=0 is refused rather than ignored, and a plain file srun cannot
-// open with Slurm's error, before any step starts.
+// --input=0 sends srun's stdin to task 0 alone, and a plain file srun
+// cannot open is refused with Slurm's error, before any step starts.
 func TestInput(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 2})
 	a := c.Agents[0]
@@ -73,8 +73,9 @@ func TestInput(t *testing.T) {
 		"file 1 on " + j.Nodes[1] + " read=[one]",
 		"none 0 read=[]",
 		"none 1 read=[]",
-		"srun: error: --input=0: sending srun's stdin to task 0 is not supported by Shoal: srun does not relay its stdin; give --input=FILE (read by each task on its node) or --input=none",
-		"task0 exit 1",
+		"task 0 read=[x,y,]",
+		"task 1 read=[]",
+		"task0 exit 0",
 		"srun: error: Could not open stdin file: No such file or directory",
 		"missing exit 1",
 		"missing-t exit 127",
@@ -87,9 +88,9 @@ func TestInput(t *testing.T) {
 	if want := "StdIn=" + filepath.Join(work, "inp.in"); r.code != 0 || !strings.Contains(r.stdout, want) {
 		t.Errorf("scontrol show job %d: exit %d\n%s\nwant %s", id, r.code, r.stdout, want)
 	}
-	// The refused sruns start no step; the one whose tasks cannot open
+	// The refused srun starts no step; the one whose tasks cannot open
 	// their files fails to start, with the shell's 127.
-	if j.State != "COMPLETED" || len(j.Steps) != 3 || j.Steps[2].State != "FAILED" || j.Steps[2].ExitCode != 127 {
-		t.Errorf("job %d = %s with steps %+v; want COMPLETED with 3 steps, the last FAILED with 127", id, j.State, j.Steps)
+	if j.State != "COMPLETED" || len(j.Steps) != 4 || j.Steps[3].State != "FAILED" || j.Steps[3].ExitCode != 127 {
+		t.Errorf("job %d = %s with steps %+v; want COMPLETED with 4 steps, the last FAILED with 127", id, j.State, j.Steps)
 	}
 }

@@ -130,6 +130,9 @@ func (s *supervisor) run(launched chan<- error) {
 		// recorded.
 		s.pty.close()
 	}
+	if s.stdin != nil {
+		s.stdin.close()
+	}
 	close(stopSampling)
 	<-sampled
 	if cg != nil {
@@ -242,6 +245,22 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 		if l.PtyRank(rank) {
 			cmd.Stdin = stdout
 			ptyAttr(cmd.SysProcAttr)
+		} else if l.RelayRank(rank) {
+			// srun's own stdin, relayed through the agent.
+			if s.stdin == nil {
+				s.stdin, err = openStdin(log)
+			}
+			if err == nil {
+				stdin, err = s.stdin.pipe()
+			}
+			if err != nil {
+				stdout.Close()
+				if stderr != stdout {
+					stderr.Close()
+				}
+				return pgids, task.CodeNotFound, fmt.Errorf("rank %d: %w", rank, err)
+			}
+			cmd.Stdin = stdin
 		} else if in := l.StdinPath(rank, p.WorkDir); in != "" {
 			// sbatch/srun --input: opened as the job's user, as slurmstepd
 			// does; O_NONBLOCK keeps a FIFO without a writer from blocking
@@ -290,6 +309,9 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 			// A rank the agent cannot find again after a crash must not run.
 			return pgids, task.CodeNotFound, fmt.Errorf("rank %d: record pid %d: %w", rank, r.pid, err)
 		}
+	}
+	if s.stdin != nil {
+		s.stdin.serve()
 	}
 	return pgids, 0, nil
 }

@@ -114,6 +114,10 @@ type supervisor struct {
 	// pty is rank 0's terminal for a --pty task (set by startRanks,
 	// closed by run once the ranks are gone); nil otherwise.
 	pty *ptyServer
+	// stdin relays srun's stdin to the ranks that read it (set by
+	// startRanks, closed by run once the ranks are gone); nil when none
+	// does.
+	stdin *stdinServer
 
 	// outputs are the files at paths the job chose that openOutput opened
 	// so far (recorded in OutputsFile), and truncated the paths a step's

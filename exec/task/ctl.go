@@ -29,6 +29,7 @@ const (
 	StepdFile = "stepd.json" // its input, written before it starts
 	SockFile  = "stepd.sock" // its control socket, while it runs
 	PtySock   = "pty.sock"   // its terminal's socket, for a --pty task (pty.go)
+	StdinSock = "stdin.sock" // srun's stdin's socket, for ranks that read it (stdin.go)
 	StepdLog  = "stepd.log"  // its log
 )
 

@@ -146,6 +146,19 @@ func (l Launch) PtyRank(rank int) bool {
 	return l.Spec.Pty && l.Spec.Batch == nil
 }
 
+// RelayRank reports whether global rank reads srun's own stdin, relayed
+// to its supervisor (see StdinSock): a rank the step's, or the job's own
+// task's, Stdin names (cluster.StdinTakes), unless it runs on a terminal.
+func (l Launch) RelayRank(rank int) bool {
+	if l.PtyRank(rank) {
+		return false
+	}
+	if l.Step != nil {
+		return cluster.StdinTakes(l.Step.Spec.Stdin, rank)
+	}
+	return l.Spec.Batch == nil && cluster.StdinTakes(l.Spec.Stdin, rank)
+}
+
 // StdinPath is the file global rank reads its stdin from, "" for none
 // (/dev/null): a batch script's Stdin, or a step's --input pattern
 // expanded for the rank (see stepFile).

@@ -76,6 +76,10 @@ func Run(ctx context.Context, connect slurmcli.Connect, name string, args []stri
 		if err = slurmcli.Scancel(ctx, connect, args, stderr); err != nil {
 			code = 1
 		}
+	case "sbcast":
+		if err = slurmcli.Sbcast(ctx, connect, args, stdout, stderr); err != nil {
+			code = 1
+		}
 	case "sinfo":
 		if err = slurmcli.Sinfo(ctx, connect, args, stdout, stderr); err != nil {
 			code = 1

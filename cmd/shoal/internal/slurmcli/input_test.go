@@ -12,8 +12,8 @@ import (
 )
 
 // TestStepInput: srun's --input as a step takes it: a file pattern or
-// none; the forms that need srun to relay its stdin are refused, not
-// ignored.
+// none, or srun's own stdin relayed to every task (the default, "all")
+// or to one (a task number).
 func TestStepInput(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"5", "in.txt"} {
@@ -22,19 +22,20 @@ func TestStepInput(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		args    []string
-		want    string
-		wantErr string
+		args      []string
+		want      string
+		wantStdin string
+		wantErr   string
 	}{
-		{nil, "", ""},
-		{[]string{"--input=none"}, "none", ""},
-		{[]string{"-i", "in-%t.txt"}, "in-%t.txt", ""},
-		{[]string{"-n2", "-i", "5", "-D", dir}, "5", ""}, // not a task of 2: a file, as Slurm
-		{[]string{"-i", "in.txt", "-D", dir}, "in.txt", ""},
-		{[]string{"-i", "missing.txt", "-D", dir}, "", "Could not open stdin file: No such file or directory"},
-		{[]string{"-n2", "-i", "1"}, "", "sending srun's stdin to task 1 is not supported"},
-		{[]string{"-i0"}, "", "sending srun's stdin to task 0 is not supported"},
-		{[]string{"--input=all"}, "", "broadcasting srun's stdin to the tasks is not supported"},
+		{nil, "", "all", ""},
+		{[]string{"--input=none"}, "none", "", ""},
+		{[]string{"-i", "in-%t.txt"}, "in-%t.txt", "", ""},
+		{[]string{"-n2", "-i", "5", "-D", dir}, "5", "", ""}, // not a task of 2: a file, as Slurm
+		{[]string{"-i", "in.txt", "-D", dir}, "in.txt", "", ""},
+		{[]string{"-i", "missing.txt", "-D", dir}, "", "", "Could not open stdin file: No such file or directory"},
+		{[]string{"-n2", "-i", "1"}, "", "1", ""},
+		{[]string{"-i0"}, "", "0", ""},
+		{[]string{"--input=all"}, "", "all", ""},
 	} {
 		opts, rest, err := slurm.ParseArgs(slurm.Srun, append(tc.args, "cat"))
 		if err != nil {
@@ -46,14 +47,14 @@ func TestStepInput(t *testing.T) {
 			t.Errorf("%v: err %v; want %q", tc.args, err, tc.wantErr)
 		case tc.wantErr == "" && err != nil:
 			t.Errorf("%v: %v", tc.args, err)
-		case tc.wantErr == "" && spec.Input != tc.want:
-			t.Errorf("%v: Input %q; want %q", tc.args, spec.Input, tc.want)
+		case tc.wantErr == "" && (spec.Input != tc.want || spec.Stdin != tc.wantStdin):
+			t.Errorf("%v: Input %q, Stdin %q; want %q, %q", tc.args, spec.Input, spec.Stdin, tc.want, tc.wantStdin)
 		}
 	}
 }
 
 // TestSrunInputRefused: --input with --pty is Slurm's error; srun
-// outside an allocation takes only --input=none. Both before any
+// outside an allocation takes no file. Both before any
 // connection.
 func TestSrunInputRefused(t *testing.T) {
 	for _, env := range []string{"SLURM_JOB_ID", "SHOAL_JOB_ID"} {

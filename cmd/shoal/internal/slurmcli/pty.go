@@ -35,6 +35,9 @@ const srunAttachWait = time.Minute
 // (ptyStepSpec). Only rank 0 has the terminal; the other ranks run
 // without input.
 func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command []string, job, inc uint64, stdout, stderr io.Writer) (int, error) {
+	if job == 0 && opts.Set["bcast"] {
+		return 1, errBcastOutside
+	}
 	c, err := connect()
 	if err != nil {
 		return 1, err
@@ -64,6 +67,9 @@ func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command [
 	if err != nil {
 		return 1, err
 	}
+	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err != nil {
+		return 1, err
+	}
 	step, err := c.StartStep(ctx, job, api.StepRequest{Incarnation: inc, Spec: spec})
 	if err != nil {
 		return 1, fmt.Errorf("start step in job %d: %w", job, err)
@@ -88,7 +94,7 @@ func ptyStepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error)
 	if err != nil {
 		return spec, err
 	}
-	spec.Pty = true
+	spec.Pty, spec.Stdin = true, "" // rank 0 reads the terminal, the others nothing
 	if !opts.Set["ntasks"] && !opts.Set["ntasks-per-node"] && !opts.Set["nodes"] && len(spec.NodeList) == 0 {
 		spec.NTasks, spec.TasksPerNode, spec.Nodes = 1, 0, 1
 	}

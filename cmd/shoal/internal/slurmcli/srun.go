@@ -20,6 +20,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
+	"github.com/shoal-sched/shoal/exec/task"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -73,15 +74,19 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 	if err != nil {
 		return 1, err
 	}
+	spec.Stdin = withoutNullStdin(spec.Stdin)
 	c, err := connect()
 	if err != nil {
 		return 1, err
 	}
-	step, err := c.StartStep(ctx, job, api.StepRequest{Incarnation: inc, Spec: spec})
+	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err != nil {
+		return 1, err
+	}
+	step, req, err := startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, stderr)
 	if err != nil {
 		return 1, fmt.Errorf("start step in job %d: %w", job, err)
 	}
-	return followStep(ctx, c, job, step, opts.Label, stdout, stderr)
+	return followStepInput(ctx, c, job, step, req.Spec.Stdin != "", opts.Label, stdout, stderr)
 }
 
 // ParseSrunOutside parses srun's options for a job of its own (shoal run).
@@ -128,9 +133,8 @@ func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err 
 		spec.NTasks = opts.NTasks
 	}
 	spec.Distribution = opts.Distribution.String()
-	if spec.Input, err = stepInput(opts); err != nil {
-		return spec, err
-	}
+	spec.Input = stepInput(opts)
+	spec.Stdin = stdinRelay(opts)
 	// -o/-e: each task writes to the file its pattern names on its node
 	// (slurmstepd's job), so srun shows nothing of it.
 	spec.Output, spec.Error = opts.Output, opts.Error
@@ -170,29 +174,21 @@ func checkInputFile(input, workDir string) error {
 	return f.Close()
 }
 
-// stepInput is StepSpec.Input for srun's -i/--input: "" (no stdin,
-// /dev/null) when not given, "none", or a filename pattern each task
-// opens on its node. srun does not relay its own stdin to tasks, so
-// "all" given explicitly and a task id are refused rather than ignored.
-func stepInput(opts slurm.Options) (string, error) {
+// stepInput is StepSpec.Input for srun's -i/--input: "none", or a
+// filename pattern each task opens on its node; "" (no file) when not
+// given, "all" or a task's number, which relay srun's own stdin instead
+// (stdinRelay).
+func stepInput(opts slurm.Options) string {
 	if !opts.Set["input"] {
-		return "", nil
+		return ""
 	}
-	ntasks := 0
-	if opts.Set["ntasks"] {
-		ntasks = opts.NTasks
-	}
-	in := slurm.ParseInput(opts.Input, ntasks)
-	switch in.Kind {
+	switch in := parseInput(opts); in.Kind {
 	case slurm.InputNone:
-		return "none", nil
+		return "none"
 	case slurm.InputFile:
-		return in.Pattern, nil
-	case slurm.InputTask:
-		return "", fmt.Errorf("--input=%s: sending srun's stdin to task %d is not supported by Shoal: srun does not relay its stdin; give --input=FILE (read by each task on its node) or --input=none", opts.Input, in.Task)
-	default:
-		return "", fmt.Errorf("--input=%s: broadcasting srun's stdin to the tasks is not supported by Shoal: srun does not relay its stdin; give --input=FILE (read by each task on its node) or --input=none", opts.Input)
+		return in.Pattern
 	}
+	return ""
 }
 
 // followStep streams a step's output until it ends, and returns its exit
@@ -357,10 +353,11 @@ func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command
 	if opts.Pty && !opts.TestOnly {
 		return srunPty(ctx, connect, opts, command, 0, 0, stdout, stderr)
 	}
-	if opts.Set["input"] && slurm.ParseInput(opts.Input, 0).Kind != slurm.InputNone {
-		// The job's own tasks have /dev/null for stdin, which is what
-		// --input=none asks.
-		return 1, fmt.Errorf("--input=%s: not supported by Shoal for srun outside an allocation (its tasks' stdin is /dev/null, as --input=none); run it as a step (salloc, then srun --input=FILE)", opts.Input)
+	if opts.Set["input"] && slurm.ParseInput(opts.Input, 0).Kind == slurm.InputFile {
+		return 1, fmt.Errorf("--input=%s: a file is not supported by Shoal for srun outside an allocation (give none, all or a task number); run it as a step (salloc, then srun --input=FILE)", opts.Input)
+	}
+	if opts.Set["bcast"] {
+		return 1, errBcastOutside
 	}
 	if opts.Output != "" || opts.Error != "" {
 		return 1, errors.New("-o/--output and -e/--error: not supported by Shoal for srun outside an allocation (its output comes back to srun); run it as a step (salloc or sbatch, then srun -o FILE)")
@@ -371,6 +368,7 @@ func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command
 	}
 	request.PrintWarnings("srun", warnings)
 	req.Command = command
+	req.Stdin = withoutNullStdin(stdinRelay(opts))
 	if req.Name == "" {
 		req.Name = filepath.Base(command[0])
 	}
@@ -385,10 +383,19 @@ func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command
 		return 0, nil
 	}
 	res, err := c.Submit(ctx, req, request.SubmitRetry)
+	if err != nil && req.Stdin != "" && olderCluster(err) {
+		fmt.Fprintln(stderr, "srun: warning: the cluster's older agents cannot relay srun's stdin: the tasks read /dev/null")
+		req.Stdin = ""
+		res, err = c.Submit(ctx, req, request.SubmitRetry)
+	}
 	if err != nil {
 		return 1, err
 	}
 	request.PrintWarnings("srun", res.Warnings)
+	if req.Stdin != "" {
+		stop := startStdinRelay(ctx, c, res.ID, task.NoStep, stderr)
+		defer stop()
+	}
 	submitted := time.Now()
 	out := newStreamer(opts.Label, stdout, stderr)
 	bg := context.Background()

@@ -24,6 +24,7 @@ import (
 func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command []string, stdout, stderr io.Writer) (int, error) {
 	job := opts.JobID
 	spec, err := stepSpec(opts, command)
+	spec.Stdin = withoutNullStdin(spec.Stdin)
 	if err != nil {
 		return 1, err
 	}
@@ -44,7 +45,10 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 		fmt.Fprint(stderr, refusal)
 		return 1, exitcode.Code(1)
 	}
-	step, err := c.StartStep(ctx, job, api.StepRequest{Incarnation: inc, Spec: spec})
+	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err != nil {
+		return 1, err
+	}
+	step, req, err := startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, stderr)
 	if err != nil {
 		// Slurm's words; for a refusal, Shoal's reason after them.
 		var se *api.StatusError
@@ -55,7 +59,7 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 		}
 		return 1, exitcode.Code(1)
 	}
-	return followStep(ctx, c, job, step, opts.Label, stdout, stderr)
+	return followStepInput(ctx, c, job, step, req.Spec.Stdin != "", opts.Label, stdout, stderr)
 }
 
 // jobIDEnv is the job srun's environment names: SHOAL_JOB_ID, else

@@ -1,0 +1,153 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/localcluster"
+)
+
+// srunIn runs the srun shim with stdin and env, bounded by a minute.
+func (s *slurmShims) srunIn(stdin io.Reader, env []string, args ...string) cliResult {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, filepath.Join(s.dir, "srun"), args...)
+	cmd.Env = append(append(os.Environ(), s.env...), env...)
+	cmd.Stdin = stdin
+	return runCmd(s.t, cmd)
+}
+
+// TestSrunStdin: srun relays its own stdin, as Slurm's (--input=all, the
+// default): to every task of a step on two nodes, to one task with -i N
+// (the others read /dev/null), intact for several MB, with its end as
+// the tasks' EOF; srun whose stdin never ends returns once its tasks do;
+// and srun outside an allocation relays it to its job's tasks.
+func TestSrunStdin(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 2})
+	a := c.Agents[0]
+	sh := newSlurmShims(t, a)
+	work := t.TempDir()
+	out := sh.must("sbatch", "--parsable", "-N2", "--chdir", work, "--wrap", "sleep 300")
+	var id uint64
+	if _, err := fmt.Sscan(out, &id); err != nil {
+		t.Fatalf("sbatch --parsable printed %q", out)
+	}
+	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(id)) })
+	waitState(t, a, id, "RUNNING", "")
+	inJob := []string{"SLURM_JOB_ID=" + fmt.Sprint(id)}
+
+	// Every task reads it, to its end.
+	r := sh.srunIn(strings.NewReader("hello\n"), inJob, "-N2", "-n2", "--chdir", work, "cat")
+	if r.code != 0 || r.stdout != "hello\nhello\n" {
+		t.Errorf("echo hello | srun -N2 -n2 cat: exit %d, stdout %q, stderr %s; want hello twice", r.code, r.stdout, r.stderr)
+	}
+
+	// -i 1: task 1 alone.
+	r = sh.srunIn(strings.NewReader("a\nb\n"), inJob, "-N2", "-n2", "-i", "1", "--chdir", work, "-l",
+		"sh", "-c", `echo "read=[$(tr '\n' ,)]"`)
+	if r.code != 0 || !strings.Contains(r.stdout, "1: read=[a,b,]") || !strings.Contains(r.stdout, "0: read=[]") {
+		t.Errorf("srun -i 1: exit %d, stdout %q, stderr %s; want task 1 to read a and b, task 0 nothing", r.code, r.stdout, r.stderr)
+	}
+
+	// Several MB, intact on each node.
+	big := make([]byte, 6<<20)
+	rand.Read(big)
+	sum := sha256.Sum256(big)
+	want := hex.EncodeToString(sum[:])
+	r = sh.srunIn(bytes.NewReader(big), inJob, "-N2", "-n2", "--chdir", work, "sh", "-c", "sha256sum | cut -d' ' -f1")
+	if r.code != 0 || r.stdout != want+"\n"+want+"\n" {
+		t.Errorf("srun of %d bytes: exit %d, stdout %q, stderr %s; want %s twice", len(big), r.code, r.stdout, r.stderr, want)
+	}
+
+	// From a file (srun ... < file): the same bytes.
+	file := filepath.Join(work, "big.bin")
+	if err := os.WriteFile(file, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = sh.srunIn(f, inJob, "-N2", "-n2", "--chdir", work, "sh", "-c", "sha256sum | cut -d' ' -f1")
+	f.Close()
+	if r.code != 0 || r.stdout != want+"\n"+want+"\n" {
+		t.Errorf("srun < file: exit %d, stdout %q, stderr %s; want %s twice", r.code, r.stdout, r.stderr, want)
+	}
+
+	// A stdin that never ends: srun returns once its tasks, which do not
+	// read it, have.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	r = sh.srunIn(pr, inJob, "-N2", "-n2", "--chdir", work, "echo", "done")
+	pr.Close()
+	if r.code != 0 || r.stdout != "done\ndone\n" {
+		t.Errorf("srun with an open stdin: exit %d, stdout %q, stderr %s; want done twice", r.code, r.stdout, r.stderr)
+	}
+
+	// At its end at once, and /dev/null: the tasks read nothing.
+	for name, in := range map[string]io.Reader{"empty": strings.NewReader(""), "null": nil} {
+		r = sh.srunIn(in, inJob, "-N2", "-n2", "--chdir", work, "sh", "-c", `echo "read=[$(cat)]"`)
+		if r.code != 0 || r.stdout != "read=[]\nread=[]\n" {
+			t.Errorf("srun with %s stdin: exit %d, stdout %q, stderr %s; want read=[] twice", name, r.code, r.stdout, r.stderr)
+		}
+	}
+
+	// Outside an allocation: a job of its own.
+	sh.must("scancel", fmt.Sprint(id))
+	r = sh.srunIn(strings.NewReader("hello\n"), []string{"SLURM_JOB_ID=", "SHOAL_JOB_ID="}, "-N2", "--chdir", work, "cat")
+	if r.code != 0 || r.stdout != "hello\nhello\n" {
+		t.Errorf("echo hello | srun -N2 cat (own job): exit %d, stdout %q, stderr %s; want hello twice", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestSrunStdinOlderCluster: while a server of the cluster speaks a
+// protocol older than the stdin relay's (a rolling upgrade), srun starts
+// its step without relaying, as before (the tasks read /dev/null), and
+// says so.
+func TestSrunStdinOlderCluster(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 3})
+	a := c.Agents[0]
+	old := 1
+	if leaderIndex(t, c, 0) == old {
+		old = 2
+	}
+	if err := c.Kill(old); err != nil {
+		t.Fatal(err)
+	}
+	c.Agents[old].Args = append(slices.Clone(c.Agents[old].Args), "--protocol-version", "3")
+	if err := c.Restart(old); err != nil {
+		t.Fatal(err)
+	}
+	sh := newSlurmShims(t, a)
+	work := t.TempDir()
+	out := sh.must("sbatch", "--parsable", "-N1", "-w", a.Name, "--chdir", work, "--wrap", "sleep 300")
+	var id uint64
+	if _, err := fmt.Sscan(out, &id); err != nil {
+		t.Fatalf("sbatch --parsable printed %q", out)
+	}
+	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(id)) })
+	waitState(t, a, id, "RUNNING", "")
+	eventually(t, 60*time.Second, "srun without the relay", func() error {
+		r := sh.srunIn(strings.NewReader("hello\n"), []string{"SLURM_JOB_ID=" + fmt.Sprint(id)}, "--chdir", work, "sh", "-c", `echo "read=[$(cat)]"`)
+		if r.code != 0 || r.stdout != "read=[]\n" || !strings.Contains(r.stderr, "cannot relay srun's stdin") {
+			return fmt.Errorf("exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+		}
+		return nil
+	})
+}
