@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/wire"
@@ -44,6 +45,14 @@ import (
 //	   would drop, giving the tasks /dev/null; srun's -o/-e files
 //	   (StepSpec.Output/Error in StartStep), which it would drop, sending
 //	   the output to srun.
+//	4  command type 29 (GrowJob: a running elastic job takes more nodes);
+//	   field: Allocate's Decision.Elastic, which starts an elastic job's
+//	   allocation elastic (cluster.Allocation.Elastic, with its Resizes).
+//	   An older replica would drop it and, where the others let such a
+//	   job go on without a node it lost (NodeDown, NodeLeft, a fenced
+//	   TaskExited), end or requeue it. The leader proposes Elastic only
+//	   once every server speaks 4, so only protocol 4 states (and their
+//	   snapshots) hold elastic allocations.
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -51,7 +60,7 @@ import (
 const (
 	// ProtocolVersion is the protocol this build speaks: the highest
 	// version in commands and snapshotFormats.
-	ProtocolVersion = 3
+	ProtocolVersion = 4
 	// ProtocolOldest is the lowest version an agent may announce. A
 	// command type introduced at it needs no check.
 	ProtocolOldest = 1
@@ -93,6 +102,7 @@ const (
 	CmdArchiveJobs     CmdType = 26
 	CmdUpdateJob       CmdType = 27
 	CmdRecordGPUUsage  CmdType = 28
+	CmdGrowJob         CmdType = 29
 )
 
 // commands is the command table, indexed by type byte: each type's name,
@@ -129,6 +139,8 @@ var commands = [...]command{
 
 	CmdUpdateJob:      cmd("UpdateJob", 3, (*State).updateJob),
 	CmdRecordGPUUsage: cmd("RecordGPUUsage", 3, (*State).recordGPUUsage),
+
+	CmdGrowJob: cmd("GrowJob", 4, (*State).growJob),
 }
 
 // fields is the field table: fields a protocol version after their
@@ -137,6 +149,12 @@ var commands = [...]command{
 // body uses one needs the field's version (Needs), checked as a new
 // type's is.
 var fields = []field{
+	// An older replica would drop Elastic and, once the job loses a
+	// node, end or requeue it where the others let it go on.
+	{name: "Allocate.Decisions.Elastic", since: 4, uses: func(body any) bool {
+		c, ok := body.(Allocate)
+		return ok && slices.ContainsFunc(c.Decisions, func(d Decision) bool { return d.Elastic })
+	}},
 	{name: "SubmitJob.Spec.Request.NTasks/Distribution/MinCPUs", since: 3, uses: func(body any) bool {
 		c, ok := body.(SubmitJob)
 		r := c.Spec.Request
