@@ -50,6 +50,9 @@ type Scheduler struct {
 	// their allocations (PassInput.Occupying); nil outside a planted-bug
 	// build.
 	Occupying func([]*cluster.Job) []*cluster.Job
+	// Gate says whether an entry of type t that needs protocol need may be
+	// proposed now (every server speaks it); nil allows every one.
+	Gate func(ctx context.Context, t fsm.CmdType, need int) error
 }
 
 // Run schedules until ctx ends, or until the replica diverges: then it
@@ -92,6 +95,7 @@ func (s Scheduler) Run(ctx context.Context) {
 func (s Scheduler) Pass(ctx context.Context, v *fsm.View) error {
 	now := s.Clock.Now()
 	in := PassInput{View: v, Now: now}
+	in.Elastic = s.Gate == nil || s.Gate(ctx, fsm.CmdGrowJob, fsm.CmdGrowJob.Since()) == nil
 	if s.Occupying != nil {
 		in.Occupying = s.Occupying(v.Jobs())
 	}
@@ -144,6 +148,9 @@ func (s Scheduler) Pass(ctx context.Context, v *fsm.View) error {
 		}
 	}
 	if err := s.applyReasons(ctx, p.Reasons); err != nil {
+		return err
+	}
+	if err := s.grow(ctx, p.Grows, now); err != nil {
 		return err
 	}
 	if len(p.Order) == 0 {
@@ -204,6 +211,23 @@ func (s Scheduler) endPreemptions(ctx context.Context, ends []EndPreemption, now
 			continue
 		}
 		s.Log.Info("preempted job stopped", "job", uint64(e.Job), "requeued", e.Requeue)
+	}
+	return nil
+}
+
+// grow applies the pass's grows of elastic jobs.
+func (s Scheduler) grow(ctx context.Context, grows []fsm.GrowJob, now time.Time) error {
+	for _, g := range grows {
+		g.Time = now
+		r, err := s.Propose.Apply(ctx, fsm.CmdGrowJob, g)
+		if err != nil {
+			return err
+		}
+		if r.Err != nil {
+			s.Log.Warn("grow refused by fsm", "job", uint64(g.Job), "err", r.Err)
+			continue
+		}
+		s.Log.Info("elastic job grown", "job", uint64(g.Job), "nodes", len(g.Nodes))
 	}
 	return nil
 }
