@@ -31,7 +31,7 @@ type Allocation struct {
 // Causes of a Resize.
 const (
 	ResizeGrow   = "grow"   // a node freed up and the job took it
-	ResizeShrink = "shrink" // a node was lost and the job went on without it
+	ResizeShrink = "shrink" // a node was lost or given up and the job went on without it
 )
 
 // Resize is one size change of an elastic allocation.
@@ -51,7 +51,7 @@ const MaxResizes = 256
 // Live reports whether node i of the allocation is part of it now: every
 // node of a fixed allocation, the nodes an elastic one has not lost.
 func (a *Allocation) Live(i int) bool {
-	return !a.Elastic || a.Nodes[i].State != TaskLost
+	return !a.Elastic || a.Nodes[i].State != TaskLost && !a.Nodes[i].Removed
 }
 
 // LiveNodes returns the names of the nodes the allocation has now, in
@@ -126,6 +126,11 @@ type NodeAlloc struct {
 	// GPUUsage is what its GPUs did, recorded after its exit when the
 	// node sampled them (RecordGPUUsage); nil otherwise.
 	GPUUsage *GPUUsage `msgpack:"gpu_usage,omitempty" json:"gpu_usage,omitempty"`
+	// Removed marks a node an elastic allocation gave up while its tasks
+	// ran (ShrinkJob, to make room for a preempting job): the node stops
+	// them (the job's signal, then a kill after the kill wait) and its
+	// report releases it without ending the job.
+	Removed bool `msgpack:"removed,omitempty" json:"removed,omitempty"`
 }
 
 // Clone returns a deep copy of a.

@@ -314,10 +314,13 @@ func (s *State) nodeGone(index uint64, name string, status cluster.NodeStatus, a
 			continue
 		}
 		j := old.Clone()
+		removed := j.Alloc.Nodes[i].Removed
 		j.Alloc.Nodes[i].State = cluster.TaskLost
 		j.Alloc.Nodes[i].Released = true
 		if j.State == cluster.JobRunning {
 			switch {
+			case removed:
+				removedExited(j, i, c.Time) // given up already: nothing more is lost
 			case shrinks(j, i):
 				shrink(j, i, c.Time)
 			case survivesLoss(j, i):
@@ -611,7 +614,11 @@ func (s *State) taskExited(index uint64, c TaskExited) Result {
 		u := *c.Usage
 		na.Usage = &u
 	}
-	if j.State == cluster.JobRunning {
+	if na.Removed {
+		// A node the job gave up: its tasks were stopped, how they
+		// ended says nothing of the job.
+		removedExited(j, i, c.Time)
+	} else if j.State == cluster.JobRunning {
 		// A batch job's script runs on its first node only; its other
 		// nodes run nothing of their own and hold their GPUs for steps.
 		batch := j.Spec.Batch != nil

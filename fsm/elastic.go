@@ -86,11 +86,72 @@ func shrinks(j *cluster.Job, i int) bool {
 	}
 	keep := 0
 	for k := range j.Alloc.Nodes {
-		if k != i && j.Alloc.Nodes[k].State != cluster.TaskLost {
+		if k != i && j.Alloc.Nodes[k].State != cluster.TaskLost && !j.Alloc.Nodes[k].Removed {
 			keep++
 		}
 	}
 	return keep >= j.Spec.Request.Nodes
+}
+
+// ShrinkJob gives up one node of a running elastic job while its tasks
+// run there (protocol 4): the leader proposes it to make room for a
+// preempting job, shrinking a job rather than stopping it. The node's
+// tasks are stopped (the job's signal, then a kill after the kill wait)
+// and its report releases it; the job goes on with the others, which
+// must still be at least MIN.
+type ShrinkJob struct {
+	Job         cluster.JobID `msgpack:"job"`
+	Incarnation uint64        `msgpack:"incarnation"`
+	Node        string        `msgpack:"node"`
+	Time        time.Time     `msgpack:"time"`
+}
+
+func (s *State) shrinkJob(index uint64, c ShrinkJob) Result {
+	pos, old := s.job(c.Job)
+	what := fmt.Sprintf("shrink job %d by node %.64q", c.Job, c.Node)
+	if old == nil {
+		return Result{Err: fmt.Errorf("%s: %w", what, ErrUnknownJob)}
+	}
+	i := old.Alloc.Find(c.Node)
+	var why string
+	switch {
+	case old.State != cluster.JobRunning:
+		why = fmt.Sprintf("job is %s, want RUNNING", old.State)
+	case c.Incarnation != old.Incarnation:
+		why = fmt.Sprintf("incarnation %d, job is at %d", c.Incarnation, old.Incarnation)
+	case !old.Alloc.Elastic:
+		why = "its allocation is not elastic"
+	case i < 0 || !old.Alloc.Live(i) || old.Alloc.Nodes[i].Released:
+		why = "not a node it has"
+	case i == 0:
+		why = "its first node (rank 0 and the rendezvous run there)"
+	case !shrinks(old, i):
+		why = fmt.Sprintf("it would have fewer than its minimum of %d nodes", old.Spec.Request.Nodes)
+	}
+	if why != "" {
+		return Result{Err: fmt.Errorf("%s: %w: %s", what, ErrWrongState, why)}
+	}
+	j := old.Clone()
+	j.Alloc.Nodes[i].Removed = true
+	resized(j, cluster.ResizeShrink, c.Node, c.Time)
+	j.ModifyIndex = index
+	s.storeJob(pos, j)
+	return Result{}
+}
+
+// removedExited releases node i of running or ended job j, which the job
+// gave up (ShrinkJob) and whose tasks are now dead: the job's state does
+// not change, except that a running one whose other nodes all exited 0
+// completes.
+func removedExited(j *cluster.Job, i int, at time.Time) {
+	na := &j.Alloc.Nodes[i]
+	if na.State != cluster.TaskLost {
+		na.State = cluster.TaskExited
+	}
+	na.Released = true
+	if j.State == cluster.JobRunning && liveExitedZero(j.Alloc) {
+		j.State, j.EndTime = cluster.JobCompleted, at
+	}
 }
 
 // shrink records that elastic job j lost its node i and goes on without

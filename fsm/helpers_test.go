@@ -93,6 +93,9 @@ func stamp(body any, now time.Time) any {
 	case GrowJob:
 		c.Time = now
 		return c
+	case ShrinkJob:
+		c.Time = now
+		return c
 	}
 	return body
 }

@@ -32,6 +32,7 @@ import (
 //	allocate [consumable=yes] job=J NODE:g,g[:CPULIST[:MEM]] ... | input lines of the same form
 //	alloc job=J                              the job's allocation: GPUs, CPUs, memory per node
 //	grow job=J NODE:g,g[:CPULIST[:MEM]] ... [inc=I]   GrowJob (submit max=N: -N nodes-N; allocate elastic=yes)
+//	shrink job=J node=N [inc=I]              ShrinkJob
 //	resizes job=J                            the elastic allocation's live nodes and resizes
 //	started job=J node=N [inc=I]             TaskStarted (inc defaults to the job's)
 //	exited job=J node=N [code=C] [cause=X] [inc=I]
@@ -187,6 +188,13 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			inc = j.Incarnation
 		}
 		return resultString(h.apply(t, CmdGrowJob, GrowJob{Job: dec.Job, Incarnation: inc, Nodes: dec.Nodes}))
+	case "shrink":
+		id := jobArg()
+		inc := uint64(intArg("inc", 0))
+		if j, ok := h.s.View().Job(id); ok && inc == 0 {
+			inc = j.Incarnation
+		}
+		return resultString(h.apply(t, CmdShrinkJob, ShrinkJob{Job: id, Incarnation: inc, Node: strArg("node", "")}))
 	case "resizes":
 		j, ok := h.s.View().Job(jobArg())
 		if !ok || j.Alloc == nil {

@@ -45,7 +45,8 @@ import (
 //	   would drop, giving the tasks /dev/null; srun's -o/-e files
 //	   (StepSpec.Output/Error in StartStep), which it would drop, sending
 //	   the output to srun.
-//	4  command type 29 (GrowJob: a running elastic job takes more nodes);
+//	4  command types 29 and 30 (GrowJob: a running elastic job takes more
+//	   nodes; ShrinkJob: it gives one up for a preempting job);
 //	   field: Allocate's Decision.Elastic, which starts an elastic job's
 //	   allocation elastic (cluster.Allocation.Elastic, with its Resizes).
 //	   An older replica would drop it and, where the others let such a
@@ -103,6 +104,7 @@ const (
 	CmdUpdateJob       CmdType = 27
 	CmdRecordGPUUsage  CmdType = 28
 	CmdGrowJob         CmdType = 29
+	CmdShrinkJob       CmdType = 30
 )
 
 // commands is the command table, indexed by type byte: each type's name,
@@ -140,7 +142,8 @@ var commands = [...]command{
 	CmdUpdateJob:      cmd("UpdateJob", 3, (*State).updateJob),
 	CmdRecordGPUUsage: cmd("RecordGPUUsage", 3, (*State).recordGPUUsage),
 
-	CmdGrowJob: cmd("GrowJob", 4, (*State).growJob),
+	CmdGrowJob:   cmd("GrowJob", 4, (*State).growJob),
+	CmdShrinkJob: cmd("ShrinkJob", 4, (*State).shrinkJob),
 }
 
 // fields is the field table: fields a protocol version after their
