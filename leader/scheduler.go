@@ -177,6 +177,22 @@ func (s Scheduler) applyReasons(ctx context.Context, changed []fsm.JobReason) er
 // startPreemptions starts the victims' grace (PreemptJob: SIGTERM now,
 // requeue or cancel at the deadline), as Preemption chose them.
 func (s Scheduler) startPreemptions(ctx context.Context, pre Preemptions, now time.Time) error {
+	for _, sh := range pre.Shrinks {
+		j, ok := s.State.View().Job(sh.Job)
+		if !ok {
+			continue
+		}
+		r, err := s.Propose.Apply(ctx, fsm.CmdShrinkJob, fsm.ShrinkJob{Job: sh.Job, Incarnation: j.Incarnation, Node: sh.Node, Time: now})
+		if err != nil {
+			return err
+		}
+		if r.Err != nil {
+			s.Log.Warn("shrink refused by fsm", "job", uint64(sh.Job), "node", sh.Node, "for", uint64(pre.For), "err", r.Err)
+			continue
+		}
+		s.Metrics.Preempted()
+		s.Log.Info("elastic job shrunk for a preempting job", "job", uint64(sh.Job), "node", sh.Node, "for", uint64(pre.For))
+	}
 	for _, id := range pre.Victims {
 		r, err := s.Propose.Apply(ctx, fsm.CmdPreemptJob, fsm.PreemptJob{Job: id, By: pre.For, Deadline: pre.Deadline, Time: now})
 		if err != nil {

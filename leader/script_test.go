@@ -26,7 +26,7 @@ import (
 //	                                         SubmitJob; prints the job id
 //	policy + input: a policy file (JSON)     SetPolicy
 //	started job=J                            TaskStarted on every node of its allocation
-//	exited job=J [code=C]                    TaskExited on every node
+//	exited job=J [code=C] [node=N]           TaskExited on every node (or on N)
 //	tick [s=SECONDS]                         move the clock (default 1s)
 //	pass [apply=no] [elastic=no]             Pass at the current time (elastic=no: some
 //	                                         server speaks protocol 3), then (unless
@@ -175,6 +175,9 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 		}
 		var out strings.Builder
 		for _, n := range j.Alloc.NodeNames() {
+			if only := args["node"]; only != "" && n != only {
+				continue
+			}
 			var s string
 			if d.Cmd == "started" {
 				s, err = result(h.apply(fsm.CmdTaskStarted, fsm.TaskStarted{Job: j.ID, Incarnation: j.Incarnation, Node: n, Time: h.now}))
@@ -276,6 +279,9 @@ func (h *harness) pass(apply, elastic bool) (string, error) {
 		pre := rec.preempts[0]
 		fmt.Fprintf(&b, "preempt for %d: %s (grace until +%s)\n", pre.By, strings.Join(vs, " "), pre.Deadline.Sub(now))
 	}
+	for _, sj := range rec.shrinks {
+		fmt.Fprintf(&b, "shrink %d: gives up %s\n", sj.Job, sj.Node)
+	}
 	errs := rec.errs
 	for _, e := range errs {
 		fmt.Fprintf(&b, "fsm: %s\n", e)
@@ -290,6 +296,7 @@ type recorder struct {
 	h        *harness
 	errs     []string
 	preempts []fsm.PreemptJob
+	shrinks  []fsm.ShrinkJob
 }
 
 func (r *recorder) Apply(_ context.Context, t fsm.CmdType, body any) (fsm.Result, error) {
@@ -305,6 +312,9 @@ func (r *recorder) Apply(_ context.Context, t fsm.CmdType, body any) (fsm.Result
 	}
 	if pj, ok := body.(fsm.PreemptJob); ok {
 		r.preempts = append(r.preempts, pj)
+	}
+	if sj, ok := body.(fsm.ShrinkJob); ok && res.Err == nil {
+		r.shrinks = append(r.shrinks, sj)
 	}
 	return res, nil
 }
