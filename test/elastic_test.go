@@ -312,3 +312,60 @@ func elasticScenario(t *testing.T, work string, agentArgs, cmd []string, atTwo, 
 	}
 	return j
 }
+
+// TestElasticShrinkForPreemption: a job of a QoS that may preempt, finding
+// every node taken by an elastic job of a lower QoS that has more nodes
+// than its minimum, makes room by shrinking it rather than stopping it:
+// the node given up gets the job's SIGTERM, its tasks are stopped, the
+// preemptor runs there, and the elastic job runs on and completes on the
+// nodes it kept.
+func TestElasticShrinkForPreemption(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1})
+	a := c.Agents[0]
+	work := t.TempDir()
+	policy := filepath.Join(work, "policy.json")
+	if err := os.WriteFile(policy, []byte(`{
+		"weights": {"age": 1, "qos": 1000},
+		"qos": {"low": 0, "high": 10},
+		"preempt": {"high": ["low"]},
+		"preempt_grace": "60s"
+	}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustShoal(t, a, "policy", "set", policy)
+	ran := filepath.Join(work, "ran")
+	elastic := submit(t, a, "-q", "low", "--chdir", work, "--nodes", "1-3", "--gpus-per-node", "1", "--",
+		"/bin/sh", "-c", `echo "start $SLURMD_NODENAME" >> ran
+trap 'echo "term $SLURMD_NODENAME" >> ran; exit 0' TERM
+i=0
+while [ ! -e A.go ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done`)
+	eventually(t, 30*time.Second, "the elastic job started on 3 nodes", func() error {
+		data, _ := os.ReadFile(ran)
+		if n := strings.Count(string(data), "start "); n != 3 {
+			return fmt.Errorf("%d starts:\n%s", n, data)
+		}
+		return nil
+	})
+	high := submit(t, a, "-q", "high", "--chdir", work, "--gpus-per-node", "1", "--",
+		"/bin/sh", "-c", `echo "high $SLURMD_NODENAME" >> ran`)
+	hj := waitJob(t, a, high, 60*time.Second)
+	data, _ := os.ReadFile(ran)
+	if hj.State != "COMPLETED" || len(hj.Nodes) != 1 {
+		t.Fatalf("preemptor %s on %v; want COMPLETED on 1 node\n%s", hj.State, hj.Nodes, data)
+	}
+	var j api.Job
+	jsonOf(t, a, &j, "job", fmt.Sprint(elastic))
+	if j.State != "RUNNING" || j.NumNodes != 2 || slices.Contains(j.Nodes, hj.Nodes[0]) {
+		t.Errorf("elastic job after the preemption: %s on %v; want RUNNING on the 2 nodes other than %s", j.State, j.Nodes, hj.Nodes[0])
+	}
+	if !strings.Contains(string(data), "term "+hj.Nodes[0]+"\n") || strings.Count(string(data), "term ") != 1 {
+		t.Errorf("want SIGTERM on the given-up node %s only:\n%s", hj.Nodes[0], data)
+	}
+	if err := os.WriteFile(filepath.Join(work, "A.go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, a, elastic, 60*time.Second)
+	if j.State != "COMPLETED" || j.RestartCount != 0 || len(j.Resizes) != 1 || j.Resizes[0].Cause != "shrink" || j.Resizes[0].Node != hj.Nodes[0] {
+		t.Errorf("elastic job %s (restarts %d), resizes %+v; want COMPLETED, never requeued, one shrink of %s", j.State, j.RestartCount, j.Resizes, hj.Nodes[0])
+	}
+}
