@@ -310,6 +310,9 @@ func elasticScenario(t *testing.T, work string, agentArgs, cmd []string, atTwo, 
 	if want := []string{"grow " + bj.Nodes[0] + " 3", "shrink " + lost + " 2"}; !slices.Equal(hist, want) {
 		t.Errorf("resizes %q; want %q", hist, want)
 	}
+	if out := mustShoal(t, cli, "job", fmt.Sprint(id)); !strings.Contains(out, " shrink Node="+lost+" NumNodes=2\n") {
+		t.Errorf("shoal job lacks the shrink of %s:\n%s", lost, out)
+	}
 	return j
 }
 
