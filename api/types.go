@@ -107,6 +107,21 @@ type Job struct {
 	// SubmitHost is the host the job was submitted from, as its client
 	// said ("" when unknown).
 	SubmitHost string `json:"submit_host,omitempty"`
+	// Elastic says the job runs elastically (-N MIN-MAX): Nodes and
+	// NumNodes are the nodes it has now, Resizes how it got there.
+	Elastic bool     `json:"elastic,omitempty"`
+	Resizes []Resize `json:"resizes,omitempty"`
+}
+
+// Resize is one size change of an elastic job's allocation.
+type Resize struct {
+	Time string `json:"time"`
+	// Cause is "grow" (a node freed up and the job took it) or "shrink"
+	// (it lost a node and went on without it).
+	Cause string `json:"cause"`
+	Node  string `json:"node"`
+	// NumNodes is the job's node count after the change.
+	NumNodes int `json:"num_nodes"`
 }
 
 // Step is one srun step of a job's current incarnation.

@@ -418,8 +418,13 @@ func (c *checker) ranksMatchAllocations(ivs []interval, ref *Replica) {
 		if iv.incarnation != j.Incarnation {
 			continue // an older incarnation's allocation is not in the final state
 		}
-		alloc := j.GPUs[iv.node]
-		if !slices.Contains(j.Nodes, iv.node) {
+		// Every node the incarnation held (Tasks): an elastic job's Nodes
+		// are only those it has now, not one it lost after ranks ran there.
+		alloc, held := j.GPUs[iv.node], slices.Contains(j.Nodes, iv.node)
+		if k := slices.IndexFunc(j.Tasks, func(t api.Task) bool { return t.Node == iv.node }); k >= 0 && !held {
+			alloc, held = j.Tasks[k].GPUs, true
+		}
+		if !held {
 			c.add("1-alloc", Violation{Invariant: 1, Job: iv.job, Node: iv.node, GPU: -1,
 				From: ns(iv.start), To: ns(iv.end),
 				Detail: fmt.Sprintf("%s ran on a node outside its allocation %v", iv, j.Nodes)})

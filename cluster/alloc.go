@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Allocation is the gang a job was given: every node and GPU at once.
@@ -16,6 +17,77 @@ type Allocation struct {
 	MasterPort int `msgpack:"master_port" json:"master_port"`
 	// Index is the raft index of the Allocate command that made it.
 	Index uint64 `msgpack:"index" json:"index"`
+	// Elastic marks the allocation of an elastic job (Spec.Elastic,
+	// started by a protocol 4 leader): it grows towards NodesMax as nodes
+	// free up (GrowJob) and, when a node other than its first is lost,
+	// shrinks instead of failing, down to Nodes. A node it lost stays in
+	// Nodes (state TaskLost, released) so that indices and late reports
+	// keep their meaning; Live lists the nodes it has now.
+	Elastic bool `msgpack:"elastic,omitempty" json:"elastic,omitempty"`
+	// Resizes are the elastic allocation's size changes, oldest first.
+	Resizes []Resize `msgpack:"resizes,omitempty" json:"resizes,omitempty"`
+}
+
+// Causes of a Resize.
+const (
+	ResizeGrow   = "grow"   // a node freed up and the job took it
+	ResizeShrink = "shrink" // a node was lost or given up and the job went on without it
+)
+
+// Resize is one size change of an elastic allocation.
+type Resize struct {
+	Time  time.Time `msgpack:"time" json:"time"`
+	Cause string    `msgpack:"cause" json:"cause"`
+	// Node is the node added or lost.
+	Node string `msgpack:"node" json:"node"`
+	// Nodes is how many nodes the allocation has after the change.
+	Nodes int `msgpack:"nodes" json:"nodes"`
+}
+
+// MaxResizes bounds an allocation's recorded resizes: beyond it, the
+// oldest are dropped (the allocation still changes).
+const MaxResizes = 256
+
+// Live reports whether node i of the allocation is part of it now: every
+// node of a fixed allocation, the nodes an elastic one has not lost.
+func (a *Allocation) Live(i int) bool {
+	return !a.Elastic || a.Nodes[i].State != TaskLost && !a.Nodes[i].Removed
+}
+
+// LiveNodes returns the names of the nodes the allocation has now, in
+// rank order (NodeNames, less an elastic allocation's lost nodes).
+func (a *Allocation) LiveNodes() []string {
+	if a == nil {
+		return nil
+	}
+	names := make([]string, 0, len(a.Nodes))
+	for i, n := range a.Nodes {
+		if a.Live(i) {
+			names = append(names, n.Node)
+		}
+	}
+	return names
+}
+
+// Current returns the allocation as a task started now sees it: an
+// elastic one without the nodes it lost, and node i's index there (-1
+// when i is lost). A fixed allocation is returned as it is.
+func (a *Allocation) Current(i int) (*Allocation, int) {
+	if !a.Elastic {
+		return a, i
+	}
+	c := *a
+	c.Nodes, c.Resizes = nil, nil
+	k := -1
+	for n := range a.Nodes {
+		if a.Live(n) {
+			if n == i {
+				k = len(c.Nodes)
+			}
+			c.Nodes = append(c.Nodes, a.Nodes[n])
+		}
+	}
+	return &c, k
 }
 
 // TaskState is the state of one node's share of a job.
@@ -54,6 +126,11 @@ type NodeAlloc struct {
 	// GPUUsage is what its GPUs did, recorded after its exit when the
 	// node sampled them (RecordGPUUsage); nil otherwise.
 	GPUUsage *GPUUsage `msgpack:"gpu_usage,omitempty" json:"gpu_usage,omitempty"`
+	// Removed marks a node an elastic allocation gave up while its tasks
+	// ran (ShrinkJob, to make room for a preempting job): the node stops
+	// them (the job's signal, then a kill after the kill wait) and its
+	// report releases it without ending the job.
+	Removed bool `msgpack:"removed,omitempty" json:"removed,omitempty"`
 }
 
 // Clone returns a deep copy of a.
@@ -76,6 +153,7 @@ func (a *Allocation) Clone() *Allocation {
 		}
 		c.Nodes[i] = n
 	}
+	c.Resizes = append([]Resize(nil), a.Resizes...)
 	return &c
 }
 

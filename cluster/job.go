@@ -502,6 +502,39 @@ type Spec struct {
 	NoKill bool `msgpack:"no_kill,omitempty" json:"no_kill,omitempty"`
 }
 
+// Elastic reports whether a job of this spec runs elastically: it asks for
+// a node range (-N MIN-MAX) and runs its command on every node (not a
+// batch script, whose steps are launched by the script for the nodes it
+// saw at start). Its allocation then grows towards NodesMax while it runs
+// and shrinks, down to Nodes, when it loses a node other than its first
+// (Allocation.Elastic).
+func (s Spec) Elastic() bool {
+	return s.Batch == nil && s.Request.NodesMax > s.Request.Nodes
+}
+
+// GrowRequest is what growing running elastic job j asks of placement
+// and what the FSM checks a GrowJob against: more nodes like those it has
+// (same GPUs, CPUs and memory per node, node set), from one up to what
+// NodesMax leaves, none it holds or held in this run. Node lists and -n
+// layouts are the start's business: each new node runs TasksPerNode
+// ranks. Nodes is 0 when j cannot grow.
+func (j *Job) GrowRequest() Request {
+	r := j.Spec.Request
+	r.NTasks, r.Distribution, r.NodeList = 0, "", nil
+	r.Switches, r.SwitchesWait = 0, 0
+	r.Exclude = append(slices.Clone(r.Exclude), j.Alloc.NodeNames()...)
+	room := r.NodesMax - len(j.Alloc.LiveNodes())
+	if j.State != JobRunning || j.Alloc == nil || !j.Alloc.Elastic || room < 1 {
+		r.Nodes, r.NodesMax = 0, 0
+		return r
+	}
+	r.Nodes, r.NodesMax = 1, room
+	if room == 1 {
+		r.NodesMax = 0
+	}
+	return r
+}
+
 // MissesDeadline reports whether a job of spec s starting at now could
 // no longer end by its --deadline: now plus its time limit, or plus one
 // minute when it has none (Slurm's time_min of 1 for a job with a

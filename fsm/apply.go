@@ -314,12 +314,18 @@ func (s *State) nodeGone(index uint64, name string, status cluster.NodeStatus, a
 			continue
 		}
 		j := old.Clone()
+		removed := j.Alloc.Nodes[i].Removed
 		j.Alloc.Nodes[i].State = cluster.TaskLost
 		j.Alloc.Nodes[i].Released = true
 		if j.State == cluster.JobRunning {
-			if survivesLoss(j, i) {
+			switch {
+			case removed:
+				removedExited(j, i, c.Time) // given up already: nothing more is lost
+			case shrinks(j, i):
+				shrink(j, i, c.Time)
+			case survivesLoss(j, i):
 				endIfAllDone(j, c.Time)
-			} else {
+			default:
 				lostNode(j, c.Time)
 			}
 		}
@@ -422,6 +428,7 @@ func (s *State) allocate(index uint64, c Allocate) Result {
 			Nodes:      make([]cluster.NodeAlloc, len(d.Nodes)),
 			MasterPort: port,
 			Index:      index,
+			Elastic:    d.Elastic,
 		}
 		for i, p := range d.Nodes {
 			j.Alloc.Nodes[i] = cluster.NodeAlloc{Node: p.Node, GPUs: slices.Clone(p.GPUs), CPUs: slices.Clone(p.CPUs), MemMiB: p.MemMiB, State: cluster.TaskAssigned}
@@ -443,7 +450,7 @@ func (s *State) allocate(index uint64, c Allocate) Result {
 // legacyDecision is d as an Allocate from before CPUs and memory were
 // consumable is applied: its placements hold GPUs only.
 func legacyDecision(d Decision) Decision {
-	out := Decision{Job: d.Job, Nodes: make([]Placement, len(d.Nodes))}
+	out := Decision{Job: d.Job, Nodes: make([]Placement, len(d.Nodes)), Elastic: d.Elastic}
 	for i, p := range d.Nodes {
 		out.Nodes[i] = Placement{Node: p.Node, GPUs: p.GPUs}
 	}
@@ -475,6 +482,17 @@ func (s *State) checkDecision(j *cluster.Job, d Decision, gates *Gates, consumab
 		}
 		return fmt.Sprintf("decision names %d nodes, job requests %d", len(d.Nodes), req.Nodes)
 	}
+	if d.Elastic && !j.Spec.Elastic() {
+		return "elastic allocation for a job that is not elastic (wants -N MIN-MAX, not a batch job)"
+	}
+	return s.checkPlacements(req, d, consumable)
+}
+
+// checkPlacements returns why d's placements cannot be given to a job
+// asking req now, or "": distinct nodes, up and not draining, in the
+// job's partition and node set, with the GPUs (and, with consumable, the
+// CPUs and memory) it asks for free there.
+func (s *State) checkPlacements(req cluster.Request, d Decision, consumable bool) string {
 	seen := make(map[string]struct{}, len(d.Nodes))
 	for _, p := range d.Nodes {
 		if _, dup := seen[p.Node]; dup {
@@ -596,12 +614,19 @@ func (s *State) taskExited(index uint64, c TaskExited) Result {
 		u := *c.Usage
 		na.Usage = &u
 	}
-	if j.State == cluster.JobRunning {
+	if na.Removed {
+		// A node the job gave up: its tasks were stopped, how they
+		// ended says nothing of the job.
+		removedExited(j, i, c.Time)
+	} else if j.State == cluster.JobRunning {
 		// A batch job's script runs on its first node only; its other
 		// nodes run nothing of their own and hold their GPUs for steps.
 		batch := j.Spec.Batch != nil
 		lost := c.Cause == CauseFenced || c.Cause == CauseLost
 		switch {
+		case lost && shrinks(j, i):
+			na.State = cluster.TaskLost
+			shrink(j, i, c.Time)
 		case lost && survivesLoss(j, i):
 			na.State = cluster.TaskLost // the job goes on without it
 			endIfAllDone(j, c.Time)
@@ -618,7 +643,7 @@ func (s *State) taskExited(index uint64, c TaskExited) Result {
 		case c.ExitCode != 0 || c.Cause == CauseStartFail:
 			j.State = cluster.JobFailed
 			j.ExitCode = c.ExitCode
-		case batch || allExitedZero(j.Alloc):
+		case batch || allExitedZero(j.Alloc) || j.Alloc.Elastic && liveExitedZero(j.Alloc):
 			// The script's exit decides a batch job, whatever its other
 			// nodes still hold (they release when they report).
 			j.State = cluster.JobCompleted

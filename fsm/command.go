@@ -78,6 +78,10 @@ type NodeLeft struct {
 type Decision struct {
 	Job   cluster.JobID `msgpack:"job"`
 	Nodes []Placement   `msgpack:"nodes"` // in rank order
+	// Elastic starts an elastic job's allocation as elastic
+	// (cluster.Allocation.Elastic): it may then grow (GrowJob) and shrink.
+	// Protocol 4; the FSM refuses it for a job that is not elastic.
+	Elastic bool `msgpack:"elastic,omitempty"`
 }
 
 // Placement is one node's part of a Decision: GPU and CPU positions and

@@ -90,6 +90,12 @@ func stamp(body any, now time.Time) any {
 	case CancelStep:
 		c.Time = now
 		return c
+	case GrowJob:
+		c.Time = now
+		return c
+	case ShrinkJob:
+		c.Time = now
+		return c
 	}
 	return body
 }

@@ -126,38 +126,65 @@ func (r *resources) hold(j *cluster.Job) error {
 		return fmt.Errorf("job %d: master port %d on node %q already used by job %d", j.ID, port, first, other)
 	}
 	for _, na := range j.Alloc.Nodes {
-		if na.Released {
-			continue
+		if !na.Released {
+			r.holdNode(j.ID, na)
 		}
-		if len(na.GPUs) > 0 {
-			m := r.heldFor(na.Node)
-			for _, g := range na.GPUs {
-				m[g] = j.ID
-			}
-		}
-		if len(na.CPUs) > 0 {
-			m := r.cpus[na.Node]
-			if m == nil {
-				m = map[int]cluster.JobID{}
-				r.cpus[na.Node] = m
-			}
-			for _, c := range na.CPUs {
-				m[c] = j.ID
-			}
-		}
-		if na.MemMiB > 0 {
-			r.mem[na.Node] += na.MemMiB
-		}
-		if r.live[na.Node] == nil {
-			r.live[na.Node] = map[cluster.JobID]struct{}{}
-		}
-		r.live[na.Node][j.ID] = struct{}{}
 	}
 	if r.ports[first] == nil {
 		r.ports[first] = map[int]cluster.JobID{}
 	}
 	r.ports[first][port] = j.ID
 	return nil
+}
+
+// holdAdded records NodeAllocs from on of j, added to its allocation
+// (GrowJob). Like hold it refuses, changing nothing, a GPU or CPU another
+// job holds.
+func (r *resources) holdAdded(j *cluster.Job, from int) error {
+	added := j.Alloc.Nodes[from:]
+	for _, na := range added {
+		for _, g := range na.GPUs {
+			if other, ok := r.holder(na.Node, g); ok && other != j.ID {
+				return fmt.Errorf("job %d: gpu %d of node %q already held by job %d", j.ID, g, na.Node, other)
+			}
+		}
+		for _, c := range na.CPUs {
+			if other, ok := r.cpuHolder(na.Node, c); ok && other != j.ID {
+				return fmt.Errorf("job %d: cpu %d of node %q already held by job %d", j.ID, c, na.Node, other)
+			}
+		}
+	}
+	for _, na := range added {
+		r.holdNode(j.ID, na)
+	}
+	return nil
+}
+
+// holdNode records what na, one unreleased NodeAlloc of job id, holds.
+func (r *resources) holdNode(id cluster.JobID, na cluster.NodeAlloc) {
+	if len(na.GPUs) > 0 {
+		m := r.heldFor(na.Node)
+		for _, g := range na.GPUs {
+			m[g] = id
+		}
+	}
+	if len(na.CPUs) > 0 {
+		m := r.cpus[na.Node]
+		if m == nil {
+			m = map[int]cluster.JobID{}
+			r.cpus[na.Node] = m
+		}
+		for _, c := range na.CPUs {
+			m[c] = id
+		}
+	}
+	if na.MemMiB > 0 {
+		r.mem[na.Node] += na.MemMiB
+	}
+	if r.live[na.Node] == nil {
+		r.live[na.Node] = map[cluster.JobID]struct{}{}
+	}
+	r.live[na.Node][id] = struct{}{}
 }
 
 // release forgets what NodeAlloc i of j held. j is the updated record, with

@@ -85,6 +85,22 @@ func (m *model) drawJob(t *rapid.T, states ...cluster.JobState) (cluster.JobID, 
 	return id, j
 }
 
+// drawElastic returns, when there is one, usually a running job with an
+// elastic allocation, else drawJob's running one.
+func (m *model) drawElastic(t *rapid.T) (cluster.JobID, *cluster.Job) {
+	var in []*cluster.Job
+	for _, j := range m.s.View().Jobs() {
+		if j.State == cluster.JobRunning && j.Alloc != nil && j.Alloc.Elastic {
+			in = append(in, j)
+		}
+	}
+	if len(in) > 0 && rapid.IntRange(0, 3).Draw(t, "elastic?") > 0 {
+		j := rapid.SampledFrom(in).Draw(t, "elastic job")
+		return j.ID, j
+	}
+	return m.drawJob(t, cluster.JobRunning)
+}
+
 func (m *model) drawNode(t *rapid.T) string {
 	return rapid.SampledFrom(m.nodes).Draw(t, "node")
 }
@@ -108,6 +124,9 @@ func (m *model) actions() map[string]func(*rapid.T) {
 				}, {Type: cluster.DepSingleton}}}
 			}
 			sp.Hold = rapid.IntRange(0, 5).Draw(t, "hold?") == 0
+			if rapid.IntRange(0, 3).Draw(t, "range?") == 0 {
+				sp.Request.NodesMax = nodes + rapid.IntRange(1, 2).Draw(t, "more nodes") // elastic unless batch
+			}
 			m.apply(t, CmdSubmitJob, SubmitJob{
 				RequestID: rapid.SampledFrom([]string{"", "", "a", "b", "c", "d"}).Draw(t, "rid"),
 				Spec:      requeueSpec(sp, rapid.Bool().Draw(t, "requeue")),
@@ -129,9 +148,46 @@ func (m *model) actions() map[string]func(*rapid.T) {
 		"allocate": func(t *rapid.T) {
 			var c Allocate
 			for range rapid.IntRange(1, 3).Draw(t, "decisions") {
-				c.Decisions = append(c.Decisions, m.drawDecision(t))
+				d := m.drawDecision(t)
+				d.Elastic = rapid.Bool().Draw(t, "elastic")
+				c.Decisions = append(c.Decisions, d)
 			}
 			m.apply(t, CmdAllocate, c)
+		},
+		"grow": func(t *rapid.T) {
+			// Mostly a plausible grow of a running elastic job: up nodes
+			// it does not have, free GPUs, CPUs from a drawn offset (some
+			// held); else a drawn decision's placements.
+			id, j := m.drawElastic(t)
+			v := m.s.View()
+			g := GrowJob{Job: id, Incarnation: uint64(rapid.IntRange(0, 2).Draw(t, "inc")), Nodes: m.drawDecision(t).Nodes}
+			if j != nil && j.Alloc != nil && rapid.IntRange(0, 3).Draw(t, "odd") > 0 {
+				g.Incarnation, g.Nodes = j.Incarnation, nil
+				req := j.GrowRequest()
+				for _, name := range m.nodes {
+					n, ok := v.Node(name)
+					free := v.FreeGPUs(name)
+					if !ok || n.Status != cluster.NodeUp || j.Alloc.Find(name) >= 0 || len(free) < req.GPUsPerNode || !rapid.Bool().Draw(t, "take") {
+						continue
+					}
+					want, off := req.CPUsAt(n, 0, 1), rapid.IntRange(0, 4).Draw(t, "cpu offset")
+					p := Placement{Node: name, GPUs: free[:req.GPUsPerNode], MemMiB: req.MemAt(n, 0, 1)}
+					for c := range want {
+						p.CPUs = append(p.CPUs, off+c)
+					}
+					g.Nodes = append(g.Nodes, p)
+				}
+			}
+			m.apply(t, CmdGrowJob, g)
+		},
+		"shrink": func(t *rapid.T) {
+			id, j := m.drawElastic(t)
+			c := ShrinkJob{Job: id, Incarnation: uint64(rapid.IntRange(0, 2).Draw(t, "inc")), Node: m.drawNode(t)}
+			if j != nil && j.Alloc != nil && rapid.IntRange(0, 3).Draw(t, "odd") > 0 {
+				c.Incarnation = j.Incarnation
+				c.Node = rapid.SampledFrom(j.Alloc.Nodes).Draw(t, "alloc node").Node
+			}
+			m.apply(t, CmdShrinkJob, c)
 		},
 		"started": func(t *rapid.T) {
 			id, j := m.drawJob(t)
@@ -228,7 +284,7 @@ func (m *model) actions() map[string]func(*rapid.T) {
 // (Repeat draws action names uniformly).
 func (m *model) weighted() map[string]func(*rapid.T) {
 	a := m.actions()
-	for _, name := range []string{"submit", "allocate", "allocate", "exited", "started", "startStep", "startStep", "startStep", "stepExited", "stepExited", "stepExited", "cancelStep"} {
+	for _, name := range []string{"submit", "allocate", "allocate", "grow", "shrink", "exited", "started", "startStep", "startStep", "startStep", "stepExited", "stepExited", "stepExited", "cancelStep"} {
 		for i := 2; ; i++ {
 			key := fmt.Sprintf("%s#%d", name, i)
 			if _, taken := a[key]; !taken {

@@ -31,6 +31,9 @@ import (
 //	node-down NAME                           NodeDown
 //	allocate [consumable=yes] job=J NODE:g,g[:CPULIST[:MEM]] ... | input lines of the same form
 //	alloc job=J                              the job's allocation: GPUs, CPUs, memory per node
+//	grow job=J NODE:g,g[:CPULIST[:MEM]] ... [inc=I]   GrowJob (submit max=N: -N nodes-N; allocate elastic=yes)
+//	shrink job=J node=N [inc=I]              ShrinkJob
+//	resizes job=J                            the elastic allocation's live nodes and resizes
 //	started job=J node=N [inc=I]             TaskStarted (inc defaults to the job's)
 //	exited job=J node=N [code=C] [cause=X] [inc=I]
 //	cancel job=J [reason=R]
@@ -137,6 +140,7 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 		sp.Request.MemPerCPUMiB = uint64(intArg("mpc", 0))
 		sp.Request.MemPerGPUMiB = uint64(intArg("mpg", 0))
 		sp.Request.Exclusive = strArg("excl", "") == "yes"
+		sp.Request.NodesMax = intArg("max", 0)
 		return resultString(h.apply(t, CmdSubmitJob, SubmitJob{RequestID: strArg("rid", ""), Spec: sp}))
 	case "node":
 		n := gpuNode(positional(), intArg("gpus", 0), strArg("switch", "leaf0"))
@@ -165,7 +169,43 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			}
 			ds = append(ds, parseDecision(t, d, words))
 		}
+		if strArg("elastic", "") == "yes" {
+			for i := range ds {
+				ds[i].Elastic = true
+			}
+		}
 		return resultString(h.apply(t, CmdAllocate, Allocate{Decisions: ds, Consumable: strArg("consumable", "") == "yes"}))
+	case "grow":
+		var words []string
+		for _, a := range d.CmdArgs {
+			if a.Key != "inc" {
+				words = append(words, a.String())
+			}
+		}
+		dec := parseDecision(t, d, words)
+		inc := uint64(intArg("inc", 0))
+		if j, ok := h.s.View().Job(dec.Job); ok && inc == 0 {
+			inc = j.Incarnation
+		}
+		return resultString(h.apply(t, CmdGrowJob, GrowJob{Job: dec.Job, Incarnation: inc, Nodes: dec.Nodes}))
+	case "shrink":
+		id := jobArg()
+		inc := uint64(intArg("inc", 0))
+		if j, ok := h.s.View().Job(id); ok && inc == 0 {
+			inc = j.Incarnation
+		}
+		return resultString(h.apply(t, CmdShrinkJob, ShrinkJob{Job: id, Incarnation: inc, Node: strArg("node", "")}))
+	case "resizes":
+		j, ok := h.s.View().Job(jobArg())
+		if !ok || j.Alloc == nil {
+			return "no allocation\n"
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "elastic=%v live=%s\n", j.Alloc.Elastic, strings.Join(j.Alloc.LiveNodes(), ","))
+		for _, r := range j.Alloc.Resizes {
+			fmt.Fprintf(&b, "%s %s %s nodes=%d\n", offset(r.Time), r.Cause, r.Node, r.Nodes)
+		}
+		return b.String()
 	case "alloc":
 		j, ok := h.s.View().Job(jobArg())
 		if !ok || j.Alloc == nil {
@@ -308,7 +348,7 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 func parseDecision(t *testing.T, d *datadriven.TestData, words []string) Decision {
 	var dec Decision
 	for _, w := range words {
-		if strings.HasPrefix(w, "consumable=") {
+		if strings.HasPrefix(w, "consumable=") || strings.HasPrefix(w, "elastic=") {
 			continue
 		}
 		if v, ok := strings.CutPrefix(w, "job="); ok {

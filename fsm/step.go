@@ -89,7 +89,8 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job) (cluster.StepSpec, error) {
 	if err := cluster.ValidateStdin(sp.Stdin); err != nil {
 		return sp, err
 	}
-	nodes := len(j.Alloc.Nodes)
+	// An elastic allocation's steps run on the nodes it has now.
+	nodes := len(j.Alloc.LiveNodes())
 	if len(sp.NodeList) > 0 {
 		if sp.Nodes != 0 && sp.Nodes != len(sp.NodeList) {
 			return sp, fmt.Errorf("nodes %d: the node list names %d nodes", sp.Nodes, len(sp.NodeList))
@@ -101,7 +102,7 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job) (cluster.StepSpec, error) {
 		for k, name := range sp.NodeList {
 			i := j.Alloc.Find(name)
 			switch {
-			case i < 0:
+			case i < 0 || !j.Alloc.Live(i):
 				return sp, fmt.Errorf("node_list[%d] %.64q: not a node of the allocation", k, name)
 			case slices.Contains(at, i):
 				return sp, fmt.Errorf("node_list[%d] %.64q: named twice", k, name)
@@ -186,12 +187,15 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job) (cluster.StepSpec, error) {
 
 // stepAllocNodes returns, for a step spec with its defaults filled in,
 // the allocation indices of its nodes in step order: the first Nodes of
-// the allocation, or those its NodeList names.
+// the allocation (of an elastic one, of the nodes it has now), or those
+// its NodeList names.
 func stepAllocNodes(sp cluster.StepSpec, j *cluster.Job) []int {
 	out := make([]int, 0, sp.Nodes)
 	if len(sp.NodeList) == 0 {
-		for i := range sp.Nodes {
-			out = append(out, i)
+		for i := range j.Alloc.Nodes {
+			if len(out) < sp.Nodes && j.Alloc.Live(i) {
+				out = append(out, i)
+			}
 		}
 		return out
 	}

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/wire"
@@ -44,6 +45,15 @@ import (
 //	   would drop, giving the tasks /dev/null; srun's -o/-e files
 //	   (StepSpec.Output/Error in StartStep), which it would drop, sending
 //	   the output to srun.
+//	4  command types 29 and 30 (GrowJob: a running elastic job takes more
+//	   nodes; ShrinkJob: it gives one up for a preempting job);
+//	   field: Allocate's Decision.Elastic, which starts an elastic job's
+//	   allocation elastic (cluster.Allocation.Elastic, with its Resizes).
+//	   An older replica would drop it and, where the others let such a
+//	   job go on without a node it lost (NodeDown, NodeLeft, a fenced
+//	   TaskExited), end or requeue it. The leader proposes Elastic only
+//	   once every server speaks 4, so only protocol 4 states (and their
+//	   snapshots) hold elastic allocations.
 //	4  fields: srun's stdin relayed to the tasks (Spec.Stdin in SubmitJob
 //	   and StartStep: --input=all, Slurm's default, or -i N). An older
 //	   replica would drop it and start the tasks on /dev/null, leaving
@@ -97,6 +107,8 @@ const (
 	CmdArchiveJobs     CmdType = 26
 	CmdUpdateJob       CmdType = 27
 	CmdRecordGPUUsage  CmdType = 28
+	CmdGrowJob         CmdType = 29
+	CmdShrinkJob       CmdType = 30
 )
 
 // commands is the command table, indexed by type byte: each type's name,
@@ -133,6 +145,9 @@ var commands = [...]command{
 
 	CmdUpdateJob:      cmd("UpdateJob", 3, (*State).updateJob),
 	CmdRecordGPUUsage: cmd("RecordGPUUsage", 3, (*State).recordGPUUsage),
+
+	CmdGrowJob:   cmd("GrowJob", 4, (*State).growJob),
+	CmdShrinkJob: cmd("ShrinkJob", 4, (*State).shrinkJob),
 }
 
 // fields is the field table: fields a protocol version after their
@@ -141,6 +156,12 @@ var commands = [...]command{
 // body uses one needs the field's version (Needs), checked as a new
 // type's is.
 var fields = []field{
+	// An older replica would drop Elastic and, once the job loses a
+	// node, end or requeue it where the others let it go on.
+	{name: "Allocate.Decisions.Elastic", since: 4, uses: func(body any) bool {
+		c, ok := body.(Allocate)
+		return ok && slices.ContainsFunc(c.Decisions, func(d Decision) bool { return d.Elastic })
+	}},
 	{name: "SubmitJob.Spec.Request.NTasks/Distribution/MinCPUs", since: 3, uses: func(body any) bool {
 		c, ok := body.(SubmitJob)
 		r := c.Spec.Request

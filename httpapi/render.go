@@ -72,12 +72,20 @@ func JobOf(j *cluster.Job) api.Job {
 		out.Steps = append(out.Steps, as)
 	}
 	if j.Alloc != nil {
-		out.NumNodes = len(j.Alloc.Nodes) // what it got, within a -N MIN-MAX range
+		// What it has now, within a -N MIN-MAX range: an elastic job
+		// without the nodes it lost.
+		out.NumNodes = len(j.Alloc.LiveNodes())
 		out.MasterPort = j.Alloc.MasterPort
-		for _, n := range j.Alloc.Nodes {
+		out.Elastic = j.Alloc.Elastic
+		for _, r := range j.Alloc.Resizes {
+			out.Resizes = append(out.Resizes, api.Resize{Time: api.FormatTime(r.Time), Cause: r.Cause, Node: r.Node, NumNodes: r.Nodes})
+		}
+		for i, n := range j.Alloc.Nodes {
 			gpus := append([]int{}, n.GPUs...)
-			out.Nodes = append(out.Nodes, n.Node)
-			out.GPUs[n.Node] = gpus
+			if j.Alloc.Live(i) {
+				out.Nodes = append(out.Nodes, n.Node)
+				out.GPUs[n.Node] = gpus
+			}
 			out.Tasks = append(out.Tasks, api.Task{Node: n.Node, GPUs: gpus, State: string(n.State), ExitCode: n.ExitCode,
 				CPUs: cluster.CPUList(n.CPUs), MemMiB: n.MemMiB})
 			if n.Usage != nil {

@@ -65,3 +65,32 @@ func TestJobOf(t *testing.T) {
 		t.Errorf("pending job has nil collections: %+v", p)
 	}
 }
+
+// An elastic job shows the nodes it has now (not one it lost), every
+// node of its run in Tasks, and its resize history.
+func TestJobOfElastic(t *testing.T) {
+	at := time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC)
+	j := &cluster.Job{
+		ID: 8, State: cluster.JobRunning, StartTime: at, Incarnation: 1,
+		Spec: cluster.Spec{Command: []string{"torchrun"}, Request: cluster.Request{Nodes: 2, NodesMax: 3, GPUsPerNode: 1}},
+		Alloc: &cluster.Allocation{Elastic: true, Nodes: []cluster.NodeAlloc{
+			{Node: "n1", GPUs: []int{0}, State: cluster.TaskRunning},
+			{Node: "n2", GPUs: []int{0}, State: cluster.TaskLost, Released: true},
+			{Node: "n3", GPUs: []int{0}, State: cluster.TaskRunning},
+		}, Resizes: []cluster.Resize{
+			{Time: at.Add(time.Minute), Cause: cluster.ResizeGrow, Node: "n3", Nodes: 3},
+			{Time: at.Add(2 * time.Minute), Cause: cluster.ResizeShrink, Node: "n2", Nodes: 2},
+		}},
+	}
+	got := JobOf(j)
+	if strings.Join(got.Nodes, ",") != "n1,n3" || got.NumNodes != 2 || !got.Elastic {
+		t.Errorf("nodes %v, num_nodes %d, elastic %v; want n1,n3, 2, true", got.Nodes, got.NumNodes, got.Elastic)
+	}
+	if _, ok := got.GPUs["n2"]; ok || len(got.Tasks) != 3 {
+		t.Errorf("gpus %v, %d tasks; want no GPUs on the lost node, its task kept", got.GPUs, len(got.Tasks))
+	}
+	if len(got.Resizes) != 2 || got.Resizes[1].Cause != "shrink" || got.Resizes[1].Node != "n2" ||
+		got.Resizes[1].NumNodes != 2 || got.Resizes[0].Time != "2026-11-22T01:03:03Z" {
+		t.Errorf("resizes = %+v", got.Resizes)
+	}
+}

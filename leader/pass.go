@@ -20,6 +20,9 @@ type PassInput struct {
 	Occupying []*cluster.Job
 	// Now is the pass's time.
 	Now time.Time
+	// Elastic says every server speaks protocol 4: elastic jobs start
+	// elastic (Decision.Elastic) and running ones grow (Plan.Grows).
+	Elastic bool
 }
 
 // EndPreemption is a victim whose grace is over.
@@ -51,6 +54,9 @@ type Plan struct {
 	// each job it considered: Preemption's inputs.
 	Order  []cluster.JobID
 	Placed map[cluster.JobID]string
+	// Grows are running elastic jobs to take more nodes (Grows), after
+	// the allocations.
+	Grows []fsm.GrowJob
 }
 
 // Pass is one scheduling round. Held jobs, unmet dependencies and full
@@ -89,7 +95,7 @@ func Pass(in PassInput) (Plan, error) {
 		}
 	}
 	slices.SortFunc(p.WaitReasons, func(x, y fsm.JobReason) int { return cmp.Compare(x.Job, y.Job) })
-	if len(pending) == 0 {
+	if len(pending) == 0 && !(in.Elastic && len(growStandIns(v.Jobs(), now)) > 0) {
 		return p, nil
 	}
 
@@ -113,8 +119,21 @@ func Pass(in PassInput) (Plan, error) {
 	if err != nil {
 		return Plan{}, fmt.Errorf("place %d pending jobs: %w", len(pending), err)
 	}
+	if in.Elastic {
+		placed := startedAt(pending, res.Decisions, now)
+		waiting := slices.DeleteFunc(slices.Clone(pending), func(j *cluster.Job) bool {
+			return slices.ContainsFunc(placed, func(x *cluster.Job) bool { return x.ID == j.ID })
+		})
+		view := placement.NewView(v.Nodes(), append(slices.Clone(occupying), placed...)).WithPartitions(parts)
+		if p.Grows, err = Grows(view, v.Jobs(), waiting, p.Order, now); err != nil {
+			return Plan{}, fmt.Errorf("grow elastic jobs: %w", err)
+		}
+	}
 	for _, d := range res.Decisions {
 		fd := fsm.Decision{Job: d.Job}
+		if j, ok := v.Job(d.Job); ok && in.Elastic && j.Spec.Elastic() {
+			fd.Elastic = true
+		}
 		for _, as := range d.Nodes {
 			fd.Nodes = append(fd.Nodes, fsm.Placement{Node: as.Node, GPUs: as.GPUs, CPUs: as.CPUs, MemMiB: as.MemMiB})
 		}

@@ -13,6 +13,9 @@ type Preemptions struct {
 	For      cluster.JobID
 	Victims  []cluster.JobID
 	Deadline time.Time // the end of their grace
+	// Shrinks are nodes elastic jobs give up instead (fsm.ShrinkJob):
+	// preemption prefers them to stopping jobs, when they make room.
+	Shrinks []placement.Shrink
 }
 
 // Preemption makes room for the first job of the queue order that waits
@@ -22,7 +25,9 @@ type Preemptions struct {
 // each to get the policy's grace (SIGTERM now, requeue or cancel at the
 // deadline). While room is being made — a victim's grace runs, or a
 // victim's resources are still being released — no more victims are
-// chosen. v is the state after the pass's allocations. It is pure;
+// chosen. An elastic job that can give up nodes and keep its minimum is
+// shrunk rather than stopped (placement.Shrinks) when that alone makes
+// room. v is the state after the pass's allocations. It is pure;
 // ok is false when there is nothing to preempt.
 func Preemption(v *fsm.View, order []cluster.JobID, placed map[cluster.JobID]string, now time.Time) (Preemptions, bool) {
 	pol := v.Policy()
@@ -54,6 +59,9 @@ func Preemption(v *fsm.View, order []cluster.JobID, placed map[cluster.JobID]str
 		if j.State != cluster.JobRunning {
 			continue
 		}
+		if givingUp(j) {
+			return Preemptions{}, false // a shrink's room is on its way
+		}
 		if j.Preempt != nil {
 			if j.Preempt.By == head.ID {
 				return Preemptions{}, false // its room is being made
@@ -68,6 +76,9 @@ func Preemption(v *fsm.View, order []cluster.JobID, placed map[cluster.JobID]str
 		return Preemptions{}, false
 	}
 	view := placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(pol.Partitions)
+	if shrinks, ok := placement.Shrinks(view, head, candidates, now); ok {
+		return Preemptions{For: head.ID, Shrinks: shrinks}, true
+	}
 	victims, ok := placement.Victims(view, head, candidates, now)
 	if !ok {
 		return Preemptions{}, false
@@ -82,4 +93,18 @@ func Preemption(v *fsm.View, order []cluster.JobID, placed map[cluster.JobID]str
 func releasingVictim(j *cluster.Job) bool {
 	ended := j.State == cluster.JobRequeued || j.State == cluster.JobCancelled && j.Reason == cluster.ReasonPreempted
 	return ended && j.HoldsResources()
+}
+
+// givingUp says running job j gave up a node (ShrinkJob) that has not
+// released it yet.
+func givingUp(j *cluster.Job) bool {
+	if j.Alloc == nil {
+		return false
+	}
+	for _, n := range j.Alloc.Nodes {
+		if n.Removed && !n.Released {
+			return true
+		}
+	}
+	return false
 }

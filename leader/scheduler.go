@@ -50,6 +50,9 @@ type Scheduler struct {
 	// their allocations (PassInput.Occupying); nil outside a planted-bug
 	// build.
 	Occupying func([]*cluster.Job) []*cluster.Job
+	// Gate says whether an entry of type t that needs protocol need may be
+	// proposed now (every server speaks it); nil allows every one.
+	Gate func(ctx context.Context, t fsm.CmdType, need int) error
 }
 
 // Run schedules until ctx ends, or until the replica diverges: then it
@@ -92,6 +95,7 @@ func (s Scheduler) Run(ctx context.Context) {
 func (s Scheduler) Pass(ctx context.Context, v *fsm.View) error {
 	now := s.Clock.Now()
 	in := PassInput{View: v, Now: now}
+	in.Elastic = s.Gate == nil || s.Gate(ctx, fsm.CmdGrowJob, fsm.CmdGrowJob.Since()) == nil
 	if s.Occupying != nil {
 		in.Occupying = s.Occupying(v.Jobs())
 	}
@@ -146,6 +150,9 @@ func (s Scheduler) Pass(ctx context.Context, v *fsm.View) error {
 	if err := s.applyReasons(ctx, p.Reasons); err != nil {
 		return err
 	}
+	if err := s.grow(ctx, p.Grows, now); err != nil {
+		return err
+	}
 	if len(p.Order) == 0 {
 		return nil // nothing was placed, so nothing waits on resources
 	}
@@ -170,6 +177,22 @@ func (s Scheduler) applyReasons(ctx context.Context, changed []fsm.JobReason) er
 // startPreemptions starts the victims' grace (PreemptJob: SIGTERM now,
 // requeue or cancel at the deadline), as Preemption chose them.
 func (s Scheduler) startPreemptions(ctx context.Context, pre Preemptions, now time.Time) error {
+	for _, sh := range pre.Shrinks {
+		j, ok := s.State.View().Job(sh.Job)
+		if !ok {
+			continue
+		}
+		r, err := s.Propose.Apply(ctx, fsm.CmdShrinkJob, fsm.ShrinkJob{Job: sh.Job, Incarnation: j.Incarnation, Node: sh.Node, Time: now})
+		if err != nil {
+			return err
+		}
+		if r.Err != nil {
+			s.Log.Warn("shrink refused by fsm", "job", uint64(sh.Job), "node", sh.Node, "for", uint64(pre.For), "err", r.Err)
+			continue
+		}
+		s.Metrics.Preempted()
+		s.Log.Info("elastic job shrunk for a preempting job", "job", uint64(sh.Job), "node", sh.Node, "for", uint64(pre.For))
+	}
 	for _, id := range pre.Victims {
 		r, err := s.Propose.Apply(ctx, fsm.CmdPreemptJob, fsm.PreemptJob{Job: id, By: pre.For, Deadline: pre.Deadline, Time: now})
 		if err != nil {
@@ -204,6 +227,23 @@ func (s Scheduler) endPreemptions(ctx context.Context, ends []EndPreemption, now
 			continue
 		}
 		s.Log.Info("preempted job stopped", "job", uint64(e.Job), "requeued", e.Requeue)
+	}
+	return nil
+}
+
+// grow applies the pass's grows of elastic jobs.
+func (s Scheduler) grow(ctx context.Context, grows []fsm.GrowJob, now time.Time) error {
+	for _, g := range grows {
+		g.Time = now
+		r, err := s.Propose.Apply(ctx, fsm.CmdGrowJob, g)
+		if err != nil {
+			return err
+		}
+		if r.Err != nil {
+			s.Log.Warn("grow refused by fsm", "job", uint64(g.Job), "err", r.Err)
+			continue
+		}
+		s.Log.Info("elastic job grown", "job", uint64(g.Job), "nodes", len(g.Nodes))
 	}
 	return nil
 }

@@ -22,13 +22,14 @@ import (
 //
 //	node NAME gpus=G [switch=S]              UpsertNode
 //	node-down NAME                           NodeDown
-//	submit nodes=N gpus=G [user=U] [qos=Q] [time=SECONDS] [dep=SPEC] [hold=yes] [requeue=no]
+//	submit nodes=N gpus=G [max=M] [user=U] [qos=Q] [time=SECONDS] [dep=SPEC] [hold=yes] [requeue=no]
 //	                                         SubmitJob; prints the job id
 //	policy + input: a policy file (JSON)     SetPolicy
 //	started job=J                            TaskStarted on every node of its allocation
-//	exited job=J [code=C]                    TaskExited on every node
+//	exited job=J [code=C] [node=N]           TaskExited on every node (or on N)
 //	tick [s=SECONDS]                         move the clock (default 1s)
-//	pass [apply=no]                          Pass at the current time, then (unless
+//	pass [apply=no] [elastic=no]             Pass at the current time (elastic=no: some
+//	                                         server speaks protocol 3), then (unless
 //	                                         apply=no) act on it with Scheduler.Pass, as
 //	                                         the agent does, and show the preemption it
 //	                                         started on the state after
@@ -141,6 +142,9 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 		sp := cluster.Spec{Name: "train", Command: []string{"python", "train.py"}, User: cmp.Or(args["user"], "ada"), UID: 1000, GID: 1000,
 			Request: cluster.Request{Nodes: nodes, GPUsPerNode: gpus, TimeLimit: time.Duration(limit) * time.Second}.WithDefaults(),
 			QoS:     args["qos"], Hold: args["hold"] == "yes", Requeue: args["requeue"] != "no"}
+		if sp.Request.NodesMax, err = num("max", 0); err != nil {
+			return "", err
+		}
 		if dl, err := num("deadline", 0); err != nil {
 			return "", err
 		} else if dl > 0 {
@@ -171,6 +175,9 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 		}
 		var out strings.Builder
 		for _, n := range j.Alloc.NodeNames() {
+			if only := args["node"]; only != "" && n != only {
+				continue
+			}
 			var s string
 			if d.Cmd == "started" {
 				s, err = result(h.apply(fsm.CmdTaskStarted, fsm.TaskStarted{Job: j.ID, Incarnation: j.Incarnation, Node: n, Time: h.now}))
@@ -193,7 +200,7 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 		h.now = h.now.Add(time.Duration(s) * time.Second)
 		return "", nil
 	case "pass":
-		return h.pass(args["apply"] != "no")
+		return h.pass(args["apply"] != "no", args["elastic"] != "no")
 	case "leases":
 		return h.leases(args)
 	case "jobs":
@@ -203,9 +210,9 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 }
 
 // pass runs Pass and, when apply, acts on its plan in the agent's order.
-func (h *harness) pass(apply bool) (string, error) {
+func (h *harness) pass(apply, elastic bool) (string, error) {
 	now := h.now
-	p, err := Pass(PassInput{View: h.s.View(), Now: now})
+	p, err := Pass(PassInput{View: h.s.View(), Now: now, Elastic: elastic})
 	if err != nil {
 		return "", err
 	}
@@ -241,6 +248,15 @@ func (h *harness) pass(apply bool) (string, error) {
 	}
 	line("allocate", xs)
 	line("reasons", reasons(p.Reasons))
+	xs = nil
+	for _, g := range p.Grows {
+		var nodes []string
+		for _, pl := range g.Nodes {
+			nodes = append(nodes, fmt.Sprintf("%s:%s", pl.Node, cluster.CPUList(pl.GPUs)))
+		}
+		xs = append(xs, fmt.Sprintf("%d+%s", g.Job, strings.Join(nodes, ",")))
+	}
+	line("grow", xs)
 	if !apply {
 		return cmp.Or(b.String(), "nothing\n"), nil
 	}
@@ -249,6 +265,9 @@ func (h *harness) pass(apply bool) (string, error) {
 	rec := &recorder{h: h}
 	s := Scheduler{State: h.s, Propose: rec, Clock: fixedClock(now), Metrics: rec,
 		Log: slog.New(slog.DiscardHandler)}
+	if !elastic {
+		s.Gate = func(context.Context, fsm.CmdType, int) error { return fsm.ErrUnsupportedByCluster }
+	}
 	if err := s.Pass(context.Background(), h.s.View()); err != nil {
 		return "", err
 	}
@@ -259,6 +278,9 @@ func (h *harness) pass(apply bool) (string, error) {
 		}
 		pre := rec.preempts[0]
 		fmt.Fprintf(&b, "preempt for %d: %s (grace until +%s)\n", pre.By, strings.Join(vs, " "), pre.Deadline.Sub(now))
+	}
+	for _, sj := range rec.shrinks {
+		fmt.Fprintf(&b, "shrink %d: gives up %s\n", sj.Job, sj.Node)
 	}
 	errs := rec.errs
 	for _, e := range errs {
@@ -274,6 +296,7 @@ type recorder struct {
 	h        *harness
 	errs     []string
 	preempts []fsm.PreemptJob
+	shrinks  []fsm.ShrinkJob
 }
 
 func (r *recorder) Apply(_ context.Context, t fsm.CmdType, body any) (fsm.Result, error) {
@@ -289,6 +312,9 @@ func (r *recorder) Apply(_ context.Context, t fsm.CmdType, body any) (fsm.Result
 	}
 	if pj, ok := body.(fsm.PreemptJob); ok {
 		r.preempts = append(r.preempts, pj)
+	}
+	if sj, ok := body.(fsm.ShrinkJob); ok && res.Err == nil {
+		r.shrinks = append(r.shrinks, sj)
 	}
 	return res, nil
 }
@@ -364,7 +390,10 @@ func (h *harness) jobs() string {
 			fmt.Fprintf(&b, " reason=%s", j.Reason)
 		}
 		if j.Alloc != nil {
-			fmt.Fprintf(&b, " nodes=%s", strings.Join(j.Alloc.NodeNames(), ","))
+			fmt.Fprintf(&b, " nodes=%s", strings.Join(j.Alloc.LiveNodes(), ","))
+			if j.Alloc.Elastic {
+				b.WriteString(" elastic")
+			}
 		}
 		if j.Preempt != nil {
 			fmt.Fprintf(&b, " preempted-by=%d", j.Preempt.By)

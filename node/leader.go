@@ -136,7 +136,7 @@ func (a *Agent) apply(ctx context.Context, t fsm.CmdType, body any) (fsm.Result,
 func (a *Agent) scheduler() leader.Scheduler {
 	s := leader.Scheduler{
 		State: a.state, Propose: agentLeader{a}, Lead: agentLeader{a}, Clock: wallClock{},
-		Metrics: agentLeader{a}, Log: a.log, Interval: a.cfg.ScheduleInterval,
+		Metrics: agentLeader{a}, Log: a.log, Interval: a.cfg.ScheduleInterval, Gate: a.checkProtocol,
 	}
 	if plantedDoubleBook { // a planted bug, test builds only: see planted_doublebook_off.go
 		s.Occupying = plantedHideNewest

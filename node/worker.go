@@ -334,14 +334,20 @@ func (a *Agent) launch(v *fsm.View, j *cluster.Job, nodeIndex int) exec.Launch {
 	if len(a.cfg.TaskHelper) > 0 {
 		hosts = a.taskHosts(v)
 	}
+	// An elastic allocation as it is now: a node that joined it sees the
+	// nodes it has, without those it lost, and its index among them.
+	alloc, k := j.Alloc.Current(nodeIndex)
+	if k < 0 {
+		alloc, k = j.Alloc, nodeIndex
+	}
 	return exec.Launch{
 		Hosts:       hosts,
 		Job:         j.ID,
 		Incarnation: j.Incarnation,
 		Spec:        spec,
-		Alloc:       *j.Alloc,
-		NodeIndex:   nodeIndex,
-		NodeList:    slurm.CompressHostlist(j.Alloc.NodeNames()),
+		Alloc:       *alloc,
+		NodeIndex:   k,
+		NodeList:    slurm.CompressHostlist(alloc.NodeNames()),
 		NodeName:    a.cfg.Name,
 		ClusterName: v.Policy().Name(),
 		Topology:    a.topology(),

@@ -99,7 +99,7 @@ func Reconcile(in Input) Plan {
 		// other nodes hold their resources for its steps.
 		ownTask := j.Spec.Batch == nil || i == 0
 		switch {
-		case j.State == cluster.JobRunning:
+		case j.State == cluster.JobRunning && !na.Removed:
 			wanted[key] = true
 			switch {
 			case ownTask && !running[key] && !pendingExit[key]:
@@ -111,9 +111,10 @@ func Reconcile(in Input) Plan {
 			}
 			p.Start = append(p.Start, steps(in, j, i, running, pendingExit, wanted)...)
 		case busy[key] == 0:
-			// The job ended (cancelled, failed elsewhere) or is being
-			// requeued, and holds resources here that no local task uses
-			// (perhaps it never started here).
+			// The job ended (cancelled, failed elsewhere), is being
+			// requeued or gave this node up (an elastic job shrunk), and
+			// holds resources here that no local task uses (perhaps it
+			// never started here).
 			p.Release = append(p.Release, ref)
 		}
 	}

@@ -33,7 +33,8 @@ import (
 // with input lines
 //
 //	node NAME                                this node (default n1)
-//	job id=J nodes=A,B [state=S] [inc=I] [batch=yes] [started=A,B] [released=A] [exited=A]
+//	job id=J nodes=A,B [state=S] [inc=I] [batch=yes] [started=A,B] [released=A] [exited=A] [removed=A]
+//	                                         (removed: a node an elastic job gave up)
 //	                                         a job (state running, inc 1 by default);
 //	                                         started: shares the leader saw start
 //	step job=J id=S nodes=A,B [state=S] [inc=I] [exited=A] [lost=A]
@@ -203,6 +204,7 @@ func (s *script) job(args map[string]string) error {
 			na.State = cluster.TaskRunning
 		}
 		na.Released = in(args["released"], n)
+		na.Removed = in(args["removed"], n)
 		j.Alloc.Nodes = append(j.Alloc.Nodes, na)
 	}
 	s.jobs = append(s.jobs, j)

@@ -31,6 +31,7 @@ func newJobCmd(g *globalFlags) *cobra.Command {
 			}
 			slurmcli.PrintJob(os.Stdout, j)
 			slurmcli.PrintGPUUsage(os.Stdout, j)
+			slurmcli.PrintResizes(os.Stdout, j)
 			return nil
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/slurm"
 )
 

@@ -20,3 +20,13 @@ func PrintGPUUsage(w io.Writer, j api.Job) {
 			t.Node, g.MeanUtil*100, g.PeakUtil*100, g.MeanMemBytes>>20, g.PeakMemBytes>>20, g.Samples)
 	}
 }
+
+// PrintResizes writes an elastic job's size changes after PrintJob's
+// fields, one line each in the same style (`shoal job`; scontrol has only
+// the last, ResizeTime=): when, grow or shrink, the node, the node count
+// after.
+func PrintResizes(w io.Writer, j api.Job) {
+	for _, r := range j.Resizes {
+		fmt.Fprintf(w, "   Resize=%s %s Node=%s NumNodes=%d\n", r.Time, r.Cause, r.Node, r.NumNodes)
+	}
+}

@@ -37,3 +37,20 @@ func TestGPUUsageOutputs(t *testing.T) {
 		t.Errorf("PrintGPUUsage:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+func TestPrintResizes(t *testing.T) {
+	var b bytes.Buffer
+	PrintResizes(&b, api.Job{Resizes: []api.Resize{
+		{Time: "2026-11-25T10:00:00Z", Cause: "grow", Node: "n3", NumNodes: 3},
+		{Time: "2026-11-25T10:05:00Z", Cause: "shrink", Node: "n2", NumNodes: 2},
+	}})
+	want := "   Resize=2026-11-25T10:00:00Z grow Node=n3 NumNodes=3\n   Resize=2026-11-25T10:05:00Z shrink Node=n2 NumNodes=2\n"
+	if b.String() != want {
+		t.Errorf("PrintResizes wrote\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	PrintResizes(&b, api.Job{})
+	if b.Len() != 0 {
+		t.Errorf("a job that never resized: %q; want nothing", b.String())
+	}
+}

@@ -118,6 +118,10 @@ func (o ShowJob) lines(j api.Job) []string {
 	}
 	add("SubmitTime=%s EligibleTime=%s", o.view.date(j.SubmitTime, "Unknown"), eligible)
 	add("AccrueTime=%s", eligible)
+	if n := len(j.Resizes); n > 0 {
+		// Slurm prints it only for a job whose allocation changed.
+		add("ResizeTime=%s", o.view.date(j.Resizes[n-1].Time, "Unknown"))
+	}
 	end := o.view.date(j.EndTime, "Unknown")
 	if start, err := time.Parse(time.RFC3339, j.StartTime); err == nil && j.EndTime == "" && j.TimeLimitS > 0 {
 		end = o.view.date(start.Add(time.Duration(j.TimeLimitS)*time.Second).Format(time.RFC3339), "Unknown")

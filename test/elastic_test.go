@@ -1,0 +1,374 @@
+package test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/localcluster"
+)
+
+// elasticTrain is an elastic PyTorch training run (gloo on CPU) under
+// torchrun --nnodes=MIN:MAX with c10d rendezvous. It trains elasticTotal
+// steps; rank 0 records the step count in a checkpoint in the shared
+// directory after each, so the group torchrun re-forms after a resize
+// goes on from there, and logs "step S world W" lines. To let the test
+// resize it at known points, the group holds (all-reducing, so that a
+// lost peer fails it) at step 5 while it has 2 nodes and has never had
+// 3, and at step 15 while it has 3; a resize restarts the workers, which
+// re-read the checkpoint. Every all-reduce sums ones, so each must give
+// the world size.
+const elasticTrain = `import datetime, os, sys, time
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+rank, world = dist.get_rank(), dist.get_world_size()
+ckpt, log, seen3 = "ckpt", "steps.log", "seen3"
+total = int(sys.argv[1])
+
+def read_step():
+    try:
+        with open(ckpt) as f:
+            return int(f.read())
+    except FileNotFoundError:
+        return 0
+
+def allreduce():
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    if int(t.item()) != world:
+        print("bad allreduce %s in world %d" % (t.item(), world), flush=True)
+        sys.exit(4)
+
+# Every rank reads the checkpoint after the rendezvous and before any
+# step: rank 0 writes it only after a barrier.
+step = read_step()
+dist.barrier()
+if rank == 0 and world == 3:
+    open(seen3, "w").close()
+had3 = world == 3 or os.path.exists(seen3)
+with open(log, "a") as f:
+    if rank == 0:
+        f.write("start step %d world %d\n" % (step, world))
+while step < total:
+    if (world == 2 and not had3 and step >= 5) or (world == 3 and step >= 15):
+        if rank == 0:
+            with open(log, "a") as f:
+                f.write("hold step %d world %d\n" % (step, world))
+        while True:  # until torchrun restarts the group
+            allreduce()
+            time.sleep(0.5)
+    allreduce()
+    step += 1
+    dist.barrier()
+    if rank == 0:
+        with open(ckpt + ".tmp", "w") as f:
+            f.write(str(step))
+        os.replace(ckpt + ".tmp", ckpt)
+        with open(log, "a") as f:
+            f.write("step %d world %d\n" % (step, world))
+    time.sleep(0.2)
+dist.barrier()
+if rank == 0:
+    with open(log, "a") as f:
+        f.write("done step %d world %d\n" % (step, world))
+dist.destroy_process_group()
+`
+
+const elasticTotal = 25
+
+// TestElasticPyTorch is issue 17's test of elastic gang jobs: a real
+// elastic PyTorch run (torchrun --nnodes=2:3, c10d rendezvous, gloo on
+// CPU) submitted with -N 2-3 starts on 2 nodes while the third runs
+// another job, grows to 3 when that job ends (the new node starts the
+// same command, torchrun re-forms the group), loses a node to a killed
+// agent and goes on with 2, and finishes its steps: the checkpointed
+// step count carries across both resizes.
+func TestElasticPyTorch(t *testing.T) {
+	requireRootForNamespaces(t)
+	requireFile(t, "/usr/bin/torchrun", "python3-torch")
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "train.py"), []byte(elasticTrain), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ports, err := localcluster.FreePorts("0.0.0.0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// --max_restarts: each resize restarts the workers once.
+	launch := fmt.Sprintf(`exec /usr/bin/torchrun --nnodes=2:3 --nproc_per_node=1 --rdzv_backend=c10d \
+		--rdzv_endpoint=$MASTER_ADDR:%d --rdzv_id=$SLURM_JOB_ID --max_restarts=5 %s train.py %d`,
+		ports[0], torchrunFlags, elasticTotal)
+	log := filepath.Join(work, "steps.log")
+	holds := func(world int) func() error {
+		return func() error {
+			data, _ := os.ReadFile(log)
+			if !strings.Contains(string(data), fmt.Sprintf("world %d\n", world)) || !strings.Contains(string(data), "hold step") {
+				return fmt.Errorf("no hold in world %d yet:\n%s", world, data)
+			}
+			for line := range strings.Lines(string(data)) {
+				if strings.HasPrefix(line, "hold step") && strings.HasSuffix(line, fmt.Sprintf("world %d\n", world)) {
+					return nil
+				}
+			}
+			return fmt.Errorf("no hold in world %d yet:\n%s", world, data)
+		}
+	}
+	// Three torch processes and their torchrun agents starting at once
+	// load a small machine for a while: LAN raft timing and a longer lease
+	// keep that from reading as lost nodes.
+	agentArgs := []string{"--dev-timing=false", "--heartbeat", "1s", "--lease-ttl", "15s"}
+	j := elasticScenario(t, work, agentArgs, []string{"/bin/bash", "-c", launch}, holds(2), holds(3), nil)
+	data, _ := os.ReadFile(log)
+	if j.State != "COMPLETED" {
+		t.Fatalf("elastic job %s (exit %d):\n%s", j.State, j.ExitCode, data)
+	}
+	// The worlds the group trained in, in order, and its last step.
+	var worlds []string
+	for line := range strings.Lines(string(data)) {
+		if f := strings.Fields(line); len(f) == 5 && f[0] == "start" {
+			if w := f[4]; len(worlds) == 0 || worlds[len(worlds)-1] != w {
+				worlds = append(worlds, w)
+			}
+		}
+	}
+	if want := []string{"2", "3", "2"}; !slices.Equal(worlds, want) {
+		t.Errorf("the group trained in worlds %v; want %v\n%s", worlds, want, data)
+	}
+	if want := fmt.Sprintf("done step %d world 2\n", elasticTotal); !strings.Contains(string(data), want) {
+		t.Errorf("log lacks %q:\n%s", want, data)
+	}
+	for s := 1; s <= elasticTotal; s++ {
+		if n := strings.Count(string(data), fmt.Sprintf("\nstep %d world", s)); n != 1 {
+			t.Errorf("step %d logged %d times; want once (the checkpoint carries the count)\n%s", s, n, data)
+		}
+	}
+}
+
+// TestElasticJobNodes: the same scenario with a plain command that
+// records, on every node that starts it, the node and the allocation it
+// was started with: the node that joins sees 3 nodes, and the job ends
+// COMPLETED on the 2 it kept.
+func TestElasticJobNodes(t *testing.T) {
+	work := t.TempDir()
+	ran := filepath.Join(work, "ran")
+	count := func(n int) func() error {
+		return func() error {
+			data, _ := os.ReadFile(ran)
+			if got := strings.Count(string(data), "\n"); got != n {
+				return fmt.Errorf("%d starts, want %d:\n%s", got, n, data)
+			}
+			return nil
+		}
+	}
+	cmd := []string{"/bin/sh", "-c", `echo "$SLURMD_NODENAME $SLURM_JOB_NUM_NODES $SLURM_JOB_NODELIST $SLURM_NODEID" >> ran
+i=0
+while [ ! -e A.go ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done`}
+	j := elasticScenario(t, work, nil, cmd, count(2), count(3), func() {
+		if err := os.WriteFile(filepath.Join(work, "A.go"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	data, _ := os.ReadFile(ran)
+	if j.State != "COMPLETED" {
+		t.Fatalf("elastic job %s (exit %d):\n%s", j.State, j.ExitCode, data)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("started %d times; want 3 (2 nodes, then the one that joined):\n%s", len(lines), data)
+	}
+	var starts []string
+	for _, l := range lines[:2] {
+		f := strings.Fields(l)
+		if len(f) != 4 || f[1] != "2" {
+			t.Errorf("first start %q: want 2 nodes", l)
+		}
+		starts = append(starts, f[0])
+	}
+	if f := strings.Fields(lines[2]); len(f) != 4 || f[1] != "3" || f[3] != "2" || slices.Contains(starts, f[0]) {
+		t.Errorf("the node that joined started with %q; want a new node, 3 nodes, node id 2", lines[2])
+	}
+}
+
+// elasticScenario runs issue 17's scenario on 3 nodes of 1 GPU: a job on
+// one node, then an elastic job (-N 2-3 running cmd in work) that starts
+// on the other 2; once atTwo holds, the first job ends and the elastic job
+// must grow to 3; once atThree holds, a node of the elastic job (neither
+// its first nor the leader) loses its agent (SIGKILL) and the job must go
+// on with 2; then finish (may be nil) lets it end. agentArgs are added to
+// the agents' test flags. It returns the ended
+// elastic job, having checked its resize history and scontrol's view.
+func elasticScenario(t *testing.T, work string, agentArgs, cmd []string, atTwo, atThree func() error, finish func()) api.Job {
+	t.Helper()
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1, HostOf: ownLoopback, ExtraArgs: agentArgs})
+	cli := c.Agents[0]
+	busy := submit(t, cli, "--name", "busy", "--chdir", work, "--gpus-per-node", "1", "--",
+		"/bin/sh", "-c", `i=0; while [ ! -e busy.go ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done`)
+	var bj api.Job
+	eventually(t, 30*time.Second, "the busy job running", func() error {
+		jsonOf(t, cli, &bj, "job", fmt.Sprint(busy))
+		if bj.State != "RUNNING" {
+			return fmt.Errorf("state %s", bj.State)
+		}
+		return nil
+	})
+	id := submit(t, cli, append([]string{"--name", "elastic", "--chdir", work, "--nodes", "2-3", "--gpus-per-node", "1", "--"}, cmd...)...)
+	// job reads the elastic job; a failed read (an agent busy with an
+	// election) is retried by the eventually around it.
+	var j api.Job
+	job := func() error {
+		r := shoal(t, cli, "job", fmt.Sprint(id), "--json")
+		if r.code != 0 {
+			return fmt.Errorf("shoal job: exit %d: %s", r.code, r.stderr)
+		}
+		j = api.Job{}
+		return json.Unmarshal([]byte(r.stdout), &j)
+	}
+	eventually(t, 30*time.Second, "the elastic job running on 2 nodes", func() error {
+		if err := job(); err != nil {
+			return err
+		}
+		if j.State != "RUNNING" || j.NumNodes != 2 || !j.Elastic {
+			return fmt.Errorf("state %s on %v (elastic %v)", j.State, j.Nodes, j.Elastic)
+		}
+		return nil
+	})
+	if slices.Contains(j.Nodes, bj.Nodes[0]) {
+		t.Fatalf("elastic job on %v shares the busy job's node %s", j.Nodes, bj.Nodes[0])
+	}
+	eventually(t, 3*time.Minute, "the job at work on 2 nodes", atTwo)
+
+	// The busy job ends: its node joins the elastic job.
+	if err := os.WriteFile(filepath.Join(work, "busy.go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the elastic job grown to 3 nodes", func() error {
+		if err := job(); err != nil {
+			return err
+		}
+		if j.State != "RUNNING" || j.NumNodes != 3 || !slices.Contains(j.Nodes, bj.Nodes[0]) {
+			return fmt.Errorf("state %s on %v", j.State, j.Nodes)
+		}
+		return nil
+	})
+	eventually(t, 3*time.Minute, "the job at work on 3 nodes", atThree)
+
+	// Kill the agent of a node the job may lose: not its first (rank 0
+	// and the rendezvous run there), not the leader (to keep the test
+	// about the job, not an election).
+	lead := leaderIndex(t, c, 0)
+	victim := -1
+	for i, a := range c.Agents {
+		if i != lead && a.Name != j.Nodes[0] && slices.Contains(j.Nodes, a.Name) {
+			victim = i
+			break
+		}
+	}
+	if victim < 0 {
+		t.Fatalf("no node to kill among %v (leader %s)", j.Nodes, c.Agents[lead].Name)
+	}
+	lost := c.Agents[victim].Name
+	if victim == 0 {
+		cli = c.Agents[lead]
+	}
+	if err := c.Kill(victim); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, "the elastic job shrunk to 2 nodes", func() error {
+		if err := job(); err != nil {
+			return err
+		}
+		if j.NumNodes != 2 || slices.Contains(j.Nodes, lost) {
+			return fmt.Errorf("state %s on %v", j.State, j.Nodes)
+		}
+		return nil
+	})
+	if j.State != "RUNNING" && j.State != "COMPLETED" {
+		t.Fatalf("after losing %s: %s (%s); want it running on", lost, j.State, j.Reason)
+	}
+	show := newSlurmShims(t, cli).must("scontrol", "show", "job", fmt.Sprint(id))
+	for _, want := range []string{"NumNodes=2 ", "ResizeTime="} {
+		if !strings.Contains(show, want) {
+			t.Errorf("scontrol show job lacks %q:\n%s", want, show)
+		}
+	}
+	if finish != nil {
+		finish()
+	}
+	j = waitJob(t, cli, id, 5*time.Minute)
+	var hist []string
+	for _, r := range j.Resizes {
+		hist = append(hist, fmt.Sprintf("%s %s %d", r.Cause, r.Node, r.NumNodes))
+	}
+	if want := []string{"grow " + bj.Nodes[0] + " 3", "shrink " + lost + " 2"}; !slices.Equal(hist, want) {
+		t.Errorf("resizes %q; want %q", hist, want)
+	}
+	if out := mustShoal(t, cli, "job", fmt.Sprint(id)); !strings.Contains(out, " shrink Node="+lost+" NumNodes=2\n") {
+		t.Errorf("shoal job lacks the shrink of %s:\n%s", lost, out)
+	}
+	return j
+}
+
+// TestElasticShrinkForPreemption: a job of a QoS that may preempt, finding
+// every node taken by an elastic job of a lower QoS that has more nodes
+// than its minimum, makes room by shrinking it rather than stopping it:
+// the node given up gets the job's SIGTERM, its tasks are stopped, the
+// preemptor runs there, and the elastic job runs on and completes on the
+// nodes it kept.
+func TestElasticShrinkForPreemption(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1})
+	a := c.Agents[0]
+	work := t.TempDir()
+	policy := filepath.Join(work, "policy.json")
+	if err := os.WriteFile(policy, []byte(`{
+		"weights": {"age": 1, "qos": 1000},
+		"qos": {"low": 0, "high": 10},
+		"preempt": {"high": ["low"]},
+		"preempt_grace": "60s"
+	}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustShoal(t, a, "policy", "set", policy)
+	ran := filepath.Join(work, "ran")
+	elastic := submit(t, a, "-q", "low", "--chdir", work, "--nodes", "1-3", "--gpus-per-node", "1", "--",
+		"/bin/sh", "-c", `echo "start $SLURMD_NODENAME" >> ran
+trap 'echo "term $SLURMD_NODENAME" >> ran; exit 0' TERM
+i=0
+while [ ! -e A.go ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done`)
+	eventually(t, 30*time.Second, "the elastic job started on 3 nodes", func() error {
+		data, _ := os.ReadFile(ran)
+		if n := strings.Count(string(data), "start "); n != 3 {
+			return fmt.Errorf("%d starts:\n%s", n, data)
+		}
+		return nil
+	})
+	high := submit(t, a, "-q", "high", "--chdir", work, "--gpus-per-node", "1", "--",
+		"/bin/sh", "-c", `echo "high $SLURMD_NODENAME" >> ran`)
+	hj := waitJob(t, a, high, 60*time.Second)
+	data, _ := os.ReadFile(ran)
+	if hj.State != "COMPLETED" || len(hj.Nodes) != 1 {
+		t.Fatalf("preemptor %s on %v; want COMPLETED on 1 node\n%s", hj.State, hj.Nodes, data)
+	}
+	var j api.Job
+	jsonOf(t, a, &j, "job", fmt.Sprint(elastic))
+	if j.State != "RUNNING" || j.NumNodes != 2 || slices.Contains(j.Nodes, hj.Nodes[0]) {
+		t.Errorf("elastic job after the preemption: %s on %v; want RUNNING on the 2 nodes other than %s", j.State, j.Nodes, hj.Nodes[0])
+	}
+	if !strings.Contains(string(data), "term "+hj.Nodes[0]+"\n") || strings.Count(string(data), "term ") != 1 {
+		t.Errorf("want SIGTERM on the given-up node %s only:\n%s", hj.Nodes[0], data)
+	}
+	if err := os.WriteFile(filepath.Join(work, "A.go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, a, elastic, 60*time.Second)
+	if j.State != "COMPLETED" || j.RestartCount != 0 || len(j.Resizes) != 1 || j.Resizes[0].Cause != "shrink" || j.Resizes[0].Node != hj.Nodes[0] {
+		t.Errorf("elastic job %s (restarts %d), resizes %+v; want COMPLETED, never requeued, one shrink of %s", j.State, j.RestartCount, j.Resizes, hj.Nodes[0])
+	}
+}
