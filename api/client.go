@@ -468,10 +468,10 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 }
 
 // StartStep starts an srun step in a running job and returns its id.
-func (c *Client) StartStep(ctx context.Context, job uint64, req StepRequest) (int, error) {
+func (c *Client) StartStep(ctx context.Context, job uint64, req StepRequest) (StepResponse, error) {
 	var out StepResponse
 	_, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/v1/jobs/%d/steps", job), req, &out)
-	return out.Step, err
+	return out, err
 }
 
 // CancelStep stops a running step.

@@ -329,6 +329,10 @@ type StepRequest struct {
 // StepResponse answers POST /v1/jobs/{id}/steps.
 type StepResponse struct {
 	Step int `json:"step"`
+	// Incarnation is the run of the job the step belongs to: step ids
+	// start again at 0 when a job is requeued, so (incarnation, step)
+	// names one step's output.
+	Incarnation uint64 `json:"incarnation"`
 }
 
 // DrainRequest is the body of POST /v1/nodes/{name}/drain.

@@ -33,7 +33,7 @@ type JobWrites interface {
 	SetPriority(ctx context.Context, id string, req api.PriorityRequest, who cluster.Identity) (api.JobsChanged, error)
 	Update(ctx context.Context, id string, req api.UpdateRequest, who cluster.Identity) (api.JobsChanged, error)
 	// StartStep starts an srun step in job id and returns its step id.
-	StartStep(ctx context.Context, id cluster.JobID, req api.StepRequest, who cluster.Identity) (int, error)
+	StartStep(ctx context.Context, id cluster.JobID, req api.StepRequest, who cluster.Identity) (api.StepResponse, error)
 	CancelStep(ctx context.Context, id cluster.JobID, step int, who cluster.Identity) error
 	// Signal asks the nodes running job id to signal its tasks.
 	Signal(ctx context.Context, id cluster.JobID, req api.SignalRequest, who cluster.Identity) error
@@ -197,8 +197,7 @@ func (s *Server) HandleStartStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	bodyWrite(s, w, r, func(ctx context.Context, req api.StepRequest, who cluster.Identity) (api.StepResponse, error) {
-		step, err := s.b.StartStep(ctx, id, req, who)
-		return api.StepResponse{Step: step}, err
+		return s.b.StartStep(ctx, id, req, who)
 	})
 }
 

@@ -62,18 +62,18 @@ func makeShimDir(dataDir string) (string, error) {
 }
 
 // StartStep starts an srun step (leader).
-func (b apiBackend) StartStep(ctx context.Context, id cluster.JobID, req api.StepRequest, who cluster.Identity) (int, error) {
+func (b apiBackend) StartStep(ctx context.Context, id cluster.JobID, req api.StepRequest, who cluster.Identity) (api.StepResponse, error) {
 	return b.a.leaderStartStep(ctx, id, req, who)
 }
 
 // leaderStartStep starts an srun step for its job's owner (or root).
-func (a *Agent) leaderStartStep(ctx context.Context, id cluster.JobID, req api.StepRequest, who cluster.Identity) (int, error) {
+func (a *Agent) leaderStartStep(ctx context.Context, id cluster.JobID, req api.StepRequest, who cluster.Identity) (api.StepResponse, error) {
 	j, ok := a.state.View().Job(id)
 	if !ok {
-		return 0, notFound(fmt.Errorf("job %d: no such job", id))
+		return api.StepResponse{}, notFound(fmt.Errorf("job %d: no such job", id))
 	}
 	if who.UID != 0 && who.UID != j.Spec.UID {
-		return 0, forbidden(fmt.Errorf("start a step in job %d: %w: it belongs to %s", id, ErrForbidden, j.Spec.User))
+		return api.StepResponse{}, forbidden(fmt.Errorf("start a step in job %d: %w: it belongs to %s", id, ErrForbidden, j.Spec.User))
 	}
 	inc := req.Incarnation
 	if inc == 0 {
@@ -81,16 +81,16 @@ func (a *Agent) leaderStartStep(ctx context.Context, id cluster.JobID, req api.S
 	}
 	res, err := a.apply(ctx, fsm.CmdStartStep, fsm.StartStep{Job: id, Incarnation: inc, Spec: req.Spec, Time: time.Now()})
 	if err != nil {
-		return 0, err
+		return api.StepResponse{}, err
 	}
 	if res.Err != nil {
 		if errors.Is(res.Err, fsm.ErrUnknownJob) {
-			return 0, notFound(res.Err)
+			return api.StepResponse{}, notFound(res.Err)
 		}
-		return 0, invalid(res.Err)
+		return api.StepResponse{}, invalid(res.Err)
 	}
 	a.log.Info("step started", "job", uint64(id), "step", res.StepID, "by", who.User)
-	return res.StepID, nil
+	return api.StepResponse{Step: res.StepID, Incarnation: inc}, nil
 }
 
 // CancelStep cancels step of job id for who (leader).

@@ -74,9 +74,9 @@ func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command [
 	if err != nil {
 		return 1, fmt.Errorf("start step in job %d: %w", job, err)
 	}
-	if err := session(ctx, c, job, step, stdout, stderr); err != nil {
+	if err := session(ctx, c, job, step.Step, stdout, stderr); err != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = c.CancelStep(cctx, job, step)
+		_ = c.CancelStep(cctx, job, step.Step)
 		cancel()
 		return 1, err
 	}

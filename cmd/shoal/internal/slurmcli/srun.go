@@ -193,8 +193,13 @@ func stepInput(opts slurm.Options) string {
 
 // followStep streams a step's output until it ends, and returns its exit
 // code. Ctrl-C (ctx ending) cancels the step and waits for it to stop.
-func followStep(ctx context.Context, c *api.Client, job uint64, step int, label bool, stdout, stderr io.Writer) (int, error) {
+// Step ids start again at 0 when a job is requeued, so it reads only the
+// output and state of started's incarnation, and a step whose run was
+// requeued under it ended with that run.
+func followStep(ctx context.Context, c *api.Client, job uint64, started api.StepResponse, label bool, stdout, stderr io.Writer) (int, error) {
+	step := started.Step
 	out := newStreamer(label, stdout, stderr)
+	out.only(started.Incarnation)
 	bg := context.Background()
 	cancelled := false
 	var deadline time.Time
@@ -216,6 +221,10 @@ func followStep(ctx context.Context, c *api.Client, job uint64, step int, label 
 		}
 		j, jerr := c.Job(rctx, job)
 		cancel()
+		if jerr == nil && j.Incarnation != started.Incarnation {
+			out.flush()
+			return 1, fmt.Errorf("job %d was requeued: step %d ended with its run", job, step)
+		}
 		if jerr == nil {
 			if st, ok := findStep(j, step); ok && st.State != string(cluster.StepRunning) {
 				// One last read: output written just before the end.
@@ -256,13 +265,17 @@ func findStep(j api.Job, id int) (api.Step, bool) {
 // a rank's lines whole (see wholeLines) and, with label, prefixing each
 // line with the rank ("0: ...").
 type streamer struct {
-	label   bool
-	stdout  io.Writer
-	stderr  io.Writer
-	offsets map[string]int64
-	partial map[string][]byte // what is held of each stream's last line
-	rank    map[string]int
-	isErr   map[string]bool
+	label bool
+	// incarnation, when one is set, is the only run whose output is
+	// written.
+	incarnation    uint64
+	oneIncarnation bool
+	stdout         io.Writer
+	stderr         io.Writer
+	offsets        map[string]int64
+	partial        map[string][]byte // what is held of each stream's last line
+	rank           map[string]int
+	isErr          map[string]bool
 }
 
 func newStreamer(label bool, stdout, stderr io.Writer) *streamer {
@@ -270,8 +283,14 @@ func newStreamer(label bool, stdout, stderr io.Writer) *streamer {
 		offsets: map[string]int64{}, partial: map[string][]byte{}, rank: map[string]int{}, isErr: map[string]bool{}}
 }
 
+// only makes s write the output of the job's run inc alone.
+func (s *streamer) only(inc uint64) { s.incarnation, s.oneIncarnation = inc, true }
+
 func (s *streamer) write(chunks []api.LogChunk) {
 	for _, ch := range chunks {
+		if s.oneIncarnation && ch.Incarnation != s.incarnation {
+			continue // an earlier run's step of the same id
+		}
 		if ch.Error != "" {
 			continue // that node did not answer this time; its output comes on a later read
 		}

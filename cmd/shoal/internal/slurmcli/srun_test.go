@@ -57,3 +57,20 @@ func TestStreamerLines(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamerOneIncarnation: step ids start again at 0 when a job is
+// requeued, so the logs of step 0 hold every run's; srun following the
+// step of run 2 writes run 2's output only.
+func TestStreamerOneIncarnation(t *testing.T) {
+	var out, errb bytes.Buffer
+	s := newStreamer(false, &out, &errb)
+	s.only(2)
+	s.write([]api.LogChunk{
+		{Node: "n1", Incarnation: 1, Step: 0, Stream: "stdout", Data: "old run\n", Size: 8},
+		{Node: "n1", Incarnation: 2, Step: 0, Stream: "stdout", Data: "this run\n", Size: 9},
+	})
+	s.flush()
+	if out.String() != "this run\n" || errb.Len() != 0 {
+		t.Errorf("stdout %q stderr %q; want only run 2's line", out.String(), errb.String())
+	}
+}

@@ -64,7 +64,7 @@ func olderCluster(err error) bool {
 // startStep starts a step; where the cluster cannot relay srun's stdin
 // yet (servers older than protocol 4), it starts it without, its tasks
 // reading /dev/null as before, and says so.
-func startStep(ctx context.Context, c *api.Client, job uint64, req api.StepRequest, stderr io.Writer) (int, api.StepRequest, error) {
+func startStep(ctx context.Context, c *api.Client, job uint64, req api.StepRequest, stderr io.Writer) (api.StepResponse, api.StepRequest, error) {
 	step, err := c.StartStep(ctx, job, req)
 	if err != nil && req.Spec.Stdin != "" && olderCluster(err) {
 		fmt.Fprintln(stderr, "srun: warning: the cluster's older agents cannot relay srun's stdin: the tasks read /dev/null")
@@ -86,11 +86,11 @@ func parseInput(opts slurm.Options) slurm.Input {
 
 // followStepInput is followStep with srun's stdin relayed to the step's
 // tasks that read it, when relay: the relay stops when the step ends.
-func followStepInput(ctx context.Context, c *api.Client, job uint64, step int, relay, label bool, stdout, stderr io.Writer) (int, error) {
+func followStepInput(ctx context.Context, c *api.Client, job uint64, step api.StepResponse, relay, label bool, stdout, stderr io.Writer) (int, error) {
 	if !relay {
 		return followStep(ctx, c, job, step, label, stdout, stderr)
 	}
-	stop := startStdinRelay(ctx, c, job, step, stderr)
+	stop := startStdinRelay(ctx, c, job, step.Step, stderr)
 	defer stop()
 	return followStep(ctx, c, job, step, label, stdout, stderr)
 }
