@@ -500,58 +500,32 @@ func sacctUnits(v uint64, unit, spec int) string {
 }
 
 // sacctCol is a --format field with its width.
-type sacctCol struct {
-	field *sacctField
-	width int // negative: left-aligned
-}
+type sacctCol = fieldCol[sacctField]
 
 // parseSacctFormat parses --format: comma-separated names (any case),
 // each with an optional %WIDTH.
 func parseSacctFormat(format string) ([]sacctCol, error) {
-	var cols []sacctCol
-	for _, item := range splitList(format) {
-		name, width, err := fieldItem(item)
-		if err != nil {
-			return nil, err
-		}
-		var col sacctCol
+	return parseFieldList(splitList(format), false, "--format", func(name string) (*sacctField, int, error) {
+		var field *sacctField
 		for i := range sacctFields {
 			if strings.EqualFold(sacctFields[i].name, name) {
-				col.field = &sacctFields[i]
+				field = &sacctFields[i]
 			}
 		}
-		if col.field == nil {
+		if field == nil {
 			names := make([]string, len(sacctFields))
 			for i, f := range sacctFields {
 				names[i] = f.name
 			}
-			return nil, slurmErrorf("Invalid field requested: \"%s\" (Shoal fills %s)", name, strings.Join(names, ", "))
+			return nil, 0, slurmErrorf("Invalid field requested: \"%s\" (Shoal fills %s)", name, strings.Join(names, ", "))
 		}
-		col.width = col.field.width
-		if width != 0 {
-			col.width = width
-		}
-		cols = append(cols, col)
-	}
-	if len(cols) == 0 {
-		return nil, fmt.Errorf("--format: no fields given")
-	}
-	return cols, nil
+		return field, field.width, nil
+	})
 }
 
 func printSacct(w io.Writer, cols []sacctCol, rows []sacctRow, v slurmView, l sacctLayout) {
-	fcols := make([]printCol, len(cols))
-	for i, c := range cols {
-		fcols[i] = printCol{c.field.name, c.width}
-	}
-	cells := make([][]string, len(rows))
-	for i, r := range rows {
-		cells[i] = make([]string, len(cols))
-		for k, c := range cols {
-			cells[i][k] = c.field.value(r, v)
-		}
-	}
-	printFields(w, fcols, cells, l)
+	printFieldCols(w, cols, rows, l, func(f *sacctField) string { return f.name },
+		func(r sacctRow, f *sacctField) string { return f.value(r, v) })
 }
 
 // sacctRows lists a job and, unless jobsOnly, its batch step and steps.

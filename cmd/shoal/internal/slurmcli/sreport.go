@@ -483,43 +483,24 @@ const (
 )
 
 // sreportCol is a resolved field with its width.
-type sreportCol struct {
-	field *sreportField
-	width int
-}
+type sreportCol = fieldCol[sreportField]
 
-// parseSreportFormat resolves format='s words (Field[%width]).
+// parseSreportFormat resolves format='s words (Field[%width]); sreport
+// keeps the field's own width where the given one is bad.
 func parseSreportFormat(fields []sreportField, words []string, t sreportTime) ([]sreportCol, error) {
-	var cols []sreportCol
-	for _, item := range words {
-		// sreport keeps the field's own width where the given one is bad.
-		name, width, _ := fieldItem(item)
-		var col sreportCol
-	find:
+	return parseFieldList(words, true, "format=", func(name string) (*sreportField, int, error) {
 		for i := range fields {
 			for k, n := range fields[i].names {
 				if sreportMatch(name, n, fields[i].min[k]) {
-					col.field = &fields[i]
-					break find
+					if t.perCent() {
+						return &fields[i], fields[i].perWidth, nil
+					}
+					return &fields[i], fields[i].width, nil
 				}
 			}
 		}
-		if col.field == nil {
-			return nil, fmt.Errorf("format=: Unknown field '%s'", clipArg(name))
-		}
-		col.width = col.field.width
-		if t.perCent() {
-			col.width = col.field.perWidth
-		}
-		if width != 0 {
-			col.width = width
-		}
-		cols = append(cols, col)
-	}
-	if len(cols) == 0 {
-		return nil, fmt.Errorf("format=: no fields given")
-	}
-	return cols, nil
+		return nil, 0, fmt.Errorf("format=: Unknown field '%s'", clipArg(name))
+	})
 }
 
 // sreportHeader is the block above a report (unless -n): dashes, the
