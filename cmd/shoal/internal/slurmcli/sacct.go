@@ -1,6 +1,7 @@
 package slurmcli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -98,20 +99,14 @@ func sacctExitCode(code int) string {
 
 // id is the row's JobID: "12", "12_3" for an array element, with
 // ".batch" or ".STEP" for those rows.
-func (r sacctRow) id() string {
-	job := JobIDString(r.job)
-	switch {
-	case r.batch:
-		return job + ".batch"
-	case r.step != nil:
-		return fmt.Sprintf("%s.%d", job, r.step.ID)
-	}
-	return job
-}
+func (r sacctRow) id() string { return r.stepID(JobIDString(r.job)) }
 
 // rawID is JobIDRaw: the job's own id, whatever array it is in.
-func (r sacctRow) rawID() string {
-	job := strconv.FormatUint(r.job.ID, 10)
+func (r sacctRow) rawID() string { return r.stepID(strconv.FormatUint(r.job.ID, 10)) }
+
+// stepID is the row's id given its job's: the job's, or with ".batch" or
+// ".STEP" for those rows.
+func (r sacctRow) stepID(job string) string {
 	switch {
 	case r.batch:
 		return job + ".batch"
@@ -775,15 +770,7 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 			shown = append(shown, j)
 		}
 	}
-	slices.SortStableFunc(shown, func(a, b api.Job) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(shown, func(a, b api.Job) int { return cmp.Compare(a.ID, b.ID) })
 	printSacct(stdout, cols, sacctRows(shown, jobsOnly), v, layout)
 	return nil
 }
