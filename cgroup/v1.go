@@ -292,13 +292,9 @@ func (h *v1) Stats(path string) (Stats, error) {
 			return s, fmt.Errorf("cgroup %s: %w", path, err)
 		}
 		s.MemPeak, s.MemNow = peak, now
-		if b, err := readFile(d, "memory.oom_control"); err == nil {
-			m, err := parseFlatKeyed(b)
-			if err != nil {
-				return s, fmt.Errorf("cgroup %s: memory.oom_control: %w", path, err)
-			}
-			s.OOMKills, s.OOMKnown = m["oom_kill"]
-			// Kernels before 4.13 have no oom_kill line: unknown.
+		// Kernels before 4.13 have no oom_kill line: unknown.
+		if err := readOOMKills(&s, path, d, "memory.oom_control"); err != nil {
+			return s, err
 		}
 	}
 	if d, ok := h.dir("cpuacct", path); ok {
@@ -306,15 +302,8 @@ func (h *v1) Stats(path string) (Stats, error) {
 		sy, err2 := readValue(d, "cpuacct.usage_sys")
 		if errors.Join(err1, err2) == nil {
 			s.UserCPU, s.SystemCPU = time.Duration(u), time.Duration(sy)
-		} else {
-			b, err := readFile(d, "cpuacct.stat")
-			if err != nil {
-				return s, fmt.Errorf("cgroup %s: %w", path, err)
-			}
-			s.UserCPU, s.SystemCPU, err = parseCPUAcctStat(b)
-			if err != nil {
-				return s, fmt.Errorf("cgroup %s: cpuacct.stat: %w", path, err)
-			}
+		} else if err := readCPUTimes(&s, path, d, "cpuacct.stat", parseCPUAcctStat); err != nil {
+			return s, err
 		}
 	}
 	return s, nil

@@ -183,23 +183,12 @@ func (h *v2) Stats(path string) (Stats, error) {
 		if peak, err := readValue(d, "memory.peak"); err == nil { // Linux 5.19 and later
 			s.MemPeak = peak
 		}
-		if b, err := readFile(d, "memory.events"); err == nil {
-			m, err := parseFlatKeyed(b)
-			if err != nil {
-				return s, fmt.Errorf("cgroup %s: memory.events: %w", path, err)
-			}
-			s.OOMKills, s.OOMKnown = m["oom_kill"]
+		if err := readOOMKills(&s, path, d, "memory.events"); err != nil {
+			return s, err
 		}
 	}
-	b, err := readFile(d, "cpu.stat")
-	if err != nil {
-		return s, fmt.Errorf("cgroup %s: %w", path, err)
-	}
-	s.UserCPU, s.SystemCPU, err = parseCPUStat(b)
-	if err != nil {
-		return s, fmt.Errorf("cgroup %s: cpu.stat: %w", path, err)
-	}
-	return s, nil
+	err := readCPUTimes(&s, path, d, "cpu.stat", parseCPUStat)
+	return s, err
 }
 
 // parseCPUStat reads v2's cpu.stat (user_usec, system_usec).
