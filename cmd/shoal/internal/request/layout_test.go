@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -34,19 +35,9 @@ func TestRequestFromOptionsLayout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			opts, _, err := slurm.ParseArgs(slurm.Sbatch, append(tt.args, "--wrap", "true"))
-			if err != nil {
-				t.Fatalf("ParseArgs: %v", err)
-			}
-			req, _, err := FromOptions(opts)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("FromOptions(%v) error = %v; want one containing %q", tt.args, err, tt.wantErr)
-				}
+			opts, req, ok := sbatchRequest(t, tt.args, tt.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatalf("FromOptions(%v): %v", tt.args, err)
 			}
 			if tt.args[len(tt.args)-1] == "--ntasks-per-gpu=2" && tt.ntasks == 4 && req.GPUsPerNode != 2 {
 				t.Errorf("-n 4 --ntasks-per-gpu=2: %d GPUs per node; want 2", req.GPUsPerNode)
@@ -93,4 +84,26 @@ func TestExportFile(t *testing.T) {
 	if _, _, err := FromOptions(opts); err == nil || !strings.Contains(err.Error(), "standard input and output") {
 		t.Errorf("--export-file 1: %v; want it refused", err)
 	}
+}
+
+// sbatchRequest parses sbatch's args (with --wrap true) and builds their
+// request. With wantErr the build must fail with an error containing it,
+// and ok is false.
+func sbatchRequest(t *testing.T, args []string, wantErr string) (opts slurm.Options, req api.SubmitRequest, ok bool) {
+	t.Helper()
+	opts, _, err := slurm.ParseArgs(slurm.Sbatch, append(args, "--wrap", "true"))
+	if err != nil {
+		t.Fatalf("ParseArgs: %v", err)
+	}
+	req, _, err = FromOptions(opts)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("FromOptions(%v) error = %v; want one containing %q", args, err, wantErr)
+		}
+		return opts, req, false
+	}
+	if err != nil {
+		t.Fatalf("FromOptions(%v): %v", args, err)
+	}
+	return opts, req, true
 }

@@ -33,19 +33,9 @@ func TestRequestFromOptionsNodeSet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			opts, _, err := slurm.ParseArgs(slurm.Sbatch, append(tt.args, "--wrap", "true"))
-			if err != nil {
-				t.Fatalf("ParseArgs: %v", err)
-			}
-			req, _, err := FromOptions(opts)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("FromOptions(%v) error = %v; want one containing %q", tt.args, err, tt.wantErr)
-				}
+			_, req, ok := sbatchRequest(t, tt.args, tt.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatalf("FromOptions(%v): %v", tt.args, err)
 			}
 			if req.Nodes != tt.nodes || !slices.Equal(req.NodeList, tt.nodelist) || !slices.Equal(req.Exclude, tt.exclude) ||
 				req.Constraint != tt.constraint || req.Exclusive != tt.exclusive {
