@@ -130,16 +130,7 @@ func timelinePlot(tl *Timeline) (*plot.Plot, float64, error) {
 	b := &boxes{xmax: sec(t1)}
 	var ticks []plot.Tick
 	y := 0.0 // lanes are laid out from the bottom up: nodes last first
-	byNode := map[string][]JobRun{}
-	for _, r := range tl.Runs {
-		byNode[r.Node] = append(byNode[r.Node], r)
-	}
-	nodes := slices.Clone(tl.Nodes)
-	for n := range byNode {
-		if !slices.Contains(nodes, n) {
-			nodes = append(nodes, n)
-		}
-	}
+	nodes, byNode := tl.lanes()
 	states := tl.NodeStates()
 	for k := len(nodes) - 1; k >= 0; k-- {
 		n := nodes[k]

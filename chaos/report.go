@@ -84,6 +84,22 @@ func (tl *Timeline) span() (t0, t1 time.Time) {
 	return t0, t1
 }
 
+// lanes are the nodes a timeline draws a lane for, the run's then any
+// other a record names, with each node's job runs.
+func (tl *Timeline) lanes() (nodes []string, byNode map[string][]JobRun) {
+	byNode = map[string][]JobRun{}
+	for _, r := range tl.Runs {
+		byNode[r.Node] = append(byNode[r.Node], r)
+	}
+	nodes = slices.Clone(tl.Nodes)
+	for n := range byNode {
+		if !slices.Contains(nodes, n) {
+			nodes = append(nodes, n) // a record from a node the run did not name
+		}
+	}
+	return nodes, byNode
+}
+
 // WriteReport writes a self-contained HTML report of results: the summary
 // table, and for each seed with a timeline an inline SVG of it — a lane
 // per node with what faults did to it and the job incarnations it ran
@@ -162,16 +178,7 @@ func writeSVG(w io.Writer, tl *Timeline) {
 	clock := func(t time.Time) string { return t.UTC().Format(timeFormat) }
 
 	// Lay out the lanes first: the SVG's height depends on them.
-	byNode := map[string][]JobRun{}
-	for _, r := range tl.Runs {
-		byNode[r.Node] = append(byNode[r.Node], r)
-	}
-	nodes := slices.Clone(tl.Nodes)
-	for n := range byNode {
-		if !slices.Contains(nodes, n) {
-			nodes = append(nodes, n) // a record from a node the run did not name
-		}
-	}
+	nodes, byNode := tl.lanes()
 	type lane struct {
 		node   string
 		y      float64
