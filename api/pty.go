@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 )
 
 // PtyProtocol is the Upgrade token of GET /v1/jobs/{id}/pty: once the
@@ -25,14 +24,7 @@ func (c *Client) AttachPty(ctx context.Context, job uint64, step int) (io.ReadWr
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", path, err)
 	}
-	for k, v := range c.header {
-		req.Header[k] = v
-	}
-	if c.identity != nil {
-		req.Header.Set(HeaderUser, c.identity.User)
-		req.Header.Set(HeaderUID, strconv.Itoa(c.identity.UID))
-		req.Header.Set(HeaderGID, strconv.Itoa(c.identity.GID))
-	}
+	c.setHeaders(req)
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", PtyProtocol)
 	resp, err := c.http.Do(req)
