@@ -20,6 +20,22 @@ type sacctLayout struct {
 	header    bool
 }
 
+// option applies one of the layout options the accounting commands share
+// (-n, -p, -P) named by its long name; false: name is none of them.
+func (l *sacctLayout) option(name string) bool {
+	switch name {
+	case "noheader":
+		l.header = false
+	case "parsable":
+		l.parsable, l.trailing = true, true
+	case "parsable2":
+		l.parsable, l.trailing = true, false
+	default:
+		return false
+	}
+	return true
+}
+
 // fieldItem splits one item of a format list, "Name[%WIDTH]", as the
 // Slurm commands take it (print_fields' format): width 0 when none is
 // given; a width that is not a non-zero number is an error naming the

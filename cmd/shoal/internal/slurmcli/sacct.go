@@ -679,6 +679,9 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 	layout := sacctLayout{header: true, delimiter: "|"}
 	jobsOnly := false
 	for _, o := range vals {
+		if layout.option(o.Opt.Long) {
+			continue
+		}
 		switch o.Opt.Long {
 		case "jobs":
 			for _, s := range splitList(o.Value) {
@@ -697,14 +700,8 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 			format = sacctBriefFormat
 		case "allocations":
 			jobsOnly = true
-		case "parsable":
-			layout.parsable, layout.trailing = true, true
-		case "parsable2":
-			layout.parsable, layout.trailing = true, false
 		case "delimiter":
 			layout.delimiter = o.Value
-		case "noheader":
-			layout.header = false
 		case "user":
 			q.users = append(q.users, resolveUsers(o.Value)...)
 		case "allusers":

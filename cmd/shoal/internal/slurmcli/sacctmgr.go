@@ -456,15 +456,12 @@ func Sacctmgr(ctx context.Context, connect Connect, args []string, stdout, stder
 	layout := sacctLayout{header: true, delimiter: "|"}
 	withAssoc := false
 	for _, o := range vals {
+		if layout.option(o.Opt.Long) {
+			continue
+		}
 		switch o.Opt.Long {
 		case "associations":
 			withAssoc = true
-		case "noheader":
-			layout.header = false
-		case "parsable":
-			layout.parsable, layout.trailing = true, true
-		case "parsable2":
-			layout.parsable, layout.trailing = true, false
 		}
 	}
 	q, err := parseMgrQuery(rest, withAssoc)

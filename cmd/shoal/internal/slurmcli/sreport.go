@@ -730,14 +730,11 @@ func sreportOptions(vals []slurm.OptValue, envTRES string) (sreportArgs, error) 
 	a := sreportArgs{time: sreportMins, timeWords: "Minutes", tres: []string{"cpu"}, layout: sacctLayout{header: true, delimiter: "|"}}
 	tres := envTRES
 	for _, o := range vals {
+		if a.layout.option(o.Opt.Long) {
+			continue
+		}
 		var err error
 		switch o.Opt.Long {
-		case "noheader":
-			a.layout.header = false
-		case "parsable":
-			a.layout.parsable, a.layout.trailing = true, true
-		case "parsable2":
-			a.layout.parsable, a.layout.trailing = true, false
 		case "time-format":
 			if a.time, a.timeWords, err = parseSreportTime(o.Value); err != nil {
 				return a, err

@@ -203,6 +203,9 @@ func sshareOptions(vals []slurm.OptValue) (string, sacctLayout, sshareQuery) {
 	layout := sacctLayout{header: true, delimiter: "|"}
 	var q sshareQuery
 	for _, o := range vals {
+		if layout.option(o.Opt.Long) {
+			continue
+		}
 		switch o.Opt.Long {
 		case "all":
 			q.all = true
@@ -210,14 +213,8 @@ func sshareOptions(vals []slurm.OptValue) (string, sacctLayout, sshareQuery) {
 			q.accounts = append(q.accounts, splitList(o.Value)...)
 		case "long":
 			long = true
-		case "noheader":
-			layout.header = false
 		case "format":
 			formats = append(formats, o.Value)
-		case "parsable":
-			layout.parsable, layout.trailing = true, true
-		case "parsable2":
-			layout.parsable, layout.trailing = true, false
 		case "users":
 			if o.Value == "-1" {
 				q.all = true
