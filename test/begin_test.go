@@ -18,11 +18,7 @@ func TestSbatchBegin(t *testing.T) {
 	a := c.Agents[0]
 	sh := newSlurmShims(t, a)
 	before := time.Now()
-	out := sh.must("sbatch", "--parsable", "--begin=now+5", "--chdir=/tmp", "--output=/dev/null", "--wrap", "true")
-	var id uint64
-	if _, err := fmt.Sscan(out, &id); err != nil {
-		t.Fatalf("sbatch printed %q", out)
-	}
+	id := sh.sbatch("--begin=now+5", "--chdir=/tmp", "--output=/dev/null", "--wrap", "true")
 	var j api.Job
 	jsonOf(t, a, &j, "job", fmt.Sprint(id), "--json")
 	begin, err := time.Parse(time.RFC3339, j.Begin)

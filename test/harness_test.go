@@ -193,6 +193,18 @@ func submit(t *testing.T, a *localcluster.Agent, args ...string) uint64 {
 	return id
 }
 
+// batch submits a batch job with `shoal batch args...` through agent a
+// and returns the job id it printed ("Submitted batch job N").
+func batch(t *testing.T, a *localcluster.Agent, args ...string) uint64 {
+	t.Helper()
+	out := mustShoal(t, a, append([]string{"batch"}, args...)...)
+	var id uint64
+	if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
+		t.Fatalf("shoal batch printed %q; want Submitted batch job N", out)
+	}
+	return id
+}
+
 // waitJob waits until job id reaches a terminal state and returns it.
 func waitJob(t *testing.T, a *localcluster.Agent, id uint64, timeout time.Duration) api.Job {
 	t.Helper()
@@ -272,4 +284,15 @@ func (s *slurmShims) must(name string, args ...string) string {
 		s.t.Fatalf("%s %s: exit %d\nstdout: %s\nstderr: %s", name, strings.Join(args, " "), r.code, r.stdout, r.stderr)
 	}
 	return strings.TrimSpace(r.stdout)
+}
+
+// sbatch runs `sbatch --parsable args...` and returns the job id.
+func (s *slurmShims) sbatch(args ...string) uint64 {
+	s.t.Helper()
+	out := s.must("sbatch", append([]string{"--parsable"}, args...)...)
+	var id uint64
+	if _, err := fmt.Sscan(out, &id); err != nil {
+		s.t.Fatalf("sbatch --parsable printed %q: want a job id", out)
+	}
+	return id
 }

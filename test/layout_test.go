@@ -33,12 +33,8 @@ func TestJobLayout(t *testing.T) {
 	work := t.TempDir()
 	run := func(name string, args ...string) (nodes []string, lines map[string][]string) {
 		t.Helper()
-		args = append([]string{"batch", "--chdir", work, "-o", name + "-%j.out"}, args...)
-		out := mustShoal(t, a, append(args, "--wrap", layoutScript)...)
-		var id uint64
-		if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
-			t.Fatalf("shoal batch printed %q", out)
-		}
+		args = append([]string{"--chdir", work, "-o", name + "-%j.out"}, args...)
+		id := batch(t, a, append(args, "--wrap", layoutScript)...)
 		j := waitJob(t, a, id, 60*time.Second)
 		data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("%s-%d.out", name, id)))
 		if j.State != "COMPLETED" {
@@ -91,13 +87,9 @@ func TestTaskPID(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 1, ExtraArgs: []string{"--task-hostname=off"}})
 	a := c.Agents[0]
 	work := t.TempDir()
-	out := mustShoal(t, a, "batch", "--chdir", work, "-n", "2", "-o", "pid-%j.out", "--wrap",
+	id := batch(t, a, "--chdir", work, "-n", "2", "-o", "pid-%j.out", "--wrap",
 		`echo "batch pid=$(test "$SLURM_TASK_PID" = $$ && echo ok || echo "$SLURM_TASK_PID/$$")"
 srun sh -c 'echo "task $SLURM_PROCID pid=$(test "$SLURM_TASK_PID" = $$ && echo ok || echo "$SLURM_TASK_PID/$$")"'`)
-	var id uint64
-	if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
-		t.Fatalf("shoal batch printed %q", out)
-	}
 	j := waitJob(t, a, id, 60*time.Second)
 	data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("pid-%d.out", id)))
 	if j.State != "COMPLETED" {
@@ -130,11 +122,7 @@ func TestSbatchAsUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	sh := newSlurmShims(t, a)
-	id := sh.must("sbatch", "--parsable", "--uid=nobody", "--gid=nogroup", "--chdir", work, "-o", "as-%j.out", "--wrap", `echo "$(id -un) $(id -gn) $SLURM_JOB_USER"`)
-	var jid uint64
-	if _, err := fmt.Sscan(id, &jid); err != nil {
-		t.Fatalf("sbatch --parsable printed %q", id)
-	}
+	jid := sh.sbatch("--uid=nobody", "--gid=nogroup", "--chdir", work, "-o", "as-%j.out", "--wrap", `echo "$(id -un) $(id -gn) $SLURM_JOB_USER"`)
 	if j := waitJob(t, a, jid, 60*time.Second); j.State != "COMPLETED" || j.User != "nobody" {
 		t.Fatalf("job %d = %s as %q; want COMPLETED as nobody", jid, j.State, j.User)
 	}
@@ -154,11 +142,7 @@ func TestMultiProg(t *testing.T) {
 	if err := os.WriteFile(conf, []byte("0 echo first %t\n1-2 sh -c 'echo \"range $0\"' %o\n* echo rest %t\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := mustShoal(t, a, "batch", "--chdir", work, "-N", "2", "-o", "mp-%j.out", "--wrap", "srun -n 4 --multi-prog "+conf)
-	var id uint64
-	if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
-		t.Fatalf("shoal batch printed %q", out)
-	}
+	id := batch(t, a, "--chdir", work, "-N", "2", "-o", "mp-%j.out", "--wrap", "srun -n 4 --multi-prog "+conf)
 	j := waitJob(t, a, id, 60*time.Second)
 	data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("mp-%d.out", id)))
 	if j.State != "COMPLETED" {

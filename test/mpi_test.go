@@ -126,11 +126,7 @@ mpirun --allow-run-as-root -np 4 `+hello+`
 		t.Fatal(err)
 	}
 	// PATH without the real Slurm's srun: the agent puts its own first.
-	out := mustShoal(t, a, "batch", "--chdir", work, "--export=ALL,PATH=/usr/bin:/bin", script)
-	var id uint64
-	if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
-		t.Fatalf("shoal batch printed %q", out)
-	}
+	id := batch(t, a, "--chdir", work, "--export=ALL,PATH=/usr/bin:/bin", script)
 	j := waitJob(t, a, id, 90*time.Second)
 	data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("mpi-%d.out", id)))
 	if j.State != "COMPLETED" {
