@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/localcluster"
 )
 
@@ -32,14 +31,7 @@ func TestDeadline(t *testing.T) {
 	}
 
 	blocker := submit(t, a, "--gpus-per-node", "1", "--", "sleep", "300")
-	eventually(t, 20*time.Second, "the blocker running", func() error {
-		var b api.Job
-		jsonOf(t, a, &b, "job", fmt.Sprint(blocker), "--json")
-		if b.State != "RUNNING" {
-			return fmt.Errorf("blocker %s", b.State)
-		}
-		return nil
-	})
+	waitState(t, a, blocker, "RUNNING", "")
 	// A minute's limit and a deadline in 65 s: it can wait about 5 s.
 	id := sh.sbatch("--deadline=now+65", "--time=1", "--gpus-per-node=1", "--chdir=/tmp", "--output=/dev/null", "--wrap", "true")
 	j = waitJob(t, a, id, 40*time.Second)

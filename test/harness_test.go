@@ -225,6 +225,21 @@ func waitJob(t *testing.T, a *localcluster.Agent, id uint64, timeout time.Durati
 	return j
 }
 
+// waitState waits until job id is in state (and, if given, pends with
+// reason) and returns it.
+func waitState(t *testing.T, a *localcluster.Agent, id uint64, state, reason string) api.Job {
+	t.Helper()
+	var j api.Job
+	eventually(t, 60*time.Second, fmt.Sprintf("job %d %s %s", id, state, reason), func() error {
+		jsonOf(t, a, &j, "job", fmt.Sprint(id))
+		if j.State != state || (reason != "" && j.Reason != reason) {
+			return fmt.Errorf("job %d: %s (%s)", id, j.State, j.Reason)
+		}
+		return nil
+	})
+	return j
+}
+
 // leaderIndex returns the index of the agent that leads, asking agent from.
 func leaderIndex(t *testing.T, c *localcluster.Cluster, from int) int {
 	t.Helper()
