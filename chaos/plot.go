@@ -6,7 +6,6 @@ import (
 	"image/color"
 	"io"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -135,12 +134,7 @@ func timelinePlot(tl *Timeline) (*plot.Plot, float64, error) {
 	for k := len(nodes) - 1; k >= 0; k-- {
 		n := nodes[k]
 		runs := byNode[n]
-		sort.SliceStable(runs, func(i, j int) bool { return runs[i].Start.Before(runs[j].Start) })
-		starts, ends := make([]time.Time, len(runs)), make([]time.Time, len(runs))
-		for i, r := range runs {
-			starts[i], ends[i] = r.Start, r.End
-		}
-		rows, nrows := packRows(starts, ends)
+		rows, nrows := packRuns(runs)
 		nrows = max(nrows, 1)
 		base := y
 		for i, r := range runs {
