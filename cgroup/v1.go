@@ -315,21 +315,7 @@ const userHZ = 100
 // parseCPUAcctStat reads v1's cpuacct.stat ("user N\nsystem N" in USER_HZ
 // ticks).
 func parseCPUAcctStat(b []byte) (user, system time.Duration, err error) {
-	m, err := parseFlatKeyed(b)
-	if err != nil {
-		return 0, 0, err
-	}
-	u, ok1 := m["user"]
-	s, ok2 := m["system"]
-	if !ok1 || !ok2 {
-		return 0, 0, errors.New("want user and system lines")
-	}
-	const maxTicks = uint64(1<<63-1) / uint64(time.Second/userHZ)
-	if u > maxTicks || s > maxTicks {
-		return 0, 0, errors.New("ticks out of range")
-	}
-	tick := time.Second / userHZ
-	return time.Duration(u) * tick, time.Duration(s) * tick, nil
+	return parseCPUTimes(b, "user", "system", time.Second/userHZ)
 }
 
 func readValue(dir, name string) (uint64, error) {

@@ -193,20 +193,7 @@ func (h *v2) Stats(path string) (Stats, error) {
 
 // parseCPUStat reads v2's cpu.stat (user_usec, system_usec).
 func parseCPUStat(b []byte) (user, system time.Duration, err error) {
-	m, err := parseFlatKeyed(b)
-	if err != nil {
-		return 0, 0, err
-	}
-	u, ok1 := m["user_usec"]
-	s, ok2 := m["system_usec"]
-	if !ok1 || !ok2 {
-		return 0, 0, errors.New("want user_usec and system_usec")
-	}
-	const maxUsec = uint64(1<<63-1) / uint64(time.Microsecond)
-	if u > maxUsec || s > maxUsec {
-		return 0, 0, errors.New("usec out of range")
-	}
-	return time.Duration(u) * time.Microsecond, time.Duration(s) * time.Microsecond, nil
+	return parseCPUTimes(b, "user_usec", "system_usec", time.Microsecond)
 }
 
 func (h *v2) Remove(path string) error {
