@@ -54,6 +54,17 @@ func TestMain(m *testing.M) {
 var testAgentArgs = []string{"--dev-timing", "--heartbeat", "300ms", "--lease-ttl", "3s",
 	"--kill-grace", "2s", "--kill-wait", "2s", "--dead-server-grace", "5s", "--log-level", "debug"}
 
+// policyFile writes a queue policy (JSON) to a file of its own, for an
+// agent's --policy or shoal policy set, and returns its path.
+func policyFile(t *testing.T, policy string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(path, []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // startCluster starts a local cluster that is stopped when the test ends;
 // a failing test gets the tail of every agent's log.
 func startCluster(t *testing.T, opts localcluster.Options) *localcluster.Cluster {

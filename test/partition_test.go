@@ -29,13 +29,10 @@ func TestPartitions(t *testing.T) {
 	}
 	slices.Sort(names)
 	// gpu: the first two nodes, the default; debug: the third.
-	policy := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(policy, fmt.Appendf(nil, `{"partitions": {
+	policy := policyFile(t, fmt.Sprintf(`{"partitions": {
 		"gpu":   {"nodes": "%s,%s", "default": true, "default_time": "10:00", "max_time": "1:00:00"},
 		"debug": {"nodes": "%s", "max_time": "5:00"}
-	}}`, names[0], names[1], names[2]), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	}}`, names[0], names[1], names[2]))
 	mustShoal(t, a, "policy", "set", policy)
 
 	slurmCmd := newSlurmShims(t, a).run

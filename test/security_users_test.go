@@ -19,10 +19,7 @@ import (
 // named as a Unix group ("@shoalop", the user's own group).
 func TestUsersApart(t *testing.T) {
 	mustRoot(t)
-	policy := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(policy, []byte(`{"operators": ["@shoalop"]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	policy := policyFile(t, `{"operators": ["@shoalop"]}`)
 	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1, ExtraArgs: []string{"--policy", policy}})
 	a := c.Agents[0]
 	userA, userB, op := newSecUser(t, "shoala"), newSecUser(t, "shoalb"), newSecUser(t, "shoalop")
