@@ -65,6 +65,33 @@ func policyFile(t *testing.T, policy string) string {
 	return path
 }
 
+// waitPolicy waits until `shoal policy show` through a mentions text:
+// the policy an agent was started with (--policy) is in force.
+func waitPolicy(t *testing.T, a *localcluster.Agent, text string) {
+	t.Helper()
+	eventually(t, 20*time.Second, "the policy in force", func() error {
+		if out := mustShoal(t, a, "policy", "show"); !strings.Contains(out, text) {
+			return fmt.Errorf("policy: %s", out)
+		}
+		return nil
+	})
+}
+
+// userToken creates a user token for user (an hour long) through a, once
+// the cluster can.
+func userToken(t *testing.T, a *localcluster.Agent, user string) api.UserTokenResponse {
+	t.Helper()
+	var tok api.UserTokenResponse
+	eventually(t, 20*time.Second, "a user token", func() error {
+		r := shoal(t, a, "token", "create", "--user", user, "--ttl", "1h", "--json")
+		if r.code != 0 {
+			return fmt.Errorf("%s", r.stderr)
+		}
+		return jsonUnmarshal(r.stdout, &tok)
+	})
+	return tok
+}
+
 // startCluster starts a local cluster that is stopped when the test ends;
 // a failing test gets the tail of every agent's log.
 func startCluster(t *testing.T, opts localcluster.Options) *localcluster.Cluster {

@@ -18,12 +18,7 @@ func TestMaxSubmitJobs(t *testing.T) {
 	policy := policyFile(t, `{"max_submit_jobs": 2}`)
 	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1, ExtraArgs: []string{"--policy", policy}})
 	a := c.Agents[0]
-	eventually(t, 20*time.Second, "the policy in force", func() error {
-		if out := mustShoal(t, a, "policy", "show"); !strings.Contains(out, "max_submit_jobs") {
-			return fmt.Errorf("policy: %s", out)
-		}
-		return nil
-	})
+	waitPolicy(t, a, "max_submit_jobs")
 	first := submit(t, a, "--hold", "--", "true")
 	submit(t, a, "--hold", "--", "true")
 	r := shoal(t, a, "submit", "--hold", "--", "true")
@@ -108,12 +103,7 @@ func TestSlurmRequestVariables(t *testing.T) {
 	policy := policyFile(t, `{"cluster_name": "lab"}`)
 	c := startCluster(t, localcluster.Options{Nodes: 2, GPUsPerNode: 2, ExtraArgs: []string{"--policy", policy}})
 	a := c.Agents[0]
-	eventually(t, 20*time.Second, "the policy in force", func() error {
-		if out := mustShoal(t, a, "policy", "show"); !strings.Contains(out, "lab") {
-			return fmt.Errorf("policy: %s", out)
-		}
-		return nil
-	})
+	waitPolicy(t, a, "lab")
 	work := t.TempDir()
 	out := filepath.Join(work, "vars.out")
 	shims := newSlurmShims(t, a)

@@ -26,12 +26,7 @@ func TestUsersApart(t *testing.T) {
 	baseA, workA := secDirs(t, c, userA)
 	baseB, _ := secDirs(t, c, userB)
 	baseOp, _ := secDirs(t, c, op)
-	eventually(t, 20*time.Second, "the policy in force", func() error {
-		if out := mustShoal(t, a, "policy", "show"); !strings.Contains(out, "shoalop") {
-			return fmt.Errorf("policy: %s", out)
-		}
-		return nil
-	})
+	waitPolicy(t, a, "shoalop")
 
 	// A's task is A: uid, gid and supplementary groups.
 	r := userA.run(t, a, workA, nil, "submit", "--parsable", "--chdir", workA, "--", "id")
