@@ -541,16 +541,21 @@ func renderSreport(w io.Writer, a sreportArgs, in sreportInput) error {
 	return renderUserTop(w, a, in, use, users)
 }
 
-func renderClusterUtilization(w io.Writer, a sreportArgs, in sreportInput, use map[string]tresUse) error {
+// columns resolves the report's format= against its fields; without
+// one, its default format def (tresDef with -T).
+func (a sreportArgs) columns(fields []sreportField, def, tresDef string) ([]sreportCol, error) {
 	format := a.report.format
 	if len(format) == 0 {
-		def := sreportClusterFormat
 		if a.tresGiven {
-			def = sreportClusterTRESFormat
+			def = tresDef
 		}
 		format = splitList(def)
 	}
-	cols, err := parseSreportFormat(sreportClusterFields, format, a.time)
+	return parseSreportFormat(fields, format, a.time)
+}
+
+func renderClusterUtilization(w io.Writer, a sreportArgs, in sreportInput, use map[string]tresUse) error {
+	cols, err := a.columns(sreportClusterFields, sreportClusterFormat, sreportClusterTRESFormat)
 	if err != nil {
 		return err
 	}
@@ -612,15 +617,7 @@ func renderClusterUtilization(w io.Writer, a sreportArgs, in sreportInput, use m
 }
 
 func renderUserTop(w io.Writer, a sreportArgs, in sreportInput, use map[string]tresUse, users []sreportUser) error {
-	format := a.report.format
-	if len(format) == 0 {
-		def := sreportUserFormat
-		if a.tresGiven {
-			def = sreportUserTRESFormat
-		}
-		format = splitList(def)
-	}
-	cols, err := parseSreportFormat(sreportUserFields, format, a.time)
+	cols, err := a.columns(sreportUserFields, sreportUserFormat, sreportUserTRESFormat)
 	if err != nil {
 		return err
 	}
