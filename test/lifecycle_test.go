@@ -175,14 +175,7 @@ func TestDrainResume(t *testing.T) {
 		t.Errorf("job %d running on the drained node = %s; want COMPLETED", running, j.State)
 	}
 	blocked := submit(t, a, "--nodes", "3", "--", "true")
-	eventually(t, 10*time.Second, "pending on the drained node", func() error {
-		var j api.Job
-		jsonOf(t, a, &j, "job", fmt.Sprint(blocked))
-		if j.State != "PENDING" || j.Reason != "ReqNodeNotAvail" {
-			return fmt.Errorf("job %d is %s (%s)", blocked, j.State, j.Reason)
-		}
-		return nil
-	})
+	waitState(t, a, blocked, "PENDING", "ReqNodeNotAvail")
 	mustShoal(t, a, "resume", "n3")
 	if j := waitJob(t, a, blocked, 30*time.Second); j.State != "COMPLETED" {
 		t.Errorf("job %d after resume = %s; want COMPLETED", blocked, j.State)

@@ -113,12 +113,7 @@ func TestTestOnly(t *testing.T) {
 	// A running job with a 10-minute limit holds the GPUs: the estimate
 	// is its end.
 	id := submit(t, a, "--gpus-per-node", "2", "--time", "10:00", "--", "sleep", "60")
-	eventually(t, 20*time.Second, "the blocker running", func() error {
-		if j := jobNow(t, a, id); j.State != "RUNNING" {
-			return fmt.Errorf("%s", j.State)
-		}
-		return nil
-	})
+	waitState(t, a, id, "RUNNING", "")
 	r = sbatch("--test-only", "--gpus-per-node=2", "--wrap", "true")
 	if r.code != 0 {
 		t.Fatalf("sbatch --test-only behind a job: exit %d %q", r.code, r.stderr)
