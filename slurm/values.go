@@ -124,16 +124,11 @@ func (a Array) String() string {
 // decimal parses a non-empty run of at most 18 ASCII digits (no sign, no
 // spaces), so the value always fits an int64 with room to add to it.
 func decimal(s string) (int64, bool) {
-	if s == "" || len(s) > 18 {
+	if len(s) > 18 {
 		return 0, false
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	return v, err == nil
+	v, ok := parseDigits(s)
+	return int64(v), ok
 }
 
 // positive parses a whole number of at least 1 that fits an int32, the
