@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/localcluster"
 )
 
@@ -35,13 +36,9 @@ func TestJobLayout(t *testing.T) {
 		t.Helper()
 		args = append([]string{"--chdir", work, "-o", name + "-%j.out"}, args...)
 		id := batch(t, a, append(args, "--wrap", layoutScript)...)
-		j := waitJob(t, a, id, 60*time.Second)
-		data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("%s-%d.out", name, id)))
-		if j.State != "COMPLETED" {
-			t.Fatalf("%s: job %s:\n%s", name, j.State, data)
-		}
+		j, data := completedOutput(t, a, id, filepath.Join(work, fmt.Sprintf("%s-%d.out", name, id)))
 		lines = map[string][]string{}
-		for line := range strings.Lines(string(data)) {
+		for line := range strings.Lines(data) {
 			kind, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
 			// Node names as allocation indices, so the test does not
 			// depend on which node the job got first.
@@ -90,12 +87,8 @@ func TestTaskPID(t *testing.T) {
 	id := batch(t, a, "--chdir", work, "-n", "2", "-o", "pid-%j.out", "--wrap",
 		`echo "batch pid=$(test "$SLURM_TASK_PID" = $$ && echo ok || echo "$SLURM_TASK_PID/$$")"
 srun sh -c 'echo "task $SLURM_PROCID pid=$(test "$SLURM_TASK_PID" = $$ && echo ok || echo "$SLURM_TASK_PID/$$")"'`)
-	j := waitJob(t, a, id, 60*time.Second)
-	data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("pid-%d.out", id)))
-	if j.State != "COMPLETED" {
-		t.Fatalf("job %s:\n%s", j.State, data)
-	}
-	got := strings.Split(strings.TrimSpace(string(data)), "\n")
+	_, data := completedOutput(t, a, id, filepath.Join(work, fmt.Sprintf("pid-%d.out", id)))
+	got := strings.Split(strings.TrimSpace(data), "\n")
 	slices.Sort(got)
 	want := []string{"batch pid=ok", "task 0 pid=ok", "task 1 pid=ok"}
 	if !slices.Equal(got, want) {
@@ -143,14 +136,22 @@ func TestMultiProg(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := batch(t, a, "--chdir", work, "-N", "2", "-o", "mp-%j.out", "--wrap", "srun -n 4 --multi-prog "+conf)
-	j := waitJob(t, a, id, 60*time.Second)
-	data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("mp-%d.out", id)))
-	if j.State != "COMPLETED" {
-		t.Fatalf("job %s:\n%s", j.State, data)
-	}
-	got := strings.Split(strings.TrimSpace(string(data)), "\n")
+	_, data := completedOutput(t, a, id, filepath.Join(work, fmt.Sprintf("mp-%d.out", id)))
+	got := strings.Split(strings.TrimSpace(data), "\n")
 	slices.Sort(got)
 	if want := []string{"first 0", "range 0", "range 1", "rest 3"}; !slices.Equal(got, want) {
 		t.Errorf("tasks said %q; want %q", got, want)
 	}
+}
+
+// completedOutput waits for batch job id to end, which must be COMPLETED,
+// and returns it and its output file at path.
+func completedOutput(t *testing.T, a *localcluster.Agent, id uint64, path string) (api.Job, string) {
+	t.Helper()
+	j := waitJob(t, a, id, 60*time.Second)
+	data, _ := os.ReadFile(path)
+	if j.State != "COMPLETED" {
+		t.Fatalf("job %d %s:\n%s", id, j.State, data)
+	}
+	return j, string(data)
 }
