@@ -222,14 +222,7 @@ func (c *Client) do(ctx context.Context, method, path string, payload []byte, ha
 	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	for k, v := range c.header {
-		req.Header[k] = v
-	}
-	if c.identity != nil {
-		req.Header.Set(HeaderUser, c.identity.User)
-		req.Header.Set(HeaderUID, strconv.Itoa(c.identity.UID))
-		req.Header.Set(HeaderGID, strconv.Itoa(c.identity.GID))
-	}
+	c.setHeaders(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("%s %s: %w", method, path, err)
@@ -526,4 +519,17 @@ func checkServerOwner(conn net.Conn, path string) error {
 		return fmt.Errorf("socket %s is served by uid %d (pid %d), neither root nor you (uid %d): not an agent you can trust; refusing to talk to it", path, cred.Uid, cred.Pid, me)
 	}
 	return nil
+}
+
+// setHeaders puts the client's own headers and, when it acts as a user,
+// that identity on req.
+func (c *Client) setHeaders(req *http.Request) {
+	for k, v := range c.header {
+		req.Header[k] = v
+	}
+	if c.identity != nil {
+		req.Header.Set(HeaderUser, c.identity.User)
+		req.Header.Set(HeaderUID, strconv.Itoa(c.identity.UID))
+		req.Header.Set(HeaderGID, strconv.Itoa(c.identity.GID))
+	}
 }

@@ -16,7 +16,7 @@ import (
 // again until a leader answers; a read, and any other 503, is not.
 func TestDoRetriesNoLeader(t *testing.T) {
 	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c := testClient(t, func(w http.ResponseWriter, r *http.Request) {
 		n := calls.Add(1)
 		switch {
 		case r.URL.Path == "/other":
@@ -28,12 +28,7 @@ func TestDoRetriesNoLeader(t *testing.T) {
 		default:
 			w.Write([]byte(`{"id": 7}`))
 		}
-	}))
-	defer srv.Close()
-	c, err := NewClient(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	var out struct{ ID int }
 	if _, err := c.Do(context.Background(), http.MethodPost, "/v1/jobs/7/hold", nil, &out); err != nil || out.ID != 7 {
 		t.Fatalf("Do = %v, %+v; want the third answer", err, out)
@@ -79,7 +74,7 @@ func TestSubmitRetriesWithSameRequestID(t *testing.T) {
 	var calls atomic.Int32
 	var ids []string
 	var mu sync.Mutex
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c := testClient(t, func(w http.ResponseWriter, r *http.Request) {
 		var req SubmitRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			t.Errorf("decode submit: %v", err)
@@ -97,12 +92,7 @@ func TestSubmitRetriesWithSameRequestID(t *testing.T) {
 		default:
 			w.Write([]byte(`{"id": 7}`))
 		}
-	}))
-	defer srv.Close()
-	c, err := NewClient(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	res, err := c.Submit(context.Background(), SubmitRequest{RequestID: "r1", Command: []string{"true"}}, time.Minute)
 	if err != nil || res.ID != 7 {
 		t.Fatalf("Submit = %+v, %v; want job 7", res, err)
@@ -110,4 +100,17 @@ func TestSubmitRetriesWithSameRequestID(t *testing.T) {
 	if !slices.Equal(ids, []string{"r1", "r1", "r1"}) {
 		t.Errorf("request ids sent = %q; want r1 three times", ids)
 	}
+}
+
+// testClient is a client of a test server answering with h, closed when
+// the test ends.
+func testClient(t *testing.T, h http.HandlerFunc) *Client {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 )
 
 // PtyProtocol is the Upgrade token of GET /v1/jobs/{id}/pty: once the
@@ -46,14 +45,7 @@ func (c *Client) upgrade(ctx context.Context, path, protocol string) (io.ReadWri
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", path, err)
 	}
-	for k, v := range c.header {
-		req.Header[k] = v
-	}
-	if c.identity != nil {
-		req.Header.Set(HeaderUser, c.identity.User)
-		req.Header.Set(HeaderUID, strconv.Itoa(c.identity.UID))
-		req.Header.Set(HeaderGID, strconv.Itoa(c.identity.GID))
-	}
+	c.setHeaders(req)
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", protocol)
 	resp, err := c.http.Do(req)

@@ -453,3 +453,33 @@ func pruneDir(dir string) error {
 	}
 	return nil
 }
+
+// readOOMKills reads the oom_kill count of cgroup path's flat-keyed file
+// name in d (v2's memory.events, v1's memory.oom_control) into s: unknown
+// when the file cannot be read or has no such line.
+func readOOMKills(s *Stats, path, d, name string) error {
+	b, err := readFile(d, name)
+	if err != nil {
+		return nil
+	}
+	m, err := parseFlatKeyed(b)
+	if err != nil {
+		return fmt.Errorf("cgroup %s: %s: %w", path, name, err)
+	}
+	s.OOMKills, s.OOMKnown = m["oom_kill"]
+	return nil
+}
+
+// readCPUTimes reads cgroup path's CPU time file name in d (v2's
+// cpu.stat, v1's cpuacct.stat) into s through parse.
+func readCPUTimes(s *Stats, path, d, name string, parse func([]byte) (user, system time.Duration, err error)) error {
+	b, err := readFile(d, name)
+	if err != nil {
+		return fmt.Errorf("cgroup %s: %w", path, err)
+	}
+	s.UserCPU, s.SystemCPU, err = parse(b)
+	if err != nil {
+		return fmt.Errorf("cgroup %s: %s: %w", path, name, err)
+	}
+	return nil
+}

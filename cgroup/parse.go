@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Parsers of the kernel's text. Each takes the file's bytes and is pure,
@@ -146,4 +147,23 @@ func parsePIDs(b []byte) ([]int, error) {
 		pids = append(pids, pid)
 	}
 	return pids, nil
+}
+
+// parseCPUTimes reads the user and system CPU times of a flat-keyed file
+// (v2's cpu.stat, v1's cpuacct.stat): the counters userKey and systemKey,
+// each in units of unit.
+func parseCPUTimes(b []byte, userKey, systemKey string, unit time.Duration) (user, system time.Duration, err error) {
+	m, err := parseFlatKeyed(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	u, ok1 := m[userKey]
+	s, ok2 := m[systemKey]
+	if !ok1 || !ok2 {
+		return 0, 0, fmt.Errorf("want %s and %s lines", userKey, systemKey)
+	}
+	if most := uint64(1<<63-1) / uint64(unit); u > most || s > most {
+		return 0, 0, fmt.Errorf("%s or %s out of range", userKey, systemKey)
+	}
+	return time.Duration(u) * unit, time.Duration(s) * unit, nil
 }

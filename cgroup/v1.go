@@ -292,13 +292,9 @@ func (h *v1) Stats(path string) (Stats, error) {
 			return s, fmt.Errorf("cgroup %s: %w", path, err)
 		}
 		s.MemPeak, s.MemNow = peak, now
-		if b, err := readFile(d, "memory.oom_control"); err == nil {
-			m, err := parseFlatKeyed(b)
-			if err != nil {
-				return s, fmt.Errorf("cgroup %s: memory.oom_control: %w", path, err)
-			}
-			s.OOMKills, s.OOMKnown = m["oom_kill"]
-			// Kernels before 4.13 have no oom_kill line: unknown.
+		// Kernels before 4.13 have no oom_kill line: unknown.
+		if err := readOOMKills(&s, path, d, "memory.oom_control"); err != nil {
+			return s, err
 		}
 	}
 	if d, ok := h.dir("cpuacct", path); ok {
@@ -306,15 +302,8 @@ func (h *v1) Stats(path string) (Stats, error) {
 		sy, err2 := readValue(d, "cpuacct.usage_sys")
 		if errors.Join(err1, err2) == nil {
 			s.UserCPU, s.SystemCPU = time.Duration(u), time.Duration(sy)
-		} else {
-			b, err := readFile(d, "cpuacct.stat")
-			if err != nil {
-				return s, fmt.Errorf("cgroup %s: %w", path, err)
-			}
-			s.UserCPU, s.SystemCPU, err = parseCPUAcctStat(b)
-			if err != nil {
-				return s, fmt.Errorf("cgroup %s: cpuacct.stat: %w", path, err)
-			}
+		} else if err := readCPUTimes(&s, path, d, "cpuacct.stat", parseCPUAcctStat); err != nil {
+			return s, err
 		}
 	}
 	return s, nil
@@ -326,21 +315,7 @@ const userHZ = 100
 // parseCPUAcctStat reads v1's cpuacct.stat ("user N\nsystem N" in USER_HZ
 // ticks).
 func parseCPUAcctStat(b []byte) (user, system time.Duration, err error) {
-	m, err := parseFlatKeyed(b)
-	if err != nil {
-		return 0, 0, err
-	}
-	u, ok1 := m["user"]
-	s, ok2 := m["system"]
-	if !ok1 || !ok2 {
-		return 0, 0, errors.New("want user and system lines")
-	}
-	const maxTicks = uint64(1<<63-1) / uint64(time.Second/userHZ)
-	if u > maxTicks || s > maxTicks {
-		return 0, 0, errors.New("ticks out of range")
-	}
-	tick := time.Second / userHZ
-	return time.Duration(u) * tick, time.Duration(s) * tick, nil
+	return parseCPUTimes(b, "user", "system", time.Second/userHZ)
 }
 
 func readValue(dir, name string) (uint64, error) {

@@ -183,41 +183,17 @@ func (h *v2) Stats(path string) (Stats, error) {
 		if peak, err := readValue(d, "memory.peak"); err == nil { // Linux 5.19 and later
 			s.MemPeak = peak
 		}
-		if b, err := readFile(d, "memory.events"); err == nil {
-			m, err := parseFlatKeyed(b)
-			if err != nil {
-				return s, fmt.Errorf("cgroup %s: memory.events: %w", path, err)
-			}
-			s.OOMKills, s.OOMKnown = m["oom_kill"]
+		if err := readOOMKills(&s, path, d, "memory.events"); err != nil {
+			return s, err
 		}
 	}
-	b, err := readFile(d, "cpu.stat")
-	if err != nil {
-		return s, fmt.Errorf("cgroup %s: %w", path, err)
-	}
-	s.UserCPU, s.SystemCPU, err = parseCPUStat(b)
-	if err != nil {
-		return s, fmt.Errorf("cgroup %s: cpu.stat: %w", path, err)
-	}
-	return s, nil
+	err := readCPUTimes(&s, path, d, "cpu.stat", parseCPUStat)
+	return s, err
 }
 
 // parseCPUStat reads v2's cpu.stat (user_usec, system_usec).
 func parseCPUStat(b []byte) (user, system time.Duration, err error) {
-	m, err := parseFlatKeyed(b)
-	if err != nil {
-		return 0, 0, err
-	}
-	u, ok1 := m["user_usec"]
-	s, ok2 := m["system_usec"]
-	if !ok1 || !ok2 {
-		return 0, 0, errors.New("want user_usec and system_usec")
-	}
-	const maxUsec = uint64(1<<63-1) / uint64(time.Microsecond)
-	if u > maxUsec || s > maxUsec {
-		return 0, 0, errors.New("usec out of range")
-	}
-	return time.Duration(u) * time.Microsecond, time.Duration(s) * time.Microsecond, nil
+	return parseCPUTimes(b, "user_usec", "system_usec", time.Microsecond)
 }
 
 func (h *v2) Remove(path string) error {

@@ -305,13 +305,6 @@ func (h *Harness) startAgent(a *Agent) error {
 	if a.Running() {
 		return fmt.Errorf("agent %s: already running", a.Name)
 	}
-	if err := os.MkdirAll(a.DataDir, 0o755); err != nil {
-		return fmt.Errorf("agent %s: %w", a.Name, err)
-	}
-	logf, err := os.OpenFile(a.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("agent %s: log file: %w", a.Name, err)
-	}
 	a.mu.Lock()
 	bin := cmp.Or(a.binary, h.opts.Binary)
 	a.mu.Unlock()
@@ -322,23 +315,15 @@ func (h *Harness) startAgent(a *Agent) error {
 	} else {
 		cmd = osexec.Command(bin, a.args...)
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group; killed if the harness dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("agent %s: start: %w", a.Name, err)
+	done, err := localcluster.StartAgentProcess(a.Name, a.DataDir, a.LogPath(), cmd)
+	if err != nil {
+		return err
 	}
-	done := make(chan struct{})
 	a.mu.Lock()
 	a.cmd, a.done, a.paused = cmd, done, false
 	a.mu.Unlock()
-	// Reaps the process; ends when it exits.
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(done)
-	}()
 	return nil
 }
 
@@ -391,25 +376,19 @@ func (h *Harness) SetBinary(i int, binary string) {
 }
 
 // Pause stops agent i with SIGSTOP; Resume continues it.
-func (h *Harness) Pause(i int) error {
-	a := h.Agents[i]
-	if err := a.signal(syscall.SIGSTOP); err != nil {
-		return err
-	}
-	a.mu.Lock()
-	a.paused = true
-	a.mu.Unlock()
-	return nil
-}
+func (h *Harness) Pause(i int) error { return h.Agents[i].pause(syscall.SIGSTOP, true) }
 
 // Resume continues agent i after Pause.
-func (h *Harness) Resume(i int) error {
-	a := h.Agents[i]
-	if err := a.signal(syscall.SIGCONT); err != nil {
+func (h *Harness) Resume(i int) error { return h.Agents[i].pause(syscall.SIGCONT, false) }
+
+// pause sends sig (SIGSTOP or SIGCONT) and records whether the agent is
+// now paused.
+func (a *Agent) pause(sig syscall.Signal, paused bool) error {
+	if err := a.signal(sig); err != nil {
 		return err
 	}
 	a.mu.Lock()
-	a.paused = false
+	a.paused = paused
 	a.mu.Unlock()
 	return nil
 }

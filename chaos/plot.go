@@ -6,7 +6,6 @@ import (
 	"image/color"
 	"io"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -130,26 +129,12 @@ func timelinePlot(tl *Timeline) (*plot.Plot, float64, error) {
 	b := &boxes{xmax: sec(t1)}
 	var ticks []plot.Tick
 	y := 0.0 // lanes are laid out from the bottom up: nodes last first
-	byNode := map[string][]JobRun{}
-	for _, r := range tl.Runs {
-		byNode[r.Node] = append(byNode[r.Node], r)
-	}
-	nodes := slices.Clone(tl.Nodes)
-	for n := range byNode {
-		if !slices.Contains(nodes, n) {
-			nodes = append(nodes, n)
-		}
-	}
+	nodes, byNode := tl.lanes()
 	states := tl.NodeStates()
 	for k := len(nodes) - 1; k >= 0; k-- {
 		n := nodes[k]
 		runs := byNode[n]
-		sort.SliceStable(runs, func(i, j int) bool { return runs[i].Start.Before(runs[j].Start) })
-		starts, ends := make([]time.Time, len(runs)), make([]time.Time, len(runs))
-		for i, r := range runs {
-			starts[i], ends[i] = r.Start, r.End
-		}
-		rows, nrows := packRows(starts, ends)
+		rows, nrows := packRuns(runs)
 		nrows = max(nrows, 1)
 		base := y
 		for i, r := range runs {

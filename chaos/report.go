@@ -49,19 +49,20 @@ const (
 	svgLabelMin = 28 // the narrowest span that gets a text label
 )
 
-// packRows assigns each span [start, end) the lowest row where it overlaps
-// no earlier span, and returns the rows and how many there are. Spans must
-// be sorted by start.
-func packRows(starts, ends []time.Time) ([]int, int) {
-	rows := make([]int, len(starts))
+// packRuns sorts a lane's runs by start and assigns each the lowest row
+// where it overlaps no earlier run, and returns the rows and how many
+// there are.
+func packRuns(runs []JobRun) ([]int, int) {
+	sort.SliceStable(runs, func(i, j int) bool { return runs[i].Start.Before(runs[j].Start) })
+	rows := make([]int, len(runs))
 	var rowEnd []time.Time
-	for i := range starts {
-		r := slices.IndexFunc(rowEnd, func(e time.Time) bool { return !e.After(starts[i]) })
+	for i, run := range runs {
+		r := slices.IndexFunc(rowEnd, func(e time.Time) bool { return !e.After(run.Start) })
 		if r < 0 {
 			r = len(rowEnd)
 			rowEnd = append(rowEnd, time.Time{})
 		}
-		rowEnd[r] = ends[i]
+		rowEnd[r] = run.End
 		rows[i] = r
 	}
 	return rows, len(rowEnd)
@@ -82,6 +83,22 @@ func (tl *Timeline) span() (t0, t1 time.Time) {
 		t1 = t0.Add(time.Second)
 	}
 	return t0, t1
+}
+
+// lanes are the nodes a timeline draws a lane for, the run's then any
+// other a record names, with each node's job runs.
+func (tl *Timeline) lanes() (nodes []string, byNode map[string][]JobRun) {
+	byNode = map[string][]JobRun{}
+	for _, r := range tl.Runs {
+		byNode[r.Node] = append(byNode[r.Node], r)
+	}
+	nodes = slices.Clone(tl.Nodes)
+	for n := range byNode {
+		if !slices.Contains(nodes, n) {
+			nodes = append(nodes, n) // a record from a node the run did not name
+		}
+	}
+	return nodes, byNode
 }
 
 // WriteReport writes a self-contained HTML report of results: the summary
@@ -162,16 +179,7 @@ func writeSVG(w io.Writer, tl *Timeline) {
 	clock := func(t time.Time) string { return t.UTC().Format(timeFormat) }
 
 	// Lay out the lanes first: the SVG's height depends on them.
-	byNode := map[string][]JobRun{}
-	for _, r := range tl.Runs {
-		byNode[r.Node] = append(byNode[r.Node], r)
-	}
-	nodes := slices.Clone(tl.Nodes)
-	for n := range byNode {
-		if !slices.Contains(nodes, n) {
-			nodes = append(nodes, n) // a record from a node the run did not name
-		}
-	}
+	nodes, byNode := tl.lanes()
 	type lane struct {
 		node   string
 		y      float64
@@ -187,12 +195,7 @@ func writeSVG(w io.Writer, tl *Timeline) {
 	var lanes []lane
 	for _, n := range nodes {
 		runs := byNode[n]
-		sort.SliceStable(runs, func(i, j int) bool { return runs[i].Start.Before(runs[j].Start) })
-		starts, ends := make([]time.Time, len(runs)), make([]time.Time, len(runs))
-		for i, r := range runs {
-			starts[i], ends[i] = r.Start, r.End
-		}
-		rows, nrows := packRows(starts, ends)
+		rows, nrows := packRuns(runs)
 		h := svgStrip + svgBarGap + float64(max(nrows, 1))*(svgBar+svgBarGap)
 		lanes = append(lanes, lane{node: n, y: y, runs: runs, rows: rows, height: h})
 		y += h + svgLaneGap

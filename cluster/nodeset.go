@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/shoal-sched/shoal/slurm"
 )
 
 // Bounds on node features and on a request's node set. A node's features
@@ -23,19 +25,10 @@ const (
 
 // ValidFeature reports whether s can be a node feature: 1 to
 // MaxFeatureBytes letters, digits, '_', '-' or '.', starting with a letter
-// or digit (so it never collides with a constraint's operators).
+// or digit (so it never collides with a constraint's operators): the
+// name slurm.ValidName takes, at most MaxFeatureBytes long.
 func ValidFeature(s string) bool {
-	if s == "" || len(s) > MaxFeatureBytes {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum && (i == 0 || (c != '_' && c != '-' && c != '.')) {
-			return false
-		}
-	}
-	return true
+	return len(s) <= MaxFeatureBytes && slurm.ValidName(s)
 }
 
 const featureForm = "want letters, digits, '_', '-' or '.', starting with a letter or digit"

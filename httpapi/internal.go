@@ -28,13 +28,8 @@ type Internal interface {
 
 // HandleHeartbeat is POST /v1/internal/heartbeat.
 func (s *Server) HandleHeartbeat(w http.ResponseWriter, r *http.Request) {
-	var hb api.Heartbeat
-	if err := DecodeBody(r, &hb); err != nil {
-		WriteError(w, err)
-		return
-	}
-	if err := s.leaderFor(r, hb.Node.Name); err != nil {
-		WriteError(w, err)
+	hb, ok := leaderBody(s, w, r, func(hb api.Heartbeat) string { return hb.Node.Name })
+	if !ok {
 		return
 	}
 	index, err := s.b.Heartbeat(r.Context(), hb.Node)
@@ -47,13 +42,8 @@ func (s *Server) HandleHeartbeat(w http.ResponseWriter, r *http.Request) {
 
 // HandleTaskEvent is POST /v1/internal/task.
 func (s *Server) HandleTaskEvent(w http.ResponseWriter, r *http.Request) {
-	var ev api.TaskEvent
-	if err := DecodeBody(r, &ev); err != nil {
-		WriteError(w, err)
-		return
-	}
-	if err := s.leaderFor(r, ev.Node); err != nil {
-		WriteError(w, err)
+	ev, ok := leaderBody(s, w, r, func(ev api.TaskEvent) string { return ev.Node })
+	if !ok {
 		return
 	}
 	if err := s.b.TaskEvent(r.Context(), ev); err != nil {
@@ -77,13 +67,8 @@ func (s *Server) HandleDrainSelf(w http.ResponseWriter, r *http.Request) {
 // nodeRequest is the leader's side of an agent's request about its own
 // node: the body names the node, and only the leader carries it out.
 func (s *Server) nodeRequest(w http.ResponseWriter, r *http.Request, do func(ctx context.Context, node string) error) {
-	var hb api.Heartbeat
-	if err := DecodeBody(r, &hb); err != nil {
-		WriteError(w, err)
-		return
-	}
-	if err := s.leaderFor(r, hb.Node.Name); err != nil {
-		WriteError(w, err)
+	hb, ok := leaderBody(s, w, r, func(hb api.Heartbeat) string { return hb.Node.Name })
+	if !ok {
 		return
 	}
 	if err := do(r.Context(), hb.Node.Name); err != nil {
@@ -91,6 +76,22 @@ func (s *Server) nodeRequest(w http.ResponseWriter, r *http.Request, do func(ctx
 		return
 	}
 	WriteJSON(w, http.StatusOK, 0, struct{}{})
+}
+
+// leaderBody decodes an internal request's body and refuses it (leaderFor)
+// unless it comes from the node it names (node's answer) and reached the
+// leader; false: the error is written.
+func leaderBody[T any](s *Server, w http.ResponseWriter, r *http.Request, node func(T) string) (T, bool) {
+	var body T
+	if err := DecodeBody(r, &body); err != nil {
+		WriteError(w, err)
+		return body, false
+	}
+	if err := s.leaderFor(r, node(body)); err != nil {
+		WriteError(w, err)
+		return body, false
+	}
+	return body, true
 }
 
 // leaderFor refuses an internal request about node that does not come

@@ -307,34 +307,44 @@ func Certify(caPaths pki.Paths, nodes []CertNode, lifetime time.Duration) error 
 }
 
 func (c *Cluster) start(a *Agent) error {
-	if err := os.MkdirAll(a.DataDir, 0o755); err != nil {
-		return fmt.Errorf("agent %s: %w", a.Name, err)
-	}
-	logf, err := os.OpenFile(a.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("agent %s: log file: %w", a.Name, err)
-	}
 	cmd := osexec.Command(c.opts.Binary, a.Args...)
-	cmd.Stdout = logf
-	cmd.Stderr = logf
 	// Each agent leads its own process group, so a signal to this process
 	// group (Ctrl-C in a terminal) is not delivered to it twice.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !c.opts.Detach, Setsid: c.opts.Detach}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("agent %s: start %s: %w", a.Name, c.opts.Binary, err)
+	done, err := StartAgentProcess(a.Name, a.DataDir, a.LogPath(), cmd)
+	if err != nil {
+		return err
 	}
-	done := make(chan struct{})
 	a.mu.Lock()
 	a.cmd, a.done = cmd, done
 	a.mu.Unlock()
+	return nil
+}
+
+// StartAgentProcess starts agent name's process cmd (its SysProcAttr
+// set): its data dir made, its output appended to the log at logPath.
+// done closes once it has exited and been reaped.
+func StartAgentProcess(name, dataDir, logPath string, cmd *osexec.Cmd) (done chan struct{}, err error) {
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("agent %s: %w", name, err)
+	}
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: log file: %w", name, err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("agent %s: start %s: %w", name, cmd.Args[0], err)
+	}
+	done = make(chan struct{})
 	// Reaps the process; ends when it exits.
 	go func() {
 		_ = cmd.Wait()
 		logf.Close()
 		close(done)
 	}()
-	return nil
+	return done, nil
 }
 
 // Running reports whether the agent's process is alive.

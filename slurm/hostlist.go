@@ -521,3 +521,17 @@ func formatRanges(hr []hostRange) string {
 func withinRange(hr []hostRange, i, j int) bool {
 	return i < len(hr) && j < len(hr) && !hr[i].single && !hr[j].single && hr[i].prefix == hr[j].prefix
 }
+
+// UniqueHosts drops the repeats from a list of node names, keeping each
+// name's first place; it reuses names' array.
+func UniqueHosts(names []string) []string {
+	seen := make(map[string]bool, len(names))
+	out := names[:0]
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}

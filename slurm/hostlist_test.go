@@ -171,3 +171,15 @@ func TestCompareNodeNames(t *testing.T) {
 		}
 	}
 }
+
+func TestUniqueHosts(t *testing.T) {
+	for _, tt := range []struct{ in, want []string }{
+		{nil, []string{}},
+		{[]string{"n1"}, []string{"n1"}},
+		{[]string{"n2", "n1", "n2", "n3", "n1"}, []string{"n2", "n1", "n3"}},
+	} {
+		if got := UniqueHosts(slices.Clone(tt.in)); !slices.Equal(got, tt.want) {
+			t.Errorf("UniqueHosts(%q) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -449,15 +449,7 @@ func hostOpt(name string, list func(o *Options) *[]string, file func(o *Options)
 		if err != nil {
 			return fmt.Errorf("--%s: %w", name, err)
 		}
-		seen := make(map[string]bool, len(names))
-		out := names[:0]
-		for _, n := range names {
-			if !seen[n] {
-				seen[n] = true
-				out = append(out, n)
-			}
-		}
-		*list(o), *file(o) = out, ""
+		*list(o), *file(o) = UniqueHosts(names), ""
 		return nil
 	}
 }

@@ -3,7 +3,6 @@ package slurm
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -77,16 +76,11 @@ func ParseTime(s string) (time.Duration, error) {
 
 // timeField parses one decimal field of a --time value.
 func timeField(f string) (int64, bool) {
-	if f == "" || len(f) > 9 {
+	if len(f) > 9 {
 		return 0, false
 	}
-	for i := 0; i < len(f); i++ {
-		if f[i] < '0' || f[i] > '9' {
-			return 0, false
-		}
-	}
-	v, err := strconv.ParseInt(f, 10, 64)
-	return v, err == nil && v < maxTimeField
+	v, ok := decimal(f)
+	return v, ok && v < maxTimeField
 }
 
 // FormatTime formats a time limit as squeue's TIME_LIMIT column does:

@@ -124,16 +124,11 @@ func (a Array) String() string {
 // decimal parses a non-empty run of at most 18 ASCII digits (no sign, no
 // spaces), so the value always fits an int64 with room to add to it.
 func decimal(s string) (int64, bool) {
-	if s == "" || len(s) > 18 {
+	if len(s) > 18 {
 		return 0, false
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	return v, err == nil
+	v, ok := parseDigits(s)
+	return int64(v), ok
 }
 
 // positive parses a whole number of at least 1 that fits an int32, the
@@ -466,21 +461,21 @@ func ParseGres(s string) ([]Gres, error) {
 		}
 		fields := strings.Split(item, ":")
 		g := Gres{Name: fields[0], Count: 1}
-		if !validName(g.Name) || len(fields) > 3 {
+		if !ValidName(g.Name) || len(fields) > 3 {
 			return nil, fmt.Errorf("--gres %q: bad item %q; %s", clip(s), clip(item), gresForms)
 		}
 		switch len(fields) {
 		case 2:
 			if c, ok := gresCount(fields[1]); ok {
 				g.Count = c
-			} else if validName(fields[1]) && (fields[1][0] < '0' || fields[1][0] > '9') {
+			} else if ValidName(fields[1]) && (fields[1][0] < '0' || fields[1][0] > '9') {
 				g.Type = fields[1]
 			} else {
 				return nil, fmt.Errorf("--gres %q: bad item %q; %s", clip(s), clip(item), gresForms)
 			}
 		case 3:
 			c, ok := gresCount(fields[2])
-			if !validName(fields[1]) || !ok {
+			if !ValidName(fields[1]) || !ok {
 				return nil, fmt.Errorf("--gres %q: bad item %q; %s", clip(s), clip(item), gresForms)
 			}
 			g.Type, g.Count = fields[1], c
@@ -500,9 +495,9 @@ func gresCount(s string) (uint64, bool) {
 	return uint64(v * mult), true
 }
 
-// validName reports whether s is a GRES name or type, or a node feature:
-// letters, digits and "_-.", starting with a letter or digit.
-func validName(s string) bool {
+// ValidName reports whether s is a GRES name or type, or a node feature:
+// 1 to 64 letters, digits and "_-.", starting with a letter or digit.
+func ValidName(s string) bool {
 	if s == "" || len(s) > 64 {
 		return false
 	}
@@ -525,7 +520,7 @@ func parseGPUCount(opt, s string) (typ string, n int, err error) {
 		t, c = "", s
 	}
 	v, vok := decimal(c)
-	if (ok && !validName(t)) || !vok || v > math.MaxInt32 {
+	if (ok && !ValidName(t)) || !vok || v > math.MaxInt32 {
 		return "", 0, fmt.Errorf("--%s %q: %s", opt, clip(s), gpuForms)
 	}
 	return t, int(v), nil
@@ -757,7 +752,7 @@ func (p *constraintParser) term(depth int) error {
 	for p.i < len(p.s) && !strings.ContainsRune("&|[]()*", rune(p.s[p.i])) {
 		p.i++
 	}
-	if !validName(p.s[start:p.i]) {
+	if !ValidName(p.s[start:p.i]) {
 		if start == p.i {
 			return fmt.Errorf("a feature is missing at byte %d", start)
 		}

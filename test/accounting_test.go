@@ -18,8 +18,7 @@ import (
 // policy has accounts, users, QoS levels and an operator, as tools query
 // them (-n -P, format=, where).
 func TestAccountingCommands(t *testing.T) {
-	policy := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(policy, []byte(`{
+	policy := policyFile(t, `{
 		"weights": {"age": 10, "fair_share": 1000, "qos": 100},
 		"max_age": "1h", "half_life": "0s",
 		"accounts": {
@@ -29,9 +28,7 @@ func TestAccountingCommands(t *testing.T) {
 		"qos": {"normal": 0, "high": 10},
 		"preempt": {"high": ["normal"]}, "preempt_grace": "30s",
 		"operators": ["bob"]
-	}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	}`)
 	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 2, ExtraArgs: []string{"--policy", policy}})
 	a := c.Agents[0]
 	eventually(t, 20*time.Second, "the --policy file's policy in force", func() error {

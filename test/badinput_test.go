@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cgroup"
 	"github.com/shoal-sched/shoal/localcluster"
 	"github.com/shoal-sched/shoal/pki"
@@ -87,14 +86,7 @@ func TestBadInput(t *testing.T) {
 			return nil
 		})
 		id := submit(t, a, "--nodes", "4", "--gpus-per-node", "8", "--", "true")
-		eventually(t, 10*time.Second, "reason ReqNodeNotAvail", func() error {
-			var j api.Job
-			jsonOf(t, a, &j, "job", fmt.Sprint(id))
-			if j.State != "PENDING" || j.Reason != "ReqNodeNotAvail" {
-				return fmt.Errorf("job %d is %s (%s)", id, j.State, j.Reason)
-			}
-			return nil
-		})
+		waitState(t, a, id, "PENDING", "ReqNodeNotAvail")
 		if err := c.Restart(3); err != nil {
 			t.Fatal(err)
 		}

@@ -47,11 +47,7 @@ func TestBatchScriptWithSteps(t *testing.T) {
 	if err := os.WriteFile(script, []byte(trainScript), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := mustShoal(t, a, "batch", "--chdir", work, script)
-	var id uint64
-	if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
-		t.Fatalf("shoal batch printed %q; want Submitted batch job N", out)
-	}
+	id := batch(t, a, "--chdir", work, script)
 	j := waitJob(t, a, id, 60*time.Second)
 	if j.State != "COMPLETED" || !j.Batch || j.Name != "train" || j.NumNodes != 2 {
 		t.Fatalf("job %d = %s batch=%v name=%q nodes=%d; want a COMPLETED 2-node batch job named train", id, j.State, j.Batch, j.Name, j.NumNodes)

@@ -18,11 +18,7 @@ func TestSbatchBegin(t *testing.T) {
 	a := c.Agents[0]
 	sh := newSlurmShims(t, a)
 	before := time.Now()
-	out := sh.must("sbatch", "--parsable", "--begin=now+5", "--chdir=/tmp", "--output=/dev/null", "--wrap", "true")
-	var id uint64
-	if _, err := fmt.Sscan(out, &id); err != nil {
-		t.Fatalf("sbatch printed %q", out)
-	}
+	id := sh.sbatch("--begin=now+5", "--chdir=/tmp", "--output=/dev/null", "--wrap", "true")
 	var j api.Job
 	jsonOf(t, a, &j, "job", fmt.Sprint(id), "--json")
 	begin, err := time.Parse(time.RFC3339, j.Begin)
@@ -57,14 +53,7 @@ func TestImmediate(t *testing.T) {
 		t.Errorf("srun --immediate with resources free printed %q", out)
 	}
 	blocker := submit(t, a, "--gpus-per-node", "1", "--", "sleep", "300")
-	eventually(t, 20*time.Second, "the blocker running", func() error {
-		var j api.Job
-		jsonOf(t, a, &j, "job", fmt.Sprint(blocker), "--json")
-		if j.State != "RUNNING" {
-			return fmt.Errorf("blocker %s", j.State)
-		}
-		return nil
-	})
+	waitState(t, a, blocker, "RUNNING", "")
 	for _, cmd := range [][]string{
 		{"srun", "--immediate=2", "--gpus-per-node=1", "true"},
 		{"salloc", "-I", "--gpus-per-node=1", "true"},

@@ -258,14 +258,7 @@ func TestFullRestart(t *testing.T) {
 	// Hold every GPU with a long job, so the next one stays pending.
 	long := submit(t, c.Agents[1], "--name", "long", "--nodes", "3", "--gpus-per-node", "4", "--", "sleep", "600")
 	pending := submit(t, c.Agents[2], "--name", "queued", "--nodes", "1", "--gpus-per-node", "1", "--", "true")
-	eventually(t, 20*time.Second, "long job running", func() error {
-		var j api.Job
-		jsonOf(t, c.Agents[0], &j, "job", fmt.Sprint(long))
-		if j.State != "RUNNING" {
-			return fmt.Errorf("state %s", j.State)
-		}
-		return nil
-	})
+	waitState(t, c.Agents[0], long, "RUNNING", "")
 	var queueBefore []api.Job
 	jsonOf(t, c.Agents[0], &queueBefore, "queue", "--all")
 

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/localcluster"
 )
 
@@ -25,31 +24,16 @@ func TestDeadline(t *testing.T) {
 	}
 
 	// No --time: it runs with the time left to the deadline.
-	out := sh.must("sbatch", "--parsable", "--deadline=now+5minutes", "--chdir=/tmp", "--output=/dev/null", "--wrap", "true")
-	var free uint64
-	if _, err := fmt.Sscan(out, &free); err != nil {
-		t.Fatalf("sbatch printed %q", out)
-	}
+	free := sh.sbatch("--deadline=now+5minutes", "--chdir=/tmp", "--output=/dev/null", "--wrap", "true")
 	j := waitJob(t, a, free, 30*time.Second)
 	if j.State != "COMPLETED" || j.TimeLimitS <= 0 || j.TimeLimitS > 300 || j.TimeLimitS%60 != 0 {
 		t.Errorf("job %d with a deadline and no --time: %s, time limit %d s; want COMPLETED within the 5 minutes left, in minutes", free, j.State, j.TimeLimitS)
 	}
 
 	blocker := submit(t, a, "--gpus-per-node", "1", "--", "sleep", "300")
-	eventually(t, 20*time.Second, "the blocker running", func() error {
-		var b api.Job
-		jsonOf(t, a, &b, "job", fmt.Sprint(blocker), "--json")
-		if b.State != "RUNNING" {
-			return fmt.Errorf("blocker %s", b.State)
-		}
-		return nil
-	})
+	waitState(t, a, blocker, "RUNNING", "")
 	// A minute's limit and a deadline in 65 s: it can wait about 5 s.
-	out = sh.must("sbatch", "--parsable", "--deadline=now+65", "--time=1", "--gpus-per-node=1", "--chdir=/tmp", "--output=/dev/null", "--wrap", "true")
-	var id uint64
-	if _, err := fmt.Sscan(out, &id); err != nil {
-		t.Fatalf("sbatch printed %q", out)
-	}
+	id := sh.sbatch("--deadline=now+65", "--time=1", "--gpus-per-node=1", "--chdir=/tmp", "--output=/dev/null", "--wrap", "true")
 	j = waitJob(t, a, id, 40*time.Second)
 	if j.State != "DEADLINE" || j.Reason != "DeadLine" {
 		t.Errorf("job %d past its deadline: %s reason %q; want DEADLINE, DeadLine", id, j.State, j.Reason)

@@ -16,12 +16,7 @@ func TestDrainOnStop(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1, ExtraArgs: []string{"--drain-on-stop", "60s"}})
 	a := c.Agents[0]
 	id := submit(t, a, "-w", "n3", "--gpus-per-node", "1", "--", "sleep", "4")
-	eventually(t, 20*time.Second, "the job running on n3", func() error {
-		if j := jobNow(t, a, id); j.State != "RUNNING" {
-			return fmt.Errorf("%s", j.State)
-		}
-		return nil
-	})
+	waitState(t, a, id, "RUNNING", "")
 	stopped := make(chan error, 1)
 	go func() { stopped <- c.StopAgent(2, 60*time.Second) }()
 
@@ -49,12 +44,7 @@ func TestLeave(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1})
 	a := c.Agents[0]
 	id := submit(t, a, "-w", "n3", "--gpus-per-node", "1", "--", "sleep", "3")
-	eventually(t, 20*time.Second, "the job running on n3", func() error {
-		if j := jobNow(t, a, id); j.State != "RUNNING" {
-			return fmt.Errorf("%s", j.State)
-		}
-		return nil
-	})
+	waitState(t, a, id, "RUNNING", "")
 	out := mustShoal(t, c.Agents[2], "leave", "--drain", "60s")
 	if !strings.Contains(out, "agent n3 is leaving") || !strings.Contains(out, "agent n3 has stopped") {
 		t.Errorf("shoal leave printed %q", out)

@@ -1,7 +1,6 @@
 package test
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/shoal-sched/shoal/api"
@@ -20,11 +19,7 @@ func TestSbatchDuringFailover(t *testing.T) {
 	if err := c.Kill(old); err != nil {
 		t.Fatal(err)
 	}
-	out := sh.must("sbatch", "--parsable", "--hold", "-J", "during-failover", "--wrap", "true")
-	var id uint64
-	if _, err := fmt.Sscan(out, &id); err != nil {
-		t.Fatalf("sbatch --parsable printed %q: want a job id", out)
-	}
+	id := sh.sbatch("--hold", "-J", "during-failover", "--wrap", "true")
 	if l := leaderIndex(t, c, (old+1)%3); l == old {
 		t.Fatalf("sbatch returned job %d while %s, killed, still leads", id, c.Agents[old].Name)
 	}

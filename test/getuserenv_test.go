@@ -1,7 +1,6 @@
 package test
 
 import (
-	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -45,12 +44,8 @@ func TestGetUserEnv(t *testing.T) {
 		{"--export=ALL", "mark= both=submit"},
 	} {
 		out := filepath.Join(home, "out-"+strings.TrimLeft(tt.opt, "-"))
-		id := sh.must("sbatch", "--parsable", "--uid", name, tt.opt, "--chdir", home, "-o", out,
+		n := sh.sbatch("--uid", name, tt.opt, "--chdir", home, "-o", out,
 			"--wrap", `echo "mark=$SHOAL_LOGIN_MARK both=$SHOAL_BOTH"`)
-		var n uint64
-		if _, err := fmt.Sscan(id, &n); err != nil {
-			t.Fatalf("sbatch printed %q", id)
-		}
 		if j := waitJob(t, a, n, 60*time.Second); j.State != "COMPLETED" {
 			t.Errorf("sbatch %s: job %s (%s)", tt.opt, j.State, j.Reason)
 		}

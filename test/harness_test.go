@@ -54,6 +54,44 @@ func TestMain(m *testing.M) {
 var testAgentArgs = []string{"--dev-timing", "--heartbeat", "300ms", "--lease-ttl", "3s",
 	"--kill-grace", "2s", "--kill-wait", "2s", "--dead-server-grace", "5s", "--log-level", "debug"}
 
+// policyFile writes a queue policy (JSON) to a file of its own, for an
+// agent's --policy or shoal policy set, and returns its path.
+func policyFile(t *testing.T, policy string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(path, []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// waitPolicy waits until `shoal policy show` through a mentions text:
+// the policy an agent was started with (--policy) is in force.
+func waitPolicy(t *testing.T, a *localcluster.Agent, text string) {
+	t.Helper()
+	eventually(t, 20*time.Second, "the policy in force", func() error {
+		if out := mustShoal(t, a, "policy", "show"); !strings.Contains(out, text) {
+			return fmt.Errorf("policy: %s", out)
+		}
+		return nil
+	})
+}
+
+// userToken creates a user token for user (an hour long) through a, once
+// the cluster can.
+func userToken(t *testing.T, a *localcluster.Agent, user string) api.UserTokenResponse {
+	t.Helper()
+	var tok api.UserTokenResponse
+	eventually(t, 20*time.Second, "a user token", func() error {
+		r := shoal(t, a, "token", "create", "--user", user, "--ttl", "1h", "--json")
+		if r.code != 0 {
+			return fmt.Errorf("%s", r.stderr)
+		}
+		return jsonUnmarshal(r.stdout, &tok)
+	})
+	return tok
+}
+
 // startCluster starts a local cluster that is stopped when the test ends;
 // a failing test gets the tail of every agent's log.
 func startCluster(t *testing.T, opts localcluster.Options) *localcluster.Cluster {
@@ -193,6 +231,18 @@ func submit(t *testing.T, a *localcluster.Agent, args ...string) uint64 {
 	return id
 }
 
+// batch submits a batch job with `shoal batch args...` through agent a
+// and returns the job id it printed ("Submitted batch job N").
+func batch(t *testing.T, a *localcluster.Agent, args ...string) uint64 {
+	t.Helper()
+	out := mustShoal(t, a, append([]string{"batch"}, args...)...)
+	var id uint64
+	if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
+		t.Fatalf("shoal batch printed %q; want Submitted batch job N", out)
+	}
+	return id
+}
+
 // waitJob waits until job id reaches a terminal state and returns it.
 func waitJob(t *testing.T, a *localcluster.Agent, id uint64, timeout time.Duration) api.Job {
 	t.Helper()
@@ -209,6 +259,21 @@ func waitJob(t *testing.T, a *localcluster.Agent, id uint64, timeout time.Durati
 			return nil
 		}
 		return fmt.Errorf("state %s (%s)", j.State, j.Reason)
+	})
+	return j
+}
+
+// waitState waits until job id is in state (and, if given, pends with
+// reason) and returns it.
+func waitState(t *testing.T, a *localcluster.Agent, id uint64, state, reason string) api.Job {
+	t.Helper()
+	var j api.Job
+	eventually(t, 60*time.Second, fmt.Sprintf("job %d %s %s", id, state, reason), func() error {
+		jsonOf(t, a, &j, "job", fmt.Sprint(id))
+		if j.State != state || (reason != "" && j.Reason != reason) {
+			return fmt.Errorf("job %d: %s (%s)", id, j.State, j.Reason)
+		}
+		return nil
 	})
 	return j
 }
@@ -272,4 +337,15 @@ func (s *slurmShims) must(name string, args ...string) string {
 		s.t.Fatalf("%s %s: exit %d\nstdout: %s\nstderr: %s", name, strings.Join(args, " "), r.code, r.stdout, r.stderr)
 	}
 	return strings.TrimSpace(r.stdout)
+}
+
+// sbatch runs `sbatch --parsable args...` and returns the job id.
+func (s *slurmShims) sbatch(args ...string) uint64 {
+	s.t.Helper()
+	out := s.must("sbatch", append([]string{"--parsable"}, args...)...)
+	var id uint64
+	if _, err := fmt.Sscan(out, &id); err != nil {
+		s.t.Fatalf("sbatch --parsable printed %q: want a job id", out)
+	}
+	return id
 }

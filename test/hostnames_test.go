@@ -74,11 +74,7 @@ func TestNodeNamesInJobs(t *testing.T) {
 	if err := os.WriteFile(script, fmt.Appendf(nil, masterScript, ports[0]), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := mustShoal(t, a, "batch", "--chdir", work, script)
-	var id uint64
-	if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
-		t.Fatalf("shoal batch printed %q; want Submitted batch job N", out)
-	}
+	id := batch(t, a, "--chdir", work, script)
 	j := waitJob(t, a, id, 90*time.Second)
 	data, err := os.ReadFile(filepath.Join(work, fmt.Sprintf("names-%d.out", id)))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/localcluster"
 )
 
@@ -33,19 +34,11 @@ func TestJobLayout(t *testing.T) {
 	work := t.TempDir()
 	run := func(name string, args ...string) (nodes []string, lines map[string][]string) {
 		t.Helper()
-		args = append([]string{"batch", "--chdir", work, "-o", name + "-%j.out"}, args...)
-		out := mustShoal(t, a, append(args, "--wrap", layoutScript)...)
-		var id uint64
-		if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
-			t.Fatalf("shoal batch printed %q", out)
-		}
-		j := waitJob(t, a, id, 60*time.Second)
-		data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("%s-%d.out", name, id)))
-		if j.State != "COMPLETED" {
-			t.Fatalf("%s: job %s:\n%s", name, j.State, data)
-		}
+		args = append([]string{"--chdir", work, "-o", name + "-%j.out"}, args...)
+		id := batch(t, a, append(args, "--wrap", layoutScript)...)
+		j, data := completedOutput(t, a, id, filepath.Join(work, fmt.Sprintf("%s-%d.out", name, id)))
 		lines = map[string][]string{}
-		for line := range strings.Lines(string(data)) {
+		for line := range strings.Lines(data) {
 			kind, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
 			// Node names as allocation indices, so the test does not
 			// depend on which node the job got first.
@@ -91,19 +84,11 @@ func TestTaskPID(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 1, ExtraArgs: []string{"--task-hostname=off"}})
 	a := c.Agents[0]
 	work := t.TempDir()
-	out := mustShoal(t, a, "batch", "--chdir", work, "-n", "2", "-o", "pid-%j.out", "--wrap",
+	id := batch(t, a, "--chdir", work, "-n", "2", "-o", "pid-%j.out", "--wrap",
 		`echo "batch pid=$(test "$SLURM_TASK_PID" = $$ && echo ok || echo "$SLURM_TASK_PID/$$")"
 srun sh -c 'echo "task $SLURM_PROCID pid=$(test "$SLURM_TASK_PID" = $$ && echo ok || echo "$SLURM_TASK_PID/$$")"'`)
-	var id uint64
-	if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
-		t.Fatalf("shoal batch printed %q", out)
-	}
-	j := waitJob(t, a, id, 60*time.Second)
-	data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("pid-%d.out", id)))
-	if j.State != "COMPLETED" {
-		t.Fatalf("job %s:\n%s", j.State, data)
-	}
-	got := strings.Split(strings.TrimSpace(string(data)), "\n")
+	_, data := completedOutput(t, a, id, filepath.Join(work, fmt.Sprintf("pid-%d.out", id)))
+	got := strings.Split(strings.TrimSpace(data), "\n")
 	slices.Sort(got)
 	want := []string{"batch pid=ok", "task 0 pid=ok", "task 1 pid=ok"}
 	if !slices.Equal(got, want) {
@@ -130,11 +115,7 @@ func TestSbatchAsUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	sh := newSlurmShims(t, a)
-	id := sh.must("sbatch", "--parsable", "--uid=nobody", "--gid=nogroup", "--chdir", work, "-o", "as-%j.out", "--wrap", `echo "$(id -un) $(id -gn) $SLURM_JOB_USER"`)
-	var jid uint64
-	if _, err := fmt.Sscan(id, &jid); err != nil {
-		t.Fatalf("sbatch --parsable printed %q", id)
-	}
+	jid := sh.sbatch("--uid=nobody", "--gid=nogroup", "--chdir", work, "-o", "as-%j.out", "--wrap", `echo "$(id -un) $(id -gn) $SLURM_JOB_USER"`)
 	if j := waitJob(t, a, jid, 60*time.Second); j.State != "COMPLETED" || j.User != "nobody" {
 		t.Fatalf("job %d = %s as %q; want COMPLETED as nobody", jid, j.State, j.User)
 	}
@@ -154,19 +135,23 @@ func TestMultiProg(t *testing.T) {
 	if err := os.WriteFile(conf, []byte("0 echo first %t\n1-2 sh -c 'echo \"range $0\"' %o\n* echo rest %t\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := mustShoal(t, a, "batch", "--chdir", work, "-N", "2", "-o", "mp-%j.out", "--wrap", "srun -n 4 --multi-prog "+conf)
-	var id uint64
-	if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
-		t.Fatalf("shoal batch printed %q", out)
-	}
-	j := waitJob(t, a, id, 60*time.Second)
-	data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("mp-%d.out", id)))
-	if j.State != "COMPLETED" {
-		t.Fatalf("job %s:\n%s", j.State, data)
-	}
-	got := strings.Split(strings.TrimSpace(string(data)), "\n")
+	id := batch(t, a, "--chdir", work, "-N", "2", "-o", "mp-%j.out", "--wrap", "srun -n 4 --multi-prog "+conf)
+	_, data := completedOutput(t, a, id, filepath.Join(work, fmt.Sprintf("mp-%d.out", id)))
+	got := strings.Split(strings.TrimSpace(data), "\n")
 	slices.Sort(got)
 	if want := []string{"first 0", "range 0", "range 1", "rest 3"}; !slices.Equal(got, want) {
 		t.Errorf("tasks said %q; want %q", got, want)
 	}
+}
+
+// completedOutput waits for batch job id to end, which must be COMPLETED,
+// and returns it and its output file at path.
+func completedOutput(t *testing.T, a *localcluster.Agent, id uint64, path string) (api.Job, string) {
+	t.Helper()
+	j := waitJob(t, a, id, 60*time.Second)
+	data, _ := os.ReadFile(path)
+	if j.State != "COMPLETED" {
+		t.Fatalf("job %d %s:\n%s", id, j.State, data)
+	}
+	return j, string(data)
 }

@@ -150,14 +150,7 @@ func TestDrainResume(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 2})
 	a := c.Agents[1]
 	running := submit(t, a, "--nodes", "3", "--gpus-per-node", "1", "--", "sleep", "2")
-	eventually(t, 15*time.Second, "job running", func() error {
-		var j api.Job
-		jsonOf(t, a, &j, "job", fmt.Sprint(running))
-		if j.State != "RUNNING" {
-			return fmt.Errorf("state %s", j.State)
-		}
-		return nil
-	})
+	waitState(t, a, running, "RUNNING", "")
 	if r := shoal(t, a, "drain", "n3"); r.code == 0 || !strings.Contains(r.stderr, "--reason") {
 		t.Errorf("drain without a reason: exit %d %q; want it refused naming --reason", r.code, r.stderr)
 	}
@@ -182,14 +175,7 @@ func TestDrainResume(t *testing.T) {
 		t.Errorf("job %d running on the drained node = %s; want COMPLETED", running, j.State)
 	}
 	blocked := submit(t, a, "--nodes", "3", "--", "true")
-	eventually(t, 10*time.Second, "pending on the drained node", func() error {
-		var j api.Job
-		jsonOf(t, a, &j, "job", fmt.Sprint(blocked))
-		if j.State != "PENDING" || j.Reason != "ReqNodeNotAvail" {
-			return fmt.Errorf("job %d is %s (%s)", blocked, j.State, j.Reason)
-		}
-		return nil
-	})
+	waitState(t, a, blocked, "PENDING", "ReqNodeNotAvail")
 	mustShoal(t, a, "resume", "n3")
 	if j := waitJob(t, a, blocked, 30*time.Second); j.State != "COMPLETED" {
 		t.Errorf("job %d after resume = %s; want COMPLETED", blocked, j.State)
@@ -268,14 +254,7 @@ func TestBackfill(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 2})
 	a := c.Agents[0]
 	running := submit(t, a, "--nodes", "2", "--gpus-per-node", "2", "--time", "10:00", "--", "sleep", "600")
-	eventually(t, 15*time.Second, "first job running", func() error {
-		var j api.Job
-		jsonOf(t, a, &j, "job", fmt.Sprint(running))
-		if j.State != "RUNNING" {
-			return fmt.Errorf("state %s", j.State)
-		}
-		return nil
-	})
+	waitState(t, a, running, "RUNNING", "")
 	// Needs all three nodes: waits for the first job, with a reservation
 	// at its limit, ten minutes away.
 	big := submit(t, a, "--nodes", "3", "--gpus-per-node", "2", "--time", "1:00", "--", "true")

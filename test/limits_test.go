@@ -15,18 +15,10 @@ import (
 // a clear error naming the limit, from shoal submit and from sbatch; other
 // users are not held to that user's count; a finished job frees its place.
 func TestMaxSubmitJobs(t *testing.T) {
-	policy := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(policy, []byte(`{"max_submit_jobs": 2}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	policy := policyFile(t, `{"max_submit_jobs": 2}`)
 	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1, ExtraArgs: []string{"--policy", policy}})
 	a := c.Agents[0]
-	eventually(t, 20*time.Second, "the policy in force", func() error {
-		if out := mustShoal(t, a, "policy", "show"); !strings.Contains(out, "max_submit_jobs") {
-			return fmt.Errorf("policy: %s", out)
-		}
-		return nil
-	})
+	waitPolicy(t, a, "max_submit_jobs")
 	first := submit(t, a, "--hold", "--", "true")
 	submit(t, a, "--hold", "--", "true")
 	r := shoal(t, a, "submit", "--hold", "--", "true")
@@ -45,10 +37,7 @@ func TestMaxSubmitJobs(t *testing.T) {
 // MinJobAge has passed — shoal status counts them no more — and sacct,
 // shoal job and shoal logs still find them, on any agent.
 func TestMinJobAge(t *testing.T) {
-	policy := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(policy, []byte(`{"min_job_age": "1s"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	policy := policyFile(t, `{"min_job_age": "1s"}`)
 	c := startCluster(t, localcluster.Options{Nodes: 2, GPUsPerNode: 1, ExtraArgs: []string{"--policy", policy}})
 	a := c.Agents[0]
 	id := submit(t, a, "--", "echo", "archived-output")
@@ -82,10 +71,7 @@ func TestMinJobAge(t *testing.T) {
 // output retention has passed, every node removes its task directories;
 // accounting still knows the job.
 func TestOutputRetention(t *testing.T) {
-	policy := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(policy, []byte(`{"min_job_age": "1s", "output_retention": "2s"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	policy := policyFile(t, `{"min_job_age": "1s", "output_retention": "2s"}`)
 	c := startCluster(t, localcluster.Options{Nodes: 2, GPUsPerNode: 1, ExtraArgs: []string{"--policy", policy}})
 	a := c.Agents[0]
 	id := submit(t, a, "--nodes", "2", "--", "echo", "kept-for-a-while")
@@ -114,18 +100,10 @@ func TestOutputRetention(t *testing.T) {
 // it), the host it was submitted from, the cluster's name from the policy
 // and its CPUs per node in Slurm's format.
 func TestSlurmRequestVariables(t *testing.T) {
-	policy := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(policy, []byte(`{"cluster_name": "lab"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	policy := policyFile(t, `{"cluster_name": "lab"}`)
 	c := startCluster(t, localcluster.Options{Nodes: 2, GPUsPerNode: 2, ExtraArgs: []string{"--policy", policy}})
 	a := c.Agents[0]
-	eventually(t, 20*time.Second, "the policy in force", func() error {
-		if out := mustShoal(t, a, "policy", "show"); !strings.Contains(out, "lab") {
-			return fmt.Errorf("policy: %s", out)
-		}
-		return nil
-	})
+	waitPolicy(t, a, "lab")
 	work := t.TempDir()
 	out := filepath.Join(work, "vars.out")
 	shims := newSlurmShims(t, a)

@@ -110,14 +110,7 @@ func TestMetrics(t *testing.T) {
 	// Simulated GPUs held by a job run at 40 %, sampled every 200 ms.
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 2,
 		ExtraArgs: []string{"--sim-gpu-load", "40", "--gpu-sample-interval", "200ms"}})
-	var tok api.UserTokenResponse
-	eventually(t, 20*time.Second, "a user token", func() error {
-		r := shoal(t, c.Agents[0], "token", "create", "--user", "nobody", "--ttl", "1h", "--json")
-		if r.code != 0 {
-			return fmt.Errorf("%s", r.stderr)
-		}
-		return jsonUnmarshal(r.stdout, &tok)
-	})
+	tok := userToken(t, c.Agents[0], "nobody")
 	m := newMetricsClient(t, c, tok.Token)
 	if _, err := (&metricsClient{http: m.http}).scrape(c.Agents[1]); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("scrape without credentials: %v; want 401", err)

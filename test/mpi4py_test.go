@@ -74,11 +74,7 @@ echo "mpirun exit $?"
 `), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		out := mustShoal(t, a, "batch", "--chdir", work, "--export=ALL,PATH=/usr/bin:/bin", script)
-		var id uint64
-		if _, err := fmt.Sscanf(out, "Submitted batch job %d", &id); err != nil {
-			t.Fatalf("shoal batch printed %q", out)
-		}
+		id := batch(t, a, "--chdir", work, "--export=ALL,PATH=/usr/bin:/bin", script)
 		j := waitJob(t, a, id, 90*time.Second)
 		data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("mpi4py-%d.out", id)))
 		if j.State != "COMPLETED" || !strings.Contains(string(data), "mpirun exit 0") {

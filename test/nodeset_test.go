@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/localcluster"
 )
 
@@ -77,19 +76,4 @@ func TestNodeSets(t *testing.T) {
 	if got := ranOn(share); !slices.Equal(got, []string{n1}) {
 		t.Errorf("job %d ran on %v; want %s", share, got, n1)
 	}
-}
-
-// waitState waits until job id is in state (and, if given, pends with
-// reason) and returns it.
-func waitState(t *testing.T, a *localcluster.Agent, id uint64, state, reason string) api.Job {
-	t.Helper()
-	var j api.Job
-	eventually(t, 60*time.Second, fmt.Sprintf("job %d %s %s", id, state, reason), func() error {
-		jsonOf(t, a, &j, "job", fmt.Sprint(id))
-		if j.State != state || (reason != "" && j.Reason != reason) {
-			return fmt.Errorf("job %d: %s (%s)", id, j.State, j.Reason)
-		}
-		return nil
-	})
-	return j
 }

@@ -48,19 +48,14 @@ echo done
 	nodes := c.Agents[first].Name + "," + c.Agents[second].Name
 	ids := map[string]uint64{}
 	for _, name := range []string{"nokill", "kill"} {
-		args := []string{"--parsable", "-N2", "-w", nodes, "--gpus-per-node=1", "--chdir", work,
+		args := []string{"-N2", "-w", nodes, "--gpus-per-node=1", "--chdir", work,
 			"-o", filepath.Join(work, name+".out"), "-J", name}
 		if name == "nokill" {
 			args = append(args, "--no-kill")
 		} else {
 			args = append(args, "--no-requeue") // else it pends again
 		}
-		out := sh.must("sbatch", append(args, script, filepath.Join(work, name))...)
-		var id uint64
-		if _, err := fmt.Sscan(out, &id); err != nil {
-			t.Fatalf("sbatch printed %q", out)
-		}
-		ids[name] = id
+		ids[name] = sh.sbatch(append(args, script, filepath.Join(work, name))...)
 	}
 	eventually(t, 30*time.Second, "both jobs running", func() error {
 		for name, id := range ids {

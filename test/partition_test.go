@@ -29,13 +29,10 @@ func TestPartitions(t *testing.T) {
 	}
 	slices.Sort(names)
 	// gpu: the first two nodes, the default; debug: the third.
-	policy := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(policy, fmt.Appendf(nil, `{"partitions": {
+	policy := policyFile(t, fmt.Sprintf(`{"partitions": {
 		"gpu":   {"nodes": "%s,%s", "default": true, "default_time": "10:00", "max_time": "1:00:00"},
 		"debug": {"nodes": "%s", "max_time": "5:00"}
-	}}`, names[0], names[1], names[2]), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	}}`, names[0], names[1], names[2]))
 	mustShoal(t, a, "policy", "set", policy)
 
 	slurmCmd := newSlurmShims(t, a).run
@@ -116,12 +113,7 @@ func TestTestOnly(t *testing.T) {
 	// A running job with a 10-minute limit holds the GPUs: the estimate
 	// is its end.
 	id := submit(t, a, "--gpus-per-node", "2", "--time", "10:00", "--", "sleep", "60")
-	eventually(t, 20*time.Second, "the blocker running", func() error {
-		if j := jobNow(t, a, id); j.State != "RUNNING" {
-			return fmt.Errorf("%s", j.State)
-		}
-		return nil
-	})
+	waitState(t, a, id, "RUNNING", "")
 	r = sbatch("--test-only", "--gpus-per-node=2", "--wrap", "true")
 	if r.code != 0 {
 		t.Fatalf("sbatch --test-only behind a job: exit %d %q", r.code, r.stderr)

@@ -19,14 +19,11 @@ import (
 // first when only one fits; `shoal priority` shows why; the policy is the
 // file's; only root may change it or lower a nice below zero.
 func TestFairShareOrdersTheQueue(t *testing.T) {
-	policy := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(policy, []byte(`{
+	policy := policyFile(t, `{
 		"weights": {"age": 10, "fair_share": 100000},
 		"max_age": "1h", "half_life": "1h",
 		"qos": {"normal": 0, "high": 10}
-	}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	}`)
 	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 2, ExtraArgs: []string{"--policy", policy}})
 	a := c.Agents[0]
 

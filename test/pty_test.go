@@ -38,14 +38,7 @@ func TestSrunPty(t *testing.T) {
 	local := []string{"SHOAL_DATA_DIR=" + a.DataDir, "PATH=" + shims + ":/usr/bin:/bin"}
 
 	// A user token for nobody, and a client of n2's HTTPS API with it.
-	var tok api.UserTokenResponse
-	eventually(t, 20*time.Second, "a user token", func() error {
-		r := shoal(t, a, "token", "create", "--user", "nobody", "--ttl", "1h", "--json")
-		if r.code != 0 {
-			return fmt.Errorf("%s", r.stderr)
-		}
-		return jsonUnmarshal(r.stdout, &tok)
-	})
+	tok := userToken(t, a, "nobody")
 	caPEM, err := os.ReadFile(c.CAPaths().CA)
 	if err != nil {
 		t.Fatal(err)

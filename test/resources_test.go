@@ -2,8 +2,6 @@ package test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -90,10 +88,7 @@ func TestConsumableResources(t *testing.T) {
 	}
 
 	// A partition's defaults fill what a job leaves out.
-	policy := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(policy, []byte(`{"partitions": {"gpu": {"default": true, "def_mem_per_gpu": "2G", "def_cpu_per_gpu": 4, "max_mem_per_node": "6G"}}}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	policy := policyFile(t, `{"partitions": {"gpu": {"default": true, "def_mem_per_gpu": "2G", "def_cpu_per_gpu": 4, "max_mem_per_node": "6G"}}}`)
 	mustShoal(t, a, "policy", "set", policy)
 	def := submit(t, a, "--gpus-per-node", "2", "--", "true")
 	if j := waitJob(t, a, def, 30*time.Second); j.State != "COMPLETED" || j.MemPerNodeMiB != 4096 || j.CPUsPerNode != 8 || j.CPUsPerGPU != 4 {

@@ -19,22 +19,14 @@ import (
 // named as a Unix group ("@shoalop", the user's own group).
 func TestUsersApart(t *testing.T) {
 	mustRoot(t)
-	policy := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(policy, []byte(`{"operators": ["@shoalop"]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	policy := policyFile(t, `{"operators": ["@shoalop"]}`)
 	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1, ExtraArgs: []string{"--policy", policy}})
 	a := c.Agents[0]
 	userA, userB, op := newSecUser(t, "shoala"), newSecUser(t, "shoalb"), newSecUser(t, "shoalop")
 	baseA, workA := secDirs(t, c, userA)
 	baseB, _ := secDirs(t, c, userB)
 	baseOp, _ := secDirs(t, c, op)
-	eventually(t, 20*time.Second, "the policy in force", func() error {
-		if out := mustShoal(t, a, "policy", "show"); !strings.Contains(out, "shoalop") {
-			return fmt.Errorf("policy: %s", out)
-		}
-		return nil
-	})
+	waitPolicy(t, a, "shoalop")
 
 	// A's task is A: uid, gid and supplementary groups.
 	r := userA.run(t, a, workA, nil, "submit", "--parsable", "--chdir", workA, "--", "id")

@@ -29,12 +29,8 @@ func TestShimBinary(t *testing.T) {
 
 	// Inside a job: the agent's shim dir is first on PATH.
 	work := t.TempDir()
-	out := s.must("sbatch", "--parsable", "--chdir", work, "-o", "job.out",
+	id := s.sbatch("--chdir", work, "-o", "job.out",
 		"--wrap", `readlink "$(command -v sbatch)"; readlink "$(command -v shoal)"; squeue -h -j "$SLURM_JOB_ID" -o %i`)
-	var id uint64
-	if _, err := fmt.Sscan(out, &id); err != nil {
-		t.Fatalf("sbatch --parsable printed %q", out)
-	}
 	if j := waitJob(t, a, id, 60*time.Second); j.ExitCode != 0 {
 		t.Fatalf("job %d exited %d", id, j.ExitCode)
 	}

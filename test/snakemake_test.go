@@ -78,11 +78,8 @@ func TestSnakemakeSlurmExecutor(t *testing.T) {
 	// The account the executor is told to use must be one of the
 	// user's associations (sacctmgr -n -s list user $USER), and the
 	// partition one sinfo knows.
-	policy := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(policy, fmt.Appendf(nil, `{"accounts": {"bio": {"shares": 10, "users": {%q: 1}}},
-		"partitions": {"work": {"default": true, "max_time": "1:00:00"}}}`, me.Username), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	policy := policyFile(t, fmt.Sprintf(`{"accounts": {"bio": {"shares": 10, "users": {%q: 1}}},
+		"partitions": {"work": {"default": true, "max_time": "1:00:00"}}}`, me.Username))
 	mustShoal(t, a, "policy", "set", policy)
 
 	work := t.TempDir()

@@ -21,6 +21,18 @@ import (
 const tickScript = `echo $$ > %[1]s/pid; %[3]s
 i=0; while [ $i -lt %[2]d ]; do date +%%s%%N >> %[1]s/ticks; sleep 0.1; i=$((i+1)); done`
 
+// waitTicks waits until the ranks of tickScript have written a few
+// records to ticks.
+func waitTicks(t *testing.T, ticks string) {
+	t.Helper()
+	eventually(t, 20*time.Second, "ranks writing records", func() error {
+		if _, _, n := readTicks(t, ticks); n < 3 {
+			return fmt.Errorf("%d records", n)
+		}
+		return nil
+	})
+}
+
 // readTicks returns the first and last timestamps of a record file.
 func readTicks(t *testing.T, path string) (first, last int64, n int) {
 	t.Helper()
@@ -72,12 +84,7 @@ func testAgentRestartKeepsJob(t *testing.T, graceful bool) {
 	id := submit(t, c.Agents[0], "--requeue", "-w", c.Agents[victim].Name, "--gpus-per-node", "1",
 		"--", "/bin/sh", "-c", fmt.Sprintf(tickScript, recs, 60, ""))
 	ticks := filepath.Join(recs, "ticks")
-	eventually(t, 20*time.Second, "ranks writing records", func() error {
-		if _, _, n := readTicks(t, ticks); n < 3 {
-			return fmt.Errorf("%d records", n)
-		}
-		return nil
-	})
+	waitTicks(t, ticks)
 	stop := c.Kill
 	if graceful {
 		stop = func(i int) error { return c.StopAgent(i, 10*time.Second) }
@@ -130,12 +137,7 @@ func TestStoppedAgentFencedBySupervisor(t *testing.T) {
 	id := submit(t, c.Agents[0], "-w", c.Agents[victim].Name, "--gpus-per-node", "1",
 		"--", "/bin/sh", "-c", fmt.Sprintf(tickScript, recs, 600, "trap '' TERM"))
 	ticks := filepath.Join(recs, "ticks")
-	eventually(t, 20*time.Second, "rank writing records", func() error {
-		if _, _, n := readTicks(t, ticks); n < 3 {
-			return fmt.Errorf("%d records", n)
-		}
-		return nil
-	})
+	waitTicks(t, ticks)
 	pidText, err := os.ReadFile(filepath.Join(recs, "pid"))
 	if err != nil {
 		t.Fatal(err)

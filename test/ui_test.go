@@ -34,14 +34,7 @@ func artifactDir(t *testing.T) string {
 func TestWebView(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 2, LeafSize: 2,
 		ExtraArgs: []string{"--sim-gpu-load", "40", "--gpu-sample-interval", "200ms", "--gpu-report-interval", "500ms"}})
-	var tok api.UserTokenResponse
-	eventually(t, 20*time.Second, "a user token", func() error {
-		r := shoal(t, c.Agents[0], "token", "create", "--user", "root", "--ttl", "1h", "--json")
-		if r.code != 0 {
-			return fmt.Errorf("%s", r.stderr)
-		}
-		return jsonUnmarshal(r.stdout, &tok)
-	})
+	tok := userToken(t, c.Agents[0], "root")
 	running := submit(t, c.Agents[0], "--name", "ui-train", "--nodes", "1", "--gpus-per-node", "2",
 		"--", "sh", "-c", "echo hello-from-the-view; sleep 300")
 	pending := submit(t, c.Agents[0], "--name", "ui-waits", "--nodes", "3", "--gpus-per-node", "2", "--", "true")

@@ -19,14 +19,7 @@ import (
 func TestUserTokens(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 2, GPUsPerNode: 1})
 	a := c.Agents[0]
-	var tok api.UserTokenResponse
-	eventually(t, 20*time.Second, "a user token", func() error {
-		r := shoal(t, a, "token", "create", "--user", "nobody", "--ttl", "1h", "--json")
-		if r.code != 0 {
-			return fmt.Errorf("%s", r.stderr)
-		}
-		return jsonUnmarshal(r.stdout, &tok)
-	})
+	tok := userToken(t, a, "nobody")
 	ca := filepath.Join(c.CAPaths().CA)
 	remote := func(token string, args ...string) cliResult {
 		t.Helper()

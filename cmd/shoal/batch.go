@@ -16,16 +16,25 @@ given here, ask for the allocation; the script runs on its first node with
 the Slurm environment, its output in slurm-%j.out (--output/--error), and
 launches steps on every node with srun. Takes sbatch's options.`,
 		DisableFlagParsing: true, // sbatch's own option table parses them
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-				return cmd.Help()
-			}
-			args, err := takeGlobalFlags(g, args)
-			if err != nil {
-				return err
-			}
+		RunE: ownOptions(g, func(cmd *cobra.Command, args []string) error {
 			return slurmcli.Sbatch(cmd.Context(), g.client, args, cmd.OutOrStdout())
-		},
+		}),
+	}
+}
+
+// ownOptions is the RunE of a command that parses its own options
+// (DisableFlagParsing): -h or --help first shows the command's help, and
+// run gets the arguments without shoal's global flags (takeGlobalFlags).
+func ownOptions(g *globalFlags, run func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			return cmd.Help()
+		}
+		args, err := takeGlobalFlags(g, args)
+		if err != nil {
+			return err
+		}
+		return run(cmd, args)
 	}
 }
 

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cmd/shoal/internal/shim"
+	"github.com/spf13/cobra"
 )
 
 // defaultDataDir is --data-dir's default: $SHOAL_DATA_DIR or ./shoal-data.
@@ -24,4 +26,23 @@ func printJSON(v any) error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// showRun is the RunE of a command that shows what get fetches: as JSON
+// with --json, else as show writes it.
+func showRun[T any](g *globalFlags, get func(*api.Client, context.Context) (T, error), show func(cmd *cobra.Command, v T) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		c, err := g.client()
+		if err != nil {
+			return err
+		}
+		v, err := get(c, cmd.Context())
+		if err != nil {
+			return err
+		}
+		if g.json {
+			return printJSON(v)
+		}
+		return show(cmd, v)
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -27,18 +28,11 @@ with no downtime in three steps, letting each reach every node:
 		Use:   "list",
 		Short: "Print the cluster's keyring (primary first) and this agent's",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
+		RunE: showRun(g, func(c *api.Client, ctx context.Context) (api.Keyring, error) {
 			var out api.Keyring
-			if _, err := c.Do(cmd.Context(), http.MethodGet, "/v1/keyring", nil, &out); err != nil {
-				return err
-			}
-			if g.json {
-				return printJSON(out)
-			}
+			_, err := c.Do(ctx, http.MethodGet, "/v1/keyring", nil, &out)
+			return out, err
+		}, func(_ *cobra.Command, out api.Keyring) error {
 			for i, k := range out.Cluster {
 				role := "installed"
 				if i == 0 {
@@ -53,7 +47,7 @@ with no downtime in three steps, letting each reach every node:
 				fmt.Printf("%s  %-9s  %s\n", k, role, local)
 			}
 			return nil
-		},
+		}),
 	}
 	list.Flags().BoolVar(&g.json, "json", false, "print JSON")
 	generate := &cobra.Command{

@@ -5,6 +5,7 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"github.com/shoal-sched/shoal/api"
 	"github.com/spf13/cobra"
 )
 
@@ -13,25 +14,14 @@ func newMembersCmd(g *globalFlags) *cobra.Command {
 		Use:   "members",
 		Short: "List the gossip members this agent sees, with their status",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			ms, err := c.Members(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if g.json {
-				return printJSON(ms)
-			}
+		RunE: showRun(g, (*api.Client).Members, func(cmd *cobra.Command, ms []api.Member) error {
 			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tADDRESS\tSTATUS\tAPI\tGPUS\tSWITCH\tVERSION")
 			for _, m := range ms {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.Name, m.Address, m.Status, m.APIAddr, m.GPUs, dash(m.Switch), m.Version)
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON")
 	return cmd
@@ -42,21 +32,10 @@ func newLeaderCmd(g *globalFlags) *cobra.Command {
 		Use:   "leader",
 		Short: "Show the current raft leader",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			l, err := c.Leader(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if g.json {
-				return printJSON(l)
-			}
+		RunE: showRun(g, (*api.Client).Leader, func(cmd *cobra.Command, l api.Leader) error {
 			fmt.Printf("%s %s\n", l.Name, l.Address)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON")
 	return cmd

@@ -17,21 +17,10 @@ func newNodesCmd(g *globalFlags) *cobra.Command {
 		Use:   "nodes",
 		Short: "List the cluster's nodes, their GPUs, switches and raft roles (like sinfo -N)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			nodes, err := c.Nodes(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if g.json {
-				return printJSON(nodes)
-			}
+		RunE: showRun(g, (*api.Client).Nodes, func(cmd *cobra.Command, nodes []api.Node) error {
 			printNodes(os.Stdout, nodes)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON")
 	return cmd

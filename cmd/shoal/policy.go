@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 )
 
@@ -18,23 +19,12 @@ func newPolicyCmd(g *globalFlags) *cobra.Command {
 		Use:   "show",
 		Short: "Print the queue policy in force, as a policy file",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			p, err := c.Policy(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if g.json {
-				return printJSON(p)
-			}
+		RunE: showRun(g, (*api.Client).Policy, func(cmd *cobra.Command, p api.PolicyResponse) error {
 			if !p.Set {
 				fmt.Fprintln(cmd.ErrOrStderr(), "no policy set: these are the defaults")
 			}
 			return printJSON(p.Policy)
-		},
+		}),
 	}
 	show.Flags().BoolVar(&g.json, "json", false, `print {"set": ..., "policy": ...}`)
 	cmd.AddCommand(show)

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
+	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cmd/shoal/internal/slurmcli"
 )
 
@@ -18,21 +21,10 @@ func newPriorityCmd(g *globalFlags) *cobra.Command {
 by it: PRIORITY is AGE + FAIRSHARE + JOBSIZE + QOS (each factor, in [0,1],
 times its weight in the queue policy), less NICE. See shoal policy show.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			ps, err := c.Priorities(cmd.Context(), job, user)
-			if err != nil {
-				return err
-			}
-			if g.json {
-				return printJSON(ps)
-			}
+		RunE: showRun(g, func(c *api.Client, ctx context.Context) ([]api.Priority, error) { return c.Priorities(ctx, job, user) }, func(cmd *cobra.Command, ps []api.Priority) error {
 			slurmcli.PrintPriorities(cmd.OutOrStdout(), ps, true, false)
 			return nil
-		},
+		}),
 	}
 	f := cmd.Flags()
 	f.Uint64VarP(&job, "job", "j", 0, "show only this job")

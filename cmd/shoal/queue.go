@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -20,21 +21,10 @@ func newQueueCmd(g *globalFlags) *cobra.Command {
 		Use:   "queue",
 		Short: "List pending and running jobs, like squeue",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			jobs, err := c.Jobs(cmd.Context(), all)
-			if err != nil {
-				return err
-			}
-			if g.json {
-				return printJSON(jobs)
-			}
+		RunE: showRun(g, func(c *api.Client, ctx context.Context) ([]api.Job, error) { return c.Jobs(ctx, all) }, func(cmd *cobra.Command, jobs []api.Job) error {
 			printQueue(os.Stdout, jobs, time.Now())
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "include finished jobs")
 	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON")

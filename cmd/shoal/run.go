@@ -16,14 +16,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 ranks) and exits with the job's exit code. While the job waits, a line says
 why it is still pending. Ctrl-C cancels the job.`,
 		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-				return cmd.Help()
-			}
-			args, err := takeGlobalFlags(g, args)
-			if err != nil {
-				return err
-			}
+		RunE: ownOptions(g, func(cmd *cobra.Command, args []string) error {
 			// srun outside a job allocates one of its own, so a command run
 			// from inside a job's shell still gets its own allocation here.
 			t := cmd.Context()
@@ -39,6 +32,6 @@ why it is still pending. Ctrl-C cancels the job.`,
 				return exitcode.Code(code)
 			}
 			return nil
-		},
+		}),
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/shoal-sched/shoal/api"
 	"github.com/spf13/cobra"
 )
 
@@ -11,18 +12,7 @@ func newStatusCmd(g *globalFlags) *cobra.Command {
 		Use:   "status",
 		Short: "Show this agent's raft state, applied index and state hash",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			st, err := c.Status(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if g.json {
-				return printJSON(st)
-			}
+		RunE: showRun(g, (*api.Client).Status, func(cmd *cobra.Command, st api.Status) error {
 			fmt.Printf("Name=%s Version=%s RaftState=%s Leader=%s\n", st.Name, st.Version, st.RaftState, orNone(st.Leader))
 			fmt.Printf("   AppliedIndex=%d Nodes=%d Jobs=%d\n", st.AppliedIndex, st.Nodes, st.Jobs)
 			fmt.Printf("   StateHash=%s@%d\n", st.StateHash, st.HashIndex)
@@ -36,7 +26,7 @@ func newStatusCmd(g *globalFlags) *cobra.Command {
 				fmt.Printf("   Diverged=%s\n", st.Diverged)
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON")
 	return cmd

@@ -21,14 +21,7 @@ one task per node by default (-N, --ntasks-per-node, --ntasks,
 prefixes ranks), the worst task exit code returned; Ctrl-C stops the step.
 Outside a job it refuses to run: use shoal run for a job of its own.`,
 		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-				return cmd.Help()
-			}
-			args, err := takeGlobalFlags(g, args)
-			if err != nil {
-				return err
-			}
+		RunE: ownOptions(g, func(cmd *cobra.Command, args []string) error {
 			if os.Getenv("SHOAL_JOB_ID") == "" && os.Getenv("SLURM_JOB_ID") == "" {
 				return errors.New("shoal step: not inside a job (SHOAL_JOB_ID and SLURM_JOB_ID are unset); use shoal run to allocate one")
 			}
@@ -40,6 +33,6 @@ Outside a job it refuses to run: use shoal run for a job of its own.`,
 				return exitcode.Code(code)
 			}
 			return nil
-		},
+		}),
 	}
 }

@@ -27,15 +27,7 @@ func TestDivergedReplicaDoesNotLead(t *testing.T) {
 	}
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	h, err := chaos.Start(ctx, chaos.Options{Binary: bin, Nodes: 3, Dir: shortDir(t), Net: chaos.NetLoopback, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := h.Stop(context.Background()); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	h := startHarness(t, chaos.Options{Binary: bin, Nodes: 3, Dir: shortDir(t), Net: chaos.NetLoopback, Log: log})
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	waitHealthy(t, wctx, h, "at start")

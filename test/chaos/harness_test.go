@@ -40,13 +40,10 @@ func shortDir(t *testing.T) string {
 	return dir
 }
 
-// TestHarnessNetNS: agents in namespaces form a cluster; isolating the
-// leader's link elects another; Stop removes every namespace and link.
-func TestHarnessNetNS(t *testing.T) {
-	requireNetNS(t)
-	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	h, err := chaos.Start(ctx, chaos.Options{Binary: shoalBin, Nodes: 3, Dir: shortDir(t), Net: chaos.NetNamespaces, Log: log})
+// startHarness starts a chaos harness that is stopped when the test ends.
+func startHarness(t *testing.T, opts chaos.Options) *chaos.Harness {
+	t.Helper()
+	h, err := chaos.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +52,16 @@ func TestHarnessNetNS(t *testing.T) {
 			t.Errorf("stop: %v", err)
 		}
 	})
+	return h
+}
+
+// TestHarnessNetNS: agents in namespaces form a cluster; isolating the
+// leader's link elects another; Stop removes every namespace and link.
+func TestHarnessNetNS(t *testing.T) {
+	requireNetNS(t)
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	h := startHarness(t, chaos.Options{Binary: shoalBin, Nodes: 3, Dir: shortDir(t), Net: chaos.NetNamespaces, Log: log})
 	l := h.Leader(ctx)
 	if l < 0 {
 		t.Fatal("no leader")

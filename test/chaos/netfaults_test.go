@@ -149,15 +149,7 @@ func TestSlowAndLossNetNS(t *testing.T) {
 	requireNetNS(t)
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	h, err := chaos.Start(ctx, chaos.Options{Binary: shoalBin, Nodes: 3, Dir: shortDir(t), Net: chaos.NetNamespaces, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := h.Stop(context.Background()); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	h := startHarness(t, chaos.Options{Binary: shoalBin, Nodes: 3, Dir: shortDir(t), Net: chaos.NetNamespaces, Log: log})
 	const from, to = 0, 1
 
 	// Healthy link: every datagram arrives; this is what the faults reduce.

@@ -68,15 +68,7 @@ func TestOutsiderCannotAct(t *testing.T) {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	dir := shortDir(t)
-	h, err := chaos.Start(ctx, chaos.Options{Binary: shoalBin, Nodes: 3, Dir: dir, Net: chaos.NetNamespaces, Outsiders: 1, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := h.Stop(context.Background()); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	h := startHarness(t, chaos.Options{Binary: shoalBin, Nodes: 3, Dir: dir, Net: chaos.NetNamespaces, Outsiders: 1, Log: log})
 	outNS, outAddr := h.Outsider(0)
 	cl := h.Agents[0].Client()
 	// Every node registered and up before the attacks, so the comparison

@@ -24,7 +24,7 @@ func HostsArg(flag, v string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	return dedupe(names), nil
+	return slurm.UniqueHosts(names), nil
 }
 
 // maxHostsFileBytes bounds a -w/-x file.
@@ -49,19 +49,7 @@ func hostsFile(flag, path string) ([]string, error) {
 	if len(names) == 0 {
 		return nil, fmt.Errorf("%s %s: no node names in the file", flag, path)
 	}
-	return dedupe(names), nil
-}
-
-func dedupe(names []string) []string {
-	seen := make(map[string]bool, len(names))
-	out := names[:0]
-	for _, n := range names {
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	return out
+	return slurm.UniqueHosts(names), nil
 }
 
 // nodeSetFromOptions maps sbatch/srun's -w, -x, -C and --exclusive into

@@ -20,6 +20,22 @@ type sacctLayout struct {
 	header    bool
 }
 
+// option applies one of the layout options the accounting commands share
+// (-n, -p, -P) named by its long name; false: name is none of them.
+func (l *sacctLayout) option(name string) bool {
+	switch name {
+	case "noheader":
+		l.header = false
+	case "parsable":
+		l.parsable, l.trailing = true, true
+	case "parsable2":
+		l.parsable, l.trailing = true, false
+	default:
+		return false
+	}
+	return true
+}
+
 // fieldItem splits one item of a format list, "Name[%WIDTH]", as the
 // Slurm commands take it (print_fields' format): width 0 when none is
 // given; a width that is not a non-zero number is an error naming the
@@ -94,4 +110,56 @@ func printFields(w io.Writer, cols []printCol, rows [][]string, l sacctLayout) {
 	for _, r := range rows {
 		line(false, r)
 	}
+}
+
+// fieldCol is one resolved item of a format list: its field and its
+// width (negative: left-aligned).
+type fieldCol[F any] struct {
+	field *F
+	width int
+}
+
+// parseFieldList resolves the items of a format list ("Name[%WIDTH]",
+// fieldItem) as the accounting commands do: find names an item's field
+// and the field's own width, or the error the command prints; a width
+// given in the item replaces the field's. A bad width is an error unless
+// lenient (sreport keeps the field's width then). An empty list is an
+// error naming opt.
+func parseFieldList[F any](items []string, lenient bool, opt string, find func(name string) (*F, int, error)) ([]fieldCol[F], error) {
+	var cols []fieldCol[F]
+	for _, item := range items {
+		name, width, err := fieldItem(item)
+		if err != nil && !lenient {
+			return nil, err
+		}
+		f, w, err := find(name)
+		if err != nil {
+			return nil, err
+		}
+		if width != 0 {
+			w = width
+		}
+		cols = append(cols, fieldCol[F]{f, w})
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("%s: no fields given", opt)
+	}
+	return cols, nil
+}
+
+// printFieldCols prints rows through printFields: header is a column's
+// header, value a row's cell in it.
+func printFieldCols[F, R any](w io.Writer, cols []fieldCol[F], rows []R, l sacctLayout, header func(*F) string, value func(R, *F) string) {
+	pcols := make([]printCol, len(cols))
+	for i, c := range cols {
+		pcols[i] = printCol{header(c.field), c.width}
+	}
+	cells := make([][]string, len(rows))
+	for i, r := range rows {
+		cells[i] = make([]string, len(cols))
+		for k, c := range cols {
+			cells[i][k] = value(r, c.field)
+		}
+	}
+	printFields(w, pcols, cells, l)
 }

@@ -1,6 +1,7 @@
 package slurmcli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -98,20 +99,14 @@ func sacctExitCode(code int) string {
 
 // id is the row's JobID: "12", "12_3" for an array element, with
 // ".batch" or ".STEP" for those rows.
-func (r sacctRow) id() string {
-	job := JobIDString(r.job)
-	switch {
-	case r.batch:
-		return job + ".batch"
-	case r.step != nil:
-		return fmt.Sprintf("%s.%d", job, r.step.ID)
-	}
-	return job
-}
+func (r sacctRow) id() string { return r.stepID(JobIDString(r.job)) }
 
 // rawID is JobIDRaw: the job's own id, whatever array it is in.
-func (r sacctRow) rawID() string {
-	job := strconv.FormatUint(r.job.ID, 10)
+func (r sacctRow) rawID() string { return r.stepID(strconv.FormatUint(r.job.ID, 10)) }
+
+// stepID is the row's id given its job's: the job's, or with ".batch" or
+// ".STEP" for those rows.
+func (r sacctRow) stepID(job string) string {
 	switch {
 	case r.batch:
 		return job + ".batch"
@@ -500,58 +495,32 @@ func sacctUnits(v uint64, unit, spec int) string {
 }
 
 // sacctCol is a --format field with its width.
-type sacctCol struct {
-	field *sacctField
-	width int // negative: left-aligned
-}
+type sacctCol = fieldCol[sacctField]
 
 // parseSacctFormat parses --format: comma-separated names (any case),
 // each with an optional %WIDTH.
 func parseSacctFormat(format string) ([]sacctCol, error) {
-	var cols []sacctCol
-	for _, item := range splitList(format) {
-		name, width, err := fieldItem(item)
-		if err != nil {
-			return nil, err
-		}
-		var col sacctCol
+	return parseFieldList(splitList(format), false, "--format", func(name string) (*sacctField, int, error) {
+		var field *sacctField
 		for i := range sacctFields {
 			if strings.EqualFold(sacctFields[i].name, name) {
-				col.field = &sacctFields[i]
+				field = &sacctFields[i]
 			}
 		}
-		if col.field == nil {
+		if field == nil {
 			names := make([]string, len(sacctFields))
 			for i, f := range sacctFields {
 				names[i] = f.name
 			}
-			return nil, slurmErrorf("Invalid field requested: \"%s\" (Shoal fills %s)", name, strings.Join(names, ", "))
+			return nil, 0, slurmErrorf("Invalid field requested: \"%s\" (Shoal fills %s)", name, strings.Join(names, ", "))
 		}
-		col.width = col.field.width
-		if width != 0 {
-			col.width = width
-		}
-		cols = append(cols, col)
-	}
-	if len(cols) == 0 {
-		return nil, fmt.Errorf("--format: no fields given")
-	}
-	return cols, nil
+		return field, field.width, nil
+	})
 }
 
 func printSacct(w io.Writer, cols []sacctCol, rows []sacctRow, v slurmView, l sacctLayout) {
-	fcols := make([]printCol, len(cols))
-	for i, c := range cols {
-		fcols[i] = printCol{c.field.name, c.width}
-	}
-	cells := make([][]string, len(rows))
-	for i, r := range rows {
-		cells[i] = make([]string, len(cols))
-		for k, c := range cols {
-			cells[i][k] = c.field.value(r, v)
-		}
-	}
-	printFields(w, fcols, cells, l)
+	printFieldCols(w, cols, rows, l, func(f *sacctField) string { return f.name },
+		func(r sacctRow, f *sacctField) string { return f.value(r, v) })
 }
 
 // sacctRows lists a job and, unless jobsOnly, its batch step and steps.
@@ -710,6 +679,9 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 	layout := sacctLayout{header: true, delimiter: "|"}
 	jobsOnly := false
 	for _, o := range vals {
+		if layout.option(o.Opt.Long) {
+			continue
+		}
 		switch o.Opt.Long {
 		case "jobs":
 			for _, s := range splitList(o.Value) {
@@ -728,14 +700,8 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 			format = sacctBriefFormat
 		case "allocations":
 			jobsOnly = true
-		case "parsable":
-			layout.parsable, layout.trailing = true, true
-		case "parsable2":
-			layout.parsable, layout.trailing = true, false
 		case "delimiter":
 			layout.delimiter = o.Value
-		case "noheader":
-			layout.header = false
 		case "user":
 			q.users = append(q.users, resolveUsers(o.Value)...)
 		case "allusers":
@@ -801,15 +767,7 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 			shown = append(shown, j)
 		}
 	}
-	slices.SortStableFunc(shown, func(a, b api.Job) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(shown, func(a, b api.Job) int { return cmp.Compare(a.ID, b.ID) })
 	printSacct(stdout, cols, sacctRows(shown, jobsOnly), v, layout)
 	return nil
 }

@@ -107,42 +107,21 @@ const (
 	mgrQoSFormat       = "Name,Prio,GraceT,Preempt,PreemptE,PreemptM,Flags%40,UsageThres,UsageFactor,GrpTRES,GrpTRESMins,GrpTRESRunMins,GrpJ,GrpS,GrpW,MaxTRES,MaxTRESPerN,MaxTRESMins,MaxW,MaxTRESPerUser,MaxJobsPerUser,MaxSubmitJobsPerUser,MaxTRESPerAcct,MaxJobsPerAcct,MaxSubmitJobsPerAcct,MinTRES"
 )
 
-// mgrCol is a resolved format item: the field (by its header, which is
-// also the key of a row's values) and its width.
-type mgrCol struct {
-	header string
-	width  int
-}
+// mgrCol is a resolved format item: the field (whose header is also the
+// key of a row's values) and its width.
+type mgrCol = fieldCol[mgrField]
 
 // parseMgrFormat resolves a sacctmgr format list ("U,DefaultA%20,Ad").
 func parseMgrFormat(format string) ([]mgrCol, error) {
-	var cols []mgrCol
-	for _, item := range splitList(format) {
-		name, width, err := fieldItem(item)
-		if err != nil {
-			return nil, err
-		}
-		var f *mgrField
+	return parseFieldList(splitList(format), false, "format", func(name string) (*mgrField, int, error) {
 		for i := range mgrFields {
 			c := &mgrFields[i]
 			if len(name) >= c.min && len(name) <= len(c.name) && strings.EqualFold(c.name[:len(name)], name) {
-				f = c
-				break
+				return c, c.width, nil
 			}
 		}
-		if f == nil {
-			return nil, slurmErrorf("Unknown field '%s'", name)
-		}
-		col := mgrCol{f.header, f.width}
-		if width != 0 {
-			col.width = width
-		}
-		cols = append(cols, col)
-	}
-	if len(cols) == 0 {
-		return nil, fmt.Errorf("format: no fields given")
-	}
-	return cols, nil
+		return nil, 0, slurmErrorf("Unknown field '%s'", name)
+	})
 }
 
 // mgrRow is one listed record: its values by header, and what where
@@ -477,15 +456,12 @@ func Sacctmgr(ctx context.Context, connect Connect, args []string, stdout, stder
 	layout := sacctLayout{header: true, delimiter: "|"}
 	withAssoc := false
 	for _, o := range vals {
+		if layout.option(o.Opt.Long) {
+			continue
+		}
 		switch o.Opt.Long {
 		case "associations":
 			withAssoc = true
-		case "noheader":
-			layout.header = false
-		case "parsable":
-			layout.parsable, layout.trailing = true, true
-		case "parsable2":
-			layout.parsable, layout.trailing = true, false
 		}
 	}
 	q, err := parseMgrQuery(rest, withAssoc)
@@ -513,16 +489,6 @@ func Sacctmgr(ctx context.Context, connect Connect, args []string, stdout, stder
 }
 
 func printMgr(w io.Writer, cols []mgrCol, rows []mgrRow, l sacctLayout) {
-	pcols := make([]printCol, len(cols))
-	for i, c := range cols {
-		pcols[i] = printCol{c.header, c.width}
-	}
-	cells := make([][]string, len(rows))
-	for i, r := range rows {
-		cells[i] = make([]string, len(cols))
-		for k, c := range cols {
-			cells[i][k] = r.values[c.header]
-		}
-	}
-	printFields(w, pcols, cells, l)
+	printFieldCols(w, cols, rows, l, func(f *mgrField) string { return f.header },
+		func(r mgrRow, f *mgrField) string { return r.values[f.header] })
 }

@@ -118,7 +118,7 @@ func TestSacctmgrDefaultFormats(t *testing.T) {
 		}
 		var got []string
 		for _, c := range cols {
-			got = append(got, c.header)
+			got = append(got, c.field.header)
 		}
 		if strings.Join(got, ",") != tc.headers {
 			t.Errorf("format %s: headers %s; want %s", tc.format, strings.Join(got, ","), tc.headers)

@@ -483,43 +483,24 @@ const (
 )
 
 // sreportCol is a resolved field with its width.
-type sreportCol struct {
-	field *sreportField
-	width int
-}
+type sreportCol = fieldCol[sreportField]
 
-// parseSreportFormat resolves format='s words (Field[%width]).
+// parseSreportFormat resolves format='s words (Field[%width]); sreport
+// keeps the field's own width where the given one is bad.
 func parseSreportFormat(fields []sreportField, words []string, t sreportTime) ([]sreportCol, error) {
-	var cols []sreportCol
-	for _, item := range words {
-		// sreport keeps the field's own width where the given one is bad.
-		name, width, _ := fieldItem(item)
-		var col sreportCol
-	find:
+	return parseFieldList(words, true, "format=", func(name string) (*sreportField, int, error) {
 		for i := range fields {
 			for k, n := range fields[i].names {
 				if sreportMatch(name, n, fields[i].min[k]) {
-					col.field = &fields[i]
-					break find
+					if t.perCent() {
+						return &fields[i], fields[i].perWidth, nil
+					}
+					return &fields[i], fields[i].width, nil
 				}
 			}
 		}
-		if col.field == nil {
-			return nil, fmt.Errorf("format=: Unknown field '%s'", clipArg(name))
-		}
-		col.width = col.field.width
-		if t.perCent() {
-			col.width = col.field.perWidth
-		}
-		if width != 0 {
-			col.width = width
-		}
-		cols = append(cols, col)
-	}
-	if len(cols) == 0 {
-		return nil, fmt.Errorf("format=: no fields given")
-	}
-	return cols, nil
+		return nil, 0, fmt.Errorf("format=: Unknown field '%s'", clipArg(name))
+	})
 }
 
 // sreportHeader is the block above a report (unless -n): dashes, the
@@ -560,16 +541,21 @@ func renderSreport(w io.Writer, a sreportArgs, in sreportInput) error {
 	return renderUserTop(w, a, in, use, users)
 }
 
-func renderClusterUtilization(w io.Writer, a sreportArgs, in sreportInput, use map[string]tresUse) error {
+// columns resolves the report's format= against its fields; without
+// one, its default format def (tresDef with -T).
+func (a sreportArgs) columns(fields []sreportField, def, tresDef string) ([]sreportCol, error) {
 	format := a.report.format
 	if len(format) == 0 {
-		def := sreportClusterFormat
 		if a.tresGiven {
-			def = sreportClusterTRESFormat
+			def = tresDef
 		}
 		format = splitList(def)
 	}
-	cols, err := parseSreportFormat(sreportClusterFields, format, a.time)
+	return parseSreportFormat(fields, format, a.time)
+}
+
+func renderClusterUtilization(w io.Writer, a sreportArgs, in sreportInput, use map[string]tresUse) error {
+	cols, err := a.columns(sreportClusterFields, sreportClusterFormat, sreportClusterTRESFormat)
 	if err != nil {
 		return err
 	}
@@ -631,15 +617,7 @@ func renderClusterUtilization(w io.Writer, a sreportArgs, in sreportInput, use m
 }
 
 func renderUserTop(w io.Writer, a sreportArgs, in sreportInput, use map[string]tresUse, users []sreportUser) error {
-	format := a.report.format
-	if len(format) == 0 {
-		def := sreportUserFormat
-		if a.tresGiven {
-			def = sreportUserTRESFormat
-		}
-		format = splitList(def)
-	}
-	cols, err := parseSreportFormat(sreportUserFields, format, a.time)
+	cols, err := a.columns(sreportUserFields, sreportUserFormat, sreportUserTRESFormat)
 	if err != nil {
 		return err
 	}
@@ -749,14 +727,11 @@ func sreportOptions(vals []slurm.OptValue, envTRES string) (sreportArgs, error) 
 	a := sreportArgs{time: sreportMins, timeWords: "Minutes", tres: []string{"cpu"}, layout: sacctLayout{header: true, delimiter: "|"}}
 	tres := envTRES
 	for _, o := range vals {
+		if a.layout.option(o.Opt.Long) {
+			continue
+		}
 		var err error
 		switch o.Opt.Long {
-		case "noheader":
-			a.layout.header = false
-		case "parsable":
-			a.layout.parsable, a.layout.trailing = true, true
-		case "parsable2":
-			a.layout.parsable, a.layout.trailing = true, false
 		case "time-format":
 			if a.time, a.timeWords, err = parseSreportTime(o.Value); err != nil {
 				return a, err

@@ -81,39 +81,19 @@ const (
 	sshareLongFormat = "A,User,RawShares,NormShares,RawUsage,NormUsage,Eff,Fairshare,LevelFS,GrpTRESMins,TRESRunMins"
 )
 
-type sshareCol struct {
-	field *sshareField
-	width int
-}
+type sshareCol = fieldCol[sshareField]
 
 // parseSshareFormat resolves -o's comma list (Field[%width]).
 func parseSshareFormat(format string) ([]sshareCol, error) {
-	var cols []sshareCol
-	for _, item := range splitList(format) {
-		name, width, err := fieldItem(item)
-		if err != nil {
-			return nil, err
-		}
-		var col sshareCol
+	return parseFieldList(splitList(format), false, "-o", func(name string) (*sshareField, int, error) {
 		for i := range sshareFields {
 			f := &sshareFields[i]
-			if len(name) <= len(f.name) && strings.EqualFold(f.name[:len(name)], name) {
-				col = sshareCol{f, f.width}
-				break
+			if name != "" && len(name) <= len(f.name) && strings.EqualFold(f.name[:len(name)], name) {
+				return f, f.width, nil
 			}
 		}
-		if col.field == nil || name == "" {
-			return nil, slurmErrorf("Invalid field requested: \"%s\"", name)
-		}
-		if width != 0 {
-			col.width = width
-		}
-		cols = append(cols, col)
-	}
-	if len(cols) == 0 {
-		return nil, fmt.Errorf("-o: no fields given")
-	}
-	return cols, nil
+		return nil, 0, slurmErrorf("Invalid field requested: \"%s\"", name)
+	})
 }
 
 // sshareQuery is which associations sshare shows.
@@ -191,18 +171,8 @@ func sshareRows(tree []api.ShareAssoc, q sshareQuery) []sshareRow {
 }
 
 func printSshare(w io.Writer, cols []sshareCol, rows []sshareRow, l sacctLayout) {
-	pcols := make([]printCol, len(cols))
-	for i, c := range cols {
-		pcols[i] = printCol{c.field.name, c.width}
-	}
-	cells := make([][]string, len(rows))
-	for i, r := range rows {
-		cells[i] = make([]string, len(cols))
-		for k, c := range cols {
-			cells[i][k] = c.field.value(r)
-		}
-	}
-	printFields(w, pcols, cells, l)
+	printFieldCols(w, cols, rows, l, func(f *sshareField) string { return f.name },
+		func(r sshareRow, f *sshareField) string { return f.value(r) })
 }
 
 var sshareOpts = []slurm.Option{
@@ -233,6 +203,9 @@ func sshareOptions(vals []slurm.OptValue) (string, sacctLayout, sshareQuery) {
 	layout := sacctLayout{header: true, delimiter: "|"}
 	var q sshareQuery
 	for _, o := range vals {
+		if layout.option(o.Opt.Long) {
+			continue
+		}
 		switch o.Opt.Long {
 		case "all":
 			q.all = true
@@ -240,14 +213,8 @@ func sshareOptions(vals []slurm.OptValue) (string, sacctLayout, sshareQuery) {
 			q.accounts = append(q.accounts, splitList(o.Value)...)
 		case "long":
 			long = true
-		case "noheader":
-			layout.header = false
 		case "format":
 			formats = append(formats, o.Value)
-		case "parsable":
-			layout.parsable, layout.trailing = true, true
-		case "parsable2":
-			layout.parsable, layout.trailing = true, false
 		case "users":
 			if o.Value == "-1" {
 				q.all = true
