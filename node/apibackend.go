@@ -64,6 +64,15 @@ func (b apiBackend) Leads() (bool, error) {
 // by this node.
 func (b apiBackend) LeaderClient() (*api.Client, error) { return b.a.leaderClient() }
 
+// Outside reports whether this node is a worker, outside the raft
+// configuration: its replica reads go to the leader.
+func (b apiBackend) Outside() bool { return b.a.outside() }
+
+// Follow is a server's side of a worker's follow query.
+func (b apiBackend) Follow(ctx context.Context, node string, index uint64, digest string, lease uint64, wait time.Duration) (api.FollowReply, error) {
+	return b.a.follow(ctx, node, index, digest, lease, wait)
+}
+
 // Readable returns nil when the replica may answer reads.
 func (b apiBackend) Readable() error { return b.a.readable() }
 
@@ -97,11 +106,7 @@ func (b apiBackend) Status() api.Status {
 
 // CurrentLeader names the leader and its API address.
 func (b apiBackend) CurrentLeader() (api.Leader, error) {
-	id, _ := b.a.raft.Leader()
-	if id == "" {
-		return api.Leader{}, unavailable(errNoLeader)
-	}
-	_, addr, _, err := b.a.leaderAPI()
+	id, addr, _, err := b.a.leaderAPI()
 	if err != nil {
 		return api.Leader{}, err
 	}

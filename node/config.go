@@ -98,6 +98,11 @@ type Config struct {
 	DrainOnStop time.Duration
 	// DeadServerGrace is how long a failed voter stays before it is replaced.
 	DeadServerGrace time.Duration
+	// RaftReplicas (--raft-replicas) is how many non-voter raft replicas
+	// the leader keeps beside the voters; every other node is a worker
+	// that follows its jobs from a server (follow.go). 0 means
+	// DefaultRaftReplicas; a negative value none.
+	RaftReplicas int
 	// ScheduleInterval bounds how long a pending job waits for a pass when
 	// nothing changes.
 	ScheduleInterval time.Duration
@@ -138,6 +143,7 @@ const (
 	DefaultKillGrace         = 10 * time.Second
 	DefaultKillWait          = 30 * time.Second
 	DefaultDeadServerGrace   = 30 * time.Second
+	DefaultRaftReplicas      = 2
 	DefaultScheduleInterval  = 2 * time.Second
 	// DefaultGPUSampleInterval is how often GPUs are sampled: NVML's
 	// utilization rate already averages over its own period (1/6 s to
@@ -188,6 +194,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.DeadServerGrace == 0 {
 		c.DeadServerGrace = DefaultDeadServerGrace
+	}
+	if c.RaftReplicas == 0 {
+		c.RaftReplicas = DefaultRaftReplicas
 	}
 	if c.ScheduleInterval == 0 {
 		c.ScheduleInterval = DefaultScheduleInterval

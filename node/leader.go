@@ -201,7 +201,8 @@ func (a *Agent) leaseWatch(since time.Time) leader.LeaseWatch {
 }
 
 // voterLoop keeps raft membership in line with gossip: an odd number of
-// voters spread over switches, the rest nonvoters, dead ones replaced.
+// voters spread over switches, up to --raft-replicas nonvoters, the rest
+// workers outside the configuration, dead ones replaced.
 func (a *Agent) voterLoop(ctx context.Context) {
 	log := a.log.With("component", "voters")
 	failedSince := map[string]time.Time{}
@@ -228,7 +229,8 @@ func (a *Agent) voterLoop(ctx context.Context) {
 				cands[i].Alive, cands[i].Left = false, true
 			}
 		}
-		changes := consensus.PlanVoters(consensus.VoterConfig{DeadServerGrace: a.cfg.DeadServerGrace}, a.cfg.Name, cands, now)
+		vc := consensus.VoterConfig{DeadServerGrace: a.cfg.DeadServerGrace, MaxNonvoters: max(-1, a.cfg.RaftReplicas)}
+		changes := consensus.PlanVoters(vc, a.cfg.Name, cands, now)
 		if len(changes) == 0 {
 			continue
 		}

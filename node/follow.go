@@ -1,0 +1,379 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/consensus"
+	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/gossip"
+)
+
+// A worker is a node outside the raft configuration (beyond the voters
+// and the --raft-replicas non-voters, consensus.PlanVoters). Its raft
+// instance stays unconfigured, ready to be added, and its replica is not
+// used: it follows the jobs that hold it from a server with a blocking
+// query (GET /v1/internal/follow), reaches the leader through the hints
+// the servers give, and forwards the API's replica reads to the leader.
+
+// Bounds of following.
+const (
+	// followWait is how long a server holds a worker's follow query when
+	// nothing of the worker's changes.
+	followWait = 30 * time.Second
+	// followTimeout bounds one follow call, its wait included.
+	followTimeout = followWait + 10*time.Second
+	// followRetry is the pause after a failed follow call; followIdle
+	// after one that found no server to ask.
+	followRetry = 200 * time.Millisecond
+	followIdle  = time.Second
+	// memberPoll is how often a raft server checks it still is one.
+	memberPoll = time.Second
+	// serverBackoff is how long a server that failed a follow call is
+	// passed over.
+	serverBackoff = 5 * time.Second
+	// memberTimeout bounds reading the raft configuration.
+	memberTimeout = 2 * time.Second
+)
+
+// followState is the state in a follow reply (api.FollowReply.State).
+type followState struct {
+	Jobs   []*cluster.Job  `msgpack:"jobs"`
+	Nodes  []*cluster.Node `msgpack:"nodes"`
+	Policy *cluster.Policy `msgpack:"policy,omitempty"`
+}
+
+// member reports whether this node is a raft server now: its raft knows
+// a leader, and the configuration names this node. A server removed from
+// the configuration never hears of it (the leader stops replicating to
+// it), but loses its leader within an election timeout.
+func (a *Agent) member(ctx context.Context) bool {
+	if a.raft.IsLeader() {
+		return true
+	}
+	if id, _ := a.raft.Leader(); id == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, memberTimeout)
+	defer cancel()
+	servers, err := a.raft.Servers(ctx)
+	if err != nil {
+		return false
+	}
+	for _, s := range servers {
+		if s.ID == a.cfg.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// outside reports whether this node is a worker: its replica is not a
+// member of the raft configuration and must not answer reads.
+func (a *Agent) outside() bool { return !a.member(context.Background()) }
+
+// remote is what a worker knows from the servers: the view of its jobs
+// it last received, and where the leader and the servers are.
+type remote struct {
+	mu sync.Mutex
+	// view is the last state received; nil before the first, or while
+	// this node is a server. changed is its Changed channel.
+	view    *fsm.View
+	changed chan struct{}
+	digest  string
+	// leader and leaderAddr are the leader the servers last named.
+	leader, leaderAddr string
+	servers            []api.FollowServer
+	// failed is when each server last failed a follow call.
+	failed map[string]time.Time
+	// cancel ends the follow call in flight; urgent makes the next one
+	// answer at once (kick).
+	cancel context.CancelFunc
+	urgent bool
+}
+
+// current returns the view last received, or nil.
+func (r *remote) current() *fsm.View {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.view
+}
+
+// leaderHint is the leader the servers last named.
+func (r *remote) leaderHint() (name, addr string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.leader, r.leaderAddr
+}
+
+// kick ends the follow call in flight, and makes the next one answer at
+// once: a call to the leader failed, so the hints may be stale.
+func (r *remote) kick() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.urgent = true
+	if r.cancel != nil {
+		r.cancel()
+	}
+}
+
+// drop forgets the view: this node is a server and reads its replica.
+func (r *remote) drop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.view, r.digest = nil, ""
+}
+
+// pick chooses the server to follow: the servers last named, the leader
+// last and each one spared for serverBackoff after it failed, starting at
+// a place that depends on this node's name so that the workers spread
+// over the servers; failing that, a live gossip member, which answers
+// with hints at least.
+func (r *remote) pick(self string, members []gossip.Member, now time.Time) (name, addr string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := fnv.New32a()
+	h.Write([]byte(self))
+	start := int(h.Sum32())
+	var leader api.FollowServer
+	for i := range r.servers {
+		s := r.servers[(start+i)%len(r.servers)]
+		if s.Name == self || s.APIAddr == "" || now.Sub(r.failed[s.Name]) < serverBackoff {
+			continue
+		}
+		if s.Name == r.leader {
+			leader = s
+			continue
+		}
+		return s.Name, s.APIAddr
+	}
+	if leader.Name != "" {
+		return leader.Name, leader.APIAddr
+	}
+	var alive []gossip.Member
+	for _, m := range members {
+		if m.Name != self && m.Status == gossip.StatusAlive && m.Meta.APIAddr != "" {
+			alive = append(alive, m)
+		}
+	}
+	if len(alive) == 0 {
+		return "", ""
+	}
+	m := alive[rand.IntN(len(alive))]
+	return m.Name, m.Meta.APIAddr
+}
+
+// followLoop keeps a worker's view of its jobs current, and does nothing
+// but check its membership while this node is a raft server.
+func (a *Agent) followLoop(ctx context.Context) {
+	log := a.log.With("component", "follow")
+	for ctx.Err() == nil {
+		if a.member(ctx) {
+			a.remote.drop()
+			sleepCtx(ctx, memberPoll)
+			continue
+		}
+		wait, err := a.followOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			log.Debug("follow a server", "err", err)
+		}
+		sleepCtx(ctx, wait)
+	}
+}
+
+// errNoServer is returned while a worker knows no node to follow.
+var errNoServer = errors.New("no server known to follow")
+
+// followOnce makes one follow call, and returns how long to pause before
+// the next.
+func (a *Agent) followOnce(ctx context.Context) (time.Duration, error) {
+	r := &a.remote
+	name, addr := r.pick(a.cfg.Name, a.gossip.Members(), time.Now())
+	if addr == "" {
+		return followIdle, errNoServer
+	}
+	c, err := a.peers.get(name, addr)
+	if err != nil {
+		return followRetry, err
+	}
+	c = c.WithHeader(api.HeaderForwardedBy, a.cfg.Name)
+	rctx, cancel := context.WithTimeout(ctx, followTimeout)
+	defer cancel()
+	r.mu.Lock()
+	index, digest, wait := uint64(0), r.digest, followWait
+	if r.view != nil {
+		index = r.view.Index
+	}
+	if r.urgent || r.view == nil {
+		wait, r.urgent = 0, false
+	}
+	r.cancel = cancel
+	r.mu.Unlock()
+	q := url.Values{}
+	q.Set("node", a.cfg.Name)
+	q.Set("index", fmt.Sprint(index))
+	q.Set("digest", digest)
+	q.Set("lease", fmt.Sprint(a.leaseIndex.Load()))
+	q.Set("wait", wait.String())
+	var reply api.FollowReply
+	_, err = c.Do(rctx, http.MethodGet, "/v1/internal/follow?"+q.Encode(), nil, &reply)
+	r.mu.Lock()
+	r.cancel = nil
+	r.mu.Unlock()
+	if err != nil {
+		r.mu.Lock()
+		if r.failed == nil {
+			r.failed = map[string]time.Time{}
+		}
+		r.failed[name] = time.Now()
+		r.mu.Unlock()
+		return followRetry, fmt.Errorf("follow %s at %s: %w", name, addr, err)
+	}
+	if err := r.update(reply); err != nil {
+		return followRetry, fmt.Errorf("follow %s: %w", name, err)
+	}
+	if !reply.Server {
+		return followRetry, nil // hints only: ask a server next
+	}
+	return 0, nil
+}
+
+// update takes in a follow reply: its hints, and its state when a server
+// sent it.
+func (r *remote) update(reply api.FollowReply) error {
+	var st followState
+	if reply.Server {
+		if err := msgpack.Unmarshal(reply.State, &st); err != nil {
+			return fmt.Errorf("decode state at %d: %w", reply.Index, err)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if reply.Leader != "" {
+		r.leader, r.leaderAddr = reply.Leader, reply.LeaderAddr
+	}
+	if len(reply.Servers) > 0 {
+		r.servers = reply.Servers
+	}
+	if !reply.Server || reply.Member {
+		return nil
+	}
+	if r.view != nil && reply.Index < r.view.Index {
+		return nil // a server behind the one that answered before: keep the newer
+	}
+	old := r.changed
+	r.changed = make(chan struct{})
+	r.view = fsm.PartialView(reply.Index, st.Jobs, st.Nodes, st.Policy, r.changed)
+	r.digest = reply.Digest
+	if old != nil {
+		close(old)
+	}
+	return nil
+}
+
+// follow is a server's side of GET /v1/internal/follow (api.FollowReply).
+func (a *Agent) follow(ctx context.Context, node string, index uint64, digest string, lease uint64, wait time.Duration) (api.FollowReply, error) {
+	reply := a.followHints(ctx, node)
+	if !a.member(ctx) || a.readable() != nil {
+		return reply, nil // hints only
+	}
+	reply.Server = true
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		v := a.state.View()
+		state, sum, err := followStateOf(v, node)
+		if err != nil {
+			return reply, err
+		}
+		if sum != digest || (index < lease && v.Index >= lease) || wait <= 0 {
+			reply.Index, reply.Digest, reply.State = v.Index, sum, state
+			return reply, nil
+		}
+		select {
+		case <-v.Changed():
+		case <-timer.C:
+			wait = 0
+		case <-ctx.Done():
+			return reply, ctx.Err()
+		}
+	}
+}
+
+// followHints are the leader and the servers this node knows, and
+// whether node is one of them.
+func (a *Agent) followHints(ctx context.Context, node string) api.FollowReply {
+	var reply api.FollowReply
+	if name, addr, _, err := a.leaderAPI(); err == nil {
+		reply.Leader, reply.LeaderAddr = name, addr
+	}
+	ctx, cancel := context.WithTimeout(ctx, memberTimeout)
+	defer cancel()
+	servers, err := a.raft.Servers(ctx)
+	if id, _ := a.raft.Leader(); err != nil || id == "" {
+		// Not a server, or one cut off: pass on what the servers said.
+		reply.Servers = a.remote.serverList()
+		return reply
+	}
+	apiAddr := map[string]string{}
+	for _, m := range a.gossip.Members() {
+		apiAddr[m.Name] = m.Meta.APIAddr
+	}
+	for _, s := range servers {
+		reply.Servers = append(reply.Servers, api.FollowServer{Name: s.ID, APIAddr: apiAddr[s.ID], Voter: s.Suffrage == consensus.Voter})
+		reply.Member = reply.Member || s.ID == node
+	}
+	return reply
+}
+
+func (r *remote) serverList() []api.FollowServer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.servers
+}
+
+// followStateOf encodes what node needs of view v: the jobs that hold it
+// (the ones worker.Reconcile acts on), the nodes of their allocations and
+// the policy; and a digest of it.
+func followStateOf(v *fsm.View, node string) ([]byte, string, error) {
+	st := followState{Policy: v.Policy()}
+	seen := map[string]bool{}
+	for _, j := range v.Jobs() {
+		i := j.Alloc.Find(node)
+		if i < 0 || j.Alloc.Nodes[i].Released {
+			continue
+		}
+		st.Jobs = append(st.Jobs, j)
+		for _, na := range j.Alloc.Nodes {
+			if seen[na.Node] {
+				continue
+			}
+			seen[na.Node] = true
+			if n, ok := v.Node(na.Node); ok {
+				st.Nodes = append(st.Nodes, n)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true)
+	if err := enc.Encode(&st); err != nil {
+		return nil, "", fmt.Errorf("encode the state of node %s: %w", node, err)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	return buf.Bytes(), hex.EncodeToString(sum[:16]), nil
+}
