@@ -103,6 +103,9 @@ type Config struct {
 	// that follows its jobs from a server (follow.go). 0 means
 	// DefaultRaftReplicas; a negative value none.
 	RaftReplicas int
+	// RaftVoters (--raft-voters) caps the voters; 0 means 3, or 5 once
+	// five nodes are up (consensus.VoterConfig.MaxVoters).
+	RaftVoters int
 	// ScheduleInterval bounds how long a pending job waits for a pass when
 	// nothing changes.
 	ScheduleInterval time.Duration

@@ -229,7 +229,7 @@ func (a *Agent) voterLoop(ctx context.Context) {
 				cands[i].Alive, cands[i].Left = false, true
 			}
 		}
-		vc := consensus.VoterConfig{DeadServerGrace: a.cfg.DeadServerGrace, MaxNonvoters: max(-1, a.cfg.RaftReplicas)}
+		vc := consensus.VoterConfig{MaxVoters: a.cfg.RaftVoters, DeadServerGrace: a.cfg.DeadServerGrace, MaxNonvoters: max(-1, a.cfg.RaftReplicas)}
 		changes := consensus.PlanVoters(vc, a.cfg.Name, cands, now)
 		if len(changes) == 0 {
 			continue

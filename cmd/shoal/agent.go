@@ -99,6 +99,9 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 			if devTiming {
 				cfg.RaftTiming = consensus.FastTiming()
 			}
+			if cfg.RaftVoters < 0 || cfg.RaftVoters%2 == 0 && cfg.RaftVoters != 0 {
+				return fmt.Errorf("--raft-voters %d: want an odd number, or 0 for 3 or 5 by cluster size", cfg.RaftVoters)
+			}
 			if raftReplicas < 0 {
 				return fmt.Errorf("--raft-replicas %d: want 0 or more", raftReplicas)
 			}
@@ -171,6 +174,7 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.BoolVar(&cfg.KeepTasksOnStop, "keep-tasks-on-stop", false, "on SIGTERM, stop for a restart: tasks run on under their supervisors and the next agent on this data dir reattaches to them (default: stop them and leave)")
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", node.DefaultHeartbeatInterval, "lease renewal interval")
 	f.DurationVar(&cfg.DeadServerGrace, "dead-server-grace", node.DefaultDeadServerGrace, "how long a failed raft voter stays before it is replaced")
+	f.IntVar(&cfg.RaftVoters, "raft-voters", 0, "raft voters, odd (default 0: 3, or 5 from five nodes up)")
 	f.IntVar(&raftReplicas, "raft-replicas", node.DefaultRaftReplicas, "non-voter raft replicas kept beside the 3 or 5 voters; every other node is a worker that follows its jobs from a server")
 	f.BoolVar(&devTiming, "dev-timing", false, "fast raft timeouts for loopback clusters (shoal dev, tests); not for real networks")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
