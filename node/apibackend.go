@@ -88,6 +88,9 @@ func (b apiBackend) Status() api.Status {
 	a := b.a
 	v := a.state.View()
 	leader, _ := a.raft.Leader()
+	if leader == "" {
+		leader, _ = a.remote.leaderHint() // a worker: the leader the servers name
+	}
 	hashIndex, sum := a.state.Hash()
 	st := api.Status{
 		Name: a.cfg.Name, Version: a.cfg.Version, RaftState: a.raft.State(), Leader: leader,

@@ -296,12 +296,13 @@ func (a *Agent) follow(ctx context.Context, node string, index uint64, digest st
 	defer timer.Stop()
 	for {
 		v := a.state.View()
-		state, sum, err := followStateOf(v, node)
-		if err != nil {
-			return reply, err
-		}
+		st, sum := followStateOf(v, node)
 		if sum != digest || (index < lease && v.Index >= lease) || wait <= 0 {
-			reply.Index, reply.Digest, reply.State = v.Index, sum, state
+			data, err := encodeFollowState(st, node)
+			if err != nil {
+				return reply, err
+			}
+			reply.Index, reply.Digest, reply.State = v.Index, sum, data
 			return reply, nil
 		}
 		select {
@@ -346,18 +347,22 @@ func (r *remote) serverList() []api.FollowServer {
 	return r.servers
 }
 
-// followStateOf encodes what node needs of view v: the jobs that hold it
+// followStateOf gathers what node needs of view v: the jobs that hold it
 // (the ones worker.Reconcile acts on), the nodes of their allocations and
-// the policy; and a digest of it.
-func followStateOf(v *fsm.View, node string) ([]byte, string, error) {
+// the policy; and a digest of it, from the records' ModifyIndex (every
+// command that changes a record stamps it), cheap enough to compute on
+// every applied entry while a follow query waits.
+func followStateOf(v *fsm.View, node string) (followState, string) {
 	st := followState{Policy: v.Policy()}
 	seen := map[string]bool{}
+	h := sha256.New()
 	for _, j := range v.Jobs() {
 		i := j.Alloc.Find(node)
 		if i < 0 || j.Alloc.Nodes[i].Released {
 			continue
 		}
 		st.Jobs = append(st.Jobs, j)
+		fmt.Fprintf(h, "j%d@%d;", j.ID, j.ModifyIndex)
 		for _, na := range j.Alloc.Nodes {
 			if seen[na.Node] {
 				continue
@@ -365,15 +370,21 @@ func followStateOf(v *fsm.View, node string) ([]byte, string, error) {
 			seen[na.Node] = true
 			if n, ok := v.Node(na.Node); ok {
 				st.Nodes = append(st.Nodes, n)
+				fmt.Fprintf(h, "n%s@%d;", n.Name, n.ModifyIndex)
 			}
 		}
 	}
+	fmt.Fprintf(h, "c%s", st.Policy.Name())
+	return st, hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// encodeFollowState encodes st for a follow reply.
+func encodeFollowState(st followState, node string) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := msgpack.NewEncoder(&buf)
 	enc.SetSortMapKeys(true)
 	if err := enc.Encode(&st); err != nil {
-		return nil, "", fmt.Errorf("encode the state of node %s: %w", node, err)
+		return nil, fmt.Errorf("encode the state of node %s: %w", node, err)
 	}
-	sum := sha256.Sum256(buf.Bytes())
-	return buf.Bytes(), hex.EncodeToString(sum[:16]), nil
+	return buf.Bytes(), nil
 }
