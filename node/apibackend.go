@@ -40,7 +40,7 @@ var errNoTokenKey = unavailable(errors.New("user token: this agent has not yet l
 // UserToken is the user a token proves, if it verifies against the
 // cluster's token key and was not revoked.
 func (b apiBackend) UserToken(tok string) (api.Identity, string, error) {
-	sec := b.a.state.View().Security()
+	sec := b.a.view().Security()
 	if sec == nil || len(sec.TokenKey) == 0 {
 		return httpapi.Nobody, "", errNoTokenKey
 	}

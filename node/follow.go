@@ -55,6 +55,11 @@ type followState struct {
 	Jobs   []*cluster.Job  `msgpack:"jobs"`
 	Nodes  []*cluster.Node `msgpack:"nodes"`
 	Policy *cluster.Policy `msgpack:"policy,omitempty"`
+	// Security is the cluster's security state (CA, token key, gossip
+	// keyring, revocations), which every server holds too: the node's API
+	// checks tokens and revocations with it, and its gossip follows the
+	// keyring.
+	Security *cluster.Security `msgpack:"security,omitempty"`
 }
 
 // member reports whether this node is a raft server now: its raft knows
@@ -135,7 +140,25 @@ func (r *remote) kick() {
 func (r *remote) drop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.view == nil {
+		return
+	}
 	r.view, r.digest = nil, ""
+	close(r.changed) // wake whoever waits on it: the replica is newer now
+	r.changed = nil
+}
+
+// view is the newest state this node knows: its replica's, or, when a
+// server sent a newer one (this node is a worker), that one, which holds
+// only this node's jobs, their nodes, the policy and the security state.
+// Loops that wait on its Changed must also poll (a worker's replica never
+// changes; a server's remote view never comes).
+func (a *Agent) view() *fsm.View {
+	v := a.state.View()
+	if r := a.remote.current(); r != nil && r.Index > v.Index {
+		return r
+	}
+	return v
 }
 
 // pick chooses the server to follow: the servers last named, the leader
@@ -277,7 +300,7 @@ func (r *remote) update(reply api.FollowReply) error {
 	}
 	old := r.changed
 	r.changed = make(chan struct{})
-	r.view = fsm.PartialView(reply.Index, st.Jobs, st.Nodes, st.Policy, r.changed)
+	r.view = fsm.PartialView(reply.Index, st.Jobs, st.Nodes, st.Policy, st.Security, r.changed)
 	r.digest = reply.Digest
 	if old != nil {
 		close(old)
@@ -353,7 +376,7 @@ func (r *remote) serverList() []api.FollowServer {
 // command that changes a record stamps it), cheap enough to compute on
 // every applied entry while a follow query waits.
 func followStateOf(v *fsm.View, node string) (followState, string) {
-	st := followState{Policy: v.Policy()}
+	st := followState{Policy: v.Policy(), Security: v.Security()}
 	seen := map[string]bool{}
 	h := sha256.New()
 	for _, j := range v.Jobs() {
@@ -374,7 +397,9 @@ func followStateOf(v *fsm.View, node string) (followState, string) {
 			}
 		}
 	}
-	fmt.Fprintf(h, "c%s", st.Policy.Name())
+	// A security state is never modified once stored: a new one is a new
+	// record (the digest only wakes a worker, so a pointer will do).
+	fmt.Fprintf(h, "c%s;s%p", st.Policy.Name(), st.Security)
 	return st, hex.EncodeToString(h.Sum(nil)[:16])
 }
 

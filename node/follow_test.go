@@ -29,7 +29,7 @@ func TestFollowStateOf(t *testing.T) {
 		followJob(3, 7, cluster.NodeAlloc{Node: "w1", Released: true}),
 		{ID: 4, State: cluster.JobPending},
 	}
-	v := fsm.PartialView(10, jobs, nodes, nil, nil)
+	v := fsm.PartialView(10, jobs, nodes, nil, nil, nil)
 	st, sum := followStateOf(v, "w1")
 	var ids []cluster.JobID
 	for _, j := range st.Jobs {
@@ -50,13 +50,13 @@ func TestFollowStateOf(t *testing.T) {
 	}
 	changed := slices.Clone(jobs)
 	changed[0] = followJob(1, 11, cluster.NodeAlloc{Node: "w1"}, cluster.NodeAlloc{Node: "w2"})
-	if _, s2 := followStateOf(fsm.PartialView(11, changed, nodes, nil, nil), "w1"); s2 == sum {
+	if _, s2 := followStateOf(fsm.PartialView(11, changed, nodes, nil, nil, nil), "w1"); s2 == sum {
 		t.Error("digest unchanged after w1's job changed")
 	}
 	// An unrelated job's change does not wake w1.
 	changed = slices.Clone(jobs)
 	changed[1] = followJob(2, 11, cluster.NodeAlloc{Node: "w3"})
-	if _, s3 := followStateOf(fsm.PartialView(11, changed, nodes, nil, nil), "w1"); s3 != sum {
+	if _, s3 := followStateOf(fsm.PartialView(11, changed, nodes, nil, nil, nil), "w1"); s3 != sum {
 		t.Error("digest of w1 changed with w3's job")
 	}
 	// The state round-trips into the worker's partial view.

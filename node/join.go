@@ -45,7 +45,7 @@ func (a *Agent) caOffer() (*api.ClusterCA, bool) {
 
 // hasClusterCA reports whether the replicated state holds the CA.
 func (a *Agent) hasClusterCA() bool {
-	sec := a.state.View().Security()
+	sec := a.view().Security()
 	return sec != nil && len(sec.CACert) > 0
 }
 
@@ -144,7 +144,7 @@ func clusterCA(v *fsm.View) (*pki.CA, [][]byte, error) {
 
 // revokedCheck is the bundle's revocation check: the replicated list.
 func (a *Agent) revokedCheck(name string, issued time.Time) bool {
-	at, ok := a.state.View().Security().RevokedAt(name)
+	at, ok := a.view().Security().RevokedAt(name)
 	return ok && issued.Before(at)
 }
 

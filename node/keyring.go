@@ -29,7 +29,7 @@ func (a *Agent) keyringLoop(ctx context.Context) {
 	}
 	var applied [][]byte
 	for {
-		v := a.state.View()
+		v := a.view() // a worker's comes from a server (follow.go)
 		if sec := v.Security(); sec != nil && len(sec.GossipKeys) > 0 && !sameKeys(sec.GossipKeys, applied) {
 			if err := a.gossip.SetKeys(sec.GossipKeys); err != nil {
 				a.log.Warn("follow the cluster's gossip keyring", "err", err)
@@ -45,6 +45,7 @@ func (a *Agent) keyringLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-v.Changed():
+		case <-time.After(memberPoll): // a worker's replica never changes
 		}
 	}
 }
@@ -67,7 +68,7 @@ func (b apiBackend) Keyring(who cluster.Identity) (api.Keyring, uint64, error) {
 	if !who.Proven || who.UID != 0 {
 		return api.Keyring{}, 0, forbidden(fmt.Errorf("list the gossip keyring: %w: only root may", ErrForbidden))
 	}
-	v := b.a.state.View()
+	v := b.a.view()
 	out := api.Keyring{Cluster: []string{}, Local: encodeKeys(b.a.gossip.Keys())}
 	if sec := v.Security(); sec != nil {
 		out.Cluster = encodeKeys(sec.GossipKeys)
