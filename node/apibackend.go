@@ -66,7 +66,7 @@ func (b apiBackend) LeaderClient() (*api.Client, error) { return b.a.leaderClien
 
 // Outside reports whether this node is a worker, outside the raft
 // configuration: its replica reads go to the leader.
-func (b apiBackend) Outside() bool { return b.a.outside() }
+func (b apiBackend) Outside() bool { return b.a.outside(context.Background()) }
 
 // Follow is a server's side of a worker's follow query.
 func (b apiBackend) Follow(ctx context.Context, node string, index uint64, digest string, lease uint64, wait time.Duration) (api.FollowReply, error) {

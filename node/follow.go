@@ -48,6 +48,11 @@ const (
 	serverBackoff = 5 * time.Second
 	// memberTimeout bounds reading the raft configuration.
 	memberTimeout = 2 * time.Second
+	// removedGrace is how long a node its own raft configuration names
+	// must have known no leader before it follows a server as a worker:
+	// longer than an election, short enough that a removed server soon
+	// follows its jobs again.
+	removedGrace = 5 * time.Second
 )
 
 // followState is the state in a follow reply (api.FollowReply.State).
@@ -63,33 +68,36 @@ type followState struct {
 }
 
 // member reports whether this node is a raft server now: its raft knows
-// a leader, and the configuration names this node. A server removed from
-// the configuration never hears of it (the leader stops replicating to
-// it), but loses its leader within an election timeout.
-func (a *Agent) member(ctx context.Context) bool {
-	if a.raft.IsLeader() {
-		return true
-	}
-	if id, _ := a.raft.Leader(); id == "" {
-		return false
-	}
+// a leader, and the configuration names this node; and whether its own
+// configuration names it (also true of a server in an election, or of
+// one removed: a server removed from the configuration never hears of it,
+// as the leader stops replicating to it, but it loses its leader within
+// an election timeout).
+func (a *Agent) member(ctx context.Context) (member, inConfig bool) {
 	ctx, cancel := context.WithTimeout(ctx, memberTimeout)
 	defer cancel()
 	servers, err := a.raft.Servers(ctx)
 	if err != nil {
-		return false
+		return false, false
 	}
 	for _, s := range servers {
-		if s.ID == a.cfg.Name {
-			return true
-		}
+		inConfig = inConfig || s.ID == a.cfg.Name
 	}
-	return false
+	if a.raft.IsLeader() {
+		return true, true
+	}
+	id, _ := a.raft.Leader()
+	return inConfig && id != "", inConfig
 }
 
-// outside reports whether this node is a worker: its replica is not a
-// member of the raft configuration and must not answer reads.
-func (a *Agent) outside() bool { return !a.member(context.Background()) }
+// outside reports whether this node acts as a worker: it is not a raft
+// server with a leader, and either it follows a server already or its
+// own configuration does not name it. A server in an election (no remote
+// view) keeps reading its replica, as before.
+func (a *Agent) outside(ctx context.Context) bool {
+	member, inConfig := a.member(ctx)
+	return !member && (a.remote.current() != nil || !inConfig)
+}
 
 // remote is what a worker knows from the servers: the view of its jobs
 // it last received, and where the leader and the servers are.
@@ -201,14 +209,28 @@ func (r *remote) pick(self string, members []gossip.Member, now time.Time) (name
 }
 
 // followLoop keeps a worker's view of its jobs current, and does nothing
-// but check its membership while this node is a raft server.
+// but check its membership while this node is a raft server. A node its
+// own configuration names follows only once it has had no leader for
+// removedGrace: an election is not a removal.
 func (a *Agent) followLoop(ctx context.Context) {
 	log := a.log.With("component", "follow")
+	var lostSince time.Time
 	for ctx.Err() == nil {
-		if a.member(ctx) {
+		member, inConfig := a.member(ctx)
+		if member {
 			a.remote.drop()
+			lostSince = time.Time{}
 			sleepCtx(ctx, memberPoll)
 			continue
+		}
+		if inConfig && a.remote.current() == nil {
+			if lostSince.IsZero() {
+				lostSince = time.Now()
+			}
+			if time.Since(lostSince) < removedGrace {
+				sleepCtx(ctx, memberPoll)
+				continue
+			}
 		}
 		wait, err := a.followOnce(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -311,7 +333,7 @@ func (r *remote) update(reply api.FollowReply) error {
 // follow is a server's side of GET /v1/internal/follow (api.FollowReply).
 func (a *Agent) follow(ctx context.Context, node string, index uint64, digest string, lease uint64, wait time.Duration) (api.FollowReply, error) {
 	reply := a.followHints(ctx, node)
-	if !a.member(ctx) || a.readable() != nil {
+	if member, _ := a.member(ctx); !member || a.readable() != nil {
 		return reply, nil // hints only
 	}
 	reply.Server = true

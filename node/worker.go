@@ -229,7 +229,7 @@ type agentWorker struct {
 func (w *agentWorker) Current() (*fsm.View, bool) {
 	var v *fsm.View
 	ready := false
-	if w.a.member(context.Background()) {
+	if !w.a.outside(context.Background()) {
 		v = w.a.state.View()
 		ready = w.a.caughtUp() && w.a.state.Diverged() == nil
 	} else if v = w.a.remote.current(); v != nil {
