@@ -41,6 +41,40 @@ func outputsToForget(v *fsm.View, stored []cluster.JobID, now time.Time) []clust
 	return out
 }
 
+// workerOutputsToForget is outputsToForget on a worker, whose view (from
+// its server, follow.go) holds only the jobs that still hold this node
+// and no archive: a job's directories go once it has been out of that
+// view for the policy's OutputRetention. gone remembers since when each
+// stored job was out of it, and is updated in place; it lives in memory,
+// so after a restart the retention counts again from the restart (later,
+// never sooner).
+func workerOutputsToForget(v *fsm.View, stored []cluster.JobID, gone map[cluster.JobID]time.Time, now time.Time) []cluster.JobID {
+	keep := v.Policy().Retention()
+	var out []cluster.JobID
+	seen := make(map[cluster.JobID]bool, len(stored))
+	for _, id := range stored {
+		seen[id] = true
+		if _, live := v.Job(id); live {
+			delete(gone, id)
+			continue
+		}
+		since, ok := gone[id]
+		if !ok {
+			gone[id] = now
+			continue
+		}
+		if now.Sub(since) >= keep {
+			out = append(out, id)
+		}
+	}
+	for id := range gone {
+		if !seen[id] {
+			delete(gone, id)
+		}
+	}
+	return out
+}
+
 // cleanupLoop removes the task directories of jobs past their output
 // retention, so a node's disk and its restart scan stay bounded. It scans
 // at most every tenth of the retention (between a second and ten
@@ -48,12 +82,33 @@ func outputsToForget(v *fsm.View, stored []cluster.JobID, now time.Time) []clust
 // once.
 func (a *Agent) cleanupLoop(ctx context.Context) {
 	var lastScan time.Time
+	gone := map[cluster.JobID]time.Time{} // a worker's (workerOutputsToForget)
 	for {
 		v := a.state.View()
+		worker := a.outside(ctx)
+		if worker {
+			// A worker's replica is not kept current: its jobs come from a
+			// server, with no archive (follow.go).
+			v = a.remote.current()
+		}
+		if v == nil {
+			v = a.state.View() // nothing followed yet: wait
+		}
 		every := min(max(v.Policy().Retention()/10, cleanupIntervalMin), cleanupIntervalMax)
 		now := time.Now()
-		if now.Sub(lastScan) >= every && a.caughtUp() && a.state.Diverged() == nil {
+		switch {
+		case now.Sub(lastScan) < every:
+		case worker && a.remote.current() != nil:
 			lastScan = now
+			stored, err := a.exec.StoredJobs()
+			if err != nil {
+				a.log.Warn("list task directories", "err", err)
+				break
+			}
+			a.forget(workerOutputsToForget(v, stored, gone, now))
+		case !worker && a.caughtUp() && a.state.Diverged() == nil:
+			lastScan = now
+			clear(gone)
 			a.forgetOutputs(v, now)
 		}
 		select {
@@ -71,7 +126,12 @@ func (a *Agent) forgetOutputs(v *fsm.View, now time.Time) {
 		a.log.Warn("list task directories", "err", err)
 		return
 	}
-	for _, id := range outputsToForget(v, stored, now) {
+	a.forget(outputsToForget(v, stored, now))
+}
+
+// forget removes the task directories of jobs ids.
+func (a *Agent) forget(ids []cluster.JobID) {
+	for _, id := range ids {
 		if n, err := a.exec.Forget(id); err != nil {
 			a.log.Debug("remove a finished job's task directories", "job", uint64(id), "err", err)
 		} else if n > 0 {

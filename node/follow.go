@@ -232,6 +232,10 @@ func (a *Agent) followLoop(ctx context.Context) {
 				continue
 			}
 		}
+		// The replica falls behind while this node is a worker: once it
+		// is a server again, it must catch up before it answers reads or
+		// drives tasks (caughtUp).
+		a.ready.Store(false)
 		wait, err := a.followOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			log.Debug("follow a server", "err", err)

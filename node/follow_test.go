@@ -129,3 +129,33 @@ func TestRemotePick(t *testing.T) {
 		t.Errorf("pick after the backoff = %q; want s2 again", name)
 	}
 }
+
+// TestWorkerOutputsToForget: a worker keeps a job's task directories for
+// the output retention after the job left its view (its server sends no
+// archive), and never removes those of a job still in it.
+func TestWorkerOutputsToForget(t *testing.T) {
+	t0 := time.Unix(5000, 0)
+	keep := (*cluster.Policy)(nil).Retention()
+	v := fsm.PartialView(10, []*cluster.Job{followJob(1, 5, cluster.NodeAlloc{Node: "w1"})}, nil, nil, nil, nil)
+	gone := map[cluster.JobID]time.Time{}
+	stored := []cluster.JobID{1, 2}
+	steps := []struct {
+		at   time.Duration
+		want []cluster.JobID
+	}{
+		{0, nil}, // 2 just left the view: its retention starts
+		{keep - time.Second, nil},
+		{keep, []cluster.JobID{2}}, // past the retention; 1 is live
+		{2 * keep, []cluster.JobID{2}},
+	}
+	for _, s := range steps {
+		if got := workerOutputsToForget(v, stored, gone, t0.Add(s.at)); !slices.Equal(got, s.want) {
+			t.Errorf("at +%s: workerOutputsToForget = %v; want %v", s.at, got, s.want)
+		}
+	}
+	// Directories gone are forgotten from the memory too.
+	workerOutputsToForget(v, []cluster.JobID{1}, gone, t0)
+	if len(gone) != 0 {
+		t.Errorf("gone = %v after job 2's directories went; want empty", gone)
+	}
+}
