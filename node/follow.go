@@ -55,6 +55,28 @@ const (
 	removedGrace = 5 * time.Second
 )
 
+// workersProtocol is the first protocol version whose agents can be
+// workers (follow a server instead of their replica). An agent announcing
+// an older one, left out of the raft configuration, would run nothing and
+// lose its lease, so until every live member speaks it the leader keeps
+// every node a server (replicaCap). It is the protocol of the release
+// that brings workers; the release that bumps fsm.ProtocolVersion next
+// must keep it at that release's version.
+const workersProtocol = fsm.ProtocolVersion
+
+// replicaCap is consensus.VoterConfig.MaxNonvoters for --raft-replicas
+// replicas (Config.RaftReplicas: negative for none): no cap (0) while a
+// live member announces a protocol older than workersProtocol (a rolling
+// upgrade from before workers), else the replicas asked for. It is pure.
+func replicaCap(replicas int, members []gossip.Member) int {
+	for _, m := range members {
+		if m.Status == gossip.StatusAlive && announcedProtocol(m.Meta) < workersProtocol {
+			return 0
+		}
+	}
+	return max(-1, replicas)
+}
+
 // followState is the state in a follow reply (api.FollowReply.State).
 type followState struct {
 	Jobs   []*cluster.Job  `msgpack:"jobs"`

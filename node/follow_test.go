@@ -159,3 +159,32 @@ func TestWorkerOutputsToForget(t *testing.T) {
 		t.Errorf("gone = %v after job 2's directories went; want empty", gone)
 	}
 }
+
+// TestReplicaCap: bounded membership waits for every live agent to be
+// able to be a worker (a rolling upgrade from before workers keeps every
+// node a server); negative replicas mean none.
+func TestReplicaCap(t *testing.T) {
+	alive := func(name string, protocol int) gossip.Member {
+		return gossip.Member{Name: name, Status: gossip.StatusAlive, Meta: gossip.Meta{Protocol: protocol}}
+	}
+	older := alive("old", workersProtocol-1)
+	dead := older
+	dead.Status = gossip.StatusFailed
+	tests := []struct {
+		name     string
+		replicas int
+		members  []gossip.Member
+		want     int
+	}{
+		{"all new", 2, []gossip.Member{alive("a", workersProtocol), alive("b", workersProtocol)}, 2},
+		{"none asked", -1, []gossip.Member{alive("a", workersProtocol)}, -1},
+		{"an older agent alive: no cap", 2, []gossip.Member{alive("a", workersProtocol), older}, 0},
+		{"an unannounced agent: no cap", 2, []gossip.Member{alive("a", workersProtocol), alive("u", 0)}, 0},
+		{"an older agent dead: cap", 2, []gossip.Member{alive("a", workersProtocol), dead}, 2},
+	}
+	for _, tt := range tests {
+		if got := replicaCap(tt.replicas, tt.members); got != tt.want {
+			t.Errorf("%s: replicaCap(%d) = %d; want %d", tt.name, tt.replicas, got, tt.want)
+		}
+	}
+}

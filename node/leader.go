@@ -220,7 +220,8 @@ func (a *Agent) voterLoop(ctx context.Context) {
 			continue
 		}
 		now := time.Now()
-		cands := voterCandidates(a.gossip.Members(), servers, failedSince, now)
+		members := a.gossip.Members()
+		cands := voterCandidates(members, servers, failedSince, now)
 		// A revoked node may still gossip (it has the key until it is
 		// rotated), but it holds no raft seat.
 		sec := a.state.View().Security()
@@ -229,7 +230,8 @@ func (a *Agent) voterLoop(ctx context.Context) {
 				cands[i].Alive, cands[i].Left = false, true
 			}
 		}
-		vc := consensus.VoterConfig{MaxVoters: a.cfg.RaftVoters, DeadServerGrace: a.cfg.DeadServerGrace, MaxNonvoters: max(-1, a.cfg.RaftReplicas)}
+		vc := consensus.VoterConfig{MaxVoters: a.cfg.RaftVoters, DeadServerGrace: a.cfg.DeadServerGrace,
+			MaxNonvoters: replicaCap(a.cfg.RaftReplicas, members)}
 		changes := consensus.PlanVoters(vc, a.cfg.Name, cands, now)
 		if len(changes) == 0 {
 			continue
