@@ -82,10 +82,11 @@ type followState struct {
 	Jobs   []*cluster.Job  `msgpack:"jobs"`
 	Nodes  []*cluster.Node `msgpack:"nodes"`
 	Policy *cluster.Policy `msgpack:"policy,omitempty"`
-	// Security is the cluster's security state (CA, token key, gossip
-	// keyring, revocations), which every server holds too: the node's API
-	// checks tokens and revocations with it, and its gossip follows the
-	// keyring.
+	// Security is the cluster's security state (CA certificate, token
+	// key, gossip keyring, revocations) without the CA's key, which only
+	// a raft server (a node that may lead and sign) holds: the worker's
+	// API checks tokens and revocations with it, and its gossip follows
+	// the keyring.
 	Security *cluster.Security `msgpack:"security,omitempty"`
 }
 
@@ -424,7 +425,12 @@ func (r *remote) serverList() []api.FollowServer {
 // command that changes a record stamps it), cheap enough to compute on
 // every applied entry while a follow query waits.
 func followStateOf(v *fsm.View, node string) (followState, string) {
-	st := followState{Policy: v.Policy(), Security: v.Security()}
+	st := followState{Policy: v.Policy()}
+	if sec := v.Security(); sec != nil {
+		worker := *sec // the records it shares are never modified once stored
+		worker.CAKey = nil
+		st.Security = &worker
+	}
 	seen := map[string]bool{}
 	h := sha256.New()
 	for _, j := range v.Jobs() {
@@ -447,7 +453,7 @@ func followStateOf(v *fsm.View, node string) (followState, string) {
 	}
 	// A security state is never modified once stored: a new one is a new
 	// record (the digest only wakes a worker, so a pointer will do).
-	fmt.Fprintf(h, "c%s;s%p", st.Policy.Name(), st.Security)
+	fmt.Fprintf(h, "c%s;s%p", st.Policy.Name(), v.Security())
 	return st, hex.EncodeToString(h.Sum(nil)[:16])
 }
 

@@ -188,3 +188,16 @@ func TestReplicaCap(t *testing.T) {
 		}
 	}
 }
+
+// TestFollowStateWithholdsTheCAKey: a worker gets the security state it
+// checks tokens, revocations and the keyring with, never the CA's key.
+func TestFollowStateWithholdsTheCAKey(t *testing.T) {
+	sec := &cluster.Security{CACert: []byte("cert"), CAKey: []byte("key"), TokenKey: []byte("tok")}
+	st, _ := followStateOf(fsm.PartialView(3, nil, nil, nil, sec, nil), "w1")
+	if st.Security == nil || st.Security.CAKey != nil || string(st.Security.TokenKey) != "tok" || string(st.Security.CACert) != "cert" {
+		t.Errorf("follow security = %+v; want the certificate and token key without the CA key", st.Security)
+	}
+	if string(sec.CAKey) != "key" {
+		t.Error("followStateOf modified the view's security state")
+	}
+}
