@@ -366,6 +366,10 @@ func (a *Agent) follow(ctx context.Context, node string, index uint64, digest st
 	reply.Server = true
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	// A server removed meanwhile applies nothing more: check every
+	// memberPoll, and send the worker on to another.
+	check := time.NewTicker(memberPoll)
+	defer check.Stop()
 	for {
 		v := a.state.View()
 		st, sum := followStateOf(v, node)
@@ -381,6 +385,10 @@ func (a *Agent) follow(ctx context.Context, node string, index uint64, digest st
 		case <-v.Changed():
 		case <-timer.C:
 			wait = 0
+		case <-check.C:
+			if member, _ := a.member(ctx); !member {
+				return a.followHints(ctx, node), nil // hints only
+			}
 		case <-ctx.Done():
 			return reply, ctx.Err()
 		}
