@@ -307,21 +307,29 @@ func (a *Agent) followOnce(ctx context.Context) (time.Duration, error) {
 	r.cancel = nil
 	r.mu.Unlock()
 	if err != nil {
-		r.mu.Lock()
-		if r.failed == nil {
-			r.failed = map[string]time.Time{}
-		}
-		r.failed[name] = time.Now()
-		r.mu.Unlock()
+		r.passOver(name)
 		return followRetry, fmt.Errorf("follow %s at %s: %w", name, addr, err)
 	}
 	if err := r.update(reply); err != nil {
+		r.passOver(name)
 		return followRetry, fmt.Errorf("follow %s: %w", name, err)
 	}
 	if !reply.Server {
-		return followRetry, nil // hints only: ask a server next
+		r.passOver(name) // not a server (any more): ask another next
+		return followRetry, nil
 	}
 	return 0, nil
+}
+
+// passOver spares server name for serverBackoff: it failed a follow call
+// or answered with hints only.
+func (r *remote) passOver(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failed == nil {
+		r.failed = map[string]time.Time{}
+	}
+	r.failed[name] = time.Now()
 }
 
 // update takes in a follow reply: its hints, and its state when a server
