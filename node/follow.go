@@ -251,6 +251,11 @@ func (a *Agent) followLoop(ctx context.Context) {
 				lostSince = time.Now()
 			}
 			if time.Since(lostSince) < removedGrace {
+				// Learn where the leader is meanwhile, so that a removed
+				// server's heartbeats reach it before its lease runs out.
+				if _, err := a.followOnce(ctx, true); err != nil && ctx.Err() == nil {
+					log.Debug("ask a server for the leader", "err", err)
+				}
 				sleepCtx(ctx, memberPoll)
 				continue
 			}
@@ -259,7 +264,7 @@ func (a *Agent) followLoop(ctx context.Context) {
 		// is a server again, it must catch up before it answers reads or
 		// drives tasks (caughtUp).
 		a.ready.Store(false)
-		wait, err := a.followOnce(ctx)
+		wait, err := a.followOnce(ctx, false)
 		if err != nil && ctx.Err() == nil {
 			log.Debug("follow a server", "err", err)
 		}
@@ -271,8 +276,9 @@ func (a *Agent) followLoop(ctx context.Context) {
 var errNoServer = errors.New("no server known to follow")
 
 // followOnce makes one follow call, and returns how long to pause before
-// the next.
-func (a *Agent) followOnce(ctx context.Context) (time.Duration, error) {
+// the next. With hintsOnly it asks for an answer at once and takes only
+// the leader and the servers from it.
+func (a *Agent) followOnce(ctx context.Context, hintsOnly bool) (time.Duration, error) {
 	r := &a.remote
 	name, addr := r.pick(a.cfg.Name, a.gossip.Members(), time.Now())
 	if addr == "" {
@@ -290,7 +296,7 @@ func (a *Agent) followOnce(ctx context.Context) (time.Duration, error) {
 	if r.view != nil {
 		index = r.view.Index
 	}
-	if r.urgent || r.view == nil {
+	if r.urgent || r.view == nil || hintsOnly {
 		wait, r.urgent = 0, false
 	}
 	r.cancel = cancel
@@ -309,6 +315,10 @@ func (a *Agent) followOnce(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		r.passOver(name)
 		return followRetry, fmt.Errorf("follow %s at %s: %w", name, addr, err)
+	}
+	if hintsOnly {
+		reply.Server = false
+		return followRetry, r.update(reply)
 	}
 	if err := r.update(reply); err != nil {
 		r.passOver(name)
