@@ -100,6 +100,7 @@ func (b apiBackend) Status() api.Status {
 	if err := a.state.Diverged(); err != nil {
 		st.Diverged = err.Error()
 	}
+	st.Worker = a.outside(context.Background())
 	st.Security = "insecure"
 	if b := a.sec.bundle; b != nil {
 		st.Security, st.CertExpires = "tls", api.FormatTime(b.NotAfter())
