@@ -46,8 +46,11 @@ const (
 	// serverBackoff is how long a server that failed a follow call is
 	// passed over.
 	serverBackoff = 5 * time.Second
-	// memberTimeout bounds reading the raft configuration.
+	// memberTimeout bounds reading the raft configuration; memberCache is
+	// how long Agent.member reuses its answer (every read and follow query
+	// asks it).
 	memberTimeout = 2 * time.Second
+	memberCache   = 250 * time.Millisecond
 	// removedGrace is how long a node its own raft configuration names
 	// must have known no leader before it follows a server as a worker:
 	// longer than an election, short enough that a removed server soon
@@ -97,6 +100,23 @@ type followState struct {
 // as the leader stops replicating to it, but it loses its leader within
 // an election timeout).
 func (a *Agent) member(ctx context.Context) (member, inConfig bool) {
+	r := &a.remote
+	r.mu.Lock()
+	if time.Since(r.memberAt) < memberCache {
+		member, inConfig = r.member, r.inConfig
+		r.mu.Unlock()
+		return member, inConfig
+	}
+	r.mu.Unlock()
+	member, inConfig = a.readMember(ctx)
+	r.mu.Lock()
+	r.member, r.inConfig, r.memberAt = member, inConfig, time.Now()
+	r.mu.Unlock()
+	return member, inConfig
+}
+
+// readMember is member without the cache.
+func (a *Agent) readMember(ctx context.Context) (member, inConfig bool) {
 	ctx, cancel := context.WithTimeout(ctx, memberTimeout)
 	defer cancel()
 	servers, err := a.raft.Servers(ctx)
@@ -140,6 +160,9 @@ type remote struct {
 	// answer at once (kick).
 	cancel context.CancelFunc
 	urgent bool
+	// member and inConfig are Agent.member's answer at memberAt.
+	member, inConfig bool
+	memberAt         time.Time
 }
 
 // current returns the view last received, or nil.
