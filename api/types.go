@@ -220,6 +220,10 @@ type Status struct {
 	StateHash string `json:"state_hash"`
 	HashIndex uint64 `json:"hash_index"`
 	Diverged  string `json:"diverged,omitempty"`
+	// Worker is set on a node outside the raft configuration: it keeps no
+	// replica current (AppliedIndex and StateHash are its stale one's),
+	// and its reads of the state are answered by the leader.
+	Worker bool `json:"worker,omitempty"`
 	// Security is "tls" (mutual TLS between nodes, TLS API, encrypted
 	// gossip) or "insecure" (--insecure: none of it).
 	Security string `json:"security"`

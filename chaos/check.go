@@ -192,6 +192,9 @@ func (c *checker) replicas() *Replica {
 				Detail: "replica could not be read: " + r.Err})
 			continue
 		}
+		if r.Status.Worker {
+			continue // no replica kept: its reads are the leader's
+		}
 		if r.Status.Diverged != "" {
 			c.add("5-diverged", Violation{Invariant: 5, Node: r.Node, GPU: -1,
 				Detail: "replica diverged: " + r.Status.Diverged})
@@ -214,7 +217,7 @@ func (c *checker) replicas() *Replica {
 	// Every replica must report its hash at one common index.
 	at := map[uint64][]string{}
 	for _, r := range c.in.Replicas {
-		if r.Err == "" {
+		if r.Err == "" && !r.Status.Worker {
 			at[r.Status.HashIndex] = append(at[r.Status.HashIndex], r.Node)
 		}
 	}
@@ -229,7 +232,7 @@ func (c *checker) replicas() *Replica {
 	}
 	hashes := map[string][]string{}
 	for _, r := range c.in.Replicas {
-		if r.Err == "" {
+		if r.Err == "" && !r.Status.Worker {
 			hashes[r.Status.StateHash] = append(hashes[r.Status.StateHash], r.Node)
 		}
 	}

@@ -79,6 +79,22 @@ func TestCheckClean(t *testing.T) {
 	}
 }
 
+// A worker (outside the raft configuration, issue 15) keeps no replica:
+// its stale index and hash are not compared, and the check stays clean.
+func TestCheckWorkerReplica(t *testing.T) {
+	in := cleanInput()
+	w := in.Replicas[1]
+	w.Node, w.Status.Name, w.Status.Worker, w.Status.HashIndex, w.Status.StateHash = "n3", "n3", true, 0, ""
+	in.Replicas = append(in.Replicas, w)
+	in.Nodes = append(in.Nodes, "n3")
+	if vs := Check(in); len(vs) != 0 {
+		t.Fatalf("Check(with a worker) = %v; want no violations", vs)
+	}
+	if !sameIndex(in.Replicas) {
+		t.Error("sameIndex counts the worker's stale index")
+	}
+}
+
 func TestCheckPlanted(t *testing.T) {
 	tests := []struct {
 		name  string

@@ -326,13 +326,25 @@ func readReplicas(ctx context.Context, h *Harness) []Replica {
 	return out
 }
 
+// sameIndex reports whether every replica was read at one applied index;
+// workers (Status.Worker), which keep no replica, do not count.
 func sameIndex(reps []Replica) bool {
+	var index uint64
+	n := 0
 	for _, r := range reps {
-		if r.Err != "" || r.Status.HashIndex != reps[0].Status.HashIndex {
+		if r.Err != "" {
 			return false
 		}
+		if r.Status.Worker {
+			continue
+		}
+		if n > 0 && r.Status.HashIndex != index {
+			return false
+		}
+		index = r.Status.HashIndex
+		n++
 	}
-	return len(reps) > 0
+	return n > 0
 }
 
 func summarize(res *Result, in Input) {

@@ -27,6 +27,12 @@ type VoterConfig struct {
 	// DeadServerGrace is how long a server must have been failed before it
 	// is removed; 0 means DefaultDeadServerGrace.
 	DeadServerGrace time.Duration
+	// MaxNonvoters caps the non-voter replicas kept beside the voters; the
+	// other live nodes stay out of the configuration (workers, which
+	// follow the state from a server over the API). 0 means no cap: every
+	// live node is a server. A negative value means none beyond those
+	// about to be promoted.
+	MaxNonvoters int
 }
 
 // Candidate is one server known to gossip, to raft, or both.
@@ -100,9 +106,13 @@ func oddFloor(n int) int {
 //  3. demote surplus voters (failed ones first, then those on the most
 //     crowded switch), or swap one voter for a non-voter on a switch that
 //     has no voter yet, promoting before demoting;
-//  4. remove non-voters that left or are dead, then add live nodes that
-//     are not in the configuration as non-voters (at most
-//     maxNonvoterChanges of these).
+//  4. remove non-voters that left or are dead, then bring the non-voters
+//     to MaxNonvoters plus the voters still missing (those are promoted
+//     from non-voters next round): add live nodes that are not in the
+//     configuration, on the switches with the fewest servers first, or
+//     remove the surplus (failed ones first, then from the most crowded
+//     switch); a removed server becomes a worker. At most
+//     maxNonvoterChanges of these.
 //
 // The leader is never demoted or removed.
 func PlanVoters(cfg VoterConfig, leaderID string, cands []Candidate, now time.Time) []Change {
@@ -153,7 +163,7 @@ func PlanVoters(cfg VoterConfig, leaderID string, cands []Candidate, now time.Ti
 		}
 	}
 	if alive < quorum(len(voters)) {
-		return planNonvoters(nil, nonvoters, outside, gone, healthy, now)
+		return planNonvoters(cfg, nil, voters, nonvoters, outside, 0, gone, healthy, now)
 	}
 
 	// 1. One gone voter out; the live voters remain a quorum without it.
@@ -240,25 +250,95 @@ func PlanVoters(cfg VoterConfig, leaderID string, cands []Candidate, now time.Ti
 		}
 	}
 
-	return planNonvoters(plan, nonvoters, outside, gone, healthy, now)
+	// The voters still missing once this plan is applied: as many
+	// non-voters beyond the cap are kept or added to be promoted next round.
+	after := len(voters)
+	for _, c := range plan {
+		switch c.Kind {
+		case ChangePromote:
+			after++
+		case ChangeDemote:
+			after--
+		}
+	}
+	return planNonvoters(cfg, plan, voters, nonvoters, outside, max(0, goal-after), gone, healthy, now)
 }
 
 // planNonvoters appends step 4, non-voter housekeeping, to plan: gone
-// non-voters out, then live outsiders in, at most maxNonvoterChanges.
-func planNonvoters(plan []Change, nonvoters, outside []*Candidate, gone, healthy func(*Candidate) bool, now time.Time) []Change {
+// non-voters out, then live outsiders in or surplus non-voters out, at
+// most maxNonvoterChanges in all. missing is how many voters the plan
+// still lacks; voters are the voters before plan.
+func planNonvoters(cfg VoterConfig, plan []Change, voters, nonvoters, outside []*Candidate, missing int, gone, healthy func(*Candidate) bool, now time.Time) []Change {
+	changed := map[string]bool{} // promoted or demoted by plan
+	for _, c := range plan {
+		changed[c.ID] = true
+	}
 	budget := maxNonvoterChanges
-	for _, n := range nonvoters {
-		if budget > 0 && gone(n) {
-			plan = append(plan, Change{Kind: ChangeRemove, ID: n.ID, Why: goneWhy(n, now)})
-			budget--
+	// kept are the non-voters once the plan is applied, gone ones aside;
+	// servers counts voters and non-voters per switch.
+	var kept []*Candidate
+	servers := map[string]int{}
+	for _, v := range voters {
+		servers[v.Switch]++
+		if changed[v.ID] { // demoted: a non-voter now
+			kept = append(kept, v)
 		}
 	}
-	for _, o := range outside {
-		if budget > 0 && healthy(o) && o.Addr != "" {
-			plan = append(plan, Change{Kind: ChangeAddNonvoter, ID: o.ID, Addr: o.Addr,
-				Why: "alive and not in the raft configuration"})
-			budget--
+	for _, n := range nonvoters {
+		if gone(n) {
+			if budget > 0 {
+				plan = append(plan, Change{Kind: ChangeRemove, ID: n.ID, Why: goneWhy(n, now)})
+				budget--
+			}
+			continue
 		}
+		servers[n.Switch]++
+		if !changed[n.ID] { // promoted ones are voters now
+			kept = append(kept, n)
+		}
+	}
+	var addable []*Candidate
+	for _, o := range outside {
+		if healthy(o) && o.Addr != "" {
+			addable = append(addable, o)
+		}
+	}
+	if cfg.MaxNonvoters == 0 { // no cap: every live node a server
+		for _, o := range addable {
+			if budget > 0 {
+				plan = append(plan, Change{Kind: ChangeAddNonvoter, ID: o.ID, Addr: o.Addr,
+					Why: "alive and not in the raft configuration"})
+				budget--
+			}
+		}
+		return plan
+	}
+	want := max(0, cfg.MaxNonvoters) + missing
+	for len(kept) < want && len(addable) > 0 && budget > 0 {
+		o := pickPromote(addable, servers) // the switch with the fewest servers
+		addable = slices.DeleteFunc(addable, func(c *Candidate) bool { return c == o })
+		servers[o.Switch]++
+		kept = append(kept, o)
+		plan = append(plan, Change{Kind: ChangeAddNonvoter, ID: o.ID, Addr: o.Addr,
+			Why: fmt.Sprintf("replicas below %d; switch %q", want, o.Switch)})
+		budget--
+	}
+	for len(kept) > want && budget > 0 {
+		var surplus []*Candidate // this plan's demoted voters stay a round
+		for _, n := range kept {
+			if !changed[n.ID] {
+				surplus = append(surplus, n)
+			}
+		}
+		if len(surplus) == 0 {
+			break
+		}
+		r := pickDemote(surplus, "", servers, healthy)
+		kept = slices.DeleteFunc(kept, func(c *Candidate) bool { return c == r })
+		servers[r.Switch]--
+		plan = append(plan, Change{Kind: ChangeRemove, ID: r.ID,
+			Why: fmt.Sprintf("replicas above %d: a worker now", want)})
+		budget--
 	}
 	return plan
 }

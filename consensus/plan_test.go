@@ -166,6 +166,48 @@ func TestPlanVoters(t *testing.T) {
 		{name: "failed outsider is not added", leader: "n1",
 			cands: []Candidate{voter("n1", "a"), failed(outsider("n2", "a"), time.Second)},
 			want:  []string{}},
+		// Bounded membership (MaxNonvoters): the rest of the nodes are
+		// workers outside the configuration.
+		{name: "cap: outsiders beyond the replicas stay workers", cfg: VoterConfig{MaxVoters: 3, MaxNonvoters: 1}, leader: "n1",
+			cands: append(nodes(3, voter), outsider("n4", "sw"), outsider("n5", "sw"), outsider("n6", "sw")),
+			want:  []string{"add-nonvoter n4"}},
+		{name: "cap: replicas spread over switches", cfg: VoterConfig{MaxVoters: 3, MaxNonvoters: 2}, leader: "n1",
+			cands: []Candidate{voter("n1", "a"), voter("n2", "b"), voter("n3", "c"),
+				outsider("n4", "a"), outsider("n5", "b"), outsider("n6", "d"), outsider("n7", "e")},
+			want: []string{"add-nonvoter n6", "add-nonvoter n7"}},
+		{name: "cap: at the cap, nothing to do", cfg: VoterConfig{MaxVoters: 3, MaxNonvoters: 1}, leader: "n1",
+			cands: append(nodes(3, voter), nonvoter("n4", "sw"), outsider("n5", "sw")),
+			want:  []string{}},
+		{name: "cap: surplus replicas removed, crowded switch first", cfg: VoterConfig{MaxVoters: 3, MaxNonvoters: 1}, leader: "n1",
+			cands: []Candidate{voter("n1", "a"), voter("n2", "b"), voter("n3", "c"),
+				nonvoter("n4", "c"), nonvoter("n5", "a"), nonvoter("n6", "a")},
+			want: []string{"remove n5", "remove n4"}},
+		{name: "cap: a failed replica goes first", cfg: VoterConfig{MaxVoters: 3, MaxNonvoters: 1}, leader: "n1",
+			cands: append(nodes(3, voter), nonvoter("n4", "sw"), failed(nonvoter("n5", "sw"), time.Second)),
+			want:  []string{"remove n5"}},
+		{name: "cap: dead replica refilled from the workers", cfg: VoterConfig{MaxVoters: 3, MaxNonvoters: 1}, leader: "n1",
+			cands: append(nodes(3, voter), failed(nonvoter("n4", "sw"), grace), outsider("n5", "sw"), outsider("n6", "sw")),
+			want:  []string{"remove n4", "add-nonvoter n5"}},
+		{name: "cap: replica within grace is not refilled", cfg: VoterConfig{MaxVoters: 3, MaxNonvoters: 1}, leader: "n1",
+			cands: append(nodes(3, voter), failed(nonvoter("n4", "sw"), grace-time.Second), outsider("n5", "sw")),
+			want:  []string{}},
+		{name: "cap: dead voter replaced by the replica, replica refilled", cfg: VoterConfig{MaxVoters: 3, MaxNonvoters: 1}, leader: "n1",
+			cands: []Candidate{voter("n1", "a"), voter("n2", "b"), failed(voter("n3", "c"), grace),
+				nonvoter("n4", "d"), outsider("n5", "e")},
+			want: []string{"remove n3", "promote n4", "add-nonvoter n5"}},
+		{name: "cap: voters missing, workers added beyond the cap to be promoted", cfg: VoterConfig{MaxNonvoters: 1}, leader: "n1",
+			cands: append(nodes(1, voter), outsider("n2", "sw"), outsider("n3", "sw"), outsider("n4", "sw"), outsider("n5", "sw"),
+				outsider("n6", "sw"), outsider("n7", "sw")),
+			want: []string{"add-nonvoter n2", "add-nonvoter n3", "add-nonvoter n4", "add-nonvoter n5", "add-nonvoter n6"}},
+		{name: "cap: nonvoters waiting to be promoted are kept", cfg: VoterConfig{MaxNonvoters: -1}, leader: "n1",
+			cands: append(nodes(1, voter), nonvoter("n2", "sw"), outsider("n3", "sw")),
+			want:  []string{"add-nonvoter n3"}},
+		{name: "cap: negative means voters only", cfg: VoterConfig{MaxVoters: 3, MaxNonvoters: -1}, leader: "n1",
+			cands: append(nodes(3, voter), nonvoter("n4", "sw"), outsider("n5", "sw")),
+			want:  []string{"remove n4"}},
+		{name: "cap: demoted voter stays a round", cfg: VoterConfig{MaxVoters: 3, MaxNonvoters: -1}, leader: "n1",
+			cands: nodes(5, voter),
+			want:  []string{"demote n2", "demote n3"}},
 		{name: "unknown leader: no plan", leader: "zz",
 			cands: []Candidate{voter("n1", "a"), outsider("n2", "a")},
 			want:  []string{}},
@@ -222,53 +264,76 @@ func TestPlanVotersDeterministic(t *testing.T) {
 func TestPlanVotersConverges(t *testing.T) {
 	for n := 1; n <= 9; n++ {
 		t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) {
-			cands := []Candidate{voter("n1", "s0")}
-			for i := 2; i <= n; i++ {
-				cands = append(cands, outsider(fmt.Sprintf("n%d", i), fmt.Sprintf("s%d", i%3)))
-			}
-			cfg := VoterConfig{DeadServerGrace: time.Minute}
-			for round := 0; ; round++ {
-				if round > 10 {
-					t.Fatalf("no fixed point after %d rounds", round)
-				}
-				plan := PlanVoters(cfg, "n1", cands, t0)
-				if len(plan) == 0 {
-					break
-				}
-				cands = applyPlan(t, cands, plan)
-				v, joining := 0, false
-				for _, c := range cands {
-					if c.Suffrage == Voter {
-						v++
-					}
-					joining = joining || !c.InConfig
-				}
-				if v%2 == 0 && !joining {
-					t.Fatalf("round %d: %d voters after %v", round, v, kinds(plan))
-				}
-			}
-			voters, switches, all := 0, map[string]bool{}, map[string]bool{}
-			for _, c := range cands {
-				all[c.Switch] = true
-				if !c.InConfig {
-					t.Errorf("%s never joined the configuration", c.ID)
-				}
-				if c.Suffrage == Voter {
-					voters++
-					switches[c.Switch] = true
-				}
-			}
-			want := min(oddFloor(n), 5)
-			if n < 5 {
-				want = min(oddFloor(n), 3)
-			}
-			if voters != want {
-				t.Errorf("voters = %d; want %d", voters, want)
-			}
-			if w := min(want, len(all)); len(switches) != w {
-				t.Errorf("voters on %d switches; want %d", len(switches), w)
-			}
+			testPlanVotersConverges(t, n, 0)
 		})
+	}
+}
+
+// TestPlanVotersConvergesBounded is TestPlanVotersConverges with a cap on
+// the replicas: the end state also has min(cap, the rest) non-voters and
+// every other node a worker, outside the configuration.
+func TestPlanVotersConvergesBounded(t *testing.T) {
+	for _, replicas := range []int{-1, 1, 2} {
+		for n := 1; n <= 12; n++ {
+			t.Run(fmt.Sprintf("%d nodes, %d replicas", n, replicas), func(t *testing.T) {
+				testPlanVotersConverges(t, n, replicas)
+			})
+		}
+	}
+}
+
+func testPlanVotersConverges(t *testing.T, n, replicas int) {
+	cands := []Candidate{voter("n1", "s0")}
+	for i := 2; i <= n; i++ {
+		cands = append(cands, outsider(fmt.Sprintf("n%d", i), fmt.Sprintf("s%d", i%3)))
+	}
+	cfg := VoterConfig{DeadServerGrace: time.Minute, MaxNonvoters: replicas}
+	for round := 0; ; round++ {
+		if round > 10 {
+			t.Fatalf("no fixed point after %d rounds", round)
+		}
+		plan := PlanVoters(cfg, "n1", cands, t0)
+		if len(plan) == 0 {
+			break
+		}
+		cands = applyPlan(t, cands, plan)
+		v, joining := 0, false
+		for _, c := range cands {
+			if c.Suffrage == Voter {
+				v++
+			}
+			joining = joining || !c.InConfig
+		}
+		if v%2 == 0 && !joining {
+			t.Fatalf("round %d: %d voters after %v", round, v, kinds(plan))
+		}
+	}
+	voters, nonvoters, switches, all := 0, 0, map[string]bool{}, map[string]bool{}
+	for _, c := range cands {
+		all[c.Switch] = true
+		if !c.InConfig && replicas == 0 {
+			t.Errorf("%s never joined the configuration", c.ID)
+		}
+		switch {
+		case c.InConfig && c.Suffrage == Voter:
+			voters++
+			switches[c.Switch] = true
+		case c.InConfig:
+			nonvoters++
+		}
+	}
+	want := min(oddFloor(n), 5)
+	if n < 5 {
+		want = min(oddFloor(n), 3)
+	}
+	if voters != want {
+		t.Errorf("voters = %d; want %d", voters, want)
+	}
+	if wantNV := min(max(0, replicas), n-want); replicas != 0 && nonvoters != wantNV {
+		t.Errorf("nonvoters = %d; want %d", nonvoters, wantNV)
+	}
+	if w := min(want, len(all)); len(switches) != w {
+		t.Errorf("voters on %d switches; want %d", len(switches), w)
 	}
 }
 
@@ -301,9 +366,13 @@ func applyPlan(t *testing.T, cands []Candidate, plan []Change) []Candidate {
 		}
 	}
 	for _, c := range cands {
-		if !removed[c.ID] {
-			out = append(out, c)
+		if removed[c.ID] {
+			if !c.Alive || c.Left {
+				continue
+			}
+			c.InConfig, c.Suffrage = false, "" // a live server removed is a worker
 		}
+		out = append(out, c)
 	}
 	return out
 }

@@ -27,6 +27,7 @@ type leaderBackend struct {
 
 func (leaderBackend) Leads() (bool, error) { return true, nil }
 func (leaderBackend) Readable() error      { return nil }
+func (leaderBackend) Outside() bool        { return false }
 func (leaderBackend) Index() uint64        { return 42 }
 func (leaderBackend) Applied() (uint64, <-chan struct{}) {
 	return 42, make(chan struct{})

@@ -63,6 +63,7 @@ type Backend interface {
 	JobReads
 	Queue
 	Admin
+	Workers
 }
 
 // Server is the agent's HTTP front: authentication, leader forwarding and

@@ -70,6 +70,9 @@ type Agent struct {
 	stopLeading context.CancelFunc
 	// ready is set once the replica has caught up after start (caughtUp).
 	ready atomic.Bool
+	// remote is what this node knows from the servers while it is a
+	// worker, outside the raft configuration (follow.go).
+	remote remote
 	// http is the HTTP API's front (authentication, leader forwarding,
 	// the read floor); this agent is its backend (apiBackend).
 	http *httpapi.Server
@@ -349,6 +352,7 @@ func (a *Agent) Run(parent context.Context) error {
 	wg.Go(func() { a.leadLoop(ctx) })
 	wg.Go(func() { a.heartbeater().Run(ctx) })
 	wg.Go(func() { a.driver().Run(ctx) })
+	wg.Go(func() { a.followLoop(ctx) })
 	wg.Go(func() { a.reporter().Run(ctx) })
 	wg.Go(func() { a.drainGossipEvents(ctx) })
 	if a.sec.bundle != nil { // TLS on
@@ -620,6 +624,11 @@ func (a *Agent) leaderAPI() (name, addr string, self bool, err error) {
 	}
 	id, _ := a.raft.Leader()
 	if id == "" {
+		// A worker's raft knows no leader: the servers it follows name it.
+		if name, addr := a.remote.leaderHint(); name != "" && name != a.cfg.Name && addr != "" {
+			return name, addr, false, nil
+		}
+		a.remote.kick()
 		return "", "", false, errNoLeader
 	}
 	if id == a.cfg.Name {
@@ -661,6 +670,7 @@ func callLeader[Req, Reply any](ctx context.Context, a *Agent, path string, req 
 		out = nil
 	}
 	if _, err := c.Do(ctx, http.MethodPost, path, req, out); err != nil {
+		a.remote.kick() // a worker's leader hint may be stale: ask the servers again
 		return reply, err
 	}
 	return reply, nil

@@ -40,7 +40,7 @@ var errNoTokenKey = unavailable(errors.New("user token: this agent has not yet l
 // UserToken is the user a token proves, if it verifies against the
 // cluster's token key and was not revoked.
 func (b apiBackend) UserToken(tok string) (api.Identity, string, error) {
-	sec := b.a.state.View().Security()
+	sec := b.a.view().Security()
 	if sec == nil || len(sec.TokenKey) == 0 {
 		return httpapi.Nobody, "", errNoTokenKey
 	}
@@ -64,6 +64,15 @@ func (b apiBackend) Leads() (bool, error) {
 // by this node.
 func (b apiBackend) LeaderClient() (*api.Client, error) { return b.a.leaderClient() }
 
+// Outside reports whether this node is a worker, outside the raft
+// configuration: its replica reads go to the leader.
+func (b apiBackend) Outside() bool { return b.a.outside(context.Background()) }
+
+// Follow is a server's side of a worker's follow query.
+func (b apiBackend) Follow(ctx context.Context, node string, index uint64, digest string, lease uint64, wait time.Duration) (api.FollowReply, error) {
+	return b.a.follow(ctx, node, index, digest, lease, wait)
+}
+
 // Readable returns nil when the replica may answer reads.
 func (b apiBackend) Readable() error { return b.a.readable() }
 
@@ -79,6 +88,9 @@ func (b apiBackend) Status() api.Status {
 	a := b.a
 	v := a.state.View()
 	leader, _ := a.raft.Leader()
+	if leader == "" {
+		leader, _ = a.remote.leaderHint() // a worker: the leader the servers name
+	}
 	hashIndex, sum := a.state.Hash()
 	st := api.Status{
 		Name: a.cfg.Name, Version: a.cfg.Version, RaftState: a.raft.State(), Leader: leader,
@@ -88,6 +100,7 @@ func (b apiBackend) Status() api.Status {
 	if err := a.state.Diverged(); err != nil {
 		st.Diverged = err.Error()
 	}
+	st.Worker = a.outside(context.Background())
 	st.Security = "insecure"
 	if b := a.sec.bundle; b != nil {
 		st.Security, st.CertExpires = "tls", api.FormatTime(b.NotAfter())
@@ -97,11 +110,7 @@ func (b apiBackend) Status() api.Status {
 
 // CurrentLeader names the leader and its API address.
 func (b apiBackend) CurrentLeader() (api.Leader, error) {
-	id, _ := b.a.raft.Leader()
-	if id == "" {
-		return api.Leader{}, unavailable(errNoLeader)
-	}
-	_, addr, _, err := b.a.leaderAPI()
+	id, addr, _, err := b.a.leaderAPI()
 	if err != nil {
 		return api.Leader{}, err
 	}

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"context"
+
 	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/worker"
 )
@@ -16,11 +18,21 @@ func (a *Agent) cleaner() worker.Cleaner {
 	return worker.Cleaner{Replica: retainedReplica{a}, Outputs: a.exec, Clock: wallClock{}, Log: a.log}
 }
 
-// retainedReplica is worker.Replica over the FSM.
+// retainedReplica is worker.Replica over the FSM, or on a worker over
+// the view its server sends (follow.go), which holds only its jobs and
+// no archive.
 type retainedReplica struct{ a *Agent }
 
 func (r retainedReplica) Retained() worker.Retained {
-	v := r.a.state.View()
+	a := r.a
+	if a.outside(context.Background()) {
+		if v := a.remote.current(); v != nil {
+			return worker.Retained{Jobs: v, Retention: v.Policy().Retention(), Trusted: true, Partial: true, Changed: v.Changed()}
+		}
+		v := a.state.View() // nothing followed yet: wait
+		return worker.Retained{Jobs: v, Retention: v.Policy().Retention(), Changed: v.Changed()}
+	}
+	v := a.state.View()
 	return worker.Retained{Jobs: v, Retention: v.Policy().Retention(),
-		Trusted: r.a.caughtUp() && r.a.state.Diverged() == nil, Changed: v.Changed()}
+		Trusted: a.caughtUp() && a.state.Diverged() == nil, Changed: v.Changed()}
 }

@@ -113,6 +113,14 @@ type Config struct {
 	PrologEpilogTimeout time.Duration
 	// DeadServerGrace is how long a failed voter stays before it is replaced.
 	DeadServerGrace time.Duration
+	// RaftReplicas (--raft-replicas) is how many non-voter raft replicas
+	// the leader keeps beside the voters; every other node is a worker
+	// that follows its jobs from a server (follow.go). 0 means
+	// DefaultRaftReplicas; a negative value none.
+	RaftReplicas int
+	// RaftVoters (--raft-voters) caps the voters; 0 means 3, or 5 once
+	// five nodes are up (consensus.VoterConfig.MaxVoters).
+	RaftVoters int
 	// ScheduleInterval bounds how long a pending job waits for a pass when
 	// nothing changes.
 	ScheduleInterval time.Duration
@@ -153,6 +161,7 @@ const (
 	DefaultKillGrace         = 10 * time.Second
 	DefaultKillWait          = 30 * time.Second
 	DefaultDeadServerGrace   = 30 * time.Second
+	DefaultRaftReplicas      = 2
 	DefaultScheduleInterval  = 2 * time.Second
 	// DefaultPrologEpilogTimeout bounds --prolog and --epilog (Slurm
 	// waits for ever by default; a hung script here would hold the
@@ -210,6 +219,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.DeadServerGrace == 0 {
 		c.DeadServerGrace = DefaultDeadServerGrace
+	}
+	if c.RaftReplicas == 0 {
+		c.RaftReplicas = DefaultRaftReplicas
 	}
 	if c.ScheduleInterval == 0 {
 		c.ScheduleInterval = DefaultScheduleInterval

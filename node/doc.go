@@ -58,6 +58,16 @@
 // revocations, so whichever node leads can sign joins and renewals
 // (join.go, renew.go, keyring.go, usertoken.go).
 //
+// Workers (follow.go). Beyond the voters and --raft-replicas nonvoters
+// (consensus.PlanVoters), a node is a worker: outside the raft
+// configuration, its raft unconfigured (so it can be added and promoted),
+// its replica unused. It follows the jobs that hold it, their nodes, the
+// policy and the security state (without the CA key) from a server with a
+// blocking query, reaches the leader through the servers' hints
+// (leaderAPI), and its API forwards reads of the state to the leader. The
+// executor driver, the keyring, token and revocation checks and the output
+// cleanup read Agent.view or the remote view while it is one.
+//
 // Rolling upgrades (versions.go). Every agent announces its protocol
 // version in gossip; Agent.apply, the one place commands are proposed,
 // refuses (fsm.ErrUnsupportedByCluster, HTTP 409) a command type that a

@@ -57,7 +57,7 @@ type caRecorder struct {
 
 // HasClusterCA reports whether the replicated state holds the CA.
 func (c caRecorder) HasClusterCA() bool {
-	sec := c.a.state.View().Security()
+	sec := c.a.view().Security() // a worker's comes from a server (follow.go)
 	return sec != nil && len(sec.CACert) > 0
 }
 
@@ -136,7 +136,7 @@ func clusterCA(v *fsm.View) (*pki.CA, [][]byte, error) {
 
 // revokedCheck is the bundle's revocation check: the replicated list.
 func (a *Agent) revokedCheck(name string, issued time.Time) bool {
-	at, ok := a.state.View().Security().RevokedAt(name)
+	at, ok := a.view().Security().RevokedAt(name)
 	return ok && issued.Before(at)
 }
 

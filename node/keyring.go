@@ -14,14 +14,17 @@ import (
 // keyringFollower is the keyring loop (pki.KeyringFollower) over this
 // agent's replica and gossip.
 func (a *Agent) keyringFollower() pki.KeyringFollower {
-	return pki.KeyringFollower{Cluster: clusterKeyring{a}, Gossip: a.gossip, Path: a.cfg.tlsPaths().GossipKey, Log: a.log}
+	return pki.KeyringFollower{Cluster: clusterKeyring{a}, Gossip: a.gossip, Path: a.cfg.tlsPaths().GossipKey, Log: a.log,
+		// A worker's view comes from a server (follow.go): its own
+		// replica's change never comes.
+		Recheck: memberPoll, Clock: wallClock{}}
 }
 
 // clusterKeyring is pki.ClusterKeyring over the FSM.
 type clusterKeyring struct{ a *Agent }
 
 func (c clusterKeyring) GossipKeys() ([][]byte, <-chan struct{}) {
-	v := c.a.state.View()
+	v := c.a.view()
 	if sec := v.Security(); sec != nil {
 		return sec.GossipKeys, v.Changed()
 	}
@@ -42,7 +45,7 @@ func (b apiBackend) Keyring(who cluster.Identity) (api.Keyring, uint64, error) {
 	if !who.Proven || who.UID != 0 {
 		return api.Keyring{}, 0, forbidden(fmt.Errorf("list the gossip keyring: %w: only root may", ErrForbidden))
 	}
-	v := b.a.state.View()
+	v := b.a.view()
 	out := api.Keyring{Cluster: []string{}, Local: encodeKeys(b.a.gossip.Keys())}
 	if sec := v.Security(); sec != nil {
 		out.Cluster = encodeKeys(sec.GossipKeys)

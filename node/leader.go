@@ -201,7 +201,8 @@ func (a *Agent) leaseWatch(since time.Time) leader.LeaseWatch {
 }
 
 // voterLoop keeps raft membership in line with gossip: an odd number of
-// voters spread over switches, the rest nonvoters, dead ones replaced.
+// voters spread over switches, up to --raft-replicas nonvoters, the rest
+// workers outside the configuration, dead ones replaced.
 func (a *Agent) voterLoop(ctx context.Context) {
 	log := a.log.With("component", "voters")
 	failedSince := map[string]time.Time{}
@@ -219,7 +220,8 @@ func (a *Agent) voterLoop(ctx context.Context) {
 			continue
 		}
 		now := time.Now()
-		cands := voterCandidates(a.gossip.Members(), servers, failedSince, now)
+		members := a.gossip.Members()
+		cands := voterCandidates(members, servers, failedSince, now)
 		// A revoked node may still gossip (it has the key until it is
 		// rotated), but it holds no raft seat.
 		sec := a.state.View().Security()
@@ -228,7 +230,9 @@ func (a *Agent) voterLoop(ctx context.Context) {
 				cands[i].Alive, cands[i].Left = false, true
 			}
 		}
-		changes := consensus.PlanVoters(consensus.VoterConfig{DeadServerGrace: a.cfg.DeadServerGrace}, a.cfg.Name, cands, now)
+		vc := consensus.VoterConfig{MaxVoters: a.cfg.RaftVoters, DeadServerGrace: a.cfg.DeadServerGrace,
+			MaxNonvoters: replicaCap(a.cfg.RaftReplicas, members)}
+		changes := consensus.PlanVoters(vc, a.cfg.Name, cands, now)
 		if len(changes) == 0 {
 			continue
 		}

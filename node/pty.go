@@ -61,7 +61,7 @@ func ptyTarget(j *cluster.Job, step int) (string, task.Key, error) {
 // It names the node.
 func (b apiBackend) DialPty(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
 	a := b.a
-	v := a.state.View()
+	v := a.view() // on a worker: its own jobs only (follow.go)
 	// A peer relays a client whose agent has seen the job or step: this
 	// replica may not have applied it yet, and the client asks again.
 	j, ok := v.Job(id)

@@ -214,17 +214,39 @@ func (a *Agent) driver() worker.Driver[*fsm.View] {
 }
 
 // agentWorker is the agent as the worker loop sees it: worker.Node and
-// worker.Tasks. signals and limits are what Follow last delivered; only
-// the loop's goroutine uses them.
+// worker.Tasks. signals and limits are what Follow last delivered; floor
+// is the index of the newest view a round acted on; only the loop's
+// goroutine uses them.
 type agentWorker struct {
 	a       *Agent
 	signals *signalLog
 	limits  map[exec.TaskKey]time.Duration
+	floor   uint64
 }
 
+// Current is the replica's view while this node is a raft server, and
+// the view a server last sent while it is a worker (follow.go). A view
+// older than one a round already acted on is never acted on (switching
+// between the two, or from a lagging server, must not stop a task a newer
+// state started).
 func (w *agentWorker) Current() (*fsm.View, bool) {
-	v := w.a.state.View()
-	return v, w.a.caughtUp() && w.a.state.Diverged() == nil
+	var v *fsm.View
+	ready := false
+	if !w.a.outside(context.Background()) {
+		v = w.a.state.View()
+		ready = w.a.caughtUp() && w.a.state.Diverged() == nil
+	} else if v = w.a.remote.current(); v != nil {
+		ready = true
+	} else {
+		v = w.a.state.View() // nothing followed yet: wait on it, act on nothing
+	}
+	if v.Index < w.floor {
+		return v, false
+	}
+	if ready {
+		w.floor = v.Index
+	}
+	return v, ready
 }
 
 func (w *agentWorker) MayStart(v *fsm.View) bool { return w.a.startAllowed(v) }

@@ -50,6 +50,11 @@ type KeyringFollower struct {
 	Gossip  GossipKeyring
 	Path    string
 	Log     *slog.Logger
+	// Recheck, when set, also wakes the loop every Recheck on Clock: a
+	// node that stops being a raft server reads its keyring from another
+	// view, and its own replica's change never comes.
+	Recheck time.Duration
+	Clock   Timer
 }
 
 // Run follows the cluster's keyring until ctx ends.
@@ -58,10 +63,15 @@ func (f KeyringFollower) Run(ctx context.Context) {
 	for {
 		keys, changed := f.Cluster.GossipKeys()
 		applied = f.Round(keys, applied)
+		var recheck <-chan time.Time
+		if f.Recheck > 0 {
+			recheck = f.Clock.After(f.Recheck)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
+		case <-recheck:
 		}
 	}
 }

@@ -176,6 +176,10 @@ func Settled(l Layout, nodes, voters, servers int) bool {
 	return l.Up == nodes && l.Voters == voters && l.Voters+l.Nonvoters == servers
 }
 
+// DefaultReplicas is the agents' --raft-replicas default
+// (node.DefaultRaftReplicas): the nonvoters kept beside the voters.
+const DefaultReplicas = 2
+
 // DefaultVoters is the voter count the leader's plan settles on for a
 // cluster of n nodes today (consensus.PlanVoters with no MaxVoters): 5
 // from 5 nodes, else the largest odd number not above n.

@@ -41,8 +41,9 @@ type Options struct {
 	LeafSize    int // nodes per leaf switch; default 16
 	// Voters and Servers are the raft layout the run waits for: this many
 	// voters, and this many raft servers in all (voters and nonvoters).
-	// Defaults: DefaultVoters(Nodes) and Nodes (every node a server, as
-	// the agents do today).
+	// Defaults: DefaultVoters(Nodes) and those plus DefaultReplicas (the
+	// agents' --raft-replicas default; every other node a worker), at
+	// most Nodes.
 	Voters  int
 	Servers int
 	// GangNodes is the size of the gang job; default min(64, Nodes/2).
@@ -165,7 +166,7 @@ func (o *Options) defaults() error {
 	o.GPUsPerNode = cmp.Or(o.GPUsPerNode, 8)
 	o.LeafSize = cmp.Or(o.LeafSize, 16)
 	o.Voters = cmp.Or(o.Voters, DefaultVoters(o.Nodes))
-	o.Servers = cmp.Or(o.Servers, o.Nodes)
+	o.Servers = cmp.Or(o.Servers, min(o.Nodes, o.Voters+DefaultReplicas))
 	o.GangNodes = cmp.Or(o.GangNodes, min(64, o.Nodes/2))
 	o.Submits = cmp.Or(o.Submits, 400)
 	o.Clients = cmp.Or(o.Clients, 4)

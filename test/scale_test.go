@@ -11,8 +11,8 @@ import (
 
 // TestScale runs the scale harness (`shoal bench scale`) on 40 agent
 // processes and checks what must hold at any size, not how fast: every
-// agent lists all 40 alive, the raft layout settles to 5 voters with
-// every other node a nonvoter, a 20-node gang runs a rank on each of its
+// agent lists all 40 alive, the raft layout settles to 5 voters and 2
+// nonvoters with every other node a worker, a 20-node gang runs a rank on each of its
 // nodes, and after kill -9 of the leader every survivor names the same
 // new leader and a submit through a survivor succeeds. The harness stops
 // every agent it started, also when a step fails.
@@ -33,8 +33,8 @@ func TestScale(t *testing.T) {
 	if want := []string{"formation", "rest", "throughput", "latency", "gang", "failover"}; !slices.Equal(rep.Steps, want) {
 		t.Errorf("steps %q; want %q", rep.Steps, want)
 	}
-	if l := rep.Layout; l.Voters != 5 || l.Nonvoters != nodes-5 || l.Up != nodes {
-		t.Errorf("layout %+v; want 5 voters, %d nonvoters, %d up", l, nodes-5, nodes)
+	if l := rep.Layout; l.Voters != 5 || l.Nonvoters != 2 || l.Workers != nodes-7 || l.Up != nodes {
+		t.Errorf("layout %+v; want 5 voters, 2 nonvoters, %d workers, %d up", l, nodes-7, nodes)
 	}
 	if g := rep.Gang; g.State != "COMPLETED" || g.Nodes != nodes/2 || g.Ranks != nodes/2 {
 		t.Errorf("gang %+v; want COMPLETED with a rank on each of %d nodes", g, nodes/2)

@@ -42,6 +42,38 @@ func OutputsToForget(jobs JobRecords, retention time.Duration, stored []cluster.
 	return out
 }
 
+// PartialOutputsToForget is OutputsToForget on a worker, whose view
+// (from its server) holds only the jobs that still hold this node and no
+// archive: a job's directories go once it has been out of that view for
+// retention. gone remembers since when each stored job was out of it and
+// is updated in place; the loop keeps it in memory, so after a restart
+// the retention counts again from the restart (later, never sooner).
+func PartialOutputsToForget(jobs JobRecords, retention time.Duration, stored []cluster.JobID, gone map[cluster.JobID]time.Time, now time.Time) []cluster.JobID {
+	var out []cluster.JobID
+	seen := make(map[cluster.JobID]bool, len(stored))
+	for _, id := range stored {
+		seen[id] = true
+		if _, live := jobs.Job(id); live {
+			delete(gone, id)
+			continue
+		}
+		since, ok := gone[id]
+		if !ok {
+			gone[id] = now
+			continue
+		}
+		if now.Sub(since) >= retention {
+			out = append(out, id)
+		}
+	}
+	for id := range gone {
+		if !seen[id] {
+			delete(gone, id)
+		}
+	}
+	return out
+}
+
 // CleanupEvery is how often the task directories are scanned under an
 // output retention: a tenth of it, between a second and ten minutes.
 func CleanupEvery(retention time.Duration) time.Duration {
@@ -54,8 +86,12 @@ type Retained struct {
 	// Retention is the policy's OutputRetention.
 	Retention time.Duration
 	// Trusted says the replica can tell a job it does not know from one
-	// it has not heard of yet: it has caught up and not diverged.
+	// it has not heard of yet: it has caught up and not diverged (on a
+	// worker: it has received a view from its server).
 	Trusted bool
+	// Partial says Jobs is a worker's view: only the jobs that hold this
+	// node, no archive (PartialOutputsToForget decides).
+	Partial bool
 	// Changed is closed at the replica's next change.
 	Changed <-chan struct{}
 }
@@ -95,12 +131,16 @@ type Cleaner struct {
 // Run cleans up until ctx ends.
 func (c Cleaner) Run(ctx context.Context) {
 	var lastScan time.Time
+	gone := map[cluster.JobID]time.Time{} // a worker's (PartialOutputsToForget)
 	for {
 		r := c.Replica.Retained()
 		every := CleanupEvery(r.Retention)
 		if now := c.Clock.Now(); now.Sub(lastScan) >= every && r.Trusted {
 			lastScan = now
-			c.Round(r, now)
+			if !r.Partial {
+				clear(gone) // a server again: its replica knows the ends
+			}
+			c.Round(r, gone, now)
 		}
 		select {
 		case <-ctx.Done():
@@ -112,14 +152,19 @@ func (c Cleaner) Run(ctx context.Context) {
 }
 
 // Round scans the task directories once, at now, and removes those
-// OutputsToForget names.
-func (c Cleaner) Round(r Retained, now time.Time) {
+// OutputsToForget names (PartialOutputsToForget on a worker's view, with
+// gone carried between rounds).
+func (c Cleaner) Round(r Retained, gone map[cluster.JobID]time.Time, now time.Time) {
 	stored, err := c.Outputs.StoredJobs()
 	if err != nil {
 		c.Log.Warn("list task directories", "err", err)
 		return
 	}
-	for _, id := range OutputsToForget(r.Jobs, r.Retention, stored, now) {
+	forget := OutputsToForget(r.Jobs, r.Retention, stored, now)
+	if r.Partial {
+		forget = PartialOutputsToForget(r.Jobs, r.Retention, stored, gone, now)
+	}
+	for _, id := range forget {
 		if n, err := c.Outputs.Forget(id); err != nil {
 			c.Log.Debug("remove a finished job's task directories", "job", uint64(id), "err", err)
 		} else if n > 0 {

@@ -178,8 +178,50 @@ func TestCleanerRun(t *testing.T) {
 	// A failed listing removes nothing.
 	out = &fakeOutputs{stored: []cluster.JobID{99}, listErr: errors.New("disk gone")}
 	c.Outputs = out
-	c.Round(Retained{Jobs: v, Retention: time.Hour}, clock.now)
+	c.Round(Retained{Jobs: v, Retention: time.Hour}, nil, clock.now)
 	if len(out.removed) != 0 {
 		t.Errorf("removed %v after a failed listing", out.removed)
+	}
+}
+
+// followedJobs is JobRecords holding live jobs only, as a worker's view
+// from its server does.
+type followedJobs map[cluster.JobID]bool
+
+func (l followedJobs) Job(id cluster.JobID) (*cluster.Job, bool) {
+	if !l[id] {
+		return nil, false
+	}
+	return &cluster.Job{ID: id}, true
+}
+
+func (followedJobs) ArchivedJob(cluster.JobID) (*cluster.Job, bool) { return nil, false }
+
+// TestPartialOutputsToForget: a worker keeps a job's task directories for
+// the output retention after the job left its view (its server sends no
+// archive), and never removes those of a job still in it.
+func TestPartialOutputsToForget(t *testing.T) {
+	t0 := time.Unix(5000, 0)
+	keep := time.Hour
+	live := followedJobs{1: true}
+	gone := map[cluster.JobID]time.Time{}
+	stored := []cluster.JobID{1, 2}
+	for _, s := range []struct {
+		at   time.Duration
+		want []cluster.JobID
+	}{
+		{0, nil}, // 2 just left the view: its retention starts
+		{keep - time.Second, nil},
+		{keep, []cluster.JobID{2}}, // past the retention; 1 is live
+		{2 * keep, []cluster.JobID{2}},
+	} {
+		if got := PartialOutputsToForget(live, keep, stored, gone, t0.Add(s.at)); !slices.Equal(got, s.want) {
+			t.Errorf("at +%s: PartialOutputsToForget = %v; want %v", s.at, got, s.want)
+		}
+	}
+	// Directories gone are forgotten from the memory too.
+	PartialOutputsToForget(live, keep, []cluster.JobID{1}, gone, t0)
+	if len(gone) != 0 {
+		t.Errorf("gone = %v after job 2's directories went; want empty", gone)
 	}
 }

@@ -36,8 +36,10 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 		memory     string
 		features   string
 		devTiming  bool
-		logLevel   string
-		logJSON    bool
+		// raftReplicas is --raft-replicas: 0 means none (Config's -1).
+		raftReplicas int
+		logLevel     string
+		logJSON      bool
 		// policyFile is --policy: the queue policy this agent proposes
 		// when it leads.
 		policyFile string
@@ -101,6 +103,16 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 			}
 			if devTiming {
 				cfg.RaftTiming = consensus.FastTiming()
+			}
+			if cfg.RaftVoters < 0 || cfg.RaftVoters%2 == 0 && cfg.RaftVoters != 0 {
+				return fmt.Errorf("--raft-voters %d: want an odd number, or 0 for 3 or 5 by cluster size", cfg.RaftVoters)
+			}
+			if raftReplicas < 0 {
+				return fmt.Errorf("--raft-replicas %d: want 0 or more", raftReplicas)
+			}
+			cfg.RaftReplicas = raftReplicas
+			if raftReplicas == 0 {
+				cfg.RaftReplicas = -1 // Config's "none"; its 0 is the default
 			}
 			if topoFile != "" {
 				if err := topologyFromConf(cmd, &cfg, topoFile); err != nil {
@@ -176,6 +188,8 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.BoolVar(&cfg.KeepTasksOnStop, "keep-tasks-on-stop", false, "on SIGTERM, stop for a restart: tasks run on under their supervisors and the next agent on this data dir reattaches to them (default: stop them and leave)")
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", node.DefaultHeartbeatInterval, "lease renewal interval")
 	f.DurationVar(&cfg.DeadServerGrace, "dead-server-grace", node.DefaultDeadServerGrace, "how long a failed raft voter stays before it is replaced")
+	f.IntVar(&cfg.RaftVoters, "raft-voters", 0, "raft voters, odd (default 0: 3, or 5 from five nodes up)")
+	f.IntVar(&raftReplicas, "raft-replicas", node.DefaultRaftReplicas, "non-voter raft replicas kept beside the 3 or 5 voters; every other node is a worker that follows its jobs from a server")
 	f.BoolVar(&devTiming, "dev-timing", false, "fast raft timeouts for loopback clusters (shoal dev, tests); not for real networks")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	// Hidden: tests stand in for an agent of an older protocol with it.

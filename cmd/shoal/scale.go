@@ -84,7 +84,7 @@ failure. Prints a table, and the figures as JSON to --json.`,
 	f.IntVar(&o.GPUsPerNode, "gpus-per-node", 8, "simulated GPUs per agent")
 	f.IntVar(&o.LeafSize, "leaf-size", 16, "agents per leaf switch")
 	f.IntVar(&o.Voters, "voters", 0, "raft voters the layout must settle to (default: what the leader's plan keeps, 5 from 5 nodes)")
-	f.IntVar(&o.Servers, "servers", 0, "raft servers (voters and nonvoters) the layout must settle to (default: every node, as agents do today)")
+	f.IntVar(&o.Servers, "servers", 0, "raft servers (voters and nonvoters) the layout must settle to (default: the voters and the agents' 2 --raft-replicas; pass the agents a --raft-replicas with --agent-arg to change it)")
 	f.IntVar(&o.GangNodes, "gang-nodes", 0, "nodes of the gang job (default: 64, or half the nodes when fewer)")
 	f.IntVar(&o.Submits, "submits", 400, "submits for the throughput figure")
 	f.IntVar(&o.Clients, "clients", 4, "parallel clients for the throughput figure")

@@ -1,0 +1,518 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/consensus"
+	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/gossip"
+)
+
+// A worker is a node outside the raft configuration (beyond the voters
+// and the --raft-replicas non-voters, consensus.PlanVoters). Its raft
+// instance stays unconfigured, ready to be added, and its replica is not
+// used: it follows the jobs that hold it from a server with a blocking
+// query (GET /v1/internal/follow), reaches the leader through the hints
+// the servers give, and forwards the API's replica reads to the leader.
+
+// Bounds of following.
+const (
+	// followWait is how long a server holds a worker's follow query when
+	// nothing of the worker's changes.
+	followWait = 30 * time.Second
+	// followTimeout bounds one follow call, its wait included.
+	followTimeout = followWait + 10*time.Second
+	// followRetry is the pause after a failed follow call; followIdle
+	// after one that found no server to ask.
+	followRetry = 200 * time.Millisecond
+	followIdle  = time.Second
+	// memberPoll is how often a raft server checks it still is one.
+	memberPoll = time.Second
+	// serverBackoff is how long a server that failed a follow call is
+	// passed over.
+	serverBackoff = 5 * time.Second
+	// memberTimeout bounds reading the raft configuration; memberCache is
+	// how long Agent.member reuses its answer (every read and follow query
+	// asks it).
+	memberTimeout = 2 * time.Second
+	memberCache   = 250 * time.Millisecond
+	// removedGrace is how long a node its own raft configuration names
+	// must have known no leader before it follows a server as a worker:
+	// longer than an election, short enough that a removed server soon
+	// follows its jobs again.
+	removedGrace = 5 * time.Second
+)
+
+// workersProtocol is the first protocol version whose agents can be
+// workers (follow a server instead of their replica). An agent announcing
+// an older one, left out of the raft configuration, would run nothing and
+// lose its lease, so until every live member speaks it the leader keeps
+// every node a server (replicaCap). It is the protocol of the release
+// that brings workers (4, fsm/table.go), and stays 4 when later releases
+// bump fsm.ProtocolVersion.
+const workersProtocol = 4
+
+// replicaCap is consensus.VoterConfig.MaxNonvoters for --raft-replicas
+// replicas (Config.RaftReplicas: negative for none): no cap (0) while a
+// live member announces a protocol older than workersProtocol (a rolling
+// upgrade from before workers), else the replicas asked for. It is pure.
+func replicaCap(replicas int, members []gossip.Member) int {
+	for _, m := range members {
+		if m.Status == gossip.StatusAlive && announcedProtocol(m.Meta) < workersProtocol {
+			return 0
+		}
+	}
+	return max(-1, replicas)
+}
+
+// followState is the state in a follow reply (api.FollowReply.State).
+type followState struct {
+	Jobs   []*cluster.Job  `msgpack:"jobs"`
+	Nodes  []*cluster.Node `msgpack:"nodes"`
+	Policy *cluster.Policy `msgpack:"policy,omitempty"`
+	// Security is the cluster's security state (CA certificate, token
+	// key, gossip keyring, revocations) without the CA's key, which only
+	// a raft server (a node that may lead and sign) holds: the worker's
+	// API checks tokens and revocations with it, and its gossip follows
+	// the keyring.
+	Security *cluster.Security `msgpack:"security,omitempty"`
+}
+
+// member reports whether this node is a raft server now: its raft knows
+// a leader, and the configuration names this node; and whether its own
+// configuration names it (also true of a server in an election, or of
+// one removed: a server removed from the configuration never hears of it,
+// as the leader stops replicating to it, but it loses its leader within
+// an election timeout).
+func (a *Agent) member(ctx context.Context) (member, inConfig bool) {
+	r := &a.remote
+	r.mu.Lock()
+	if time.Since(r.memberAt) < memberCache {
+		member, inConfig = r.member, r.inConfig
+		r.mu.Unlock()
+		return member, inConfig
+	}
+	r.mu.Unlock()
+	member, inConfig = a.readMember(ctx)
+	r.mu.Lock()
+	r.member, r.inConfig, r.memberAt = member, inConfig, time.Now()
+	r.mu.Unlock()
+	return member, inConfig
+}
+
+// readMember is member without the cache.
+func (a *Agent) readMember(ctx context.Context) (member, inConfig bool) {
+	ctx, cancel := context.WithTimeout(ctx, memberTimeout)
+	defer cancel()
+	servers, err := a.raft.Servers(ctx)
+	if err != nil {
+		return false, false
+	}
+	for _, s := range servers {
+		inConfig = inConfig || s.ID == a.cfg.Name
+	}
+	if a.raft.IsLeader() {
+		return true, true
+	}
+	id, _ := a.raft.Leader()
+	return inConfig && id != "", inConfig
+}
+
+// outside reports whether this node acts as a worker: it is not a raft
+// server with a leader, and either it follows a server already or its
+// own configuration does not name it. A server in an election (no remote
+// view) keeps reading its replica, as before.
+func (a *Agent) outside(ctx context.Context) bool {
+	member, inConfig := a.member(ctx)
+	return !member && (a.remote.current() != nil || !inConfig)
+}
+
+// remote is what a worker knows from the servers: the view of its jobs
+// it last received, and where the leader and the servers are.
+type remote struct {
+	mu sync.Mutex
+	// view is the last state received; nil before the first, or while
+	// this node is a server. changed is its Changed channel.
+	view    *fsm.View
+	changed chan struct{}
+	digest  string
+	// leader and leaderAddr are the leader the servers last named.
+	leader, leaderAddr string
+	servers            []api.FollowServer
+	// failed is when each server last failed a follow call.
+	failed map[string]time.Time
+	// cancel ends the follow call in flight; urgent makes the next one
+	// answer at once (kick).
+	cancel context.CancelFunc
+	urgent bool
+	// member and inConfig are Agent.member's answer at memberAt.
+	member, inConfig bool
+	memberAt         time.Time
+}
+
+// current returns the view last received, or nil.
+func (r *remote) current() *fsm.View {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.view
+}
+
+// leaderHint is the leader the servers last named.
+func (r *remote) leaderHint() (name, addr string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.leader, r.leaderAddr
+}
+
+// kick ends the follow call in flight, and makes the next one answer at
+// once: a call to the leader failed, so the hints may be stale.
+func (r *remote) kick() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.urgent = true
+	if r.cancel != nil {
+		r.cancel()
+	}
+}
+
+// drop forgets the view: this node is a server and reads its replica.
+func (r *remote) drop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.view == nil {
+		return
+	}
+	r.view, r.digest = nil, ""
+	close(r.changed) // wake whoever waits on it: the replica is newer now
+	r.changed = nil
+}
+
+// view is the newest state this node knows: its replica's, or, when a
+// server sent a newer one (this node is a worker), that one, which holds
+// only this node's jobs, their nodes, the policy and the security state.
+// Loops that wait on its Changed must also poll (a worker's replica never
+// changes; a server's remote view never comes).
+func (a *Agent) view() *fsm.View {
+	v := a.state.View()
+	if r := a.remote.current(); r != nil && r.Index > v.Index {
+		return r
+	}
+	return v
+}
+
+// pick chooses the server to follow: the servers last named, the leader
+// last and each one spared for serverBackoff after it failed, starting at
+// a place that depends on this node's name so that the workers spread
+// over the servers; failing that, a live gossip member, which answers
+// with hints at least.
+func (r *remote) pick(self string, members []gossip.Member, now time.Time) (name, addr string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := fnv.New32a()
+	h.Write([]byte(self))
+	start := int(h.Sum32())
+	var leader api.FollowServer
+	for i := range r.servers {
+		s := r.servers[(start+i)%len(r.servers)]
+		if s.Name == self || s.APIAddr == "" || now.Sub(r.failed[s.Name]) < serverBackoff {
+			continue
+		}
+		if s.Name == r.leader {
+			leader = s
+			continue
+		}
+		return s.Name, s.APIAddr
+	}
+	if leader.Name != "" {
+		return leader.Name, leader.APIAddr
+	}
+	var alive []gossip.Member
+	for _, m := range members {
+		if m.Name != self && m.Status == gossip.StatusAlive && m.Meta.APIAddr != "" {
+			alive = append(alive, m)
+		}
+	}
+	if len(alive) == 0 {
+		return "", ""
+	}
+	m := alive[rand.IntN(len(alive))]
+	return m.Name, m.Meta.APIAddr
+}
+
+// followLoop keeps a worker's view of its jobs current, and does nothing
+// but check its membership while this node is a raft server. A node its
+// own configuration names follows only once it has had no leader for
+// removedGrace: an election is not a removal.
+func (a *Agent) followLoop(ctx context.Context) {
+	log := a.log.With("component", "follow")
+	var lostSince time.Time
+	for ctx.Err() == nil {
+		member, inConfig := a.member(ctx)
+		if member {
+			a.remote.drop()
+			lostSince = time.Time{}
+			sleepCtx(ctx, memberPoll)
+			continue
+		}
+		if inConfig && a.remote.current() == nil {
+			if lostSince.IsZero() {
+				lostSince = time.Now()
+			}
+			if time.Since(lostSince) < removedGrace {
+				// Learn where the leader is meanwhile, so that a removed
+				// server's heartbeats reach it before its lease runs out.
+				if _, err := a.followOnce(ctx, true); err != nil && ctx.Err() == nil {
+					log.Debug("ask a server for the leader", "err", err)
+				}
+				sleepCtx(ctx, memberPoll)
+				continue
+			}
+		}
+		// The replica falls behind while this node is a worker: once it
+		// is a server again, it must catch up before it answers reads or
+		// drives tasks (caughtUp).
+		a.ready.Store(false)
+		wait, err := a.followOnce(ctx, false)
+		if err != nil && ctx.Err() == nil {
+			log.Debug("follow a server", "err", err)
+		}
+		sleepCtx(ctx, wait)
+	}
+}
+
+// errNoServer is returned while a worker knows no node to follow.
+var errNoServer = errors.New("no server known to follow")
+
+// followOnce makes one follow call, and returns how long to pause before
+// the next. With hintsOnly it asks for an answer at once and takes only
+// the leader and the servers from it.
+func (a *Agent) followOnce(ctx context.Context, hintsOnly bool) (time.Duration, error) {
+	r := &a.remote
+	name, addr := r.pick(a.cfg.Name, a.gossip.Members(), time.Now())
+	if addr == "" {
+		return followIdle, errNoServer
+	}
+	c, err := a.peers.get(name, addr)
+	if err != nil {
+		return followRetry, err
+	}
+	c = c.WithHeader(api.HeaderForwardedBy, a.cfg.Name)
+	rctx, cancel := context.WithTimeout(ctx, followTimeout)
+	defer cancel()
+	r.mu.Lock()
+	index, digest, wait := uint64(0), r.digest, followWait
+	if r.view != nil {
+		index = r.view.Index
+	}
+	if r.urgent || r.view == nil || hintsOnly {
+		wait, r.urgent = 0, false
+	}
+	r.cancel = cancel
+	r.mu.Unlock()
+	q := url.Values{}
+	q.Set("node", a.cfg.Name)
+	q.Set("index", fmt.Sprint(index))
+	q.Set("digest", digest)
+	q.Set("lease", fmt.Sprint(a.leaseIndex.Load()))
+	q.Set("wait", wait.String())
+	var reply api.FollowReply
+	_, err = c.Do(rctx, http.MethodGet, "/v1/internal/follow?"+q.Encode(), nil, &reply)
+	r.mu.Lock()
+	r.cancel = nil
+	r.mu.Unlock()
+	if err != nil {
+		r.passOver(name)
+		return followRetry, fmt.Errorf("follow %s at %s: %w", name, addr, err)
+	}
+	if hintsOnly {
+		reply.Server = false
+		return followRetry, r.update(reply)
+	}
+	if err := r.update(reply); err != nil {
+		r.passOver(name)
+		return followRetry, fmt.Errorf("follow %s: %w", name, err)
+	}
+	if !reply.Server {
+		r.passOver(name) // not a server (any more): ask another next
+		return followRetry, nil
+	}
+	return 0, nil
+}
+
+// passOver spares server name for serverBackoff: it failed a follow call
+// or answered with hints only.
+func (r *remote) passOver(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failed == nil {
+		r.failed = map[string]time.Time{}
+	}
+	r.failed[name] = time.Now()
+}
+
+// update takes in a follow reply: its hints, and its state when a server
+// sent it.
+func (r *remote) update(reply api.FollowReply) error {
+	var st followState
+	if reply.Server {
+		if err := msgpack.Unmarshal(reply.State, &st); err != nil {
+			return fmt.Errorf("decode state at %d: %w", reply.Index, err)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if reply.Leader != "" {
+		r.leader, r.leaderAddr = reply.Leader, reply.LeaderAddr
+	}
+	if len(reply.Servers) > 0 {
+		r.servers = reply.Servers
+	}
+	if !reply.Server || reply.Member {
+		return nil
+	}
+	if r.view != nil && reply.Index < r.view.Index {
+		return nil // a server behind the one that answered before: keep the newer
+	}
+	old := r.changed
+	r.changed = make(chan struct{})
+	r.view = fsm.PartialView(reply.Index, st.Jobs, st.Nodes, st.Policy, st.Security, r.changed)
+	r.digest = reply.Digest
+	if old != nil {
+		close(old)
+	}
+	return nil
+}
+
+// follow is a server's side of GET /v1/internal/follow (api.FollowReply).
+func (a *Agent) follow(ctx context.Context, node string, index uint64, digest string, lease uint64, wait time.Duration) (api.FollowReply, error) {
+	reply := a.followHints(ctx, node)
+	if member, _ := a.member(ctx); !member || a.readable() != nil {
+		return reply, nil // hints only
+	}
+	reply.Server = true
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	// A server removed meanwhile applies nothing more: check every
+	// memberPoll, and send the worker on to another.
+	check := time.NewTicker(memberPoll)
+	defer check.Stop()
+	for {
+		v := a.state.View()
+		st, sum := followStateOf(v, node)
+		if sum != digest || (index < lease && v.Index >= lease) || wait <= 0 {
+			data, err := encodeFollowState(st, node)
+			if err != nil {
+				return reply, err
+			}
+			reply.Index, reply.Digest, reply.State = v.Index, sum, data
+			return reply, nil
+		}
+		select {
+		case <-v.Changed():
+		case <-timer.C:
+			wait = 0
+		case <-check.C:
+			if member, _ := a.member(ctx); !member {
+				return a.followHints(ctx, node), nil // hints only
+			}
+		case <-ctx.Done():
+			return reply, ctx.Err()
+		}
+	}
+}
+
+// followHints are the leader and the servers this node knows, and
+// whether node is one of them.
+func (a *Agent) followHints(ctx context.Context, node string) api.FollowReply {
+	var reply api.FollowReply
+	if name, addr, _, err := a.leaderAPI(); err == nil {
+		reply.Leader, reply.LeaderAddr = name, addr
+	}
+	ctx, cancel := context.WithTimeout(ctx, memberTimeout)
+	defer cancel()
+	servers, err := a.raft.Servers(ctx)
+	if id, _ := a.raft.Leader(); err != nil || id == "" {
+		// Not a server, or one cut off: pass on what the servers said.
+		reply.Servers = a.remote.serverList()
+		return reply
+	}
+	apiAddr := map[string]string{}
+	for _, m := range a.gossip.Members() {
+		apiAddr[m.Name] = m.Meta.APIAddr
+	}
+	for _, s := range servers {
+		reply.Servers = append(reply.Servers, api.FollowServer{Name: s.ID, APIAddr: apiAddr[s.ID], Voter: s.Suffrage == consensus.Voter})
+		reply.Member = reply.Member || s.ID == node
+	}
+	return reply
+}
+
+func (r *remote) serverList() []api.FollowServer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.servers
+}
+
+// followStateOf gathers what node needs of view v: the jobs that hold it
+// (the ones worker.Reconcile acts on), the nodes of their allocations and
+// the policy; and a digest of it, from the records' ModifyIndex (every
+// command that changes a record stamps it), cheap enough to compute on
+// every applied entry while a follow query waits.
+func followStateOf(v *fsm.View, node string) (followState, string) {
+	st := followState{Policy: v.Policy()}
+	if sec := v.Security(); sec != nil {
+		worker := *sec // the records it shares are never modified once stored
+		worker.CAKey = nil
+		st.Security = &worker
+	}
+	seen := map[string]bool{}
+	h := sha256.New()
+	for _, j := range v.Jobs() {
+		i := j.Alloc.Find(node)
+		if i < 0 || j.Alloc.Nodes[i].Released {
+			continue
+		}
+		st.Jobs = append(st.Jobs, j)
+		fmt.Fprintf(h, "j%d@%d;", j.ID, j.ModifyIndex)
+		for _, na := range j.Alloc.Nodes {
+			if seen[na.Node] {
+				continue
+			}
+			seen[na.Node] = true
+			if n, ok := v.Node(na.Node); ok {
+				st.Nodes = append(st.Nodes, n)
+				fmt.Fprintf(h, "n%s@%d;", n.Name, n.ModifyIndex)
+			}
+		}
+	}
+	// A security state is never modified once stored: a new one is a new
+	// record (the digest only wakes a worker, so a pointer will do).
+	fmt.Fprintf(h, "c%s;s%p", st.Policy.Name(), v.Security())
+	return st, hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// encodeFollowState encodes st for a follow reply.
+func encodeFollowState(st followState, node string) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true)
+	if err := enc.Encode(&st); err != nil {
+		return nil, fmt.Errorf("encode the state of node %s: %w", node, err)
+	}
+	return buf.Bytes(), nil
+}

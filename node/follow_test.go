@@ -1,0 +1,173 @@
+package node
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/gossip"
+)
+
+func followJob(id cluster.JobID, modify uint64, nodes ...cluster.NodeAlloc) *cluster.Job {
+	return &cluster.Job{ID: id, ModifyIndex: modify, State: cluster.JobRunning, Alloc: &cluster.Allocation{Nodes: nodes}}
+}
+
+// TestFollowStateOf: a worker is sent exactly the jobs worker.Reconcile
+// acts on for it (an unreleased share of the node), with the nodes of
+// their allocations, and the digest it waits on changes with any of them
+// (DESIGN "Membership and roles": workers follow their own allocations).
+func TestFollowStateOf(t *testing.T) {
+	nodes := []*cluster.Node{{Name: "w1", ModifyIndex: 1}, {Name: "w2", ModifyIndex: 1}, {Name: "w3", ModifyIndex: 1}}
+	jobs := []*cluster.Job{
+		followJob(1, 5, cluster.NodeAlloc{Node: "w1"}, cluster.NodeAlloc{Node: "w2"}),
+		followJob(2, 6, cluster.NodeAlloc{Node: "w3"}),
+		followJob(3, 7, cluster.NodeAlloc{Node: "w1", Released: true}),
+		{ID: 4, State: cluster.JobPending},
+	}
+	v := fsm.PartialView(10, jobs, nodes, nil, nil, nil)
+	st, sum := followStateOf(v, "w1")
+	var ids []cluster.JobID
+	for _, j := range st.Jobs {
+		ids = append(ids, j.ID)
+	}
+	var names []string
+	for _, n := range st.Nodes {
+		names = append(names, n.Name)
+	}
+	if !slices.Equal(ids, []cluster.JobID{1}) || !slices.Equal(names, []string{"w1", "w2"}) {
+		t.Errorf("followStateOf(w1) = jobs %v, nodes %v; want [1], [w1 w2]", ids, names)
+	}
+	if _, again := followStateOf(v, "w1"); again != sum {
+		t.Errorf("digest not stable: %s, then %s", sum, again)
+	}
+	if _, other := followStateOf(v, "w3"); other == sum {
+		t.Errorf("w1 and w3 have the same digest %s", sum)
+	}
+	changed := slices.Clone(jobs)
+	changed[0] = followJob(1, 11, cluster.NodeAlloc{Node: "w1"}, cluster.NodeAlloc{Node: "w2"})
+	if _, s2 := followStateOf(fsm.PartialView(11, changed, nodes, nil, nil, nil), "w1"); s2 == sum {
+		t.Error("digest unchanged after w1's job changed")
+	}
+	// An unrelated job's change does not wake w1.
+	changed = slices.Clone(jobs)
+	changed[1] = followJob(2, 11, cluster.NodeAlloc{Node: "w3"})
+	if _, s3 := followStateOf(fsm.PartialView(11, changed, nodes, nil, nil, nil), "w1"); s3 != sum {
+		t.Error("digest of w1 changed with w3's job")
+	}
+	// The state round-trips into the worker's partial view.
+	data, err := encodeFollowState(st, "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r remote
+	if err := r.update(api.FollowReply{Server: true, Index: 10, Digest: sum, State: data}); err != nil {
+		t.Fatal(err)
+	}
+	got := r.current()
+	if j, ok := got.Job(1); !ok || got.Index != 10 || j.Alloc.Find("w2") != 1 {
+		t.Errorf("remote view = index %d, job 1 %v; want index 10 and job 1 on w1, w2", got.Index, ok)
+	}
+	if _, ok := got.Node("w2"); !ok {
+		t.Error("remote view lacks node w2")
+	}
+	ch := got.Changed()
+	// An older answer (a lagging server) is not taken; a newer one is, and
+	// wakes the worker loop.
+	if err := r.update(api.FollowReply{Server: true, Index: 9, State: mustMsgpack(t, followState{})}); err != nil {
+		t.Fatal(err)
+	}
+	if r.current() != got {
+		t.Error("an answer at index 9 replaced the view at 10")
+	}
+	if err := r.update(api.FollowReply{Server: true, Index: 12, State: mustMsgpack(t, followState{})}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	default:
+		t.Error("a newer view did not close the old one's Changed")
+	}
+}
+
+func mustMsgpack(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := msgpack.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRemotePick: a worker follows a server other than the leader when it
+// can, passes over one that just failed, and falls back to the leader,
+// then to any live member, which answers with hints.
+func TestRemotePick(t *testing.T) {
+	now := time.Unix(1000, 0)
+	members := []gossip.Member{
+		{Name: "w1", Status: gossip.StatusAlive, Meta: gossip.Meta{APIAddr: "w1:7070"}},
+		{Name: "w2", Status: gossip.StatusAlive, Meta: gossip.Meta{APIAddr: "w2:7070"}},
+	}
+	var r remote
+	if name, _ := r.pick("w1", members, now); name != "w2" {
+		t.Errorf("pick with no servers known = %q; want the other live member w2", name)
+	}
+	r.leader = "s1"
+	r.servers = []api.FollowServer{{Name: "s1", APIAddr: "s1:7070", Voter: true}, {Name: "s2", APIAddr: "s2:7070"}}
+	if name, _ := r.pick("w1", members, now); name != "s2" {
+		t.Errorf("pick = %q; want s2, not the leader", name)
+	}
+	r.failed = map[string]time.Time{"s2": now.Add(-time.Second)}
+	if name, _ := r.pick("w1", members, now); name != "s1" {
+		t.Errorf("pick with s2 just failed = %q; want the leader s1", name)
+	}
+	if name, _ := r.pick("w1", members, now.Add(serverBackoff)); name != "s2" {
+		t.Errorf("pick after the backoff = %q; want s2 again", name)
+	}
+}
+
+// TestReplicaCap: bounded membership waits for every live agent to be
+// able to be a worker (a rolling upgrade from before workers keeps every
+// node a server); negative replicas mean none.
+func TestReplicaCap(t *testing.T) {
+	alive := func(name string, protocol int) gossip.Member {
+		return gossip.Member{Name: name, Status: gossip.StatusAlive, Meta: gossip.Meta{Protocol: protocol}}
+	}
+	older := alive("old", workersProtocol-1)
+	dead := older
+	dead.Status = gossip.StatusFailed
+	tests := []struct {
+		name     string
+		replicas int
+		members  []gossip.Member
+		want     int
+	}{
+		{"all new", 2, []gossip.Member{alive("a", workersProtocol), alive("b", workersProtocol)}, 2},
+		{"none asked", -1, []gossip.Member{alive("a", workersProtocol)}, -1},
+		{"an older agent alive: no cap", 2, []gossip.Member{alive("a", workersProtocol), older}, 0},
+		{"an unannounced agent: no cap", 2, []gossip.Member{alive("a", workersProtocol), alive("u", 0)}, 0},
+		{"an older agent dead: cap", 2, []gossip.Member{alive("a", workersProtocol), dead}, 2},
+	}
+	for _, tt := range tests {
+		if got := replicaCap(tt.replicas, tt.members); got != tt.want {
+			t.Errorf("%s: replicaCap(%d) = %d; want %d", tt.name, tt.replicas, got, tt.want)
+		}
+	}
+}
+
+// TestFollowStateWithholdsTheCAKey: a worker gets the security state it
+// checks tokens, revocations and the keyring with, never the CA's key.
+func TestFollowStateWithholdsTheCAKey(t *testing.T) {
+	sec := &cluster.Security{CACert: []byte("cert"), CAKey: []byte("key"), TokenKey: []byte("tok")}
+	st, _ := followStateOf(fsm.PartialView(3, nil, nil, nil, sec, nil), "w1")
+	if st.Security == nil || st.Security.CAKey != nil || string(st.Security.TokenKey) != "tok" || string(st.Security.CACert) != "cert" {
+		t.Errorf("follow security = %+v; want the certificate and token key without the CA key", st.Security)
+	}
+	if string(sec.CAKey) != "key" {
+		t.Error("followStateOf modified the view's security state")
+	}
+}
