@@ -13,7 +13,6 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/exec/task"
-	"github.com/shoal-sched/shoal/httpapi"
 )
 
 // Bcast writes what r holds to file f on a node of job id's allocation
@@ -22,17 +21,9 @@ import (
 // agent.
 func (b apiBackend) Bcast(ctx context.Context, id cluster.JobID, f api.BcastFile, r io.Reader, who cluster.Identity, forwarded bool) error {
 	a := b.a
-	v := a.state.View()
-	j, ok := v.Job(id)
-	if !ok {
-		err := notFound(fmt.Errorf("job %d: no such job", id))
-		if forwarded {
-			err = unavailable(err)
-		}
+	v, j, err := a.relayJob(id, "copy a file to the nodes of", who, forwarded)
+	if err != nil {
 		return err
-	}
-	if who.UID != 0 && who.UID != j.Spec.UID {
-		return forbidden(fmt.Errorf("copy a file to job %d's nodes: %w: it belongs to %s", id, ErrForbidden, j.Spec.User))
 	}
 	if j.State != cluster.JobRunning || j.Alloc == nil {
 		return conflict(fmt.Errorf("job %d is %s: sbcast copies to a running job's nodes", id, j.State))
@@ -46,20 +37,7 @@ func (b apiBackend) Bcast(ctx context.Context, id cluster.JobID, f api.BcastFile
 	case forwarded:
 		return unavailable(fmt.Errorf("node %s, not this node %s, which was asked by a peer; retry", f.Node, a.cfg.Name))
 	}
-	n, ok := v.Node(f.Node)
-	if !ok || n.APIAddr == "" {
-		return unavailable(fmt.Errorf("node %s: address unknown", f.Node))
-	}
-	c, err := a.peers.get(f.Node, n.APIAddr)
-	if err != nil {
-		return err
-	}
-	err = c.WithHeader(api.HeaderForwardedBy, a.cfg.Name).WithIdentity(api.Identity{User: who.User, UID: who.UID, GID: who.GID}).Bcast(ctx, uint64(id), f, r)
-	var se *api.StatusError
-	if err != nil && !errors.As(err, &se) {
-		err = cluster.Mark(httpapi.ErrUpstream, fmt.Errorf("node %s: %w", f.Node, err))
-	}
-	return err
+	return a.relayPeer(v, f.Node, who, func(c *api.Client) error { return c.Bcast(ctx, uint64(id), f, r) })
 }
 
 // writeBcast writes r to f.Path here as job j's user (who must be able

@@ -11,7 +11,6 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/exec"
 	"github.com/shoal-sched/shoal/exec/task"
-	"github.com/shoal-sched/shoal/httpapi"
 )
 
 // ptyTarget names the node that runs rank 0 of a --pty job's own task
@@ -61,19 +60,9 @@ func ptyTarget(j *cluster.Job, step int) (string, task.Key, error) {
 // It names the node.
 func (b apiBackend) DialPty(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
 	a := b.a
-	v := a.view() // on a worker: its own jobs only (follow.go)
-	// A peer relays a client whose agent has seen the job or step: this
-	// replica may not have applied it yet, and the client asks again.
-	j, ok := v.Job(id)
-	if !ok {
-		err := notFound(fmt.Errorf("job %d: no such job", id))
-		if forwarded {
-			err = unavailable(err)
-		}
+	v, j, err := a.relayJob(id, "attach to the terminal of", who, forwarded)
+	if err != nil {
 		return nil, "", err
-	}
-	if who.UID != 0 && who.UID != j.Spec.UID {
-		return nil, "", forbidden(fmt.Errorf("attach to the terminal of job %d: %w: it belongs to %s", id, ErrForbidden, j.Spec.User))
 	}
 	node, key, err := ptyTarget(j, step)
 	if err != nil {
@@ -83,43 +72,26 @@ func (b apiBackend) DialPty(ctx context.Context, id cluster.JobID, step int, who
 		return nil, "", err
 	}
 	var upstream io.ReadWriteCloser
-	if node == a.cfg.Name {
+	switch {
+	case node == a.cfg.Name:
 		upstream, err = a.exec.DialPty(key)
 		if errors.Is(err, exec.ErrNoTerminal) {
 			// Not started here yet (the step was just recorded), or
 			// already gone: the client asks again while the job runs.
 			err = unavailable(err)
 		}
-	} else if forwarded {
+	case forwarded:
 		err = unavailable(fmt.Errorf("job %d's terminal is on %s, not on this node %s, which was asked by a peer; retry", id, node, a.cfg.Name))
-	} else {
-		upstream, err = a.peerPty(ctx, v.Node, node, api.Identity{User: who.User, UID: who.UID, GID: who.GID}, id, step)
+	default:
+		err = a.relayPeer(v, node, who, func(c *api.Client) error {
+			ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+			defer cancel()
+			var err error
+			upstream, err = c.AttachPty(ctx, uint64(id), step)
+			return err
+		})
 	}
 	return upstream, node, err
-}
-
-// peerPty opens the terminal of job id's rank 0 through the agent of
-// node, for who.
-func (a *Agent) peerPty(ctx context.Context, nodeOf func(string) (*cluster.Node, bool), node string, who api.Identity, id cluster.JobID, step int) (io.ReadWriteCloser, error) {
-	n, ok := nodeOf(node)
-	if !ok || n.APIAddr == "" {
-		return nil, unavailable(fmt.Errorf("node %s: address unknown", node))
-	}
-	c, err := a.peers.get(node, n.APIAddr)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
-	defer cancel()
-	rwc, err := c.WithHeader(api.HeaderForwardedBy, a.cfg.Name).WithIdentity(who).AttachPty(ctx, uint64(id), step)
-	if err != nil {
-		var se *api.StatusError
-		if !errors.As(err, &se) {
-			err = cluster.Mark(httpapi.ErrUpstream, fmt.Errorf("node %s: %w", node, err))
-		}
-		return nil, err
-	}
-	return rwc, nil
 }
 
 // stdinTarget is the key of job j's own task (step task.NoStep) or of
@@ -161,17 +133,9 @@ func stdinTarget(j *cluster.Job, step int, node string) (task.Key, error) {
 // (forwarded), through node's agent.
 func (b apiBackend) DialStdin(ctx context.Context, id cluster.JobID, step int, node string, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, error) {
 	a := b.a
-	v := a.state.View()
-	j, ok := v.Job(id)
-	if !ok {
-		err := notFound(fmt.Errorf("job %d: no such job", id))
-		if forwarded {
-			err = unavailable(err)
-		}
+	v, j, err := a.relayJob(id, "send input to", who, forwarded)
+	if err != nil {
 		return nil, err
-	}
-	if who.UID != 0 && who.UID != j.Spec.UID {
-		return nil, forbidden(fmt.Errorf("send input to job %d: %w: it belongs to %s", id, ErrForbidden, j.Spec.User))
 	}
 	key, err := stdinTarget(j, step, node)
 	if err != nil {
@@ -192,23 +156,13 @@ func (b apiBackend) DialStdin(ctx context.Context, id cluster.JobID, step int, n
 	case forwarded:
 		return nil, unavailable(fmt.Errorf("job %d's tasks reading stdin are on %s, not on this node %s, which was asked by a peer; retry", id, node, a.cfg.Name))
 	}
-	n, ok := v.Node(node)
-	if !ok || n.APIAddr == "" {
-		return nil, unavailable(fmt.Errorf("node %s: address unknown", node))
-	}
-	c, err := a.peers.get(node, n.APIAddr)
-	if err != nil {
-		return nil, err
-	}
-	fctx, cancel := context.WithTimeout(ctx, forwardTimeout)
-	defer cancel()
-	rwc, err := c.WithHeader(api.HeaderForwardedBy, a.cfg.Name).WithIdentity(api.Identity{User: who.User, UID: who.UID, GID: who.GID}).AttachStdin(fctx, uint64(id), step, node)
-	if err != nil {
-		var se *api.StatusError
-		if !errors.As(err, &se) {
-			err = cluster.Mark(httpapi.ErrUpstream, fmt.Errorf("node %s: %w", node, err))
-		}
-		return nil, err
-	}
-	return rwc, nil
+	var upstream io.ReadWriteCloser
+	err = a.relayPeer(v, node, who, func(c *api.Client) error {
+		ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+		defer cancel()
+		var err error
+		upstream, err = c.AttachStdin(ctx, uint64(id), step, node)
+		return err
+	})
+	return upstream, err
 }

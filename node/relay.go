@@ -1,0 +1,57 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/httpapi"
+)
+
+// The requests that reach one node of a job's allocation (a terminal, the
+// tasks' stdin, an sbcast copy) are served there, or relayed to it by the
+// agent the client asked: relayJob finds the job, relayPeer reaches the
+// node's agent.
+
+// relayJob is live job id, from the view this agent acts on (a worker's
+// holds its own jobs only: follow.go), once who may verb it: its owner or
+// root. A peer relays a client whose agent has seen the job: this view may
+// not have it yet, so for a forwarded request not found is unavailable
+// and the client asks again.
+func (a *Agent) relayJob(id cluster.JobID, verb string, who cluster.Identity, forwarded bool) (*fsm.View, *cluster.Job, error) {
+	v := a.view()
+	j, ok := v.Job(id)
+	if !ok {
+		err := notFound(fmt.Errorf("job %d: no such job", id))
+		if forwarded {
+			err = unavailable(err)
+		}
+		return nil, nil, err
+	}
+	if who.UID != 0 && who.UID != j.Spec.UID {
+		return nil, nil, forbidden(fmt.Errorf("%s job %d: %w: it belongs to %s", verb, id, ErrForbidden, j.Spec.User))
+	}
+	return v, j, nil
+}
+
+// relayPeer calls node's agent for who with call, its client marked as
+// forwarded by this agent; a failure to reach it (not an answer) is
+// ErrUpstream.
+func (a *Agent) relayPeer(v *fsm.View, node string, who cluster.Identity, call func(*api.Client) error) error {
+	n, ok := v.Node(node)
+	if !ok || n.APIAddr == "" {
+		return unavailable(fmt.Errorf("node %s: address unknown", node))
+	}
+	c, err := a.peers.get(node, n.APIAddr)
+	if err != nil {
+		return err
+	}
+	err = call(c.WithHeader(api.HeaderForwardedBy, a.cfg.Name).WithIdentity(api.Identity{User: who.User, UID: who.UID, GID: who.GID}))
+	var se *api.StatusError
+	if err != nil && !errors.As(err, &se) {
+		err = cluster.Mark(httpapi.ErrUpstream, fmt.Errorf("node %s: %w", node, err))
+	}
+	return err
+}
