@@ -12,8 +12,6 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/consensus"
-	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/pki"
 )
@@ -208,50 +206,6 @@ func TestSpecOfDefaults(t *testing.T) {
 	neg, _ := specOf(api.SubmitRequest{Command: []string{"x"}, Nodes: -1}, cluster.Identity{})
 	if err := neg.Validate(); err == nil || !strings.Contains(err.Error(), "nodes -1") {
 		t.Errorf("negative nodes: Validate = %v; want an error naming nodes", err)
-	}
-}
-
-func TestVoterCandidates(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	members := []gossip.Member{
-		{Name: "n1", Status: gossip.StatusAlive, Meta: gossip.Meta{RaftAddr: "a:1", Switch: "leaf0"}},
-		{Name: "n2", Status: gossip.StatusFailed, Meta: gossip.Meta{RaftAddr: "a:2", Switch: "leaf0"}},
-		{Name: "n3", Status: gossip.StatusLeft, Meta: gossip.Meta{RaftAddr: "a:3", Switch: "leaf1"}},
-		{Name: "n4", Status: gossip.StatusAlive, Meta: gossip.Meta{RaftAddr: "a:4", Switch: "leaf1"}},
-		{Name: "old", Status: gossip.StatusAlive}, // announces no raft address
-	}
-	servers := []consensus.Server{
-		{ID: "n1", Addr: "a:1", Suffrage: consensus.Voter},
-		{ID: "n2", Addr: "a:2", Suffrage: consensus.Voter},
-		{ID: "n3", Addr: "a:3", Suffrage: consensus.Voter},
-		{ID: "gone", Addr: "a:9", Suffrage: consensus.Voter}, // reaped from gossip
-	}
-	failed := map[string]time.Time{"n2": now.Add(-time.Minute)}
-	got := voterCandidates(members, servers, failed, now)
-	byID := map[string]consensus.Candidate{}
-	for _, c := range got {
-		byID[c.ID] = c
-	}
-	if _, ok := byID["old"]; ok {
-		t.Errorf("member without a raft address became a candidate")
-	}
-	if c := byID["n2"]; c.Alive || !c.FailedSince.Equal(now.Add(-time.Minute)) || !c.InConfig {
-		t.Errorf("n2 = %+v; want failed since a minute ago, in config", c)
-	}
-	if c := byID["n3"]; !c.Left || c.Alive {
-		t.Errorf("n3 = %+v; want left", c)
-	}
-	if c := byID["n4"]; !c.Alive || c.InConfig || c.Switch != "leaf1" {
-		t.Errorf("n4 = %+v; want alive, not in config, on leaf1", c)
-	}
-	if c := byID["gone"]; c.Alive || !c.InConfig || !c.FailedSince.Equal(now) {
-		t.Errorf("gone = %+v; want failed since now, in config", c)
-	}
-	// A member seen alive again forgets its failure.
-	members[1].Status = gossip.StatusAlive
-	voterCandidates(members, servers, failed, now.Add(time.Second))
-	if _, ok := failed["n2"]; ok {
-		t.Errorf("n2 alive again but still marked failed")
 	}
 }
 
