@@ -66,8 +66,6 @@ type Agent struct {
 	// ranks start only from a replica at least that far (startAllowed).
 	leaseIndex atomic.Uint64
 
-	// stopLeading cancels the leader-only loops; owned by leadLoop.
-	stopLeading context.CancelFunc
 	// ready is set once the replica has caught up after start (caughtUp).
 	ready atomic.Bool
 	// remote is what this node knows from the servers while it is a
@@ -349,7 +347,7 @@ func (a *Agent) Run(parent context.Context) error {
 		})
 	}
 	wg.Go(func() { a.bootstrapper().Run(ctx) })
-	wg.Go(func() { a.leadLoop(ctx) })
+	wg.Go(func() { a.lead().Run(ctx) })
 	wg.Go(func() { a.heartbeater().Run(ctx) })
 	wg.Go(func() { a.driver().Run(ctx) })
 	wg.Go(func() { a.followLoop(ctx) })

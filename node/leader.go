@@ -32,64 +32,28 @@ const (
 	divergedHandOffInterval = time.Second
 )
 
-// leadLoop starts the leader-only loops on gaining leadership and stops
-// them, waiting, on losing it (STYLE.md section 5).
-func (a *Agent) leadLoop(ctx context.Context) {
-	var wg sync.WaitGroup
-	stop := func() {
-		if a.stopLeading != nil {
-			a.stopLeading()
-			wg.Wait()
-			a.stopLeading = nil
-		}
+// lead is the agent's lead loop (leader.Lead) over its raft and state.
+func (a *Agent) lead() leader.Lead {
+	return leader.Lead{
+		Raft: a.raft, State: a.state, Lead: agentLeader{a}, Duties: agentLeader{a}, Clock: wallClock{},
+		Log: a.log, BarrierTimeout: barrierTimeout, RegisterTimeout: applyTimeout,
 	}
-	defer stop()
-	leaderCh := a.raft.LeaderCh()
-	for {
-		var isLeader, ok bool
-		select {
-		case <-ctx.Done():
-			return
-		case isLeader, ok = <-leaderCh:
-			if !ok {
-				return
-			}
-		}
-		stop() // lose, or lose-then-regain: stop first
-		if !isLeader {
-			a.log.Info("lost leadership")
-			continue
-		}
-		bctx, cancel := context.WithTimeout(ctx, barrierTimeout)
-		err := a.raft.Barrier(bctx)
-		cancel()
-		if err != nil {
-			a.log.Warn("barrier after election", "err", err)
-			continue
-		}
-		lctx, cancelLead := context.WithCancel(ctx)
-		a.stopLeading = cancelLead
-		if err := a.state.Diverged(); err != nil {
-			// Raft elected us, but our state machine stopped applying the
-			// log: leading would schedule from a state nobody else has.
-			a.log.Error("elected with a diverged replica: refusing to lead, handing leadership over", "err", err)
-			wg.Go(func() { a.handOffLeadership(lctx) })
-			continue
-		}
-		a.log.Info("became leader", "index", a.state.Index())
-		since := time.Now()
-		// Register (or refresh) ourselves now rather than at the next
-		// heartbeat, so a fresh cluster can take submits at once.
-		hctx, cancelHB := context.WithTimeout(ctx, applyTimeout)
-		if _, err := a.leaderHeartbeat(hctx, a.selfNode()); err != nil {
-			a.log.Warn("register self as leader", "err", err)
-		}
-		cancelHB()
-		a.proposePolicy(ctx)
-		wg.Go(func() { a.scheduler().Run(lctx) })
-		wg.Go(func() { a.leaseWatch(since).Run(lctx) })
-		wg.Go(func() { a.voterReconciler().Run(lctx) })
-		wg.Go(func() { a.archiver().Run(lctx) })
+}
+
+// RegisterSelf heartbeats this node to itself as leader (leader.Duties).
+func (l agentLeader) RegisterSelf(ctx context.Context) error {
+	_, err := l.a.leaderHeartbeat(ctx, l.a.selfNode())
+	return err
+}
+
+func (l agentLeader) ProposePolicy(ctx context.Context) { l.a.proposePolicy(ctx) }
+
+// Loops are the leader-only loops (leader.Duties): scheduling, leases,
+// membership and the archive.
+func (l agentLeader) Loops(since time.Time) []func(context.Context) {
+	a := l.a
+	return []func(context.Context){
+		a.scheduler().Run, a.leaseWatch(since).Run, a.voterReconciler().Run, a.archiver().Run,
 	}
 }
 
