@@ -350,7 +350,7 @@ func (a *Agent) Run(parent context.Context) error {
 	wg.Go(func() { a.lead().Run(ctx) })
 	wg.Go(func() { a.heartbeater().Run(ctx) })
 	wg.Go(func() { a.driver().Run(ctx) })
-	wg.Go(func() { a.followLoop(ctx) })
+	wg.Go(func() { a.follower().Run(ctx) })
 	wg.Go(func() { a.reporter().Run(ctx) })
 	wg.Go(func() { a.drainGossipEvents(ctx) })
 	if a.sec.bundle != nil { // TLS on

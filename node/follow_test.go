@@ -3,7 +3,6 @@ package node
 import (
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -101,33 +100,6 @@ func mustMsgpack(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// TestRemotePick: a worker follows a server other than the leader when it
-// can, passes over one that just failed, and falls back to the leader,
-// then to any live member, which answers with hints.
-func TestRemotePick(t *testing.T) {
-	now := time.Unix(1000, 0)
-	members := []gossip.Member{
-		{Name: "w1", Status: gossip.StatusAlive, Meta: gossip.Meta{APIAddr: "w1:7070"}},
-		{Name: "w2", Status: gossip.StatusAlive, Meta: gossip.Meta{APIAddr: "w2:7070"}},
-	}
-	var r remote
-	if name, _ := r.pick("w1", members, now); name != "w2" {
-		t.Errorf("pick with no servers known = %q; want the other live member w2", name)
-	}
-	r.leader = "s1"
-	r.servers = []api.FollowServer{{Name: "s1", APIAddr: "s1:7070", Voter: true}, {Name: "s2", APIAddr: "s2:7070"}}
-	if name, _ := r.pick("w1", members, now); name != "s2" {
-		t.Errorf("pick = %q; want s2, not the leader", name)
-	}
-	r.failed = map[string]time.Time{"s2": now.Add(-time.Second)}
-	if name, _ := r.pick("w1", members, now); name != "s1" {
-		t.Errorf("pick with s2 just failed = %q; want the leader s1", name)
-	}
-	if name, _ := r.pick("w1", members, now.Add(serverBackoff)); name != "s2" {
-		t.Errorf("pick after the backoff = %q; want s2 again", name)
-	}
 }
 
 // TestReplicaCap: bounded membership waits for every live agent to be
