@@ -352,7 +352,7 @@ func (a *Agent) Run(parent context.Context) error {
 	wg.Go(func() { a.driver().Run(ctx) })
 	wg.Go(func() { a.follower().Run(ctx) })
 	wg.Go(func() { a.reporter().Run(ctx) })
-	wg.Go(func() { a.drainGossipEvents(ctx) })
+	wg.Go(func() { gossip.LogEvents(ctx, a.gossip.Events(), a.log) })
 	if a.sec.bundle != nil { // TLS on
 		wg.Go(func() { a.renewer().Run(ctx) })
 		wg.Go(func() { a.keyringFollower().Run(ctx) })
@@ -458,23 +458,6 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 	_ = os.Remove(a.SocketPath())
 	a.dir.Close()
 	a.log.Info("agent stopped")
-}
-
-// drainGossipEvents consumes membership events: it logs them and keeps the
-// gossip buffer from filling. Voter reconciliation reads Members() itself.
-func (a *Agent) drainGossipEvents(ctx context.Context) {
-	events := a.gossip.Events()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-events:
-			if !ok {
-				return
-			}
-			a.log.Debug("member event", "event", ev.Kind.String(), "member", ev.Member.Name, "status", string(ev.Member.Status))
-		}
-	}
 }
 
 // bootstrapper is the agent's bootstrap loop (consensus.Bootstrapper)
