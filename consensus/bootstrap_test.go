@@ -2,7 +2,6 @@ package consensus
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -164,7 +163,7 @@ func TestBootstrapperRun(t *testing.T) {
 		ticks <- t0
 	}
 	b := Bootstrapper{Raft: raft, Peers: peers, Self: "a", Expect: 2, Clock: tickClock{ticks},
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Log: slog.New(slog.DiscardHandler)}
 	b.Run(context.Background())
 	if len(raft.bootstrapped) != 2 || peers.announced != 1 {
 		t.Errorf("bootstrapped %v, announced %d times; want a and b, once", raft.bootstrapped, peers.announced)

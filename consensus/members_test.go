@@ -2,7 +2,6 @@ package consensus
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -89,7 +88,7 @@ func TestVoterReconcilerRound(t *testing.T) {
 		{ID: "n3", RaftAddr: "n3:7000", Alive: true},
 	}}
 	r := VoterReconciler{Raft: cfg, Peers: peers, Self: "n1", Clock: fixedTime(t0)}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.DiscardHandler)
 	r.Round(context.Background(), log, map[string]time.Time{})
 	if got, want := kinds(cfg.applied), []string{"add-nonvoter n2", "add-nonvoter n3"}; !cmp.Equal(got, want) {
 		t.Errorf("first round = %v; want %v", got, want)
