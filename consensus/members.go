@@ -123,13 +123,12 @@ func (r VoterReconciler) Run(ctx context.Context) {
 	failedSince := map[string]time.Time{}
 	tick, stop := r.Clock.NewTicker(r.Interval)
 	defer stop()
-	for {
+	for ctx.Err() == nil {
 		select {
-		case <-ctx.Done():
-			return
 		case <-tick:
+			r.Round(ctx, log, failedSince)
+		case <-ctx.Done():
 		}
-		r.Round(ctx, log, failedSince)
 	}
 }
 
