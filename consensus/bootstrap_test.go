@@ -1,8 +1,10 @@
 package consensus
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,5 +172,27 @@ func TestBootstrapperRun(t *testing.T) {
 	}
 	if used := cap(ticks) - len(ticks); used != 2 {
 		t.Errorf("Run waited %d ticks; want 2 (remember, bootstrap, then see the leader)", used)
+	}
+}
+
+// TestBootstrapperWaits: short of Expect members it bootstraps nothing
+// and says it waits once per bootstrapWaitLog, not at every poll.
+func TestBootstrapperWaits(t *testing.T) {
+	raft := &fakeBootRaft{}
+	peers := &fakeBootPeers{members: []BootstrapMember{{ID: "a", RaftAddr: "a:1", Expect: 2, Alive: true}}}
+	ticks := make(chan time.Time) // each send is taken once the poll before it is done
+	ctx, cancel := context.WithCancel(context.Background())
+	var buf bytes.Buffer
+	b := Bootstrapper{Raft: raft, Peers: peers, Self: "a", Expect: 2, Clock: tickClock{ticks},
+		Log: slog.New(slog.NewTextHandler(&buf, nil))}
+	done := make(chan struct{})
+	go func() { defer close(done); b.Run(ctx) }()
+	for range 3 { // four polls, the clock standing still
+		ticks <- t0
+	}
+	cancel()
+	<-done
+	if raft.bootstrapped != nil || strings.Count(buf.String(), "waiting for peers") != 1 {
+		t.Errorf("bootstrapped %v, logged %q; want nothing, one wait line", raft.bootstrapped, buf.String())
 	}
 }

@@ -2,6 +2,7 @@ package consensus
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -59,9 +60,27 @@ func TestCandidates(t *testing.T) {
 type fakeConfiguration struct {
 	servers []Server
 	applied []Change
+	// errs are the errors of the next Servers calls; reads counts them.
+	errs      []error
+	reads     int
+	onServers func(reads int)
 }
 
-func (f *fakeConfiguration) Servers(context.Context) ([]Server, error) { return f.servers, nil }
+func (f *fakeConfiguration) Servers(context.Context) ([]Server, error) {
+	f.reads++
+	if f.onServers != nil {
+		f.onServers(f.reads)
+	}
+	if len(f.errs) > 0 {
+		err := f.errs[0]
+		f.errs = f.errs[1:]
+		if err != nil {
+			return nil, err
+		}
+	}
+	return f.servers, nil
+}
+
 func (f *fakeConfiguration) ApplyChanges(_ context.Context, c []Change) error {
 	f.applied = append(f.applied, c...)
 	return nil
@@ -98,5 +117,30 @@ func TestVoterReconcilerRound(t *testing.T) {
 	r.Round(context.Background(), log, map[string]time.Time{})
 	if got, want := kinds(cfg.applied), []string{"promote n2", "promote n3"}; !cmp.Equal(got, want) {
 		t.Errorf("second round = %v; want %v", got, want)
+	}
+}
+
+// TestVoterReconcilerRun: the loop plans at each tick, rides over a
+// configuration it cannot read, and ends with its context.
+func TestVoterReconcilerRun(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := &fakeConfiguration{
+		servers: []Server{{ID: "n1", Addr: "n1:7000", Suffrage: Voter}},
+		errs:    []error{errors.New("no leader")},
+		onServers: func(reads int) {
+			if reads == 2 {
+				cancel()
+			}
+		},
+	}
+	ticks := make(chan time.Time, 5)
+	for range cap(ticks) {
+		ticks <- t0
+	}
+	peers := fakePeers{Members: []Member{{ID: "n1", RaftAddr: "n1:7000", Alive: true}, {ID: "n2", RaftAddr: "n2:7000", Alive: true}}}
+	VoterReconciler{Raft: cfg, Peers: peers, Self: "n1", Clock: tickClock{ticks}, Log: slog.New(slog.DiscardHandler)}.Run(ctx)
+	if cfg.reads != 2 || !cmp.Equal(kinds(cfg.applied), []string{"add-nonvoter n2"}) {
+		t.Errorf("read the configuration %d times, applied %v; want 2 (one failed), add-nonvoter n2", cfg.reads, kinds(cfg.applied))
 	}
 }
