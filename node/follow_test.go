@@ -3,6 +3,7 @@ package node
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/worker"
 )
 
 func followJob(id cluster.JobID, modify uint64, nodes ...cluster.NodeAlloc) *cluster.Job {
@@ -141,5 +143,24 @@ func TestFollowStateWithholdsTheCAKey(t *testing.T) {
 	}
 	if string(sec.CAKey) != "key" {
 		t.Error("followStateOf modified the view's security state")
+	}
+}
+
+// TestRemoteKnown: the follow loop gets a copy of where the servers are,
+// which a follow reply updating the remote view meanwhile cannot change.
+func TestRemoteKnown(t *testing.T) {
+	var r remote
+	if err := r.update(api.FollowReply{Leader: "s1", Servers: []api.FollowServer{{Name: "s1", APIAddr: "s1:7070", Voter: true}, {Name: "s2", APIAddr: "s2:7070"}}}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1000, 0)
+	r.passOver("s2", now)
+	k := r.known()
+	if k.Leader != "s1" || len(k.Servers) != 2 || k.Servers[1] != (worker.Server{Name: "s2", APIAddr: "s2:7070"}) || !k.Failed["s2"].Equal(now) {
+		t.Errorf("known = %+v; want leader s1, servers s1 and s2, s2 failed at %v", k, now)
+	}
+	r.passOver("s1", now)
+	if _, ok := k.Failed["s1"]; ok {
+		t.Error("a later pass-over changed the copy the loop holds")
 	}
 }

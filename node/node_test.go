@@ -6,12 +6,15 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/consensus"
+	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/pki"
 )
@@ -230,5 +233,25 @@ func TestSameAnnouncement(t *testing.T) {
 		if sameAnnouncement(&base, c) {
 			t.Errorf("%s changed but sameAnnouncement = true", name)
 		}
+	}
+}
+
+// TestRaftMembers: the membership loop sees gossip's suspect members as
+// alive (a suspicion is not a failure) and a graceful leave as left.
+func TestRaftMembers(t *testing.T) {
+	got := raftMembers([]gossip.Member{
+		{Name: "a", Status: gossip.StatusAlive, Meta: gossip.Meta{RaftAddr: "a:1", Switch: "leaf0"}},
+		{Name: "b", Status: gossip.StatusSuspect},
+		{Name: "c", Status: gossip.StatusFailed},
+		{Name: "d", Status: gossip.StatusLeft},
+	})
+	want := []consensus.Member{
+		{ID: "a", RaftAddr: "a:1", Switch: "leaf0", Alive: true},
+		{ID: "b", Alive: true},
+		{ID: "c"},
+		{ID: "d", Left: true},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("raftMembers = %+v; want %+v", got, want)
 	}
 }
