@@ -22,8 +22,10 @@
 //     and a join with a token (Joiner: JoinRetries);
 //   - in package gossip: reading the membership events (LogEvents).
 //
-// No loop gathers or decides here any more. A node's own loops reach the
-// leader through one function, callLeader (locally when it leads).
+// Two loops still run here: topology discovery (topology.go, its plan
+// planDiscovery) and a diverged leader's hand-off retry
+// (handOffLeadership). A node's own loops reach the leader through one
+// function, callLeader (locally when it leads).
 //
 // Leader-only loops (scheduling, leases, voter reconciliation, archive:
 // agentLeader.Loops) are started by leader.Lead when this node gains
