@@ -2,7 +2,10 @@ package consensus
 
 import (
 	"cmp"
+	"context"
+	"log/slog"
 	"slices"
+	"time"
 )
 
 // BootstrapMember is what gossip says about one node for
@@ -83,4 +86,97 @@ func BootstrapSet(expect int, self string, members []BootstrapMember) ([]Server,
 		return nil, false
 	}
 	return servers, true
+}
+
+// BootstrapNow is the bootstrap loop's decision at one poll, given the
+// set BootstrapSet gave at the previous poll (last; nil when none): it
+// returns the set to remember for the next poll, and whether to
+// bootstrap with it now, which is when BootstrapSet gives the same set on
+// two polls in a row (gossip has settled). It is pure.
+func BootstrapNow(expect int, self string, members []BootstrapMember, last []Server) (set []Server, now bool) {
+	set, ok := BootstrapSet(expect, self, members)
+	if !ok {
+		return nil, false
+	}
+	return set, slices.Equal(set, last)
+}
+
+// BootstrapRaft is this node's raft as the bootstrap loop sees it (*Raft).
+type BootstrapRaft interface {
+	// HasState says raft found state on disk at start.
+	HasState() bool
+	// Leader is the leader this node knows ("" for none).
+	Leader() (id, addr string)
+	// Bootstrap writes the first configuration.
+	Bootstrap(servers []Server) error
+}
+
+// BootstrapPeers is gossip as the bootstrap loop sees it.
+type BootstrapPeers interface {
+	// BootstrapMembers is everything gossip knows, this node included.
+	BootstrapMembers() []BootstrapMember
+	// AnnounceRaftState tells the other nodes this one holds raft state.
+	AnnounceRaftState(ctx context.Context) error
+}
+
+// bootstrapWaitLog spaces the "waiting for peers" lines.
+const bootstrapWaitLog = 10 * time.Second
+
+// Bootstrapper is the agent's bootstrap loop: it forms the cluster once
+// Expect nodes (--bootstrap-expect) have met (BootstrapNow decides), and
+// announces that this node holds raft state once it sees a leader, which
+// ends the loop.
+type Bootstrapper struct {
+	Raft  BootstrapRaft
+	Peers BootstrapPeers
+	// Self is this node's ID; Expect its --bootstrap-expect (0: none).
+	Self     string
+	Expect   int
+	Clock    Ticker
+	Log      *slog.Logger
+	Interval time.Duration
+}
+
+// Run polls every Interval until it sees a leader or ctx ends.
+func (b Bootstrapper) Run(ctx context.Context) {
+	announced := b.Raft.HasState()
+	tried := b.Raft.HasState() || b.Expect == 0
+	var last []Server
+	var waitLogged time.Time
+	tick, stop := b.Clock.NewTicker(b.Interval)
+	defer stop()
+	for {
+		if id, _ := b.Raft.Leader(); id != "" {
+			if !announced {
+				if err := b.Peers.AnnounceRaftState(ctx); err != nil {
+					b.Log.Warn("update gossip meta", "err", err)
+				}
+			}
+			return
+		}
+		if !tried {
+			members := b.Peers.BootstrapMembers()
+			set, now := BootstrapNow(b.Expect, b.Self, members, last)
+			last = set
+			switch {
+			case now:
+				if err := b.Raft.Bootstrap(set); err != nil {
+					b.Log.Warn("bootstrap", "err", err)
+				} else {
+					b.Log.Info("bootstrapped raft cluster", "servers", len(set))
+				}
+				tried = true
+			case set == nil:
+				if t := b.Clock.Now(); t.Sub(waitLogged) > bootstrapWaitLog {
+					waitLogged = t
+					b.Log.Info("waiting for peers to bootstrap", "expect", b.Expect, "members", len(members))
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+		}
+	}
 }

@@ -66,8 +66,6 @@ type Agent struct {
 	// ranks start only from a replica at least that far (startAllowed).
 	leaseIndex atomic.Uint64
 
-	// stopLeading cancels the leader-only loops; owned by leadLoop.
-	stopLeading context.CancelFunc
 	// ready is set once the replica has caught up after start (caughtUp).
 	ready atomic.Bool
 	// remote is what this node knows from the servers while it is a
@@ -348,13 +346,13 @@ func (a *Agent) Run(parent context.Context) error {
 			}
 		})
 	}
-	wg.Go(func() { a.bootstrapLoop(ctx) })
-	wg.Go(func() { a.leadLoop(ctx) })
+	wg.Go(func() { a.bootstrapper().Run(ctx) })
+	wg.Go(func() { a.lead().Run(ctx) })
 	wg.Go(func() { a.heartbeater().Run(ctx) })
 	wg.Go(func() { a.driver().Run(ctx) })
-	wg.Go(func() { a.followLoop(ctx) })
+	wg.Go(func() { a.follower().Run(ctx) })
 	wg.Go(func() { a.reporter().Run(ctx) })
-	wg.Go(func() { a.drainGossipEvents(ctx) })
+	wg.Go(func() { gossip.LogEvents(ctx, a.gossip.Events(), a.log) })
 	if a.sec.bundle != nil { // TLS on
 		wg.Go(func() { a.renewer().Run(ctx) })
 		wg.Go(func() { a.keyringFollower().Run(ctx) })
@@ -462,80 +460,35 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 	a.log.Info("agent stopped")
 }
 
-// drainGossipEvents consumes membership events: it logs them and keeps the
-// gossip buffer from filling. Voter reconciliation reads Members() itself.
-func (a *Agent) drainGossipEvents(ctx context.Context) {
-	events := a.gossip.Events()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-events:
-			if !ok {
-				return
-			}
-			a.log.Debug("member event", "event", ev.Kind.String(), "member", ev.Member.Name, "status", string(ev.Member.Status))
-		}
+// bootstrapper is the agent's bootstrap loop (consensus.Bootstrapper)
+// over its raft and gossip.
+func (a *Agent) bootstrapper() consensus.Bootstrapper {
+	return consensus.Bootstrapper{
+		Raft: a.raft, Peers: agentBootstrapPeers{a}, Self: a.cfg.Name, Expect: a.bootstrapExpect(),
+		Clock: wallClock{}, Log: a.log, Interval: bootstrapPoll,
 	}
 }
 
-// bootstrapLoop forms the cluster once --bootstrap-expect nodes have met,
-// and marks this node as holding raft state once it sees a leader.
-func (a *Agent) bootstrapLoop(ctx context.Context) {
-	const poll = 250 * time.Millisecond
-	expect := a.bootstrapExpect()
-	announced := a.raft.HasState()
-	tried := a.raft.HasState() || expect == 0
-	var lastSet []consensus.Server
-	waitLogged := time.Time{}
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	for {
-		if id, _ := a.raft.Leader(); id != "" {
-			tried = true
-			if !announced {
-				announced = true
-				if err := a.gossip.UpdateMeta(ctx, a.meta(true)); err != nil {
-					a.log.Warn("update gossip meta", "err", err)
-				}
-			}
-			return
-		}
-		if !tried {
-			var ms []consensus.BootstrapMember
-			for _, m := range a.gossip.Members() {
-				ms = append(ms, consensus.BootstrapMember{
-					ID: m.Name, RaftAddr: m.Meta.RaftAddr, Expect: m.Meta.BootstrapExpect,
-					HasRaftState: m.Meta.HasRaftState,
-					Alive:        m.Status == gossip.StatusAlive,
-				})
-			}
-			set, ok := consensus.BootstrapSet(expect, a.cfg.Name, ms)
-			switch {
-			case ok && sameServers(set, lastSet):
-				// The same set on two polls in a row: gossip has settled.
-				if err := a.raft.Bootstrap(set); err != nil {
-					a.log.Warn("bootstrap", "err", err)
-				} else {
-					a.log.Info("bootstrapped raft cluster", "servers", len(set))
-				}
-				tried = true
-			case ok:
-				lastSet = set
-			default:
-				lastSet = nil
-				if time.Since(waitLogged) > 10*time.Second {
-					waitLogged = time.Now()
-					a.log.Info("waiting for peers to bootstrap", "expect", expect, "members", len(ms))
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+// bootstrapPoll is how often the bootstrap loop looks at gossip.
+const bootstrapPoll = 250 * time.Millisecond
+
+// agentBootstrapPeers is gossip as the bootstrap loop sees it
+// (consensus.BootstrapPeers).
+type agentBootstrapPeers struct{ a *Agent }
+
+func (p agentBootstrapPeers) BootstrapMembers() []consensus.BootstrapMember {
+	var ms []consensus.BootstrapMember
+	for _, m := range p.a.gossip.Members() {
+		ms = append(ms, consensus.BootstrapMember{
+			ID: m.Name, RaftAddr: m.Meta.RaftAddr, Expect: m.Meta.BootstrapExpect,
+			HasRaftState: m.Meta.HasRaftState, Alive: m.Status == gossip.StatusAlive,
+		})
 	}
+	return ms
+}
+
+func (p agentBootstrapPeers) AnnounceRaftState(ctx context.Context) error {
+	return p.a.gossip.UpdateMeta(ctx, p.a.meta(true))
 }
 
 // sleepCtx sleeps for d and reports whether ctx is still live.
@@ -546,18 +499,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-time.After(d):
 		return true
 	}
-}
-
-func sameServers(a, b []consensus.Server) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // peerClients caches one API client per peer: its name and address.

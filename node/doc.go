@@ -7,27 +7,33 @@
 // beside their plans, behind plain interfaces this package implements
 // over raft, the FSM, gossip, the executor and the wall clock; here they
 // are only built and run:
-//   - in package leader: scheduling (Scheduler: Pass and Preemption),
-//     lease expiry (LeaseWatch: ExpiredLeases) and the archive (Archiver:
-//     ArchiveDue);
+//   - in package leader: leadership (Lead: TakeoverOf), scheduling
+//     (Scheduler: Pass and Preemption), lease expiry (LeaseWatch:
+//     ExpiredLeases) and the archive (Archiver: ArchiveDue);
+//   - in package consensus: raft membership (VoterReconciler: Candidates
+//     and PlanVoters) and bootstrap (Bootstrapper: BootstrapNow);
 //   - in package worker: the executor driver (Driver: Reconcile), the
 //     exit reports (Reporter: Exits), the heartbeat with its fencing
-//     (Heartbeater: Fence), the output cleanup (Cleaner: OutputsToForget)
-//     and GPU sampling (GPUSampler: GPUReportDue);
+//     (Heartbeater: Fence), the output cleanup (Cleaner: OutputsToForget),
+//     GPU sampling (GPUSampler: GPUReportDue) and following a server
+//     (Follower: PickServer, NextFollowStep, AfterFollow);
 //   - in package pki: certificate renewal (Renewer: RenewNext), the gossip
 //     keyring (KeyringFollower: FollowKeyring), the CA offer (CAOfferer)
-//     and a join with a token (Joiner: JoinRetries).
+//     and a join with a token (Joiner: JoinRetries);
+//   - in package gossip: reading the membership events (LogEvents).
 //
-// The voter loop (consensus.PlanVoters) and bootstrap still gather and
-// act here. A node's own loops reach the leader through one function,
-// callLeader (locally when it leads).
+// Two loops still run here: topology discovery (topology.go, its plan
+// planDiscovery) and a diverged leader's hand-off retry
+// (handOffLeadership). A node's own loops reach the leader through one
+// function, callLeader (locally when it leads).
 //
-// Leader-only loops (scheduling, leases, voter reconciliation, archive)
-// are started when this node gains leadership and stopped, and waited for,
-// when it loses it. A replica that diverged (its FSM could not apply a
-// committed entry) never leads: elected, it hands leadership over. Loops
-// every node runs (heartbeats, the executor driver, exit reports,
-// bootstrap) live as long as the agent.
+// Leader-only loops (scheduling, leases, voter reconciliation, archive:
+// agentLeader.Loops) are started by leader.Lead when this node gains
+// leadership and stopped, and waited for, when it loses it. A replica that
+// diverged (its FSM could not apply a committed entry) never leads:
+// elected, it hands leadership over. Loops every node runs (heartbeats,
+// the executor driver, exit reports, following, bootstrap) live as long as
+// the agent.
 //
 // Leases. An agent renews its lease by a heartbeat to the leader every
 // HeartbeatInterval. The leader declares a node down only LeaseTTL +
@@ -58,7 +64,8 @@
 // revocations, so whichever node leads can sign joins and renewals
 // (join.go, renew.go, keyring.go, usertoken.go).
 //
-// Workers (follow.go). Beyond the voters and --raft-replicas nonvoters
+// Workers (follow.go: the remote view, worker.Follower's adapter
+// agentFollow, and the server's side of the follow query). Beyond the voters and --raft-replicas nonvoters
 // (consensus.PlanVoters), a node is a worker: outside the raft
 // configuration, its raft unconfigured (so it can be added and promoted),
 // its replica unused. It follows the jobs that hold it, their nodes, the

@@ -5,9 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -21,6 +20,7 @@ import (
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/worker"
 )
 
 // A worker is a node outside the raft configuration (beyond the voters
@@ -37,15 +37,8 @@ const (
 	followWait = 30 * time.Second
 	// followTimeout bounds one follow call, its wait included.
 	followTimeout = followWait + 10*time.Second
-	// followRetry is the pause after a failed follow call; followIdle
-	// after one that found no server to ask.
-	followRetry = 200 * time.Millisecond
-	followIdle  = time.Second
 	// memberPoll is how often a raft server checks it still is one.
 	memberPoll = time.Second
-	// serverBackoff is how long a server that failed a follow call is
-	// passed over.
-	serverBackoff = 5 * time.Second
 	// memberTimeout bounds reading the raft configuration; memberCache is
 	// how long Agent.member reuses its answer (every read and follow query
 	// asks it).
@@ -215,101 +208,44 @@ func (a *Agent) view() *fsm.View {
 	return v
 }
 
-// pick chooses the server to follow: the servers last named, the leader
-// last and each one spared for serverBackoff after it failed, starting at
-// a place that depends on this node's name so that the workers spread
-// over the servers; failing that, a live gossip member, which answers
-// with hints at least.
-func (r *remote) pick(self string, members []gossip.Member, now time.Time) (name, addr string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	h := fnv.New32a()
-	h.Write([]byte(self))
-	start := int(h.Sum32())
-	var leader api.FollowServer
-	for i := range r.servers {
-		s := r.servers[(start+i)%len(r.servers)]
-		if s.Name == self || s.APIAddr == "" || now.Sub(r.failed[s.Name]) < serverBackoff {
-			continue
-		}
-		if s.Name == r.leader {
-			leader = s
-			continue
-		}
-		return s.Name, s.APIAddr
-	}
-	if leader.Name != "" {
-		return leader.Name, leader.APIAddr
-	}
-	var alive []gossip.Member
-	for _, m := range members {
-		if m.Name != self && m.Status == gossip.StatusAlive && m.Meta.APIAddr != "" {
-			alive = append(alive, m)
-		}
-	}
-	if len(alive) == 0 {
-		return "", ""
-	}
-	m := alive[rand.IntN(len(alive))]
-	return m.Name, m.Meta.APIAddr
-}
-
-// followLoop keeps a worker's view of its jobs current, and does nothing
-// but check its membership while this node is a raft server. A node its
-// own configuration names follows only once it has had no leader for
-// removedGrace: an election is not a removal.
-func (a *Agent) followLoop(ctx context.Context) {
-	log := a.log.With("component", "follow")
-	var lostSince time.Time
-	for ctx.Err() == nil {
-		member, inConfig := a.member(ctx)
-		if member {
-			a.remote.drop()
-			lostSince = time.Time{}
-			sleepCtx(ctx, memberPoll)
-			continue
-		}
-		if inConfig && a.remote.current() == nil {
-			if lostSince.IsZero() {
-				lostSince = time.Now()
-			}
-			if time.Since(lostSince) < removedGrace {
-				// Learn where the leader is meanwhile, so that a removed
-				// server's heartbeats reach it before its lease runs out.
-				if _, err := a.followOnce(ctx, true); err != nil && ctx.Err() == nil {
-					log.Debug("ask a server for the leader", "err", err)
-				}
-				sleepCtx(ctx, memberPoll)
-				continue
-			}
-		}
-		// The replica falls behind while this node is a worker: once it
-		// is a server again, it must catch up before it answers reads or
-		// drives tasks (caughtUp).
-		a.ready.Store(false)
-		wait, err := a.followOnce(ctx, false)
-		if err != nil && ctx.Err() == nil {
-			log.Debug("follow a server", "err", err)
-		}
-		sleepCtx(ctx, wait)
+// follower is this node's follow loop (worker.Follower) over its raft
+// membership, its remote view and its peers.
+func (a *Agent) follower() worker.Follower {
+	return worker.Follower{
+		Self: a.cfg.Name, Membership: agentFollow{a}, Upstream: agentFollow{a}, Clock: wallClock{}, Log: a.log,
+		Roll: rand.IntN, Poll: memberPoll, Grace: removedGrace,
 	}
 }
 
-// errNoServer is returned while a worker knows no node to follow.
-var errNoServer = errors.New("no server known to follow")
+// agentFollow is the agent as its follow loop sees it: worker.Membership
+// and worker.Upstream.
+type agentFollow struct{ a *Agent }
 
-// followOnce makes one follow call, and returns how long to pause before
-// the next. With hintsOnly it asks for an answer at once and takes only
-// the leader and the servers from it.
-func (a *Agent) followOnce(ctx context.Context, hintsOnly bool) (time.Duration, error) {
-	r := &a.remote
-	name, addr := r.pick(a.cfg.Name, a.gossip.Members(), time.Now())
-	if addr == "" {
-		return followIdle, errNoServer
+func (f agentFollow) Member(ctx context.Context) (member, inConfig bool) { return f.a.member(ctx) }
+func (f agentFollow) Following() bool                                    { return f.a.remote.current() != nil }
+func (f agentFollow) Drop()                                              { f.a.remote.drop() }
+func (f agentFollow) Behind()                                            { f.a.ready.Store(false) }
+func (f agentFollow) Known() worker.Known                                { return f.a.remote.known() }
+func (f agentFollow) PassOver(name string, at time.Time)                 { f.a.remote.passOver(name, at) }
+
+// Alive are the live gossip members and their API addresses.
+func (f agentFollow) Alive() []worker.Server {
+	var alive []worker.Server
+	for _, m := range f.a.gossip.Members() {
+		if m.Status == gossip.StatusAlive {
+			alive = append(alive, worker.Server{Name: m.Name, APIAddr: m.Meta.APIAddr})
+		}
 	}
-	c, err := a.peers.get(name, addr)
+	return alive
+}
+
+// Follow makes one follow call to s (GET /v1/internal/follow) and takes
+// its answer in.
+func (f agentFollow) Follow(ctx context.Context, s worker.Server, hintsOnly bool) (worker.FollowOutcome, error) {
+	a, r := f.a, &f.a.remote
+	c, err := a.peers.get(s.Name, s.APIAddr)
 	if err != nil {
-		return followRetry, err
+		return worker.OutcomeNoClient, err
 	}
 	c = c.WithHeader(api.HeaderForwardedBy, a.cfg.Name)
 	rctx, cancel := context.WithTimeout(ctx, followTimeout)
@@ -336,33 +272,41 @@ func (a *Agent) followOnce(ctx context.Context, hintsOnly bool) (time.Duration, 
 	r.cancel = nil
 	r.mu.Unlock()
 	if err != nil {
-		r.passOver(name)
-		return followRetry, fmt.Errorf("follow %s at %s: %w", name, addr, err)
+		return worker.OutcomeFailed, fmt.Errorf("follow %s at %s: %w", s.Name, s.APIAddr, err)
 	}
 	if hintsOnly {
 		reply.Server = false
-		return followRetry, r.update(reply)
+		return worker.OutcomeHints, r.update(reply)
 	}
 	if err := r.update(reply); err != nil {
-		r.passOver(name)
-		return followRetry, fmt.Errorf("follow %s: %w", name, err)
+		return worker.OutcomeFailed, fmt.Errorf("follow %s: %w", s.Name, err)
 	}
 	if !reply.Server {
-		r.passOver(name) // not a server (any more): ask another next
-		return followRetry, nil
+		return worker.OutcomeHints, nil
 	}
-	return 0, nil
+	return worker.OutcomeServed, nil
 }
 
-// passOver spares server name for serverBackoff: it failed a follow call
-// or answered with hints only.
-func (r *remote) passOver(name string) {
+// known is where the servers last said the servers and the leader are.
+func (r *remote) known() worker.Known {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := worker.Known{Leader: r.leader, Failed: maps.Clone(r.failed)}
+	for _, s := range r.servers {
+		k.Servers = append(k.Servers, worker.Server{Name: s.Name, APIAddr: s.APIAddr})
+	}
+	return k
+}
+
+// passOver spares server name for worker.ServerBackoff from at: it
+// failed a follow call or answered with hints only.
+func (r *remote) passOver(name string, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.failed == nil {
 		r.failed = map[string]time.Time{}
 	}
-	r.failed[name] = time.Now()
+	r.failed[name] = at
 }
 
 // update takes in a follow reply: its hints, and its state when a server

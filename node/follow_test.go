@@ -11,6 +11,7 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/worker"
 )
 
 func followJob(id cluster.JobID, modify uint64, nodes ...cluster.NodeAlloc) *cluster.Job {
@@ -103,33 +104,6 @@ func mustMsgpack(t *testing.T, v any) []byte {
 	return b
 }
 
-// TestRemotePick: a worker follows a server other than the leader when it
-// can, passes over one that just failed, and falls back to the leader,
-// then to any live member, which answers with hints.
-func TestRemotePick(t *testing.T) {
-	now := time.Unix(1000, 0)
-	members := []gossip.Member{
-		{Name: "w1", Status: gossip.StatusAlive, Meta: gossip.Meta{APIAddr: "w1:7070"}},
-		{Name: "w2", Status: gossip.StatusAlive, Meta: gossip.Meta{APIAddr: "w2:7070"}},
-	}
-	var r remote
-	if name, _ := r.pick("w1", members, now); name != "w2" {
-		t.Errorf("pick with no servers known = %q; want the other live member w2", name)
-	}
-	r.leader = "s1"
-	r.servers = []api.FollowServer{{Name: "s1", APIAddr: "s1:7070", Voter: true}, {Name: "s2", APIAddr: "s2:7070"}}
-	if name, _ := r.pick("w1", members, now); name != "s2" {
-		t.Errorf("pick = %q; want s2, not the leader", name)
-	}
-	r.failed = map[string]time.Time{"s2": now.Add(-time.Second)}
-	if name, _ := r.pick("w1", members, now); name != "s1" {
-		t.Errorf("pick with s2 just failed = %q; want the leader s1", name)
-	}
-	if name, _ := r.pick("w1", members, now.Add(serverBackoff)); name != "s2" {
-		t.Errorf("pick after the backoff = %q; want s2 again", name)
-	}
-}
-
 // TestReplicaCap: bounded membership waits for every live agent to be
 // able to be a worker (a rolling upgrade from before workers keeps every
 // node a server); negative replicas mean none.
@@ -169,5 +143,24 @@ func TestFollowStateWithholdsTheCAKey(t *testing.T) {
 	}
 	if string(sec.CAKey) != "key" {
 		t.Error("followStateOf modified the view's security state")
+	}
+}
+
+// TestRemoteKnown: the follow loop gets a copy of where the servers are,
+// which a follow reply updating the remote view meanwhile cannot change.
+func TestRemoteKnown(t *testing.T) {
+	var r remote
+	if err := r.update(api.FollowReply{Leader: "s1", Servers: []api.FollowServer{{Name: "s1", APIAddr: "s1:7070", Voter: true}, {Name: "s2", APIAddr: "s2:7070"}}}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1000, 0)
+	r.passOver("s2", now)
+	k := r.known()
+	if k.Leader != "s1" || len(k.Servers) != 2 || k.Servers[1] != (worker.Server{Name: "s2", APIAddr: "s2:7070"}) || !k.Failed["s2"].Equal(now) {
+		t.Errorf("known = %+v; want leader s1, servers s1 and s2, s2 failed at %v", k, now)
+	}
+	r.passOver("s1", now)
+	if _, ok := k.Failed["s1"]; ok {
+		t.Error("a later pass-over changed the copy the loop holds")
 	}
 }

@@ -49,7 +49,7 @@ func (a *Agent) readable() error {
 
 // caughtUp reports whether this replica has once applied everything the
 // cluster had committed when it first heard from a leader. It stays true
-// while this node is a raft server (followLoop clears it when the node
+// while this node is a raft server (the follow loop clears it when the node
 // becomes a worker, whose replica falls behind).
 func (a *Agent) caughtUp() bool {
 	if a.ready.Load() {

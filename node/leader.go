@@ -32,64 +32,28 @@ const (
 	divergedHandOffInterval = time.Second
 )
 
-// leadLoop starts the leader-only loops on gaining leadership and stops
-// them, waiting, on losing it (STYLE.md section 5).
-func (a *Agent) leadLoop(ctx context.Context) {
-	var wg sync.WaitGroup
-	stop := func() {
-		if a.stopLeading != nil {
-			a.stopLeading()
-			wg.Wait()
-			a.stopLeading = nil
-		}
+// lead is the agent's lead loop (leader.Lead) over its raft and state.
+func (a *Agent) lead() leader.Lead {
+	return leader.Lead{
+		Raft: a.raft, State: a.state, Lead: agentLeader{a}, Duties: agentLeader{a}, Clock: wallClock{},
+		Log: a.log, BarrierTimeout: barrierTimeout, RegisterTimeout: applyTimeout,
 	}
-	defer stop()
-	leaderCh := a.raft.LeaderCh()
-	for {
-		var isLeader, ok bool
-		select {
-		case <-ctx.Done():
-			return
-		case isLeader, ok = <-leaderCh:
-			if !ok {
-				return
-			}
-		}
-		stop() // lose, or lose-then-regain: stop first
-		if !isLeader {
-			a.log.Info("lost leadership")
-			continue
-		}
-		bctx, cancel := context.WithTimeout(ctx, barrierTimeout)
-		err := a.raft.Barrier(bctx)
-		cancel()
-		if err != nil {
-			a.log.Warn("barrier after election", "err", err)
-			continue
-		}
-		lctx, cancelLead := context.WithCancel(ctx)
-		a.stopLeading = cancelLead
-		if err := a.state.Diverged(); err != nil {
-			// Raft elected us, but our state machine stopped applying the
-			// log: leading would schedule from a state nobody else has.
-			a.log.Error("elected with a diverged replica: refusing to lead, handing leadership over", "err", err)
-			wg.Go(func() { a.handOffLeadership(lctx) })
-			continue
-		}
-		a.log.Info("became leader", "index", a.state.Index())
-		since := time.Now()
-		// Register (or refresh) ourselves now rather than at the next
-		// heartbeat, so a fresh cluster can take submits at once.
-		hctx, cancelHB := context.WithTimeout(ctx, applyTimeout)
-		if _, err := a.leaderHeartbeat(hctx, a.selfNode()); err != nil {
-			a.log.Warn("register self as leader", "err", err)
-		}
-		cancelHB()
-		a.proposePolicy(ctx)
-		wg.Go(func() { a.scheduler().Run(lctx) })
-		wg.Go(func() { a.leaseWatch(since).Run(lctx) })
-		wg.Go(func() { a.voterLoop(lctx) })
-		wg.Go(func() { a.archiver().Run(lctx) })
+}
+
+// RegisterSelf heartbeats this node to itself as leader (leader.Duties).
+func (l agentLeader) RegisterSelf(ctx context.Context) error {
+	_, err := l.a.leaderHeartbeat(ctx, l.a.selfNode())
+	return err
+}
+
+func (l agentLeader) ProposePolicy(ctx context.Context) { l.a.proposePolicy(ctx) }
+
+// Loops are the leader-only loops (leader.Duties): scheduling, leases,
+// membership and the archive.
+func (l agentLeader) Loops(since time.Time) []func(context.Context) {
+	a := l.a
+	return []func(context.Context){
+		a.scheduler().Run, a.leaseWatch(since).Run, a.voterReconciler().Run, a.archiver().Run,
 	}
 }
 
@@ -200,96 +164,42 @@ func (a *Agent) leaseWatch(since time.Time) leader.LeaseWatch {
 	}
 }
 
-// voterLoop keeps raft membership in line with gossip: an odd number of
-// voters spread over switches, up to --raft-replicas nonvoters, the rest
-// workers outside the configuration, dead ones replaced.
-func (a *Agent) voterLoop(ctx context.Context) {
-	log := a.log.With("component", "voters")
-	failedSince := map[string]time.Time{}
-	t := time.NewTicker(voterInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		servers, err := a.raft.Servers(ctx)
-		if err != nil {
-			log.Warn("read raft configuration", "err", err)
-			continue
-		}
-		now := time.Now()
-		members := a.gossip.Members()
-		cands := voterCandidates(members, servers, failedSince, now)
-		// A revoked node may still gossip (it has the key until it is
-		// rotated), but it holds no raft seat.
-		sec := a.state.View().Security()
-		for i := range cands {
-			if _, revoked := sec.RevokedAt(cands[i].ID); revoked {
-				cands[i].Alive, cands[i].Left = false, true
-			}
-		}
-		vc := consensus.VoterConfig{MaxVoters: a.cfg.RaftVoters, DeadServerGrace: a.cfg.DeadServerGrace,
-			MaxNonvoters: replicaCap(a.cfg.RaftReplicas, members)}
-		changes := consensus.PlanVoters(vc, a.cfg.Name, cands, now)
-		if len(changes) == 0 {
-			continue
-		}
-		for _, c := range changes {
-			log.Info("raft membership change", "change", string(c.Kind), "server", c.ID, "why", c.Why)
-		}
-		if err := a.raft.ApplyChanges(ctx, changes); err != nil && ctx.Err() == nil {
-			log.Warn("apply membership changes", "err", err)
-		}
+// voterReconciler is the leader's membership loop
+// (consensus.VoterReconciler) over this agent's raft and gossip.
+func (a *Agent) voterReconciler() consensus.VoterReconciler {
+	return consensus.VoterReconciler{
+		Raft: a.raft, Peers: agentPeers{a}, Self: a.cfg.Name, MaxVoters: a.cfg.RaftVoters,
+		DeadServerGrace: a.cfg.DeadServerGrace, Clock: wallClock{}, Log: a.log, Interval: voterInterval,
 	}
 }
 
-// voterCandidates merges the gossip view and the raft configuration into
-// PlanVoters' input. failedSince remembers when each member was first seen
-// not alive; it is updated in place.
-func voterCandidates(members []gossip.Member, servers []consensus.Server, failedSince map[string]time.Time, now time.Time) []consensus.Candidate {
-	inConfig := map[string]consensus.Server{}
-	for _, s := range servers {
-		inConfig[s.ID] = s
+// agentPeers is the agent's gossip and security state as the membership
+// loop gathers them (consensus.Peers).
+type agentPeers struct{ a *Agent }
+
+func (p agentPeers) Gather() consensus.Gathered {
+	members := p.a.gossip.Members()
+	sec := p.a.state.View().Security()
+	return consensus.Gathered{
+		Members: raftMembers(members),
+		Revoked: func(id string) bool {
+			_, revoked := sec.RevokedAt(id)
+			return revoked
+		},
+		MaxNonvoters: replicaCap(p.a.cfg.RaftReplicas, members),
 	}
-	seen := map[string]bool{}
-	var cands []consensus.Candidate
+}
+
+// raftMembers is the gossip view as consensus.Candidates reads it.
+func raftMembers(members []gossip.Member) []consensus.Member {
+	out := make([]consensus.Member, 0, len(members))
 	for _, m := range members {
-		seen[m.Name] = true
-		alive := m.Status == gossip.StatusAlive || m.Status == gossip.StatusSuspect
-		if alive {
-			delete(failedSince, m.Name)
-		} else if _, ok := failedSince[m.Name]; !ok {
-			failedSince[m.Name] = now
-		}
-		s, in := inConfig[m.Name]
-		addr := m.Meta.RaftAddr
-		if in {
-			addr = s.Addr
-		}
-		if addr == "" {
-			continue // an agent too old or too new to announce raft
-		}
-		cands = append(cands, consensus.Candidate{
-			ID: m.Name, Addr: addr, Switch: m.Meta.Switch,
-			Alive: alive, Left: m.Status == gossip.StatusLeft,
-			FailedSince: failedSince[m.Name], InConfig: in, Suffrage: s.Suffrage,
+		out = append(out, consensus.Member{
+			ID: m.Name, RaftAddr: m.Meta.RaftAddr, Switch: m.Meta.Switch,
+			Alive: m.Status == gossip.StatusAlive || m.Status == gossip.StatusSuspect, Left: m.Status == gossip.StatusLeft,
 		})
 	}
-	// Servers gossip has forgotten (reaped) count as failed.
-	for _, s := range servers {
-		if seen[s.ID] {
-			continue
-		}
-		if _, ok := failedSince[s.ID]; !ok {
-			failedSince[s.ID] = now
-		}
-		cands = append(cands, consensus.Candidate{
-			ID: s.ID, Addr: s.Addr, FailedSince: failedSince[s.ID], InConfig: true, Suffrage: s.Suffrage,
-		})
-	}
-	return cands
+	return out
 }
 
 // ErrForbidden is returned when the caller may not act on a job.

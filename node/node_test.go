@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -211,50 +212,6 @@ func TestSpecOfDefaults(t *testing.T) {
 	}
 }
 
-func TestVoterCandidates(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	members := []gossip.Member{
-		{Name: "n1", Status: gossip.StatusAlive, Meta: gossip.Meta{RaftAddr: "a:1", Switch: "leaf0"}},
-		{Name: "n2", Status: gossip.StatusFailed, Meta: gossip.Meta{RaftAddr: "a:2", Switch: "leaf0"}},
-		{Name: "n3", Status: gossip.StatusLeft, Meta: gossip.Meta{RaftAddr: "a:3", Switch: "leaf1"}},
-		{Name: "n4", Status: gossip.StatusAlive, Meta: gossip.Meta{RaftAddr: "a:4", Switch: "leaf1"}},
-		{Name: "old", Status: gossip.StatusAlive}, // announces no raft address
-	}
-	servers := []consensus.Server{
-		{ID: "n1", Addr: "a:1", Suffrage: consensus.Voter},
-		{ID: "n2", Addr: "a:2", Suffrage: consensus.Voter},
-		{ID: "n3", Addr: "a:3", Suffrage: consensus.Voter},
-		{ID: "gone", Addr: "a:9", Suffrage: consensus.Voter}, // reaped from gossip
-	}
-	failed := map[string]time.Time{"n2": now.Add(-time.Minute)}
-	got := voterCandidates(members, servers, failed, now)
-	byID := map[string]consensus.Candidate{}
-	for _, c := range got {
-		byID[c.ID] = c
-	}
-	if _, ok := byID["old"]; ok {
-		t.Errorf("member without a raft address became a candidate")
-	}
-	if c := byID["n2"]; c.Alive || !c.FailedSince.Equal(now.Add(-time.Minute)) || !c.InConfig {
-		t.Errorf("n2 = %+v; want failed since a minute ago, in config", c)
-	}
-	if c := byID["n3"]; !c.Left || c.Alive {
-		t.Errorf("n3 = %+v; want left", c)
-	}
-	if c := byID["n4"]; !c.Alive || c.InConfig || c.Switch != "leaf1" {
-		t.Errorf("n4 = %+v; want alive, not in config, on leaf1", c)
-	}
-	if c := byID["gone"]; c.Alive || !c.InConfig || !c.FailedSince.Equal(now) {
-		t.Errorf("gone = %+v; want failed since now, in config", c)
-	}
-	// A member seen alive again forgets its failure.
-	members[1].Status = gossip.StatusAlive
-	voterCandidates(members, servers, failed, now.Add(time.Second))
-	if _, ok := failed["n2"]; ok {
-		t.Errorf("n2 alive again but still marked failed")
-	}
-}
-
 func TestSameAnnouncement(t *testing.T) {
 	base := cluster.Node{Name: "n1", APIAddr: "a:1", CPUs: 8, GPUs: []cluster.GPU{{Index: 0, UUID: "u", NVLinkPeers: []int{1}}},
 		Topology: cluster.Topology{Switch: "leaf0"}}
@@ -276,5 +233,25 @@ func TestSameAnnouncement(t *testing.T) {
 		if sameAnnouncement(&base, c) {
 			t.Errorf("%s changed but sameAnnouncement = true", name)
 		}
+	}
+}
+
+// TestRaftMembers: the membership loop sees gossip's suspect members as
+// alive (a suspicion is not a failure) and a graceful leave as left.
+func TestRaftMembers(t *testing.T) {
+	got := raftMembers([]gossip.Member{
+		{Name: "a", Status: gossip.StatusAlive, Meta: gossip.Meta{RaftAddr: "a:1", Switch: "leaf0"}},
+		{Name: "b", Status: gossip.StatusSuspect},
+		{Name: "c", Status: gossip.StatusFailed},
+		{Name: "d", Status: gossip.StatusLeft},
+	})
+	want := []consensus.Member{
+		{ID: "a", RaftAddr: "a:1", Switch: "leaf0", Alive: true},
+		{ID: "b", Alive: true},
+		{ID: "c"},
+		{ID: "d", Left: true},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("raftMembers = %+v; want %+v", got, want)
 	}
 }

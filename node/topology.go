@@ -238,7 +238,7 @@ func (d discovery) run(ctx context.Context, current cluster.Topology) {
 }
 
 // hasRaftState is what the node's gossip meta says of its raft state:
-// on disk, or a leader seen (as bootstrapLoop announces it).
+// on disk, or a leader seen (as the bootstrap loop announces it).
 func (a *Agent) hasRaftState() bool {
 	if a.raft.HasState() {
 		return true

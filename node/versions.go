@@ -30,7 +30,7 @@ import (
 // its own replica must not have diverged (a replica that could not apply
 // an entry, an older one among them, proposes against state it no longer
 // has), and every server must speak t's protocol (checkProtocol). A diverged
-// replica does not lead either (leadLoop hands leadership over).
+// replica does not lead either (the lead loop, leader.Lead, hands leadership over).
 func (a *Agent) mayPropose(ctx context.Context, t fsm.CmdType, need int) error {
 	if err := a.state.Diverged(); err != nil {
 		// It wraps fsm.ErrDiverged: 500 as for reads (readable), not 503,
