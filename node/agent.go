@@ -361,7 +361,7 @@ func (a *Agent) Run(parent context.Context) error {
 		wg.Go(func() { a.caOfferer(offer).Run(ctx) })
 	}
 	wg.Go(func() { a.cleaner().Run(ctx) })
-	wg.Go(func() { a.discoveryLoop(ctx) })
+	wg.Go(func() { a.discoverer().Run(ctx, a.topology()) })
 	if a.cfg.GPUSampler != nil {
 		wg.Go(func() { a.gpuSampler().Run(ctx) })
 	}

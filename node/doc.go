@@ -20,10 +20,11 @@
 //   - in package pki: certificate renewal (Renewer: RenewNext), the gossip
 //     keyring (KeyringFollower: FollowKeyring), the CA offer (CAOfferer)
 //     and a join with a token (Joiner: JoinRetries);
-//   - in package gossip: reading the membership events (LogEvents).
+//   - in package gossip: reading the membership events (LogEvents);
+//   - in package topology: finding the node's place (Discoverer: its
+//     sources and Merge).
 //
-// Two loops still run here: topology discovery (topology.go, its plan
-// planDiscovery) and a diverged leader's hand-off retry
+// One loop still runs here: a diverged leader's hand-off retry
 // (handOffLeadership). A node's own loops reach the leader through one
 // function, callLeader (locally when it leads).
 //

@@ -8,7 +8,8 @@
 // that run the tools, and Merge, the pure rule that combines what the
 // sources found with what the operator configured (--switch,
 // --switch-parent, --block, topology.conf), field by field, the operator
-// winning. The agent (package node) runs the sources now and then and
-// announces the merged place; the leader builds the switch tree from the
-// places the nodes announce.
+// winning; and Discoverer, the loop that runs the sources now and then and
+// announces the merged place through a Place the agent (package node)
+// implements over its gossip. The leader builds the switch tree from the
+// places the nodes announce (cluster.LeafParents).
 package topology
