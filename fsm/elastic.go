@@ -33,8 +33,11 @@ func (s *State) growJob(index uint64, c GrowJob) Result {
 	j := old.Clone()
 	from := len(j.Alloc.Nodes)
 	for _, p := range c.Nodes {
+		// Its place: the smallest no node of the job holds, so that its
+		// ranks repeat none still running.
 		j.Alloc.Nodes = append(j.Alloc.Nodes, cluster.NodeAlloc{
 			Node: p.Node, GPUs: slices.Clone(p.GPUs), CPUs: slices.Clone(p.CPUs), MemMiB: p.MemMiB, State: cluster.TaskAssigned,
+			Slot: j.Alloc.JoinSlot() + 1,
 		})
 		resized(j, cluster.ResizeGrow, p.Node, c.Time)
 	}
@@ -60,6 +63,8 @@ func (s *State) checkGrow(j *cluster.Job, c GrowJob) string {
 		return "its allocation is not elastic"
 	case j.Preempt != nil:
 		return "it is being preempted"
+	case j.Alloc.GivingUp():
+		return "it is giving up a node whose tasks are still being stopped"
 	case len(c.Nodes) == 0:
 		return "no nodes"
 	case req.Nodes == 0 || len(c.Nodes) > max(req.Nodes, req.NodesMax):

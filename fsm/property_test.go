@@ -455,6 +455,20 @@ func (m *model) check(t *rapid.T) {
 		case j.State == cluster.JobRequeued && !j.HoldsResources():
 			t.Fatalf("job %d REQUEUED with every node released: it should be PENDING", j.ID)
 		}
+		// An elastic job's nodes that may run its tasks hold distinct
+		// places (cluster.NodeAlloc.Slot): their ranks follow from them.
+		if j.State == cluster.JobRunning && j.Alloc != nil && j.Alloc.Elastic {
+			places := map[int]string{}
+			for i, na := range j.Alloc.Nodes {
+				if !j.Alloc.Live(i) && na.Released {
+					continue
+				}
+				if other, dup := places[j.Alloc.SlotOf(i)]; dup {
+					t.Fatalf("job %d: nodes %s and %s both at place %d", j.ID, other, na.Node, j.Alloc.SlotOf(i))
+				}
+				places[j.Alloc.SlotOf(i)] = na.Node
+			}
+		}
 		m.prevInc[j.ID], m.prevState[j.ID], m.prevHolding[j.ID] = j.Incarnation, j.State, j.HoldsResources()
 		m.checkSteps(t, j, m.prevJob[j.ID])
 		m.prevJob[j.ID] = j

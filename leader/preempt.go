@@ -97,14 +97,4 @@ func releasingVictim(j *cluster.Job) bool {
 
 // givingUp says running job j gave up a node (ShrinkJob) that has not
 // released it yet.
-func givingUp(j *cluster.Job) bool {
-	if j.Alloc == nil {
-		return false
-	}
-	for _, n := range j.Alloc.Nodes {
-		if n.Removed && !n.Released {
-			return true
-		}
-	}
-	return false
-}
+func givingUp(j *cluster.Job) bool { return j.Alloc.GivingUp() }
