@@ -34,6 +34,7 @@ import (
 //	grow job=J NODE:g,g[:CPULIST[:MEM]] ... [inc=I]   GrowJob (submit max=N: -N nodes-N; allocate elastic=yes)
 //	shrink job=J node=N [inc=I]              ShrinkJob
 //	places job=J                             live nodes' places (SlotOf) and JoinSlot
+//	update-nodes job=J nodes=K               UpdateJob NumNodes=K, as root
 //	resizes job=J                            the elastic allocation's live nodes and resizes
 //	started job=J node=N [inc=I]             TaskStarted (inc defaults to the job's)
 //	exited job=J node=N [code=C] [cause=X] [inc=I]
@@ -196,6 +197,9 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			inc = j.Incarnation
 		}
 		return resultString(h.apply(t, CmdShrinkJob, ShrinkJob{Job: id, Incarnation: inc, Node: strArg("node", "")}))
+	case "update-nodes":
+		n := intArg("nodes", 0)
+		return resultString(h.apply(t, CmdUpdateJob, UpdateJob{Job: jobArg(), Admin: true, Fields: JobUpdate{Nodes: &n}, Time: h.now}))
 	case "resizes":
 		j, ok := h.s.View().Job(jobArg())
 		if !ok || j.Alloc == nil {

@@ -51,7 +51,9 @@ import (
 //	   allocation elastic (cluster.Allocation.Elastic, with its Resizes),
 //	   and a joining node's place (cluster.NodeAlloc.Slot, set by
 //	   GrowJob: the smallest place no node of the job holds, from which
-//	   its ranks follow).
+//	   its ranks follow); and UpdateJob's Nodes (NumNodes) on a running
+//	   elastic job, which shrinks it (ShrinkTo) where an older replica
+//	   refuses the update.
 //	   An older replica would drop it and, where the others let such a
 //	   job go on without a node it lost (NodeDown, NodeLeft, a fenced
 //	   TaskExited), end or requeue it. The leader proposes Elastic only
