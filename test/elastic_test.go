@@ -291,7 +291,12 @@ func elasticScenario(t *testing.T, work string, agentArgs, cmd []string, atTwo, 
 		return nil
 	})
 	if j.State != "RUNNING" && j.State != "COMPLETED" {
-		t.Fatalf("after losing %s: %s (%s); want it running on", lost, j.State, j.Reason)
+		r := shoal(t, cli, "logs", fmt.Sprint(id))
+		out := r.stdout + r.stderr
+		if len(out) > 8000 {
+			out = out[len(out)-8000:]
+		}
+		t.Fatalf("after losing %s: %s (%s); want it running on\njob output (tail):\n%s", lost, j.State, j.Reason, out)
 	}
 	show := newSlurmShims(t, cli).must("scontrol", "show", "job", fmt.Sprint(id))
 	for _, want := range []string{"NumNodes=2 ", "ResizeTime="} {
