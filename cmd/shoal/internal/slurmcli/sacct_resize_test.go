@@ -28,7 +28,11 @@ func elasticJob() api.Job {
 // TestSacctResize: an elastic job's size history as Slurm's accounting
 // keeps a resized job's, one record per size (the ones it left in state
 // RESIZING) with sacct -D, the latest alone without it. The golden file
-// is testdata/sacct_resize.txt.
+// is testdata/sacct_resize.txt (SHOAL_UPDATE_GOLDEN=1 rewrites it). The
+// peer Slurm (one node) cannot resize a job, so its layout follows
+// Slurm 22.05's job_pre_resize_acctg/job_post_resize_acctg and
+// as_mysql_job_start/complete: the old record ends RESIZING at the
+// resize time, the new one is submitted and started then.
 func TestSacctResize(t *testing.T) {
 	const format = "JobID,State,Submit,Start,End,Elapsed,NNodes,NodeList,AllocCPUS,AllocTRES"
 	cols, err := parseSacctFormat(format)
