@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,22 +71,29 @@ func (a *Allocation) LiveNodes() []string {
 }
 
 // Current returns the allocation as a task started now sees it: an
-// elastic one without the nodes it lost, and node i's index there (-1
-// when i is lost). A fixed allocation is returned as it is.
+// elastic one without the nodes it lost, ordered by place (SlotOf), and
+// node i's index there (-1 when i is lost). A node that just joined
+// (JoinSlot) has its place as its index. A fixed allocation is returned
+// as it is.
 func (a *Allocation) Current(i int) (*Allocation, int) {
 	if !a.Elastic {
 		return a, i
 	}
 	c := *a
 	c.Nodes, c.Resizes = nil, nil
-	k := -1
+	var live []int
 	for n := range a.Nodes {
 		if a.Live(n) {
-			if n == i {
-				k = len(c.Nodes)
-			}
-			c.Nodes = append(c.Nodes, a.Nodes[n])
+			live = append(live, n)
 		}
+	}
+	slices.SortStableFunc(live, func(x, y int) int { return a.SlotOf(x) - a.SlotOf(y) })
+	k := -1
+	for _, n := range live {
+		if n == i {
+			k = len(c.Nodes)
+		}
+		c.Nodes = append(c.Nodes, a.Nodes[n])
 	}
 	return &c, k
 }
@@ -131,6 +139,59 @@ type NodeAlloc struct {
 	// them (the job's signal, then a kill after the kill wait) and its
 	// report releases it without ending the job.
 	Removed bool `msgpack:"removed,omitempty" json:"removed,omitempty"`
+	// Slot is 1 + the node's place among an elastic allocation's nodes
+	// (Allocation.SlotOf), set for a node that joined it (GrowJob); 0 for
+	// the nodes it started with, whose place is their index.
+	Slot int `msgpack:"slot,omitempty" json:"slot,omitempty"`
+}
+
+// SlotOf is node i's place in the allocation: the node index its tasks
+// were started with (SLURM_NODEID, NODE_RANK), from which their ranks
+// follow. The first nodes have their index; a node that joined an
+// elastic allocation has the place JoinSlot gave it.
+func (a *Allocation) SlotOf(i int) int {
+	if s := a.Nodes[i].Slot; s > 0 {
+		return s - 1
+	}
+	return i
+}
+
+// JoinSlot is the place a node joining elastic allocation a now takes:
+// the smallest place no node it has holds. The ranks of a node follow
+// from its place, so a joining node never repeats the ranks of a node
+// still running, even after a shrink freed a place in the middle (a node
+// that joins the first nodes n0 n1 n2 after n1 was lost takes n1's place
+// 1, not 2, which n2 runs). Because every place below it is held, it is
+// also the joining node's index among the nodes ordered by place
+// (Current), at most the number of nodes the allocation has. A node given
+// up (Removed) and not yet released still holds its place: its tasks are
+// being stopped (GrowJob is refused meanwhile).
+func (a *Allocation) JoinSlot() int {
+	held := make(map[int]bool, len(a.Nodes))
+	for i := range a.Nodes {
+		if a.Live(i) || !a.Nodes[i].Released {
+			held[a.SlotOf(i)] = true
+		}
+	}
+	s := 0
+	for held[s] {
+		s++
+	}
+	return s
+}
+
+// GivingUp reports whether the allocation gave up a node (ShrinkJob)
+// whose tasks are still being stopped.
+func (a *Allocation) GivingUp() bool {
+	if a == nil {
+		return false
+	}
+	for _, n := range a.Nodes {
+		if n.Removed && !n.Released {
+			return true
+		}
+	}
+	return false
 }
 
 // Clone returns a deep copy of a.

@@ -59,3 +59,94 @@ func TestGrowRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinSlot: a node joining an elastic allocation takes the smallest
+// place no node it has holds, and it is its index in Current.
+func TestJoinSlot(t *testing.T) {
+	run := func(s TaskState) NodeAlloc { return NodeAlloc{State: s} }
+	lost := NodeAlloc{State: TaskLost, Released: true}
+	for _, tc := range []struct {
+		name  string
+		nodes []NodeAlloc
+		want  int
+	}{
+		{"first nodes", []NodeAlloc{run(TaskRunning), run(TaskRunning)}, 2},
+		{"a middle node lost: its place", []NodeAlloc{run(TaskRunning), lost, run(TaskRunning)}, 1},
+		{"the last node lost", []NodeAlloc{run(TaskRunning), run(TaskRunning), lost}, 2},
+		{"a joined node holds the freed place", []NodeAlloc{run(TaskRunning), lost, run(TaskRunning), {State: TaskRunning, Slot: 2}}, 3},
+		{"a joined node lost frees its place", []NodeAlloc{run(TaskRunning), lost, run(TaskRunning), {State: TaskLost, Released: true, Slot: 2}}, 1},
+		{"a node given up still stopping holds its place", []NodeAlloc{run(TaskRunning), {State: TaskRunning, Removed: true}, run(TaskRunning)}, 3},
+		{"a node given up and released frees it", []NodeAlloc{run(TaskRunning), {State: TaskExited, Removed: true, Released: true}, run(TaskRunning)}, 1},
+	} {
+		a := &Allocation{Elastic: true}
+		for i, n := range tc.nodes {
+			n.Node = string(rune('a' + i))
+			a.Nodes = append(a.Nodes, n)
+		}
+		if got := a.JoinSlot(); got != tc.want {
+			t.Errorf("%s: JoinSlot = %d; want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestJoinRanksNeverRepeat: through bounded random grows and shrinks, a
+// joining node's ranks (by Current's index, as the agent starts them)
+// never repeat a rank of a node the job still has, and its index is its
+// place.
+func TestJoinRanksNeverRepeat(t *testing.T) {
+	req := Request{Nodes: 2, NodesMax: 5, TasksPerNode: 2}
+	for seed := range 50 {
+		a := &Allocation{Elastic: true}
+		ranks := map[int][]int{} // node index in a.Nodes -> ranks it started with
+		start := func(i int) {
+			c, k := a.Current(i)
+			if k != a.SlotOf(i) {
+				t.Fatalf("seed %d: node %d at index %d, place %d", seed, i, k, a.SlotOf(i))
+			}
+			for local := range req.TasksPerNode {
+				ranks[i] = append(ranks[i], req.RankAt(len(c.Nodes), k, local))
+			}
+		}
+		for i := range 3 {
+			a.Nodes = append(a.Nodes, NodeAlloc{Node: string(rune('a' + i)), State: TaskRunning})
+		}
+		for i := range 3 {
+			start(i)
+		}
+		r := uint32(seed*2654435761 + 1)
+		next := func(n int) int { r = r*1664525 + 1013904223; return int(r>>8) % n }
+		for step := range 40 {
+			live := a.LiveNodes()
+			if next(2) == 0 && len(live) > req.Nodes {
+				// Lose a node other than the first.
+				var idx []int
+				for i := 1; i < len(a.Nodes); i++ {
+					if a.Live(i) {
+						idx = append(idx, i)
+					}
+				}
+				i := idx[next(len(idx))]
+				a.Nodes[i].State, a.Nodes[i].Released = TaskLost, true
+				continue
+			}
+			if len(live) >= req.NodesMax {
+				continue
+			}
+			a.Nodes = append(a.Nodes, NodeAlloc{Node: string(rune('a' + len(a.Nodes))), State: TaskRunning, Slot: a.JoinSlot() + 1})
+			i := len(a.Nodes) - 1
+			start(i)
+			seen := map[int]int{}
+			for n := range a.Nodes {
+				if !a.Live(n) {
+					continue
+				}
+				for _, rk := range ranks[n] {
+					if o, dup := seen[rk]; dup {
+						t.Fatalf("seed %d step %d: rank %d on nodes %d and %d (places %d, %d)", seed, step, rk, o, n, a.SlotOf(o), a.SlotOf(n))
+					}
+					seen[rk] = n
+				}
+			}
+		}
+	}
+}

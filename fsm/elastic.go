@@ -33,8 +33,11 @@ func (s *State) growJob(index uint64, c GrowJob) Result {
 	j := old.Clone()
 	from := len(j.Alloc.Nodes)
 	for _, p := range c.Nodes {
+		// Its place: the smallest no node of the job holds, so that its
+		// ranks repeat none still running.
 		j.Alloc.Nodes = append(j.Alloc.Nodes, cluster.NodeAlloc{
 			Node: p.Node, GPUs: slices.Clone(p.GPUs), CPUs: slices.Clone(p.CPUs), MemMiB: p.MemMiB, State: cluster.TaskAssigned,
+			Slot: j.Alloc.JoinSlot() + 1,
 		})
 		resized(j, cluster.ResizeGrow, p.Node, c.Time)
 	}
@@ -60,11 +63,13 @@ func (s *State) checkGrow(j *cluster.Job, c GrowJob) string {
 		return "its allocation is not elastic"
 	case j.Preempt != nil:
 		return "it is being preempted"
+	case j.Alloc.GivingUp():
+		return "it is giving up a node whose tasks are still being stopped"
 	case len(c.Nodes) == 0:
 		return "no nodes"
 	case req.Nodes == 0 || len(c.Nodes) > max(req.Nodes, req.NodesMax):
 		return fmt.Sprintf("%d more nodes would pass its maximum of %d (it has %d)",
-			len(c.Nodes), j.Spec.Request.NodesMax, len(j.Alloc.LiveNodes()))
+			len(c.Nodes), max(j.Spec.Request.Nodes, j.Spec.Request.NodesMax), len(j.Alloc.LiveNodes()))
 	}
 	for _, p := range c.Nodes {
 		if j.Alloc.Find(p.Node) >= 0 {
@@ -183,4 +188,42 @@ func liveExitedZero(a *cluster.Allocation) bool {
 		}
 	}
 	return true
+}
+
+// ShrinkTo decides `scontrol update JobId=N NumNodes=K` on running elastic
+// job j: the indices of the nodes it gives up to keep k, those of the
+// highest places (cluster.Allocation.SlotOf) first, as Slurm keeps a
+// shrunk job's first nodes; never its first node. The nodes given up stop
+// their tasks as for ShrinkJob (the job's signal, then a kill after the
+// kill wait). As Slurm 22.05 (without SchedulerParameters=
+// permit_job_expansion), a running job does not grow this way; nor does
+// an elastic job go under its minimum. k equal to the nodes it has gives
+// up none.
+func ShrinkTo(j *cluster.Job, k int) ([]int, error) {
+	var live []int
+	for i := range j.Alloc.Nodes {
+		if j.Alloc.Live(i) {
+			live = append(live, i)
+		}
+	}
+	switch {
+	case k < 1:
+		return nil, fmt.Errorf("%w for job %d: NumNodes=%d: want at least 1", ErrUpdateNodeCount, j.ID, k)
+	case k > len(live):
+		return nil, fmt.Errorf("%w for job %d: NumNodes=%d: a running job does not grow through an update (it has %d nodes; an elastic job grows by itself, up to its maximum)",
+			ErrUpdateNotSupported, j.ID, k, len(live))
+	case k < j.Spec.Request.Nodes:
+		return nil, fmt.Errorf("%w for job %d: NumNodes=%d: below the job's minimum of %d nodes", ErrUpdateNodeCount, j.ID, k, j.Spec.Request.Nodes)
+	}
+	slices.SortStableFunc(live, func(a, b int) int { return j.Alloc.SlotOf(b) - j.Alloc.SlotOf(a) })
+	var give []int
+	for _, i := range live {
+		if len(give) == len(live)-k {
+			break
+		}
+		if i != 0 {
+			give = append(give, i)
+		}
+	}
+	return give, nil
 }

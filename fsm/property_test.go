@@ -189,6 +189,12 @@ func (m *model) actions() map[string]func(*rapid.T) {
 			}
 			m.apply(t, CmdShrinkJob, c)
 		},
+		"update nodes": func(t *rapid.T) {
+			// scontrol update NumNodes=K, mostly on a running elastic job.
+			id, _ := m.drawElastic(t)
+			n := rapid.IntRange(0, 5).Draw(t, "num nodes")
+			m.apply(t, CmdUpdateJob, UpdateJob{Job: id, Admin: true, Fields: JobUpdate{Nodes: &n}})
+		},
 		"started": func(t *rapid.T) {
 			id, j := m.drawJob(t)
 			inc, node := m.drawReport(t, j)
@@ -455,6 +461,20 @@ func (m *model) check(t *rapid.T) {
 		case j.State == cluster.JobRequeued && !j.HoldsResources():
 			t.Fatalf("job %d REQUEUED with every node released: it should be PENDING", j.ID)
 		}
+		// An elastic job's nodes that may run its tasks hold distinct
+		// places (cluster.NodeAlloc.Slot): their ranks follow from them.
+		if j.State == cluster.JobRunning && j.Alloc != nil && j.Alloc.Elastic {
+			places := map[int]string{}
+			for i, na := range j.Alloc.Nodes {
+				if !j.Alloc.Live(i) && na.Released {
+					continue
+				}
+				if other, dup := places[j.Alloc.SlotOf(i)]; dup {
+					t.Fatalf("job %d: nodes %s and %s both at place %d", j.ID, other, na.Node, j.Alloc.SlotOf(i))
+				}
+				places[j.Alloc.SlotOf(i)] = na.Node
+			}
+		}
 		m.prevInc[j.ID], m.prevState[j.ID], m.prevHolding[j.ID] = j.Incarnation, j.State, j.HoldsResources()
 		m.checkSteps(t, j, m.prevJob[j.ID])
 		m.prevJob[j.ID] = j
@@ -482,9 +502,19 @@ func (m *model) checkSteps(t *rapid.T, j, prev *cluster.Job) {
 		if st.ID != k || st.Incarnation != j.Incarnation {
 			t.Fatalf("job %d steps[%d]: id %d incarnation %d; want id %d, the job's incarnation %d", j.ID, k, st.ID, st.Incarnation, k, j.Incarnation)
 		}
-		live := 0
+		live, prevAt := 0, -1
 		for i, sn := range st.Nodes {
-			na := j.Alloc.Nodes[i] // steps only on the allocation's nodes, in rank order
+			// Steps only on the allocation's nodes, in rank order: its
+			// first ones, or, elastic, those it had at the step's start.
+			at := i
+			if j.Alloc.Elastic {
+				at = j.Alloc.Find(sn.Node)
+			}
+			if at <= prevAt || at >= len(j.Alloc.Nodes) {
+				t.Fatalf("job %d step %d node %d = %+v: not the allocation's next node in rank order", j.ID, k, i, sn)
+			}
+			prevAt = at
+			na := j.Alloc.Nodes[at]
 			if sn.Node != na.Node || sn.FirstRank != i*st.Spec.TasksPerNode || sn.Tasks != st.Spec.TasksPerNode {
 				t.Fatalf("job %d step %d node %d = %+v; want node %s from rank %d", j.ID, k, i, sn, na.Node, i*st.Spec.TasksPerNode)
 			}

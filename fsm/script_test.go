@@ -33,6 +33,8 @@ import (
 //	alloc job=J                              the job's allocation: GPUs, CPUs, memory per node
 //	grow job=J NODE:g,g[:CPULIST[:MEM]] ... [inc=I]   GrowJob (submit max=N: -N nodes-N; allocate elastic=yes)
 //	shrink job=J node=N [inc=I]              ShrinkJob
+//	places job=J                             live nodes' places (SlotOf) and JoinSlot
+//	update-nodes job=J nodes=K               UpdateJob NumNodes=K, as root
 //	resizes job=J                            the elastic allocation's live nodes and resizes
 //	started job=J node=N [inc=I]             TaskStarted (inc defaults to the job's)
 //	exited job=J node=N [code=C] [cause=X] [inc=I]
@@ -195,6 +197,9 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			inc = j.Incarnation
 		}
 		return resultString(h.apply(t, CmdShrinkJob, ShrinkJob{Job: id, Incarnation: inc, Node: strArg("node", "")}))
+	case "update-nodes":
+		n := intArg("nodes", 0)
+		return resultString(h.apply(t, CmdUpdateJob, UpdateJob{Job: jobArg(), Admin: true, Fields: JobUpdate{Nodes: &n}, Time: h.now}))
 	case "resizes":
 		j, ok := h.s.View().Job(jobArg())
 		if !ok || j.Alloc == nil {
@@ -205,6 +210,19 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 		for _, r := range j.Alloc.Resizes {
 			fmt.Fprintf(&b, "%s %s %s nodes=%d\n", offset(r.Time), r.Cause, r.Node, r.Nodes)
 		}
+		return b.String()
+	case "places":
+		j, ok := h.s.View().Job(jobArg())
+		if !ok || j.Alloc == nil {
+			return "no allocation\n"
+		}
+		var b strings.Builder
+		for i, na := range j.Alloc.Nodes {
+			if j.Alloc.Live(i) {
+				fmt.Fprintf(&b, "%s=%d ", na.Node, j.Alloc.SlotOf(i))
+			}
+		}
+		fmt.Fprintf(&b, "join=%d\n", j.Alloc.JoinSlot())
 		return b.String()
 	case "alloc":
 		j, ok := h.s.View().Job(jobArg())

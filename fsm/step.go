@@ -28,7 +28,7 @@ func (s *State) startStep(index uint64, c StartStep) Result {
 		return Result{Err: fmt.Errorf("%s: %w: steps: %d started, want at most %d per incarnation",
 			what, ErrInvalid, len(old.Steps), cluster.MaxStepsPerJob)}
 	}
-	sp, err := stepSpec(c.Spec, old)
+	sp, err := stepSpec(c.Spec, old, false)
 	if err != nil {
 		return Result{Err: fmt.Errorf("%s: %w: %w", what, ErrInvalid, err)}
 	}
@@ -59,9 +59,11 @@ func (s *State) startStep(index uint64, c StartStep) Result {
 
 // stepSpec fills sp's defaults from job j (Nodes 0: every node of the
 // allocation; TasksPerNode 0: the job's) and checks it against the
-// allocation, naming the first bad field. Restore runs it on stored specs,
-// which must come back unchanged.
-func stepSpec(sp cluster.StepSpec, j *cluster.Job) (cluster.StepSpec, error) {
+// allocation, naming the first bad field. Restore runs it on stored specs
+// (stored), which must come back unchanged: as a stored step may have
+// started before its elastic allocation shrank, those are checked against
+// every node the allocation had.
+func stepSpec(sp cluster.StepSpec, j *cluster.Job, stored bool) (cluster.StepSpec, error) {
 	switch {
 	case len(sp.Command) == 0 || sp.Command[0] == "":
 		return sp, fmt.Errorf("command: empty, want a program and its arguments")
@@ -91,6 +93,9 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job) (cluster.StepSpec, error) {
 	}
 	// An elastic allocation's steps run on the nodes it has now.
 	nodes := len(j.Alloc.LiveNodes())
+	if stored {
+		nodes = len(j.Alloc.Nodes)
+	}
 	if len(sp.NodeList) > 0 {
 		if sp.Nodes != 0 && sp.Nodes != len(sp.NodeList) {
 			return sp, fmt.Errorf("nodes %d: the node list names %d nodes", sp.Nodes, len(sp.NodeList))
@@ -102,7 +107,7 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job) (cluster.StepSpec, error) {
 		for k, name := range sp.NodeList {
 			i := j.Alloc.Find(name)
 			switch {
-			case i < 0 || !j.Alloc.Live(i):
+			case i < 0 || !stored && !j.Alloc.Live(i):
 				return sp, fmt.Errorf("node_list[%d] %.64q: not a node of the allocation", k, name)
 			case slices.Contains(at, i):
 				return sp, fmt.Errorf("node_list[%d] %.64q: named twice", k, name)
@@ -375,7 +380,7 @@ func validateSteps(j *cluster.Job) error {
 		if st.Incarnation != j.Incarnation {
 			return fmt.Errorf("%s: incarnation %d, want the job's %d", what, st.Incarnation, j.Incarnation)
 		}
-		sp, err := stepSpec(st.Spec, j)
+		sp, err := stepSpec(st.Spec, j, true)
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
@@ -387,6 +392,18 @@ func validateSteps(j *cluster.Job) error {
 		}
 		live, completed := 0, true
 		at := stepAllocNodes(sp, j)
+		if j.Alloc.Elastic && len(sp.NodeList) == 0 {
+			// The nodes the allocation had when the step started, which
+			// it may have lost since: its step nodes, in rank order.
+			at = at[:0]
+			for i, sn := range st.Nodes {
+				a := j.Alloc.Find(sn.Node)
+				if a < 0 || i > 0 && a <= at[i-1] {
+					return fmt.Errorf("%s: nodes[%d]: node %.64q, not the allocation's next node in rank order", what, i, sn.Node)
+				}
+				at = append(at, a)
+			}
+		}
 		for i, sn := range st.Nodes {
 			na := j.Alloc.Nodes[at[i]]
 			tasks, first := sp.Tasks(i)

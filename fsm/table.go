@@ -48,7 +48,12 @@ import (
 //	4  command types 29 and 30 (GrowJob: a running elastic job takes more
 //	   nodes; ShrinkJob: it gives one up for a preempting job);
 //	   field: Allocate's Decision.Elastic, which starts an elastic job's
-//	   allocation elastic (cluster.Allocation.Elastic, with its Resizes).
+//	   allocation elastic (cluster.Allocation.Elastic, with its Resizes),
+//	   and a joining node's place (cluster.NodeAlloc.Slot, set by
+//	   GrowJob: the smallest place no node of the job holds, from which
+//	   its ranks follow); and UpdateJob's Nodes (NumNodes) on a running
+//	   elastic job, which shrinks it (ShrinkTo) where an older replica
+//	   refuses the update.
 //	   An older replica would drop it and, where the others let such a
 //	   job go on without a node it lost (NodeDown, NodeLeft, a fenced
 //	   TaskExited), end or requeue it. The leader proposes Elastic only

@@ -58,8 +58,9 @@ var (
 // new spec, or the refusal, as Slurm 22.05's slurmctld decides it. A user
 // may update only their own jobs; only root may raise a time limit (a
 // user may lower theirs, running or not) or lower a nice value. The node
-// count, partition, QoS and dependency change only while the job pends;
-// the name, comment, nice and time limit while it has not ended.
+// count, partition, QoS and dependency change only while the job pends
+// (but a running elastic job's node count may shrink it: ShrinkTo); the
+// name, comment, nice and time limit while it has not ended.
 // depends checks a new dependency's jobs (State.checkDependency).
 func PlanJobUpdate(j *cluster.Job, c UpdateJob, pol *cluster.Policy, depends func(cluster.Spec) error) (cluster.Spec, error) {
 	f := c.Fields
@@ -78,10 +79,20 @@ func PlanJobUpdate(j *cluster.Job, c UpdateJob, pol *cluster.Policy, depends fun
 		return refuse(ErrUpdateFinished, "")
 	}
 	pending := j.State == cluster.JobPending
-	if f.Nodes != nil {
+	if f.Nodes != nil && j.State == cluster.JobRunning && j.Alloc != nil && j.Alloc.Elastic {
+		// A running elastic job shrinks to the count (ShrinkTo) and grows
+		// no more past it: its MAX becomes the count.
+		if _, err := ShrinkTo(j, *f.Nodes); err != nil {
+			return j.Spec, err
+		}
+		spec.Request.NodesMax = *f.Nodes
+		if *f.Nodes == spec.Request.Nodes {
+			spec.Request.NodesMax = 0
+		}
+	} else if f.Nodes != nil {
 		switch {
 		case !pending:
-			return refuse(ErrUpdateNotSupported, "NumNodes changes only while the job pends")
+			return refuse(ErrUpdateNotSupported, "NumNodes changes only while the job pends, or for a running elastic job (-N MIN-MAX), which it shrinks")
 		case *f.Nodes < 1 || *f.Nodes > cluster.MaxNodesPerJob:
 			return refuse(ErrUpdateNodeCount, fmt.Sprintf("NumNodes=%d: want 1 to %d", *f.Nodes, cluster.MaxNodesPerJob))
 		}
@@ -187,6 +198,13 @@ func (s *State) updateJob(index uint64, c UpdateJob) Result {
 	}
 	j := old.Clone()
 	j.Spec = spec
+	if f := c.Fields.Nodes; f != nil && j.State == cluster.JobRunning && j.Alloc != nil && j.Alloc.Elastic {
+		give, _ := ShrinkTo(old, *f) // PlanJobUpdate checked it
+		for _, i := range give {
+			j.Alloc.Nodes[i].Removed = true
+			resized(j, cluster.ResizeShrink, j.Alloc.Nodes[i].Node, c.Time)
+		}
+	}
 	j.ModifyIndex = index
 	s.storeJob(pos, j)
 	return Result{}

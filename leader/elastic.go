@@ -23,7 +23,7 @@ import (
 func growStandIns(jobs []*cluster.Job, now time.Time) []*cluster.Job {
 	var out []*cluster.Job
 	for _, j := range jobs {
-		if j.State != cluster.JobRunning || j.Preempt != nil || j.Alloc == nil || !j.Alloc.Elastic {
+		if j.State != cluster.JobRunning || j.Preempt != nil || j.Alloc == nil || !j.Alloc.Elastic || j.Alloc.GivingUp() {
 			continue
 		}
 		req := j.GrowRequest()

@@ -26,8 +26,9 @@ type Preemptions struct {
 // deadline). While room is being made — a victim's grace runs, or a
 // victim's resources are still being released — no more victims are
 // chosen. An elastic job that can give up nodes and keep its minimum is
-// shrunk rather than stopped (placement.Shrinks) when that alone makes
-// room. v is the state after the pass's allocations. It is pure;
+// shrunk rather than stopped (placement.Preempt): shrinks alone when they
+// make room, else shrinks with as few jobs stopped as make room with
+// them. v is the state after the pass's allocations. It is pure;
 // ok is false when there is nothing to preempt.
 func Preemption(v *fsm.View, order []cluster.JobID, placed map[cluster.JobID]string, now time.Time) (Preemptions, bool) {
 	pol := v.Policy()
@@ -76,14 +77,15 @@ func Preemption(v *fsm.View, order []cluster.JobID, placed map[cluster.JobID]str
 		return Preemptions{}, false
 	}
 	view := placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(pol.Partitions)
-	if shrinks, ok := placement.Shrinks(view, head, candidates, now); ok {
-		return Preemptions{For: head.ID, Shrinks: shrinks}, true
-	}
-	victims, ok := placement.Victims(view, head, candidates, now)
+	plan, ok := placement.Preempt(view, head, candidates, now)
 	if !ok {
 		return Preemptions{}, false
 	}
-	return Preemptions{For: head.ID, Victims: victims, Deadline: now.Add(pol.PreemptGrace)}, true
+	pre := Preemptions{For: head.ID, Shrinks: plan.Shrinks, Victims: plan.Victims}
+	if len(plan.Victims) > 0 {
+		pre.Deadline = now.Add(pol.PreemptGrace)
+	}
+	return pre, true
 }
 
 // releasingVictim says j is a preemption victim whose grace ended (it was
@@ -97,14 +99,4 @@ func releasingVictim(j *cluster.Job) bool {
 
 // givingUp says running job j gave up a node (ShrinkJob) that has not
 // released it yet.
-func givingUp(j *cluster.Job) bool {
-	if j.Alloc == nil {
-		return false
-	}
-	for _, n := range j.Alloc.Nodes {
-		if n.Removed && !n.Released {
-			return true
-		}
-	}
-	return false
-}
+func givingUp(j *cluster.Job) bool { return j.Alloc.GivingUp() }

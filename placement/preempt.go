@@ -94,3 +94,105 @@ func (v *View) holderOf(id cluster.JobID) *holder {
 	}
 	return nil
 }
+
+// Plan is how to make room for a preempting job: nodes elastic jobs give
+// up (fsm.ShrinkJob), and jobs stopped whole (their grace, then requeue
+// or cancel).
+type Plan struct {
+	Shrinks []Shrink
+	Victims []cluster.JobID
+}
+
+// Preempt chooses how to make room for job among candidates (running
+// jobs the caller may preempt for it), preferring shrinking to stopping:
+// shrinks alone (Shrinks) when they make room; else every shrink the
+// elastic candidates offer (their nodes above their minimum, never their
+// first) and, cheapest first as Victims orders them, as few whole jobs as
+// make room with them. The set is then pruned: each victim, dearest
+// first, is spared if job still fits without it, then each shrink, last
+// first. An elastic job that is stopped gives up no node besides (its
+// nodes all go). The result is minimal; false when stopping every
+// candidate and shrinking the others would not make room. Preempt is
+// pure: v and the jobs are not modified.
+func Preempt(v *View, job *cluster.Job, candidates []*cluster.Job, now time.Time) (Plan, bool) {
+	if v == nil || job == nil {
+		return Plan{}, false
+	}
+	if shrinks, ok := Shrinks(v, job, candidates, now); ok {
+		return Plan{Shrinks: shrinks}, true
+	}
+	offers := shrinkOffers(v, job, candidates)
+	type victim struct {
+		id   cluster.JobID
+		h    *holder
+		cost float64
+	}
+	var vs []victim
+	for _, c := range candidates {
+		if c == nil || c.ID == job.ID {
+			continue
+		}
+		h := v.holderOf(c.ID)
+		if h == nil {
+			continue
+		}
+		gpus := 0
+		for _, hn := range h.nodes {
+			gpus += len(hn.gpus)
+		}
+		vs = append(vs, victim{id: c.ID, h: h, cost: float64(gpus) * max(now.Sub(c.StartTime), 0).Hours()})
+	}
+	slices.SortFunc(vs, func(a, b victim) int { return cmp.Or(cmp.Compare(a.cost, b.cost), cmp.Compare(b.id, a.id)) })
+
+	base := newState(v, []*cluster.Job{job})
+	fits := func(shrinks []offer, set []victim) bool {
+		f := base.clone()
+		f.maxLeaves = switchLimit(job, now)
+		for _, x := range set {
+			for _, hn := range x.h.nodes {
+				f.give(hn)
+				f.vacate(hn.node, x.h.excl)
+			}
+		}
+		for _, o := range shrinks {
+			if slices.ContainsFunc(set, func(x victim) bool { return x.id == o.s.Job }) {
+				continue // stopped whole: its nodes are given already
+			}
+			f.give(o.hn)
+			f.vacate(o.hn.node, o.excl)
+		}
+		_, _, ok := f.start(job.ID, job.Spec.Request, true, nil, false)
+		return ok
+	}
+	n := 0
+	for n < len(vs) && !fits(offers, vs[:n]) {
+		n++
+	}
+	if !fits(offers, vs[:n]) {
+		return Plan{}, false
+	}
+	chosen := slices.Clone(vs[:n])
+	for i := len(chosen) - 1; i >= 0; i-- {
+		if without := slices.Delete(slices.Clone(chosen), i, i+1); fits(offers, without) {
+			chosen = without
+		}
+	}
+	// Shrinks of the jobs stopped whole are moot.
+	kept := slices.DeleteFunc(slices.Clone(offers), func(o offer) bool {
+		return slices.ContainsFunc(chosen, func(x victim) bool { return x.id == o.s.Job })
+	})
+	for i := len(kept) - 1; i >= 0; i-- {
+		if without := slices.Delete(slices.Clone(kept), i, i+1); fits(without, chosen) {
+			kept = without
+		}
+	}
+	var p Plan
+	for _, o := range kept {
+		p.Shrinks = append(p.Shrinks, o.s)
+	}
+	for _, x := range chosen {
+		p.Victims = append(p.Victims, x.id)
+	}
+	slices.Sort(p.Victims)
+	return p, true
+}

@@ -27,35 +27,7 @@ func Shrinks(v *View, job *cluster.Job, candidates []*cluster.Job, now time.Time
 	if v == nil || job == nil {
 		return nil, false
 	}
-	type offer struct {
-		s    Shrink
-		hn   heldNode
-		excl bool
-	}
-	var offers []offer
-	for _, c := range candidates {
-		if c == nil || c.ID == job.ID || c.State != cluster.JobRunning || c.Alloc == nil || !c.Alloc.Elastic {
-			continue
-		}
-		h := v.holderOf(c.ID)
-		if h == nil {
-			continue
-		}
-		live := c.Alloc.LiveNodes()
-		spare := len(live) - c.Spec.Request.Nodes
-		for k := len(live) - 1; k >= 1 && spare > 0; k-- {
-			ni, ok := v.byName[live[k]]
-			if !ok {
-				continue
-			}
-			i := slices.IndexFunc(h.nodes, func(hn heldNode) bool { return hn.node == ni })
-			if i < 0 {
-				continue
-			}
-			offers = append(offers, offer{s: Shrink{Job: c.ID, Node: live[k]}, hn: h.nodes[i], excl: h.excl})
-			spare--
-		}
-	}
+	offers := shrinkOffers(v, job, candidates)
 	base := newState(v, []*cluster.Job{job})
 	fits := func(set []offer) bool {
 		f := base.clone()
@@ -86,4 +58,43 @@ func Shrinks(v *View, job *cluster.Job, candidates []*cluster.Job, now time.Time
 		out[i] = o.s
 	}
 	return out, true
+}
+
+// offer is one node an elastic job could give up, as held in a View.
+type offer struct {
+	s    Shrink
+	hn   heldNode
+	excl bool
+}
+
+// shrinkOffers are the nodes the elastic jobs among candidates could give
+// up for job and keep their minimum: each job's last nodes in rank order
+// (never its first, where rank 0 runs), as many as it has above its
+// minimum, in candidates' order.
+func shrinkOffers(v *View, job *cluster.Job, candidates []*cluster.Job) []offer {
+	var offers []offer
+	for _, c := range candidates {
+		if c == nil || c.ID == job.ID || c.State != cluster.JobRunning || c.Alloc == nil || !c.Alloc.Elastic {
+			continue
+		}
+		h := v.holderOf(c.ID)
+		if h == nil {
+			continue
+		}
+		live := c.Alloc.LiveNodes()
+		spare := len(live) - c.Spec.Request.Nodes
+		for k := len(live) - 1; k >= 1 && spare > 0; k-- {
+			ni, ok := v.byName[live[k]]
+			if !ok {
+				continue
+			}
+			i := slices.IndexFunc(h.nodes, func(hn heldNode) bool { return hn.node == ni })
+			if i < 0 {
+				continue
+			}
+			offers = append(offers, offer{s: Shrink{Job: c.ID, Node: live[k]}, hn: h.nodes[i], excl: h.excl})
+			spare--
+		}
+	}
+	return offers
 }

@@ -291,7 +291,12 @@ func elasticScenario(t *testing.T, work string, agentArgs, cmd []string, atTwo, 
 		return nil
 	})
 	if j.State != "RUNNING" && j.State != "COMPLETED" {
-		t.Fatalf("after losing %s: %s (%s); want it running on", lost, j.State, j.Reason)
+		r := shoal(t, cli, "logs", fmt.Sprint(id))
+		out := r.stdout + r.stderr
+		if len(out) > 8000 {
+			out = out[len(out)-8000:]
+		}
+		t.Fatalf("after losing %s: %s (%s); want it running on\njob output (tail):\n%s", lost, j.State, j.Reason, out)
 	}
 	show := newSlurmShims(t, cli).must("scontrol", "show", "job", fmt.Sprint(id))
 	for _, want := range []string{"NumNodes=2 ", "ResizeTime="} {
@@ -370,5 +375,61 @@ while [ ! -e A.go ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done`)
 	j = waitJob(t, a, elastic, 60*time.Second)
 	if j.State != "COMPLETED" || j.RestartCount != 0 || len(j.Resizes) != 1 || j.Resizes[0].Cause != "shrink" || j.Resizes[0].Node != hj.Nodes[0] {
 		t.Errorf("elastic job %s (restarts %d), resizes %+v; want COMPLETED, never requeued, one shrink of %s", j.State, j.RestartCount, j.Resizes, hj.Nodes[0])
+	}
+}
+
+// TestElasticScontrolShrink: `scontrol update JobId=N NumNodes=2` shrinks a
+// running elastic job from 3 nodes to 2 (the node given up gets the job's
+// SIGTERM; the job runs on and grows no more), growing it that way is
+// refused with Slurm's words, and sacct -D shows the size history as
+// Slurm's accounting records it (a RESIZING record per earlier size).
+func TestElasticScontrolShrink(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1})
+	a := c.Agents[0]
+	sh := newSlurmShims(t, a)
+	work := t.TempDir()
+	ran := filepath.Join(work, "ran")
+	id := submit(t, a, "--chdir", work, "--nodes", "1-3", "--gpus-per-node", "1", "--",
+		"/bin/sh", "-c", `echo "start $SLURMD_NODENAME" >> ran
+trap 'echo "term $SLURMD_NODENAME" >> ran; exit 0' TERM
+i=0
+while [ ! -e A.go ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done`)
+	eventually(t, 30*time.Second, "the elastic job started on 3 nodes", func() error {
+		data, _ := os.ReadFile(ran)
+		if n := strings.Count(string(data), "start "); n != 3 {
+			return fmt.Errorf("%d starts:\n%s", n, data)
+		}
+		return nil
+	})
+	if r := sh.run("scontrol", "update", fmt.Sprintf("JobId=%d", id), "NumNodes=4"); r.code == 0 || !strings.Contains(r.stderr, "Requested operation not supported on this system") {
+		t.Errorf("scontrol update NumNodes=4 (grow): exit %d, stderr %q; want Slurm's refusal", r.code, r.stderr)
+	}
+	sh.must("scontrol", "update", fmt.Sprintf("JobId=%d", id), "NumNodes=2")
+	var j api.Job
+	eventually(t, 60*time.Second, "the given-up node's tasks stopped", func() error {
+		data, _ := os.ReadFile(ran)
+		if strings.Count(string(data), "term ") != 1 {
+			return fmt.Errorf("want one SIGTERM:\n%s", data)
+		}
+		return nil
+	})
+	jsonOf(t, a, &j, "job", fmt.Sprint(id))
+	if j.State != "RUNNING" || j.NumNodes != 2 || len(j.Resizes) != 1 || j.Resizes[0].Cause != "shrink" {
+		t.Fatalf("after NumNodes=2: %s on %v, resizes %+v; want RUNNING on 2 nodes, one shrink", j.State, j.Nodes, j.Resizes)
+	}
+	data, _ := os.ReadFile(ran)
+	if gone := j.Resizes[0].Node; !strings.Contains(string(data), "term "+gone+"\n") || slices.Contains(j.Nodes, gone) {
+		t.Errorf("node %s given up, job on %v; want SIGTERM there only:\n%s", gone, j.Nodes, data)
+	}
+	out := sh.must("sacct", "-j", fmt.Sprint(id), "-D", "-X", "-P", "-n", "--format", "JobID,State,NNodes")
+	if want := fmt.Sprintf("%d|RESIZING|3\n%d|RUNNING|2", id, id); out != want {
+		t.Errorf("sacct -D:\n%s\nwant:\n%s", out, want)
+	}
+	if err := os.WriteFile(filepath.Join(work, "A.go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, a, id, 60*time.Second)
+	if j.State != "COMPLETED" || j.NumNodes != 2 || len(j.Resizes) != 1 {
+		t.Errorf("elastic job %s on %v, resizes %+v; want COMPLETED on 2, never grown back", j.State, j.Nodes, j.Resizes)
 	}
 }

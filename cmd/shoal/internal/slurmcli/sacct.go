@@ -41,7 +41,7 @@ var sacctOpts = []slurm.Option{
 	{Long: "endtime", Short: 'E', Arg: slurm.NeedArg},
 	{Long: "partition", Short: 'r', Arg: slurm.NeedArg},
 	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
-	{Long: "duplicates", Short: 'D', Arg: slurm.NoArg, Unsupported: "Shoal keeps one record per job, of its latest run"},
+	{Long: "duplicates", Short: 'D', Arg: slurm.NoArg},
 	{Long: "long", Short: 'l', Arg: slurm.NoArg, Unsupported: "name the fields with --format (MaxRSS, AveRSS, TotalCPU, UserCPU, SystemCPU, ReqMem, AllocTRES, TRESUsageInTot are there)"},
 	{Long: "units", Arg: slurm.NeedArg},
 	{Long: "accounts", Short: 'A', Arg: slurm.NeedArg},
@@ -524,10 +524,20 @@ func printSacct(w io.Writer, cols []sacctCol, rows []sacctRow, v slurmView, l sa
 }
 
 // sacctRows lists a job and, unless jobsOnly, its batch step and steps.
-func sacctRows(jobs []api.Job, jobsOnly bool) []sacctRow {
+// The job's row is its latest accounting record (resizeRecords): for an
+// elastic job that changed size, the one that started at its last
+// resize; with dups (-D), every record, the RESIZING ones first.
+func sacctRows(jobs []api.Job, jobsOnly, dups bool) []sacctRow {
 	var rows []sacctRow
 	for _, j := range jobs {
-		rows = append(rows, sacctRow{job: j})
+		recs := resizeRecords(j)
+		if !dups {
+			recs = recs[len(recs)-1:]
+		}
+		for _, rec := range recs {
+			rows = append(rows, sacctRow{job: rec})
+		}
+		j = recs[len(recs)-1]
 		if jobsOnly {
 			continue
 		}
@@ -677,7 +687,7 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 	endSet := false
 	format := sacctDefaultFormat
 	layout := sacctLayout{header: true, delimiter: "|"}
-	jobsOnly := false
+	jobsOnly, dups := false, false
 	for _, o := range vals {
 		if layout.option(o.Opt.Long) {
 			continue
@@ -700,6 +710,8 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 			format = sacctBriefFormat
 		case "allocations":
 			jobsOnly = true
+		case "duplicates":
+			dups = true
 		case "delimiter":
 			layout.delimiter = o.Value
 		case "user":
@@ -768,6 +780,6 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 		}
 	}
 	slices.SortStableFunc(shown, func(a, b api.Job) int { return cmp.Compare(a.ID, b.ID) })
-	printSacct(stdout, cols, sacctRows(shown, jobsOnly), v, layout)
+	printSacct(stdout, cols, sacctRows(shown, jobsOnly, dups), v, layout)
 	return nil
 }

@@ -19,7 +19,7 @@ func TestSacctFormats(t *testing.T) {
 			t.Fatal(err)
 		}
 		var b bytes.Buffer
-		printSacct(&b, cols, sacctRows(jobs[2:], jobsOnly), testView, l)
+		printSacct(&b, cols, sacctRows(jobs[2:], jobsOnly, false), testView, l)
 		return b.String()
 	}
 	aligned := sacctLayout{header: true}
@@ -65,7 +65,7 @@ func TestSacctFormats(t *testing.T) {
 	// A pending job: no start, no nodes, no CPUs yet.
 	cols, _ := parseSacctFormat("JobID,State,Start,End,NodeList,AllocCPUS,NNodes,Elapsed")
 	var b bytes.Buffer
-	printSacct(&b, cols, sacctRows(jobs[1:2], false), testView, sacctLayout{parsable: true, delimiter: "|"})
+	printSacct(&b, cols, sacctRows(jobs[1:2], false, false), testView, sacctLayout{parsable: true, delimiter: "|"})
 	if want := "2|PENDING|Unknown|Unknown|None assigned|0|4|00:00:00\n"; b.String() != want {
 		t.Errorf("pending job row = %q; want %q", b.String(), want)
 	}
@@ -118,7 +118,7 @@ func TestSacctUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	printSacct(&b, cols, sacctRows(jobs, false), testView, sacctLayout{parsable: true, delimiter: "|", header: true})
+	printSacct(&b, cols, sacctRows(jobs, false, false), testView, sacctLayout{parsable: true, delimiter: "|", header: true})
 	want := "" +
 		"JobID|MaxRSS|AveRSS|TotalCPU|UserCPU|SystemCPU|AllocCPUS|ReqMem|AllocTRES|TRESUsageInTot|State\n" +
 		"3|||03:00:09|03:00:04|00:05.010|8|4G|cpu=8,gres/gpu=4,mem=8G,node=2||COMPLETED\n" +
