@@ -77,3 +77,35 @@ func TestHeartbeaterRounds(t *testing.T) {
 		t.Errorf("with NoFence a round fenced (%d fences); want none", node.fences)
 	}
 }
+
+// TestRenewEvery: renewals stretch with the cluster's size so the leader
+// sees about 50 a second, between --heartbeat and a third of the TTL,
+// and spread takes at most a tenth off, never below --heartbeat.
+func TestRenewEvery(t *testing.T) {
+	s := time.Second
+	for _, tc := range []struct {
+		n         int
+		base, ttl time.Duration
+		spread    float64
+		want      time.Duration
+	}{
+		{n: 0, base: s, ttl: 10 * s, want: s},
+		{n: 10, base: s, ttl: 10 * s, want: s},
+		{n: 50, base: s, ttl: 10 * s, want: s},
+		{n: 100, base: s, ttl: 10 * s, want: 2 * s},
+		{n: 150, base: s, ttl: 10 * s, want: 3 * s},
+		{n: 1000, base: s, ttl: 10 * s, want: 10 * s / 3},   // a third of the TTL
+		{n: 100000, base: s, ttl: 10 * s, want: 10 * s / 3}, // however many
+		{n: 1000, base: s, ttl: 60 * s, want: 20 * s},
+		{n: 1000, base: 5 * s, ttl: 10 * s, want: 5 * s}, // never more often than --heartbeat
+		{n: 100, base: s, ttl: 10 * s, spread: 0.5, want: 1900 * time.Millisecond},
+		{n: 100, base: s, ttl: 10 * s, spread: 0.999, want: 1800*time.Millisecond + 200*time.Microsecond},
+		{n: 10, base: s, ttl: 10 * s, spread: 0.999, want: s},
+		{n: 100, base: s, ttl: 10 * s, spread: 1, want: 2 * s}, // out of [0, 1): ignored
+	} {
+		got := RenewEvery(tc.n, tc.base, tc.ttl, MaxRenewalsPerSecond, tc.spread)
+		if got != tc.want {
+			t.Errorf("RenewEvery(%d, %s, %s, %d, %v) = %s; want %s", tc.n, tc.base, tc.ttl, MaxRenewalsPerSecond, tc.spread, got, tc.want)
+		}
+	}
+}
