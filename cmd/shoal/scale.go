@@ -56,6 +56,16 @@ failure. Prints a table, and the figures as JSON to --json.`,
 			o.Binary = self
 			if inProcess {
 				o.Spawn = spawnAgent
+				// $SHOAL_CPUPROFILE profiles the whole run, every agent's
+				// samples labelled with its name (one profile at a time).
+				if os.Getenv(cpuProfileEnv) != "" && o.RestProfile != "" {
+					return fmt.Errorf("--rest-profile and $%s: one CPU profile at a time", cpuProfileEnv)
+				}
+				stopProfile, err := startCPUProfile(os.Getenv(cpuProfileEnv), "bench-scale", slog.Default())
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
 			}
 			o.ExtraArgs = append(o.ExtraArgs, "--log-level", "warn")
 			if devTiming {
