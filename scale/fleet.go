@@ -105,14 +105,23 @@ func startInProcess(ctx context.Context, o Options) (*inprocFleet, error) {
 			return nil, fmt.Errorf("agent %s: log file: %w", a.Name, err)
 		}
 		f.logs[i] = logf
-		actx, cancel := context.WithCancel(context.Background())
-		f.cancel[i], f.done[i] = cancel, make(chan struct{})
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 			f.stop()
 			return nil, ctx.Err()
 		}
+		if i > 0 && o.StartEvery > 0 {
+			select {
+			case <-time.After(o.StartEvery):
+			case <-ctx.Done():
+				<-sem
+				f.stop()
+				return nil, ctx.Err()
+			}
+		}
+		actx, cancel := context.WithCancel(context.Background())
+		f.cancel[i], f.done[i] = cancel, make(chan struct{})
 		var release sync.Once
 		// Owned by f: stop cancels it and waits for done.
 		go func() {

@@ -77,6 +77,11 @@ type Options struct {
 	// (one process): the at-rest figures give the process's CPU, its RSS
 	// divided by the agents, and RestProfile the leader's share.
 	Spawn Spawn
+	// StartEvery, with Spawn, spaces the agents' starts (default 0: as
+	// fast as they open, 16 at a time): each join is gossiped to every
+	// agent, and a join storm on a few shared cores delays the voters'
+	// raft heartbeats past their timeouts.
+	StartEvery time.Duration
 	// RestProfile, when set with Spawn, is where a CPU profile of the
 	// process over the at-rest window is written; its samples carry an
 	// "agent" label (go tool pprof -tags, -tagfocus agent=NAME).

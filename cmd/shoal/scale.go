@@ -118,6 +118,7 @@ failure. Prints a table, and the figures as JSON to --json.`,
 	f.StringVar(&dir, "dir", "", "directory for the agents' data and logs, kept (default: a temporary one, removed)")
 	f.BoolVar(&keep, "keep", false, "keep the temporary directory (the agents' logs)")
 	f.BoolVar(&inProcess, "in-process", false, "run the agents in this process, each with its own ports, data dir, memberlist and raft transport, instead of as processes: many more fit one machine; per-agent CPU is then not measured (see --rest-profile)")
+	f.DurationVar(&o.StartEvery, "start-every", 0, "with --in-process: space the agents' starts by this much (a join storm on a few cores delays raft heartbeats)")
 	f.StringVar(&o.RestProfile, "rest-profile", "", "with --in-process: write a CPU profile of the at-rest window here, its samples labelled by agent (go tool pprof -tagfocus agent=NAME)")
 	return cmd
 }
