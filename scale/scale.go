@@ -1,7 +1,9 @@
 // Package scale measures a cluster of many real agents on one machine:
 // each agent is a `shoal agent` process with its own loopback ports, its
 // own memberlist and raft transport, and simulated GPUs (package
-// localcluster). Run starts them, measures formation, the cost of
+// localcluster) — or, with Options.Spawn, a node.Agent in this process
+// with the same command line, ports, memberlist and raft transport of
+// its own (more fit one machine: no Go runtime each). Run starts them, measures formation, the cost of
 // standing still, submits, a large gang and a leader failover, and stops
 // every process it started, on success and on failure.
 package scale
