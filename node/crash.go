@@ -17,6 +17,8 @@ var errCrashed = errors.New("crashed (Crash)")
 type crash struct {
 	once sync.Once
 	done chan struct{} // closed by Crash
+	// raftDown is closed once raft has shut down after Crash.
+	raftDown chan struct{}
 }
 
 // Crash stops the agent as kill -9 of its process would, as far as the
@@ -31,9 +33,16 @@ func (a *Agent) Crash() {
 	a.crash.once.Do(func() {
 		_ = a.server.Close()
 		_ = a.gossip.Shutdown()
-		if err := a.raft.Shutdown(); err != nil {
-			a.log.Warn("raft shutdown (crash)", "err", err)
-		}
+		// Raft stops talking at once, but its shutdown waits for its
+		// goroutines, which may wait on the agent's loops: those stop
+		// once done is closed. Owned by shutdownCrashed, which waits.
+		a.crash.raftDown = make(chan struct{})
+		go func() {
+			defer close(a.crash.raftDown)
+			if err := a.raft.Shutdown(); err != nil {
+				a.log.Warn("raft shutdown (crash)", "err", err)
+			}
+		}()
 		close(a.crash.done)
 	})
 }
@@ -53,6 +62,7 @@ func (a *Agent) crashed() bool {
 func (a *Agent) shutdownCrashed(wg *sync.WaitGroup) {
 	a.log.Info("agent crashed: stopping without a goodbye")
 	wg.Wait()
+	<-a.crash.raftDown
 	a.exec.StopAll(fsm.CauseFenced)
 	closeCtx, cancelClose := context.WithTimeout(context.Background(), a.cfg.KillGrace+2*time.Second)
 	if err := a.exec.Close(closeCtx); err == nil {
