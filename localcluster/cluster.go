@@ -71,6 +71,10 @@ type Options struct {
 	// are prepared and started later with StartAgent, as nodes that join a
 	// running cluster.
 	Initial int
+	// Prepare lays the agents out (names, ports, data dirs, arguments) and
+	// certifies them, and starts none: the caller runs them itself (the
+	// scale harness runs them in its own process).
+	Prepare bool
 }
 
 // Agent is one agent process of the cluster.
@@ -223,6 +227,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		if err := opts.BeforeStart(c); err != nil {
 			return nil, err
 		}
+	}
+	if opts.Prepare {
+		return c, nil
 	}
 	if opts.Initial == 0 {
 		opts.Initial = opts.Nodes

@@ -90,6 +90,8 @@ type Agent struct {
 	// topo is the node's place now: the operator's, merged with what
 	// discovery found (topology.go).
 	topo currentTopology
+	// crash is Crash's (crash.go).
+	crash crash
 }
 
 // New opens the data dir, the raft stores, gossip, the executor and the
@@ -100,7 +102,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("node", cfg.Name)
-	a = &Agent{cfg: cfg, log: log, leaveReq: make(chan time.Duration, 1)}
+	a = &Agent{cfg: cfg, log: log, leaveReq: make(chan time.Duration, 1), crash: crash{done: make(chan struct{})}}
 	a.topo.set(cfg.Topology)
 	var closers []func()
 	defer func() {
@@ -319,6 +321,9 @@ func (a *Agent) Run(parent context.Context) error {
 			return
 		case <-parent.Done():
 			cause = context.Cause(parent)
+		case <-a.crash.done:
+			cancel(errCrashed)
+			return
 		case wait := <-a.leaveReq:
 			a.log.Info("leaving on request (shoal leave)")
 			if wait >= 0 {
@@ -391,6 +396,10 @@ func (a *Agent) Run(parent context.Context) error {
 // announces it, and the next agent on this data dir reattaches to them;
 // if none renews the lease within LeaseTTL, the supervisors fence them.
 func (a *Agent) shutdown(wg *sync.WaitGroup) {
+	if a.crashed() {
+		a.shutdownCrashed(wg)
+		return
+	}
 	a.log.Info("agent stopping")
 	// Hand leadership over first, so the cluster keeps a leader while we
 	// stop (no election timeout to wait out) and our exit reports below

@@ -358,7 +358,16 @@ func (a *Agent) follow(ctx context.Context, node string, index uint64, digest st
 	for {
 		v := a.state.View()
 		st, sum := followStateOf(v, node)
-		if sum != digest || (index < lease && v.Index >= lease) || wait <= 0 {
+		// A new leader answers at once (its election's first entry wakes
+		// this loop), so a worker learns it without waiting for its next
+		// lease renewal to fail: those are seconds apart in a big cluster.
+		leader, _, _, _ := a.leaderAPI()
+		moved := leader != "" && leader != reply.Leader
+		if sum != digest || moved || (index < lease && v.Index >= lease) || wait <= 0 {
+			if moved {
+				hints := a.followHints(ctx, node)
+				reply.Leader, reply.LeaderAddr, reply.Servers, reply.Member = hints.Leader, hints.LeaderAddr, hints.Servers, hints.Member
+			}
 			data, err := encodeFollowState(st, node)
 			if err != nil {
 				return reply, err

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"time"
 
@@ -36,6 +37,12 @@ func (a *Agent) heartbeater() worker.Heartbeater {
 		Inherited: time.Now().Add(a.exec.LeaseLeft() - a.cfg.LeaseTTL),
 		Fenced:    func() { a.fencing.Add(1) },
 		NoFence:   plantedNoFence, // a planted bug, test builds only (planted_nofence_off.go)
+		// Renewals spread as the cluster grows (worker.RenewEvery): the
+		// leader sees a bounded number a second, the TTL stays.
+		RenewEvery: func() time.Duration {
+			return worker.RenewEvery(len(a.gossip.Members()), a.cfg.HeartbeatInterval, a.cfg.LeaseTTL,
+				worker.MaxRenewalsPerSecond, rand.Float64())
+		},
 	}
 }
 

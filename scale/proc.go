@@ -89,9 +89,38 @@ type tcpBytes struct{ sent, received uint64 }
 // bytes_sent and bytes_received. It returns the sockets pid owns, keyed by
 // "local peer".
 func parseSS(out string, pid int) map[string]tcpBytes {
-	socks := map[string]tcpBytes{}
 	owner := fmt.Sprintf("pid=%d,", pid)
-	var key string // the socket whose info line comes next, "" when not pid's
+	return parseSSFunc(out, func(line, _, _ string) bool { return strings.Contains(line, owner) })
+}
+
+// sockFilter picks one agent's sockets out of a process of many: those
+// whose local port is one of its own, and those whose peer port is one of
+// peer.
+type sockFilter struct{ local, peer map[int]bool }
+
+// parseSSPorts is parseSS for the sockets f picks, whatever process holds
+// them.
+func parseSSPorts(out string, f sockFilter) map[string]tcpBytes {
+	port := func(addr string) int {
+		i := strings.LastIndexByte(addr, ':')
+		if i < 0 {
+			return -1
+		}
+		p, err := strconv.Atoi(addr[i+1:])
+		if err != nil {
+			return -1
+		}
+		return p
+	}
+	return parseSSFunc(out, func(_, local, peer string) bool { return f.local[port(local)] || f.peer[port(peer)] })
+}
+
+// parseSSFunc reads `ss -tinpH` output: the bytes each socket that keep
+// picks (from its line, local and peer address) sent and received, by
+// "local peer".
+func parseSSFunc(out string, keep func(line, local, peer string) bool) map[string]tcpBytes {
+	socks := map[string]tcpBytes{}
+	var key string // the socket whose info line comes next, "" when not kept
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	for sc.Scan() {
@@ -102,7 +131,7 @@ func parseSS(out string, pid int) map[string]tcpBytes {
 		if line[0] != ' ' && line[0] != '\t' {
 			key = ""
 			f := strings.Fields(line)
-			if len(f) >= 5 && strings.Contains(line, owner) {
+			if len(f) >= 5 && keep(line, f[3], f[4]) {
 				key = f[3] + " " + f[4]
 			}
 			continue

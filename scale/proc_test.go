@@ -78,10 +78,43 @@ ESTAB 0      0      127.0.0.1:7009 127.0.0.1:40009 users:(("shoal",pid=42,fd=20)
 	}
 }
 
+// TestParseSSPorts picks one agent's sockets out of a process of many:
+// those on its own ports, and those to a peer's raft port.
+func TestParseSSPorts(t *testing.T) {
+	const out = `ESTAB 0 0 127.0.0.1:7001 127.0.0.1:40000 users:(("shoal",pid=42,fd=18))
+	 bytes_sent:100 bytes_received:50
+ESTAB 0 0 127.0.0.1:40000 127.0.0.1:7001 users:(("shoal",pid=42,fd=9))
+	 bytes_sent:50 bytes_received:100
+ESTAB 0 0 127.0.0.1:41000 127.0.0.1:8002 users:(("shoal",pid=42,fd=10))
+	 bytes_sent:7 bytes_received:3
+ESTAB 0 0 127.0.0.1:8002 127.0.0.1:41000 users:(("shoal",pid=42,fd=11))
+	 bytes_sent:3 bytes_received:7
+ESTAB 0 0 127.0.0.1:42000 127.0.0.1:9009 users:(("shoal",pid=42,fd=12))
+	 bytes_sent:1 bytes_received:1
+ESTAB 0 0 [::1]:7001 [::1]:43000 users:(("shoal",pid=42,fd=13))
+	 bytes_sent:2 bytes_received:2
+`
+	got := parseSSPorts(out, sockFilter{local: map[int]bool{7001: true}, peer: map[int]bool{8002: true}})
+	want := map[string]tcpBytes{
+		"127.0.0.1:7001 127.0.0.1:40000": {100, 50},
+		"127.0.0.1:41000 127.0.0.1:8002": {7, 3},
+		"[::1]:7001 [::1]:43000":         {2, 2},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("parseSSPorts = %v; want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("parseSSPorts[%q] = %v; want %v", k, got[k], v)
+		}
+	}
+}
+
 func FuzzParseSS(f *testing.F) {
 	f.Add("ESTAB 0 0 a:1 b:2 users:((\"x\",pid=1,fd=2))\n\t bytes_sent:1 bytes_received:2\n", 1)
 	f.Fuzz(func(t *testing.T, out string, pid int) {
 		_ = parseSS(out, pid)
+		_ = parseSSPorts(out, sockFilter{local: map[int]bool{pid: true}, peer: map[int]bool{pid: true}})
 		_, _ = parseStatTicks(out)
 		_, _ = parseVmRSS(out)
 		_, _ = parseLoopbackBytes(out)

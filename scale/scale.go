@@ -1,7 +1,9 @@
 // Package scale measures a cluster of many real agents on one machine:
 // each agent is a `shoal agent` process with its own loopback ports, its
 // own memberlist and raft transport, and simulated GPUs (package
-// localcluster). Run starts them, measures formation, the cost of
+// localcluster) — or, with Options.Spawn, a node.Agent in this process
+// with the same command line, ports, memberlist and raft transport of
+// its own (more fit one machine: no Go runtime each). Run starts them, measures formation, the cost of
 // standing still, submits, a large gang and a leader failover, and stops
 // every process it started, on success and on failure.
 package scale
@@ -17,12 +19,13 @@ import (
 	"net/http"
 	"os"
 	osexec "os/exec"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -70,14 +73,30 @@ type Options struct {
 	Only []string
 	// Logf, when set, is told what the run is doing.
 	Logf func(format string, args ...any)
+	// Spawn, when set, runs the agents in this process (Binary is then
+	// not used): each with its own ports, data dir, memberlist and raft
+	// transport, as processes have. Per-agent CPU is then not measured
+	// (one process): the at-rest figures give the process's CPU, its RSS
+	// divided by the agents, and RestProfile the leader's share.
+	Spawn Spawn
+	// StartEvery, with Spawn, spaces the agents' starts (default 0: as
+	// fast as they open, 16 at a time): each join is gossiped to every
+	// agent, and a join storm on a few shared cores delays the voters'
+	// raft heartbeats past their timeouts.
+	StartEvery time.Duration
+	// RestProfile, when set with Spawn, is where a CPU profile of the
+	// process over the at-rest window is written; its samples carry an
+	// "agent" label (go tool pprof -tags, -tagfocus agent=NAME).
+	RestProfile string
 }
 
 // Report is what a run measured. Times are seconds.
 type Report struct {
-	Nodes       int `json:"nodes"`
-	GPUsPerNode int `json:"gpus_per_node"`
-	WantVoters  int `json:"want_voters"`
-	WantServers int `json:"want_servers"`
+	Nodes       int  `json:"nodes"`
+	GPUsPerNode int  `json:"gpus_per_node"`
+	InProcess   bool `json:"in_process"`
+	WantVoters  int  `json:"want_voters"`
+	WantServers int  `json:"want_servers"`
 	// Steps are the steps that completed, in order; figures of the others
 	// are zero.
 	Steps []string `json:"steps"`
@@ -88,10 +107,17 @@ type Report struct {
 	LayoutSettledS   float64 `json:"layout_settled_s"`   // the raft layout asked for
 	Layout           Layout  `json:"layout"`
 	// At rest, over RestS seconds.
-	RestS            float64 `json:"rest_s"`
-	RSSMiBMedian     float64 `json:"rss_mib_median"`
-	RSSMiBMax        float64 `json:"rss_mib_max"`
-	RSSMiBLeader     float64 `json:"rss_mib_leader"`
+	RestS        float64 `json:"rest_s"`
+	RSSMiBMedian float64 `json:"rss_mib_median"`
+	RSSMiBMax    float64 `json:"rss_mib_max"`
+	RSSMiBLeader float64 `json:"rss_mib_leader"`
+	// Leader is the agent that led at rest.
+	Leader string `json:"leader"`
+	// In-process runs: the process's RSS and Go heap in use, at rest (the
+	// RSS per agent above is then ProcessRSSMiB / Nodes, and the leader's
+	// and a follower's CPU -1: one process).
+	ProcessRSSMiB    float64 `json:"process_rss_mib,omitempty"`
+	HeapInuseMiB     float64 `json:"heap_inuse_mib,omitempty"`
 	LeaderCPUPercent float64 `json:"leader_cpu_percent"` // of one core
 	// FollowerCPUPercentMedian is a non-leader agent's, the median.
 	FollowerCPUPercentMedian float64 `json:"follower_cpu_percent_median"`
@@ -199,44 +225,37 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	if err := opts.defaults(); err != nil {
 		return Report{}, err
 	}
-	r := &run{o: opts, rep: Report{Nodes: opts.Nodes, GPUsPerNode: opts.GPUsPerNode, WantVoters: opts.Voters, WantServers: opts.Servers}}
+	r := &run{o: opts, rep: Report{Nodes: opts.Nodes, GPUsPerNode: opts.GPUsPerNode, WantVoters: opts.Voters, WantServers: opts.Servers,
+		InProcess: opts.Spawn != nil}}
 	err := r.run(ctx)
 	return r.rep, err
 }
 
 type run struct {
-	o   Options
-	c   *localcluster.Cluster
-	t0  time.Time // the first agent's start
-	rep Report
+	o      Options
+	f      fleet
+	agents []*localcluster.Agent // f's
+	t0     time.Time             // the first agent's start
+	rep    Report
 }
 
 func (r *run) run(ctx context.Context) (err error) {
 	o := r.o
 	r.t0 = time.Now()
 	o.Logf("starting %d agents", o.Nodes)
-	c, err := localcluster.Start(ctx, localcluster.Options{
-		Binary: o.Binary, Dir: o.Dir, Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode, LeafSize: o.LeafSize,
-		ExtraArgs: o.ExtraArgs, Insecure: o.Insecure,
-	})
+	var f fleet
+	if o.Spawn != nil {
+		f, err = startInProcess(ctx, o)
+	} else {
+		f, err = startProcs(ctx, o)
+	}
 	if err != nil {
 		return err
 	}
-	r.c = c
-	var pids []int
-	for _, a := range c.Agents {
-		pids = append(pids, a.Pid())
-	}
+	r.f, r.agents = f, f.agents()
 	defer func() {
-		o.Logf("stopping %d agents", len(c.Agents))
-		c.Stop(10 * time.Second)
-		// Each agent leads a process group of its own: whatever it left
-		// there (supervisors, ranks) goes too.
-		for _, pid := range pids {
-			if pid > 0 {
-				_ = syscall.Kill(-pid, syscall.SIGKILL)
-			}
-		}
+		o.Logf("stopping %d agents", len(r.agents))
+		f.stop()
 	}()
 
 	steps := []struct {
@@ -316,7 +335,7 @@ func call[T any](ctx context.Context, limit time.Duration, fn func(context.Conte
 // formation waits for a leader, gossip convergence, every node's
 // registration and the raft layout, each timed from the first start.
 func (r *run) formation(ctx context.Context) error {
-	o, c := r.o, r.c
+	o := r.o
 	noteLeader := func(ctx context.Context) {
 		if r.rep.FirstLeaderS == 0 {
 			if _, _, err := r.leader(ctx); err == nil {
@@ -324,11 +343,11 @@ func (r *run) formation(ctx context.Context) error {
 			}
 		}
 	}
-	converged := make([]bool, len(c.Agents))
+	converged := make([]bool, len(r.agents))
 	var mu sync.Mutex
 	err := poll(ctx, o.Wait, 250*time.Millisecond, "gossip convergence", func(ctx context.Context) (bool, error) {
 		var todo []*localcluster.Agent
-		for i, a := range c.Agents {
+		for i, a := range r.agents {
 			if !converged[i] {
 				todo = append(todo, a)
 			}
@@ -349,7 +368,7 @@ func (r *run) formation(ctx context.Context) error {
 				lastErr = fmt.Errorf("%s lists %d of %d members alive", a.Name, n, o.Nodes)
 				return
 			}
-			converged[slices.Index(c.Agents, a)] = true
+			converged[slices.Index(r.agents, a)] = true
 		})
 		return !slices.Contains(converged, false), lastErr
 	})
@@ -393,8 +412,8 @@ func (r *run) formation(ctx context.Context) error {
 // nodes asks the first running agent that answers for the node list.
 func (r *run) nodes(ctx context.Context) ([]api.Node, error) {
 	var last error
-	for _, a := range r.c.Agents {
-		if !a.Running() {
+	for i, a := range r.agents {
+		if !r.f.running(i) {
 			continue
 		}
 		nodes, err := call(ctx, 5*time.Second, a.Client().Nodes)
@@ -408,15 +427,15 @@ func (r *run) nodes(ctx context.Context) ([]api.Node, error) {
 
 // leader returns the index of the agent that leads, asking a running one.
 func (r *run) leader(ctx context.Context) (int, string, error) {
-	for _, a := range r.c.Agents {
-		if !a.Running() {
+	for i, a := range r.agents {
+		if !r.f.running(i) {
 			continue
 		}
 		l, err := call(ctx, 5*time.Second, a.Client().Leader)
 		if err != nil || l.Name == "" {
 			continue
 		}
-		i := slices.IndexFunc(r.c.Agents, func(a *localcluster.Agent) bool { return a.Name == l.Name })
+		i := slices.IndexFunc(r.agents, func(a *localcluster.Agent) bool { return a.Name == l.Name })
 		if i < 0 {
 			return 0, "", fmt.Errorf("leader %q is none of the agents", l.Name)
 		}
@@ -431,9 +450,9 @@ func (r *run) applied(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	st, err := call(ctx, 5*time.Second, r.c.Agents[li].Client().Status)
+	st, err := call(ctx, 5*time.Second, r.agents[li].Client().Status)
 	if err != nil {
-		return 0, fmt.Errorf("%s: status: %w", r.c.Agents[li].Name, err)
+		return 0, fmt.Errorf("%s: status: %w", r.agents[li].Name, err)
 	}
 	return st.AppliedIndex, nil
 }
@@ -444,17 +463,19 @@ func (r *run) follower(ctx context.Context) (*localcluster.Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.c.Agents[(li+1)%len(r.c.Agents)], nil
+	return r.agents[(li+1)%len(r.agents)], nil
 }
 
 type restSample struct {
-	ticks []uint64 // per agent; 0 when unreadable
+	// ticks is every agent's CPU time, or in-process the process's alone
+	// (one entry); 0 when unreadable.
+	ticks []uint64
 	tcp   map[string]tcpBytes
 	lo    uint64
 	at    time.Time
 }
 
-// cpuPercent is agent i's CPU between two samples, in percent of a core.
+// cpuPercent is entry i's CPU between two samples, in percent of a core.
 func cpuPercent(a, b restSample, i int) float64 {
 	secs := b.at.Sub(a.at).Seconds()
 	if secs <= 0 || b.ticks[i] < a.ticks[i] {
@@ -463,33 +484,67 @@ func cpuPercent(a, b restSample, i int) float64 {
 	return float64(b.ticks[i]-a.ticks[i]) / clockTicks / secs * 100
 }
 
-// cpuPercents is agent li's CPU and all agents' together.
-func cpuPercents(a, b restSample, li int) (leader, all float64) {
+// cpuPercents is agent li's CPU and all agents' together; the leader's
+// is -1 in-process (one process: not told apart).
+func (r *run) cpuPercents(a, b restSample, li int) (leader, all float64) {
 	for i := range b.ticks {
 		all += cpuPercent(a, b, i)
+	}
+	if r.f.inProcess() {
+		return -1, all
 	}
 	return cpuPercent(a, b, li), all
 }
 
-// sample reads every agent's CPU time, leaderPid's TCP sockets (none
-// when 0) and the loopback counter.
-func (r *run) sample(leaderPid int) restSample {
-	s := restSample{ticks: make([]uint64, len(r.c.Agents)), at: time.Now()}
-	for i, a := range r.c.Agents {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", a.Pid())); err == nil {
-			s.ticks[i], _ = parseStatTicks(string(b))
+// sample reads every agent's CPU time (in-process, the process's), the
+// TCP sockets of agent li (none when li < 0) and the loopback counter.
+func (r *run) sample(li int) restSample {
+	s := restSample{at: time.Now()}
+	ticks := func(pid int) uint64 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return 0
+		}
+		t, _ := parseStatTicks(string(b))
+		return t
+	}
+	if r.f.inProcess() {
+		s.ticks = []uint64{ticks(os.Getpid())}
+	} else {
+		for i := range r.agents {
+			s.ticks = append(s.ticks, ticks(r.f.pid(i)))
 		}
 	}
-	if leaderPid == 0 {
+	if li < 0 {
 		return s
 	}
 	if out, err := osexec.Command("ss", "-tinpH").Output(); err == nil {
-		s.tcp = parseSS(string(out), leaderPid)
+		if r.f.inProcess() {
+			s.tcp = parseSSPorts(string(out), r.leaderPorts(li))
+		} else {
+			s.tcp = parseSS(string(out), r.f.pid(li))
+		}
 	}
 	if b, err := os.ReadFile("/proc/net/dev"); err == nil {
 		s.lo, _ = parseLoopbackBytes(string(b))
 	}
 	return s
+}
+
+// leaderPorts tells agent li's sockets apart in a process of many: those
+// on its own ports (what it serves: HTTP, raft, gossip's TCP) and those
+// it opened to another agent's raft port (its replication; at rest only
+// the leader dials raft ports).
+func (r *run) leaderPorts(li int) sockFilter {
+	f := sockFilter{local: map[int]bool{}, peer: map[int]bool{}}
+	for i, a := range r.agents {
+		if i == li {
+			f.local[a.HTTPPort], f.local[a.RaftPort], f.local[a.GossipPort] = true, true, true
+		} else {
+			f.peer[a.RaftPort] = true
+		}
+	}
+	return f
 }
 
 // rest lets the cluster stand still, then measures its cost.
@@ -500,22 +555,28 @@ func (r *run) rest(ctx context.Context) error {
 		return ctx.Err()
 	case <-time.After(o.Settle):
 	}
-	li, _, err := r.leader(ctx)
+	li, name, err := r.leader(ctx)
 	if err != nil {
 		return err
 	}
-	lpid := r.c.Agents[li].Pid()
+	r.rep.Leader = name
 	i0, err := r.applied(ctx)
 	if err != nil {
 		return err
 	}
-	a := r.sample(lpid)
+	stopProfile, err := r.restProfile()
+	if err != nil {
+		return err
+	}
+	a := r.sample(li)
 	select {
 	case <-ctx.Done():
+		stopProfile()
 		return ctx.Err()
 	case <-time.After(o.Rest):
 	}
-	b := r.sample(lpid)
+	b := r.sample(li)
+	stopProfile()
 	i1, err := r.applied(ctx)
 	if err != nil {
 		return err
@@ -525,20 +586,23 @@ func (r *run) rest(ctx context.Context) error {
 	}
 	secs := b.at.Sub(a.at).Seconds()
 	r.rep.RestS = secs
-	for i := range r.c.Agents {
+	for i := range a.ticks {
 		if a.ticks[i] == 0 || b.ticks[i] < a.ticks[i] {
-			return fmt.Errorf("agent %s: no CPU time readable from /proc", r.c.Agents[i].Name)
+			return fmt.Errorf("agent %s: no CPU time readable from /proc", r.agents[i].Name)
 		}
 	}
-	var follower []float64
-	for i := range r.c.Agents {
-		if i != li {
-			follower = append(follower, cpuPercent(a, b, i))
+	r.rep.LeaderCPUPercent, r.rep.ClusterCPUPercent = r.cpuPercents(a, b, li)
+	r.rep.FollowerCPUPercentMedian = -1
+	if !r.f.inProcess() {
+		var follower []float64
+		for i := range r.agents {
+			if i != li {
+				follower = append(follower, cpuPercent(a, b, i))
+			}
 		}
+		slices.Sort(follower)
+		r.rep.FollowerCPUPercentMedian = follower[len(follower)/2]
 	}
-	slices.Sort(follower)
-	r.rep.LeaderCPUPercent, r.rep.ClusterCPUPercent = cpuPercents(a, b, li)
-	r.rep.FollowerCPUPercentMedian = follower[len(follower)/2]
 	total := r.rep.ClusterCPUPercent
 	r.rep.LeaderTCPBytesPerS = -1
 	if a.tcp != nil && b.tcp != nil {
@@ -547,29 +611,67 @@ func (r *run) rest(ctx context.Context) error {
 	r.rep.LoopbackBytesPerS = float64(b.lo-a.lo) / secs
 	r.rep.RaftEntriesPerS = float64(i1-i0) / secs
 
-	var rss []float64
-	for i, ag := range r.c.Agents {
-		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", ag.Pid()))
+	rssOf := func(pid int, name string) (float64, error) {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 		if err != nil {
-			return fmt.Errorf("agent %s: %w", ag.Name, err)
+			return 0, fmt.Errorf("agent %s: %w", name, err)
 		}
 		v, err := parseVmRSS(string(st))
 		if err != nil {
-			return fmt.Errorf("agent %s: %w", ag.Name, err)
+			return 0, fmt.Errorf("agent %s: %w", name, err)
 		}
-		mib := float64(v) / (1 << 20)
-		rss = append(rss, mib)
-		if i == li {
-			r.rep.RSSMiBLeader = mib
-		}
+		return float64(v) / (1 << 20), nil
 	}
-	slices.Sort(rss)
-	r.rep.RSSMiBMedian, r.rep.RSSMiBMax = rss[len(rss)/2], rss[len(rss)-1]
-	if err := r.scrape(ctx, r.c.Agents[li]); err != nil {
+	if r.f.inProcess() {
+		mib, err := rssOf(os.Getpid(), "all")
+		if err != nil {
+			return err
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		r.rep.ProcessRSSMiB, r.rep.HeapInuseMiB = mib, float64(ms.HeapInuse)/(1<<20)
+		per := mib / float64(len(r.agents))
+		r.rep.RSSMiBMedian, r.rep.RSSMiBMax, r.rep.RSSMiBLeader = per, per, -1
+	} else {
+		var rss []float64
+		for i, ag := range r.agents {
+			mib, err := rssOf(r.f.pid(i), ag.Name)
+			if err != nil {
+				return err
+			}
+			rss = append(rss, mib)
+			if i == li {
+				r.rep.RSSMiBLeader = mib
+			}
+		}
+		slices.Sort(rss)
+		r.rep.RSSMiBMedian, r.rep.RSSMiBMax = rss[len(rss)/2], rss[len(rss)-1]
+	}
+	if err := r.scrape(ctx, r.agents[li]); err != nil {
 		return err
 	}
-	o.Logf("at rest: leader %.1f%% CPU, cluster %.0f%%, RSS median %.0f MiB", r.rep.LeaderCPUPercent, total, r.rep.RSSMiBMedian)
+	o.Logf("at rest: leader %s %.1f%% CPU, cluster %.0f%%, RSS median %.0f MiB", name, r.rep.LeaderCPUPercent, total, r.rep.RSSMiBMedian)
 	return nil
+}
+
+// restProfile starts the CPU profile of the at-rest window when asked
+// (in-process runs) and returns what stops it.
+func (r *run) restProfile() (stop func(), err error) {
+	if r.o.RestProfile == "" || !r.f.inProcess() {
+		return func() {}, nil
+	}
+	f, err := os.Create(r.o.RestProfile)
+	if err != nil {
+		return nil, fmt.Errorf("rest profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("rest profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // scrapes is how many times rest scrapes the leader's /metrics.
@@ -657,7 +759,7 @@ func (r *run) throughput(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	before := r.sample(0)
+	before := r.sample(-1)
 	t0 := time.Now()
 	for c := range o.Clients {
 		wg.Go(func() {
@@ -677,8 +779,8 @@ func (r *run) throughput(ctx context.Context) error {
 	}
 	wg.Wait()
 	elapsed := time.Since(t0)
-	after := r.sample(0)
-	r.rep.SubmitsLeaderCPUPercent, r.rep.SubmitsClusterCPUPercent = cpuPercents(before, after, li)
+	after := r.sample(-1)
+	r.rep.SubmitsLeaderCPUPercent, r.rep.SubmitsClusterCPUPercent = r.cpuPercents(before, after, li)
 	r.rep.SubmitClients = o.Clients
 	r.rep.SubmitsFailed = int(failed.Load())
 	r.rep.SubmitsPerS = float64(per*o.Clients-r.rep.SubmitsFailed) / elapsed.Seconds()
@@ -841,7 +943,7 @@ func (r *run) gang(ctx context.Context) error {
 // failover kills the leader with SIGKILL and times the election, every
 // survivor's learning of it and the first submit through a survivor.
 func (r *run) failover(ctx context.Context) error {
-	o, c := r.o, r.c
+	o := r.o
 	li, old, err := r.leader(ctx)
 	if err != nil {
 		return err
@@ -850,7 +952,7 @@ func (r *run) failover(ctx context.Context) error {
 	fo.OldLeader = old
 	var survivors []*localcluster.Agent
 	var names []string
-	for i, a := range c.Agents {
+	for i, a := range r.agents {
 		if i != li {
 			survivors = append(survivors, a)
 			names = append(names, a.Name)
@@ -863,7 +965,7 @@ func (r *run) failover(ctx context.Context) error {
 	req := api.SubmitRequest{RequestID: newRequestID(), Name: "scale-fo", Nodes: 1, Command: []string{"true"}, WorkDir: "/", Hold: true}
 
 	t0 := time.Now()
-	if err := c.Kill(li); err != nil {
+	if err := r.f.kill(li); err != nil {
 		return err
 	}
 	submitted := make(chan error, 1)

@@ -2,7 +2,12 @@ package test
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -50,5 +55,47 @@ func TestScale(t *testing.T) {
 	// each of its own 8 GPUs.
 	if rep.Scrape.N == 0 || rep.ScrapeSamples < 8 {
 		t.Errorf("/metrics scraped %d times, %d samples; want some scrapes of 8 samples or more", rep.Scrape.N, rep.ScrapeSamples)
+	}
+}
+
+// TestScaleInProcess runs `shoal bench scale --in-process` as a user
+// would, with 12 agents in its one process, and checks the same facts
+// from its JSON report: every step ran, the layout settled to 5 voters,
+// 2 nonvoters and 5 workers, the 6-node gang ran a rank on each node, and
+// after the leader's crash a survivor names a new one.
+func TestScaleInProcess(t *testing.T) {
+	const nodes = 12
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "report.json")
+	cmd := exec.CommandContext(ctx, shoalBin, "bench", "scale", "--in-process", "--nodes", strconv.Itoa(nodes),
+		"--gpus-per-node", "2", "--leaf-size", "4", "--submits", "20", "--clients", "2", "--latency-runs", "2",
+		"--settle", "1s", "--rest", "2s", "--wait", "2m", "--dev-timing", "--dir", filepath.Join(dir, "agents"), "--json", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("shoal bench scale --in-process: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep scale.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, b)
+	}
+	if want := []string{"formation", "rest", "throughput", "latency", "gang", "failover"}; !slices.Equal(rep.Steps, want) || !rep.InProcess {
+		t.Errorf("steps %q, in process %t; want %q in process", rep.Steps, rep.InProcess, want)
+	}
+	if l := rep.Layout; l.Voters != 5 || l.Nonvoters != 2 || l.Workers != nodes-7 || l.Up != nodes {
+		t.Errorf("layout %+v; want 5 voters, 2 nonvoters, %d workers, %d up", l, nodes-7, nodes)
+	}
+	if g := rep.Gang; g.State != "COMPLETED" || g.Ranks != nodes/2 {
+		t.Errorf("gang %+v; want COMPLETED with a rank on each of %d nodes", g, nodes/2)
+	}
+	if fo := rep.Failover; fo.NewLeader == "" || fo.NewLeader == fo.OldLeader {
+		t.Errorf("failover %+v: want a new leader", fo)
+	}
+	if rep.ProcessRSSMiB <= 0 || rep.LeaderTCPBytesPerS <= 0 {
+		t.Errorf("process RSS %v MiB, leader TCP %v bytes/s; want both measured", rep.ProcessRSSMiB, rep.LeaderTCPBytesPerS)
 	}
 }

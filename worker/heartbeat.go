@@ -52,6 +52,11 @@ type Heartbeater struct {
 	// NoFence leaves a node whose lease ran out running (a planted bug,
 	// test builds only).
 	NoFence bool
+	// RenewEvery, when set, is how long to wait after a renewal the leader
+	// accepted before the next (RenewEvery, the rule, with the cluster's
+	// size): the loop still wakes every Interval to check the lease, and
+	// retries a failed renewal at once. Nil renews every Interval.
+	RenewEvery func() time.Duration
 }
 
 // Run renews and fences until ctx ends.
@@ -59,8 +64,17 @@ func (h Heartbeater) Run(ctx context.Context) {
 	tick, stop := h.Clock.NewTicker(h.Interval)
 	defer stop()
 	fenced := false
+	var next time.Time // when the next renewal is due
 	for {
-		fenced = h.Round(ctx, fenced)
+		// A tick may come a little early: due within half an interval.
+		if now := h.Clock.Now(); h.RenewEvery == nil || !now.Add(h.Interval/2).Before(next) {
+			var renewed bool
+			renewed, fenced = h.renew(ctx, fenced)
+			if renewed && h.RenewEvery != nil {
+				next = now.Add(h.RenewEvery())
+			}
+		}
+		fenced = h.check(fenced)
 		select {
 		case <-ctx.Done():
 			return
@@ -73,16 +87,30 @@ func (h Heartbeater) Run(ctx context.Context) {
 // fenced says whether the previous round fenced, and Round returns
 // whether this one did or the node stays fenced.
 func (h Heartbeater) Round(ctx context.Context, fenced bool) bool {
+	_, fenced = h.renew(ctx, fenced)
+	return h.check(fenced)
+}
+
+// renew renews the lease once; renewed says whether the leader accepted.
+func (h Heartbeater) renew(ctx context.Context, fenced bool) (renewed, stillFenced bool) {
 	sent := h.Clock.Now()
-	if index, err := h.Node.Heartbeat(ctx); err == nil {
-		h.Node.Renewed(sent, index)
-		if fenced {
-			h.Log.Info("lease renewed again")
-			fenced = false
+	index, err := h.Node.Heartbeat(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.Log.Debug("heartbeat", "err", err)
 		}
-	} else if ctx.Err() == nil {
-		h.Log.Debug("heartbeat", "err", err)
+		return false, fenced
 	}
+	h.Node.Renewed(sent, index)
+	if fenced {
+		h.Log.Info("lease renewed again")
+	}
+	return true, false
+}
+
+// check fences the node if its lease ran out; fenced says whether it
+// was fenced already, and check returns whether it is now.
+func (h Heartbeater) check(fenced bool) bool {
 	l := Lease{Renewed: h.Node.LastRenewed(), TTL: h.TTL}
 	last, fence := Fence(l, h.Inherited, h.Clock.Now(), h.Node.Running())
 	if fence && !h.NoFence {

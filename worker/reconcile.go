@@ -192,6 +192,34 @@ func MayStart(l Lease, now time.Time, viewIndex uint64) bool {
 	return now.Sub(l.Renewed) <= l.TTL && viewIndex >= l.Index
 }
 
+// MaxRenewalsPerSecond is how many lease renewals a second the leader
+// should see from all nodes together (RenewEvery), Nomad's default for
+// its max_heartbeats_per_second.
+const MaxRenewalsPerSecond = 50
+
+// RenewEvery is how long a node of a cluster of n nodes waits between
+// lease renewals: n / perSecond, so that the leader sees about perSecond
+// renewals a second from all of them, but never more often than base
+// (--heartbeat) and never less often than ttl/3, so that two renewals in
+// a row may still be lost before the lease runs out (the margin that
+// --lease-ttl's check, at least 3 heartbeats, keeps). spread, in [0, 1),
+// takes up to a tenth off a stretched period, so that nodes which renewed
+// together (a new leader's first round) drift apart. The TTL is not
+// changed: the leader declares a node down and the node fences itself by
+// --lease-ttl as before, so nodes that count n differently (gossip views
+// differ for a while) disagree only on how fresh their leases are.
+func RenewEvery(n int, base, ttl time.Duration, perSecond int, spread float64) time.Duration {
+	p := base
+	if perSecond > 0 && n > 0 {
+		p = max(p, time.Duration(n)*time.Second/time.Duration(perSecond))
+	}
+	p = min(p, max(base, ttl/3))
+	if spread > 0 && spread < 1 {
+		p = max(base, p-time.Duration(float64(p)*spread/10))
+	}
+	return p
+}
+
 // Fence says whether a node must stop every task it runs: it runs some,
 // and its lease ran out at now. The lease counts from the later of
 // l.Renewed and inherited, what a restarted agent inherits of its

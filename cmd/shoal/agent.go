@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -53,7 +54,14 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 		Short: "Run a Shoal agent: this node joins (or forms) a cluster and runs the jobs placed on it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(logLevel, logJSON)
+			// In `shoal bench scale --in-process`, one agent of many in
+			// the process: its own log, no process-wide CPU profile.
+			inProc, _ := cmd.Context().Value(inProcessKey{}).(*inProcessAgent)
+			logTo := io.Writer(os.Stderr)
+			if inProc != nil {
+				logTo = inProc.log
+			}
+			log, err := newLogger(logTo, logLevel, logJSON)
 			if err != nil {
 				return err
 			}
@@ -136,14 +144,19 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 				cfg.TaskHelper = []string{exe, stepd.TaskNamespaceCommand}
 				cfg.TaskExec = []string{exe, stepd.TaskExecCommand}
 			}
-			stopProfile, err := startCPUProfile(os.Getenv(cpuProfileEnv), cfg.Name, log)
-			if err != nil {
-				return err
+			if inProc == nil {
+				stopProfile, err := startCPUProfile(os.Getenv(cpuProfileEnv), cfg.Name, log)
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
 			}
-			defer stopProfile()
 			a, err := node.New(cmd.Context(), cfg)
 			if err != nil {
 				return err
+			}
+			if inProc != nil {
+				inProc.started(a.Crash)
 			}
 			return a.Run(cmd.Context())
 		},
@@ -209,16 +222,16 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-func newLogger(level string, asJSON bool) (*slog.Logger, error) {
+func newLogger(w io.Writer, level string, asJSON bool) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
 	if asJSON {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	return slog.New(slog.NewTextHandler(w, opts)), nil
 }
 
 // gpuSampler returns what samples the node's GPUs: the synthetic load of

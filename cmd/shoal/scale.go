@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,7 +19,7 @@ import (
 func newBenchScaleCmd() *cobra.Command {
 	var o scale.Options
 	var jsonPath, dir string
-	var devTiming, keep bool
+	var devTiming, keep, inProcess bool
 	cmd := &cobra.Command{
 		Use:   "scale",
 		Short: "Start many agents on this machine and measure formation, the cost at rest, submits, a large gang and failover",
@@ -40,6 +41,10 @@ ports, memberlist and raft transport and simulated GPUs, and measures:
   failover    kill -9 of the leader until the first and the last survivor
               name the new leader, and until a submit through a survivor
               succeeds
+With --in-process the agents run in this process instead (the same
+command lines, each its own ports, data dir, memberlist and raft
+transport); the at-rest figures are then the process's CPU and RSS, and
+--rest-profile splits the CPU by agent.
 Every wait is bounded by --wait; every agent is stopped at the end, and on
 failure. Prints a table, and the figures as JSON to --json.`,
 		Args: cobra.NoArgs,
@@ -49,6 +54,19 @@ failure. Prints a table, and the figures as JSON to --json.`,
 				return err
 			}
 			o.Binary = self
+			if inProcess {
+				o.Spawn = spawnAgent
+				// $SHOAL_CPUPROFILE profiles the whole run, every agent's
+				// samples labelled with its name (one profile at a time).
+				if os.Getenv(cpuProfileEnv) != "" && o.RestProfile != "" {
+					return fmt.Errorf("--rest-profile and $%s: one CPU profile at a time", cpuProfileEnv)
+				}
+				stopProfile, err := startCPUProfile(os.Getenv(cpuProfileEnv), "bench-scale", slog.Default())
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
+			}
 			o.ExtraArgs = append(o.ExtraArgs, "--log-level", "warn")
 			if devTiming {
 				o.ExtraArgs = append(o.ExtraArgs, "--dev-timing")
@@ -99,6 +117,9 @@ failure. Prints a table, and the figures as JSON to --json.`,
 	f.StringVar(&jsonPath, "json", "", "write the figures as JSON to this file (- for standard output)")
 	f.StringVar(&dir, "dir", "", "directory for the agents' data and logs, kept (default: a temporary one, removed)")
 	f.BoolVar(&keep, "keep", false, "keep the temporary directory (the agents' logs)")
+	f.BoolVar(&inProcess, "in-process", false, "run the agents in this process, each with its own ports, data dir, memberlist and raft transport, instead of as processes: many more fit one machine; per-agent CPU is then not measured (see --rest-profile)")
+	f.DurationVar(&o.StartEvery, "start-every", 0, "with --in-process: space the agents' starts by this much (a join storm on a few cores delays raft heartbeats)")
+	f.StringVar(&o.RestProfile, "rest-profile", "", "with --in-process: write a CPU profile of the at-rest window here, its samples labelled by agent (go tool pprof -tagfocus agent=NAME)")
 	return cmd
 }
 
@@ -137,9 +158,14 @@ func writeScaleTable(w io.Writer, r scale.Report) {
 	row(fmt.Sprintf("raft layout settled (%d voters, %d servers)", r.WantVoters, r.WantServers), "%.2f s (%d voters, %d nonvoters, %d workers)",
 		r.LayoutSettledS, r.Layout.Voters, r.Layout.Nonvoters, r.Layout.Workers)
 	if done("rest") {
-		row("RSS per agent, median / max / leader", "%.0f / %.0f / %.0f MiB", r.RSSMiBMedian, r.RSSMiBMax, r.RSSMiBLeader)
-		row(fmt.Sprintf("CPU at rest over %.0f s, leader / follower median / all agents", r.RestS), "%.1f%% / %.1f%% / %.0f%% of a core",
-			r.LeaderCPUPercent, r.FollowerCPUPercentMedian, r.ClusterCPUPercent)
+		if r.InProcess {
+			row("RSS of the process / per agent; Go heap in use", "%.0f / %.1f MiB; %.0f MiB", r.ProcessRSSMiB, r.RSSMiBMedian, r.HeapInuseMiB)
+			row(fmt.Sprintf("CPU at rest over %.0f s, the process (leader %s)", r.RestS, r.Leader), "%.0f%% of a core", r.ClusterCPUPercent)
+		} else {
+			row("RSS per agent, median / max / leader", "%.0f / %.0f / %.0f MiB", r.RSSMiBMedian, r.RSSMiBMax, r.RSSMiBLeader)
+			row(fmt.Sprintf("CPU at rest over %.0f s, leader / follower median / all agents", r.RestS), "%.1f%% / %.1f%% / %.0f%% of a core",
+				r.LeaderCPUPercent, r.FollowerCPUPercentMedian, r.ClusterCPUPercent)
+		}
 		if r.LeaderTCPBytesPerS >= 0 {
 			row("leader's TCP bytes/s at rest (sent + received)", "%.0f", r.LeaderTCPBytesPerS)
 		} else {
@@ -153,7 +179,11 @@ func writeScaleTable(w io.Writer, r scale.Report) {
 	if done("throughput") {
 		row("raft entries per held submit", "%.2f", r.RaftEntriesPerSubmit)
 		row(fmt.Sprintf("submits/s through a follower, %d Go clients, held jobs", r.SubmitClients), "%.1f (%d failed)", r.SubmitsPerS, r.SubmitsFailed)
-		row("CPU while submitting: leader / all agents", "%.0f%% / %.0f%% of a core", r.SubmitsLeaderCPUPercent, r.SubmitsClusterCPUPercent)
+		if r.InProcess {
+			row("CPU while submitting, the process", "%.0f%% of a core", r.SubmitsClusterCPUPercent)
+		} else {
+			row("CPU while submitting: leader / all agents", "%.0f%% / %.0f%% of a core", r.SubmitsLeaderCPUPercent, r.SubmitsClusterCPUPercent)
+		}
 	}
 	if done("latency") {
 		row("raft entries per 2-node job, submit to completion", "%.2f", r.RaftEntriesPerJob)
@@ -168,4 +198,27 @@ func writeScaleTable(w io.Writer, r scale.Report) {
 		row("failover: until every survivor names it", "%.2f s", fo.AllSeeS)
 		row("failover: until a submit through a survivor succeeds", "%.2f s", fo.SubmitOKS)
 	}
+}
+
+// inProcessKey carries an *inProcessAgent in the context of an agent
+// command run by spawnAgent.
+type inProcessKey struct{}
+
+// inProcessAgent is what an agent run inside `shoal bench scale
+// --in-process` gets from the harness: where it logs, and whom to give
+// its Crash once it is up.
+type inProcessAgent struct {
+	log     io.Writer
+	started func(crash func())
+}
+
+// spawnAgent is scale.Spawn: `shoal agent` with args, in this process,
+// through the same flags and setup as the agent command.
+func spawnAgent(ctx context.Context, args []string, log io.Writer, started func(crash func())) error {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(log)
+	root.SetErr(log)
+	root.SilenceUsage, root.SilenceErrors = true, true
+	return root.ExecuteContext(context.WithValue(ctx, inProcessKey{}, &inProcessAgent{log: log, started: started}))
 }
