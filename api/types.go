@@ -141,6 +141,18 @@ type Step struct {
 	// StdinNodes are the nodes whose tasks read srun's stdin (srun
 	// --input=all or -i N): srun relays it to each (AttachStdin).
 	StdinNodes []string `json:"stdin_nodes,omitempty"`
+	// NodeTasks are the step's tasks on each node, in node order: which
+	// ranks, and whether they have all ended (srun -W watches them).
+	NodeTasks []StepNodeTasks `json:"node_tasks,omitempty"`
+}
+
+// StepNodeTasks is one node's tasks of a step.
+type StepNodeTasks struct {
+	Node string `json:"node"`
+	// Ranks are the global ranks (SLURM_PROCID) the node runs.
+	Ranks    []int  `json:"ranks"`
+	State    string `json:"state"` // cluster.TaskState
+	ExitCode int    `json:"exit_code"`
 }
 
 // Task is one node's share of a running or finished job.

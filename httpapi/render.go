@@ -59,9 +59,14 @@ func JobOf(j *cluster.Job) api.Job {
 			Nodes: []string{}, Command: st.Spec.Command,
 			StartTime: api.FormatTime(st.StartTime), EndTime: api.FormatTime(st.EndTime),
 			StdinNodes: j.StdinNodes(st.ID)}
-		for _, n := range st.Nodes {
+		for i, n := range st.Nodes {
 			as.Nodes = append(as.Nodes, n.Node)
 			as.NTasks += n.Tasks
+			nt := api.StepNodeTasks{Node: n.Node, Ranks: make([]int, n.Tasks), State: string(n.State), ExitCode: n.ExitCode}
+			for l := range nt.Ranks {
+				nt.Ranks[l] = st.Spec.RankAt(i, l)
+			}
+			as.NodeTasks = append(as.NodeTasks, nt)
 			if n.Usage != nil {
 				if as.Usage == nil {
 					as.Usage = map[string]cluster.Usage{}

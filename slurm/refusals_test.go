@@ -22,7 +22,6 @@ var refusalGaps = map[string]string{
 	"task-epilog": "the task epilog would not run",
 	"prolog":      "the prolog would not run",
 	"epilog":      "the epilog would not run",
-	"wait":        "-W SECONDS above 0: the other tasks would run on after the first ends (-W 0, Slurm's default, is taken)",
 }
 
 // othersAccept are rows other work turns into implementations: the test

@@ -169,7 +169,7 @@ var optionTable = []optDef{
 	{long: "compress", arg: optArg, cmds: cSrun, warn: "Shoal's agents send --bcast's file whole"},
 	{long: "send-libs", arg: optArg, cmds: cSrun, warn: "Shoal copies --bcast's program alone, not its libraries"},
 	{long: "resv-ports", arg: optArg, cmds: cSrun, warn: "Shoal reserves no MPI ports (it sets MASTER_PORT)"},
-	{long: "wait", short: 'W', arg: needArg, cmds: cSrun, reject: "Shoal does not end a step's other tasks a time after its first task ends; accepted: 0 (wait for them all, Slurm's default WaitTime)", ok: func(v string) bool { return strings.TrimLeft(v, "0") == "" && v != "" }},
+	{long: "wait", short: 'W', arg: needArg, cmds: cSrun, apply: setWaitTime},
 	{long: "no-shell", arg: noArg, cmds: cSalloc, apply: flagOpt(func(o *Options) *bool { return &o.NoShell })},
 	{long: "kill-command", short: 'K', arg: optArg, cmds: cSalloc, apply: setKillCommand},
 	{long: "help", short: 'h', arg: noArg, cmds: cAll, apply: helpOpt("help")},

@@ -82,7 +82,7 @@ func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command [
 	}
 	// The terminal ended: the step's exit code, and the other ranks'
 	// output, as srun without --pty gives them.
-	return followStep(ctx, c, job, step, opts.Label, stdout, stderr)
+	return followStep(ctx, c, job, step, followOpts{Label: opts.Label}, stdout, stderr)
 }
 
 // ptyStepSpec is the step srun --pty's options ask for: one task, on

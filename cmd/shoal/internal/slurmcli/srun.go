@@ -86,7 +86,7 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 	if err != nil {
 		return 1, fmt.Errorf("start step in job %d: %w", job, err)
 	}
-	return followStepInput(ctx, c, job, step, req.Spec.Stdin != "", opts.Label, stdout, stderr)
+	return followStepInput(ctx, c, job, step, req.Spec.Stdin != "", followOptsOf(opts), stdout, stderr)
 }
 
 // ParseSrunOutside parses srun's options for a job of its own (shoal run).
@@ -196,9 +196,11 @@ func stepInput(opts slurm.Options) string {
 // Step ids start again at 0 when a job is requeued, so it reads only the
 // output and state of started's incarnation, and a step whose run was
 // requeued under it ended with that run.
-func followStep(ctx context.Context, c *api.Client, job uint64, started api.StepResponse, label bool, stdout, stderr io.Writer) (int, error) {
+func followStep(ctx context.Context, c *api.Client, job uint64, started api.StepResponse, fo followOpts, stdout, stderr io.Writer) (int, error) {
 	step := started.Step
-	out := newStreamer(label, stdout, stderr)
+	out := newStreamer(fo.Label, stdout, stderr)
+	var firstEnd time.Time // srun -W: when a node's tasks were first seen ended
+	waited := false        // -W ended the step
 	out.only(started.Incarnation)
 	bg := context.Background()
 	cancelled := false
@@ -234,10 +236,32 @@ func followStep(ctx context.Context, c *api.Client, job uint64, started api.Step
 				}
 				cancel()
 				out.flush()
+				if waited {
+					// The worst code: the tasks -W ended got SIGTERM (143),
+					// as scancel's; Slurm's srun SIGKILLs them (137).
+					return st.ExitCode, nil
+				}
 				if st.State == string(cluster.StepCancelled) && st.ExitCode == 0 {
 					return 130, nil
 				}
 				return st.ExitCode, nil
+			}
+			if st, ok := findStep(j, step); ok && fo.Wait > 0 && !cancelled {
+				p := planWait(fo.Wait, firstEnd, job, step, st.NodeTasks, time.Now())
+				firstEnd = p.FirstEnd
+				if p.Terminate {
+					out.flush()
+					for _, l := range p.Lines {
+						fmt.Fprintln(stderr, "srun: "+l)
+					}
+					cancelled, waited = true, true
+					deadline = time.Now().Add(srunCancelWait)
+					cctx, cancel := context.WithTimeout(bg, 5*time.Second)
+					if err := c.CancelStep(cctx, job, step); err != nil {
+						fmt.Fprintf(stderr, "srun: cancel step %d.%d: %v\n", job, step, err)
+					}
+					cancel()
+				}
 			}
 			if _, ok := findStep(j, step); !ok && j.State != "RUNNING" {
 				out.flush()
@@ -250,6 +274,18 @@ func followStep(ctx context.Context, c *api.Client, job uint64, started api.Step
 		}
 		time.Sleep(srunPoll)
 	}
+}
+
+// followOpts are what srun's options ask of followStep: -l labels each
+// line with its task; -W ends the other tasks that long after the first
+// ended (0: never).
+type followOpts struct {
+	Label bool
+	Wait  time.Duration
+}
+
+func followOptsOf(opts slurm.Options) followOpts {
+	return followOpts{Label: opts.Label, Wait: opts.WaitTime}
 }
 
 func findStep(j api.Job, id int) (api.Step, bool) {
@@ -419,6 +455,8 @@ func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command
 	out := newStreamer(opts.Label, stdout, stderr)
 	bg := context.Background()
 	pending := newPendingLine(stderr, res.ID)
+	var firstEnd time.Time // -W: when a node's tasks were first seen ended
+	waited := false        // -W ended the job
 	for {
 		if ctx.Err() != nil {
 			cctx, cancel := context.WithTimeout(bg, 5*time.Second)
@@ -439,6 +477,22 @@ func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command
 				pending.done()
 				return giveUpImmediate(c, "srun", res.ID, stderr), nil
 			}
+			if opts.WaitTime > 0 && !waited && j.State == "RUNNING" {
+				p := planWait(opts.WaitTime, firstEnd, res.ID, 0, jobNodeTasks(j), time.Now())
+				firstEnd = p.FirstEnd
+				if p.Terminate {
+					waited = true
+					out.flush()
+					for _, l := range p.Lines {
+						fmt.Fprintln(stderr, "srun: "+l)
+					}
+					cctx, cancel := context.WithTimeout(bg, 5*time.Second)
+					if err := c.Cancel(cctx, res.ID); err != nil {
+						fmt.Fprintf(stderr, "srun: cancel job %d: %v\n", res.ID, err)
+					}
+					cancel()
+				}
+			}
 		}
 		if jerr == nil && cluster.JobState(j.State).Terminal() {
 			rctx, cancel := context.WithTimeout(bg, 10*time.Second)
@@ -447,6 +501,15 @@ func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command
 			}
 			cancel()
 			out.flush()
+			if waited {
+				// The worst task's code, as a step's above (a cancelled
+				// job's own is 0).
+				code := j.ExitCode
+				for _, t := range j.Tasks {
+					code = max(code, t.ExitCode)
+				}
+				return code, nil
+			}
 			if j.State != "COMPLETED" && j.ExitCode == 0 {
 				fmt.Fprintf(stderr, "srun: job %d ended %s (%s)\n", res.ID, j.State, j.Reason)
 				return 1, nil

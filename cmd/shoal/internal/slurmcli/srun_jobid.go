@@ -59,7 +59,7 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 		}
 		return 1, exitcode.Code(1)
 	}
-	return followStepInput(ctx, c, job, step, req.Spec.Stdin != "", opts.Label, stdout, stderr)
+	return followStepInput(ctx, c, job, step, req.Spec.Stdin != "", followOptsOf(opts), stdout, stderr)
 }
 
 // jobIDEnv is the job srun's environment names: SHOAL_JOB_ID, else
