@@ -62,6 +62,7 @@ func (s *State) startStep(index uint64, c StartStep) Result {
 // allocation, naming the first bad field. Restore runs it on stored specs,
 // which must come back unchanged.
 func stepSpec(sp cluster.StepSpec, j *cluster.Job) (cluster.StepSpec, error) {
+	sp.Caps = nil // the FSM's to set, below
 	switch {
 	case len(sp.Command) == 0 || sp.Command[0] == "":
 		return sp, fmt.Errorf("command: empty, want a program and its arguments")
@@ -152,10 +153,18 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job) (cluster.StepSpec, error) {
 		case sp.NTasks < sp.Nodes:
 			sp.Nodes = sp.NTasks
 		}
-		counts, err := cluster.LayoutCounts(sp.NTasks, sp.Nodes, sp.Distribution)
-		if err != nil {
+		if _, err := cluster.LayoutCounts(sp.NTasks, sp.Nodes, sp.Distribution); err != nil {
 			return sp, err
 		}
+		if req.Pack && sp.InBlocks() && !j.Alloc.Elastic {
+			// A packed job's step fills its nodes' shares of the job's
+			// ranks, as Slurm's steps fill the job's CPUs.
+			jc := req.TaskCounts(len(j.Alloc.Nodes))
+			for _, ai := range stepAllocNodes(sp, j) {
+				sp.Caps = append(sp.Caps, jc[ai])
+			}
+		}
+		counts := sp.Counts()
 		most := 0
 		for i, c := range counts {
 			if c == 0 {
