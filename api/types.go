@@ -32,10 +32,13 @@ type Job struct {
 	// SubmitRequest); TasksPerNode is then the most a node runs.
 	NTasks       int    `json:"ntasks,omitempty"`
 	Distribution string `json:"distribution,omitempty"`
-	CPUsPerTask  int    `json:"cpus_per_task"`
-	TimeLimitS   int64  `json:"time_limit_s"`
-	Incarnation  uint64 `json:"incarnation"`
-	Requeue      bool   `json:"requeue"`
+	// Pack: the ranks are packed in blocks, up to TasksPerNode on the
+	// first nodes (cluster.Request.Pack).
+	Pack        bool   `json:"pack,omitempty"`
+	CPUsPerTask int    `json:"cpus_per_task"`
+	TimeLimitS  int64  `json:"time_limit_s"`
+	Incarnation uint64 `json:"incarnation"`
+	Requeue     bool   `json:"requeue"`
 	// CPUsPerNode and MemPerNodeMiB are what the job takes on each node
 	// (MemWholeNode: all of its memory, --mem=0 or --exclusive);
 	// CPUsPerGPU is --cpus-per-gpu.

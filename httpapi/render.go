@@ -53,7 +53,7 @@ func JobOf(j *cluster.Job) api.Job {
 	out.Deadline = api.FormatTime(j.Spec.Deadline)
 	out.ReqNodeList, out.ExcNodeList = j.Spec.Request.NodeList, j.Spec.Request.Exclude
 	out.Features, out.Exclusive = j.Spec.Request.Constraint, j.Spec.Request.Exclusive
-	out.NTasks, out.Distribution = j.Spec.Request.NTasks, j.Spec.Request.Distribution
+	out.NTasks, out.Distribution, out.Pack = j.Spec.Request.NTasks, j.Spec.Request.Distribution, j.Spec.Request.Pack
 	for _, st := range j.Steps {
 		as := api.Step{ID: st.ID, Name: st.Spec.Name, State: string(st.State), ExitCode: st.ExitCode,
 			Nodes: []string{}, Command: st.Spec.Command,

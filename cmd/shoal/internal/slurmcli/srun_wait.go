@@ -108,7 +108,7 @@ func taskRanges(ranks []int) string {
 // takes a step's: srun outside an allocation runs its command as the job's
 // tasks (Slurm's step 0).
 func jobNodeTasks(j api.Job) []api.StepNodeTasks {
-	r := cluster.Request{Nodes: len(j.Tasks), TasksPerNode: j.TasksPerNode, NTasks: j.NTasks, Distribution: j.Distribution}
+	r := cluster.Request{Nodes: len(j.Tasks), TasksPerNode: j.TasksPerNode, NTasks: j.NTasks, Distribution: j.Distribution, Pack: j.Pack}
 	counts := r.TaskCounts(len(j.Tasks))
 	out := make([]api.StepNodeTasks, len(j.Tasks))
 	for k, t := range j.Tasks {
