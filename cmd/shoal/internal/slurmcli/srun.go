@@ -408,14 +408,8 @@ func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command
 	if opts.Pty && !opts.TestOnly {
 		return srunPty(ctx, connect, opts, command, 0, 0, stdout, stderr)
 	}
-	if opts.Set["input"] && slurm.ParseInput(opts.Input, 0).Kind == slurm.InputFile {
-		return 1, fmt.Errorf("--input=%s: a file is not supported by Shoal for srun outside an allocation (give none, all or a task number); run it as a step (salloc, then srun --input=FILE)", opts.Input)
-	}
-	if opts.Set["bcast"] {
-		return 1, errBcastOutside
-	}
-	if opts.Output != "" || opts.Error != "" {
-		return 1, errors.New("-o/--output and -e/--error: not supported by Shoal for srun outside an allocation (its output comes back to srun); run it as a step (salloc or sbatch, then srun -o FILE)")
+	if needsOwnStep(opts) && !opts.TestOnly {
+		return runOwnJobAsStep(ctx, connect, opts, command, stdout, stderr)
 	}
 	req, warnings, err := request.FromOptions(opts)
 	if err != nil {
