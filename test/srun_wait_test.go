@@ -47,6 +47,13 @@ func TestSrunWait(t *testing.T) {
 	r = sh.run("srun", append([]string{"-N2", "--wait=1"}, prog...)...)
 	check("srun --wait=1", r, "2.0")
 
+	// A step takes --exclusive (the pre-20.11 way to run steps side by
+	// side) and --dependency as hints, as Slurm's srun in an allocation.
+	r = sh.run("salloc", "-N2", "srun", "--exclusive", "--dependency=afterok:1", "-n1", "echo", "hinted")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "hinted" || !strings.Contains(r.stderr, "srun: warning: --exclusive for a step") {
+		t.Errorf("salloc srun --exclusive: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+
 	// -W 0: every task runs to its end.
 	r = sh.run("srun", "-N2", "-W", "0", "sh", "-c", `[ "$SLURM_PROCID" = 0 ] || sleep 2; echo done-$SLURM_PROCID`)
 	if r.code != 0 || strings.Count(r.stdout, "done-") != 2 || strings.Contains(r.stderr, "Terminating") {

@@ -90,6 +90,7 @@ func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command [
 // srun without --pty: only task 0 has the terminal). An interactive shell
 // in a many-node allocation is what `srun --pty bash` is for.
 func ptyStepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error) {
+	request.PrintWarnings("srun", stepHints(opts))
 	spec, err := stepSpec(opts, command)
 	if err != nil {
 		return spec, err

@@ -70,6 +70,7 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 	if opts.Pty {
 		return srunPty(ctx, connect, opts, rest, job, inc, stdout, stderr)
 	}
+	request.PrintWarnings("srun", stepHints(opts))
 	spec, err := stepSpec(opts, rest)
 	if err != nil {
 		return 1, err
@@ -107,7 +108,7 @@ func ParseSrunOutside(args []string) (slurm.Options, []string, error) {
 
 // stepSpec is the step srun's options ask for.
 func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err error) {
-	for _, name := range []string{"exclude", "constraint", "exclusive", "array", "dependency", "signal", "ntasks-per-gpu", "no-kill"} {
+	for _, name := range []string{"exclude", "constraint", "array", "signal", "ntasks-per-gpu", "no-kill"} {
 		if opts.Set[name] {
 			return cluster.StepSpec{}, fmt.Errorf("--%s: not supported for steps by Shoal yet", name)
 		}
@@ -149,6 +150,22 @@ func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err 
 		return spec, err
 	}
 	return spec, nil
+}
+
+// stepHints are the warnings of options a step takes as hints, as
+// Slurm's srun inside an allocation runs them: --exclusive (a step of
+// its own CPUs, the pre-20.11 way of running steps side by side: Shoal's
+// steps share the allocation, as with --overlap, and run at once) and
+// --dependency (a job's; Slurm's srun ignores it for a step).
+func stepHints(opts slurm.Options) []string {
+	var w []string
+	if opts.Set["exclusive"] {
+		w = append(w, "--exclusive for a step: Shoal's steps share the job's allocation (as --overlap) and start at once")
+	}
+	if opts.Set["dependency"] {
+		w = append(w, "--dependency for a step: ignored, as Slurm's srun ignores it inside an allocation")
+	}
+	return w
 }
 
 // checkInputFile opens srun's --input file, when its name is a plain one

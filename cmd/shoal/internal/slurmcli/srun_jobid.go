@@ -13,6 +13,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -23,6 +24,7 @@ import (
 // words.
 func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command []string, stdout, stderr io.Writer) (int, error) {
 	job := opts.JobID
+	request.PrintWarnings("srun", stepHints(opts))
 	spec, err := stepSpec(opts, command)
 	spec.Stdin = withoutNullStdin(spec.Stdin)
 	if err != nil {

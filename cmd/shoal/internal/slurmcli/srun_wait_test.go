@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/slurm"
 )
 
 func TestPlanWait(t *testing.T) {
@@ -51,5 +52,29 @@ func TestPlanWait(t *testing.T) {
 				t.Errorf("Terminate %v, lines %q; want %q", p.Terminate, p.Lines, tc.lines)
 			}
 		})
+	}
+}
+
+// TestStepHints: a step takes --exclusive and --dependency as hints
+// (Debian's Slurm runs `srun --exclusive` and `srun --dependency=...`
+// inside an allocation), with a warning each; -x is still refused.
+func TestStepHints(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		warns int
+		ok    bool
+	}{
+		{[]string{"--exclusive"}, 1, true},
+		{[]string{"--exclusive", "-n1", "--dependency=afterok:1"}, 2, true},
+		{[]string{"-x", "n2"}, 0, false},
+	} {
+		opts, rest, err := slurm.ParseArgs(slurm.Srun, append(tc.args, "true"))
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		_, err = stepSpec(opts, rest)
+		if (err == nil) != tc.ok || len(stepHints(opts)) != tc.warns {
+			t.Errorf("%v: %v, hints %q; want ok %v and %d hints", tc.args, err, stepHints(opts), tc.ok, tc.warns)
+		}
 	}
 }
