@@ -111,6 +111,11 @@ type StepSpec struct {
 	// as the job). The FSM sets it when it starts the step; nil: even
 	// blocks.
 	Caps []int `msgpack:"caps,omitempty" json:"caps,omitempty"`
+	// NTasksPerGPU is srun's --ntasks-per-gpu: without NTasks, that many
+	// tasks for each of the job's GPUs on the step's nodes; each task
+	// sees one GPU, NTasksPerGPU tasks to a GPU in local order (Slurm's
+	// --gpu-bind=single:N).
+	NTasksPerGPU int `msgpack:"ntasks_per_gpu,omitempty" json:"ntasks_per_gpu,omitempty"`
 }
 
 // InBlocks says the step's ranks run in blocks (-m block, or the

@@ -53,3 +53,25 @@ func TestPackedJobSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStepNTasksPerGPU: srun --ntasks-per-gpu=K without -n runs K tasks
+// for each of the job's GPUs on the step's nodes; it needs protocol 4, a
+// job with GPUs, and no tasks per node.
+func TestStepNTasksPerGPU(t *testing.T) {
+	h := newHarness()
+	withRunning(t, h) // job 1: 2 nodes x 2 GPUs
+	c := stepCmd(1, 1, 0, 0)
+	c.Spec.NTasksPerGPU = 2
+	if need := Needs(CmdStartStep, c); need != 4 {
+		t.Errorf("Needs = %d; want 4", need)
+	}
+	r := h.must(t, CmdStartStep, c)
+	st := step(t, h.s.View(), 1, r.StepID)
+	if st.Spec.NTasks != 8 || len(st.Nodes) != 2 || st.Nodes[0].Tasks != 4 || st.Nodes[1].FirstRank != 4 {
+		t.Errorf("spec %+v nodes %+v; want 8 tasks, 4 per node", st.Spec, st.Nodes)
+	}
+	c.Spec.TasksPerNode = 1
+	if r := h.apply(t, CmdStartStep, c); r.Err == nil {
+		t.Error("ntasks_per_gpu with tasks_per_node: accepted")
+	}
+}

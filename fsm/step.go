@@ -125,6 +125,20 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job) (cluster.StepSpec, error) {
 		return sp, fmt.Errorf("nodes %d: the allocation has %d nodes, want 0 (all of them) to %d", sp.Nodes, nodes, nodes)
 	}
 	req := j.Spec.Request
+	if k := sp.NTasksPerGPU; k != 0 {
+		switch {
+		case k < 0 || k > cluster.MaxTasksPerNode:
+			return sp, fmt.Errorf("ntasks_per_gpu %d: want 1 to %d", k, cluster.MaxTasksPerNode)
+		case sp.TasksPerNode != 0:
+			return sp, fmt.Errorf("ntasks_per_gpu and tasks_per_node are mutually exclusive")
+		case sp.GPUsPerTask != 0:
+			return sp, fmt.Errorf("ntasks_per_gpu and gpus_per_task are mutually exclusive")
+		case req.GPUsPerNode == 0:
+			return sp, fmt.Errorf("ntasks_per_gpu %d: the job holds no GPUs", k)
+		case sp.NTasks == 0:
+			sp.NTasks = k * req.GPUsPerNode * sp.Nodes
+		}
+	}
 	if sp.NTasks == 0 && sp.TasksPerNode == 0 && req.NTasks > 0 && sp.Nodes == nodes {
 		// srun with no task count on the whole allocation of a job with
 		// -n runs the job's ranks, laid out as the job's.

@@ -108,7 +108,7 @@ func ParseSrunOutside(args []string) (slurm.Options, []string, error) {
 
 // stepSpec is the step srun's options ask for.
 func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err error) {
-	for _, name := range []string{"exclude", "constraint", "array", "signal", "ntasks-per-gpu", "no-kill"} {
+	for _, name := range []string{"exclude", "constraint", "array", "signal", "no-kill"} {
 		if opts.Set[name] {
 			return cluster.StepSpec{}, fmt.Errorf("--%s: not supported for steps by Shoal yet", name)
 		}
@@ -132,6 +132,13 @@ func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err 
 		// Laid out over the step's nodes by the FSM, in blocks by
 		// default as Slurm's: -n 5 on 2 nodes runs 3 and 2.
 		spec.NTasks = opts.NTasks
+	}
+	if opts.NTasksPerGPU > 0 {
+		if opts.NTasksPerNode > 0 {
+			return spec, errors.New("--ntasks-per-gpu and --ntasks-per-node are mutually exclusive")
+		}
+		// With -n, binding only; without, the task count too (the FSM's).
+		spec.NTasksPerGPU = opts.NTasksPerGPU
 	}
 	spec.Distribution = opts.Distribution.String()
 	spec.Input = stepInput(opts)

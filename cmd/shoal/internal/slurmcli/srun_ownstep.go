@@ -33,7 +33,7 @@ func stepOptsOf(opts slurm.Options) slurm.Options {
 	for k, v := range opts.Set {
 		s.Set[k] = v
 	}
-	for _, name := range []string{"exclude", "constraint", "exclusive", "array", "dependency", "signal", "ntasks-per-gpu", "no-kill", "nodelist"} {
+	for _, name := range []string{"exclude", "constraint", "exclusive", "array", "dependency", "signal", "no-kill", "nodelist"} {
 		delete(s.Set, name)
 	}
 	s.NodeList, s.NodeListFile = nil, ""
