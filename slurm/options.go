@@ -132,6 +132,11 @@ type Options struct {
 	Pty bool
 	// Wait is sbatch's --wait: return when the job ends.
 	Wait bool
+	// TaskProlog and TaskEpilog are srun's --task-prolog/--task-epilog:
+	// programs each task runs before and after its command; Prolog and
+	// Epilog are srun's --prolog/--epilog, which srun runs itself before
+	// and after the step ("none": none).
+	TaskProlog, TaskEpilog, Prolog, Epilog string
 	// WaitTime is srun's -W/--wait: how long after the step's first
 	// task ends srun ends the others; 0 (Slurm's default WaitTime):
 	// never, they run to their end.

@@ -55,6 +55,16 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 		// Slurm's srun refuses the same (src/srun/libsrun/opt.c).
 		return 1, errors.New("--error/--input/--output are incompatible with --pty")
 	}
+	if err := runSrunHook(ctx, "prolog", opts.Prolog, rest, stderr); err != nil {
+		return 1, err
+	}
+	if hookPath(opts.Epilog) != "" {
+		defer func() {
+			if err := runSrunHook(context.WithoutCancel(ctx), "epilog", opts.Epilog, rest, stderr); err != nil {
+				fmt.Fprintf(stderr, "srun: error: %v\n", err)
+			}
+		}()
+	}
 	if opts.Set["jobid"] {
 		return srunInJob(ctx, connect, opts, rest, stdout, stderr)
 	}
@@ -83,6 +93,7 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err != nil {
 		return 1, err
 	}
+	spec.Command = withTaskHooks(opts, spec.Command)
 	step, req, err := startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, stderr)
 	if err != nil {
 		return 1, fmt.Errorf("start step in job %d: %w", job, err)
@@ -440,7 +451,7 @@ func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command
 		return 1, err
 	}
 	request.PrintWarnings("srun", warnings)
-	req.Command = command
+	req.Command = withTaskHooks(opts, command)
 	req.Stdin = withoutNullStdin(stdinRelay(opts))
 	if req.Name == "" {
 		req.Name = filepath.Base(command[0])

@@ -47,7 +47,10 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 		fmt.Fprint(stderr, refusal)
 		return 1, exitcode.Code(1)
 	}
-	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err != nil {
+	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err == nil {
+		spec.Command = withTaskHooks(opts, spec.Command)
+	}
+	if err != nil {
 		return 1, err
 	}
 	step, req, err := startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, stderr)

@@ -104,6 +104,7 @@ func runOwnJobAsStep(ctx context.Context, connect Connect, opts slurm.Options, c
 	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err != nil {
 		return 1, err
 	}
+	spec.Command = withTaskHooks(opts, spec.Command)
 	step, sreq, err := startStep(ctx, c, job, api.StepRequest{Incarnation: j.Incarnation, Spec: spec}, stderr)
 	if err != nil {
 		return 1, fmt.Errorf("start step in job %d: %w", job, err)
