@@ -55,6 +55,9 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 		// Slurm's srun refuses the same (src/srun/libsrun/opt.c).
 		return 1, errors.New("--error/--input/--output are incompatible with --pty")
 	}
+	if opts.Pty && (hookPath(opts.TaskProlog) != "" || hookPath(opts.TaskEpilog) != "") {
+		return 1, errors.New("--task-prolog/--task-epilog: not supported by Shoal with --pty")
+	}
 	if err := runSrunHook(ctx, "prolog", opts.Prolog, rest, stderr); err != nil {
 		return 1, err
 	}
@@ -112,6 +115,9 @@ func ParseSrunOutside(args []string) (slurm.Options, []string, error) {
 	}
 	if opts.Set["jobid"] {
 		return opts, nil, errors.New("--jobid: a step in a running job is srun's (`shoal slurm srun --jobid N ...`); shoal run starts a job of its own")
+	}
+	if hookPath(opts.Prolog) != "" || hookPath(opts.Epilog) != "" {
+		return opts, nil, errors.New("--prolog/--epilog: srun's own hooks are srun's (`shoal slurm srun ...`), not shoal run's")
 	}
 	request.PrintWarnings("srun", opts.Warnings)
 	return opts, rest, nil
