@@ -32,10 +32,13 @@ type Job struct {
 	// SubmitRequest); TasksPerNode is then the most a node runs.
 	NTasks       int    `json:"ntasks,omitempty"`
 	Distribution string `json:"distribution,omitempty"`
-	CPUsPerTask  int    `json:"cpus_per_task"`
-	TimeLimitS   int64  `json:"time_limit_s"`
-	Incarnation  uint64 `json:"incarnation"`
-	Requeue      bool   `json:"requeue"`
+	// Pack: the ranks are packed in blocks, up to TasksPerNode on the
+	// first nodes (cluster.Request.Pack).
+	Pack        bool   `json:"pack,omitempty"`
+	CPUsPerTask int    `json:"cpus_per_task"`
+	TimeLimitS  int64  `json:"time_limit_s"`
+	Incarnation uint64 `json:"incarnation"`
+	Requeue     bool   `json:"requeue"`
 	// CPUsPerNode and MemPerNodeMiB are what the job takes on each node
 	// (MemWholeNode: all of its memory, --mem=0 or --exclusive);
 	// CPUsPerGPU is --cpus-per-gpu.
@@ -141,6 +144,18 @@ type Step struct {
 	// StdinNodes are the nodes whose tasks read srun's stdin (srun
 	// --input=all or -i N): srun relays it to each (AttachStdin).
 	StdinNodes []string `json:"stdin_nodes,omitempty"`
+	// NodeTasks are the step's tasks on each node, in node order: which
+	// ranks, and whether they have all ended (srun -W watches them).
+	NodeTasks []StepNodeTasks `json:"node_tasks,omitempty"`
+}
+
+// StepNodeTasks is one node's tasks of a step.
+type StepNodeTasks struct {
+	Node string `json:"node"`
+	// Ranks are the global ranks (SLURM_PROCID) the node runs.
+	Ranks    []int  `json:"ranks"`
+	State    string `json:"state"` // cluster.TaskState
+	ExitCode int    `json:"exit_code"`
 }
 
 // Task is one node's share of a running or finished job.

@@ -111,6 +111,13 @@ type Request struct {
 	// Distribution is -m/--distribution as slurm.Distribution.String
 	// writes it ("" is Slurm's default): which rank runs on which node.
 	Distribution string `msgpack:"distribution,omitempty" json:"distribution,omitempty"`
+	// Pack lays NTasks out in blocks as Slurm's allocation does on idle
+	// nodes (slurm.BlockCounts): one rank on each node, then the first
+	// nodes filled up to TasksPerNode (-n 5 on 2 nodes runs 4 and 1, the
+	// ranks 0-3 and 4). Without it, blocks are even (3 and 2), as jobs
+	// submitted before it run. Only with the block distribution. The
+	// leader sets it, and TasksPerNode, at submit (see Packed).
+	Pack bool `msgpack:"pack,omitempty" json:"pack,omitempty"`
 	// CPUsPerTask is -c: each rank's CPUs (SLURM_CPUS_PER_TASK).
 	CPUsPerTask int `msgpack:"cpus_per_task" json:"cpus_per_task"`
 	// CPUsPerGPU is --cpus-per-gpu (or the partition's DefCpuPerGPU): the
@@ -266,9 +273,12 @@ func (r Request) validateLayout() error {
 	if r.NTasks < 0 || r.NTasks > r.Nodes*r.TasksPerNode {
 		return fmt.Errorf("ntasks %d: want 0 (tasks_per_node on every node) or 1 to nodes x tasks_per_node, %d", r.NTasks, r.Nodes*r.TasksPerNode)
 	}
+	if r.Pack && (d.Kind != "" && d.Kind != slurm.DistBlock || r.NodesMax > r.Nodes) {
+		return fmt.Errorf("pack: only for the block distribution on a fixed node count")
+	}
 	most := 0
 	for _, nodes := range []int{r.Nodes, max(r.Nodes, r.NodesMax)} {
-		for i, c := range slurm.LayoutCounts(r.NTasks, nodes, d) {
+		for i, c := range r.TaskCounts(nodes) {
 			if c == 0 {
 				return fmt.Errorf("ntasks %d on %d nodes: node %d would run no task; want fewer nodes", r.NTasks, nodes, i)
 			}
@@ -322,6 +332,14 @@ func (r Request) RankAt(nodes, k, local int) int {
 	if r.NTasks == 0 {
 		return k*max(1, r.TasksPerNode) + local
 	}
+	if r.Pack {
+		// Blocks: the ranks of the nodes before k come first.
+		first := 0
+		for _, c := range r.TaskCounts(nodes)[:min(max(k, 0), nodes)] {
+			first += c
+		}
+		return first + local
+	}
 	return slurm.RankAt(r.NTasks, nodes, r.Dist(), k, local)
 }
 
@@ -341,6 +359,9 @@ func (r Request) TaskCounts(nodes int) []int {
 			counts[i] = max(1, r.TasksPerNode)
 		}
 		return counts
+	}
+	if r.Pack {
+		return slurm.BlockCounts(r.NTasks, slices.Repeat([]int{max(1, r.TasksPerNode)}, max(nodes, 0)))
 	}
 	return slurm.LayoutCounts(r.NTasks, nodes, r.Dist())
 }
@@ -783,4 +804,27 @@ func (j *Job) HoldsResources() bool {
 		}
 	}
 	return false
+}
+
+// Packed is r as the leader submits it to a cluster whose nodes the job
+// may run on have cpus CPUs each: a job of NTasks in blocks (without
+// GPUs, -N MIN-MAX or a node list) packed as Slurm's allocation packs one
+// on idle nodes (see Pack): each node holds up to what the Nodes-th
+// largest of them can of its tasks, and at most NTasks-Nodes+1, so that
+// every node runs one. A job this does not apply to, or that would hold
+// no more on its first node than evenly, is returned as it is.
+func (r Request) Packed(cpus []int) Request {
+	d := r.Dist()
+	if r.NTasks == 0 || r.Pack || d.Kind != "" && d.Kind != slurm.DistBlock || r.NodesMax > r.Nodes ||
+		r.GPUsPerNode > 0 || len(r.NodeList) > 0 || r.Nodes < 1 || r.Nodes > MaxNodesPerJob || len(cpus) < r.Nodes {
+		return r
+	}
+	sorted := slices.Sorted(slices.Values(cpus))
+	capacity := min(sorted[len(sorted)-r.Nodes]/max(1, r.CPUsPerTask), r.NTasks-r.Nodes+1, MaxTasksPerNode)
+	even := slices.Max(slurm.LayoutCounts(r.NTasks, r.Nodes, d))
+	if capacity <= even {
+		return r
+	}
+	r.Pack, r.TasksPerNode = true, capacity
+	return r
 }

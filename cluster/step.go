@@ -104,6 +104,44 @@ type StepSpec struct {
 	// stderr to Output's file, as Slurm's; "none" is /dev/null.
 	Output string `msgpack:"output,omitempty" json:"output,omitempty"`
 	Error  string `msgpack:"error,omitempty" json:"error,omitempty"`
+	// Caps, in a step of a packed job (Request.Pack) laid out in blocks,
+	// are how many of the job's ranks each of the step's nodes runs: the
+	// step's NTasks fill them as Slurm lays a step out over its job's
+	// CPUs (slurm.BlockCounts; srun -n 5 in a -n5 -N2 job runs 4 and 1,
+	// as the job). The FSM sets it when it starts the step; nil: even
+	// blocks.
+	Caps []int `msgpack:"caps,omitempty" json:"caps,omitempty"`
+	// NTasksPerGPU is srun's --ntasks-per-gpu: without NTasks, that many
+	// tasks for each of the job's GPUs on the step's nodes; each task
+	// sees one GPU, NTasksPerGPU tasks to a GPU in local order (Slurm's
+	// --gpu-bind=single:N).
+	NTasksPerGPU int `msgpack:"ntasks_per_gpu,omitempty" json:"ntasks_per_gpu,omitempty"`
+}
+
+// InBlocks says the step's ranks run in blocks (-m block, or the
+// default).
+func (sp StepSpec) InBlocks() bool {
+	d := sp.Dist()
+	return d.Kind == "" || d.Kind == slurm.DistBlock
+}
+
+// Counts is how many tasks each of the step's nodes runs, for a step
+// with NTasks (its defaults filled in).
+func (sp StepSpec) Counts() []int {
+	if len(sp.Caps) == sp.Nodes && sp.Nodes > 0 {
+		return slurm.BlockCounts(sp.NTasks, sp.Caps)
+	}
+	return slurm.LayoutCounts(sp.NTasks, sp.Nodes, sp.Dist())
+}
+
+// capsFirst is, in a step with Caps, the global rank of step node i's
+// first task: the ranks run in blocks.
+func (sp StepSpec) capsFirst(counts []int, i int) int {
+	first := 0
+	for _, c := range counts[:min(max(i, 0), len(counts))] {
+		first += c
+	}
+	return first
 }
 
 // Tasks returns how many tasks step node i of a step spec with its
@@ -113,9 +151,12 @@ func (sp StepSpec) Tasks(i int) (tasks, firstRank int) {
 		return sp.TasksPerNode, i * sp.TasksPerNode
 	}
 	d := sp.Dist()
-	counts := slurm.LayoutCounts(sp.NTasks, sp.Nodes, d)
+	counts := sp.Counts()
 	if i < 0 || i >= len(counts) || counts[i] == 0 {
 		return 0, 0
+	}
+	if len(sp.Caps) > 0 {
+		return counts[i], sp.capsFirst(counts, i)
 	}
 	return counts[i], slurm.RankAt(sp.NTasks, sp.Nodes, d, i, 0)
 }
@@ -130,6 +171,9 @@ func (sp StepSpec) Dist() slurm.Distribution {
 func (sp StepSpec) RankAt(i, local int) int {
 	if sp.NTasks == 0 || sp.Nodes == 0 {
 		return i*sp.TasksPerNode + local
+	}
+	if len(sp.Caps) == sp.Nodes {
+		return sp.capsFirst(sp.Counts(), i) + local
 	}
 	return slurm.RankAt(sp.NTasks, sp.Nodes, sp.Dist(), i, local)
 }

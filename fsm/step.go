@@ -64,6 +64,7 @@ func (s *State) startStep(index uint64, c StartStep) Result {
 // started before its elastic allocation shrank, those are checked against
 // every node the allocation had.
 func stepSpec(sp cluster.StepSpec, j *cluster.Job, stored bool) (cluster.StepSpec, error) {
+	sp.Caps = nil // the FSM's to set, below
 	switch {
 	case len(sp.Command) == 0 || sp.Command[0] == "":
 		return sp, fmt.Errorf("command: empty, want a program and its arguments")
@@ -129,6 +130,20 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job, stored bool) (cluster.StepSpe
 		return sp, fmt.Errorf("nodes %d: the allocation has %d nodes, want 0 (all of them) to %d", sp.Nodes, nodes, nodes)
 	}
 	req := j.Spec.Request
+	if k := sp.NTasksPerGPU; k != 0 {
+		switch {
+		case k < 0 || k > cluster.MaxTasksPerNode:
+			return sp, fmt.Errorf("ntasks_per_gpu %d: want 1 to %d", k, cluster.MaxTasksPerNode)
+		case sp.TasksPerNode != 0:
+			return sp, fmt.Errorf("ntasks_per_gpu and tasks_per_node are mutually exclusive")
+		case sp.GPUsPerTask != 0:
+			return sp, fmt.Errorf("ntasks_per_gpu and gpus_per_task are mutually exclusive")
+		case req.GPUsPerNode == 0:
+			return sp, fmt.Errorf("ntasks_per_gpu %d: the job holds no GPUs", k)
+		case sp.NTasks == 0:
+			sp.NTasks = k * req.GPUsPerNode * sp.Nodes
+		}
+	}
 	if sp.NTasks == 0 && sp.TasksPerNode == 0 && req.NTasks > 0 && sp.Nodes == nodes {
 		// srun with no task count on the whole allocation of a job with
 		// -n runs the job's ranks, laid out as the job's.
@@ -157,10 +172,18 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job, stored bool) (cluster.StepSpe
 		case sp.NTasks < sp.Nodes:
 			sp.Nodes = sp.NTasks
 		}
-		counts, err := cluster.LayoutCounts(sp.NTasks, sp.Nodes, sp.Distribution)
-		if err != nil {
+		if _, err := cluster.LayoutCounts(sp.NTasks, sp.Nodes, sp.Distribution); err != nil {
 			return sp, err
 		}
+		if req.Pack && sp.InBlocks() && !j.Alloc.Elastic {
+			// A packed job's step fills its nodes' shares of the job's
+			// ranks, as Slurm's steps fill the job's CPUs.
+			jc := req.TaskCounts(len(j.Alloc.Nodes))
+			for _, ai := range stepAllocNodes(sp, j) {
+				sp.Caps = append(sp.Caps, jc[ai])
+			}
+		}
+		counts := sp.Counts()
 		most := 0
 		for i, c := range counts {
 			if c == 0 {

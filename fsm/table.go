@@ -67,6 +67,12 @@ import (
 //	   and StartStep: --input=all, Slurm's default, or -i N). An older
 //	   replica would drop it and start the tasks on /dev/null, leaving
 //	   srun nothing to relay to.
+//	4  fields: a job's ranks packed in blocks as Slurm's allocation packs
+//	   them (Request.Pack in SubmitJob: -n 5 on 2 nodes runs 4 and 1). An
+//	   older replica would drop it, lay the ranks out evenly (3 and 2)
+//	   and refuse the allocation that holds other CPUs than it computes.
+//	   srun --ntasks-per-gpu (StartStep.Spec.NTasksPerGPU), which an
+//	   older replica would drop, running one task per node on every GPU.
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -240,6 +246,17 @@ var fields = []field{
 			return c.Spec.Stdin != ""
 		}
 		return false
+	}},
+	// An older replica would drop NTasksPerGPU: it would run one task
+	// per node, each seeing every GPU of its node.
+	{name: "StartStep.Spec.NTasksPerGPU", since: 4, uses: func(body any) bool {
+		c, ok := body.(StartStep)
+		return ok && c.Spec.NTasksPerGPU != 0
+	}},
+	// An older replica would drop Pack and lay the ranks out evenly.
+	{name: "SubmitJob.Spec.Request.Pack", since: 4, uses: func(body any) bool {
+		c, ok := body.(SubmitJob)
+		return ok && c.Spec.Request.Pack
 	}},
 	// An older replica would drop the queue order and its tunables: its
 	// policy (and snapshot) would differ, and as leader it would order

@@ -53,15 +53,20 @@ func JobOf(j *cluster.Job) api.Job {
 	out.Deadline = api.FormatTime(j.Spec.Deadline)
 	out.ReqNodeList, out.ExcNodeList = j.Spec.Request.NodeList, j.Spec.Request.Exclude
 	out.Features, out.Exclusive = j.Spec.Request.Constraint, j.Spec.Request.Exclusive
-	out.NTasks, out.Distribution = j.Spec.Request.NTasks, j.Spec.Request.Distribution
+	out.NTasks, out.Distribution, out.Pack = j.Spec.Request.NTasks, j.Spec.Request.Distribution, j.Spec.Request.Pack
 	for _, st := range j.Steps {
 		as := api.Step{ID: st.ID, Name: st.Spec.Name, State: string(st.State), ExitCode: st.ExitCode,
 			Nodes: []string{}, Command: st.Spec.Command,
 			StartTime: api.FormatTime(st.StartTime), EndTime: api.FormatTime(st.EndTime),
 			StdinNodes: j.StdinNodes(st.ID)}
-		for _, n := range st.Nodes {
+		for i, n := range st.Nodes {
 			as.Nodes = append(as.Nodes, n.Node)
 			as.NTasks += n.Tasks
+			nt := api.StepNodeTasks{Node: n.Node, Ranks: make([]int, n.Tasks), State: string(n.State), ExitCode: n.ExitCode}
+			for l := range nt.Ranks {
+				nt.Ranks[l] = st.Spec.RankAt(i, l)
+			}
+			as.NodeTasks = append(as.NodeTasks, nt)
 			if n.Usage != nil {
 				if as.Usage == nil {
 					as.Usage = map[string]cluster.Usage{}

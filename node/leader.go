@@ -213,6 +213,7 @@ func (a *Agent) leaderSubmit(ctx context.Context, requestID string, spec cluster
 			return fsm.Result{JobID: id, Duplicate: true}, nil
 		}
 	}
+	spec = a.packSubmit(ctx, v, spec) // pack.go
 	if _, err := a.checkSubmit(v, spec); err != nil {
 		return fsm.Result{}, err
 	}

@@ -3,6 +3,7 @@ package slurm
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,8 +131,17 @@ type Options struct {
 	// Pty is srun's --pty: rank 0 runs on a terminal srun attaches to.
 	Pty bool
 	// Wait is sbatch's --wait: return when the job ends.
-	Wait  bool
-	Quiet bool
+	Wait bool
+	// TaskProlog and TaskEpilog are srun's --task-prolog/--task-epilog:
+	// programs each task runs before and after its command; Prolog and
+	// Epilog are srun's --prolog/--epilog, which srun runs itself before
+	// and after the step ("none": none).
+	TaskProlog, TaskEpilog, Prolog, Epilog string
+	// WaitTime is srun's -W/--wait: how long after the step's first
+	// task ends srun ends the others; 0 (Slurm's default WaitTime):
+	// never, they run to their end.
+	WaitTime time.Duration
+	Quiet    bool
 	// JobID is srun's --jobid: the running job to start the step in,
 	// from outside its allocation too.
 	JobID uint64
@@ -377,6 +387,17 @@ func strOpt(f func(o *Options) *string) func(*Options, string) error {
 		*f(o) = v
 		return nil
 	}
+}
+
+// setWaitTime takes srun's -W SECONDS: a decimal, 0 or more, as Slurm's
+// srun reads it (past 32 bits it is taken as the most).
+func setWaitTime(o *Options, v string) error {
+	n, ok := decimal(v)
+	if !ok || n < 0 {
+		return fmt.Errorf("--wait %q: want whole seconds, 0 or more (0: wait for every task)", clip(v))
+	}
+	o.WaitTime = time.Duration(min(n, math.MaxInt32)) * time.Second
+	return nil
 }
 
 // setImmediate takes --immediate[=SECONDS].

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -480,13 +481,21 @@ func TestGetUserEnv(t *testing.T) {
 	}
 }
 
-// TestSrunWait: srun -W 0 (wait for every task, Slurm's default WaitTime)
-// is taken; a time after the first task ends is refused.
+// TestSrunWait: srun -W SECONDS as Slurm's srun reads it (a decimal, 0
+// or more: "abc", "-1" and "1x" are Slurm's "Invalid numeric value";
+// past 32 bits it is the most).
 func TestSrunWait(t *testing.T) {
-	for args, ok := range map[string]bool{"-W0": true, "--wait=00": true, "--wait=10": false, "-W": false} {
-		_, _, err := ParseArgs(Srun, []string{args, "true"})
-		if (err == nil) != ok {
-			t.Errorf("srun %s: %v; want accepted %v", args, err, ok)
+	for _, tc := range []struct {
+		arg  string
+		want time.Duration // -1: refused
+	}{
+		{"-W0", 0}, {"--wait=00", 0}, {"--wait=10", 10 * time.Second}, {"-W", -1},
+		{"--wait=abc", -1}, {"--wait=-1", -1}, {"--wait=1x", -1},
+		{"--wait=99999999999", math.MaxInt32 * time.Second},
+	} {
+		opts, _, err := ParseArgs(Srun, []string{tc.arg, "true"})
+		if (err == nil) != (tc.want >= 0) || err == nil && opts.WaitTime != tc.want {
+			t.Errorf("srun %s: %v, %v; want %v (-1: refused)", tc.arg, opts.WaitTime, err, tc.want)
 		}
 	}
 }

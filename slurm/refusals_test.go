@@ -15,14 +15,9 @@ import (
 // list only shrinks: an option here that Shoal accepts, or that Slurm
 // refuses too, fails the test until it is taken out.
 var refusalGaps = map[string]string{
-	"container":   "the job would run outside its container",
-	"uid":         "srun and salloc run as their caller (sbatch takes it)",
-	"gid":         "srun and salloc run as their caller (sbatch takes it)",
-	"task-prolog": "the task prolog would not run",
-	"task-epilog": "the task epilog would not run",
-	"prolog":      "the prolog would not run",
-	"epilog":      "the epilog would not run",
-	"wait":        "-W SECONDS above 0: the other tasks would run on after the first ends (-W 0, Slurm's default, is taken)",
+	"container": "the job would run outside its container",
+	"uid":       "srun and salloc run as their caller (sbatch takes it)",
+	"gid":       "srun and salloc run as their caller (sbatch takes it)",
 }
 
 // othersAccept are rows other work turns into implementations: the test

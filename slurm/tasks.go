@@ -213,3 +213,40 @@ func RankAt(ntasks, nodes int, d Distribution, node, local int) int {
 	base, extra := ntasks/nodes, ntasks%nodes
 	return node*base + min(node, extra) + local
 }
+
+// BlockCounts is how many of ntasks tasks each node runs when Slurm lays
+// them out in blocks on nodes that can each hold caps[i] (their CPUs
+// over the CPUs per task), as Slurm 22.05's _task_layout_block does
+// without Pack: one task on each node that can hold one, then each node
+// in order filled up to its cap, then what is left round robin over
+// every node. On idle nodes this is also how Slurm's allocation packs a
+// job's tasks: -n 5 on 2 nodes of 16 CPUs runs 4 and 1 (the ranks in
+// blocks: 0-3, 4). It returns nil for no nodes or ntasks < 0.
+func BlockCounts(ntasks int, caps []int) []int {
+	if len(caps) == 0 || ntasks < 0 {
+		return nil
+	}
+	counts := make([]int, len(caps))
+	left := ntasks
+	for i, c := range caps {
+		if left > 0 && c > 0 {
+			counts[i]++
+			left--
+		}
+	}
+	for i, c := range caps {
+		if k := min(max(c-counts[i], 0), left); k > 0 {
+			counts[i] += k
+			left -= k
+		}
+	}
+	if left > 0 {
+		for i := range counts {
+			counts[i] += left / len(counts)
+			if i < left%len(counts) {
+				counts[i]++
+			}
+		}
+	}
+	return counts
+}

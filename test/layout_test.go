@@ -20,14 +20,17 @@ import (
 const layoutScript = `echo "batch $SLURM_TASKS_PER_NODE ${SLURM_NTASKS_PER_NODE-unset} ${SLURM_DISTRIBUTION-unset} $SLURM_JOB_CPUS_PER_NODE $SLURM_NTASKS"
 srun sh -c 'echo "plain $SLURM_PROCID $SLURMD_NODENAME $SLURM_LOCALID $SLURM_DISTRIBUTION $RANK $LOCAL_WORLD_SIZE pid=$(test "$SLURM_TASK_PID" = $$ && echo ok || echo "$SLURM_TASK_PID/$$")"'
 srun -m cyclic sh -c 'echo "cyclic $SLURM_PROCID $SLURMD_NODENAME $SLURM_LOCALID $SLURM_DISTRIBUTION $RANK $LOCAL_WORLD_SIZE"'
+srun -n 4 sh -c 'echo "n4 $SLURM_PROCID $SLURMD_NODENAME $SLURM_STEP_TASKS_PER_NODE"'
 `
 
-// TestJobLayout: sbatch -n 5 -N 2 runs 3 ranks on the first node and 2 on
-// the second (Slurm's block layout; -n need not divide by -N), holding
+// TestJobLayout: sbatch -n 5 -N 2 runs 4 ranks on the first node and 1 on
+// the second, as Debian's Slurm does on idle nodes (one on each node, the
+// rest packed on the first: slurm/testdata/layout_golden.txt), holding
 // each node's own share of CPUs; srun inside runs the job's ranks in that
 // layout, and srun -m cyclic deals them round robin, as Slurm's srun
 // numbers them (checked against Debian's Slurm in slurm.TestLayout). A
-// job submitted with -m cyclic lays its own ranks out that way too.
+// job submitted with -m cyclic lays its own ranks out that way too, even
+// (3 and 2).
 func TestJobLayout(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 2})
 	a := c.Agents[0]
@@ -61,10 +64,13 @@ func TestJobLayout(t *testing.T) {
 	}
 
 	_, lines := run("block", "-n", "5", "-N", "2")
-	check("-n5 -N2", "batch", lines["batch"], "3,2 unset unset 3,2 5")
+	check("-n5 -N2", "batch", lines["batch"], "4,1 unset unset 4,1 5")
 	check("-n5 -N2", "plain", lines["plain"],
-		"0 node0 0 block 0 3 pid=ok", "1 node0 1 block 1 3 pid=ok", "2 node0 2 block 2 3 pid=ok",
-		"3 node1 0 block 3 2 pid=ok", "4 node1 1 block 4 2 pid=ok")
+		"0 node0 0 block 0 4 pid=ok", "1 node0 1 block 1 4 pid=ok", "2 node0 2 block 2 4 pid=ok",
+		"3 node0 3 block 3 4 pid=ok", "4 node1 0 block 4 1 pid=ok")
+	// A step of 4 fills the job's shares (4 and 1) in blocks, as Slurm's
+	// step fills its job's CPUs: 3 and 1.
+	check("-n5 -N2", "n4", lines["n4"], "0 node0 3,1", "1 node0 3,1", "2 node0 3,1", "3 node1 3,1")
 	check("-n5 -N2", "cyclic", lines["cyclic"],
 		"0 node0 0 cyclic 0 3", "2 node0 1 cyclic 2 3", "4 node0 2 cyclic 4 3",
 		"1 node1 0 cyclic 1 2", "3 node1 1 cyclic 3 2")

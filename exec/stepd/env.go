@@ -163,6 +163,10 @@ func stepEnv(l task.Launch, localRank int, home string) []string {
 		lo, hi := min(localRank*g, len(gpus)), min((localRank+1)*g, len(gpus))
 		taskGPUs = gpus[max(lo, 0):max(hi, 0)]
 	}
+	if k := st.Spec.NTasksPerGPU; k > 0 && len(gpus) > 0 {
+		// --gpu-bind=single:k: k tasks to a GPU, in local order.
+		taskGPUs = gpus[(localRank/k)%len(gpus) : (localRank/k)%len(gpus)+1]
+	}
 	rank := l.Rank(localRank)
 	itoa := strconv.Itoa
 
@@ -200,6 +204,9 @@ func stepEnv(l task.Launch, localRank int, home string) []string {
 	set("SLURM_DISTRIBUTION", st.Spec.Dist().Name(total, len(st.Nodes)))
 	if len(gpus) > 0 {
 		set("SLURM_STEP_GPUS", joinInts(taskGPUs))
+	}
+	if k := st.Spec.NTasksPerGPU; k > 0 {
+		set("SLURMD_TRES_BIND", "gpu:single:"+itoa(k))
 	}
 	if g := st.Spec.GPUsPerTask; g > 0 {
 		set("SLURM_GPUS_PER_TASK", itoa(g))

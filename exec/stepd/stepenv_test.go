@@ -357,3 +357,26 @@ func TestEnvStepMasterFromCaller(t *testing.T) {
 		t.Errorf("a job's rank: MASTER_PORT = %s; want the contract's 29500", got)
 	}
 }
+
+// TestEnvNTasksPerGPU: srun --ntasks-per-gpu=2 binds each task to one
+// GPU, two tasks to a GPU in local order, as Slurm's --gpu-bind=single:2
+// (SLURMD_TRES_BIND=gpu:single:2, as the peer sets it).
+func TestEnvNTasksPerGPU(t *testing.T) {
+	l := task.Launch{
+		Job: 7, Incarnation: 1,
+		Spec: cluster.Spec{Name: "npg", WorkDir: "/tmp", User: "root",
+			Request: cluster.Request{Nodes: 1, GPUsPerNode: 2, TasksPerNode: 1}},
+		Alloc:     cluster.Allocation{Nodes: []cluster.NodeAlloc{{Node: "n1", GPUs: []int{4, 5}}}, MasterPort: 29501},
+		NodeIndex: 0, MasterAddr: "n1", NodeList: "n1", NodeName: "n1",
+		Step: &cluster.Step{ID: 0, Incarnation: 1, Spec: cluster.StepSpec{Command: []string{"env"}, NTasks: 5, NTasksPerGPU: 2},
+			Nodes: []cluster.StepNode{{Node: "n1", FirstRank: 0, Tasks: 5}}},
+		StepNodeList: "n1",
+	}
+	for local, want := range []string{"4", "4", "5", "5", "4"} {
+		env := envMap(t, Env(l, local))
+		if env["CUDA_VISIBLE_DEVICES"] != want || env["SLURMD_TRES_BIND"] != "gpu:single:2" {
+			t.Errorf("task %d: CUDA_VISIBLE_DEVICES=%q SLURMD_TRES_BIND=%q; want %q and gpu:single:2",
+				local, env["CUDA_VISIBLE_DEVICES"], env["SLURMD_TRES_BIND"], want)
+		}
+	}
+}

@@ -53,8 +53,7 @@ func TestStepInput(t *testing.T) {
 	}
 }
 
-// TestSrunInputRefused: --input with --pty is Slurm's error; srun
-// outside an allocation takes no file. Both before any
+// TestSrunInputRefused: --input with --pty is Slurm's error, before any
 // connection.
 func TestSrunInputRefused(t *testing.T) {
 	for _, env := range []string{"SLURM_JOB_ID", "SHOAL_JOB_ID"} {
@@ -69,7 +68,6 @@ func TestSrunInputRefused(t *testing.T) {
 		wantErr string
 	}{
 		{[]string{"--pty", "-i", "in.txt", "bash"}, "--error/--input/--output are incompatible with --pty"},
-		{[]string{"-i", "in.txt", "cat"}, "not supported by Shoal for srun outside an allocation"},
 	} {
 		code, err := Srun(t.Context(), connect, tc.args, io.Discard, io.Discard)
 		if code != 1 || err == nil || !strings.Contains(err.Error(), tc.wantErr) {

@@ -82,7 +82,7 @@ func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command [
 	}
 	// The terminal ended: the step's exit code, and the other ranks'
 	// output, as srun without --pty gives them.
-	return followStep(ctx, c, job, step, opts.Label, stdout, stderr)
+	return followStep(ctx, c, job, step, followOpts{Label: opts.Label}, stdout, stderr)
 }
 
 // ptyStepSpec is the step srun --pty's options ask for: one task, on
@@ -90,6 +90,7 @@ func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command [
 // srun without --pty: only task 0 has the terminal). An interactive shell
 // in a many-node allocation is what `srun --pty bash` is for.
 func ptyStepSpec(opts slurm.Options, command []string) (cluster.StepSpec, error) {
+	request.PrintWarnings("srun", stepHints(opts))
 	spec, err := stepSpec(opts, command)
 	if err != nil {
 		return spec, err

@@ -153,7 +153,11 @@ func (o ShowJob) lines(j api.Job) []string {
 			mem += t.MemMiB
 		}
 	}
-	add("NumNodes=%s NumCPUs=%d NumTasks=%d CPUs/Task=%d ReqB:S:C:T=0:0:*:*", nodes, cpus, j.TasksPerNode*j.NumNodes, j.CPUsPerTask)
+	ntasks := j.TasksPerNode * j.NumNodes
+	if j.NTasks > 0 { // -n: its count, however laid out
+		ntasks = j.NTasks
+	}
+	add("NumNodes=%s NumCPUs=%d NumTasks=%d CPUs/Task=%d ReqB:S:C:T=0:0:*:*", nodes, cpus, ntasks, j.CPUsPerTask)
 	tres := fmt.Sprintf("cpu=%d,mem=%s,node=%d,billing=%d", cpus, tresMem(mem), j.NumNodes, cpus)
 	if j.GPUsPerNode > 0 {
 		tres += fmt.Sprintf(",gres/gpu=%d", j.GPUsPerNode*j.NumNodes)

@@ -55,6 +55,19 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 		// Slurm's srun refuses the same (src/srun/libsrun/opt.c).
 		return 1, errors.New("--error/--input/--output are incompatible with --pty")
 	}
+	if opts.Pty && (hookPath(opts.TaskProlog) != "" || hookPath(opts.TaskEpilog) != "") {
+		return 1, errors.New("--task-prolog/--task-epilog: not supported by Shoal with --pty")
+	}
+	if err := runSrunHook(ctx, "prolog", opts.Prolog, rest, stderr); err != nil {
+		return 1, err
+	}
+	if hookPath(opts.Epilog) != "" {
+		defer func() {
+			if err := runSrunHook(context.WithoutCancel(ctx), "epilog", opts.Epilog, rest, stderr); err != nil {
+				fmt.Fprintf(stderr, "srun: error: %v\n", err)
+			}
+		}()
+	}
 	if opts.Set["jobid"] {
 		return srunInJob(ctx, connect, opts, rest, stdout, stderr)
 	}
@@ -70,6 +83,7 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 	if opts.Pty {
 		return srunPty(ctx, connect, opts, rest, job, inc, stdout, stderr)
 	}
+	request.PrintWarnings("srun", stepHints(opts))
 	spec, err := stepSpec(opts, rest)
 	if err != nil {
 		return 1, err
@@ -82,11 +96,12 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err != nil {
 		return 1, err
 	}
+	spec.Command = withTaskHooks(opts, spec.Command)
 	step, req, err := startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, stderr)
 	if err != nil {
 		return 1, fmt.Errorf("start step in job %d: %w", job, err)
 	}
-	return followStepInput(ctx, c, job, step, req.Spec.Stdin != "", opts.Label, stdout, stderr)
+	return followStepInput(ctx, c, job, step, req.Spec.Stdin != "", followOptsOf(opts), stdout, stderr)
 }
 
 // ParseSrunOutside parses srun's options for a job of its own (shoal run).
@@ -101,13 +116,16 @@ func ParseSrunOutside(args []string) (slurm.Options, []string, error) {
 	if opts.Set["jobid"] {
 		return opts, nil, errors.New("--jobid: a step in a running job is srun's (`shoal slurm srun --jobid N ...`); shoal run starts a job of its own")
 	}
+	if hookPath(opts.Prolog) != "" || hookPath(opts.Epilog) != "" {
+		return opts, nil, errors.New("--prolog/--epilog: srun's own hooks are srun's (`shoal slurm srun ...`), not shoal run's")
+	}
 	request.PrintWarnings("srun", opts.Warnings)
 	return opts, rest, nil
 }
 
 // stepSpec is the step srun's options ask for.
 func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err error) {
-	for _, name := range []string{"exclude", "constraint", "exclusive", "array", "dependency", "signal", "ntasks-per-gpu", "no-kill"} {
+	for _, name := range []string{"exclude", "constraint", "array", "signal", "no-kill"} {
 		if opts.Set[name] {
 			return cluster.StepSpec{}, fmt.Errorf("--%s: not supported for steps by Shoal yet", name)
 		}
@@ -132,6 +150,13 @@ func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err 
 		// default as Slurm's: -n 5 on 2 nodes runs 3 and 2.
 		spec.NTasks = opts.NTasks
 	}
+	if opts.NTasksPerGPU > 0 {
+		if opts.NTasksPerNode > 0 {
+			return spec, errors.New("--ntasks-per-gpu and --ntasks-per-node are mutually exclusive")
+		}
+		// With -n, binding only; without, the task count too (the FSM's).
+		spec.NTasksPerGPU = opts.NTasksPerGPU
+	}
 	spec.Distribution = opts.Distribution.String()
 	spec.Input = stepInput(opts)
 	spec.Stdin = stdinRelay(opts)
@@ -149,6 +174,22 @@ func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err 
 		return spec, err
 	}
 	return spec, nil
+}
+
+// stepHints are the warnings of options a step takes as hints, as
+// Slurm's srun inside an allocation runs them: --exclusive (a step of
+// its own CPUs, the pre-20.11 way of running steps side by side: Shoal's
+// steps share the allocation, as with --overlap, and run at once) and
+// --dependency (a job's; Slurm's srun ignores it for a step).
+func stepHints(opts slurm.Options) []string {
+	var w []string
+	if opts.Set["exclusive"] {
+		w = append(w, "--exclusive for a step: Shoal's steps share the job's allocation (as --overlap) and start at once")
+	}
+	if opts.Set["dependency"] {
+		w = append(w, "--dependency for a step: ignored, as Slurm's srun ignores it inside an allocation")
+	}
+	return w
 }
 
 // checkInputFile opens srun's --input file, when its name is a plain one
@@ -196,9 +237,11 @@ func stepInput(opts slurm.Options) string {
 // Step ids start again at 0 when a job is requeued, so it reads only the
 // output and state of started's incarnation, and a step whose run was
 // requeued under it ended with that run.
-func followStep(ctx context.Context, c *api.Client, job uint64, started api.StepResponse, label bool, stdout, stderr io.Writer) (int, error) {
+func followStep(ctx context.Context, c *api.Client, job uint64, started api.StepResponse, fo followOpts, stdout, stderr io.Writer) (int, error) {
 	step := started.Step
-	out := newStreamer(label, stdout, stderr)
+	out := newStreamer(fo.Label, stdout, stderr)
+	var firstEnd time.Time // srun -W: when a node's tasks were first seen ended
+	waited := false        // -W ended the step
 	out.only(started.Incarnation)
 	bg := context.Background()
 	cancelled := false
@@ -234,10 +277,32 @@ func followStep(ctx context.Context, c *api.Client, job uint64, started api.Step
 				}
 				cancel()
 				out.flush()
+				if waited {
+					// The worst code: the tasks -W ended got SIGTERM (143),
+					// as scancel's; Slurm's srun SIGKILLs them (137).
+					return st.ExitCode, nil
+				}
 				if st.State == string(cluster.StepCancelled) && st.ExitCode == 0 {
 					return 130, nil
 				}
 				return st.ExitCode, nil
+			}
+			if st, ok := findStep(j, step); ok && fo.Wait > 0 && !cancelled {
+				p := planWait(fo.Wait, firstEnd, job, step, st.NodeTasks, time.Now())
+				firstEnd = p.FirstEnd
+				if p.Terminate {
+					out.flush()
+					for _, l := range p.Lines {
+						fmt.Fprintln(stderr, "srun: "+l)
+					}
+					cancelled, waited = true, true
+					deadline = time.Now().Add(srunCancelWait)
+					cctx, cancel := context.WithTimeout(bg, 5*time.Second)
+					if err := c.CancelStep(cctx, job, step); err != nil {
+						fmt.Fprintf(stderr, "srun: cancel step %d.%d: %v\n", job, step, err)
+					}
+					cancel()
+				}
 			}
 			if _, ok := findStep(j, step); !ok && j.State != "RUNNING" {
 				out.flush()
@@ -250,6 +315,18 @@ func followStep(ctx context.Context, c *api.Client, job uint64, started api.Step
 		}
 		time.Sleep(srunPoll)
 	}
+}
+
+// followOpts are what srun's options ask of followStep: -l labels each
+// line with its task; -W ends the other tasks that long after the first
+// ended (0: never).
+type followOpts struct {
+	Label bool
+	Wait  time.Duration
+}
+
+func followOptsOf(opts slurm.Options) followOpts {
+	return followOpts{Label: opts.Label, Wait: opts.WaitTime}
 }
 
 func findStep(j api.Job, id int) (api.Step, bool) {
@@ -372,21 +449,15 @@ func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command
 	if opts.Pty && !opts.TestOnly {
 		return srunPty(ctx, connect, opts, command, 0, 0, stdout, stderr)
 	}
-	if opts.Set["input"] && slurm.ParseInput(opts.Input, 0).Kind == slurm.InputFile {
-		return 1, fmt.Errorf("--input=%s: a file is not supported by Shoal for srun outside an allocation (give none, all or a task number); run it as a step (salloc, then srun --input=FILE)", opts.Input)
-	}
-	if opts.Set["bcast"] {
-		return 1, errBcastOutside
-	}
-	if opts.Output != "" || opts.Error != "" {
-		return 1, errors.New("-o/--output and -e/--error: not supported by Shoal for srun outside an allocation (its output comes back to srun); run it as a step (salloc or sbatch, then srun -o FILE)")
+	if needsOwnStep(opts) && !opts.TestOnly {
+		return runOwnJobAsStep(ctx, connect, opts, command, stdout, stderr)
 	}
 	req, warnings, err := request.FromOptions(opts)
 	if err != nil {
 		return 1, err
 	}
 	request.PrintWarnings("srun", warnings)
-	req.Command = command
+	req.Command = withTaskHooks(opts, command)
 	req.Stdin = withoutNullStdin(stdinRelay(opts))
 	if req.Name == "" {
 		req.Name = filepath.Base(command[0])
@@ -419,6 +490,8 @@ func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command
 	out := newStreamer(opts.Label, stdout, stderr)
 	bg := context.Background()
 	pending := newPendingLine(stderr, res.ID)
+	var firstEnd time.Time // -W: when a node's tasks were first seen ended
+	waited := false        // -W ended the job
 	for {
 		if ctx.Err() != nil {
 			cctx, cancel := context.WithTimeout(bg, 5*time.Second)
@@ -439,6 +512,22 @@ func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command
 				pending.done()
 				return giveUpImmediate(c, "srun", res.ID, stderr), nil
 			}
+			if opts.WaitTime > 0 && !waited && j.State == "RUNNING" {
+				p := planWait(opts.WaitTime, firstEnd, res.ID, 0, jobNodeTasks(j), time.Now())
+				firstEnd = p.FirstEnd
+				if p.Terminate {
+					waited = true
+					out.flush()
+					for _, l := range p.Lines {
+						fmt.Fprintln(stderr, "srun: "+l)
+					}
+					cctx, cancel := context.WithTimeout(bg, 5*time.Second)
+					if err := c.Cancel(cctx, res.ID); err != nil {
+						fmt.Fprintf(stderr, "srun: cancel job %d: %v\n", res.ID, err)
+					}
+					cancel()
+				}
+			}
 		}
 		if jerr == nil && cluster.JobState(j.State).Terminal() {
 			rctx, cancel := context.WithTimeout(bg, 10*time.Second)
@@ -447,6 +536,15 @@ func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command
 			}
 			cancel()
 			out.flush()
+			if waited {
+				// The worst task's code, as a step's above (a cancelled
+				// job's own is 0).
+				code := j.ExitCode
+				for _, t := range j.Tasks {
+					code = max(code, t.ExitCode)
+				}
+				return code, nil
+			}
 			if j.State != "COMPLETED" && j.ExitCode == 0 {
 				fmt.Fprintf(stderr, "srun: job %d ended %s (%s)\n", res.ID, j.State, j.Reason)
 				return 1, nil

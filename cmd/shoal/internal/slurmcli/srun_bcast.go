@@ -15,7 +15,7 @@ import (
 
 // errBcastOutside refuses srun --bcast for a job of srun's own: its
 // tasks start as soon as it has nodes, before a copy could land.
-var errBcastOutside = errors.New("--bcast: not supported by Shoal for srun outside an allocation (its tasks start as soon as it has nodes); run it as a step (salloc or sbatch, then srun --bcast)")
+var errBcastOutside = errors.New("--bcast: not supported by Shoal for srun --pty outside an allocation (its task starts as soon as it has nodes); run it as a step (salloc, then srun --pty --bcast)")
 
 // bcastCommand is srun --bcast: the step's program is copied to every
 // node of job's allocation before the step starts, and command is

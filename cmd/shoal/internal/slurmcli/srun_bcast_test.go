@@ -8,8 +8,10 @@ import (
 	"github.com/shoal-sched/shoal/api"
 )
 
-// TestSrunBcastOutside: srun --bcast outside an allocation is refused
-// before any connection: its job's tasks start as soon as it has nodes.
+// TestSrunBcastOutside: srun --pty --bcast outside an allocation is
+// refused before any connection: its job's task starts as soon as it has
+// nodes (without --pty, srun runs its command as a step of its own
+// allocation: TestSrunOwnStep).
 func TestSrunBcastOutside(t *testing.T) {
 	for _, env := range []string{"SLURM_JOB_ID", "SHOAL_JOB_ID"} {
 		t.Setenv(env, "")
@@ -18,9 +20,9 @@ func TestSrunBcastOutside(t *testing.T) {
 		t.Fatal("connected")
 		return nil, nil
 	}
-	for _, args := range [][]string{{"--bcast", "prog"}, {"--bcast=/tmp/x", "--pty", "prog"}} {
+	for _, args := range [][]string{{"--bcast=/tmp/x", "--pty", "prog"}} {
 		code, err := Srun(t.Context(), connect, args, io.Discard, io.Discard)
-		if code != 1 || err == nil || !strings.Contains(err.Error(), "--bcast: not supported by Shoal for srun outside an allocation") {
+		if code != 1 || err == nil || !strings.Contains(err.Error(), "--bcast: not supported by Shoal for srun --pty outside an allocation") {
 			t.Errorf("%v: %d, %v; want the refusal", args, code, err)
 		}
 	}

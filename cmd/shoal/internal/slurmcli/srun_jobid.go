@@ -13,6 +13,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -23,6 +24,7 @@ import (
 // words.
 func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command []string, stdout, stderr io.Writer) (int, error) {
 	job := opts.JobID
+	request.PrintWarnings("srun", stepHints(opts))
 	spec, err := stepSpec(opts, command)
 	spec.Stdin = withoutNullStdin(spec.Stdin)
 	if err != nil {
@@ -45,7 +47,10 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 		fmt.Fprint(stderr, refusal)
 		return 1, exitcode.Code(1)
 	}
-	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err != nil {
+	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err == nil {
+		spec.Command = withTaskHooks(opts, spec.Command)
+	}
+	if err != nil {
 		return 1, err
 	}
 	step, req, err := startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, stderr)
@@ -59,7 +64,7 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 		}
 		return 1, exitcode.Code(1)
 	}
-	return followStepInput(ctx, c, job, step, req.Spec.Stdin != "", opts.Label, stdout, stderr)
+	return followStepInput(ctx, c, job, step, req.Spec.Stdin != "", followOptsOf(opts), stdout, stderr)
 }
 
 // jobIDEnv is the job srun's environment names: SHOAL_JOB_ID, else

@@ -86,13 +86,13 @@ func parseInput(opts slurm.Options) slurm.Input {
 
 // followStepInput is followStep with srun's stdin relayed to the step's
 // tasks that read it, when relay: the relay stops when the step ends.
-func followStepInput(ctx context.Context, c *api.Client, job uint64, step api.StepResponse, relay, label bool, stdout, stderr io.Writer) (int, error) {
+func followStepInput(ctx context.Context, c *api.Client, job uint64, step api.StepResponse, relay bool, fo followOpts, stdout, stderr io.Writer) (int, error) {
 	if !relay {
-		return followStep(ctx, c, job, step, label, stdout, stderr)
+		return followStep(ctx, c, job, step, fo, stdout, stderr)
 	}
 	stop := startStdinRelay(ctx, c, job, step.Step, stderr)
 	defer stop()
-	return followStep(ctx, c, job, step, label, stdout, stderr)
+	return followStep(ctx, c, job, step, fo, stdout, stderr)
 }
 
 // startStdinRelay relays srun's stdin to the tasks of job's step (or of
