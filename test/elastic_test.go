@@ -291,7 +291,7 @@ func elasticScenario(t *testing.T, work string, agentArgs, cmd []string, atTwo, 
 		return nil
 	})
 	if j.State != "RUNNING" && j.State != "COMPLETED" {
-		r := shoal(t, cli, "logs", fmt.Sprint(id))
+		r := shoal(t, cli, "logs", "--stderr", fmt.Sprint(id)) // torchrun logs to stderr
 		out := r.stdout + r.stderr
 		if len(out) > 8000 {
 			out = out[len(out)-8000:]
