@@ -102,9 +102,15 @@ func TestElasticPyTorch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// --max_restarts: each resize restarts the workers once.
+	// --max_restarts: each resize restarts the workers once. is_host: the
+	// rendezvous store runs on the job's first node (MASTER_ADDR), which
+	// the job never loses. torchrun decides that from the endpoint's
+	// address, and here every node's address is on loopback, which it
+	// takes for its own: without it each torchrun races to host the store,
+	// and the one that wins may be on the node the test kills.
 	launch := fmt.Sprintf(`exec /usr/bin/torchrun --nnodes=2:3 --nproc_per_node=1 --rdzv_backend=c10d \
-		--rdzv_endpoint=$MASTER_ADDR:%d --rdzv_id=$SLURM_JOB_ID --max_restarts=5 %s train.py %d`,
+		--rdzv_endpoint=$MASTER_ADDR:%d --rdzv_id=$SLURM_JOB_ID --rdzv_conf=is_host=$([ "$SLURM_NODEID" = 0 ] && echo 1 || echo 0) \
+		--max_restarts=5 %s train.py %d`,
 		ports[0], torchrunFlags, elasticTotal)
 	log := filepath.Join(work, "steps.log")
 	holds := func(world int) func() error {
