@@ -72,6 +72,7 @@ func runSrunHook(ctx context.Context, which, prog string, command []string, stde
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, stderr
 	err := cmd.Run()
 	if xe := (*osexec.ExitError)(nil); errors.As(err, &xe) {
+		//lint:ignore ST1005 Slurm's srun prints these words, and scripts match them
 		return fmt.Errorf("srun %s failed rc = %d. Aborting step.", which, xe.ExitCode())
 	}
 	if err != nil {
