@@ -33,13 +33,8 @@ func (s *Server) HandleBcast(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, cluster.Mark(cluster.ErrInvalid, err))
 		return
 	}
-	who := CallerOf(r)
-	if err := RequireProven(who); err != nil {
-		WriteError(w, err)
-		return
-	}
-	if err := s.WaitReadable(r.Context()); err != nil {
-		WriteError(w, err)
+	who, ok := s.AcceptRelay(w, r)
+	if !ok {
 		return
 	}
 	// The server's read deadline bounds a request's headers and small

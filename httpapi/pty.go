@@ -73,13 +73,8 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request, protocol, w
 		WriteError(w, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("upgrade %q: want %q", r.Header.Get("Upgrade"), protocol)))
 		return
 	}
-	who := CallerOf(r)
-	if err := RequireProven(who); err != nil {
-		WriteError(w, err)
-		return
-	}
-	if err := s.WaitReadable(r.Context()); err != nil {
-		WriteError(w, err)
+	who, ok := s.AcceptRelay(w, r)
+	if !ok {
 		return
 	}
 	upstream, node, err := dial(id, step, who.Who(), r.Header.Get(api.HeaderForwardedBy) != "")

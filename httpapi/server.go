@@ -88,6 +88,24 @@ func (s *Server) Handler(routes http.Handler) http.Handler { return Authenticate
 // that node itself (see the package function).
 func (s *Server) RequireNode(r *http.Request, name string) error { return RequireNode(s.b, r, name) }
 
+// AcceptRelay is the common front of the requests served on the node that
+// holds a job's tasks, or relayed to it (a terminal, srun's stdin, an
+// sbcast copy): the caller must be proven, and this replica must have
+// applied what the client has seen (WaitReadable). It returns the caller
+// and whether to go on; when not, the request has been answered.
+func (s *Server) AcceptRelay(w http.ResponseWriter, r *http.Request) (Caller, bool) {
+	who := CallerOf(r)
+	if err := RequireProven(who); err != nil {
+		WriteError(w, err)
+		return who, false
+	}
+	if err := s.WaitReadable(r.Context()); err != nil {
+		WriteError(w, err)
+		return who, false
+	}
+	return who, true
+}
+
 // AcceptWrite is the common front of every write: the caller must be
 // proven, body (a pointer, or nil when the request has none) is decoded,
 // and a follower forwards the request to the leader. It returns the caller

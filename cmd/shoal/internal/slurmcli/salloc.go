@@ -28,6 +28,23 @@ trap 'exit 0' TERM
 while :; do sleep 3600 & wait $!; done
 `
 
+// submitAllocation submits req as an allocation with no command of its
+// own (sallocHolder holds it until it is cancelled), for cmd (salloc, or
+// srun allocating for its own step), and prints the warnings.
+func submitAllocation(ctx context.Context, connect Connect, req api.SubmitRequest, cmd string) (*api.Client, api.SubmitResponse, error) {
+	req.Batch = &cluster.Batch{Script: sallocHolder, Output: "none"}
+	c, err := connect()
+	if err != nil {
+		return nil, api.SubmitResponse{}, err
+	}
+	res, err := c.Submit(ctx, req, request.SubmitRetry)
+	if err != nil {
+		return nil, api.SubmitResponse{}, err
+	}
+	request.PrintWarnings(cmd, res.Warnings)
+	return c, res, nil
+}
+
 // Salloc is salloc: allocate nodes, run COMMAND (default: the user's
 // shell) here with the allocation's environment, so that srun inside it
 // starts steps on the allocation, then release the allocation and return
@@ -55,16 +72,10 @@ func Salloc(ctx context.Context, connect Connect, args []string, stderr io.Write
 		}
 	}
 	req.Env = nil // the command runs here, with this environment
-	req.Batch = &cluster.Batch{Script: sallocHolder, Output: "none"}
-	c, err := connect()
+	c, res, err := submitAllocation(ctx, connect, req, "salloc")
 	if err != nil {
 		return 1, err
 	}
-	res, err := c.Submit(ctx, req, request.SubmitRetry)
-	if err != nil {
-		return 1, err
-	}
-	request.PrintWarnings("salloc", res.Warnings)
 	fmt.Fprintf(stderr, "salloc: Pending job allocation %d\n", res.ID)
 	submitted := time.Now()
 

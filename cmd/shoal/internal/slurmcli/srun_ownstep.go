@@ -59,16 +59,10 @@ func runOwnJobAsStep(ctx context.Context, connect Connect, opts slurm.Options, c
 		req.Name = spec.Name
 	}
 	req.Env = nil // the step carries the environment
-	req.Batch = &cluster.Batch{Script: sallocHolder, Output: "none"}
-	c, err := connect()
+	c, res, err := submitAllocation(ctx, connect, req, "srun")
 	if err != nil {
 		return 1, err
 	}
-	res, err := c.Submit(ctx, req, request.SubmitRetry)
-	if err != nil {
-		return 1, err
-	}
-	request.PrintWarnings("srun", res.Warnings)
 	job := res.ID
 	defer releaseOwnAllocation(c, job, stderr)
 
