@@ -26,63 +26,11 @@ func Victims(v *View, job *cluster.Job, candidates []*cluster.Job, now time.Time
 	if v == nil || job == nil {
 		return nil, false
 	}
-	type victim struct {
-		id   cluster.JobID
-		h    *holder
-		cost float64
-	}
-	var vs []victim
-	for _, c := range candidates {
-		if c == nil || c.ID == job.ID {
-			continue
-		}
-		h := v.holderOf(c.ID)
-		if h == nil {
-			continue // holds nothing: freeing it gains nothing
-		}
-		gpus := 0
-		for _, hn := range h.nodes {
-			gpus += len(hn.gpus)
-		}
-		ran := max(now.Sub(c.StartTime), 0)
-		vs = append(vs, victim{id: c.ID, h: h, cost: float64(gpus) * ran.Hours()})
-	}
-	// Cheapest first; among equals the newest (it has lost least).
-	slices.SortFunc(vs, func(a, b victim) int { return cmp.Or(cmp.Compare(a.cost, b.cost), cmp.Compare(b.id, a.id)) })
-
-	base := newState(v, []*cluster.Job{job})
-	fits := func(set []victim) bool {
-		f := base.clone()
-		f.maxLeaves = switchLimit(job, now)
-		for _, x := range set {
-			for _, hn := range x.h.nodes {
-				f.give(hn)
-				f.vacate(hn.node, x.h.excl)
-			}
-		}
-		_, _, ok := f.start(job.ID, job.Spec.Request, true, nil, false)
-		return ok
-	}
-	n := 0
-	for n < len(vs) && !fits(vs[:n]) {
-		n++
-	}
-	if !fits(vs[:n]) {
+	p, ok := preemptWith(v, job, candidates, nil, now)
+	if !ok {
 		return nil, false
 	}
-	chosen := slices.Clone(vs[:n])
-	for i := len(chosen) - 1; i >= 0; i-- {
-		without := slices.Delete(slices.Clone(chosen), i, i+1)
-		if fits(without) {
-			chosen = without
-		}
-	}
-	ids := make([]cluster.JobID, len(chosen))
-	for i, x := range chosen {
-		ids[i] = x.id
-	}
-	slices.Sort(ids)
-	return ids, true
+	return p.Victims, true
 }
 
 // holderOf returns the holder of job id, or nil.
@@ -121,7 +69,13 @@ func Preempt(v *View, job *cluster.Job, candidates []*cluster.Job, now time.Time
 	if shrinks, ok := Shrinks(v, job, candidates, now); ok {
 		return Plan{Shrinks: shrinks}, true
 	}
-	offers := shrinkOffers(v, job, candidates)
+	return preemptWith(v, job, candidates, shrinkOffers(v, job, candidates), now)
+}
+
+// preemptWith is Preempt given the shrinks on offer (none: Victims): the
+// cheapest whole jobs that make room with every offer, then the victims
+// and the offers job can do without, pruned as Preempt says.
+func preemptWith(v *View, job *cluster.Job, candidates []*cluster.Job, offers []offer, now time.Time) (Plan, bool) {
 	type victim struct {
 		id   cluster.JobID
 		h    *holder
@@ -134,7 +88,7 @@ func Preempt(v *View, job *cluster.Job, candidates []*cluster.Job, now time.Time
 		}
 		h := v.holderOf(c.ID)
 		if h == nil {
-			continue
+			continue // holds nothing: freeing it gains nothing
 		}
 		gpus := 0
 		for _, hn := range h.nodes {
