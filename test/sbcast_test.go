@@ -25,11 +25,7 @@ func TestSbcast(t *testing.T) {
 	a := c.Agents[0]
 	sh := newSlurmShims(t, a)
 	work := t.TempDir()
-	out := sh.must("sbatch", "--parsable", "-N2", "--chdir", work, "--wrap", "sleep 300")
-	var id uint64
-	if _, err := fmt.Sscan(out, &id); err != nil {
-		t.Fatalf("sbatch --parsable printed %q", out)
-	}
+	id := sh.sbatch("-N2", "--chdir", work, "--wrap", "sleep 300")
 	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(id)) })
 	waitState(t, a, id, "RUNNING", "")
 
@@ -75,11 +71,7 @@ func TestSbcast(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root: sbatch --uid is root's")
 	}
-	out = sh.must("sbatch", "--parsable", "--uid=nobody", "--gid=nogroup", "-N1", "--chdir", "/tmp", "-o", "/dev/null", "--wrap", "sleep 300")
-	var other uint64
-	if _, err := fmt.Sscan(out, &other); err != nil {
-		t.Fatalf("sbatch --parsable printed %q", out)
-	}
+	other := sh.sbatch("--uid=nobody", "--gid=nogroup", "-N1", "--chdir", "/tmp", "-o", "/dev/null", "--wrap", "sleep 300")
 	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(other)) })
 	waitState(t, a, other, "RUNNING", "")
 	rootOnly := t.TempDir() // 0700, root's

@@ -40,11 +40,7 @@ func TestSrunStdin(t *testing.T) {
 	a := c.Agents[0]
 	sh := newSlurmShims(t, a)
 	work := t.TempDir()
-	out := sh.must("sbatch", "--parsable", "-N2", "--chdir", work, "--wrap", "sleep 300")
-	var id uint64
-	if _, err := fmt.Sscan(out, &id); err != nil {
-		t.Fatalf("sbatch --parsable printed %q", out)
-	}
+	id := sh.sbatch("-N2", "--chdir", work, "--wrap", "sleep 300")
 	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(id)) })
 	waitState(t, a, id, "RUNNING", "")
 	inJob := []string{"SLURM_JOB_ID=" + fmt.Sprint(id)}
