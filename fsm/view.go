@@ -20,6 +20,8 @@ type View struct {
 	security *cluster.Security
 	archive  []*cluster.Job // ascending ID; never modified in place
 	changed  <-chan struct{}
+	// byNode is the jobs by node, built on first use (JobsOn).
+	byNode byNode
 }
 
 // Jobs returns every job in ascending ID order. Callers must not mutate

@@ -422,10 +422,12 @@ func (r *remote) serverList() []api.FollowServer {
 }
 
 // followStateOf gathers what node needs of view v: the jobs that hold it
-// (the ones worker.Reconcile acts on), the nodes of their allocations and
-// the policy; and a digest of it, from the records' ModifyIndex (every
-// command that changes a record stamps it), cheap enough to compute on
-// every applied entry while a follow query waits.
+// (the ones worker.Reconcile acts on; the view indexes them by node once
+// for all its readers), the nodes of their allocations and the policy;
+// and a digest of it, from the records' ModifyIndex (every command that
+// changes a record stamps it), cheap enough to compute on every applied
+// entry while a follow query waits: its cost is the node's own jobs, not
+// the cluster's.
 func followStateOf(v *fsm.View, node string) (followState, string) {
 	st := followState{Policy: v.Policy()}
 	if sec := v.Security(); sec != nil {
@@ -435,11 +437,7 @@ func followStateOf(v *fsm.View, node string) (followState, string) {
 	}
 	seen := map[string]bool{}
 	h := sha256.New()
-	for _, j := range v.Jobs() {
-		i := j.Alloc.Find(node)
-		if i < 0 || j.Alloc.Nodes[i].Released {
-			continue
-		}
+	for _, j := range v.JobsOn(node) {
 		st.Jobs = append(st.Jobs, j)
 		fmt.Fprintf(h, "j%d@%d;", j.ID, j.ModifyIndex)
 		for _, na := range j.Alloc.Nodes {

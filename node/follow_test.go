@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -162,5 +163,36 @@ func TestRemoteKnown(t *testing.T) {
 	r.passOver("s1", now)
 	if _, ok := k.Failed["s1"]; ok {
 		t.Error("a later pass-over changed the copy the loop holds")
+	}
+}
+
+// BenchmarkFollowStateAllWorkers is what one applied entry costs the
+// servers while every worker of a 1,000-node cluster holds a follow
+// query: followStateOf for each of the 1,000 nodes over a fresh view of
+// 10,000 running jobs (one to four nodes each).
+func BenchmarkFollowStateAllWorkers(b *testing.B) {
+	const nodeCount, jobCount = 1000, 10000
+	nodes := make([]*cluster.Node, nodeCount)
+	for i := range nodes {
+		nodes[i] = &cluster.Node{Name: fmt.Sprintf("w%04d", i), ModifyIndex: 1}
+	}
+	jobs := make([]*cluster.Job, jobCount)
+	for i := range jobs {
+		var allocs []cluster.NodeAlloc
+		for k := range 1 + i%4 {
+			allocs = append(allocs, cluster.NodeAlloc{Node: nodes[(i*7+k)%nodeCount].Name})
+		}
+		jobs[i] = followJob(cluster.JobID(i+1), uint64(i+1), allocs...)
+	}
+	b.ReportAllocs()
+	for range b.N {
+		b.StopTimer()
+		v := fsm.PartialView(uint64(jobCount+1), jobs, nodes, nil, nil, nil) // each entry is a new view
+		b.StartTimer()
+		for _, n := range nodes {
+			if _, sum := followStateOf(v, n.Name); sum == "" {
+				b.Fatal("no digest")
+			}
+		}
 	}
 }
