@@ -65,7 +65,9 @@ func TestSrunOwnStep(t *testing.T) {
 		"p.sh":  "#!/bin/sh\necho \"prolog $*\" >&2\nexit ${PRC:-0}\n",
 		"e.sh":  "#!/bin/sh\necho \"epilog $*\" >&2\n",
 		"tp.sh": "#!/bin/sh\necho \"export FOO=bar$SLURM_PROCID\"\necho \"print hello $SLURM_PROCID\"\necho \"unset GONE\"\n",
-		"te.sh": "#!/bin/sh\necho \"task-epilog $SLURM_PROCID FOO=$FOO\" >> \"$SLURM_SUBMIT_DIR/te-$SLURM_PROCID.log\"\n",
+		// Into work, not the submit dir: salloc's is the test's own
+		// directory, the checkout.
+		"te.sh": "#!/bin/sh\necho \"task-epilog $SLURM_PROCID FOO=$FOO\" >> \"" + work + "/te-$SLURM_PROCID.log\"\n",
 	}
 	for name, body := range scripts {
 		if err := os.WriteFile(filepath.Join(work, name), []byte(body), 0o755); err != nil {
