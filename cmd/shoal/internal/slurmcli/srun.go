@@ -45,6 +45,10 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 		return 1, errors.New("command: none given, want `srun [options] COMMAND [ARGS...]`")
 	}
 	request.PrintWarnings("srun", opts.Warnings)
+	// --uid/--gid: the job, or the step, is that user's and runs as them.
+	if connect, err = AsCaller(connect, opts); err != nil {
+		return 1, err
+	}
 	preserveEnv(&opts, os.Getenv)
 	if opts.MultiProg {
 		if rest, err = multiProgCommand(rest[0]); err != nil {
