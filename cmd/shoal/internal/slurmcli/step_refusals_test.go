@@ -13,11 +13,7 @@ import (
 // stepRefusalGaps are the options srun still refuses for a step though
 // Debian's Slurm runs such a step (step_refusals_golden.txt), each with
 // why ignoring it would not be honest. The list only shrinks.
-var stepRefusalGaps = map[string]string{
-	"exclude": "the step would run on the node it excludes",
-	"signal":  "the step would not get its signal before the time limit",
-	"no-kill": "the step would end with a node that fails, where Slurm's runs on",
-}
+var stepRefusalGaps = map[string]string{}
 
 // TestStepRefusalsGolden holds srun's step options to what Debian's
 // Slurm runs inside an allocation, as make_step_refusals.sh recorded it:
