@@ -127,8 +127,13 @@ func testStepNoKill(t *testing.T, c *localcluster.Cluster) {
 	task := `touch "$0-ready-$SLURM_PROCID"; i=0; while [ ! -e poke ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i+1)); done; echo poked > "$0-poked-$SLURM_PROCID"`
 	id := sh.sbatch("-N2", "-w", c.Agents[first].Name+","+c.Agents[second].Name, "--no-kill", "--chdir", work, "-o", out, "--wrap", `
 srun -J nokill --no-kill sh -c '`+task+`' nokill &
+nokill=$!
 srun -J kill sh -c '`+task+`' kill &
-wait
+kill=$!
+wait $nokill
+echo "nokill srun exit $?"
+wait $kill
+echo "kill srun exit $?"
 echo script done`)
 	eventually(t, 60*time.Second, "both steps' tasks ready on both nodes", func() error {
 		for _, f := range []string{"nokill-ready-0", "nokill-ready-1", "kill-ready-0", "kill-ready-1"} {
@@ -184,7 +189,11 @@ echo script done`)
 	if _, err := os.Stat(filepath.Join(work, "kill-poked-0")); err == nil {
 		t.Errorf("the step without --no-kill still ran on %s after %s was lost\n%s", c.Agents[first].Name, lost, data)
 	}
+	// The --no-kill step ends FAILED (tasks died with the node): srun
+	// exits 1; the other's survivor was terminated (SIGTERM: 143).
 	for _, line := range []string{
+		"nokill srun exit 1",
+		"kill srun exit 143",
 		"srun: error: Node failure on " + lost,
 		fmt.Sprintf("srun: Force Terminated StepId=%d.%d", id, stepNamed(j, "kill").ID),
 	} {

@@ -298,6 +298,11 @@ func followStep(ctx context.Context, c *api.Client, job uint64, started api.Step
 				if st.State == string(cluster.StepCancelled) && st.ExitCode == 0 {
 					return 130, nil
 				}
+				if st.State == string(cluster.StepFailed) && st.ExitCode == 0 {
+					// Tasks died with a lost node (a --no-kill step's):
+					// they have no code, and the step did not succeed.
+					return 1, nil
+				}
 				return st.ExitCode, nil
 			}
 			if st, ok := findStep(j, step); ok && fo.Wait > 0 && !cancelled {
