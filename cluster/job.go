@@ -784,6 +784,10 @@ func (j *Job) Clone() *Job {
 			st.Spec.Command = append([]string(nil), st.Spec.Command...)
 			st.Spec.Env = append([]string(nil), st.Spec.Env...)
 			st.Spec.NodeList = append([]string(nil), st.Spec.NodeList...)
+			if st.Spec.Signal != nil {
+				sig := *st.Spec.Signal
+				st.Spec.Signal = &sig
+			}
 			st.Nodes = append([]StepNode(nil), st.Nodes...)
 			c.Steps[i] = st
 		}

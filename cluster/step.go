@@ -116,6 +116,12 @@ type StepSpec struct {
 	// sees one GPU, NTasksPerGPU tasks to a GPU in local order (Slurm's
 	// --gpu-bind=single:N).
 	NTasksPerGPU int `msgpack:"ntasks_per_gpu,omitempty" json:"ntasks_per_gpu,omitempty"`
+	// Signal is srun's --signal=[R:]SIG[@TIME] for the step: its tasks
+	// get SIG Before the job's time limit (counted from the job's start),
+	// at once when the step starts later than that; for its tasks it
+	// takes the place of the job's --signal. BatchOnly is never set (a
+	// step has no batch shell).
+	Signal *JobSignal `msgpack:"signal,omitempty" json:"signal,omitempty"`
 }
 
 // InBlocks says the step's ranks run in blocks (-m block, or the

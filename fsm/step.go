@@ -92,6 +92,14 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job, stored bool) (cluster.StepSpe
 	if err := cluster.ValidateStdin(sp.Stdin); err != nil {
 		return sp, err
 	}
+	if sig := sp.Signal; sig != nil {
+		if err := sig.Validate(); err != nil {
+			return sp, err
+		}
+		if sig.BatchOnly {
+			return sp, fmt.Errorf("signal.batch_only: a step has no batch shell")
+		}
+	}
 	// An elastic allocation's steps run on the nodes it has now.
 	nodes := len(j.Alloc.LiveNodes())
 	if stored {

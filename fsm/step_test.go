@@ -132,6 +132,25 @@ func TestStartStep(t *testing.T) {
 			wantErr: ErrInvalid, errHas: "want it as written back",
 		},
 		{
+			name: "srun --signal: the step records it", setup: withRunning, typ: CmdStartStep,
+			cmd: withSpec(func(sp *cluster.StepSpec) { sp.Signal = &cluster.JobSignal{Number: 10, Before: time.Minute} }),
+			check: func(t *testing.T, v *View, r Result) {
+				if sig := step(t, v, 1, 0).Spec.Signal; sig == nil || *sig != (cluster.JobSignal{Number: 10, Before: time.Minute}) {
+					t.Errorf("Spec.Signal = %+v; want USR1 a minute before the limit", sig)
+				}
+			},
+		},
+		{
+			name: "srun --signal: not a signal", setup: withRunning, typ: CmdStartStep,
+			cmd:     withSpec(func(sp *cluster.StepSpec) { sp.Signal = &cluster.JobSignal{Number: 99} }),
+			wantErr: ErrInvalid, errHas: "signal.number 99",
+		},
+		{
+			name: "srun --signal: a step has no batch shell", setup: withRunning, typ: CmdStartStep,
+			cmd:     withSpec(func(sp *cluster.StepSpec) { sp.Signal = &cluster.JobSignal{Number: 10, BatchOnly: true} }),
+			wantErr: ErrInvalid, errHas: "signal.batch_only",
+		},
+		{
 			name: "empty env stored as nil", setup: withRunning, typ: CmdStartStep,
 			cmd: withSpec(func(sp *cluster.StepSpec) { sp.Env = []string{} }),
 			check: func(t *testing.T, v *View, r Result) {

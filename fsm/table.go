@@ -73,6 +73,10 @@ import (
 //	   and refuse the allocation that holds other CPUs than it computes.
 //	   srun --ntasks-per-gpu (StartStep.Spec.NTasksPerGPU), which an
 //	   older replica would drop, running one task per node on every GPU.
+//	5  fields: srun's --signal for a step (StartStep.Spec.Signal), which
+//	   an older replica would drop: its record of the step would differ
+//	   and its nodes would not signal the step's tasks before the time
+//	   limit.
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -80,7 +84,7 @@ import (
 const (
 	// ProtocolVersion is the protocol this build speaks: the highest
 	// version in commands and snapshotFormats.
-	ProtocolVersion = 4
+	ProtocolVersion = 5
 	// ProtocolOldest is the lowest version an agent may announce. A
 	// command type introduced at it needs no check.
 	ProtocolOldest = 1
@@ -252,6 +256,12 @@ var fields = []field{
 	{name: "StartStep.Spec.NTasksPerGPU", since: 4, uses: func(body any) bool {
 		c, ok := body.(StartStep)
 		return ok && c.Spec.NTasksPerGPU != 0
+	}},
+	// An older replica would drop a step's Signal: its record of the
+	// step would differ, and its nodes would not send it.
+	{name: "StartStep.Spec.Signal", since: 5, uses: func(body any) bool {
+		c, ok := body.(StartStep)
+		return ok && c.Spec.Signal != nil
 	}},
 	// An older replica would drop Pack and lay the ranks out evenly.
 	{name: "SubmitJob.Spec.Request.Pack", since: 4, uses: func(body any) bool {

@@ -81,9 +81,9 @@ type Options struct {
 	Signal   *Signal
 	OpenMode string // "append", "truncate" or "" (the cluster's default)
 	Export   *Export
-	// AsUser and AsGroup are sbatch's --uid and --gid (root only): the
-	// user (name or number) and group the job runs as; the parser looks
-	// neither up.
+	// AsUser and AsGroup are sbatch's, srun's and salloc's --uid and
+	// --gid (root only): the user (name or number) and group the job runs
+	// as; the parser looks neither up.
 	AsUser, AsGroup string
 	// MultiProg is srun --multi-prog: the command is a configuration
 	// file naming each task's program (MultiProgScript).

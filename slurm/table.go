@@ -16,7 +16,6 @@ const (
 	whySteps      = "Shoal runs one step per job, with the job's resources"
 	whyHetJob     = "heterogeneous jobs are not supported by Shoal"
 	whyNoHardware = "Shoal does not manage this hardware setting; it is a preference Slurm ignores where unsupported"
-	whyIdentity   = "Shoal runs a job as the user who submits it"
 )
 
 // optionTable is the one table of sbatch, srun and salloc options, with
@@ -147,10 +146,8 @@ var optionTable = []optDef{
 	{long: "container", arg: needArg, cmds: cAll, reject: "Shoal runs no OCI containers"},
 	{long: "clusters", short: 'M', arg: needArg, cmds: cAll, reject: whyFederation},
 	{long: "cluster-constraint", arg: needArg, cmds: cAll, warn: whyFederation},
-	{long: "uid", arg: needArg, cmds: cSbatch, apply: strOpt(func(o *Options) *string { return &o.AsUser })},
-	{long: "gid", arg: needArg, cmds: cSbatch, apply: strOpt(func(o *Options) *string { return &o.AsGroup })},
-	{long: "uid", arg: needArg, cmds: cSrun | cSalloc, reject: whyIdentity},
-	{long: "gid", arg: needArg, cmds: cSrun | cSalloc, reject: whyIdentity},
+	{long: "uid", arg: needArg, cmds: cAll, apply: strOpt(func(o *Options) *string { return &o.AsUser })},
+	{long: "gid", arg: needArg, cmds: cAll, apply: strOpt(func(o *Options) *string { return &o.AsGroup })},
 	{long: "het-group", arg: needArg, cmds: cSrun, reject: whyHetJob + "; accepted: 0, the whole job", ok: func(v string) bool { return v == "0" }},
 	{long: "multi-prog", arg: noArg, cmds: cSrun, apply: flagOpt(func(o *Options) *bool { return &o.MultiProg })},
 	{long: "mpi", arg: needArg, cmds: cSrun, reject: "Shoal provides no PMI; accepted: none", ok: isNone},

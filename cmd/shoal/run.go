@@ -24,7 +24,11 @@ why it is still pending. Ctrl-C cancels the job.`,
 			if err != nil {
 				return err
 			}
-			code, err := slurmcli.RunOwnJob(t, g.client, opts, rest, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			connect, err := slurmcli.AsCaller(g.client, opts)
+			if err != nil {
+				return err
+			}
+			code, err := slurmcli.RunOwnJob(t, connect, opts, rest, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -93,8 +93,7 @@ func (s *supervisor) run(launched chan<- error) {
 		},
 		fenceGrace: s.cfg.KillGrace,
 	}
-	if d, ok := earlySignalDelay(s.cfg.Launch, s.plan, s.cfg.Start, time.Now()); ok && startErr == nil {
-		js := s.cfg.Launch.Spec.Signal
+	if js, d, ok := earlySignalDelay(s.cfg.Launch, s.plan, s.cfg.Start, time.Now()); ok && startErr == nil {
 		sup.early = d
 		sup.earlySignal = func() {
 			sig := syscall.Signal(js.Number)

@@ -30,6 +30,15 @@ func TestEarlySignalDelay(t *testing.T) {
 		}
 		return l
 	}
+	usr2 := func(before time.Duration) *cluster.JobSignal {
+		return &cluster.JobSignal{Number: int(syscall.SIGUSR2), Before: before}
+	}
+	// ownStep is a step of a batch job with a --signal of its own.
+	ownStep := func(limit time.Duration, jobSig, stepSig *cluster.JobSignal, jobStart time.Time) task.Launch {
+		l := launch(limit, jobSig, true, true, jobStart)
+		l.Step.Spec.Signal = stepSig
+		return l
+	}
 	ranks, script := task.Plan{Ranks: 1}, task.Plan{Ranks: 1, Script: true}
 	tests := []struct {
 		name       string
@@ -58,12 +67,26 @@ func TestEarlySignalDelay(t *testing.T) {
 			ranks, t0.Add(59*time.Minute + time.Second), t0.Add(59*time.Minute + time.Second), 0, false},
 		{"step without the job's start time", launch(time.Hour, usr1(time.Minute, false), true, true, time.Time{}),
 			ranks, t0, t0, 0, false},
+		{"srun --signal: the step's own, from the job's start", ownStep(time.Hour, nil, usr2(2*time.Minute), t0),
+			ranks, t0.Add(5 * time.Minute), t0.Add(5 * time.Minute), 53 * time.Minute, true},
+		{"srun --signal: in place of the job's", ownStep(time.Hour, usr1(time.Minute, false), usr2(2*time.Minute), t0),
+			ranks, t0.Add(5 * time.Minute), t0.Add(6 * time.Minute), 52 * time.Minute, true},
+		{"srun --signal: a step started after the moment gets it at once", ownStep(time.Hour, nil, usr2(2*time.Minute), t0),
+			ranks, t0.Add(59 * time.Minute), t0.Add(59 * time.Minute), 0, true},
+		{"srun --signal: no time limit, none", ownStep(0, nil, usr2(2*time.Minute), t0), ranks, t0, t0, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := earlySignalDelay(tt.l, tt.p, tt.start, tt.now)
+			sig, got, ok := earlySignalDelay(tt.l, tt.p, tt.start, tt.now)
 			if got != tt.want || ok != tt.wantOK {
 				t.Errorf("earlySignalDelay(...) = %v, %v; want %v, %v", got, ok, tt.want, tt.wantOK)
+			}
+			want := tt.l.Spec.Signal
+			if tt.l.Step != nil && tt.l.Step.Spec.Signal != nil {
+				want = tt.l.Step.Spec.Signal
+			}
+			if ok && sig != want {
+				t.Errorf("earlySignalDelay(...) sends %+v; want %+v", sig, want)
 			}
 		})
 	}

@@ -52,22 +52,30 @@ func hostsFile(flag, path string) ([]string, error) {
 	return slurm.UniqueHosts(names), nil
 }
 
+// HostLists are -w's and -x's node names, read from the file either
+// names when it names one (a value with '/'), as Slurm reads them.
+func HostLists(opts slurm.Options) (nodeList, exclude []string, err error) {
+	nodeList, exclude = opts.NodeList, opts.Exclude
+	if opts.NodeListFile != "" {
+		if nodeList, err = hostsFile("--nodelist", opts.NodeListFile); err != nil {
+			return nil, nil, err
+		}
+	}
+	if opts.ExcludeFile != "" {
+		if exclude, err = hostsFile("--exclude", opts.ExcludeFile); err != nil {
+			return nil, nil, err
+		}
+	}
+	return nodeList, exclude, nil
+}
+
 // nodeSetFromOptions maps sbatch/srun's -w, -x, -C and --exclusive into
 // req; slurm.Options has expanded the hostlists already, or kept a file
 // name to read here. -N grows to the node list's size, as in Slurm.
 func nodeSetFromOptions(opts slurm.Options, req *api.SubmitRequest) error {
 	var err error
-	req.NodeList = opts.NodeList
-	if opts.NodeListFile != "" {
-		if req.NodeList, err = hostsFile("--nodelist", opts.NodeListFile); err != nil {
-			return err
-		}
-	}
-	req.Exclude = opts.Exclude
-	if opts.ExcludeFile != "" {
-		if req.Exclude, err = hostsFile("--exclude", opts.ExcludeFile); err != nil {
-			return err
-		}
+	if req.NodeList, req.Exclude, err = HostLists(opts); err != nil {
+		return err
 	}
 	if opts.Constraint != "" {
 		if _, err := cluster.ParseConstraint(opts.Constraint); err != nil {

@@ -67,6 +67,9 @@ func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command [
 	if err != nil {
 		return 1, err
 	}
+	if spec, err = stepExclude(ctx, c, job, opts, spec); err != nil {
+		return 1, err
+	}
 	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err != nil {
 		return 1, err
 	}
@@ -82,7 +85,7 @@ func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command [
 	}
 	// The terminal ended: the step's exit code, and the other ranks'
 	// output, as srun without --pty gives them.
-	return followStep(ctx, c, job, step, followOpts{Label: opts.Label}, stdout, stderr)
+	return followStep(ctx, c, job, step, followOpts{Label: opts.Label, NoKill: opts.NoKill}, stdout, stderr)
 }
 
 // ptyStepSpec is the step srun --pty's options ask for: one task, on

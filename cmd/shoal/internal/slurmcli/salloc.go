@@ -56,6 +56,11 @@ func Salloc(ctx context.Context, connect Connect, args []string, stderr io.Write
 	if err != nil {
 		return 1, err
 	}
+	// --uid/--gid: the allocation is that user's; the command run here
+	// stays the caller's (root's), who may start steps in it.
+	if connect, err = AsCaller(connect, opts); err != nil {
+		return 1, err
+	}
 	req, warnings, err := request.FromOptions(opts)
 	if err != nil {
 		return 1, err

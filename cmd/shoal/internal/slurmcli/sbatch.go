@@ -25,16 +25,12 @@ func Sbatch(ctx context.Context, connect Connect, args []string, out io.Writer) 
 		return err
 	}
 	request.PrintWarnings("sbatch", warnings)
+	if connect, err = AsCaller(connect, opts); err != nil {
+		return err
+	}
 	c, err := connect()
 	if err != nil {
 		return err
-	}
-	if opts.AsUser != "" || opts.AsGroup != "" {
-		id, err := asIdentity(opts.AsUser, opts.AsGroup, os.Geteuid(), systemIDs{})
-		if err != nil {
-			return err
-		}
-		c = c.WithIdentity(id)
 	}
 	if opts.TestOnly {
 		return testOnly(ctx, c, "sbatch", req, os.Stderr)
@@ -135,7 +131,29 @@ type idLookup interface {
 	group(nameOrID string) (gid int, err error)
 }
 
-// asIdentity is the identity sbatch --uid/--gid submit as, for a caller
+// AsCaller is connect for the identity sbatch's, srun's or salloc's
+// --uid/--gid ask for (asIdentity): connect itself when neither is
+// given, else one whose clients declare that user and group, so the job
+// (or step) is theirs and runs as them. A caller that is not root is
+// refused with Slurm's words before anything is sent.
+func AsCaller(connect Connect, opts slurm.Options) (Connect, error) {
+	if opts.AsUser == "" && opts.AsGroup == "" {
+		return connect, nil
+	}
+	id, err := asIdentity(opts.AsUser, opts.AsGroup, os.Geteuid(), systemIDs{})
+	if err != nil {
+		return nil, err
+	}
+	return func() (*api.Client, error) {
+		c, err := connect()
+		if err != nil {
+			return nil, err
+		}
+		return c.WithIdentity(id), nil
+	}, nil
+}
+
+// asIdentity is the identity --uid/--gid submit as, for a caller
 // of effective uid euid: only root may submit as another user or group,
 // as Slurm's sbatch says; the group defaults to the user's primary one,
 // the user to the caller (root). The agent believes a declared identity

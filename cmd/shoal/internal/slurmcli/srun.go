@@ -45,6 +45,10 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 		return 1, errors.New("command: none given, want `srun [options] COMMAND [ARGS...]`")
 	}
 	request.PrintWarnings("srun", opts.Warnings)
+	// --uid/--gid: the job, or the step, is that user's and runs as them.
+	if connect, err = AsCaller(connect, opts); err != nil {
+		return 1, err
+	}
 	preserveEnv(&opts, os.Getenv)
 	if opts.MultiProg {
 		if rest, err = multiProgCommand(rest[0]); err != nil {
@@ -93,6 +97,9 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 	if err != nil {
 		return 1, err
 	}
+	if spec, err = stepExclude(ctx, c, job, opts, spec); err != nil {
+		return 1, err
+	}
 	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err != nil {
 		return 1, err
 	}
@@ -125,17 +132,22 @@ func ParseSrunOutside(args []string) (slurm.Options, []string, error) {
 
 // stepSpec is the step srun's options ask for.
 func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err error) {
-	for _, name := range []string{"exclude", "constraint", "array", "signal", "no-kill"} {
+	for _, name := range []string{"constraint", "array"} {
 		if opts.Set[name] {
 			return cluster.StepSpec{}, fmt.Errorf("--%s: not supported for steps by Shoal yet", name)
 		}
 	}
-	if opts.NodeListFile != "" {
-		return cluster.StepSpec{}, fmt.Errorf("--nodelist %s: a file of node names is not supported for steps; name the nodes", opts.NodeListFile)
-	}
 	// -w: the step runs on these nodes of the allocation (how mpirun
-	// starts its daemons); -N, when given too, must count them.
-	spec = cluster.StepSpec{Name: opts.Name, Command: command, GPUsPerTask: opts.GPUsPerTask, NodeList: opts.NodeList}
+	// starts its daemons); -N, when given too, must count them. -x
+	// (stepExclude) needs the job's nodes.
+	nodeList, _, err := request.HostLists(opts)
+	if err != nil {
+		return cluster.StepSpec{}, err
+	}
+	spec = cluster.StepSpec{Name: opts.Name, Command: command, GPUsPerTask: opts.GPUsPerTask, NodeList: nodeList}
+	// --signal: the step's own warning before the job's time limit (srun
+	// takes no "B:", which is sbatch's).
+	spec.Signal = request.JobSignal(opts.Signal)
 	if spec.Name == "" {
 		spec.Name = filepath.Base(command[0])
 	}
@@ -240,8 +252,9 @@ func stepInput(opts slurm.Options) string {
 func followStep(ctx context.Context, c *api.Client, job uint64, started api.StepResponse, fo followOpts, stdout, stderr io.Writer) (int, error) {
 	step := started.Step
 	out := newStreamer(fo.Label, stdout, stderr)
-	var firstEnd time.Time // srun -W: when a node's tasks were first seen ended
-	waited := false        // -W ended the step
+	var firstEnd time.Time    // srun -W: when a node's tasks were first seen ended
+	waited := false           // -W ended the step
+	told := map[string]bool{} // lost nodes srun has told of
 	out.only(started.Incarnation)
 	bg := context.Background()
 	cancelled := false
@@ -285,6 +298,11 @@ func followStep(ctx context.Context, c *api.Client, job uint64, started api.Step
 				if st.State == string(cluster.StepCancelled) && st.ExitCode == 0 {
 					return 130, nil
 				}
+				if st.State == string(cluster.StepFailed) && st.ExitCode == 0 {
+					// Tasks died with a lost node (a --no-kill step's):
+					// they have no code, and the step did not succeed.
+					return 1, nil
+				}
 				return st.ExitCode, nil
 			}
 			if st, ok := findStep(j, step); ok && fo.Wait > 0 && !cancelled {
@@ -296,6 +314,24 @@ func followStep(ctx context.Context, c *api.Client, job uint64, started api.Step
 						fmt.Fprintln(stderr, "srun: "+l)
 					}
 					cancelled, waited = true, true
+					deadline = time.Now().Add(srunCancelWait)
+					cctx, cancel := context.WithTimeout(bg, 5*time.Second)
+					if err := c.CancelStep(cctx, job, step); err != nil {
+						fmt.Fprintf(stderr, "srun: cancel step %d.%d: %v\n", job, step, err)
+					}
+					cancel()
+				}
+			}
+			if st, ok := findStep(j, step); ok && !cancelled {
+				p := planNodeFail(fo.NoKill, job, step, st.NodeTasks, told)
+				for _, n := range p.Told {
+					told[n] = true
+				}
+				for _, l := range p.Lines {
+					fmt.Fprintln(stderr, "srun: "+l)
+				}
+				if p.Terminate {
+					cancelled = true
 					deadline = time.Now().Add(srunCancelWait)
 					cctx, cancel := context.WithTimeout(bg, 5*time.Second)
 					if err := c.CancelStep(cctx, job, step); err != nil {
@@ -319,14 +355,16 @@ func followStep(ctx context.Context, c *api.Client, job uint64, started api.Step
 
 // followOpts are what srun's options ask of followStep: -l labels each
 // line with its task; -W ends the other tasks that long after the first
-// ended (0: never).
+// ended (0: never); -k keeps them running when a node of the step fails
+// (planNodeFail).
 type followOpts struct {
-	Label bool
-	Wait  time.Duration
+	Label  bool
+	Wait   time.Duration
+	NoKill bool
 }
 
 func followOptsOf(opts slurm.Options) followOpts {
-	return followOpts{Label: opts.Label, Wait: opts.WaitTime}
+	return followOpts{Label: opts.Label, Wait: opts.WaitTime, NoKill: opts.NoKill}
 }
 
 func findStep(j api.Job, id int) (api.Step, bool) {

@@ -47,6 +47,9 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 		fmt.Fprint(stderr, refusal)
 		return 1, exitcode.Code(1)
 	}
+	if spec, err = stepExclude(ctx, c, job, opts, spec); err != nil {
+		return 1, err
+	}
 	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err == nil {
 		spec.Command = withTaskHooks(opts, spec.Command)
 	}

@@ -37,6 +37,7 @@ func stepOptsOf(opts slurm.Options) slurm.Options {
 		delete(s.Set, name)
 	}
 	s.NodeList, s.NodeListFile = nil, ""
+	s.Exclude, s.ExcludeFile, s.Signal = nil, "", nil
 	return s
 }
 

@@ -57,7 +57,8 @@ func TestPlanWait(t *testing.T) {
 
 // TestStepHints: a step takes --exclusive and --dependency as hints
 // (Debian's Slurm runs `srun --exclusive` and `srun --dependency=...`
-// inside an allocation), with a warning each; -x is still refused.
+// inside an allocation), with a warning each; -x and -C are no hints:
+// -x is taken (stepExclude), -C still refused.
 func TestStepHints(t *testing.T) {
 	for _, tc := range []struct {
 		args  []string
@@ -66,7 +67,8 @@ func TestStepHints(t *testing.T) {
 	}{
 		{[]string{"--exclusive"}, 1, true},
 		{[]string{"--exclusive", "-n1", "--dependency=afterok:1"}, 2, true},
-		{[]string{"-x", "n2"}, 0, false},
+		{[]string{"-x", "n2"}, 0, true},
+		{[]string{"-C", "gpu"}, 0, false},
 	} {
 		opts, rest, err := slurm.ParseArgs(slurm.Srun, append(tc.args, "true"))
 		if err != nil {
