@@ -23,6 +23,7 @@ import (
 // TestBadInput: every entry point answers bad input with a clear error
 // naming the field, and a non-zero exit.
 func TestBadInput(t *testing.T) {
+	t.Parallel() // mostly waits, touches nothing global (harness_test.go)
 	c := startCluster(t, localcluster.Options{Nodes: 4, GPUsPerNode: 8})
 	a := c.Agents[1] // a follower or the leader: both must answer the same
 	cases := []struct {

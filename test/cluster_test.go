@@ -17,6 +17,7 @@ import (
 // 4th joins with --join and becomes a nonvoter; with 5 nodes all 5 vote,
 // spread over both switches.
 func TestFormAndGrow(t *testing.T) {
+	t.Parallel() // mostly waits, touches nothing global (harness_test.go)
 	c := startCluster(t, localcluster.Options{Nodes: 5, Initial: 3, GPUsPerNode: 8, LeafSize: 3})
 	roles := func(want map[string]string) func() error {
 		return func() error {

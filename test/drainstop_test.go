@@ -13,6 +13,7 @@ import (
 // (no new job lands on it), lets its running job finish in its first
 // incarnation, and only then leaves.
 func TestDrainOnStop(t *testing.T) {
+	t.Parallel() // mostly waits, touches nothing global (harness_test.go)
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1, ExtraArgs: []string{"--drain-on-stop", "60s"}})
 	a := c.Agents[0]
 	id := submit(t, a, "-w", "n3", "--gpus-per-node", "1", "--", "sleep", "4")

@@ -19,6 +19,15 @@ import (
 	"github.com/shoal-sched/shoal/slurm"
 )
 
+// Which tests run in parallel: a test whose time is mostly waiting (for
+// leases, certificates, elections, a job's sleep) and that touches
+// nothing global — no cgroups, network namespaces, nftables, fixed ports
+// or environment of this process — calls t.Parallel first, so go test
+// runs it beside another such test (up to -parallel, GOMAXPROCS by
+// default) after the serial ones. Tests that spend CPU (PyTorch, the
+// scale harness) stay serial: beside each other they would only slow
+// both down.
+
 // shoalBin is the binary under test, built once by TestMain.
 var shoalBin string
 

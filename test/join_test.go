@@ -48,6 +48,7 @@ func agentStartFails(t *testing.T, args ...string) string {
 // off at once: its certificate no longer completes a handshake, and it
 // leaves raft.
 func TestJoinWithToken(t *testing.T) {
+	t.Parallel() // mostly waits, touches nothing global (harness_test.go)
 	c := startCluster(t, localcluster.Options{Nodes: 4, Initial: 3, GPUsPerNode: 2})
 	a := c.Agents[0]
 	var tok api.JoinTokenResponse
@@ -157,6 +158,7 @@ func TestJoinWithToken(t *testing.T) {
 // runs; the job completes in its first run and the cluster goes on taking
 // work with the new certificates.
 func TestCertificateRenewal(t *testing.T) {
+	t.Parallel() // mostly waits, touches nothing global (harness_test.go)
 	start := time.Now()
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1, CertLifetime: time.Minute})
 	a := c.Agents[0]
@@ -190,6 +192,7 @@ func TestCertificateRenewal(t *testing.T) {
 // job finishes in its first run, every node's key file ends with only the
 // new key, and a node that joins afterwards with a token gets it.
 func TestGossipKeyRotation(t *testing.T) {
+	t.Parallel() // mostly waits, touches nothing global (harness_test.go)
 	c := startCluster(t, localcluster.Options{Nodes: 4, Initial: 3, GPUsPerNode: 1})
 	a := c.Agents[0]
 	var ring api.Keyring

@@ -66,6 +66,7 @@ func readRecords(t *testing.T, dir string) []record {
 // its first run never overlap in time with its second (DESIGN invariant
 // 3: no job has two live incarnations at once).
 func TestRequeueAfterNodeKill(t *testing.T) {
+	t.Parallel() // mostly waits, touches nothing global (harness_test.go)
 	c := startCluster(t, localcluster.Options{Nodes: 4, GPUsPerNode: 2})
 	recs := t.TempDir()
 	id := submit(t, c.Agents[0], "--requeue", "--name", "resilient", "--nodes", "2", "--gpus-per-node", "2",
@@ -188,6 +189,7 @@ func TestDrainResume(t *testing.T) {
 // TestGracefulLeaderStop: a leader stopped with SIGTERM hands leadership
 // over and leaves the raft configuration; the cluster keeps taking jobs.
 func TestGracefulLeaderStop(t *testing.T) {
+	t.Parallel() // mostly waits, touches nothing global (harness_test.go)
 	c := startCluster(t, localcluster.Options{Nodes: 4, GPUsPerNode: 1})
 	eventually(t, 20*time.Second, "n4 a nonvoter", func() error {
 		if r := nodesByName(t, c.Agents[0])["n4"].Raft; r != "nonvoter" {

@@ -18,6 +18,7 @@ import (
 // --dead-server-grace is removed from raft and a healthy nonvoter is
 // promoted, so the cluster keeps three voters.
 func TestDeadVoterReplaced(t *testing.T) {
+	t.Parallel() // mostly waits, touches nothing global (harness_test.go)
 	c := startCluster(t, localcluster.Options{Nodes: 4, GPUsPerNode: 2})
 	var victim int
 	eventually(t, 20*time.Second, "3 voters and a nonvoter", func() error {

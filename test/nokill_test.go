@@ -19,6 +19,7 @@ import (
 // COMPLETED. The same job without --no-kill (and --no-requeue) ends
 // NODE_FAIL.
 func TestNoKill(t *testing.T) {
+	t.Parallel() // mostly waits, touches nothing global (harness_test.go)
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 2})
 	lead := leaderIndex(t, c, 0)
 	// The job's first node is the first of its nodes by name, as Slurm

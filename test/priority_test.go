@@ -19,6 +19,7 @@ import (
 // first when only one fits; `shoal priority` shows why; the policy is the
 // file's; only root may change it or lower a nice below zero.
 func TestFairShareOrdersTheQueue(t *testing.T) {
+	t.Parallel() // mostly waits, touches nothing global (harness_test.go)
 	policy := policyFile(t, `{
 		"weights": {"age": 10, "fair_share": 100000},
 		"max_age": "1h", "half_life": "1h",

@@ -65,6 +65,7 @@ rule slow:
 // rule is seen FAILED through sacct and fails snakemake, and that
 // interrupting snakemake cancels its running job (scancel).
 func TestSnakemakeSlurmExecutor(t *testing.T) {
+	t.Parallel() // mostly waits, touches nothing global (harness_test.go)
 	snakemake := "/usr/bin/snakemake"
 	requireFile(t, snakemake, "snakemake")
 	me, err := user.Current()

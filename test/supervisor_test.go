@@ -68,6 +68,7 @@ func nonLeader(t *testing.T, c *localcluster.Cluster) int {
 // and reports their exit, and the job completes in its first incarnation,
 // although it would requeue (nothing is run twice, nothing forgotten).
 func TestAgentKillRestartKeepsJob(t *testing.T) {
+	t.Parallel() // mostly waits, touches nothing global (harness_test.go)
 	t.Run("kill -9", func(t *testing.T) { testAgentRestartKeepsJob(t, false) })
 	t.Run("keep-tasks-on-stop", func(t *testing.T) { testAgentRestartKeepsJob(t, true) })
 }
@@ -128,6 +129,7 @@ func testAgentRestartKeepsJob(t *testing.T, graceful bool) {
 // can declare the node down and give its GPUs to anyone else (DESIGN
 // invariant 1 and the lease rule of the README's liveness section).
 func TestStoppedAgentFencedBySupervisor(t *testing.T) {
+	t.Parallel() // mostly waits, touches nothing global (harness_test.go)
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1})
 	victim := nonLeader(t, c)
 	observer := (victim + 1) % len(c.Agents)

@@ -21,6 +21,7 @@ import (
 // (reads go to the leader), and when a voter dies the nonvoter takes its
 // place and a worker becomes the new replica, so any node can still lead.
 func TestBoundedMembership(t *testing.T) {
+	t.Parallel() // mostly waits, touches nothing global (harness_test.go)
 	c := startCluster(t, localcluster.Options{Nodes: 6, GPUsPerNode: 1, ExtraArgs: []string{"--raft-voters", "3", "--raft-replicas", "1"}})
 	// roles are the nodes by raft role, as `shoal nodes` shows them
 	// (none: a worker); an error while the cluster elects a leader.
