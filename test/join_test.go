@@ -230,12 +230,17 @@ func TestGossipKeyRotation(t *testing.T) {
 	}
 	mustShoal(t, a, "keyring", "remove", old)
 	allHave([]string{newKey})
-	for _, ag := range c.Agents[:3] {
-		data, err := os.ReadFile(filepath.Join(ag.DataDir, "tls", "gossip.key"))
-		if err != nil || strings.TrimSpace(string(data)) != newKey {
-			t.Errorf("%s gossip.key = %q, %v; want only the new key", ag.Name, data, err)
+	// The key file is written after the keyring in memory changes (the
+	// keyring follower's act): wait for it rather than read it once.
+	eventually(t, 20*time.Second, "every key file with only the new key", func() error {
+		for _, ag := range c.Agents[:3] {
+			data, err := os.ReadFile(filepath.Join(ag.DataDir, "tls", "gossip.key"))
+			if err != nil || strings.TrimSpace(string(data)) != newKey {
+				return fmt.Errorf("%s gossip.key = %q, %v; want only the new key", ag.Name, data, err)
+			}
 		}
-	}
+		return nil
+	})
 	members := func() string {
 		ms, err := a.Client().Members(t.Context())
 		if err != nil {

@@ -24,7 +24,6 @@ const signalKillWait = 3 * time.Second
 // the time limit and on cancel, and shoal cancel --signal / scancel
 // --signal issued on an agent outside the allocation.
 func TestSignals(t *testing.T) {
-	t.Parallel() // mostly waits, touches nothing global (harness_test.go)
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1,
 		ExtraArgs: []string{"--kill-wait", signalKillWait.String(), "--kill-grace", "1s"}})
 	a := c.Agents[0]
