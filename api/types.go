@@ -298,6 +298,9 @@ type SubmitRequest struct {
 	// NoKill (--no-kill) keeps the job running when it loses a node other
 	// than its first.
 	NoKill bool `json:"no_kill,omitempty"`
+	// Container (--container) is the absolute path of the OCI bundle the
+	// job's tasks run in.
+	Container string `json:"container,omitempty"`
 	// Pty (srun --pty) runs rank 0 on a terminal: GET
 	// /v1/jobs/{id}/pty?step=-1 attaches to it.
 	Pty bool `json:"pty,omitempty"`

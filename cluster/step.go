@@ -116,6 +116,10 @@ type StepSpec struct {
 	// sees one GPU, NTasksPerGPU tasks to a GPU in local order (Slurm's
 	// --gpu-bind=single:N).
 	NTasksPerGPU int `msgpack:"ntasks_per_gpu,omitempty" json:"ntasks_per_gpu,omitempty"`
+	// Container is srun's --container: the absolute path of the OCI
+	// bundle the step's tasks run in (see Spec.Container); empty: none,
+	// the tasks run on the node as any step's.
+	Container string `msgpack:"container,omitempty" json:"container,omitempty"`
 }
 
 // InBlocks says the step's ranks run in blocks (-m block, or the

@@ -92,6 +92,9 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job, stored bool) (cluster.StepSpe
 	if err := cluster.ValidateStdin(sp.Stdin); err != nil {
 		return sp, err
 	}
+	if err := cluster.ValidateContainer(sp.Container); err != nil {
+		return sp, err
+	}
 	// An elastic allocation's steps run on the nodes it has now.
 	nodes := len(j.Alloc.LiveNodes())
 	if stored {

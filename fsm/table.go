@@ -73,6 +73,11 @@ import (
 //	   and refuse the allocation that holds other CPUs than it computes.
 //	   srun --ntasks-per-gpu (StartStep.Spec.NTasksPerGPU), which an
 //	   older replica would drop, running one task per node on every GPU.
+//	5  fields: --container, the OCI bundle a job's or a step's tasks
+//	   run in (Spec.Container in SubmitJob, StepSpec.Container in
+//	   StartStep). An older replica would drop it: its record would
+//	   differ (and so its state hash), and its node would run the tasks
+//	   on the host instead of in the container.
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -80,7 +85,7 @@ import (
 const (
 	// ProtocolVersion is the protocol this build speaks: the highest
 	// version in commands and snapshotFormats.
-	ProtocolVersion = 4
+	ProtocolVersion = 5
 	// ProtocolOldest is the lowest version an agent may announce. A
 	// command type introduced at it needs no check.
 	ProtocolOldest = 1
@@ -252,6 +257,17 @@ var fields = []field{
 	{name: "StartStep.Spec.NTasksPerGPU", since: 4, uses: func(body any) bool {
 		c, ok := body.(StartStep)
 		return ok && c.Spec.NTasksPerGPU != 0
+	}},
+	// An older replica would drop Container and run the tasks on the
+	// host, outside the bundle asked for.
+	{name: "SubmitJob.Spec.Container, StartStep.Spec.Container", since: 5, uses: func(body any) bool {
+		switch c := body.(type) {
+		case SubmitJob:
+			return c.Spec.Container != ""
+		case StartStep:
+			return c.Spec.Container != ""
+		}
+		return false
 	}},
 	// An older replica would drop Pack and lay the ranks out evenly.
 	{name: "SubmitJob.Spec.Request.Pack", since: 4, uses: func(body any) bool {

@@ -15,9 +15,8 @@ import (
 // list only shrinks: an option here that Shoal accepts, or that Slurm
 // refuses too, fails the test until it is taken out.
 var refusalGaps = map[string]string{
-	"container": "the job would run outside its container",
-	"uid":       "srun and salloc run as their caller (sbatch takes it)",
-	"gid":       "srun and salloc run as their caller (sbatch takes it)",
+	"uid": "srun and salloc run as their caller (sbatch takes it)",
+	"gid": "srun and salloc run as their caller (sbatch takes it)",
 }
 
 // othersAccept are rows other work turns into implementations: the test
