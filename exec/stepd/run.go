@@ -79,6 +79,16 @@ func (s *supervisor) run(launched chan<- error) {
 			// Ending the task reaches what left the ranks' groups too.
 			cg.signalOutside(sig, pgids)
 		}
+		if sig == syscall.SIGKILL {
+			// A runtime killed leaves its container running: the
+			// runtime's delete kills it (a container that ended is
+			// already gone, and says so).
+			for _, id := range s.containers {
+				if err := s.runtime.remove(id); err != nil {
+					log.Debug("remove container", "id", id, "err", err)
+				}
+			}
+		}
 	}
 	sup := supervision{
 		ranks:     len(pgids),
@@ -174,6 +184,15 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 	if os.Geteuid() == 0 && l.Spec.UID != 0 {
 		cred = &syscall.Credential{Uid: uint32(l.Spec.UID), Gid: uint32(l.Spec.GID), Groups: id.groups}
 	}
+	var ctr *containerSetup
+	if bundle := l.Container(); bundle != "" {
+		if ctr, err = prepareContainer(bundle, s.cfg.OCIRuntime, s.cfg.NodeName, cred); err != nil {
+			return nil, task.CodeNotFound, err
+		}
+		if err := reachable(p.WorkDir, cred); err != nil {
+			return nil, task.CodeNotFound, fmt.Errorf("work dir: %w", err)
+		}
+	}
 	var script *os.File
 	if p.Script {
 		if script, err = writeScript(s.dir, l.Spec.Batch.Script, cred); err != nil {
@@ -208,6 +227,10 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 				path, extra = "/dev/fd/3", []*os.File{script}
 			}
 			args = append([]string{path}, p.Argv...)
+		case ctr != nil:
+			// The container's runtime looks the program up in it.
+			env = contractEnv(l, local, id.home)
+			args = p.Argv
 		default:
 			env = contractEnv(l, local, id.home)
 			path, err = lookPath(p.Argv[0], envValue(env, "PATH"), p.WorkDir)
@@ -279,10 +302,31 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 				stdin.Close()
 			}
 		}
-		if len(s.cfg.TaskNamespace) == 0 { // the helper sets SLURM_TASK_PID itself
-			viaTaskExec(cmd, s.cfg.TaskExec)
+		release := func() {}
+		if ctr != nil {
+			// The runtime is the rank's leader, as root; the container
+			// has namespaces of its own and runs as the job's user.
+			var sc *os.File
+			if p.Script {
+				sc, args = script, append([]string{containerScript}, p.Argv...)
+			}
+			cid := ContainerID(s.cfg.NodeName, s.key, rank)
+			t := ociTask{Args: args, Env: env, Cwd: p.WorkDir, UID: l.Spec.UID, GID: l.Spec.GID, Groups: id.groups,
+				Hostname: s.cfg.NodeName, CgroupsPath: ctr.runtime.cgroupsPath(cid),
+				Mounts: []ociMount{{Source: p.WorkDir, Destination: p.WorkDir}}}
+			var dir string
+			if dir, err = ctr.rankBundle(s.dir, cid, t, sc, cred); err == nil {
+				argv := ctr.runtime.runArgs(dir, cid)
+				cmd.Path, cmd.Args, cmd.Env, cmd.ExtraFiles = argv[0], argv, nil, nil
+				cmd.SysProcAttr.Credential = nil
+				s.containers, s.runtime = append(s.containers, cid), ctr.runtime
+			}
+		} else {
+			if len(s.cfg.TaskNamespace) == 0 { // the helper sets SLURM_TASK_PID itself
+				viaTaskExec(cmd, s.cfg.TaskExec)
+			}
+			release, err = inTaskNamespace(cmd, s.cfg.TaskNamespace, s.cfg.NodeName, s.dir, l.Hosts, log)
 		}
-		release, err := inTaskNamespace(cmd, s.cfg.TaskNamespace, s.cfg.NodeName, s.dir, l.Hosts, log)
 		if err != nil {
 			stdout.Close()
 			if stderr != stdout {
