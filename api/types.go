@@ -97,6 +97,8 @@ type Job struct {
 	StdOut string `json:"std_out,omitempty"`
 	StdErr string `json:"std_err,omitempty"`
 	StdIn  string `json:"std_in,omitempty"`
+	// Container is the job's --container bundle ("" for none).
+	Container string `json:"container,omitempty"`
 	// StdinNodes are the nodes whose own tasks read srun's stdin (srun
 	// outside an allocation): srun relays it to each (AttachStdin).
 	StdinNodes []string `json:"stdin_nodes,omitempty"`

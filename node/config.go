@@ -86,7 +86,8 @@ type Config struct {
 	TaskPidsMax int64
 	// OCIRuntime (--oci-runtime) is the OCI runtime, runc or crun (a
 	// name looked up on PATH, or a path), that runs --container tasks;
-	// empty: the first of stepd.OCIRuntimes on PATH, or none.
+	// empty: the first of stepd.OCIRuntimes on PATH, or none;
+	// OCIRuntimeNone: none (this node runs no containers).
 	OCIRuntime string
 
 	// Timing of raft; zero value = consensus.DefaultTiming().
@@ -310,11 +311,18 @@ const (
 // taskNamespace decides from TaskHostname whether this node's tasks run
 // in namespaces of their own and returns the helper for exec, or nil. It
 // says in the log when node names will not resolve inside jobs.
+// OCIRuntimeNone is --oci-runtime's value for a node that runs no
+// containers.
+const OCIRuntimeNone = "none"
+
 // ociRuntime is the path of the OCI runtime --container tasks run with:
 // --oci-runtime's, which must be there, or the first of
 // stepd.OCIRuntimes on PATH; "" when there is none (such tasks then fail
 // to start, naming the node).
 func (c *Config) ociRuntime(log *slog.Logger) (string, error) {
+	if c.OCIRuntime == OCIRuntimeNone {
+		return "", nil
+	}
 	if c.OCIRuntime != "" {
 		p, err := osexec.LookPath(c.OCIRuntime)
 		if err != nil {

@@ -71,10 +71,41 @@ const (
 )
 
 // OCIRuntimes are the runtimes an agent looks for on its PATH, in order,
-// when --oci-runtime does not name one. runc comes first: crun 1.8 (Debian
-// 12's) refuses a hybrid cgroup hierarchy whose v2 mount holds
-// controllers, where runc runs.
-var OCIRuntimes = []string{"runc", "crun"}
+// when --oci-runtime does not name one. crun comes first: with its cgroup
+// manager disabled it leaves the container in the task's cgroup and
+// writes no cgroup of its own. runc always creates a cgroup for its
+// container and writes device rules to it, among them "c *:* m", which
+// cgroup v1 refuses under a job cgroup that confines GPUs (the devices
+// controller keeps a child within its parent's exceptions): with Shoal's
+// cgroups on v1, runc runs no container.
+var OCIRuntimes = []string{"crun", "runc"}
+
+// detachUnifiedFlag, before the exec shim's "--", makes it detach the
+// cgroup v2 mount of a hybrid host (see detachHybridUnified).
+const detachUnifiedFlag = "--detach-hybrid-unified"
+
+// hybridUnified is where a hybrid host (cgroup v1 controllers, a cgroup
+// v2 mount beside them) mounts cgroup v2.
+const hybridUnified = "/sys/fs/cgroup/unified"
+
+// detachHybridUnified detaches the cgroup v2 mount of a hybrid host in
+// this process's mount namespace (the runtime's own, private one): crun
+// 1.8 refuses a hybrid hierarchy whose v2 mount holds controllers, even
+// with its cgroup manager disabled, and runs on the v1 controllers
+// without it. A host that is not hybrid is left alone.
+func detachHybridUnified() error {
+	var root, unified unix.Statfs_t
+	if unix.Statfs("/sys/fs/cgroup", &root) != nil || root.Type != unix.TMPFS_MAGIC {
+		return nil
+	}
+	if unix.Statfs(hybridUnified, &unified) != nil || unified.Type != unix.CGROUP2_SUPER_MAGIC {
+		return nil
+	}
+	if err := unix.Unmount(hybridUnified, unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach %s for the OCI runtime: %w", hybridUnified, err)
+	}
+	return nil
+}
 
 // ociMount is a bind mount the supervisor adds to a container.
 type ociMount struct {
@@ -307,6 +338,30 @@ func (r ociRuntime) runArgs(dir, id string) []string {
 	return []string{string(r), "run", "--bundle", dir, id}
 }
 
+// command makes cmd, a rank's command, run container id from bundle dir
+// with the runtime, as root (see wrap).
+func (r ociRuntime) command(cmd *osexec.Cmd, dir, id string, shim []string) {
+	argv := r.runArgs(dir, id)
+	cmd.Path, cmd.Args, cmd.Env, cmd.ExtraFiles = argv[0], argv, nil, nil
+	cmd.SysProcAttr.Credential = nil
+	r.wrap(cmd, shim)
+}
+
+// wrap makes crun's cmd go through the exec shim (shim; none: directly)
+// in a mount namespace of its own, where the shim detaches a hybrid
+// host's cgroup v2 mount before it execs crun.
+func (r ociRuntime) wrap(cmd *osexec.Cmd, shim []string) {
+	if !r.crun() || len(shim) == 0 {
+		return
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Unshareflags |= syscall.CLONE_NEWNS // and Go makes it private
+	cmd.Args = append(append(append(slices.Clone(shim), detachUnifiedFlag, "--"), cmd.Path), cmd.Args...)
+	cmd.Path = shim[0]
+}
+
 // cgroupsPath is the linux.cgroupsPath of container id: a child of the
 // runtime's own cgroup (the task's) for runc, none for crun (whose
 // cgroup manager is disabled).
@@ -319,10 +374,12 @@ func (r ociRuntime) cgroupsPath(id string) string {
 
 // remove kills container id and forgets it: what follows a SIGKILL of
 // its runtime process, and the end of every container rank.
-func (r ociRuntime) remove(id string) error {
+func (r ociRuntime) remove(id string, shim []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), runtimeDeleteWait)
 	defer cancel()
-	out, err := osexec.CommandContext(ctx, string(r), "delete", "--force", id).CombinedOutput()
+	cmd := osexec.CommandContext(ctx, string(r), "delete", "--force", id)
+	r.wrap(cmd, shim)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s delete --force %s: %w: %s", r, id, err, strings.TrimSpace(string(out)))
 	}

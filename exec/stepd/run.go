@@ -84,7 +84,7 @@ func (s *supervisor) run(launched chan<- error) {
 			// runtime's delete kills it (a container that ended is
 			// already gone, and says so).
 			for _, id := range s.containers {
-				if err := s.runtime.remove(id); err != nil {
+				if err := s.runtime.remove(id, s.cfg.TaskExec); err != nil {
 					log.Debug("remove container", "id", id, "err", err)
 				}
 			}
@@ -316,9 +316,7 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 				Mounts: []ociMount{{Source: p.WorkDir, Destination: p.WorkDir}}}
 			var dir string
 			if dir, err = ctr.rankBundle(s.dir, cid, t, sc, cred); err == nil {
-				argv := ctr.runtime.runArgs(dir, cid)
-				cmd.Path, cmd.Args, cmd.Env, cmd.ExtraFiles = argv[0], argv, nil, nil
-				cmd.SysProcAttr.Credential = nil
+				ctr.runtime.command(cmd, dir, cid, s.cfg.TaskExec)
 				s.containers, s.runtime = append(s.containers, cid), ctr.runtime
 			}
 		} else {

@@ -1,0 +1,227 @@
+package test
+
+import (
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoal-sched/shoal/localcluster"
+)
+
+// containerMarker is a file only the test bundle's root file system has.
+const containerMarker = "inside-the-bundle"
+
+// ociBundle builds an OCI bundle in dir: a root file system of Debian's
+// static busybox (with its applets as links) and a file only it has
+// (/marker), and the config.json `crun spec` writes. It fails the test
+// when crun or busybox-static is missing (.ci/run installs them).
+func ociBundle(t *testing.T, dir string) string {
+	t.Helper()
+	crun, err := osexec.LookPath("crun")
+	if err != nil {
+		t.Fatalf("crun: %v (Debian package crun; .ci/run installs it)", err)
+	}
+	const busybox = "/bin/busybox"
+	out, err := osexec.Command("file", "-L", busybox).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "statically linked") {
+		// `file` may be missing: ask busybox's own package instead.
+		if o, err := osexec.Command("dpkg", "-s", "busybox-static").CombinedOutput(); err != nil {
+			t.Fatalf("%s is not Debian's busybox-static (%s): %v %s", busybox, strings.TrimSpace(string(out)), err, o)
+		}
+	}
+	root := filepath.Join(dir, "rootfs")
+	for _, d := range []string{"bin", "proc", "dev", "sys", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(busybox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "bin", "busybox"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, applet := range []string{"sh", "cat", "echo", "id", "sleep", "ls", "hostname", "tr", "test", "env", "true"} {
+		if err := os.Symlink("busybox", filepath.Join(root, "bin", applet)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "marker"), []byte(containerMarker+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := osexec.Command(crun, "spec")
+	spec.Dir = dir
+	if out, err := spec.CombinedOutput(); err != nil {
+		t.Fatalf("crun spec: %v: %s", err, out)
+	}
+	return dir
+}
+
+// runtimeContainers lists the containers crun knows whose ids start
+// with prefix.
+func runtimeContainers(t *testing.T, prefix string) []string {
+	t.Helper()
+	out, err := osexec.Command("crun", "list", "-q").Output()
+	if err != nil {
+		t.Fatalf("crun list: %v", err)
+	}
+	var ids []string
+	for _, id := range strings.Fields(string(out)) {
+		if strings.HasPrefix(id, prefix) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// TestContainer (issue 13): sbatch --container and srun --container run
+// each task in the OCI bundle, through the node's runtime, one container
+// per rank (two agents on this host run the ranks of one step): the
+// task sees the bundle's root file system and not the host's, its pid 1
+// is its own command, the Slurm variables reach it (SLURM_CONTAINER
+// too), its exit code is the task's, and scancel kills it, container
+// included. On a node with no runtime (--oci-runtime none) the job fails
+// to start with a reason naming the node, without hanging.
+func TestContainer(t *testing.T) {
+	mustRoot(t)
+	base, err := os.MkdirTemp("", "shoal-oci-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	bundle := ociBundle(t, filepath.Join(base, "bundle"))
+	work := filepath.Join(base, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := startCluster(t, localcluster.Options{Nodes: 2, ExtraArgs: []string{"--oci-runtime", "crun"}})
+	a := c.Agents[0]
+	sh := newSlurmShims(t, a)
+
+	// A batch script in its container: the bundle's files, no host
+	// /etc/os-release, its own pid namespace, the job's variables, its
+	// exit code.
+	script := `cat /marker
+test -e /etc/os-release && echo host-os-release || echo no-os-release
+echo "pid1=$(tr '\0' ' ' < /proc/1/cmdline)"
+echo "job=$SLURM_JOB_ID container=$SLURM_CONTAINER procid=$SLURM_PROCID uid=$(id -u)"
+exit 3`
+	id := sh.sbatch("--container="+bundle, "--chdir", work, "--wrap", script)
+	j := waitJob(t, a, id, 2*time.Minute)
+	out, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("slurm-%d.out", id)))
+	for _, want := range []string{
+		containerMarker, "no-os-release", "pid1=/bin/sh /var/run/shoal/job_script",
+		fmt.Sprintf("job=%d container=%s procid=0 uid=0", id, bundle),
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("sbatch --container: output %q; want a line with %q", out, want)
+		}
+	}
+	if j.State != "FAILED" || j.ExitCode != 3 {
+		t.Errorf("sbatch --container exiting 3: %s exit %d (%s); want FAILED exit 3", j.State, j.ExitCode, j.Reason)
+	}
+	scontrol := sh.must("scontrol", "show", "job", fmt.Sprint(id))
+	if !strings.Contains(scontrol, "Container="+bundle) {
+		t.Errorf("scontrol show job: %q; want Container=%s", scontrol, bundle)
+	}
+
+	// srun outside an allocation, on both nodes: each rank in a
+	// container of its own.
+	step := `cat /marker; echo "rank=$SLURM_PROCID of $SLURM_NTASKS on $(hostname) container=$SLURM_CONTAINER"`
+	r := sh.run("srun", "-N2", "-n2", "--container", bundle, "--chdir", work, "-l", "sh", "-c", step)
+	for _, want := range []string{"0: " + containerMarker, "1: " + containerMarker,
+		"0: rank=0 of 2 on " + c.Agents[0].Name + " container=" + bundle, "1: rank=1 of 2 on " + c.Agents[1].Name + " container=" + bundle} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("srun -N2 --container: stdout %q, stderr %q; want a line %q", r.stdout, r.stderr, want)
+		}
+	}
+	if r.code != 0 {
+		t.Errorf("srun -N2 --container: exit %d; want 0", r.code)
+	}
+	// A rank's exit code is its container's: srun's.
+	r = sh.run("srun", "-N2", "-n2", "--container", bundle, "--chdir", work, "sh", "-c", "exit $((5 * SLURM_PROCID))")
+	if r.code != 5 {
+		t.Errorf("srun -N2 --container, ranks exiting 0 and 5: exit %d (stderr %q); want 5", r.code, r.stderr)
+	}
+
+	// A step of a job on the host: the step alone runs in the bundle.
+	host := sh.sbatch("-N2", "--chdir", work, "--wrap", "sleep 300")
+	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(host)) })
+	waitState(t, a, host, "RUNNING", "")
+	r = sh.srunIn(nil, []string{fmt.Sprintf("SLURM_JOB_ID=%d", host)}, "-N2", "-n2", "--container", bundle, "--chdir", work, "cat", "/marker")
+	if r.code != 0 || r.stdout != containerMarker+"\n"+containerMarker+"\n" {
+		t.Errorf("srun --container in a job: exit %d, stdout %q, stderr %q; want the marker twice", r.code, r.stdout, r.stderr)
+	}
+	sh.must("scancel", fmt.Sprint(host))
+
+	// scancel kills it: the container is gone once the job is.
+	sleeper := sh.sbatch("--container="+bundle, "--chdir", work, "--wrap", "echo started; exec sleep 3217")
+	waitState(t, a, sleeper, "RUNNING", "")
+	prefix := fmt.Sprintf("shoal-%s-%d-", a.Name, sleeper)
+	eventually(t, time.Minute, "the container to run", func() error {
+		if ids := runtimeContainers(t, prefix); len(ids) != 1 {
+			return fmt.Errorf("crun list: %v; want one %s* container", ids, prefix)
+		}
+		return nil
+	})
+	sh.must("scancel", fmt.Sprint(sleeper))
+	if j := waitJob(t, a, sleeper, 2*time.Minute); j.State != "CANCELLED" {
+		t.Errorf("scancel of a container job: %s (%s); want CANCELLED", j.State, j.Reason)
+	}
+	// The job is CANCELLED at once; its node then ends the ranks.
+	eventually(t, time.Minute, "the container to be gone", func() error {
+		if ids := runtimeContainers(t, prefix); len(ids) != 0 {
+			return fmt.Errorf("crun still lists %v", ids)
+		}
+		if pids := processesRunning(t, "sleep 3217"); len(pids) != 0 {
+			return fmt.Errorf("the container's sleep still runs: pids %v", pids)
+		}
+		return nil
+	})
+}
+
+// TestContainerNoRuntime: a node started with --oci-runtime none runs no
+// containers: a --container job fails to start there, with a reason that
+// names the node and says why, and does not hang.
+func TestContainerNoRuntime(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 1, ExtraArgs: []string{"--oci-runtime", "none"}})
+	a := c.Agents[0]
+	sh := newSlurmShims(t, a)
+	work := t.TempDir()
+	id := sh.sbatch("--container=/nonexistent/bundle", "--chdir", work, "--wrap", "true")
+	j := waitJob(t, a, id, 2*time.Minute)
+	want := "node " + a.Name + ": --container /nonexistent/bundle: no OCI runtime on this node"
+	if j.State != "FAILED" || !strings.Contains(j.Reason, want) {
+		t.Errorf("sbatch --container on a node without a runtime: %s (%s); want FAILED with %q", j.State, j.Reason, want)
+	}
+}
+
+// processesRunning lists the pids whose command line is cmdline (its
+// arguments joined by spaces).
+func processesRunning(t *testing.T, cmdline string) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if strings.TrimRight(strings.ReplaceAll(string(b), "\x00", " "), " ") == cmdline {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
