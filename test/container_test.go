@@ -186,8 +186,9 @@ exit 3`
 }
 
 // TestContainerNoRuntime: a node started with --oci-runtime none runs no
-// containers: a --container job fails to start there, with a reason that
-// names the node and says why, and does not hang.
+// containers: a --container job fails to start there at once (exit 127,
+// not a hang), and its error file says why, naming the node, as
+// slurmstepd's errors do.
 func TestContainerNoRuntime(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 1, ExtraArgs: []string{"--oci-runtime", "none"}})
 	a := c.Agents[0]
@@ -195,9 +196,17 @@ func TestContainerNoRuntime(t *testing.T) {
 	work := t.TempDir()
 	id := sh.sbatch("--container=/nonexistent/bundle", "--chdir", work, "--wrap", "true")
 	j := waitJob(t, a, id, 2*time.Minute)
-	want := "node " + a.Name + ": --container /nonexistent/bundle: no OCI runtime on this node"
-	if j.State != "FAILED" || !strings.Contains(j.Reason, want) {
-		t.Errorf("sbatch --container on a node without a runtime: %s (%s); want FAILED with %q", j.State, j.Reason, want)
+	if j.State != "FAILED" || j.ExitCode != 127 {
+		t.Errorf("sbatch --container on a node without a runtime: %s exit %d; want FAILED exit 127", j.State, j.ExitCode)
+	}
+	out, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("slurm-%d.out", id)))
+	want := "shoal stepd: error: node " + a.Name + ": --container /nonexistent/bundle: no OCI runtime on this node"
+	if !strings.Contains(string(out), want) {
+		t.Errorf("sbatch --container on a node without a runtime: output %q; want %q", out, want)
+	}
+	r := sh.run("srun", "--container=/nonexistent/bundle", "--chdir", work, "true")
+	if r.code == 0 || !strings.Contains(r.stderr, want) {
+		t.Errorf("srun --container on a node without a runtime: exit %d, stderr %q; want a failure with %q", r.code, r.stderr, want)
 	}
 }
 

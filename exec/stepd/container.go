@@ -393,10 +393,10 @@ type containerSetup struct {
 	config  []byte // the bundle's config.json
 }
 
-// prepareContainer checks that this node can run l's tasks in bundle
-// and reads the bundle's config as the job's user (cred; nil: as the
-// supervisor). Its errors name the node, for the job's reason.
-func prepareContainer(bundle, runtime, node string, cred *syscall.Credential) (*containerSetup, error) {
+// prepareContainer checks that this node can run a task in bundle, in
+// workDir, and reads the bundle's config as the job's user (cred; nil:
+// as the supervisor). Its errors name the node.
+func prepareContainer(bundle, workDir, runtime, node string, cred *syscall.Credential) (*containerSetup, error) {
 	switch {
 	case runtime == "":
 		return nil, fmt.Errorf("node %s: --container %s: no OCI runtime on this node (install %s, or start the agent with --oci-runtime)",
@@ -412,6 +412,9 @@ func prepareContainer(bundle, runtime, node string, cred *syscall.Credential) (*
 	b, err := readBounded(f, maxOCIConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: --container %s: %s: %w", node, bundle, ociConfigFile, err)
+	}
+	if err := reachable(workDir, cred); err != nil {
+		return nil, fmt.Errorf("node %s: --container %s: work dir: %w", node, bundle, err)
 	}
 	return &containerSetup{runtime: ociRuntime(runtime), bundle: bundle, config: b}, nil
 }

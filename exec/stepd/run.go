@@ -184,15 +184,8 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 	if os.Geteuid() == 0 && l.Spec.UID != 0 {
 		cred = &syscall.Credential{Uid: uint32(l.Spec.UID), Gid: uint32(l.Spec.GID), Groups: id.groups}
 	}
-	var ctr *containerSetup
-	if bundle := l.Container(); bundle != "" {
-		if ctr, err = prepareContainer(bundle, s.cfg.OCIRuntime, s.cfg.NodeName, cred); err != nil {
-			return nil, task.CodeNotFound, err
-		}
-		if err := reachable(p.WorkDir, cred); err != nil {
-			return nil, task.CodeNotFound, fmt.Errorf("work dir: %w", err)
-		}
-	}
+	bundle := l.Container()
+	var ctr *containerSetup // set at the first rank, once its output is open
 	var script *os.File
 	if p.Script {
 		if script, err = writeScript(s.dir, l.Spec.Batch.Script, cred); err != nil {
@@ -227,7 +220,7 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 				path, extra = "/dev/fd/3", []*os.File{script}
 			}
 			args = append([]string{path}, p.Argv...)
-		case ctr != nil:
+		case bundle != "":
 			// The container's runtime looks the program up in it.
 			env = contractEnv(l, local, id.home)
 			args = p.Argv
@@ -249,6 +242,18 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 			stderr = stdout
 		} else if stdout, stderr, err = s.openOutput(rank, cred); err != nil {
 			return pgids, task.CodeNotFound, fmt.Errorf("rank %d: %w", rank, err)
+		}
+		if bundle != "" && ctr == nil {
+			// A node that cannot run the container says why where the
+			// task's errors go, as slurmstepd does.
+			if ctr, err = prepareContainer(bundle, p.WorkDir, s.cfg.OCIRuntime, s.cfg.NodeName, cred); err != nil {
+				fmt.Fprintf(stderr, "shoal stepd: error: %v\n", err)
+				stdout.Close()
+				if stderr != stdout {
+					stderr.Close()
+				}
+				return pgids, task.CodeNotFound, err
+			}
 		}
 		cmd := &osexec.Cmd{
 			Path:       path,
