@@ -209,21 +209,58 @@ func ociConfig(base []byte, t ociTask) ([]byte, error) {
 		mounts = append(mounts, map[string]any{"destination": m.Destination, "type": "bind", "source": m.Source, "options": opts})
 	}
 	if t.UID != 0 {
-		delete(cfg, "hooks")
-		delete(linux, "devices")
-		delete(proc, "rlimits")
-		proc["capabilities"] = map[string]any{}
-		proc["noNewPrivileges"] = true
-		for _, m := range mounts {
-			if mm, ok := m.(map[string]any); ok && isBind(mm) {
-				mm["options"] = withOptions(mm["options"], "nosuid", "nodev")
-			}
+		if err := unprivileged(cfg, linux, proc, mounts); err != nil {
+			return nil, err
 		}
 	}
 	if mounts != nil {
 		cfg["mounts"] = mounts
 	}
 	return json.MarshalIndent(cfg, "", "\t")
+}
+
+// virtualMounts are the file systems a user's bundle may mount besides
+// binds: none of them reaches the host's files.
+var virtualMounts = []string{"proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2"}
+
+// unprivileged takes out of the config of a container that runs as a
+// user other than root what the runtime, as root, would do for it that
+// the user could not: hooks (run as root outside the container), device
+// nodes, capabilities, rlimits above the node's, sysctls, and mounts of
+// anything but what the user can reach (binds, made nosuid and nodev)
+// and virtual file systems; and it refuses a user namespace (its uid
+// mappings could make the job's uid root outside) and joining an
+// existing namespace (another job's, or the host's).
+func unprivileged(cfg, linux, proc map[string]any, mounts []any) error {
+	nss, _ := linux["namespaces"].([]any)
+	for _, ns := range nss {
+		m, _ := ns.(map[string]any)
+		switch {
+		case m["type"] == "user":
+			return errors.New("config.json: linux.namespaces: a user namespace is for jobs of root only (the container runs as the job's user)")
+		case m["path"] != nil:
+			return fmt.Errorf("config.json: linux.namespaces: joining the %v namespace at %v is for jobs of root only", m["type"], m["path"])
+		}
+	}
+	for _, m := range mounts {
+		mm, _ := m.(map[string]any)
+		if isBind(mm) {
+			mm["options"] = withOptions(mm["options"], "nosuid", "nodev")
+			continue
+		}
+		if typ, _ := mm["type"].(string); !slices.Contains(virtualMounts, typ) {
+			return fmt.Errorf("config.json: mounts: %v of type %q is for jobs of root only; want a bind or one of %s",
+				mm["destination"], typ, strings.Join(virtualMounts, ", "))
+		}
+	}
+	delete(cfg, "hooks")
+	for _, k := range []string{"devices", "uidMappings", "gidMappings", "sysctl"} {
+		delete(linux, k)
+	}
+	delete(proc, "rlimits")
+	proc["capabilities"] = map[string]any{}
+	proc["noNewPrivileges"] = true
+	return nil
 }
 
 // mergeEnv is the image's variables with the rank's over them: the

@@ -121,7 +121,8 @@ func check(t *testing.T, field string, got, want any) {
 }
 
 // TestOCIConfigBad: a config that is not an OCI bundle's is refused,
-// naming what is wrong.
+// naming what is wrong, and so is one that would give a user's job what
+// only root's may have.
 func TestOCIConfigBad(t *testing.T) {
 	for _, tc := range []struct{ name, config, want string }{
 		{"not json", `{`, "config.json: unexpected end of JSON input"},
@@ -129,9 +130,15 @@ func TestOCIConfigBad(t *testing.T) {
 		{"null", `null`, "config.json: want a JSON object"},
 		{"no root", `{"process": {}}`, "config.json: root.path: empty, want the bundle's root file system"},
 		{"root not an object", `{"root": "rootfs"}`, "config.json: root.path: empty, want the bundle's root file system"},
+		{"user namespace", `{"root": {"path": "r"}, "linux": {"namespaces": [{"type": "pid"}, {"type": "user"}], "uidMappings": [{"containerID": 1000, "hostID": 0, "size": 1}]}}`,
+			"config.json: linux.namespaces: a user namespace is for jobs of root only (the container runs as the job's user)"},
+		{"joined namespace", `{"root": {"path": "r"}, "linux": {"namespaces": [{"type": "mount", "path": "/proc/1/ns/mnt"}]}}`,
+			"config.json: linux.namespaces: joining the mount namespace at /proc/1/ns/mnt is for jobs of root only"},
+		{"block device mount", `{"root": {"path": "r"}, "mounts": [{"destination": "/disk", "type": "ext4", "source": "/dev/sda1"}]}`,
+			`config.json: mounts: /disk of type "ext4" is for jobs of root only; want a bind or one of proc, sysfs, tmpfs, devpts, mqueue, cgroup, cgroup2`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ociConfig([]byte(tc.config), ociTask{Bundle: "/b", Args: []string{"true"}})
+			_, err := ociConfig([]byte(tc.config), ociTask{Bundle: "/b", Args: []string{"true"}, UID: 1000, GID: 1000})
 			if err == nil || err.Error() != tc.want {
 				t.Errorf("ociConfig(%s) = %v; want %s", tc.config, err, tc.want)
 			}
