@@ -1,6 +1,7 @@
 package test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	osexec "os/exec"
@@ -280,5 +281,46 @@ func TestContainerUser(t *testing.T) {
 	want := fmt.Sprintf("--container %s: not an OCI bundle: open %s/config.json: permission denied", hidden, hidden)
 	if !strings.Contains(string(out), want) || strings.Contains(string(out), containerMarker) {
 		t.Errorf("sbatch --container of a bundle %s cannot read: output %q; want %q and no marker", u.name, out, want)
+	}
+
+	// A readable bundle that bind-mounts a directory open to all, under
+	// one the user cannot enter: through the container it could.
+	inner := filepath.Join(private, "inner")
+	if err := os.Mkdir(inner, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(inner, "secret"), []byte("root's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	binder := ociBundle(t, filepath.Join(base, "binder"))
+	cfgPath := filepath.Join(binder, "config.json")
+	b, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["mounts"] = append(cfg["mounts"].([]any), map[string]any{
+		"destination": "/private", "type": "bind", "source": inner, "options": []any{"rbind", "ro"}})
+	if b, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = u.run(t, a, work, nil, "slurm", "sbatch", "--parsable", "--container", binder, "--chdir", work, "--wrap", "cat /private/secret")
+	if r.code != 0 {
+		t.Fatalf("sbatch --container as %s: exit %d %s", u.name, r.code, r.stderr)
+	}
+	id = mustID(t, strings.TrimSpace(r.stdout))
+	if j := waitJob(t, a, id, 2*time.Minute); j.State != "FAILED" {
+		t.Errorf("sbatch --container binding what %s cannot reach: %s; want FAILED", u.name, j.State)
+	}
+	out, _ = os.ReadFile(filepath.Join(work, fmt.Sprintf("slurm-%d.out", id)))
+	want = fmt.Sprintf("shoal stepd: error: node %s: --container %s: open %s: permission denied", a.Name, binder, inner)
+	if !strings.Contains(string(out), want) || strings.Contains(string(out), "root's") {
+		t.Errorf("sbatch --container binding what %s cannot reach: output %q; want %q and no listing", u.name, out, want)
 	}
 }

@@ -489,6 +489,24 @@ func reachable(path string, cred *syscall.Credential) error {
 	return f.Close()
 }
 
+// containerCommand makes cmd, rank's command, run t in a container of
+// its own: it writes the rank's bundle and sets cmd to run the runtime.
+// An error, which names the node, goes to the rank's stderr too, where
+// the task's errors go (as slurmstepd's).
+func (s *supervisor) containerCommand(ctr *containerSetup, cmd *osexec.Cmd, rank int, t ociTask, script *os.File, cred *syscall.Credential, stderr *os.File) error {
+	id := ContainerID(s.cfg.NodeName, s.key, rank)
+	t.CgroupsPath = ctr.runtime.cgroupsPath(id)
+	dir, err := ctr.rankBundle(s.dir, id, t, script, cred)
+	if err != nil {
+		err = fmt.Errorf("node %s: --container %s: %w", s.cfg.NodeName, ctr.bundle, err)
+		fmt.Fprintf(stderr, "shoal stepd: error: %v\n", err)
+		return err
+	}
+	ctr.runtime.command(cmd, dir, id, s.cfg.TaskExec)
+	s.containers, s.runtime = append(s.containers, id), ctr.runtime
+	return nil
+}
+
 // rankBundle writes the bundle of one rank's container, id, under the
 // task directory dir: its config.json (from t) and, for a batch script,
 // the script the container mounts at containerScript. The runtime reads
@@ -528,7 +546,7 @@ func (c *containerSetup) rankBundle(dir, id string, t ociTask, script *os.File, 
 		_ = json.Unmarshal(cfg, &parsed)
 		for _, p := range append([]string{parsed.Root.Path}, bindSources(c.config)...) {
 			if err := reachable(p, cred); err != nil {
-				return "", fmt.Errorf("--container %s: %s: %w", c.bundle, p, err)
+				return "", err // the path is in the error
 			}
 		}
 	}

@@ -315,15 +315,9 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 			if p.Script {
 				sc, args = script, append([]string{containerScript}, p.Argv...)
 			}
-			cid := ContainerID(s.cfg.NodeName, s.key, rank)
 			t := ociTask{Args: args, Env: env, Cwd: p.WorkDir, UID: l.Spec.UID, GID: l.Spec.GID, Groups: id.groups,
-				Hostname: s.cfg.NodeName, CgroupsPath: ctr.runtime.cgroupsPath(cid),
-				Mounts: []ociMount{{Source: p.WorkDir, Destination: p.WorkDir}}}
-			var dir string
-			if dir, err = ctr.rankBundle(s.dir, cid, t, sc, cred); err == nil {
-				ctr.runtime.command(cmd, dir, cid, s.cfg.TaskExec)
-				s.containers, s.runtime = append(s.containers, cid), ctr.runtime
-			}
+				Hostname: s.cfg.NodeName, Mounts: []ociMount{{Source: p.WorkDir, Destination: p.WorkDir}}}
+			err = s.containerCommand(ctr, cmd, rank, t, sc, cred, stderr)
 		} else {
 			if len(s.cfg.TaskNamespace) == 0 { // the helper sets SLURM_TASK_PID itself
 				viaTaskExec(cmd, s.cfg.TaskExec)
