@@ -172,12 +172,27 @@ exit 3`
 		t.Errorf("scancel of a container job: %s (%s); want CANCELLED", j.State, j.Reason)
 	}
 	// The job is CANCELLED at once; its node then ends the ranks.
+	containerGone(t, prefix, "sleep 3217")
+
+	// The time limit ends it the same way: sleep, the container's pid 1,
+	// ignores SIGTERM, so the SIGKILL after the kill-wait does it.
+	limited := sh.sbatch("--container="+bundle, "--chdir", work, "--time=0:02", "--wrap", "exec sleep 3218")
+	if j := waitJob(t, a, limited, 2*time.Minute); j.State != "TIMEOUT" {
+		t.Errorf("a container job past its time limit: %s (%s); want TIMEOUT", j.State, j.Reason)
+	}
+	containerGone(t, fmt.Sprintf("shoal-%s-%d-", a.Name, limited), "sleep 3218")
+}
+
+// containerGone waits until crun lists no container whose id starts with
+// prefix and no process runs cmdline.
+func containerGone(t *testing.T, prefix, cmdline string) {
+	t.Helper()
 	eventually(t, time.Minute, "the container to be gone", func() error {
 		if ids := runtimeContainers(t, prefix); len(ids) != 0 {
 			return fmt.Errorf("crun still lists %v", ids)
 		}
-		if pids := processesRunning(t, "sleep 3217"); len(pids) != 0 {
-			return fmt.Errorf("the container's sleep still runs: pids %v", pids)
+		if pids := processesRunning(t, cmdline); len(pids) != 0 {
+			return fmt.Errorf("the container's %s still runs: pids %v", cmdline, pids)
 		}
 		return nil
 	})
@@ -323,4 +338,57 @@ func TestContainerUser(t *testing.T) {
 	if !strings.Contains(string(out), want) || strings.Contains(string(out), "root's") {
 		t.Errorf("sbatch --container binding what %s cannot reach: output %q; want %q and no listing", u.name, out, want)
 	}
+}
+
+// TestContainerNoCgroups: without cgroups (--cgroups off) a cancelled
+// container task still ends: SIGTERM reaches the container's first
+// process through the runtime (a shell's trap runs), and a container
+// that ignores it is killed by the runtime's delete after the SIGKILL,
+// with nothing left running.
+func TestContainerNoCgroups(t *testing.T) {
+	mustRoot(t)
+	base, err := os.MkdirTemp("", "shoal-oci-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	bundle := ociBundle(t, filepath.Join(base, "bundle"))
+	work := filepath.Join(base, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := startCluster(t, localcluster.Options{Nodes: 1, ExtraArgs: []string{"--oci-runtime", "crun", "--cgroups", "off"}})
+	a := c.Agents[0]
+	sh := newSlurmShims(t, a)
+
+	// SIGTERM, forwarded: the trap of the container's pid 1 runs.
+	trapper := sh.sbatch("--container="+bundle, "--chdir", work, "--wrap",
+		`trap 'echo got-term; exit 0' TERM; echo ready; sleep 3219 & wait`)
+	waitState(t, a, trapper, "RUNNING", "")
+	outFile := filepath.Join(work, fmt.Sprintf("slurm-%d.out", trapper))
+	eventually(t, time.Minute, "the script to be ready", func() error {
+		if b, _ := os.ReadFile(outFile); !strings.Contains(string(b), "ready") {
+			return fmt.Errorf("output %q", b)
+		}
+		return nil
+	})
+	sh.must("scancel", fmt.Sprint(trapper))
+	containerGone(t, fmt.Sprintf("shoal-%s-%d-", a.Name, trapper), "sleep 3219")
+	if b, _ := os.ReadFile(outFile); !strings.Contains(string(b), "got-term") {
+		t.Errorf("scancel of a container whose pid 1 traps TERM: output %q; want got-term", b)
+	}
+
+	// SIGTERM ignored (sleep as pid 1): SIGKILL, then the runtime's
+	// delete.
+	sleeper := sh.sbatch("--container="+bundle, "--chdir", work, "--wrap", "exec sleep 3220")
+	waitState(t, a, sleeper, "RUNNING", "")
+	prefix := fmt.Sprintf("shoal-%s-%d-", a.Name, sleeper)
+	eventually(t, time.Minute, "the container to run", func() error {
+		if len(processesRunning(t, "sleep 3220")) != 1 {
+			return fmt.Errorf("sleep 3220 not running yet")
+		}
+		return nil
+	})
+	sh.must("scancel", fmt.Sprint(sleeper))
+	containerGone(t, prefix, "sleep 3220")
 }
