@@ -121,6 +121,8 @@ func TestNeeds(t *testing.T) {
 		{CmdSetPolicy, SetPolicy{Policy: cluster.Policy{StarveAfter: time.Hour}}, 3},
 		{CmdSubmitJob, batchInput, 3}, {CmdSubmitJob, batchNoInput, 1}, {CmdStartStep, inputStep, 3},
 		{CmdStartStep, outputStep, 3}, {CmdStartStep, errorStep, 3},
+		{CmdSubmitJob, SubmitJob{Spec: cluster.Spec{Container: "/b"}}, 5},
+		{CmdStartStep, StartStep{Spec: cluster.StepSpec{Container: "/b"}}, 5},
 	} {
 		if got := Needs(tt.t, tt.body); got != tt.want {
 			t.Errorf("Needs(%s, %+v) = %d; want %d", tt.t, tt.body, got, tt.want)
