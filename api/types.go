@@ -97,6 +97,8 @@ type Job struct {
 	StdOut string `json:"std_out,omitempty"`
 	StdErr string `json:"std_err,omitempty"`
 	StdIn  string `json:"std_in,omitempty"`
+	// Container is the job's --container bundle ("" for none).
+	Container string `json:"container,omitempty"`
 	// StdinNodes are the nodes whose own tasks read srun's stdin (srun
 	// outside an allocation): srun relays it to each (AttachStdin).
 	StdinNodes []string `json:"stdin_nodes,omitempty"`
@@ -298,6 +300,9 @@ type SubmitRequest struct {
 	// NoKill (--no-kill) keeps the job running when it loses a node other
 	// than its first.
 	NoKill bool `json:"no_kill,omitempty"`
+	// Container (--container) is the absolute path of the OCI bundle the
+	// job's tasks run in.
+	Container string `json:"container,omitempty"`
 	// Pty (srun --pty) runs rank 0 on a terminal: GET
 	// /v1/jobs/{id}/pty?step=-1 attaches to it.
 	Pty bool `json:"pty,omitempty"`

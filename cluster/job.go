@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -521,6 +522,11 @@ type Spec struct {
 	// the first node, where the batch script or rank 0 runs, ends it as
 	// without.
 	NoKill bool `msgpack:"no_kill,omitempty" json:"no_kill,omitempty"`
+	// Container (--container) is the absolute path of an OCI bundle (a
+	// directory with config.json and its root file system) every task of
+	// the job — its batch script, or its own ranks — runs in, through
+	// the node's OCI runtime (SLURM_CONTAINER); empty: none.
+	Container string `msgpack:"container,omitempty" json:"container,omitempty"`
 }
 
 // Elastic reports whether a job of this spec runs elastically: it asks for
@@ -650,6 +656,9 @@ func (s Spec) Validate() error {
 	if err := s.Request.Validate(); err != nil {
 		return err
 	}
+	if err := ValidateContainer(s.Container); err != nil {
+		return err
+	}
 	if s.Dependency != nil {
 		if err := s.Dependency.Validate(); err != nil {
 			return err
@@ -671,6 +680,25 @@ func (s Spec) Validate() error {
 		if s.Signal.BatchOnly && s.Batch == nil {
 			return fmt.Errorf("signal.batch_only: B: signals a batch script's shell, and this is not a batch job")
 		}
+	}
+	return nil
+}
+
+// MaxContainerBytes bounds a --container path (PATH_MAX).
+const MaxContainerBytes = 4096
+
+// ValidateContainer checks a --container bundle path: empty (none), or
+// absolute and clean, with no control characters.
+func ValidateContainer(p string) error {
+	switch {
+	case p == "":
+		return nil
+	case len(p) > MaxContainerBytes:
+		return fmt.Errorf("container: %d bytes, want at most %d", len(p), MaxContainerBytes)
+	case strings.ContainsFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return fmt.Errorf("container %.64q: want a path without control characters", p)
+	case !filepath.IsAbs(p) || filepath.Clean(p) != p:
+		return fmt.Errorf("container %.64q: want an absolute, clean path to an OCI bundle", p)
 	}
 	return nil
 }

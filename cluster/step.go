@@ -122,6 +122,10 @@ type StepSpec struct {
 	// takes the place of the job's --signal. BatchOnly is never set (a
 	// step has no batch shell).
 	Signal *JobSignal `msgpack:"signal,omitempty" json:"signal,omitempty"`
+	// Container is srun's --container: the absolute path of the OCI
+	// bundle the step's tasks run in (see Spec.Container); empty: none,
+	// the tasks run on the node as any step's.
+	Container string `msgpack:"container,omitempty" json:"container,omitempty"`
 }
 
 // InBlocks says the step's ranks run in blocks (-m block, or the

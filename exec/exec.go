@@ -109,6 +109,10 @@ type Config struct {
 	// TaskPidsMax, when positive, bounds the processes and threads of one
 	// task (pids.max) where the pids controller is there.
 	TaskPidsMax int64
+	// OCIRuntime is the path of the OCI runtime (runc or crun) that runs
+	// --container tasks; empty: none, and such tasks fail to start with
+	// an error naming the node.
+	OCIRuntime string
 }
 
 func compareKeys(a, b TaskKey) int {
@@ -468,7 +472,8 @@ func (e *Executor) writeStart(t *tracked, l Launch, p task.Plan) error {
 	}
 	sc := task.StepdConfig{Launch: l, Start: t.start, NodeName: e.cfg.NodeName,
 		KillWait: e.cfg.KillWait, KillGrace: e.cfg.KillGrace, TaskNamespace: e.cfg.TaskNamespace, TaskExec: e.cfg.TaskExec,
-		Cgroup: e.cfg.Cgroup, HostCPUs: e.cfg.HostCPUs, TaskPidsMax: e.cfg.TaskPidsMax}
+		Cgroup: e.cfg.Cgroup, HostCPUs: e.cfg.HostCPUs, TaskPidsMax: e.cfg.TaskPidsMax,
+		OCIRuntime: e.cfg.OCIRuntime}
 	if e.cfg.LeaseTTL > 0 {
 		sc.Lease = filepath.Join(e.cfg.DataDir, task.LeaseFile)
 	}

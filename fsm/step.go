@@ -100,6 +100,9 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job, stored bool) (cluster.StepSpe
 			return sp, fmt.Errorf("signal.batch_only: a step has no batch shell")
 		}
 	}
+	if err := cluster.ValidateContainer(sp.Container); err != nil {
+		return sp, err
+	}
 	// An elastic allocation's steps run on the nodes it has now.
 	nodes := len(j.Alloc.LiveNodes())
 	if stored {

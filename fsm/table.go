@@ -77,6 +77,11 @@ import (
 //	   an older replica would drop: its record of the step would differ
 //	   and its nodes would not signal the step's tasks before the time
 //	   limit.
+//	   --container, the OCI bundle a job's or a step's tasks
+//	   run in (Spec.Container in SubmitJob, StepSpec.Container in
+//	   StartStep). An older replica would drop it: its record would
+//	   differ (and so its state hash), and its node would run the tasks
+//	   on the host instead of in the container.
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -262,6 +267,17 @@ var fields = []field{
 	{name: "StartStep.Spec.Signal", since: 5, uses: func(body any) bool {
 		c, ok := body.(StartStep)
 		return ok && c.Spec.Signal != nil
+	}},
+	// An older replica would drop Container and run the tasks on the
+	// host, outside the bundle asked for.
+	{name: "SubmitJob.Spec.Container, StartStep.Spec.Container", since: 5, uses: func(body any) bool {
+		switch c := body.(type) {
+		case SubmitJob:
+			return c.Spec.Container != ""
+		case StartStep:
+			return c.Spec.Container != ""
+		}
+		return false
 	}},
 	// An older replica would drop Pack and lay the ranks out evenly.
 	{name: "SubmitJob.Spec.Request.Pack", since: 4, uses: func(body any) bool {

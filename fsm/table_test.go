@@ -122,6 +122,8 @@ func TestNeeds(t *testing.T) {
 		{CmdSubmitJob, batchInput, 3}, {CmdSubmitJob, batchNoInput, 1}, {CmdStartStep, inputStep, 3},
 		{CmdStartStep, outputStep, 3}, {CmdStartStep, errorStep, 3},
 		{CmdStartStep, StartStep{Spec: cluster.StepSpec{Signal: &cluster.JobSignal{Number: 10, Before: time.Minute}}}, 5},
+		{CmdSubmitJob, SubmitJob{Spec: cluster.Spec{Container: "/b"}}, 5},
+		{CmdStartStep, StartStep{Spec: cluster.StepSpec{Container: "/b"}}, 5},
 	} {
 		if got := Needs(tt.t, tt.body); got != tt.want {
 			t.Errorf("Needs(%s, %+v) = %d; want %d", tt.t, tt.body, got, tt.want)

@@ -43,6 +43,7 @@ func JobOf(j *cluster.Job) api.Job {
 	}
 	out.StdOut, out.StdErr = j.BatchOutput(batchHost)
 	out.StdIn = j.BatchInput(batchHost)
+	out.Container = j.Spec.Container
 	out.StdinNodes = j.StdinNodes(-1)
 	out.ArrayTaskID, out.JobIDString = -1, j.ID.String()
 	if a := j.Array; a != nil {

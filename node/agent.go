@@ -220,7 +220,12 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	if a.cgroup, err = cfg.cgroups(log); err != nil {
 		return nil, err
 	}
+	ociRuntime, err := cfg.ociRuntime(log)
+	if err != nil {
+		return nil, err
+	}
 	a.exec, err = exec.New(ctx, exec.Config{
+		OCIRuntime:    ociRuntime,
 		Cgroup:        a.cgroup.root,
 		HostCPUs:      a.cgroup.hostCPUs,
 		TaskPidsMax:   cfg.TaskPidsMax,

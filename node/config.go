@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	osexec "os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -83,6 +84,11 @@ type Config struct {
 	// TaskPidsMax (--task-pids-max), when positive, bounds the processes
 	// and threads of one task on this node (pids.max); 0: no bound.
 	TaskPidsMax int64
+	// OCIRuntime (--oci-runtime) is the OCI runtime, runc or crun (a
+	// name looked up on PATH, or a path), that runs --container tasks;
+	// empty: the first of stepd.OCIRuntimes on PATH, or none;
+	// OCIRuntimeNone: none (this node runs no containers).
+	OCIRuntime string
 
 	// Timing of raft; zero value = consensus.DefaultTiming().
 	RaftTiming consensus.Timing
@@ -305,6 +311,35 @@ const (
 // taskNamespace decides from TaskHostname whether this node's tasks run
 // in namespaces of their own and returns the helper for exec, or nil. It
 // says in the log when node names will not resolve inside jobs.
+// OCIRuntimeNone is --oci-runtime's value for a node that runs no
+// containers.
+const OCIRuntimeNone = "none"
+
+// ociRuntime is the path of the OCI runtime --container tasks run with:
+// --oci-runtime's, which must be there, or the first of
+// stepd.OCIRuntimes on PATH; "" when there is none (such tasks then fail
+// to start, naming the node).
+func (c *Config) ociRuntime(log *slog.Logger) (string, error) {
+	if c.OCIRuntime == OCIRuntimeNone {
+		return "", nil
+	}
+	if c.OCIRuntime != "" {
+		p, err := osexec.LookPath(c.OCIRuntime)
+		if err != nil {
+			return "", fmt.Errorf("--oci-runtime %s: %w", c.OCIRuntime, err)
+		}
+		return p, nil
+	}
+	for _, name := range stepd.OCIRuntimes {
+		if p, err := osexec.LookPath(name); err == nil {
+			log.Debug("OCI runtime for --container", "path", p)
+			return p, nil
+		}
+	}
+	log.Info("no OCI runtime on PATH: --container tasks will not start here", "looked_for", stepd.OCIRuntimes)
+	return "", nil
+}
+
 func (c *Config) taskNamespace(log *slog.Logger) ([]string, error) {
 	if c.TaskHostname == TaskHostnameOff {
 		return nil, nil

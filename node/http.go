@@ -202,6 +202,7 @@ func specOf(req api.SubmitRequest, who cluster.Identity) (cluster.Spec, error) {
 		Array:      req.Array,
 		Hold:       req.Hold,
 		NoKill:     req.NoKill,
+		Container:  req.Container,
 		Begin:      begin,
 		Deadline:   deadline,
 	}, nil

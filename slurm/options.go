@@ -93,10 +93,13 @@ type Options struct {
 	// does not read.
 	ExportFile string
 	ChDir      string
-	Parsable   bool
-	Wrap       string
-	TestOnly   bool
-	Hold       bool
+	// Container is --container: the OCI bundle each task runs in (sbatch
+	// and srun; salloc refuses it, as Slurm without use_interactive_step).
+	Container string
+	Parsable  bool
+	Wrap      string
+	TestOnly  bool
+	Hold      bool
 	// Begin is --begin as given: the request parses it (ParseBegin)
 	// against the clock.
 	Begin string

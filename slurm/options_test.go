@@ -499,3 +499,24 @@ func TestSrunWait(t *testing.T) {
 		}
 	}
 }
+
+// TestContainerOption: sbatch and srun take --container (the bundle, as
+// given); salloc refuses it in the words of Debian's Slurm
+// (refusals_golden.txt).
+func TestContainerOption(t *testing.T) {
+	for _, cmd := range []Command{Sbatch, Srun} {
+		args := []string{"--container=bundle", "true"}
+		if cmd == Sbatch {
+			args = []string{"--container", "/b/c", "--wrap", "true"}
+		}
+		o, _, err := ParseArgs(cmd, args)
+		want := map[Command]string{Sbatch: "/b/c", Srun: "bundle"}[cmd]
+		if err != nil || o.Container != want {
+			t.Errorf("ParseArgs(%v, %q) = Container %q, %v; want %q", cmd, args, o.Container, err, want)
+		}
+	}
+	_, _, err := ParseArgs(Salloc, []string{"--container=/tmp", "true"})
+	if want := "--container requires LaunchParameters=use_interactive_step"; err == nil || err.Error() != want {
+		t.Errorf("salloc --container: %v; want %s", err, want)
+	}
+}

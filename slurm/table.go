@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -143,7 +144,13 @@ var optionTable = []optDef{
 	{long: "batch", arg: needArg, cmds: cSbatch, reject: "Shoal has no node features to pick the batch host by"},
 	{long: "bb", arg: needArg, cmds: cAll, warn: "Shoal has no burst buffers (as Slurm without a burst buffer plugin)"},
 	{long: "bbf", arg: needArg, cmds: cAll, reject: "Shoal has no burst buffers"},
-	{long: "container", arg: needArg, cmds: cAll, reject: "Shoal runs no OCI containers"},
+	{long: "container", arg: needArg, cmds: cSbatch | cSrun, apply: strOpt(func(o *Options) *string { return &o.Container })},
+	// salloc's shell runs on the caller's host, where no container can
+	// hold it: Slurm refuses unless LaunchParameters=use_interactive_step
+	// moves it into a step, in these words.
+	{long: "container", arg: needArg, cmds: cSalloc, apply: func(*Options, string) error {
+		return errors.New("--container requires LaunchParameters=use_interactive_step")
+	}},
 	{long: "clusters", short: 'M', arg: needArg, cmds: cAll, reject: whyFederation},
 	{long: "cluster-constraint", arg: needArg, cmds: cAll, warn: whyFederation},
 	{long: "uid", arg: needArg, cmds: cAll, apply: strOpt(func(o *Options) *string { return &o.AsUser })},

@@ -181,6 +181,7 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.IntVar(&cfg.CoresPerSocket, "cores-per-socket", 0, "cores per socket, like slurm.conf CoresPerSocket= (default: detected, or 1 when --sockets is given)")
 	f.IntVar(&cfg.ThreadsPerCore, "threads-per-core", 0, "hardware threads per core, like slurm.conf ThreadsPerCore= (default: detected, or 1 when --sockets is given)")
 	f.StringVar(&cfg.Cgroups, "cgroups", node.CgroupsAuto, "confine tasks to their CPUs, memory and GPUs with cgroups: auto (what the host has; says what is missing), required (refuse to start without them) or off")
+	f.StringVar(&cfg.OCIRuntime, "oci-runtime", "", "the OCI runtime that runs --container tasks, runc or crun (a name on PATH or a path); default: the first of crun and runc on PATH; none: this node runs no containers (such tasks fail to start, naming the node)")
 	f.Int64Var(&cfg.TaskPidsMax, "task-pids-max", 0, "most processes and threads one task may have on this node (cgroup pids.max); 0: no bound (threads count: a training job's data loaders run thousands)")
 	f.StringVar(&memory, "memory", "", "memory this node offers, e.g. 512G (default: detected), like slurm.conf RealMemory=")
 	f.StringVar(&cfg.Topology.Switch, "switch", "", "this node's leaf switch")

@@ -40,8 +40,18 @@
 // is forked into it, already as the user, and it execs the rank's
 // program in place with the rank's own pid as SLURM_TASK_PID.
 //
+// With --container (Launch.Container), each rank runs in an OCI
+// container of its own: its leader is the node's OCI runtime (crun or
+// runc, StepdConfig.OCIRuntime), run as root in the foreground, forked
+// as any rank (process group, Pdeathsig, the task's cgroup), from a
+// bundle the supervisor writes in the task directory — the user's
+// config.json with the rank's command, environment, working directory
+// and user (see container.go). The runtime forwards signals to the
+// container; a SIGKILL of the runtime is followed by its `delete
+// --force`, so the container never outlives the task.
+//
 // No process that runs as root — the supervisor, the task namespace
-// helper — runs with the job's environment: the supervisor gets a fixed
+// helper, the OCI runtime — runs with the job's environment: the supervisor gets a fixed
 // one from the agent, the helper gets the task's on a descriptor and
 // applies it only at its final exec, as the user.
 //

@@ -43,7 +43,7 @@ var contractKeys = map[string]bool{
 	"SLURM_JOB_ACCOUNT": true, "SLURM_JOB_QOS": true, "SLURM_MEM_PER_NODE": true,
 	"SLURM_CLUSTER_NAME": true, "SLURM_GPUS_PER_NODE": true, "SLURM_GPUS": true,
 	"SLURM_SUBMIT_HOST": true, "SLURM_DISTRIBUTION": true, "SLURM_TOPOLOGY_ADDR": true,
-	"SLURM_TOPOLOGY_ADDR_PATTERN": true, "SLURM_TASK_PID": true,
+	"SLURM_TOPOLOGY_ADDR_PATTERN": true, "SLURM_TASK_PID": true, "SLURM_CONTAINER": true,
 
 	"SHOAL_JOB_ID": true, "SHOAL_JOB_NAME": true, "SHOAL_NODELIST": true,
 	"SHOAL_NNODES": true, "SHOAL_NTASKS": true, "SHOAL_PROCID": true,
@@ -312,6 +312,9 @@ func jobVars(env map[string]string, l task.Launch, i int) {
 	set := func(k, v string) { env[k] = v }
 
 	set("MASTER_ADDR", l.MasterAddr)
+	if c := l.Container(); c != "" {
+		set("SLURM_CONTAINER", c) // the bundle, as Slurm's slurmstepd sets it
+	}
 	set("MASTER_PORT", itoa(l.Alloc.MasterPort))
 	// GPU indices are NVML's, which follow the PCI bus; CUDA's default
 	// order is "fastest first". Pin CUDA to the bus order so both agree.

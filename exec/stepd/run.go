@@ -79,6 +79,16 @@ func (s *supervisor) run(launched chan<- error) {
 			// Ending the task reaches what left the ranks' groups too.
 			cg.signalOutside(sig, pgids)
 		}
+		if sig == syscall.SIGKILL {
+			// A runtime killed leaves its container running: the
+			// runtime's delete kills it (a container that ended is
+			// already gone, and says so).
+			for _, id := range s.containers {
+				if err := s.runtime.remove(id, s.cfg.TaskExec); err != nil {
+					log.Debug("remove container", "id", id, "err", err)
+				}
+			}
+		}
 	}
 	sup := supervision{
 		ranks:     len(pgids),
@@ -173,6 +183,8 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 	if os.Geteuid() == 0 && l.Spec.UID != 0 {
 		cred = &syscall.Credential{Uid: uint32(l.Spec.UID), Gid: uint32(l.Spec.GID), Groups: id.groups}
 	}
+	bundle := l.Container()
+	var ctr *containerSetup // set at the first rank, once its output is open
 	var script *os.File
 	if p.Script {
 		if script, err = writeScript(s.dir, l.Spec.Batch.Script, cred); err != nil {
@@ -207,6 +219,10 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 				path, extra = "/dev/fd/3", []*os.File{script}
 			}
 			args = append([]string{path}, p.Argv...)
+		case bundle != "":
+			// The container's runtime looks the program up in it.
+			env = contractEnv(l, local, id.home)
+			args = p.Argv
 		default:
 			env = contractEnv(l, local, id.home)
 			path, err = lookPath(p.Argv[0], envValue(env, "PATH"), p.WorkDir)
@@ -225,6 +241,18 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 			stderr = stdout
 		} else if stdout, stderr, err = s.openOutput(rank, cred); err != nil {
 			return pgids, task.CodeNotFound, fmt.Errorf("rank %d: %w", rank, err)
+		}
+		if bundle != "" && ctr == nil {
+			// A node that cannot run the container says why where the
+			// task's errors go, as slurmstepd does.
+			if ctr, err = prepareContainer(bundle, p.WorkDir, s.cfg.OCIRuntime, s.cfg.NodeName, cred); err != nil {
+				fmt.Fprintf(stderr, "shoal stepd: error: %v\n", err)
+				stdout.Close()
+				if stderr != stdout {
+					stderr.Close()
+				}
+				return pgids, task.CodeNotFound, err
+			}
 		}
 		cmd := &osexec.Cmd{
 			Path:       path,
@@ -278,10 +306,23 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 				stdin.Close()
 			}
 		}
-		if len(s.cfg.TaskNamespace) == 0 { // the helper sets SLURM_TASK_PID itself
-			viaTaskExec(cmd, s.cfg.TaskExec)
+		release := func() {}
+		if ctr != nil {
+			// The runtime is the rank's leader, as root; the container
+			// has namespaces of its own and runs as the job's user.
+			var sc *os.File
+			if p.Script {
+				sc, args = script, append([]string{containerScript}, p.Argv...)
+			}
+			t := ociTask{Args: args, Env: env, Cwd: p.WorkDir, UID: l.Spec.UID, GID: l.Spec.GID, Groups: id.groups,
+				Hostname: s.cfg.NodeName, Mounts: []ociMount{{Source: p.WorkDir, Destination: p.WorkDir}}}
+			err = s.containerCommand(ctr, cmd, rank, t, sc, cred, stderr)
+		} else {
+			if len(s.cfg.TaskNamespace) == 0 { // the helper sets SLURM_TASK_PID itself
+				viaTaskExec(cmd, s.cfg.TaskExec)
+			}
+			release, err = inTaskNamespace(cmd, s.cfg.TaskNamespace, s.cfg.NodeName, s.dir, l.Hosts, log)
 		}
-		release, err := inTaskNamespace(cmd, s.cfg.TaskNamespace, s.cfg.NodeName, s.dir, l.Hosts, log)
 		if err != nil {
 			stdout.Close()
 			if stderr != stdout {

@@ -118,6 +118,11 @@ type supervisor struct {
 	// startRanks, closed by run once the ranks are gone); nil when none
 	// does.
 	stdin *stdinServer
+	// containers are the OCI runtime's ids of the ranks' containers
+	// (--container), and runtime the runtime; set by startRanks, read
+	// by run once it returned.
+	containers []string
+	runtime    ociRuntime
 
 	// outputs are the files at paths the job chose that openOutput opened
 	// so far (recorded in OutputsFile), and truncated the paths a step's

@@ -37,7 +37,18 @@ func viaTaskExec(cmd *osexec.Cmd, shim []string) {
 // environment plus SLURM_TASK_PID, this pid, and returns only on
 // failure, with the code a shell would give (126, 127) after a message
 // on stderr, which is the rank's.
+//
+// With detachUnifiedFlag first, it runs an OCI runtime (see
+// container.go): started in a mount namespace of its own, it first
+// detaches a hybrid host's cgroup v2 mount there, which crun refuses.
 func TaskExecMain(args []string) int {
+	if len(args) > 0 && args[0] == detachUnifiedFlag {
+		if err := detachHybridUnified(); err != nil {
+			fmt.Fprintf(os.Stderr, "shoal: task exec: %v\n", err)
+			return 126
+		}
+		args = args[1:]
+	}
 	if len(args) < 3 || args[0] != "--" {
 		fmt.Fprintf(os.Stderr, "shoal: task exec: want -- PATH ARGV0 [ARGS...], got %q\n", args)
 		return 1

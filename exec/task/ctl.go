@@ -66,6 +66,9 @@ type StepdConfig struct {
 	Cgroup      *cgroup.Root `json:"cgroup,omitempty"`
 	HostCPUs    []int        `json:"host_cpus,omitempty"`
 	TaskPidsMax int64        `json:"task_pids_max,omitempty"`
+	// OCIRuntime is the OCI runtime (runc or crun) --container tasks
+	// run with; empty: none on this node, and such tasks do not start.
+	OCIRuntime string `json:"oci_runtime,omitempty"`
 }
 
 // LaunchResult is what a supervisor tells the agent that started it,

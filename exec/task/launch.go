@@ -219,6 +219,16 @@ func (l Launch) stepFile(pattern string, rank int, workDir string) string {
 // BatchScript reports whether l runs a batch job's script.
 func (l Launch) BatchScript() bool { return l.Spec.Batch != nil && l.Step == nil }
 
+// Container is the OCI bundle this launch's tasks run in: the step's
+// --container for a step, the job's for its batch script or its own
+// ranks; "" for none.
+func (l Launch) Container() string {
+	if l.Step != nil {
+		return l.Step.Spec.Container
+	}
+	return l.Spec.Container
+}
+
 // Host is a node name and its agent's address (an IP), for the private
 // /etc/hosts of tasks.
 type Host struct {

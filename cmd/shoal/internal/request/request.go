@@ -115,6 +115,7 @@ func FromOptions(opts slurm.Options) (api.SubmitRequest, []string, error) {
 	}
 	req.Hold = opts.Hold
 	req.NoKill = opts.NoKill
+	req.Container = ContainerPath(opts.Container, req.WorkDir)
 	if opts.Begin != "" {
 		begin, err := slurm.ParseBegin(opts.Begin, time.Now())
 		if err != nil {
@@ -323,6 +324,19 @@ func Batch(args []string) (api.SubmitRequest, slurm.Options, []string, error) {
 	// Slurm requeues batch jobs by default (JobRequeue=1).
 	req.Requeue = opts.Requeue == nil || *opts.Requeue
 	return req, opts, warnings, nil
+}
+
+// ContainerPath is --container's bundle made absolute against the job's
+// working directory (as Slurm's slurmstepd finds it from the step's
+// cwd); "" when none was given.
+func ContainerPath(bundle, workDir string) string {
+	switch {
+	case bundle == "":
+		return ""
+	case filepath.IsAbs(bundle):
+		return filepath.Clean(bundle)
+	}
+	return filepath.Join(workDir, bundle)
 }
 
 // PrintWarnings prints the parser's and the translation's warnings the

@@ -209,6 +209,9 @@ func (o ShowJob) lines(j api.Job) []string {
 	if j.GPUsPerNode > 0 {
 		add("TresPerNode=gres:gpu:%d", j.GPUsPerNode)
 	}
+	if j.Container != "" {
+		add("Container=%s", j.Container) // Slurm's optional line, near the end
+	}
 	if o.Shoal {
 		ls = append(ls, shoalLines(j)...)
 	}

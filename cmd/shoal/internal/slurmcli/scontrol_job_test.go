@@ -128,6 +128,25 @@ func TestShowJobValues(t *testing.T) {
 	}
 }
 
+// TestShowJobContainer: a --container job shows Slurm's optional
+// Container= line, after TresPerNode; a job without one shows none.
+func TestShowJobContainer(t *testing.T) {
+	j := api.Job{ID: 8, Name: "c", User: "ada", UID: 1000, GID: 1000, State: "PENDING", Batch: true,
+		NumNodes: 1, TasksPerNode: 1, CPUsPerTask: 1, GPUsPerNode: 1, WorkDir: "/w", Container: "/w/bundle"}
+	view := slurmView{now: time.Date(2026, 1, 2, 3, 5, 6, 0, time.UTC), loc: time.UTC}
+	var out bytes.Buffer
+	ShowJob{Group: "ada", view: view}.Print(&out, j)
+	if want := "TresPerNode=gres:gpu:1\n   Container=/w/bundle\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("show job of a --container job lacks %q:\n%s", want, out.String())
+	}
+	out.Reset()
+	j.Container = ""
+	ShowJob{Group: "ada", view: view}.Print(&out, j)
+	if strings.Contains(out.String(), "Container=") {
+		t.Errorf("show job of a job without --container shows Container=:\n%s", out.String())
+	}
+}
+
 // TestParseJobUpdate: scontrol update's job fields, and Slurm's words for
 // what it cannot read.
 func TestParseJobUpdate(t *testing.T) {

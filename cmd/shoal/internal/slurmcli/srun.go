@@ -182,6 +182,7 @@ func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err 
 	if spec.WorkDir == "" {
 		spec.WorkDir, _ = os.Getwd()
 	}
+	spec.Container = request.ContainerPath(opts.Container, spec.WorkDir)
 	if err := checkInputFile(spec.Input, spec.WorkDir); err != nil {
 		return spec, err
 	}
