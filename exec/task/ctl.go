@@ -33,7 +33,7 @@ const (
 	// StdinResumeSock is the same stdin's socket whose connection may be
 	// made again (stdin.go).
 	StdinResumeSock = "stdin2.sock"
-	StepdLog  = "stepd.log"  // its log
+	StepdLog        = "stepd.log" // its log
 )
 
 const (

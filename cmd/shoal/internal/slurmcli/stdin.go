@@ -133,69 +133,23 @@ var (
 	pollStdin     *os.File
 )
 
-// relayStdin connects to every node whose tasks of job's step read
-// srun's stdin, then copies in to each until in ends (then closes them:
-// the tasks' end of input), every connection is gone (no task reads any
-// more), or ctx ends.
+// relayStdin relays in to every node whose tasks of job's step (or own
+// task) read srun's stdin, once they are known, until in ends and every
+// node has its end, no task reads any more, or ctx ends (stdinStream).
 func relayStdin(ctx context.Context, c *api.Client, job uint64, step int, in io.Reader, stderr io.Writer) {
 	nodes, err := awaitStdinNodes(ctx, c, job, step)
 	if err != nil || len(nodes) == 0 {
 		return
 	}
-	var conns []io.WriteCloser
-	defer func() {
-		for _, w := range conns {
-			w.Close()
+	dial := func(ctx context.Context, node string, resume bool) (io.ReadWriteCloser, error) {
+		actx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if resume {
+			return c.AttachStdinResume(actx, job, step, node)
 		}
-	}()
-	for _, node := range nodes {
-		conn, err := attachStdin(ctx, c, job, step, node)
-		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, errStepOver) {
-				fmt.Fprintf(stderr, "srun: stdin to %s: %v\n", node, err)
-			}
-			continue
-		}
-		conns = append(conns, conn)
+		return c.AttachStdin(actx, job, step, node)
 	}
-	if len(conns) == 0 {
-		return
-	}
-	// The connections close themselves once their tasks read no more;
-	// ctx ending closes them too (a write to a node blocked on a task
-	// that never reads).
-	copied := make(chan struct{})
-	defer close(copied)
-	go func() { // ends with ctx (stop) or once the copy is done
-		select {
-		case <-ctx.Done():
-			for _, w := range conns {
-				w.Close()
-			}
-		case <-copied:
-		}
-	}()
-	buf := make([]byte, 64<<10)
-	live := make([]bool, len(conns))
-	for i := range live {
-		live[i] = true
-	}
-	left := len(conns)
-	for left > 0 {
-		n, err := in.Read(buf)
-		for i, w := range conns {
-			if n == 0 || !live[i] {
-				continue
-			}
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				live[i] = false
-				left--
-			}
-		}
-		if err != nil {
-			return // EOF (the deferred close is the tasks' EOF), or stopped
-		}
-	}
+	newStdinStream(nodes, srunStdinWindow).run(ctx, in, dial, stderr)
 }
 
 // errStepOver: the step (or job) ended before its stdin was attached.
@@ -222,32 +176,6 @@ func awaitStdinNodes(ctx context.Context, c *api.Client, job uint64, step int) (
 			} else if j.State != "RUNNING" {
 				return nil, errStepOver
 			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(srunPoll):
-		}
-	}
-}
-
-// attachStdin connects to the stdin of the tasks on node, once they run:
-// while the agent answers 503 (not started yet) it asks again, until the
-// step ends (409) or ctx does.
-func attachStdin(ctx context.Context, c *api.Client, job uint64, step int, node string) (io.ReadWriteCloser, error) {
-	for {
-		actx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		conn, err := c.AttachStdin(actx, job, step, node)
-		cancel()
-		if err == nil {
-			return conn, nil
-		}
-		var se *api.StatusError
-		if errors.As(err, &se) && se.Code == http.StatusConflict {
-			return nil, errStepOver
-		}
-		if !errors.As(err, &se) || se.Code != http.StatusServiceUnavailable {
-			return nil, err
 		}
 		select {
 		case <-ctx.Done():
