@@ -153,9 +153,9 @@ func TestSrunStdinOlderCluster(t *testing.T) {
 
 // TestSrunStdinAgentRestart: srun's stdin survives the agent of its
 // tasks' node restarting while srun sends (stopped with
-// --keep-tasks-on-stop, so the supervisor and the rank run on): srun
-// connects again and resumes where the supervisor's delivery stopped,
-// and the task reads every byte once, in order.
+// --keep-tasks-on-stop, or killed: the supervisor and the rank run on):
+// srun connects again and resumes where the supervisor's delivery
+// stopped, and the task reads every byte once, in order.
 func TestSrunStdinAgentRestart(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3, ExtraArgs: []string{"--lease-ttl", "10s", "--keep-tasks-on-stop"}})
 	victim := nonLeader(t, c)
@@ -165,7 +165,23 @@ func TestSrunStdinAgentRestart(t *testing.T) {
 	id := sh.sbatch("-N1", "-w", c.Agents[victim].Name, "--chdir", work, "--wrap", "sleep 600")
 	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(id)) })
 	waitState(t, a, id, "RUNNING", "")
+	for _, tc := range []struct {
+		name string
+		stop func() error
+	}{
+		{"keep-tasks-on-stop", func() error { return c.StopAgent(victim, 10*time.Second) }},
+		{"kill -9", func() error { return c.Kill(victim) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testSrunStdinRestart(t, c, victim, sh, id, tc.stop) })
+	}
+}
 
+// testSrunStdinRestart sends 12 MiB through srun to a step of job id on
+// c's agent victim, stopping it with stop mid-stream and restarting it.
+func testSrunStdinRestart(t *testing.T, c *localcluster.Cluster, victim int, sh *slurmShims, id uint64, stop func() error) {
+	work := t.TempDir()
+	logPattern := filepath.Join(c.Agents[victim].DataDir, "exec", "jobs", "*", task.StepdLog)
+	earlier, _ := filepath.Glob(logPattern) // earlier steps' supervisors
 	big := make([]byte, 12<<20)
 	rand.Read(big)
 	sum := sha256.Sum256(big)
@@ -203,7 +219,7 @@ func TestSrunStdinAgentRestart(t *testing.T) {
 		}
 		return nil
 	})
-	if err := c.StopAgent(victim, 10*time.Second); err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	// The rest goes while the agent is away: srun holds what it can
@@ -235,9 +251,12 @@ func TestSrunStdinAgentRestart(t *testing.T) {
 			cmd.ProcessState.ExitCode(), stdout.String(), stderr.String(), fi.Size(), want, len(big))
 	}
 	// The step's supervisor saw a second connection take up the stream.
-	logs, _ := filepath.Glob(filepath.Join(c.Agents[victim].DataDir, "exec", "jobs", "*", task.StepdLog))
+	logs, _ := filepath.Glob(logPattern)
 	resumed := false
 	for _, l := range logs {
+		if slices.Contains(earlier, l) {
+			continue
+		}
 		b, _ := os.ReadFile(l)
 		if regexp.MustCompile(`stdin relayed.* from=[1-9]`).Match(b) {
 			resumed = true
