@@ -48,6 +48,7 @@ type stdinServer struct {
 	served  bool
 	stopped bool
 	conn    net.Conn // the connection served now, if any
+	acks    *acker   // its counts, when it is resumable
 }
 
 // openStdin listens on task.StdinSock and task.StdinResumeSock in the
@@ -269,8 +270,14 @@ func (s *stdinServer) copyRaw(c net.Conn, delivered *uint64) (end bool, err erro
 // then c's frames to the pipes, each acknowledged, until an end frame or
 // no pipe left (end: StdinDone is sent) or c breaks (not the end).
 func (s *stdinServer) copyFrames(c net.Conn, delivered *uint64) (end bool, err error) {
-	acks := newAcker(c, *delivered)
+	s.mu.Lock()
+	acks := newAcker(c, *delivered) // known to close before its first count
+	s.acks = acks
+	s.mu.Unlock()
 	defer func() {
+		s.mu.Lock()
+		s.acks = nil
+		s.mu.Unlock()
 		if end {
 			acks.send(task.StdinDone)
 		}
@@ -339,9 +346,13 @@ func (a *acker) run() {
 	}
 }
 
-// send makes n the next count written.
+// send makes n the next count written (none once stopping).
 func (a *acker) send(n uint64) {
 	a.mu.Lock()
+	if a.final {
+		a.mu.Unlock()
+		return
+	}
 	a.latest = n
 	a.mu.Unlock()
 	select {
@@ -351,8 +362,14 @@ func (a *acker) send(n uint64) {
 }
 
 // stop writes the last count given, if not yet written, and waits.
-func (a *acker) stop() {
+func (a *acker) stop() { a.finish(false) }
+
+// finish is stop, the last count StdinDone when done.
+func (a *acker) finish(done bool) {
 	a.mu.Lock()
+	if done && !a.final {
+		a.latest = task.StdinDone
+	}
 	a.final = true
 	a.mu.Unlock()
 	select {
@@ -376,10 +393,17 @@ func (s *stdinServer) closePipes() {
 func (s *stdinServer) close() {
 	s.mu.Lock()
 	s.stopped = true
-	served := s.served
-	if s.conn != nil {
-		s.conn.Close()
+	served, acks, conn := s.served, s.acks, s.conn
+	s.mu.Unlock()
+	if acks != nil {
+		// The ranks read no more: srun is told, not left to connect
+		// again while the step runs on elsewhere.
+		acks.finish(true)
 	}
+	if conn != nil {
+		conn.Close()
+	}
+	s.mu.Lock()
 	for _, p := range s.all {
 		p.Close()
 	}

@@ -237,3 +237,33 @@ func TestStdinServerUnused(t *testing.T) {
 		t.Errorf("socket left behind: %v", err)
 	}
 }
+
+// Ranks that end while a resumable connection is served: close tells the
+// client StdinDone, so srun stops sending to this node.
+func TestStdinServerRanksGone(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	s, err := openStdin(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // a rank that never reads, and is gone
+	s.serve()
+	c, err := task.DialStdin(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // bounds the test
+	if from, err := task.ReadStdinCount(c); err != nil || from != 0 {
+		t.Fatalf("first count %d, %v; want 0", from, err)
+	}
+	s.close()
+	if v, err := task.ReadStdinCount(c); err != nil || v != task.StdinDone {
+		t.Errorf("after the ranks' end: count %d, %v; want StdinDone", v, err)
+	}
+}
