@@ -162,13 +162,14 @@ func (s *stdinStream) sendNode(ctx context.Context, n *stdinNode, dial stdinDial
 	resume := true
 	wait := srunStdinRetry
 	var failing time.Time // since when connecting fails
+	connected := false    // once: 503 is then an agent reattaching, bounded too
 	for ctx.Err() == nil {
 		conn, err := dial(ctx, n.name, resume)
 		var se *api.StatusError
 		isStatus := errors.As(err, &se)
 		switch {
 		case err == nil:
-			failing, wait = time.Time{}, srunStdinRetry
+			failing, wait, connected = time.Time{}, srunStdinRetry, true
 			if !resume {
 				s.sendRaw(ctx, n, conn)
 				return
@@ -187,12 +188,14 @@ func (s *stdinStream) sendNode(ctx context.Context, n *stdinNode, dial stdinDial
 		case isStatus && (se.Code == http.StatusBadRequest || se.Code == http.StatusForbidden || se.Code == http.StatusUnauthorized):
 			fmt.Fprintf(stderr, "srun: stdin to %s: %v\n", n.name, err)
 			return
-		case isStatus && se.Code == http.StatusServiceUnavailable:
-			// The tasks have not started yet, or their agent is
-			// reattaching them: they are there while the step runs.
+		case isStatus && se.Code == http.StatusServiceUnavailable && !connected:
+			// The tasks have not started yet: they are there while the
+			// step runs.
 		default:
-			// No answer (the agent restarting), or one from an agent that
-			// does not know the job yet.
+			// No answer (the agent restarting), one from an agent that
+			// does not know the job yet, or that is reattaching its
+			// tasks (503): past srunStdinGiveUp their supervisor has
+			// ended their input itself.
 			if failing.IsZero() {
 				failing = time.Now()
 			} else if time.Since(failing) > srunStdinGiveUp {
