@@ -49,11 +49,12 @@ func (s *Server) HandleStdin(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("node: empty, want the node whose ranks read srun's stdin")))
 		return
 	}
-	protocol := api.StdinProtocol
-	resume := r.Header.Get("Upgrade") == api.StdinResumeProtocol
-	if resume {
-		protocol = api.StdinResumeProtocol
+	protocol := r.Header.Get("Upgrade")
+	if protocol != api.StdinResumeProtocol && protocol != api.StdinProtocol {
+		WriteError(w, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("upgrade %q: want %q (or %q, raw)", protocol, api.StdinResumeProtocol, api.StdinProtocol)))
+		return
 	}
+	resume := protocol == api.StdinResumeProtocol
 	s.handleRelay(w, r, protocol, "stdin", func(id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
 		c, err := s.b.DialStdin(r.Context(), id, step, node, resume, who, forwarded)
 		return c, node, err
