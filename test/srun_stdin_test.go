@@ -153,32 +153,36 @@ func TestSrunStdinOlderCluster(t *testing.T) {
 
 // TestSrunStdinAgentRestart: srun's stdin survives the agent of its
 // tasks' node restarting while srun sends (stopped with
-// --keep-tasks-on-stop, or killed: the supervisor and the rank run on):
-// srun connects again and resumes where the supervisor's delivery
-// stopped, and the task reads every byte once, in order.
+// --keep-tasks-on-stop, or killed: the supervisor and the rank run on),
+// and srun's own agent being killed and restarted: srun connects again
+// and resumes where the supervisor's delivery stopped, and the task
+// reads every byte once, in order.
 func TestSrunStdinAgentRestart(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3, ExtraArgs: []string{"--lease-ttl", "10s", "--keep-tasks-on-stop"}})
 	victim := nonLeader(t, c)
-	a := c.Agents[(victim+1)%len(c.Agents)] // srun's agent, not restarted
-	sh := newSlurmShims(t, a)
+	own := (victim + 1) % len(c.Agents) // srun's agent
+	sh := newSlurmShims(t, c.Agents[own])
 	work := t.TempDir()
 	id := sh.sbatch("-N1", "-w", c.Agents[victim].Name, "--chdir", work, "--wrap", "sleep 600")
 	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(id)) })
-	waitState(t, a, id, "RUNNING", "")
+	waitState(t, c.Agents[own], id, "RUNNING", "")
 	for _, tc := range []struct {
-		name string
-		stop func() error
+		name    string
+		stopped int
+		stop    func() error
 	}{
-		{"keep-tasks-on-stop", func() error { return c.StopAgent(victim, 10*time.Second) }},
-		{"kill -9", func() error { return c.Kill(victim) }},
+		{"keep-tasks-on-stop", victim, func() error { return c.StopAgent(victim, 10*time.Second) }},
+		{"kill -9", victim, func() error { return c.Kill(victim) }},
+		{"srun's agent killed", own, func() error { return c.Kill(own) }},
 	} {
-		t.Run(tc.name, func(t *testing.T) { testSrunStdinRestart(t, c, victim, sh, id, tc.stop) })
+		t.Run(tc.name, func(t *testing.T) { testSrunStdinRestart(t, c, victim, tc.stopped, sh, id, tc.stop) })
 	}
 }
 
 // testSrunStdinRestart sends 12 MiB through srun to a step of job id on
-// c's agent victim, stopping it with stop mid-stream and restarting it.
-func testSrunStdinRestart(t *testing.T, c *localcluster.Cluster, victim int, sh *slurmShims, id uint64, stop func() error) {
+// c's agent victim's node, stopping agent stopped with stop mid-stream
+// and restarting it.
+func testSrunStdinRestart(t *testing.T, c *localcluster.Cluster, victim, stopped int, sh *slurmShims, id uint64, stop func() error) {
 	work := t.TempDir()
 	logPattern := filepath.Join(c.Agents[victim].DataDir, "exec", "jobs", "*", task.StepdLog)
 	earlier, _ := filepath.Glob(logPattern) // earlier steps' supervisors
@@ -230,7 +234,7 @@ func testSrunStdinRestart(t *testing.T, c *localcluster.Cluster, victim int, sh 
 		pw.Close()
 		wrote <- err
 	}()
-	if err := c.Restart(victim); err != nil {
+	if err := c.Restart(stopped); err != nil {
 		t.Fatal(err)
 	}
 	select {
