@@ -30,6 +30,20 @@ func (c *Client) AttachPty(ctx context.Context, job uint64, step int) (io.ReadWr
 // closes when no rank there reads any more.
 const StdinProtocol = "shoal-stdin/1"
 
+// StdinResumeProtocol is the Upgrade token of GET /v1/jobs/{id}/stdin
+// for input that survives its connection breaking: the agents relay the
+// connection byte for byte to the ranks' supervisor, which first sends
+// the count of bytes it has delivered, then counts as it delivers more,
+// and reads frames (exec/task's stdin.go). An agent of an earlier
+// version answers 400 (it knows StdinProtocol alone), as does one whose
+// ranks' supervisor predates it: the client asks with StdinProtocol.
+const StdinResumeProtocol = "shoal-stdin/2"
+
+// AttachStdinResume is AttachStdin with StdinResumeProtocol.
+func (c *Client) AttachStdinResume(ctx context.Context, job uint64, step int, node string) (io.ReadWriteCloser, error) {
+	return c.upgrade(ctx, fmt.Sprintf("/v1/jobs/%d/stdin?step=%d&node=%s", job, step, url.QueryEscape(node)), StdinResumeProtocol)
+}
+
 // AttachStdin connects to the stdin of the ranks on node of job's own
 // task (step -1) or of a step that read srun's (see Job.StdinNodes and
 // Step.StdinNodes). An error is a *StatusError when the agent refused

@@ -764,11 +764,26 @@ func (e *Executor) DialPty(key TaskKey) (net.Conn, error) {
 }
 
 // DialStdin connects to the stdin of a running task's ranks that read
-// srun's (see task.StdinSock); the caller relays srun's stdin to it. It
-// fails with ErrNoTerminal where there is none (yet).
-func (e *Executor) DialStdin(key TaskKey) (net.Conn, error) {
-	return e.dialTask(key, task.DialStdin)
+// srun's: its resumable socket when resume (task.StdinResumeSock), else
+// the raw one (task.StdinSock); the caller relays srun's stdin to it. It
+// fails with ErrNoTerminal where there is none (yet), and with
+// ErrNoResume where resume is asked of a supervisor that predates it.
+func (e *Executor) DialStdin(key TaskKey, resume bool) (net.Conn, error) {
+	c, err := e.dialTask(key, func(dir string) (net.Conn, error) { return task.DialStdin(dir, resume) })
+	if err != nil && resume {
+		// A supervisor of an earlier agent serves the raw socket alone.
+		if _, rerr := os.Stat(filepath.Join(e.jobs, key.DirName(), task.StdinSock)); rerr == nil {
+			if _, ferr := os.Stat(filepath.Join(e.jobs, key.DirName(), task.StdinResumeSock)); os.IsNotExist(ferr) {
+				return nil, fmt.Errorf("task %s: %w", key, ErrNoResume)
+			}
+		}
+	}
+	return c, err
 }
+
+// ErrNoResume: the task's supervisor serves srun's stdin only raw (it
+// predates resumable input); the client asks for that instead.
+var ErrNoResume = errors.New("the tasks' supervisor relays stdin only without resuming")
 
 // dialTask connects to one of a running task's sockets with dial.
 func (e *Executor) dialTask(key TaskKey, dial func(dir string) (net.Conn, error)) (net.Conn, error) {

@@ -356,3 +356,46 @@ func requireRoot(t *testing.T) {
 	}
 	t.Skip("needs root to switch users")
 }
+
+// DialStdin reaches a task's ranks that read srun's stdin on the socket
+// asked for; a supervisor that serves the raw socket alone (an earlier
+// agent's) answers a resumable dial with ErrNoResume, and a task not
+// running here with ErrNoTerminal.
+func TestDialStdin(t *testing.T) {
+	dir := t.TempDir()
+	e := newTestExec(t, dir, time.Second)
+	l := shLaunch(t, 1, 1, `cat`)
+	l.Spec.Stdin = cluster.StdinAll
+	if err := e.Start(t.Context(), l); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	key := l.Key()
+	c, err := e.DialStdin(key, true)
+	if err != nil {
+		t.Fatalf("DialStdin resumable: %v", err)
+	}
+	if from, err := task.ReadStdinCount(c); err != nil || from != 0 {
+		t.Errorf("first count %d, %v; want 0", from, err)
+	}
+	c.Close()
+	// The supervisor of an earlier agent: stdin.sock alone.
+	if err := os.Remove(filepath.Join(dir, "jobs", key.DirName(), task.StdinResumeSock)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.DialStdin(key, true); !errors.Is(err, ErrNoResume) {
+		t.Errorf("DialStdin resumable of a raw-only supervisor: %v; want ErrNoResume", err)
+	}
+	c, err = e.DialStdin(key, false)
+	if err != nil {
+		t.Fatalf("DialStdin raw: %v", err)
+	}
+	c.Close() // the end of the ranks' input: cat ends
+	if x := waitExit(t, e, 1); x.ExitCode != 0 {
+		t.Errorf("exit = %+v; want code 0 once its input ended", x)
+	}
+	other := key
+	other.Job = 2
+	if _, err := e.DialStdin(other, true); !errors.Is(err, ErrNoTerminal) {
+		t.Errorf("DialStdin of a task not here: %v; want ErrNoTerminal", err)
+	}
+}

@@ -140,8 +140,8 @@ func (insecureBackend) CanSign() error {
 	return cluster.Mark(cluster.ErrConflict, errors.New("join: this agent runs --insecure and signs nothing"))
 }
 
-// The fronts of joins, renewals and terminals refuse before they reach
-// the agent, with the messages they always had.
+// The fronts of joins, renewals, terminals and srun's stdin refuse
+// before they reach the agent, with the messages they always had.
 func TestAdminRefusals(t *testing.T) {
 	b := insecureBackend{}
 	for _, tc := range []struct {
@@ -153,6 +153,9 @@ func TestAdminRefusals(t *testing.T) {
 		{"POST", "/v1/internal/renew", `{"csr":"x"}`, http.StatusBadRequest, "csr: "},
 		{"GET", "/v1/jobs/7/pty?step=-2", "", http.StatusBadRequest, `step "-2": want a step id, or -1 for the job's own task`},
 		{"GET", "/v1/jobs/7/pty", "", http.StatusBadRequest, `upgrade "": want "` + api.PtyProtocol + `"`},
+		{"GET", "/v1/jobs/7/stdin?step=0", "", http.StatusBadRequest, "node: empty"},
+		// Neither srun's resumable stdin nor the earlier raw one.
+		{"GET", "/v1/jobs/7/stdin?step=0&node=n1", "", http.StatusBadRequest, `upgrade "": want "` + api.StdinResumeProtocol + `" (or "` + api.StdinProtocol + `", raw)`},
 		{"GET", "/v1/priority?job=x", "", http.StatusBadRequest, "?job=: "},
 	} {
 		w, body := serve(t, b, tc.method, tc.target, tc.body)

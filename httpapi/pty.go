@@ -23,9 +23,10 @@ type Terminals interface {
 	// names that node.
 	DialPty(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (conn io.ReadWriteCloser, node string, err error)
 	// DialStdin connects to the stdin of the ranks on node of job id's
-	// own task (step -1) or of a step that read srun's, for who: here or
-	// through that node's agent, but only here when forwarded.
-	DialStdin(ctx context.Context, id cluster.JobID, step int, node string, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, error)
+	// own task (step -1) or of a step that read srun's, resumable
+	// (api.StdinResumeProtocol) or raw, for who: here or through that
+	// node's agent, but only here when forwarded.
+	DialStdin(ctx context.Context, id cluster.JobID, step int, node string, resume bool, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, error)
 }
 
 // HandlePty is GET /v1/jobs/{id}/pty[?step=S]: it takes the connection
@@ -38,17 +39,24 @@ func (s *Server) HandlePty(w http.ResponseWriter, r *http.Request) {
 }
 
 // HandleStdin is GET /v1/jobs/{id}/stdin?step=S&node=NODE: it takes the
-// connection over (api.StdinProtocol) and relays it to the stdin of the
-// ranks on NODE of the job's own task (step -1) or of a step that read
-// srun's, until either side ends.
+// connection over (api.StdinResumeProtocol, or api.StdinProtocol of
+// earlier clients) and relays it to the stdin of the ranks on NODE of the
+// job's own task (step -1) or of a step that read srun's, until either
+// side ends.
 func (s *Server) HandleStdin(w http.ResponseWriter, r *http.Request) {
 	node := r.URL.Query().Get("node")
 	if node == "" {
 		WriteError(w, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("node: empty, want the node whose ranks read srun's stdin")))
 		return
 	}
-	s.handleRelay(w, r, api.StdinProtocol, "stdin", func(id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
-		c, err := s.b.DialStdin(r.Context(), id, step, node, who, forwarded)
+	protocol := r.Header.Get("Upgrade")
+	if protocol != api.StdinResumeProtocol && protocol != api.StdinProtocol {
+		WriteError(w, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("upgrade %q: want %q (or %q, raw)", protocol, api.StdinResumeProtocol, api.StdinProtocol)))
+		return
+	}
+	resume := protocol == api.StdinResumeProtocol
+	s.handleRelay(w, r, protocol, "stdin", func(id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
+		c, err := s.b.DialStdin(r.Context(), id, step, node, resume, who, forwarded)
 		return c, node, err
 	})
 }

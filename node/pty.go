@@ -128,10 +128,11 @@ func stdinTarget(j *cluster.Job, step int, node string) (task.Key, error) {
 }
 
 // DialStdin connects to the stdin of the ranks on node of job id's own
-// task or of a step, for who (the job's owner or root): to their
-// supervisor when node is this one, else, unless a peer asked
-// (forwarded), through node's agent.
-func (b apiBackend) DialStdin(ctx context.Context, id cluster.JobID, step int, node string, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, error) {
+// task or of a step, for who (the job's owner or root), resumable or raw
+// (api.StdinResumeProtocol or api.StdinProtocol): to their supervisor
+// when node is this one, else, unless a peer asked (forwarded), through
+// node's agent.
+func (b apiBackend) DialStdin(ctx context.Context, id cluster.JobID, step int, node string, resume bool, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, error) {
 	a := b.a
 	v, j, err := a.relayJob(id, "send input to", who, forwarded)
 	if err != nil {
@@ -146,8 +147,13 @@ func (b apiBackend) DialStdin(ctx context.Context, id cluster.JobID, step int, n
 	}
 	switch {
 	case node == a.cfg.Name:
-		c, err := a.exec.DialStdin(key)
-		if errors.Is(err, exec.ErrNoTerminal) {
+		c, err := a.exec.DialStdin(key, resume)
+		switch {
+		case errors.Is(err, exec.ErrNoResume):
+			// A supervisor of an earlier agent: the client asks again
+			// without resuming.
+			err = invalid(err)
+		case errors.Is(err, exec.ErrNoTerminal):
 			// Not started here yet, or already gone: the client asks
 			// again while the step runs.
 			err = unavailable(err)
@@ -161,7 +167,11 @@ func (b apiBackend) DialStdin(ctx context.Context, id cluster.JobID, step int, n
 		ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 		defer cancel()
 		var err error
-		upstream, err = c.AttachStdin(ctx, uint64(id), step, node)
+		if resume {
+			upstream, err = c.AttachStdinResume(ctx, uint64(id), step, node)
+		} else {
+			upstream, err = c.AttachStdin(ctx, uint64(id), step, node)
+		}
 		return err
 	})
 	return upstream, err

@@ -49,3 +49,41 @@ func FuzzParseInput(f *testing.F) {
 		}
 	})
 }
+
+func TestPerTaskPattern(t *testing.T) {
+	for _, tc := range []struct {
+		pattern string
+		want    bool
+	}{
+		{"in.txt", false},
+		{"in-%j.%s.txt", false},
+		{"/d/%u/%x-%A_%a-%J", false},
+		{"in-%t.txt", true},
+		{"in-%4n", true},
+		{"%N.in", true},
+		{"100%%t", false}, // %% then a t
+		{`in-\%t`, false}, // a backslash: not expanded
+		{"trailing%", false},
+		{"width%12", false},
+	} {
+		if got := PerTaskPattern(tc.pattern); got != tc.want {
+			t.Errorf("PerTaskPattern(%q) = %v; want %v", tc.pattern, got, tc.want)
+		}
+	}
+}
+
+// FuzzPerTaskPattern: a pattern is per task exactly when two tasks of
+// different ranks, on nodes of different indexes and names, expand it to
+// different names.
+func FuzzPerTaskPattern(f *testing.F) {
+	for _, p := range []string{"in-%t", "in-%j.%s", "%%n", "%3N", `a\%t`, "%"} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		a := ExpandOutputPattern(p, PatternFields{JobID: 7, StepID: "1", NodeName: "na", NodeID: 0, TaskID: 0})
+		b := ExpandOutputPattern(p, PatternFields{JobID: 7, StepID: "1", NodeName: "nb", NodeID: 1, TaskID: 1})
+		if got, want := PerTaskPattern(p), a != b; got != want {
+			t.Fatalf("PerTaskPattern(%q) = %v; expansions %q and %q", p, got, a, b)
+		}
+	})
+}

@@ -121,3 +121,33 @@ func ExpandOutputPattern(pattern string, f PatternFields) string {
 	}
 	return b.String()
 }
+
+// PerTaskPattern reports whether a filename pattern names something of a
+// task's own, as ExpandOutputPattern expands it: %t (its rank), %n (its
+// node's index) or %N (its node's name), with or without a width. Slurm's
+// srun opens an --input file whose name has none itself and sends its
+// bytes to the tasks (fname.c: IO_PER_TASK otherwise); a pattern with a
+// backslash is not expanded, so names nothing.
+func PerTaskPattern(pattern string) bool {
+	if strings.Contains(pattern, `\`) {
+		return false
+	}
+	for i := 0; i < len(pattern); i++ {
+		if pattern[i] != '%' {
+			continue
+		}
+		j := i + 1
+		for j < len(pattern) && pattern[j] >= '0' && pattern[j] <= '9' {
+			j++
+		}
+		if j >= len(pattern) {
+			return false
+		}
+		switch pattern[j] {
+		case 't', 'n', 'N':
+			return true
+		}
+		i = j
+	}
+	return false
+}

@@ -3,6 +3,7 @@ package test
 import (
 	"fmt"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -92,5 +93,62 @@ func TestInput(t *testing.T) {
 	// their files fails to start, with the shell's 127.
 	if j.State != "COMPLETED" || len(j.Steps) != 4 || j.Steps[3].State != "FAILED" || j.Steps[3].ExitCode != 127 {
 		t.Errorf("job %d = %s with steps %+v; want COMPLETED with 4 steps, the last FAILED with 127", id, j.State, j.Steps)
+	}
+}
+
+// TestSrunInputLocal: srun --input=FILE with no %t, %n or %N is read by
+// srun on its own host and relayed to every task, as Slurm's srun does:
+// the file is on a tmpfs mounted in srun's private mount namespace, which
+// the tasks' nodes cannot see, and they read it all the same (srun
+// expands %j itself; its stdin is /dev/null, as in a batch script). A
+// per-task pattern is still opened by each task on its node, where that
+// file is not.
+func TestSrunInputLocal(t *testing.T) {
+	if _, err := osexec.LookPath("unshare"); err != nil {
+		t.Fatalf("unshare (util-linux) is needed: %v", err)
+	}
+	c := startCluster(t, localcluster.Options{Nodes: 2})
+	a := c.Agents[0]
+	sh := newSlurmShims(t, a)
+	work := t.TempDir()
+	id := sh.sbatch("-N2", "--chdir", work, "--wrap", "sleep 300")
+	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(id)) })
+	waitState(t, a, id, "RUNNING", "")
+	hidden := t.TempDir() // empty for the nodes; a tmpfs with the files for srun
+	srun := filepath.Join(sh.dir, "srun")
+	task := filepath.Join(work, "task.sh")
+	if err := os.WriteFile(task, []byte("#!/bin/sh\necho \"$SLURM_PROCID read=[$(tr '\\n' ,)]\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf(`set -e
+mount -t tmpfs shoal-test %[1]s
+printf 'one\ntwo\n' > %[1]s/in.txt
+printf 'job\n' > %[1]s/in-%[2]d.txt
+printf 'zero\n' > %[1]s/task-0.txt
+printf 'one\n' > %[1]s/task-1.txt
+set +e
+%[3]s -N2 -n2 -l --input=%[1]s/in.txt %[4]s
+echo "plain exit $?"
+%[3]s -N2 -n2 -l --input=in-%%j.txt --chdir=%[1]s %[4]s
+echo "jobid exit $?"
+%[3]s -N2 -n2 -l --input=%[1]s/task-%%t.txt %[4]s
+echo "per-task exit $?"
+`, hidden, id, srun, task)
+	env := append(append([]string{}, sh.env...), "SLURM_JOB_ID="+fmt.Sprint(id))
+	r := runEnv(t, env, "unshare", "--mount", "--propagation", "private", "sh", "-c", script)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	slices.Sort(lines)
+	want := []string{
+		"0: 0 read=[one,two,]", "1: 1 read=[one,two,]", "plain exit 0",
+		"0: 0 read=[job,]", "1: 1 read=[job,]", "jobid exit 0",
+		"per-task exit 127",
+	}
+	slices.Sort(want)
+	if !slices.Equal(lines, want) {
+		t.Errorf("srun in a mount namespace of its own: exit %d, stderr %s\nstdout:\n%s\nwant the lines\n%s",
+			r.code, r.stderr, strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := os.Stat(filepath.Join(hidden, "in.txt")); !os.IsNotExist(err) {
+		t.Errorf("%s/in.txt is seen outside srun's namespace (%v): the test shows nothing", hidden, err)
 	}
 }

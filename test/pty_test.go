@@ -238,3 +238,64 @@ func (s *tmuxSession) waitExit() string {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestSrunPtyReattach: `srun --pty bash` on another node keeps its
+// session while that node's agent restarts, stopped with
+// --keep-tasks-on-stop or killed (the supervisor holds the terminal and
+// bash runs on): srun's agent answers 502 or 503 while the node's agent
+// is away, and srun asks again; what runs meanwhile, and what is typed,
+// comes through once srun has attached again, and bash's exit code is
+// srun's.
+func TestSrunPtyReattach(t *testing.T) {
+	if _, err := osexec.LookPath("tmux"); err != nil {
+		t.Fatalf("tmux is needed (installed by .ci/run): %v", err)
+	}
+	c := startCluster(t, localcluster.Options{Nodes: 3, ExtraArgs: []string{"--lease-ttl", "10s", "--keep-tasks-on-stop"}})
+	victim := nonLeader(t, c)
+	a := c.Agents[(victim+1)%len(c.Agents)] // srun's agent, not restarted
+	shims := t.TempDir()
+	mustShoal(t, a, "install-shims", shims)
+	local := []string{"SHOAL_DATA_DIR=" + a.DataDir, "PATH=" + shims + ":/usr/bin:/bin"}
+	name := c.Agents[victim].Name
+	for _, tc := range []struct {
+		name string
+		stop func() error
+	}{
+		{"keep-tasks-on-stop", func() error { return c.StopAgent(victim, 10*time.Second) }},
+		{"kill -9", func() error { return c.Kill(victim) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTmux(t, local, fmt.Sprintf("srun --pty -w %s bash --norc --noprofile", name))
+			s.typeLine(`echo "before=$((20+1)) on=$SLURMD_NODENAME"`)
+			if m := s.waitMatch(`before=21 on=(\S+)`); m[1] != name {
+				t.Fatalf("bash runs on %s, want %s (srun -w)", m[1], name)
+			}
+			// Output the rank writes while its agent is away waits in
+			// the terminal. The agent goes once the command runs:
+			// bytes on their way through it when it goes are lost, as on
+			// any terminal connection that breaks.
+			s.typeLine(`echo "started=$((10+1))"; sleep 2; echo "while=$((30+3))"`)
+			s.waitMatch(`^started=11`)
+			if err := tc.stop(); err != nil {
+				t.Fatal(err)
+			}
+			// Typed while no relay is there.
+			s.typeLine(`echo "typed=$((50+5))"`)
+			// The agent stays away for several of srun's tries (an agent
+			// on a busy machine takes that long to come back): srun's
+			// agent answers them 502 (no answer from the node) or 503.
+			time.Sleep(2 * time.Second)
+			if err := c.Restart(victim); err != nil {
+				t.Fatal(err)
+			}
+			s.waitMatch(`^while=33`)
+			s.waitMatch(`^typed=55`)
+			s.typeLine(`echo "after=$((40+2))"`)
+			s.waitMatch(`^after=42`)
+			s.typeLine("exit 3")
+			if code := s.waitExit(); code != "3" {
+				t.Errorf("srun exit %s, want bash's 3\n%s", code, s.capture())
+			}
+		})
+	}
+}

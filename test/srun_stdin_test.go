@@ -6,16 +6,19 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/shoal-sched/shoal/exec/task"
 	"github.com/shoal-sched/shoal/localcluster"
 )
 
@@ -146,4 +149,124 @@ func TestSrunStdinOlderCluster(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestSrunStdinAgentRestart: srun's stdin survives the agent of its
+// tasks' node restarting while srun sends (stopped with
+// --keep-tasks-on-stop, or killed: the supervisor and the rank run on),
+// and srun's own agent being killed and restarted: srun connects again
+// and resumes where the supervisor's delivery stopped, and the task
+// reads every byte once, in order.
+func TestSrunStdinAgentRestart(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 3, ExtraArgs: []string{"--lease-ttl", "10s", "--keep-tasks-on-stop"}})
+	victim := nonLeader(t, c)
+	own := (victim + 1) % len(c.Agents) // srun's agent
+	sh := newSlurmShims(t, c.Agents[own])
+	work := t.TempDir()
+	id := sh.sbatch("-N1", "-w", c.Agents[victim].Name, "--chdir", work, "--wrap", "sleep 600")
+	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(id)) })
+	waitState(t, c.Agents[own], id, "RUNNING", "")
+	for _, tc := range []struct {
+		name    string
+		stopped int
+		stop    func() error
+	}{
+		{"keep-tasks-on-stop", victim, func() error { return c.StopAgent(victim, 10*time.Second) }},
+		{"kill -9", victim, func() error { return c.Kill(victim) }},
+		{"srun's agent killed", own, func() error { return c.Kill(own) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testSrunStdinRestart(t, c, victim, tc.stopped, sh, id, tc.stop) })
+	}
+}
+
+// testSrunStdinRestart sends 12 MiB through srun to a step of job id on
+// c's agent victim's node, stopping agent stopped with stop mid-stream
+// and restarting it.
+func testSrunStdinRestart(t *testing.T, c *localcluster.Cluster, victim, stopped int, sh *slurmShims, id uint64, stop func() error) {
+	work := t.TempDir()
+	logPattern := filepath.Join(c.Agents[victim].DataDir, "exec", "jobs", "*", task.StepdLog)
+	earlier, _ := filepath.Glob(logPattern) // earlier steps' supervisors
+	big := make([]byte, 12<<20)
+	rand.Read(big)
+	sum := sha256.Sum256(big)
+	want := hex.EncodeToString(sum[:])
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	// The task keeps what it read so far in part.bin: the test sees the
+	// stream under way on the node before it stops the agent.
+	part := filepath.Join(work, "part.bin")
+	cmd := osexec.CommandContext(ctx, filepath.Join(sh.dir, "srun"), "--chdir", work,
+		"sh", "-c", "tee part.bin | sha256sum | cut -d' ' -f1")
+	cmd.Env = append(append(os.Environ(), sh.env...), "SLURM_JOB_ID="+fmt.Sprint(id))
+	cmd.Stdin = pr
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	half := len(big) / 2
+	if _, err := pw.Write(big[:half]); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the first MiB on the node", func() error {
+		if fi, err := os.Stat(part); err != nil || fi.Size() < 1<<20 {
+			return fmt.Errorf("part.bin: %v", err)
+		}
+		return nil
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The rest goes while the agent is away: srun holds what it can
+	// (its window), the pipe the rest.
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := pw.Write(big[half:])
+		pw.Close()
+		wrote <- err
+	}()
+	if err := c.Restart(stopped); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		var ee *osexec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatalf("srun did not end; stderr %s", stderr.String())
+	}
+	if err := <-wrote; err != nil {
+		t.Errorf("write the second half: %v", err)
+	}
+	if cmd.ProcessState.ExitCode() != 0 || strings.TrimSpace(stdout.String()) != want {
+		fi, _ := os.Stat(part)
+		t.Errorf("srun across the restart: exit %d, stdout %q, stderr %s, part.bin %v bytes; want %s (%d bytes)",
+			cmd.ProcessState.ExitCode(), stdout.String(), stderr.String(), fi.Size(), want, len(big))
+	}
+	// The step's supervisor saw a second connection take up the stream.
+	logs, _ := filepath.Glob(logPattern)
+	resumed := false
+	for _, l := range logs {
+		if slices.Contains(earlier, l) {
+			continue
+		}
+		b, _ := os.ReadFile(l)
+		if regexp.MustCompile(`stdin relayed.* from=[1-9]`).Match(b) {
+			resumed = true
+		}
+	}
+	if !resumed {
+		t.Errorf("no supervisor log (of %d) shows the stream taken up again after a break: %v", len(logs), logs)
+	}
 }

@@ -20,7 +20,10 @@
 // rank 0's terminal: the rank runs in a session of its own with the
 // terminal as its controlling terminal, input and output, and the
 // supervisor serves the master on pty.sock in the task directory to one
-// connection at a time (the agent's relay of srun; see pty.go). A task
+// connection at a time (the agent's relay of srun; see pty.go). Ranks
+// that read srun's stdin read pipes the supervisor writes what it gets on
+// stdin.sock or, resumable across an agent's restart, stdin2.sock (see
+// stdin.go and exec/task's stdin.go). A task
 // ends when every rank's leader is
 // reaped; the supervisor then SIGKILLs whatever is left in the ranks'
 // process groups and waits for it, so a recorded exit means nothing of

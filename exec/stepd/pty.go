@@ -54,6 +54,10 @@ type ptyServer struct {
 
 	mu   sync.Mutex
 	conn net.Conn // the connection served now, if any
+
+	// held is output a connection that broke did not take: the next
+	// one gets it first (the acceptor's goroutine alone touches it).
+	held []byte
 }
 
 // openPty makes the terminal of a --pty rank and listens for its
@@ -228,15 +232,32 @@ func (p *ptyServer) serveConn(c net.Conn) (ended bool) {
 	})
 	defer wg.Wait()
 	defer c.Close()
+	write := func(b []byte) bool {
+		_ = c.SetWriteDeadline(time.Now().Add(ptyWriteWait))
+		n, err := c.Write(b)
+		if err != nil {
+			// The rest waits for the next connection (srun's, made
+			// again once a restarting agent is back).
+			p.held = append(p.held[:0:0], b[n:]...)
+			p.log.Info("terminal connection lost", "err", err, "held", len(p.held))
+			return false
+		}
+		return true
+	}
+	if len(p.held) > 0 {
+		b := p.held
+		p.held = nil
+		if !write(b) {
+			return false
+		}
+	}
 	for {
 		select {
 		case b, ok := <-p.out:
 			if !ok {
 				return true
 			}
-			_ = c.SetWriteDeadline(time.Now().Add(ptyWriteWait))
-			if _, err := c.Write(b); err != nil {
-				p.log.Info("terminal connection lost", "err", err)
+			if !write(b) {
 				return false
 			}
 		case <-gone:

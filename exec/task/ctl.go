@@ -30,7 +30,10 @@ const (
 	SockFile  = "stepd.sock" // its control socket, while it runs
 	PtySock   = "pty.sock"   // its terminal's socket, for a --pty task (pty.go)
 	StdinSock = "stdin.sock" // srun's stdin's socket, for ranks that read it (stdin.go)
-	StepdLog  = "stepd.log"  // its log
+	// StdinResumeSock is the same stdin's socket whose connection may be
+	// made again (stdin.go).
+	StdinResumeSock = "stdin2.sock"
+	StepdLog        = "stepd.log" // its log
 )
 
 const (

@@ -29,6 +29,9 @@
 //	    stepd.sock       the supervisor's control socket, while it runs
 //	    pty.sock         the supervisor: rank 0's terminal, for a --pty
 //	                     task, while it runs (see pty.go)
+//	    stdin.sock       the supervisor: srun's stdin for the ranks that
+//	    stdin2.sock      read it, raw and resumable, while they run (see
+//	                     stdin.go)
 //	    script           the supervisor: a batch job's script, owned by
 //	                     the job's user
 //	    proc-<RANK>.json the supervisor: pid and /proc start time of each

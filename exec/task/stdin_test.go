@@ -1,6 +1,9 @@
 package task
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"testing"
 
 	"github.com/shoal-sched/shoal/cluster"
@@ -56,4 +59,82 @@ func TestStepOutputPaths(t *testing.T) {
 			t.Errorf("%s: StepOutputPaths = %q, %q; want %q, %q", tt.name, out, errp, tt.wantOut, tt.wantErr)
 		}
 	}
+}
+
+func TestStdinFrames(t *testing.T) {
+	big := bytes.Repeat([]byte("x"), MaxStdinData+3)
+	b := AppendStdinEnd(AppendStdinData(nil, big))
+	r := bytes.NewReader(b)
+	buf := make([]byte, MaxStdinData)
+	var got []byte
+	for {
+		f, err := ReadStdinFrame(r, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Type == StdinEnd {
+			break
+		}
+		got = append(got, f.Data...)
+	}
+	if !bytes.Equal(got, big) {
+		t.Errorf("data frames carried %d bytes; want %d", len(got), len(big))
+	}
+	if _, err := ReadStdinFrame(r, buf); err != io.EOF {
+		t.Errorf("after the end: %v; want io.EOF", err)
+	}
+	n, err := ReadStdinCount(bytes.NewReader(AppendStdinCount(nil, 1<<40+5)))
+	if err != nil || n != 1<<40+5 {
+		t.Errorf("count = %d, %v", n, err)
+	}
+}
+
+func TestStdinFrameMalformed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []byte
+	}{
+		{"unknown type", []byte{'x', 0, 0, 0, 1, 'a'}},
+		{"empty data", []byte{'d', 0, 0, 0, 0}},
+		{"data too long", []byte{'d', 0, 1, 0, 1}},
+		{"end with length", []byte{'e', 0, 0, 0, 1, 0}},
+		{"header cut", []byte{'d', 0, 0}},
+		{"payload cut", []byte{'d', 0, 0, 0, 4, 'a'}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReadStdinFrame(bytes.NewReader(tc.in), make([]byte, MaxStdinData))
+			if !errors.Is(err, ErrStdinFrame) {
+				t.Fatalf("err = %v, want ErrStdinFrame", err)
+			}
+		})
+	}
+}
+
+// FuzzReadStdinFrame: any bytes decode to frames or an error, never a
+// panic, and a decoded frame encodes back to the bytes it came from.
+func FuzzReadStdinFrame(f *testing.F) {
+	f.Add(AppendStdinEnd(AppendStdinData(nil, []byte("hello\n"))))
+	f.Add([]byte{'d', 0, 0, 0, 0})
+	f.Add([]byte{'e', 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r := bytes.NewReader(in)
+		buf := make([]byte, MaxStdinData)
+		var again []byte
+		for range len(in) + 1 {
+			start := len(in) - r.Len()
+			fr, err := ReadStdinFrame(r, buf)
+			if err != nil {
+				return
+			}
+			switch fr.Type {
+			case StdinData:
+				again = AppendStdinData(again[:0], fr.Data)
+			case StdinEnd:
+				again = AppendStdinEnd(again[:0])
+			}
+			if end := len(in) - r.Len(); !bytes.Equal(again, in[start:end]) {
+				t.Fatalf("frame %q encodes to %q", in[start:end], again)
+			}
+		}
+	})
 }

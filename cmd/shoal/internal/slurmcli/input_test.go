@@ -11,9 +11,10 @@ import (
 	"github.com/shoal-sched/shoal/slurm"
 )
 
-// TestStepInput: srun's --input as a step takes it: a file pattern or
-// none, or srun's own stdin relayed to every task (the default, "all")
-// or to one (a task number).
+// TestStepInput: srun's --input as a step takes it: a file pattern of a
+// task's own (%t, %n, %N) each task opens, or none, or what srun relays
+// to every task (the default, "all": its own stdin; a file without a
+// task's sequence, which srun reads itself) or to one (a task number).
 func TestStepInput(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"5", "in.txt"} {
@@ -30,8 +31,10 @@ func TestStepInput(t *testing.T) {
 		{nil, "", "all", ""},
 		{[]string{"--input=none"}, "none", "", ""},
 		{[]string{"-i", "in-%t.txt"}, "in-%t.txt", "", ""},
-		{[]string{"-n2", "-i", "5", "-D", dir}, "5", "", ""}, // not a task of 2: a file, as Slurm
-		{[]string{"-i", "in.txt", "-D", dir}, "in.txt", "", ""},
+		{[]string{"-i", "in-%4n.%N", "-D", dir}, "in-%4n.%N", "", ""},
+		{[]string{"-n2", "-i", "5", "-D", dir}, "", "all", ""}, // not a task of 2: a file, as Slurm
+		{[]string{"-i", "in.txt", "-D", dir}, "", "all", ""},
+		{[]string{"-i", "in-%j.%s.txt", "-D", dir}, "", "all", ""}, // srun expands it once the step is there
 		{[]string{"-i", "missing.txt", "-D", dir}, "", "", "Could not open stdin file: No such file or directory"},
 		{[]string{"-n2", "-i", "1"}, "", "1", ""},
 		{[]string{"-i0"}, "", "0", ""},

@@ -173,8 +173,7 @@ func attachPty(ctx context.Context, c *api.Client, job uint64, step int, stderr 
 		if errors.As(err, &se) && se.Code == http.StatusConflict && step != task.NoStep {
 			return nil, errTerminalGone // the step ended
 		}
-		retry := errors.As(err, &se) && se.Code == http.StatusServiceUnavailable
-		if !retry && !(again && !errors.As(err, &se)) {
+		if !retryPty(err, again) {
 			return nil, fmt.Errorf("attach to the terminal of job %d: %w", job, err)
 		}
 		if step == task.NoStep {
@@ -201,19 +200,52 @@ func attachPty(ctx context.Context, c *api.Client, job uint64, step int, stderr 
 	}
 }
 
+// retryPty says whether an attach that failed with err is tried again: a
+// terminal not there yet (503) always; while a connection is made again
+// (again) also no answer, or any answer but a refusal of the request
+// itself (400, 401, 403): the agent of the rank's node restarting
+// answers through srun's as 502, and an agent just restarted may not
+// know the job yet (404).
+func retryPty(err error, again bool) bool {
+	var se *api.StatusError
+	if !errors.As(err, &se) {
+		return again
+	}
+	switch {
+	case se.Code == http.StatusServiceUnavailable:
+		return true
+	case !again:
+		return false
+	}
+	switch se.Code {
+	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusConflict:
+		return false
+	}
+	return true
+}
+
 // localTerm is this side of a session: stdin, in raw mode when it is a
-// terminal, and read through a non-blocking descriptor (one for the
-// whole session: a second one would not be pollable) so that a reader
-// can be stopped with a deadline.
+// terminal, read by one reader for the whole session (through a
+// non-blocking descriptor, so that close can stop it with a deadline; a
+// second one would not be pollable). What is typed while no connection
+// takes it (one made again) waits, and goes first on the next.
 type localTerm struct {
 	fd     int
 	isTerm bool
 	in     *os.File
 	undo   []func()
+	// keys are the reader's chunks, in order; closed at the input's end.
+	keys chan []byte
+	quit chan struct{}
+	wg   sync.WaitGroup
+	// pending are frames a connection that broke did not take; ended
+	// once the input's end has been queued (its ^D).
+	pending []byte
+	ended   bool
 }
 
 func openLocal() (*localTerm, error) {
-	l := &localTerm{fd: int(os.Stdin.Fd()), in: os.Stdin}
+	l := &localTerm{fd: int(os.Stdin.Fd()), in: os.Stdin, keys: make(chan []byte), quit: make(chan struct{})}
 	l.isTerm = term.IsTerminal(l.fd)
 	if l.isTerm {
 		old, err := term.MakeRaw(l.fd)
@@ -222,26 +254,55 @@ func openLocal() (*localTerm, error) {
 		}
 		l.undo = append(l.undo, func() { _ = term.Restore(l.fd, old) })
 	}
+	pollable := false
 	if err := syscall.SetNonblock(l.fd, true); err == nil {
+		pollable = true
 		l.in = os.NewFile(uintptr(l.fd), "stdin")
 		l.undo = append(l.undo, func() { _ = syscall.SetNonblock(l.fd, false) })
+	}
+	read := func() { // owned by close: it ends with the deadline or quit
+		defer close(l.keys)
+		for {
+			buf := make([]byte, 4096)
+			n, err := l.in.Read(buf)
+			if n > 0 {
+				select {
+				case l.keys <- buf[:n]:
+				case <-l.quit:
+					return
+				}
+			}
+			if err != nil {
+				return // EOF, or the deadline of close
+			}
+		}
+	}
+	if pollable {
+		l.wg.Go(read)
+	} else {
+		go read() // a file: its reads end by themselves
 	}
 	return l, nil
 }
 
-// close restores stdin as it was.
+// close stops the reader and restores stdin as it was.
 func (l *localTerm) close() {
+	close(l.quit)
+	_ = l.in.SetReadDeadline(time.Now())
+	l.wg.Wait()
 	for i := len(l.undo) - 1; i >= 0; i-- {
 		l.undo[i]()
 	}
 }
 
-// relayTerminal runs one connection of the session: the keys of local and its
-// window size sent to the remote terminal as frames, the remote output
-// written to stdout, until the remote end closes or ctx ends.
+// relayTerminal runs one connection of the session: what local holds and
+// what is typed, and its window size, sent to the remote terminal as
+// frames, the remote output written to stdout, until the remote end
+// closes or ctx ends. A frame the connection did not take waits in local
+// for the next.
 func relayTerminal(ctx context.Context, conn io.ReadWriteCloser, local *localTerm, stdout io.Writer) error {
 	defer conn.Close()
-	fd, isTerm, stdin := local.fd, local.isTerm, local.in
+	fd, isTerm := local.fd, local.isTerm
 	var wmu sync.Mutex // frames from the keyboard and from SIGWINCH
 	send := func(b []byte) error {
 		wmu.Lock()
@@ -254,26 +315,41 @@ func relayTerminal(ctx context.Context, conn io.ReadWriteCloser, local *localTer
 			_ = send(task.AppendPtyResize(nil, uint16(h), uint16(w)))
 		}
 	}
-	_ = stdin.SetReadDeadline(time.Time{})
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer close(stop)
-	defer stdin.SetReadDeadline(time.Now()) // ends the keyboard's reader
 	wg.Go(func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := stdin.Read(buf)
-			if n > 0 && send(task.AppendPtyData(nil, buf[:n])) != nil {
+		if len(local.pending) > 0 {
+			if send(local.pending) != nil {
 				return
 			}
-			if errors.Is(err, io.EOF) && !isTerm {
-				// Input from a file or a pipe ended: the remote terminal
-				// reads its end as a typed ^D would give it.
-				_ = send(task.AppendPtyData(nil, []byte{4}))
+			local.pending = nil
+		}
+		keys := local.keys
+		if local.ended {
+			keys = nil
+		}
+		for {
+			var frame []byte
+			select {
+			case <-stop:
+				return
+			case b, ok := <-keys:
+				switch {
+				case ok:
+					frame = task.AppendPtyData(nil, b)
+				case isTerm:
+					return // the terminal went: SIGHUP ends the session
+				default:
+					// Input from a file or a pipe ended: the remote
+					// terminal reads its end as a typed ^D would give it.
+					frame, keys, local.ended = task.AppendPtyData(nil, []byte{4}), nil, true
+				}
 			}
-			if err != nil {
-				return // EOF or the deadline
+			if send(frame) != nil {
+				local.pending = frame
+				return
 			}
 		}
 	})
@@ -311,6 +387,7 @@ func relayTerminal(ctx context.Context, conn io.ReadWriteCloser, local *localTer
 		}
 	})
 	_, err := io.Copy(stdout, conn)
+	conn.Close() // a send under way fails now, and its frame waits
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted: %w", ctx.Err())
 	}

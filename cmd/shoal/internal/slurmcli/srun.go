@@ -4,6 +4,7 @@ package slurmcli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -92,7 +93,7 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 	if err != nil {
 		return 1, err
 	}
-	spec.Stdin = withoutNullStdin(spec.Stdin)
+	spec.Stdin = relayedStdin(opts, spec.Stdin)
 	c, err := connect()
 	if err != nil {
 		return 1, err
@@ -104,11 +105,11 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 		return 1, err
 	}
 	spec.Command = withTaskHooks(opts, spec.Command)
-	step, req, err := startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, stderr)
+	step, req, err := startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, localInput(opts), stderr)
 	if err != nil {
 		return 1, fmt.Errorf("start step in job %d: %w", job, err)
 	}
-	return followStepInput(ctx, c, job, step, req.Spec.Stdin != "", followOptsOf(opts), stdout, stderr)
+	return followStepInput(ctx, c, job, step, stepStdinOf(opts, req), followOptsOf(opts), stdout, stderr)
 }
 
 // ParseSrunOutside parses srun's options for a job of its own (shoal run).
@@ -183,7 +184,7 @@ func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err 
 		spec.WorkDir, _ = os.Getwd()
 	}
 	spec.Container = request.ContainerPath(opts.Container, spec.WorkDir)
-	if err := checkInputFile(spec.Input, spec.WorkDir); err != nil {
+	if err := checkInputFile(cmp.Or(spec.Input, localInput(opts)), spec.WorkDir); err != nil {
 		return spec, err
 	}
 	return spec, nil
@@ -218,19 +219,26 @@ func checkInputFile(input, workDir string) error {
 	}
 	f, err := os.Open(input)
 	if err != nil {
-		msg := err.Error()
-		if errno := syscall.Errno(0); errors.As(err, &errno) {
-			msg = errno.Error()
-			msg = strings.ToUpper(msg[:1]) + msg[1:] // strerror's "No such file or directory"
-		}
-		return fmt.Errorf("Could not open stdin file: %s", msg)
+		return stdinFileError(err)
 	}
 	return f.Close()
 }
 
+// stdinFileError is Slurm's srun's refusal of an --input file it cannot
+// open.
+func stdinFileError(err error) error {
+	msg := err.Error()
+	if errno := syscall.Errno(0); errors.As(err, &errno) {
+		msg = errno.Error()
+		msg = strings.ToUpper(msg[:1]) + msg[1:] // strerror's "No such file or directory"
+	}
+	return fmt.Errorf("Could not open stdin file: %s", msg)
+}
+
 // stepInput is StepSpec.Input for srun's -i/--input: "none", or a
-// filename pattern each task opens on its node; "" (no file) when not
-// given, "all" or a task's number, which relay srun's own stdin instead
+// filename pattern of a task's own (%t, %n, %N) each task opens on its
+// node; "" (no file) when not given, "all", a task's number, or a file
+// srun reads itself (localInput), which srun relays instead
 // (stdinRelay).
 func stepInput(opts slurm.Options) string {
 	if !opts.Set["input"] {
@@ -240,7 +248,9 @@ func stepInput(opts slurm.Options) string {
 	case slurm.InputNone:
 		return "none"
 	case slurm.InputFile:
-		return in.Pattern
+		if localInput(opts) == "" {
+			return in.Pattern
+		}
 	}
 	return ""
 }

@@ -26,7 +26,7 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 	job := opts.JobID
 	request.PrintWarnings("srun", stepHints(opts))
 	spec, err := stepSpec(opts, command)
-	spec.Stdin = withoutNullStdin(spec.Stdin)
+	spec.Stdin = relayedStdin(opts, spec.Stdin)
 	if err != nil {
 		return 1, err
 	}
@@ -56,7 +56,7 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 	if err != nil {
 		return 1, err
 	}
-	step, req, err := startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, stderr)
+	step, req, err := startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, localInput(opts), stderr)
 	if err != nil {
 		// Slurm's words; for a refusal, Shoal's reason after them.
 		var se *api.StatusError
@@ -67,7 +67,7 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 		}
 		return 1, exitcode.Code(1)
 	}
-	return followStepInput(ctx, c, job, step, req.Spec.Stdin != "", followOptsOf(opts), stdout, stderr)
+	return followStepInput(ctx, c, job, step, stepStdinOf(opts, req), followOptsOf(opts), stdout, stderr)
 }
 
 // jobIDEnv is the job srun's environment names: SHOAL_JOB_ID, else

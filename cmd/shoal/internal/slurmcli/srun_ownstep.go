@@ -50,7 +50,7 @@ func runOwnJobAsStep(ctx context.Context, connect Connect, opts slurm.Options, c
 	if err != nil {
 		return 1, err
 	}
-	spec.Stdin = withoutNullStdin(spec.Stdin)
+	spec.Stdin = relayedStdin(opts, spec.Stdin)
 	req, warnings, err := request.FromOptions(opts)
 	if err != nil {
 		return 1, err
@@ -100,11 +100,11 @@ func runOwnJobAsStep(ctx context.Context, connect Connect, opts slurm.Options, c
 		return 1, err
 	}
 	spec.Command = withTaskHooks(opts, spec.Command)
-	step, sreq, err := startStep(ctx, c, job, api.StepRequest{Incarnation: j.Incarnation, Spec: spec}, stderr)
+	step, sreq, err := startStep(ctx, c, job, api.StepRequest{Incarnation: j.Incarnation, Spec: spec}, localInput(opts), stderr)
 	if err != nil {
 		return 1, fmt.Errorf("start step in job %d: %w", job, err)
 	}
-	return followStepInput(ctx, c, job, step, sreq.Spec.Stdin != "", followOptsOf(opts), stdout, stderr)
+	return followStepInput(ctx, c, job, step, stepStdinOf(opts, sreq), followOptsOf(opts), stdout, stderr)
 }
 
 // releaseOwnAllocation ends the job holding srun's own allocation, as

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,8 +22,9 @@ import (
 
 // stdinRelay is the Stdin of a step's or job's spec for srun's
 // -i/--input: cluster.StdinAll when not given or "all" (Slurm's
-// default: srun's stdin goes to every task), a task's number for -i N,
-// and "" for a file or none (the tasks read no stdin of srun's).
+// default: srun's stdin goes to every task) or for a file srun reads
+// itself (localInput), a task's number for -i N, and "" for a file each
+// task opens or none (the tasks read nothing srun relays).
 func stdinRelay(opts slurm.Options) string {
 	if !opts.Set["input"] {
 		return cluster.StdinAll
@@ -34,7 +36,37 @@ func stdinRelay(opts slurm.Options) string {
 	case slurm.InputTask:
 		return strconv.Itoa(in.Task)
 	}
+	if localInput(opts) != "" {
+		return cluster.StdinAll
+	}
 	return ""
+}
+
+// localInput is srun's --input file pattern when srun reads the file
+// itself and relays its bytes to every task, as Slurm's srun does for a
+// name without %t, %n or %N (the job's and step's sequences it expands
+// itself): "" for anything else, a per-task pattern included (each task
+// opens its own file on its node, as slurmstepd does).
+func localInput(opts slurm.Options) string {
+	if !opts.Set["input"] {
+		return ""
+	}
+	in := parseInput(opts)
+	if in.Kind != slurm.InputFile || slurm.PerTaskPattern(in.Pattern) {
+		return ""
+	}
+	return in.Pattern
+}
+
+// relayedStdin is what a step's tasks read of srun's relay: relay, but
+// nothing where srun's own stdin, which relay sends, is /dev/null
+// (withoutNullStdin); a file srun reads itself is relayed whatever its
+// stdin is.
+func relayedStdin(opts slurm.Options, relay string) string {
+	if localInput(opts) != "" {
+		return relay
+	}
+	return withoutNullStdin(relay)
 }
 
 // withoutNullStdin is relay unless srun's stdin is /dev/null (a batch
@@ -63,11 +95,17 @@ func olderCluster(err error) bool {
 
 // startStep starts a step; where the cluster cannot relay srun's stdin
 // yet (servers older than protocol 4), it starts it without, its tasks
-// reading /dev/null as before, and says so.
-func startStep(ctx context.Context, c *api.Client, job uint64, req api.StepRequest, stderr io.Writer) (api.StepResponse, api.StepRequest, error) {
+// reading /dev/null as before, or each opening the --input file srun
+// would have read (local, localInput) on its node, and says so.
+func startStep(ctx context.Context, c *api.Client, job uint64, req api.StepRequest, local string, stderr io.Writer) (api.StepResponse, api.StepRequest, error) {
 	step, err := c.StartStep(ctx, job, req)
 	if err != nil && req.Spec.Stdin != "" && olderCluster(err) {
-		fmt.Fprintln(stderr, "srun: warning: the cluster's older agents cannot relay srun's stdin: the tasks read /dev/null")
+		if local != "" {
+			fmt.Fprintf(stderr, "srun: warning: the cluster's older agents cannot relay srun's stdin: each task opens %s on its node\n", local)
+			req.Spec.Input = local
+		} else {
+			fmt.Fprintln(stderr, "srun: warning: the cluster's older agents cannot relay srun's stdin: the tasks read /dev/null")
+		}
 		req.Spec.Stdin = ""
 		step, err = c.StartStep(ctx, job, req)
 	}
@@ -84,10 +122,42 @@ func parseInput(opts slurm.Options) slurm.Input {
 	return slurm.ParseInput(opts.Input, ntasks)
 }
 
-// followStepInput is followStep with srun's stdin relayed to the step's
-// tasks that read it, when relay: the relay stops when the step ends.
-func followStepInput(ctx context.Context, c *api.Client, job uint64, step api.StepResponse, relay bool, fo followOpts, stdout, stderr io.Writer) (int, error) {
-	if !relay {
+// stepStdin is what srun relays to a step's tasks that read it (relay):
+// its own stdin, or the --input file it reads itself (file, localInput's
+// pattern, relative to workDir).
+type stepStdin struct {
+	relay         bool
+	file, workDir string
+}
+
+// stepStdinOf is the stdin srun relays for a step started as req asked.
+func stepStdinOf(opts slurm.Options, req api.StepRequest) stepStdin {
+	in := stepStdin{relay: req.Spec.Stdin != "", workDir: req.Spec.WorkDir}
+	if in.relay {
+		in.file = localInput(opts)
+	}
+	return in
+}
+
+// followStepInput is followStep with srun's stdin, or its --input file,
+// relayed to the step's tasks that read it: the relay stops when the
+// step ends. A file that srun cannot open cancels the step, as Slurm's
+// srun refuses it.
+func followStepInput(ctx context.Context, c *api.Client, job uint64, step api.StepResponse, in stepStdin, fo followOpts, stdout, stderr io.Writer) (int, error) {
+	if !in.relay {
+		return followStep(ctx, c, job, step, fo, stdout, stderr)
+	}
+	if in.file != "" {
+		f, err := openLocalInput(ctx, c, job, step.Step, in)
+		if err != nil {
+			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = c.CancelStep(cctx, job, step.Step)
+			cancel()
+			return 1, err
+		}
+		defer f.Close()
+		stop := startRelay(ctx, c, job, step.Step, f, func() {}, stderr)
+		defer stop()
 		return followStep(ctx, c, job, step, fo, stdout, stderr)
 	}
 	stop := startStdinRelay(ctx, c, job, step.Step, stderr)
@@ -95,12 +165,48 @@ func followStepInput(ctx context.Context, c *api.Client, job uint64, step api.St
 	return followStep(ctx, c, job, step, fo, stdout, stderr)
 }
 
+// openLocalInput opens the --input file srun reads itself: its pattern
+// expanded as Slurm's srun expands it (the job's and the step's
+// sequences; localInput has none of a task's), relative to the step's
+// working directory.
+func openLocalInput(ctx context.Context, c *api.Client, job uint64, step int, in stepStdin) (*os.File, error) {
+	f := slurm.PatternFields{JobID: job, StepID: strconv.Itoa(step), ArrayTaskID: -1}
+	if strings.Contains(in.file, "%") {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		j, err := c.Job(rctx, job)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("--input %s: job %d: %w", in.file, job, err)
+		}
+		f.User, f.JobName = j.User, j.Name
+		if j.ArrayJobID != 0 {
+			f.IsArray, f.ArrayJobID, f.ArrayTaskID = true, j.ArrayJobID, j.ArrayTaskID
+		}
+	}
+	name := slurm.ExpandOutputPattern(in.file, f)
+	if !filepath.IsAbs(name) {
+		name = filepath.Join(in.workDir, name)
+	}
+	file, err := os.Open(name)
+	if err != nil {
+		return nil, stdinFileError(err)
+	}
+	return file, nil
+}
+
 // startStdinRelay relays srun's stdin to the tasks of job's step (or of
 // its own task, task.NoStep) that read it, in the background, until
 // stdin ends or stop is called; stop waits for it.
 func startStdinRelay(ctx context.Context, c *api.Client, job uint64, step int, stderr io.Writer) (stop func()) {
-	rctx, cancel := context.WithCancel(ctx)
 	in, restore := pollableStdin()
+	return startRelay(ctx, c, job, step, in, restore, stderr)
+}
+
+// startRelay relays in (a file, or a pollable stdin: a read under way
+// ends at stop with a deadline) in the background; stop ends it, waits,
+// then calls restore.
+func startRelay(ctx context.Context, c *api.Client, job uint64, step int, in *os.File, restore func(), stderr io.Writer) (stop func()) {
+	rctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { relayStdin(rctx, c, job, step, in, stderr) })
 	wg.Go(func() {
@@ -133,69 +239,23 @@ var (
 	pollStdin     *os.File
 )
 
-// relayStdin connects to every node whose tasks of job's step read
-// srun's stdin, then copies in to each until in ends (then closes them:
-// the tasks' end of input), every connection is gone (no task reads any
-// more), or ctx ends.
+// relayStdin relays in to every node whose tasks of job's step (or own
+// task) read srun's stdin, once they are known, until in ends and every
+// node has its end, no task reads any more, or ctx ends (stdinStream).
 func relayStdin(ctx context.Context, c *api.Client, job uint64, step int, in io.Reader, stderr io.Writer) {
 	nodes, err := awaitStdinNodes(ctx, c, job, step)
 	if err != nil || len(nodes) == 0 {
 		return
 	}
-	var conns []io.WriteCloser
-	defer func() {
-		for _, w := range conns {
-			w.Close()
+	dial := func(ctx context.Context, node string, resume bool) (io.ReadWriteCloser, error) {
+		actx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if resume {
+			return c.AttachStdinResume(actx, job, step, node)
 		}
-	}()
-	for _, node := range nodes {
-		conn, err := attachStdin(ctx, c, job, step, node)
-		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, errStepOver) {
-				fmt.Fprintf(stderr, "srun: stdin to %s: %v\n", node, err)
-			}
-			continue
-		}
-		conns = append(conns, conn)
+		return c.AttachStdin(actx, job, step, node)
 	}
-	if len(conns) == 0 {
-		return
-	}
-	// The connections close themselves once their tasks read no more;
-	// ctx ending closes them too (a write to a node blocked on a task
-	// that never reads).
-	copied := make(chan struct{})
-	defer close(copied)
-	go func() { // ends with ctx (stop) or once the copy is done
-		select {
-		case <-ctx.Done():
-			for _, w := range conns {
-				w.Close()
-			}
-		case <-copied:
-		}
-	}()
-	buf := make([]byte, 64<<10)
-	live := make([]bool, len(conns))
-	for i := range live {
-		live[i] = true
-	}
-	left := len(conns)
-	for left > 0 {
-		n, err := in.Read(buf)
-		for i, w := range conns {
-			if n == 0 || !live[i] {
-				continue
-			}
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				live[i] = false
-				left--
-			}
-		}
-		if err != nil {
-			return // EOF (the deferred close is the tasks' EOF), or stopped
-		}
-	}
+	newStdinStream(nodes, srunStdinWindow).run(ctx, in, dial, stderr)
 }
 
 // errStepOver: the step (or job) ended before its stdin was attached.
@@ -222,32 +282,6 @@ func awaitStdinNodes(ctx context.Context, c *api.Client, job uint64, step int) (
 			} else if j.State != "RUNNING" {
 				return nil, errStepOver
 			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(srunPoll):
-		}
-	}
-}
-
-// attachStdin connects to the stdin of the tasks on node, once they run:
-// while the agent answers 503 (not started yet) it asks again, until the
-// step ends (409) or ctx does.
-func attachStdin(ctx context.Context, c *api.Client, job uint64, step int, node string) (io.ReadWriteCloser, error) {
-	for {
-		actx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		conn, err := c.AttachStdin(actx, job, step, node)
-		cancel()
-		if err == nil {
-			return conn, nil
-		}
-		var se *api.StatusError
-		if errors.As(err, &se) && se.Code == http.StatusConflict {
-			return nil, errStepOver
-		}
-		if !errors.As(err, &se) || se.Code != http.StatusServiceUnavailable {
-			return nil, err
 		}
 		select {
 		case <-ctx.Done():
