@@ -536,14 +536,22 @@ func (s Spec) Elastic() bool {
 // GrowRequest is what growing running elastic job j asks of placement
 // and what the FSM checks a GrowJob against: more nodes like those it has
 // (same GPUs, CPUs and memory per node, node set), from one up to what
-// NodesMax leaves, none it holds or held in this run. Node lists and -n
+// NodesMax leaves, none it holds or is still stopping; without rejoin
+// (a cluster with a server older than protocol 5) none it held in this
+// run either, with rejoin a node it lost or gave up may come back
+// (Allocation.Rejoinable). Node lists and -n
 // layouts are the start's business: each new node runs TasksPerNode
 // ranks. Nodes is 0 when j cannot grow.
-func (j *Job) GrowRequest() Request {
+func (j *Job) GrowRequest(rejoin bool) Request {
 	r := j.Spec.Request
 	r.NTasks, r.Distribution, r.NodeList = 0, "", nil
 	r.Switches, r.SwitchesWait = 0, 0
-	r.Exclude = append(slices.Clone(r.Exclude), j.Alloc.NodeNames()...)
+	r.Exclude = slices.Clone(r.Exclude)
+	for _, name := range j.Alloc.NodeNames() {
+		if !(rejoin && j.Alloc.Rejoinable(name)) && !slices.Contains(r.Exclude, name) {
+			r.Exclude = append(r.Exclude, name)
+		}
+	}
 	room := r.NodesMax - len(j.Alloc.LiveNodes())
 	if j.State != JobRunning || j.Alloc == nil || !j.Alloc.Elastic || room < 1 {
 		r.Nodes, r.NodesMax = 0, 0

@@ -180,7 +180,7 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 	case "grow":
 		var words []string
 		for _, a := range d.CmdArgs {
-			if a.Key != "inc" {
+			if a.Key != "inc" && a.Key != "rejoin" {
 				words = append(words, a.String())
 			}
 		}
@@ -189,7 +189,7 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 		if j, ok := h.s.View().Job(dec.Job); ok && inc == 0 {
 			inc = j.Incarnation
 		}
-		return resultString(h.apply(t, CmdGrowJob, GrowJob{Job: dec.Job, Incarnation: inc, Nodes: dec.Nodes}))
+		return resultString(h.apply(t, CmdGrowJob, GrowJob{Job: dec.Job, Incarnation: inc, Nodes: dec.Nodes, Rejoin: strArg("rejoin", "") == "yes"}))
 	case "shrink":
 		id := jobArg()
 		inc := uint64(intArg("inc", 0))
@@ -231,16 +231,20 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 		}
 		var b strings.Builder
 		for _, na := range j.Alloc.Nodes {
-			fmt.Fprintf(&b, "%s gpus=%v cpus=%s mem=%d released=%v\n", na.Node, na.GPUs, cmp.Or(cluster.CPUList(na.CPUs), "-"), na.MemMiB, na.Released)
+			fmt.Fprintf(&b, "%s gpus=%v cpus=%s mem=%d released=%v", na.Node, na.GPUs, cmp.Or(cluster.CPUList(na.CPUs), "-"), na.MemMiB, na.Released)
+			if j.Alloc.Elastic {
+				fmt.Fprintf(&b, " state=%s join=%d", na.State, na.Join)
+			}
+			b.WriteString("\n")
 		}
 		return b.String()
 	case "started":
 		id := jobArg()
-		return resultString(h.apply(t, CmdTaskStarted, TaskStarted{Job: id, Incarnation: incArg(id), Node: strArg("node", "")}))
+		return resultString(h.apply(t, CmdTaskStarted, TaskStarted{Job: id, Incarnation: incArg(id), Node: strArg("node", ""), Join: intArg("join", 0)}))
 	case "exited":
 		id := jobArg()
 		return resultString(h.apply(t, CmdTaskExited, TaskExited{
-			Job: id, Incarnation: incArg(id), Node: strArg("node", ""),
+			Job: id, Incarnation: incArg(id), Node: strArg("node", ""), Join: intArg("join", 0),
 			ExitCode: intArg("code", 0), Cause: strArg("cause", CauseExit),
 		}))
 	case "cancel":

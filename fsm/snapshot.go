@@ -227,12 +227,22 @@ func validateJob(j *cluster.Job, lastJob cluster.JobID) error {
 	if j.State == cluster.JobPending && j.HoldsResources() {
 		return fmt.Errorf("job %d: PENDING while holding resources", j.ID)
 	}
-	names := make(map[string]struct{}, len(j.Alloc.Nodes))
+	// A node appears once, but in an elastic allocation that took back a
+	// node it lost (GrowJob.Rejoin): then each entry of it has the next
+	// Join, and every one before the last is out of the allocation and
+	// released.
+	names := make(map[string]int, len(j.Alloc.Nodes))
 	for i, na := range j.Alloc.Nodes {
-		if _, dup := names[na.Node]; dup {
+		prev, dup := names[na.Node]
+		switch {
+		case !dup && na.Join != 0:
+			return fmt.Errorf("job %d: alloc.nodes[%d]: node %.64q: join %d, its first entry", j.ID, i, na.Node, na.Join)
+		case dup && (!j.Alloc.Elastic || na.Join != j.Alloc.Nodes[prev].Join+1):
 			return fmt.Errorf("job %d: alloc.nodes[%d]: node %.64q named twice", j.ID, i, na.Node)
+		case dup && (j.Alloc.Live(prev) || !j.Alloc.Nodes[prev].Released):
+			return fmt.Errorf("job %d: alloc.nodes[%d]: node %.64q taken back while it still held alloc.nodes[%d]", j.ID, i, na.Node, prev)
 		}
-		names[na.Node] = struct{}{}
+		names[na.Node] = i
 		switch na.State {
 		case cluster.TaskAssigned, cluster.TaskRunning:
 			if na.Released {

@@ -417,11 +417,15 @@ func validateSteps(j *cluster.Job) error {
 		at := stepAllocNodes(sp, j)
 		if j.Alloc.Elastic && len(sp.NodeList) == 0 {
 			// The nodes the allocation had when the step started, which
-			// it may have lost since: its step nodes, in rank order.
+			// it may have lost since: its step nodes, in rank order. A
+			// node it lost and took back is found at its latest entry,
+			// which may come after nodes that joined meanwhile, so the
+			// order is checked only where no node came back.
+			rejoined := slices.ContainsFunc(j.Alloc.Nodes, func(na cluster.NodeAlloc) bool { return na.Join > 0 })
 			at = at[:0]
 			for i, sn := range st.Nodes {
 				a := j.Alloc.Find(sn.Node)
-				if a < 0 || i > 0 && a <= at[i-1] {
+				if a < 0 || !rejoined && i > 0 && a <= at[i-1] {
 					return fmt.Errorf("%s: nodes[%d]: node %.64q, not the allocation's next node in rank order", what, i, sn.Node)
 				}
 				at = append(at, a)

@@ -73,6 +73,17 @@ import (
 //	   and refuse the allocation that holds other CPUs than it computes.
 //	   srun --ntasks-per-gpu (StartStep.Spec.NTasksPerGPU), which an
 //	   older replica would drop, running one task per node on every GPU.
+//	5  field: GrowJob.Rejoin, which lets an elastic job take back a node
+//	   it lost or gave up in the same run once the node's tasks of it are
+//	   known dead (its entry released): the node comes back as a new
+//	   entry with the next cluster.NodeAlloc.Join, which its tasks and
+//	   their reports carry (TaskStarted.Join, TaskExited.Join,
+//	   RecordGPUUsage.Join; absent, 0, in every entry a node that never
+//	   came back reports, so an older replica reads those the same). An
+//	   older replica would drop Rejoin and refuse a node already in the
+//	   allocation where the others grow the job. The leader offers such
+//	   nodes only once every live agent speaks 5 (a node must know Join
+//	   to run and report its new entry).
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -80,7 +91,7 @@ import (
 const (
 	// ProtocolVersion is the protocol this build speaks: the highest
 	// version in commands and snapshotFormats.
-	ProtocolVersion = 4
+	ProtocolVersion = 5
 	// ProtocolOldest is the lowest version an agent may announce. A
 	// command type introduced at it needs no check.
 	ProtocolOldest = 1
@@ -171,6 +182,12 @@ var commands = [...]command{
 // body uses one needs the field's version (Needs), checked as a new
 // type's is.
 var fields = []field{
+	// An older replica would drop Rejoin and refuse to grow the job by
+	// a node it had, where the others grow it.
+	{name: "GrowJob.Rejoin", since: 5, uses: func(body any) bool {
+		c, ok := body.(GrowJob)
+		return ok && c.Rejoin
+	}},
 	// An older replica would drop Elastic and, once the job loses a
 	// node, end or requeue it where the others let it go on.
 	{name: "Allocate.Decisions.Elastic", since: 4, uses: func(body any) bool {

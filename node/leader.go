@@ -101,6 +101,7 @@ func (a *Agent) scheduler() leader.Scheduler {
 	s := leader.Scheduler{
 		State: a.state, Propose: agentLeader{a}, Lead: agentLeader{a}, Clock: wallClock{},
 		Metrics: agentLeader{a}, Log: a.log, Interval: a.cfg.ScheduleInterval, Gate: a.checkProtocol,
+		Agents: func(need int) bool { return everyAgentSpeaks(need, a.gossip.Members()) },
 	}
 	if plantedDoubleBook { // a planted bug, test builds only: see planted_doublebook_off.go
 		s.Occupying = plantedHideNewest
@@ -425,10 +426,10 @@ func (a *Agent) leaderTaskEvent(ctx context.Context, ev taskEvent) error {
 	switch ev.Kind {
 	case "started":
 		res, err = a.apply(ctx, fsm.CmdTaskStarted, fsm.TaskStarted{
-			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node, Time: time.Now()})
+			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node, Join: ev.Join, Time: time.Now()})
 	case "exited":
 		res, err = a.apply(ctx, fsm.CmdTaskExited, fsm.TaskExited{
-			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node,
+			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node, Join: ev.Join,
 			ExitCode: ev.ExitCode, Cause: ev.Cause, Usage: ev.Usage, Time: time.Now()})
 	case eventPrologFailed, eventEpilogFailed:
 		return a.leaderScriptFailed(ctx, ev)
@@ -443,7 +444,7 @@ func (a *Agent) leaderTaskEvent(ctx context.Context, ev taskEvent) error {
 	}
 	if err == nil && res.Err == nil && ev.GPUUsage != nil && (ev.Kind == "exited" || ev.Kind == "gpu-usage") {
 		res, err = a.apply(ctx, fsm.CmdRecordGPUUsage, fsm.RecordGPUUsage{
-			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node, Usage: *ev.GPUUsage})
+			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node, Join: ev.Join, Usage: *ev.GPUUsage})
 		if errors.Is(err, fsm.ErrUnsupportedByCluster) {
 			// Agents of an older protocol still serve: the usage is not
 			// recorded until every server is upgraded, the exit is.
