@@ -236,6 +236,19 @@ func (a *Allocation) NodeNames() []string {
 	return names
 }
 
+// Hosts returns the allocation's distinct node names, in the order of
+// their first entries: NodeNames without the repeats of a node an
+// elastic allocation took back.
+func (a *Allocation) Hosts() []string {
+	var out []string
+	for _, name := range a.NodeNames() {
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // Find returns the index of node's latest entry in the allocation, or
 // -1. A node has several entries only in an elastic allocation that lost
 // it and took it back (NodeAlloc.Join); every entry but the latest is

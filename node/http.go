@@ -291,7 +291,7 @@ func (b apiBackend) Logs(ctx context.Context, id cluster.JobID, filter api.LogFi
 		return nil, 0, err
 	}
 	out := []api.LogChunk{}
-	for _, name := range j.Alloc.NodeNames() {
+	for _, name := range j.Alloc.Hosts() {
 		var chunks []api.LogChunk
 		if name == b.a.cfg.Name {
 			chunks, err = b.a.localLogs(id, filter)
