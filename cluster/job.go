@@ -524,13 +524,14 @@ type Spec struct {
 }
 
 // Elastic reports whether a job of this spec runs elastically: it asks for
-// a node range (-N MIN-MAX) and runs its command on every node (not a
-// batch script, whose steps are launched by the script for the nodes it
-// saw at start). Its allocation then grows towards NodesMax while it runs
-// and shrinks, down to Nodes, when it loses a node other than its first
-// (Allocation.Elastic).
+// a node range (-N MIN-MAX) and runs its command on every node, or is a
+// batch job sbatch made elastic (Batch.Elastic: its script runs on the
+// first node, which it never loses, and the steps it starts run on the
+// nodes the job has then). Its allocation then grows towards NodesMax
+// while it runs and shrinks, down to Nodes, when it loses a node other
+// than its first (Allocation.Elastic).
 func (s Spec) Elastic() bool {
-	return s.Batch == nil && s.Request.NodesMax > s.Request.Nodes
+	return (s.Batch == nil || s.Batch.Elastic) && s.Request.NodesMax > s.Request.Nodes
 }
 
 // GrowRequest is what growing running elastic job j asks of placement

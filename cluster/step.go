@@ -26,6 +26,10 @@ type Batch struct {
 	// Input is sbatch's --input filename pattern, the script's stdin,
 	// relative to WorkDir unless absolute; empty or "none" is /dev/null.
 	Input string `msgpack:"input,omitempty" json:"input,omitempty"`
+	// Elastic makes a batch job of -N MIN-MAX elastic (Spec.Elastic):
+	// sbatch sets it; salloc's allocation, held by a script of its own,
+	// stays fixed. Protocol 5.
+	Elastic bool `msgpack:"elastic,omitempty" json:"elastic,omitempty"`
 }
 
 // Bounds of batch jobs and steps.

@@ -483,7 +483,7 @@ func (s *State) checkDecision(j *cluster.Job, d Decision, gates *Gates, consumab
 		return fmt.Sprintf("decision names %d nodes, job requests %d", len(d.Nodes), req.Nodes)
 	}
 	if d.Elastic && !j.Spec.Elastic() {
-		return "elastic allocation for a job that is not elastic (wants -N MIN-MAX, not a batch job)"
+		return "elastic allocation for a job that is not elastic (wants -N MIN-MAX, and a batch script from sbatch, not salloc)"
 	}
 	return s.checkPlacements(req, d, consumable)
 }

@@ -108,7 +108,7 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 		sp.Request.TasksPerNode = intArg("tpn", sp.Request.TasksPerNode)
 		if strArg("batch", "") == "yes" {
 			sp.Command = nil
-			sp.Batch = &cluster.Batch{Script: "#!/bin/sh\nsrun hostname\n"}
+			sp.Batch = &cluster.Batch{Script: "#!/bin/sh\nsrun hostname\n", Elastic: strArg("elastic", "") == "yes"}
 		}
 		if v := strArg("array", ""); v != "" {
 			a, err := slurm.ParseArray(v)

@@ -359,7 +359,8 @@ func endStep(st *cluster.Step, at time.Time) {
 // step, and the job, are not RUNNING. A step node whose NodeAlloc is
 // released has no live tasks (the agent stops every task of the job on a
 // node before it reports, and a node declared down has fenced itself), so
-// it is lost; a step whose last live node that was ends. Steps never hold
+// it is lost; a step whose last live node that was ends, and an elastic
+// batch job's step that lost one is cancelled. Steps never hold
 // GPUs of their own: the job's NodeAllocs hold them (DESIGN invariant 1).
 func settleSteps(j *cluster.Job, at time.Time) {
 	for k := range j.Steps {
@@ -375,6 +376,14 @@ func settleSteps(j *cluster.Job, at time.Time) {
 				sn.State = cluster.TaskLost
 				lost = true
 			}
+		}
+		if lost && st.State == cluster.StepRunning && j.Alloc.Elastic && j.Spec.Batch != nil {
+			// An elastic batch job's step that loses a node is killed,
+			// as Slurm kills it (srun without --no-kill, which steps
+			// refuse here): its tasks on the other nodes stop, and the
+			// script's srun learns it ended. Other jobs' steps (whose
+			// replicas may be older) run on with the nodes left.
+			st.State = cluster.StepCancelled
 		}
 		if lost {
 			endStep(st, at)

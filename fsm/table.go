@@ -84,6 +84,11 @@ import (
 //	   allocation where the others grow the job. The leader offers such
 //	   nodes only once every live agent speaks 5 (a node must know Join
 //	   to run and report its new entry).
+//	5  field: Batch.Elastic in SubmitJob (sbatch -N MIN-MAX): the batch
+//	   job's allocation is elastic (Spec.Elastic). An older replica would
+//	   drop it and refuse the elastic allocation (Decision.Elastic) the
+//	   others start it with. The leader drops it from a submit while a
+//	   server speaks 4 (the job then runs at the size it starts with).
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -182,6 +187,12 @@ var commands = [...]command{
 // body uses one needs the field's version (Needs), checked as a new
 // type's is.
 var fields = []field{
+	// An older replica would drop it and refuse the job's elastic
+	// allocation.
+	{name: "SubmitJob.Spec.Batch.Elastic", since: 5, uses: func(body any) bool {
+		c, ok := body.(SubmitJob)
+		return ok && c.Spec.Batch != nil && c.Spec.Batch.Elastic
+	}},
 	// An older replica would drop Rejoin and refuse to grow the job by
 	// a node it had, where the others grow it.
 	{name: "GrowJob.Rejoin", since: 5, uses: func(body any) bool {

@@ -215,6 +215,13 @@ func (a *Agent) leaderSubmit(ctx context.Context, requestID string, spec cluster
 		}
 	}
 	spec = a.packSubmit(ctx, v, spec) // pack.go
+	if b := spec.Batch; b != nil && b.Elastic && a.checkProtocol(ctx, fsm.CmdSubmitJob, fsm.Needs(fsm.CmdSubmitJob, fsm.SubmitJob{Spec: spec})) != nil {
+		// A server of protocol 4 would refuse its elastic allocation: it
+		// runs at the size it starts with, as batch jobs did.
+		nb := *b
+		nb.Elastic = false
+		spec.Batch = &nb
+	}
 	if _, err := a.checkSubmit(v, spec); err != nil {
 		return fsm.Result{}, err
 	}
