@@ -5,6 +5,8 @@ import (
 	"cmp"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -211,6 +213,38 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			fmt.Fprintf(&b, "%s %s %s nodes=%d\n", offset(r.Time), r.Cause, r.Node, r.Nodes)
 		}
 		return b.String()
+	case "report-switch":
+		// report-switch switch=S [bridge=A,B] [host=C,D]: its LLDP
+		// neighbours, switches (bridge) and hosts.
+		r := cluster.SwitchReport{Switch: strArg("switch", "")}
+		for _, a := range d.CmdArgs {
+			for _, v := range a.Vals {
+				switch a.Key {
+				case "bridge":
+					r.Neighbors = append(r.Neighbors, cluster.SwitchNeighbor{Name: v, Bridge: true})
+				case "host":
+					r.Neighbors = append(r.Neighbors, cluster.SwitchNeighbor{Name: v})
+				}
+			}
+		}
+		return resultString(h.apply(t, CmdReportSwitch, ReportSwitch{Report: r.Canonical(), Time: h.now}))
+	case "switches":
+		var b strings.Builder
+		for _, r := range h.s.View().Switches() {
+			fmt.Fprintf(&b, "%s %s:", offset(r.Time), r.Switch)
+			for _, n := range r.Neighbors {
+				fmt.Fprintf(&b, " %s", n.Name)
+				if n.Bridge {
+					b.WriteString("(bridge)")
+				}
+			}
+			b.WriteString("\n")
+		}
+		links := h.s.View().SwitchLinks()
+		for _, sw := range slices.Sorted(maps.Keys(links)) {
+			fmt.Fprintf(&b, "link %s: %s\n", sw, strings.Join(links[sw], " "))
+		}
+		return cmp.Or(b.String(), "none\n")
 	case "places":
 		j, ok := h.s.View().Job(jobArg())
 		if !ok || j.Alloc == nil {

@@ -35,6 +35,9 @@ type snapshotBody struct {
 	Security *cluster.Security `msgpack:"security,omitempty"`
 	// Archive is the accounting archive (ArchiveJobs), ascending ID.
 	Archive []*cluster.Job `msgpack:"archive,omitempty"`
+	// Switches are the switches' own LLDP reports (ReportSwitch, protocol
+	// 5), ascending by switch.
+	Switches []*cluster.SwitchReport `msgpack:"switches,omitempty"`
 }
 
 // Snapshot returns the canonical bytes of the state: a version byte, then
@@ -66,6 +69,7 @@ func (v *View) encode() ([]byte, error) {
 		Policy:     v.policy,
 		Security:   v.security,
 		Archive:    v.archive,
+		Switches:   v.switches,
 	}
 	b, err := msgpack.Marshal(&body)
 	if err != nil {
@@ -90,6 +94,7 @@ func (s *State) Restore(data []byte) error {
 	s.policy = n.policy
 	s.security = n.security
 	s.archive = n.archive
+	s.switches = n.switches
 	s.live = n.live
 	s.diverged = nil
 	s.moved()
@@ -171,6 +176,10 @@ func decodeSnapshot(data []byte) (*State, error) {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
 	s.archive = nilIfEmpty(body.Archive)
+	if err := validateSwitches(body.Switches); err != nil {
+		return nil, fmt.Errorf("switches: %w", err)
+	}
+	s.switches = nilIfEmpty(body.Switches)
 	if body.Security != nil {
 		if err := validateSecurity(body.Security); err != nil {
 			return nil, fmt.Errorf("security: %w", err)

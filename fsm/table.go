@@ -73,6 +73,10 @@ import (
 //	   and refuse the allocation that holds other CPUs than it computes.
 //	   srun --ntasks-per-gpu (StartStep.Spec.NTasksPerGPU), which an
 //	   older replica would drop, running one task per node on every GPU.
+//	5  command type 31 (ReportSwitch: a switch's own LLDP neighbours,
+//	   from which a leaf's parent follows where no node announces one;
+//	   snapshots hold them under "switches", which an older replica
+//	   would drop, so only protocol 5 states have any).
 //	5  field: GrowJob.Rejoin, which lets an elastic job take back a node
 //	   it lost or gave up in the same run once the node's tasks of it are
 //	   known dead (its entry released): the node comes back as a new
@@ -140,6 +144,7 @@ const (
 	CmdRecordGPUUsage  CmdType = 28
 	CmdGrowJob         CmdType = 29
 	CmdShrinkJob       CmdType = 30
+	CmdReportSwitch    CmdType = 31
 )
 
 // commands is the command table, indexed by type byte: each type's name,
@@ -179,6 +184,8 @@ var commands = [...]command{
 
 	CmdGrowJob:   cmd("GrowJob", 4, (*State).growJob),
 	CmdShrinkJob: cmd("ShrinkJob", 4, (*State).shrinkJob),
+
+	CmdReportSwitch: cmd("ReportSwitch", 5, indexless((*State).reportSwitch)),
 }
 
 // fields is the field table: fields a protocol version after their

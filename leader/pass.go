@@ -118,7 +118,7 @@ func Pass(in PassInput) (Plan, error) {
 	} else {
 		p.Order = opts.Order
 	}
-	res, err := placement.PlaceWith(placement.NewView(v.Nodes(), occupying).WithPartitions(parts), pending, now, opts)
+	res, err := placement.PlaceWith(placement.NewView(v.Nodes(), occupying).WithPartitions(parts).WithSwitchLinks(v.SwitchLinks()), pending, now, opts)
 	if err != nil {
 		return Plan{}, fmt.Errorf("place %d pending jobs: %w", len(pending), err)
 	}
@@ -127,7 +127,7 @@ func Pass(in PassInput) (Plan, error) {
 		waiting := slices.DeleteFunc(slices.Clone(pending), func(j *cluster.Job) bool {
 			return slices.ContainsFunc(placed, func(x *cluster.Job) bool { return x.ID == j.ID })
 		})
-		view := placement.NewView(v.Nodes(), append(slices.Clone(occupying), placed...)).WithPartitions(parts)
+		view := placement.NewView(v.Nodes(), append(slices.Clone(occupying), placed...)).WithPartitions(parts).WithSwitchLinks(v.SwitchLinks())
 		if p.Grows, err = Grows(view, v.Jobs(), waiting, p.Order, now, in.Rejoin); err != nil {
 			return Plan{}, fmt.Errorf("grow elastic jobs: %w", err)
 		}

@@ -278,7 +278,7 @@ func (b apiBackend) Job(ref cluster.JobRef, who cluster.Identity) (httpapi.JobRe
 		if p := v.Policy(); p != nil {
 			parts = p.Partitions
 		}
-		rec.ReasonDetail = placement.Shortage(placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(parts), j)
+		rec.ReasonDetail = placement.Shortage(placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(parts).WithSwitchLinks(v.SwitchLinks()), j)
 	}
 	return rec, nil
 }

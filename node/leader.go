@@ -277,7 +277,7 @@ func (a *Agent) leaderTestOnly(spec cluster.Spec) (api.TestOnlyResponse, error) 
 	if p := v.Policy(); p != nil {
 		parts = p.Partitions
 	}
-	start, nodes, ok := placement.EarliestStart(placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(parts), j, now)
+	start, nodes, ok := placement.EarliestStart(placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(parts).WithSwitchLinks(v.SwitchLinks()), j, now)
 	out := api.TestOnlyResponse{Job: uint64(j.ID), Partition: resolved.Request.Partition, Nodes: []string{}}
 	if !ok {
 		return out, conflict(fmt.Errorf("job %d: no start can be estimated: it waits on jobs without a time limit or on nodes that are down", j.ID))
