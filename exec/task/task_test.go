@@ -125,3 +125,17 @@ func TestTrackerAndSupervisorApart(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseDirName: a task directory's name parses only in its canonical
+// form, and a key it gives names the same directory again.
+func FuzzParseDirName(f *testing.F) {
+	for _, s := range []string{"3.1", "3.2.17", "3.1~1", "3.2.4~12", "3.1~0", "~1", "3.1~1~1", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		k, ok := ParseDirName(name)
+		if ok && k.DirName() != name {
+			t.Errorf("ParseDirName(%q) = %v, whose DirName is %q", name, k, k.DirName())
+		}
+	})
+}
