@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shoal-sched/shoal/cluster"
 )
 
 // Headers of the HTTP API.
@@ -532,4 +534,19 @@ func (c *Client) setHeaders(req *http.Request) {
 		req.Header.Set(HeaderUID, strconv.Itoa(c.identity.UID))
 		req.Header.Set(HeaderGID, strconv.Itoa(c.identity.GID))
 	}
+}
+
+// SwitchReports returns the switches' own LLDP reports the cluster holds
+// (`shoal topology`).
+func (c *Client) SwitchReports(ctx context.Context) ([]cluster.SwitchReport, error) {
+	var out []cluster.SwitchReport
+	_, err := c.Do(ctx, http.MethodGet, "/v1/topology/switches", nil, &out)
+	return out, err
+}
+
+// ReportSwitch records what a switch's lldpd sees (root; `shoal topology
+// report`).
+func (c *Client) ReportSwitch(ctx context.Context, r cluster.SwitchReport) error {
+	_, err := c.Do(ctx, http.MethodPost, "/v1/topology/switches", r, nil)
+	return err
 }

@@ -461,8 +461,11 @@ type TaskEvent struct {
 	Job         cluster.JobID `json:"job"`
 	Incarnation uint64        `json:"incarnation"`
 	Node        string        `json:"node"`
-	ExitCode    int           `json:"exit_code"`
-	Cause       string        `json:"cause"`
+	// Join is the node's entry in the allocation the tasks ran under
+	// (cluster.NodeAlloc.Join): 0 but on a node an elastic job took back.
+	Join     int    `json:"join,omitempty"`
+	ExitCode int    `json:"exit_code"`
+	Cause    string `json:"cause"`
 	// Usage is what the tasks used, with an exit; nil when not counted.
 	Usage *cluster.Usage `json:"usage,omitempty"`
 	// GPUUsage is what the job's GPUs on the node did so far: with an

@@ -143,6 +143,12 @@ type NodeAlloc struct {
 	// (Allocation.SlotOf), set for a node that joined it (GrowJob); 0 for
 	// the nodes it started with, whose place is their index.
 	Slot int `msgpack:"slot,omitempty" json:"slot,omitempty"`
+	// Join counts the node's earlier entries in the allocation: 0 for its
+	// first, k for the entry a node the elastic job lost k times took
+	// when it came back (GrowJob with Rejoin, protocol 5). The node's
+	// tasks of the entry run under it (task keys, reports), so nothing
+	// the node still holds of an earlier entry is taken for this one.
+	Join int `msgpack:"join,omitempty" json:"join,omitempty"`
 }
 
 // SlotOf is node i's place in the allocation: the node index its tasks
@@ -230,17 +236,58 @@ func (a *Allocation) NodeNames() []string {
 	return names
 }
 
-// Find returns the index of node in the allocation, or -1.
+// Hosts returns the allocation's distinct node names, in the order of
+// their first entries: NodeNames without the repeats of a node an
+// elastic allocation took back.
+func (a *Allocation) Hosts() []string {
+	var out []string
+	for _, name := range a.NodeNames() {
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Find returns the index of node's latest entry in the allocation, or
+// -1. A node has several entries only in an elastic allocation that lost
+// it and took it back (NodeAlloc.Join); every entry but the latest is
+// then released, and the latest is the one the node runs or ran last.
 func (a *Allocation) Find(node string) int {
 	if a == nil {
 		return -1
 	}
-	for i, n := range a.Nodes {
-		if n.Node == node {
+	for i := len(a.Nodes) - 1; i >= 0; i-- {
+		if a.Nodes[i].Node == node {
 			return i
 		}
 	}
 	return -1
+}
+
+// FindJoin returns the index of node's entry whose Join is join, or -1:
+// the entry a report of the node's tasks run under join is about.
+func (a *Allocation) FindJoin(node string, join int) int {
+	if a == nil {
+		return -1
+	}
+	for i, n := range a.Nodes {
+		if n.Node == node && n.Join == join {
+			return i
+		}
+	}
+	return -1
+}
+
+// Rejoinable reports whether node may join elastic allocation a as a new
+// entry although it was part of it before (GrowJob with Rejoin): its
+// latest entry is no longer part of the allocation (lost, or given up)
+// and is released, which the FSM records only once the entry's tasks are
+// known dead (the node's own exit report, or its lease run out and so
+// its ranks fenced: see NodeDown). A node never in a is not a rejoin.
+func (a *Allocation) Rejoinable(node string) bool {
+	i := a.Find(node)
+	return i >= 0 && a.Elastic && !a.Live(i) && a.Nodes[i].Released
 }
 
 // CPUList writes CPU positions, ascending, in the Linux cpulist form

@@ -50,7 +50,7 @@ func TestGrowRequest(t *testing.T) {
 		{"full", run(true, TaskRunning, TaskRunning, TaskRunning, TaskRunning), 0, 0},
 		{"not elastic", run(false, TaskRunning, TaskRunning), 0, 0},
 	} {
-		r := tc.j.GrowRequest()
+		r := tc.j.GrowRequest(true)
 		if r.Nodes != tc.min || r.NodesMax != tc.max {
 			t.Errorf("%s: GrowRequest nodes %d-%d; want %d-%d", tc.name, r.Nodes, r.NodesMax, tc.min, tc.max)
 		}
@@ -148,5 +148,45 @@ func TestJoinRanksNeverRepeat(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestGrowRequestRejoin: a node the job lost comes back only with rejoin,
+// and only once its entry is released (its tasks known dead: DESIGN,
+// node liveness, a node cut off never keeps running ranks that the
+// majority placed elsewhere); a node given up and still stopping, or one
+// the job has, never.
+func TestGrowRequestRejoin(t *testing.T) {
+	j := &Job{State: JobRunning, Spec: Spec{Request: Request{Nodes: 1, NodesMax: 6, Exclude: []string{"x"}}}}
+	j.Alloc = &Allocation{Elastic: true, Nodes: []NodeAlloc{
+		{Node: "a", State: TaskRunning},
+		{Node: "b", State: TaskLost, Released: true},                  // lost, fenced: may come back
+		{Node: "c", State: TaskRunning, Removed: true},                // given up, still stopping
+		{Node: "d", State: TaskExited, Removed: true, Released: true}, // given up, stopped
+		{Node: "e", State: TaskLost, Released: true},                  // lost, then back ...
+		{Node: "e", State: TaskRunning, Join: 1},                      // ... and running again
+	}}
+	for _, tc := range []struct {
+		rejoin bool
+		want   []string
+	}{
+		{false, []string{"x", "a", "b", "c", "d", "e"}},
+		{true, []string{"x", "a", "c", "e"}},
+	} {
+		if got := j.GrowRequest(tc.rejoin).Exclude; !slices.Equal(got, tc.want) {
+			t.Errorf("GrowRequest(%v).Exclude = %v; want %v", tc.rejoin, got, tc.want)
+		}
+	}
+	if i := j.Alloc.Find("e"); i != 5 {
+		t.Errorf(`Find("e") = %d; want 5 (the latest entry)`, i)
+	}
+	if i := j.Alloc.FindJoin("e", 0); i != 4 {
+		t.Errorf(`FindJoin("e", 0) = %d; want 4`, i)
+	}
+	if i := j.Alloc.FindJoin("e", 2); i != -1 {
+		t.Errorf(`FindJoin("e", 2) = %d; want -1`, i)
+	}
+	if got := j.Alloc.LiveNodes(); !slices.Equal(got, []string{"a", "e"}) {
+		t.Errorf("LiveNodes = %v; want [a e]", got)
 	}
 }

@@ -530,26 +530,35 @@ type Spec struct {
 }
 
 // Elastic reports whether a job of this spec runs elastically: it asks for
-// a node range (-N MIN-MAX) and runs its command on every node (not a
-// batch script, whose steps are launched by the script for the nodes it
-// saw at start). Its allocation then grows towards NodesMax while it runs
-// and shrinks, down to Nodes, when it loses a node other than its first
-// (Allocation.Elastic).
+// a node range (-N MIN-MAX) and runs its command on every node, or is a
+// batch job sbatch made elastic (Batch.Elastic: its script runs on the
+// first node, which it never loses, and the steps it starts run on the
+// nodes the job has then). Its allocation then grows towards NodesMax
+// while it runs and shrinks, down to Nodes, when it loses a node other
+// than its first (Allocation.Elastic).
 func (s Spec) Elastic() bool {
-	return s.Batch == nil && s.Request.NodesMax > s.Request.Nodes
+	return (s.Batch == nil || s.Batch.Elastic) && s.Request.NodesMax > s.Request.Nodes
 }
 
 // GrowRequest is what growing running elastic job j asks of placement
 // and what the FSM checks a GrowJob against: more nodes like those it has
 // (same GPUs, CPUs and memory per node, node set), from one up to what
-// NodesMax leaves, none it holds or held in this run. Node lists and -n
+// NodesMax leaves, none it holds or is still stopping; without rejoin
+// (a cluster with a server older than protocol 5) none it held in this
+// run either, with rejoin a node it lost or gave up may come back
+// (Allocation.Rejoinable). Node lists and -n
 // layouts are the start's business: each new node runs TasksPerNode
 // ranks. Nodes is 0 when j cannot grow.
-func (j *Job) GrowRequest() Request {
+func (j *Job) GrowRequest(rejoin bool) Request {
 	r := j.Spec.Request
 	r.NTasks, r.Distribution, r.NodeList = 0, "", nil
 	r.Switches, r.SwitchesWait = 0, 0
-	r.Exclude = append(slices.Clone(r.Exclude), j.Alloc.NodeNames()...)
+	r.Exclude = slices.Clone(r.Exclude)
+	for _, name := range j.Alloc.NodeNames() {
+		if !(rejoin && j.Alloc.Rejoinable(name)) && !slices.Contains(r.Exclude, name) {
+			r.Exclude = append(r.Exclude, name)
+		}
+	}
 	room := r.NodesMax - len(j.Alloc.LiveNodes())
 	if j.State != JobRunning || j.Alloc == nil || !j.Alloc.Elastic || room < 1 {
 		r.Nodes, r.NodesMax = 0, 0

@@ -26,6 +26,10 @@ type Batch struct {
 	// Input is sbatch's --input filename pattern, the script's stdin,
 	// relative to WorkDir unless absolute; empty or "none" is /dev/null.
 	Input string `msgpack:"input,omitempty" json:"input,omitempty"`
+	// Elastic makes a batch job of -N MIN-MAX elastic (Spec.Elastic):
+	// sbatch sets it; salloc's allocation, held by a script of its own,
+	// stays fixed. Protocol 5.
+	Elastic bool `msgpack:"elastic,omitempty" json:"elastic,omitempty"`
 }
 
 // Bounds of batch jobs and steps.
@@ -122,6 +126,10 @@ type StepSpec struct {
 	// takes the place of the job's --signal. BatchOnly is never set (a
 	// step has no batch shell).
 	Signal *JobSignal `msgpack:"signal,omitempty" json:"signal,omitempty"`
+	// NoKill is srun's --no-kill for the step: when a node of the step is
+	// lost, its tasks on the other nodes run on. srun ends such a step
+	// itself otherwise; an elastic batch job's step the state cancels.
+	NoKill bool `msgpack:"no_kill,omitempty" json:"no_kill,omitempty"`
 	// Container is srun's --container: the absolute path of the OCI
 	// bundle the step's tasks run in (see Spec.Container); empty: none,
 	// the tasks run on the node as any step's.

@@ -117,7 +117,7 @@ type Config struct {
 
 func compareKeys(a, b TaskKey) int {
 	return cmp.Or(cmp.Compare(a.Job, b.Job), cmp.Compare(a.Incarnation, b.Incarnation),
-		cmp.Compare(a.Step, b.Step))
+		cmp.Compare(a.Join, b.Join), cmp.Compare(a.Step, b.Step))
 }
 
 // Exit is a task's end as recorded on disk.
@@ -125,6 +125,7 @@ type Exit struct {
 	Job         cluster.JobID
 	Incarnation uint64
 	Step        int // NoStep for the job's own task
+	Join        int // the node's entry (TaskKey.Join)
 	// ExitCode is the first failing rank's code (128+signal for a signal
 	// death), 0 when all succeeded, -1 when lost.
 	ExitCode int
@@ -139,11 +140,13 @@ type Exit struct {
 // exitOf is the Exit of the record r; key is the task's key, which the
 // directory name gives (records older than steps carry no step).
 func exitOf(r task.ExitRecord, key TaskKey) Exit {
-	return Exit{Job: key.Job, Incarnation: key.Incarnation, Step: key.Step,
+	return Exit{Job: key.Job, Incarnation: key.Incarnation, Step: key.Step, Join: key.Join,
 		ExitCode: r.ExitCode, Cause: r.Cause, Start: r.Start, End: r.End, Usage: r.Usage}
 }
 
-func (x Exit) key() TaskKey { return TaskKey{Job: x.Job, Incarnation: x.Incarnation, Step: x.Step} }
+func (x Exit) key() TaskKey {
+	return TaskKey{Job: x.Job, Incarnation: x.Incarnation, Step: x.Step, Join: x.Join}
+}
 
 // LogFile is one rank's output file. A batch script's Stdout and Stderr
 // files are reported with Step NoStep and Rank 0; a single file for both
@@ -327,7 +330,7 @@ func (e *Executor) Start(ctx context.Context, l Launch) error {
 	// as soon as it is launched, as it would have had it started first
 	// (settle runs under e.mu too, so one of the two sees the other).
 	if l.Step != nil && l.Spec.Batch != nil {
-		t.stopCause = e.scriptEnded(TaskKey{Job: key.Job, Incarnation: key.Incarnation, Step: NoStep})
+		t.stopCause = e.scriptEnded(TaskKey{Job: key.Job, Incarnation: key.Incarnation, Step: NoStep, Join: key.Join})
 	}
 	e.running[key] = t
 	e.mu.Unlock()
@@ -524,7 +527,7 @@ func (e *Executor) settle(t *tracked, rec task.ExitRecord) {
 	var steps []TaskKey
 	if t.script {
 		for k := range e.running {
-			if k.Job == t.key.Job && k.Incarnation == t.key.Incarnation {
+			if k.Job == t.key.Job && k.Incarnation == t.key.Incarnation && k.Join == t.key.Join {
 				steps = append(steps, k)
 			}
 		}

@@ -483,7 +483,7 @@ func (s *State) checkDecision(j *cluster.Job, d Decision, gates *Gates, consumab
 		return fmt.Sprintf("decision names %d nodes, job requests %d", len(d.Nodes), req.Nodes)
 	}
 	if d.Elastic && !j.Spec.Elastic() {
-		return "elastic allocation for a job that is not elastic (wants -N MIN-MAX, not a batch job)"
+		return "elastic allocation for a job that is not elastic (wants -N MIN-MAX, and a batch script from sbatch, not salloc)"
 	}
 	return s.checkPlacements(req, d, consumable)
 }
@@ -546,7 +546,12 @@ func (s *State) checkPlacements(req cluster.Request, d Decision, consumable bool
 // reportTarget finds the NodeAlloc a task report names. It returns
 // done=true with a zero Result when the report is stale (an older
 // incarnation) and must be acknowledged without change.
-func (s *State) reportTarget(what string, id cluster.JobID, inc uint64, node string) (pos int, j *cluster.Job, i int, res Result, done bool) {
+//
+// A report names the node's entry by its Join: a node an elastic job lost
+// and took back has one entry per time it joined, and a report of tasks
+// that ran under an earlier one (its exit, sent by its agent after a
+// restart) goes to that entry, released already, never to the new one.
+func (s *State) reportTarget(what string, id cluster.JobID, inc uint64, node string, join int) (pos int, j *cluster.Job, i int, res Result, done bool) {
 	pos, j = s.job(id)
 	if j == nil {
 		return 0, nil, 0, Result{Err: fmt.Errorf("%s job %d: %w", what, id, ErrUnknownJob)}, true
@@ -558,15 +563,15 @@ func (s *State) reportTarget(what string, id cluster.JobID, inc uint64, node str
 		return 0, nil, 0, Result{Err: fmt.Errorf("%s job %d incarnation %d: %w: job is at incarnation %d",
 			what, id, inc, ErrInvalid, j.Incarnation)}, true
 	}
-	if i = j.Alloc.Find(node); i < 0 {
-		return 0, nil, 0, Result{Err: fmt.Errorf("%s job %d incarnation %d: %w: node %.64q not in its allocation",
-			what, id, inc, ErrInvalid, node)}, true
+	if i = j.Alloc.FindJoin(node, join); i < 0 {
+		return 0, nil, 0, Result{Err: fmt.Errorf("%s job %d incarnation %d: %w: node %.64q (join %d) not in its allocation",
+			what, id, inc, ErrInvalid, node, join)}, true
 	}
 	return pos, j, i, Result{}, false
 }
 
 func (s *State) taskStarted(index uint64, c TaskStarted) Result {
-	pos, old, i, res, done := s.reportTarget("task started:", c.Job, c.Incarnation, c.Node)
+	pos, old, i, res, done := s.reportTarget("task started:", c.Job, c.Incarnation, c.Node, c.Join)
 	if done {
 		return res
 	}
@@ -586,7 +591,7 @@ func (s *State) recordGPUUsage(index uint64, c RecordGPUUsage) Result {
 		return Result{Err: fmt.Errorf("gpu usage of job %d: %w: samples %d, utilization %v/%v (want 0 to 1)",
 			c.Job, ErrInvalid, u.Samples, u.MeanUtil, u.PeakUtil)}
 	}
-	pos, old, i, res, done := s.reportTarget("gpu usage:", c.Job, c.Incarnation, c.Node)
+	pos, old, i, res, done := s.reportTarget("gpu usage:", c.Job, c.Incarnation, c.Node, c.Join)
 	if done {
 		return res
 	}
@@ -598,7 +603,7 @@ func (s *State) recordGPUUsage(index uint64, c RecordGPUUsage) Result {
 }
 
 func (s *State) taskExited(index uint64, c TaskExited) Result {
-	pos, old, i, res, done := s.reportTarget("task exited:", c.Job, c.Incarnation, c.Node)
+	pos, old, i, res, done := s.reportTarget("task exited:", c.Job, c.Incarnation, c.Node, c.Join)
 	if done {
 		return res
 	}

@@ -16,7 +16,7 @@ type byNode struct {
 }
 
 // JobsOn returns the jobs that hold node: those whose allocation names
-// it (its first entry, as cluster.Allocation.Find) and has not released
+// it (its latest entry, as cluster.Allocation.Find) and has not released
 // it, in ascending ID order. Callers must not mutate the slice or the
 // jobs.
 func (v *View) JobsOn(node string) []*cluster.Job {
@@ -35,7 +35,7 @@ func indexJobsByNode(jobs []*cluster.Job) map[string][]*cluster.Job {
 		}
 		for i, na := range j.Alloc.Nodes {
 			if na.Released || j.Alloc.Find(na.Node) != i {
-				continue // released, or not the node's first entry
+				continue // released, or not the node's entry Find names
 			}
 			idx[na.Node] = append(idx[na.Node], j)
 		}

@@ -11,8 +11,8 @@ import (
 )
 
 // jobsOnScan is JobsOn's meaning, written as the scan the follow query
-// made before the index: every job whose allocation's first entry for
-// node has not released it.
+// made before the index: every job whose allocation's entry for node
+// (Find's: its latest) has not released it.
 func jobsOnScan(jobs []*cluster.Job, node string) []cluster.JobID {
 	var ids []cluster.JobID
 	for _, j := range jobs {
@@ -40,7 +40,8 @@ func TestJobsOn(t *testing.T) {
 		{ID: 1, Alloc: allocOn(cluster.NodeAlloc{Node: "a"}, cluster.NodeAlloc{Node: "b"})},
 		{ID: 2}, // pending: no allocation
 		{ID: 3, Alloc: allocOn(cluster.NodeAlloc{Node: "a", Released: true}, cluster.NodeAlloc{Node: "c"})},
-		// a node named twice counts by its first entry, as Find does
+		// a node named twice (an elastic job took it back) counts by its
+		// latest entry, as Find does
 		{ID: 4, Alloc: allocOn(cluster.NodeAlloc{Node: "b", Released: true}, cluster.NodeAlloc{Node: "b"})},
 		{ID: 5, Alloc: allocOn(cluster.NodeAlloc{Node: "c"}, cluster.NodeAlloc{Node: "c", Released: true})},
 	}
@@ -50,8 +51,8 @@ func TestJobsOn(t *testing.T) {
 		want []cluster.JobID
 	}{
 		{"a", []cluster.JobID{1}},
-		{"b", []cluster.JobID{1}},
-		{"c", []cluster.JobID{3, 5}},
+		{"b", []cluster.JobID{1, 4}},
+		{"c", []cluster.JobID{3}},
 		{"d", nil},
 	} {
 		if got := ids(v.JobsOn(tc.node)); !slices.Equal(got, tc.want) {

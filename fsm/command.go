@@ -115,6 +115,10 @@ type TaskStarted struct {
 	Incarnation uint64        `msgpack:"incarnation"`
 	Node        string        `msgpack:"node"`
 	Time        time.Time     `msgpack:"time"`
+	// Join is the node's entry the tasks ran under
+	// (cluster.NodeAlloc.Join): 0 but for a node an elastic job took
+	// back, whose reports of an earlier entry then stay with it.
+	Join int `msgpack:"join,omitempty"`
 }
 
 // Exit causes carried by TaskExited.
@@ -142,6 +146,10 @@ type TaskExited struct {
 	// Usage is what the node's tasks used (nil: not counted); added
 	// after the first release, absent in older entries.
 	Usage *cluster.Usage `msgpack:"usage,omitempty"`
+	// Join is the node's entry the tasks ran under
+	// (cluster.NodeAlloc.Join): 0 but for a node an elastic job took
+	// back, whose reports of an earlier entry then stay with it.
+	Join int `msgpack:"join,omitempty"`
 }
 
 // RecordGPUUsage records what a job's GPUs on one node did, sampled by its
@@ -152,6 +160,10 @@ type RecordGPUUsage struct {
 	Incarnation uint64           `msgpack:"incarnation"`
 	Node        string           `msgpack:"node"`
 	Usage       cluster.GPUUsage `msgpack:"usage"`
+	// Join is the node's entry the tasks ran under
+	// (cluster.NodeAlloc.Join): 0 but for a node an elastic job took
+	// back, whose reports of an earlier entry then stay with it.
+	Join int `msgpack:"join,omitempty"`
 }
 
 // JobReason is one pending job's reason.
@@ -201,6 +213,10 @@ type StepExited struct {
 	// Usage is what the node's tasks used (nil: not counted); added
 	// after the first release, absent in older entries.
 	Usage *cluster.Usage `msgpack:"usage,omitempty"`
+	// Join is the node's entry the tasks ran under
+	// (cluster.NodeAlloc.Join): 0 but for a node an elastic job took
+	// back, whose reports of an earlier entry then stay with it.
+	Join int `msgpack:"join,omitempty"`
 }
 
 // CancelStep stops a running step (srun interrupted); its nodes stop its

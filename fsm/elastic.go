@@ -19,6 +19,12 @@ type GrowJob struct {
 	Incarnation uint64        `msgpack:"incarnation"`
 	Nodes       []Placement   `msgpack:"nodes"`
 	Time        time.Time     `msgpack:"time"`
+	// Rejoin lets Nodes name a node the job lost or gave up in this run
+	// and whose tasks there are known dead (its entry is released:
+	// cluster.Allocation.Rejoinable): it comes back as a new entry, with
+	// the next Join and a place of its own (protocol 5; an older replica
+	// refuses a node already in the allocation).
+	Rejoin bool `msgpack:"rejoin,omitempty"`
 }
 
 func (s *State) growJob(index uint64, c GrowJob) Result {
@@ -34,10 +40,15 @@ func (s *State) growJob(index uint64, c GrowJob) Result {
 	from := len(j.Alloc.Nodes)
 	for _, p := range c.Nodes {
 		// Its place: the smallest no node of the job holds, so that its
-		// ranks repeat none still running.
+		// ranks repeat none still running. A node coming back takes the
+		// next Join, which its tasks and reports carry.
+		join := 0
+		if k := j.Alloc.Find(p.Node); k >= 0 {
+			join = j.Alloc.Nodes[k].Join + 1
+		}
 		j.Alloc.Nodes = append(j.Alloc.Nodes, cluster.NodeAlloc{
 			Node: p.Node, GPUs: slices.Clone(p.GPUs), CPUs: slices.Clone(p.CPUs), MemMiB: p.MemMiB, State: cluster.TaskAssigned,
-			Slot: j.Alloc.JoinSlot() + 1,
+			Slot: j.Alloc.JoinSlot() + 1, Join: join,
 		})
 		resized(j, cluster.ResizeGrow, p.Node, c.Time)
 	}
@@ -53,7 +64,7 @@ func (s *State) growJob(index uint64, c GrowJob) Result {
 
 // checkGrow returns why c cannot grow j now, or "".
 func (s *State) checkGrow(j *cluster.Job, c GrowJob) string {
-	req := j.GrowRequest()
+	req := j.GrowRequest(c.Rejoin)
 	switch {
 	case j.State != cluster.JobRunning:
 		return fmt.Sprintf("job is %s, want RUNNING", j.State)
@@ -72,8 +83,12 @@ func (s *State) checkGrow(j *cluster.Job, c GrowJob) string {
 			len(c.Nodes), max(j.Spec.Request.Nodes, j.Spec.Request.NodesMax), len(j.Alloc.LiveNodes()))
 	}
 	for _, p := range c.Nodes {
-		if j.Alloc.Find(p.Node) >= 0 {
-			return fmt.Sprintf("node %q: already in its allocation", p.Node)
+		switch {
+		case j.Alloc.Find(p.Node) < 0:
+		case !c.Rejoin:
+			return fmt.Sprintf("node %.64q: already in its allocation", p.Node)
+		case !j.Alloc.Rejoinable(p.Node):
+			return fmt.Sprintf("node %.64q: it still has the node, or its tasks there are not known dead yet", p.Node)
 		}
 	}
 	// Every Allocate after the first release was consumable; so is every

@@ -67,6 +67,10 @@ func FuzzApply(f *testing.F) {
 		{CmdCancelStep, CancelStep{Job: 1, Step: 0, Time: t0}},
 		{CmdTaskExited, TaskExited{Job: 3, Incarnation: 1, Node: "n2", Cause: CauseExit}},
 		{CmdNodeDown, NodeDown{Node: "n2"}},
+		{CmdGrowJob, GrowJob{Job: 1, Incarnation: 1, Nodes: []Placement{{Node: "n2", GPUs: []int{2}}}, Rejoin: true, Time: t0}},
+		{CmdTaskExited, TaskExited{Job: 1, Incarnation: 1, Node: "n2", Join: 1, Cause: CauseFenced}},
+		{CmdReportSwitch, ReportSwitch{Report: cluster.SwitchReport{Switch: "leaf0", Neighbors: []cluster.SwitchNeighbor{{Name: "spine", Bridge: true}}}, Time: t0}},
+		{CmdReportSwitch, ReportSwitch{Report: cluster.SwitchReport{Switch: "leaf0"}}},
 	} {
 		f.Add(mustEncode(f, c.t, c.body))
 	}

@@ -163,7 +163,7 @@ func (m *model) actions() map[string]func(*rapid.T) {
 			g := GrowJob{Job: id, Incarnation: uint64(rapid.IntRange(0, 2).Draw(t, "inc")), Nodes: m.drawDecision(t).Nodes}
 			if j != nil && j.Alloc != nil && rapid.IntRange(0, 3).Draw(t, "odd") > 0 {
 				g.Incarnation, g.Nodes = j.Incarnation, nil
-				req := j.GrowRequest()
+				req := j.GrowRequest(true)
 				for _, name := range m.nodes {
 					n, ok := v.Node(name)
 					free := v.FreeGPUs(name)

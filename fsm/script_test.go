@@ -5,6 +5,8 @@ import (
 	"cmp"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,7 +110,7 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 		sp.Request.TasksPerNode = intArg("tpn", sp.Request.TasksPerNode)
 		if strArg("batch", "") == "yes" {
 			sp.Command = nil
-			sp.Batch = &cluster.Batch{Script: "#!/bin/sh\nsrun hostname\n"}
+			sp.Batch = &cluster.Batch{Script: "#!/bin/sh\nsrun hostname\n", Elastic: strArg("elastic", "") == "yes"}
 		}
 		if v := strArg("array", ""); v != "" {
 			a, err := slurm.ParseArray(v)
@@ -180,7 +182,7 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 	case "grow":
 		var words []string
 		for _, a := range d.CmdArgs {
-			if a.Key != "inc" {
+			if a.Key != "inc" && a.Key != "rejoin" {
 				words = append(words, a.String())
 			}
 		}
@@ -189,7 +191,7 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 		if j, ok := h.s.View().Job(dec.Job); ok && inc == 0 {
 			inc = j.Incarnation
 		}
-		return resultString(h.apply(t, CmdGrowJob, GrowJob{Job: dec.Job, Incarnation: inc, Nodes: dec.Nodes}))
+		return resultString(h.apply(t, CmdGrowJob, GrowJob{Job: dec.Job, Incarnation: inc, Nodes: dec.Nodes, Rejoin: strArg("rejoin", "") == "yes"}))
 	case "shrink":
 		id := jobArg()
 		inc := uint64(intArg("inc", 0))
@@ -211,6 +213,38 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			fmt.Fprintf(&b, "%s %s %s nodes=%d\n", offset(r.Time), r.Cause, r.Node, r.Nodes)
 		}
 		return b.String()
+	case "report-switch":
+		// report-switch switch=S [bridge=A,B] [host=C,D]: its LLDP
+		// neighbours, switches (bridge) and hosts.
+		r := cluster.SwitchReport{Switch: strArg("switch", "")}
+		for _, a := range d.CmdArgs {
+			for _, v := range a.Vals {
+				switch a.Key {
+				case "bridge":
+					r.Neighbors = append(r.Neighbors, cluster.SwitchNeighbor{Name: v, Bridge: true})
+				case "host":
+					r.Neighbors = append(r.Neighbors, cluster.SwitchNeighbor{Name: v})
+				}
+			}
+		}
+		return resultString(h.apply(t, CmdReportSwitch, ReportSwitch{Report: r.Canonical(), Time: h.now}))
+	case "switches":
+		var b strings.Builder
+		for _, r := range h.s.View().Switches() {
+			fmt.Fprintf(&b, "%s %s:", offset(r.Time), r.Switch)
+			for _, n := range r.Neighbors {
+				fmt.Fprintf(&b, " %s", n.Name)
+				if n.Bridge {
+					b.WriteString("(bridge)")
+				}
+			}
+			b.WriteString("\n")
+		}
+		links := h.s.View().SwitchLinks()
+		for _, sw := range slices.Sorted(maps.Keys(links)) {
+			fmt.Fprintf(&b, "link %s: %s\n", sw, strings.Join(links[sw], " "))
+		}
+		return cmp.Or(b.String(), "none\n")
 	case "places":
 		j, ok := h.s.View().Job(jobArg())
 		if !ok || j.Alloc == nil {
@@ -231,16 +265,20 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 		}
 		var b strings.Builder
 		for _, na := range j.Alloc.Nodes {
-			fmt.Fprintf(&b, "%s gpus=%v cpus=%s mem=%d released=%v\n", na.Node, na.GPUs, cmp.Or(cluster.CPUList(na.CPUs), "-"), na.MemMiB, na.Released)
+			fmt.Fprintf(&b, "%s gpus=%v cpus=%s mem=%d released=%v", na.Node, na.GPUs, cmp.Or(cluster.CPUList(na.CPUs), "-"), na.MemMiB, na.Released)
+			if j.Alloc.Elastic {
+				fmt.Fprintf(&b, " state=%s join=%d", na.State, na.Join)
+			}
+			b.WriteString("\n")
 		}
 		return b.String()
 	case "started":
 		id := jobArg()
-		return resultString(h.apply(t, CmdTaskStarted, TaskStarted{Job: id, Incarnation: incArg(id), Node: strArg("node", "")}))
+		return resultString(h.apply(t, CmdTaskStarted, TaskStarted{Job: id, Incarnation: incArg(id), Node: strArg("node", ""), Join: intArg("join", 0)}))
 	case "exited":
 		id := jobArg()
 		return resultString(h.apply(t, CmdTaskExited, TaskExited{
-			Job: id, Incarnation: incArg(id), Node: strArg("node", ""),
+			Job: id, Incarnation: incArg(id), Node: strArg("node", ""), Join: intArg("join", 0),
 			ExitCode: intArg("code", 0), Cause: strArg("cause", CauseExit),
 		}))
 	case "cancel":
@@ -310,6 +348,8 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 				sp.Command = a.Vals
 			case "on":
 				sp.NodeList = a.Vals
+			case "nokill":
+				sp.NoKill = a.Vals[0] == "yes"
 			}
 		}
 		r := h.apply(t, CmdStartStep, StartStep{Job: id, Incarnation: incArg(id), Spec: sp})

@@ -35,6 +35,9 @@ type snapshotBody struct {
 	Security *cluster.Security `msgpack:"security,omitempty"`
 	// Archive is the accounting archive (ArchiveJobs), ascending ID.
 	Archive []*cluster.Job `msgpack:"archive,omitempty"`
+	// Switches are the switches' own LLDP reports (ReportSwitch, protocol
+	// 5), ascending by switch.
+	Switches []*cluster.SwitchReport `msgpack:"switches,omitempty"`
 }
 
 // Snapshot returns the canonical bytes of the state: a version byte, then
@@ -66,6 +69,7 @@ func (v *View) encode() ([]byte, error) {
 		Policy:     v.policy,
 		Security:   v.security,
 		Archive:    v.archive,
+		Switches:   v.switches,
 	}
 	b, err := msgpack.Marshal(&body)
 	if err != nil {
@@ -90,6 +94,7 @@ func (s *State) Restore(data []byte) error {
 	s.policy = n.policy
 	s.security = n.security
 	s.archive = n.archive
+	s.switches = n.switches
 	s.live = n.live
 	s.diverged = nil
 	s.moved()
@@ -171,6 +176,10 @@ func decodeSnapshot(data []byte) (*State, error) {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
 	s.archive = nilIfEmpty(body.Archive)
+	if err := validateSwitches(body.Switches); err != nil {
+		return nil, fmt.Errorf("switches: %w", err)
+	}
+	s.switches = nilIfEmpty(body.Switches)
 	if body.Security != nil {
 		if err := validateSecurity(body.Security); err != nil {
 			return nil, fmt.Errorf("security: %w", err)
@@ -227,12 +236,22 @@ func validateJob(j *cluster.Job, lastJob cluster.JobID) error {
 	if j.State == cluster.JobPending && j.HoldsResources() {
 		return fmt.Errorf("job %d: PENDING while holding resources", j.ID)
 	}
-	names := make(map[string]struct{}, len(j.Alloc.Nodes))
+	// A node appears once, but in an elastic allocation that took back a
+	// node it lost (GrowJob.Rejoin): then each entry of it has the next
+	// Join, and every one before the last is out of the allocation and
+	// released.
+	names := make(map[string]int, len(j.Alloc.Nodes))
 	for i, na := range j.Alloc.Nodes {
-		if _, dup := names[na.Node]; dup {
+		prev, dup := names[na.Node]
+		switch {
+		case !dup && na.Join != 0:
+			return fmt.Errorf("job %d: alloc.nodes[%d]: node %.64q: join %d, its first entry", j.ID, i, na.Node, na.Join)
+		case dup && (!j.Alloc.Elastic || na.Join != j.Alloc.Nodes[prev].Join+1):
 			return fmt.Errorf("job %d: alloc.nodes[%d]: node %.64q named twice", j.ID, i, na.Node)
+		case dup && (j.Alloc.Live(prev) || !j.Alloc.Nodes[prev].Released):
+			return fmt.Errorf("job %d: alloc.nodes[%d]: node %.64q taken back while it still held alloc.nodes[%d]", j.ID, i, na.Node, prev)
 		}
-		names[na.Node] = struct{}{}
+		names[na.Node] = i
 		switch na.State {
 		case cluster.TaskAssigned, cluster.TaskRunning:
 			if na.Released {

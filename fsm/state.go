@@ -59,6 +59,9 @@ type State struct {
 	// archive holds finished jobs moved out of jobs (ArchiveJobs), in
 	// ascending ID order, compacted; records are never modified.
 	archive []*cluster.Job
+	// switches are the switches' own LLDP reports (ReportSwitch), in
+	// ascending switch order; records are never modified.
+	switches []*cluster.SwitchReport
 	// live counts the pending and running jobs, in all and by uid, for
 	// the job-count limits. Derived: rebuilt on restore, not snapshotted.
 	live liveJobs
@@ -206,6 +209,7 @@ func (s *State) View() *View {
 		rids:     s.rids.freeze(),
 		policy:   s.policy,
 		archive:  s.archive,
+		switches: s.switches,
 		security: s.security,
 		changed:  s.changed,
 	}

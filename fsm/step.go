@@ -370,7 +370,8 @@ func endStep(st *cluster.Step, at time.Time) {
 // step, and the job, are not RUNNING. A step node whose NodeAlloc is
 // released has no live tasks (the agent stops every task of the job on a
 // node before it reports, and a node declared down has fenced itself), so
-// it is lost; a step whose last live node that was ends. Steps never hold
+// it is lost; a step whose last live node that was ends, and an elastic
+// batch job's step that lost one is cancelled (unless srun --no-kill). Steps never hold
 // GPUs of their own: the job's NodeAllocs hold them (DESIGN invariant 1).
 func settleSteps(j *cluster.Job, at time.Time) {
 	for k := range j.Steps {
@@ -386,6 +387,15 @@ func settleSteps(j *cluster.Job, at time.Time) {
 				sn.State = cluster.TaskLost
 				lost = true
 			}
+		}
+		if lost && st.State == cluster.StepRunning && j.Alloc.Elastic && j.Spec.Batch != nil && !st.Spec.NoKill {
+			// An elastic batch job's step that loses a node is killed,
+			// as Slurm kills it (srun without --no-kill): its tasks on
+			// the other nodes stop, and the script's srun learns it
+			// ended. Other jobs' steps (whose replicas may be older)
+			// run on with the nodes left, and srun ends them itself
+			// unless --no-kill (slurmcli's planNodeFail).
+			st.State = cluster.StepCancelled
 		}
 		if lost {
 			endStep(st, at)
@@ -428,11 +438,15 @@ func validateSteps(j *cluster.Job) error {
 		at := stepAllocNodes(sp, j)
 		if j.Alloc.Elastic && len(sp.NodeList) == 0 {
 			// The nodes the allocation had when the step started, which
-			// it may have lost since: its step nodes, in rank order.
+			// it may have lost since: its step nodes, in rank order. A
+			// node it lost and took back is found at its latest entry,
+			// which may come after nodes that joined meanwhile, so the
+			// order is checked only where no node came back.
+			rejoined := slices.ContainsFunc(j.Alloc.Nodes, func(na cluster.NodeAlloc) bool { return na.Join > 0 })
 			at = at[:0]
 			for i, sn := range st.Nodes {
 				a := j.Alloc.Find(sn.Node)
-				if a < 0 || i > 0 && a <= at[i-1] {
+				if a < 0 || !rejoined && i > 0 && a <= at[i-1] {
 					return fmt.Errorf("%s: nodes[%d]: node %.64q, not the allocation's next node in rank order", what, i, sn.Node)
 				}
 				at = append(at, a)

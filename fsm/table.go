@@ -76,12 +76,34 @@ import (
 //	5  fields: srun's --signal for a step (StartStep.Spec.Signal), which
 //	   an older replica would drop: its record of the step would differ
 //	   and its nodes would not signal the step's tasks before the time
-//	   limit.
+//	   limit; and srun's --no-kill for a step (StartStep.Spec.NoKill),
+//	   without which an elastic batch job's step is cancelled when it
+//	   loses a node.
 //	   --container, the OCI bundle a job's or a step's tasks
 //	   run in (Spec.Container in SubmitJob, StepSpec.Container in
 //	   StartStep). An older replica would drop it: its record would
 //	   differ (and so its state hash), and its node would run the tasks
 //	   on the host instead of in the container.
+//	   command type 31 (ReportSwitch: a switch's own LLDP neighbours,
+//	   from which a leaf's parent follows where no node announces one;
+//	   snapshots hold them under "switches", which an older replica
+//	   would drop, so only protocol 5 states have any).
+//	   field: GrowJob.Rejoin, which lets an elastic job take back a node
+//	   it lost or gave up in the same run once the node's tasks of it are
+//	   known dead (its entry released): the node comes back as a new
+//	   entry with the next cluster.NodeAlloc.Join, which its tasks and
+//	   their reports carry (TaskStarted.Join, TaskExited.Join,
+//	   RecordGPUUsage.Join; absent, 0, in every entry a node that never
+//	   came back reports, so an older replica reads those the same). An
+//	   older replica would drop Rejoin and refuse a node already in the
+//	   allocation where the others grow the job. The leader offers such
+//	   nodes only once every live agent speaks 5 (a node must know Join
+//	   to run and report its new entry).
+//	   field: Batch.Elastic in SubmitJob (sbatch -N MIN-MAX): the batch
+//	   job's allocation is elastic (Spec.Elastic). An older replica would
+//	   drop it and refuse the elastic allocation (Decision.Elastic) the
+//	   others start it with. The leader drops it from a submit while a
+//	   server speaks 4 (the job then runs at the size it starts with).
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -133,6 +155,7 @@ const (
 	CmdRecordGPUUsage  CmdType = 28
 	CmdGrowJob         CmdType = 29
 	CmdShrinkJob       CmdType = 30
+	CmdReportSwitch    CmdType = 31
 )
 
 // commands is the command table, indexed by type byte: each type's name,
@@ -172,6 +195,8 @@ var commands = [...]command{
 
 	CmdGrowJob:   cmd("GrowJob", 4, (*State).growJob),
 	CmdShrinkJob: cmd("ShrinkJob", 4, (*State).shrinkJob),
+
+	CmdReportSwitch: cmd("ReportSwitch", 5, indexless((*State).reportSwitch)),
 }
 
 // fields is the field table: fields a protocol version after their
@@ -180,6 +205,18 @@ var commands = [...]command{
 // body uses one needs the field's version (Needs), checked as a new
 // type's is.
 var fields = []field{
+	// An older replica would drop it and refuse the job's elastic
+	// allocation.
+	{name: "SubmitJob.Spec.Batch.Elastic", since: 5, uses: func(body any) bool {
+		c, ok := body.(SubmitJob)
+		return ok && c.Spec.Batch != nil && c.Spec.Batch.Elastic
+	}},
+	// An older replica would drop Rejoin and refuse to grow the job by
+	// a node it had, where the others grow it.
+	{name: "GrowJob.Rejoin", since: 5, uses: func(body any) bool {
+		c, ok := body.(GrowJob)
+		return ok && c.Rejoin
+	}},
 	// An older replica would drop Elastic and, once the job loses a
 	// node, end or requeue it where the others let it go on.
 	{name: "Allocate.Decisions.Elastic", since: 4, uses: func(body any) bool {
@@ -264,9 +301,11 @@ var fields = []field{
 	}},
 	// An older replica would drop a step's Signal: its record of the
 	// step would differ, and its nodes would not send it.
-	{name: "StartStep.Spec.Signal", since: 5, uses: func(body any) bool {
+	// and NoKill: its elastic batch job's step would be cancelled when it
+	// loses a node, where the others run it on.
+	{name: "StartStep.Spec.Signal, StartStep.Spec.NoKill", since: 5, uses: func(body any) bool {
 		c, ok := body.(StartStep)
-		return ok && c.Spec.Signal != nil
+		return ok && (c.Spec.Signal != nil || c.Spec.NoKill)
 	}},
 	// An older replica would drop Container and run the tasks on the
 	// host, outside the bundle asked for.

@@ -122,6 +122,7 @@ func TestNeeds(t *testing.T) {
 		{CmdSubmitJob, batchInput, 3}, {CmdSubmitJob, batchNoInput, 1}, {CmdStartStep, inputStep, 3},
 		{CmdStartStep, outputStep, 3}, {CmdStartStep, errorStep, 3},
 		{CmdStartStep, StartStep{Spec: cluster.StepSpec{Signal: &cluster.JobSignal{Number: 10, Before: time.Minute}}}, 5},
+		{CmdStartStep, StartStep{Spec: cluster.StepSpec{NoKill: true}}, 5},
 		{CmdSubmitJob, SubmitJob{Spec: cluster.Spec{Container: "/b"}}, 5},
 		{CmdStartStep, StartStep{Spec: cluster.StepSpec{Container: "/b"}}, 5},
 	} {

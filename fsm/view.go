@@ -18,7 +18,8 @@ type View struct {
 	policy  *cluster.Policy // never modified once stored (SetPolicy clones)
 	// security is never modified once stored (its commands clone it).
 	security *cluster.Security
-	archive  []*cluster.Job // ascending ID; never modified in place
+	archive  []*cluster.Job          // ascending ID; never modified in place
+	switches []*cluster.SwitchReport // ascending switch; never modified in place
 	changed  <-chan struct{}
 	// byNode is the jobs by node, built on first use (JobsOn).
 	byNode byNode

@@ -37,6 +37,8 @@ func (s *Server) Routes(h Handlers) http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}/stdin", s.HandleStdin)
 	mux.HandleFunc("PUT /v1/jobs/{id}/bcast", s.HandleBcast)
 	mux.HandleFunc("GET /v1/nodes", s.replicaRead(s.HandleNodes))
+	mux.HandleFunc("GET /v1/topology/switches", s.replicaRead(s.HandleSwitchReports))
+	mux.HandleFunc("POST /v1/topology/switches", s.HandleReportSwitch)
 	mux.HandleFunc("POST /v1/nodes/{name}/drain", s.HandleDrain)
 	mux.HandleFunc("POST /v1/nodes/{name}/resume", s.HandleResume)
 	mux.HandleFunc("GET /v1/members", s.HandleMembers)

@@ -64,6 +64,7 @@ type Backend interface {
 	Queue
 	Admin
 	Workers
+	Switches
 }
 
 // Server is the agent's HTTP front: authentication, leader forwarding and

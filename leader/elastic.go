@@ -19,14 +19,15 @@ import (
 
 // growStandIns are the pending stand-ins of the running elastic jobs that
 // may grow at now, in ID order: the job with its GrowRequest, for the
-// rest of its time limit.
-func growStandIns(jobs []*cluster.Job, now time.Time) []*cluster.Job {
+// rest of its time limit. With rejoin a job may take back a node it lost
+// (cluster.Allocation.Rejoinable).
+func growStandIns(jobs []*cluster.Job, now time.Time, rejoin bool) []*cluster.Job {
 	var out []*cluster.Job
 	for _, j := range jobs {
 		if j.State != cluster.JobRunning || j.Preempt != nil || j.Alloc == nil || !j.Alloc.Elastic || j.Alloc.GivingUp() {
 			continue
 		}
-		req := j.GrowRequest()
+		req := j.GrowRequest(rejoin)
 		if req.Nodes == 0 {
 			continue
 		}
@@ -66,10 +67,12 @@ func startedAt(pending []*cluster.Job, ds []placement.Decision, now time.Time) [
 
 // Grows decides which running elastic jobs of jobs take more nodes now.
 // view holds what is allocated (the pass's own decisions included),
-// waiting the pending jobs not placed, in order their queue order. It is
-// pure.
-func Grows(view *placement.View, jobs, waiting []*cluster.Job, order []cluster.JobID, now time.Time) ([]fsm.GrowJob, error) {
-	standIns := growStandIns(jobs, now)
+// waiting the pending jobs not placed, in order their queue order. With
+// rejoin (every agent speaks protocol 5) a job may take back a node it
+// lost in this run, once its tasks there are known dead; the GrowJob then
+// says so (Rejoin). It is pure.
+func Grows(view *placement.View, jobs, waiting []*cluster.Job, order []cluster.JobID, now time.Time, rejoin bool) ([]fsm.GrowJob, error) {
+	standIns := growStandIns(jobs, now, rejoin)
 	if len(standIns) == 0 {
 		return nil, nil
 	}
@@ -89,8 +92,12 @@ func Grows(view *placement.View, jobs, waiting []*cluster.Job, order []cluster.J
 			continue // a waiting job: it did not fit in the pass, so cannot here
 		}
 		g := fsm.GrowJob{Job: d.Job, Incarnation: standIns[i].Incarnation}
+		j := jobs[slices.IndexFunc(jobs, func(j *cluster.Job) bool { return j.ID == d.Job })]
 		for _, as := range d.Nodes {
 			g.Nodes = append(g.Nodes, fsm.Placement{Node: as.Node, GPUs: as.GPUs, CPUs: as.CPUs, MemMiB: as.MemMiB})
+			if j.Alloc.Find(as.Node) >= 0 {
+				g.Rejoin = true
+			}
 		}
 		out = append(out, g)
 	}

@@ -23,6 +23,9 @@ type PassInput struct {
 	// Elastic says every server speaks protocol 4: elastic jobs start
 	// elastic (Decision.Elastic) and running ones grow (Plan.Grows).
 	Elastic bool
+	// Rejoin says every agent speaks protocol 5: a running elastic job
+	// may take back a node it lost in the same run (GrowJob.Rejoin).
+	Rejoin bool
 }
 
 // EndPreemption is a victim whose grace is over.
@@ -95,7 +98,7 @@ func Pass(in PassInput) (Plan, error) {
 		}
 	}
 	slices.SortFunc(p.WaitReasons, func(x, y fsm.JobReason) int { return cmp.Compare(x.Job, y.Job) })
-	if len(pending) == 0 && !(in.Elastic && len(growStandIns(v.Jobs(), now)) > 0) {
+	if len(pending) == 0 && !(in.Elastic && len(growStandIns(v.Jobs(), now, in.Rejoin)) > 0) {
 		return p, nil
 	}
 
@@ -115,7 +118,7 @@ func Pass(in PassInput) (Plan, error) {
 	} else {
 		p.Order = opts.Order
 	}
-	res, err := placement.PlaceWith(placement.NewView(v.Nodes(), occupying).WithPartitions(parts), pending, now, opts)
+	res, err := placement.PlaceWith(placement.NewView(v.Nodes(), occupying).WithPartitions(parts).WithSwitchLinks(v.SwitchLinks()), pending, now, opts)
 	if err != nil {
 		return Plan{}, fmt.Errorf("place %d pending jobs: %w", len(pending), err)
 	}
@@ -124,8 +127,8 @@ func Pass(in PassInput) (Plan, error) {
 		waiting := slices.DeleteFunc(slices.Clone(pending), func(j *cluster.Job) bool {
 			return slices.ContainsFunc(placed, func(x *cluster.Job) bool { return x.ID == j.ID })
 		})
-		view := placement.NewView(v.Nodes(), append(slices.Clone(occupying), placed...)).WithPartitions(parts)
-		if p.Grows, err = Grows(view, v.Jobs(), waiting, p.Order, now); err != nil {
+		view := placement.NewView(v.Nodes(), append(slices.Clone(occupying), placed...)).WithPartitions(parts).WithSwitchLinks(v.SwitchLinks())
+		if p.Grows, err = Grows(view, v.Jobs(), waiting, p.Order, now, in.Rejoin); err != nil {
 			return Plan{}, fmt.Errorf("grow elastic jobs: %w", err)
 		}
 	}

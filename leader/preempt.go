@@ -76,7 +76,7 @@ func Preemption(v *fsm.View, order []cluster.JobID, placed map[cluster.JobID]str
 	if len(candidates) == 0 {
 		return Preemptions{}, false
 	}
-	view := placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(pol.Partitions)
+	view := placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(pol.Partitions).WithSwitchLinks(v.SwitchLinks())
 	plan, ok := placement.Preempt(view, head, candidates, now)
 	if !ok {
 		return Preemptions{}, false

@@ -53,6 +53,10 @@ type Scheduler struct {
 	// Gate says whether an entry of type t that needs protocol need may be
 	// proposed now (every server speaks it); nil allows every one.
 	Gate func(ctx context.Context, t fsm.CmdType, need int) error
+	// Agents says whether every live agent, servers and workers, speaks
+	// protocol need; nil says yes. A node an elastic job takes back runs
+	// its new entry only if it knows entries (fsm's GrowJob.Rejoin).
+	Agents func(need int) bool
 }
 
 // Run schedules until ctx ends, or until the replica diverges: then it
@@ -96,6 +100,9 @@ func (s Scheduler) Pass(ctx context.Context, v *fsm.View) error {
 	now := s.Clock.Now()
 	in := PassInput{View: v, Now: now}
 	in.Elastic = s.Gate == nil || s.Gate(ctx, fsm.CmdGrowJob, fsm.CmdGrowJob.Since()) == nil
+	rejoin := fsm.GrowJob{Rejoin: true}
+	in.Rejoin = in.Elastic && (s.Gate == nil || s.Gate(ctx, fsm.CmdGrowJob, fsm.Needs(fsm.CmdGrowJob, rejoin)) == nil) &&
+		(s.Agents == nil || s.Agents(fsm.Needs(fsm.CmdGrowJob, rejoin)))
 	if s.Occupying != nil {
 		in.Occupying = s.Occupying(v.Jobs())
 	}

@@ -28,8 +28,9 @@ import (
 //	started job=J                            TaskStarted on every node of its allocation
 //	exited job=J [code=C] [node=N]           TaskExited on every node (or on N)
 //	tick [s=SECONDS]                         move the clock (default 1s)
-//	pass [apply=no] [elastic=no]             Pass at the current time (elastic=no: some
-//	                                         server speaks protocol 3), then (unless
+//	pass [apply=no] [elastic=no] [rejoin=no] Pass at the current time (elastic=no: some
+//	                                         server speaks protocol 3; rejoin=no: some
+//	                                         agent speaks protocol 4), then (unless
 //	                                         apply=no) act on it with Scheduler.Pass, as
 //	                                         the agent does, and show the preemption it
 //	                                         started on the state after
@@ -200,7 +201,7 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 		h.now = h.now.Add(time.Duration(s) * time.Second)
 		return "", nil
 	case "pass":
-		return h.pass(args["apply"] != "no", args["elastic"] != "no")
+		return h.pass(args["apply"] != "no", args["elastic"] != "no", args["rejoin"] != "no")
 	case "leases":
 		return h.leases(args)
 	case "jobs":
@@ -210,9 +211,9 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 }
 
 // pass runs Pass and, when apply, acts on its plan in the agent's order.
-func (h *harness) pass(apply, elastic bool) (string, error) {
+func (h *harness) pass(apply, elastic, rejoin bool) (string, error) {
 	now := h.now
-	p, err := Pass(PassInput{View: h.s.View(), Now: now, Elastic: elastic})
+	p, err := Pass(PassInput{View: h.s.View(), Now: now, Elastic: elastic, Rejoin: elastic && rejoin})
 	if err != nil {
 		return "", err
 	}
@@ -254,7 +255,11 @@ func (h *harness) pass(apply, elastic bool) (string, error) {
 		for _, pl := range g.Nodes {
 			nodes = append(nodes, fmt.Sprintf("%s:%s", pl.Node, cluster.CPUList(pl.GPUs)))
 		}
-		xs = append(xs, fmt.Sprintf("%d+%s", g.Job, strings.Join(nodes, ",")))
+		x := fmt.Sprintf("%d+%s", g.Job, strings.Join(nodes, ","))
+		if g.Rejoin {
+			x += "(rejoin)"
+		}
+		xs = append(xs, x)
 	}
 	line("grow", xs)
 	if !apply {
@@ -267,6 +272,9 @@ func (h *harness) pass(apply, elastic bool) (string, error) {
 		Log: slog.New(slog.DiscardHandler)}
 	if !elastic {
 		s.Gate = func(context.Context, fsm.CmdType, int) error { return fsm.ErrUnsupportedByCluster }
+	}
+	if !rejoin {
+		s.Agents = func(need int) bool { return need <= 4 }
 	}
 	if err := s.Pass(context.Background(), h.s.View()); err != nil {
 		return "", err

@@ -22,7 +22,7 @@ func (b apiBackend) JobGPU(ctx context.Context, id cluster.JobID, who cluster.Id
 	if j.Alloc == nil {
 		return out, v.Index, nil
 	}
-	for _, name := range j.Alloc.NodeNames() {
+	for _, name := range j.Alloc.Hosts() {
 		if name == b.a.cfg.Name {
 			out = append(out, b.LocalGPU(id)...)
 			continue

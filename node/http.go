@@ -279,7 +279,7 @@ func (b apiBackend) Job(ref cluster.JobRef, who cluster.Identity) (httpapi.JobRe
 		if p := v.Policy(); p != nil {
 			parts = p.Partitions
 		}
-		rec.ReasonDetail = placement.Shortage(placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(parts), j)
+		rec.ReasonDetail = placement.Shortage(placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(parts).WithSwitchLinks(v.SwitchLinks()), j)
 	}
 	return rec, nil
 }
@@ -292,7 +292,7 @@ func (b apiBackend) Logs(ctx context.Context, id cluster.JobID, filter api.LogFi
 		return nil, 0, err
 	}
 	out := []api.LogChunk{}
-	for _, name := range j.Alloc.NodeNames() {
+	for _, name := range j.Alloc.Hosts() {
 		var chunks []api.LogChunk
 		if name == b.a.cfg.Name {
 			chunks, err = b.a.localLogs(id, filter)

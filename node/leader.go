@@ -101,6 +101,7 @@ func (a *Agent) scheduler() leader.Scheduler {
 	s := leader.Scheduler{
 		State: a.state, Propose: agentLeader{a}, Lead: agentLeader{a}, Clock: wallClock{},
 		Metrics: agentLeader{a}, Log: a.log, Interval: a.cfg.ScheduleInterval, Gate: a.checkProtocol,
+		Agents: func(need int) bool { return everyAgentSpeaks(need, a.gossip.Members()) },
 	}
 	if plantedDoubleBook { // a planted bug, test builds only: see planted_doublebook_off.go
 		s.Occupying = plantedHideNewest
@@ -214,6 +215,13 @@ func (a *Agent) leaderSubmit(ctx context.Context, requestID string, spec cluster
 		}
 	}
 	spec = a.packSubmit(ctx, v, spec) // pack.go
+	if b := spec.Batch; b != nil && b.Elastic && a.checkProtocol(ctx, fsm.CmdSubmitJob, fsm.Needs(fsm.CmdSubmitJob, fsm.SubmitJob{Spec: spec})) != nil {
+		// A server of protocol 4 would refuse its elastic allocation: it
+		// runs at the size it starts with, as batch jobs did.
+		nb := *b
+		nb.Elastic = false
+		spec.Batch = &nb
+	}
 	if _, err := a.checkSubmit(v, spec); err != nil {
 		return fsm.Result{}, err
 	}
@@ -269,7 +277,7 @@ func (a *Agent) leaderTestOnly(spec cluster.Spec) (api.TestOnlyResponse, error) 
 	if p := v.Policy(); p != nil {
 		parts = p.Partitions
 	}
-	start, nodes, ok := placement.EarliestStart(placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(parts), j, now)
+	start, nodes, ok := placement.EarliestStart(placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(parts).WithSwitchLinks(v.SwitchLinks()), j, now)
 	out := api.TestOnlyResponse{Job: uint64(j.ID), Partition: resolved.Request.Partition, Nodes: []string{}}
 	if !ok {
 		return out, conflict(fmt.Errorf("job %d: no start can be estimated: it waits on jobs without a time limit or on nodes that are down", j.ID))
@@ -425,10 +433,10 @@ func (a *Agent) leaderTaskEvent(ctx context.Context, ev taskEvent) error {
 	switch ev.Kind {
 	case "started":
 		res, err = a.apply(ctx, fsm.CmdTaskStarted, fsm.TaskStarted{
-			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node, Time: time.Now()})
+			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node, Join: ev.Join, Time: time.Now()})
 	case "exited":
 		res, err = a.apply(ctx, fsm.CmdTaskExited, fsm.TaskExited{
-			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node,
+			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node, Join: ev.Join,
 			ExitCode: ev.ExitCode, Cause: ev.Cause, Usage: ev.Usage, Time: time.Now()})
 	case eventPrologFailed, eventEpilogFailed:
 		return a.leaderScriptFailed(ctx, ev)
@@ -443,7 +451,7 @@ func (a *Agent) leaderTaskEvent(ctx context.Context, ev taskEvent) error {
 	}
 	if err == nil && res.Err == nil && ev.GPUUsage != nil && (ev.Kind == "exited" || ev.Kind == "gpu-usage") {
 		res, err = a.apply(ctx, fsm.CmdRecordGPUUsage, fsm.RecordGPUUsage{
-			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node, Usage: *ev.GPUUsage})
+			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node, Join: ev.Join, Usage: *ev.GPUUsage})
 		if errors.Is(err, fsm.ErrUnsupportedByCluster) {
 			// Agents of an older protocol still serve: the usage is not
 			// recorded until every server is upgraded, the exit is.

@@ -50,6 +50,9 @@ func (a *Agent) runProlog(ctx context.Context, j *cluster.Job) bool {
 		return true
 	}
 	ref := worker.Ref{Job: j.ID, Incarnation: j.Incarnation}
+	if i := j.Alloc.Find(a.cfg.Name); i >= 0 {
+		ref.Join = j.Alloc.Nodes[i].Join // a node taken back runs it again
+	}
 	a.scripts.lock()
 	defer a.scripts.mu.Unlock()
 	if ok, ran := a.scripts.prolog[ref]; ran {

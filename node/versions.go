@@ -97,6 +97,17 @@ func protocolGateNeed(t fsm.CmdType, need int, members []gossip.Member, servers 
 // announcedProtocol is the protocol version a member speaks: what it
 // announces, or fsm.ProtocolUnannounced for an agent built before
 // protocol versions.
+// everyAgentSpeaks reports whether every live gossip member, raft server
+// or worker, announces protocol need or later. It is pure.
+func everyAgentSpeaks(need int, members []gossip.Member) bool {
+	for _, m := range members {
+		if m.Status == gossip.StatusAlive && announcedProtocol(m.Meta) < need {
+			return false
+		}
+	}
+	return true
+}
+
 func announcedProtocol(m gossip.Meta) int {
 	if m.Protocol == 0 {
 		return fsm.ProtocolUnannounced

@@ -178,7 +178,7 @@ func (l exitLog) Recorded() []worker.Exit {
 	out := make([]worker.Exit, len(pending))
 	for i, ex := range pending {
 		out[i] = worker.Exit{
-			Key:      exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step},
+			Key:      exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step, Join: ex.Join},
 			ExitCode: ex.ExitCode, Cause: ex.Cause, Usage: ex.Usage,
 		}
 	}
@@ -192,7 +192,7 @@ type exitReporter struct{ a *Agent }
 func (r exitReporter) ReportExit(ctx context.Context, ex worker.Exit) error {
 	k := ex.Key
 	ev := taskEvent{
-		Kind: "exited", Job: k.Job, Incarnation: k.Incarnation, Node: r.a.cfg.Name,
+		Kind: "exited", Job: k.Job, Incarnation: k.Incarnation, Node: r.a.cfg.Name, Join: k.Join,
 		ExitCode: ex.ExitCode, Cause: ex.Cause, Usage: ex.Usage,
 	}
 	run := worker.GPURun{Job: k.Job, Incarnation: k.Incarnation}
@@ -202,7 +202,7 @@ func (r exitReporter) ReportExit(ctx context.Context, ex worker.Exit) error {
 		ev.GPUUsage = r.a.gpuUsage.Get(run)
 		// The job's own task ended here: its run ends here with it, and
 		// the exit releases the node's resources.
-		r.a.runEpilog(ctx, worker.Ref{Job: k.Job, Incarnation: k.Incarnation})
+		r.a.runEpilog(ctx, worker.Ref{Job: k.Job, Incarnation: k.Incarnation, Join: k.Join})
 	}
 	if err := r.a.sendTaskEvent(ctx, ev); err != nil {
 		return err
@@ -266,7 +266,7 @@ func (w *agentWorker) Start(ctx context.Context, v *fsm.View, s worker.Start) bo
 }
 
 func (w *agentWorker) Report(ctx context.Context, r worker.Report) error {
-	ev := taskEvent{Kind: r.Kind, Job: r.Job, Incarnation: r.Incarnation, Node: w.a.cfg.Name}
+	ev := taskEvent{Kind: r.Kind, Job: r.Job, Incarnation: r.Incarnation, Node: w.a.cfg.Name, Join: r.Join}
 	if r.Kind == worker.ReportReleased {
 		ev.Cause = fsm.CauseCancelled
 		w.a.runEpilog(ctx, r.Ref)
@@ -286,7 +286,7 @@ func (w *agentWorker) PendingExits() []exec.TaskKey {
 	pending := w.a.exec.PendingExits()
 	keys := make([]exec.TaskKey, len(pending))
 	for i, ex := range pending {
-		keys[i] = exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step}
+		keys[i] = exec.TaskKey{Job: ex.Job, Incarnation: ex.Incarnation, Step: ex.Step, Join: ex.Join}
 	}
 	return keys
 }
@@ -376,6 +376,7 @@ func (a *Agent) launch(v *fsm.View, j *cluster.Job, nodeIndex int) exec.Launch {
 		Spec:        spec,
 		Alloc:       *alloc,
 		NodeIndex:   k,
+		Join:        j.Alloc.Nodes[nodeIndex].Join,
 		NodeList:    slurm.CompressHostlist(alloc.NodeNames()),
 		NodeName:    a.cfg.Name,
 		ClusterName: v.Policy().Name(),

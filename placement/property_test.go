@@ -142,7 +142,7 @@ func TestPlaceAgainstBruteForce(t *testing.T) {
 		for _, n := range nodes {
 			places = append(places, n.Topology)
 		}
-		leafParents, _ := cluster.LeafParents(places)
+		leafParents, _ := cluster.LeafParents(places, nil)
 		for _, n := range nodes {
 			topo := n.Topology.WithLeafParent(leafParents)
 			b := &bruteNode{name: n.Name, usable: n.Status == cluster.NodeUp && !n.Drain, total: len(n.GPUs),

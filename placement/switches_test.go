@@ -113,3 +113,40 @@ func TestPlaceLeafParentsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestPlaceSwitchLinks: leaves whose nodes announce no parent are grouped
+// under the parents the switches' own LLDP reports give
+// (View.WithSwitchLinks): a 4-node job takes two leaves under one spine.
+func TestPlaceSwitchLinks(t *testing.T) {
+	nodes := []*cluster.Node{
+		mkNode("a1", 4, "a", ""), mkNode("a2", 4, "a", ""),
+		mkNode("b1", 4, "b", ""), mkNode("b2", 4, "b", ""),
+		mkNode("c1", 4, "c", ""), mkNode("c2", 4, "c", ""),
+	}
+	place := func(v *View) string {
+		t.Helper()
+		res, err := PlaceWith(v, []*cluster.Job{pending(1, 4, 4)}, now, Options{Policy: PolicyShoal})
+		if err != nil || len(res.Decisions) != 1 {
+			t.Fatalf("not placed: %v %v", err, res.Reasons)
+		}
+		leaves := map[byte]bool{}
+		for _, n := range res.Decisions[0].Nodes {
+			leaves[n.Node[0]] = true
+		}
+		var out []byte
+		for _, l := range []byte("abc") {
+			if leaves[l] {
+				out = append(out, l)
+			}
+		}
+		return string(out)
+	}
+	links := map[string][]string{"a": {"spine1"}, "c": {"spine1"}, "b": {"spine2"}, "spine1": {"a", "c"}, "spine2": {"b"}}
+	if got := place(NewView(nodes, nil).WithSwitchLinks(links)); got != "ac" {
+		t.Errorf("with spine1 over a and c: placed on leaves %q; want ac", got)
+	}
+	links = map[string][]string{"a": {"spine1"}, "b": {"spine1"}, "c": {"spine2"}, "spine1": {"a", "b"}, "spine2": {"c"}}
+	if got := place(NewView(nodes, nil).WithSwitchLinks(links)); got != "ab" {
+		t.Errorf("with spine1 over a and b: placed on leaves %q; want ab", got)
+	}
+}

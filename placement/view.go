@@ -53,6 +53,9 @@ type View struct {
 	dup map[int]int
 	// parts are the partitions jobs may name (WithPartitions); nil: none.
 	parts map[string]partInfo
+	// links are the links between switches their own reports show
+	// (WithSwitchLinks); nil: none.
+	links map[string][]string
 }
 
 // holder is one job holding resources: what, and until when.
@@ -261,6 +264,23 @@ func (v *View) freeCPUsMem(ni *nodeInfo, h heldNode) {
 	ni.mfree = min(ni.mfree+h.mem, ni.node.MemoryMiB)
 }
 
+// WithSwitchLinks makes v group leaves under the parents the switches'
+// own LLDP reports give (cluster.SwitchLinks) where no node of a leaf
+// announces one (cluster.LeafParents). Call it before any placement on
+// v.
+func (v *View) WithSwitchLinks(links map[string][]string) *View {
+	if len(links) == 0 {
+		return v
+	}
+	v.links = links
+	v.totals, v.leaves, v.parents, v.histLen = nil, nil, nil, 0
+	for i := range v.nodes {
+		v.nodes[i].leaf = -1
+	}
+	v.buildLeaves()
+	return v
+}
+
 // blockParent is the parent all NVLink blocks share in the leaf grouping;
 // no switch name can be it (names are printable).
 const blockParent = "\x00block"
@@ -305,7 +325,7 @@ func (v *View) buildLeaves() {
 	for _, ni := range v.nodes {
 		places = append(places, ni.node.Topology)
 	}
-	parents, _ := cluster.LeafParents(places)
+	parents, _ := cluster.LeafParents(places, v.links)
 	key := func(i int) cluster.Topology {
 		t := v.nodes[i].node.Topology.WithLeafParent(parents)
 		if t.Block != "" {

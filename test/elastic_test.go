@@ -331,8 +331,8 @@ func elasticScenario(t *testing.T, work string, agentArgs, cmd []string, atTwo, 
 // every node taken by an elastic job of a lower QoS that has more nodes
 // than its minimum, makes room by shrinking it rather than stopping it:
 // the node given up gets the job's SIGTERM, its tasks are stopped, the
-// preemptor runs there, and the elastic job runs on and completes on the
-// nodes it kept.
+// preemptor runs there, and the elastic job runs on; once the preemptor
+// is done the job takes the node back, and completes.
 func TestElasticShrinkForPreemption(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1})
 	a := c.Agents[0]
@@ -367,20 +367,30 @@ while [ ! -e A.go ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done`)
 	if hj.State != "COMPLETED" || len(hj.Nodes) != 1 {
 		t.Fatalf("preemptor %s on %v; want COMPLETED on 1 node\n%s", hj.State, hj.Nodes, data)
 	}
-	var j api.Job
-	jsonOf(t, a, &j, "job", fmt.Sprint(elastic))
-	if j.State != "RUNNING" || j.NumNodes != 2 || slices.Contains(j.Nodes, hj.Nodes[0]) {
-		t.Errorf("elastic job after the preemption: %s on %v; want RUNNING on the 2 nodes other than %s", j.State, j.Nodes, hj.Nodes[0])
-	}
 	if !strings.Contains(string(data), "term "+hj.Nodes[0]+"\n") || strings.Count(string(data), "term ") != 1 {
 		t.Errorf("want SIGTERM on the given-up node %s only:\n%s", hj.Nodes[0], data)
 	}
+	// The preemptor done, its node is free again: the elastic job takes
+	// it back (a new start there).
+	var j api.Job
+	eventually(t, 60*time.Second, "the elastic job grown back onto "+hj.Nodes[0], func() error {
+		jsonOf(t, a, &j, "job", fmt.Sprint(elastic))
+		data, _ := os.ReadFile(ran)
+		if j.State != "RUNNING" || j.NumNodes != 3 || strings.Count(string(data), "start "+hj.Nodes[0]+"\n") != 2 {
+			return fmt.Errorf("%s on %v:\n%s", j.State, j.Nodes, data)
+		}
+		return nil
+	})
 	if err := os.WriteFile(filepath.Join(work, "A.go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	j = waitJob(t, a, elastic, 60*time.Second)
-	if j.State != "COMPLETED" || j.RestartCount != 0 || len(j.Resizes) != 1 || j.Resizes[0].Cause != "shrink" || j.Resizes[0].Node != hj.Nodes[0] {
-		t.Errorf("elastic job %s (restarts %d), resizes %+v; want COMPLETED, never requeued, one shrink of %s", j.State, j.RestartCount, j.Resizes, hj.Nodes[0])
+	var hist []string
+	for _, r := range j.Resizes {
+		hist = append(hist, r.Cause+" "+r.Node)
+	}
+	if want := []string{"shrink " + hj.Nodes[0], "grow " + hj.Nodes[0]}; j.State != "COMPLETED" || j.RestartCount != 0 || !slices.Equal(hist, want) {
+		t.Errorf("elastic job %s (restarts %d), resizes %q; want COMPLETED, never requeued, resizes %q", j.State, j.RestartCount, hist, want)
 	}
 }
 
@@ -437,5 +447,122 @@ while [ ! -e A.go ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done`)
 	j = waitJob(t, a, id, 60*time.Second)
 	if j.State != "COMPLETED" || j.NumNodes != 2 || len(j.Resizes) != 1 {
 		t.Errorf("elastic job %s on %v, resizes %+v; want COMPLETED on 2, never grown back", j.State, j.Nodes, j.Resizes)
+	}
+}
+
+// TestElasticRejoin: an elastic job takes back a node it lost in the same
+// run. A -N 2-3 job runs on 3 nodes; one node's agent is killed (not the
+// job's first node, not the leader), its ranks are fenced when its lease
+// runs out and the job shrinks to 2; the agent is started again, the node
+// comes back up and the job grows onto it again, as a new entry: the
+// node starts the command a second time with 3 nodes and the place it
+// had (DESIGN, node liveness: never while its old ranks could still
+// run, which the FSM guarantees by taking it back only once that entry
+// is released), and the job completes on 3 nodes.
+func TestElasticRejoin(t *testing.T) {
+	work := t.TempDir()
+	ran := filepath.Join(work, "ran")
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1, HostOf: ownLoopback})
+	cli := c.Agents[0]
+	cmd := []string{"/bin/sh", "-c", `echo "$SLURMD_NODENAME $SLURM_JOB_NUM_NODES $SLURM_JOB_NODELIST $SLURM_NODEID" >> ran
+i=0
+while [ ! -e A.go ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done`}
+	id := submit(t, cli, append([]string{"--name", "rejoin", "--chdir", work, "--nodes", "2-3", "--gpus-per-node", "1", "--"}, cmd...)...)
+	var j api.Job
+	job := func() error {
+		r := shoal(t, cli, "job", fmt.Sprint(id), "--json")
+		if r.code != 0 {
+			return fmt.Errorf("shoal job: exit %d: %s", r.code, r.stderr)
+		}
+		j = api.Job{}
+		return json.Unmarshal([]byte(r.stdout), &j)
+	}
+	starts := func(n int) func() error {
+		return func() error {
+			data, _ := os.ReadFile(ran)
+			if got := strings.Count(string(data), "\n"); got != n {
+				return fmt.Errorf("%d starts, want %d:\n%s", got, n, data)
+			}
+			return nil
+		}
+	}
+	eventually(t, 60*time.Second, "the elastic job running on 3 nodes", func() error {
+		if err := job(); err != nil {
+			return err
+		}
+		if j.State != "RUNNING" || j.NumNodes != 3 || !j.Elastic {
+			return fmt.Errorf("state %s on %v (elastic %v)", j.State, j.Nodes, j.Elastic)
+		}
+		return nil
+	})
+	eventually(t, 60*time.Second, "the command started on 3 nodes", starts(3))
+
+	lead := leaderIndex(t, c, 0)
+	victim := -1
+	for i, a := range c.Agents {
+		if i != lead && a.Name != j.Nodes[0] {
+			victim = i
+			break
+		}
+	}
+	if victim < 0 {
+		t.Fatalf("no node to kill among %v (leader %s)", j.Nodes, c.Agents[lead].Name)
+	}
+	lost := c.Agents[victim].Name
+	if victim == 0 {
+		cli = c.Agents[lead]
+	}
+	before, _ := os.ReadFile(ran)
+	var place string
+	for l := range strings.Lines(string(before)) {
+		if f := strings.Fields(l); len(f) == 4 && f[0] == lost {
+			place = f[3]
+		}
+	}
+	if err := c.Kill(victim); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, "the elastic job shrunk to 2 nodes", func() error {
+		if err := job(); err != nil {
+			return err
+		}
+		if j.State != "RUNNING" || j.NumNodes != 2 || slices.Contains(j.Nodes, lost) {
+			return fmt.Errorf("state %s on %v", j.State, j.Nodes)
+		}
+		return nil
+	})
+
+	// The agent comes back: the node is up again and the job takes it.
+	if err := c.Restart(victim); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, "the elastic job grown back to 3 nodes", func() error {
+		if err := job(); err != nil {
+			return err
+		}
+		if j.State != "RUNNING" || j.NumNodes != 3 || !slices.Contains(j.Nodes, lost) {
+			return fmt.Errorf("state %s on %v", j.State, j.Nodes)
+		}
+		return nil
+	})
+	eventually(t, 60*time.Second, "the command started again on "+lost, starts(4))
+	data, _ := os.ReadFile(ran)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if f := strings.Fields(lines[3]); len(f) != 4 || f[0] != lost || f[1] != "3" || f[3] != place {
+		t.Errorf("the node taken back started with %q; want %s, 3 nodes, its place %s", lines[3], lost, place)
+	}
+	if err := os.WriteFile(filepath.Join(work, "A.go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, cli, id, 3*time.Minute)
+	if j.State != "COMPLETED" || j.NumNodes != 3 {
+		t.Fatalf("elastic job %s on %v (exit %d); want COMPLETED on 3 nodes:\n%s", j.State, j.Nodes, j.ExitCode, data)
+	}
+	var hist []string
+	for _, r := range j.Resizes {
+		hist = append(hist, fmt.Sprintf("%s %s %d", r.Cause, r.Node, r.NumNodes))
+	}
+	if want := []string{"shrink " + lost + " 2", "grow " + lost + " 3"}; !slices.Equal(hist, want) {
+		t.Errorf("resizes %q; want %q", hist, want)
 	}
 }

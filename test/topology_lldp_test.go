@@ -18,13 +18,17 @@ import (
 // switch by themselves from lldpd (issue 17), and a node re-cabled to
 // another leaf is seen there within a bound.
 //
-// The network is network namespaces: two "switches", leafA and leafB,
-// each a namespace with a Linux bridge (which, like a real switch, does
-// not forward LLDP) and lldpd on its ports under its chassis name; an
-// uplink joins the two bridges into one segment. Each node is a namespace
-// whose eth0 is a veth to a port of one switch, with lldpd and a Shoal
-// agent of its own. n1 and n2 start on leafA, n3 on leafB; then n2's
-// cable (its switch-side port) moves to leafB.
+// The network is network namespaces: three "switches", leafA, leafB and
+// spine, each a namespace with a Linux bridge (which, like a real switch,
+// does not forward LLDP) and lldpd on its ports under its chassis name,
+// announcing the Bridge capability as switches do; an uplink from the
+// spine to each leaf joins the bridges into one segment. Each node is a
+// namespace whose eth0 is a veth to a port of one leaf, with lldpd and a
+// Shoal agent of its own. n1 and n2 start on leafA, n3 on leafB; the
+// spine reports its own neighbours (`shoal topology report`, as root
+// through an agent's socket), and `shoal topology` shows it above both
+// leaves with no --switch-parent anywhere; then n2's cable (its
+// switch-side port) moves to leafB.
 func TestLLDPTopology(t *testing.T) {
 	var missing []string
 	if os.Geteuid() != 0 {
@@ -39,10 +43,11 @@ func TestLLDPTopology(t *testing.T) {
 		t.Fatalf("TestLLDPTopology needs %s", strings.Join(missing, ", "))
 	}
 	n := newLLDPNet(t)
-	for _, sw := range []string{"leafA", "leafB"} {
+	for _, sw := range []string{"leafA", "leafB", "spine"} {
 		n.addSwitch(sw)
 	}
-	n.link("leafA", "leafB")
+	n.link("spine", "leafA")
+	n.link("spine", "leafB")
 	nodes := []struct{ name, leaf string }{{"n1", "leafA"}, {"n2", "leafA"}, {"n3", "leafB"}}
 	for i, nd := range nodes {
 		n.addNode(nd.name, i+1, nd.leaf)
@@ -57,11 +62,19 @@ func TestLLDPTopology(t *testing.T) {
 	n.waitSwitches(first, "nodes", want, 90*time.Second)
 	n.waitSwitches(first, "members", want, 30*time.Second)
 
+	// No node can see the spine (a bridge does not forward LLDP), and no
+	// --switch-parent is given anywhere: the spine's own lldpd reports
+	// its neighbours, root running `shoal topology report` in the
+	// spine's namespace through n1's socket (no node certificate).
+	n.report("spine", first, "leafA", "leafB")
+	n.waitTopology(first, "spine\n  leafA: n[1-2]\n  leafB: n3\n", 30*time.Second)
+
 	// Re-cable n2 to leafB: its port leaves leafA's bridge for leafB's.
 	n.movePort("n2", "leafA", "leafB")
 	want["n2"] = "leafB"
 	n.waitSwitches(first, "nodes", want, 60*time.Second)
 	n.waitSwitches(first, "members", want, 30*time.Second)
+	n.waitTopology(first, "spine\n  leafA: n1\n  leafB: n[2-3]\n", 30*time.Second)
 }
 
 // lldpNet is the namespaces, lldpds and agents of TestLLDPTopology; all
@@ -114,13 +127,59 @@ func lldpTestCmd(d time.Duration, name string, args ...string) (string, error) {
 }
 
 // addSwitch makes a switch namespace: bridge br0 and lldpd naming the
-// chassis name.
+// chassis name and, as a switch's does, announcing the Bridge
+// capability.
 func (n *lldpNet) addSwitch(name string) {
 	ns := n.ns(name)
 	n.ip("netns", "add", ns)
 	n.ip("-n", ns, "link", "add", "br0", "type", "bridge")
 	n.ip("-n", ns, "link", "set", "br0", "up")
 	n.startLLDPD(name)
+	if out, err := lldpTestCmd(5*time.Second, "lldpcli", "-u", n.lldpSocket(name), "configure", "system", "capabilities", "enabled", "bridge"); err != nil {
+		n.t.Fatalf("lldpd in %s: capabilities: %v: %s", name, err, out)
+	}
+}
+
+// report runs `shoal topology report` for switch sw in its namespace,
+// through the agent socket of dataDir, until the report names the
+// switches want among its neighbours (lldpd needs a moment to hear
+// them), or fails after a bound.
+func (n *lldpNet) report(sw, dataDir string, want ...string) {
+	n.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, err := lldpTestCmd(30*time.Second, "ip", "netns", "exec", n.ns(sw), shoalBin, "--data-dir", dataDir,
+			"topology", "report", "--switch", sw, "--lldp-socket", n.lldpSocket(sw))
+		all := err == nil
+		for _, w := range want {
+			all = all && strings.Contains(out, w)
+		}
+		if all {
+			n.t.Logf("topology report: %s", out)
+			return
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("shoal topology report --switch %s: want %v among its switches; last: %v: %s", sw, want, err, out)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// waitTopology polls `shoal topology` until it prints want, or fails
+// after timeout.
+func (n *lldpNet) waitTopology(dataDir, want string, timeout time.Duration) {
+	n.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		out, err := lldpTestCmd(30*time.Second, shoalBin, "--data-dir", dataDir, "topology")
+		if err == nil && out == strings.TrimSpace(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("shoal topology: want\n%s\nlast (%v):\n%s", want, err, out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 // link joins two switches' bridges (an uplink, so nodes on both reach

@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/shoal-sched/shoal/cluster"
 )
 
 // LLDPNeighbor is one neighbour lldpd saw on one of this host's
@@ -310,6 +312,30 @@ func LLDPLeaf(neighbors []LLDPNeighbor, iface string) string {
 		}
 	}
 	return best
+}
+
+// SwitchNeighbors are a switch's LLDP neighbours as `shoal topology
+// report` sends them (cluster.SwitchReport): each by its system name, its
+// chassis id when it sends none, canonical (sorted, each once, a
+// switch when one sighting says so). A name CheckName refuses is left
+// out, and why is in refused; a neighbour with no name nor id is
+// skipped.
+func SwitchNeighbors(neighbors []LLDPNeighbor) (out []cluster.SwitchNeighbor, refused []error) {
+	for _, n := range neighbors {
+		name := n.Chassis
+		if name == "" {
+			name = n.ChassisID
+		}
+		if name == "" {
+			continue
+		}
+		if err := CheckName(name); err != nil {
+			refused = append(refused, fmt.Errorf("neighbour on %s: %w", n.Interface, err))
+			continue
+		}
+		out = append(out, cluster.SwitchNeighbor{Name: name, Bridge: n.Bridge})
+	}
+	return cluster.SwitchReport{Neighbors: out}.Canonical().Neighbors, refused
 }
 
 // ClusterInterface is the interface that carries the cluster's traffic:

@@ -56,13 +56,25 @@ func (s LLDP) Discover(ctx context.Context) (Found, error) {
 	if iface == "" {
 		return found, nil
 	}
+	ns, ok, err := s.Neighbors(ctx)
+	if !ok || err != nil {
+		return found, err
+	}
+	found.Leaf = LLDPLeaf(ns, iface)
+	return found, nil
+}
+
+// Neighbors runs `lldpcli -f json show neighbors` and returns every
+// neighbour lldpd sees. ok is false, with no error, where there is no
+// lldpcli or no lldpd behind its socket.
+func (s LLDP) Neighbors(ctx context.Context) (ns []LLDPNeighbor, ok bool, err error) {
 	bin := s.Command
 	if bin == "" {
 		bin = "lldpcli"
 	}
 	path, err := osexec.LookPath(bin)
 	if err != nil {
-		return found, nil // no lldpcli: no LLDP here
+		return nil, false, nil // no lldpcli: no LLDP here
 	}
 	timeout := s.Timeout
 	if timeout <= 0 {
@@ -81,19 +93,15 @@ func (s LLDP) Discover(ctx context.Context) (Found, error) {
 	cmd.WaitDelay = time.Second
 	if err := cmd.Run(); err != nil {
 		if lldpdAbsent(stderr.String()) {
-			return found, nil
+			return nil, false, nil
 		}
 		if ctx.Err() != nil {
-			return found, fmt.Errorf("lldpcli: no answer in %s", timeout)
+			return nil, true, fmt.Errorf("lldpcli: no answer in %s", timeout)
 		}
-		return found, fmt.Errorf("lldpcli %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return nil, true, fmt.Errorf("lldpcli %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
-	ns, err := ParseLLDP(stdout.Bytes())
-	if err != nil {
-		return found, err
-	}
-	found.Leaf = LLDPLeaf(ns, iface)
-	return found, nil
+	ns, err = ParseLLDP(stdout.Bytes())
+	return ns, true, err
 }
 
 // lldpdAbsent says whether lldpcli's complaint is that no lldpd listens

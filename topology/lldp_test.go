@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/shoal-sched/shoal/cluster"
 )
 
 func readFixture(t testing.TB, name string) []byte {
@@ -185,4 +187,23 @@ func FuzzParseLLDP(f *testing.F) {
 			_ = LLDPLeaf(ns, n.Interface)
 		}
 	})
+}
+
+// TestSwitchNeighbors: what a switch's lldpd sees becomes its report's
+// neighbours: by system name (chassis id without one), sorted, each once
+// (a switch when one sighting says so), names topology.conf cannot carry
+// left out.
+func TestSwitchNeighbors(t *testing.T) {
+	got, refused := SwitchNeighbors([]LLDPNeighbor{
+		{Interface: "p1", Chassis: "node2"},
+		{Interface: "up1", Chassis: "spine", Bridge: true},
+		{Interface: "p2", ChassisID: "0c:42:a1:00:12:01"},
+		{Interface: "up2", Chassis: "spine"},
+		{Interface: "p3", Chassis: "bad name"},
+		{Interface: "p4"},
+	})
+	want := []cluster.SwitchNeighbor{{Name: "0c:42:a1:00:12:01"}, {Name: "node2"}, {Name: "spine", Bridge: true}}
+	if !reflect.DeepEqual(got, want) || len(refused) != 1 {
+		t.Errorf("SwitchNeighbors = %+v, %v; want %+v and one refused", got, refused, want)
+	}
 }

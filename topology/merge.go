@@ -3,7 +3,6 @@ package topology
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/shoal-sched/shoal/cluster"
 )
@@ -46,24 +45,12 @@ func Merge(operator cluster.Topology, found []Found) (cluster.Topology, Origins)
 
 // MaxNameLen is the longest switch or block name a node announces (the
 // gossip metadata's label limit, gossip.MaxLabelLen).
-const MaxNameLen = 48
+const MaxNameLen = cluster.MaxTopologyNameLen
 
-// CheckName says why s cannot name a switch or a block, or nil: 1 to
-// MaxNameLen bytes of printable ASCII other than space and the
-// characters topology.conf and hostlists give a meaning (, = [ ] #).
-// A name a tool reports is checked before it is announced.
-func CheckName(s string) error {
-	if s == "" || len(s) > MaxNameLen {
-		return fmt.Errorf("name %q: want 1 to %d bytes", s, MaxNameLen)
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c > '~' || strings.IndexByte(",=[]#", c) >= 0 {
-			return fmt.Errorf("name %q: byte %d (%q) is not allowed: want printable ASCII without space , = [ ] #", s, i, c)
-		}
-	}
-	return nil
-}
+// CheckName says why s cannot name a switch or a block, or nil
+// (cluster.CheckTopologyName). A name a tool reports is checked before it
+// is announced.
+func CheckName(s string) error { return cluster.CheckTopologyName(s) }
 
 // Checked is f with the names CheckName refuses taken out, and why.
 func Checked(f Found) (Found, error) {

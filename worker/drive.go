@@ -125,7 +125,7 @@ func (d Driver[V]) Round(ctx context.Context, v V) {
 	started := p.Started
 	for _, s := range p.Start {
 		if d.Node.Start(ctx, v, s) && s.Step == nil {
-			started = append(started, Ref{Job: s.Job.ID, Incarnation: s.Job.Incarnation})
+			started = append(started, Ref{Job: s.Job.ID, Incarnation: s.Job.Incarnation, Join: s.Job.Alloc.Nodes[s.NodeIndex].Join})
 		}
 	}
 	var reports []Report

@@ -23,10 +23,13 @@ type Input struct {
 	CanStart bool
 }
 
-// Ref names one run (incarnation) of a job.
+// Ref names one run (incarnation) of a job on this node: Join is the
+// node's entry in it (cluster.NodeAlloc.Join), 0 but on a node an elastic
+// job lost and took back.
 type Ref struct {
 	Job         cluster.JobID
 	Incarnation uint64
+	Join        int
 }
 
 // Start is one task to start: job Job's own task (Step nil) or its step
@@ -39,7 +42,7 @@ type Start struct {
 
 // Key is the executor's key of the task s starts.
 func (s Start) Key() task.Key {
-	k := task.Key{Job: s.Job.ID, Incarnation: s.Job.Incarnation, Step: task.NoStep}
+	k := task.Key{Job: s.Job.ID, Incarnation: s.Job.Incarnation, Step: task.NoStep, Join: s.Job.Alloc.Nodes[s.NodeIndex].Join}
 	if s.Step != nil {
 		k.Step = s.Step.ID
 	}
@@ -74,12 +77,12 @@ func Reconcile(in Input) Plan {
 	busy := map[task.Key]int{}
 	for _, k := range in.Running {
 		running[k] = true
-		busy[task.Key{Job: k.Job, Incarnation: k.Incarnation, Step: task.NoStep}]++
+		busy[task.Key{Job: k.Job, Incarnation: k.Incarnation, Step: task.NoStep, Join: k.Join}]++
 	}
 	pendingExit := make(map[task.Key]bool, len(in.PendingExits))
 	for _, k := range in.PendingExits {
 		pendingExit[k] = true
-		busy[task.Key{Job: k.Job, Incarnation: k.Incarnation, Step: task.NoStep}]++
+		busy[task.Key{Job: k.Job, Incarnation: k.Incarnation, Step: task.NoStep, Join: k.Join}]++
 	}
 	wanted := map[task.Key]bool{}
 
@@ -93,8 +96,12 @@ func Reconcile(in Input) Plan {
 		if na.Released {
 			continue
 		}
-		key := task.Key{Job: j.ID, Incarnation: j.Incarnation, Step: task.NoStep}
-		ref := Ref{Job: j.ID, Incarnation: j.Incarnation}
+		// The node's latest entry (Find): an elastic job that lost this
+		// node and took it back runs it under a new Join, and what is
+		// left here of the earlier entry (its exit, not yet reported)
+		// keeps its own key.
+		key := task.Key{Job: j.ID, Incarnation: j.Incarnation, Step: task.NoStep, Join: na.Join}
+		ref := Ref{Job: j.ID, Incarnation: j.Incarnation, Join: na.Join}
 		// A batch job's own task is its script, on the first node only; the
 		// other nodes hold their resources for its steps.
 		ownTask := j.Spec.Batch == nil || i == 0
@@ -140,7 +147,7 @@ func steps(in Input, j *cluster.Job, i int, running, pendingExit, wanted map[tas
 		if k < 0 || st.Nodes[k].State == cluster.TaskExited || st.Nodes[k].State == cluster.TaskLost {
 			continue
 		}
-		key := task.Key{Job: j.ID, Incarnation: j.Incarnation, Step: st.ID}
+		key := task.Key{Job: j.ID, Incarnation: j.Incarnation, Step: st.ID, Join: j.Alloc.Nodes[i].Join}
 		wanted[key] = true
 		if running[key] || pendingExit[key] || !in.CanStart {
 			continue
@@ -158,7 +165,7 @@ func Exits(running, pending []task.Key, max int) []task.Key {
 	stepsAlive := map[Ref]bool{}
 	for _, k := range running {
 		if k.Step != task.NoStep {
-			stepsAlive[Ref{Job: k.Job, Incarnation: k.Incarnation}] = true
+			stepsAlive[Ref{Job: k.Job, Incarnation: k.Incarnation, Join: k.Join}] = true
 		}
 	}
 	var out []task.Key
@@ -166,7 +173,7 @@ func Exits(running, pending []task.Key, max int) []task.Key {
 		if len(out) == max {
 			break
 		}
-		if k.Step == task.NoStep && stepsAlive[Ref{Job: k.Job, Incarnation: k.Incarnation}] {
+		if k.Step == task.NoStep && stepsAlive[Ref{Job: k.Job, Incarnation: k.Incarnation, Join: k.Join}] {
 			continue // its steps are still stopping; report on a later round
 		}
 		out = append(out, k)

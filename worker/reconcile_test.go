@@ -33,12 +33,14 @@ import (
 // with input lines
 //
 //	node NAME                                this node (default n1)
-//	job id=J nodes=A,B [state=S] [inc=I] [batch=yes] [started=A,B] [released=A] [exited=A] [removed=A]
-//	                                         (removed: a node an elastic job gave up)
+//	job id=J nodes=A,B [state=S] [inc=I] [batch=yes] [started=A,B] [released=A] [exited=A] [removed=A] [rejoined=A]
+//	                                         (removed: a node an elastic job gave up;
+//	                                         rejoined: one it lost and took back, Join 1)
 //	                                         a job (state running, inc 1 by default);
 //	                                         started: shares the leader saw start
 //	step job=J id=S nodes=A,B [state=S] [inc=I] [exited=A] [lost=A]
-//	running KEY...                           the executor's tasks: J.I (own task) or J.I.S
+//	running KEY...                           the executor's tasks: J.I (own task) or J.I.S,
+//	                                         ~N for the node's entry N (J.I~1)
 //	pending KEY...                           exits recorded, not yet acknowledged
 //
 // Regenerate with: go test ./worker -run TestScripts -rewrite
@@ -207,6 +209,15 @@ func (s *script) job(args map[string]string) error {
 		na.Removed = in(args["removed"], n)
 		j.Alloc.Nodes = append(j.Alloc.Nodes, na)
 	}
+	// rejoined: nodes an elastic job lost and took back, as a new entry
+	// (Join 1) after the released one.
+	for n := range strings.SplitSeq(args["rejoined"], ",") {
+		if i := j.Alloc.Find(n); n != "" && i >= 0 {
+			j.Alloc.Elastic = true
+			j.Alloc.Nodes[i].State, j.Alloc.Nodes[i].Released = cluster.TaskLost, true
+			j.Alloc.Nodes = append(j.Alloc.Nodes, cluster.NodeAlloc{Node: n, State: cluster.TaskAssigned, Join: 1, Slot: i + 1})
+		}
+	}
 	s.jobs = append(s.jobs, j)
 	return nil
 }
@@ -249,8 +260,18 @@ func (s *script) step(args map[string]string) error {
 	return nil
 }
 
-// parseKey reads J.I (a job's own task) or J.I.S (step S).
+// parseKey reads J.I (a job's own task) or J.I.S (step S), each with
+// ~N for the node's entry N (task.Key.Join).
 func parseKey(s string) (task.Key, error) {
+	s, join, rejoined := strings.Cut(s, "~")
+	k, err := parseKey0(s)
+	if err == nil && rejoined {
+		k.Join, err = strconv.Atoi(join)
+	}
+	return k, err
+}
+
+func parseKey0(s string) (task.Key, error) {
 	parts := strings.Split(s, ".")
 	if len(parts) < 2 || len(parts) > 3 {
 		return task.Key{}, fmt.Errorf("task %q: want JOB.INC or JOB.INC.STEP", s)
@@ -271,10 +292,7 @@ func parseKey(s string) (task.Key, error) {
 }
 
 func formatKey(k task.Key) string {
-	if k.Step == task.NoStep {
-		return fmt.Sprintf("%d.%d", k.Job, k.Incarnation)
-	}
-	return fmt.Sprintf("%d.%d.%d", k.Job, k.Incarnation, k.Step)
+	return k.DirName()
 }
 
 func joinKeys(ks []task.Key) string {
@@ -305,7 +323,7 @@ func formatPlan(p Plan) string {
 			b.WriteString(" (none)")
 		}
 		for _, r := range rs {
-			fmt.Fprintf(&b, " %d.%d", r.Job, r.Incarnation)
+			fmt.Fprintf(&b, " %s", formatKey(task.Key{Job: r.Job, Incarnation: r.Incarnation, Step: task.NoStep, Join: r.Join}))
 		}
 		b.WriteString("\n")
 	}

@@ -23,8 +23,9 @@ func newTopologyCmd(g *globalFlags) *cobra.Command {
 		Long: `Print the switch tree the cluster believes: each node's leaf switch, the
 leaf's parent and its NVLink block, as the nodes announce them (found by
 LLDP, InfiniBand and NVML, or set with --switch, --switch-parent, --block
-and topology.conf). Nodes under no switch are listed as unplaced; they are
-still scheduled.
+and topology.conf). A leaf none of whose nodes announces a parent takes
+the one the switches' own LLDP reports give ('shoal topology report').
+Nodes under no switch are listed as unplaced; they are still scheduled.
 
 --format=topology.conf (or tree) writes the switch tree as Slurm's
 topology/tree reads it (SwitchName= lines); --format=block writes the
@@ -46,7 +47,13 @@ a BlockName line in a tree topology.conf.`,
 			if err != nil {
 				return err
 			}
-			topo, unplaced, conflicts := topologyOf(nodes)
+			reports, err := c.SwitchReports(cmd.Context())
+			if err != nil {
+				// An agent from before switch reports: the tree of what
+				// the nodes announce.
+				fmt.Fprintln(os.Stderr, "shoal topology: warning: switch reports not read:", err)
+			}
+			topo, unplaced, conflicts := topologyOf(nodes, reports)
 			for _, c := range conflicts {
 				fmt.Fprintln(os.Stderr, "shoal topology: warning:", c)
 			}
@@ -63,14 +70,16 @@ a BlockName line in a tree topology.conf.`,
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "", "write Slurm's topology.conf: topology.conf or tree (SwitchName lines, topology/tree), block (BlockName lines, topology/block)")
+	cmd.AddCommand(newTopologyReportCmd(g))
 	return cmd
 }
 
 // topologyOf is the topology the nodes announce: each node's leaf
 // switch and block, and each leaf's parent as cluster.LeafParents agrees
-// on it (the rule the leader's placement uses), with each disagreement in
-// conflicts. unplaced lists the nodes under no switch, sorted.
-func topologyOf(nodes []api.Node) (topo slurm.Topology, unplaced, conflicts []string) {
+// on it from the nodes and the switches' reports (the rule the leader's
+// placement uses), with each disagreement in conflicts. unplaced lists
+// the nodes under no switch, sorted.
+func topologyOf(nodes []api.Node, reports []cluster.SwitchReport) (topo slurm.Topology, unplaced, conflicts []string) {
 	topo = slurm.Topology{Leaf: map[string]string{}, Parent: map[string]string{}, Block: map[string]string{}}
 	places := make([]cluster.Topology, 0, len(nodes))
 	for _, n := range nodes {
@@ -84,7 +93,16 @@ func topologyOf(nodes []api.Node) (topo slurm.Topology, unplaced, conflicts []st
 		topo.Leaf[n.Name] = n.Switch
 		places = append(places, cluster.Topology{Switch: n.Switch, SwitchParent: n.SwitchParent})
 	}
-	topo.Parent, conflicts = cluster.LeafParents(places)
+	names := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		names[n.Name] = true
+	}
+	rs := make([]*cluster.SwitchReport, len(reports))
+	for i := range reports {
+		rs[i] = &reports[i]
+	}
+	links := cluster.SwitchLinks(rs, func(name string) bool { return names[name] })
+	topo.Parent, conflicts = cluster.LeafParents(places, links)
 	slices.SortFunc(unplaced, slurm.CompareNodeNames)
 	return topo, unplaced, conflicts
 }

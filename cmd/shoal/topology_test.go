@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -20,7 +21,7 @@ func TestTopologyOf(t *testing.T) {
 		{Name: "n10", Block: "nvl-a-1"},
 		{Name: "n9"},
 	}
-	topo, unplaced, conflicts := topologyOf(nodes)
+	topo, unplaced, conflicts := topologyOf(nodes, nil)
 	want := slurm.Topology{
 		Leaf:   map[string]string{"n1": "leaf1", "n2": "leaf1", "n3": "leaf2", "n4": "leaf2", "n5": "leaf3"},
 		Parent: map[string]string{"leaf1": "spine", "leaf2": "spine"},
@@ -69,7 +70,7 @@ func TestTopologyConf(t *testing.T) {
 		{Name: "n3", Switch: "leaf2", SwitchParent: "spine"},
 		{Name: "n9", Block: "nvl-a-1"},
 		{Name: "n10"},
-	})
+	}, nil)
 	tree, err := topologyConf(topo, unplaced, false)
 	if err != nil {
 		t.Fatal(err)
@@ -108,5 +109,23 @@ BlockName=nvl-a-1 Nodes=n[1-2,9]
 				t.Errorf("%s placed %q %q %q from:\n%s", n, l, p, b, text)
 			}
 		}
+	}
+}
+
+// TestTopologyOfSwitchReports: a leaf whose nodes announce no parent is
+// shown under the switch a switch report links it to; a parent a node
+// announces (--switch-parent) wins.
+func TestTopologyOfSwitchReports(t *testing.T) {
+	nodes := []api.Node{
+		{Name: "n1", Switch: "leafA"}, {Name: "n2", Switch: "leafA"},
+		{Name: "n3", Switch: "leafB"}, {Name: "n4", Switch: "leafC", SwitchParent: "core"},
+	}
+	reports := []cluster.SwitchReport{{Switch: "spine", Neighbors: []cluster.SwitchNeighbor{
+		{Name: "leafA", Bridge: true}, {Name: "leafB", Bridge: true}, {Name: "leafC", Bridge: true}, {Name: "n9"},
+	}}}
+	topo, _, _ := topologyOf(nodes, reports)
+	want := map[string]string{"leafA": "spine", "leafB": "spine", "leafC": "core"}
+	if d := cmp.Diff(want, topo.Parent); d != "" {
+		t.Errorf("parents (-want +got):\n%s", d)
 	}
 }

@@ -42,19 +42,30 @@ type Key struct {
 	Job         cluster.JobID
 	Incarnation uint64
 	Step        int
+	// Join is the node's entry in the allocation the task runs under
+	// (cluster.NodeAlloc.Join): 0 but on a node an elastic job lost and
+	// took back, where the tasks of its earlier entry keep their own key.
+	Join int
 }
 
 func (k Key) String() string {
-	if k.Step == NoStep {
-		return fmt.Sprintf("%s.%d", k.Job, k.Incarnation)
+	s := fmt.Sprintf("%s.%d", k.Job, k.Incarnation)
+	if k.Join > 0 {
+		s += fmt.Sprintf(" (join %d)", k.Join)
 	}
-	return fmt.Sprintf("%s.%d step %d", k.Job, k.Incarnation, k.Step)
+	if k.Step != NoStep {
+		s += fmt.Sprintf(" step %d", k.Step)
+	}
+	return s
 }
 
 // CgroupPaths are the cgroups of task key: the job incarnation's, and
 // the task's under it.
 func CgroupPaths(k Key) (job, task string) {
 	job = "job_" + k.Job.String() + "." + strconv.FormatUint(k.Incarnation, 10)
+	if k.Join > 0 {
+		job += "~" + strconv.Itoa(k.Join)
+	}
 	task = job + "/task"
 	if k.Step != NoStep {
 		task = job + "/step_" + strconv.Itoa(k.Step)
@@ -75,6 +86,8 @@ type Launch struct {
 	Alloc cluster.Allocation
 	// NodeIndex is this node's index in Alloc.Nodes (NODE_RANK).
 	NodeIndex int
+	// Join is the node's entry the task runs under (Key.Join).
+	Join int `json:",omitempty"`
 	// MasterAddr is the host ranks dial for Alloc.Nodes[0].
 	MasterAddr string
 	// NodeList is the compressed hostlist of Alloc.NodeNames(), e.g. "n[1-2]".
@@ -127,7 +140,7 @@ type Launch struct {
 }
 
 func (l Launch) Key() Key {
-	k := Key{Job: l.Job, Incarnation: l.Incarnation, Step: NoStep}
+	k := Key{Job: l.Job, Incarnation: l.Incarnation, Step: NoStep, Join: l.Join}
 	if l.Step != nil {
 		k.Step = l.Step.ID
 	}

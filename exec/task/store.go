@@ -88,18 +88,23 @@ func StepField(step int) *int {
 }
 
 // dirName is the task directory's name: "<job>.<incarnation>" for the
-// job's own task, "<job>.<incarnation>.<step>" for a step.
+// job's own task, "<job>.<incarnation>.<step>" for a step, each followed
+// by "~<join>" for a task of a node's later entry (Key.Join).
 func (k Key) DirName() string {
 	s := k.Job.String() + "." + strconv.FormatUint(k.Incarnation, 10)
 	if k.Step != NoStep {
 		s += "." + strconv.Itoa(k.Step)
+	}
+	if k.Join > 0 {
+		s += "~" + strconv.Itoa(k.Join)
 	}
 	return s
 }
 
 // ParseDirName is the inverse of dirName.
 func ParseDirName(name string) (Key, bool) {
-	parts := strings.Split(name, ".")
+	base, join, rejoined := strings.Cut(name, "~")
+	parts := strings.Split(base, ".")
 	if len(parts) != 2 && len(parts) != 3 {
 		return Key{}, false
 	}
@@ -108,6 +113,13 @@ func ParseDirName(name string) (Key, bool) {
 		step = parts[2]
 	}
 	key, ok := parseKey(parts[0], parts[1], step)
+	if rejoined {
+		n, err := strconv.ParseUint(join, 10, 31)
+		if err != nil || n == 0 {
+			return Key{}, false
+		}
+		key.Join = int(n)
+	}
 	return key, ok && key.DirName() == name // canonical names only
 }
 

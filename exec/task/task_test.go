@@ -17,8 +17,10 @@ func TestCgroupPaths(t *testing.T) {
 		key       Key
 		job, task string
 	}{
-		{Key{7, 2, NoStep}, "job_7.2", "job_7.2/task"},
-		{Key{7, 2, 0}, "job_7.2", "job_7.2/step_0"},
+		{Key{7, 2, NoStep, 0}, "job_7.2", "job_7.2/task"},
+		{Key{7, 2, 0, 0}, "job_7.2", "job_7.2/step_0"},
+		{Key{7, 2, NoStep, 1}, "job_7.2~1", "job_7.2~1/task"},
+		{Key{7, 2, 3, 2}, "job_7.2~2", "job_7.2~2/step_3"},
 	} {
 		if job, task := CgroupPaths(tc.key); job != tc.job || task != tc.task {
 			t.Errorf("CgroupPaths(%v) = %q, %q; want %q, %q", tc.key, job, task, tc.job, tc.task)
@@ -28,7 +30,8 @@ func TestCgroupPaths(t *testing.T) {
 
 func TestParseDirName(t *testing.T) {
 	for name, want := range map[string]Key{
-		"3.1": {3, 1, NoStep}, "3.2.0": {3, 2, 0}, "3.2.17": {3, 2, 17},
+		"3.1": {3, 1, NoStep, 0}, "3.2.0": {3, 2, 0, 0}, "3.2.17": {3, 2, 17, 0},
+		"3.1~1": {3, 1, NoStep, 1}, "3.2.4~12": {3, 2, 4, 12},
 	} {
 		if got, ok := ParseDirName(name); !ok || got != want {
 			t.Errorf("ParseDirName(%q) = %v, %v; want %v", name, got, ok, want)
@@ -37,7 +40,8 @@ func TestParseDirName(t *testing.T) {
 			t.Errorf("%v.DirName() = %q; want %q", want, got, name)
 		}
 	}
-	for _, name := range []string{"3", "0.1", "3.0", "3.1.-1", "3.1.x", "03.1", "3.1.01", "3.1.0.0", "3.1."} {
+	for _, name := range []string{"3", "0.1", "3.0", "3.1.-1", "3.1.x", "03.1", "3.1.01", "3.1.0.0", "3.1.",
+		"3.1~0", "3.1~", "3.1~01", "3.1~-1", "3.1~x", "3.1~1~1", "~1"} {
 		if got, ok := ParseDirName(name); ok {
 			t.Errorf("ParseDirName(%q) = %v; want no key", name, got)
 		}
@@ -120,4 +124,18 @@ func TestTrackerAndSupervisorApart(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzParseDirName: a task directory's name parses only in its canonical
+// form, and a key it gives names the same directory again.
+func FuzzParseDirName(f *testing.F) {
+	for _, s := range []string{"3.1", "3.2.17", "3.1~1", "3.2.4~12", "3.1~0", "~1", "3.1~1~1", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		k, ok := ParseDirName(name)
+		if ok && k.DirName() != name {
+			t.Errorf("ParseDirName(%q) = %v, whose DirName is %q", name, k, k.DirName())
+		}
+	})
 }

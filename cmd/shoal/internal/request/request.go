@@ -321,6 +321,8 @@ func Batch(args []string) (api.SubmitRequest, slurm.Options, []string, error) {
 		req.Name = name
 	}
 	req.Batch = &cluster.Batch{Script: string(script), Args: scriptArgs, Output: opts.Output, Error: opts.Error, OpenMode: opts.OpenMode, Input: opts.Input}
+	// -N MIN-MAX: the allocation grows and shrinks while the script runs.
+	req.Batch.Elastic = req.NodesMax > req.Nodes
 	// Slurm requeues batch jobs by default (JobRequeue=1).
 	req.Requeue = opts.Requeue == nil || *opts.Requeue
 	return req, opts, warnings, nil

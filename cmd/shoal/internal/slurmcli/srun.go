@@ -101,6 +101,9 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 	if spec, err = stepExclude(ctx, c, job, opts, spec); err != nil {
 		return 1, err
 	}
+	if spec.NoKill, err = stepNoKill(ctx, c, job, opts); err != nil {
+		return 1, err
+	}
 	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err != nil {
 		return 1, err
 	}

@@ -94,3 +94,21 @@ func stepExclude(ctx context.Context, c *api.Client, job uint64, opts slurm.Opti
 	}
 	return spec, nil
 }
+
+// stepNoKill is what srun --no-kill records in the step: only in an
+// elastic batch job, whose steps the state cancels when they lose a node
+// (fsm's settleSteps); in any other job srun itself decides to end the
+// step or not (planNodeFail), and a step without the field is accepted
+// by servers of every protocol.
+func stepNoKill(ctx context.Context, c *api.Client, job uint64, opts slurm.Options) (bool, error) {
+	if !opts.NoKill {
+		return false, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	j, err := c.Job(rctx, job)
+	cancel()
+	if err != nil {
+		return false, fmt.Errorf("--no-kill: job %d: %w", job, err)
+	}
+	return j.Elastic && j.Batch, nil
+}
