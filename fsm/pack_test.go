@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -73,5 +74,70 @@ func TestStepNTasksPerGPU(t *testing.T) {
 	c.Spec.TasksPerNode = 1
 	if r := h.apply(t, CmdStartStep, c); r.Err == nil {
 		t.Error("ntasks_per_gpu with tasks_per_node: accepted")
+	}
+}
+
+// TestDealtSteps: a step asking Dealt (protocol 5) deals its tasks over
+// the CPUs its job holds on its nodes, as Slurm's srun does in any
+// distribution (slurm/testdata/layout_golden.txt): in a -n5 -N2 job
+// holding 4 and 1 CPUs, srun -n5 -m cyclic runs 0,2,3,4 and 1, -m
+// plane=2 0,1,3,4 and 2; in a job of 2 CPUs a node, -n4 -m plane=4 runs
+// 2 and 2.
+func TestDealtSteps(t *testing.T) {
+	h := newHarness()
+	withNodes("n1", "n2")(t, h)
+	sp := spec(2, 0)
+	sp.Request.NTasks, sp.Request.TasksPerNode, sp.Request.Pack = 5, 4, true
+	h.must(t, CmdSubmitJob, SubmitJob{RequestID: "p", Spec: sp})
+	even := spec(2, 0)
+	even.Request.TasksPerNode = 2
+	h.must(t, CmdSubmitJob, SubmitJob{RequestID: "e", Spec: even})
+	alloc := func(id cluster.JobID, cpus1, cpus2 []int) Decision {
+		return Decision{Job: id, Nodes: []Placement{{Node: "n1", GPUs: []int{}, CPUs: cpus1}, {Node: "n2", GPUs: []int{}, CPUs: cpus2}}}
+	}
+	r := h.must(t, CmdAllocate, Allocate{Consumable: true, Decisions: []Decision{
+		alloc(1, []int{0, 1, 2, 3}, []int{0}), alloc(2, []int{4, 5}, []int{1, 2}),
+	}})
+	if len(r.Rejected) != 0 {
+		t.Fatalf("allocate rejected %v", r.Rejected)
+	}
+	for _, tc := range []struct {
+		job    cluster.JobID
+		ntasks int
+		dist   string
+		caps   []int
+		want   string // each node's ranks
+	}{
+		{1, 5, "cyclic", []int{4, 1}, "[[0 2 3 4] [1]]"},
+		{1, 5, "plane=2", []int{4, 1}, "[[0 1 3 4] [2]]"},
+		{1, 4, "", []int{4, 1}, "[[0 1 2] [3]]"},
+		{1, 0, "", []int{4, 1}, "[[0 1 2 3] [4]]"}, // the job's ranks
+		{2, 4, "plane=4", []int{2, 2}, "[[0 1] [2 3]]"},
+		{2, 5, "", []int{2, 2}, "[[0 1 2] [3 4]]"},
+	} {
+		c := stepCmd(tc.job, 1, 0, 0)
+		c.Spec.NTasks, c.Spec.Distribution, c.Spec.Dealt = tc.ntasks, tc.dist, true
+		if need := Needs(CmdStartStep, c); need != 5 {
+			t.Errorf("Needs(dealt step) = %d; want 5", need)
+		}
+		r := h.must(t, CmdStartStep, c)
+		st := step(t, h.s.View(), tc.job, r.StepID)
+		var got [][]int
+		for i, n := range st.Nodes {
+			var ranks []int
+			for l := range n.Tasks {
+				ranks = append(ranks, st.Spec.RankAt(i, l))
+			}
+			if n.FirstRank != ranks[0] {
+				t.Errorf("job %d srun -n %d -m %q: node %d first rank %d; want %d", tc.job, tc.ntasks, tc.dist, i, n.FirstRank, ranks[0])
+			}
+			got = append(got, ranks)
+		}
+		if g := fmt.Sprint(got); g != tc.want || !slices.Equal(st.Spec.Caps, tc.caps) {
+			t.Errorf("job %d srun -n %d -m %q: ranks %s caps %v; want %s caps %v", tc.job, tc.ntasks, tc.dist, g, st.Spec.Caps, tc.want, tc.caps)
+		}
+	}
+	if err := h.s.Restore(mustSnapshot(t, h.s)); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -73,6 +73,12 @@ import (
 //	   and refuse the allocation that holds other CPUs than it computes.
 //	   srun --ntasks-per-gpu (StartStep.Spec.NTasksPerGPU), which an
 //	   older replica would drop, running one task per node on every GPU.
+//	5  fields: a step's tasks dealt over its job's CPUs as Slurm's srun
+//	   deals them (StartStep.Spec.Dealt: StepSpec.Caps from the CPUs the
+//	   job holds on the step's nodes, laid out by slurm.Deal in any
+//	   distribution: srun -n5 -m cyclic in a -n5 -N2 job runs 0,2,3,4
+//	   and 1). An older replica would drop it and lay the step out
+//	   evenly (or, in a packed job in blocks, by slurm.BlockCounts).
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -80,7 +86,7 @@ import (
 const (
 	// ProtocolVersion is the protocol this build speaks: the highest
 	// version in commands and snapshotFormats.
-	ProtocolVersion = 4
+	ProtocolVersion = 5
 	// ProtocolOldest is the lowest version an agent may announce. A
 	// command type introduced at it needs no check.
 	ProtocolOldest = 1
@@ -252,6 +258,11 @@ var fields = []field{
 	{name: "StartStep.Spec.NTasksPerGPU", since: 4, uses: func(body any) bool {
 		c, ok := body.(StartStep)
 		return ok && c.Spec.NTasksPerGPU != 0
+	}},
+	// An older replica would drop Dealt and lay the step out evenly.
+	{name: "StartStep.Spec.Dealt", since: 5, uses: func(body any) bool {
+		c, ok := body.(StartStep)
+		return ok && c.Spec.Dealt
 	}},
 	// An older replica would drop Pack and lay the ranks out evenly.
 	{name: "SubmitJob.Spec.Request.Pack", since: 4, uses: func(body any) bool {

@@ -27,8 +27,8 @@ srun -n 4 sh -c 'echo "n4 $SLURM_PROCID $SLURMD_NODENAME $SLURM_STEP_TASKS_PER_N
 // the second, as Debian's Slurm does on idle nodes (one on each node, the
 // rest packed on the first: slurm/testdata/layout_golden.txt), holding
 // each node's own share of CPUs; srun inside runs the job's ranks in that
-// layout, and srun -m cyclic deals them round robin, as Slurm's srun
-// numbers them (checked against Debian's Slurm in slurm.TestLayout). A
+// layout, and srun -m cyclic deals them round robin over the job's CPUs,
+// as Slurm's srun numbers them (slurm.TestLayoutGolden). A
 // job submitted with -m cyclic lays its own ranks out that way too, even
 // (3 and 2).
 func TestJobLayout(t *testing.T) {
@@ -71,9 +71,12 @@ func TestJobLayout(t *testing.T) {
 	// A step of 4 fills the job's shares (4 and 1) in blocks, as Slurm's
 	// step fills its job's CPUs: 3 and 1.
 	check("-n5 -N2", "n4", lines["n4"], "0 node0 3,1", "1 node0 3,1", "2 node0 3,1", "3 node1 3,1")
+	// srun -m cyclic deals the ranks over the job's CPUs (4 and 1) as
+	// Slurm's srun: 0,2,3,4 and 1 (layout_golden.txt: -n5 -N2 :: -n5 -m
+	// cyclic).
 	check("-n5 -N2", "cyclic", lines["cyclic"],
-		"0 node0 0 cyclic 0 3", "2 node0 1 cyclic 2 3", "4 node0 2 cyclic 4 3",
-		"1 node1 0 cyclic 1 2", "3 node1 1 cyclic 3 2")
+		"0 node0 0 cyclic 0 4", "2 node0 1 cyclic 2 4", "3 node0 2 cyclic 3 4", "4 node0 3 cyclic 4 4",
+		"1 node1 0 cyclic 1 1")
 
 	_, lines = run("cyclic", "-n", "5", "-N", "2", "-m", "cyclic")
 	check("-n5 -N2 -m cyclic", "batch", lines["batch"], "3,2 unset cyclic 3,2 5")
