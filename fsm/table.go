@@ -79,6 +79,11 @@ import (
 //	   distribution: srun -n5 -m cyclic in a -n5 -N2 job runs 0,2,3,4
 //	   and 1). An older replica would drop it and lay the step out
 //	   evenly (or, in a packed job in blocks, by slurm.BlockCounts).
+//	   A job's ranks laid out when it starts from the CPUs its nodes have
+//	   free, as Slurm sizes them (Allocate's Placement.Tasks, recorded as
+//	   cluster.NodeAlloc.Tasks: -n 5 on 2 nodes runs 2 and 3 where the
+//	   first has 2 CPUs free). An older replica would drop it, lay the
+//	   ranks out by the request and refuse the CPUs the decision holds.
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -258,6 +263,19 @@ var fields = []field{
 	{name: "StartStep.Spec.NTasksPerGPU", since: 4, uses: func(body any) bool {
 		c, ok := body.(StartStep)
 		return ok && c.Spec.NTasksPerGPU != 0
+	}},
+	// An older replica would drop Tasks, lay the ranks out by the
+	// request alone and refuse the CPUs the decision holds.
+	{name: "Allocate.Decisions.Nodes.Tasks", since: 5, uses: func(body any) bool {
+		c, ok := body.(Allocate)
+		for _, d := range c.Decisions {
+			for _, p := range d.Nodes {
+				if ok && p.Tasks != 0 {
+					return true
+				}
+			}
+		}
+		return false
 	}},
 	// An older replica would drop Dealt and lay the step out evenly.
 	{name: "StartStep.Spec.Dealt", since: 5, uses: func(body any) bool {
