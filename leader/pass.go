@@ -23,6 +23,10 @@ type PassInput struct {
 	// Elastic says every server speaks protocol 4: elastic jobs start
 	// elastic (Decision.Elastic) and running ones grow (Plan.Grows).
 	Elastic bool
+	// Spread says every server speaks protocol 5: a job with -n starts
+	// with its ranks laid out from its nodes' free CPUs
+	// (placement.Options.Spread, fsm.Placement.Tasks).
+	Spread bool
 }
 
 // EndPreemption is a victim whose grace is over.
@@ -110,6 +114,7 @@ func Pass(in PassInput) (Plan, error) {
 	records := jobRecords(v)
 	prs := placement.Priorities(QueuePolicy(v), records, ClusterGPUs(v), now)
 	opts := QueueOptions(QueuePolicy(v), prs, records, pending)
+	opts.Spread = in.Spread
 	if opts.Policy == placement.PolicyQSSF {
 		p.Order = placement.QSSFOrder(pending, now, opts)
 	} else {
@@ -135,7 +140,7 @@ func Pass(in PassInput) (Plan, error) {
 			fd.Elastic = true
 		}
 		for _, as := range d.Nodes {
-			fd.Nodes = append(fd.Nodes, fsm.Placement{Node: as.Node, GPUs: as.GPUs, CPUs: as.CPUs, MemMiB: as.MemMiB})
+			fd.Nodes = append(fd.Nodes, fsm.Placement{Node: as.Node, GPUs: as.GPUs, CPUs: as.CPUs, MemMiB: as.MemMiB, Tasks: as.Tasks})
 		}
 		p.Allocations = append(p.Allocations, fd)
 	}

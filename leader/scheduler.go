@@ -96,6 +96,7 @@ func (s Scheduler) Pass(ctx context.Context, v *fsm.View) error {
 	now := s.Clock.Now()
 	in := PassInput{View: v, Now: now}
 	in.Elastic = s.Gate == nil || s.Gate(ctx, fsm.CmdGrowJob, fsm.CmdGrowJob.Since()) == nil
+	in.Spread = s.Gate == nil || s.Gate(ctx, fsm.CmdAllocate, 5) == nil
 	if s.Occupying != nil {
 		in.Occupying = s.Occupying(v.Jobs())
 	}
