@@ -348,6 +348,9 @@ func (s *state) spreadTasks(req cluster.Request, nodes []int) []int {
 		free[k], named[k] = s.cfree[ni], slices.Contains(req.NodeList, n.Name)
 	}
 	counts := req.SpreadCounts(free, named)
+	if len(counts) != len(nodes) {
+		return nil // the ranks do not fit the shares
+	}
 	for k, ni := range nodes {
 		n := s.v.nodes[ni].node
 		if counts[k] < 1 || counts[k] > cluster.MaxTasksPerNode || req.CPUsFor(n, counts[k]) > s.cfree[ni] ||
