@@ -103,10 +103,14 @@ type Request struct {
 	// TasksPerNode is how many ranks start on each node (default 1); with
 	// NTasks set, the most any node runs.
 	TasksPerNode int `msgpack:"tasks_per_node" json:"tasks_per_node"`
-	// NTasks, when set, is the job's rank count (sbatch -n), laid out on
-	// its nodes by Distribution (slurm.Layout: block by default, -n 5 on
-	// 2 nodes runs 3 and 2); each node holds CPUs (and memory per CPU)
-	// for the ranks it runs. Zero: TasksPerNode on every node.
+	// NTasks, when set, is the job's rank count (sbatch -n). When the job
+	// starts (protocol 5) the leader sizes each node's share from its free
+	// CPUs and records it (NodeAlloc.Tasks; see TaskCountsIn): -n 5 on 2
+	// idle nodes runs 4 and 1; the ranks are dealt over the shares by
+	// Distribution. Allocations without it lay the ranks out by Pack, or
+	// evenly by Distribution (slurm.Layout: 3 and 2). Each node holds
+	// CPUs (and memory per CPU) for the ranks it runs. Zero: TasksPerNode
+	// on every node.
 	NTasks int `msgpack:"ntasks,omitempty" json:"ntasks,omitempty"`
 	// Distribution is -m/--distribution as slurm.Distribution.String
 	// writes it ("" is Slurm's default): which rank runs on which node.

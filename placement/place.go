@@ -328,13 +328,14 @@ func (s *state) chooseSpread(req cluster.Request, topology bool) (nodes, tasks [
 
 // spreadTasks is how many of req's ranks each of nodes (in rank order)
 // runs when the job starts there now, as Slurm 22.05 sizes a job's CPUs
-// (Request.SpreadCounts over the CPUs each node has free): -n 5 on 2 idle nodes runs 4 and 1, on a first
-// node with 2 CPUs free 2 and 3. Nil, for the request's own layout
-// (Request.CPUsAt), unless s.spreadRanks and the job has NTasks and is not
-// exclusive, every node reports its CPUs, and every node has the CPUs
-// and memory of its share free (the choice of nodes checked only the
-// request's layout; Spread keeps within each node's free CPUs, so this
-// holds but for --mem-per-cpu memory or a node too small for a task).
+// (Request.SpreadCounts over the CPUs each node has free): -n 5 on 2
+// idle nodes runs 4 and 1, on a first node with 2 CPUs free 2 and 3.
+// Nil, for the request's own layout (Request.CPUsAt), unless
+// s.spreadRanks and the job has NTasks and is not exclusive, every node
+// reports its CPUs, and the ranks fit: every node has the CPUs and
+// memory of its share free (the shares keep within each node's free
+// CPUs, but the nodes may hold too few in all, or too little
+// --mem-per-cpu memory).
 func (s *state) spreadTasks(req cluster.Request, nodes []int) []int {
 	if !s.spreadRanks || req.NTasks == 0 || req.Exclusive || len(nodes) == 0 {
 		return nil
