@@ -136,8 +136,8 @@ func jobRooms(t *testing.T, names []string, opts Options, hold []string) []NodeR
 // TestLayoutGolden checks Spread and Deal against how Debian's Slurm
 // laid out jobs and steps on its 16-CPU, 8-GPU nodes (layout_golden.txt,
 // made by make_layout_golden.sh): a job's tasks over the CPUs it was
-// given on the nodes Slurm chose (free CPUs, -w first), in its -m; a
-// step's over its job's CPUs. Which nodes Slurm chose is taken from the
+// given on the nodes Slurm chose (free CPUs, -w first; an exclusive
+// job's whole nodes), in its -m; a step's over its job's CPUs. Which nodes Slurm chose is taken from the
 // golden (Shoal's placement chooses its own).
 func TestLayoutGolden(t *testing.T) {
 	cases := 0
@@ -170,13 +170,18 @@ func TestLayoutGolden(t *testing.T) {
 			}
 			names, _ := parsedLayout(t, c.want)
 			caps := Spread(jobRooms(t, names, opts, c.hold), ntasks, cpt)
+			if opts.Exclusive {
+				// Whole nodes: the tasks over all their CPUs.
+				caps = slices.Repeat([]int{peerCPUs / cpt}, len(names))
+			}
 			counts := DealCounts(ntasks, caps, opts.Distribution)
 			var got [][]int
 			if len(c.step) == 0 {
 				got = Deal(ntasks, counts, opts.Distribution)
 			} else {
 				// The step runs on its first nodes of the job's, its
-				// tasks over the job's CPUs there.
+				// tasks over the job's CPUs there (its tasks' CPUs, or
+				// the whole node's).
 				st := parseLayoutArgs(t, c.step)
 				stepCPT := max(st.CPUsPerTask, 1)
 				nodes := len(names)
@@ -186,7 +191,11 @@ func TestLayoutGolden(t *testing.T) {
 				nodes = min(nodes, st.NTasks)
 				stepCaps := make([]int, nodes)
 				for i := range stepCaps {
-					stepCaps[i] = counts[i] * cpt / stepCPT
+					jobCPUs := counts[i] * cpt
+					if opts.Exclusive {
+						jobCPUs = peerCPUs
+					}
+					stepCaps[i] = jobCPUs / stepCPT
 				}
 				got = Deal(st.NTasks, stepCaps, st.Distribution)
 			}
