@@ -417,7 +417,9 @@ func (a Allocation) taskCounts() []int {
 // 16-CPU nodes: 4 and 1; with 2 CPUs free on the first: 2 and 3. A job
 // whose GPUs go with its tasks (--gpus-per-task, --gres: GPUOption "",
 // each node's GPUs sized for TasksPerNode ranks) runs at most
-// TasksPerNode on a node, as Slurm bounds a node's tasks by its GPUs.
+// TasksPerNode on a node, as Slurm bounds a node's tasks by its GPUs. An
+// exclusive job's ranks are dealt over its nodes' CPUs, all of which it
+// holds.
 // It returns nil when the ranks do not fit the nodes' shares (their CPUs
 // free, that bound).
 func (r Request) SpreadCounts(free []int, named []bool) []int {
@@ -430,6 +432,13 @@ func (r Request) SpreadCounts(free []int, named []bool) []int {
 		rooms[k] = slurm.NodeRoom{CPUs: c, Named: k < len(named) && named[k], MaxTasks: most}
 	}
 	caps := slurm.Spread(rooms, r.NTasks, max(1, r.CPUsPerTask))
+	if r.Exclusive {
+		// The job holds its nodes whole: the ranks are dealt over all
+		// their CPUs (-n 5 on 2 nodes: 3 and 2).
+		for k, c := range free {
+			caps[k] = c / max(1, r.CPUsPerTask)
+		}
+	}
 	counts := slurm.DealCounts(r.NTasks, caps, r.Dist())
 	for k, c := range counts {
 		if c > caps[k] {

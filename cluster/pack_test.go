@@ -75,6 +75,7 @@ func TestSpreadCounts(t *testing.T) {
 		{"gpus per node", Request{NTasks: 5, GPUsPerNode: 2, GPUOption: GPUOptionPerNode}, []int{16, 16}, nil, []int{4, 1}},
 		{"gpus per task", Request{NTasks: 5, TasksPerNode: 3, GPUsPerNode: 3}, []int{16, 16}, nil, []int{3, 2}},
 		{"gpus per task, no room", Request{NTasks: 5, TasksPerNode: 3, GPUsPerNode: 3}, []int{1, 16}, nil, nil},
+		{"exclusive", Request{NTasks: 5, Exclusive: true}, []int{16, 16}, nil, []int{3, 2}},
 	} {
 		if got := tc.r.SpreadCounts(tc.free, tc.named); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: SpreadCounts(%v, %v) = %v; want %v", tc.name, tc.free, tc.named, got, tc.want)

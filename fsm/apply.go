@@ -493,8 +493,8 @@ func (s *State) checkDecision(j *cluster.Job, d Decision, gates *Gates, consumab
 
 // checkTasks returns why d's per-node rank counts (Placement.Tasks)
 // cannot lay out a job asking req, or "": none, or, in a consumable
-// allocation of a job with NTasks that is neither exclusive nor elastic,
-// at least one on every node and NTasks in all.
+// allocation of a job with NTasks that is not elastic, at least one on
+// every node and NTasks in all.
 func checkTasks(req cluster.Request, d Decision, consumable bool) string {
 	sum, with := 0, 0
 	for _, p := range d.Nodes {
@@ -509,8 +509,8 @@ func checkTasks(req cluster.Request, d Decision, consumable bool) string {
 	switch {
 	case with == 0:
 		return ""
-	case !consumable || req.NTasks == 0 || req.Exclusive || d.Elastic:
-		return "tasks per node: only for a job with ntasks, not exclusive nor elastic, in a consumable allocation"
+	case !consumable || req.NTasks == 0 || d.Elastic:
+		return "tasks per node: only for a job with ntasks, not elastic, in a consumable allocation"
 	case with != len(d.Nodes):
 		return fmt.Sprintf("tasks per node on %d of %d nodes, want all or none", with, len(d.Nodes))
 	case sum != req.NTasks:

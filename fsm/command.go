@@ -93,7 +93,7 @@ type Placement struct {
 	CPUs   []int  `msgpack:"cpus,omitempty"`
 	MemMiB uint64 `msgpack:"mem_mib,omitempty"`
 	// Tasks, in a Consumable Allocate of a job with NTasks (not
-	// exclusive, not elastic), is how many of its ranks the node runs,
+	// elastic), is how many of its ranks the node runs,
 	// as the leader laid them out from the CPUs free (slurm.Spread):
 	// on every node of the decision or none, summing to NTasks. The node
 	// then holds the CPUs and memory of those ranks (Request.CPUsFor)

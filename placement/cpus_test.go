@@ -65,8 +65,8 @@ func TestCPUBinding(t *testing.T) {
 // (slurm/testdata/layout_golden.txt, the hold cases): -n 5 on 2 idle
 // 16-CPU nodes runs 4 and 1; where another job holds 14 CPUs of the
 // first, 2 and 3 (a node with room for one task will do, as in Slurm);
-// of the second, 4 and 1; each node holds its ranks' CPUs. Without Spread, or for
-// an exclusive job, the request's layout (3 and 2) stands.
+// of the second, 4 and 1; each node holds its ranks' CPUs. Without
+// Spread the request's layout (3 and 2) stands.
 func TestSpreadRanks(t *testing.T) {
 	nodes := func() []*cluster.Node {
 		ns := mkLeaf("n", 2, 0, "l1", "p1")
@@ -116,11 +116,17 @@ func TestSpreadRanks(t *testing.T) {
 			}
 		})
 	}
-	// An exclusive job takes whole nodes: no Tasks.
+	// An exclusive job takes whole nodes, its ranks dealt over all their
+	// CPUs: 3 and 2, as Slurm (layout_golden.txt: -n5 -N2 --exclusive).
 	j := job(5, "")
 	j.Spec.Request.Exclusive = true
 	res, _ := PlaceWith(NewView(nodes(), nil), []*cluster.Job{j}, now, Options{Spread: true})
-	if len(res.Decisions) != 1 || res.Decisions[0].Nodes[0].Tasks != 0 {
-		t.Errorf("exclusive: %+v; want placed without Tasks", res.Decisions)
+	if len(res.Decisions) != 1 {
+		t.Fatalf("exclusive: %+v; want placed", res)
+	}
+	for k, a := range res.Decisions[0].Nodes {
+		if want := []int{3, 2}[k]; a.Tasks != want || len(a.CPUs) != 16 {
+			t.Errorf("exclusive: node %d runs %d tasks on %d CPUs; want %d on all 16", k, a.Tasks, len(a.CPUs), want)
+		}
 	}
 }

@@ -312,7 +312,7 @@ func (s *state) chooseCount(req cluster.Request, topology bool) []int {
 // do not spread (see spreadTasks), or when those nodes cannot hold
 // them: the caller then chooses by the request's layout.
 func (s *state) chooseSpread(req cluster.Request, topology bool) (nodes, tasks []int) {
-	if !s.spreadRanks || req.NTasks == 0 || req.Exclusive {
+	if !s.spreadRanks || req.NTasks == 0 {
 		return nil, nil
 	}
 	one := req
@@ -331,13 +331,13 @@ func (s *state) chooseSpread(req cluster.Request, topology bool) (nodes, tasks [
 // (Request.SpreadCounts over the CPUs each node has free): -n 5 on 2
 // idle nodes runs 4 and 1, on a first node with 2 CPUs free 2 and 3.
 // Nil, for the request's own layout (Request.CPUsAt), unless
-// s.spreadRanks and the job has NTasks and is not exclusive, every node
-// reports its CPUs, and the ranks fit: every node has the CPUs and
+// s.spreadRanks and the job has NTasks, every node reports its CPUs, and
+// the ranks fit: every node has the CPUs and
 // memory of its share free (the shares keep within each node's free
 // CPUs, but the nodes may hold too few in all, or too little
 // --mem-per-cpu memory).
 func (s *state) spreadTasks(req cluster.Request, nodes []int) []int {
-	if !s.spreadRanks || req.NTasks == 0 || req.Exclusive || len(nodes) == 0 {
+	if !s.spreadRanks || req.NTasks == 0 || len(nodes) == 0 {
 		return nil
 	}
 	free, named := make([]int, len(nodes)), make([]bool, len(nodes))

@@ -74,8 +74,8 @@ type Options struct {
 	FairShare   map[cluster.JobID]float64
 	StarveAfter time.Duration
 	AgingHalf   time.Duration
-	// Spread lays out the ranks of a job with NTasks (not exclusive nor
-	// elastic) when it starts, as Slurm sizes them, from the CPUs its
+	// Spread lays out the ranks of a job with NTasks (not elastic) when
+	// it starts, as Slurm sizes them, from the CPUs its
 	// nodes have free (Assignment.Tasks; see spreadTasks). The leader
 	// sets it once every server applies such decisions (protocol 5).
 	Spread bool
