@@ -34,7 +34,12 @@ type Job struct {
 	Distribution string `json:"distribution,omitempty"`
 	// Pack: the ranks are packed in blocks, up to TasksPerNode on the
 	// first nodes (cluster.Request.Pack).
-	Pack        bool   `json:"pack,omitempty"`
+	Pack bool `json:"pack,omitempty"`
+	// NodeTasks, when set, is how many ranks each node (in Tasks' order)
+	// runs, as the job's start laid them out from its nodes' free CPUs
+	// (cluster.NodeAlloc.Tasks); the ranks are dealt over them by
+	// Distribution (slurm.Deal).
+	NodeTasks   []int  `json:"node_tasks,omitempty"`
 	CPUsPerTask int    `json:"cpus_per_task"`
 	TimeLimitS  int64  `json:"time_limit_s"`
 	Incarnation uint64 `json:"incarnation"`

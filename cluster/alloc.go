@@ -125,6 +125,14 @@ type NodeAlloc struct {
 	// a node that reports no CPUs, and in allocations made before CPUs
 	// were consumable.
 	CPUs []int `msgpack:"cpus,omitempty" json:"cpus,omitempty"`
+	// Tasks is how many of the job's ranks (Request.NTasks) the node
+	// runs, as the leader laid them out when the job started, from the
+	// CPUs each node had free (slurm.Spread: -n 5 on 2 nodes runs 4 and
+	// 1 on idle nodes, 2 and 3 where the first had 2 CPUs free); the
+	// ranks are dealt over them by the job's distribution (slurm.Deal).
+	// 0 in allocations from before protocol 5, and for jobs laid out by
+	// their request alone (see Request.TaskCountsIn).
+	Tasks int `msgpack:"tasks,omitempty" json:"tasks,omitempty"`
 	// MemMiB is the memory the job holds on the node, its cgroup's limit;
 	// 0 when it asked for none (no limit beyond the node's).
 	MemMiB uint64 `msgpack:"mem_mib,omitempty" json:"mem_mib,omitempty"`

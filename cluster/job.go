@@ -104,10 +104,14 @@ type Request struct {
 	// TasksPerNode is how many ranks start on each node (default 1); with
 	// NTasks set, the most any node runs.
 	TasksPerNode int `msgpack:"tasks_per_node" json:"tasks_per_node"`
-	// NTasks, when set, is the job's rank count (sbatch -n), laid out on
-	// its nodes by Distribution (slurm.Layout: block by default, -n 5 on
-	// 2 nodes runs 3 and 2); each node holds CPUs (and memory per CPU)
-	// for the ranks it runs. Zero: TasksPerNode on every node.
+	// NTasks, when set, is the job's rank count (sbatch -n). When the job
+	// starts (protocol 5) the leader sizes each node's share from its free
+	// CPUs and records it (NodeAlloc.Tasks; see TaskCountsIn): -n 5 on 2
+	// idle nodes runs 4 and 1; the ranks are dealt over the shares by
+	// Distribution. Allocations without it lay the ranks out by Pack, or
+	// evenly by Distribution (slurm.Layout: 3 and 2). Each node holds
+	// CPUs (and memory per CPU) for the ranks it runs. Zero: TasksPerNode
+	// on every node.
 	NTasks int `msgpack:"ntasks,omitempty" json:"ntasks,omitempty"`
 	// Distribution is -m/--distribution as slurm.Distribution.String
 	// writes it ("" is Slurm's default): which rank runs on which node.
@@ -365,6 +369,103 @@ func (r Request) TaskCounts(nodes int) []int {
 		return slurm.BlockCounts(r.NTasks, slices.Repeat([]int{max(1, r.TasksPerNode)}, max(nodes, 0)))
 	}
 	return slurm.LayoutCounts(r.NTasks, nodes, r.Dist())
+}
+
+// TaskCountsIn is how many ranks each node of the job's allocation a
+// runs: as its start laid them out (NodeAlloc.Tasks, on every node), or
+// else TaskCounts (allocations from before protocol 5, jobs without
+// NTasks).
+func (r Request) TaskCountsIn(a Allocation) []int {
+	if c := a.taskCounts(); c != nil && r.NTasks > 0 {
+		return c
+	}
+	return r.TaskCounts(len(a.Nodes))
+}
+
+// RankIn is the global rank of local rank local on node k of the job's
+// allocation a: dealt by the job's distribution over the counts its
+// start recorded (slurm.Deal), or else RankAt.
+func (r Request) RankIn(a Allocation, k, local int) int {
+	if c := a.taskCounts(); c != nil && r.NTasks > 0 {
+		if ranks := slurm.Deal(r.NTasks, c, r.Dist()); k >= 0 && k < len(ranks) && local >= 0 && local < len(ranks[k]) {
+			return ranks[k][local]
+		}
+	}
+	return r.RankAt(len(a.Nodes), k, local)
+}
+
+// taskCounts is a's recorded NodeAlloc.Tasks, or nil unless every node
+// has them.
+func (a Allocation) taskCounts() []int {
+	if len(a.Nodes) == 0 {
+		return nil
+	}
+	c := make([]int, len(a.Nodes))
+	for i, n := range a.Nodes {
+		if n.Tasks < 1 {
+			return nil
+		}
+		c[i] = n.Tasks
+	}
+	return c
+}
+
+// SpreadCounts is how many of r's NTasks ranks each node runs when the
+// job starts on nodes (in rank order) with free[k] CPUs free, named[k]
+// when -w names node k: slurm.Spread sizes each node's share as Slurm
+// 22.05 sizes a job's CPUs (named nodes first), and the ranks are dealt
+// over the shares by the distribution (slurm.DealCounts). -n 5 on 2 idle
+// 16-CPU nodes: 4 and 1; with 2 CPUs free on the first: 2 and 3. A job
+// whose GPUs go with its tasks (--gpus-per-task, --gres: GPUOption "",
+// each node's GPUs sized for TasksPerNode ranks) runs at most
+// TasksPerNode on a node, as Slurm bounds a node's tasks by its GPUs. An
+// exclusive job's ranks are dealt over its nodes' CPUs, all of which it
+// holds.
+// It returns nil when the ranks do not fit the nodes' shares (their CPUs
+// free, that bound).
+func (r Request) SpreadCounts(free []int, named []bool) []int {
+	most := 0
+	if r.GPUsPerNode > 0 && r.GPUOption == "" {
+		most = max(1, r.TasksPerNode)
+	}
+	rooms := make([]slurm.NodeRoom, len(free))
+	for k, c := range free {
+		rooms[k] = slurm.NodeRoom{CPUs: c, Named: k < len(named) && named[k], MaxTasks: most}
+	}
+	caps := slurm.Spread(rooms, r.NTasks, max(1, r.CPUsPerTask))
+	if r.Exclusive {
+		// The job holds its nodes whole: the ranks are dealt over all
+		// their CPUs (-n 5 on 2 nodes: 3 and 2).
+		for k, c := range free {
+			caps[k] = c / max(1, r.CPUsPerTask)
+		}
+	}
+	counts := slurm.DealCounts(r.NTasks, caps, r.Dist())
+	for k, c := range counts {
+		if c > caps[k] {
+			return nil
+		}
+	}
+	return counts
+}
+
+// CPUsFor is the CPUs node n gives a job with NTasks that runs tasks
+// of its ranks there: tasks times CPUsPerTask, or what its GPUs' CPUs
+// or MinCPUs need when more (CPUsOn for an exclusive job).
+func (r Request) CPUsFor(n *Node, tasks int) int {
+	if r.Exclusive && n.CPUs > 0 {
+		return r.CPUsOn(n)
+	}
+	return max(max(1, tasks)*max(1, r.CPUsPerTask), r.GPUsPerNode*r.CPUsPerGPU, r.MinCPUs)
+}
+
+// MemFor is MemOn for a node running tasks of the job's ranks:
+// --mem-per-cpu follows CPUsFor.
+func (r Request) MemFor(n *Node, tasks int) uint64 {
+	if r.WholeMem() || r.MemPerCPUMiB == 0 {
+		return r.MemOn(n)
+	}
+	return r.MemPerCPUMiB * uint64(r.CPUsFor(n, tasks))
 }
 
 // CPUsAt is the CPUs node k of an allocation of nodes nodes gives the

@@ -54,3 +54,31 @@ func TestPacked(t *testing.T) {
 		})
 	}
 }
+
+// TestSpreadCounts: a job's ranks sized from its nodes' free CPUs as
+// Slurm sizes them (slurm/testdata/layout_golden.txt), named nodes first,
+// dealt by the distribution; a job whose GPUs go with its tasks runs at
+// most TasksPerNode a node.
+func TestSpreadCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		r     Request
+		free  []int
+		named []bool
+		want  []int
+	}{
+		{"idle", Request{NTasks: 5}, []int{16, 16}, nil, []int{4, 1}},
+		{"first busy", Request{NTasks: 5}, []int{2, 16}, nil, []int{2, 3}},
+		{"named second", Request{NTasks: 5}, []int{16, 16}, []bool{false, true}, []int{1, 4}},
+		{"-c4", Request{NTasks: 7, CPUsPerTask: 4}, []int{16, 16}, nil, []int{4, 3}},
+		{"plane", Request{NTasks: 6, Distribution: "plane=4"}, []int{16, 16}, nil, []int{5, 1}},
+		{"gpus per node", Request{NTasks: 5, GPUsPerNode: 2, GPUOption: GPUOptionPerNode}, []int{16, 16}, nil, []int{4, 1}},
+		{"gpus per task", Request{NTasks: 5, TasksPerNode: 3, GPUsPerNode: 3}, []int{16, 16}, nil, []int{3, 2}},
+		{"gpus per task, no room", Request{NTasks: 5, TasksPerNode: 3, GPUsPerNode: 3}, []int{1, 16}, nil, nil},
+		{"exclusive", Request{NTasks: 5, Exclusive: true}, []int{16, 16}, nil, []int{3, 2}},
+	} {
+		if got := tc.r.SpreadCounts(tc.free, tc.named); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: SpreadCounts(%v, %v) = %v; want %v", tc.name, tc.free, tc.named, got, tc.want)
+		}
+	}
+}

@@ -43,10 +43,10 @@ func (j *Job) StdinNodes(step int) []string {
 		if j.Spec.Stdin == "" || j.Spec.Batch != nil || j.Alloc == nil {
 			return nil
 		}
-		req, n := j.Spec.Request.WithDefaults(), len(j.Alloc.Nodes)
-		for k, count := range req.TaskCounts(n) {
+		req := j.Spec.Request.WithDefaults()
+		for k, count := range req.TaskCountsIn(*j.Alloc) {
 			for local := range count {
-				if StdinTakes(j.Spec.Stdin, req.RankAt(n, k, local)) {
+				if StdinTakes(j.Spec.Stdin, req.RankIn(*j.Alloc, k, local)) {
 					out = append(out, j.Alloc.Nodes[k].Node)
 					break
 				}

@@ -108,13 +108,20 @@ type StepSpec struct {
 	// stderr to Output's file, as Slurm's; "none" is /dev/null.
 	Output string `msgpack:"output,omitempty" json:"output,omitempty"`
 	Error  string `msgpack:"error,omitempty" json:"error,omitempty"`
-	// Caps, in a step of a packed job (Request.Pack) laid out in blocks,
-	// are how many of the job's ranks each of the step's nodes runs: the
-	// step's NTasks fill them as Slurm lays a step out over its job's
-	// CPUs (slurm.BlockCounts; srun -n 5 in a -n5 -N2 job runs 4 and 1,
-	// as the job). The FSM sets it when it starts the step; nil: even
-	// blocks.
+	// Caps are how many tasks each of the step's nodes holds. With Dealt,
+	// the job's CPUs there over its CPUs per task: the step's NTasks are
+	// dealt over them by its distribution as Slurm's srun deals them
+	// (slurm.Deal: srun -n 5 in a -n5 -N2 job runs 4 and 1, as the job;
+	// -m cyclic 0,2,3,4 and 1). Without (steps started before protocol
+	// 5), only in a step of a packed job (Request.Pack) in blocks: how
+	// many of the job's ranks each node runs, filled by
+	// slurm.BlockCounts. The FSM sets it when it starts the step; nil:
+	// even blocks.
 	Caps []int `msgpack:"caps,omitempty" json:"caps,omitempty"`
+	// Dealt asks the FSM for Caps from the job's CPUs, dealt by
+	// slurm.Deal (protocol 5; the leader sets it once every server
+	// speaks 5).
+	Dealt bool `msgpack:"dealt,omitempty" json:"dealt,omitempty"`
 	// NTasksPerGPU is srun's --ntasks-per-gpu: without NTasks, that many
 	// tasks for each of the job's GPUs on the step's nodes; each task
 	// sees one GPU, NTasksPerGPU tasks to a GPU in local order (Slurm's
@@ -147,9 +154,20 @@ func (sp StepSpec) InBlocks() bool {
 // with NTasks (its defaults filled in).
 func (sp StepSpec) Counts() []int {
 	if len(sp.Caps) == sp.Nodes && sp.Nodes > 0 {
+		if sp.Dealt {
+			return slurm.DealCounts(sp.NTasks, sp.Caps, sp.Dist())
+		}
 		return slurm.BlockCounts(sp.NTasks, sp.Caps)
 	}
 	return slurm.LayoutCounts(sp.NTasks, sp.Nodes, sp.Dist())
+}
+
+// dealt is step node i's ranks in a Dealt step with Caps, or nil.
+func (sp StepSpec) dealt(i int) []int {
+	if !sp.Dealt || len(sp.Caps) != sp.Nodes || i < 0 || i >= sp.Nodes {
+		return nil
+	}
+	return slurm.Deal(sp.NTasks, sp.Caps, sp.Dist())[i]
 }
 
 // capsFirst is, in a step with Caps, the global rank of step node i's
@@ -173,6 +191,9 @@ func (sp StepSpec) Tasks(i int) (tasks, firstRank int) {
 	if i < 0 || i >= len(counts) || counts[i] == 0 {
 		return 0, 0
 	}
+	if ranks := sp.dealt(i); len(ranks) > 0 {
+		return counts[i], ranks[0]
+	}
 	if len(sp.Caps) > 0 {
 		return counts[i], sp.capsFirst(counts, i)
 	}
@@ -189,6 +210,9 @@ func (sp StepSpec) Dist() slurm.Distribution {
 func (sp StepSpec) RankAt(i, local int) int {
 	if sp.NTasks == 0 || sp.Nodes == 0 {
 		return i*sp.TasksPerNode + local
+	}
+	if ranks := sp.dealt(i); local >= 0 && local < len(ranks) {
+		return ranks[local]
 	}
 	if len(sp.Caps) == sp.Nodes {
 		return sp.capsFirst(sp.Counts(), i) + local

@@ -431,7 +431,7 @@ func (s *State) allocate(index uint64, c Allocate) Result {
 			Elastic:    d.Elastic,
 		}
 		for i, p := range d.Nodes {
-			j.Alloc.Nodes[i] = cluster.NodeAlloc{Node: p.Node, GPUs: slices.Clone(p.GPUs), CPUs: slices.Clone(p.CPUs), MemMiB: p.MemMiB, State: cluster.TaskAssigned}
+			j.Alloc.Nodes[i] = cluster.NodeAlloc{Node: p.Node, GPUs: slices.Clone(p.GPUs), CPUs: slices.Clone(p.CPUs), MemMiB: p.MemMiB, Tasks: p.Tasks, State: cluster.TaskAssigned}
 		}
 		j.ModifyIndex = index
 		canonJob(j)
@@ -485,7 +485,38 @@ func (s *State) checkDecision(j *cluster.Job, d Decision, gates *Gates, consumab
 	if d.Elastic && !j.Spec.Elastic() {
 		return "elastic allocation for a job that is not elastic (wants -N MIN-MAX, and a batch script from sbatch, not salloc)"
 	}
+	if why := checkTasks(req, d, consumable); why != "" {
+		return why
+	}
 	return s.checkPlacements(req, d, consumable)
+}
+
+// checkTasks returns why d's per-node rank counts (Placement.Tasks)
+// cannot lay out a job asking req, or "": none, or, in a consumable
+// allocation of a job with NTasks that is not elastic, at least one on
+// every node and NTasks in all.
+func checkTasks(req cluster.Request, d Decision, consumable bool) string {
+	sum, with := 0, 0
+	for _, p := range d.Nodes {
+		if p.Tasks != 0 {
+			with++
+		}
+		if p.Tasks < 0 || p.Tasks > cluster.MaxTasksPerNode {
+			return fmt.Sprintf("node %q: %d tasks, want 1 to %d", p.Node, p.Tasks, cluster.MaxTasksPerNode)
+		}
+		sum += p.Tasks
+	}
+	switch {
+	case with == 0:
+		return ""
+	case !consumable || req.NTasks == 0 || d.Elastic:
+		return "tasks per node: only for a job with ntasks, not elastic, in a consumable allocation"
+	case with != len(d.Nodes):
+		return fmt.Sprintf("tasks per node on %d of %d nodes, want all or none", with, len(d.Nodes))
+	case sum != req.NTasks:
+		return fmt.Sprintf("tasks per node sum to %d, job has %d", sum, req.NTasks)
+	}
+	return ""
 }
 
 // checkPlacements returns why d's placements cannot be given to a job
@@ -820,9 +851,15 @@ func nilIfEmpty[S ~[]E, E any](s S) S {
 // reports none), in range, distinct and free, and exactly the memory req
 // takes (MemAt), within what the node has left.
 func (s *State) checkCPUsMem(req cluster.Request, n *cluster.Node, p Placement, k, nodes int) string {
-	want := 0
+	want, wantMem := 0, req.MemAt(n, k, nodes)
+	if p.Tasks > 0 {
+		wantMem = req.MemFor(n, p.Tasks)
+	}
 	if n.CPUs > 0 {
 		want = req.CPUsAt(n, k, nodes)
+		if p.Tasks > 0 {
+			want = req.CPUsFor(n, p.Tasks)
+		}
 	}
 	if len(p.CPUs) != want {
 		return fmt.Sprintf("node %q: %d cpus, job takes %d there", p.Node, len(p.CPUs), want)
@@ -840,8 +877,8 @@ func (s *State) checkCPUsMem(req cluster.Request, n *cluster.Node, p Placement, 
 			return fmt.Sprintf("node %q: cpu %d held by job %d", p.Node, c, other)
 		}
 	}
-	if want := req.MemAt(n, k, nodes); p.MemMiB != want {
-		return fmt.Sprintf("node %q: %d MiB of memory, job takes %d there", p.Node, p.MemMiB, want)
+	if p.MemMiB != wantMem {
+		return fmt.Sprintf("node %q: %d MiB of memory, job takes %d there", p.Node, p.MemMiB, wantMem)
 	}
 	if held := s.res.mem[p.Node]; !plantedDoubleBook && p.MemMiB > 0 && (held > n.MemoryMiB || p.MemMiB > n.MemoryMiB-held) {
 		return fmt.Sprintf("node %q: %d MiB of memory asked, %d of %d free", p.Node, p.MemMiB, n.MemoryMiB-min(held, n.MemoryMiB), n.MemoryMiB)

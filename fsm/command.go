@@ -92,6 +92,13 @@ type Placement struct {
 	GPUs   []int  `msgpack:"gpus"`
 	CPUs   []int  `msgpack:"cpus,omitempty"`
 	MemMiB uint64 `msgpack:"mem_mib,omitempty"`
+	// Tasks, in a Consumable Allocate of a job with NTasks (not
+	// elastic), is how many of its ranks the node runs,
+	// as the leader laid them out from the CPUs free (slurm.Spread):
+	// on every node of the decision or none, summing to NTasks. The node
+	// then holds the CPUs and memory of those ranks (Request.CPUsFor)
+	// and the FSM records them (cluster.NodeAlloc.Tasks). Protocol 5.
+	Tasks int `msgpack:"tasks,omitempty"`
 }
 
 // Allocate starts pending jobs on the nodes chosen for them. The FSM checks

@@ -71,6 +71,9 @@ func FuzzApply(f *testing.F) {
 		{CmdTaskExited, TaskExited{Job: 1, Incarnation: 1, Node: "n2", Join: 1, Cause: CauseFenced}},
 		{CmdReportSwitch, ReportSwitch{Report: cluster.SwitchReport{Switch: "leaf0", Neighbors: []cluster.SwitchNeighbor{{Name: "spine", Bridge: true}}}, Time: t0}},
 		{CmdReportSwitch, ReportSwitch{Report: cluster.SwitchReport{Switch: "leaf0"}}},
+		// Protocol 5: per-node rank counts and steps dealt over CPUs.
+		{CmdAllocate, Allocate{Consumable: true, Decisions: []Decision{{Job: 2, Nodes: []Placement{{Node: "n3", GPUs: []int{0, 1}, CPUs: []int{0, 1}, Tasks: 2}}}}}},
+		{CmdStartStep, StartStep{Job: 1, Incarnation: 1, Spec: cluster.StepSpec{Command: []string{"a"}, NTasks: 3, Distribution: "cyclic", Dealt: true}, Time: t0}},
 	} {
 		f.Add(mustEncode(f, c.t, c.body))
 	}

@@ -186,9 +186,24 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job, stored bool) (cluster.StepSpe
 		if _, err := cluster.LayoutCounts(sp.NTasks, sp.Nodes, sp.Distribution); err != nil {
 			return sp, err
 		}
-		if req.Pack && sp.InBlocks() && !j.Alloc.Elastic {
-			// A packed job's step fills its nodes' shares of the job's
-			// ranks, as Slurm's steps fill the job's CPUs.
+		switch {
+		case sp.Dealt && !j.Alloc.Elastic:
+			// The step's tasks are dealt over the job's CPUs on its
+			// nodes, as Slurm's srun deals them; an allocation that
+			// recorded no CPUs (from before they were consumable) is
+			// laid out evenly.
+			cpt := max(1, req.CPUsPerTask)
+			for _, ai := range stepAllocNodes(sp, j) {
+				cpus := len(j.Alloc.Nodes[ai].CPUs)
+				if cpus == 0 {
+					sp.Caps = nil
+					break
+				}
+				sp.Caps = append(sp.Caps, cpus/cpt)
+			}
+		case req.Pack && sp.InBlocks() && !j.Alloc.Elastic:
+			// Steps from before protocol 5: a packed job's step fills
+			// its nodes' shares of the job's ranks.
 			jc := req.TaskCounts(len(j.Alloc.Nodes))
 			for _, ai := range stepAllocNodes(sp, j) {
 				sp.Caps = append(sp.Caps, jc[ai])

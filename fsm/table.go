@@ -104,6 +104,17 @@ import (
 //	   drop it and refuse the elastic allocation (Decision.Elastic) the
 //	   others start it with. The leader drops it from a submit while a
 //	   server speaks 4 (the job then runs at the size it starts with).
+//	   fields: a step's tasks dealt over its job's CPUs as Slurm's srun
+//	   deals them (StartStep.Spec.Dealt: StepSpec.Caps from the CPUs the
+//	   job holds on the step's nodes, laid out by slurm.Deal in any
+//	   distribution: srun -n5 -m cyclic in a -n5 -N2 job runs 0,2,3,4
+//	   and 1). An older replica would drop it and lay the step out
+//	   evenly (or, in a packed job in blocks, by slurm.BlockCounts).
+//	   A job's ranks laid out when it starts from the CPUs its nodes have
+//	   free, as Slurm sizes them (Allocate's Placement.Tasks, recorded as
+//	   cluster.NodeAlloc.Tasks: -n 5 on 2 nodes runs 2 and 3 where the
+//	   first has 2 CPUs free). An older replica would drop it, lay the
+//	   ranks out by the request and refuse the CPUs the decision holds.
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -299,10 +310,10 @@ var fields = []field{
 		c, ok := body.(StartStep)
 		return ok && c.Spec.NTasksPerGPU != 0
 	}},
-	// An older replica would drop a step's Signal: its record of the
-	// step would differ, and its nodes would not send it.
-	// and NoKill: its elastic batch job's step would be cancelled when it
-	// loses a node, where the others run it on.
+	// An older replica would drop a step's Signal and NoKill: its record
+	// of the step would differ, its nodes would not send the signal, and
+	// it would cancel an elastic batch job's step that loses a node where
+	// the others run it on.
 	{name: "StartStep.Spec.Signal, StartStep.Spec.NoKill", since: 5, uses: func(body any) bool {
 		c, ok := body.(StartStep)
 		return ok && (c.Spec.Signal != nil || c.Spec.NoKill)
@@ -317,6 +328,24 @@ var fields = []field{
 			return c.Spec.Container != ""
 		}
 		return false
+	}},
+	// An older replica would drop Tasks, lay the ranks out by the
+	// request alone and refuse the CPUs the decision holds.
+	{name: "Allocate.Decisions.Nodes.Tasks", since: 5, uses: func(body any) bool {
+		c, ok := body.(Allocate)
+		for _, d := range c.Decisions {
+			for _, p := range d.Nodes {
+				if ok && p.Tasks != 0 {
+					return true
+				}
+			}
+		}
+		return false
+	}},
+	// An older replica would drop Dealt and lay the step out evenly.
+	{name: "StartStep.Spec.Dealt", since: 5, uses: func(body any) bool {
+		c, ok := body.(StartStep)
+		return ok && c.Spec.Dealt
 	}},
 	// An older replica would drop Pack and lay the ranks out evenly.
 	{name: "SubmitJob.Spec.Request.Pack", since: 4, uses: func(body any) bool {

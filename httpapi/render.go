@@ -55,6 +55,15 @@ func JobOf(j *cluster.Job) api.Job {
 	out.ReqNodeList, out.ExcNodeList = j.Spec.Request.NodeList, j.Spec.Request.Exclude
 	out.Features, out.Exclusive = j.Spec.Request.Constraint, j.Spec.Request.Exclusive
 	out.NTasks, out.Distribution, out.Pack = j.Spec.Request.NTasks, j.Spec.Request.Distribution, j.Spec.Request.Pack
+	if j.Alloc != nil && j.Spec.Request.NTasks > 0 {
+		for _, n := range j.Alloc.Nodes {
+			if n.Tasks < 1 {
+				out.NodeTasks = nil
+				break
+			}
+			out.NodeTasks = append(out.NodeTasks, n.Tasks)
+		}
+	}
 	for _, st := range j.Steps {
 		as := api.Step{ID: st.ID, Name: st.Spec.Name, State: string(st.State), ExitCode: st.ExitCode,
 			Nodes: []string{}, Command: st.Spec.Command,

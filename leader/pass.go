@@ -26,6 +26,10 @@ type PassInput struct {
 	// Rejoin says every agent speaks protocol 5: a running elastic job
 	// may take back a node it lost in the same run (GrowJob.Rejoin).
 	Rejoin bool
+	// Spread says every server speaks protocol 5: a job with -n starts
+	// with its ranks laid out from its nodes' free CPUs
+	// (placement.Options.Spread, fsm.Placement.Tasks).
+	Spread bool
 }
 
 // EndPreemption is a victim whose grace is over.
@@ -113,6 +117,7 @@ func Pass(in PassInput) (Plan, error) {
 	records := jobRecords(v)
 	prs := placement.Priorities(QueuePolicy(v), records, ClusterGPUs(v), now)
 	opts := QueueOptions(QueuePolicy(v), prs, records, pending)
+	opts.Spread = in.Spread
 	if opts.Policy == placement.PolicyQSSF {
 		p.Order = placement.QSSFOrder(pending, now, opts)
 	} else {
@@ -138,7 +143,7 @@ func Pass(in PassInput) (Plan, error) {
 			fd.Elastic = true
 		}
 		for _, as := range d.Nodes {
-			fd.Nodes = append(fd.Nodes, fsm.Placement{Node: as.Node, GPUs: as.GPUs, CPUs: as.CPUs, MemMiB: as.MemMiB})
+			fd.Nodes = append(fd.Nodes, fsm.Placement{Node: as.Node, GPUs: as.GPUs, CPUs: as.CPUs, MemMiB: as.MemMiB, Tasks: as.Tasks})
 		}
 		p.Allocations = append(p.Allocations, fd)
 	}

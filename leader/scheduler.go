@@ -103,6 +103,7 @@ func (s Scheduler) Pass(ctx context.Context, v *fsm.View) error {
 	rejoin := fsm.GrowJob{Rejoin: true}
 	in.Rejoin = in.Elastic && (s.Gate == nil || s.Gate(ctx, fsm.CmdGrowJob, fsm.Needs(fsm.CmdGrowJob, rejoin)) == nil) &&
 		(s.Agents == nil || s.Agents(fsm.Needs(fsm.CmdGrowJob, rejoin)))
+	in.Spread = s.Gate == nil || s.Gate(ctx, fsm.CmdAllocate, 5) == nil
 	if s.Occupying != nil {
 		in.Occupying = s.Occupying(v.Jobs())
 	}

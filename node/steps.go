@@ -79,7 +79,12 @@ func (a *Agent) leaderStartStep(ctx context.Context, id cluster.JobID, req api.S
 	if inc == 0 {
 		inc = j.Incarnation // a caller outside the job's environment: its current run
 	}
-	res, err := a.apply(ctx, fsm.CmdStartStep, fsm.StartStep{Job: id, Incarnation: inc, Spec: req.Spec, Time: time.Now()})
+	cmd := fsm.StartStep{Job: id, Incarnation: inc, Spec: req.Spec, Time: time.Now()}
+	cmd.Spec.Dealt = true // the step's tasks dealt over the job's CPUs, as Slurm's srun
+	if a.checkProtocol(ctx, fsm.CmdStartStep, fsm.Needs(fsm.CmdStartStep, cmd)) != nil {
+		cmd.Spec.Dealt = false // an older server would lay them out evenly
+	}
+	res, err := a.apply(ctx, fsm.CmdStartStep, cmd)
 	if err != nil {
 		return api.StepResponse{}, err
 	}

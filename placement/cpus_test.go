@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -56,5 +57,76 @@ func TestCPUBinding(t *testing.T) {
 				t.Errorf("Place() gives GPUs %v, CPUs %v; want GPUs %v, CPUs %v", a.GPUs, a.CPUs, tc.gpus, tc.wantCPUs)
 			}
 		})
+	}
+}
+
+// TestSpreadRanks: with Options.Spread a job with -n starts with its ranks
+// laid out from the CPUs its nodes have free, as Slurm sizes a job's CPUs
+// (slurm/testdata/layout_golden.txt, the hold cases): -n 5 on 2 idle
+// 16-CPU nodes runs 4 and 1; where another job holds 14 CPUs of the
+// first, 2 and 3 (a node with room for one task will do, as in Slurm);
+// of the second, 4 and 1; each node holds its ranks' CPUs. Without
+// Spread the request's layout (3 and 2) stands.
+func TestSpreadRanks(t *testing.T) {
+	nodes := func() []*cluster.Node {
+		ns := mkLeaf("n", 2, 0, "l1", "p1")
+		for _, n := range ns {
+			n.CPUs = 16
+		}
+		return ns
+	}
+	job := func(ntasks int, dist string) *cluster.Job {
+		j := pending(1, 2, 0)
+		j.Spec.Request.NTasks, j.Spec.Request.TasksPerNode, j.Spec.Request.Distribution = ntasks, (ntasks+1)/2, dist
+		return j
+	}
+	holder := func(node string, cpus int) []*cluster.Job {
+		j := holding(90, cluster.JobRunning, false, node, []int{})
+		j.Alloc.Nodes[0].CPUs = seq(0, cpus-1)
+		return []*cluster.Job{j}
+	}
+	for _, tc := range []struct {
+		name    string
+		running []*cluster.Job
+		job     *cluster.Job
+		spread  bool
+		want    map[string]int // tasks (and CPUs) per node
+		tasks   bool           // Assignment.Tasks set
+	}{
+		{"idle", nil, job(5, ""), true, map[string]int{"n1": 4, "n2": 1}, true},
+		{"first busy", holder("n1", 14), job(5, ""), true, map[string]int{"n1": 2, "n2": 3}, true},
+		{"second busy", holder("n2", 14), job(5, ""), true, map[string]int{"n1": 4, "n2": 1}, true},
+		{"cyclic", holder("n1", 14), job(6, "cyclic"), true, map[string]int{"n1": 2, "n2": 4}, true},
+		{"not asked", nil, job(5, ""), false, map[string]int{"n1": 3, "n2": 2}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := PlaceWith(NewView(nodes(), tc.running), []*cluster.Job{tc.job}, now, Options{Spread: tc.spread})
+			if err != nil || len(res.Decisions) != 1 {
+				t.Fatalf("PlaceWith() = %+v, %v; want the job placed", res, err)
+			}
+			got := map[string]int{}
+			for _, a := range res.Decisions[0].Nodes {
+				got[a.Node] = len(a.CPUs)
+				if tc.tasks != (a.Tasks > 0) || tc.tasks && a.Tasks != len(a.CPUs) {
+					t.Errorf("node %s: Tasks %d with %d CPUs; want tasks set %v, one CPU each", a.Node, a.Tasks, len(a.CPUs), tc.tasks)
+				}
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("CPUs per node %v; want %v", got, tc.want)
+			}
+		})
+	}
+	// An exclusive job takes whole nodes, its ranks dealt over all their
+	// CPUs: 3 and 2, as Slurm (layout_golden.txt: -n5 -N2 --exclusive).
+	j := job(5, "")
+	j.Spec.Request.Exclusive = true
+	res, _ := PlaceWith(NewView(nodes(), nil), []*cluster.Job{j}, now, Options{Spread: true})
+	if len(res.Decisions) != 1 {
+		t.Fatalf("exclusive: %+v; want placed", res)
+	}
+	for k, a := range res.Decisions[0].Nodes {
+		if want := []int{3, 2}[k]; a.Tasks != want || len(a.CPUs) != 16 {
+			t.Errorf("exclusive: node %d runs %d tasks on %d CPUs; want %d on all 16", k, a.Tasks, len(a.CPUs), want)
+		}
 	}
 }

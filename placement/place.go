@@ -32,6 +32,9 @@ type Assignment struct {
 	GPUs   []int
 	CPUs   []int
 	MemMiB uint64
+	// Tasks, with Options.Spread, is how many of the job's ranks the
+	// node runs (0: the request's layout, Request.TaskCounts).
+	Tasks int
 }
 
 // Result is what one Place call decided: the jobs to start, in the order
@@ -70,7 +73,8 @@ type rules struct {
 	topology bool // chooseNodes and chooseGPUs, else first fit
 	backfill bool // EASY backfill behind the first blocked job
 	// order, when non-nil, is the order jobs are taken in (Options.Order).
-	order []cluster.JobID
+	order  []cluster.JobID
+	spread bool // Options.Spread
 }
 
 // started is a job placed earlier in the same call: when it ends (zero:
@@ -105,8 +109,9 @@ jobs:
 	for _, j := range byOrder(queue, r.order) {
 		req := j.Spec.Request
 		s.maxLeaves = switchLimit(j, now)
+		s.spreadRanks = r.spread && !j.Spec.Elastic()
 		if m != nil {
-			m.maxLeaves = s.maxLeaves
+			m.maxLeaves, m.spreadRanks = s.maxLeaves, s.spreadRanks
 		}
 		switch {
 		case req.Nodes < 1 || req.GPUsPerNode < 0:
@@ -226,25 +231,10 @@ func byOrder(queue []*cluster.Job, order []cluster.JobID) []*cluster.Job {
 // mirror (nil for none). It returns the decision and, if keep, what it
 // holds.
 func (s *state) start(id cluster.JobID, req cluster.Request, topology bool, mirror *state, keep bool) (Decision, []heldNode, bool) {
-	nodes := s.choose(req, topology)
-	if req.NodesMax > req.Nodes {
-		// --nodes MIN-MAX: as many as fit now, up to MAX. Whether n nodes
-		// fit only gets harder as n grows, so a binary search finds the
-		// most.
-		lo, hi := req.Nodes, req.NodesMax
-		if nodes == nil {
-			return Decision{}, nil, false
-		}
-		for lo < hi {
-			mid := (lo + hi + 1) / 2
-			r := req
-			r.Nodes = mid
-			if more := s.choose(r, topology); more != nil {
-				lo, nodes = mid, more
-			} else {
-				hi = mid - 1
-			}
-		}
+	nodes, tasks := s.chooseSpread(req, topology)
+	if nodes == nil {
+		nodes = s.chooseCount(req, topology)
+		tasks = s.spreadTasks(req, nodes)
 	}
 	if nodes == nil {
 		return Decision{}, nil, false
@@ -267,7 +257,11 @@ func (s *state) start(id cluster.JobID, req cluster.Request, topology bool, mirr
 		}
 		// A job with -n holds on each node what the ranks it runs there
 		// need; the choice of nodes checked room for the busiest.
-		h := heldNode{node: ni, gpus: gpus, cpus: s.chooseCPUs(ni, req.CPUsAt(node, k, len(nodes)), gpus), mem: req.MemAt(node, k, len(nodes))}
+		cpus, mem := req.CPUsAt(node, k, len(nodes)), req.MemAt(node, k, len(nodes))
+		if tasks != nil {
+			cpus, mem = req.CPUsFor(node, tasks[k]), req.MemFor(node, tasks[k])
+		}
+		h := heldNode{node: ni, gpus: gpus, cpus: s.chooseCPUs(ni, cpus, gpus), mem: mem}
 		s.take(h)
 		s.occupy(ni, req.Exclusive)
 		if mirror != nil {
@@ -275,11 +269,97 @@ func (s *state) start(id cluster.JobID, req cluster.Request, topology bool, mirr
 			mirror.occupy(ni, req.Exclusive)
 		}
 		d.Nodes[k] = Assignment{Node: node.Name, GPUs: gpus, CPUs: h.cpus, MemMiB: h.mem}
+		if tasks != nil {
+			d.Nodes[k].Tasks = tasks[k]
+		}
 		if keep {
 			held[k] = h
 		}
 	}
 	return d, held, true
+}
+
+// chooseCount is choose for a job that may ask -N MIN-MAX: the most
+// nodes that fit, from MIN to MAX, or nil.
+func (s *state) chooseCount(req cluster.Request, topology bool) []int {
+	nodes := s.choose(req, topology)
+	if req.NodesMax > req.Nodes {
+		// --nodes MIN-MAX: as many as fit now, up to MAX. Whether n nodes
+		// fit only gets harder as n grows, so a binary search finds the
+		// most.
+		lo, hi := req.Nodes, req.NodesMax
+		if nodes == nil {
+			return nil
+		}
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			r := req
+			r.Nodes = mid
+			if more := s.choose(r, topology); more != nil {
+				lo, nodes = mid, more
+			} else {
+				hi = mid - 1
+			}
+		}
+	}
+	return nodes
+}
+
+// chooseSpread chooses nodes for a job whose ranks spreadTasks lays out,
+// as Slurm chooses them: nodes with room for one of its tasks at least
+// (the request's layout asks room for its busiest share on every node),
+// and lays its ranks out over their free CPUs. Nil when the job's ranks
+// do not spread (see spreadTasks), or when those nodes cannot hold
+// them: the caller then chooses by the request's layout.
+func (s *state) chooseSpread(req cluster.Request, topology bool) (nodes, tasks []int) {
+	if !s.spreadRanks || req.NTasks == 0 {
+		return nil, nil
+	}
+	one := req
+	one.TasksPerNode = 1
+	if nodes = s.chooseCount(one, topology); nodes == nil {
+		return nil, nil
+	}
+	if tasks = s.spreadTasks(req, nodes); tasks == nil {
+		return nil, nil
+	}
+	return nodes, tasks
+}
+
+// spreadTasks is how many of req's ranks each of nodes (in rank order)
+// runs when the job starts there now, as Slurm 22.05 sizes a job's CPUs
+// (Request.SpreadCounts over the CPUs each node has free): -n 5 on 2
+// idle nodes runs 4 and 1, on a first node with 2 CPUs free 2 and 3.
+// Nil, for the request's own layout (Request.CPUsAt), unless
+// s.spreadRanks and the job has NTasks, every node reports its CPUs, and
+// the ranks fit: every node has the CPUs and
+// memory of its share free (the shares keep within each node's free
+// CPUs, but the nodes may hold too few in all, or too little
+// --mem-per-cpu memory).
+func (s *state) spreadTasks(req cluster.Request, nodes []int) []int {
+	if !s.spreadRanks || req.NTasks == 0 || len(nodes) == 0 {
+		return nil
+	}
+	free, named := make([]int, len(nodes)), make([]bool, len(nodes))
+	for k, ni := range nodes {
+		n := s.v.nodes[ni].node
+		if n.CPUs <= 0 {
+			return nil
+		}
+		free[k], named[k] = s.cfree[ni], slices.Contains(req.NodeList, n.Name)
+	}
+	counts := req.SpreadCounts(free, named)
+	if len(counts) != len(nodes) {
+		return nil // the ranks do not fit the shares
+	}
+	for k, ni := range nodes {
+		n := s.v.nodes[ni].node
+		if counts[k] < 1 || counts[k] > cluster.MaxTasksPerNode || req.CPUsFor(n, counts[k]) > s.cfree[ni] ||
+			n.MemoryMiB > 0 && req.MemFor(n, counts[k]) > s.mfree[ni] {
+			return nil
+		}
+	}
+	return counts
 }
 
 // choose is the policy's choice of req.Nodes nodes in s, or nil: the node
@@ -341,6 +421,9 @@ type state struct {
 	// exclOf. A node with exclOf > 0 is left out of hist and atLeast, so
 	// the aggregate fast path never offers it.
 	busy, excl map[int]int
+	// spreadRanks lays the current job's ranks out from its nodes' free
+	// CPUs (spreadTasks); place sets it per job.
+	spreadRanks bool
 	// cons caches parsed Request.Constraint expressions.
 	cons map[string]*cluster.Constraint
 	// maxLeaves, when above 0, is the most leaf switches (or NVLink

@@ -74,6 +74,11 @@ type Options struct {
 	FairShare   map[cluster.JobID]float64
 	StarveAfter time.Duration
 	AgingHalf   time.Duration
+	// Spread lays out the ranks of a job with NTasks (not elastic) when
+	// it starts, as Slurm sizes them, from the CPUs its
+	// nodes have free (Assignment.Tasks; see spreadTasks). The leader
+	// sets it once every server applies such decisions (protocol 5).
+	Spread bool
 }
 
 // Reservation is where and when the first job that cannot start now will
@@ -126,12 +131,12 @@ func PlaceWith(v *View, queue []*cluster.Job, now time.Time, opts Options) (Resu
 	case PolicyShoal, "":
 		r = rules{topology: true, backfill: true}
 	case PolicyQSSF:
-		r = rules{topology: true, backfill: true, order: QSSFOrder(queue, now, opts)}
+		r = rules{topology: true, backfill: true, order: QSSFOrder(queue, now, opts), spread: opts.Spread}
 		return place(v, queue, now, r, opts.OmitReasons), nil
 	default:
 		return Result{Reasons: make(map[cluster.JobID]string)}, fmt.Errorf("policy %q: want fifo, backfill, shoal or qssf", opts.Policy)
 	}
-	r.order = opts.Order
+	r.order, r.spread = opts.Order, opts.Spread
 	return place(v, queue, now, r, opts.OmitReasons), nil
 }
 

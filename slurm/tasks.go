@@ -250,3 +250,128 @@ func BlockCounts(ntasks int, caps []int) []int {
 	}
 	return counts
 }
+
+// NodeRoom is one node of a job's allocation as Spread sees it.
+type NodeRoom struct {
+	// CPUs is what the node has free for the job.
+	CPUs int
+	// MaxTasks, above zero, is the most of the job's tasks the node may
+	// run: its GPUs over --gpus-per-task, or --ntasks-per-node.
+	MaxTasks int
+	// Named says -w named the node: Slurm takes named nodes first.
+	Named bool
+}
+
+// Spread is how many of a job's ntasks tasks of cpt CPUs each each of
+// its nodes can hold, as Slurm 22.05's cons_tres sizes a job's CPUs on
+// the nodes it chose: the nodes named by -w first, then the others, in
+// order, each takes the CPUs it has free, but no more than the job still
+// needs less one CPU for each node after it, in whole tasks, and at
+// least one task (then MaxTasks bounds it). On idle 16-CPU nodes -n 5 on
+// 2 nodes holds 4 and 1; with 2 CPUs free on the first, 2 and 3. The
+// counts are in node order; Deal lays the tasks out over them. It
+// returns nil for no nodes.
+func Spread(nodes []NodeRoom, ntasks, cpt int) []int {
+	if len(nodes) == 0 {
+		return nil
+	}
+	cpt = max(cpt, 1)
+	order := make([]int, 0, len(nodes))
+	for _, named := range []bool{true, false} {
+		for i, n := range nodes {
+			if n.Named == named {
+				order = append(order, i)
+			}
+		}
+	}
+	caps := make([]int, len(nodes))
+	left := max(ntasks, 0) * cpt // CPUs the job still needs
+	for v, i := range order {
+		after := len(order) - v - 1
+		t := max(min(nodes[i].CPUs, left-after)/cpt, 1)
+		if m := nodes[i].MaxTasks; m > 0 {
+			t = min(t, m)
+		}
+		caps[i] = t
+		left -= t * cpt
+	}
+	return caps
+}
+
+// Deal lays ntasks tasks out on nodes that hold caps[i] tasks each, as
+// Slurm 22.05's srun numbers a step's (or a job's own) tasks over the
+// CPUs of its nodes (caps: each node's CPUs over the CPUs per task). It
+// returns, for each node in order, the global ranks it runs, in
+// increasing order.
+//
+//   - block (the default): one task on each node that holds one more,
+//     round after round, as many as each holds, then round robin over
+//     every node; the ranks in blocks (caps 4 and 4, 5 tasks: 0-2, 3-4;
+//     caps 4 and 1: 0-3, 4);
+//   - cyclic: the same rounds, each dealing the next rank (caps 4 and 1:
+//     0,2,3,4 and 1);
+//   - plane=N: rounds of up to N ranks to each node that holds more, then
+//     N at a time round robin (plane=4, caps 8 and 8, 5 tasks: 0-3, 4).
+//
+// On nodes with room for every task, this is Layout. It returns nil for
+// no nodes or ntasks < 0.
+func Deal(ntasks int, caps []int, d Distribution) [][]int {
+	if len(caps) == 0 || ntasks < 0 {
+		return nil
+	}
+	out := make([][]int, len(caps))
+	switch d.Kind {
+	case DistCyclic:
+		dealRounds(ntasks, caps, 1, func(i, rank int) { out[i] = append(out[i], rank) })
+	case DistPlane:
+		dealRounds(ntasks, caps, max(d.Plane, 1), func(i, rank int) { out[i] = append(out[i], rank) })
+	default:
+		rank := 0
+		for i, c := range DealCounts(ntasks, caps, d) {
+			out[i] = make([]int, c)
+			for l := range c {
+				out[i][l] = rank
+				rank++
+			}
+		}
+	}
+	return out
+}
+
+// DealCounts is how many tasks each node runs in Deal(ntasks, caps, d).
+func DealCounts(ntasks int, caps []int, d Distribution) []int {
+	if len(caps) == 0 || ntasks < 0 {
+		return nil
+	}
+	counts := make([]int, len(caps))
+	step := 1
+	if d.Kind == DistPlane {
+		step = max(d.Plane, 1)
+	}
+	dealRounds(ntasks, caps, step, func(i, _ int) { counts[i]++ })
+	return counts
+}
+
+// dealRounds deals ranks 0 to ntasks-1 to the nodes in rounds: each
+// round gives every node in order up to step ranks while it holds more
+// (counts below caps); once a round finds no room, every node takes step
+// a round. It calls give for each rank in order. Every round but the
+// last deals at least one rank, so it ends after ntasks+1 rounds at most.
+func dealRounds(ntasks int, caps []int, step int, give func(node, rank int)) {
+	counts := make([]int, len(caps))
+	over := false
+	for rank := 0; rank < ntasks; {
+		dealt := false
+		for i := range caps {
+			for k := 0; k < step && rank < ntasks && (over || counts[i] < caps[i]); k++ {
+				give(i, rank)
+				counts[i]++
+				rank++
+				dealt = true
+			}
+		}
+		if !dealt {
+			over = true
+		}
+	}
+}

@@ -27,10 +27,10 @@ srun -n 4 sh -c 'echo "n4 $SLURM_PROCID $SLURMD_NODENAME $SLURM_STEP_TASKS_PER_N
 // the second, as Debian's Slurm does on idle nodes (one on each node, the
 // rest packed on the first: slurm/testdata/layout_golden.txt), holding
 // each node's own share of CPUs; srun inside runs the job's ranks in that
-// layout, and srun -m cyclic deals them round robin, as Slurm's srun
-// numbers them (checked against Debian's Slurm in slurm.TestLayout). A
-// job submitted with -m cyclic lays its own ranks out that way too, even
-// (3 and 2).
+// layout, and srun -m cyclic deals them round robin over the job's CPUs,
+// as Slurm's srun numbers them (slurm.TestLayoutGolden). A
+// job submitted with -m cyclic is sized the same and deals its own ranks
+// that way.
 func TestJobLayout(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 2})
 	a := c.Agents[0]
@@ -71,15 +71,65 @@ func TestJobLayout(t *testing.T) {
 	// A step of 4 fills the job's shares (4 and 1) in blocks, as Slurm's
 	// step fills its job's CPUs: 3 and 1.
 	check("-n5 -N2", "n4", lines["n4"], "0 node0 3,1", "1 node0 3,1", "2 node0 3,1", "3 node1 3,1")
+	// srun -m cyclic deals the ranks over the job's CPUs (4 and 1) as
+	// Slurm's srun: 0,2,3,4 and 1 (layout_golden.txt: -n5 -N2 :: -n5 -m
+	// cyclic).
 	check("-n5 -N2", "cyclic", lines["cyclic"],
-		"0 node0 0 cyclic 0 3", "2 node0 1 cyclic 2 3", "4 node0 2 cyclic 4 3",
-		"1 node1 0 cyclic 1 2", "3 node1 1 cyclic 3 2")
+		"0 node0 0 cyclic 0 4", "2 node0 1 cyclic 2 4", "3 node0 2 cyclic 3 4", "4 node0 3 cyclic 4 4",
+		"1 node1 0 cyclic 1 1")
 
+	// A job with -m cyclic is sized as any (4 and 1), its ranks dealt
+	// round robin over its CPUs: 0,2,3,4 and 1 (layout_golden.txt:
+	// -n5 -N2 -m cyclic).
 	_, lines = run("cyclic", "-n", "5", "-N", "2", "-m", "cyclic")
-	check("-n5 -N2 -m cyclic", "batch", lines["batch"], "3,2 unset cyclic 3,2 5")
+	check("-n5 -N2 -m cyclic", "batch", lines["batch"], "4,1 unset cyclic 4,1 5")
 	check("-n5 -N2 -m cyclic", "plain", lines["plain"],
-		"0 node0 0 cyclic 0 3 pid=ok", "2 node0 1 cyclic 2 3 pid=ok", "4 node0 2 cyclic 4 3 pid=ok",
-		"1 node1 0 cyclic 1 2 pid=ok", "3 node1 1 cyclic 3 2 pid=ok")
+		"0 node0 0 cyclic 0 4 pid=ok", "2 node0 1 cyclic 2 4 pid=ok", "3 node0 2 cyclic 3 4 pid=ok",
+		"4 node0 3 cyclic 4 4 pid=ok", "1 node1 0 cyclic 1 1 pid=ok")
+}
+
+// TestJobLayoutBusy: a job that starts where another holds CPUs lays its
+// ranks out by the CPUs its nodes have free, as Debian's Slurm does
+// (slurm/testdata/layout_golden.txt, "hold -w n1 -n14 ; -n5 -N2": 2 and
+// 3): with 14 of the 16 CPUs of one node held, sbatch -n 5 -N 2 -w NODE
+// runs 2 ranks there (a node named by -w is sized first) and 3 on the
+// other, each node holding its ranks' CPUs, the ranks in blocks in the
+// allocation's order; srun -m cyclic in it deals them over those CPUs.
+func TestJobLayoutBusy(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 2})
+	a := c.Agents[0]
+	busy := c.Agents[1].Name
+	work := t.TempDir()
+	hold := batch(t, a, "--chdir", work, "-o", "/dev/null", "-w", busy, "-n", "14", "--wrap", "sleep 300")
+	waitState(t, a, hold, "RUNNING", "")
+	script := `echo "batch $SLURM_TASKS_PER_NODE $SLURM_JOB_CPUS_PER_NODE"
+srun sh -c 'echo "plain $SLURM_PROCID $SLURMD_NODENAME"'
+srun -m cyclic sh -c 'echo "cyclic $SLURM_PROCID $SLURMD_NODENAME"'
+`
+	id := batch(t, a, "--chdir", work, "-o", "busy-%j.out", "-n", "5", "-N", "2", "-w", busy, "--wrap", script)
+	j, data := completedOutput(t, a, id, filepath.Join(work, fmt.Sprintf("busy-%d.out", id)))
+	mustShoal(t, a, "cancel", fmt.Sprint(hold))
+	got := strings.Split(strings.TrimSpace(data), "\n")
+	for i, n := range j.Nodes {
+		for k := range got {
+			got[k] = strings.ReplaceAll(got[k], " "+n, fmt.Sprintf(" node%d", i))
+		}
+	}
+	slices.Sort(got)
+	// The busy node runs 2 ranks; which of the allocation's nodes it is
+	// is placement's choice (Slurm's is the node order).
+	want := []string{"batch 2,3 2,3",
+		"plain 0 node0", "plain 1 node0", "plain 2 node1", "plain 3 node1", "plain 4 node1",
+		"cyclic 0 node0", "cyclic 2 node0", "cyclic 1 node1", "cyclic 3 node1", "cyclic 4 node1"}
+	if len(j.Nodes) == 2 && j.Nodes[1] == busy {
+		want = []string{"batch 3,2 3,2",
+			"plain 0 node0", "plain 1 node0", "plain 2 node0", "plain 3 node1", "plain 4 node1",
+			"cyclic 0 node0", "cyclic 2 node0", "cyclic 4 node0", "cyclic 1 node1", "cyclic 3 node1"}
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("job on %v (busy %s) printed %q; want %q", j.Nodes, busy, got, want)
+	}
 }
 
 // TestTaskPID: every task's SLURM_TASK_PID is its own pid, as Slurm's,

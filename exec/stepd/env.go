@@ -104,7 +104,7 @@ func contractEnv(l task.Launch, localRank int, home string) []string {
 	}
 	req := l.Spec.Request.WithDefaults()
 	nnodes := len(l.Alloc.Nodes)
-	counts := req.TaskCounts(nnodes)
+	counts := req.TaskCountsIn(l.Alloc)
 	tpn := l.LocalTasks()
 	total := req.Ranks(nnodes)
 	gpus := nodeGPUs(l, l.NodeIndex)
@@ -246,7 +246,7 @@ func batchEnv(l task.Launch, home string) []string {
 	set("SLURM_NNODES", itoa(nnodes))
 	set("SLURM_NTASKS", itoa(total))
 	set("SLURM_NPROCS", itoa(total))
-	set("SLURM_TASKS_PER_NODE", slurm.TasksPerNode(req.TaskCounts(nnodes)))
+	set("SLURM_TASKS_PER_NODE", slurm.TasksPerNode(req.TaskCountsIn(l.Alloc)))
 	set("SLURM_PROCID", "0")
 	set("SLURM_LOCALID", "0")
 	set("SLURM_NODEID", "0")

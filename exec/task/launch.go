@@ -325,7 +325,7 @@ func (l Launch) Plan(node string) (Plan, error) {
 			Script: true, TimeLimit: s.Request.TimeLimit}, nil
 	default:
 		if s.Request.NTasks > 0 {
-			tpn = s.Request.TaskCounts(len(l.Alloc.Nodes))[l.NodeIndex]
+			tpn = s.Request.TaskCountsIn(l.Alloc)[l.NodeIndex]
 			if tpn < 1 {
 				return Plan{}, fmt.Errorf("ntasks %d on %d nodes: node index %d runs none", s.Request.NTasks, len(l.Alloc.Nodes), l.NodeIndex)
 			}
@@ -364,8 +364,8 @@ func (l Launch) rankOf() func(local int) int {
 	case l.BatchScript():
 		return func(int) int { return 0 }
 	}
-	req, nodes, k := l.Spec.Request.WithDefaults(), len(l.Alloc.Nodes), l.NodeIndex
-	return func(local int) int { return req.RankAt(nodes, k, local) }
+	req, alloc, k := l.Spec.Request.WithDefaults(), l.Alloc, l.NodeIndex
+	return func(local int) int { return req.RankIn(alloc, k, local) }
 }
 
 // LocalTasks is how many tasks this node runs: the step's share, the
@@ -378,7 +378,7 @@ func (l Launch) LocalTasks() int {
 	if l.BatchScript() {
 		return 1
 	}
-	counts := l.Spec.Request.WithDefaults().TaskCounts(len(l.Alloc.Nodes))
+	counts := l.Spec.Request.WithDefaults().TaskCountsIn(l.Alloc)
 	if l.NodeIndex < 0 || l.NodeIndex >= len(counts) {
 		return 0
 	}

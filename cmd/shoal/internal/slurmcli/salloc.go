@@ -232,7 +232,7 @@ func sallocEnv(j api.Job) []string {
 	// mpirun finds its slots in SLURM_TASKS_PER_NODE (Open MPI's ras/slurm
 	// refuses an allocation without it).
 	req := cluster.Request{TasksPerNode: j.TasksPerNode, NTasks: j.NTasks, Distribution: j.Distribution, Pack: j.Pack}
-	tasks, cpus := req.TaskCounts(len(j.Nodes)), make([]int, len(j.Nodes))
+	tasks, cpus := req.TaskCountsIn(recordedLayout(j, len(j.Nodes))), make([]int, len(j.Nodes))
 	for i := range j.Nodes {
 		cpus[i] = tasks[i] * max(1, j.CPUsPerTask)
 	}

@@ -104,19 +104,33 @@ func taskRanges(ranks []int) string {
 	return "tasks " + b.String()
 }
 
+// recordedLayout is an allocation of nodes nodes carrying the job's
+// recorded rank counts (api.Job.NodeTasks), for cluster.Request's
+// TaskCountsIn and RankIn.
+func recordedLayout(j api.Job, nodes int) cluster.Allocation {
+	a := cluster.Allocation{Nodes: make([]cluster.NodeAlloc, nodes)}
+	if len(j.NodeTasks) == nodes {
+		for i, t := range j.NodeTasks {
+			a.Nodes[i].Tasks = t
+		}
+	}
+	return a
+}
+
 // jobNodeTasks is a running job's own tasks on each node, as planWait
 // takes a step's: srun outside an allocation runs its command as the job's
 // tasks (Slurm's step 0).
 func jobNodeTasks(j api.Job) []api.StepNodeTasks {
 	r := cluster.Request{Nodes: len(j.Tasks), TasksPerNode: j.TasksPerNode, NTasks: j.NTasks, Distribution: j.Distribution, Pack: j.Pack}
-	counts := r.TaskCounts(len(j.Tasks))
+	alloc := recordedLayout(j, len(j.Tasks))
+	counts := r.TaskCountsIn(alloc)
 	out := make([]api.StepNodeTasks, len(j.Tasks))
 	for k, t := range j.Tasks {
 		out[k] = api.StepNodeTasks{Node: t.Node, State: t.State, ExitCode: t.ExitCode}
 		if k < len(counts) {
 			out[k].Ranks = make([]int, counts[k])
 			for l := range out[k].Ranks {
-				out[k].Ranks[l] = r.RankAt(len(j.Tasks), k, l)
+				out[k].Ranks[l] = r.RankIn(alloc, k, l)
 			}
 		}
 	}
