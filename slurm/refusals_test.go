@@ -18,11 +18,12 @@ var refusalGaps = map[string]string{
 	"container": "the job would run outside its container",
 	"uid":       "srun and salloc run as their caller (sbatch takes it)",
 	"gid":       "srun and salloc run as their caller (sbatch takes it)",
+	"mpi":       "pmi2: Shoal serves PMIx only (--mpi=pmix); Debian's Open MPI has no PMI-2 client either",
 }
 
 // othersAccept are rows other work turns into implementations: the test
 // takes either answer for them.
-var othersAccept = map[string]bool{"pty": true, "jobid": true, "overlap": true, "mpi": true}
+var othersAccept = map[string]bool{"pty": true, "jobid": true, "overlap": true}
 
 // TestRefusalsGolden checks the option table's refusals against Debian's
 // Slurm, as make_refusals.sh recorded it on the peer: where Slurm accepts
