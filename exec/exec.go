@@ -109,6 +109,9 @@ type Config struct {
 	// TaskPidsMax, when positive, bounds the processes and threads of one
 	// task (pids.max) where the pids controller is there.
 	TaskPidsMax int64
+	// AgentSocket is the agent's Unix socket, for the supervisors of
+	// PMIx steps (task.StepdConfig.AgentSocket).
+	AgentSocket string
 }
 
 func compareKeys(a, b TaskKey) int {
@@ -468,7 +471,7 @@ func (e *Executor) writeStart(t *tracked, l Launch, p task.Plan) error {
 	}
 	sc := task.StepdConfig{Launch: l, Start: t.start, NodeName: e.cfg.NodeName,
 		KillWait: e.cfg.KillWait, KillGrace: e.cfg.KillGrace, TaskNamespace: e.cfg.TaskNamespace, TaskExec: e.cfg.TaskExec,
-		Cgroup: e.cfg.Cgroup, HostCPUs: e.cfg.HostCPUs, TaskPidsMax: e.cfg.TaskPidsMax}
+		Cgroup: e.cfg.Cgroup, HostCPUs: e.cfg.HostCPUs, TaskPidsMax: e.cfg.TaskPidsMax, AgentSocket: e.cfg.AgentSocket}
 	if e.cfg.LeaseTTL > 0 {
 		sc.Lease = filepath.Join(e.cfg.DataDir, task.LeaseFile)
 	}
@@ -763,6 +766,14 @@ func (e *Executor) DialPty(key TaskKey) (net.Conn, error) {
 // fails with ErrNoTerminal where there is none (yet).
 func (e *Executor) DialStdin(key TaskKey) (net.Conn, error) {
 	return e.dialTask(key, task.DialStdin)
+}
+
+// DialPMIx connects to the fences of a running PMIx step whose first
+// node this is (see task.PMIxSock); the caller relays another node's
+// supervisor to it. It fails with ErrNoTerminal where there is none
+// (yet).
+func (e *Executor) DialPMIx(key TaskKey) (net.Conn, error) {
+	return e.dialTask(key, task.DialPMIx)
 }
 
 // dialTask connects to one of a running task's sockets with dial.

@@ -26,6 +26,10 @@ type Terminals interface {
 	// own task (step -1) or of a step that read srun's, for who: here or
 	// through that node's agent, but only here when forwarded.
 	DialStdin(ctx context.Context, id cluster.JobID, step int, node string, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, error)
+	// DialPMIx connects to the fences of a PMIx step (srun --mpi=pmix)
+	// on its first node, for who: here or through that node's agent, but
+	// only here when forwarded. It names that node.
+	DialPMIx(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error)
 }
 
 // HandlePty is GET /v1/jobs/{id}/pty[?step=S]: it takes the connection
@@ -50,6 +54,15 @@ func (s *Server) HandleStdin(w http.ResponseWriter, r *http.Request) {
 	s.handleRelay(w, r, api.StdinProtocol, "stdin", func(id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
 		c, err := s.b.DialStdin(r.Context(), id, step, node, who, forwarded)
 		return c, node, err
+	})
+}
+
+// HandlePMIx is GET /v1/jobs/{id}/pmix?step=S: it takes the connection
+// over (api.PMIxProtocol) and relays it to the fences of the PMIx step on
+// its first node, for the step's supervisors on the other nodes.
+func (s *Server) HandlePMIx(w http.ResponseWriter, r *http.Request) {
+	s.handleRelay(w, r, api.PMIxProtocol, "pmix", func(id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
+		return s.b.DialPMIx(r.Context(), id, step, who, forwarded)
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shoal-sched/shoal/exec/pmix"
 	"github.com/shoal-sched/shoal/exec/task"
 )
 
@@ -133,6 +134,9 @@ func (s *supervisor) run(launched chan<- error) {
 	if s.stdin != nil {
 		s.stdin.close()
 	}
+	if s.pmix != nil {
+		s.pmix.Close()
+	}
 	close(stopSampling)
 	<-sampled
 	if cg != nil {
@@ -182,6 +186,13 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 		defer script.Close()
 	}
 
+	if pmix.Wanted(l) {
+		// srun --mpi=pmix: the ranks' PMIx server, up before the first
+		// rank connects to it.
+		if s.pmix, err = s.startPMIx(log); err != nil {
+			return nil, task.CodeNotFound, err
+		}
+	}
 	for local := range p.Ranks {
 		rank := l.Rank(local)
 		var env []string
@@ -210,6 +221,9 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 			args = append([]string{path}, p.Argv...)
 		default:
 			env = contractEnv(l, local, id.home)
+			if s.pmix != nil {
+				env = underlay(env, s.pmix.Env(local))
+			}
 			path, err = lookPath(p.Argv[0], envValue(env, "PATH"), p.WorkDir)
 			if err != nil {
 				return pgids, startFailCode(err), fmt.Errorf("rank %d: %w", rank, err)

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shoal-sched/shoal/exec/pmix"
 	"github.com/shoal-sched/shoal/exec/task"
 )
 
@@ -118,6 +119,9 @@ type supervisor struct {
 	// startRanks, closed by run once the ranks are gone); nil when none
 	// does.
 	stdin *stdinServer
+	// pmix is the ranks' PMIx server for srun --mpi=pmix (set by
+	// startRanks, closed by run once the ranks are gone); nil otherwise.
+	pmix *pmix.Server
 
 	// outputs are the files at paths the job chose that openOutput opened
 	// so far (recorded in OutputsFile), and truncated the paths a step's

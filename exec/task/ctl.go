@@ -30,6 +30,7 @@ const (
 	SockFile  = "stepd.sock" // its control socket, while it runs
 	PtySock   = "pty.sock"   // its terminal's socket, for a --pty task (pty.go)
 	StdinSock = "stdin.sock" // srun's stdin's socket, for ranks that read it (stdin.go)
+	PMIxSock  = "pmix.sock"  // a PMIx step's fences, on its first node (package pmix)
 	StepdLog  = "stepd.log"  // its log
 )
 
@@ -66,6 +67,10 @@ type StepdConfig struct {
 	Cgroup      *cgroup.Root `json:"cgroup,omitempty"`
 	HostCPUs    []int        `json:"host_cpus,omitempty"`
 	TaskPidsMax int64        `json:"task_pids_max,omitempty"`
+	// AgentSocket is the agent's Unix socket, through which the
+	// supervisor of a PMIx step's other nodes reaches the coordinator on
+	// its first node (package pmix); empty: none.
+	AgentSocket string `json:"agent_socket,omitempty"`
 }
 
 // LaunchResult is what a supervisor tells the agent that started it,

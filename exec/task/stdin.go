@@ -13,3 +13,8 @@ import "net"
 
 // DialStdin connects to the stdin of the ranks of the task in dir.
 func DialStdin(dir string) (net.Conn, error) { return dialIn(dir, StdinSock) }
+
+// DialPMIx connects to the fences of the PMIx step whose first node's
+// task is in dir (PMIxSock; package pmix has the protocol): what the
+// step's other supervisors reach through the agents.
+func DialPMIx(dir string) (net.Conn, error) { return dialIn(dir, PMIxSock) }
