@@ -470,6 +470,8 @@ func (m *Member) run() {
 			}
 			typ, got, p, err := readFrame(r)
 			switch {
+			case err != nil && m.ctx.Err() != nil:
+				return nil, fmt.Errorf("fence %d: the step's PMIx server is stopping", seq)
 			case err != nil && ctx.Err() != nil:
 				return nil, fmt.Errorf("fence %d: no answer in %s", seq, FenceTimeout)
 			case err != nil:

@@ -88,6 +88,9 @@ func JobOf(l task.Launch) (Job, error) {
 		j.Ranks = append(j.Ranks, ranks)
 		j.Size += len(ranks)
 	}
+	if n := l.Step.Spec.NTasks; n > 0 && n != j.Size {
+		return Job{}, fmt.Errorf("pmix: step %d: %d ranks laid out, the step has %d", k.Step, j.Size, n)
+	}
 	for r := range j.Size {
 		if !seen[r] {
 			return Job{}, fmt.Errorf("pmix: step %d: rank %d runs nowhere (%d ranks)", k.Step, r, j.Size)
