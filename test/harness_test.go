@@ -175,6 +175,9 @@ func runEnv(t *testing.T, env []string, program string, args ...string) cliResul
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, program, args...)
 	cmd.Env = append(os.Environ(), env...)
+	// Killed at the bound, the program may leave children holding its
+	// output (salloc's command): stop waiting for them.
+	cmd.WaitDelay = 10 * time.Second
 	return runCmd(t, cmd)
 }
 

@@ -74,9 +74,37 @@ func TestSrunPMIx(t *testing.T) {
 		r := runEnv(t, env, filepath.Join(shims, "salloc"), "-N", "2", "--ntasks-per-node=2", "--chdir", work,
 			"srun", "--mpi=pmix", "-N", "2", "-n", "4", python, prog, "4")
 		if r.code != 0 {
+			logStepds(t, c)
 			t.Fatalf("salloc srun --mpi=pmix: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 		}
 		checkPMIxRanks(t, r.stdout, 4, func(rank int) string { return fmt.Sprintf("n%d", rank/2+1) })
+	})
+
+	t.Run("outside an allocation", func(t *testing.T) {
+		// srun allocates and runs the ranks as step 0, as Slurm's srun.
+		r := runEnv(t, env, filepath.Join(shims, "srun"), "--mpi=pmix", "-N", "2", "--ntasks-per-node=2",
+			"--chdir", work, python, prog, "4")
+		if r.code != 0 {
+			t.Fatalf("srun --mpi=pmix: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+		}
+		checkPMIxRanks(t, r.stdout, 4, func(rank int) string { return fmt.Sprintf("n%d", rank/2+1) })
+	})
+
+	t.Run("a node lost before the fence", func(t *testing.T) {
+		// Rank 3 (on n2) dies before MPI_Init: n2's ranks end, its
+		// supervisor leaves the fence, and n1's ranks get an error from
+		// it instead of waiting for n2 forever; the step fails.
+		lost := filepath.Join(work, "lost.py")
+		if err := os.WriteFile(lost, []byte("import os, sys\nif os.environ['SLURM_PROCID'] == '3':\n    sys.exit(7)\n"+pmixHello), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := runEnv(t, env, filepath.Join(shims, "salloc"), "-N", "2", "--ntasks-per-node=2", "--chdir", work,
+			"srun", "--mpi=pmix", python, lost, "4")
+		// A code of its own: srun's, not the kill of runEnv's bound.
+		if r.code <= 0 || strings.Contains(r.stdout, "rank ") {
+			logStepds(t, c)
+			t.Fatalf("srun --mpi=pmix with a rank lost: exit %d; want a failed step and no rank past MPI_Init\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+		}
 	})
 
 	t.Run("one node", func(t *testing.T) {
@@ -107,6 +135,19 @@ echo "srun exit $?"
 // pmixWait bounds a PMIx batch job: Open MPI's start in each rank and
 // the fences on a busy machine.
 const pmixWait = 3 * time.Minute
+
+// logStepds logs the task supervisors' logs of c's agents: where the
+// PMIx servers say what they did.
+func logStepds(t *testing.T, c *localcluster.Cluster) {
+	t.Helper()
+	for _, a := range c.Agents {
+		logs, _ := filepath.Glob(filepath.Join(a.DataDir, "exec", "jobs", "*", "stepd.log"))
+		for _, l := range logs {
+			data, _ := os.ReadFile(l)
+			t.Logf("---- %s ----\n%s", l, data)
+		}
+	}
+}
 
 // checkPMIxRanks checks the ranks' lines in out: ranks 0..n-1 of n, each
 // on the node host names, all with the sum of 1..n.

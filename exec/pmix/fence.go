@@ -389,8 +389,11 @@ func (c *Coordinator) loop() {
 type Dial func(ctx context.Context) (io.ReadWriteCloser, error)
 
 // Member is the Fencer of the step's other nodes: it reaches the
-// coordinator with dial at its first fence, sends each fence's data and
-// waits for every node's.
+// coordinator with dial as it starts, and for each fence sends this
+// node's data and waits for every node's. Its connection is its node's
+// presence in the step: once it closes (the node's ranks are gone, or
+// the node is), the coordinator fails the fences left, and a member
+// whose coordinator is gone fails its own.
 type Member struct {
 	nspace string
 	node   int
@@ -407,6 +410,14 @@ type memberReq struct {
 	done func([]byte, error)
 }
 
+// frame is one frame a member read, or why it could read no more.
+type frame struct {
+	typ  byte
+	seq  uint32
+	data []byte
+	err  error
+}
+
 // NewMember starts the fencer of node (1 and up) of nspace.
 func NewMember(nspace string, node int, dial Dial, log *slog.Logger) *Member {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -415,12 +426,16 @@ func NewMember(nspace string, node int, dial Dial, log *slog.Logger) *Member {
 	return m
 }
 
+// Fence never blocks its caller, the PMIx library's thread, while the
+// member connects.
 func (m *Member) Fence(data []byte, done func([]byte, error)) {
-	select {
-	case m.reqs <- memberReq{data, done}:
-	case <-m.ctx.Done():
-		m.wg.Go(func() { done(nil, fmt.Errorf("%w: the step's PMIx server is stopping", ErrFence)) })
-	}
+	m.wg.Go(func() {
+		select {
+		case m.reqs <- memberReq{data, done}:
+		case <-m.ctx.Done():
+			done(nil, fmt.Errorf("%w: the step's PMIx server is stopping", ErrFence))
+		}
+	})
 }
 
 func (m *Member) Close() {
@@ -428,24 +443,42 @@ func (m *Member) Close() {
 	m.wg.Wait()
 }
 
-// run serves the fences one by one, as the local server calls them.
+// run connects, then serves the fences one by one, as the local server
+// calls them.
 func (m *Member) run() {
-	var conn io.ReadWriteCloser
-	var r *bufio.Reader
 	var broken error
-	var seq uint32
-	defer func() {
-		if conn != nil {
-			conn.Close()
+	failed := func(err error) {
+		if broken == nil {
+			broken = fmt.Errorf("%w: %w", ErrFence, err)
 		}
-	}()
-	// A fence's wait ends with the member (Close) too: closing the
-	// connection unblocks the read.
+	}
+	cctx, cancel := context.WithTimeout(m.ctx, FenceTimeout)
+	conn, err := m.connect(cctx)
+	cancel()
+	frames := make(chan frame)
+	if err != nil {
+		failed(err)
+		if m.ctx.Err() == nil {
+			m.log.Error("pmix: fences fail", "err", err)
+		}
+	} else {
+		defer conn.Close()
+		stop := context.AfterFunc(m.ctx, func() { conn.Close() })
+		defer stop()
+		m.wg.Go(func() { m.read(conn, frames) })
+	}
+	var seq uint32
 	for {
 		var req memberReq
 		select {
 		case <-m.ctx.Done():
 			return
+		case f := <-frames:
+			// A frame, or the end, with no fence open: the coordinator
+			// failed the fences, or its node is gone.
+			failed(frameError(f, 0))
+			frames = nil
+			continue
 		case req = <-m.reqs:
 		}
 		if broken != nil {
@@ -453,43 +486,67 @@ func (m *Member) run() {
 			continue
 		}
 		seq++
-		all, err := func() ([]byte, error) {
-			ctx, cancel := context.WithTimeout(m.ctx, FenceTimeout)
-			defer cancel()
-			if conn == nil {
-				c, err := m.connect(ctx)
-				if err != nil {
-					return nil, err
-				}
-				conn, r = c, bufio.NewReader(c)
-			}
-			stop := context.AfterFunc(ctx, func() { conn.Close() })
-			defer stop()
-			if err := writeFrame(conn, frameContrib, seq, req.data); err != nil {
-				return nil, fmt.Errorf("send fence %d: %w", seq, err)
-			}
-			typ, got, p, err := readFrame(r)
-			switch {
-			case err != nil && m.ctx.Err() != nil:
-				return nil, fmt.Errorf("fence %d: the step's PMIx server is stopping", seq)
-			case err != nil && ctx.Err() != nil:
-				return nil, fmt.Errorf("fence %d: no answer in %s", seq, FenceTimeout)
-			case err != nil:
-				return nil, fmt.Errorf("fence %d: %w", seq, err)
-			case typ == frameFail:
-				return nil, fmt.Errorf("fence %d: the coordinator says: %s", seq, p)
-			case typ != frameResult || got != seq:
-				return nil, fmt.Errorf("fence %d: got frame type %d for fence %d", seq, typ, got)
-			}
-			return p, nil
-		}()
+		all, err := m.fence(conn, seq, req.data, frames)
 		if err != nil {
-			broken = fmt.Errorf("%w: %w", ErrFence, err)
-			m.log.Error("pmix: fences fail", "err", err)
+			failed(err)
+			if m.ctx.Err() == nil {
+				m.log.Error("pmix: fences fail", "err", err)
+			}
 			req.done(nil, broken)
 			continue
 		}
 		req.done(all, nil)
+	}
+}
+
+// fence sends this node's data for fence seq and waits, FenceTimeout at
+// most, for every node's.
+func (m *Member) fence(conn io.ReadWriteCloser, seq uint32, data []byte, frames <-chan frame) ([]byte, error) {
+	timer := time.AfterFunc(FenceTimeout, func() { conn.Close() })
+	defer timer.Stop()
+	if err := writeFrame(conn, frameContrib, seq, data); err != nil {
+		return nil, fmt.Errorf("send fence %d: %w", seq, err)
+	}
+	select {
+	case <-m.ctx.Done():
+		return nil, fmt.Errorf("fence %d: the step's PMIx server is stopping", seq)
+	case f := <-frames:
+		if !timer.Stop() {
+			return nil, fmt.Errorf("fence %d: no answer in %s", seq, FenceTimeout)
+		}
+		if err := frameError(f, seq); err != nil {
+			return nil, err
+		}
+		return f.data, nil
+	}
+}
+
+// frameError is why frame f does not answer fence seq (0: none open).
+func frameError(f frame, seq uint32) error {
+	switch {
+	case f.err != nil:
+		return fmt.Errorf("fence %d: the step's first node: %w", seq, f.err)
+	case f.typ == frameFail:
+		return fmt.Errorf("fence %d: the step's first node says: %s", seq, f.data)
+	case f.typ != frameResult || f.seq != seq:
+		return fmt.Errorf("fence %d: got frame type %d for fence %d", seq, f.typ, f.seq)
+	}
+	return nil
+}
+
+// read passes the coordinator's frames to run, up to the first error.
+func (m *Member) read(conn io.Reader, frames chan<- frame) {
+	r := bufio.NewReader(conn)
+	for {
+		typ, seq, p, err := readFrame(r)
+		select {
+		case frames <- frame{typ, seq, p, err}:
+		case <-m.ctx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
 	}
 }
 

@@ -174,10 +174,9 @@ func TestFenceNodeLost(t *testing.T) {
 	m1 := NewMember("ns", 1, ln.dial(&conns, &mu), quiet)
 	defer m1.Close()
 	m2 := NewMember("ns", 2, ln.dial(&conns, &mu), quiet)
-	r2 := fence(m2, "c") // m2 joins
 	r1 := fence(m1, "b")
-	// Node 2's supervisor dies before node 0 fences, once both members
-	// are connected.
+	// Node 2's supervisor dies before its ranks fence, once both members
+	// are connected (they connect as they start).
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
 		mu.Lock()
 		n := len(conns)
@@ -190,7 +189,7 @@ func TestFenceNodeLost(t *testing.T) {
 		}
 	}
 	m2.Close()
-	if r := <-r2; !errors.Is(r.err, ErrFence) {
+	if r := <-fence(m2, "c"); !errors.Is(r.err, ErrFence) {
 		t.Errorf("the lost node's own fence = %q, %v; want ErrFence", r.all, r.err)
 	}
 	r0 := fence(c, "a")
@@ -267,4 +266,25 @@ func FuzzReadFrame(f *testing.F) {
 			t.Errorf("frame %x read back as %x", in, out.Bytes())
 		}
 	})
+}
+
+// TestFenceCoordinatorLost: the first node's supervisor gone, a member's
+// next fence fails at once rather than waiting FenceTimeout.
+func TestFenceCoordinatorLost(t *testing.T) {
+	ln := newPipeListener()
+	var mu sync.Mutex
+	var conns []net.Conn
+	c := NewCoordinator("ns", 2, ln, quiet)
+	m := NewMember("ns", 1, ln.dial(&conns, &mu), quiet)
+	defer m.Close()
+	r1, r0 := fence(m, "b"), fence(c, "a")
+	for i, ch := range []<-chan fenceResult{r0, r1} {
+		if r := <-ch; r.err != nil || string(r.all) != "ab" {
+			t.Fatalf("node %d: first fence = %q, %v; want ab", i, r.all, r.err)
+		}
+	}
+	c.Close()
+	if r := <-fence(m, "c"); !errors.Is(r.err, ErrFence) {
+		t.Errorf("fence after the coordinator left = %q, %v; want ErrFence", r.all, r.err)
+	}
 }

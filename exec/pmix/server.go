@@ -27,6 +27,12 @@ type Config struct {
 	// Fencer exchanges the fences with the step's other nodes.
 	Fencer Fencer
 	Log    *slog.Logger
+	// OnFail is called (from the library's thread, maybe more than once)
+	// when a fence of this node's ranks failed or a rank aborted: the
+	// ranks cannot go on (Open MPI's MPI_Init ignores a failed fence and
+	// then waits for data that never comes), so the supervisor kills
+	// them and the step fails, as Slurm kills a step on PMIx_Abort.
+	OnFail func(err error)
 }
 
 // NewFencer is the Fencer of job's node: one of its own for a one-node

@@ -13,7 +13,10 @@ void shoal_fence_done(uintptr_t cbfunc, uintptr_t cbdata, int ok, char *data, si
 */
 import "C"
 
-import "unsafe"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // The PMIx library calls these on its own thread (the server module's
 // fence_nb and abort, in server_pmix.go).
@@ -30,6 +33,9 @@ func shoalFenceNB(data *C.char, ndata C.size_t, cbfunc, cbdata C.uintptr_t) {
 		if err != nil {
 			s.cfg.Log.Error("pmix fence", "err", err)
 			C.shoal_fence_done(cbfunc, cbdata, 0, nil, 0)
+			if s.cfg.OnFail != nil {
+				s.cfg.OnFail(err)
+			}
 			return
 		}
 		p := C.malloc(C.size_t(max(len(all), 1)))
@@ -48,5 +54,8 @@ func shoalAbort(status C.int, msg *C.char) {
 	}
 	if s := active.Load(); s != nil {
 		s.cfg.Log.Warn("pmix: a rank aborted", "status", int(status), "msg", m)
+		if s.cfg.OnFail != nil {
+			s.cfg.OnFail(fmt.Errorf("a rank aborted with status %d: %s", int(status), m))
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"syscall"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/exec/pmix"
@@ -34,10 +35,29 @@ func (s *supervisor) startPMIx(log *slog.Logger) (*pmix.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := pmix.Start(pmix.Config{Job: job, UID: l.Spec.UID, GID: l.Spec.GID, Fencer: f, Log: log})
+	srv, err := pmix.Start(pmix.Config{Job: job, UID: l.Spec.UID, GID: l.Spec.GID, Fencer: f, Log: log,
+		OnFail: func(err error) { s.pmixFailed(log, err) }})
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	return srv, nil
+}
+
+// pmixFailed kills this node's ranks of a PMIx step whose fences failed
+// or one of whose ranks aborted: they cannot go on, and the step fails
+// with their deaths. Ranks not recorded yet are killed as run records
+// them (pmixKill).
+func (s *supervisor) pmixFailed(log *slog.Logger, err error) {
+	s.mu.Lock()
+	first := !s.pmixKill
+	s.pmixKill = true
+	pgids := s.pgids
+	s.mu.Unlock()
+	if first {
+		log.Error("PMIx failed: killing the step's ranks on this node", "err", err)
+	}
+	if len(pgids) > 0 {
+		_ = signalGroups(pgids, syscall.SIGKILL, false)
+	}
 }

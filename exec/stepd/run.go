@@ -61,7 +61,11 @@ func (s *supervisor) run(launched chan<- error) {
 	}
 	s.mu.Lock()
 	s.pgids = pgids // before the launch is reported, so a signal request reaches them
+	pmixKill := s.pmixKill
 	s.mu.Unlock()
+	if pmixKill {
+		_ = signalGroups(pgids, syscall.SIGKILL, false)
+	}
 	if startErr != nil {
 		log.Error("start ranks", "err", startErr)
 		launched <- fmt.Errorf("start job %s: %w: %w", s.key, errStartFailed, startErr)

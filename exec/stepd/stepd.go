@@ -122,6 +122,9 @@ type supervisor struct {
 	// pmix is the ranks' PMIx server for srun --mpi=pmix (set by
 	// startRanks, closed by run once the ranks are gone); nil otherwise.
 	pmix *pmix.Server
+	// pmixKill is set (under mu) once the PMIx server failed: the ranks
+	// are killed, also those run records after it (see pmixFailed).
+	pmixKill bool
 
 	// outputs are the files at paths the job chose that openOutput opened
 	// so far (recorded in OutputsFile), and truncated the paths a step's
