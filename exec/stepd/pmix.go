@@ -2,6 +2,7 @@ package stepd
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"syscall"
@@ -42,6 +43,20 @@ func (s *supervisor) startPMIx(log *slog.Logger) (*pmix.Server, error) {
 		return nil, err
 	}
 	return srv, nil
+}
+
+// tellRanks writes why the ranks could not start to rank's stderr, where
+// srun shows it (as slurmstepd's errors reach the tasks' stderr).
+func (s *supervisor) tellRanks(rank int, cred *syscall.Credential, why error) {
+	stdout, stderr, err := s.openOutput(rank, cred)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(stderr, "shoal stepd: error: %s: %v\n", s.cfg.NodeName, why)
+	stdout.Close()
+	if stderr != stdout {
+		stderr.Close()
+	}
 }
 
 // pmixFailed kills this node's ranks of a PMIx step whose fences failed

@@ -194,6 +194,7 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 		// srun --mpi=pmix: the ranks' PMIx server, up before the first
 		// rank connects to it.
 		if s.pmix, err = s.startPMIx(log); err != nil {
+			s.tellRanks(l.Rank(0), cred, err)
 			return nil, task.CodeNotFound, err
 		}
 	}
