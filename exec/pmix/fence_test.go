@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -287,4 +288,36 @@ func TestFenceCoordinatorLost(t *testing.T) {
 	if r := <-fence(m, "c"); !errors.Is(r.err, ErrFence) {
 		t.Errorf("fence after the coordinator left = %q, %v; want ErrFence", r.all, r.err)
 	}
+}
+
+// TestFenceTimeout: a fence a node never joins fails after FenceTimeout
+// on every node that joined it, on fake time; not before.
+func TestFenceTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := newPipeListener()
+		var mu sync.Mutex
+		var conns []net.Conn
+		c := NewCoordinator("ns", 3, ln, quiet)
+		defer c.Close()
+		m1 := NewMember("ns", 1, ln.dial(&conns, &mu), quiet)
+		defer m1.Close()
+		m2 := NewMember("ns", 2, ln.dial(&conns, &mu), quiet)
+		defer m2.Close()
+		r0, r1 := fence(c, "a"), fence(m1, "b") // node 2's ranks never fence
+		time.Sleep(FenceTimeout - time.Second)
+		synctest.Wait()
+		select {
+		case r := <-r0:
+			t.Fatalf("fence answered before its bound: %q, %v", r.all, r.err)
+		default:
+		}
+		time.Sleep(2 * time.Second)
+		if r := <-r0; !errors.Is(r.err, ErrFence) || !strings.Contains(r.err.Error(), "nodes [2] gave nothing") {
+			t.Errorf("node 0: fence = %q, %v; want ErrFence naming node 2", r.all, r.err)
+		}
+		// The member's own bound, or the coordinator's failure: either.
+		if r := <-r1; !errors.Is(r.err, ErrFence) {
+			t.Errorf("node 1: fence = %q, %v; want ErrFence", r.all, r.err)
+		}
+	})
 }
