@@ -50,10 +50,11 @@ func requirePMIx(t *testing.T) {
 // TestSrunPMIx: srun --mpi=pmix starts an mpi4py program's ranks as the
 // step's tasks, with no mpirun, as MPI users on Slurm clusters launch:
 // each node's supervisor serves PMIx to its ranks and the step's first
-// node gathers every node's fence. Two nodes x two ranks from salloc, and
-// one node's two ranks (its fence is the node's own) from a batch
-// script that names the type once in SLURM_MPI_TYPE (pmix_v4, as Slurm
-// built against PMIx 4 names it).
+// node gathers every node's fence. Two nodes x two ranks from salloc,
+// and from srun outside an allocation; a rank lost before MPI_Init fails
+// the step instead of hanging it; and one node's two ranks (its fence
+// is the node's own) from a batch script that names the type once in
+// SLURM_MPI_TYPE (pmix_v4, as Slurm built against PMIx 4 names it).
 func TestSrunPMIx(t *testing.T) {
 	requireRootForNamespaces(t)
 	requirePMIx(t)
