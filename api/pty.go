@@ -53,6 +53,20 @@ func (c *Client) AttachStdin(ctx context.Context, job uint64, step int, node str
 	return c.upgrade(ctx, fmt.Sprintf("/v1/jobs/%d/stdin?step=%d&node=%s", job, step, url.QueryEscape(node)), StdinProtocol)
 }
 
+// PMIxProtocol is the Upgrade token of GET /v1/jobs/{id}/pmix: once the
+// agent answers 101 Switching Protocols, the connection carries package
+// pmix's fence frames between a PMIx step's supervisor on another node
+// and the one on the step's first node, until either ends.
+const PMIxProtocol = "shoal-pmix/1"
+
+// AttachPMIx connects a supervisor to the fences of a PMIx step (srun
+// --mpi=pmix) on the step's first node; the agent relays to it. An error
+// is a *StatusError when the agent refused (503 while the first node's
+// supervisor is not up yet: try again).
+func (c *Client) AttachPMIx(ctx context.Context, job uint64, step int) (io.ReadWriteCloser, error) {
+	return c.upgrade(ctx, fmt.Sprintf("/v1/jobs/%d/pmix?step=%d", job, step), PMIxProtocol)
+}
+
 // upgrade asks GET path to switch to protocol and returns the connection.
 func (c *Client) upgrade(ctx context.Context, path, protocol string) (io.ReadWriteCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)

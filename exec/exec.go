@@ -113,6 +113,9 @@ type Config struct {
 	// --container tasks; empty: none, and such tasks fail to start with
 	// an error naming the node.
 	OCIRuntime string
+	// AgentSocket is the agent's Unix socket, for the supervisors of
+	// PMIx steps (task.StepdConfig.AgentSocket).
+	AgentSocket string
 }
 
 func compareKeys(a, b TaskKey) int {
@@ -476,7 +479,7 @@ func (e *Executor) writeStart(t *tracked, l Launch, p task.Plan) error {
 	sc := task.StepdConfig{Launch: l, Start: t.start, NodeName: e.cfg.NodeName,
 		KillWait: e.cfg.KillWait, KillGrace: e.cfg.KillGrace, TaskNamespace: e.cfg.TaskNamespace, TaskExec: e.cfg.TaskExec,
 		Cgroup: e.cfg.Cgroup, HostCPUs: e.cfg.HostCPUs, TaskPidsMax: e.cfg.TaskPidsMax,
-		OCIRuntime: e.cfg.OCIRuntime}
+		OCIRuntime: e.cfg.OCIRuntime, AgentSocket: e.cfg.AgentSocket}
 	if e.cfg.LeaseTTL > 0 {
 		sc.Lease = filepath.Join(e.cfg.DataDir, task.LeaseFile)
 	}
@@ -787,6 +790,14 @@ func (e *Executor) DialStdin(key TaskKey, resume bool) (net.Conn, error) {
 // ErrNoResume: the task's supervisor serves srun's stdin only raw (it
 // predates resumable input); the client asks for that instead.
 var ErrNoResume = errors.New("the tasks' supervisor relays stdin only without resuming")
+
+// DialPMIx connects to the fences of a running PMIx step whose first
+// node this is (see task.PMIxSock); the caller relays another node's
+// supervisor to it. It fails with ErrNoTerminal where there is none
+// (yet).
+func (e *Executor) DialPMIx(key TaskKey) (net.Conn, error) {
+	return e.dialTask(key, task.DialPMIx)
+}
 
 // dialTask connects to one of a running task's sockets with dial.
 func (e *Executor) dialTask(key TaskKey, dial func(dir string) (net.Conn, error)) (net.Conn, error) {

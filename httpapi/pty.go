@@ -27,6 +27,10 @@ type Terminals interface {
 	// (api.StdinResumeProtocol) or raw, for who: here or through that
 	// node's agent, but only here when forwarded.
 	DialStdin(ctx context.Context, id cluster.JobID, step int, node string, resume bool, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, error)
+	// DialPMIx connects to the fences of a PMIx step (srun --mpi=pmix)
+	// on its first node, for who: here or through that node's agent, but
+	// only here when forwarded. It names that node.
+	DialPMIx(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error)
 }
 
 // HandlePty is GET /v1/jobs/{id}/pty[?step=S]: it takes the connection
@@ -58,6 +62,15 @@ func (s *Server) HandleStdin(w http.ResponseWriter, r *http.Request) {
 	s.handleRelay(w, r, protocol, "stdin", func(id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
 		c, err := s.b.DialStdin(r.Context(), id, step, node, resume, who, forwarded)
 		return c, node, err
+	})
+}
+
+// HandlePMIx is GET /v1/jobs/{id}/pmix?step=S: it takes the connection
+// over (api.PMIxProtocol) and relays it to the fences of the PMIx step on
+// its first node, for the step's supervisors on the other nodes.
+func (s *Server) HandlePMIx(w http.ResponseWriter, r *http.Request) {
+	s.handleRelay(w, r, api.PMIxProtocol, "pmix", func(id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
+		return s.b.DialPMIx(r.Context(), id, step, who, forwarded)
 	})
 }
 

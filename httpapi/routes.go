@@ -35,6 +35,7 @@ func (s *Server) Routes(h Handlers) http.Handler {
 	mux.HandleFunc("POST /v1/jobs/{id}/signal", s.HandleSignal)
 	mux.HandleFunc("GET /v1/jobs/{id}/pty", s.HandlePty)
 	mux.HandleFunc("GET /v1/jobs/{id}/stdin", s.HandleStdin)
+	mux.HandleFunc("GET /v1/jobs/{id}/pmix", s.HandlePMIx)
 	mux.HandleFunc("PUT /v1/jobs/{id}/bcast", s.HandleBcast)
 	mux.HandleFunc("GET /v1/nodes", s.replicaRead(s.HandleNodes))
 	mux.HandleFunc("GET /v1/topology/switches", s.replicaRead(s.HandleSwitchReports))

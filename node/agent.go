@@ -231,6 +231,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		TaskPidsMax:   cfg.TaskPidsMax,
 		TaskNamespace: a.cfg.TaskHelper,
 		TaskExec:      cfg.TaskExec,
+		AgentSocket:   absPath(sock),
 		DataDir:       filepath.Join(cfg.DataDir, "exec"),
 		NodeName:      cfg.Name,
 		KillGrace:     cfg.KillGrace,
@@ -649,4 +650,13 @@ func (a *Agent) leaderClient() (*api.Client, error) {
 		return nil, err
 	}
 	return c.WithHeader(api.HeaderForwardedBy, a.cfg.Name), nil
+}
+
+// absPath is p made absolute (a supervisor runs in its task directory),
+// or p where that fails.
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }

@@ -176,3 +176,67 @@ func (b apiBackend) DialStdin(ctx context.Context, id cluster.JobID, step int, n
 	})
 	return upstream, err
 }
+
+// pmixTarget is the first node of job j's PMIx step and that step's
+// task key there. An error says why there is nothing to relay to (yet).
+func pmixTarget(j *cluster.Job, step int) (string, task.Key, error) {
+	key := task.Key{Job: j.ID, Incarnation: j.Incarnation, Step: step}
+	for _, st := range j.Steps {
+		if st.ID != step {
+			continue
+		}
+		if st.State != cluster.StepRunning {
+			return "", key, conflict(fmt.Errorf("step %d.%d is %s: its fences are over", j.ID, step, st.State))
+		}
+		if st.Incarnation != 0 {
+			key.Incarnation = st.Incarnation
+		}
+		if len(st.Nodes) == 0 {
+			return "", key, conflict(fmt.Errorf("step %d.%d has no nodes", j.ID, step))
+		}
+		return st.Nodes[0].Node, key, nil
+	}
+	return "", key, notFound(fmt.Errorf("step %d.%d: no such step", j.ID, step))
+}
+
+// DialPMIx connects a PMIx step's supervisor on another node to the
+// fences on the step's first node, for who (root or the job's owner: the
+// supervisors ask as the agent's user): to the supervisor there when it
+// is this node, else, unless a peer asked (forwarded), through its agent.
+func (b apiBackend) DialPMIx(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
+	a := b.a
+	v, j, err := a.relayJob(id, "join the PMIx fences of", who, forwarded)
+	if err != nil {
+		return nil, "", err
+	}
+	if j.State != cluster.JobRunning {
+		return nil, "", conflict(fmt.Errorf("job %d is %s: no step runs", id, j.State))
+	}
+	node, key, err := pmixTarget(j, step)
+	if err != nil {
+		if forwarded && errors.Is(err, cluster.ErrNotFound) {
+			err = unavailable(err)
+		}
+		return nil, "", err
+	}
+	var upstream io.ReadWriteCloser
+	switch {
+	case node == a.cfg.Name:
+		upstream, err = a.exec.DialPMIx(key)
+		if errors.Is(err, exec.ErrNoTerminal) {
+			// Not started here yet: the supervisor asks again.
+			err = unavailable(err)
+		}
+	case forwarded:
+		err = unavailable(fmt.Errorf("step %d.%d's first node is %s, not this node %s, which was asked by a peer; retry", id, step, node, a.cfg.Name))
+	default:
+		err = a.relayPeer(v, node, who, func(c *api.Client) error {
+			ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+			defer cancel()
+			var err error
+			upstream, err = c.AttachPMIx(ctx, uint64(id), step)
+			return err
+		})
+	}
+	return upstream, node, err
+}

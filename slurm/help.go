@@ -9,7 +9,7 @@ import (
 // Text and exiting 0, as Slurm's do, rather than running anything.
 type HelpRequest struct {
 	Cmd  Command
-	Kind string // "help", "usage" or "version"
+	Kind string // "help", "usage", "version" or "mpi-list" (srun --mpi=list)
 }
 
 func (h *HelpRequest) Error() string {
@@ -37,6 +37,8 @@ func (h *HelpRequest) Text(version string) string {
 		return "shoal " + version + "\n"
 	case "usage":
 		return usageLines[h.Cmd] + "\n"
+	case "mpi-list":
+		return MPIListText
 	}
 	var b strings.Builder
 	b.WriteString(usageLines[h.Cmd])

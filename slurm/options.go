@@ -85,6 +85,9 @@ type Options struct {
 	// --gid (root only): the user (name or number) and group the job runs
 	// as; the parser looks neither up.
 	AsUser, AsGroup string
+	// MPI is srun's --mpi as ParseMPI returns it ("" when not given):
+	// "none", or a PMIx type the step's supervisors serve (UsesPMIx).
+	MPI string
 	// MultiProg is srun --multi-prog: the command is a configuration
 	// file naming each task's program (MultiProgScript).
 	MultiProg bool
@@ -649,8 +652,40 @@ func setCPUsPerGPU(o *Options, v string) error {
 	return err
 }
 
-// isNone accepts the value "none" (any case).
-func isNone(v string) bool { return strings.EqualFold(v, "none") }
+// MPI types: what srun --mpi and SLURM_MPI_TYPE take. Slurm built with
+// PMIx 4 (as Debian's libpmix2) lists "none", "pmi2", "pmix" and the
+// specific "pmix_v4"; pmix_v3 names the same PMIx server for clients of
+// the 3.x API (PMIx's versions talk to each other).
+var mpiTypes = []string{"none", "pmix", "pmix_v3", "pmix_v4"}
+
+// MPIListText is what srun --mpi=list prints, in Slurm's words.
+const MPIListText = "MPI plugin types are...\n\tnone\n\tpmix\nspecific pmix plugin versions available: pmix_v3,pmix_v4\n"
+
+// ParseMPI checks an MPI type (srun --mpi, SLURM_MPI_TYPE) and returns
+// it in lower case: "none", "pmix", "pmix_v3" or "pmix_v4".
+func ParseMPI(v string) (string, error) {
+	low := strings.ToLower(v)
+	if slices.Contains(mpiTypes, low) {
+		return low, nil
+	}
+	if low == "pmi2" || low == "pmi1" || low == "pmi" {
+		return "", fmt.Errorf("--mpi %q: Shoal serves PMIx only, not PMI-1/PMI-2 (Open MPI and MPICH built with PMIx take --mpi=pmix); want one of %s", clip(v), strings.Join(mpiTypes, ", "))
+	}
+	return "", fmt.Errorf("--mpi %q: want one of %s, or list", clip(v), strings.Join(mpiTypes, ", "))
+}
+
+// UsesPMIx reports whether MPI type t (as ParseMPI returns it) asks for
+// a PMIx server beside the step's tasks.
+func UsesPMIx(t string) bool { return strings.HasPrefix(t, "pmix") }
+
+func setMPI(o *Options, v string) error {
+	if strings.EqualFold(v, "list") {
+		return &HelpRequest{Kind: "mpi-list"}
+	}
+	t, err := ParseMPI(v)
+	o.MPI = t
+	return err
+}
 
 // noBinding accepts a --cpu-bind, --mem-bind or --gpu-bind value that asks
 // for no binding: none, alone or with the verbosity words (quiet, verbose,

@@ -91,7 +91,7 @@ func TestParseArgs(t *testing.T) {
 				}
 			}, []string{"account", "qos", "mail-type", "comment"}},
 		{"allowed values of rejected options", Srun, []string{"--cpu-bind=none", "--mpi=none", "-m", "block", "--gpu-bind=NONE", "x"}, []string{"x"},
-			func(o *Options) { o.Distribution = Distribution{Kind: DistBlock} }, []string{"cpu-bind", "mpi", "distribution", "gpu-bind"}},
+			func(o *Options) { o.Distribution = Distribution{Kind: DistBlock}; o.MPI = "none" }, []string{"cpu-bind", "mpi", "distribution", "gpu-bind"}},
 		{"distribution", Sbatch, []string{"-m", "plane=4:CYCLIC"}, nil,
 			func(o *Options) { o.Distribution = Distribution{Kind: DistPlane, Plane: 4, Levels: ":cyclic"} }, []string{"distribution"}},
 		{"binding as a hint, as Slurm with task/none", Srun, []string{"--cpu-bind=cores", "--mem-bind=local", "-O", "--hint=nomultithread", "x"}, []string{"x"},

@@ -157,7 +157,7 @@ var optionTable = []optDef{
 	{long: "gid", arg: needArg, cmds: cAll, apply: strOpt(func(o *Options) *string { return &o.AsGroup })},
 	{long: "het-group", arg: needArg, cmds: cSrun, reject: whyHetJob + "; accepted: 0, the whole job", ok: func(v string) bool { return v == "0" }},
 	{long: "multi-prog", arg: noArg, cmds: cSrun, apply: flagOpt(func(o *Options) *bool { return &o.MultiProg })},
-	{long: "mpi", arg: needArg, cmds: cSrun, reject: "Shoal provides no PMI; accepted: none", ok: isNone},
+	{long: "mpi", arg: needArg, cmds: cSrun, apply: setMPI},
 	{long: "overlap", arg: noArg, cmds: cSrun, apply: flagOpt(func(o *Options) *bool { return &o.Overlap })},
 	{long: "exact", arg: noArg, cmds: cSrun, warn: "a Shoal step uses what it asks for of the job's resources"},
 	{long: "jobid", arg: needArg, cmds: cSrun, apply: setJobID},

@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	shoalBin = filepath.Join(dir, "shoal")
-	build := osexec.Command("go", "build", "-o", shoalBin, "../cmd/shoal")
+	build := osexec.Command("go", "build", "-tags", buildTags(), "-o", shoalBin, "../cmd/shoal")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build shoal:", err)
@@ -56,6 +56,17 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// buildTags are the tags of the shoal under test: pmix, as make build
+// builds it, where libpmix's development files are (pkg-config finds
+// them); without them the other tests still run, and TestSrunPMIx fails
+// saying what is missing.
+func buildTags() string {
+	if osexec.Command("pkg-config", "--exists", "pmix").Run() == nil {
+		return "pmix"
+	}
+	return ""
 }
 
 // testAgentArgs make agents fast on loopback: short raft timeouts, a 3s
@@ -173,6 +184,9 @@ func runEnv(t *testing.T, env []string, program string, args ...string) cliResul
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, program, args...)
 	cmd.Env = append(os.Environ(), env...)
+	// Killed at the bound, the program may leave children holding its
+	// output (salloc's command): stop waiting for them.
+	cmd.WaitDelay = 10 * time.Second
 	return runCmd(t, cmd)
 }
 

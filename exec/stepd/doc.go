@@ -53,6 +53,14 @@
 // container; a SIGKILL of the runtime is followed by its `delete
 // --force`, so the container never outlives the task.
 //
+// For a PMIx step (srun --mpi=pmix) it also runs the ranks' PMIx server
+// (package pmix): up before the first rank forks, each rank's PMIx
+// variables added to its environment, down once the ranks are gone. On
+// the step's first node it serves the other nodes' fences on pmix.sock;
+// on the others it reaches that socket through its agent's Unix socket
+// (StepdConfig.AgentSocket), the one connection a supervisor opens
+// beyond its task directory.
+//
 // No process that runs as root — the supervisor, the task namespace
 // helper, the OCI runtime — runs with the job's environment: the supervisor gets a fixed
 // one from the agent, the helper gets the task's on a descriptor and
@@ -67,7 +75,8 @@
 //
 // # What it must never touch
 //
-// The raft log, the FSM, the network, and any task but its own: a
+// The raft log, the FSM, the network (a PMIx step's supervisor talks to
+// its own agent's socket, which relays), and any task but its own: a
 // supervisor signals only the ranks it forked (and what is left in their
 // groups and cgroup), and reports only through its task directory — the
 // launch result on descriptor 3, the proc, output and exit records, its

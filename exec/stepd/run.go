@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shoal-sched/shoal/exec/pmix"
 	"github.com/shoal-sched/shoal/exec/task"
 )
 
@@ -60,7 +61,11 @@ func (s *supervisor) run(launched chan<- error) {
 	}
 	s.mu.Lock()
 	s.pgids = pgids // before the launch is reported, so a signal request reaches them
+	pmixKill := s.pmixKill
 	s.mu.Unlock()
+	if pmixKill {
+		_ = signalGroups(pgids, syscall.SIGKILL, false)
+	}
 	if startErr != nil {
 		log.Error("start ranks", "err", startErr)
 		launched <- fmt.Errorf("start job %s: %w: %w", s.key, errStartFailed, startErr)
@@ -142,6 +147,9 @@ func (s *supervisor) run(launched chan<- error) {
 	if s.stdin != nil {
 		s.stdin.close()
 	}
+	if s.pmix != nil {
+		s.pmix.Close()
+	}
 	close(stopSampling)
 	<-sampled
 	if cg != nil {
@@ -193,6 +201,14 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 		defer script.Close()
 	}
 
+	if pmix.Wanted(l) {
+		// srun --mpi=pmix: the ranks' PMIx server, up before the first
+		// rank connects to it.
+		if s.pmix, err = s.startPMIx(log); err != nil {
+			s.tellRanks(l.Rank(0), cred, err)
+			return nil, task.CodeNotFound, err
+		}
+	}
 	for local := range p.Ranks {
 		rank := l.Rank(local)
 		var env []string
@@ -225,6 +241,9 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 			args = p.Argv
 		default:
 			env = contractEnv(l, local, id.home)
+			if s.pmix != nil {
+				env = underlay(env, s.pmix.Env(local))
+			}
 			path, err = lookPath(p.Argv[0], envValue(env, "PATH"), p.WorkDir)
 			if err != nil {
 				return pgids, startFailCode(err), fmt.Errorf("rank %d: %w", rank, err)

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shoal-sched/shoal/exec/pmix"
 	"github.com/shoal-sched/shoal/exec/task"
 )
 
@@ -123,6 +124,12 @@ type supervisor struct {
 	// by run once it returned.
 	containers []string
 	runtime    ociRuntime
+	// pmix is the ranks' PMIx server for srun --mpi=pmix (set by
+	// startRanks, closed by run once the ranks are gone); nil otherwise.
+	pmix *pmix.Server
+	// pmixKill is set (under mu) once the PMIx server failed: the ranks
+	// are killed, also those run records after it (see pmixFailed).
+	pmixKill bool
 
 	// outputs are the files at paths the job chose that openOutput opened
 	// so far (recorded in OutputsFile), and truncated the paths a step's

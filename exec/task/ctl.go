@@ -33,6 +33,7 @@ const (
 	// StdinResumeSock is the same stdin's socket whose connection may be
 	// made again (stdin.go).
 	StdinResumeSock = "stdin2.sock"
+	PMIxSock        = "pmix.sock" // a PMIx step's fences, on its first node (package pmix)
 	StepdLog        = "stepd.log" // its log
 )
 
@@ -72,6 +73,10 @@ type StepdConfig struct {
 	// OCIRuntime is the OCI runtime (runc or crun) --container tasks
 	// run with; empty: none on this node, and such tasks do not start.
 	OCIRuntime string `json:"oci_runtime,omitempty"`
+	// AgentSocket is the agent's Unix socket, through which the
+	// supervisor of a PMIx step's other nodes reaches the coordinator on
+	// its first node (package pmix); empty: none.
+	AgentSocket string `json:"agent_socket,omitempty"`
 }
 
 // LaunchResult is what a supervisor tells the agent that started it,

@@ -42,6 +42,8 @@
 //	    output.json      the supervisor: a batch script's output files as
 //	                     it opened them (device, inode, birth, user) or
 //	                     why it could not: what the agent's ReadLog checks
+//	    pmix.sock        the supervisor: the fences of a PMIx step (srun
+//	                     --mpi=pmix) on its first node, while it runs
 //	    hosts            the ranks' /etc/hosts, with task namespaces only
 //	    stop.json        the agent: a stop's cause, also sent on the socket
 //	    exit.json        exit code, cause, start and end; once all are

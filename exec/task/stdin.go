@@ -122,3 +122,8 @@ func DialStdin(dir string, resume bool) (net.Conn, error) {
 	}
 	return dialIn(dir, StdinSock)
 }
+
+// DialPMIx connects to the fences of the PMIx step whose first node's
+// task is in dir (PMIxSock; package pmix has the protocol): what the
+// step's other supervisors reach through the agents.
+func DialPMIx(dir string) (net.Conn, error) { return dialIn(dir, PMIxSock) }

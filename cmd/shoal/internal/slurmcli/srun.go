@@ -51,6 +51,9 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 		return 1, err
 	}
 	preserveEnv(&opts, os.Getenv)
+	if err := mpiFromEnv(&opts, os.Getenv); err != nil {
+		return 1, err
+	}
 	if opts.MultiProg {
 		if rest, err = multiProgCommand(rest[0]); err != nil {
 			return 1, err
@@ -131,7 +134,29 @@ func ParseSrunOutside(args []string) (slurm.Options, []string, error) {
 		return opts, nil, errors.New("--prolog/--epilog: srun's own hooks are srun's (`shoal slurm srun ...`), not shoal run's")
 	}
 	request.PrintWarnings("srun", opts.Warnings)
+	if err := mpiFromEnv(&opts, os.Getenv); err != nil {
+		return opts, nil, err
+	}
 	return opts, rest, nil
+}
+
+// mpiFromEnv takes srun's MPI type from SLURM_MPI_TYPE when --mpi was not
+// given, as Slurm's srun does (a batch script may export it once for all
+// its sruns).
+func mpiFromEnv(opts *slurm.Options, getenv func(string) string) error {
+	if opts.Set["mpi"] {
+		return nil
+	}
+	v := getenv("SLURM_MPI_TYPE")
+	if v == "" {
+		return nil
+	}
+	t, err := slurm.ParseMPI(v)
+	if err != nil {
+		return fmt.Errorf("SLURM_MPI_TYPE: %w", err)
+	}
+	opts.MPI = t
+	return nil
 }
 
 // stepSpec is the step srun's options ask for.
@@ -181,6 +206,12 @@ func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err 
 	spec.Output, spec.Error = opts.Output, opts.Error
 	if spec.Env, err = request.ExportEnv(opts.Export); err != nil {
 		return spec, err
+	}
+	if opts.MPI != "" {
+		// The step's supervisors serve PMIx to its tasks when this
+		// names it (exec/pmix); the tasks see it, as under Slurm.
+		spec.Env = append(slices.DeleteFunc(spec.Env, func(kv string) bool { return strings.HasPrefix(kv, "SLURM_MPI_TYPE=") }),
+			"SLURM_MPI_TYPE="+opts.MPI)
 	}
 	spec.WorkDir = opts.ChDir
 	if spec.WorkDir == "" {

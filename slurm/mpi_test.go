@@ -1,0 +1,55 @@
+package slurm
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestParseMPI: srun --mpi and SLURM_MPI_TYPE take what Slurm built with
+// PMIx 4 lists, except pmi2, which Shoal has no server for.
+func TestParseMPI(t *testing.T) {
+	for _, tc := range []struct {
+		in, want, err string
+		pmix          bool
+	}{
+		{in: "none", want: "none"},
+		{in: "NONE", want: "none"},
+		{in: "pmix", want: "pmix", pmix: true},
+		{in: "pmix_v4", want: "pmix_v4", pmix: true},
+		{in: "PMIx_v3", want: "pmix_v3", pmix: true},
+		{in: "pmi2", err: "Shoal serves PMIx only"},
+		{in: "openmpi", err: "want one of none, pmix, pmix_v3, pmix_v4"},
+		{in: "", err: "want one of"},
+	} {
+		got, err := ParseMPI(tc.in)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("ParseMPI(%q) = %q, %v; want an error with %q", tc.in, got, err, tc.err)
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("ParseMPI(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		case tc.err == "" && UsesPMIx(got) != tc.pmix:
+			t.Errorf("UsesPMIx(%q) = %v; want %v", got, !tc.pmix, tc.pmix)
+		}
+	}
+}
+
+// TestSrunMPIOption: --mpi sets Options.MPI; --mpi=list answers with
+// Slurm's list and runs nothing; pmi2 is refused naming the option.
+func TestSrunMPIOption(t *testing.T) {
+	o, _, err := ParseArgs(Srun, []string{"--mpi=pmix", "prog"})
+	if err != nil || o.MPI != "pmix" {
+		t.Errorf("--mpi=pmix: MPI %q, %v; want pmix", o.MPI, err)
+	}
+	_, _, err = ParseArgs(Srun, []string{"--mpi=list", "prog"})
+	var hr *HelpRequest
+	if !errors.As(err, &hr) || hr.Text("") != MPIListText {
+		t.Errorf("--mpi=list: %v; want the list", err)
+	}
+	if _, _, err = ParseArgs(Srun, []string{"--mpi=pmi2", "prog"}); err == nil || !strings.Contains(err.Error(), "PMIx only") {
+		t.Errorf("--mpi=pmi2: %v; want refused", err)
+	}
+	if _, _, err = ParseArgs(Sbatch, []string{"--mpi=pmix", "--wrap", "x"}); err == nil {
+		t.Error("sbatch --mpi: accepted; it is srun's")
+	}
+}
