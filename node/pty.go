@@ -71,26 +71,13 @@ func (b apiBackend) DialPty(ctx context.Context, id cluster.JobID, step int, who
 		}
 		return nil, "", err
 	}
-	var upstream io.ReadWriteCloser
-	switch {
-	case node == a.cfg.Name:
-		upstream, err = a.exec.DialPty(key)
-		if errors.Is(err, exec.ErrNoTerminal) {
-			// Not started here yet (the step was just recorded), or
-			// already gone: the client asks again while the job runs.
-			err = unavailable(err)
-		}
-	case forwarded:
-		err = unavailable(fmt.Errorf("job %d's terminal is on %s, not on this node %s, which was asked by a peer; retry", id, node, a.cfg.Name))
-	default:
-		err = a.relayPeer(v, node, who, func(c *api.Client) error {
-			ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
-			defer cancel()
-			var err error
-			upstream, err = c.AttachPty(ctx, uint64(id), step)
-			return err
+	// Not started here yet (the step was just recorded), or already
+	// gone: the client asks again while the job runs.
+	upstream, err := a.relayTo(ctx, v, node, who, forwarded, fmt.Sprintf("job %d's terminal", id),
+		func() (io.ReadWriteCloser, error) { return a.exec.DialPty(key) },
+		func(ctx context.Context, c *api.Client) (io.ReadWriteCloser, error) {
+			return c.AttachPty(ctx, uint64(id), step)
 		})
-	}
 	return upstream, node, err
 }
 
@@ -145,36 +132,22 @@ func (b apiBackend) DialStdin(ctx context.Context, id cluster.JobID, step int, n
 		}
 		return nil, err
 	}
-	switch {
-	case node == a.cfg.Name:
-		c, err := a.exec.DialStdin(key, resume)
-		switch {
-		case errors.Is(err, exec.ErrNoResume):
-			// A supervisor of an earlier agent: the client asks again
-			// without resuming.
-			err = invalid(err)
-		case errors.Is(err, exec.ErrNoTerminal):
-			// Not started here yet, or already gone: the client asks
-			// again while the step runs.
-			err = unavailable(err)
-		}
-		return c, err
-	case forwarded:
-		return nil, unavailable(fmt.Errorf("job %d's tasks reading stdin are on %s, not on this node %s, which was asked by a peer; retry", id, node, a.cfg.Name))
-	}
-	var upstream io.ReadWriteCloser
-	err = a.relayPeer(v, node, who, func(c *api.Client) error {
-		ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
-		defer cancel()
-		var err error
-		if resume {
-			upstream, err = c.AttachStdinResume(ctx, uint64(id), step, node)
-		} else {
-			upstream, err = c.AttachStdin(ctx, uint64(id), step, node)
-		}
-		return err
-	})
-	return upstream, err
+	return a.relayTo(ctx, v, node, who, forwarded, fmt.Sprintf("job %d's tasks reading stdin", id),
+		func() (io.ReadWriteCloser, error) {
+			c, err := a.exec.DialStdin(key, resume)
+			if errors.Is(err, exec.ErrNoResume) {
+				// A supervisor of an earlier agent: the client asks
+				// again without resuming.
+				err = invalid(err)
+			}
+			return c, err
+		},
+		func(ctx context.Context, c *api.Client) (io.ReadWriteCloser, error) {
+			if resume {
+				return c.AttachStdinResume(ctx, uint64(id), step, node)
+			}
+			return c.AttachStdin(ctx, uint64(id), step, node)
+		})
 }
 
 // pmixTarget is the first node of job j's PMIx step and that step's
@@ -219,24 +192,10 @@ func (b apiBackend) DialPMIx(ctx context.Context, id cluster.JobID, step int, wh
 		}
 		return nil, "", err
 	}
-	var upstream io.ReadWriteCloser
-	switch {
-	case node == a.cfg.Name:
-		upstream, err = a.exec.DialPMIx(key)
-		if errors.Is(err, exec.ErrNoTerminal) {
-			// Not started here yet: the supervisor asks again.
-			err = unavailable(err)
-		}
-	case forwarded:
-		err = unavailable(fmt.Errorf("step %d.%d's first node is %s, not this node %s, which was asked by a peer; retry", id, step, node, a.cfg.Name))
-	default:
-		err = a.relayPeer(v, node, who, func(c *api.Client) error {
-			ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
-			defer cancel()
-			var err error
-			upstream, err = c.AttachPMIx(ctx, uint64(id), step)
-			return err
+	upstream, err := a.relayTo(ctx, v, node, who, forwarded, fmt.Sprintf("the PMIx fences of step %d.%d", id, step),
+		func() (io.ReadWriteCloser, error) { return a.exec.DialPMIx(key) },
+		func(ctx context.Context, c *api.Client) (io.ReadWriteCloser, error) {
+			return c.AttachPMIx(ctx, uint64(id), step)
 		})
-	}
 	return upstream, node, err
 }

@@ -1,11 +1,14 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/httpapi"
 )
@@ -54,4 +57,33 @@ func (a *Agent) relayPeer(v *fsm.View, node string, who cluster.Identity, call f
 		err = cluster.Mark(httpapi.ErrUpstream, fmt.Errorf("node %s: %w", node, err))
 	}
 	return err
+}
+
+// relayTo connects who to a socket of a task on node (what names it in
+// messages): through local when node is this one, where exec.ErrNoTerminal
+// (the task not started here yet, or gone) is unavailable so the client
+// asks again; else, unless a peer asked (forwarded: never relayed twice),
+// through node's agent with remote, bounded by forwardTimeout.
+func (a *Agent) relayTo(ctx context.Context, v *fsm.View, node string, who cluster.Identity, forwarded bool, what string,
+	local func() (io.ReadWriteCloser, error),
+	remote func(context.Context, *api.Client) (io.ReadWriteCloser, error)) (io.ReadWriteCloser, error) {
+	switch {
+	case node == a.cfg.Name:
+		c, err := local()
+		if errors.Is(err, exec.ErrNoTerminal) {
+			err = unavailable(err)
+		}
+		return c, err
+	case forwarded:
+		return nil, unavailable(fmt.Errorf("%s: on %s, not on this node %s, which was asked by a peer; retry", what, node, a.cfg.Name))
+	}
+	var upstream io.ReadWriteCloser
+	err := a.relayPeer(v, node, who, func(c *api.Client) error {
+		ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+		defer cancel()
+		var err error
+		upstream, err = remote(ctx, c)
+		return err
+	})
+	return upstream, err
 }
