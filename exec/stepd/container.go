@@ -226,7 +226,8 @@ var virtualMounts = []string{"proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgro
 // unprivileged takes out of the config of a container that runs as a
 // user other than root what the runtime, as root, would do for it that
 // the user could not: hooks (run as root outside the container), device
-// nodes, capabilities, rlimits above the node's, sysctls, and mounts of
+// nodes, capabilities, rlimits above the node's, an OOM score, CPU or I/O
+// scheduling class or cache class of its own, sysctls, and mounts of
 // anything but what the user can reach (binds, made nosuid and nodev)
 // and virtual file systems; and it refuses a user namespace (its uid
 // mappings could make the job's uid root outside) and joining an
@@ -257,7 +258,13 @@ func unprivileged(cfg, linux, proc map[string]any, mounts []any) error {
 	for _, k := range []string{"devices", "uidMappings", "gidMappings", "sysctl"} {
 		delete(linux, k)
 	}
-	delete(proc, "rlimits")
+	// What only root may ask of the kernel for itself: limits above the
+	// node's, an OOM score below the node's tasks', a real-time CPU or
+	// I/O class, a cache allocation class.
+	for _, k := range []string{"rlimits", "oomScoreAdj", "scheduler", "ioPriority"} {
+		delete(proc, k)
+	}
+	delete(linux, "intelRdt")
 	proc["capabilities"] = map[string]any{}
 	proc["noNewPrivileges"] = true
 	return nil

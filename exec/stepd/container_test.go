@@ -20,6 +20,9 @@ const specConfig = `{
 		"cwd": "/",
 		"capabilities": {"bounding": ["CAP_KILL"], "effective": ["CAP_KILL"], "ambient": ["CAP_KILL"]},
 		"rlimits": [{"type": "RLIMIT_NOFILE", "hard": 1048576, "soft": 1048576}],
+		"oomScoreAdj": -1000,
+		"scheduler": {"policy": "SCHED_FIFO", "priority": 99},
+		"ioPriority": {"class": "IOPRIO_CLASS_RT", "priority": 0},
 		"noNewPrivileges": false
 	},
 	"root": {"path": "rootfs", "readonly": false},
@@ -33,6 +36,7 @@ const specConfig = `{
 		"resources": {"devices": [{"allow": false, "access": "rwm"}], "memory": {"limit": 1}},
 		"cgroupsPath": "/somewhere",
 		"devices": [{"path": "/dev/sda", "type": "b", "major": 8, "minor": 0, "fileMode": 438}],
+		"intelRdt": {"closID": "guaranteed", "l3CacheSchema": "L3:0=7f0"},
 		"namespaces": [{"type": "pid"}, {"type": "mount"}, {"type": "uts"}, {"type": "ipc"}, {"type": "network"}]
 	}
 }`
@@ -67,6 +71,10 @@ func TestOCIConfig(t *testing.T) {
 			check(t, "process.capabilities", p["capabilities"], map[string]any{})
 			check(t, "process.noNewPrivileges", p["noNewPrivileges"], true)
 			check(t, "process.rlimits", p["rlimits"], nil)
+			check(t, "process.oomScoreAdj", p["oomScoreAdj"], nil)
+			check(t, "process.scheduler", p["scheduler"], nil)
+			check(t, "process.ioPriority", p["ioPriority"], nil)
+			check(t, "linux.intelRdt", c["linux"].(map[string]any)["intelRdt"], nil)
 			check(t, "root.path", c["root"].(map[string]any)["path"], "/home/u/bundle/rootfs")
 			check(t, "hostname", c["hostname"], "n1")
 			check(t, "hooks", c["hooks"], nil)
