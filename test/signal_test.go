@@ -24,6 +24,7 @@ const signalKillWait = 3 * time.Second
 // the time limit and on cancel, and shoal cancel --signal / scancel
 // --signal issued on an agent outside the allocation.
 func TestSignals(t *testing.T) {
+	t.Parallel() // mostly waits, touches nothing global (harness_test.go)
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1,
 		ExtraArgs: []string{"--kill-wait", signalKillWait.String(), "--kill-grace", "1s"}})
 	a := c.Agents[0]
@@ -231,14 +232,11 @@ func testCancelSignal(t *testing.T, c *localcluster.Cluster) {
 		t.Fatalf("job %d runs on %v: no agent outside its allocation", id, j.Nodes)
 	}
 
-	mustShoal(t, outside, "cancel", "--signal", "USR1", fmt.Sprint(id))
-	shims := t.TempDir()
-	mustShoal(t, outside, "install-shims", shims)
-	if r := runEnv(t, []string{"SHOAL_DATA_DIR=" + outside.DataDir}, filepath.Join(shims, "scancel"),
-		"--signal=USR2", fmt.Sprint(id)); r.code != 0 {
-		t.Fatalf("scancel --signal=USR2 %d: exit %d %s", id, r.code, r.stderr)
-	}
-	for _, sig := range []string{"usr1", "usr2"} {
+	// One signal at a time: the signal goes to the rank's whole process
+	// group, so a second one arriving while the first one's trap runs its
+	// touch would kill the touch (as under Slurm) and the first file would
+	// never appear.
+	trapped := func(sig string) {
 		for rank := range 2 {
 			eventually(t, 20*time.Second, fmt.Sprintf("rank %d to trap %s", rank, sig), func() error {
 				_, err := os.Stat(filepath.Join(dir, fmt.Sprintf("%s-%d", sig, rank)))
@@ -246,6 +244,15 @@ func testCancelSignal(t *testing.T, c *localcluster.Cluster) {
 			})
 		}
 	}
+	mustShoal(t, outside, "cancel", "--signal", "USR1", fmt.Sprint(id))
+	trapped("usr1")
+	shims := t.TempDir()
+	mustShoal(t, outside, "install-shims", shims)
+	if r := runEnv(t, []string{"SHOAL_DATA_DIR=" + outside.DataDir}, filepath.Join(shims, "scancel"),
+		"--signal=USR2", fmt.Sprint(id)); r.code != 0 {
+		t.Fatalf("scancel --signal=USR2 %d: exit %d %s", id, r.code, r.stderr)
+	}
+	trapped("usr2")
 	jsonOf(t, a, &j, "job", fmt.Sprint(id))
 	if j.State != "RUNNING" {
 		t.Errorf("job %d = %s after the signals; want still RUNNING", id, j.State)
