@@ -28,6 +28,7 @@ step s2
 srun sh -c 'echo "s3 $SLURMD_NODENAME" >> steps.log; i=0; while [ ! -e end3.go ] && [ $i -lt 900 ]; do sleep 0.2; i=$((i+1)); done'
 echo "s3 exit $?" >> steps.log
 step s4
+wait_for end.go
 echo "script done" >> steps.log
 `
 
@@ -53,7 +54,7 @@ func TestElasticBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() { touch("grown.go"); touch("end3.go") })
+	t.Cleanup(func() { touch("grown.go"); touch("end3.go"); touch("end.go") })
 	lines := func(prefix string) [][]string {
 		data, _ := os.ReadFile(logf)
 		var out [][]string
@@ -162,18 +163,17 @@ func TestElasticBatch(t *testing.T) {
 			t.Errorf("step after the shrink saw %q; want 2 nodes, without %s", strings.Join(f, " "), lost)
 		}
 	}
-	jsonOf(t, cli, &j, "job", fmt.Sprint(id))
-	if j.State == "RUNNING" {
-		show := sh.must("scontrol", "show", "job", fmt.Sprint(id))
-		for _, want := range []string{"NumNodes=2 ", "ResizeTime="} {
-			if !strings.Contains(show, want) {
-				t.Errorf("scontrol show job lacks %q:\n%s", want, show)
-			}
-		}
-		if got := sh.must("squeue", "-h", "-j", fmt.Sprint(id), "-o", "%D"); got != "2" {
-			t.Errorf("squeue NODES %q; want 2", got)
+	// The script waits for end.go, so the job still runs here.
+	show := sh.must("scontrol", "show", "job", fmt.Sprint(id))
+	for _, want := range []string{"JobState=RUNNING ", "NumNodes=2 ", "ResizeTime="} {
+		if !strings.Contains(show, want) {
+			t.Errorf("scontrol show job lacks %q:\n%s", want, show)
 		}
 	}
+	if got := sh.must("squeue", "-h", "-j", fmt.Sprint(id), "-o", "%D"); got != "2" {
+		t.Errorf("squeue NODES %q; want 2", got)
+	}
+	touch("end.go")
 	j = waitJob(t, cli, id, 3*time.Minute)
 	if j.State != "COMPLETED" || j.NumNodes != 2 || j.Nodes[0] != host {
 		t.Fatalf("batch job %s on %v (exit %d); want COMPLETED on 2 nodes from %s:\n%s", j.State, j.Nodes, j.ExitCode, host, logged())
