@@ -313,28 +313,6 @@ func (a *Agent) knownNodes(v *fsm.View) []*cluster.Node {
 	return nodes
 }
 
-// leaderCancel cancels a job on behalf of who.
-func (a *Agent) leaderCancel(ctx context.Context, id cluster.JobID, who cluster.Identity) error {
-	j, ok := a.state.View().Job(id)
-	if !ok {
-		return notFound(fmt.Errorf("job %d: %w", id, fsm.ErrUnknownJob))
-	}
-	if err := mayTouch(a.state.View(), "cancel", j, who); err != nil {
-		return err
-	}
-	res, err := a.apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: id, Time: time.Now()})
-	if err != nil {
-		return err
-	}
-	if res.Err != nil {
-		if errors.Is(res.Err, fsm.ErrJobFinished) {
-			return conflict(res.Err)
-		}
-		return invalid(res.Err)
-	}
-	return nil
-}
-
 // leaderSetDrain drains or resumes a node on behalf of who (root only, as
 // scontrol update State=DRAIN needs an administrator).
 func (a *Agent) leaderSetDrain(ctx context.Context, node string, drain bool, reason string, who cluster.Identity) error {
