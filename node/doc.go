@@ -49,8 +49,17 @@
 //
 // The HTTP API (package httpapi) serves every route: it proves the caller,
 // forwards writes to the leader and renders answers, and reaches this
-// agent only through apiBackend, whose methods decide on plain values
-// (the caller as a cluster.Identity) and return marked errors.
+// agent only through apiBackend, whose methods take the caller as a
+// cluster.Identity and return marked errors. The requests that act on
+// jobs are decided in package leader, as pure plans over a view and the
+// caller (leader.Caller: callerOf looks up the operator groups): cancel,
+// hold, release, requeue, priority and update (PlanCancel, PlanHold,
+// PlanRelease, PlanRequeue, PlanSetPriority, PlanUpdate), signals
+// (PlanSignal), steps (PlanStartStep, PlanCancelStep), and who may touch
+// or see a job (MayTouch, MaySee); queueops.go, steps.go and signal.go
+// only gather and carry a plan out (propose: each command in order,
+// stamped with the wall clock, each refusal read by QueuePlan.Refusal).
+// Which signal requests a node sends its tasks is worker.SignalsDue.
 //
 // Identity (httpapi's caller.go, security.go). Unless --insecure, every node holds a
 // certificate from the cluster CA (pki): raft is mutual TLS, the API on
@@ -66,7 +75,9 @@
 // (join.go, renew.go, keyring.go, usertoken.go).
 //
 // Workers (follow.go: the remote view, worker.Follower's adapter
-// agentFollow, and the server's side of the follow query). Beyond the voters and --raft-replicas nonvoters
+// agentFollow, and the server's side of the follow query, which holds the
+// query and gathers while worker.FollowStateOf says what to send and
+// worker.AnswerFollow when). Beyond the voters and --raft-replicas nonvoters
 // (consensus.PlanVoters), a node is a worker: outside the raft
 // configuration, its raft unconfigured (so it can be added and promoted),
 // its replica unused. It follows the jobs that hold it, their nodes, the
