@@ -20,7 +20,9 @@
 //     act on which job (MayTouch, MaySee, over a Caller), which jobs a
 //     reference names (Resolve), the commands to propose, and what each
 //     FSM refusal means to the caller (QueuePlan.Refusal: passed over, or
-//     the answer's error, marked with its HTTP kind).
+//     the answer's error, marked with its HTTP kind);
+//   - administrators' requests (admin.go): PlanSetDrain, PlanSetPolicy,
+//     PlanReportSwitch (root only, the request checked).
 //
 // The plans read no clock (now is an argument), do no I/O and propose
 // nothing: the FSM checks every decision again when it is applied. The

@@ -123,6 +123,15 @@ func (p Proposal) Stamp(now time.Time) any {
 	case fsm.CancelStep:
 		c.Time = now
 		return c
+	case fsm.SetDrain:
+		c.Time = now
+		return c
+	case fsm.SetPolicy:
+		c.Time = now
+		return c
+	case fsm.ReportSwitch:
+		c.Time = now
+		return c
 	}
 	return p.Cmd
 }
@@ -139,6 +148,7 @@ const (
 	opSignal
 	opStartStep
 	opCancelStep
+	opAdmin // every refusal an invalid request
 )
 
 // QueuePlan is what to propose for one request: the proposals in order,

@@ -55,9 +55,11 @@
 // caller (leader.Caller: callerOf looks up the operator groups): cancel,
 // hold, release, requeue, priority and update (PlanCancel, PlanHold,
 // PlanRelease, PlanRequeue, PlanSetPriority, PlanUpdate), signals
-// (PlanSignal), steps (PlanStartStep, PlanCancelStep), and who may touch
-// or see a job (MayTouch, MaySee); queueops.go, steps.go and signal.go
-// only gather and carry a plan out (propose: each command in order,
+// (PlanSignal), steps (PlanStartStep, PlanCancelStep), who may touch or
+// see a job (MayTouch, MaySee), and root's drains, policies and switch
+// reports (PlanSetDrain, PlanSetPolicy, PlanReportSwitch); queueops.go,
+// steps.go, signal.go, leader.go, policy.go and switches.go only gather
+// and carry a plan out (propose: each command in order,
 // stamped with the wall clock, each refusal read by QueuePlan.Refusal).
 // Which signal requests a node sends its tasks is worker.SignalsDue.
 //

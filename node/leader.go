@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -313,28 +312,17 @@ func (a *Agent) knownNodes(v *fsm.View) []*cluster.Node {
 	return nodes
 }
 
-// leaderSetDrain drains or resumes a node on behalf of who (root only, as
-// scontrol update State=DRAIN needs an administrator).
+// leaderSetDrain drains or resumes a node on behalf of who (root only:
+// leader.PlanSetDrain).
 func (a *Agent) leaderSetDrain(ctx context.Context, node string, drain bool, reason string, who cluster.Identity) error {
+	v := a.state.View()
+	plan, err := leader.PlanSetDrain(v, node, drain, reason, callerOf(v.Policy(), who))
+	if _, err = a.proposeOr(ctx, plan, err); err != nil {
+		return err
+	}
 	verb := "resume"
 	if drain {
 		verb = "drain"
-	}
-	if who.UID != 0 {
-		return forbidden(fmt.Errorf("%s node %s: %w: only root may", verb, node, ErrForbidden))
-	}
-	if drain && strings.TrimSpace(reason) == "" {
-		return invalid(fmt.Errorf("drain node %s: reason: empty, want why (it shows in shoal nodes)", node))
-	}
-	if _, ok := a.state.View().Node(node); !ok {
-		return notFound(fmt.Errorf("%s node %s: %w", verb, node, fsm.ErrUnknownNode))
-	}
-	res, err := a.apply(ctx, fsm.CmdSetDrain, fsm.SetDrain{Node: node, Drain: drain, Reason: reason, Time: time.Now()})
-	if err != nil {
-		return err
-	}
-	if res.Err != nil {
-		return invalid(res.Err)
 	}
 	a.log.Info("node "+verb+"ed", "node", node, "reason", reason, "by", who.User)
 	return nil
