@@ -22,7 +22,12 @@
 //     FSM refusal means to the caller (QueuePlan.Refusal: passed over, or
 //     the answer's error, marked with its HTTP kind);
 //   - administrators' requests (admin.go): PlanSetDrain, PlanSetPolicy,
-//     PlanReportSwitch (root only, the request checked).
+//     PlanReportSwitch (root only, the request checked);
+//   - the security state (security.go): a join token's terms and
+//     addresses (JoinTokenTerms, JoinAddrs), which join may spend a token
+//     (AdmitJoin, TokenMatches), whose certificate is renewed (MayRenew),
+//     which node root may revoke (MayRevoke); the agent does the
+//     cryptography (pki).
 //
 // The plans read no clock (now is an argument), do no I/O and propose
 // nothing: the FSM checks every decision again when it is applied. The

@@ -74,7 +74,9 @@
 // call /v1/internal/*, each about itself. The replicated security record
 // (fsm) holds the CA with its key, the gossip keyring, join tokens and
 // revocations, so whichever node leads can sign joins and renewals
-// (join.go, renew.go, keyring.go, usertoken.go).
+// (join.go, renew.go, keyring.go, usertoken.go: the cryptography; who may
+// join, renew, revoke and create join tokens is decided in package leader:
+// AdmitJoin, MayRenew, MayRevoke, JoinTokenTerms).
 //
 // Workers (follow.go: the remote view, worker.Follower's adapter
 // agentFollow, and the server's side of the follow query, which holds the
