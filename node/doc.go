@@ -61,7 +61,10 @@
 // steps.go, signal.go, leader.go, policy.go and switches.go only gather
 // and carry a plan out (propose: each command in order,
 // stamped with the wall clock, each refusal read by QueuePlan.Refusal).
-// Which signal requests a node sends its tasks is worker.SignalsDue.
+// Which signal requests a node sends its tasks is worker.SignalsDue; which
+// job a relayed request (a terminal, stdin, sbcast) is for, and where a
+// copy is written, worker.RelayJob and worker.BcastHere (relay.go and
+// bcast.go relay and write).
 //
 // Identity (httpapi's caller.go, security.go). Unless --insecure, every node holds a
 // certificate from the cluster CA (pki): raft is mutual TLS, the API on
