@@ -13,7 +13,21 @@
 //   - ArchiveDue: whether finished jobs are due for the archive, and the
 //     cut-off;
 //   - Priorities: every pending job's multifactor priority, in queue
-//     order (the pass and `shoal priority` share it).
+//     order (the pass and `shoal priority` share it);
+//   - the queue operations a caller asks of the leader (queueops.go):
+//     PlanCancel, PlanHold, PlanRelease, PlanRequeue, PlanSetPriority,
+//     PlanUpdate, PlanSignal, PlanStartStep and PlanCancelStep — who may
+//     act on which job (MayTouch, MaySee, over a Caller), which jobs a
+//     reference names (Resolve), the commands to propose, and what each
+//     FSM refusal means to the caller (QueuePlan.Refusal: passed over, or
+//     the answer's error, marked with its HTTP kind);
+//   - administrators' requests (admin.go): PlanSetDrain, PlanSetPolicy,
+//     PlanReportSwitch (root only, the request checked);
+//   - the security state (security.go): a join token's terms and
+//     addresses (JoinTokenTerms, JoinAddrs), which join may spend a token
+//     (AdmitJoin, TokenMatches), whose certificate is renewed (MayRenew),
+//     which node root may revoke (MayRevoke); the agent does the
+//     cryptography (pki).
 //
 // The plans read no clock (now is an argument), do no I/O and propose
 // nothing: the FSM checks every decision again when it is applied. The

@@ -37,6 +37,15 @@ import (
 //	leases self=N elected=S [heartbeats=NODE:S,...] expiry=S
 //	                                         ExpiredLeases; S are seconds before now
 //	jobs                                     every job: state, reason, nodes
+//	op VERB job=REF uid=U [user=NAME] [group=yes] [apply=no] [held=yes] [uhold=yes]
+//	   [priority=P] [signal=N] [batch=yes] [step=S] [inc=I] [limit=S] [add=S] [dep=SPEC]
+//	                                         a queue operation's plan (cancel, hold, uhold,
+//	                                         release, requeue, priority, update, signal,
+//	                                         step, cancel-step) for the caller uid (user
+//	                                         NAME, in an operator group with group=yes),
+//	                                         then, unless apply=no, each proposal applied
+//	                                         as the agent does and what its refusal means
+//	submit ... [uid=U] [array=N]             (submit's caller; an array of N elements)
 //
 // Regenerate with: go test ./leader -run TestScripts -rewrite
 func TestScripts(t *testing.T) {
@@ -140,7 +149,11 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		sp := cluster.Spec{Name: "train", Command: []string{"python", "train.py"}, User: cmp.Or(args["user"], "ada"), UID: 1000, GID: 1000,
+		uid, err := num("uid", 1000)
+		if err != nil {
+			return "", err
+		}
+		sp := cluster.Spec{Name: "train", Command: []string{"python", "train.py"}, User: cmp.Or(args["user"], "ada"), UID: uid, GID: 1000,
 			Request: cluster.Request{Nodes: nodes, GPUsPerNode: gpus, TimeLimit: time.Duration(limit) * time.Second}.WithDefaults(),
 			QoS:     args["qos"], Hold: args["hold"] == "yes", Requeue: args["requeue"] != "no"}
 		if sp.Request.NodesMax, err = num("max", 0); err != nil {
@@ -150,6 +163,14 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 			return "", err
 		} else if dl > 0 {
 			sp.Deadline = h.now.Add(time.Duration(dl) * time.Second) // seconds after this submit's time
+		}
+		if n, err := num("array", 0); err != nil {
+			return "", err
+		} else if n > 0 {
+			sp.Array = &cluster.ArraySpec{}
+			for i := range n {
+				sp.Array.Indices = append(sp.Array.Indices, i)
+			}
 		}
 		if v := args["dep"]; v != "" {
 			dep, err := slurm.ParseDependency(v)
@@ -206,6 +227,8 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 		return h.leases(args)
 	case "jobs":
 		return h.jobs(), nil
+	case "op":
+		return h.op(words, args, num)
 	}
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/httpapi"
+	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -130,8 +131,9 @@ func (b apiBackend) Jobs(who cluster.Identity, all bool) ([]*cluster.Job, uint64
 		jobs = append(slices.Clone(v.Archived()), jobs...)
 	}
 	out := []*cluster.Job{}
+	c := viewerOf(v.Policy(), who)
 	for _, j := range jobs {
-		if !maySee(v, j, who) {
+		if !leader.MaySee(v.Policy(), j, c) {
 			continue // the policy keeps jobs private
 		}
 		if all || !j.State.Terminal() {

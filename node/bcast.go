@@ -13,6 +13,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/exec/task"
+	"github.com/shoal-sched/shoal/worker"
 )
 
 // Bcast writes what r holds to file f on a node of job id's allocation
@@ -25,17 +26,12 @@ func (b apiBackend) Bcast(ctx context.Context, id cluster.JobID, f api.BcastFile
 	if err != nil {
 		return err
 	}
-	if j.State != cluster.JobRunning || j.Alloc == nil {
-		return conflict(fmt.Errorf("job %d is %s: sbcast copies to a running job's nodes", id, j.State))
-	}
-	if j.Alloc.Find(f.Node) < 0 {
-		return invalid(fmt.Errorf("node %s: not a node of job %d", f.Node, id))
-	}
+	here, err := worker.BcastHere(j, f.Node, a.cfg.Name, forwarded)
 	switch {
-	case f.Node == a.cfg.Name:
+	case err != nil:
+		return err
+	case here:
 		return writeBcast(j, f, r)
-	case forwarded:
-		return unavailable(fmt.Errorf("node %s, not this node %s, which was asked by a peer; retry", f.Node, a.cfg.Name))
 	}
 	return a.relayPeer(v, f.Node, who, func(c *api.Client) error { return c.Bcast(ctx, uint64(id), f, r) })
 }

@@ -49,8 +49,22 @@
 //
 // The HTTP API (package httpapi) serves every route: it proves the caller,
 // forwards writes to the leader and renders answers, and reaches this
-// agent only through apiBackend, whose methods decide on plain values
-// (the caller as a cluster.Identity) and return marked errors.
+// agent only through apiBackend, whose methods take the caller as a
+// cluster.Identity and return marked errors. The requests that act on
+// jobs are decided in package leader, as pure plans over a view and the
+// caller (leader.Caller: callerOf looks up the operator groups): cancel,
+// hold, release, requeue, priority and update (PlanCancel, PlanHold,
+// PlanRelease, PlanRequeue, PlanSetPriority, PlanUpdate), signals
+// (PlanSignal), steps (PlanStartStep, PlanCancelStep), who may touch or
+// see a job (MayTouch, MaySee), and root's drains, policies and switch
+// reports (PlanSetDrain, PlanSetPolicy, PlanReportSwitch); queueops.go,
+// steps.go, signal.go, leader.go, policy.go and switches.go only gather
+// and carry a plan out (propose: each command in order,
+// stamped with the wall clock, each refusal read by QueuePlan.Refusal).
+// Which signal requests a node sends its tasks is worker.SignalsDue; which
+// job a relayed request (a terminal, stdin, sbcast) is for, and where a
+// copy is written, worker.RelayJob and worker.BcastHere (relay.go and
+// bcast.go relay and write).
 //
 // Identity (httpapi's caller.go, security.go). Unless --insecure, every node holds a
 // certificate from the cluster CA (pki): raft is mutual TLS, the API on
@@ -63,10 +77,14 @@
 // call /v1/internal/*, each about itself. The replicated security record
 // (fsm) holds the CA with its key, the gossip keyring, join tokens and
 // revocations, so whichever node leads can sign joins and renewals
-// (join.go, renew.go, keyring.go, usertoken.go).
+// (join.go, renew.go, keyring.go, usertoken.go: the cryptography; who may
+// join, renew, revoke and create join tokens is decided in package leader:
+// AdmitJoin, MayRenew, MayRevoke, JoinTokenTerms).
 //
 // Workers (follow.go: the remote view, worker.Follower's adapter
-// agentFollow, and the server's side of the follow query). Beyond the voters and --raft-replicas nonvoters
+// agentFollow, and the server's side of the follow query, which holds the
+// query and gathers while worker.FollowStateOf says what to send and
+// worker.AnswerFollow when). Beyond the voters and --raft-replicas nonvoters
 // (consensus.PlanVoters), a node is a worker: outside the raft
 // configuration, its raft unconfigured (so it can be added and promoted),
 // its replica unused. It follows the jobs that hold it, their nodes, the

@@ -3,8 +3,6 @@ package node
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -16,7 +14,6 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/shoal-sched/shoal/api"
-	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
@@ -71,19 +68,6 @@ func replicaCap(replicas int, members []gossip.Member) int {
 		}
 	}
 	return max(-1, replicas)
-}
-
-// followState is the state in a follow reply (api.FollowReply.State).
-type followState struct {
-	Jobs   []*cluster.Job  `msgpack:"jobs"`
-	Nodes  []*cluster.Node `msgpack:"nodes"`
-	Policy *cluster.Policy `msgpack:"policy,omitempty"`
-	// Security is the cluster's security state (CA certificate, token
-	// key, gossip keyring, revocations) without the CA's key, which only
-	// a raft server (a node that may lead and sign) holds: the worker's
-	// API checks tokens and revocations with it, and its gossip follows
-	// the keyring.
-	Security *cluster.Security `msgpack:"security,omitempty"`
 }
 
 // member reports whether this node is a raft server now: its raft knows
@@ -312,7 +296,7 @@ func (r *remote) passOver(name string, at time.Time) {
 // update takes in a follow reply: its hints, and its state when a server
 // sent it.
 func (r *remote) update(reply api.FollowReply) error {
-	var st followState
+	var st worker.FollowState
 	if reply.Server {
 		if err := msgpack.Unmarshal(reply.State, &st); err != nil {
 			return fmt.Errorf("decode state at %d: %w", reply.Index, err)
@@ -342,13 +326,17 @@ func (r *remote) update(reply api.FollowReply) error {
 	return nil
 }
 
-// follow is a server's side of GET /v1/internal/follow (api.FollowReply).
+// follow is a server's side of GET /v1/internal/follow (api.FollowReply):
+// it holds the query, and on every applied entry gathers the worker's
+// state (worker.FollowStateOf) and the leader it knows, and answers when
+// worker.AnswerFollow says.
 func (a *Agent) follow(ctx context.Context, node string, index uint64, digest string, lease uint64, wait time.Duration) (api.FollowReply, error) {
 	reply := a.followHints(ctx, node)
 	if member, _ := a.member(ctx); !member || a.readable() != nil {
 		return reply, nil // hints only
 	}
 	reply.Server = true
+	q := worker.FollowQuery{Index: index, Digest: digest, Lease: lease}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	// A server removed meanwhile applies nothing more: check every
@@ -357,14 +345,12 @@ func (a *Agent) follow(ctx context.Context, node string, index uint64, digest st
 	defer check.Stop()
 	for {
 		v := a.state.View()
-		st, sum := followStateOf(v, node)
-		// A new leader answers at once (its election's first entry wakes
-		// this loop), so a worker learns it without waiting for its next
-		// lease renewal to fail: those are seconds apart in a big cluster.
+		st, sum := worker.FollowStateOf(v, node)
+		// A new leader's election's first entry wakes this loop.
 		leader, _, _, _ := a.leaderAPI()
-		moved := leader != "" && leader != reply.Leader
-		if sum != digest || moved || (index < lease && v.Index >= lease) || wait <= 0 {
-			if moved {
+		answer, rehint := worker.AnswerFollow(q, worker.FollowWake{Index: v.Index, Digest: sum, Leader: leader, Told: reply.Leader, WaitOver: wait <= 0})
+		if answer {
+			if rehint {
 				hints := a.followHints(ctx, node)
 				reply.Leader, reply.LeaderAddr, reply.Servers, reply.Member = hints.Leader, hints.LeaderAddr, hints.Servers, hints.Member
 			}
@@ -421,44 +407,8 @@ func (r *remote) serverList() []api.FollowServer {
 	return r.servers
 }
 
-// followStateOf gathers what node needs of view v: the jobs that hold it
-// (the ones worker.Reconcile acts on; the view indexes them by node once
-// for all its readers), the nodes of their allocations and the policy;
-// and a digest of it, from the records' ModifyIndex (every command that
-// changes a record stamps it), cheap enough to compute on every applied
-// entry while a follow query waits: its cost is the node's own jobs, not
-// the cluster's.
-func followStateOf(v *fsm.View, node string) (followState, string) {
-	st := followState{Policy: v.Policy()}
-	if sec := v.Security(); sec != nil {
-		worker := *sec // the records it shares are never modified once stored
-		worker.CAKey = nil
-		st.Security = &worker
-	}
-	seen := map[string]bool{}
-	h := sha256.New()
-	for _, j := range v.JobsOn(node) {
-		st.Jobs = append(st.Jobs, j)
-		fmt.Fprintf(h, "j%d@%d;", j.ID, j.ModifyIndex)
-		for _, na := range j.Alloc.Nodes {
-			if seen[na.Node] {
-				continue
-			}
-			seen[na.Node] = true
-			if n, ok := v.Node(na.Node); ok {
-				st.Nodes = append(st.Nodes, n)
-				fmt.Fprintf(h, "n%s@%d;", n.Name, n.ModifyIndex)
-			}
-		}
-	}
-	// A security state is never modified once stored: a new one is a new
-	// record (the digest only wakes a worker, so a pointer will do).
-	fmt.Fprintf(h, "c%s;s%p", st.Policy.Name(), v.Security())
-	return st, hex.EncodeToString(h.Sum(nil)[:16])
-}
-
 // encodeFollowState encodes st for a follow reply.
-func encodeFollowState(st followState, node string) ([]byte, error) {
+func encodeFollowState(st worker.FollowState, node string) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := msgpack.NewEncoder(&buf)
 	enc.SetSortMapKeys(true)

@@ -32,7 +32,7 @@ func TestFollowStateOf(t *testing.T) {
 		{ID: 4, State: cluster.JobPending},
 	}
 	v := fsm.PartialView(10, jobs, nodes, nil, nil, nil)
-	st, sum := followStateOf(v, "w1")
+	st, sum := worker.FollowStateOf(v, "w1")
 	var ids []cluster.JobID
 	for _, j := range st.Jobs {
 		ids = append(ids, j.ID)
@@ -42,23 +42,23 @@ func TestFollowStateOf(t *testing.T) {
 		names = append(names, n.Name)
 	}
 	if !slices.Equal(ids, []cluster.JobID{1}) || !slices.Equal(names, []string{"w1", "w2"}) {
-		t.Errorf("followStateOf(w1) = jobs %v, nodes %v; want [1], [w1 w2]", ids, names)
+		t.Errorf("worker.FollowStateOf(w1) = jobs %v, nodes %v; want [1], [w1 w2]", ids, names)
 	}
-	if _, again := followStateOf(v, "w1"); again != sum {
+	if _, again := worker.FollowStateOf(v, "w1"); again != sum {
 		t.Errorf("digest not stable: %s, then %s", sum, again)
 	}
-	if _, other := followStateOf(v, "w3"); other == sum {
+	if _, other := worker.FollowStateOf(v, "w3"); other == sum {
 		t.Errorf("w1 and w3 have the same digest %s", sum)
 	}
 	changed := slices.Clone(jobs)
 	changed[0] = followJob(1, 11, cluster.NodeAlloc{Node: "w1"}, cluster.NodeAlloc{Node: "w2"})
-	if _, s2 := followStateOf(fsm.PartialView(11, changed, nodes, nil, nil, nil), "w1"); s2 == sum {
+	if _, s2 := worker.FollowStateOf(fsm.PartialView(11, changed, nodes, nil, nil, nil), "w1"); s2 == sum {
 		t.Error("digest unchanged after w1's job changed")
 	}
 	// An unrelated job's change does not wake w1.
 	changed = slices.Clone(jobs)
 	changed[1] = followJob(2, 11, cluster.NodeAlloc{Node: "w3"})
-	if _, s3 := followStateOf(fsm.PartialView(11, changed, nodes, nil, nil, nil), "w1"); s3 != sum {
+	if _, s3 := worker.FollowStateOf(fsm.PartialView(11, changed, nodes, nil, nil, nil), "w1"); s3 != sum {
 		t.Error("digest of w1 changed with w3's job")
 	}
 	// The state round-trips into the worker's partial view.
@@ -80,13 +80,13 @@ func TestFollowStateOf(t *testing.T) {
 	ch := got.Changed()
 	// An older answer (a lagging server) is not taken; a newer one is, and
 	// wakes the worker loop.
-	if err := r.update(api.FollowReply{Server: true, Index: 9, State: mustMsgpack(t, followState{})}); err != nil {
+	if err := r.update(api.FollowReply{Server: true, Index: 9, State: mustMsgpack(t, worker.FollowState{})}); err != nil {
 		t.Fatal(err)
 	}
 	if r.current() != got {
 		t.Error("an answer at index 9 replaced the view at 10")
 	}
-	if err := r.update(api.FollowReply{Server: true, Index: 12, State: mustMsgpack(t, followState{})}); err != nil {
+	if err := r.update(api.FollowReply{Server: true, Index: 12, State: mustMsgpack(t, worker.FollowState{})}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -138,12 +138,12 @@ func TestReplicaCap(t *testing.T) {
 // checks tokens, revocations and the keyring with, never the CA's key.
 func TestFollowStateWithholdsTheCAKey(t *testing.T) {
 	sec := &cluster.Security{CACert: []byte("cert"), CAKey: []byte("key"), TokenKey: []byte("tok")}
-	st, _ := followStateOf(fsm.PartialView(3, nil, nil, nil, sec, nil), "w1")
+	st, _ := worker.FollowStateOf(fsm.PartialView(3, nil, nil, nil, sec, nil), "w1")
 	if st.Security == nil || st.Security.CAKey != nil || string(st.Security.TokenKey) != "tok" || string(st.Security.CACert) != "cert" {
 		t.Errorf("follow security = %+v; want the certificate and token key without the CA key", st.Security)
 	}
 	if string(sec.CAKey) != "key" {
-		t.Error("followStateOf modified the view's security state")
+		t.Error("FollowStateOf modified the view's security state")
 	}
 }
 
@@ -168,7 +168,7 @@ func TestRemoteKnown(t *testing.T) {
 
 // BenchmarkFollowStateAllWorkers is what one applied entry costs the
 // servers while every worker of a 1,000-node cluster holds a follow
-// query: followStateOf for each of the 1,000 nodes over a fresh view of
+// query: worker.FollowStateOf for each of the 1,000 nodes over a fresh view of
 // 10,000 running jobs (one to four nodes each).
 func BenchmarkFollowStateAllWorkers(b *testing.B) {
 	const nodeCount, jobCount = 1000, 10000
@@ -190,7 +190,7 @@ func BenchmarkFollowStateAllWorkers(b *testing.B) {
 		v := fsm.PartialView(uint64(jobCount+1), jobs, nodes, nil, nil, nil) // each entry is a new view
 		b.StartTimer()
 		for _, n := range nodes {
-			if _, sum := followStateOf(v, n.Name); sum == "" {
+			if _, sum := worker.FollowStateOf(v, n.Name); sum == "" {
 				b.Fatal("no digest")
 			}
 		}

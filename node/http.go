@@ -13,6 +13,7 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/httpapi"
+	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/placement"
 	"github.com/shoal-sched/shoal/ui"
 )
@@ -208,29 +209,6 @@ func specOf(req api.SubmitRequest, who cluster.Identity) (cluster.Spec, error) {
 	}, nil
 }
 
-// Cancel cancels a job, an array element, or every live element of an
-// array (its bare id, as scancel does), for who (leader).
-func (b apiBackend) Cancel(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error) {
-	jobs, err := resolve(b.a.state.View(), ref)
-	if err != nil {
-		return api.JobsChanged{}, err
-	}
-	ids := []uint64{}
-	for _, j := range jobs {
-		if len(jobs) > 1 && j.State.Terminal() {
-			continue // an array's finished elements
-		}
-		if err := b.a.leaderCancel(ctx, j.ID, who); err != nil {
-			if len(jobs) > 1 && errors.Is(err, fsm.ErrJobFinished) {
-				continue
-			}
-			return api.JobsChanged{}, err
-		}
-		ids = append(ids, uint64(j.ID))
-	}
-	return api.JobsChanged{ID: ref.ID, IDs: ids}, nil
-}
-
 // Leave is `shoal leave`: this agent stops as SIGTERM stops it (with
 // DrainWaitS set, draining for that long first). Only root or the agent's
 // own user may ask.
@@ -263,11 +241,11 @@ func (b apiBackend) Job(ref cluster.JobRef, who cluster.Identity) (httpapi.JobRe
 	if !ok {
 		return httpapi.JobRecord{}, notFound(fmt.Errorf("job %s: no such job", ref.Raw))
 	}
-	if !maySee(v, j, who) {
+	if !leader.MaySee(v.Policy(), j, viewerOf(v.Policy(), who)) {
 		return httpapi.JobRecord{}, forbidden(fmt.Errorf("job %s: %w: it belongs to another user, and the policy keeps jobs private", ref.Raw, ErrForbidden))
 	}
 	if ref.Tasks != nil {
-		js, err := resolve(v, ref)
+		js, err := leader.Resolve(v, ref)
 		if err != nil {
 			return httpapi.JobRecord{}, err
 		}

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"crypto"
-	"crypto/subtle"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -14,16 +13,8 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/pki"
-)
-
-// Bounds of join tokens.
-const (
-	defaultJoinTokenTTL = time.Hour
-	maxJoinTokenTTL     = 7 * 24 * time.Hour
-	maxJoinTokenUses    = 1000
-	// maxTokenAddrs bounds the API addresses written into a token.
-	maxTokenAddrs = 5
 )
 
 // errNoClusterCA: the cluster's state holds no CA, so nothing can be signed.
@@ -143,29 +134,16 @@ func (a *Agent) revokedCheck(name string, issued time.Time) bool {
 // CreateJoinToken is `shoal join-token create` (root only, leader).
 func (b apiBackend) CreateJoinToken(ctx context.Context, req api.JoinTokenRequest, who cluster.Identity) (api.JoinTokenResponse, error) {
 	a := b.a
-	if who.UID != 0 {
-		return api.JoinTokenResponse{}, forbidden(fmt.Errorf("create a join token: %w: only root may", ErrForbidden))
-	}
-	ttl := time.Duration(req.TTLS) * time.Second
-	if ttl == 0 {
-		ttl = defaultJoinTokenTTL
-	}
-	if ttl < 0 || ttl > maxJoinTokenTTL {
-		return api.JoinTokenResponse{}, invalid(fmt.Errorf("ttl_s %d: want 1 to %d", req.TTLS, int64(maxJoinTokenTTL/time.Second)))
-	}
-	uses := req.Uses
-	if uses == 0 {
-		uses = 1
-	}
-	if uses < 0 || uses > maxJoinTokenUses {
-		return api.JoinTokenResponse{}, invalid(fmt.Errorf("uses %d: want 1 to %d", req.Uses, maxJoinTokenUses))
+	ttl, uses, err := leader.JoinTokenTerms(req.TTLS, req.Uses, leader.Caller{Identity: who})
+	if err != nil {
+		return api.JoinTokenResponse{}, err
 	}
 	v := a.state.View()
 	ca, _, err := clusterCA(v)
 	if err != nil {
 		return api.JoinTokenResponse{}, err
 	}
-	tok, err := pki.NewJoinToken(ca.Fingerprint(), a.joinAddrs(v))
+	tok, err := pki.NewJoinToken(ca.Fingerprint(), leader.JoinAddrs(a.cfg.apiAdvert(), v.Nodes()))
 	if err != nil {
 		return api.JoinTokenResponse{}, err
 	}
@@ -180,21 +158,6 @@ func (b apiBackend) CreateJoinToken(ctx context.Context, req api.JoinTokenReques
 		return api.JoinTokenResponse{}, fsmError(err)
 	}
 	return api.JoinTokenResponse{Token: tok.String(), Expires: api.FormatTime(now.Add(ttl)), Uses: uses}, nil
-}
-
-// joinAddrs are the API addresses a token names: this leader first, then
-// other live nodes, so a joining node finds one that answers.
-func (a *Agent) joinAddrs(v *fsm.View) []string {
-	addrs := []string{a.cfg.apiAdvert()}
-	for _, n := range v.Nodes() {
-		if len(addrs) >= maxTokenAddrs {
-			break
-		}
-		if n.Status == cluster.NodeUp && n.APIAddr != "" && !slices.Contains(addrs, n.APIAddr) {
-			addrs = append(addrs, n.APIAddr)
-		}
-	}
-	return addrs
 }
 
 // CanSign returns nil when this agent signs joins: not with --insecure.
@@ -219,15 +182,8 @@ func (b apiBackend) Join(ctx context.Context, req api.JoinRequest) (api.JoinResp
 	if err != nil {
 		return api.JoinResponse{}, err
 	}
-	v := a.state.View()
-	if !tokenMatches(v.Security(), req.TokenID, req.Secret, time.Now()) {
-		return api.JoinResponse{}, unauthenticated(fsm.ErrJoinToken)
-	}
-	if n, ok := v.Node(name); ok && n.Status == cluster.NodeUp {
-		return api.JoinResponse{}, conflict(fmt.Errorf("join as %s: a node of that name is up in the cluster; choose another --name", name))
-	}
-	if _, revoked := v.Security().RevokedAt(name); revoked {
-		return api.JoinResponse{}, conflict(fmt.Errorf("join as %s: that node's certificates were revoked; join under another --name", name))
+	if err := leader.AdmitJoin(a.state.View(), req.TokenID, pki.SecretHash(req.Secret), name, time.Now()); err != nil {
+		return api.JoinResponse{}, err
 	}
 	res, err := a.apply(ctx, fsm.CmdUseJoinToken, fsm.UseJoinToken{
 		ID: req.TokenID, SecretHash: pki.SecretHash(req.Secret), Node: name, Time: time.Now(),
@@ -255,20 +211,6 @@ func (b apiBackend) Join(ctx context.Context, req api.JoinRequest) (api.JoinResp
 	}, nil
 }
 
-// tokenMatches is the cheap check before a token is spent through the log.
-func tokenMatches(sec *cluster.Security, id, secret string, now time.Time) bool {
-	if sec == nil {
-		return false
-	}
-	hash := pki.SecretHash(secret)
-	for _, t := range sec.JoinTokens {
-		if t.ID == id {
-			return subtle.ConstantTimeCompare(t.SecretHash, hash) == 1 && t.UsesLeft > 0 && now.Before(t.Expires)
-		}
-	}
-	return false
-}
-
 // Renew signs node name's next certificate for key (leader; the API
 // checked that name asks).
 func (b apiBackend) Renew(name string, key crypto.PublicKey) (*x509.Certificate, error) {
@@ -279,8 +221,8 @@ func (b apiBackend) Renew(name string, key crypto.PublicKey) (*x509.Certificate,
 // the replicated state, keeping the addresses its current one names.
 func (a *Agent) signRenewal(name string, pub crypto.PublicKey) (*x509.Certificate, error) {
 	v := a.state.View()
-	if _, revoked := v.Security().RevokedAt(name); revoked && name != a.cfg.Name {
-		return nil, forbidden(fmt.Errorf("renew %s: %w: its certificates were revoked", name, ErrForbidden))
+	if err := leader.MayRenew(v, name, a.cfg.Name); err != nil {
+		return nil, err
 	}
 	ca, _, err := clusterCA(v)
 	if err != nil {
@@ -305,11 +247,8 @@ func (a *Agent) signRenewal(name string, pub crypto.PublicKey) (*x509.Certificat
 // the raft configuration.
 func (b apiBackend) Revoke(ctx context.Context, name string, who cluster.Identity) error {
 	a := b.a
-	if who.UID != 0 {
-		return forbidden(fmt.Errorf("revoke a node: %w: only root may", ErrForbidden))
-	}
-	if name == a.cfg.Name {
-		return invalid(fmt.Errorf("revoke %s: that is the leader itself; revoke it through another node after it hands leadership over (shoal leave)", name))
+	if err := leader.MayRevoke(name, a.cfg.Name, leader.Caller{Identity: who}); err != nil {
+		return err
 	}
 	res, err := a.apply(ctx, fsm.CmdRevokeNode, fsm.RevokeNode{Name: name, Time: time.Now()})
 	if err == nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/httpapi"
+	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -37,7 +38,7 @@ func FuzzJoinRequest(f *testing.F) {
 			t.Fatalf("ParseCSR accepted %q", name)
 		}
 		_, _ = parseIPs(req.IPs)
-		if tokenMatches(sec, req.TokenID, req.Secret, now) && req.Secret != "right" {
+		if leader.TokenMatches(sec, req.TokenID, pki.SecretHash(req.Secret), now) && req.Secret != "right" {
 			t.Fatalf("token %q with secret %q matched", req.TokenID, req.Secret)
 		}
 	})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -313,50 +312,17 @@ func (a *Agent) knownNodes(v *fsm.View) []*cluster.Node {
 	return nodes
 }
 
-// leaderCancel cancels a job on behalf of who.
-func (a *Agent) leaderCancel(ctx context.Context, id cluster.JobID, who cluster.Identity) error {
-	j, ok := a.state.View().Job(id)
-	if !ok {
-		return notFound(fmt.Errorf("job %d: %w", id, fsm.ErrUnknownJob))
-	}
-	if err := mayTouch(a.state.View(), "cancel", j, who); err != nil {
-		return err
-	}
-	res, err := a.apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: id, Time: time.Now()})
-	if err != nil {
-		return err
-	}
-	if res.Err != nil {
-		if errors.Is(res.Err, fsm.ErrJobFinished) {
-			return conflict(res.Err)
-		}
-		return invalid(res.Err)
-	}
-	return nil
-}
-
-// leaderSetDrain drains or resumes a node on behalf of who (root only, as
-// scontrol update State=DRAIN needs an administrator).
+// leaderSetDrain drains or resumes a node on behalf of who (root only:
+// leader.PlanSetDrain).
 func (a *Agent) leaderSetDrain(ctx context.Context, node string, drain bool, reason string, who cluster.Identity) error {
+	v := a.state.View()
+	plan, err := leader.PlanSetDrain(v, node, drain, reason, callerOf(v.Policy(), who))
+	if _, err = a.proposeOr(ctx, plan, err); err != nil {
+		return err
+	}
 	verb := "resume"
 	if drain {
 		verb = "drain"
-	}
-	if who.UID != 0 {
-		return forbidden(fmt.Errorf("%s node %s: %w: only root may", verb, node, ErrForbidden))
-	}
-	if drain && strings.TrimSpace(reason) == "" {
-		return invalid(fmt.Errorf("drain node %s: reason: empty, want why (it shows in shoal nodes)", node))
-	}
-	if _, ok := a.state.View().Node(node); !ok {
-		return notFound(fmt.Errorf("%s node %s: %w", verb, node, fsm.ErrUnknownNode))
-	}
-	res, err := a.apply(ctx, fsm.CmdSetDrain, fsm.SetDrain{Node: node, Drain: drain, Reason: reason, Time: time.Now()})
-	if err != nil {
-		return err
-	}
-	if res.Err != nil {
-		return invalid(res.Err)
 	}
 	a.log.Info("node "+verb+"ed", "node", node, "reason", reason, "by", who.User)
 	return nil

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -54,27 +53,11 @@ func (b apiBackend) Policy() (api.PolicyResponse, uint64) {
 	return api.PolicyResponse{Set: v.Policy() != nil, Policy: p.File()}, v.Index
 }
 
-// SetPolicy replaces the policy (root only, leader).
+// SetPolicy replaces the policy (root only, leader: leader.PlanSetPolicy).
 func (b apiBackend) SetPolicy(ctx context.Context, f cluster.PolicyFile, who cluster.Identity) error {
-	if who.UID != 0 {
-		return forbidden(fmt.Errorf("set policy: %w: only root may", ErrForbidden))
-	}
-	// Through the file parser, so the checks and the canonical form are
-	// the CLI's.
-	data, err := json.Marshal(f)
-	if err != nil {
-		return invalid(fmt.Errorf("policy: %w", err))
-	}
-	p, err := cluster.ParsePolicyJSON(data)
-	if err != nil {
-		return invalid(err)
-	}
-	res, err := b.a.apply(ctx, fsm.CmdSetPolicy, fsm.SetPolicy{Policy: p, Time: time.Now()})
-	if err != nil {
+	plan, err := leader.PlanSetPolicy(f, leader.Caller{Identity: who})
+	if _, err = b.a.proposeOr(ctx, plan, err); err != nil {
 		return err
-	}
-	if res.Err != nil {
-		return invalid(res.Err)
 	}
 	b.a.log.Info("queue policy set", "by", who.User)
 	return nil

@@ -2,9 +2,7 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math"
 	"os/user"
 	"slices"
 	"strconv"
@@ -13,250 +11,135 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
-	"github.com/shoal-sched/shoal/slurm"
+	"github.com/shoal-sched/shoal/leader"
 )
 
-// resolve returns the jobs ref names, in ascending ID order: all of an
-// array's elements for its bare id.
-func resolve(v *fsm.View, r cluster.JobRef) ([]*cluster.Job, error) {
-	rid := cluster.JobID(r.ID)
-	head, ok := v.Job(rid)
-	if !ok {
-		return nil, notFound(fmt.Errorf("job %s: %w", r.Raw, fsm.ErrUnknownJob))
-	}
-	if head.Array == nil || head.Array.JobID != rid {
-		if r.Tasks != nil {
-			return nil, notFound(fmt.Errorf("job %s: job %d is not an array", r.Raw, rid))
-		}
-		return []*cluster.Job{head}, nil
-	}
-	var out []*cluster.Job
-	for id := rid; ; id++ {
-		e, ok := v.Job(id)
-		if !ok || e.Array == nil || e.Array.JobID != rid {
-			break
-		}
-		if r.Tasks == nil || slices.Contains(r.Tasks, e.Array.TaskID) {
-			out = append(out, e)
-		}
-	}
-	if len(out) == 0 {
-		return nil, notFound(fmt.Errorf("job %s: array %d has no such element", r.Raw, rid))
-	}
-	return out, nil
-}
-
-// jobsOf resolves the job reference id, as a request gave it, against the
-// current state.
-func (a *Agent) jobsOf(id string) ([]*cluster.Job, error) {
-	ref, err := cluster.ParseJobRef(id)
-	if err != nil {
-		return nil, err
-	}
-	return resolve(a.state.View(), ref)
-}
-
-// mayTouch is the one rule for acting on a job (cancel, signal, hold,
-// release, requeue, update, read its output): its owner, root, or an
-// operator the policy names.
-func mayTouch(v *fsm.View, verb string, j *cluster.Job, who cluster.Identity) error {
-	if who.Proven && (who.UID == j.Spec.UID || isOperator(v, who)) {
-		return nil
-	}
-	return forbidden(fmt.Errorf("%s job %d: %w: it belongs to %s, and only its owner, root or an operator may", verb, j.ID, ErrForbidden, j.Spec.User))
-}
-
-// isOperator reports whether who is root or one of the policy's operators,
-// by name or as a member of an operator group (looked up in this node's
-// user database, as Slurm resolves groups on the controller).
-func isOperator(v *fsm.View, who cluster.Identity) bool {
-	if !who.Proven {
-		return false
-	}
-	if who.UID == 0 || v.Policy().IsOperator(who.User) {
-		return true
-	}
-	groups := v.Policy().OperatorGroups()
-	if len(groups) == 0 {
-		return false
+// callerOf is who as the queue plans take it (leader.Caller), with what
+// they need looked up: whether this node's user database puts who in one
+// of policy p's operator groups (as Slurm resolves groups on the
+// controller).
+func callerOf(p *cluster.Policy, who cluster.Identity) leader.Caller {
+	c := leader.Caller{Identity: who}
+	groups := p.OperatorGroups()
+	if !who.Proven || who.UID == 0 || len(groups) == 0 || p.IsOperator(who.User) {
+		return c // decided without the user database
 	}
 	u, err := user.LookupId(strconv.Itoa(who.UID))
 	if err != nil {
-		return false
+		return c
 	}
 	gids, err := u.GroupIds()
 	if err != nil {
-		return false
+		return c
 	}
 	for _, name := range groups {
 		if g, err := user.LookupGroup(name); err == nil && slices.Contains(gids, g.Gid) {
-			return true
+			c.InOperatorGroup = true
+			return c
 		}
 	}
-	return false
+	return c
 }
 
-// maySee reports whether who may see job j: always, unless the policy
-// keeps jobs private (then its owner, root and operators).
-func maySee(v *fsm.View, j *cluster.Job, who cluster.Identity) bool {
-	p := v.Policy()
-	return p == nil || !p.PrivateJobs || (who.Proven && who.UID == j.Spec.UID) || isOperator(v, who)
+// viewerOf is who as leader.MaySee takes them: the user database is read
+// only when the policy keeps jobs private.
+func viewerOf(p *cluster.Policy, who cluster.Identity) leader.Caller {
+	if p == nil || !p.PrivateJobs {
+		return leader.Caller{Identity: who}
+	}
+	return callerOf(p, who)
 }
 
-// eachJob applies op to every job ref names, in order, for who. Jobs op
-// refuses as not in the right state are skipped when the reference names
-// several (an array's finished elements), and reported when it names one.
-func (a *Agent) eachJob(ctx context.Context, ref cluster.JobRef, who cluster.Identity, verb string, op func(context.Context, *cluster.Job) (fsm.Result, error)) (api.JobsChanged, error) {
-	jobs, err := resolve(a.state.View(), ref)
-	if err != nil {
-		return api.JobsChanged{}, err
-	}
-	for _, j := range jobs {
-		if err := mayTouch(a.state.View(), verb, j, who); err != nil {
-			return api.JobsChanged{}, err
-		}
-	}
+// mayTouch is leader.MayTouch over the replica's policy.
+func mayTouch(v *fsm.View, verb string, j *cluster.Job, who cluster.Identity) error {
+	return leader.MayTouch(v.Policy(), verb, j, callerOf(v.Policy(), who))
+}
+
+// propose carries out a queue plan: it proposes each command in order,
+// stamped with the time it is proposed, and ends at the first refusal the
+// plan does not pass over. It returns the jobs changed and the last
+// command's result.
+func (a *Agent) propose(ctx context.Context, plan leader.QueuePlan) (api.JobsChanged, fsm.Result, error) {
 	ids := []uint64{}
-	for _, j := range jobs {
-		res, err := op(ctx, j)
+	var last fsm.Result
+	for _, p := range plan.Proposals {
+		if p.Refused != nil {
+			return api.JobsChanged{}, fsm.Result{}, p.Refused
+		}
+		res, err := a.apply(ctx, p.Type, p.Stamp(time.Now()))
 		if err != nil {
-			return api.JobsChanged{}, err
+			return api.JobsChanged{}, fsm.Result{}, err
 		}
 		if res.Err != nil {
-			if len(jobs) > 1 && (errors.Is(res.Err, fsm.ErrWrongState) || errors.Is(res.Err, fsm.ErrJobFinished)) {
+			skip, err := plan.Refusal(res.Err)
+			if skip {
 				continue
 			}
-			if errors.Is(res.Err, fsm.ErrWrongState) || errors.Is(res.Err, fsm.ErrJobFinished) {
-				return api.JobsChanged{}, conflict(res.Err)
-			}
-			return api.JobsChanged{}, invalid(res.Err)
+			return api.JobsChanged{}, fsm.Result{}, err
 		}
-		ids = append(ids, uint64(j.ID))
+		last = res
+		ids = append(ids, uint64(p.Job))
 	}
-	return api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids}, nil
+	return api.JobsChanged{ID: plan.ID, IDs: ids}, last, nil
 }
 
-// Hold holds pending jobs (scontrol hold): a user hold when their owner
-// asks or userHold (scontrol uhold), an administrator's when root does.
-func (b apiBackend) Hold(ctx context.Context, ref cluster.JobRef, userHold bool, who cluster.Identity) (api.JobsChanged, error) {
-	hold := cluster.HoldUser
-	if who.UID == 0 && !userHold {
-		hold = cluster.HoldAdmin
-	}
-	return b.a.eachJob(ctx, ref, who, "hold", func(ctx context.Context, j *cluster.Job) (fsm.Result, error) {
-		return b.a.apply(ctx, fsm.CmdSetHold, fsm.SetHold{Job: j.ID, Hold: hold, Time: time.Now()})
-	})
-}
-
-// Release releases held jobs; only root releases an administrator's hold.
-func (b apiBackend) Release(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error) {
-	admin := who.UID == 0
-	return b.a.eachJob(ctx, ref, who, "release", func(ctx context.Context, j *cluster.Job) (fsm.Result, error) {
-		if j.Hold == cluster.HoldAdmin && !admin {
-			return fsm.Result{}, forbidden(fmt.Errorf("release job %d: %w: it was held by root, and only root may release it", j.ID, ErrForbidden))
-		}
-		return b.a.apply(ctx, fsm.CmdSetHold, fsm.SetHold{Job: j.ID, Time: time.Now()})
-	})
-}
-
-// Requeue requeues running or ended jobs (scontrol requeue; with hold,
-// requeuehold: held by the user, or by the administrator when root asks).
-func (b apiBackend) Requeue(ctx context.Context, ref cluster.JobRef, held bool, who cluster.Identity) (api.JobsChanged, error) {
-	hold := cluster.HoldNone
-	if held {
-		hold = cluster.HoldUser
-		if who.UID == 0 {
-			hold = cluster.HoldAdmin
-		}
-	}
-	return b.a.eachJob(ctx, ref, who, "requeue", func(ctx context.Context, j *cluster.Job) (fsm.Result, error) {
-		return b.a.apply(ctx, fsm.CmdRequeueJob, fsm.RequeueJob{Job: j.ID, Hold: hold, Time: time.Now()})
-	})
-}
-
-// SetPriority is `scontrol update JobId=N Priority=P`: root sets an
-// absolute priority on live jobs (0 returns them to the multifactor
-// priority), as Slurm lets only an administrator raise one.
-func (b apiBackend) SetPriority(ctx context.Context, id string, req api.PriorityRequest, who cluster.Identity) (api.JobsChanged, error) {
-	if who.UID != 0 {
-		return api.JobsChanged{}, forbidden(fmt.Errorf("set priority of job %s: %w: only root may", id, ErrForbidden))
-	}
-	return b.a.eachLiveJob(ctx, id, func(ctx context.Context, j *cluster.Job) (fsm.Result, error) {
-		return b.a.apply(ctx, fsm.CmdSetJobPriority, fsm.SetJobPriority{Job: j.ID, Priority: req.Priority, Time: time.Now()})
-	}, func(err error) error {
-		if errors.Is(err, fsm.ErrJobFinished) {
-			return conflict(err)
-		}
-		return invalid(err)
-	})
-}
-
-// Update is `scontrol update JobId=N Field=Value ...`: the FSM decides
-// (fsm.PlanJobUpdate), with Slurm's refusals; the agent parses the
-// dependency and says whether the caller is root.
-func (b apiBackend) Update(ctx context.Context, id string, req api.UpdateRequest, who cluster.Identity) (api.JobsChanged, error) {
-	f := fsm.JobUpdate{Nodes: req.Nodes, Partition: req.Partition, QoS: req.QoS, Name: req.Name, Comment: req.Comment, Nice: req.Nice}
-	if req.TimeLimitS != nil {
-		d := time.Duration(*req.TimeLimitS) * time.Second
-		if *req.TimeLimitS < 0 || *req.TimeLimitS > int64(math.MaxInt64/time.Second) {
-			return api.JobsChanged{}, invalid(fmt.Errorf("update job %s: %w: time_limit_s %d", id, fsm.ErrUpdateTimeLimit, *req.TimeLimitS))
-		}
-		f.TimeLimit = &d
-	}
-	if req.TimeLimitAddS != nil {
-		d := time.Duration(*req.TimeLimitAddS) * time.Second
-		if d/time.Second != time.Duration(*req.TimeLimitAddS) {
-			return api.JobsChanged{}, invalid(fmt.Errorf("update job %s: %w: time_limit_add_s %d", id, fsm.ErrUpdateTimeLimit, *req.TimeLimitAddS))
-		}
-		f.TimeLimitAdd = &d
-	}
-	if req.Dependency != nil {
-		if *req.Dependency == "" {
-			f.NoDependency = true
-		} else {
-			d, err := slurm.ParseDependency(*req.Dependency)
-			if err != nil {
-				return api.JobsChanged{}, invalid(fmt.Errorf("update job %s: %w: %w", id, fsm.ErrUpdateDependency, err))
-			}
-			f.Dependency = cluster.DependencyFromSlurm(d)
-		}
-	}
-	return b.a.eachLiveJob(ctx, id, func(ctx context.Context, j *cluster.Job) (fsm.Result, error) {
-		return b.a.apply(ctx, fsm.CmdUpdateJob, fsm.UpdateJob{Job: j.ID, UID: who.UID, Admin: who.UID == 0, Fields: f, Time: time.Now()})
-	}, func(err error) error {
-		switch {
-		case errors.Is(err, fsm.ErrUpdateAccessDenied):
-			return forbidden(err)
-		case errors.Is(err, fsm.ErrUpdateNotPending), errors.Is(err, fsm.ErrUpdateNotSupported), errors.Is(err, fsm.ErrUpdateFinished):
-			return conflict(err)
-		}
-		return invalid(err)
-	})
-}
-
-// eachLiveJob applies op to the jobs the reference id names (passing over
-// an array's finished elements); the first refusal of the FSM ends it,
-// marked by refusal.
-func (a *Agent) eachLiveJob(ctx context.Context, id string, op func(context.Context, *cluster.Job) (fsm.Result, error), refusal func(error) error) (api.JobsChanged, error) {
-	jobs, err := a.jobsOf(id)
+// proposeOr carries out the plan planned, unless planning refused.
+func (a *Agent) proposeOr(ctx context.Context, plan leader.QueuePlan, err error) (api.JobsChanged, error) {
 	if err != nil {
 		return api.JobsChanged{}, err
 	}
-	ids := []uint64{}
-	for _, j := range jobs {
-		if len(jobs) > 1 && j.State.Terminal() {
-			continue
-		}
-		res, err := op(ctx, j)
-		if err != nil {
-			return api.JobsChanged{}, err
-		}
-		if res.Err != nil {
-			return api.JobsChanged{}, refusal(res.Err)
-		}
-		ids = append(ids, uint64(j.ID))
+	changed, _, err := a.propose(ctx, plan)
+	return changed, err
+}
+
+// Cancel cancels a job, an array element, or every live element of an
+// array (its bare id, as scancel does), for who (leader: leader.PlanCancel).
+func (b apiBackend) Cancel(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error) {
+	v := b.a.state.View()
+	plan, err := leader.PlanCancel(v, ref, callerOf(v.Policy(), who))
+	return b.a.proposeOr(ctx, plan, err)
+}
+
+// Hold holds pending jobs (scontrol hold, uhold: leader.PlanHold).
+func (b apiBackend) Hold(ctx context.Context, ref cluster.JobRef, userHold bool, who cluster.Identity) (api.JobsChanged, error) {
+	v := b.a.state.View()
+	plan, err := leader.PlanHold(v, ref, userHold, callerOf(v.Policy(), who))
+	return b.a.proposeOr(ctx, plan, err)
+}
+
+// Release releases held jobs (leader.PlanRelease).
+func (b apiBackend) Release(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error) {
+	v := b.a.state.View()
+	plan, err := leader.PlanRelease(v, ref, callerOf(v.Policy(), who))
+	return b.a.proposeOr(ctx, plan, err)
+}
+
+// Requeue requeues running or ended jobs (scontrol requeue, requeuehold:
+// leader.PlanRequeue).
+func (b apiBackend) Requeue(ctx context.Context, ref cluster.JobRef, held bool, who cluster.Identity) (api.JobsChanged, error) {
+	v := b.a.state.View()
+	plan, err := leader.PlanRequeue(v, ref, held, callerOf(v.Policy(), who))
+	return b.a.proposeOr(ctx, plan, err)
+}
+
+// SetPriority is `scontrol update JobId=N Priority=P` (root only:
+// leader.PlanSetPriority).
+func (b apiBackend) SetPriority(ctx context.Context, id string, req api.PriorityRequest, who cluster.Identity) (api.JobsChanged, error) {
+	v := b.a.state.View()
+	plan, err := leader.PlanSetPriority(v, id, req.Priority, callerOf(v.Policy(), who))
+	return b.a.proposeOr(ctx, plan, err)
+}
+
+// Update is `scontrol update JobId=N Field=Value ...` (leader.PlanUpdate;
+// the FSM decides with fsm.PlanJobUpdate).
+func (b apiBackend) Update(ctx context.Context, id string, req api.UpdateRequest, who cluster.Identity) (api.JobsChanged, error) {
+	v := b.a.state.View()
+	u := leader.JobUpdate{
+		Fields:     fsm.JobUpdate{Nodes: req.Nodes, Partition: req.Partition, QoS: req.QoS, Name: req.Name, Comment: req.Comment, Nice: req.Nice},
+		TimeLimitS: req.TimeLimitS, TimeLimitAddS: req.TimeLimitAddS, Dependency: req.Dependency,
 	}
-	return api.JobsChanged{ID: uint64(jobs[0].ID), IDs: ids}, nil
+	plan, err := leader.PlanUpdate(v, id, u, callerOf(v.Policy(), who))
+	return b.a.proposeOr(ctx, plan, err)
 }
 
 // spreadGPUs turns --gpus G without --nodes into the fewest nodes that can

@@ -11,6 +11,7 @@ import (
 	"github.com/shoal-sched/shoal/exec"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/httpapi"
+	"github.com/shoal-sched/shoal/worker"
 )
 
 // The requests that reach one node of a job's allocation (a terminal, the
@@ -19,22 +20,13 @@ import (
 // node's agent.
 
 // relayJob is live job id, from the view this agent acts on (a worker's
-// holds its own jobs only: follow.go), once who may verb it: its owner or
-// root. A peer relays a client whose agent has seen the job: this view may
-// not have it yet, so for a forwarded request not found is unavailable
-// and the client asks again.
+// holds its own jobs only: follow.go), once who may verb it
+// (worker.RelayJob).
 func (a *Agent) relayJob(id cluster.JobID, verb string, who cluster.Identity, forwarded bool) (*fsm.View, *cluster.Job, error) {
 	v := a.view()
-	j, ok := v.Job(id)
-	if !ok {
-		err := notFound(fmt.Errorf("job %d: no such job", id))
-		if forwarded {
-			err = unavailable(err)
-		}
+	j, err := worker.RelayJob(v, id, verb, who, forwarded)
+	if err != nil {
 		return nil, nil, err
-	}
-	if who.UID != 0 && who.UID != j.Spec.UID {
-		return nil, nil, forbidden(fmt.Errorf("%s job %d: %w: it belongs to %s", verb, id, ErrForbidden, j.Spec.User))
 	}
 	return v, j, nil
 }

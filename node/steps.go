@@ -2,15 +2,14 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -61,56 +60,33 @@ func makeShimDir(dataDir string) (string, error) {
 	return dir, nil
 }
 
-// StartStep starts an srun step (leader).
+// StartStep starts an srun step for its job's owner (or root) (leader:
+// leader.PlanStartStep). Its tasks are dealt over the job's CPUs, as
+// Slurm's srun, when every server speaks the protocol that records it.
 func (b apiBackend) StartStep(ctx context.Context, id cluster.JobID, req api.StepRequest, who cluster.Identity) (api.StepResponse, error) {
-	return b.a.leaderStartStep(ctx, id, req, who)
-}
-
-// leaderStartStep starts an srun step for its job's owner (or root).
-func (a *Agent) leaderStartStep(ctx context.Context, id cluster.JobID, req api.StepRequest, who cluster.Identity) (api.StepResponse, error) {
-	j, ok := a.state.View().Job(id)
-	if !ok {
-		return api.StepResponse{}, notFound(fmt.Errorf("job %d: no such job", id))
-	}
-	if who.UID != 0 && who.UID != j.Spec.UID {
-		return api.StepResponse{}, forbidden(fmt.Errorf("start a step in job %d: %w: it belongs to %s", id, ErrForbidden, j.Spec.User))
-	}
-	inc := req.Incarnation
-	if inc == 0 {
-		inc = j.Incarnation // a caller outside the job's environment: its current run
-	}
-	cmd := fsm.StartStep{Job: id, Incarnation: inc, Spec: req.Spec, Time: time.Now()}
-	cmd.Spec.Dealt = true // the step's tasks dealt over the job's CPUs, as Slurm's srun
-	if a.checkProtocol(ctx, fsm.CmdStartStep, fsm.Needs(fsm.CmdStartStep, cmd)) != nil {
-		cmd.Spec.Dealt = false // an older server would lay them out evenly
-	}
-	res, err := a.apply(ctx, fsm.CmdStartStep, cmd)
+	a := b.a
+	v := a.state.View()
+	dealt := req.Spec
+	dealt.Dealt = true
+	plan, err := leader.PlanStartStep(v, id, req.Incarnation, req.Spec,
+		a.checkProtocol(ctx, fsm.CmdStartStep, fsm.Needs(fsm.CmdStartStep, fsm.StartStep{Job: id, Spec: dealt})) == nil, callerOf(v.Policy(), who))
 	if err != nil {
 		return api.StepResponse{}, err
 	}
-	if res.Err != nil {
-		if errors.Is(res.Err, fsm.ErrUnknownJob) {
-			return api.StepResponse{}, notFound(res.Err)
-		}
-		return api.StepResponse{}, invalid(res.Err)
+	_, res, err := a.propose(ctx, plan)
+	if err != nil {
+		return api.StepResponse{}, err
 	}
+	inc := plan.Proposals[0].Cmd.(fsm.StartStep).Incarnation
 	a.log.Info("step started", "job", uint64(id), "step", res.StepID, "by", who.User)
 	return api.StepResponse{Step: res.StepID, Incarnation: inc}, nil
 }
 
-// CancelStep cancels step of job id for who (leader).
+// CancelStep cancels step of job id for who (leader:
+// leader.PlanCancelStep).
 func (b apiBackend) CancelStep(ctx context.Context, id cluster.JobID, step int, who cluster.Identity) error {
-	a := b.a
-	j, ok := a.state.View().Job(id)
-	if !ok {
-		return notFound(fmt.Errorf("job %d: no such job", id))
-	}
-	if err := mayTouch(a.state.View(), fmt.Sprintf("cancel step %d of", step), j, who); err != nil {
-		return err
-	}
-	res, err := a.apply(ctx, fsm.CmdCancelStep, fsm.CancelStep{Job: id, Step: step, Time: time.Now()})
-	if err == nil && res.Err != nil {
-		err = conflict(res.Err)
-	}
+	v := b.a.state.View()
+	plan, err := leader.PlanCancelStep(v, id, step, callerOf(v.Policy(), who))
+	_, err = b.a.proposeOr(ctx, plan, err)
 	return err
 }

@@ -7,7 +7,14 @@
 //     start, and what to tell the leader;
 //   - Exits: which recorded exits may be reported now;
 //   - MayStart: whether the node's lease lets it start anything;
-//   - Fence: whether its lease ran out with tasks running (stop them all).
+//   - Fence: whether its lease ran out with tasks running (stop them all);
+//   - SignalsDue: which recorded signal requests to send to the tasks
+//     running here (SignalTarget: to which task of a job);
+//   - a server's side of a worker's follow query: what to send
+//     (FollowStateOf) and when to answer (AnswerFollow);
+//   - the requests relayed to one node of a job (a terminal, stdin, an
+//     sbcast copy): which job, for whom (RelayJob), and where a copy is
+//     written (BcastHere).
 //
 // The plans read no clock and do no I/O. The loops, Driver (drive.go),
 // Reporter (reports.go) and Heartbeater (heartbeat.go), gather and act
