@@ -254,17 +254,32 @@ func updateUsers(users map[string]*userHistory, added, removed []*cluster.Job) m
 		}
 	}
 	for u, c := range changes {
-		var runs []runEntry
+		var kept []runEntry
 		if old := users[u]; old != nil {
-			runs = slices.DeleteFunc(slices.Clone(old.runs), func(r runEntry) bool {
-				return slices.ContainsFunc(c.del, func(d runEntry) bool { return d.id == r.id && d.end.Equal(r.end) })
-			})
+			gone := make(map[cluster.JobID]bool, len(c.del))
+			for _, d := range c.del {
+				gone[d.id] = true
+			}
+			kept = make([]runEntry, 0, len(old.runs))
+			for _, r := range old.runs {
+				if !gone[r.id] {
+					kept = append(kept, r)
+				}
+			}
 		}
-		runs = append(runs, c.add...)
-		if len(runs) == 0 {
+		if len(kept)+len(c.add) == 0 {
 			continue
 		}
-		slices.SortStableFunc(runs, compareRuns)
+		// Merge the added runs, sorted, into the kept ones (in order).
+		slices.SortFunc(c.add, compareRuns)
+		runs := make([]runEntry, 0, len(kept)+len(c.add))
+		for len(kept) > 0 || len(c.add) > 0 {
+			if len(c.add) == 0 || len(kept) > 0 && compareRuns(kept[0], c.add[0]) <= 0 {
+				runs, kept = append(runs, kept[0]), kept[1:]
+			} else {
+				runs, c.add = append(runs, c.add[0]), c.add[1:]
+			}
+		}
 		uh := &userHistory{runs: runs, tailRuns: runs[max(len(runs)-PredictorWindow, 0):]}
 		for k, r := range runs {
 			if r.limit > 0 {

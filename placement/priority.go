@@ -92,10 +92,19 @@ func priorities(p cluster.Policy, h *History, jobs []*cluster.Job, gpus int, now
 		maxPart = max(maxPart, pt.Priority)
 	}
 	w := p.Weights
-	var out []Priority
 	queue := jobs
 	if h != nil && len(h.pending) > 0 {
 		queue = append(slices.Clone(h.pending), jobs...)
+	}
+	n := 0
+	for _, j := range queue {
+		if j != nil && j.State == cluster.JobPending {
+			n++
+		}
+	}
+	var out []Priority // nil without pending jobs, as ever
+	if n > 0 {
+		out = make([]Priority, 0, n)
 	}
 	for _, j := range queue {
 		if j == nil || j.State != cluster.JobPending {
