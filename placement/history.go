@@ -272,13 +272,17 @@ func updateUsers(users map[string]*userHistory, added, removed []*cluster.Job) m
 		}
 		// Merge the added runs, sorted, into the kept ones (in order).
 		slices.SortFunc(c.add, compareRuns)
-		runs := make([]runEntry, 0, len(kept)+len(c.add))
-		for len(kept) > 0 || len(c.add) > 0 {
-			if len(c.add) == 0 || len(kept) > 0 && compareRuns(kept[0], c.add[0]) <= 0 {
-				runs, kept = append(runs, kept[0]), kept[1:]
-			} else {
-				runs, c.add = append(runs, c.add[0]), c.add[1:]
+		runs := c.add // a new user's, or all new: no merge
+		if len(kept) > 0 {
+			runs = make([]runEntry, 0, len(kept)+len(c.add))
+			for len(kept) > 0 && len(c.add) > 0 {
+				if compareRuns(kept[0], c.add[0]) <= 0 {
+					runs, kept = append(runs, kept[0]), kept[1:]
+				} else {
+					runs, c.add = append(runs, c.add[0]), c.add[1:]
+				}
 			}
+			runs = append(append(runs, kept...), c.add...)
 		}
 		uh := &userHistory{runs: runs, tailRuns: runs[max(len(runs)-PredictorWindow, 0):]}
 		for k, r := range runs {
