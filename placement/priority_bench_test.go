@@ -152,3 +152,26 @@ func BenchmarkNewHistory(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkPredictor is the run-time predictor alone on benchQueue's
+// records: "records" builds it from every record (PredictorFrom, what
+// each qssf pass did: sort the 100,000 finished jobs by end), "history"
+// from the archive's History and the live jobs (PredictorWith, a pass
+// with the cache warm). Both give the same Predictor.
+func BenchmarkPredictor(b *testing.B) {
+	_, jobs := benchQueue()
+	archive, live := jobs[:len(jobs)-benchPending], jobs[len(jobs)-benchPending:]
+	b.Run("records", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			PredictorFrom(jobs)
+		}
+	})
+	b.Run("history", func(b *testing.B) {
+		h := NewHistory(nil, archive)
+		b.ReportAllocs()
+		for b.Loop() {
+			PredictorWith(NewHistory(h, archive), live)
+		}
+	})
+}
