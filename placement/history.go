@@ -38,6 +38,9 @@ type History struct {
 	assocs []assocSlot
 	index  map[assocKey]int32
 	dead   int
+	// undecayed is the usage without decay (a zero half-life), summed as
+	// fairShares sums it, valid at every now from its latest end on.
+	undecayed *flatUsage
 	// users are each user's archived finished jobs, for the Predictor.
 	users map[string]*userHistory
 	// pending are archived records that are still pending (none in an
@@ -54,6 +57,40 @@ type usageTerm struct {
 }
 
 type assocKey struct{ account, user string }
+
+// flatUsage is the archive's usage without decay: each association's
+// and the total, summed term by term in the archive's order.
+type flatUsage struct {
+	usage []float64
+	total float64
+	// latest is the latest end: from it on, no term depends on now.
+	latest time.Time
+}
+
+// flatten is terms' usage without decay, or nil when some term depends
+// on now whatever it is: one still running (no end), or whose end has a
+// monotonic clock reading (compared with now differently from the others).
+// Without decay, DecayedUsage of a job that ended by now is its GPU-time
+// whatever now is, so the sum is fairShares' at every now from the latest
+// end on.
+func flatten(terms []usageTerm, slots int) *flatUsage {
+	f := &flatUsage{usage: make([]float64, slots)}
+	for _, t := range terms {
+		if t.gpus == 0 {
+			continue
+		}
+		if t.end.IsZero() || t.end.Round(0) != t.end {
+			return nil
+		}
+		if t.end.After(f.latest) {
+			f.latest = t.end
+		}
+		u := float64(t.gpus) * DecayedUsage(t.start, t.end, t.end, 0)
+		f.usage[t.assoc] += u
+		f.total += u
+	}
+	return f
+}
 
 type assocSlot struct {
 	key  assocKey
@@ -161,6 +198,7 @@ func NewHistory(prev *History, archive []*cluster.Job) *History {
 		return buildHistory(archive) // too many associations gone: renumber
 	}
 	h.users = updateUsers(prev.users, added, removed)
+	h.undecayed = flatten(h.terms, len(h.assocs))
 	h.pending = slices.DeleteFunc(slices.Clone(prev.pending), func(j *cluster.Job) bool { return slices.Contains(removed, j) })
 	for _, j := range added {
 		if j != nil && j.State == cluster.JobPending {
@@ -193,6 +231,7 @@ func buildHistory(archive []*cluster.Job) *History {
 		}
 	}
 	h.users = updateUsers(nil, archive, nil)
+	h.undecayed = flatten(h.terms, len(h.assocs))
 	return h
 }
 

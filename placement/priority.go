@@ -230,18 +230,23 @@ func fairShares(p *cluster.Policy, h *History, jobs []*cluster.Job, now time.Tim
 	if h != nil {
 		// Each association's usage and the total, summed record by record
 		// in the archive's order as below.
-		usage := make([]float64, len(h.assocs))
-		for _, tm := range h.terms {
-			if tm.gpus == 0 {
-				continue
+		var usage []float64
+		if f := h.undecayed; p.HalfLife <= 0 && f != nil && !now.Before(f.latest) {
+			usage, total = f.usage, f.total // the same sums, made once
+		} else {
+			usage = make([]float64, len(h.assocs))
+			for _, tm := range h.terms {
+				if tm.gpus == 0 {
+					continue
+				}
+				end := tm.end
+				if end.IsZero() {
+					end = now
+				}
+				u := float64(tm.gpus) * DecayedUsage(tm.start, end, now, p.HalfLife)
+				usage[tm.assoc] += u
+				total += u
 			}
-			end := tm.end
-			if end.IsZero() {
-				end = now
-			}
-			u := float64(tm.gpus) * DecayedUsage(tm.start, end, now, p.HalfLife)
-			usage[tm.assoc] += u
-			total += u
 		}
 		for slot, s := range h.assocs {
 			if s.refs > 0 {

@@ -102,6 +102,22 @@ func BenchmarkPrioritiesWarm(b *testing.B) {
 	}
 }
 
+// BenchmarkPrioritiesWarmNoDecay is BenchmarkPrioritiesWarm under a
+// policy without decay (half_life 0): the archive's usage is then the
+// same at every now after its last end, summed once in the History.
+func BenchmarkPrioritiesWarmNoDecay(b *testing.B) {
+	p, jobs := benchQueue()
+	p.HalfLife = 0
+	archive, live := jobs[:len(jobs)-benchPending], jobs[len(jobs)-benchPending:]
+	h := NewHistory(nil, archive)
+	b.ReportAllocs()
+	for b.Loop() {
+		if ps := PrioritiesWith(p, NewHistory(h, archive), live, 80000, now); len(ps) != benchPending {
+			b.Fatalf("%d priorities; want %d", len(ps), benchPending)
+		}
+	}
+}
+
 // BenchmarkQSSFInputsWarm is BenchmarkQSSFInputs with the cache warm:
 // predictions from the archive's History and the live jobs
 // (PredictorWith), then QSSFOrder over the 10,000 pending jobs.
