@@ -21,7 +21,11 @@ import (
 // PrioritiesWith computes it again each pass from these terms, which
 // gives the same bits as Priorities over every record and costs two
 // exponentials per archived job instead of a map look-up, an allocation
-// walk and two exponentials.
+// walk and two exponentials. (Carrying a decayed sum forward by
+// 2^(-Δ/h) is exact in arithmetic but not in floating point, and the
+// factors would then depend on when the sum was made.) Without decay
+// (half-life 0) the usage of a finished job does not depend on now, and
+// the History keeps the sums themselves.
 //
 // A History is immutable: NewHistory returns a new one and never changes
 // the one it is given, so a pass may read one while the next is built.
@@ -37,7 +41,7 @@ type History struct {
 	// is not an association any more.
 	assocs []assocSlot
 	index  map[assocKey]int32
-	dead   int
+	dead   int // slots with refs 0
 	// undecayed is the usage without decay (a zero half-life), summed as
 	// fairShares sums it, valid at every now from its latest end on.
 	undecayed *flatUsage
