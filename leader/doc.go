@@ -6,7 +6,10 @@
 //   - Pass: one scheduling round — jobs cancelled because their dependency
 //     can never hold, the reasons of jobs kept from placement, the
 //     preemptions whose grace is over, the allocations placement chooses
-//     and the pending reasons that changed;
+//     and the pending reasons that changed; the archive's
+//     placement.History comes in from the last round and goes out to the
+//     next (Scheduler.Run keeps it for its term), and never changes a
+//     decision;
 //   - Preemption: the victims that make room for the first job waiting on
 //     resources, judged on the state after the pass's allocations;
 //   - ExpiredLeases: the nodes to declare down;

@@ -30,6 +30,11 @@ type PassInput struct {
 	// with its ranks laid out from its nodes' free CPUs
 	// (placement.Options.Spread, fsm.Placement.Tasks).
 	Spread bool
+	// History is what an earlier pass derived from its view's archive
+	// (that pass's Plan.History), or nil: the pass derives the same from
+	// View.Archived() faster from it (placement.NewHistory), and decides
+	// exactly as without it.
+	History *placement.History
 }
 
 // EndPreemption is a victim whose grace is over.
@@ -64,6 +69,9 @@ type Plan struct {
 	// Grows are running elastic jobs to take more nodes (Grows), after
 	// the allocations.
 	Grows []fsm.GrowJob
+	// History is the History of the view's archive when the pass needed
+	// it, else PassInput.History: the next pass's PassInput.History.
+	History *placement.History
 }
 
 // Pass is one scheduling round. Held jobs, unmet dependencies and full
@@ -74,10 +82,14 @@ type Plan struct {
 // order ("shoal", the default) or shortest predicted service first with
 // aging ("qssf"); a job with a --time limit may start ahead of a blocked
 // one only if it cannot delay that job's reservation.
-// It is pure: the same input always gives the same plan.
+// The fair-share usage and run-time predictions read every job record,
+// archived ones included; PassInput.History carries what they derive
+// from the archive over from the last pass (see placement.History).
+// It is pure: the same input always gives the same plan, and the same
+// decisions whatever PassInput.History is.
 func Pass(in PassInput) (Plan, error) {
 	v, now := in.View, in.Now
-	var p Plan
+	p := Plan{History: in.History}
 	var pending []*cluster.Job
 	gates := v.Gates(now)
 	for _, j := range v.Jobs() {
@@ -114,9 +126,9 @@ func Pass(in PassInput) (Plan, error) {
 	if pol := v.Policy(); pol != nil {
 		parts = pol.Partitions
 	}
-	records := jobRecords(v)
-	prs := placement.Priorities(QueuePolicy(v), records, ClusterGPUs(v), now)
-	opts := QueueOptions(QueuePolicy(v), prs, records, pending)
+	p.History = placement.NewHistory(in.History, v.Archived())
+	prs := placement.PrioritiesWith(QueuePolicy(v), p.History, v.Jobs(), ClusterGPUs(v), now)
+	opts := QueueOptions(QueuePolicy(v), prs, p.History, v.Jobs(), pending)
 	opts.Spread = in.Spread
 	if opts.Policy == placement.PolicyQSSF {
 		p.Order = placement.QSSFOrder(pending, now, opts)
@@ -125,7 +137,7 @@ func Pass(in PassInput) (Plan, error) {
 	}
 	res, err := placement.PlaceWith(placement.NewView(v.Nodes(), occupying).WithPartitions(parts).WithSwitchLinks(v.SwitchLinks()), pending, now, opts)
 	if err != nil {
-		return Plan{}, fmt.Errorf("place %d pending jobs: %w", len(pending), err)
+		return Plan{History: p.History}, fmt.Errorf("place %d pending jobs: %w", len(pending), err)
 	}
 	if in.Elastic {
 		placed := startedAt(pending, res.Decisions, now)
@@ -134,7 +146,7 @@ func Pass(in PassInput) (Plan, error) {
 		})
 		view := placement.NewView(v.Nodes(), append(slices.Clone(occupying), placed...)).WithPartitions(parts).WithSwitchLinks(v.SwitchLinks())
 		if p.Grows, err = Grows(view, v.Jobs(), waiting, p.Order, now, in.Rejoin); err != nil {
-			return Plan{}, fmt.Errorf("grow elastic jobs: %w", err)
+			return Plan{History: p.History}, fmt.Errorf("grow elastic jobs: %w", err)
 		}
 	}
 	for _, d := range res.Decisions {
@@ -160,10 +172,11 @@ func Pass(in PassInput) (Plan, error) {
 // the multifactor order of prs (pol's Scheduler "shoal"), or under "qssf"
 // placement.QSSFOrder's inputs — that order as its base and tie-break,
 // each job's fair-share factor from prs, pol's StarveAfter and AgingHalf,
-// and each pending job's run time predicted by placement.PredictorFrom
-// over records (the live and archived jobs: its user's finished jobs).
+// and each pending job's run time predicted from its user's finished
+// jobs, archived (hist, the History of the archive; nil for none) and
+// live: placement.PredictorWith, which is PredictorFrom over both.
 // It is pure: the pass's time reaches QSSFOrder through PlaceWith.
-func QueueOptions(pol cluster.Policy, prs []placement.Priority, records, pending []*cluster.Job) placement.Options {
+func QueueOptions(pol cluster.Policy, prs []placement.Priority, hist *placement.History, live, pending []*cluster.Job) placement.Options {
 	opts := placement.Options{Policy: placement.PolicyShoal, Order: placement.PriorityOrder(prs)}
 	if pol.SchedulerName() != cluster.SchedulerQSSF {
 		return opts
@@ -174,7 +187,7 @@ func QueueOptions(pol cluster.Policy, prs []placement.Priority, records, pending
 	for _, pr := range prs {
 		opts.FairShare[pr.Job] = pr.Factors.FairShare
 	}
-	pred := placement.PredictorFrom(records)
+	pred := placement.PredictorWith(hist, live)
 	opts.Estimates = make(map[cluster.JobID]time.Duration, len(pending))
 	for _, j := range pending {
 		if est := pred.Predict(j.Spec.User, j.Spec.Request.TimeLimit); est > 0 {
@@ -194,8 +207,9 @@ func jobRecords(v *fsm.View) []*cluster.Job {
 // Priorities is every pending job's priority at now, in the order the
 // scheduler takes them under the shoal scheduler (under qssf: the
 // tie-break and fair-share factors of QSSFOrder). The pass computes the
-// same from the same records and GET /v1/priority calls it, so `shoal
-// priority` shows exactly what the pass reads. Archived jobs
+// same from the same records (placement.PrioritiesWith, with the
+// archive's History: the same bits) and GET /v1/priority calls it, so
+// `shoal priority` shows exactly what the pass reads. Archived jobs
 // still count in fair-share usage (decayed), as Slurm's usage outlives
 // MinJobAge.
 func Priorities(v *fsm.View, now time.Time) []placement.Priority {
@@ -226,6 +240,5 @@ func ClusterGPUs(v *fsm.View) int {
 // FairShare is the fair-share tree at now (sshare), from the jobs and
 // policy Priorities uses, so it shows the factors that order the queue.
 func FairShare(v *fsm.View, now time.Time) []placement.ShareAssoc {
-	jobs := append(slices.Clone(v.Archived()), v.Jobs()...)
-	return placement.FairShareTree(QueuePolicy(v), jobs, now)
+	return placement.FairShareTree(QueuePolicy(v), jobRecords(v), now)
 }

@@ -54,8 +54,9 @@ func TestQueueOptions(t *testing.T) {
 			StarveAfter: 48 * h, AgingHalf: 2 * h},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			records := append(history, pending...)
-			got := QueueOptions(tc.pol, prs, records, pending)
+			// ada's first job is archived, her second still live.
+			live := append(history[1:], pending...)
+			got := QueueOptions(tc.pol, prs, placement.NewHistory(nil, history[:1]), live, pending)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("QueueOptions (-want +got):\n%s", diff)
 			}

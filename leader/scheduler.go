@@ -8,6 +8,7 @@ import (
 
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/placement"
 )
 
 // Bounds of the scheduling loop.
@@ -65,6 +66,10 @@ func (s Scheduler) Run(ctx context.Context) {
 	log := s.Log.With("component", "scheduler")
 	tick, stop := s.Clock.NewTicker(s.Interval)
 	defer stop()
+	// hist is what the last pass derived from the archive: the next one
+	// starts from it (PassInput.History). It lives as long as this loop,
+	// so a new leadership, or a new leader, starts afresh.
+	var hist *placement.History
 	for {
 		v := s.State.View()
 		if err := s.State.Diverged(); err != nil {
@@ -75,7 +80,8 @@ func (s Scheduler) Run(ctx context.Context) {
 			return
 		}
 		start := s.Clock.Now()
-		if err := s.Pass(ctx, v); err != nil && ctx.Err() == nil {
+		var err error
+		if hist, err = s.Pass(ctx, v, hist); err != nil && ctx.Err() == nil {
 			log.Warn("schedule pass", "err", err)
 		}
 		s.Metrics.Passed(s.Clock.Now().Sub(start))
@@ -93,12 +99,14 @@ func (s Scheduler) Run(ctx context.Context) {
 	}
 }
 
-// Pass is one gather → decide → act round: Pass decides from the view,
-// the round applies its plan in bounded batches, then asks Preemption on
-// the state after its allocations.
-func (s Scheduler) Pass(ctx context.Context, v *fsm.View) error {
+// Pass is one gather → decide → act round: Pass decides from the view
+// (and hist, the last round's History, or nil), the round applies its
+// plan in bounded batches, then asks Preemption on the state after its
+// allocations. It returns the History for the next round, even with an
+// error.
+func (s Scheduler) Pass(ctx context.Context, v *fsm.View, hist *placement.History) (*placement.History, error) {
 	now := s.Clock.Now()
-	in := PassInput{View: v, Now: now}
+	in := PassInput{View: v, Now: now, History: hist}
 	in.Elastic = s.Gate == nil || s.Gate(ctx, fsm.CmdGrowJob, fsm.CmdGrowJob.Since()) == nil
 	rejoin := fsm.GrowJob{Rejoin: true}
 	in.Rejoin = in.Elastic && (s.Gate == nil || s.Gate(ctx, fsm.CmdGrowJob, fsm.Needs(fsm.CmdGrowJob, rejoin)) == nil) &&
@@ -109,8 +117,13 @@ func (s Scheduler) Pass(ctx context.Context, v *fsm.View) error {
 	}
 	p, err := Pass(in)
 	if err != nil {
-		return err
+		return p.History, err
 	}
+	return p.History, s.act(ctx, v, p, now)
+}
+
+// act applies p, the plan a pass made from v at now.
+func (s Scheduler) act(ctx context.Context, v *fsm.View, p Plan, now time.Time) error {
 	for _, id := range p.Cancel {
 		r, err := s.Propose.Apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: id, Reason: cluster.ReasonDependencyNever, Time: now})
 		if err != nil {

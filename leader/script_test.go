@@ -299,7 +299,7 @@ func (h *harness) pass(apply, elastic, rejoin bool) (string, error) {
 	if !rejoin {
 		s.Agents = func(need int) bool { return need <= 4 }
 	}
-	if err := s.Pass(context.Background(), h.s.View()); err != nil {
+	if _, err := s.Pass(context.Background(), h.s.View(), nil); err != nil {
 		return "", err
 	}
 	if len(rec.preempts) > 0 {

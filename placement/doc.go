@@ -51,7 +51,16 @@
 //     the same placement rules.
 //   - Priorities uses maps only to look associations up; every sum over
 //     them adds whole numbers, so the result does not depend on their
-//     iteration order.
+//     iteration order. The usage itself is summed record by record in
+//     the records' order.
+//   - History is what a pass derives from the accounting archive and
+//     carries to the next (the caller keeps it: leader.Scheduler; nothing
+//     in placement does). PrioritiesWith(p, h, live) and
+//     PredictorWith(h, live) equal Priorities and PredictorFrom over the
+//     archive then live, bit for bit; History holds nothing that depends
+//     on now or the policy, and NewHistory reuses a record only if the
+//     same pointer is still at its ID (records are never modified in
+//     place).
 //   - A View is read-only for Place and PlaceWith. Start and Finish update
 //     it in place, for the simulator, which keeps one View for a whole
 //     replay instead of building one per event.

@@ -30,7 +30,7 @@ type ShareAssoc struct {
 // and users, and those the jobs name. Each account comes before its users;
 // accounts and users are sorted by name. FairShareTree is pure.
 func FairShareTree(p cluster.Policy, jobs []*cluster.Job, now time.Time) []ShareAssoc {
-	t := fairShares(&p, jobs, now)
+	t := fairShares(&p, nil, jobs, now)
 	var out []ShareAssoc
 	for account, users := range t.accounts {
 		shares := int64(1)

@@ -72,7 +72,18 @@ type Priority struct {
 // Only a job's current incarnation counts towards usage (a requeue
 // clears the allocation). Priorities is pure and its order deterministic.
 func Priorities(p cluster.Policy, jobs []*cluster.Job, gpus int, now time.Time) []Priority {
-	fs := fairShares(&p, jobs, now)
+	return priorities(p, nil, jobs, gpus, now)
+}
+
+// PrioritiesWith is Priorities(p, append(archive, live...), gpus, now)
+// for h, the History of archive: the same priorities, bit for bit,
+// without reading archive's records again (see History). It is pure.
+func PrioritiesWith(p cluster.Policy, h *History, live []*cluster.Job, gpus int, now time.Time) []Priority {
+	return priorities(p, h, live, gpus, now)
+}
+
+func priorities(p cluster.Policy, h *History, jobs []*cluster.Job, gpus int, now time.Time) []Priority {
+	fs := fairShares(&p, h, jobs, now)
 	var maxQoS, maxPart int64
 	for _, q := range p.QoS {
 		maxQoS = max(maxQoS, q.Priority)
@@ -81,8 +92,21 @@ func Priorities(p cluster.Policy, jobs []*cluster.Job, gpus int, now time.Time) 
 		maxPart = max(maxPart, pt.Priority)
 	}
 	w := p.Weights
-	var out []Priority
-	for _, j := range jobs {
+	queue := jobs
+	if h != nil && len(h.pending) > 0 {
+		queue = append(slices.Clone(h.pending), jobs...)
+	}
+	n := 0
+	for _, j := range queue {
+		if j != nil && j.State == cluster.JobPending {
+			n++
+		}
+	}
+	var out []Priority // nil without pending jobs, as ever
+	if n > 0 {
+		out = make([]Priority, 0, n)
+	}
+	for _, j := range queue {
 		if j == nil || j.State != cluster.JobPending {
 			continue
 		}
@@ -175,8 +199,10 @@ type association struct {
 	factor float64 // F
 }
 
-// fairShares computes every association's usage, share and factor.
-func fairShares(p *cluster.Policy, jobs []*cluster.Job, now time.Time) shareTable {
+// fairShares computes every association's usage, share and factor from
+// the records of h's archive, then jobs: the same as from every record
+// in that order, h only saving the look-ups (see History).
+func fairShares(p *cluster.Policy, h *History, jobs []*cluster.Job, now time.Time) shareTable {
 	t := shareTable{accounts: make(map[string]map[string]*association)}
 	// Every association the policy lists, with or without jobs (sshare
 	// shows them; the sums below count them either way).
@@ -187,21 +213,52 @@ func fairShares(p *cluster.Policy, jobs []*cluster.Job, now time.Time) shareTabl
 		}
 		t.accounts[a.Name] = users
 	}
+	assoc := func(account, user string) *association {
+		users := t.accounts[account]
+		if users == nil {
+			users = make(map[string]*association)
+			t.accounts[account] = users
+		}
+		as := users[user]
+		if as == nil {
+			as = &association{}
+			users[user] = as
+		}
+		return as
+	}
 	var total float64
+	if h != nil {
+		// Each association's usage and the total, summed record by record
+		// in the archive's order as below.
+		var usage []float64
+		if f := h.undecayed; p.HalfLife <= 0 && f != nil && !now.Before(f.latest) {
+			usage, total = f.usage, f.total // the same sums, made once
+		} else {
+			usage = make([]float64, len(h.assocs))
+			for _, tm := range h.terms {
+				if tm.gpus == 0 {
+					continue
+				}
+				end := tm.end
+				if end.IsZero() {
+					end = now
+				}
+				u := float64(tm.gpus) * DecayedUsage(tm.start, end, now, p.HalfLife)
+				usage[tm.assoc] += u
+				total += u
+			}
+		}
+		for slot, s := range h.assocs {
+			if s.refs > 0 {
+				assoc(s.key.account, s.key.user).usage = usage[slot]
+			}
+		}
+	}
 	for _, j := range jobs {
 		if j == nil {
 			continue
 		}
-		users := t.accounts[j.Spec.Account]
-		if users == nil {
-			users = make(map[string]*association)
-			t.accounts[j.Spec.Account] = users
-		}
-		as := users[j.Spec.User]
-		if as == nil {
-			as = &association{}
-			users[j.Spec.User] = as
-		}
+		as := assoc(j.Spec.Account, j.Spec.User)
 		if j.Alloc == nil || j.StartTime.IsZero() {
 			continue
 		}

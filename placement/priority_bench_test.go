@@ -85,3 +85,109 @@ func benchQueue() (cluster.Policy, []*cluster.Job) {
 	}
 	return p, jobs
 }
+
+// BenchmarkPrioritiesWarm is BenchmarkPriorities as the leader's pass
+// computes it with the cache warm: the 100,000 finished jobs archived
+// and digested by an earlier pass (History), the 10,000 pending ones
+// live. Same priorities, bit for bit (TestHistoryIdentity).
+func BenchmarkPrioritiesWarm(b *testing.B) {
+	p, jobs := benchQueue()
+	archive, live := jobs[:len(jobs)-benchPending], jobs[len(jobs)-benchPending:]
+	h := NewHistory(nil, archive)
+	b.ReportAllocs()
+	for b.Loop() {
+		if ps := PrioritiesWith(p, NewHistory(h, archive), live, 80000, now); len(ps) != benchPending {
+			b.Fatalf("%d priorities; want %d", len(ps), benchPending)
+		}
+	}
+}
+
+// BenchmarkPrioritiesWarmNoDecay is BenchmarkPrioritiesWarm under a
+// policy without decay (half_life 0): the archive's usage is then the
+// same at every now after its last end, summed once in the History.
+func BenchmarkPrioritiesWarmNoDecay(b *testing.B) {
+	p, jobs := benchQueue()
+	p.HalfLife = 0
+	archive, live := jobs[:len(jobs)-benchPending], jobs[len(jobs)-benchPending:]
+	h := NewHistory(nil, archive)
+	b.ReportAllocs()
+	for b.Loop() {
+		if ps := PrioritiesWith(p, NewHistory(h, archive), live, 80000, now); len(ps) != benchPending {
+			b.Fatalf("%d priorities; want %d", len(ps), benchPending)
+		}
+	}
+}
+
+// BenchmarkQSSFInputsWarm is BenchmarkQSSFInputs with the cache warm:
+// predictions from the archive's History and the live jobs
+// (PredictorWith), then QSSFOrder over the 10,000 pending jobs.
+func BenchmarkQSSFInputsWarm(b *testing.B) {
+	p, jobs := benchQueue()
+	archive, live := jobs[:len(jobs)-benchPending], jobs[len(jobs)-benchPending:]
+	h := NewHistory(nil, archive)
+	prs := PrioritiesWith(p, h, live, 80000, now)
+	opts := Options{Order: PriorityOrder(prs), FairShare: make(map[cluster.JobID]float64, len(prs))}
+	for _, pr := range prs {
+		opts.FairShare[pr.Job] = pr.Factors.FairShare
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		pred := PredictorWith(NewHistory(h, archive), live)
+		opts.Estimates = make(map[cluster.JobID]time.Duration, len(live))
+		for _, j := range live {
+			opts.Estimates[j.ID] = pred.Predict(j.Spec.User, j.Spec.Request.TimeLimit)
+		}
+		if ids := QSSFOrder(live, now, opts); len(ids) != benchPending {
+			b.Fatalf("%d ordered; want %d", len(ids), benchPending)
+		}
+	}
+}
+
+// BenchmarkNewHistory is what a pass adds when the archive changed since
+// the last one: "cold" digests the 100,000 finished jobs from scratch
+// (the first pass of a leader, or after a restore); "archived" carries
+// an earlier History over after one archive command that moved 1,000
+// more finished jobs in and dropped the 1,000 oldest (the archive at its
+// ArchiveMax).
+func BenchmarkNewHistory(b *testing.B) {
+	_, jobs := benchQueue()
+	archive := jobs[:len(jobs)-benchPending]
+	b.Run("cold", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			NewHistory(nil, archive)
+		}
+	})
+	b.Run("archived", func(b *testing.B) {
+		const moved = 1000
+		prev := NewHistory(nil, archive[:len(archive)-moved])
+		next := archive[moved:]
+		b.ReportAllocs()
+		for b.Loop() {
+			NewHistory(prev, next)
+		}
+	})
+}
+
+// BenchmarkPredictor is the run-time predictor alone on benchQueue's
+// records: "records" builds it from every record (PredictorFrom, what
+// each qssf pass did: sort the 100,000 finished jobs by end), "history"
+// from the archive's History and the live jobs (PredictorWith, a pass
+// with the cache warm). Both give the same Predictor.
+func BenchmarkPredictor(b *testing.B) {
+	_, jobs := benchQueue()
+	archive, live := jobs[:len(jobs)-benchPending], jobs[len(jobs)-benchPending:]
+	b.Run("records", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			PredictorFrom(jobs)
+		}
+	})
+	b.Run("history", func(b *testing.B) {
+		h := NewHistory(nil, archive)
+		b.ReportAllocs()
+		for b.Loop() {
+			PredictorWith(NewHistory(h, archive), live)
+		}
+	})
+}
