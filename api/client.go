@@ -59,6 +59,18 @@ func IsConflict(err error) bool {
 	return errors.As(err, &se) && se.Code == http.StatusConflict
 }
 
+// IsStepBusy reports whether err refuses a step because other steps of
+// its job hold the GPUs or CPUs it asks for (the agent's 409 with
+// fsm.ErrStepBusy's words): it may start once one of them ends.
+func IsStepBusy(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Code == http.StatusConflict && strings.Contains(se.Message, StepBusyMessage)
+}
+
+// StepBusyMessage is fsm.ErrStepBusy's text, which an agent's refusal
+// of a busy step carries.
+const StepBusyMessage = "requested nodes are busy"
+
 // Identity is who a request acts for.
 type Identity struct {
 	User string

@@ -7,11 +7,12 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 )
 
-// Refusals of an Exclusive step that asks for more than its job holds,
-// with Slurm's words: it could never start, so srun does not wait.
+// Refusals of an Exclusive step that asks for more than its job holds
+// (GPUs, CPUs), with Slurm's words, which srun prints: it could never
+// start, so srun does not wait.
 var (
-	errStepGres = errors.New("Invalid generic resource (gres) specification")
-	errStepCPUs = errors.New("More processors requested than permitted")
+	ErrStepGres = errors.New("Invalid generic resource (gres) specification")
+	ErrStepCPUs = errors.New("More processors requested than permitted")
 )
 
 // stepHolds decides what an Exclusive step sp of job j holds on each of
@@ -57,14 +58,14 @@ func stepHolds(j *cluster.Job, sp cluster.StepSpec, at, tasks []int) (gpus, cpus
 			}
 		}
 		if ng > len(na.GPUs) {
-			return nil, nil, fmt.Errorf("%w: gpus: %d on node %.64q, the job holds %d there", errStepGres, ng, na.Node, len(na.GPUs))
+			return nil, nil, fmt.Errorf("%w: gpus: %d on node %.64q, the job holds %d there", ErrStepGres, ng, na.Node, len(na.GPUs))
 		}
 		nc := len(na.CPUs)
 		if (sp.Exact || sp.CPUsPerTask > 0) && nc > 0 {
 			nc = cpt * tasks[i]
 		}
 		if nc > len(na.CPUs) {
-			return nil, nil, fmt.Errorf("%w: cpus: %d on node %.64q, the job holds %d there", errStepCPUs, nc, na.Node, len(na.CPUs))
+			return nil, nil, fmt.Errorf("%w: cpus: %d on node %.64q, the job holds %d there", ErrStepCPUs, nc, na.Node, len(na.CPUs))
 		}
 		var ok bool
 		if gpus[i], ok = takeFree(na.GPUs, heldG[na.Node], ng); !ok {

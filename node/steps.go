@@ -83,6 +83,9 @@ func (a *Agent) leaderStartStep(ctx context.Context, id cluster.JobID, req api.S
 	cmd.Spec.Dealt = true // the step's tasks dealt over the job's CPUs, as Slurm's srun
 	if a.checkProtocol(ctx, fsm.CmdStartStep, fsm.Needs(fsm.CmdStartStep, cmd)) != nil {
 		cmd.Spec.Dealt = false // an older server would lay them out evenly
+		// and start every step at once, sharing the allocation (as
+		// --overlap): the step holds nothing of its own.
+		cmd.Spec.Exclusive, cmd.Spec.GPUs, cmd.Spec.Exact, cmd.Spec.CPUsPerTask = false, 0, false, 0
 	}
 	res, err := a.apply(ctx, fsm.CmdStartStep, cmd)
 	if err != nil {
@@ -91,6 +94,11 @@ func (a *Agent) leaderStartStep(ctx context.Context, id cluster.JobID, req api.S
 	if res.Err != nil {
 		if errors.Is(res.Err, fsm.ErrUnknownJob) {
 			return api.StepResponse{}, notFound(res.Err)
+		}
+		if errors.Is(res.Err, fsm.ErrStepBusy) {
+			// Other steps hold what it asks for: srun waits for one to
+			// end (api.IsStepBusy).
+			return api.StepResponse{}, conflict(res.Err)
 		}
 		return api.StepResponse{}, invalid(res.Err)
 	}

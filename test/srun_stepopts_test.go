@@ -78,15 +78,15 @@ echo "every node excluded: exit $?"`)
 
 // testStepSignal: srun --signal=USR2@4 in a job of 7 s (which has no
 // --signal of its own) traps USR2 before the job times out; a step
-// beside it without --signal gets none.
+// beside it (--overlap: both run at once) without --signal gets none.
 func testStepSignal(t *testing.T, c *localcluster.Cluster) {
 	a := c.Agents[0]
 	sh := newSlurmShims(t, a)
 	work := t.TempDir()
 	trap := `trap "date +%s.%N > $0-usr2-$SLURM_PROCID" USR2; i=0; while [ $i -lt 600 ]; do sleep 0.2; i=$((i+1)); done`
 	id := sh.sbatch("-N1", "--time=0:07", "--chdir", work, "-o", filepath.Join(work, "out"), "--wrap", `
-srun --signal=USR2@4 sh -c '`+trap+`' warned &
-srun sh -c '`+trap+`' plain &
+srun --overlap --signal=USR2@4 sh -c '`+trap+`' warned &
+srun --overlap sh -c '`+trap+`' plain &
 wait`)
 	j := waitJob(t, a, id, 60*time.Second)
 	if j.State != "TIMEOUT" {
@@ -126,9 +126,9 @@ func testStepNoKill(t *testing.T, c *localcluster.Cluster) {
 	// and says so.
 	task := `touch "$0-ready-$SLURM_PROCID"; i=0; while [ ! -e poke ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i+1)); done; echo poked > "$0-poked-$SLURM_PROCID"`
 	id := sh.sbatch("-N2", "-w", c.Agents[first].Name+","+c.Agents[second].Name, "--no-kill", "--chdir", work, "-o", out, "--wrap", `
-srun -J nokill --no-kill sh -c '`+task+`' nokill &
+srun -J nokill --overlap --no-kill sh -c '`+task+`' nokill &
 nokill=$!
-srun -J kill sh -c '`+task+`' kill &
+srun -J kill --overlap sh -c '`+task+`' kill &
 kill=$!
 wait $nokill
 echo "nokill srun exit $?"
