@@ -206,7 +206,8 @@ echo script done`)
 // TestStepSignalOlderCluster: while a server speaks a protocol older
 // than a step's own --signal (5; a rolling upgrade), a step with it is
 // refused with the 409 that names the protocol, since an older replica
-// would drop the signal; a step without it still starts.
+// would drop the signal; a step without it still starts, and steps share
+// the allocation (none holds its CPUs and GPUs or waits for another's).
 func TestStepSignalOlderCluster(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3})
 	a := c.Agents[0]
@@ -235,5 +236,23 @@ func TestStepSignalOlderCluster(t *testing.T) {
 	})
 	if r := sh.run("srun", "--jobid", fmt.Sprint(id), "--chdir", work, "true"); r.code != 0 {
 		t.Errorf("srun --jobid %d true (no --signal): exit %d %s", id, r.code, r.stderr)
+	}
+
+	// Steps share the allocation while a server speaks 4, as before
+	// protocol 5 (which lets a step hold its CPUs and GPUs): two steps
+	// that each wait (at most 120 s) for the other run at once, and srun
+	// says nothing of waiting.
+	out := filepath.Join(work, "shared.out")
+	wait := `touch $0; i=0; while [ ! -e $1 ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i+1)); done; [ -e $1 ] && echo "$0 saw $1"`
+	id = sh.sbatch("-N1", "-w", a.Name, "--chdir", work, "-o", out, "--wrap", `
+srun -n1 sh -c '`+wait+`' one two &
+srun -n1 sh -c '`+wait+`' two one &
+wait`)
+	if j := waitJob(t, a, id, 180*time.Second); j.State != "COMPLETED" {
+		t.Errorf("job %d = %s; want COMPLETED", id, j.State)
+	}
+	data, _ := os.ReadFile(out)
+	if !strings.Contains(string(data), "one saw two") || !strings.Contains(string(data), "two saw one") || strings.Contains(string(data), "step creation") {
+		t.Errorf("two steps with a server at protocol 4: want them run at once, sharing, with no wait:\n%s", data)
 	}
 }
