@@ -410,8 +410,11 @@ func endStep(st *cluster.Step, at time.Time) {
 // released has no live tasks (the agent stops every task of the job on a
 // node before it reports, and a node declared down has fenced itself), so
 // it is lost; a step whose last live node that was ends, and an elastic
-// batch job's step that lost one is cancelled (unless srun --no-kill). Steps never hold
-// GPUs of their own: the job's NodeAllocs hold them (DESIGN invariant 1).
+// batch job's step that lost one is cancelled (unless srun --no-kill). The
+// job's NodeAllocs hold its GPUs and CPUs in the cluster (DESIGN
+// invariant 1); an Exclusive step's live nodes hold some of those within
+// the job (StepNode.GPUs and CPUs), no two the same (validateSteps), and
+// free them as they stop being live.
 func settleSteps(j *cluster.Job, at time.Time) {
 	for k := range j.Steps {
 		st := &j.Steps[k]
