@@ -11,7 +11,9 @@ import (
 // (GPUs, CPUs), with Slurm's words, which srun prints: it could never
 // start, so srun does not wait.
 var (
+	//lint:ignore ST1005 Slurm's srun prints these words, and scripts match them
 	ErrStepGres = errors.New("Invalid generic resource (gres) specification")
+	//lint:ignore ST1005 Slurm's srun prints these words, and scripts match them
 	ErrStepCPUs = errors.New("More processors requested than permitted")
 )
 
