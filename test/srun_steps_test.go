@@ -104,6 +104,22 @@ echo script done`)
 	if most > 4 || ended != 8 || overlapped != 6 {
 		t.Errorf("at most %d steps ran at once (want 4 or fewer), %d of 8 ended, %d of 6 --overlap steps ran\nlog:\n%s", most, ended, overlapped, logData)
 	}
+	// The job's record says what each step held: steps 0-7 a GPU and a
+	// CPU each, the --overlap steps 8-13 nothing.
+	if len(j.Steps) != 15 {
+		t.Fatalf("job %d has %d steps; want 15 (8 holding, 6 --overlap, the one -I waited for)", id, len(j.Steps))
+	}
+	for _, st := range j.Steps[:14] {
+		nt := st.NodeTasks[0]
+		want := 0
+		if st.ID < 8 {
+			want = 1
+		}
+		if len(nt.GPUs) != want || (want == 1) != (nt.CPUs != "" && !strings.ContainsAny(nt.CPUs, ",-")) {
+			t.Errorf("step %d.%d held GPUs %v CPUs %q; want %d of each", id, st.ID, nt.GPUs, nt.CPUs, want)
+		}
+	}
+
 	// Slurm's refusals: more GPUs than the job holds, at once; and
 	// --immediate while another step holds every GPU.
 	for _, want := range []string{
