@@ -153,6 +153,9 @@ type StepSpec struct {
 	// divide). 0: GPUsPerTask's, or else every GPU the job holds on
 	// each of its nodes, as Slurm gives a step that asks for none.
 	GPUs int `msgpack:"gpus,omitempty" json:"gpus,omitempty"`
+	// GPUsPerNode is srun's --gpus-per-node or --gres=gpu:N for an
+	// Exclusive step: its GPUs on each of its nodes (0: as GPUs says).
+	GPUsPerNode int `msgpack:"gpus_per_node,omitempty" json:"gpus_per_node,omitempty"`
 	// Exact is srun's --exact (or -c, which implies it): an Exclusive
 	// step holds only the CPUs its tasks ask for (CPUsPerTask each) on
 	// its nodes, not all the job's CPUs there.

@@ -51,7 +51,7 @@ import (
 //	preempted job=J                          the job's preemption and signals
 //	reasons J=REASON ...                     SetReasons
 //	step job=J [nodes=N] [tpn=T] [n=NTASKS] [gpt=G] [cmd=(a,b)] [on=(n1,n2)] [inc=I]
-//	     [excl=yes] [gpus=G] [exact=yes] [c=C]
+//	     [excl=yes] [gpus=G] [gpn=G] [exact=yes] [c=C]
 //	                                         StartStep (cmd defaults to hostname;
 //	                                         excl: Exclusive, holding --gpus, --exact, -c)
 //	holds job=J                              what the job's live step nodes hold
@@ -359,7 +359,7 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 				sp.Exact = a.Vals[0] == "yes"
 			}
 		}
-		sp.GPUs, sp.CPUsPerTask = intArg("gpus", 0), intArg("c", 0)
+		sp.GPUs, sp.GPUsPerNode, sp.CPUsPerTask = intArg("gpus", 0), intArg("gpn", 0), intArg("c", 0)
 		r := h.apply(t, CmdStartStep, StartStep{Job: id, Incarnation: incArg(id), Spec: sp})
 		if r.Err != nil {
 			return resultString(r)

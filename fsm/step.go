@@ -250,8 +250,10 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job, stored bool) (cluster.StepSpe
 		return sp, fmt.Errorf("gpus %d: want 0 to %d", sp.GPUs, cluster.MaxTasksPerNode*nodes)
 	case sp.CPUsPerTask < 0 || sp.CPUsPerTask > cluster.MaxTasksPerNode:
 		return sp, fmt.Errorf("cpus_per_task %d: want 0 to %d", sp.CPUsPerTask, cluster.MaxTasksPerNode)
-	case !sp.Exclusive && (sp.GPUs != 0 || sp.Exact || sp.CPUsPerTask != 0):
-		return sp, fmt.Errorf("gpus, exact and cpus_per_task: only for an exclusive step")
+	case sp.GPUsPerNode < 0 || sp.GPUsPerNode > cluster.MaxTasksPerNode:
+		return sp, fmt.Errorf("gpus_per_node %d: want 0 to %d", sp.GPUsPerNode, cluster.MaxTasksPerNode)
+	case !sp.Exclusive && (sp.GPUs != 0 || sp.GPUsPerNode != 0 || sp.Exact || sp.CPUsPerTask != 0):
+		return sp, fmt.Errorf("gpus, gpus_per_node, exact and cpus_per_task: only for an exclusive step")
 	}
 	// Each node holds GPUsPerNode GPUs for the job (Allocate checks it);
 	// comparing GPUsPerTask first keeps the product from overflowing.

@@ -22,7 +22,7 @@ var (
 // at[i], and takes there the lowest GPUs (of the job's NodeAlloc.GPUs)
 // and CPUs (of its NodeAlloc.CPUs) that no live Exclusive step of j
 // holds. It needs, per node, GPUsPerTask per task, or its share of
-// sp.GPUs, or else every GPU the job holds there (Slurm gives a step that
+// sp.GPUs, or GPUsPerNode, or else every GPU the job holds there (Slurm gives a step that
 // asks for none all of the job's); and, with Exact or CPUsPerTask, CPUsPerTask (the
 // step's, else the job's, else 1) per task, or else every CPU the job
 // holds there. A node whose allocation records no CPUs (made before CPUs
@@ -58,6 +58,8 @@ func stepHolds(j *cluster.Job, sp cluster.StepSpec, at, tasks []int) (gpus, cpus
 			if i < sp.GPUs%n {
 				ng++
 			}
+		case sp.GPUsPerNode > 0:
+			ng = sp.GPUsPerNode
 		}
 		if ng > len(na.GPUs) {
 			return nil, nil, fmt.Errorf("%w: gpus: %d on node %.64q, the job holds %d there", ErrStepGres, ng, na.Node, len(na.GPUs))

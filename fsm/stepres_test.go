@@ -42,6 +42,8 @@ func TestStepHolds(t *testing.T) {
 			sp: cluster.StepSpec{}, at: []int{0}, tasks: []int{1}, gpus: [][]int{{2, 3}}, cpus: [][]int{{4, 5, 6, 7}}},
 		{name: "the job's -c, or the step's", j: job(2), sp: cluster.StepSpec{GPUsPerTask: 1, CPUsPerTask: 1}, at: []int{1}, tasks: []int{2},
 			gpus: [][]int{{0, 1}}, cpus: [][]int{{0, 1}}},
+		{name: "--gres=gpu:1 on each node", j: job(0), sp: cluster.StepSpec{GPUsPerNode: 1, Exact: true}, at: []int{0, 1}, tasks: []int{1, 1},
+			gpus: [][]int{{2}, {0}}, cpus: [][]int{{4}, {0}}},
 		{name: "busy GPU", j: job(0, holding(cluster.TaskAssigned, "n2", []int{0, 1}, nil)), sp: cluster.StepSpec{GPUs: 1, Exact: true},
 			at: []int{1}, tasks: []int{1}, err: ErrStepBusy},
 		{name: "busy CPUs without --exact", j: job(0, holding(cluster.TaskRunning, "n1", nil, []int{7})), sp: cluster.StepSpec{},

@@ -117,7 +117,8 @@ import (
 //	   ranks out by the request and refuse the CPUs the decision holds.
 //	   fields: a step that holds its GPUs and CPUs, as Slurm 20.11+'s
 //	   steps without --overlap (StartStep.Spec.Exclusive, with srun's
-//	   --gpus, --exact and -c as Spec.GPUs, Exact and CPUsPerTask; the
+//	   --gpus, --gpus-per-node, --exact and -c as Spec.GPUs,
+//	   GPUsPerNode, Exact and CPUsPerTask; the
 //	   FSM records what it holds as cluster.StepNode.GPUs and CPUs and
 //	   refuses it, ErrStepBusy, while other steps hold them). An older
 //	   replica would drop them and start every step at once, sharing the
@@ -354,12 +355,12 @@ var fields = []field{
 		c, ok := body.(StartStep)
 		return ok && c.Spec.Dealt
 	}},
-	// An older replica would drop Exclusive (and GPUs, Exact,
-	// CPUsPerTask): it would start the step beside the others where the
+	// An older replica would drop Exclusive (and GPUs, GPUsPerNode,
+	// Exact, CPUsPerTask): it would start the step beside the others where the
 	// others make it wait, and its record of the step would hold nothing.
-	{name: "StartStep.Spec.Exclusive/GPUs/Exact/CPUsPerTask", since: 5, uses: func(body any) bool {
+	{name: "StartStep.Spec.Exclusive/GPUs/GPUsPerNode/Exact/CPUsPerTask", since: 5, uses: func(body any) bool {
 		c, ok := body.(StartStep)
-		return ok && (c.Spec.Exclusive || c.Spec.GPUs != 0 || c.Spec.Exact || c.Spec.CPUsPerTask != 0)
+		return ok && (c.Spec.Exclusive || c.Spec.GPUs != 0 || c.Spec.GPUsPerNode != 0 || c.Spec.Exact || c.Spec.CPUsPerTask != 0)
 	}},
 	// An older replica would drop Pack and lay the ranks out evenly.
 	{name: "SubmitJob.Spec.Request.Pack", since: 4, uses: func(body any) bool {

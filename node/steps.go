@@ -85,7 +85,7 @@ func (a *Agent) leaderStartStep(ctx context.Context, id cluster.JobID, req api.S
 		cmd.Spec.Dealt = false // an older server would lay them out evenly
 		// and start every step at once, sharing the allocation (as
 		// --overlap): the step holds nothing of its own.
-		cmd.Spec.Exclusive, cmd.Spec.GPUs, cmd.Spec.Exact, cmd.Spec.CPUsPerTask = false, 0, false, 0
+		cmd.Spec.Exclusive, cmd.Spec.GPUs, cmd.Spec.GPUsPerNode, cmd.Spec.Exact, cmd.Spec.CPUsPerTask = false, 0, 0, false, 0
 	}
 	res, err := a.apply(ctx, fsm.CmdStartStep, cmd)
 	if err != nil {

@@ -182,13 +182,17 @@ func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err 
 		spec.NTasksPerGPU = opts.NTasksPerGPU
 	}
 	if !opts.Overlap {
-		// Slurm 20.11+'s step: it holds its GPUs (--gpus, else
-		// --gpus-per-task's, else all the job's) and CPUs (with --exact,
+		// Slurm 20.11+'s step: it holds its GPUs (--gpus-per-task's,
+		// --gpus, --gpus-per-node or --gres=gpu:N, else all the job's) and CPUs (with --exact,
 		// -c or a step's --exclusive, which imply it, its tasks'; else
 		// all the job's) on its nodes, and waits for them.
 		spec.Exclusive = true
-		if opts.Set["gpus"] && opts.GPUsPerTask == 0 {
+		switch {
+		case opts.GPUsPerTask > 0:
+		case opts.Set["gpus"]:
 			spec.GPUs = opts.GPUs
+		case opts.GPUsPerNode > 0: // --gpus-per-node, --gres=gpu:N
+			spec.GPUsPerNode = opts.GPUsPerNode
 		}
 		spec.Exact = opts.Exact || opts.Set["cpus-per-task"] || opts.Set["exclusive"]
 		if opts.Set["cpus-per-task"] {

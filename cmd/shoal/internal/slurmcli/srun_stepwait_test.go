@@ -24,6 +24,8 @@ func TestStepSpecHolds(t *testing.T) {
 		{[]string{"--overlap", "-n1", "--gpus=1", "--exact", "-c2"}, cluster.StepSpec{}},
 		{[]string{"-n1", "--gpus=1", "--exact"}, cluster.StepSpec{Exclusive: true, GPUs: 1, Exact: true}},
 		{[]string{"-n1", "-c2"}, cluster.StepSpec{Exclusive: true, Exact: true, CPUsPerTask: 2}},
+		{[]string{"-n1", "--gres=gpu:1"}, cluster.StepSpec{Exclusive: true, GPUsPerNode: 1}},
+		{[]string{"-n1", "--gpus-per-node=2"}, cluster.StepSpec{Exclusive: true, GPUsPerNode: 2}},
 		{[]string{"-n1", "--exclusive"}, cluster.StepSpec{Exclusive: true, Exact: true}},
 		// --gpus-per-task sizes the step's GPUs by its tasks.
 		{[]string{"-n2", "--gpus-per-task=1"}, cluster.StepSpec{Exclusive: true}},
@@ -36,7 +38,7 @@ func TestStepSpecHolds(t *testing.T) {
 		if err != nil {
 			t.Fatalf("stepSpec(%v): %v", tc.args, err)
 		}
-		got := cluster.StepSpec{Exclusive: sp.Exclusive, GPUs: sp.GPUs, Exact: sp.Exact, CPUsPerTask: sp.CPUsPerTask}
+		got := cluster.StepSpec{Exclusive: sp.Exclusive, GPUs: sp.GPUs, GPUsPerNode: sp.GPUsPerNode, Exact: sp.Exact, CPUsPerTask: sp.CPUsPerTask}
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("srun %v: exclusive %v gpus %d exact %v c %d; want %+v", tc.args, got.Exclusive, got.GPUs, got.Exact, got.CPUsPerTask, tc.want)
 		}
