@@ -59,6 +59,26 @@ func IsConflict(err error) bool {
 	return errors.As(err, &se) && se.Code == http.StatusConflict
 }
 
+// IsStepBusy reports whether err refuses a step because other steps of
+// its job hold the GPUs or CPUs it asks for (the agent's 409 with
+// fsm.ErrStepBusy's words): it may start once one of them ends.
+func IsStepBusy(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Code == http.StatusConflict && strings.Contains(se.Message, StepBusyMessage)
+}
+
+// StepBusyMessage is fsm.ErrStepBusy's text, which an agent's refusal
+// of a busy step carries.
+const StepBusyMessage = "requested nodes are busy"
+
+// StepTooLargeMessages are fsm.ErrStepGres's and fsm.ErrStepCPUs's texts
+// (Slurm's words), which an agent's refusal of a step asking for more
+// GPUs or CPUs than its job holds carries: srun prints them as Slurm's.
+var StepTooLargeMessages = []string{
+	"Invalid generic resource (gres) specification",
+	"More processors requested than permitted",
+}
+
 // Identity is who a request acts for.
 type Identity struct {
 	User string

@@ -163,6 +163,11 @@ type StepNodeTasks struct {
 	Ranks    []int  `json:"ranks"`
 	State    string `json:"state"` // cluster.TaskState
 	ExitCode int    `json:"exit_code"`
+	// GPUs and CPUs are what a step that holds them (srun without
+	// --overlap) holds of the job's on the node: GPU indices, and CPU
+	// positions as a list ("0-3"); empty for a shared step.
+	GPUs []int  `json:"gpus,omitempty"`
+	CPUs string `json:"cpus,omitempty"`
 }
 
 // Task is one node's share of a running or finished job.

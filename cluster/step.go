@@ -141,6 +141,27 @@ type StepSpec struct {
 	// bundle the step's tasks run in (see Spec.Container); empty: none,
 	// the tasks run on the node as any step's.
 	Container string `msgpack:"container,omitempty" json:"container,omitempty"`
+	// Exclusive is Slurm 20.11+'s default for a step (srun without
+	// --overlap): while its tasks run on a node the step holds GPUs and
+	// CPUs of the job's there for itself (StepNode.GPUs and CPUs), and
+	// it starts only once they are free of the job's other Exclusive
+	// steps. Protocol 5: the leader clears it while a server speaks 4,
+	// and the step then shares the allocation, as with --overlap.
+	Exclusive bool `msgpack:"exclusive,omitempty" json:"exclusive,omitempty"`
+	// GPUs is srun's --gpus for an Exclusive step: its GPUs in all,
+	// spread over its nodes (the first nodes one more where they do not
+	// divide). 0: GPUsPerTask's, or else every GPU the job holds on
+	// each of its nodes, as Slurm gives a step that asks for none.
+	GPUs int `msgpack:"gpus,omitempty" json:"gpus,omitempty"`
+	// GPUsPerNode is srun's --gpus-per-node or --gres=gpu:N for an
+	// Exclusive step: its GPUs on each of its nodes (0: as GPUs says).
+	GPUsPerNode int `msgpack:"gpus_per_node,omitempty" json:"gpus_per_node,omitempty"`
+	// Exact is srun's --exact (or -c, which implies it): an Exclusive
+	// step holds only the CPUs its tasks ask for (CPUsPerTask each) on
+	// its nodes, not all the job's CPUs there.
+	Exact bool `msgpack:"exact,omitempty" json:"exact,omitempty"`
+	// CPUsPerTask is srun's -c for the step (0: the job's).
+	CPUsPerTask int `msgpack:"cpus_per_task,omitempty" json:"cpus_per_task,omitempty"`
 }
 
 // InBlocks says the step's ranks run in blocks (-m block, or the
@@ -246,6 +267,13 @@ type StepNode struct {
 	Usage *Usage `msgpack:"usage,omitempty" json:"usage,omitempty"`
 	// OOM says the node's tasks ended with an OOM kill (cause "oom").
 	OOM bool `msgpack:"oom,omitempty" json:"oom,omitempty"`
+	// GPUs and CPUs are what an Exclusive step holds on the node while
+	// its tasks there are live: GPU indices from the job's
+	// NodeAlloc.GPUs and CPU positions from its NodeAlloc.CPUs, in
+	// the job's order, which no other live Exclusive step of the job holds
+	// (the FSM sets and checks them). Empty for a shared step.
+	GPUs []int `msgpack:"gpus,omitempty" json:"gpus,omitempty"`
+	CPUs []int `msgpack:"cpus,omitempty" json:"cpus,omitempty"`
 }
 
 // Step is one srun inside a job incarnation. IDs count from 0 in each

@@ -46,8 +46,12 @@
 //     requeue forgets them. A step runs on the allocation's first
 //     Spec.Nodes nodes in rank order (or the nodes Spec.NodeList names,
 //     kept in that order; srun -n spreads Spec.NTasks over them in
-//     blocks) and holds no GPUs of its own: the
-//     job's NodeAllocs hold them. A step's State is the node's order:
+//     blocks). The job's NodeAllocs hold its GPUs and CPUs; an Exclusive
+//     step (srun without --overlap, protocol 5) holds some of those on
+//     each of its nodes while its tasks there are live (StepNode.GPUs
+//     and CPUs, chosen by stepHolds), no GPU or CPU held by two live
+//     step nodes, and StartStep refuses it with ErrStepBusy while they
+//     are held. A shared step holds nothing. A step's State is the node's order:
 //     RUNNING means run it; anything else means stop it (or it ended).
 //     CancelStep, and the job leaving RUNNING, set CANCELLED at once while
 //     the step's nodes stay live until they report (StepExited) or their

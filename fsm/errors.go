@@ -16,6 +16,10 @@ var (
 	ErrUnknownStep = errors.New("unknown step")
 	// ErrStepFinished: the step was already cancelled or has ended.
 	ErrStepFinished = errors.New("step already finished")
+	// ErrStepBusy refuses an Exclusive step whose GPUs or CPUs other
+	// steps of the job hold now: it may start once one ends (Slurm's
+	// ESLURM_NODES_BUSY for a step).
+	ErrStepBusy = errors.New("requested nodes are busy")
 	// ErrWrongState: the job is not in a state the command applies to
 	// (holding a running job, requeueing a pending one).
 	ErrWrongState = errors.New("job not in a state for this")

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -40,7 +41,7 @@ func TestPackedJobSteps(t *testing.T) {
 		for _, n := range st.Nodes {
 			got = append(got, cluster.StepNode{Node: n.Node, FirstRank: n.FirstRank, Tasks: n.Tasks})
 		}
-		if !slices.Equal(got, tc.want) || !slices.Equal(st.Spec.Caps, tc.caps) {
+		if !reflect.DeepEqual(got, tc.want) || !slices.Equal(st.Spec.Caps, tc.caps) {
 			t.Errorf("srun -n %d: nodes %+v caps %v; want %+v caps %v", tc.ntasks, got, st.Spec.Caps, tc.want, tc.caps)
 		}
 		for i, n := range st.Nodes {

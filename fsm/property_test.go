@@ -223,6 +223,14 @@ func (m *model) actions() map[string]func(*rapid.T) {
 				c.Spec.Nodes = rapid.IntRange(0, len(j.Alloc.Nodes)).Draw(t, "fitting nodes")
 				c.Spec.GPUsPerTask = rapid.IntRange(0, min(1, j.Spec.Request.GPUsPerNode)).Draw(t, "fitting gpus")
 			}
+			if rapid.Bool().Draw(t, "exclusive") {
+				// A step that holds its GPUs and CPUs (not --overlap).
+				c.Spec.Exclusive = true
+				c.Spec.Exact = rapid.Bool().Draw(t, "exact")
+				if c.Spec.GPUsPerTask == 0 {
+					c.Spec.GPUs = rapid.IntRange(0, 3).Draw(t, "step gpus")
+				}
+			}
 			m.apply(t, CmdStartStep, c)
 		},
 		"stepExited": func(t *rapid.T) {
@@ -497,6 +505,35 @@ func (m *model) checkSteps(t *rapid.T, j, prev *cluster.Job) {
 	}
 	if len(j.Steps) > len(before) && (prev == nil || prev.State != cluster.JobRunning || prev.Incarnation != j.Incarnation) {
 		t.Fatalf("job %d started a step while it was not RUNNING (was %v)", j.ID, prev)
+	}
+	// DESIGN invariant 1 inside a job: no GPU or CPU of the job held by
+	// two live nodes of Exclusive steps, and only the job's.
+	held := map[string]int{}
+	for k, st := range j.Steps {
+		for _, sn := range st.Nodes {
+			if !taskLive(sn.State) {
+				continue
+			}
+			if !st.Spec.Exclusive && (len(sn.GPUs) > 0 || len(sn.CPUs) > 0) {
+				t.Fatalf("job %d shared step %d holds %+v", j.ID, k, sn)
+			}
+			ai := j.Alloc.Find(sn.Node)
+			for _, g := range sn.GPUs {
+				if ai < 0 || !slices.Contains(j.Alloc.Nodes[ai].GPUs, g) {
+					t.Fatalf("job %d step %d holds GPU %d on %s, not the job's", j.ID, k, g, sn.Node)
+				}
+				key := fmt.Sprintf("gpu %s %d", sn.Node, g)
+				if held[key]++; held[key] > 1 {
+					t.Fatalf("job %d: %s held by two running steps (step %d)", j.ID, key, k)
+				}
+			}
+			for _, c := range sn.CPUs {
+				key := fmt.Sprintf("cpu %s %d", sn.Node, c)
+				if held[key]++; held[key] > 1 {
+					t.Fatalf("job %d: %s held by two running steps (step %d)", j.ID, key, k)
+				}
+			}
+		}
 	}
 	for k, st := range j.Steps {
 		if st.ID != k || st.Incarnation != j.Incarnation {

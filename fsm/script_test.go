@@ -51,7 +51,10 @@ import (
 //	preempted job=J                          the job's preemption and signals
 //	reasons J=REASON ...                     SetReasons
 //	step job=J [nodes=N] [tpn=T] [n=NTASKS] [gpt=G] [cmd=(a,b)] [on=(n1,n2)] [inc=I]
-//	                                         StartStep (cmd defaults to hostname)
+//	     [excl=yes] [gpus=G] [gpn=G] [exact=yes] [c=C]
+//	                                         StartStep (cmd defaults to hostname;
+//	                                         excl: Exclusive, holding --gpus, --exact, -c)
+//	holds job=J                              what the job's live step nodes hold
 //	step-exited job=J step=S node=N [code=C] [cause=X] [inc=I]
 //	cancel-step job=J step=S                 CancelStep
 //	raw hex=BYTES                            an arbitrary entry
@@ -350,13 +353,33 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 				sp.NodeList = a.Vals
 			case "nokill":
 				sp.NoKill = a.Vals[0] == "yes"
+			case "excl":
+				sp.Exclusive = a.Vals[0] == "yes"
+			case "exact":
+				sp.Exact = a.Vals[0] == "yes"
 			}
 		}
+		sp.GPUs, sp.GPUsPerNode, sp.CPUsPerTask = intArg("gpus", 0), intArg("gpn", 0), intArg("c", 0)
 		r := h.apply(t, CmdStartStep, StartStep{Job: id, Incarnation: incArg(id), Spec: sp})
 		if r.Err != nil {
 			return resultString(r)
 		}
 		return fmt.Sprintf("step %d.%d\n", id, r.StepID)
+	case "holds":
+		// What each step of the job holds on its nodes, live ones only.
+		j, ok := h.s.View().Job(jobArg())
+		if !ok {
+			d.Fatalf(t, "holds: no job %d", jobArg())
+		}
+		var b strings.Builder
+		for _, st := range j.Steps {
+			for _, sn := range st.Nodes {
+				if taskLive(sn.State) && (len(sn.GPUs) > 0 || len(sn.CPUs) > 0) {
+					fmt.Fprintf(&b, "step %d %s: gpus %v cpus %s\n", st.ID, sn.Node, sn.GPUs, orDash(cluster.CPUList(sn.CPUs)))
+				}
+			}
+		}
+		return orDash(b.String())
 	case "step-exited":
 		id := jobArg()
 		return resultString(h.apply(t, CmdStepExited, StepExited{

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -40,7 +41,9 @@ func (s *State) startStep(index uint64, c StartStep) Result {
 		Nodes:       make([]cluster.StepNode, sp.Nodes),
 		StartTime:   c.Time,
 	}
-	for i, ai := range stepAllocNodes(sp, old) {
+	at := stepAllocNodes(sp, old)
+	counts := make([]int, len(at))
+	for i, ai := range at {
 		na := old.Alloc.Nodes[ai]
 		if na.Released {
 			// Its tasks are dead and its GPUs may already be another job's.
@@ -48,7 +51,20 @@ func (s *State) startStep(index uint64, c StartStep) Result {
 				what, ErrInvalid, na.Node, i, na.State)}
 		}
 		tasks, first := sp.Tasks(i)
+		counts[i] = tasks
 		st.Nodes[i] = cluster.StepNode{Node: na.Node, FirstRank: first, Tasks: tasks, State: cluster.TaskAssigned}
+	}
+	if sp.Exclusive {
+		gpus, cpus, err := stepHolds(old, sp, at, counts)
+		switch {
+		case errors.Is(err, ErrStepBusy):
+			return Result{Err: fmt.Errorf("%s: %w", what, err)}
+		case err != nil:
+			return Result{Err: fmt.Errorf("%s: %w: %w", what, ErrInvalid, err)}
+		}
+		for i := range st.Nodes {
+			st.Nodes[i].GPUs, st.Nodes[i].CPUs = gpus[i], cpus[i]
+		}
 	}
 	j := *old // shares everything but Steps, which append copies (cap == len)
 	j.Steps = append(old.Steps[:len(old.Steps):len(old.Steps)], st)
@@ -229,6 +245,16 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job, stored bool) (cluster.StepSpe
 		return sp, fmt.Errorf("tasks_per_node %d: want 0 (the job's %d) or 1 to %d",
 			sp.TasksPerNode, j.Spec.Request.TasksPerNode, cluster.MaxTasksPerNode)
 	}
+	switch {
+	case sp.GPUs < 0 || sp.GPUs > cluster.MaxTasksPerNode*nodes:
+		return sp, fmt.Errorf("gpus %d: want 0 to %d", sp.GPUs, cluster.MaxTasksPerNode*nodes)
+	case sp.CPUsPerTask < 0 || sp.CPUsPerTask > cluster.MaxTasksPerNode:
+		return sp, fmt.Errorf("cpus_per_task %d: want 0 to %d", sp.CPUsPerTask, cluster.MaxTasksPerNode)
+	case sp.GPUsPerNode < 0 || sp.GPUsPerNode > cluster.MaxTasksPerNode:
+		return sp, fmt.Errorf("gpus_per_node %d: want 0 to %d", sp.GPUsPerNode, cluster.MaxTasksPerNode)
+	case !sp.Exclusive && (sp.GPUs != 0 || sp.GPUsPerNode != 0 || sp.Exact || sp.CPUsPerTask != 0):
+		return sp, fmt.Errorf("gpus, gpus_per_node, exact and cpus_per_task: only for an exclusive step")
+	}
 	// Each node holds GPUsPerNode GPUs for the job (Allocate checks it);
 	// comparing GPUsPerTask first keeps the product from overflowing.
 	gpus := j.Spec.Request.GPUsPerNode
@@ -386,8 +412,11 @@ func endStep(st *cluster.Step, at time.Time) {
 // released has no live tasks (the agent stops every task of the job on a
 // node before it reports, and a node declared down has fenced itself), so
 // it is lost; a step whose last live node that was ends, and an elastic
-// batch job's step that lost one is cancelled (unless srun --no-kill). Steps never hold
-// GPUs of their own: the job's NodeAllocs hold them (DESIGN invariant 1).
+// batch job's step that lost one is cancelled (unless srun --no-kill). The
+// job's NodeAllocs hold its GPUs and CPUs in the cluster (DESIGN
+// invariant 1); an Exclusive step's live nodes hold some of those within
+// the job (StepNode.GPUs and CPUs), no two the same (validateSteps), and
+// free them as they stop being live.
 func settleSteps(j *cluster.Job, at time.Time) {
 	for k := range j.Steps {
 		st := &j.Steps[k]
@@ -430,6 +459,9 @@ func validateSteps(j *cluster.Job) error {
 	if j.Alloc == nil || j.State == cluster.JobPending {
 		return fmt.Errorf("job %d: steps in a %s job without a running incarnation", j.ID, j.State)
 	}
+	// What the live nodes of Exclusive steps hold: no GPU or CPU twice
+	// (DESIGN invariant 1 inside a job), each one the job's.
+	held := map[string]int{}
 	for k := range j.Steps {
 		st := &j.Steps[k]
 		what := fmt.Sprintf("job %d: steps[%d]", j.ID, k)
@@ -476,9 +508,17 @@ func validateSteps(j *cluster.Job) error {
 			case sn.Tasks != tasks || sn.FirstRank != first:
 				return fmt.Errorf("%s: nodes[%d]: tasks %d from rank %d, want %d from rank %d",
 					what, i, sn.Tasks, sn.FirstRank, tasks, first)
+			case !st.Spec.Exclusive && (len(sn.GPUs) > 0 || len(sn.CPUs) > 0):
+				return fmt.Errorf("%s: nodes[%d]: holds gpus %v and cpus %v in a shared step", what, i, sn.GPUs, sn.CPUs)
 			case taskLive(sn.State):
 				if na.Released {
 					return fmt.Errorf("%s: nodes[%d]: %s on a released node", what, i, sn.State)
+				}
+				if err := holdOnce(held, "gpu", sn.Node, sn.GPUs, na.GPUs); err != nil {
+					return fmt.Errorf("%s: nodes[%d]: %w", what, i, err)
+				}
+				if err := holdOnce(held, "cpu", sn.Node, sn.CPUs, na.CPUs); err != nil {
+					return fmt.Errorf("%s: nodes[%d]: %w", what, i, err)
 				}
 				live++
 			case sn.State != cluster.TaskExited && sn.State != cluster.TaskLost:
@@ -507,6 +547,24 @@ func validateSteps(j *cluster.Job) error {
 		default:
 			return fmt.Errorf("%s: state %.32q: want a known step state", what, st.State)
 		}
+	}
+	return nil
+}
+
+// holdOnce records that a live step node on node holds ids of kind
+// ("gpu" or "cpu"), each of which must be in the job's (of) and held
+// by no other live step node (held counts them, keyed by kind, node and
+// id).
+func holdOnce(held map[string]int, kind, node string, ids, of []int) error {
+	for _, id := range ids {
+		if !slices.Contains(of, id) {
+			return fmt.Errorf("%s %d: not the job's on node %.64q", kind, id, node)
+		}
+		key := fmt.Sprintf("%s\x00%s\x00%d", kind, node, id)
+		if held[key] > 0 {
+			return fmt.Errorf("%s %d on node %.64q: held by two running steps", kind, id, node)
+		}
+		held[key]++
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -78,7 +79,7 @@ func TestStartStep(t *testing.T) {
 					{Node: "n1", FirstRank: 0, Tasks: 1, State: cluster.TaskAssigned},
 					{Node: "n2", FirstRank: 1, Tasks: 1, State: cluster.TaskAssigned},
 				}
-				if len(st.Nodes) != 2 || st.Nodes[0] != want[0] || st.Nodes[1] != want[1] {
+				if len(st.Nodes) != 2 || !reflect.DeepEqual(st.Nodes, want) {
 					t.Errorf("step nodes = %+v; want %+v", st.Nodes, want)
 				}
 				wantFree(t, v, "n1", 2, 3) // steps hold no GPUs of their own
@@ -89,7 +90,7 @@ func TestStartStep(t *testing.T) {
 			cmd: withSpec(func(sp *cluster.StepSpec) { sp.Nodes, sp.TasksPerNode, sp.GPUsPerTask = 1, 2, 1 }),
 			check: func(t *testing.T, v *View, r Result) {
 				st := step(t, v, 1, 1)
-				if r.StepID != 1 || len(st.Nodes) != 1 || st.Nodes[0] != (cluster.StepNode{Node: "n1", Tasks: 2, State: cluster.TaskAssigned}) {
+				if r.StepID != 1 || len(st.Nodes) != 1 || !reflect.DeepEqual(st.Nodes[0], cluster.StepNode{Node: "n1", Tasks: 2, State: cluster.TaskAssigned}) {
 					t.Errorf("StepID %d nodes %+v; want step 1 on n1 with 2 tasks from rank 0", r.StepID, st.Nodes)
 				}
 			},
@@ -103,7 +104,7 @@ func TestStartStep(t *testing.T) {
 					{Node: "n1", FirstRank: 0, Tasks: 3, State: cluster.TaskAssigned},
 					{Node: "n2", FirstRank: 1, Tasks: 2, State: cluster.TaskAssigned},
 				}
-				if st.Spec.TasksPerNode != 3 || len(st.Nodes) != 2 || st.Nodes[0] != want[0] || st.Nodes[1] != want[1] {
+				if st.Spec.TasksPerNode != 3 || len(st.Nodes) != 2 || !reflect.DeepEqual(st.Nodes, want) {
 					t.Errorf("tasks_per_node %d, nodes %+v; want 3, %+v", st.Spec.TasksPerNode, st.Nodes, want)
 				}
 				if got := st.Spec.RankAt(1, 1); got != 3 {

@@ -115,6 +115,14 @@ import (
 //	   cluster.NodeAlloc.Tasks: -n 5 on 2 nodes runs 2 and 3 where the
 //	   first has 2 CPUs free). An older replica would drop it, lay the
 //	   ranks out by the request and refuse the CPUs the decision holds.
+//	   fields: a step that holds its GPUs and CPUs, as Slurm 20.11+'s
+//	   steps without --overlap (StartStep.Spec.Exclusive, with srun's
+//	   --gpus, --gpus-per-node, --exact and -c as Spec.GPUs,
+//	   GPUsPerNode, Exact and CPUsPerTask; the
+//	   FSM records what it holds as cluster.StepNode.GPUs and CPUs and
+//	   refuses it, ErrStepBusy, while other steps hold them). An older
+//	   replica would drop them and start every step at once, sharing the
+//	   allocation; the leader clears them while a server speaks 4.
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -346,6 +354,13 @@ var fields = []field{
 	{name: "StartStep.Spec.Dealt", since: 5, uses: func(body any) bool {
 		c, ok := body.(StartStep)
 		return ok && c.Spec.Dealt
+	}},
+	// An older replica would drop Exclusive (and GPUs, GPUsPerNode,
+	// Exact, CPUsPerTask): it would start the step beside the others where the
+	// others make it wait, and its record of the step would hold nothing.
+	{name: "StartStep.Spec.Exclusive/GPUs/GPUsPerNode/Exact/CPUsPerTask", since: 5, uses: func(body any) bool {
+		c, ok := body.(StartStep)
+		return ok && (c.Spec.Exclusive || c.Spec.GPUs != 0 || c.Spec.GPUsPerNode != 0 || c.Spec.Exact || c.Spec.CPUsPerTask != 0)
 	}},
 	// An older replica would drop Pack and lay the ranks out evenly.
 	{name: "SubmitJob.Spec.Request.Pack", since: 4, uses: func(body any) bool {

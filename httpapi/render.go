@@ -72,7 +72,8 @@ func JobOf(j *cluster.Job) api.Job {
 		for i, n := range st.Nodes {
 			as.Nodes = append(as.Nodes, n.Node)
 			as.NTasks += n.Tasks
-			nt := api.StepNodeTasks{Node: n.Node, Ranks: make([]int, n.Tasks), State: string(n.State), ExitCode: n.ExitCode}
+			nt := api.StepNodeTasks{Node: n.Node, Ranks: make([]int, n.Tasks), State: string(n.State), ExitCode: n.ExitCode,
+				GPUs: n.GPUs, CPUs: cluster.CPUList(n.CPUs)}
 			for l := range nt.Ranks {
 				nt.Ranks[l] = st.Spec.RankAt(i, l)
 			}

@@ -195,8 +195,13 @@ func (p QueuePlan) Refusal(err error) (skip bool, marked error) {
 			return false, conflict(err)
 		}
 	case opStartStep:
-		if errors.Is(err, fsm.ErrUnknownJob) {
+		switch {
+		case errors.Is(err, fsm.ErrUnknownJob):
 			return false, notFound(err)
+		case errors.Is(err, fsm.ErrStepBusy):
+			// Other steps hold what it asks for: srun waits for one to
+			// end (api.IsStepBusy).
+			return false, conflict(err)
 		}
 	case opCancelStep:
 		return false, conflict(err)
@@ -378,8 +383,10 @@ func PlanSignal(v *fsm.View, id cluster.JobID, signal int, batchOnly bool, c Cal
 
 // PlanStartStep starts an srun step for its job's owner (or root): in
 // the job's incarnation the caller names, else its current one, its
-// tasks dealt over the job's CPUs as Slurm's srun when dealt (every
-// server speaks the protocol that records it), else laid out evenly.
+// tasks dealt over the job's CPUs as Slurm's srun, and holding the GPUs
+// and CPUs it asks for unless --overlap, when dealt (every server speaks
+// the protocol that records both), else laid out evenly and sharing the
+// allocation.
 func PlanStartStep(v *fsm.View, id cluster.JobID, incarnation uint64, spec cluster.StepSpec, dealt bool, c Caller) (QueuePlan, error) {
 	j, ok := v.Job(id)
 	if !ok {
@@ -392,6 +399,12 @@ func PlanStartStep(v *fsm.View, id cluster.JobID, incarnation uint64, spec clust
 		incarnation = j.Incarnation // a caller outside the job's environment: its current run
 	}
 	spec.Dealt = dealt
+	if !dealt {
+		// A server of an earlier protocol would lay the tasks out
+		// evenly and start every step at once, sharing the allocation
+		// (as --overlap): the step holds nothing of its own.
+		spec.Exclusive, spec.GPUs, spec.GPUsPerNode, spec.Exact, spec.CPUsPerTask = false, 0, 0, false, 0
+	}
 	return QueuePlan{ID: uint64(id), op: opStartStep, Proposals: []Proposal{{Job: id, Type: fsm.CmdStartStep,
 		Cmd: fsm.StartStep{Job: id, Incarnation: incarnation, Spec: spec}}}}, nil
 }

@@ -152,8 +152,12 @@ type Options struct {
 	// from outside its allocation too.
 	JobID uint64
 	// Overlap is srun's --overlap: the step shares the allocation's
-	// resources with the steps already running (every Shoal step does).
+	// resources with the steps already running and holds none of them;
+	// without it a step holds its GPUs and CPUs (Slurm 20.11+).
 	Overlap bool
+	// Exact is srun's --exact: the step holds only the CPUs its tasks
+	// ask for, not all the job's CPUs on its nodes.
+	Exact   bool
 	Verbose int
 
 	Set      map[string]bool

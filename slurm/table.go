@@ -159,7 +159,7 @@ var optionTable = []optDef{
 	{long: "multi-prog", arg: noArg, cmds: cSrun, apply: flagOpt(func(o *Options) *bool { return &o.MultiProg })},
 	{long: "mpi", arg: needArg, cmds: cSrun, apply: setMPI},
 	{long: "overlap", arg: noArg, cmds: cSrun, apply: flagOpt(func(o *Options) *bool { return &o.Overlap })},
-	{long: "exact", arg: noArg, cmds: cSrun, warn: "a Shoal step uses what it asks for of the job's resources"},
+	{long: "exact", arg: noArg, cmds: cSrun, apply: flagOpt(func(o *Options) *bool { return &o.Exact })},
 	{long: "jobid", arg: needArg, cmds: cSrun, apply: setJobID},
 	{long: "relative", short: 'r', arg: needArg, cmds: cSrun, reject: whySteps},
 	{long: "no-allocate", short: 'Z', arg: noArg, cmds: cSrun, reject: whySteps},

@@ -3,7 +3,9 @@ package test
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,6 +126,41 @@ dd if=/dev/zero of=/dev/null bs=64M count=1 2>/dev/null; exit 0`)
 		fmt.Sprint(batch) + `\.1\|COMPLETED\|\d+(\.\d\d)?[KM]$`)
 	if !want.MatchString(rows) {
 		t.Errorf("sacct of a batch job with an OOM step:\n%s\nwant it to match %s", rows, want)
+	}
+
+	// Two srun -n1 --exact steps of a -n2 job, running at once (each
+	// waits, at most 120 s, for the other), are each confined to one of
+	// the job's CPUs, the two together the job's.
+	wait := `grep Cpus_allowed_list /proc/self/status > $0.cpus; i=0; while [ ! -e $1.cpus ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i+1)); done`
+	out = mustShoal(t, a, "batch", "--parsable", "--chdir", dir, "-n2", "-o", "steps.out", "--wrap",
+		`srun -n1 --exact sh -c '`+wait+`' one two & srun -n1 --exact sh -c '`+wait+`' two one & wait`)
+	var steps uint64
+	if _, err := fmt.Sscan(out, &steps); err != nil {
+		t.Fatalf("batch printed %q", out)
+	}
+	j = waitState(t, a, steps, "COMPLETED", "")
+	positions, err = cluster.ParseCPUList(j.Tasks[0].CPUs)
+	if err != nil || len(positions) != 2 {
+		t.Fatalf("job %d: CPUs %q (%v); want two", steps, j.Tasks[0].CPUs, err)
+	}
+	ids, _, err = cgroup.MapCPUs(positions, cgroup.Canonical(host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []int
+	for _, name := range []string{"one", "two"} {
+		data, _ := os.ReadFile(filepath.Join(dir, name+".cpus"))
+		_, list, _ := strings.Cut(strings.TrimSpace(string(data)), "\t")
+		cpus, err := cluster.ParseCPUList(list)
+		if err != nil || len(cpus) != 1 {
+			t.Errorf("step %s of job %d: %q; want one CPU", name, steps, data)
+			continue
+		}
+		seen = append(seen, cpus...)
+	}
+	slices.Sort(seen)
+	if got := cluster.CPUList(slices.Compact(seen)); got != cluster.CPUList(ids) {
+		t.Errorf("job %d's two --exact steps ran on CPUs %s; want one each of the job's %s", steps, got, cluster.CPUList(ids))
 	}
 }
 

@@ -48,8 +48,9 @@ func TestSrunJobID(t *testing.T) {
 	})
 
 	// From outside: every node of the job, the job's environment, the
-	// worst exit code.
-	r := sh.run("srun", "--jobid", job, "sh", "-c",
+	// worst exit code; --overlap, as under Slurm 20.11+, beside step 0
+	// that holds every GPU and CPU of the job.
+	r := sh.run("srun", "--jobid", job, "--overlap", "sh", "-c",
 		`echo "task $SLURM_PROCID job $SLURM_JOB_ID nodes $SLURM_JOB_NUM_NODES on $SLURMD_NODENAME"; exit $((3 + SLURM_PROCID))`)
 	if r.code != 4 {
 		t.Fatalf("srun --jobid %s: exit %d, want the worst task's 4\nstdout: %s\nstderr: %s", job, r.code, r.stdout, r.stderr)

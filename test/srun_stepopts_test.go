@@ -78,15 +78,15 @@ echo "every node excluded: exit $?"`)
 
 // testStepSignal: srun --signal=USR2@4 in a job of 7 s (which has no
 // --signal of its own) traps USR2 before the job times out; a step
-// beside it without --signal gets none.
+// beside it (--overlap: both run at once) without --signal gets none.
 func testStepSignal(t *testing.T, c *localcluster.Cluster) {
 	a := c.Agents[0]
 	sh := newSlurmShims(t, a)
 	work := t.TempDir()
 	trap := `trap "date +%s.%N > $0-usr2-$SLURM_PROCID" USR2; i=0; while [ $i -lt 600 ]; do sleep 0.2; i=$((i+1)); done`
 	id := sh.sbatch("-N1", "--time=0:07", "--chdir", work, "-o", filepath.Join(work, "out"), "--wrap", `
-srun --signal=USR2@4 sh -c '`+trap+`' warned &
-srun sh -c '`+trap+`' plain &
+srun --overlap --signal=USR2@4 sh -c '`+trap+`' warned &
+srun --overlap sh -c '`+trap+`' plain &
 wait`)
 	j := waitJob(t, a, id, 60*time.Second)
 	if j.State != "TIMEOUT" {
@@ -126,9 +126,9 @@ func testStepNoKill(t *testing.T, c *localcluster.Cluster) {
 	// and says so.
 	task := `touch "$0-ready-$SLURM_PROCID"; i=0; while [ ! -e poke ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i+1)); done; echo poked > "$0-poked-$SLURM_PROCID"`
 	id := sh.sbatch("-N2", "-w", c.Agents[first].Name+","+c.Agents[second].Name, "--no-kill", "--chdir", work, "-o", out, "--wrap", `
-srun -J nokill --no-kill sh -c '`+task+`' nokill &
+srun -J nokill --overlap --no-kill sh -c '`+task+`' nokill &
 nokill=$!
-srun -J kill sh -c '`+task+`' kill &
+srun -J kill --overlap sh -c '`+task+`' kill &
 kill=$!
 wait $nokill
 echo "nokill srun exit $?"
@@ -206,7 +206,8 @@ echo script done`)
 // TestStepSignalOlderCluster: while a server speaks a protocol older
 // than a step's own --signal (5; a rolling upgrade), a step with it is
 // refused with the 409 that names the protocol, since an older replica
-// would drop the signal; a step without it still starts.
+// would drop the signal; a step without it still starts, and steps share
+// the allocation (none holds its CPUs and GPUs or waits for another's).
 func TestStepSignalOlderCluster(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3})
 	a := c.Agents[0]
@@ -235,5 +236,23 @@ func TestStepSignalOlderCluster(t *testing.T) {
 	})
 	if r := sh.run("srun", "--jobid", fmt.Sprint(id), "--chdir", work, "true"); r.code != 0 {
 		t.Errorf("srun --jobid %d true (no --signal): exit %d %s", id, r.code, r.stderr)
+	}
+
+	// Steps share the allocation while a server speaks 4, as before
+	// protocol 5 (which lets a step hold its CPUs and GPUs): two steps
+	// that each wait (at most 120 s) for the other run at once, and srun
+	// says nothing of waiting.
+	out := filepath.Join(work, "shared.out")
+	wait := `touch $0; i=0; while [ ! -e $1 ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i+1)); done; [ -e $1 ] && echo "$0 saw $1"`
+	id = sh.sbatch("-N1", "-w", a.Name, "--chdir", work, "-o", out, "--wrap", `
+srun -n1 sh -c '`+wait+`' one two &
+srun -n1 sh -c '`+wait+`' two one &
+wait`)
+	if j := waitJob(t, a, id, 180*time.Second); j.State != "COMPLETED" {
+		t.Errorf("job %d = %s; want COMPLETED", id, j.State)
+	}
+	data, _ := os.ReadFile(out)
+	if !strings.Contains(string(data), "one saw two") || !strings.Contains(string(data), "two saw one") || strings.Contains(string(data), "step creation") {
+		t.Errorf("two steps with a server at protocol 4: want them run at once, sharing, with no wait:\n%s", data)
 	}
 }

@@ -49,9 +49,10 @@ func TestSrunWait(t *testing.T) {
 	check("srun --wait=1", r, "2.0")
 
 	// A step takes --exclusive (the pre-20.11 way to run steps side by
-	// side) and --dependency as hints, as Slurm's srun in an allocation.
+	// side: --exact, as Slurm 20.11+) and --dependency as a hint, as
+	// Slurm's srun in an allocation.
 	r = sh.run("salloc", "-N2", "srun", "--exclusive", "--dependency=afterok:1", "-n1", "echo", "hinted")
-	if r.code != 0 || strings.TrimSpace(r.stdout) != "hinted" || !strings.Contains(r.stderr, "srun: warning: --exclusive for a step") {
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "hinted" || !strings.Contains(r.stderr, "srun: warning: --dependency for a step") {
 		t.Errorf("salloc srun --exclusive: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 

@@ -46,6 +46,8 @@ const (
 // its CPUs mapped through hostCPUs (Canonical order; approximate when the
 // node claims more CPUs than the host has), its memory, and its GPUs as
 // device minors where the devices controller is there; pidsMax per task.
+// A task of a step that holds its GPUs and CPUs (Spec.Exclusive) is
+// confined to those in its task cgroup.
 // A resource the hierarchy lacks is left out: the agent said so at start.
 // It is pure.
 func taskLimits(l task.Launch, hostCPUs []int, has cgroup.Controller, pidsMax int64) (job, task cgroup.Limits, approximate bool, err error) {
@@ -71,6 +73,25 @@ func taskLimits(l task.Launch, hostCPUs []int, has cgroup.Controller, pidsMax in
 	}
 	if has&cgroup.Pids != 0 && pidsMax > 0 {
 		task.PidsMax = pidsMax
+	}
+	if l.Step != nil && l.Step.Spec.Exclusive {
+		// A step that holds its GPUs and CPUs (not --overlap): its
+		// task's cgroup, under the job's, has only those.
+		_, sn, ok := l.StepShare()
+		if !ok {
+			return job, task, false, fmt.Errorf("step %d: node %.64q runs none of its tasks", l.Step.ID, na.Node)
+		}
+		if has&cgroup.CPUSet != 0 && len(sn.CPUs) > 0 {
+			cpus, approx, err := cgroup.MapCPUs(sn.CPUs, hostCPUs)
+			if err != nil {
+				return job, task, false, fmt.Errorf("step cpus: %w", err)
+			}
+			task.CPUs, approximate = cpus, approximate || approx
+		}
+		if has&cgroup.Devices != 0 {
+			task.ConfineGPUs = true
+			task.GPUs = append([]int(nil), sn.GPUs...)
+		}
 	}
 	return job, task, approximate, nil
 }

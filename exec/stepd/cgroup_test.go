@@ -36,6 +36,17 @@ func TestTaskLimits(t *testing.T) {
 			job: cgroup.Limits{CPUs: []int{0, 2}}, approx: true},
 		{name: "v2 without devices, memory or pids", l: launch(cluster.NodeAlloc{CPUs: []int{2}, MemMiB: 64, GPUs: []int{0}}), has: cgroup.CPUSet, pids: 10,
 			job: cgroup.Limits{CPUs: []int{1}}},
+		{name: "an exclusive step's task: its own CPUs and GPUs", l: withStep(launch(cluster.NodeAlloc{CPUs: []int{0, 1, 2, 3}, GPUs: []int{4, 5, 6, 7}}),
+			cluster.StepNode{Node: "n2", Tasks: 1, GPUs: []int{5}, CPUs: []int{1}}, true), has: cgroup.All,
+			job:  cgroup.Limits{CPUs: []int{0, 1, 2, 3}, ConfineGPUs: true, GPUs: []int{4, 5, 6, 7}},
+			task: cgroup.Limits{CPUs: []int{2}, ConfineGPUs: true, GPUs: []int{5}}},
+		{name: "an exclusive step that asked for no GPUs sees none", l: withStep(launch(cluster.NodeAlloc{GPUs: []int{4}}),
+			cluster.StepNode{Node: "n2", Tasks: 1}, true), has: cgroup.Devices,
+			job:  cgroup.Limits{ConfineGPUs: true, GPUs: []int{4}},
+			task: cgroup.Limits{ConfineGPUs: true}},
+		{name: "a shared step's task: the job's", l: withStep(launch(cluster.NodeAlloc{GPUs: []int{4}}),
+			cluster.StepNode{Node: "n2", Tasks: 1}, false), has: cgroup.Devices,
+			job: cgroup.Limits{ConfineGPUs: true, GPUs: []int{4}}},
 		{name: "bad node index", l: task.Launch{NodeIndex: 3}, has: cgroup.All, wantErr: true},
 		{name: "bad cpu position", l: launch(cluster.NodeAlloc{CPUs: []int{-1}}), has: cgroup.All, wantErr: true},
 	} {
@@ -52,4 +63,10 @@ func TestTaskLimits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withStep makes l a launch of a step whose only node is sn.
+func withStep(l task.Launch, sn cluster.StepNode, exclusive bool) task.Launch {
+	l.Step = &cluster.Step{Spec: cluster.StepSpec{Exclusive: exclusive}, Nodes: []cluster.StepNode{sn}}
+	return l
 }

@@ -77,10 +77,11 @@ var contractKeys = map[string]bool{
 // SLURM_NNODES and SLURM_STEP_NUM_NODES count them, SLURM_TASKS_PER_NODE
 // and SLURM_STEP_TASKS_PER_NODE spread the step's tasks; the job's names
 // (SLURM_JOB_NODELIST, SLURM_NODELIST, SLURM_JOB_NUM_NODES,
-// SLURM_NTASKS_PER_NODE) stay the job's. With Step.Spec.GPUsPerTask g > 0
-// task i of the node sees GPUs [i*g, (i+1)*g) of the node's list in
-// CUDA_VISIBLE_DEVICES and SLURM_STEP_GPUS; otherwise every task sees all
-// of them. ShimDir, when set, is put first in PATH.
+// SLURM_NTASKS_PER_NODE) stay the job's. A step that holds its GPUs
+// (Spec.Exclusive) sees only those (StepNode.GPUs), a shared one all the
+// job's on the node. With Step.Spec.GPUsPerTask g > 0 task i of the node
+// sees GPUs [i*g, (i+1)*g) of those in CUDA_VISIBLE_DEVICES and
+// SLURM_STEP_GPUS; otherwise every task sees all of them. ShimDir, when set, is put first in PATH.
 func Env(l task.Launch, localRank int) []string {
 	return contractEnv(l, localRank, "")
 }
@@ -158,6 +159,9 @@ func stepEnv(l task.Launch, localRank int, home string) []string {
 		counts[i] = n.Tasks
 	}
 	gpus := nodeGPUs(l, l.NodeIndex)
+	if st.Spec.Exclusive {
+		gpus = sn.GPUs // those it holds of the job's (StepNode.GPUs)
+	}
 	taskGPUs := gpus
 	if g := st.Spec.GPUsPerTask; g > 0 {
 		lo, hi := min(localRank*g, len(gpus)), min((localRank+1)*g, len(gpus))
@@ -204,6 +208,13 @@ func stepEnv(l task.Launch, localRank int, home string) []string {
 	set("SLURM_DISTRIBUTION", st.Spec.Dist().Name(total, len(st.Nodes)))
 	if len(gpus) > 0 {
 		set("SLURM_STEP_GPUS", joinInts(taskGPUs))
+	}
+	if st.Spec.Exclusive {
+		// The step's GPUs on the node, as Slurm counts them for a step.
+		delete(env, "SLURM_GPUS_ON_NODE")
+		if len(gpus) > 0 {
+			set("SLURM_GPUS_ON_NODE", itoa(len(gpus)))
+		}
 	}
 	if k := st.Spec.NTasksPerGPU; k > 0 {
 		set("SLURMD_TRES_BIND", "gpu:single:"+itoa(k))

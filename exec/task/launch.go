@@ -308,9 +308,13 @@ func (l Launch) Plan(node string) (Plan, error) {
 		if sn.Tasks < 1 || sn.FirstRank < 0 {
 			return Plan{}, fmt.Errorf("step %d on %s: %d tasks from rank %d", st.ID, sn.Node, sn.Tasks, sn.FirstRank)
 		}
-		if g := st.Spec.GPUsPerTask; g < 0 || g*sn.Tasks > len(l.Alloc.Nodes[l.NodeIndex].GPUs) {
-			return Plan{}, fmt.Errorf("step %d: %d tasks with %d GPUs each, node %s has %d",
-				st.ID, sn.Tasks, g, sn.Node, len(l.Alloc.Nodes[l.NodeIndex].GPUs))
+		have := len(l.Alloc.Nodes[l.NodeIndex].GPUs)
+		if st.Spec.Exclusive {
+			have = len(sn.GPUs) // those the step holds
+		}
+		if g := st.Spec.GPUsPerTask; g < 0 || g*sn.Tasks > have {
+			return Plan{}, fmt.Errorf("step %d: %d tasks with %d GPUs each, node %s has %d for it",
+				st.ID, sn.Tasks, g, sn.Node, have)
 		}
 		dir := st.Spec.WorkDir
 		if dir == "" {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
 	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
 	"github.com/shoal-sched/shoal/exec/task"
 	"github.com/shoal-sched/shoal/slurm"
@@ -73,7 +74,12 @@ func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command [
 	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err != nil {
 		return 1, err
 	}
-	step, err := c.StartStep(ctx, job, api.StepRequest{Incarnation: inc, Spec: spec})
+	step, err := startStepWaiting(ctx, c, job, opts.Immediate, stderr, func() (api.StepResponse, error) {
+		return c.StartStep(ctx, job, api.StepRequest{Incarnation: inc, Spec: spec})
+	})
+	if errors.Is(err, exitcode.Code(1)) {
+		return 1, err
+	}
 	if err != nil {
 		return 1, fmt.Errorf("start step in job %d: %w", job, err)
 	}

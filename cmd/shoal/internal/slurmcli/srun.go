@@ -20,6 +20,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
 	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
 	"github.com/shoal-sched/shoal/exec/task"
 	"github.com/shoal-sched/shoal/slurm"
@@ -111,7 +112,14 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 		return 1, err
 	}
 	spec.Command = withTaskHooks(opts, spec.Command)
-	step, req, err := startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, localInput(opts), stderr)
+	var req api.StepRequest
+	step, err := startStepWaiting(ctx, c, job, opts.Immediate, stderr, func() (step api.StepResponse, err error) {
+		step, req, err = startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, localInput(opts), stderr)
+		return step, err
+	})
+	if errors.Is(err, exitcode.Code(1)) {
+		return 1, err
+	}
 	if err != nil {
 		return 1, fmt.Errorf("start step in job %d: %w", job, err)
 	}
@@ -198,6 +206,24 @@ func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err 
 		// With -n, binding only; without, the task count too (the FSM's).
 		spec.NTasksPerGPU = opts.NTasksPerGPU
 	}
+	if !opts.Overlap {
+		// Slurm 20.11+'s step: it holds its GPUs (--gpus-per-task's,
+		// --gpus, --gpus-per-node or --gres=gpu:N, else all the job's) and CPUs (with --exact,
+		// -c or a step's --exclusive, which imply it, its tasks'; else
+		// all the job's) on its nodes, and waits for them.
+		spec.Exclusive = true
+		switch {
+		case opts.GPUsPerTask > 0:
+		case opts.Set["gpus"]:
+			spec.GPUs = opts.GPUs
+		case opts.GPUsPerNode > 0: // --gpus-per-node, --gres=gpu:N
+			spec.GPUsPerNode = opts.GPUsPerNode
+		}
+		spec.Exact = opts.Exact || opts.Set["cpus-per-task"] || opts.Set["exclusive"]
+		if opts.Set["cpus-per-task"] {
+			spec.CPUsPerTask = opts.CPUsPerTask
+		}
+	}
 	spec.Distribution = opts.Distribution.String()
 	spec.Input = stepInput(opts)
 	spec.Stdin = stdinRelay(opts)
@@ -225,15 +251,12 @@ func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err 
 }
 
 // stepHints are the warnings of options a step takes as hints, as
-// Slurm's srun inside an allocation runs them: --exclusive (a step of
-// its own CPUs, the pre-20.11 way of running steps side by side: Shoal's
-// steps share the allocation, as with --overlap, and run at once) and
-// --dependency (a job's; Slurm's srun ignores it for a step).
+// Slurm's srun inside an allocation runs them: --dependency (a job's;
+// Slurm's srun ignores it for a step). A step's --exclusive (the
+// pre-20.11 way of running steps side by side) is --exact, as in Slurm
+// 20.11+.
 func stepHints(opts slurm.Options) []string {
 	var w []string
-	if opts.Set["exclusive"] {
-		w = append(w, "--exclusive for a step: Shoal's steps share the job's allocation (as --overlap) and start at once")
-	}
 	if opts.Set["dependency"] {
 		w = append(w, "--dependency for a step: ignored, as Slurm's srun ignores it inside an allocation")
 	}

@@ -56,7 +56,14 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 	if err != nil {
 		return 1, err
 	}
-	step, req, err := startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, localInput(opts), stderr)
+	var req api.StepRequest
+	step, err := startStepWaiting(ctx, c, job, opts.Immediate, stderr, func() (step api.StepResponse, err error) {
+		step, req, err = startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, localInput(opts), stderr)
+		return step, err
+	})
+	if errors.Is(err, exitcode.Code(1)) {
+		return 1, err
+	}
 	if err != nil {
 		// Slurm's words; for a refusal, Shoal's reason after them.
 		var se *api.StatusError

@@ -55,9 +55,9 @@ func TestPlanWait(t *testing.T) {
 	}
 }
 
-// TestStepHints: a step takes --exclusive and --dependency as hints
-// (Debian's Slurm runs `srun --exclusive` and `srun --dependency=...`
-// inside an allocation), with a warning each; -x and -C are no hints:
+// TestStepHints: a step takes --dependency as a hint (Debian's Slurm
+// runs `srun --dependency=...` inside an allocation), with a warning,
+// and --exclusive as --exact, with none; -x and -C are no hints:
 // -x is taken (stepExclude), -C still refused.
 func TestStepHints(t *testing.T) {
 	for _, tc := range []struct {
@@ -65,8 +65,8 @@ func TestStepHints(t *testing.T) {
 		warns int
 		ok    bool
 	}{
-		{[]string{"--exclusive"}, 1, true},
-		{[]string{"--exclusive", "-n1", "--dependency=afterok:1"}, 2, true},
+		{[]string{"--exclusive"}, 0, true},
+		{[]string{"--exclusive", "-n1", "--dependency=afterok:1"}, 1, true},
 		{[]string{"-x", "n2"}, 0, true},
 		{[]string{"-C", "gpu"}, 0, false},
 	} {
