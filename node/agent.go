@@ -58,13 +58,14 @@ type Agent struct {
 	peers peerClients
 
 	leases leaseTable
-	// lastRenew is when the last heartbeat the leader acknowledged was
-	// sent (unix nanoseconds); the fence deadline counts from it. Zero
-	// until the first: a starting agent holds no lease.
-	lastRenew atomic.Int64
-	// leaseIndex is the leader's applied index in that acknowledgement;
-	// ranks start only from a replica at least that far (startAllowed).
-	leaseIndex atomic.Uint64
+	// lease is this node's lease (lessee.Lease): when the last heartbeat
+	// the leader acknowledged was sent, the TTL the leader granted with it
+	// (the fence deadline is their sum), and the leader's applied index
+	// in that acknowledgement, from which ranks start only on a replica at
+	// least that far (startAllowed). Nil until the first: a starting
+	// agent holds no lease. One pointer, so a reader sees the three of one
+	// renewal.
+	lease atomic.Pointer[worker.Lease]
 
 	// ready is set once the replica has caught up after start (caughtUp).
 	ready atomic.Bool

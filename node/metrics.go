@@ -42,8 +42,8 @@ func (a *Agent) readMetrics() metrics.Reading {
 		r.View = a.state.View()
 	}
 	r.GPU = a.gpuSample.Load()
-	if n := a.lastRenew.Load(); n != 0 {
-		r.LastRenew = time.Unix(0, n)
+	if l := a.lease.Load(); l != nil {
+		r.LastRenew = l.Renewed
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), raftConfigTimeout)
 	defer cancel()
