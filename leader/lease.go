@@ -26,16 +26,20 @@ type LeaseGrant struct {
 // nodes: renewals every n / perSecond, so the leader sees about perSecond
 // a second from all of them, and a TTL of three renewal periods (two
 // renewals in a row may be lost), never shorter than ttl (--lease-ttl)
-// and never longer than MaxLeaseStretch × ttl; past that cap the TTL
-// stops growing and renewals come every TTL / 3, more than perSecond a
-// second. It is monotone in n, which is what makes a new leader's wait
-// (ExpiredLeases' failover) safe. It is pure.
-func GrantLease(n int, ttl time.Duration, perSecond int) LeaseGrant {
+// and never longer than stretch × ttl, stretch being at most
+// MaxLeaseStretch (the least that every live agent announces: an agent
+// older than stretched leases announces none, and then no lease
+// stretches); past that cap the TTL stops growing and renewals come every
+// TTL / 3, more than perSecond a second. It is monotone in n and in
+// stretch, which is what makes a new leader's wait (LeaseWatch: GrantLease
+// with MaxLeaseStretch) safe. It is pure.
+func GrantLease(n int, ttl time.Duration, perSecond, stretch int) LeaseGrant {
 	every := time.Duration(0)
 	if perSecond > 0 && n > 0 {
 		every = time.Duration(n) * time.Second / time.Duration(perSecond)
 	}
-	g := LeaseGrant{TTL: min(max(ttl, 3*every), MaxLeaseStretch*ttl)}
+	stretch = min(max(stretch, 1), MaxLeaseStretch)
+	g := LeaseGrant{TTL: min(max(ttl, 3*every), time.Duration(stretch)*ttl)}
 	g.RenewEvery = min(every, g.TTL/3)
 	return g
 }

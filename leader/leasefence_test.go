@@ -69,7 +69,7 @@ func (n *leaseNode) Heartbeat(context.Context) (worker.Grant, error) {
 	if n.cut {
 		return worker.Grant{}, fmt.Errorf("leader unreachable")
 	}
-	g := GrantLease(n.nodes, n.ttl, n.perSec)
+	g := GrantLease(n.nodes, n.ttl, n.perSec, MaxLeaseStretch)
 	n.leader.renew(n.name, time.Now(), g.TTL)
 	return worker.Grant{Index: 1, TTL: g.TTL, RenewEvery: g.RenewEvery}, nil
 }
@@ -205,7 +205,7 @@ func TestStretchedLeaseFencesBeforeDown(t *testing.T) {
 				// last heard it, and never before a new leader's failover.
 				floor := last.Add(capTTL + grace)
 				if newLeader {
-					floor = elected.Add(GrantLease(nodes, ttl, perSecond).TTL + grace)
+					floor = elected.Add(GrantLease(nodes, ttl, perSecond, MaxLeaseStretch).TTL + grace)
 				}
 				if !down.After(floor) {
 					t.Errorf("declared down at +%s; want after +%s", down.Sub(start), floor.Sub(start))

@@ -18,8 +18,9 @@ type Heartbeats interface {
 // LeaseWatch is the leader's lease loop: every Interval it asks
 // ExpiredLeases which nodes' leases ran out more than Grace ago and
 // declares them down through Propose. A new leader gives every node the
-// longest lease a predecessor could have granted (GrantLease with TTL and
-// PerSecond over the nodes the log holds) from Since before judging it.
+// longest lease a predecessor could have granted (GrantLease with TTL,
+// PerSecond and MaxLeaseStretch over the nodes the log holds) from Since
+// before judging it.
 // It runs while this node leads: its owner cancels Run's context on
 // losing leadership.
 //
@@ -28,7 +29,8 @@ type Heartbeats interface {
 // along the log. A predecessor granted from its replica, at an index that
 // was committed, which this leader has applied (it starts its loops after
 // a barrier); so no predecessor ever granted more than GrantLease of the
-// count this leader sees. A leader cut off from its quorum stops
+// count this leader sees (nor more than MaxLeaseStretch, which bounds
+// what any agent announces). A leader cut off from its quorum stops
 // answering heartbeats when its raft leader lease ends, before another
 // can be elected (within Grace's margin). An older agent as leader grants
 // only --lease-ttl, less. Every agent must run with the same --lease-ttl,
@@ -69,7 +71,7 @@ func (w LeaseWatch) Run(ctx context.Context) {
 		}
 		now := w.Clock.Now()
 		nodes := w.State.View().Nodes()
-		failover := GrantLease(len(nodes), w.TTL, w.PerSecond).TTL
+		failover := GrantLease(len(nodes), w.TTL, w.PerSecond, MaxLeaseStretch).TTL
 		for _, e := range ExpiredLeases(nodes, w.Self, w.Heartbeats.HeldUntil, w.Since, now, failover, w.Grace) {
 			w.Log.Warn("node lease expired", "node", e.Node, "lease_end", e.Until, "grace", w.Grace)
 			if _, err := w.Propose.Apply(ctx, fsm.CmdNodeDown, fsm.NodeDown{Node: e.Node, Time: now}); err != nil {

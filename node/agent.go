@@ -25,6 +25,7 @@ import (
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/httpapi"
+	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/metrics"
 	"github.com/shoal-sched/shoal/pki"
 	"github.com/shoal-sched/shoal/worker"
@@ -283,6 +284,7 @@ func (a *Agent) meta(hasRaftState bool) gossip.Meta {
 		Protocol:        a.cfg.protocol(),
 		BootstrapExpect: a.bootstrapExpect(),
 		HasRaftState:    hasRaftState,
+		LeaseStretch:    leader.MaxLeaseStretch,
 	}
 	if len(a.cfg.GPUs) > 0 {
 		// Gossip only summarises the model; the FSM's record has it whole.

@@ -16,7 +16,6 @@ import (
 	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/placement"
-	"github.com/shoal-sched/shoal/worker"
 )
 
 // Bounds of the leader's loops.
@@ -170,7 +169,7 @@ func (l *leaseTable) HeldUntil(node string) time.Time {
 func (a *Agent) leaseWatch(since time.Time) leader.LeaseWatch {
 	return leader.LeaseWatch{
 		State: a.state, Propose: agentLeader{a}, Clock: wallClock{}, Log: a.log, Heartbeats: &a.leases,
-		Self: a.cfg.Name, Since: since, TTL: a.cfg.LeaseTTL, PerSecond: worker.MaxRenewalsPerSecond,
+		Self: a.cfg.Name, Since: since, TTL: a.cfg.LeaseTTL, PerSecond: a.cfg.renewalsPerSecond(),
 		Grace: a.cfg.KillGrace + leaseMargin, Interval: leaseInterval,
 	}
 }
@@ -402,7 +401,7 @@ func (a *Agent) leaderHeartbeat(ctx context.Context, n cluster.Node) (api.Heartb
 		return api.HeartbeatReply{}, invalid(fmt.Errorf("heartbeat: node name %q is not valid", n.Name))
 	}
 	v := a.state.View()
-	g := leader.GrantLease(len(v.Nodes()), a.cfg.LeaseTTL, worker.MaxRenewalsPerSecond)
+	g := leader.GrantLease(len(v.Nodes()), a.cfg.LeaseTTL, a.cfg.renewalsPerSecond(), agreedStretch(a.gossip.Members()))
 	a.leases.renew(n.Name, time.Now(), g.TTL)
 	reply := func() api.HeartbeatReply {
 		return api.HeartbeatReply{Index: a.state.Index(), TTL: g.TTL, RenewEvery: g.RenewEvery}
@@ -422,6 +421,21 @@ func (a *Agent) leaderHeartbeat(ctx context.Context, n cluster.Node) (api.Heartb
 		a.log.Info("node registered", "node", n.Name, "gpus", len(n.GPUs), "switch", n.Topology.Switch)
 	}
 	return reply(), nil
+}
+
+// agreedStretch is how far the leader may stretch a lease
+// (leader.GrantLease): the least LeaseStretch any live member announces,
+// none (0) while an agent older than stretched leases is alive, since it
+// could be elected and would judge a node by --lease-ttl alone. It is
+// pure.
+func agreedStretch(members []gossip.Member) int {
+	stretch := leader.MaxLeaseStretch
+	for _, m := range members {
+		if m.Status == gossip.StatusAlive {
+			stretch = min(stretch, m.Meta.LeaseStretch)
+		}
+	}
+	return stretch
 }
 
 // sameAnnouncement compares what a node announces about itself.

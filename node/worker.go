@@ -44,7 +44,7 @@ func (a *Agent) heartbeater() worker.Heartbeater {
 		// second; under an older leader, by the cluster's size in gossip.
 		RenewAfter: func(g worker.Grant) time.Duration {
 			return worker.RenewAfter(g, len(a.gossip.Members()), a.cfg.HeartbeatInterval, a.cfg.LeaseTTL,
-				worker.MaxRenewalsPerSecond, rand.Float64())
+				a.cfg.renewalsPerSecond(), rand.Float64())
 		},
 	}
 }
