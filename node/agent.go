@@ -80,6 +80,8 @@ type Agent struct {
 	// below are read into it at scrape time.
 	metrics                          *metrics.Metrics
 	placements, preemptions, fencing atomic.Uint64
+	// renewals counts the heartbeats this agent answered as leader.
+	renewals atomic.Uint64
 	// gpuSample is the last GPU sample (agentGPUs); nil before it.
 	gpuSample atomic.Pointer[metrics.GPUReading]
 	// gpuUsage is what each job's GPUs here did so far (gpuSampler).

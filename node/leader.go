@@ -403,6 +403,7 @@ func (a *Agent) leaderHeartbeat(ctx context.Context, n cluster.Node) (api.Heartb
 	v := a.state.View()
 	g := leader.GrantLease(len(v.Nodes()), a.cfg.LeaseTTL, a.cfg.renewalsPerSecond(), agreedStretch(a.gossip.Members()))
 	a.leases.renew(n.Name, time.Now(), g.TTL)
+	a.renewals.Add(1)
 	reply := func() api.HeartbeatReply {
 		return api.HeartbeatReply{Index: a.state.Index(), TTL: g.TTL, RenewEvery: g.RenewEvery}
 	}

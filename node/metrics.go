@@ -33,6 +33,7 @@ func (a *Agent) readMetrics() metrics.Reading {
 		Placements:        a.placements.Load(),
 		Preemptions:       a.preemptions.Load(),
 		Fencings:          a.fencing.Load(),
+		LeaseRenewals:     a.renewals.Load(),
 		RaftLeaderChanges: st.LeaderChanges,
 		Raft: metrics.RaftReading{
 			Term: st.Term, LastIndex: st.LastIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
@@ -43,7 +44,7 @@ func (a *Agent) readMetrics() metrics.Reading {
 	}
 	r.GPU = a.gpuSample.Load()
 	if l := a.lease.Load(); l != nil {
-		r.LastRenew = l.Renewed
+		r.LastRenew, r.LeaseTTL = l.Renewed, l.TTL
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), raftConfigTimeout)
 	defer cancel()
