@@ -691,7 +691,7 @@ func (r *run) restProfile() (stop func(), err error) {
 }
 
 // leaseFigures reads a's lease renewals answered as leader and the TTL of
-// its own lease from its /metrics.
+// its own lease (0 before its first renewal) from its /metrics.
 func (r *run) leaseFigures(ctx context.Context, a *localcluster.Agent) (renewals, ttl float64, err error) {
 	body, err := r.metricsOf(ctx, a)
 	if err != nil {
@@ -701,10 +701,7 @@ func (r *run) leaseFigures(ctx context.Context, a *localcluster.Agent) (renewals
 	if err != nil {
 		return 0, 0, fmt.Errorf("agent %s: %w", a.Name, err)
 	}
-	ttl, err = sampleValue(body, metrics.NodeLeaseTTL)
-	if err != nil {
-		return 0, 0, fmt.Errorf("agent %s: %w", a.Name, err)
-	}
+	ttl, _ = sampleValue(body, metrics.NodeLeaseTTL) // absent before the first renewal
 	return renewals, ttl, nil
 }
 
