@@ -404,7 +404,8 @@ func (a *Agent) Run(parent context.Context) error {
 // With KeepTasksOnStop it stops for a restart instead, as slurmd does:
 // the ranks run on under their supervisors, the node neither leaves nor
 // announces it, and the next agent on this data dir reattaches to them;
-// if none renews the lease within LeaseTTL, the supervisors fence them.
+// if none renews the lease within the TTL the leader granted its last
+// renewal, the supervisors fence them.
 func (a *Agent) shutdown(wg *sync.WaitGroup) {
 	if a.crashed() {
 		a.shutdownCrashed(wg)
