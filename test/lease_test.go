@@ -25,6 +25,12 @@ func TestStretchedLeaseFencedBySupervisor(t *testing.T) {
 	const ttl = 9 * time.Second // GrantLease(3 nodes, 3 s, 1 a second)
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1,
 		ExtraArgs: []string{"--lease-renewals-per-second", "1"}})
+	// The leader was elected before startCluster returned. Until the
+	// failover wait has passed since (the longest lease, 9 s, + kill grace
+	// + 2 s) it declares no node down whatever it granted; past it, the
+	// node's own lease is what holds it up, which is what this test is
+	// about.
+	pastFailover := time.Now().Add(ttl + 2*time.Second + 2*time.Second)
 	victim := nonLeader(t, c)
 	observer := (victim + 1) % len(c.Agents)
 	m := newMetricsClient(t, c, userToken(t, c.Agents[0], "nobody").Token)
@@ -46,6 +52,7 @@ func TestStretchedLeaseFencedBySupervisor(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	time.Sleep(time.Until(pastFailover))
 	if err := c.Pause(victim); err != nil {
 		t.Fatal(err)
 	}
