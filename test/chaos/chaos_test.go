@@ -98,7 +98,12 @@ func (w testWriter) Write(p []byte) (int, error) {
 // DESIGN's invariants: a node cut off must fence its ranks before the
 // leader, this one or a new one, gives their GPUs away (invariant 1) or
 // requeues their job (invariant 3). $SHOAL_CHAOS_SEEDS replaces the seed
-// (1) and $SHOAL_CHAOS_DURATION the 30 s of faults.
+// (1) and $SHOAL_CHAOS_DURATION the 30 s of faults. It is a check that
+// stretched leases break nothing under faults, not a sharp detector: a
+// build whose leader judged nodes by --lease-ttl alone passed seeds 1
+// and 2 here (the window in which that bug shows is a few seconds, and
+// a new leader's failover wait hides it early in a run);
+// test.TestStretchedLeaseFencedBySupervisor fails on it.
 func TestChaosStretchedLease(t *testing.T) {
 	requireNetNS(t)
 	dur := ciDuration
