@@ -458,9 +458,15 @@ type Heartbeat struct {
 // HeartbeatReply acknowledges a heartbeat. Index is the leader's applied
 // index when it renewed the lease: the node starts no rank until its own
 // replica has applied that far, so it never acts on an allocation the
-// cluster has already taken back from it.
+// cluster has already taken back from it. TTL is how long the renewal
+// holds, counted from when the node sent it (leader.GrantLease: at least
+// --lease-ttl, stretched as the cluster grows), and RenewEvery when the
+// node should renew next; both are absent from a leader older than
+// stretched leases, whose renewals hold for --lease-ttl.
 type HeartbeatReply struct {
-	Index uint64 `json:"index"`
+	Index      uint64        `json:"index"`
+	TTL        time.Duration `json:"ttl_ns,omitempty"`
+	RenewEvery time.Duration `json:"renew_every_ns,omitempty"`
 }
 
 // TaskEvent reports a node's tasks of one job incarnation starting or

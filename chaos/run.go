@@ -51,6 +51,10 @@ type Config struct {
 	// (default 0.5).
 	Requeue float64
 
+	// AgentArgs are added after DefaultAgentArgs to every agent's command
+	// line (a test of stretched leases lowers the renewals a second).
+	AgentArgs []string
+
 	// UpgradeFrom, when set, is an older shoal binary: the agents start on
 	// it and, in place of the drawn faults, are upgraded to Binary one at
 	// a time while the workload runs (kill -9, restart on the same data
@@ -127,7 +131,12 @@ func RunSeed(ctx context.Context, cfg Config, seed uint64) (res Result, err erro
 			res.Dir = ""
 		}
 	}()
-	h, err := Start(ctx, Options{Binary: cmp.Or(cfg.UpgradeFrom, cfg.Binary), Nodes: cfg.Nodes, Dir: dir, Net: cfg.Net, Log: cfg.Log})
+	var args []string
+	if len(cfg.AgentArgs) > 0 {
+		args = append(slices.Clone(DefaultAgentArgs), cfg.AgentArgs...)
+	}
+	h, err := Start(ctx, Options{Binary: cmp.Or(cfg.UpgradeFrom, cfg.Binary), Nodes: cfg.Nodes, Dir: dir, Net: cfg.Net, Log: cfg.Log,
+		AgentArgs: args})
 	if err != nil {
 		return res, fmt.Errorf("seed %d: %w", seed, err)
 	}

@@ -68,7 +68,8 @@
 //
 // Fencing does not rely on the agent either. The agent writes each lease
 // renewal to lease.json (RenewLease: a CLOCK_BOOTTIME deadline, sent time
-// + Config.LeaseTTL); each supervisor reads it every 100 ms and, once it
+// + the TTL the leader granted, Config.LeaseTTL or stretched; a deadline
+// alone, as every release's supervisors read it); each supervisor reads it every 100 ms and, once it
 // has passed (or cannot be read), stops its task with cause "fenced":
 // SIGTERM, SIGKILL after KillGrace. So an agent that is dead, hung or
 // SIGSTOPped cannot keep ranks running past lease + KillGrace, the bound

@@ -95,8 +95,9 @@ type Config struct {
 	// runs under a supervisor process of its own, which outlives the agent.
 	StepdCommand []string
 	// LeaseTTL, when positive, arms the supervisors' fencing watchdog: a
-	// task is fenced once LeaseTTL has passed since the last heartbeat
-	// passed to RenewLease was sent. Zero: no watchdog.
+	// task is fenced once the TTL passed to RenewLease with the last
+	// heartbeat (LeaseTTL, or what the leader granted) has passed since
+	// that heartbeat was sent. Zero: no watchdog.
 	LeaseTTL time.Duration
 	// Cgroup, when set, is the agent's cgroup tree (cgroup.Detect, then
 	// cgroup.Open): every task then runs in cgroups of its own under it,

@@ -94,7 +94,7 @@ func TestWatchdogFencesWithoutRenewal(t *testing.T) {
 		defer cancel()
 		_ = e.Close(ctx)
 	})
-	if err := e.RenewLease(time.Now()); err != nil {
+	if err := e.RenewLease(time.Now(), ttl); err != nil {
 		t.Fatal(err)
 	}
 	if left := e.LeaseLeft(); left <= 0 || left > ttl {
@@ -112,7 +112,7 @@ func TestWatchdogFencesWithoutRenewal(t *testing.T) {
 			case <-stopRenewing:
 				return
 			case <-tick.C:
-				if err := e.RenewLease(time.Now()); err != nil {
+				if err := e.RenewLease(time.Now(), ttl); err != nil {
 					t.Error(err)
 				}
 			}
@@ -203,5 +203,47 @@ func TestStopRecordReachesSupervisor(t *testing.T) {
 	}
 	if x := waitExit(t, e, 34); x.Cause != task.CauseCancelled || x.ExitCode != 128+15 {
 		t.Errorf("exit = %+v; want cause cancelled, code 143", x)
+	}
+}
+
+// TestRenewLeaseGrantedTTL: the deadline the supervisors read is the
+// renewal's send time + the TTL the leader granted, longer than
+// Config.LeaseTTL once stretched, and shorter again when a later renewal
+// was granted less.
+func TestRenewLeaseGrantedTTL(t *testing.T) {
+	const ttl = 10 * time.Second
+	dir := t.TempDir()
+	e, err := New(t.Context(), Config{DataDir: dir, NodeName: "n2", KillGrace: 300 * time.Millisecond, LeaseTTL: ttl,
+		Logger: exectest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitBound)
+		defer cancel()
+		_ = e.Close(ctx)
+	})
+	sent := time.Now()
+	if err := e.RenewLease(sent, 6*ttl); err != nil {
+		t.Fatal(err)
+	}
+	if left := e.LeaseLeft(); left <= 5*ttl || left > 6*ttl {
+		t.Errorf("LeaseLeft() = %v after a renewal granted %v; want in (%v, %v]", left, 6*ttl, 5*ttl, 6*ttl)
+	}
+	if task.LeaseExpired(filepath.Join(dir, task.LeaseFile)) {
+		t.Error("the supervisors' lease ended just after a stretched renewal")
+	}
+	if err := e.RenewLease(sent, ttl); err != nil {
+		t.Fatal(err)
+	}
+	if left := e.LeaseLeft(); left <= 0 || left > ttl {
+		t.Errorf("LeaseLeft() = %v after a renewal granted %v; want in (0, %v]", left, ttl, ttl)
+	}
+	// A renewal sent long ago with a TTL that has passed: ended.
+	if err := e.RenewLease(sent.Add(-2*ttl), ttl); err != nil {
+		t.Fatal(err)
+	}
+	if !task.LeaseExpired(filepath.Join(dir, task.LeaseFile)) {
+		t.Error("the supervisors' lease still runs after its granted TTL")
 	}
 }

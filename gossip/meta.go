@@ -21,15 +21,21 @@ import (
 // IP and a port, at most 47 bytes for an IPv6 one without a zone. The
 // version limit was lowered from 32 to 31 (a msgpack fixstr, one header
 // byte instead of two) to make room for Protocol; agents cut their
-// version string to it.
+// version string to it. The model an agent announces was cut from 48 to
+// 42 bytes to make room for LeaseStretch (a 16th field, whose map header
+// takes two more bytes); a model of up to 48 bytes, from an older agent,
+// is still accepted.
 const (
 	MaxAddrLen    = 64 // APIAddr, RaftAddr
-	MaxModelLen   = 48 // GPUModel
+	MaxModelLen   = 42 // GPUModel, as an agent announces it
 	MaxLabelLen   = 48 // Switch, SwitchParent, Block
 	MaxVersionLen = 31 // Version
-	// MaxProtocol bounds Protocol so that it encodes in one byte (a
-	// msgpack positive fixint).
+	// MaxProtocol bounds Protocol and LeaseStretch so that they encode
+	// in one byte (a msgpack positive fixint).
 	MaxProtocol = 127
+	// maxModelLenAccepted is the model length Validate accepts: what
+	// older agents announced.
+	maxModelLenAccepted = 48
 )
 
 // ErrMetaTooLarge is returned (wrapped) when an encoded Meta would not fit
@@ -70,6 +76,15 @@ type Meta struct {
 	// HasRaftState says this node already belongs to a formed raft
 	// cluster (it bootstrapped one or has raft state on disk).
 	HasRaftState bool `msgpack:"h,omitempty"`
+
+	// LeaseStretch is the most this node, were it elected, counts a node's
+	// lease as stretched: it waits that many --lease-ttl from its election
+	// before judging a node (leader.MaxLeaseStretch). The leader stretches
+	// leases only as far as every live member announces, so a cluster
+	// mid-upgrade never elects a leader that would judge a node by less
+	// than it was granted. 0 (absent): a node built before stretched
+	// leases (no stretching).
+	LeaseStretch int `msgpack:"ls,omitempty"`
 }
 
 // Validate checks every field against the limits above and the address
@@ -81,7 +96,7 @@ func (m Meta) Validate() error {
 	}{
 		{"APIAddr", m.APIAddr, MaxAddrLen},
 		{"RaftAddr", m.RaftAddr, MaxAddrLen},
-		{"GPUModel", m.GPUModel, MaxModelLen},
+		{"GPUModel", m.GPUModel, maxModelLenAccepted},
 		{"Switch", m.Switch, MaxLabelLen},
 		{"SwitchParent", m.SwitchParent, MaxLabelLen},
 		{"Block", m.Block, MaxLabelLen},
@@ -94,6 +109,9 @@ func (m Meta) Validate() error {
 	}
 	if m.Protocol < 0 || m.Protocol > MaxProtocol {
 		return fmt.Errorf("meta Protocol is %d: want 0 (none announced) to %d", m.Protocol, MaxProtocol)
+	}
+	if m.LeaseStretch < 0 || m.LeaseStretch > MaxProtocol {
+		return fmt.Errorf("meta LeaseStretch is %d: want 0 (none announced) to %d", m.LeaseStretch, MaxProtocol)
 	}
 	if _, err := cluster.ParseFeatures(m.Features); err != nil {
 		return fmt.Errorf("meta Features: %w", err)

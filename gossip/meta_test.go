@@ -34,6 +34,7 @@ func worstCaseMeta() Meta {
 		Features:        strings.Repeat("f", cluster.MaxFeatureBytes) + "," + strings.Repeat("g", cluster.MaxFeaturesBytes-cluster.MaxFeatureBytes-1),
 		BootstrapExpect: int(^uint(0) >> 1),
 		HasRaftState:    true,
+		LeaseStretch:    MaxProtocol,
 	}
 }
 
@@ -90,7 +91,7 @@ func TestMetaEncodeRejects(t *testing.T) {
 	}{
 		{"api addr too long", Meta{APIAddr: long(MaxAddrLen) + ":7070"}, "APIAddr is 69 bytes: want at most 64"},
 		{"raft addr no port", Meta{RaftAddr: "10.0.0.1"}, "RaftAddr \"10.0.0.1\": want host:port"},
-		{"model too long", Meta{GPUModel: long(MaxModelLen + 1)}, "GPUModel is 49 bytes"},
+		{"model too long", Meta{GPUModel: long(maxModelLenAccepted + 1)}, "GPUModel is 49 bytes"},
 		{"switch too long", Meta{Switch: long(MaxLabelLen + 1)}, "Switch is 49 bytes"},
 		{"parent too long", Meta{SwitchParent: long(MaxLabelLen + 1)}, "SwitchParent is 49 bytes"},
 		{"block too long", Meta{Block: long(MaxLabelLen + 1)}, "Block is 49 bytes"},

@@ -15,9 +15,9 @@ import (
 type Internal interface {
 	// IsLeader reports whether this agent is the raft leader now.
 	IsLeader() bool
-	// Heartbeat renews node's lease and returns the leader's applied
-	// index when it did.
-	Heartbeat(ctx context.Context, node cluster.Node) (uint64, error)
+	// Heartbeat renews node's lease and returns the leader's answer: its
+	// applied index when it did and the lease it granted.
+	Heartbeat(ctx context.Context, node cluster.Node) (api.HeartbeatReply, error)
 	// TaskEvent records that a task started or exited.
 	TaskEvent(ctx context.Context, ev api.TaskEvent) error
 	// NodeLeft records that node's agent left the cluster.
@@ -32,12 +32,12 @@ func (s *Server) HandleHeartbeat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	index, err := s.b.Heartbeat(r.Context(), hb.Node)
+	reply, err := s.b.Heartbeat(r.Context(), hb.Node)
 	if err != nil {
 		WriteError(w, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, index, api.HeartbeatReply{Index: index})
+	WriteJSON(w, http.StatusOK, reply.Index, reply)
 }
 
 // HandleTaskEvent is POST /v1/internal/task.

@@ -23,9 +23,9 @@ func (c tickClock) NewTicker(time.Duration) (<-chan time.Time, func()) {
 	return c.tick, func() {}
 }
 
-type heardAt map[string]time.Time
+type heldUntil map[string]time.Time
 
-func (h heardAt) Last(node string) time.Time { return h[node] }
+func (h heldUntil) HeldUntil(node string) time.Time { return h[node] }
 
 // TestLeaseWatchDeclaresExpiredNodesDown runs the lease loop for rounds
 // the test ticks: a node whose lease ran out is declared down through
@@ -54,8 +54,9 @@ func TestLeaseWatchDeclaresExpiredNodesDown(t *testing.T) {
 	clock := tickClock{now: now, tick: make(chan time.Time)}
 	w := LeaseWatch{
 		State: h.s, Propose: prop, Clock: clock, Log: slog.New(slog.DiscardHandler),
-		Heartbeats: heardAt{"n2": now.Add(-time.Second), "n3": now.Add(-time.Minute)},
-		Self:       "n1", Since: now.Add(-10 * time.Minute), Expiry: 30 * time.Second, Interval: time.Second,
+		Heartbeats: heldUntil{"n2": now.Add(9 * time.Second), "n3": now.Add(-50 * time.Second)},
+		Self:       "n1", Since: now.Add(-10 * time.Minute), TTL: 10 * time.Second, PerSecond: 50, Grace: 20 * time.Second,
+		Interval: time.Second,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

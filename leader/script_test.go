@@ -34,8 +34,11 @@ import (
 //	                                         apply=no) act on it with Scheduler.Pass, as
 //	                                         the agent does, and show the preemption it
 //	                                         started on the state after
-//	leases self=N elected=S [heartbeats=NODE:S,...] expiry=S
-//	                                         ExpiredLeases; S are seconds before now
+//	leases self=N elected=S [held=NODE:E,...] failover=S grace=S
+//	                                         ExpiredLeases; elected is seconds before
+//	                                         now, E when the lease this leader
+//	                                         granted NODE ends (seconds from now,
+//	                                         negative: it ended)
 //	jobs                                     every job: state, reason, nodes
 //	op VERB job=REF uid=U [user=NAME] [group=yes] [apply=no] [held=yes] [uhold=yes]
 //	   [priority=P] [signal=N] [batch=yes] [step=S] [inc=I] [limit=S] [add=S] [dep=SPEC]
@@ -372,40 +375,45 @@ func reasons(rs []fsm.JobReason) []string {
 	return xs
 }
 
-// leases runs ExpiredLeases on the state's nodes; times are seconds
-// before the harness's now.
+// leases runs ExpiredLeases on the state's nodes.
 func (h *harness) leases(args map[string]string) (string, error) {
-	ago := func(v string) (time.Time, error) {
+	secs := func(k, v string) (time.Duration, error) {
 		s, err := strconv.Atoi(v)
 		if err != nil {
-			return time.Time{}, fmt.Errorf("%q: want seconds: %w", v, err)
+			return 0, fmt.Errorf("%s=%q: want seconds: %w", k, v, err)
 		}
-		return h.now.Add(-time.Duration(s) * time.Second), nil
+		return time.Duration(s) * time.Second, nil
 	}
-	elected, err := ago(args["elected"])
+	elected, err := secs("elected", args["elected"])
 	if err != nil {
 		return "", err
 	}
-	expiry, err := strconv.Atoi(args["expiry"])
+	failover, err := secs("failover", args["failover"])
 	if err != nil {
-		return "", fmt.Errorf("expiry: %w", err)
+		return "", err
 	}
-	heard := map[string]time.Time{}
-	if hb := args["heartbeats"]; hb != "" {
+	grace, err := secs("grace", args["grace"])
+	if err != nil {
+		return "", err
+	}
+	held := map[string]time.Time{}
+	if hb := args["held"]; hb != "" {
 		for item := range strings.SplitSeq(hb, ",") {
-			node, s, ok := strings.Cut(item, ":")
+			node, v, ok := strings.Cut(item, ":")
 			if !ok {
-				return "", fmt.Errorf("heartbeats: %q: want NODE:SECONDS", item)
+				return "", fmt.Errorf("held: %q: want NODE:SECONDS", item)
 			}
-			if heard[node], err = ago(s); err != nil {
+			d, err := secs("held", v)
+			if err != nil {
 				return "", err
 			}
+			held[node] = h.now.Add(d)
 		}
 	}
-	last := func(n string) time.Time { return heard[n] }
 	var xs []string
-	for _, e := range ExpiredLeases(h.s.View().Nodes(), args["self"], last, elected, h.now, time.Duration(expiry)*time.Second) {
-		xs = append(xs, fmt.Sprintf("%s(last -%s)", e.Node, h.now.Sub(e.Last)))
+	for _, e := range ExpiredLeases(h.s.View().Nodes(), args["self"], func(n string) time.Time { return held[n] },
+		h.now.Add(-elected), h.now, failover, grace) {
+		xs = append(xs, fmt.Sprintf("%s(ended -%s)", e.Node, h.now.Sub(e.Until)))
 	}
 	if len(xs) == 0 {
 		return "none expired\n", nil

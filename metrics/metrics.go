@@ -80,7 +80,9 @@ const (
 	JobGPUMemoryUsed    = "shoal_job_gpu_memory_used_bytes"
 	NodeTasksRunning    = "shoal_node_tasks_running"
 	NodeLeaseAge        = "shoal_node_lease_age_seconds"
+	NodeLeaseTTL        = "shoal_node_lease_ttl_seconds"
 	NodeFencings        = "shoal_node_fencings_total"
+	LeaseRenewals       = "shoal_lease_renewals_total"
 )
 
 const (
@@ -123,7 +125,9 @@ var Table = []Desc{
 	{JobGPUMemoryUsed, Gauge, []string{"job", "user"}, "GPU memory in use on the GPUs a running job holds on this node, in bytes.", everyAgent},
 	{NodeTasksRunning, Gauge, nil, "Tasks this agent supervises.", everyAgent},
 	{NodeLeaseAge, Gauge, nil, "Seconds since the leader last renewed this node's lease (absent before the first).", everyAgent},
+	{NodeLeaseTTL, Gauge, nil, "How long the leader granted this node's last renewal (--lease-ttl, stretched as the cluster grows; absent before the first).", everyAgent},
 	{NodeFencings, Counter, nil, "Times this node fenced its tasks because its lease ran out.", everyAgent},
+	{LeaseRenewals, Counter, nil, "Lease renewals (node heartbeats) this server answered while it led.", everyAgent},
 }
 
 // Reading is what the agent gathers at scrape time.
@@ -141,6 +145,8 @@ type Reading struct {
 	HealthScore        int
 	TasksRunning       int
 	LastRenew          time.Time // zero: no lease yet
+	LeaseTTL           time.Duration
+	LeaseRenewals      uint64
 	Placements         uint64
 	Preemptions        uint64
 	Fencings           uint64
@@ -277,8 +283,10 @@ func Samples(r Reading) []Sample {
 	add(NodeTasksRunning, float64(r.TasksRunning))
 	if !r.LastRenew.IsZero() {
 		add(NodeLeaseAge, r.Now.Sub(r.LastRenew).Seconds())
+		add(NodeLeaseTTL, r.LeaseTTL.Seconds())
 	}
 	add(NodeFencings, float64(r.Fencings))
+	add(LeaseRenewals, float64(r.LeaseRenewals))
 	return out
 }
 

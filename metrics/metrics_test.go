@@ -83,7 +83,7 @@ func TestSamples(t *testing.T) {
 			{Name: "n3", Status: gossip.StatusFailed},
 		},
 		ProbeFailures: 3, HealthScore: 1,
-		TasksRunning: 2, LastRenew: t0.Add(time.Second),
+		TasksRunning: 2, LastRenew: t0.Add(time.Second), LeaseTTL: 10 * time.Second, LeaseRenewals: 7,
 		Placements: 5, Preemptions: 1, Fencings: 0, RaftLeaderChanges: 2,
 	}
 	common := []Sample{
@@ -99,7 +99,8 @@ func TestSamples(t *testing.T) {
 		{SchedPlacements, nil, 5}, {SchedPreemptions, nil, 1},
 		{NodeGPUs, nil, 4}, {NodeGPUsAllocated, nil, 2}, {NodeCPUs, nil, 8}, {NodeCPUsAllocated, nil, 0},
 		{NodeMemoryBytes, nil, 1024 << 20}, {NodeMemoryAllocated, nil, 0},
-		{NodeTasksRunning, nil, 2}, {NodeLeaseAge, nil, 2}, {NodeFencings, nil, 0},
+		{NodeTasksRunning, nil, 2}, {NodeLeaseAge, nil, 2}, {NodeLeaseTTL, nil, 10}, {NodeFencings, nil, 0},
+		{LeaseRenewals, nil, 7},
 	}
 	cat := func(parts ...[]Sample) []Sample { return slices.Concat(parts...) }
 
@@ -129,7 +130,7 @@ func TestSamples(t *testing.T) {
 			[]Sample{{SchedJobsPending, []string{"None"}, 2}, {SchedJobsRunning, nil, 1}}, nodeSamples)},
 		{"no readable state", noState, cat(common, []Sample{{RaftLeader, nil, 0}},
 			[]Sample{{RaftLeaderChanges, nil, 2}}, afterLeader[3:],
-			[]Sample{{SchedPlacements, nil, 5}, {SchedPreemptions, nil, 1}, {NodeTasksRunning, nil, 2}, {NodeFencings, nil, 0}})},
+			[]Sample{{SchedPlacements, nil, 5}, {SchedPreemptions, nil, 1}, {NodeTasksRunning, nil, 2}, {NodeFencings, nil, 0}, {LeaseRenewals, nil, 7}})},
 		{"gpus sampled", withGPU, cat(common, []Sample{{RaftLeader, nil, 0}}, afterLeader, nodeSamples[:8],
 			[]Sample{
 				{NodeGPUUtilization, []string{"0"}, 0.5}, {NodeGPUMemoryUsed, []string{"0"}, 100},
@@ -219,7 +220,7 @@ func TestExpositionPassesPromtool(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range Table {
-		if d.Scope == theLeader || d.Name == NodeLeaseAge || d.Name == RaftVoters || d.Name == RaftNonvoters ||
+		if d.Scope == theLeader || d.Name == NodeLeaseAge || d.Name == NodeLeaseTTL || d.Name == RaftVoters || d.Name == RaftNonvoters ||
 			d.Name == NodeGPUs || d.Name == NodeGPUsAllocated || d.Name == NodeCPUs || d.Name == NodeCPUsAllocated ||
 			d.Name == NodeMemoryBytes || d.Name == NodeMemoryAllocated {
 			continue // need a state, a lease or raft's configuration

@@ -25,6 +25,7 @@ import (
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/httpapi"
+	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/metrics"
 	"github.com/shoal-sched/shoal/pki"
 	"github.com/shoal-sched/shoal/worker"
@@ -58,13 +59,14 @@ type Agent struct {
 	peers peerClients
 
 	leases leaseTable
-	// lastRenew is when the last heartbeat the leader acknowledged was
-	// sent (unix nanoseconds); the fence deadline counts from it. Zero
-	// until the first: a starting agent holds no lease.
-	lastRenew atomic.Int64
-	// leaseIndex is the leader's applied index in that acknowledgement;
-	// ranks start only from a replica at least that far (startAllowed).
-	leaseIndex atomic.Uint64
+	// lease is this node's lease (lessee.Lease): when the last heartbeat
+	// the leader acknowledged was sent, the TTL the leader granted with it
+	// (the fence deadline is their sum), and the leader's applied index
+	// in that acknowledgement, from which ranks start only on a replica at
+	// least that far (startAllowed). Nil until the first: a starting
+	// agent holds no lease. One pointer, so a reader sees the three of one
+	// renewal.
+	lease atomic.Pointer[worker.Lease]
 
 	// ready is set once the replica has caught up after start (caughtUp).
 	ready atomic.Bool
@@ -78,6 +80,8 @@ type Agent struct {
 	// below are read into it at scrape time.
 	metrics                          *metrics.Metrics
 	placements, preemptions, fencing atomic.Uint64
+	// renewals counts the heartbeats this agent answered as leader.
+	renewals atomic.Uint64
 	// gpuSample is the last GPU sample (agentGPUs); nil before it.
 	gpuSample atomic.Pointer[metrics.GPUReading]
 	// gpuUsage is what each job's GPUs here did so far (gpuSampler).
@@ -283,6 +287,7 @@ func (a *Agent) meta(hasRaftState bool) gossip.Meta {
 		Protocol:        a.cfg.protocol(),
 		BootstrapExpect: a.bootstrapExpect(),
 		HasRaftState:    hasRaftState,
+		LeaseStretch:    leader.MaxLeaseStretch,
 	}
 	if len(a.cfg.GPUs) > 0 {
 		// Gossip only summarises the model; the FSM's record has it whole.
@@ -400,7 +405,8 @@ func (a *Agent) Run(parent context.Context) error {
 // With KeepTasksOnStop it stops for a restart instead, as slurmd does:
 // the ranks run on under their supervisors, the node neither leaves nor
 // announces it, and the next agent on this data dir reattaches to them;
-// if none renews the lease within LeaseTTL, the supervisors fence them.
+// if none renews the lease within the TTL the leader granted its last
+// renewal, the supervisors fence them.
 func (a *Agent) shutdown(wg *sync.WaitGroup) {
 	if a.crashed() {
 		a.shutdownCrashed(wg)

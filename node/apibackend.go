@@ -158,7 +158,7 @@ func (b apiBackend) Nodes(ctx context.Context) httpapi.NodeRecords {
 func (b apiBackend) IsLeader() bool { return b.a.raft.IsLeader() }
 
 // Heartbeat renews a node's lease (leader only).
-func (b apiBackend) Heartbeat(ctx context.Context, n cluster.Node) (uint64, error) {
+func (b apiBackend) Heartbeat(ctx context.Context, n cluster.Node) (api.HeartbeatReply, error) {
 	return b.a.leaderHeartbeat(ctx, n)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/shoal-sched/shoal/gpu"
 	"github.com/shoal-sched/shoal/pki"
 	"github.com/shoal-sched/shoal/topology"
+	"github.com/shoal-sched/shoal/worker"
 )
 
 // Default ports of an agent.
@@ -98,6 +99,13 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	LeaseTTL          time.Duration
 	KillGrace         time.Duration
+	// RenewalsPerSecond is the bound on lease renewals a second at the
+	// leader from all nodes together, which stretches leases as the
+	// cluster grows (leader.GrantLease); 0: worker.MaxRenewalsPerSecond.
+	// Hidden flag --lease-renewals-per-second: it lets a test of a few
+	// agents see stretched leases. Like LeaseTTL, every agent must have
+	// the same.
+	RenewalsPerSecond int
 	// KillWait is the time between SIGTERM and SIGKILL when ranks are
 	// stopped at their time limit, on cancel or when a rank failed
 	// (Slurm's KillWait). It plays no part in the lease bound: fencing
@@ -158,6 +166,14 @@ type Config struct {
 	// lets a test stand in for an older agent without an older binary.
 	Protocol int
 	Logger   *slog.Logger
+}
+
+// renewalsPerSecond is RenewalsPerSecond or its default.
+func (c *Config) renewalsPerSecond() int {
+	if c.RenewalsPerSecond > 0 {
+		return c.RenewalsPerSecond
+	}
+	return worker.MaxRenewalsPerSecond
 }
 
 // Defaults of the liveness timings.
@@ -270,6 +286,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--kill-wait %s: want more than 0", c.KillWait)
 	case c.LeaseTTL < 3*c.HeartbeatInterval:
 		return fmt.Errorf("--lease-ttl %s: want at least 3 heartbeat intervals (%s)", c.LeaseTTL, 3*c.HeartbeatInterval)
+	case c.RenewalsPerSecond < 0:
+		return fmt.Errorf("--lease-renewals-per-second %d: want 0 (the default, %d) or more", c.RenewalsPerSecond, worker.MaxRenewalsPerSecond)
 	case c.CertLifetime != 0 && (c.CertLifetime < time.Minute || c.CertLifetime > pki.MaxNodeLifetime):
 		return fmt.Errorf("--cert-lifetime %s: want 1m to %s", c.CertLifetime, pki.MaxNodeLifetime)
 	case c.CPUs < 0:

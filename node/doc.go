@@ -36,16 +36,38 @@
 // the executor driver, exit reports, following, bootstrap) live as long as
 // the agent.
 //
-// Leases. An agent renews its lease by a heartbeat to the leader every
-// HeartbeatInterval. The leader declares a node down only LeaseTTL +
-// KillGrace + leaseMargin after the last heartbeat it received (and never
-// sooner than that after it became leader); an agent that has not had a
-// heartbeat acknowledged for LeaseTTL, counted from when it sent the last
-// acknowledged one, stops its ranks (SIGTERM, SIGKILL after KillGrace).
-// So, as long as the two clocks run at about the same rate (not the same
-// time: only durations are compared, each on its own machine), a node cut
-// off from the quorum has killed its ranks before the majority can place
-// anything on its GPUs.
+// Leases. An agent renews its lease by a heartbeat to the leader, which
+// answers with the TTL it grants and when to renew next
+// (leader.GrantLease: LeaseTTL, stretched as the cluster grows so the
+// leader sees a bounded number of renewals a second, up to
+// leader.MaxLeaseStretch × LeaseTTL, and only as far as every live agent
+// announces in gossip; agreedStretch). The leader records, before it
+// answers, the latest end of any lease it granted each node (leaseTable:
+// when the heartbeat arrived + the TTL) and declares a node down only
+// KillGrace + leaseMargin after that end; an agent whose last
+// acknowledged renewal's TTL has passed, counted from when it sent that
+// renewal, stops its ranks (SIGTERM, SIGKILL after KillGrace), and its
+// tasks' supervisors do the same on their own from the deadline the agent
+// writes (exec.RenewLease). The node never holds more than the leader
+// granted (worker.GrantedTTL; an older leader's answer without a TTL
+// means LeaseTTL). So, as long as the two clocks run at about the same
+// rate (not the same time: only durations are compared, each on its own
+// machine), a node cut off from the quorum has killed its ranks before
+// the majority can place anything on its GPUs.
+//
+// A new leader does not know what its predecessors granted: it counts
+// every node's lease from its own election with the longest TTL any
+// leader could have granted, leader.GrantLease with MaxLeaseStretch for
+// the nodes its replica holds (leader.LeaseWatch). That is safe because
+// the TTL grows only with the number of node records, which the log
+// never removes, and every predecessor granted from a replica at a
+// committed index the new leader has applied (it leads only after a
+// barrier); a predecessor cut off stops answering heartbeats when its
+// raft leader lease runs out, about when another can first be elected,
+// inside leaseMargin. An agent of an earlier release, were it elected,
+// would wait only LeaseTTL: leases stretch only while every live agent
+// announces that it waits the stretch (gossip.Meta.LeaseStretch). Every
+// agent must have the same LeaseTTL and RenewalsPerSecond.
 //
 // The HTTP API (package httpapi) serves every route: it proves the caller,
 // forwards writes to the leader and renders answers, and reaches this

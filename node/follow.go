@@ -248,7 +248,7 @@ func (f agentFollow) Follow(ctx context.Context, s worker.Server, hintsOnly bool
 	q.Set("node", a.cfg.Name)
 	q.Set("index", fmt.Sprint(index))
 	q.Set("digest", digest)
-	q.Set("lease", fmt.Sprint(a.leaseIndex.Load()))
+	q.Set("lease", fmt.Sprint(a.currentLease().Index))
 	q.Set("wait", wait.String())
 	var reply api.FollowReply
 	_, err = c.Do(rctx, http.MethodGet, "/v1/internal/follow?"+q.Encode(), nil, &reply)

@@ -133,26 +133,34 @@ func (wallClock) NewTicker(d time.Duration) (<-chan time.Time, func()) {
 	return t.C, t.Stop
 }
 
-// leaseTable records when the leader last heard from each node.
+// leaseTable records the leases the leader granted: for each node, the
+// latest end of any (a later renewal granted a shorter TTL, when the
+// cluster shrank, may not have reached the node, which then still holds
+// the longer one).
 type leaseTable struct {
-	mu   sync.Mutex
-	seen map[string]time.Time
+	mu    sync.Mutex
+	until map[string]time.Time
 }
 
-func (l *leaseTable) renew(node string, at time.Time) {
+// renew records a lease granted to node for ttl, on a heartbeat received
+// at at (after the node sent it, from when the node counts it).
+func (l *leaseTable) renew(node string, at time.Time, ttl time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.seen == nil {
-		l.seen = map[string]time.Time{}
+	if l.until == nil {
+		l.until = map[string]time.Time{}
 	}
-	l.seen[node] = at
+	if end := at.Add(ttl); end.After(l.until[node]) {
+		l.until[node] = end
+	}
 }
 
-// Last is when the leader last heard from node (leader.Heartbeats).
-func (l *leaseTable) Last(node string) time.Time {
+// HeldUntil is when the latest lease the leader granted node ends
+// (leader.Heartbeats).
+func (l *leaseTable) HeldUntil(node string) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.seen[node]
+	return l.until[node]
 }
 
 // leaseWatch is the leader's lease loop (leader.LeaseWatch) over this
@@ -160,7 +168,8 @@ func (l *leaseTable) Last(node string) time.Time {
 func (a *Agent) leaseWatch(since time.Time) leader.LeaseWatch {
 	return leader.LeaseWatch{
 		State: a.state, Propose: agentLeader{a}, Clock: wallClock{}, Log: a.log, Heartbeats: &a.leases,
-		Self: a.cfg.Name, Since: since, Expiry: a.cfg.LeaseTTL + a.cfg.KillGrace + leaseMargin, Interval: leaseInterval,
+		Self: a.cfg.Name, Since: since, TTL: a.cfg.LeaseTTL, PerSecond: a.cfg.renewalsPerSecond(),
+		Grace: a.cfg.KillGrace + leaseMargin, Interval: leaseInterval,
 	}
 }
 
@@ -347,29 +356,53 @@ func (a *Agent) leaderNodeLeft(ctx context.Context, node string) error {
 // leaderHeartbeat renews a node's lease and registers or updates its
 // record when what it announces changed.
 //
-// It returns the leader's applied index, which the node must reach before
-// it starts any rank (see HeartbeatReply): every NodeDown or NodeLeft that
-// took allocations back from the node is at or below it.
-func (a *Agent) leaderHeartbeat(ctx context.Context, n cluster.Node) (uint64, error) {
+// It answers with the leader's applied index, which the node must reach
+// before it starts any rank (see HeartbeatReply): every NodeDown or
+// NodeLeft that took allocations back from the node is at or below it;
+// and with the lease it granted (leader.GrantLease over the nodes the log
+// holds), recorded before the answer leaves so the lease loop never
+// judges the node by less than it was told.
+func (a *Agent) leaderHeartbeat(ctx context.Context, n cluster.Node) (api.HeartbeatReply, error) {
 	if !cluster.ValidNodeName(n.Name) {
-		return 0, invalid(fmt.Errorf("heartbeat: node name %q is not valid", n.Name))
+		return api.HeartbeatReply{}, invalid(fmt.Errorf("heartbeat: node name %q is not valid", n.Name))
 	}
-	a.leases.renew(n.Name, time.Now())
-	cur, ok := a.state.View().Node(n.Name)
+	v := a.state.View()
+	g := leader.GrantLease(len(v.Nodes()), a.cfg.LeaseTTL, a.cfg.renewalsPerSecond(), agreedStretch(a.gossip.Members()))
+	a.leases.renew(n.Name, time.Now(), g.TTL)
+	a.renewals.Add(1)
+	reply := func() api.HeartbeatReply {
+		return api.HeartbeatReply{Index: a.state.Index(), TTL: g.TTL, RenewEvery: g.RenewEvery}
+	}
+	cur, ok := v.Node(n.Name)
 	if ok && cur.Status == cluster.NodeUp && sameAnnouncement(cur, &n) {
-		return a.state.Index(), nil
+		return reply(), nil
 	}
 	res, err := a.apply(ctx, fsm.CmdUpsertNode, fsm.UpsertNode{Node: n, Time: time.Now()})
 	if err != nil {
-		return 0, err
+		return api.HeartbeatReply{}, err
 	}
 	if res.Err != nil {
-		return 0, invalid(res.Err)
+		return api.HeartbeatReply{}, invalid(res.Err)
 	}
 	if !ok {
 		a.log.Info("node registered", "node", n.Name, "gpus", len(n.GPUs), "switch", n.Topology.Switch)
 	}
-	return a.state.Index(), nil
+	return reply(), nil
+}
+
+// agreedStretch is how far the leader may stretch a lease
+// (leader.GrantLease): the least LeaseStretch any live member announces,
+// none (0) while an agent older than stretched leases is alive, since it
+// could be elected and would judge a node by --lease-ttl alone. It is
+// pure.
+func agreedStretch(members []gossip.Member) int {
+	stretch := leader.MaxLeaseStretch
+	for _, m := range members {
+		if m.Status == gossip.StatusAlive {
+			stretch = min(stretch, m.Meta.LeaseStretch)
+		}
+	}
+	return stretch
 }
 
 // sameAnnouncement compares what a node announces about itself.

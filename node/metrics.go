@@ -33,6 +33,7 @@ func (a *Agent) readMetrics() metrics.Reading {
 		Placements:        a.placements.Load(),
 		Preemptions:       a.preemptions.Load(),
 		Fencings:          a.fencing.Load(),
+		LeaseRenewals:     a.renewals.Load(),
 		RaftLeaderChanges: st.LeaderChanges,
 		Raft: metrics.RaftReading{
 			Term: st.Term, LastIndex: st.LastIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
@@ -42,8 +43,8 @@ func (a *Agent) readMetrics() metrics.Reading {
 		r.View = a.state.View()
 	}
 	r.GPU = a.gpuSample.Load()
-	if n := a.lastRenew.Load(); n != 0 {
-		r.LastRenew = time.Unix(0, n)
+	if l := a.lease.Load(); l != nil {
+		r.LastRenew, r.LeaseTTL = l.Renewed, l.TTL
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), raftConfigTimeout)
 	defer cancel()

@@ -42,6 +42,7 @@ func TestConfigValidate(t *testing.T) {
 		{"advertise not an IP", func(c *Config) { c.AdvertiseAddr = "x" }, `--advertise "x"`},
 		{"negative expect", func(c *Config) { c.BootstrapExpect = -1 }, "--bootstrap-expect -1"},
 		{"lease shorter than 3 heartbeats", func(c *Config) { c.LeaseTTL = 2 * time.Second }, "--lease-ttl 2s"},
+		{"negative renewals a second", func(c *Config) { c.RenewalsPerSecond = -1 }, "--lease-renewals-per-second -1"},
 		{"port zero", func(c *Config) { c.RaftPort = 70000 }, "--raft-port 70000"},
 		{"negative cpus", func(c *Config) { c.CPUs = -4 }, "--cpus -4"},
 		{"task hostname off", func(c *Config) { c.TaskHostname = TaskHostnameOff }, ""},

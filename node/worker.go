@@ -11,6 +11,7 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/exec"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/slurm"
 	"github.com/shoal-sched/shoal/worker"
 )
@@ -31,17 +32,19 @@ const (
 func (a *Agent) heartbeater() worker.Heartbeater {
 	return worker.Heartbeater{
 		Node: lessee{a}, Clock: wallClock{}, Log: a.log, Interval: a.cfg.HeartbeatInterval, TTL: a.cfg.LeaseTTL,
+		MaxStretch: leader.MaxLeaseStretch,
 		// A restarted agent inherits what is left of its predecessor's
 		// lease, which its reattached tasks run under, rather than fencing
 		// them before its first heartbeat.
-		Inherited: time.Now().Add(a.exec.LeaseLeft() - a.cfg.LeaseTTL),
+		Inherited: time.Now().Add(a.exec.LeaseLeft()),
 		Fenced:    func() { a.fencing.Add(1) },
 		NoFence:   plantedNoFence, // a planted bug, test builds only (planted_nofence_off.go)
-		// Renewals spread as the cluster grows (worker.RenewEvery): the
-		// leader sees a bounded number a second, the TTL stays.
-		RenewEvery: func() time.Duration {
-			return worker.RenewEvery(len(a.gossip.Members()), a.cfg.HeartbeatInterval, a.cfg.LeaseTTL,
-				worker.MaxRenewalsPerSecond, rand.Float64())
+		// Renewals come when the leader says (worker.RenewAfter), which
+		// spreads them as the cluster grows so it sees a bounded number a
+		// second; under an older leader, by the cluster's size in gossip.
+		RenewAfter: func(g worker.Grant) time.Duration {
+			return worker.RenewAfter(g, len(a.gossip.Members()), a.cfg.HeartbeatInterval, a.cfg.LeaseTTL,
+				a.cfg.renewalsPerSecond(), rand.Float64())
 		},
 	}
 }
@@ -49,26 +52,34 @@ func (a *Agent) heartbeater() worker.Heartbeater {
 // lessee is the agent as worker.Lessee.
 type lessee struct{ a *Agent }
 
-func (l lessee) Heartbeat(ctx context.Context) (uint64, error) { return l.a.heartbeat(ctx) }
+func (l lessee) Heartbeat(ctx context.Context) (worker.Grant, error) { return l.a.heartbeat(ctx) }
 
-func (l lessee) Renewed(sent time.Time, index uint64) {
-	// The supervisors' lease first: a task started once startAllowed sees
-	// the renewal must find it. Index before time: startAllowed reads
-	// them in the other order.
-	if err := l.a.exec.RenewLease(sent); err != nil {
+func (l lessee) Renewed(sent time.Time, index uint64, ttl time.Duration) {
+	// The supervisors' lease first, with the TTL granted: a task started
+	// once startAllowed sees the renewal must find it.
+	if err := l.a.exec.RenewLease(sent, ttl); err != nil {
 		l.a.log.Warn("write the lease for the supervisors", "err", err)
 	}
-	l.a.leaseIndex.Store(index)
-	l.a.lastRenew.Store(sent.UnixNano())
+	l.a.lease.Store(&worker.Lease{Renewed: sent, Index: index, TTL: ttl})
 }
 
-func (l lessee) LastRenewed() time.Time { return time.Unix(0, l.a.lastRenew.Load()) }
-func (l lessee) Running() int           { return len(l.a.exec.Running()) }
-func (l lessee) Fence()                 { l.a.exec.StopAll(fsm.CauseFenced) }
+func (l lessee) Lease() worker.Lease { return l.a.currentLease() }
+func (l lessee) Running() int        { return len(l.a.exec.Running()) }
+func (l lessee) Fence()              { l.a.exec.StopAll(fsm.CauseFenced) }
 
-// watchdogTTL is the lease the supervisors' watchdogs enforce: LeaseTTL,
-// or none in a build with the planted no-fence bug, which must leave the
-// ranks of a node cut off running for the chaos checker to catch.
+// currentLease is this node's lease; before the first renewal, one
+// renewed at Unix 0.
+func (a *Agent) currentLease() worker.Lease {
+	if l := a.lease.Load(); l != nil {
+		return *l
+	}
+	return worker.Lease{Renewed: time.Unix(0, 0), TTL: a.cfg.LeaseTTL}
+}
+
+// watchdogTTL arms the supervisors' watchdogs (which enforce the TTL each
+// renewal was granted): LeaseTTL, or none in a build with the planted
+// no-fence bug, which must leave the ranks of a node cut off running for
+// the chaos checker to catch.
 func (c *Config) watchdogTTL() time.Duration {
 	if plantedNoFence {
 		return 0
@@ -76,15 +87,14 @@ func (c *Config) watchdogTTL() time.Duration {
 	return c.LeaseTTL
 }
 
-func (a *Agent) heartbeat(ctx context.Context) (uint64, error) {
+func (a *Agent) heartbeat(ctx context.Context) (worker.Grant, error) {
 	ctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
 	defer cancel()
 	reply, err := callLeader(ctx, a, "/v1/internal/heartbeat", api.Heartbeat{Node: a.selfNode()},
 		func(ctx context.Context, hb api.Heartbeat) (api.HeartbeatReply, error) {
-			index, err := a.leaderHeartbeat(ctx, hb.Node)
-			return api.HeartbeatReply{Index: index}, err
+			return a.leaderHeartbeat(ctx, hb.Node)
 		})
-	return reply.Index, err
+	return worker.Grant{Index: reply.Index, TTL: reply.TTL, RenewEvery: reply.RenewEvery}, err
 }
 
 // startAllowed reports whether the executor may start ranks from view v:
@@ -95,10 +105,7 @@ func (a *Agent) heartbeat(ctx context.Context) (uint64, error) {
 // given to other jobs; acting on those would put two jobs on one GPU
 // (DESIGN invariant 1). Stopping ranks needs no such care.
 func (a *Agent) startAllowed(v *fsm.View) bool {
-	// Index before time: lessee.Renewed stores them in the other order.
-	index := a.leaseIndex.Load()
-	l := worker.Lease{Renewed: time.Unix(0, a.lastRenew.Load()), Index: index, TTL: a.cfg.LeaseTTL}
-	return worker.MayStart(l, time.Now(), v.Index)
+	return worker.MayStart(a.currentLease(), time.Now(), v.Index)
 }
 
 // sendTaskEvent delivers a task report to the leader.

@@ -1,6 +1,7 @@
 package scale
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -198,5 +199,33 @@ func TestLeaderView(t *testing.T) {
 	}
 	if _, _, _, ok := v.agreed(nil, "n1"); ok {
 		t.Error("agreed with no agents")
+	}
+}
+
+// TestSampleValue reads an unlabelled sample from an exposition, not a
+// longer name's, and says which is missing or malformed.
+func TestSampleValue(t *testing.T) {
+	const exp = "# HELP shoal_lease_renewals_total x\n# TYPE shoal_lease_renewals_total counter\n" +
+		"shoal_lease_renewals_total_x 9\nshoal_lease_renewals_total 1234\nshoal_node_lease_ttl_seconds 60\nbad 1e\n"
+	for _, tc := range []struct {
+		name string
+		want float64
+		err  string
+	}{
+		{"shoal_lease_renewals_total", 1234, ""},
+		{"shoal_node_lease_ttl_seconds", 60, ""},
+		{"shoal_missing", 0, "not in the exposition"},
+		{"bad", 0, `"bad 1e"`},
+	} {
+		got, err := sampleValue(exp, tc.name)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("sampleValue(%s) = %v, %v; want an error with %q", tc.name, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("sampleValue(%s) = %v, %v; want %v", tc.name, got, err, tc.want)
+		}
 	}
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/localcluster"
+	"github.com/shoal-sched/shoal/metrics"
 )
 
 // Options shape a scale run.
@@ -139,6 +140,12 @@ type Report struct {
 	ScrapeSamples int  `json:"scrape_samples"`
 	// RaftEntriesPerS is how fast the raft log grew at rest.
 	RaftEntriesPerS float64 `json:"raft_entries_per_s"`
+	// LeaderRenewalsPerS is how many lease renewals a second the leader
+	// answered at rest (shoal_lease_renewals_total), and LeaseTTLS the
+	// TTL it granted its own last one (shoal_node_lease_ttl_seconds):
+	// every node is granted the same.
+	LeaderRenewalsPerS float64 `json:"leader_renewals_per_s"`
+	LeaseTTLS          float64 `json:"lease_ttl_s"`
 	// RaftEntriesPerSubmit is the log's growth per held submit, and
 	// RaftEntriesPerJob per 2-node job from submit to completion.
 	RaftEntriesPerSubmit float64 `json:"raft_entries_per_submit"`
@@ -564,6 +571,10 @@ func (r *run) rest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	renewals0, _, err := r.leaseFigures(ctx, r.agents[li])
+	if err != nil {
+		return err
+	}
 	stopProfile, err := r.restProfile()
 	if err != nil {
 		return err
@@ -577,6 +588,10 @@ func (r *run) rest(ctx context.Context) error {
 	}
 	b := r.sample(li)
 	stopProfile()
+	renewals1, ttl, err := r.leaseFigures(ctx, r.agents[li])
+	if err != nil {
+		return err
+	}
 	i1, err := r.applied(ctx)
 	if err != nil {
 		return err
@@ -610,6 +625,7 @@ func (r *run) rest(ctx context.Context) error {
 	}
 	r.rep.LoopbackBytesPerS = float64(b.lo-a.lo) / secs
 	r.rep.RaftEntriesPerS = float64(i1-i0) / secs
+	r.rep.LeaderRenewalsPerS, r.rep.LeaseTTLS = (renewals1-renewals0)/secs, ttl
 
 	rssOf := func(pid int, name string) (float64, error) {
 		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -672,6 +688,68 @@ func (r *run) restProfile() (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// leaseFigures reads a's lease renewals answered as leader and the TTL of
+// its own lease (0 before its first renewal) from its /metrics.
+func (r *run) leaseFigures(ctx context.Context, a *localcluster.Agent) (renewals, ttl float64, err error) {
+	body, err := r.metricsOf(ctx, a)
+	if err != nil {
+		return 0, 0, err
+	}
+	renewals, err = sampleValue(body, metrics.LeaseRenewals)
+	if err != nil {
+		return 0, 0, fmt.Errorf("agent %s: %w", a.Name, err)
+	}
+	ttl, _ = sampleValue(body, metrics.NodeLeaseTTL) // absent before the first renewal
+	return renewals, ttl, nil
+}
+
+// metricsOf is GET /metrics on a, over its Unix socket.
+func (r *run) metricsOf(ctx context.Context, a *localcluster.Agent) (string, error) {
+	hc := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", a.Socket())
+		},
+	}}
+	defer hc.CloseIdleConnections()
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, "http://agent/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("metrics of %s: %w", a.Name, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", fmt.Errorf("metrics of %s: %w", a.Name, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("metrics of %s: %s: %.200s", a.Name, resp.Status, body)
+	}
+	return string(body), nil
+}
+
+// sampleValue is the value of the unlabelled sample name in a Prometheus
+// text exposition.
+func sampleValue(exposition, name string) (float64, error) {
+	for line := range strings.Lines(exposition) {
+		rest, ok := strings.CutPrefix(line, name+" ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		if err != nil {
+			return 0, fmt.Errorf("metric %s: %q: %w", name, strings.TrimSpace(line), err)
+		}
+		return v, nil
+	}
+	return 0, fmt.Errorf("metric %s: not in the exposition", name)
 }
 
 // scrapes is how many times rest scrapes the leader's /metrics.

@@ -10,14 +10,15 @@ import (
 // leader and the tasks the lease covers.
 type Lessee interface {
 	// Heartbeat renews the lease with the leader, local or remote, and
-	// returns the leader's applied index (see MayStart).
-	Heartbeat(ctx context.Context) (index uint64, err error)
-	// Renewed records a renewal sent at sent and answered at index: for
-	// the tasks' supervisors first (a task started once MayStart sees the
-	// renewal must find it), then index, then sent.
-	Renewed(sent time.Time, index uint64)
-	// LastRenewed is the last renewal recorded (Unix 0 for none).
-	LastRenewed() time.Time
+	// returns the leader's answer: its applied index (see MayStart) and
+	// the lease it granted.
+	Heartbeat(ctx context.Context) (Grant, error)
+	// Renewed records a renewal sent at sent, answered at index and
+	// holding for ttl: for the tasks' supervisors first (a task started
+	// once MayStart sees the renewal must find it), then the rest.
+	Renewed(sent time.Time, index uint64, ttl time.Duration)
+	// Lease is the last renewal recorded (Renewed Unix 0 for none).
+	Lease() Lease
 	// Running is how many tasks run here.
 	Running() int
 	// Fence stops every task here, with cause fenced.
@@ -32,31 +33,36 @@ type LeaseClock interface {
 
 // Heartbeater is the worker's heartbeat loop: every Interval it renews
 // the node's lease with the leader, and fences the node (stops every
-// task) when it has not managed to for TTL (Fence decides). Each renewal
-// is also written for the tasks' supervisors (Lessee.Renewed), whose
-// watchdogs fence their tasks on their own when it stops coming: the
-// agent may be hung or stopped, and this loop then never runs.
+// task) when its last renewal's TTL ran out (Fence decides). The TTL is
+// what the leader granted with that renewal (GrantedTTL): TTL, the
+// node's --lease-ttl, from a leader that grants none. Each renewal, with
+// its TTL, is also written for the tasks' supervisors (Lessee.Renewed),
+// whose watchdogs fence their tasks on their own when it stops coming:
+// the agent may be hung or stopped, and this loop then never runs.
 type Heartbeater struct {
 	Node  Lessee
 	Clock LeaseClock
 	Log   *slog.Logger
-	// Interval is how often the lease is renewed, TTL how long a renewal
-	// holds.
+	// Interval is how often the lease is checked (and at most how often
+	// it is renewed), TTL the node's --lease-ttl.
 	Interval, TTL time.Duration
-	// Inherited is what a restarted agent inherits of its predecessor's
-	// lease, which its reattached tasks run under: the lease counts from
-	// it until the first renewal (Fence).
+	// MaxStretch caps a granted TTL at MaxStretch × TTL (GrantedTTL);
+	// zero takes the leader's grant as it is up to 1 × TTL.
+	MaxStretch int
+	// Inherited is the end of the lease a restarted agent inherits from
+	// its predecessor, which its reattached tasks run under (Fence).
 	Inherited time.Time
 	// Fenced, when set, counts each time the node starts fencing.
 	Fenced func()
 	// NoFence leaves a node whose lease ran out running (a planted bug,
 	// test builds only).
 	NoFence bool
-	// RenewEvery, when set, is how long to wait after a renewal the leader
-	// accepted before the next (RenewEvery, the rule, with the cluster's
-	// size): the loop still wakes every Interval to check the lease, and
-	// retries a failed renewal at once. Nil renews every Interval.
-	RenewEvery func() time.Duration
+	// RenewAfter, when set, is how long to wait after a renewal the
+	// leader answered with g before the next (RenewAfter, the rule, with
+	// the cluster's size): the loop still wakes every Interval to check
+	// the lease, and retries a failed renewal at once. Nil renews every
+	// Interval.
+	RenewAfter func(g Grant) time.Duration
 }
 
 // Run renews and fences until ctx ends.
@@ -67,11 +73,11 @@ func (h Heartbeater) Run(ctx context.Context) {
 	var next time.Time // when the next renewal is due
 	for {
 		// A tick may come a little early: due within half an interval.
-		if now := h.Clock.Now(); h.RenewEvery == nil || !now.Add(h.Interval/2).Before(next) {
-			var renewed bool
-			renewed, fenced = h.renew(ctx, fenced)
-			if renewed && h.RenewEvery != nil {
-				next = now.Add(h.RenewEvery())
+		if now := h.Clock.Now(); h.RenewAfter == nil || !now.Add(h.Interval/2).Before(next) {
+			var g *Grant
+			g, fenced = h.renew(ctx, fenced)
+			if g != nil && h.RenewAfter != nil {
+				next = now.Add(h.RenewAfter(*g))
 			}
 		}
 		fenced = h.check(fenced)
@@ -91,31 +97,32 @@ func (h Heartbeater) Round(ctx context.Context, fenced bool) bool {
 	return h.check(fenced)
 }
 
-// renew renews the lease once; renewed says whether the leader accepted.
-func (h Heartbeater) renew(ctx context.Context, fenced bool) (renewed, stillFenced bool) {
+// renew renews the lease once; g is the leader's answer, nil when it did
+// not accept.
+func (h Heartbeater) renew(ctx context.Context, fenced bool) (g *Grant, stillFenced bool) {
 	sent := h.Clock.Now()
-	index, err := h.Node.Heartbeat(ctx)
+	grant, err := h.Node.Heartbeat(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			h.Log.Debug("heartbeat", "err", err)
 		}
-		return false, fenced
+		return nil, fenced
 	}
-	h.Node.Renewed(sent, index)
+	h.Node.Renewed(sent, grant.Index, GrantedTTL(grant, h.TTL, max(h.MaxStretch, 1)))
 	if fenced {
 		h.Log.Info("lease renewed again")
 	}
-	return true, false
+	return &grant, false
 }
 
 // check fences the node if its lease ran out; fenced says whether it
 // was fenced already, and check returns whether it is now.
 func (h Heartbeater) check(fenced bool) bool {
-	l := Lease{Renewed: h.Node.LastRenewed(), TTL: h.TTL}
-	last, fence := Fence(l, h.Inherited, h.Clock.Now(), h.Node.Running())
+	l := h.Node.Lease()
+	end, fence := Fence(l, h.Inherited, h.Clock.Now(), h.Node.Running())
 	if fence && !h.NoFence {
 		if !fenced {
-			h.Log.Warn("lease expired: stopping every rank on this node", "last_renewed", last, "lease_ttl", h.TTL)
+			h.Log.Warn("lease expired: stopping every rank on this node", "lease_end", end, "lease_ttl", l.TTL)
 			if h.Fenced != nil {
 				h.Fenced()
 			}

@@ -19,22 +19,29 @@ func (*stepClock) NewTicker(time.Duration) (<-chan time.Time, func()) { return n
 // fakeLessee answers heartbeats while up, and counts fences.
 type fakeLessee struct {
 	up      bool
-	renewed time.Time
+	grant   Grant // answered to each heartbeat (Index 7 when zero)
+	lease   Lease
 	running int
 	fences  int
 }
 
-func (f *fakeLessee) Heartbeat(context.Context) (uint64, error) {
+func (f *fakeLessee) Heartbeat(context.Context) (Grant, error) {
 	if !f.up {
-		return 0, errors.New("leader unreachable")
+		return Grant{}, errors.New("leader unreachable")
 	}
-	return 7, nil
+	g := f.grant
+	if g.Index == 0 {
+		g.Index = 7
+	}
+	return g, nil
 }
 
-func (f *fakeLessee) Renewed(sent time.Time, _ uint64) { f.renewed = sent }
-func (f *fakeLessee) LastRenewed() time.Time           { return f.renewed }
-func (f *fakeLessee) Running() int                     { return f.running }
-func (f *fakeLessee) Fence()                           { f.fences++ }
+func (f *fakeLessee) Renewed(sent time.Time, index uint64, ttl time.Duration) {
+	f.lease = Lease{Renewed: sent, Index: index, TTL: ttl}
+}
+func (f *fakeLessee) Lease() Lease { return f.lease }
+func (f *fakeLessee) Running() int { return f.running }
+func (f *fakeLessee) Fence()       { f.fences++ }
 
 // TestHeartbeaterRounds runs the heartbeat loop's rounds one by one:
 // renewed, it fences nothing; cut off past the TTL with tasks running, it
@@ -146,7 +153,7 @@ func (c *countingLessee) Running() int {
 	return c.fakeLessee.Running()
 }
 
-func (c *countingLessee) Heartbeat(ctx context.Context) (uint64, error) {
+func (c *countingLessee) Heartbeat(ctx context.Context) (Grant, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.attempts = append(c.attempts, c.clock.Now().Sub(c.start))
@@ -162,7 +169,7 @@ func TestHeartbeaterRenewEvery(t *testing.T) {
 	clock := &leaseTickClock{now: start, tick: make(chan time.Time)}
 	node := &countingLessee{fakeLessee: fakeLessee{up: true}, clock: clock, start: start, rounds: make(chan struct{})}
 	h := Heartbeater{Node: node, Clock: clock, Log: slog.New(slog.DiscardHandler),
-		Interval: time.Second, TTL: 10 * time.Second, RenewEvery: func() time.Duration { return 3 * time.Second }}
+		Interval: time.Second, TTL: 10 * time.Second, RenewAfter: func(Grant) time.Duration { return 3 * time.Second }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); h.Run(ctx) }()
@@ -182,5 +189,127 @@ func TestHeartbeaterRenewEvery(t *testing.T) {
 	want := []time.Duration{0, 3 * time.Second, 6 * time.Second, 7 * time.Second, 10 * time.Second}
 	if !slices.Equal(node.attempts, want) {
 		t.Errorf("renewal attempts at %v; want %v", node.attempts, want)
+	}
+}
+
+// TestGrantedTTL: a renewal holds for what the leader granted, never
+// longer, and for --lease-ttl under a leader that grants nothing (an
+// older release); a grant beyond the cap is cut to it.
+func TestGrantedTTL(t *testing.T) {
+	s := time.Second
+	for _, tc := range []struct {
+		g    Grant
+		ttl  time.Duration
+		want time.Duration
+	}{
+		{Grant{}, 10 * s, 10 * s},                                // an old leader: --lease-ttl
+		{Grant{Index: 5}, 10 * s, 10 * s},                        // an old leader's answer has an index only
+		{Grant{TTL: 10 * s}, 10 * s, 10 * s},                     // not stretched
+		{Grant{TTL: 60 * s, RenewEvery: 20 * s}, 10 * s, 60 * s}, // stretched
+		{Grant{TTL: 5 * s}, 10 * s, 5 * s},                       // shorter than ours: the leader's (never longer)
+		{Grant{TTL: 100 * s}, 10 * s, 100 * s},                   // the cap
+		{Grant{TTL: 500 * s}, 10 * s, 100 * s},                   // beyond it: cut
+	} {
+		if got := GrantedTTL(tc.g, tc.ttl, 10); got != tc.want {
+			t.Errorf("GrantedTTL(%+v, %s, 10) = %s; want %s", tc.g, tc.ttl, got, tc.want)
+		}
+	}
+}
+
+// TestRenewAfter: the node renews when the leader said, at most a third
+// of the granted TTL and never more often than --heartbeat, spread as
+// RenewEvery; under a leader that said nothing, RenewEvery's rule.
+func TestRenewAfter(t *testing.T) {
+	s := time.Second
+	for _, tc := range []struct {
+		g      Grant
+		n      int
+		base   time.Duration
+		spread float64
+		want   time.Duration
+	}{
+		{g: Grant{}, n: 1000, base: s, want: 10 * s / 3},                                       // old leader: RenewEvery with --lease-ttl
+		{g: Grant{}, n: 100, base: s, want: 2 * s},                                             // likewise
+		{g: Grant{TTL: 10 * s, RenewEvery: 0}, n: 1000, base: s, want: s},                      // small cluster: every --heartbeat
+		{g: Grant{TTL: 10 * s, RenewEvery: 3 * s}, n: 5, base: s, want: 3 * s},                 // the leader's period, whatever gossip counts
+		{g: Grant{TTL: 60 * s, RenewEvery: 20 * s}, n: 10, base: s, want: 20 * s},              // stretched
+		{g: Grant{TTL: 60 * s, RenewEvery: 50 * s}, n: 10, base: s, want: 20 * s},              // at most a third of the TTL
+		{g: Grant{TTL: 60 * s, RenewEvery: 20 * s}, n: 10, base: 30 * s, want: 30 * s},         // never more often than --heartbeat
+		{g: Grant{TTL: 60 * s, RenewEvery: 20 * s}, n: 10, base: s, spread: 0.5, want: 19 * s}, // spread
+	} {
+		got := RenewAfter(tc.g, tc.n, tc.base, 10*s, MaxRenewalsPerSecond, tc.spread)
+		if got != tc.want {
+			t.Errorf("RenewAfter(%+v, %d, %s, 10s, %v) = %s; want %s", tc.g, tc.n, tc.base, tc.spread, got, tc.want)
+		}
+	}
+}
+
+// TestFence: the lease ends at its renewal + the TTL it was granted, or
+// at the inherited end when that is later; only a node running tasks
+// fences.
+func TestFence(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	s := time.Second
+	for _, tc := range []struct {
+		l         Lease
+		inherited time.Time
+		at        time.Duration
+		running   int
+		want      bool
+	}{
+		{Lease{Renewed: t0, TTL: 10 * s}, time.Time{}, 10 * s, 1, false},
+		{Lease{Renewed: t0, TTL: 10 * s}, time.Time{}, 11 * s, 1, true},
+		{Lease{Renewed: t0, TTL: 60 * s}, time.Time{}, 59 * s, 1, false}, // a stretched grant
+		{Lease{Renewed: t0, TTL: 60 * s}, time.Time{}, 61 * s, 1, true},
+		{Lease{Renewed: t0, TTL: 60 * s}, time.Time{}, 61 * s, 0, false}, // nothing to fence
+		{Lease{TTL: 10 * s}, t0.Add(40 * s), 30 * s, 1, false},           // inherited, before any renewal
+		{Lease{TTL: 10 * s}, t0.Add(40 * s), 41 * s, 1, true},
+		{Lease{Renewed: t0.Add(35 * s), TTL: 10 * s}, t0.Add(40 * s), 44 * s, 1, false}, // renewed: the later end
+	} {
+		end, got := Fence(tc.l, tc.inherited, t0.Add(tc.at), tc.running)
+		if got != tc.want {
+			t.Errorf("Fence(%+v, %v, +%s, %d) = %v (end %v); want %v", tc.l, tc.inherited, tc.at, tc.running, got, end, tc.want)
+		}
+	}
+}
+
+// TestHeartbeaterGrantedTTL: a node holds the TTL the leader granted with
+// its last acknowledged renewal: granted 60 s, cut off, it is not fenced
+// at 59 s and is at 61 s; the renewal is recorded (for the supervisors)
+// with that TTL. Under a leader that grants nothing it fences after
+// --lease-ttl.
+func TestHeartbeaterGrantedTTL(t *testing.T) {
+	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		grant  Grant
+		holds  time.Duration
+		fences time.Duration
+	}{
+		{"stretched", Grant{TTL: 60 * time.Second, RenewEvery: 20 * time.Second}, 59 * time.Second, 61 * time.Second},
+		{"old leader", Grant{}, 10 * time.Second, 11 * time.Second},
+		{"beyond the cap", Grant{TTL: time.Hour}, 100 * time.Second, 101 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &stepClock{now: start}
+			node := &fakeLessee{up: true, grant: tc.grant, running: 1}
+			h := Heartbeater{Node: node, Clock: clock, Log: slog.New(slog.DiscardHandler),
+				Interval: time.Second, TTL: 10 * time.Second, MaxStretch: 10}
+			if h.Round(context.Background(), false) {
+				t.Fatal("fenced while renewed")
+			}
+			if want := GrantedTTL(tc.grant, 10*time.Second, 10); node.lease.TTL != want || !node.lease.Renewed.Equal(start) {
+				t.Fatalf("renewal recorded as %+v; want sent at %v with TTL %s", node.lease, start, want)
+			}
+			node.up = false
+			clock.now = start.Add(tc.holds)
+			if h.Round(context.Background(), false) {
+				t.Errorf("fenced at +%s; the lease holds until then", tc.holds)
+			}
+			clock.now = start.Add(tc.fences)
+			if !h.Round(context.Background(), false) || node.fences != 1 {
+				t.Errorf("at +%s: %d fences; want 1", tc.fences, node.fences)
+			}
+		})
 	}
 }

@@ -187,22 +187,48 @@ type Lease struct {
 	Renewed time.Time
 	// Index is the raft index the leader answered that heartbeat with.
 	Index uint64
-	// TTL is how long a renewal holds.
+	// TTL is how long that renewal holds (GrantedTTL).
 	TTL time.Duration
 }
+
+// End is when the lease ends without another renewal.
+func (l Lease) End() time.Time { return l.Renewed.Add(l.TTL) }
 
 // MayStart says whether a node may start tasks now, its replica being at
 // viewIndex: its lease must be current, and its replica must have applied
 // what the leader had applied when it renewed the lease (so an allocation
 // the leader already took back is not started from a stale view).
 func MayStart(l Lease, now time.Time, viewIndex uint64) bool {
-	return now.Sub(l.Renewed) <= l.TTL && viewIndex >= l.Index
+	return !now.After(l.End()) && viewIndex >= l.Index
 }
 
 // MaxRenewalsPerSecond is how many lease renewals a second the leader
-// should see from all nodes together (RenewEvery), Nomad's default for
-// its max_heartbeats_per_second.
+// should see from all nodes together (RenewEvery, and the leader's
+// leader.GrantLease), Nomad's default for its max_heartbeats_per_second.
 const MaxRenewalsPerSecond = 50
+
+// Grant is the leader's answer to a heartbeat (api.HeartbeatReply).
+type Grant struct {
+	// Index is the leader's applied index (MayStart).
+	Index uint64
+	// TTL and RenewEvery are the lease the leader granted and when to
+	// renew it (leader.GrantLease); zero from a leader older than
+	// stretched leases.
+	TTL, RenewEvery time.Duration
+}
+
+// GrantedTTL is how long a renewal the leader answered with g holds, for
+// a node whose --lease-ttl is ttl: what the leader granted, and ttl from
+// a leader that granted nothing (an older release, which declares the
+// node down after its own --lease-ttl). It is never more than the leader
+// granted; a grant beyond the longest any leader grants (maxStretch × ttl,
+// leader.MaxLeaseStretch) is cut to it, which errs towards fencing early.
+func GrantedTTL(g Grant, ttl time.Duration, maxStretch int) time.Duration {
+	if g.TTL <= 0 {
+		return ttl
+	}
+	return min(g.TTL, time.Duration(maxStretch)*ttl)
+}
 
 // RenewEvery is how long a node of a cluster of n nodes waits between
 // lease renewals: n / perSecond, so that the leader sees about perSecond
@@ -211,16 +237,33 @@ const MaxRenewalsPerSecond = 50
 // a row may still be lost before the lease runs out (the margin that
 // --lease-ttl's check, at least 3 heartbeats, keeps). spread, in [0, 1),
 // takes up to a tenth off a stretched period, so that nodes which renewed
-// together (a new leader's first round) drift apart. The TTL is not
-// changed: the leader declares a node down and the node fences itself by
-// --lease-ttl as before, so nodes that count n differently (gossip views
-// differ for a while) disagree only on how fresh their leases are.
+// together (a new leader's first round) drift apart. It is the rule under
+// a leader that announces no period (an older release); RenewAfter
+// follows the leader's.
 func RenewEvery(n int, base, ttl time.Duration, perSecond int, spread float64) time.Duration {
 	p := base
 	if perSecond > 0 && n > 0 {
 		p = max(p, time.Duration(n)*time.Second/time.Duration(perSecond))
 	}
-	p = min(p, max(base, ttl/3))
+	return spreadPeriod(min(p, max(base, ttl/3)), base, spread)
+}
+
+// RenewAfter is how long to wait after a renewal the leader answered with
+// g before the next, for a node with --heartbeat base and --lease-ttl ttl
+// in a cluster of n nodes (as its gossip counts them): the period the
+// leader announced, at most a third of the TTL granted (two renewals may
+// be lost) and never more often than base; RenewEvery's rule under a
+// leader that announced none. spread is RenewEvery's.
+func RenewAfter(g Grant, n int, base, ttl time.Duration, perSecond int, spread float64) time.Duration {
+	if g.TTL <= 0 {
+		return RenewEvery(n, base, ttl, perSecond, spread)
+	}
+	return spreadPeriod(max(base, min(g.RenewEvery, g.TTL/3)), base, spread)
+}
+
+// spreadPeriod takes up to a tenth (spread in [0, 1)) off a period p
+// stretched beyond base.
+func spreadPeriod(p, base time.Duration, spread float64) time.Duration {
 	if spread > 0 && spread < 1 {
 		p = max(base, p-time.Duration(float64(p)*spread/10))
 	}
@@ -228,14 +271,13 @@ func RenewEvery(n int, base, ttl time.Duration, perSecond int, spread float64) t
 }
 
 // Fence says whether a node must stop every task it runs: it runs some,
-// and its lease ran out at now. The lease counts from the later of
-// l.Renewed and inherited, what a restarted agent inherits of its
-// predecessor's lease (the tasks it reattached run under it); last is
-// that time.
-func Fence(l Lease, inherited, now time.Time, running int) (last time.Time, fence bool) {
-	last = l.Renewed
-	if last.Before(inherited) {
-		last = inherited
+// and its lease ran out at now. The lease ends at the later of l.End()
+// and inherited, the end of the lease a restarted agent inherits from its
+// predecessor (the tasks it reattached run under it); end is that time.
+func Fence(l Lease, inherited, now time.Time, running int) (end time.Time, fence bool) {
+	end = l.End()
+	if end.Before(inherited) {
+		end = inherited
 	}
-	return last, now.Sub(last) > l.TTL && running > 0
+	return end, now.After(end) && running > 0
 }

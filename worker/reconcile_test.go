@@ -22,7 +22,9 @@ import (
 //	reconcile [canstart=no]                  Reconcile
 //	exits [max=N]                            Exits (max 256 by default)
 //	maystart renewed=SECONDS-AGO|never ttl=SECONDS index=I view=V
-//	fence renewed=SECONDS-AGO|never inherited=SECONDS-AGO|none ttl=SECONDS running=N
+//	fence renewed=SECONDS-AGO|never inherited=SECONDS-FROM-NOW|none ttl=SECONDS running=N
+//	                                         Fence; inherited is when the inherited
+//	                                         lease ends (negative: it has ended)
 //	round [canstart=no] [fail-start=J] [fail-report=N]
 //	                                         Driver.Round, showing what it does in
 //	                                         order: the start of job J fails, the
@@ -153,9 +155,13 @@ func (s *script) decide(cmd string, args map[string]string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		inherited, err := ago("inherited")
-		if err != nil {
-			return "", err
+		inherited := time.Unix(0, 0)
+		if v := args["inherited"]; v != "none" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return "", fmt.Errorf("inherited=%q: %w", v, err)
+			}
+			inherited = now.Add(time.Duration(n) * time.Second)
 		}
 		ttl, err := strconv.Atoi(args["ttl"])
 		if err != nil {
@@ -165,8 +171,8 @@ func (s *script) decide(cmd string, args map[string]string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("running: %w", err)
 		}
-		last, fence := Fence(Lease{Renewed: renewed, TTL: time.Duration(ttl) * time.Second}, inherited, now, running)
-		return fmt.Sprintf("fence=%t last=-%s\n", fence, now.Sub(last)), nil
+		end, fence := Fence(Lease{Renewed: renewed, TTL: time.Duration(ttl) * time.Second}, inherited, now, running)
+		return fmt.Sprintf("fence=%t end=%+ds\n", fence, int(end.Sub(now)/time.Second)), nil
 	case "maystart":
 		now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 		n := func(k string) int { v, _ := strconv.Atoi(args[k]); return v }

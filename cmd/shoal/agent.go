@@ -209,6 +209,9 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	// Hidden: tests stand in for an agent of an older protocol with it.
 	f.IntVar(&cfg.Protocol, "protocol-version", 0, "announce this older protocol version (tests of rolling upgrades)")
 	_ = f.MarkHidden("protocol-version") // the flag is defined just above: cannot fail
+	// Hidden: tests of a few agents stretch leases with a lower bound.
+	f.IntVar(&cfg.RenewalsPerSecond, "lease-renewals-per-second", 0, "bound on lease renewals a second at the leader, which stretches leases as the cluster grows (default 50)")
+	_ = f.MarkHidden("lease-renewals-per-second") // the flag is defined just above: cannot fail
 	f.BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")
 	f.StringVar(&cfg.TaskHostname, "task-hostname", node.TaskHostnameAuto, "run each task with the node's name as hostname and an /etc/hosts naming the cluster's nodes, in namespaces of its own (needs root): auto (when the host's name is not the node's), on or off")
 	f.StringVar(&cfg.SocketPath, "socket", "", "the CLI's Unix socket (default <data-dir>/shoal.sock; the CLI also looks in /run/shoal/shoal.sock)")

@@ -173,6 +173,7 @@ func writeScaleTable(w io.Writer, r scale.Report) {
 		}
 		row("loopback bytes/s at rest (all of it)", "%.0f", r.LoopbackBytesPerS)
 		row("raft log growth at rest", "%.2f entries/s", r.RaftEntriesPerS)
+		row("lease renewals at the leader at rest", "%.1f/s (TTL granted %.1f s)", r.LeaderRenewalsPerS, r.LeaseTTLS)
 		row(fmt.Sprintf("GET /metrics on the leader, %d scrapes: p50 / max", r.Scrape.N), "%.1f / %.1f ms (%d samples, %d bytes)",
 			r.Scrape.P50*1000, r.Scrape.Max*1000, r.ScrapeSamples, r.ScrapeBytes)
 	}
