@@ -3,6 +3,7 @@ package request
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/shoal-sched/shoal/api"
@@ -88,4 +89,34 @@ func nodeSetFromOptions(opts slurm.Options, req *api.SubmitRequest) error {
 		req.Nodes = len(req.NodeList)
 	}
 	return nil
+}
+
+// LimitNodeList applies Slurm's rule for a -w list naming more nodes
+// than -N allows at most (Slurm 22.05 on the peer): srun keeps the
+// list's first nodes and says so (the line it returns, for srun's stderr
+// as Slurm's words: "Required nodelist includes more nodes than
+// permitted by max-node count (3 > 2). Eliminating nodes from the
+// nodelist."); sbatch and salloc refuse ("invalid number of nodes (-N
+// 3-2)": the list raises the minimum above the maximum). A list within
+// -N's range, or with no -N, raises the node count to its size
+// (nodeSetFromOptions). It is pure but for reading a --nodelist file.
+func LimitNodeList(cmd slurm.Command, opts slurm.Options) (slurm.Options, string, error) {
+	if !opts.Set["nodes"] {
+		return opts, "", nil
+	}
+	list, _, err := HostLists(opts)
+	if err != nil {
+		return opts, "", err
+	}
+	nodes, nodesMax := NodeRange(opts.Nodes, true)
+	most := max(nodes, nodesMax)
+	if len(list) <= most {
+		return opts, "", nil
+	}
+	if cmd != slurm.Srun {
+		return opts, "", fmt.Errorf("invalid number of nodes (-N %d-%d)", len(list), most)
+	}
+	line := fmt.Sprintf("Required nodelist includes more nodes than permitted by max-node count (%d > %d). Eliminating nodes from the nodelist.", len(list), most)
+	opts.NodeList, opts.NodeListFile = slices.Clone(list[:most]), ""
+	return opts, line, nil
 }

@@ -70,3 +70,45 @@ func TestRequestFromOptionsQueue(t *testing.T) {
 		t.Errorf("switches %d@%ds; want 1@120s", req.Switches, req.SwitchesWaitS)
 	}
 }
+
+// TestLimitNodeList holds -w longer than -N's maximum to what Debian's
+// Slurm 22.05 did on the peer: `srun -N2 -w n[1-3] hostname` ran on n1
+// and n2 after "srun: error: Required nodelist includes more nodes than
+// permitted by max-node count (3 > 2). Eliminating nodes from the
+// nodelist."; `sbatch -N2 -w n[1-3]` and `salloc -N2 -w n[1-3]` said
+// "invalid number of nodes (-N 3-2)" and refused.
+func TestLimitNodeList(t *testing.T) {
+	for _, tc := range []struct {
+		cmd      slurm.Command
+		args     []string
+		wantList []string
+		wantLine string
+		wantErr  string
+	}{
+		{slurm.Srun, []string{"-N2", "-w", "n[1-3]"}, []string{"n1", "n2"},
+			"Required nodelist includes more nodes than permitted by max-node count (3 > 2). Eliminating nodes from the nodelist.", ""},
+		{slurm.Sbatch, []string{"-N2", "-w", "n[1-3]"}, nil, "", "invalid number of nodes (-N 3-2)"},
+		{slurm.Salloc, []string{"-N2", "-w", "n[1-3]"}, nil, "", "invalid number of nodes (-N 3-2)"},
+		// Within -N's range, or without -N: the list raises the count.
+		{slurm.Sbatch, []string{"-N2-4", "-w", "n[1-3]"}, []string{"n1", "n2", "n3"}, "", ""},
+		{slurm.Srun, []string{"-w", "n[1-3]"}, []string{"n1", "n2", "n3"}, "", ""},
+		{slurm.Srun, []string{"-N3", "-w", "n[1-3]"}, []string{"n1", "n2", "n3"}, "", ""},
+	} {
+		t.Run(string(tc.cmd)+" "+strings.Join(tc.args, " "), func(t *testing.T) {
+			opts, _, err := slurm.ParseArgs(tc.cmd, append(tc.args, "true"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, line, err := LimitNodeList(tc.cmd, opts)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("LimitNodeList = %v; want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || line != tc.wantLine || !slices.Equal(got.NodeList, tc.wantList) {
+				t.Errorf("LimitNodeList = %v, %q, %v; want %v, %q", got.NodeList, line, err, tc.wantList, tc.wantLine)
+			}
+		})
+	}
+}

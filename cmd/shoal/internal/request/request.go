@@ -313,6 +313,9 @@ func Batch(args []string) (api.SubmitRequest, slurm.Options, []string, error) {
 			return req, opts, nil, err
 		}
 	}
+	if opts, _, err = LimitNodeList(slurm.Sbatch, opts); err != nil {
+		return req, opts, nil, err
+	}
 	req, warnings, err := FromOptions(opts)
 	if err != nil {
 		return req, opts, nil, err

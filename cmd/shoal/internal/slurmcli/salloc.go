@@ -61,6 +61,9 @@ func Salloc(ctx context.Context, connect Connect, args []string, stderr io.Write
 	if connect, err = AsCaller(connect, opts); err != nil {
 		return 1, err
 	}
+	if opts, _, err = request.LimitNodeList(slurm.Salloc, opts); err != nil {
+		return 1, err
+	}
 	req, warnings, err := request.FromOptions(opts)
 	if err != nil {
 		return 1, err

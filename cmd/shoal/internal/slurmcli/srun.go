@@ -552,6 +552,13 @@ func wholeLines(buf []byte) (send, hold []byte) {
 // on every node of a job of its own, streams the output and returns the
 // job's exit code.
 func RunOwnJob(ctx context.Context, connect Connect, opts slurm.Options, command []string, stdout, stderr io.Writer) (int, error) {
+	opts, line, err := request.LimitNodeList(slurm.Srun, opts)
+	if err != nil {
+		return 1, err
+	}
+	if line != "" {
+		fmt.Fprintln(stderr, "srun: error: "+line) // Slurm's words: it runs on
+	}
 	if opts.Pty && !opts.TestOnly {
 		return srunPty(ctx, connect, opts, command, 0, 0, stdout, stderr)
 	}
