@@ -181,6 +181,9 @@ type conn struct {
 }
 
 func (s *Server) serve(local int, c net.Conn) {
+	// A connection served no more is closed: its client reads the end
+	// rather than waiting for an answer.
+	defer c.Close()
 	k := &conn{local: local, rank: s.cfg.Job.Local()[local], c: c, r: bufio.NewReaderSize(c, 4096)}
 	log := s.cfg.Log.With("rank", k.rank)
 	end := func(err error) {
