@@ -574,7 +574,11 @@ func (s *Server) handle2(k *conn, m Msg) (Msg, bool, error) {
 		isworld, _ := m.Get("isworld")
 		msg, _ := m.Get("msg")
 		err := fmt.Errorf("rank %d called PMI2_Abort (isworld %s): %s", k.rank, clip(isworld), clip(msg))
-		s.cfg.OnFail(err)
+		if isworld == "TRUE" {
+			// As Slurm: only an abort of the world ends the step; the
+			// rank itself exits either way.
+			s.cfg.OnFail(err)
+		}
 		return Msg{}, true, err
 	case "job-connect", "job-disconnect", "name-publish", "name-unpublish", "name-lookup", "spawn":
 		return fail(fmt.Errorf("%s is not served", m.Cmd))

@@ -269,6 +269,18 @@ func TestPMI2(t *testing.T) {
 	}
 }
 
+// TestAbortNotWorld: a PMI-2 abort of less than the world ends the
+// rank's connection but not the step, as Slurm.
+func TestAbortNotWorld(t *testing.T) {
+	s, fails := startTest(t, testJob(t, 0, []int{0}), &fakeFencer{})
+	a := dialRank(t, s, 0)
+	a.ask1("cmd=init pmi_version=2 pmi_subversion=0")
+	a.send2("cmd=abort;isworld=FALSE;msg=mine;")
+	if !a.closed() || fails.n() != 0 {
+		t.Errorf("abort not of the world: failures %v; want none and the connection closed", fails.errs)
+	}
+}
+
 // TestFenceFails: a fence the other nodes fail is answered as failed
 // (PMI-2) and fails the step; a rank that leaves PMI without finalize
 // fails its node's open fence at once, and every later one.
