@@ -98,7 +98,7 @@ func (s *supervisor) pmixFailed(log *slog.Logger, err error) {
 	pgids := s.pgids
 	s.mu.Unlock()
 	if first {
-		log.Error("PMIx failed: killing the step's ranks on this node", "err", err)
+		log.Error("PMI server failed (PMIx or PMI-2): killing the step's ranks on this node", "err", err)
 	}
 	if len(pgids) > 0 {
 		_ = signalGroups(pgids, syscall.SIGKILL, false)
