@@ -39,7 +39,7 @@ func buildMPICHProgram(t *testing.T, dir string) string {
 // the step's first node gathers every node's fence. Each rank checks
 // its rank against SLURM_PROCID and the world's size, all-reduces and
 // prints one line. Two nodes x two ranks from salloc, and from srun
-// outside an allocation; a rank lost before MPI_Init fails the step
+// outside an allocation; uneven and cyclic layouts; a rank lost before MPI_Init fails the step
 // instead of hanging it; and one node's two ranks from a batch script
 // that names the type once in SLURM_MPI_TYPE.
 func TestSrunPMI2(t *testing.T) {
@@ -72,6 +72,28 @@ func TestSrunPMI2(t *testing.T) {
 			t.Fatalf("srun --mpi=pmi2: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 		}
 		checkPMIxRanks(t, r.stdout, 4, onNode)
+	})
+
+	t.Run("uneven and cyclic layouts", func(t *testing.T) {
+		// PMI_process_mapping tells MPICH which ranks share a node (and
+		// so shared memory): (vector,(0,1,2),(1,1,1)) for -n 3 in blocks,
+		// (vector,(0,2,1),(0,2,1)) for -n 4 dealt cyclically.
+		for _, tc := range []struct {
+			args []string
+			n    int
+			node func(rank int) string
+		}{
+			{[]string{"-n", "3"}, 3, func(rank int) string { return fmt.Sprintf("n%d", rank/2+1) }},
+			{[]string{"-n", "4", "-m", "cyclic"}, 4, func(rank int) string { return fmt.Sprintf("n%d", rank%2+1) }},
+		} {
+			args := append([]string{"-N", "2", "--ntasks-per-node=2", "--chdir", work, "srun", "--mpi=pmi2", "-N", "2"}, tc.args...)
+			r := runEnv(t, env, filepath.Join(shims, "salloc"), append(args, prog, fmt.Sprint(tc.n))...)
+			if r.code != 0 {
+				logStepds(t, c)
+				t.Fatalf("srun --mpi=pmi2 %q: exit %d\nstdout: %s\nstderr: %s", tc.args, r.code, r.stdout, r.stderr)
+			}
+			checkPMIxRanks(t, r.stdout, tc.n, tc.node)
+		}
 	})
 
 	t.Run("a rank lost before MPI_Init", func(t *testing.T) {

@@ -58,7 +58,8 @@ func testJob(t *testing.T, self int, ranks ...[]int) Job {
 // PMI-1 over PMI_FD) as the ranks of one step: on one node, and on two
 // nodes whose servers fence through package pmix's coordinator and
 // member over a Unix socket, as the supervisors do through the agents.
-// Each rank checks its rank and size, all-reduces and says so.
+// Each rank checks its rank and size, that MPI's ranks on its node (from
+// PMI_process_mapping) are those on its node, all-reduces and says so.
 func TestMPICH(t *testing.T) {
 	prog := buildMPICH(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -111,7 +112,7 @@ func TestMPICH(t *testing.T) {
 				for local, rank := range tc.ranks[n] {
 					cmd := osexec.Command(prog, fmt.Sprint(size))
 					cmd.Env = append(os.Environ(), s.Env(local, 3)...)
-					cmd.Env = append(cmd.Env, fmt.Sprintf("SLURM_PROCID=%d", rank))
+					cmd.Env = append(cmd.Env, fmt.Sprintf("SLURM_PROCID=%d", rank), fmt.Sprintf("TEST_NODE=n%d", n+1))
 					cmd.ExtraFiles = []*os.File{s.File(local)}
 					cmd.Stdout, cmd.Stderr = &lockedWriter{mu: &mu, w: &out}, &lockedWriter{mu: &mu, w: &out}
 					if err := cmd.Start(); err != nil {
