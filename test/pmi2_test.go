@@ -39,7 +39,8 @@ func buildMPICHProgram(t *testing.T, dir string) string {
 // the step's first node gathers every node's fence. Each rank checks
 // its rank against SLURM_PROCID and the world's size, all-reduces and
 // prints one line. Two nodes x two ranks from salloc, and from srun
-// outside an allocation; uneven and cyclic layouts; a rank lost before MPI_Init fails the step
+// outside an allocation; uneven and cyclic layouts; a client of PMI-2's
+// framed protocol (Slurm's libpmi2) outside an allocation; a rank lost before MPI_Init fails the step
 // instead of hanging it; and one node's two ranks from a batch script
 // that names the type once in SLURM_MPI_TYPE.
 func TestSrunPMI2(t *testing.T) {
@@ -94,6 +95,26 @@ func TestSrunPMI2(t *testing.T) {
 			}
 			checkPMIxRanks(t, r.stdout, tc.n, tc.node)
 		}
+	})
+
+	t.Run("a PMI-2 client", func(t *testing.T) {
+		// Slurm's libpmi2 speaks PMI-2's framed protocol: job id,
+		// mapping, a node attribute, puts, fences and gets.
+		if _, err := os.Stat("/usr/include/slurm/pmi2.h"); err != nil {
+			t.Fatalf("needs Slurm's libpmi2 (Debian's libpmi2-0-dev; .ci/run installs it): %v", err)
+		}
+		client := filepath.Join(work, "pmi2client")
+		src, _ := filepath.Abs(filepath.Join("..", "exec", "pmi2", "testdata", "pmi2client.c"))
+		if out, err := osexec.Command("gcc", "-o", client, src, "-lpmi2").CombinedOutput(); err != nil {
+			t.Fatalf("gcc -lpmi2: %v\n%s", err, out)
+		}
+		r := runEnv(t, env, filepath.Join(shims, "srun"), "--mpi=pmi2", "-N", "2", "--ntasks-per-node=2",
+			"--chdir", work, client, "4", "(vector,(0,2,2))")
+		if r.code != 0 {
+			logStepds(t, c)
+			t.Fatalf("srun --mpi=pmi2 pmi2client: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+		}
+		checkPMIxRanks(t, r.stdout, 4, onNode)
 	})
 
 	t.Run("a rank lost before MPI_Init", func(t *testing.T) {
