@@ -22,6 +22,8 @@ const (
 	maxPutBytes = 64 << 20
 	// maxNodeAttrs bounds a node's attributes (info-putnodeattr).
 	maxNodeAttrs = 4096
+	// maxKey bounds a key of the KVS.
+	maxKey = 256
 	// Advertised maxima (get_maxes), Slurm's and MPICH's hydra's.
 	maxKVSName = 256
 	maxKeyLen  = 64
@@ -121,7 +123,11 @@ func socketPair(local int) (net.Conn, *os.File, error) {
 
 // File is local rank's end of its socket pair, which it inherits as
 // PMI_FD.
-func (s *Server) File(local int) *os.File { return s.child[local] }
+func (s *Server) File(local int) *os.File {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.child[local]
+}
 
 // Started closes the supervisor's copy of local rank's end once the
 // rank has it (or will never run): the rank's exit then ends the
@@ -247,7 +253,7 @@ func (s *Server) serve(local int, c net.Conn) {
 		}
 		resp, fin, err := s.handle(k, m)
 		if err != nil {
-			log.Warn("pmi: refused", "cmd", m.Cmd, "err", err)
+			log.Warn("pmi: command failed", "cmd", m.Cmd, "err", err)
 		}
 		if resp.Cmd != "" {
 			if werr := s.write(k, resp, k.v2); werr != nil {
@@ -260,7 +266,8 @@ func (s *Server) serve(local int, c net.Conn) {
 			return
 		}
 		if err != nil && resp.Cmd == "" {
-			// Nothing to answer a command we do not know: the client
+			// No answer (an abort, a failed PMI-1 barrier, a command not
+			// known): the rank is done with PMI, and a client waiting
 			// would wait forever, so its connection ends.
 			end(err)
 			return
@@ -365,8 +372,8 @@ func (s *Server) put(key, value string) error {
 	switch {
 	case key == "":
 		return errors.New("put: no key")
-	case len(key) > maxKeyLen*4:
-		return fmt.Errorf("put: key of %d bytes", len(key))
+	case len(key) > maxKey:
+		return fmt.Errorf("put: key of %d bytes, at most %d", len(key), maxKey)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -486,7 +493,7 @@ func (s *Server) handle1(k *conn, m Msg) (Msg, bool, error) {
 		code, _ := m.Get("exitcode")
 		err := fmt.Errorf("rank %d called PMI_Abort (exit code %s)", k.rank, clip(code))
 		s.cfg.OnFail(err)
-		return Msg{}, true, err
+		return Msg{}, false, err
 	case "publish_name":
 		return Msg{Cmd: "publish_result"}.With("rc", "-1").With("info", "fail"), false, errors.New("publish_name: not served")
 	case "unpublish_name":
@@ -579,7 +586,7 @@ func (s *Server) handle2(k *conn, m Msg) (Msg, bool, error) {
 			// rank itself exits either way.
 			s.cfg.OnFail(err)
 		}
-		return Msg{}, true, err
+		return Msg{}, false, err
 	case "job-connect", "job-disconnect", "name-publish", "name-unpublish", "name-lookup", "spawn":
 		return fail(fmt.Errorf("%s is not served", m.Cmd))
 	}

@@ -157,6 +157,7 @@ func TestPMI1(t *testing.T) {
 		{b, "cmd=put kvsname=7.0 key=shared value=node1", "cmd=put_result rc=0"},
 		// Not before the fence.
 		{a, "cmd=get kvsname=7.0 key=bc-3", "cmd=get_result rc=-1 msg=key_bc-3_not_found"},
+		{a, "cmd=put kvsname=7.0 key=" + strings.Repeat("k", maxKey+1) + " value=v", "cmd=put_result rc=-1 msg=put_failed"},
 		{a, "cmd=publish_name service=s port=p", "cmd=publish_result rc=-1 info=fail"},
 		{a, "cmd=lookup_name service=s", "cmd=lookup_result rc=-1 info=fail"},
 		{a, "cmd=unpublish_name service=s", "cmd=unpublish_result rc=-1 info=fail"},
@@ -318,6 +319,27 @@ func TestFenceFails(t *testing.T) {
 			t.Errorf("failures %v, fenced %q; want both fences failed here", fails.errs, f.got)
 		}
 	})
+}
+
+// TestFenceTimeout: a fence a local rank never enters fails after
+// FenceTimeout (short here: the other rank is alive but never fences).
+func TestFenceTimeout(t *testing.T) {
+	fails := &failures{}
+	s, err := Start(Config{Job: testJob(t, 0, []int{0, 1}), Fencer: &fakeFencer{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		OnFail: fails.add, FenceTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	a, b := dialRank(t, s, 0), dialRank(t, s, 1)
+	a.ask1("cmd=init pmi_version=2 pmi_subversion=0")
+	b.ask1("cmd=init pmi_version=2 pmi_subversion=0")
+	if got := a.ask2("cmd=kvs-fence;"); !strings.Contains(got, "rc=-1;errmsg=pmix fence failed: not met in 50ms") || fails.n() != 1 {
+		t.Errorf("kvs-fence with a rank missing: %q, failures %v; want failed", got, fails.errs)
+	}
+	if got := b.ask2("cmd=info-getnodeattr;key=never;wait=TRUE;"); !strings.Contains(got, "rc=-1;errmsg=node attribute \"never\" not put in 50ms") {
+		t.Errorf("info-getnodeattr of an attribute never put: %q; want failed", got)
+	}
 }
 
 // TestBadInit: a client that starts with anything but PMI-1's init, or

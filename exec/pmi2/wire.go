@@ -218,9 +218,6 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 func readFrame(r *bufio.Reader) ([]byte, error) {
 	var h [lenField]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, err
-		}
 		return nil, err
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(string(h[:])))
