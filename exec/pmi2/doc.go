@@ -41,11 +41,12 @@
 //
 // Every wait is bounded: a fence FenceTimeout (pmix.FenceTimeout, 5
 // minutes) from a rank's entry, a wait for a node attribute the same. A
-// fence that failed (another node lost, not met in time), a rank's abort,
-// or a rank that left PMI without finalizing (it exited or died) while
-// its node's ranks fence calls OnFail: the supervisor kills the node's
-// ranks, and the step fails instead of hanging (MPICH's PMI-1 client
-// reads no error from barrier_out).
+// fence that failed (another node lost, not met in time), an abort of the
+// world (PMI-1's abort, PMI-2's with isworld=TRUE, as Slurm), or a rank
+// that left PMI without finalizing (it exited, died or aborted) while its
+// node's ranks fence, or before they do, calls OnFail: the supervisor
+// kills the node's ranks, and the step fails instead of hanging (MPICH's
+// PMI-1 client reads no error from barrier_out).
 //
 // # What it must never touch
 //
