@@ -251,6 +251,7 @@ func (s *Server) serve(local int, c net.Conn) {
 			end(err)
 			return
 		}
+		log.Debug("pmi: command", "cmd", m.Cmd)
 		resp, fin, err := s.handle(k, m)
 		if err != nil {
 			log.Warn("pmi: command failed", "cmd", m.Cmd, "err", err)

@@ -132,12 +132,15 @@ func (s *single) Fence(data []byte, done func([]byte, error)) {
 func (s *single) Close() { s.wg.Wait() }
 
 // frame I/O: type, seq and payload length (big endian), then the payload.
+// A frame with no payload is one write: a second, empty one could fail
+// (EPIPE) after the peer already read the whole frame and left, and fail
+// a fence every node met (a PMI-2 fence with no puts has no payload).
 func writeFrame(w io.Writer, typ byte, seq uint32, payload []byte) error {
 	var h [9]byte
 	h[0] = typ
 	binary.BigEndian.PutUint32(h[1:5], seq)
 	binary.BigEndian.PutUint32(h[5:9], uint32(len(payload)))
-	if _, err := w.Write(h[:]); err != nil {
+	if _, err := w.Write(h[:]); err != nil || len(payload) == 0 {
 		return err
 	}
 	_, err := w.Write(payload)

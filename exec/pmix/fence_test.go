@@ -321,3 +321,23 @@ func TestFenceTimeout(t *testing.T) {
 		}
 	})
 }
+
+// writeCounter counts writes and fails every one after the first.
+type writeCounter struct{ n int }
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.n++
+	if w.n > 1 {
+		return 0, errors.New("the peer left")
+	}
+	return len(p), nil
+}
+
+// TestWriteFrameEmpty: a frame with no payload is written in one write,
+// so a peer that read it and left cannot fail it after the fact.
+func TestWriteFrameEmpty(t *testing.T) {
+	var w writeCounter
+	if err := writeFrame(&w, frameResult, 4, nil); err != nil || w.n != 1 {
+		t.Errorf("writeFrame with no payload: %d writes, %v; want one, nil", w.n, err)
+	}
+}
