@@ -30,6 +30,11 @@ const (
 	// dialRetryMax, within FenceTimeout.
 	dialRetry    = 100 * time.Millisecond
 	dialRetryMax = 2 * time.Second
+	// farewell bounds a member's tries to reach the coordinator once it
+	// is closed before it did: its node's ranks ended first (a rank that
+	// exits before MPI_Init), and the coordinator must learn that the
+	// node left rather than wait FenceTimeout for its fences.
+	farewell = 10 * time.Second
 )
 
 // Frame types.
@@ -455,8 +460,13 @@ func (m *Member) run() {
 			broken = fmt.Errorf("%w: %w", ErrFence, err)
 		}
 	}
-	cctx, cancel := context.WithTimeout(m.ctx, FenceTimeout)
+	// Closed before it is connected, the member still connects (for
+	// farewell at most) and then leaves at once, which fails the
+	// coordinator's fences.
+	cctx, cancel := context.WithTimeout(context.Background(), FenceTimeout)
+	stopFarewell := context.AfterFunc(m.ctx, func() { time.AfterFunc(farewell, cancel) })
 	conn, err := m.connect(cctx)
+	stopFarewell()
 	cancel()
 	frames := make(chan frame)
 	if err != nil {

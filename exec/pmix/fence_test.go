@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -267,6 +268,38 @@ func FuzzReadFrame(f *testing.F) {
 			t.Errorf("frame %x read back as %x", in, out.Bytes())
 		}
 	})
+}
+
+// TestMemberClosedFirst: a node whose ranks all ended before its member
+// reached the coordinator (a rank that exits before MPI_Init, the
+// other's killed) still reaches it as it closes, and leaves: the
+// coordinator's fence fails at once rather than after FenceTimeout.
+func TestMemberClosedFirst(t *testing.T) {
+	ln := newPipeListener()
+	var mu sync.Mutex
+	var conns []net.Conn
+	c := NewCoordinator("ns", 2, ln, quiet)
+	defer c.Close()
+	dial := ln.dial(&conns, &mu)
+	var closing atomic.Pointer[Member]
+	m := NewMember("ns", 1, func(ctx context.Context) (io.ReadWriteCloser, error) {
+		// The first node's supervisor is reachable only once this
+		// member is closed.
+		if m := closing.Load(); m == nil || m.ctx.Err() == nil {
+			return nil, errors.New("not up yet")
+		}
+		return dial(ctx)
+	}, quiet)
+	closing.Store(m)
+	m.Close()
+	select {
+	case r := <-fence(c, "a"):
+		if !errors.Is(r.err, ErrFence) || !strings.Contains(r.err.Error(), "node 1 left") {
+			t.Errorf("fence after node 1 left = %q, %v; want ErrFence naming node 1", r.all, r.err)
+		}
+	case <-time.After(time.Minute): // a bound on a hang (FenceTimeout), not a measure
+		t.Fatal("the coordinator's fence still waits for a node that left")
+	}
 }
 
 // TestFenceCoordinatorLost: the first node's supervisor gone, a member's
