@@ -227,8 +227,13 @@ func (s *Server) serve(local int, c net.Conn) {
 		// Slurm's answer to a version it does not speak: its own.
 		resp = resp.With("rc", "1").With("pmi_version", "2").With("pmi_subversion", "0")
 	}
-	if err := s.write(k, resp, false); err != nil || ver != "1" && ver != "2" {
-		end(fmt.Errorf("PMI init version %q: %v", clip(ver), err))
+	if err := s.write(k, resp, false); err != nil {
+		end(fmt.Errorf("answer PMI init: %w", err))
+		return
+	}
+	if ver != "1" && ver != "2" {
+		log.Warn("pmi: init of a version not served", "version", clip(ver))
+		end(fmt.Errorf("PMI init version %q: want 1 or 2", clip(ver)))
 		return
 	}
 	log.Debug("pmi: init", "version", ver)
