@@ -7,7 +7,7 @@ import (
 )
 
 // TestParseMPI: srun --mpi and SLURM_MPI_TYPE take what Slurm built with
-// PMIx 4 lists, except pmi2, which Shoal has no server for.
+// PMIx 4 lists: none, pmi2 and the PMIx types.
 func TestParseMPI(t *testing.T) {
 	for _, tc := range []struct {
 		in, want, err string
@@ -18,8 +18,10 @@ func TestParseMPI(t *testing.T) {
 		{in: "pmix", want: "pmix", pmix: true},
 		{in: "pmix_v4", want: "pmix_v4", pmix: true},
 		{in: "PMIx_v3", want: "pmix_v3", pmix: true},
-		{in: "pmi2", err: "Shoal serves PMIx only"},
-		{in: "openmpi", err: "want one of none, pmix, pmix_v3, pmix_v4"},
+		{in: "pmi2", want: "pmi2"},
+		{in: "PMI2", want: "pmi2"},
+		{in: "pmi1", err: "want one of none, pmi2, pmix"},
+		{in: "openmpi", err: "want one of none, pmi2, pmix, pmix_v3, pmix_v4"},
 		{in: "", err: "want one of"},
 	} {
 		got, err := ParseMPI(tc.in)
@@ -35,7 +37,8 @@ func TestParseMPI(t *testing.T) {
 }
 
 // TestSrunMPIOption: --mpi sets Options.MPI; --mpi=list answers with
-// Slurm's list and runs nothing; pmi2 is refused naming the option.
+// Slurm's list and runs nothing; pmi2 is taken; pmi1 is refused naming
+// the option, as Slurm has no such plugin.
 func TestSrunMPIOption(t *testing.T) {
 	o, _, err := ParseArgs(Srun, []string{"--mpi=pmix", "prog"})
 	if err != nil || o.MPI != "pmix" {
@@ -46,8 +49,11 @@ func TestSrunMPIOption(t *testing.T) {
 	if !errors.As(err, &hr) || hr.Text("") != MPIListText {
 		t.Errorf("--mpi=list: %v; want the list", err)
 	}
-	if _, _, err = ParseArgs(Srun, []string{"--mpi=pmi2", "prog"}); err == nil || !strings.Contains(err.Error(), "PMIx only") {
-		t.Errorf("--mpi=pmi2: %v; want refused", err)
+	if o, _, err = ParseArgs(Srun, []string{"--mpi=pmi2", "prog"}); err != nil || o.MPI != "pmi2" || UsesPMIx(o.MPI) {
+		t.Errorf("--mpi=pmi2: MPI %q, %v; want pmi2", o.MPI, err)
+	}
+	if _, _, err = ParseArgs(Srun, []string{"--mpi=pmi1", "prog"}); err == nil || !strings.Contains(err.Error(), "--mpi") {
+		t.Errorf("--mpi=pmi1: %v; want refused naming --mpi", err)
 	}
 	if _, _, err = ParseArgs(Sbatch, []string{"--mpi=pmix", "--wrap", "x"}); err == nil {
 		t.Error("sbatch --mpi: accepted; it is srun's")

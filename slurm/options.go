@@ -86,7 +86,8 @@ type Options struct {
 	// as; the parser looks neither up.
 	AsUser, AsGroup string
 	// MPI is srun's --mpi as ParseMPI returns it ("" when not given):
-	// "none", or a PMIx type the step's supervisors serve (UsesPMIx).
+	// "none", pmi2, or a PMIx type; the step's supervisors serve the
+	// last two (ServesPMI).
 	MPI string
 	// MultiProg is srun --multi-prog: the command is a configuration
 	// file naming each task's program (MultiProgScript).
@@ -659,21 +660,22 @@ func setCPUsPerGPU(o *Options, v string) error {
 // MPI types: what srun --mpi and SLURM_MPI_TYPE take. Slurm built with
 // PMIx 4 (as Debian's libpmix2) lists "none", "pmi2", "pmix" and the
 // specific "pmix_v4"; pmix_v3 names the same PMIx server for clients of
-// the 3.x API (PMIx's versions talk to each other).
-var mpiTypes = []string{"none", "pmix", "pmix_v3", "pmix_v4"}
+// the 3.x API (PMIx's versions talk to each other). pmi2 serves PMI-2
+// and PMI-1 (MPICH's clients) as Slurm's mpi/pmi2 plugin does.
+var mpiTypes = []string{"none", MPIPMI2, "pmix", "pmix_v3", "pmix_v4"}
+
+// MPIPMI2 is the MPI type of srun --mpi=pmi2.
+const MPIPMI2 = "pmi2"
 
 // MPIListText is what srun --mpi=list prints, in Slurm's words.
-const MPIListText = "MPI plugin types are...\n\tnone\n\tpmix\nspecific pmix plugin versions available: pmix_v3,pmix_v4\n"
+const MPIListText = "MPI plugin types are...\n\tnone\n\tpmi2\n\tpmix\nspecific pmix plugin versions available: pmix_v3,pmix_v4\n"
 
 // ParseMPI checks an MPI type (srun --mpi, SLURM_MPI_TYPE) and returns
-// it in lower case: "none", "pmix", "pmix_v3" or "pmix_v4".
+// it in lower case: "none", "pmi2", "pmix", "pmix_v3" or "pmix_v4".
 func ParseMPI(v string) (string, error) {
 	low := strings.ToLower(v)
 	if slices.Contains(mpiTypes, low) {
 		return low, nil
-	}
-	if low == "pmi2" || low == "pmi1" || low == "pmi" {
-		return "", fmt.Errorf("--mpi %q: Shoal serves PMIx only, not PMI-1/PMI-2 (Open MPI and MPICH built with PMIx take --mpi=pmix); want one of %s", clip(v), strings.Join(mpiTypes, ", "))
 	}
 	return "", fmt.Errorf("--mpi %q: want one of %s, or list", clip(v), strings.Join(mpiTypes, ", "))
 }
@@ -681,6 +683,10 @@ func ParseMPI(v string) (string, error) {
 // UsesPMIx reports whether MPI type t (as ParseMPI returns it) asks for
 // a PMIx server beside the step's tasks.
 func UsesPMIx(t string) bool { return strings.HasPrefix(t, "pmix") }
+
+// ServesPMI reports whether MPI type t asks the step's supervisors for a
+// process-management server: PMIx, or PMI-2 (and PMI-1) for pmi2.
+func ServesPMI(t string) bool { return UsesPMIx(t) || t == MPIPMI2 }
 
 func setMPI(o *Options, v string) error {
 	if strings.EqualFold(v, "list") {

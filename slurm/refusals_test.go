@@ -14,9 +14,7 @@ import (
 // be honest: it would change what runs, where, when or with what. The
 // list only shrinks: an option here that Shoal accepts, or that Slurm
 // refuses too, fails the test until it is taken out.
-var refusalGaps = map[string]string{
-	"mpi": "pmi2: Shoal serves PMIx only (--mpi=pmix); Debian's Open MPI has no PMI-2 client either",
-}
+var refusalGaps = map[string]string{}
 
 // othersAccept are rows other work turns into implementations: the test
 // takes either answer for them.

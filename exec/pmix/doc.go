@@ -54,7 +54,10 @@
 // Slurm's PMIx plugin) has passed since its first contribution without
 // every node's, a member that cannot reach the coordinator within it
 // fails its fence, and a member's connection lost fails every fence from
-// then on. A failed fence is answered to the library as an error, which
+// then on. A member closed before it reached the coordinator (its node's
+// ranks all ended first, as when a rank exits before MPI_Init) still
+// reaches it, for 10 seconds at most, and leaves at once, so the other
+// nodes' fences fail then rather than after FenceTimeout. A failed fence is answered to the library as an error, which
 // the ranks see from PMIx_Fence (Open MPI's MPI_Init then fails and the
 // rank exits non-zero), so the step fails instead of hanging.
 //

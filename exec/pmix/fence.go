@@ -30,6 +30,11 @@ const (
 	// dialRetryMax, within FenceTimeout.
 	dialRetry    = 100 * time.Millisecond
 	dialRetryMax = 2 * time.Second
+	// farewell bounds a member's tries to reach the coordinator once it
+	// is closed before it did: its node's ranks ended first (a rank that
+	// exits before MPI_Init), and the coordinator must learn that the
+	// node left rather than wait FenceTimeout for its fences.
+	farewell = 10 * time.Second
 )
 
 // Frame types.
@@ -132,12 +137,15 @@ func (s *single) Fence(data []byte, done func([]byte, error)) {
 func (s *single) Close() { s.wg.Wait() }
 
 // frame I/O: type, seq and payload length (big endian), then the payload.
+// A frame with no payload is one write: a second, empty one could fail
+// (EPIPE) after the peer already read the whole frame and left, and fail
+// a fence every node met (a PMI-2 fence with no puts has no payload).
 func writeFrame(w io.Writer, typ byte, seq uint32, payload []byte) error {
 	var h [9]byte
 	h[0] = typ
 	binary.BigEndian.PutUint32(h[1:5], seq)
 	binary.BigEndian.PutUint32(h[5:9], uint32(len(payload)))
-	if _, err := w.Write(h[:]); err != nil {
+	if _, err := w.Write(h[:]); err != nil || len(payload) == 0 {
 		return err
 	}
 	_, err := w.Write(payload)
@@ -452,8 +460,13 @@ func (m *Member) run() {
 			broken = fmt.Errorf("%w: %w", ErrFence, err)
 		}
 	}
-	cctx, cancel := context.WithTimeout(m.ctx, FenceTimeout)
+	// Closed before it is connected, the member still connects (for
+	// farewell at most) and then leaves at once, which fails the
+	// coordinator's fences.
+	cctx, cancel := context.WithTimeout(context.Background(), FenceTimeout)
+	stopFarewell := context.AfterFunc(m.ctx, func() { time.AfterFunc(farewell, cancel) })
 	conn, err := m.connect(cctx)
+	stopFarewell()
 	cancel()
 	frames := make(chan frame)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -269,6 +270,38 @@ func FuzzReadFrame(f *testing.F) {
 	})
 }
 
+// TestMemberClosedFirst: a node whose ranks all ended before its member
+// reached the coordinator (a rank that exits before MPI_Init, the
+// other's killed) still reaches it as it closes, and leaves: the
+// coordinator's fence fails at once rather than after FenceTimeout.
+func TestMemberClosedFirst(t *testing.T) {
+	ln := newPipeListener()
+	var mu sync.Mutex
+	var conns []net.Conn
+	c := NewCoordinator("ns", 2, ln, quiet)
+	defer c.Close()
+	dial := ln.dial(&conns, &mu)
+	var closing atomic.Pointer[Member]
+	m := NewMember("ns", 1, func(ctx context.Context) (io.ReadWriteCloser, error) {
+		// The first node's supervisor is reachable only once this
+		// member is closed.
+		if m := closing.Load(); m == nil || m.ctx.Err() == nil {
+			return nil, errors.New("not up yet")
+		}
+		return dial(ctx)
+	}, quiet)
+	closing.Store(m)
+	m.Close()
+	select {
+	case r := <-fence(c, "a"):
+		if !errors.Is(r.err, ErrFence) || !strings.Contains(r.err.Error(), "node 1 left") {
+			t.Errorf("fence after node 1 left = %q, %v; want ErrFence naming node 1", r.all, r.err)
+		}
+	case <-time.After(time.Minute): // a bound on a hang (FenceTimeout), not a measure
+		t.Fatal("the coordinator's fence still waits for a node that left")
+	}
+}
+
 // TestFenceCoordinatorLost: the first node's supervisor gone, a member's
 // next fence fails at once rather than waiting FenceTimeout.
 func TestFenceCoordinatorLost(t *testing.T) {
@@ -320,4 +353,24 @@ func TestFenceTimeout(t *testing.T) {
 			t.Errorf("node 1: fence = %q, %v; want ErrFence", r.all, r.err)
 		}
 	})
+}
+
+// writeCounter counts writes and fails every one after the first.
+type writeCounter struct{ n int }
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.n++
+	if w.n > 1 {
+		return 0, errors.New("the peer left")
+	}
+	return len(p), nil
+}
+
+// TestWriteFrameEmpty: a frame with no payload is written in one write,
+// so a peer that read it and left cannot fail it after the fact.
+func TestWriteFrameEmpty(t *testing.T) {
+	var w writeCounter
+	if err := writeFrame(&w, frameResult, 4, nil); err != nil || w.n != 1 {
+		t.Errorf("writeFrame with no payload: %d writes, %v; want one, nil", w.n, err)
+	}
 }

@@ -60,6 +60,9 @@
 // on the others it reaches that socket through its agent's Unix socket
 // (StepdConfig.AgentSocket), the one connection a supervisor opens
 // beyond its task directory.
+// A PMI-2 step (srun --mpi=pmi2) is served the same way by package pmi2:
+// each rank gets its end of a socket pair as PMI_FD, and the fences
+// travel through the same exchange.
 //
 // No process that runs as root — the supervisor, the task namespace
 // helper, the OCI runtime — runs with the job's environment: the supervisor gets a fixed

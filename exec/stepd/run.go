@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shoal-sched/shoal/exec/pmi2"
 	"github.com/shoal-sched/shoal/exec/pmix"
 	"github.com/shoal-sched/shoal/exec/task"
 )
@@ -150,6 +151,9 @@ func (s *supervisor) run(launched chan<- error) {
 	if s.pmix != nil {
 		s.pmix.Close()
 	}
+	if s.pmi2 != nil {
+		s.pmi2.Close()
+	}
 	close(stopSampling)
 	<-sampled
 	if cg != nil {
@@ -209,6 +213,13 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 			return nil, task.CodeNotFound, err
 		}
 	}
+	if pmi2.Wanted(l) {
+		// srun --mpi=pmi2: each rank's end of its PMI socket pair.
+		if s.pmi2, err = s.startPMI2(log); err != nil {
+			s.tellRanks(l.Rank(0), cred, err)
+			return nil, task.CodeNotFound, err
+		}
+	}
 	for local := range p.Ranks {
 		rank := l.Rank(local)
 		var env []string
@@ -243,6 +254,12 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 			env = contractEnv(l, local, id.home)
 			if s.pmix != nil {
 				env = underlay(env, s.pmix.Env(local))
+			}
+			if s.pmi2 != nil {
+				// The rank's end of its socket pair is its PMI_FD, the
+				// descriptor after those before it (3 is the first).
+				env = underlay(env, s.pmi2.Env(local, 3+len(extra)))
+				extra = append(extra, s.pmi2.File(local))
 			}
 			path, err = lookPath(p.Argv[0], envValue(env, "PATH"), p.WorkDir)
 			if err != nil {
@@ -353,6 +370,9 @@ func (s *supervisor) startRanks(log *slog.Logger, cg *taskCgroup, exits chan<- r
 		ready := make(chan rankStart, 1)
 		s.wg.Go(func() { runRank(cmd, cg, local, ready, exits) })
 		r := <-ready // bounded: fork and exec
+		if s.pmi2 != nil && bundle == "" && !p.Script {
+			s.pmi2.Started(local)
+		}
 		release()
 		closeStdin()
 		stdout.Close()

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shoal-sched/shoal/exec/pmi2"
 	"github.com/shoal-sched/shoal/exec/pmix"
 	"github.com/shoal-sched/shoal/exec/task"
 )
@@ -127,7 +128,9 @@ type supervisor struct {
 	// pmix is the ranks' PMIx server for srun --mpi=pmix (set by
 	// startRanks, closed by run once the ranks are gone); nil otherwise.
 	pmix *pmix.Server
-	// pmixKill is set (under mu) once the PMIx server failed: the ranks
+	// pmi2 is the ranks' PMI-2 server for srun --mpi=pmi2, as pmix.
+	pmi2 *pmi2.Server
+	// pmixKill is set (under mu) once the PMIx or PMI-2 server failed: the ranks
 	// are killed, also those run records after it (see pmixFailed).
 	pmixKill bool
 

@@ -234,8 +234,9 @@ func stepSpec(opts slurm.Options, command []string) (spec cluster.StepSpec, err 
 		return spec, err
 	}
 	if opts.MPI != "" {
-		// The step's supervisors serve PMIx to its tasks when this
-		// names it (exec/pmix); the tasks see it, as under Slurm.
+		// The step's supervisors serve PMIx (exec/pmix) or PMI-2
+		// (exec/pmi2) to its tasks when this names it; the tasks see
+		// it, as under Slurm.
 		spec.Env = append(slices.DeleteFunc(spec.Env, func(kv string) bool { return strings.HasPrefix(kv, "SLURM_MPI_TYPE=") }),
 			"SLURM_MPI_TYPE="+opts.MPI)
 	}

@@ -18,10 +18,10 @@ import (
 // needsOwnStep says srun outside an allocation must run its command as a
 // step of an allocation of its own, as Slurm's srun always does (job N,
 // step N.0): its -o/-e files, its --input file, --bcast and the PMIx
-// server of --mpi=pmix are a step's.
+// or PMI-2 server of --mpi=pmix or pmi2 are a step's.
 // Without them Shoal runs the command as the job's own tasks (RunOwnJob).
 func needsOwnStep(opts slurm.Options) bool {
-	return slurm.UsesPMIx(opts.MPI) || opts.Output != "" || opts.Error != "" || opts.Set["bcast"] ||
+	return slurm.ServesPMI(opts.MPI) || opts.Output != "" || opts.Error != "" || opts.Set["bcast"] ||
 		opts.Set["input"] && slurm.ParseInput(opts.Input, 0).Kind == slurm.InputFile
 }
 
