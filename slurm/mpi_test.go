@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// TestParseMPI: srun --mpi and SLURM_MPI_TYPE take what Slurm built with
-// PMIx 4 lists: none, pmi2 and the PMIx types.
+// TestParseMPI: srun --mpi and SLURM_MPI_TYPE take what Debian's Slurm
+// built with PMIx 4 lists on the peer (`srun --mpi=list`): pmix, none,
+// pmi2 and pmix_v4; it refuses pmix_v3 ("Invalid MPI type 'pmix_v3'").
 func TestParseMPI(t *testing.T) {
 	for _, tc := range []struct {
 		in, want, err string
@@ -17,11 +18,12 @@ func TestParseMPI(t *testing.T) {
 		{in: "NONE", want: "none"},
 		{in: "pmix", want: "pmix", pmix: true},
 		{in: "pmix_v4", want: "pmix_v4", pmix: true},
-		{in: "PMIx_v3", want: "pmix_v3", pmix: true},
+		{in: "PMIx_V4", want: "pmix_v4", pmix: true},
+		{in: "pmix_v3", err: "want one of pmix, none, pmi2, pmix_v4"}, // not in the peer's list
 		{in: "pmi2", want: "pmi2"},
 		{in: "PMI2", want: "pmi2"},
-		{in: "pmi1", err: "want one of none, pmi2, pmix"},
-		{in: "openmpi", err: "want one of none, pmi2, pmix, pmix_v3, pmix_v4"},
+		{in: "pmi1", err: "want one of pmix, none, pmi2"},
+		{in: "openmpi", err: "want one of pmix, none, pmi2, pmix_v4"},
 		{in: "", err: "want one of"},
 	} {
 		got, err := ParseMPI(tc.in)

@@ -657,21 +657,22 @@ func setCPUsPerGPU(o *Options, v string) error {
 	return err
 }
 
-// MPI types: what srun --mpi and SLURM_MPI_TYPE take. Slurm built with
-// PMIx 4 (as Debian's libpmix2) lists "none", "pmi2", "pmix" and the
-// specific "pmix_v4"; pmix_v3 names the same PMIx server for clients of
-// the 3.x API (PMIx's versions talk to each other). pmi2 serves PMI-2
-// and PMI-1 (MPICH's clients) as Slurm's mpi/pmi2 plugin does.
-var mpiTypes = []string{"none", MPIPMI2, "pmix", "pmix_v3", "pmix_v4"}
+// MPI types: what srun --mpi and SLURM_MPI_TYPE take, as Debian's Slurm
+// 22.05 (built with PMIx 4, as Debian's libpmix2) lists them on the
+// peer: "pmix" and the specific "pmix_v4", "none", and "pmi2", which
+// serves PMI-2 and PMI-1 (MPICH's clients) as Slurm's mpi/pmi2 plugin
+// does. Its "cray_shasta" (Cray PMI's environment) has no counterpart.
+var mpiTypes = []string{"pmix", "none", MPIPMI2, "pmix_v4"}
 
 // MPIPMI2 is the MPI type of srun --mpi=pmi2.
 const MPIPMI2 = "pmi2"
 
-// MPIListText is what srun --mpi=list prints, in Slurm's words.
-const MPIListText = "MPI plugin types are...\n\tnone\n\tpmi2\n\tpmix\nspecific pmix plugin versions available: pmix_v3,pmix_v4\n"
+// MPIListText is what srun --mpi=list prints, in Slurm's words (the
+// peer's list, less cray_shasta).
+const MPIListText = "MPI plugin types are...\n\tpmix\n\tnone\n\tpmi2\nspecific pmix plugin versions available: pmix_v4\n"
 
 // ParseMPI checks an MPI type (srun --mpi, SLURM_MPI_TYPE) and returns
-// it in lower case: "none", "pmi2", "pmix", "pmix_v3" or "pmix_v4".
+// it in lower case: "pmix", "none", "pmi2" or "pmix_v4".
 func ParseMPI(v string) (string, error) {
 	low := strings.ToLower(v)
 	if slices.Contains(mpiTypes, low) {
