@@ -54,3 +54,30 @@ func (r *Raft) countLeader(o raft.Observation) {
 		r.leaderChanges.Add(1)
 	}
 }
+
+// maxCommandScan bounds how many entries CommandsAppliedBy reads.
+const maxCommandScan = 256
+
+// CommandsAppliedBy reports whether a state machine that has applied the
+// commands up to applied has every command committed up to commit: the
+// entries after applied are all of kinds it never sees (raft's no-op
+// after an election, barriers, configuration changes). The commit index
+// counts those, so a replica whose last committed entry is one of them
+// would otherwise never look caught up until the next command. An entry
+// it cannot read, or more than maxCommandScan to read, counts as a
+// command not applied yet.
+func (r *Raft) CommandsAppliedBy(applied, commit uint64) bool {
+	if commit <= applied {
+		return true
+	}
+	if commit-applied > maxCommandScan {
+		return false
+	}
+	for i := commit; i > applied; i-- {
+		var l raft.Log
+		if err := r.store.GetLog(i, &l); err != nil || l.Type == raft.LogCommand {
+			return false
+		}
+	}
+	return true
+}

@@ -48,8 +48,10 @@ func (a *Agent) readable() error {
 	return nil
 }
 
-// caughtUp reports whether this replica has once applied everything the
-// cluster had committed when it first heard from a leader. It stays true
+// caughtUp reports whether this replica has once applied every command
+// the cluster had committed when it first heard from a leader (the
+// entries its state machine never sees — no-ops, barriers,
+// configuration changes — need no applying). It stays true
 // while this node is a raft server (the follow loop clears it when the node
 // becomes a worker, whose replica falls behind).
 func (a *Agent) caughtUp() bool {
@@ -60,7 +62,7 @@ func (a *Agent) caughtUp() bool {
 		return false
 	}
 	commit := a.raft.CommitIndex()
-	if commit == 0 || a.state.Index() < commit {
+	if commit == 0 || !a.raft.CommandsAppliedBy(a.state.Index(), commit) {
 		return false
 	}
 	a.ready.Store(true)
