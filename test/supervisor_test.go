@@ -159,24 +159,7 @@ func TestStoppedAgentFencedBySupervisor(t *testing.T) {
 	// grace + the 2 s margin (testAgentArgs).
 	earliestDown := pausedAt.Add(-300*time.Millisecond + 3*time.Second + 2*time.Second + 2*time.Second)
 
-	var downSeen time.Time
-	eventually(t, 30*time.Second, "node declared down", func() error {
-		if s := nodesByName(t, c.Agents[observer])[c.Agents[victim].Name].State; s != "DOWN" {
-			return fmt.Errorf("%s is %s", c.Agents[victim].Name, s)
-		}
-		downSeen = time.Now()
-		return nil
-	})
-	if rankAlive(pid) {
-		t.Errorf("rank %d still runs when its node is seen down, %v after the pause", pid, downSeen.Sub(pausedAt))
-	}
-	_, last, _ := readTicks(t, ticks)
-	lastAt := time.Unix(0, last)
-	t.Logf("rank's last record %v after the pause; node seen down %v after it", lastAt.Sub(pausedAt), downSeen.Sub(pausedAt))
-	if !lastAt.Before(earliestDown) {
-		t.Errorf("rank alive %v after the pause; its supervisor must kill it before the leader may declare the node down (%v)",
-			lastAt.Sub(pausedAt), earliestDown.Sub(pausedAt))
-	}
+	fencedBeforeDown(t, c, observer, victim, pid, ticks, pausedAt, earliestDown, 30*time.Second)
 	var j api.Job
 	jsonOf(t, c.Agents[observer], &j, "job", fmt.Sprint(id))
 	if j.State != "NODE_FAIL" && j.State != "RUNNING" {
@@ -204,4 +187,33 @@ func rankAlive(pid int) bool {
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// fencedBeforeDown waits (up to wait) until the observer sees the paused
+// victim's node DOWN, checks that rank pid is dead by then and that its
+// last tick came before earliestDown (the earliest the leader may declare
+// the node down), and returns when that last tick was (DESIGN "Node
+// liveness": a node cut off stops its ranks before the majority can
+// place anything on its GPUs).
+func fencedBeforeDown(t *testing.T, c *localcluster.Cluster, observer, victim, pid int, ticks string, pausedAt, earliestDown time.Time, wait time.Duration) time.Time {
+	t.Helper()
+	var downSeen time.Time
+	eventually(t, wait, "node declared down", func() error {
+		if s := nodesByName(t, c.Agents[observer])[c.Agents[victim].Name].State; s != "DOWN" {
+			return fmt.Errorf("%s is %s", c.Agents[victim].Name, s)
+		}
+		downSeen = time.Now()
+		return nil
+	})
+	if rankAlive(pid) {
+		t.Errorf("rank %d still runs when its node is seen down, %v after the pause", pid, downSeen.Sub(pausedAt))
+	}
+	_, last, _ := readTicks(t, ticks)
+	lastAt := time.Unix(0, last)
+	t.Logf("rank's last record %v after the pause; node seen down %v after it", lastAt.Sub(pausedAt), downSeen.Sub(pausedAt))
+	if !lastAt.Before(earliestDown) {
+		t.Errorf("rank alive %v after the pause; its supervisor must kill it before the leader may declare the node down (%v)",
+			lastAt.Sub(pausedAt), earliestDown.Sub(pausedAt))
+	}
+	return lastAt
 }
