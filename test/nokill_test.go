@@ -27,13 +27,8 @@ func TestNoKill(t *testing.T) {
 	// be the leader. So kill the last-named agent that does not lead, keep
 	// the first-named one (never that one), and send commands through the
 	// third agent's shims.
-	byName := []int{0, 1, 2}
-	slices.SortFunc(byName, func(x, y int) int { return strings.Compare(c.Agents[x].Name, c.Agents[y].Name) })
-	first, second := byName[0], byName[2]
-	if second == lead {
-		second = byName[1]
-	}
-	cli := c.Agents[3-first-second]
+	first, second, third := noKillNodes(c, lead)
+	cli := c.Agents[third]
 	sh := newSlurmShims(t, cli)
 	work := t.TempDir()
 	script := filepath.Join(work, "job.sh")
@@ -90,4 +85,20 @@ echo done
 	if j.State != "COMPLETED" || !strings.Contains(string(out), c.Agents[first].Name) || !strings.Contains(string(out), "done") {
 		t.Errorf("--no-kill job: %s; want COMPLETED, with its step's output:\n%s", j.State, out)
 	}
+}
+
+// noKillNodes picks, from a 3-agent cluster whose leader is agent lead,
+// a job's two nodes and the agent that talks to it: first, the
+// first-named agent (a job's first node, by name as Slurm orders a
+// nodelist: it must stay); second, the last-named one that does not
+// lead (the one to kill); third, the one left (its shims send the
+// commands).
+func noKillNodes(c *localcluster.Cluster, lead int) (first, second, third int) {
+	byName := []int{0, 1, 2}
+	slices.SortFunc(byName, func(x, y int) int { return strings.Compare(c.Agents[x].Name, c.Agents[y].Name) })
+	first, second = byName[0], byName[2]
+	if second == lead {
+		second = byName[1]
+	}
+	return first, second, 3 - first - second
 }

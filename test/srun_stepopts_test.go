@@ -112,13 +112,8 @@ func testStepNoKill(t *testing.T, c *localcluster.Cluster) {
 	// As TestNoKill: the job's first node (the first by name, where the
 	// script runs) stays; the killed one is not the leader; the shims run
 	// on the third agent.
-	byName := []int{0, 1, 2}
-	slices.SortFunc(byName, func(x, y int) int { return strings.Compare(c.Agents[x].Name, c.Agents[y].Name) })
-	first, second := byName[0], byName[2]
-	if second == lead {
-		second = byName[1]
-	}
-	cli := c.Agents[3-first-second]
+	first, second, third := noKillNodes(c, lead)
+	cli := c.Agents[third]
 	sh := newSlurmShims(t, cli)
 	work := t.TempDir()
 	out := filepath.Join(work, "out")
