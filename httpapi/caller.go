@@ -11,11 +11,13 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/pki"
 )
 
 // Caller is who a request acts for, and how the API knows.
@@ -51,10 +53,31 @@ type Authority interface {
 	// PeerNode names the cluster node a mutual-TLS peer's certificate
 	// proves, if any.
 	PeerNode(cs *tls.ConnectionState) (name string, ok bool)
-	// UserToken verifies a bearer token and returns the user it proves and
-	// the token's id. An error marked cluster.ErrUnavailable means the
-	// agent cannot verify tokens yet (answered 503, not 401).
-	UserToken(tok string) (who api.Identity, id string, err error)
+	// TokenState is the replicated security record user tokens are
+	// checked against (VerifyUserToken: the token key, the revoked
+	// tokens); nil before the agent has learned it.
+	TokenState() *cluster.Security
+}
+
+// errNoTokenKey: the agent's replica holds no user-token key yet.
+var errNoTokenKey = cluster.Mark(cluster.ErrUnavailable, errors.New("user token: this agent has not yet learned the cluster's token key (a cluster just formed, or one running --insecure); retry in a moment"))
+
+// VerifyUserToken is the user a bearer token proves, and the token's id:
+// it must verify at now against the cluster's token key in sec and not
+// be revoked. An error marked cluster.ErrUnavailable means the agent
+// cannot verify tokens yet (answered 503, not 401). It is pure.
+func VerifyUserToken(sec *cluster.Security, tok string, now time.Time) (api.Identity, string, error) {
+	if sec == nil || len(sec.TokenKey) == 0 {
+		return Nobody, "", errNoTokenKey
+	}
+	c, err := pki.VerifyUserToken(sec.TokenKey, tok, now)
+	if err != nil {
+		return Nobody, "", err
+	}
+	if sec.UserTokenRevoked(c.ID) {
+		return Nobody, "", fmt.Errorf("%w: revoked", pki.ErrUserToken)
+	}
+	return api.Identity{User: c.User, UID: c.UID, GID: c.GID}, c.ID, nil
 }
 
 type callerKey struct{}
@@ -122,7 +145,7 @@ func ResolveCaller(auth Authority, r *http.Request) Caller {
 	}
 	if auth.Secure() {
 		if tok, ok := bearerToken(r); ok {
-			id, tokID, err := auth.UserToken(tok)
+			id, tokID, err := VerifyUserToken(auth.TokenState(), tok, time.Now())
 			if err != nil {
 				return Caller{Identity: Nobody, AuthErr: err}
 			}

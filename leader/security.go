@@ -2,6 +2,7 @@ package leader
 
 import (
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -118,4 +119,73 @@ func MayRevoke(name, self string, c Caller) error {
 		return invalid(fmt.Errorf("revoke %s: that is the leader itself; revoke it through another node after it hands leadership over (shoal leave)", name))
 	}
 	return nil
+}
+
+// ErrNoClusterCA: the cluster's state holds no CA (and so no token key or
+// gossip keyring of its own), so nothing can be signed.
+var ErrNoClusterCA = errors.New("the cluster has no CA in its replicated state (the cluster runs --insecure, or its first leader had no CA key)")
+
+// DefaultUserTokenTTL is a user token's lifetime when none is asked for.
+const DefaultUserTokenTTL = 24 * time.Hour
+
+// UserTokenTerms says whether c may create a user token (`shoal token
+// create --user U`: root only, as Slurm's `scontrol token`; a token for U,
+// whoever asks for it, can act only as U, and a node proves no user) and
+// with which key and lifetime: the cluster's token key from sec, and ttlS
+// seconds (0: DefaultUserTokenTTL; pki refuses a bad one as it signs).
+func UserTokenTerms(sec *cluster.Security, ttlS int64, c Caller) (key []byte, ttl time.Duration, err error) {
+	if c.UID != 0 {
+		return nil, 0, forbidden(fmt.Errorf("create a user token: %w: only root may", cluster.ErrForbidden))
+	}
+	ttl = time.Duration(ttlS) * time.Second
+	if ttl == 0 {
+		ttl = DefaultUserTokenTTL
+	}
+	key, err = tokenKey(sec)
+	return key, ttl, err
+}
+
+// RevokeUserTokenKey says whether c may revoke a user token (root only)
+// and returns the key that proves the token is one of the cluster's.
+func RevokeUserTokenKey(sec *cluster.Security, c Caller) ([]byte, error) {
+	if c.UID != 0 {
+		return nil, forbidden(fmt.Errorf("revoke a user token: %w: only root may", cluster.ErrForbidden))
+	}
+	return tokenKey(sec)
+}
+
+// tokenKey is the cluster's user token key, or a conflict when the state
+// holds none.
+func tokenKey(sec *cluster.Security) ([]byte, error) {
+	if sec == nil || len(sec.TokenKey) == 0 {
+		return nil, conflict(ErrNoClusterCA)
+	}
+	return sec.TokenKey, nil
+}
+
+// MayReadKeyring says whether c may list the gossip keyring: a proven
+// root, since the keys are secrets.
+func MayReadKeyring(c Caller) error {
+	if !c.Proven || c.UID != 0 {
+		return forbidden(fmt.Errorf("list the gossip keyring: %w: only root may", cluster.ErrForbidden))
+	}
+	return nil
+}
+
+// MayChangeKeyring says whether c may change the gossip keyring (`shoal
+// keyring install|use|remove`): root only.
+func MayChangeKeyring(c Caller) error {
+	if c.UID != 0 {
+		return forbidden(fmt.Errorf("change the gossip keyring: %w: only root may", cluster.ErrForbidden))
+	}
+	return nil
+}
+
+// ClusterKeyring is the gossip keyring a change starts from: the
+// cluster's, or a conflict when its state holds none.
+func ClusterKeyring(sec *cluster.Security) ([][]byte, error) {
+	if sec == nil || len(sec.GossipKeys) == 0 {
+		return nil, conflict(ErrNoClusterCA)
+	}
+	return sec.GossipKeys, nil
 }

@@ -126,3 +126,58 @@ func TestAdmitJoin(t *testing.T) {
 		t.Errorf("root's revoke = %v; want nil", err)
 	}
 }
+
+// TestUserTokenAndKeyringRights: root alone creates and revokes user
+// tokens and changes the gossip keyring, only a proven root reads it, and
+// each needs the cluster's keys in the state (a conflict before there are
+// any); the refusals name what was refused.
+func TestUserTokenAndKeyringRights(t *testing.T) {
+	root := Caller{Identity: cluster.Identity{UID: 0, Proven: true}}
+	unproven := Caller{Identity: cluster.Identity{UID: 0}}
+	user := Caller{Identity: cluster.Identity{User: "ada", UID: 1000, Proven: true}}
+	sec := &cluster.Security{TokenKey: []byte("k"), GossipKeys: [][]byte{[]byte("g")}}
+	empty := &cluster.Security{}
+	tests := []struct {
+		name string
+		err  error
+		kind error // nil: allowed
+		says string
+	}{
+		{"create: root", func() error { _, _, err := UserTokenTerms(sec, 0, root); return err }(), nil, ""},
+		{"create: user", func() error { _, _, err := UserTokenTerms(sec, 0, user); return err }(), cluster.ErrForbidden, "create a user token: permission denied: only root may"},
+		{"create: no key", func() error { _, _, err := UserTokenTerms(empty, 0, root); return err }(), cluster.ErrConflict, "the cluster has no CA"},
+		{"create: no state", func() error { _, _, err := UserTokenTerms(nil, 0, root); return err }(), cluster.ErrConflict, "the cluster has no CA"},
+		{"revoke: root", func() error { _, err := RevokeUserTokenKey(sec, root); return err }(), nil, ""},
+		{"revoke: user", func() error { _, err := RevokeUserTokenKey(sec, user); return err }(), cluster.ErrForbidden, "revoke a user token: permission denied: only root may"},
+		{"revoke: user, no key", func() error { _, err := RevokeUserTokenKey(nil, user); return err }(), cluster.ErrForbidden, "only root may"},
+		{"revoke: no key", func() error { _, err := RevokeUserTokenKey(empty, root); return err }(), cluster.ErrConflict, "the cluster has no CA"},
+		{"read keyring: root", MayReadKeyring(root), nil, ""},
+		{"read keyring: unproven root", MayReadKeyring(unproven), cluster.ErrForbidden, "list the gossip keyring: permission denied: only root may"},
+		{"read keyring: user", MayReadKeyring(user), cluster.ErrForbidden, "only root may"},
+		{"change keyring: root", MayChangeKeyring(root), nil, ""},
+		{"change keyring: user", MayChangeKeyring(user), cluster.ErrForbidden, "change the gossip keyring: permission denied: only root may"},
+		{"keyring: none in the state", func() error { _, err := ClusterKeyring(empty); return err }(), cluster.ErrConflict, "the cluster has no CA"},
+		{"keyring: no state", func() error { _, err := ClusterKeyring(nil); return err }(), cluster.ErrConflict, "the cluster has no CA"},
+	}
+	for _, tt := range tests {
+		if tt.kind == nil {
+			if tt.err != nil {
+				t.Errorf("%s: %v; want allowed", tt.name, tt.err)
+			}
+			continue
+		}
+		if !errors.Is(tt.err, tt.kind) || !strings.Contains(tt.err.Error(), tt.says) {
+			t.Errorf("%s: %v; want %v saying %q", tt.name, tt.err, tt.kind, tt.says)
+		}
+	}
+	key, ttl, err := UserTokenTerms(sec, 0, root)
+	if err != nil || string(key) != "k" || ttl != DefaultUserTokenTTL {
+		t.Errorf("UserTokenTerms(ttl 0) = %q, %v, %v; want k, %v", key, ttl, err, DefaultUserTokenTTL)
+	}
+	if _, ttl, _ := UserTokenTerms(sec, 90, root); ttl != 90*time.Second {
+		t.Errorf("UserTokenTerms(ttl 90) ttl = %v; want 1m30s", ttl)
+	}
+	if keys, err := ClusterKeyring(sec); err != nil || len(keys) != 1 || string(keys[0]) != "g" {
+		t.Errorf("ClusterKeyring = %q, %v; want [g]", keys, err)
+	}
+}

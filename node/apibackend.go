@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -14,7 +12,6 @@ import (
 	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/leader"
-	"github.com/shoal-sched/shoal/pki"
 )
 
 // apiBackend is the agent as the HTTP API's front sees it: what
@@ -35,25 +32,9 @@ func (b apiBackend) PeerNode(cs *tls.ConnectionState) (string, bool) {
 	return b.a.sec.bundle.PeerNode(cs)
 }
 
-// errNoTokenKey: this agent's replica holds no user-token key yet.
-var errNoTokenKey = unavailable(errors.New("user token: this agent has not yet learned the cluster's token key (a cluster just formed, or one running --insecure); retry in a moment"))
-
-// UserToken is the user a token proves, if it verifies against the
-// cluster's token key and was not revoked.
-func (b apiBackend) UserToken(tok string) (api.Identity, string, error) {
-	sec := b.a.view().Security()
-	if sec == nil || len(sec.TokenKey) == 0 {
-		return httpapi.Nobody, "", errNoTokenKey
-	}
-	c, err := pki.VerifyUserToken(sec.TokenKey, tok, time.Now())
-	if err != nil {
-		return httpapi.Nobody, "", err
-	}
-	if sec.UserTokenRevoked(c.ID) {
-		return httpapi.Nobody, "", fmt.Errorf("%w: revoked", pki.ErrUserToken)
-	}
-	return api.Identity{User: c.User, UID: c.UID, GID: c.GID}, c.ID, nil
-}
+// TokenState is the security record user tokens are checked against:
+// the replica's, or a worker's remote view's.
+func (b apiBackend) TokenState() *cluster.Security { return b.a.view().Security() }
 
 // Leads reports whether this agent leads, or why no leader is known.
 func (b apiBackend) Leads() (bool, error) {

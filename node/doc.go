@@ -100,8 +100,11 @@
 // (fsm) holds the CA with its key, the gossip keyring, join tokens and
 // revocations, so whichever node leads can sign joins and renewals
 // (join.go, renew.go, keyring.go, usertoken.go: the cryptography; who may
-// join, renew, revoke and create join tokens is decided in package leader:
-// AdmitJoin, MayRenew, MayRevoke, JoinTokenTerms).
+// join, renew, revoke, create join and user tokens and read or change the
+// gossip keyring is decided in package leader: AdmitJoin, MayRenew,
+// MayRevoke, JoinTokenTerms, UserTokenTerms, RevokeUserTokenKey,
+// MayReadKeyring, MayChangeKeyring; whether a user token proves its user,
+// in package httpapi: VerifyUserToken).
 //
 // Workers (follow.go: the remote view, worker.Follower's adapter
 // agentFollow, and the server's side of the follow query, which holds the

@@ -17,9 +17,6 @@ import (
 	"github.com/shoal-sched/shoal/pki"
 )
 
-// errNoClusterCA: the cluster's state holds no CA, so nothing can be signed.
-var errNoClusterCA = errors.New("the cluster has no CA in its replicated state (the cluster runs --insecure, or its first leader had no CA key)")
-
 // caOffer is what a node holding the CA's key offers the cluster's state.
 func (a *Agent) caOffer() (*api.ClusterCA, bool) {
 	b := a.sec.bundle
@@ -112,7 +109,7 @@ func (b apiBackend) RecordClusterCA(ctx context.Context, offer api.ClusterCA) er
 func clusterCA(v *fsm.View) (*pki.CA, [][]byte, error) {
 	sec := v.Security()
 	if sec == nil || len(sec.CACert) == 0 {
-		return nil, nil, conflict(errNoClusterCA)
+		return nil, nil, conflict(leader.ErrNoClusterCA)
 	}
 	certs, err := pki.ParseCerts(sec.CACert)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -39,11 +40,11 @@ func encodeKeys(keys [][]byte) []string {
 	return out
 }
 
-// Keyring is the gossip keyring, the cluster's and this agent's (root
-// only: the keys are secrets).
+// Keyring is the gossip keyring, the cluster's and this agent's
+// (leader.MayReadKeyring: root only, the keys are secrets).
 func (b apiBackend) Keyring(who cluster.Identity) (api.Keyring, uint64, error) {
-	if !who.Proven || who.UID != 0 {
-		return api.Keyring{}, 0, forbidden(fmt.Errorf("list the gossip keyring: %w: only root may", ErrForbidden))
+	if err := leader.MayReadKeyring(leader.Caller{Identity: who}); err != nil {
+		return api.Keyring{}, 0, err
 	}
 	v := b.a.view()
 	out := api.Keyring{Cluster: []string{}, Local: encodeKeys(b.a.gossip.Keys())}
@@ -55,18 +56,18 @@ func (b apiBackend) Keyring(who cluster.Identity) (api.Keyring, uint64, error) {
 
 // ChangeKeyring is `shoal keyring install|use|remove KEY` (root, leader).
 func (b apiBackend) ChangeKeyring(ctx context.Context, req api.KeyringRequest, who cluster.Identity) (api.Keyring, error) {
-	if who.UID != 0 {
-		return api.Keyring{}, forbidden(fmt.Errorf("change the gossip keyring: %w: only root may", ErrForbidden))
+	if err := leader.MayChangeKeyring(leader.Caller{Identity: who}); err != nil {
+		return api.Keyring{}, err
 	}
 	key, err := pki.ParseGossipKey(req.Key)
 	if err != nil {
 		return api.Keyring{}, invalid(fmt.Errorf("key: %w", err))
 	}
-	sec := b.a.state.View().Security()
-	if sec == nil || len(sec.GossipKeys) == 0 {
-		return api.Keyring{}, conflict(errNoClusterCA)
+	current, err := leader.ClusterKeyring(b.a.state.View().Security())
+	if err != nil {
+		return api.Keyring{}, err
 	}
-	keys, err := pki.ChangeKeyring(sec.GossipKeys, req.Op, key, fsm.MaxGossipKeys)
+	keys, err := pki.ChangeKeyring(current, req.Op, key, fsm.MaxGossipKeys)
 	if err != nil {
 		return api.Keyring{}, invalid(err)
 	}

@@ -1,10 +1,7 @@
 package node
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -15,8 +12,6 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/gossip"
-	"github.com/shoal-sched/shoal/httpapi"
-	"github.com/shoal-sched/shoal/pki"
 )
 
 func validConfig() Config {
@@ -112,82 +107,6 @@ func TestConfigDefaultsAdvertise(t *testing.T) {
 	}
 	if c.HTTPPort != 7070 || c.RaftPort != 7071 || c.GossipPort != 7072 {
 		t.Errorf("default ports = %d/%d/%d; want 7070/7071/7072", c.HTTPPort, c.RaftPort, c.GossipPort)
-	}
-}
-
-// TestResolveCaller: identity comes only from what a sender cannot forge
-// (issue 12, hole 1): declared headers are believed only from a peer with a
-// node certificate naming the node that says it forwarded them.
-func TestResolveCaller(t *testing.T) {
-	ca, err := pki.NewCA("test", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert := func(name string, ca *pki.CA) *x509.Certificate {
-		key, _ := pki.NewNodeKey()
-		c, err := ca.SignNode(pki.NodeRequest{Name: name, PublicKey: &key.PublicKey}, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	key, _ := pki.NewNodeKey()
-	own, _ := ca.SignNode(pki.NodeRequest{Name: "n1", PublicKey: &key.PublicKey}, time.Now())
-	b, err := pki.NewBundle(ca, tls.Certificate{Certificate: [][]byte{own.Raw}, PrivateKey: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rogueCA, _ := pki.NewCA("rogue", time.Now())
-	secure, insecure := &Agent{sec: &security{bundle: b}}, &Agent{sec: &security{}}
-	tests := []struct {
-		name       string
-		agent      *Agent
-		remote     string
-		peer       *x509.Certificate
-		declare    bool
-		forwarded  string
-		wantProven bool
-		wantUID    int
-		wantNode   string
-	}{
-		{"loopback declared", secure, "127.0.0.1:5000", nil, true, "", false, -1, ""},
-		{"remote declared and forwarded, no certificate", secure, "10.1.2.3:5000", nil, true, "n2", false, -1, ""},
-		{"node forwarding what it proved", secure, "10.1.2.3:5000", cert("n2", ca), true, "n2", true, 1000, "n2"},
-		{"node claiming another node forwarded", secure, "10.1.2.3:5000", cert("n2", ca), true, "n3", false, -1, "n2"},
-		{"node, not forwarding", secure, "10.1.2.3:5000", cert("n2", ca), true, "", false, -1, "n2"},
-		{"another CA's node", secure, "10.1.2.3:5000", cert("n2", rogueCA), true, "n2", false, -1, ""},
-		{"insecure: forwarded", insecure, "10.1.2.3:5000", nil, true, "n2", true, 1000, "n2"},
-		{"insecure: loopback declared", insecure, "127.0.0.1:5000", nil, true, "", false, -1, ""},
-		{"socket: root acting as a user", secure, "@", nil, true, "", true, 1000, ""},
-		{"socket: a user declaring another", secure, "@", nil, true, "", true, 1001, ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			r := httptest.NewRequest("POST", "/v1/jobs", nil)
-			r.RemoteAddr = tc.remote
-			if tc.declare {
-				r.Header.Set(api.HeaderUser, "ada")
-				r.Header.Set(api.HeaderUID, "1000")
-				r.Header.Set(api.HeaderGID, "100")
-			}
-			if tc.forwarded != "" {
-				r.Header.Set(api.HeaderForwardedBy, tc.forwarded)
-			}
-			if tc.peer != nil {
-				r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{tc.peer}}
-			}
-			if tc.remote == "@" { // the Unix socket, as httpapi.PeerCredConnContext marks it
-				uid := 0
-				if tc.name == "socket: a user declaring another" {
-					uid = 1001
-				}
-				r = httpapi.WithCaller(r, httpapi.Caller{Identity: api.Identity{UID: uid}, Proven: true, How: "peercred", Local: true})
-			}
-			c := httpapi.ResolveCaller(apiBackend{tc.agent}, r)
-			if c.Proven != tc.wantProven || c.UID != tc.wantUID || c.Node != tc.wantNode {
-				t.Errorf("resolveCaller = %+v; want proven %v uid %d node %q", c, tc.wantProven, tc.wantUID, tc.wantNode)
-			}
-		})
 	}
 }
 

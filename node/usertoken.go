@@ -11,33 +11,14 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/pki"
 )
 
-// defaultUserTokenTTL is a user token's lifetime when none is asked for.
-const defaultUserTokenTTL = 24 * time.Hour
-
-// userTokenKey is the cluster's user token key from the replicated state.
-func userTokenKey(v *fsm.View) ([]byte, error) {
-	sec := v.Security()
-	if sec == nil || len(sec.TokenKey) == 0 {
-		return nil, conflict(errNoClusterCA)
-	}
-	return sec.TokenKey, nil
-}
-
-// CreateUserToken is `shoal token create --user U` (root only, as
-// Slurm's `scontrol token`): a token for U, whatever asks for it, can act
-// only as U; a node cannot ask (it proves no user).
+// CreateUserToken is `shoal token create --user U` (leader.UserTokenTerms
+// decides who may, with which key and for how long).
 func (b apiBackend) CreateUserToken(ctx context.Context, req api.UserTokenRequest, who cluster.Identity) (api.UserTokenResponse, error) {
-	if who.UID != 0 {
-		return api.UserTokenResponse{}, forbidden(fmt.Errorf("create a user token: %w: only root may", ErrForbidden))
-	}
-	ttl := time.Duration(req.TTLS) * time.Second
-	if ttl == 0 {
-		ttl = defaultUserTokenTTL
-	}
-	key, err := userTokenKey(b.a.state.View())
+	key, ttl, err := leader.UserTokenTerms(b.a.state.View().Security(), req.TTLS, leader.Caller{Identity: who})
 	if err != nil {
 		return api.UserTokenResponse{}, err
 	}
@@ -50,13 +31,10 @@ func (b apiBackend) CreateUserToken(ctx context.Context, req api.UserTokenReques
 	return api.UserTokenResponse{Token: tok, ID: id, Expires: api.FormatTime(now.Add(ttl))}, nil
 }
 
-// RevokeUserToken refuses a user token from now until it expires (root
-// only).
+// RevokeUserToken refuses a user token from now until it expires
+// (leader.RevokeUserTokenKey: root only).
 func (b apiBackend) RevokeUserToken(ctx context.Context, req api.RevokeUserTokenRequest, who cluster.Identity) error {
-	if who.UID != 0 {
-		return forbidden(fmt.Errorf("revoke a user token: %w: only root may", ErrForbidden))
-	}
-	key, err := userTokenKey(b.a.state.View())
+	key, err := leader.RevokeUserTokenKey(b.a.state.View().Security(), leader.Caller{Identity: who})
 	if err != nil {
 		return err
 	}
