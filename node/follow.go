@@ -327,56 +327,49 @@ func (r *remote) update(reply api.FollowReply) error {
 }
 
 // follow is a server's side of GET /v1/internal/follow (api.FollowReply):
-// it holds the query, and on every applied entry gathers the worker's
-// state (worker.FollowStateOf) and the leader it knows, and answers when
-// worker.AnswerFollow says.
+// the hints, and, from a server, the worker's state once
+// worker.FollowHolder says.
 func (a *Agent) follow(ctx context.Context, node string, index uint64, digest string, lease uint64, wait time.Duration) (api.FollowReply, error) {
 	reply := a.followHints(ctx, node)
 	if member, _ := a.member(ctx); !member || a.readable() != nil {
 		return reply, nil // hints only
 	}
 	reply.Server = true
-	q := worker.FollowQuery{Index: index, Digest: digest, Lease: lease}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	// A server removed meanwhile applies nothing more: check every
-	// memberPoll, and send the worker on to another.
-	check := time.NewTicker(memberPoll)
-	defer check.Stop()
-	for {
-		v := a.state.View()
-		st, sum := worker.FollowStateOf(v, node)
-		// A new leader's election's first entry wakes this loop.
-		leader, _, _, _ := a.leaderAPI()
-		answer, rehint := worker.AnswerFollow(q, worker.FollowWake{Index: v.Index, Digest: sum, Leader: leader, Told: reply.Leader, WaitOver: wait <= 0})
-		if answer {
-			if rehint {
-				hints := a.followHints(ctx, node)
-				reply.Leader, reply.LeaderAddr, reply.Servers, reply.Member = hints.Leader, hints.LeaderAddr, hints.Servers, hints.Member
-			}
-			data, err := encodeFollowState(st, node)
-			if err != nil {
-				return reply, err
-			}
-			reply.Index, reply.Digest, reply.State = v.Index, sum, data
-			return reply, nil
-		}
-		select {
-		case <-v.Changed():
-		case <-timer.C:
-			wait = 0
-		case <-check.C:
-			if member, _ := a.member(ctx); !member {
-				return a.followHints(ctx, node), nil // hints only
-			}
-		case <-ctx.Done():
-			return reply, ctx.Err()
-		}
+	holder := worker.FollowHolder{Source: followSource{a}, Clock: wallClock{}, Poll: memberPoll}
+	ans, err := holder.Hold(ctx, node, worker.FollowQuery{Index: index, Digest: digest, Lease: lease}, reply.Leader, wait)
+	switch {
+	case err != nil:
+		return reply, err
+	case ans.Removed:
+		return a.followHints(ctx, node), nil // hints only
+	case ans.Rehint:
+		hints := a.followHints(ctx, node)
+		reply.Leader, reply.LeaderAddr, reply.Servers, reply.Member = hints.Leader, hints.LeaderAddr, hints.Servers, hints.Member
 	}
+	data, err := encodeFollowState(ans.State, node)
+	if err != nil {
+		return reply, err
+	}
+	reply.Index, reply.Digest, reply.State = ans.Index, ans.Digest, data
+	return reply, nil
+}
+
+// followSource is the agent's replica and place as a held follow query
+// sees them (worker.FollowSource).
+type followSource struct{ a *Agent }
+
+func (f followSource) View() *fsm.View { return f.a.state.View() }
+func (f followSource) Leader() string {
+	name, _, _, _ := f.a.leaderAPI()
+	return name
+}
+func (f followSource) Member(ctx context.Context) bool {
+	member, _ := f.a.member(ctx)
+	return member
 }
 
 // followHints are the leader and the servers this node knows, and
-// whether node is one of them.
+// whether node is one of them (worker.FollowHints).
 func (a *Agent) followHints(ctx context.Context, node string) api.FollowReply {
 	var reply api.FollowReply
 	if name, addr, _, err := a.leaderAPI(); err == nil {
@@ -385,26 +378,34 @@ func (a *Agent) followHints(ctx context.Context, node string) api.FollowReply {
 	ctx, cancel := context.WithTimeout(ctx, memberTimeout)
 	defer cancel()
 	servers, err := a.raft.Servers(ctx)
-	if id, _ := a.raft.Leader(); err != nil || id == "" {
-		// Not a server, or one cut off: pass on what the servers said.
-		reply.Servers = a.remote.serverList()
-		return reply
-	}
+	id, _ := a.raft.Leader()
+	knowsLeader := err == nil && id != "" // else not a server, or one cut off
+	var config []worker.ConfigServer
 	apiAddr := map[string]string{}
-	for _, m := range a.gossip.Members() {
-		apiAddr[m.Name] = m.Meta.APIAddr
+	if knowsLeader {
+		for _, s := range servers {
+			config = append(config, worker.ConfigServer{Name: s.ID, Voter: s.Suffrage == consensus.Voter})
+		}
+		for _, m := range a.gossip.Members() {
+			apiAddr[m.Name] = m.Meta.APIAddr
+		}
 	}
-	for _, s := range servers {
-		reply.Servers = append(reply.Servers, api.FollowServer{Name: s.ID, APIAddr: apiAddr[s.ID], Voter: s.Suffrage == consensus.Voter})
-		reply.Member = reply.Member || s.ID == node
+	hints, member := worker.FollowHints(node, knowsLeader, config, apiAddr, a.remote.serverList())
+	reply.Member = member
+	for _, h := range hints {
+		reply.Servers = append(reply.Servers, api.FollowServer(h))
 	}
 	return reply
 }
 
-func (r *remote) serverList() []api.FollowServer {
+func (r *remote) serverList() []worker.HintServer {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.servers
+	var out []worker.HintServer
+	for _, s := range r.servers {
+		out = append(out, worker.HintServer(s))
+	}
+	return out
 }
 
 // encodeFollowState encodes st for a follow reply.

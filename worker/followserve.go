@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
@@ -98,4 +100,101 @@ func AnswerFollow(q FollowQuery, w FollowWake) (answer, rehint bool) {
 	rehint = w.Leader != "" && w.Leader != w.Told
 	leased := q.Index < q.Lease && w.Index >= q.Lease
 	return w.Digest != q.Digest || rehint || leased || w.WaitOver, rehint
+}
+
+// FollowSource is a raft server's replica and place as a held follow
+// query sees them.
+type FollowSource interface {
+	// View is the replica's view now.
+	View() *fsm.View
+	// Leader names the leader this server knows now ("" none).
+	Leader() string
+	// Member says whether this node is a raft server now.
+	Member(ctx context.Context) bool
+}
+
+// FollowAnswer is how a held follow query ends.
+type FollowAnswer struct {
+	// Removed: this node stopped being a raft server while it held the
+	// query (a server removed applies nothing more); the answer is hints
+	// only, and the worker asks another.
+	Removed bool
+	// Rehint: a new leader is known; the reply's hints are taken again.
+	Rehint bool
+	// Index, Digest and State are the worker's state as of the answer
+	// (FollowStateOf).
+	Index  uint64
+	Digest string
+	State  FollowState
+}
+
+// FollowHolder holds follow queries on a raft server: on every applied
+// entry, its wait's end and every Poll it gathers (a view, the leader,
+// its membership) and AnswerFollow decides.
+type FollowHolder struct {
+	Source FollowSource
+	Clock  interface {
+		Timer
+		Clock
+	}
+	// Poll is how often it checks that this node still is a server.
+	Poll time.Duration
+}
+
+// Hold holds node's query q until AnswerFollow says to answer, told being
+// the leader the reply's hints name and wait how long the worker asked it
+// to wait; it ends early when this node stops being a server, or with
+// ctx's error.
+func (h FollowHolder) Hold(ctx context.Context, node string, q FollowQuery, told string, wait time.Duration) (FollowAnswer, error) {
+	waitOver := h.Clock.After(wait)
+	check, stop := h.Clock.NewTicker(h.Poll)
+	defer stop()
+	for {
+		v := h.Source.View()
+		st, sum := FollowStateOf(v, node)
+		// A new leader's election's first entry wakes this loop.
+		answer, rehint := AnswerFollow(q, FollowWake{Index: v.Index, Digest: sum, Leader: h.Source.Leader(), Told: told, WaitOver: wait <= 0})
+		if answer {
+			return FollowAnswer{Rehint: rehint, Index: v.Index, Digest: sum, State: st}, nil
+		}
+		select {
+		case <-v.Changed():
+		case <-waitOver:
+			wait = 0
+		case <-check:
+			if !h.Source.Member(ctx) {
+				return FollowAnswer{Removed: true}, nil
+			}
+		case <-ctx.Done():
+			return FollowAnswer{}, ctx.Err()
+		}
+	}
+}
+
+// ConfigServer is a raft server as the configuration names it.
+type ConfigServer struct {
+	Name  string
+	Voter bool
+}
+
+// HintServer is a raft server as follow hints name it.
+type HintServer struct {
+	Name, APIAddr string
+	Voter         bool
+}
+
+// FollowHints are the servers a follow reply names, from the raft
+// configuration config with each one's API address from gossip
+// (apiAddr), and whether node is one of them (then it reads its own
+// replica). A server that knows no leader passes on what the servers
+// told it instead (heard). It is pure.
+func FollowHints(node string, knowsLeader bool, config []ConfigServer, apiAddr map[string]string, heard []HintServer) (servers []HintServer, member bool) {
+	if !knowsLeader {
+		return heard, false
+	}
+	for _, s := range config {
+		servers = append(servers, HintServer{Name: s.Name, APIAddr: apiAddr[s.Name], Voter: s.Voter})
+		member = member || s.Name == node
+	}
+	return servers, member
 }
