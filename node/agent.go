@@ -72,7 +72,9 @@ type Agent struct {
 	ready atomic.Bool
 	// remote is what this node knows from the servers while it is a
 	// worker, outside the raft configuration (follow.go).
-	remote remote
+	remote worker.Remote
+	// membership caches whether this node is a raft server (member).
+	membership membershipCache
 	// http is the HTTP API's front (authentication, leader forwarding,
 	// the read floor); this agent is its backend (apiBackend).
 	http *httpapi.Server
@@ -587,10 +589,10 @@ func (a *Agent) leaderAPI() (name, addr string, self bool, err error) {
 	id, _ := a.raft.Leader()
 	if id == "" {
 		// A worker's raft knows no leader: the servers it follows name it.
-		if name, addr := a.remote.leaderHint(); name != "" && name != a.cfg.Name && addr != "" {
+		if name, addr := a.remote.LeaderHint(); name != "" && name != a.cfg.Name && addr != "" {
 			return name, addr, false, nil
 		}
-		a.remote.kick()
+		a.remote.Kick()
 		return "", "", false, errNoLeader
 	}
 	if id == a.cfg.Name {
@@ -632,7 +634,7 @@ func callLeader[Req, Reply any](ctx context.Context, a *Agent, path string, req 
 		out = nil
 	}
 	if _, err := c.Do(ctx, http.MethodPost, path, req, out); err != nil {
-		a.remote.kick() // a worker's leader hint may be stale: ask the servers again
+		a.remote.Kick() // a worker's leader hint may be stale: ask the servers again
 		return reply, err
 	}
 	return reply, nil

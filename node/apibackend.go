@@ -71,7 +71,7 @@ func (b apiBackend) Status() api.Status {
 	v := a.state.View()
 	leader, _ := a.raft.Leader()
 	if leader == "" {
-		leader, _ = a.remote.leaderHint() // a worker: the leader the servers name
+		leader, _ = a.remote.LeaderHint() // a worker: the leader the servers name
 	}
 	hashIndex, sum := a.state.Hash()
 	st := api.Status{

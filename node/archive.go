@@ -26,7 +26,7 @@ type retainedReplica struct{ a *Agent }
 func (r retainedReplica) Retained() worker.Retained {
 	a := r.a
 	if a.outside(context.Background()) {
-		if v := a.remote.current(); v != nil {
+		if v := a.remote.Current(); v != nil {
 			return worker.Retained{Jobs: v, Retention: v.Policy().Retention(), Trusted: true, Partial: true, Changed: v.Changed()}
 		}
 		v := a.state.View() // nothing followed yet: wait

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -77,7 +76,7 @@ func replicaCap(replicas int, members []gossip.Member) int {
 // as the leader stops replicating to it, but it loses its leader within
 // an election timeout).
 func (a *Agent) member(ctx context.Context) (member, inConfig bool) {
-	r := &a.remote
+	r := &a.membership
 	r.mu.Lock()
 	if time.Since(r.memberAt) < memberCache {
 		member, inConfig = r.member, r.inConfig
@@ -116,67 +115,14 @@ func (a *Agent) readMember(ctx context.Context) (member, inConfig bool) {
 // view) keeps reading its replica, as before.
 func (a *Agent) outside(ctx context.Context) bool {
 	member, inConfig := a.member(ctx)
-	return !member && (a.remote.current() != nil || !inConfig)
+	return !member && (a.remote.Current() != nil || !inConfig)
 }
 
-// remote is what a worker knows from the servers: the view of its jobs
-// it last received, and where the leader and the servers are.
-type remote struct {
-	mu sync.Mutex
-	// view is the last state received; nil before the first, or while
-	// this node is a server. changed is its Changed channel.
-	view    *fsm.View
-	changed chan struct{}
-	digest  string
-	// leader and leaderAddr are the leader the servers last named.
-	leader, leaderAddr string
-	servers            []api.FollowServer
-	// failed is when each server last failed a follow call.
-	failed map[string]time.Time
-	// cancel ends the follow call in flight; urgent makes the next one
-	// answer at once (kick).
-	cancel context.CancelFunc
-	urgent bool
-	// member and inConfig are Agent.member's answer at memberAt.
+// membershipCache is Agent.member's answer at memberAt.
+type membershipCache struct {
+	mu               sync.Mutex
 	member, inConfig bool
 	memberAt         time.Time
-}
-
-// current returns the view last received, or nil.
-func (r *remote) current() *fsm.View {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.view
-}
-
-// leaderHint is the leader the servers last named.
-func (r *remote) leaderHint() (name, addr string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.leader, r.leaderAddr
-}
-
-// kick ends the follow call in flight, and makes the next one answer at
-// once: a call to the leader failed, so the hints may be stale.
-func (r *remote) kick() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.urgent = true
-	if r.cancel != nil {
-		r.cancel()
-	}
-}
-
-// drop forgets the view: this node is a server and reads its replica.
-func (r *remote) drop() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.view == nil {
-		return
-	}
-	r.view, r.digest = nil, ""
-	close(r.changed) // wake whoever waits on it: the replica is newer now
-	r.changed = nil
 }
 
 // view is the newest state this node knows: its replica's, or, when a
@@ -186,7 +132,7 @@ func (r *remote) drop() {
 // changes; a server's remote view never comes).
 func (a *Agent) view() *fsm.View {
 	v := a.state.View()
-	if r := a.remote.current(); r != nil && r.Index > v.Index {
+	if r := a.remote.Current(); r != nil && r.Index > v.Index {
 		return r
 	}
 	return v
@@ -206,11 +152,11 @@ func (a *Agent) follower() worker.Follower {
 type agentFollow struct{ a *Agent }
 
 func (f agentFollow) Member(ctx context.Context) (member, inConfig bool) { return f.a.member(ctx) }
-func (f agentFollow) Following() bool                                    { return f.a.remote.current() != nil }
-func (f agentFollow) Drop()                                              { f.a.remote.drop() }
+func (f agentFollow) Following() bool                                    { return f.a.remote.Current() != nil }
+func (f agentFollow) Drop()                                              { f.a.remote.Drop() }
 func (f agentFollow) Behind()                                            { f.a.ready.Store(false) }
-func (f agentFollow) Known() worker.Known                                { return f.a.remote.known() }
-func (f agentFollow) PassOver(name string, at time.Time)                 { f.a.remote.passOver(name, at) }
+func (f agentFollow) Known() worker.Known                                { return f.a.remote.Known() }
+func (f agentFollow) PassOver(name string, at time.Time)                 { f.a.remote.PassOver(name, at) }
 
 // Alive are the live gossip members and their API addresses.
 func (f agentFollow) Alive() []worker.Server {
@@ -234,96 +180,47 @@ func (f agentFollow) Follow(ctx context.Context, s worker.Server, hintsOnly bool
 	c = c.WithHeader(api.HeaderForwardedBy, a.cfg.Name)
 	rctx, cancel := context.WithTimeout(ctx, followTimeout)
 	defer cancel()
-	r.mu.Lock()
-	index, digest, wait := uint64(0), r.digest, followWait
-	if r.view != nil {
-		index = r.view.Index
-	}
-	if r.urgent || r.view == nil || hintsOnly {
-		wait, r.urgent = 0, false
-	}
-	r.cancel = cancel
-	r.mu.Unlock()
+	fq, wait := r.Begin(cancel, hintsOnly, followWait)
 	q := url.Values{}
 	q.Set("node", a.cfg.Name)
-	q.Set("index", fmt.Sprint(index))
-	q.Set("digest", digest)
+	q.Set("index", fmt.Sprint(fq.Index))
+	q.Set("digest", fq.Digest)
 	q.Set("lease", fmt.Sprint(a.currentLease().Index))
 	q.Set("wait", wait.String())
 	var reply api.FollowReply
 	_, err = c.Do(rctx, http.MethodGet, "/v1/internal/follow?"+q.Encode(), nil, &reply)
-	r.mu.Lock()
-	r.cancel = nil
-	r.mu.Unlock()
+	r.Done()
 	if err != nil {
 		return worker.OutcomeFailed, fmt.Errorf("follow %s at %s: %w", s.Name, s.APIAddr, err)
 	}
 	if hintsOnly {
 		reply.Server = false
-		return worker.OutcomeHints, r.update(reply)
 	}
-	if err := r.update(reply); err != nil {
+	took, err := decodeFollowReply(reply)
+	if err != nil {
 		return worker.OutcomeFailed, fmt.Errorf("follow %s: %w", s.Name, err)
 	}
+	r.Take(took)
 	if !reply.Server {
 		return worker.OutcomeHints, nil
 	}
 	return worker.OutcomeServed, nil
 }
 
-// known is where the servers last said the servers and the leader are.
-func (r *remote) known() worker.Known {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	k := worker.Known{Leader: r.leader, Failed: maps.Clone(r.failed)}
-	for _, s := range r.servers {
-		k.Servers = append(k.Servers, worker.Server{Name: s.Name, APIAddr: s.APIAddr})
+// decodeFollowReply is a follow reply as worker.Remote takes it in, its
+// state decoded.
+func decodeFollowReply(reply api.FollowReply) (worker.Reply, error) {
+	took := worker.Reply{Server: reply.Server, Member: reply.Member, Index: reply.Index, Digest: reply.Digest,
+		Leader: reply.Leader, LeaderAddr: reply.LeaderAddr}
+	for _, s := range reply.Servers {
+		took.Servers = append(took.Servers, worker.HintServer(s))
 	}
-	return k
-}
-
-// passOver spares server name for worker.ServerBackoff from at: it
-// failed a follow call or answered with hints only.
-func (r *remote) passOver(name string, at time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.failed == nil {
-		r.failed = map[string]time.Time{}
-	}
-	r.failed[name] = at
-}
-
-// update takes in a follow reply: its hints, and its state when a server
-// sent it.
-func (r *remote) update(reply api.FollowReply) error {
-	var st worker.FollowState
 	if reply.Server {
-		if err := msgpack.Unmarshal(reply.State, &st); err != nil {
-			return fmt.Errorf("decode state at %d: %w", reply.Index, err)
+		if err := msgpack.Unmarshal(reply.State, &took.State); err != nil {
+			return worker.Reply{}, fmt.Errorf("decode state at %d: %w", reply.Index, err)
 		}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if reply.Leader != "" {
-		r.leader, r.leaderAddr = reply.Leader, reply.LeaderAddr
-	}
-	if len(reply.Servers) > 0 {
-		r.servers = reply.Servers
-	}
-	if !reply.Server || reply.Member {
-		return nil
-	}
-	if r.view != nil && reply.Index < r.view.Index {
-		return nil // a server behind the one that answered before: keep the newer
-	}
-	old := r.changed
-	r.changed = make(chan struct{})
-	r.view = fsm.PartialView(reply.Index, st.Jobs, st.Nodes, st.Policy, st.Security, r.changed)
-	r.digest = reply.Digest
-	if old != nil {
-		close(old)
-	}
-	return nil
+	return took, nil
 }
 
 // follow is a server's side of GET /v1/internal/follow (api.FollowReply):
@@ -390,22 +287,12 @@ func (a *Agent) followHints(ctx context.Context, node string) api.FollowReply {
 			apiAddr[m.Name] = m.Meta.APIAddr
 		}
 	}
-	hints, member := worker.FollowHints(node, knowsLeader, config, apiAddr, a.remote.serverList())
+	hints, member := worker.FollowHints(node, knowsLeader, config, apiAddr, a.remote.Servers())
 	reply.Member = member
 	for _, h := range hints {
 		reply.Servers = append(reply.Servers, api.FollowServer(h))
 	}
 	return reply
-}
-
-func (r *remote) serverList() []worker.HintServer {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []worker.HintServer
-	for _, s := range r.servers {
-		out = append(out, worker.HintServer(s))
-	}
-	return out
 }
 
 // encodeFollowState encodes st for a follow reply.

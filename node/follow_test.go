@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
-
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
@@ -66,43 +63,27 @@ func TestFollowStateOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r remote
-	if err := r.update(api.FollowReply{Server: true, Index: 10, Digest: sum, State: data}); err != nil {
+	took, err := decodeFollowReply(api.FollowReply{Server: true, Index: 10, Digest: sum, State: data})
+	if err != nil {
 		t.Fatal(err)
 	}
-	got := r.current()
+	var r worker.Remote
+	r.Take(took)
+	got := r.Current()
 	if j, ok := got.Job(1); !ok || got.Index != 10 || j.Alloc.Find("w2") != 1 {
 		t.Errorf("remote view = index %d, job 1 %v; want index 10 and job 1 on w1, w2", got.Index, ok)
 	}
 	if _, ok := got.Node("w2"); !ok {
 		t.Error("remote view lacks node w2")
 	}
-	ch := got.Changed()
-	// An older answer (a lagging server) is not taken; a newer one is, and
-	// wakes the worker loop.
-	if err := r.update(api.FollowReply{Server: true, Index: 9, State: mustMsgpack(t, worker.FollowState{})}); err != nil {
-		t.Fatal(err)
+	if _, err := decodeFollowReply(api.FollowReply{Server: true, Index: 11, State: []byte{0xc1}}); err == nil {
+		t.Error("decodeFollowReply took a state that is not msgpack")
 	}
-	if r.current() != got {
-		t.Error("an answer at index 9 replaced the view at 10")
+	// Hints carry over as they are.
+	hints, err := decodeFollowReply(api.FollowReply{Leader: "s1", LeaderAddr: "a1", Servers: []api.FollowServer{{Name: "s1", APIAddr: "a1", Voter: true}}, State: []byte{0xc1}})
+	if err != nil || hints.Server || hints.Leader != "s1" || hints.LeaderAddr != "a1" || len(hints.Servers) != 1 || hints.Servers[0] != (worker.HintServer{Name: "s1", APIAddr: "a1", Voter: true}) {
+		t.Errorf("decodeFollowReply(hints) = %+v, %v; want the hints of s1 and no state", hints, err)
 	}
-	if err := r.update(api.FollowReply{Server: true, Index: 12, State: mustMsgpack(t, worker.FollowState{})}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-ch:
-	default:
-		t.Error("a newer view did not close the old one's Changed")
-	}
-}
-
-func mustMsgpack(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := msgpack.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // TestReplicaCap: bounded membership waits for every live agent to be
@@ -144,25 +125,6 @@ func TestFollowStateWithholdsTheCAKey(t *testing.T) {
 	}
 	if string(sec.CAKey) != "key" {
 		t.Error("FollowStateOf modified the view's security state")
-	}
-}
-
-// TestRemoteKnown: the follow loop gets a copy of where the servers are,
-// which a follow reply updating the remote view meanwhile cannot change.
-func TestRemoteKnown(t *testing.T) {
-	var r remote
-	if err := r.update(api.FollowReply{Leader: "s1", Servers: []api.FollowServer{{Name: "s1", APIAddr: "s1:7070", Voter: true}, {Name: "s2", APIAddr: "s2:7070"}}}); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Unix(1000, 0)
-	r.passOver("s2", now)
-	k := r.known()
-	if k.Leader != "s1" || len(k.Servers) != 2 || k.Servers[1] != (worker.Server{Name: "s2", APIAddr: "s2:7070"}) || !k.Failed["s2"].Equal(now) {
-		t.Errorf("known = %+v; want leader s1, servers s1 and s2, s2 failed at %v", k, now)
-	}
-	r.passOver("s1", now)
-	if _, ok := k.Failed["s1"]; ok {
-		t.Error("a later pass-over changed the copy the loop holds")
 	}
 }
 

@@ -249,7 +249,7 @@ func (w *agentWorker) Current() (*fsm.View, bool) {
 	if !w.a.outside(context.Background()) {
 		v = w.a.state.View()
 		ready = w.a.caughtUp() && w.a.state.Diverged() == nil
-	} else if v = w.a.remote.current(); v != nil {
+	} else if v = w.a.remote.Current(); v != nil {
 		ready = true
 	} else {
 		v = w.a.state.View() // nothing followed yet: wait on it, act on nothing
