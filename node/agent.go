@@ -58,7 +58,7 @@ type Agent struct {
 
 	peers peerClients
 
-	leases leaseTable
+	leases leader.LeaseTable
 	// lease is this node's lease (lessee.Lease): when the last heartbeat
 	// the leader acknowledged was sent, the TTL the leader granted with it
 	// (the fence deadline is their sum), and the leader's applied index

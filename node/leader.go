@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -131,36 +130,6 @@ func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 func (wallClock) NewTicker(d time.Duration) (<-chan time.Time, func()) {
 	t := time.NewTicker(d)
 	return t.C, t.Stop
-}
-
-// leaseTable records the leases the leader granted: for each node, the
-// latest end of any (a later renewal granted a shorter TTL, when the
-// cluster shrank, may not have reached the node, which then still holds
-// the longer one).
-type leaseTable struct {
-	mu    sync.Mutex
-	until map[string]time.Time
-}
-
-// renew records a lease granted to node for ttl, on a heartbeat received
-// at at (after the node sent it, from when the node counts it).
-func (l *leaseTable) renew(node string, at time.Time, ttl time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.until == nil {
-		l.until = map[string]time.Time{}
-	}
-	if end := at.Add(ttl); end.After(l.until[node]) {
-		l.until[node] = end
-	}
-}
-
-// HeldUntil is when the latest lease the leader granted node ends
-// (leader.Heartbeats).
-func (l *leaseTable) HeldUntil(node string) time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.until[node]
 }
 
 // leaseWatch is the leader's lease loop (leader.LeaseWatch) over this
@@ -354,7 +323,7 @@ func (a *Agent) leaderNodeLeft(ctx context.Context, node string) error {
 }
 
 // leaderHeartbeat renews a node's lease and registers or updates its
-// record when what it announces changed.
+// record when what it announces changed (leader.PlanHeartbeat).
 //
 // It answers with the leader's applied index, which the node must reach
 // before it starts any rank (see HeartbeatReply): every NodeDown or
@@ -363,18 +332,16 @@ func (a *Agent) leaderNodeLeft(ctx context.Context, node string) error {
 // holds), recorded before the answer leaves so the lease loop never
 // judges the node by less than it was told.
 func (a *Agent) leaderHeartbeat(ctx context.Context, n cluster.Node) (api.HeartbeatReply, error) {
-	if !cluster.ValidNodeName(n.Name) {
-		return api.HeartbeatReply{}, invalid(fmt.Errorf("heartbeat: node name %q is not valid", n.Name))
+	plan, err := leader.PlanHeartbeat(a.state.View(), n, a.cfg.LeaseTTL, a.cfg.renewalsPerSecond(), agreedStretch(a.gossip.Members()))
+	if err != nil {
+		return api.HeartbeatReply{}, err
 	}
-	v := a.state.View()
-	g := leader.GrantLease(len(v.Nodes()), a.cfg.LeaseTTL, a.cfg.renewalsPerSecond(), agreedStretch(a.gossip.Members()))
-	a.leases.renew(n.Name, time.Now(), g.TTL)
+	a.leases.Renew(n.Name, time.Now(), plan.Grant.TTL)
 	a.renewals.Add(1)
 	reply := func() api.HeartbeatReply {
-		return api.HeartbeatReply{Index: a.state.Index(), TTL: g.TTL, RenewEvery: g.RenewEvery}
+		return api.HeartbeatReply{Index: a.state.Index(), TTL: plan.Grant.TTL, RenewEvery: plan.Grant.RenewEvery}
 	}
-	cur, ok := v.Node(n.Name)
-	if ok && cur.Status == cluster.NodeUp && sameAnnouncement(cur, &n) {
+	if !plan.Upsert {
 		return reply(), nil
 	}
 	res, err := a.apply(ctx, fsm.CmdUpsertNode, fsm.UpsertNode{Node: n, Time: time.Now()})
@@ -384,43 +351,22 @@ func (a *Agent) leaderHeartbeat(ctx context.Context, n cluster.Node) (api.Heartb
 	if res.Err != nil {
 		return api.HeartbeatReply{}, invalid(res.Err)
 	}
-	if !ok {
+	if plan.Register {
 		a.log.Info("node registered", "node", n.Name, "gpus", len(n.GPUs), "switch", n.Topology.Switch)
 	}
 	return reply(), nil
 }
 
-// agreedStretch is how far the leader may stretch a lease
-// (leader.GrantLease): the least LeaseStretch any live member announces,
-// none (0) while an agent older than stretched leases is alive, since it
-// could be elected and would judge a node by --lease-ttl alone. It is
-// pure.
+// agreedStretch is leader.AgreedStretch over what the live gossip
+// members announce.
 func agreedStretch(members []gossip.Member) int {
-	stretch := leader.MaxLeaseStretch
+	var announced []int
 	for _, m := range members {
 		if m.Status == gossip.StatusAlive {
-			stretch = min(stretch, m.Meta.LeaseStretch)
+			announced = append(announced, m.Meta.LeaseStretch)
 		}
 	}
-	return stretch
-}
-
-// sameAnnouncement compares what a node announces about itself.
-func sameAnnouncement(a, b *cluster.Node) bool {
-	if a.APIAddr != b.APIAddr || a.RaftAddr != b.RaftAddr || a.GossipAddr != b.GossipAddr ||
-		a.CPUs != b.CPUs || a.MemoryMiB != b.MemoryMiB || a.Topology != b.Topology ||
-		a.Sockets != b.Sockets || a.CoresPerSocket != b.CoresPerSocket || a.ThreadsPerCore != b.ThreadsPerCore ||
-		a.Version != b.Version || len(a.GPUs) != len(b.GPUs) || !slices.Equal(a.Features, b.Features) {
-		return false
-	}
-	for i := range a.GPUs {
-		ga, gb := a.GPUs[i], b.GPUs[i]
-		if ga.Index != gb.Index || ga.UUID != gb.UUID || ga.Model != gb.Model || ga.MemoryMiB != gb.MemoryMiB ||
-			ga.NUMA != gb.NUMA || !slices.Equal(ga.NVLinkPeers, gb.NVLinkPeers) {
-			return false
-		}
-	}
-	return true
+	return leader.AgreedStretch(announced)
 }
 
 // leaderTaskEvent turns a node's task report into a command.

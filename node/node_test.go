@@ -132,30 +132,6 @@ func TestSpecOfDefaults(t *testing.T) {
 	}
 }
 
-func TestSameAnnouncement(t *testing.T) {
-	base := cluster.Node{Name: "n1", APIAddr: "a:1", CPUs: 8, GPUs: []cluster.GPU{{Index: 0, UUID: "u", NVLinkPeers: []int{1}}},
-		Topology: cluster.Topology{Switch: "leaf0"}}
-	same := *base.Clone()
-	same.Status, same.ModifyIndex, same.Drain = cluster.NodeDown, 99, true // not announced by the node
-	if !sameAnnouncement(&base, &same) {
-		t.Errorf("status/index/drain differences count as a new announcement")
-	}
-	for name, change := range map[string]func(*cluster.Node){
-		"address":  func(n *cluster.Node) { n.APIAddr = "b:1" },
-		"cpus":     func(n *cluster.Node) { n.CPUs = 16 },
-		"switch":   func(n *cluster.Node) { n.Topology.Switch = "leaf1" },
-		"gpu uuid": func(n *cluster.Node) { n.GPUs[0].UUID = "v" },
-		"nvlink":   func(n *cluster.Node) { n.GPUs[0].NVLinkPeers = nil },
-		"gpu gone": func(n *cluster.Node) { n.GPUs = nil },
-	} {
-		c := base.Clone()
-		change(c)
-		if sameAnnouncement(&base, c) {
-			t.Errorf("%s changed but sameAnnouncement = true", name)
-		}
-	}
-}
-
 // TestRaftMembers: the membership loop sees gossip's suspect members as
 // alive (a suspicion is not a failure) and a graceful leave as left.
 func TestRaftMembers(t *testing.T) {
