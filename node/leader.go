@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -13,7 +12,6 @@ import (
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/leader"
-	"github.com/shoal-sched/shoal/placement"
 )
 
 // Bounds of the leader's loops.
@@ -199,7 +197,7 @@ func (a *Agent) leaderSubmit(ctx context.Context, requestID string, spec cluster
 		nb.Elastic = false
 		spec.Batch = &nb
 	}
-	if _, err := a.checkSubmit(v, spec); err != nil {
+	if _, err := leader.CheckSubmit(v, a.knownNodes(v), spec); err != nil {
 		return fsm.Result{}, err
 	}
 	res, err := a.apply(ctx, fsm.CmdSubmitJob, fsm.SubmitJob{RequestID: requestID, Spec: spec, Time: time.Now()})
@@ -215,56 +213,18 @@ func (a *Agent) leaderSubmit(ctx context.Context, requestID string, spec cluster
 	return res, nil
 }
 
-// checkSubmit validates spec and judges it against its partition's nodes
-// (the FSM names the partition again when it applies the submit); it
-// returns the spec as the FSM will record it.
-func (a *Agent) checkSubmit(v *fsm.View, spec cluster.Spec) (cluster.Spec, error) {
-	if err := spec.Validate(); err != nil {
-		return spec, invalid(err)
-	}
-	resolved, part, err := v.Policy().ResolvePartition(spec)
-	if err != nil {
-		return spec, invalid(err)
-	}
-	nodes := a.knownNodes(v)
-	if part != nil && len(part.Nodes) > 0 {
-		nodes = slices.DeleteFunc(slices.Clone(nodes), func(n *cluster.Node) bool { return !part.Has(n.Name) })
-	}
-	if err := placement.Check(nodes, resolved.Request); err != nil {
-		if part != nil {
-			err = fmt.Errorf("partition %s: %w", part.Name, err)
-		}
-		return spec, invalid(err)
-	}
-	return resolved, nil
-}
-
-// leaderTestOnly is sbatch --test-only: the spec checked as a submit
-// would be, and when and where it could start (placement.EarliestStart),
-// without submitting it.
+// leaderTestOnly is sbatch --test-only (leader.PlanTestOnly).
 func (a *Agent) leaderTestOnly(spec cluster.Spec) (api.TestOnlyResponse, error) {
 	v := a.state.View()
-	resolved, err := a.checkSubmit(v, spec)
-	if err != nil {
+	t, err := leader.PlanTestOnly(v, a.knownNodes(v), spec, time.Now())
+	if err != nil && t.Job == 0 {
 		return api.TestOnlyResponse{}, err
 	}
-	now := time.Now()
-	j := &cluster.Job{ID: v.LastJobID() + 1, Spec: resolved, State: cluster.JobPending, SubmitTime: now}
-	var parts []cluster.Partition
-	if p := v.Policy(); p != nil {
-		parts = p.Partitions
+	out := api.TestOnlyResponse{Job: uint64(t.Job), Partition: t.Spec.Request.Partition, Nodes: t.Nodes, CPUs: t.CPUs}
+	if err == nil {
+		out.Start = api.FormatTime(t.Start)
 	}
-	start, nodes, ok := placement.EarliestStart(placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(parts).WithSwitchLinks(v.SwitchLinks()), j, now)
-	out := api.TestOnlyResponse{Job: uint64(j.ID), Partition: resolved.Request.Partition, Nodes: []string{}}
-	if !ok {
-		return out, conflict(fmt.Errorf("job %d: no start can be estimated: it waits on jobs without a time limit or on nodes that are down", j.ID))
-	}
-	out.Start = api.FormatTime(start)
-	for _, n := range nodes {
-		out.Nodes = append(out.Nodes, n.Node)
-	}
-	out.CPUs = resolved.Request.Ranks(resolved.Request.Nodes) * max(1, resolved.Request.CPUsPerTask)
-	return out, nil
+	return out, err
 }
 
 // knownNodes is every node the FSM records, plus live gossip members that

@@ -16,7 +16,7 @@ import (
 // otherwise spec as it is, laid out evenly.
 func (a *Agent) packSubmit(ctx context.Context, v *fsm.View, spec cluster.Spec) cluster.Spec {
 	if spec.Validate() != nil {
-		return spec // checkSubmit says why
+		return spec // leader.CheckSubmit says why
 	}
 	_, part, err := v.Policy().ResolvePartition(spec)
 	if err != nil {
