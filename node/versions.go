@@ -3,12 +3,11 @@ package node
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/leader"
 )
 
 // The protocol version gate of rolling upgrades. Every agent announces in
@@ -65,38 +64,24 @@ func protocolGate(t fsm.CmdType, members []gossip.Member, servers []consensus.Se
 }
 
 // protocolGateNeed is protocolGate for an entry of type t that needs
-// protocol need (fsm.Needs: the type's, or a later field's).
+// protocol need (fsm.Needs: the type's, or a later field's): the servers
+// alive in gossip, with what each announces, for leader.ProtocolGate.
 func protocolGateNeed(t fsm.CmdType, need int, members []gossip.Member, servers []consensus.Server) error {
-	if !t.Known() || need == 0 {
-		return fmt.Errorf("propose %s: %w: this agent does not know the type", t, fsm.ErrUnsupportedByCluster)
-	}
 	alive := make(map[string]gossip.Meta, len(members))
 	for _, m := range members {
 		if m.Status == gossip.StatusAlive {
 			alive[m.Name] = m.Meta
 		}
 	}
-	var older []string
+	var announced []leader.ServerProtocol
 	for _, s := range servers {
-		meta, ok := alive[s.ID]
-		if !ok {
-			continue
-		}
-		if v := announcedProtocol(meta); v < need {
-			older = append(older, fmt.Sprintf("%s (v%d)", s.ID, v))
+		if meta, ok := alive[s.ID]; ok {
+			announced = append(announced, leader.ServerProtocol{ID: s.ID, Protocol: announcedProtocol(meta)})
 		}
 	}
-	if len(older) == 0 {
-		return nil
-	}
-	slices.Sort(older)
-	return fmt.Errorf("propose %s: %w: it needs protocol v%d; older servers: %s; upgrade them and retry",
-		t, fsm.ErrUnsupportedByCluster, need, strings.Join(older, ", "))
+	return leader.ProtocolGate(t, need, announced)
 }
 
-// announcedProtocol is the protocol version a member speaks: what it
-// announces, or fsm.ProtocolUnannounced for an agent built before
-// protocol versions.
 // everyAgentSpeaks reports whether every live gossip member, raft server
 // or worker, announces protocol need or later. It is pure.
 func everyAgentSpeaks(need int, members []gossip.Member) bool {
@@ -108,6 +93,9 @@ func everyAgentSpeaks(need int, members []gossip.Member) bool {
 	return true
 }
 
+// announcedProtocol is the protocol version a member speaks: what it
+// announces, or fsm.ProtocolUnannounced for an agent built before
+// protocol versions.
 func announcedProtocol(m gossip.Meta) int {
 	if m.Protocol == 0 {
 		return fsm.ProtocolUnannounced
