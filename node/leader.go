@@ -329,34 +329,23 @@ func agreedStretch(members []gossip.Member) int {
 	return leader.AgreedStretch(announced)
 }
 
-// leaderTaskEvent turns a node's task report into a command.
+// leaderTaskEvent turns a node's task report into commands
+// (leader.PlanTaskReport; a prolog's or epilog's failure:
+// leaderScriptFailed).
 func (a *Agent) leaderTaskEvent(ctx context.Context, ev taskEvent) error {
-	var (
-		res fsm.Result
-		err error
-	)
-	switch ev.Kind {
-	case "started":
-		res, err = a.apply(ctx, fsm.CmdTaskStarted, fsm.TaskStarted{
-			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node, Join: ev.Join, Time: time.Now()})
-	case "exited":
-		res, err = a.apply(ctx, fsm.CmdTaskExited, fsm.TaskExited{
-			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node, Join: ev.Join,
-			ExitCode: ev.ExitCode, Cause: ev.Cause, Usage: ev.Usage, Time: time.Now()})
-	case eventPrologFailed, eventEpilogFailed:
+	if ev.Kind == leader.ReportPrologFailed || ev.Kind == leader.ReportEpilogFailed {
 		return a.leaderScriptFailed(ctx, ev)
-	case "gpu-usage":
-		// Applied below with an exit's; alone, it changes nothing else.
-	case "step-exited":
-		res, err = a.apply(ctx, fsm.CmdStepExited, fsm.StepExited{
-			Job: ev.Job, Incarnation: ev.Incarnation, Step: ev.Step, Node: ev.Node,
-			ExitCode: ev.ExitCode, Cause: ev.Cause, Usage: ev.Usage, Time: time.Now()})
-	default:
-		return invalid(fmt.Errorf("kind %q: want started, exited, step-exited, gpu-usage, prolog-failed or epilog-failed", ev.Kind))
 	}
-	if err == nil && res.Err == nil && ev.GPUUsage != nil && (ev.Kind == "exited" || ev.Kind == "gpu-usage") {
-		res, err = a.apply(ctx, fsm.CmdRecordGPUUsage, fsm.RecordGPUUsage{
-			Job: ev.Job, Incarnation: ev.Incarnation, Node: ev.Node, Join: ev.Join, Usage: *ev.GPUUsage})
+	plan, err := leader.PlanTaskReport(leader.TaskReport(ev), time.Now())
+	if err != nil {
+		return err
+	}
+	var res fsm.Result
+	if plan.Type != 0 {
+		res, err = a.apply(ctx, plan.Type, plan.Cmd)
+	}
+	if err == nil && res.Err == nil && plan.GPUUsage != nil {
+		res, err = a.apply(ctx, fsm.CmdRecordGPUUsage, *plan.GPUUsage)
 		if errors.Is(err, fsm.ErrUnsupportedByCluster) {
 			// Agents of an older protocol still serve: the usage is not
 			// recorded until every server is upgraded, the exit is.
@@ -367,11 +356,5 @@ func (a *Agent) leaderTaskEvent(ctx context.Context, ev taskEvent) error {
 	if err != nil {
 		return err
 	}
-	if res.Err != nil {
-		if errors.Is(res.Err, fsm.ErrUnknownJob) || errors.Is(res.Err, fsm.ErrUnknownStep) {
-			return nil // nothing to report to: acknowledge so the node stops retrying
-		}
-		return invalid(res.Err)
-	}
-	return nil
+	return leader.ReportRefusal(res.Err)
 }

@@ -8,15 +8,9 @@ import (
 
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/prolog"
 	"github.com/shoal-sched/shoal/worker"
-)
-
-// Task event kinds of a failed prolog or epilog: the leader drains the
-// node and, for a prolog, requeues the job held.
-const (
-	eventPrologFailed = "prolog-failed"
-	eventEpilogFailed = "epilog-failed"
 )
 
 // scriptRuns are the runs (job incarnations) of this node whose prolog
@@ -70,7 +64,7 @@ func (a *Agent) runProlog(ctx context.Context, j *cluster.Job) bool {
 	}
 	a.log.Error("prolog failed: draining this node, requeueing the job held", "job", uint64(j.ID),
 		"code", r.Code, "timed_out", r.TimedOut, "err", r.Err, "output", r.Output)
-	if err := a.sendTaskEvent(ctx, taskEvent{Kind: eventPrologFailed, Job: j.ID, Incarnation: j.Incarnation,
+	if err := a.sendTaskEvent(ctx, taskEvent{Kind: leader.ReportPrologFailed, Job: j.ID, Incarnation: j.Incarnation,
 		Node: a.cfg.Name, ExitCode: r.Code, Cause: d.Drain}); err != nil {
 		a.log.Warn("report the prolog's failure", "job", uint64(j.ID), "err", err)
 		delete(a.scripts.prolog, ref) // the next round runs it, and reports, again
@@ -107,7 +101,7 @@ func (a *Agent) runEpilog(ctx context.Context, ref worker.Ref) {
 	}
 	a.log.Error("epilog failed: draining this node", "job", uint64(ref.Job),
 		"code", r.Code, "timed_out", r.TimedOut, "err", r.Err, "output", r.Output)
-	if err := a.sendTaskEvent(ctx, taskEvent{Kind: eventEpilogFailed, Job: ref.Job, Incarnation: ref.Incarnation,
+	if err := a.sendTaskEvent(ctx, taskEvent{Kind: leader.ReportEpilogFailed, Job: ref.Job, Incarnation: ref.Incarnation,
 		Node: a.cfg.Name, ExitCode: r.Code, Cause: d.Drain}); err != nil {
 		a.log.Warn("report the epilog's failure", "job", uint64(ref.Job), "err", err)
 	}
@@ -144,7 +138,7 @@ func holds(j *cluster.Job, node string) bool {
 // job's owner may release it.
 func (a *Agent) leaderScriptFailed(ctx context.Context, ev taskEvent) error {
 	reason := prolog.PrologError
-	if ev.Kind == eventEpilogFailed {
+	if ev.Kind == leader.ReportEpilogFailed {
 		reason = prolog.EpilogError
 	}
 	now := time.Now()
@@ -155,11 +149,10 @@ func (a *Agent) leaderScriptFailed(ctx context.Context, ev taskEvent) error {
 	if res.Err != nil {
 		return invalid(res.Err)
 	}
-	if ev.Kind != eventPrologFailed {
+	if ev.Kind != leader.ReportPrologFailed {
 		return nil
 	}
-	v := a.state.View()
-	if j, ok := v.Job(ev.Job); !ok || j.Incarnation != ev.Incarnation || j.State.Terminal() || j.State == cluster.JobRequeued {
+	if !leader.RequeueAfterProlog(a.state.View(), ev.Job, ev.Incarnation) {
 		return nil // already moved on
 	}
 	res, err = a.apply(ctx, fsm.CmdRequeueJob, fsm.RequeueJob{Job: ev.Job, Hold: cluster.HoldUser, Time: now})
