@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -72,18 +71,15 @@ func (a *Agent) caughtUp() bool {
 // submitSpec checks a submit's request for who and returns the spec it
 // asks for, and warnings for the caller.
 func (b apiBackend) submitSpec(req api.SubmitRequest, who cluster.Identity) (cluster.Spec, []string, error) {
-	if len(req.RequestID) > maxClientRequestID {
-		return cluster.Spec{}, nil, invalid(fmt.Errorf("request_id: %d bytes, want at most %d", len(req.RequestID), maxClientRequestID))
-	}
-	if req.TimeLimitS < 0 {
-		return cluster.Spec{}, nil, invalid(fmt.Errorf("time_limit_s %d: want 0 (unlimited) or more", req.TimeLimitS))
+	if err := httpapi.CheckSubmitRequest(req); err != nil {
+		return cluster.Spec{}, nil, err
 	}
 	if req.GPUsTotal > 0 {
 		if err := b.a.spreadGPUs(&req); err != nil {
 			return cluster.Spec{}, nil, err
 		}
 	}
-	spec, err := specOf(req, who)
+	spec, err := httpapi.SpecOf(req, who)
 	if err != nil {
 		return cluster.Spec{}, nil, err
 	}
@@ -101,9 +97,9 @@ func (b apiBackend) Submit(ctx context.Context, req api.SubmitRequest, who clust
 		return api.SubmitResponse{}, err
 	}
 	if plantedEarlyAck { // a planted bug, test builds only: see planted_earlyack_off.go
-		return b.a.plantedAckEarly(scopedRequestID(who, req.RequestID), spec), nil
+		return b.a.plantedAckEarly(httpapi.ScopedRequestID(who, req.RequestID), spec), nil
 	}
-	res, err := b.a.leaderSubmit(ctx, scopedRequestID(who, req.RequestID), spec)
+	res, err := b.a.leaderSubmit(ctx, httpapi.ScopedRequestID(who, req.RequestID), spec)
 	if err != nil {
 		return api.SubmitResponse{}, err
 	}
@@ -117,98 +113,6 @@ func (b apiBackend) TestOnly(req api.SubmitRequest, who cluster.Identity) (api.T
 		return api.TestOnlyResponse{}, err
 	}
 	return b.a.leaderTestOnly(spec)
-}
-
-// maxClientRequestID leaves room in cluster.MaxRequestIDBytes for the
-// user scope scopedRequestID adds.
-const maxClientRequestID = cluster.MaxRequestIDBytes - 16
-
-// scopedRequestID makes a client's request id the caller's own: the FSM
-// deduplicates by it, and another user who sends the same id must get a
-// job of their own, not a reference to someone else's.
-func scopedRequestID(who cluster.Identity, rid string) string {
-	if rid == "" {
-		return ""
-	}
-	return fmt.Sprintf("u%d/%s", who.UID, rid)
-}
-
-// specOf builds the spec a submit asks for, as the proven caller; an
-// error names a field that does not parse.
-func specOf(req api.SubmitRequest, who cluster.Identity) (cluster.Spec, error) {
-	var begin time.Time
-	if req.Begin != "" {
-		t, err := time.Parse(time.RFC3339, req.Begin)
-		if err != nil {
-			return cluster.Spec{}, invalid(fmt.Errorf("begin %.64q: want an RFC 3339 time", req.Begin))
-		}
-		begin = t.UTC()
-	}
-	var deadline time.Time
-	if req.Deadline != "" {
-		t, err := time.Parse(time.RFC3339, req.Deadline)
-		if err != nil {
-			return cluster.Spec{}, invalid(fmt.Errorf("deadline %.64q: want an RFC 3339 time", req.Deadline))
-		}
-		deadline = t.UTC()
-	}
-	name := req.Name
-	if name == "" && len(req.Command) > 0 {
-		name = filepath.Base(req.Command[0])
-	}
-	rq := cluster.Request{
-		Nodes:         req.Nodes,
-		GPUsPerNode:   req.GPUsPerNode,
-		TasksPerNode:  req.TasksPerNode,
-		NTasks:        req.NTasks,
-		Distribution:  req.Distribution,
-		CPUsPerTask:   req.CPUsPerTask,
-		TimeLimit:     time.Duration(req.TimeLimitS) * time.Second,
-		NodeList:      req.NodeList,
-		Exclude:       req.Exclude,
-		Constraint:    req.Constraint,
-		Exclusive:     req.Exclusive,
-		Partition:     req.Partition,
-		Switches:      req.Switches,
-		MemPerNodeMiB: req.MemPerNodeMiB,
-		MemPerCPUMiB:  req.MemPerCPUMiB,
-		MemPerGPUMiB:  req.MemPerGPUMiB,
-		MemWholeNode:  req.MemWholeNode,
-		CPUsPerGPU:    req.CPUsPerGPU,
-		MinCPUs:       req.MinCPUs,
-		NodesMax:      req.NodesMax,
-		SwitchesWait:  time.Duration(req.SwitchesWaitS) * time.Second,
-		GPUOption:     req.GPUOption,
-	}
-	// Zero means "not given": fill Slurm's defaults. Negative values stay
-	// and are refused by validation, naming the field.
-	return cluster.Spec{
-		Name:       name,
-		Command:    req.Command,
-		Env:        req.Env,
-		WorkDir:    req.WorkDir,
-		Request:    rq.WithDefaults(),
-		User:       who.User,
-		UID:        who.UID,
-		GID:        who.GID,
-		Requeue:    req.Requeue,
-		Account:    req.Account,
-		SubmitHost: req.SubmitHost,
-		QoS:        req.QoS,
-		Nice:       req.Nice,
-		Batch:      req.Batch,
-		Pty:        req.Pty,
-		Stdin:      req.Stdin,
-		Signal:     req.Signal,
-
-		Dependency: req.Dependency,
-		Array:      req.Array,
-		Hold:       req.Hold,
-		NoKill:     req.NoKill,
-		Container:  req.Container,
-		Begin:      begin,
-		Deadline:   deadline,
-	}, nil
 }
 
 // Leave is `shoal leave`: this agent stops as SIGTERM stops it (with

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shoal-sched/shoal/api"
-	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/gossip"
 )
@@ -107,28 +105,6 @@ func TestConfigDefaultsAdvertise(t *testing.T) {
 	}
 	if c.HTTPPort != 7070 || c.RaftPort != 7071 || c.GossipPort != 7072 {
 		t.Errorf("default ports = %d/%d/%d; want 7070/7071/7072", c.HTTPPort, c.RaftPort, c.GossipPort)
-	}
-}
-
-func TestSpecOfDefaults(t *testing.T) {
-	s, err := specOf(api.SubmitRequest{Command: []string{"/usr/bin/python3", "x.py"}, TimeLimitS: 60, Begin: "2026-11-25T15:00:00+01:00"},
-		cluster.Identity{User: "ada", UID: 1000, GID: 100, Proven: true})
-	if err != nil || !s.Begin.Equal(time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)) {
-		t.Errorf("specOf: begin %v, err %v; want 14:00 UTC", s.Begin, err)
-	}
-	if s.Name != "python3" || s.Request.Nodes != 1 || s.Request.TasksPerNode != 1 || s.Request.CPUsPerTask != 1 ||
-		s.Request.TimeLimit != time.Minute || s.User != "ada" || s.UID != 1000 {
-		t.Errorf("specOf = %+v", s)
-	}
-	if err := s.Validate(); err != nil {
-		t.Errorf("defaulted spec invalid: %v", err)
-	}
-	if _, err := specOf(api.SubmitRequest{Command: []string{"x"}, Begin: "tomorrow"}, cluster.Identity{}); err == nil || !strings.Contains(err.Error(), "begin") {
-		t.Errorf("begin tomorrow: %v; want refused naming begin", err)
-	}
-	neg, _ := specOf(api.SubmitRequest{Command: []string{"x"}, Nodes: -1}, cluster.Identity{})
-	if err := neg.Validate(); err == nil || !strings.Contains(err.Error(), "nodes -1") {
-		t.Errorf("negative nodes: Validate = %v; want an error naming nodes", err)
 	}
 }
 
