@@ -1,6 +1,10 @@
 // Package node is the Shoal agent: it wires gossip, consensus, the FSM,
 // the leader's control loops, the executor and the HTTP API into one
-// process, the one every machine of a cluster runs.
+// process, the one every machine of a cluster runs. It composes: its
+// configuration, security and data dir, start (New, Run) and shutdown,
+// and the adapters that hand raft, the FSM, gossip, the executor and the
+// clock to the packages that decide (leader, worker, httpapi, consensus,
+// pki, topology). What it still decides is listed in README's Layout.
 //
 // Every control loop is gather → decide → act: take a consistent FSM
 // view, call a pure function, and act on the result. The loops live
@@ -41,8 +45,9 @@
 // (leader.GrantLease: LeaseTTL, stretched as the cluster grows so the
 // leader sees a bounded number of renewals a second, up to
 // leader.MaxLeaseStretch × LeaseTTL, and only as far as every live agent
-// announces in gossip; agreedStretch). The leader records, before it
-// answers, the latest end of any lease it granted each node (leaseTable:
+// announces in gossip; leader.AgreedStretch; the answer is
+// leader.PlanHeartbeat). The leader records, before it
+// answers, the latest end of any lease it granted each node (leader.LeaseTable:
 // when the heartbeat arrived + the TTL) and declares a node down only
 // KillGrace + leaseMargin after that end; an agent whose last
 // acknowledged renewal's TTL has passed, counted from when it sent that
@@ -79,14 +84,17 @@
 // PlanRelease, PlanRequeue, PlanSetPriority, PlanUpdate), signals
 // (PlanSignal), steps (PlanStartStep, PlanCancelStep), who may touch or
 // see a job (MayTouch, MaySee), and root's drains, policies and switch
-// reports (PlanSetDrain, PlanSetPolicy, PlanReportSwitch); queueops.go,
+// reports (PlanSetDrain, PlanSetPolicy, PlanReportSwitch), a node's task
+// reports (PlanTaskReport) and a submit's check (CheckSubmit,
+// PlanTestOnly), its body decoded by httpapi.SpecOf; queueops.go,
 // steps.go, signal.go, leader.go, policy.go and switches.go only gather
 // and carry a plan out (propose: each command in order,
 // stamped with the wall clock, each refusal read by QueuePlan.Refusal).
 // Which signal requests a node sends its tasks is worker.SignalsDue; which
-// job a relayed request (a terminal, stdin, sbcast) is for, and where a
-// copy is written, worker.RelayJob and worker.BcastHere (relay.go and
-// bcast.go relay and write).
+// job a relayed request (a terminal, stdin, sbcast, a PMIx fence) is for,
+// which node and task it reaches, and where a copy is written,
+// worker.RelayJob, PtyTarget, StdinTarget, PMIxTarget and BcastHere
+// (relay.go, pty.go and bcast.go relay and write).
 //
 // Identity (httpapi's caller.go, security.go). Unless --insecure, every node holds a
 // certificate from the cluster CA (pki): raft is mutual TLS, the API on
@@ -106,10 +114,11 @@
 // MayReadKeyring, MayChangeKeyring; whether a user token proves its user,
 // in package httpapi: VerifyUserToken).
 //
-// Workers (follow.go: the remote view, worker.Follower's adapter
-// agentFollow, and the server's side of the follow query, which holds the
-// query and gathers while worker.FollowStateOf says what to send and
-// worker.AnswerFollow when). Beyond the voters and --raft-replicas nonvoters
+// Workers (follow.go: worker.Follower's adapter agentFollow over what the
+// servers sent, worker.Remote; the server's side of the follow query,
+// worker.FollowHolder over the replica (followSource), which
+// worker.FollowStateOf, AnswerFollow and FollowHints decide; and the
+// query's wire codec). Beyond the voters and --raft-replicas nonvoters
 // (consensus.PlanVoters), a node is a worker: outside the raft
 // configuration, its raft unconfigured (so it can be added and promoted),
 // its replica unused. It follows the jobs that hold it, their nodes, the
@@ -122,5 +131,6 @@
 // Rolling upgrades (versions.go). Every agent announces its protocol
 // version in gossip; Agent.apply, the one place commands are proposed,
 // refuses (fsm.ErrUnsupportedByCluster, HTTP 409) a command type that a
-// raft server alive in gossip announces too old a protocol for.
+// raft server alive in gossip announces too old a protocol for
+// (leader.ProtocolGate decides over what node gathers).
 package node
