@@ -71,3 +71,30 @@ func PlanTestOnly(v *fsm.View, nodes []*cluster.Node, spec cluster.Spec, now tim
 	out.CPUs = resolved.Request.Ranks(resolved.Request.Nodes) * max(1, resolved.Request.CPUsPerTask)
 	return out, nil
 }
+
+// SpreadGPUs turns --gpus g without --nodes into the fewest nodes that
+// can hold g evenly (n nodes of g/n GPUs, the smallest n for which g/n is
+// a whole number that n of the nodes' GPU counts, sizes, reach), as
+// Slurm's -G spreads. A g no such split fits is left on one node, for
+// the submit check to refuse with its reason; a g out of range is
+// refused. It is pure.
+func SpreadGPUs(g int, sizes []int) (nodes, perNode int, err error) {
+	if g < 0 || g > cluster.MaxNodesPerJob*cluster.MaxGPUsPerNode {
+		return 0, 0, invalid(fmt.Errorf("gpus_total %d: want 1 to %d", g, cluster.MaxNodesPerJob*cluster.MaxGPUsPerNode))
+	}
+	for n := 1; n <= min(g, len(sizes)); n++ {
+		if g%n != 0 {
+			continue
+		}
+		per, enough := g/n, 0
+		for _, s := range sizes {
+			if s >= per {
+				enough++
+			}
+		}
+		if enough >= n {
+			return n, per, nil
+		}
+	}
+	return 1, g, nil
+}

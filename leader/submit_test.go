@@ -97,3 +97,37 @@ func TestPlanTestOnly(t *testing.T) {
 		t.Errorf("PlanTestOnly too big = %v; want invalid", err)
 	}
 }
+
+// TestSpreadGPUs: -G without -N goes over the fewest nodes that hold it
+// evenly; what no split fits stays on one node for the submit check to
+// refuse; out of range is refused naming the field.
+func TestSpreadGPUs(t *testing.T) {
+	tests := []struct {
+		g           int
+		sizes       []int
+		nodes, per  int
+		invalidSays string
+	}{
+		{4, []int{8}, 1, 4, ""},
+		{6, []int{4, 4}, 2, 3, ""},
+		{6, []int{4, 2, 2}, 3, 2, ""},
+		{8, []int{4, 4, 4}, 2, 4, ""},
+		{7, []int{4, 4}, 1, 7, ""}, // no even split fits: refused later
+		{5, nil, 1, 5, ""},         // no nodes known yet
+		{1, []int{0, 0}, 1, 1, ""},
+		{-1, []int{4}, 0, 0, "gpus_total -1"},
+		{cluster.MaxNodesPerJob*cluster.MaxGPUsPerNode + 1, []int{4}, 0, 0, "gpus_total"},
+	}
+	for _, tt := range tests {
+		nodes, per, err := SpreadGPUs(tt.g, tt.sizes)
+		if tt.invalidSays != "" {
+			if !errors.Is(err, cluster.ErrInvalid) || !strings.Contains(err.Error(), tt.invalidSays) {
+				t.Errorf("SpreadGPUs(%d, %v) err = %v; want invalid saying %q", tt.g, tt.sizes, err, tt.invalidSays)
+			}
+			continue
+		}
+		if err != nil || nodes != tt.nodes || per != tt.per {
+			t.Errorf("SpreadGPUs(%d, %v) = %d x %d, %v; want %d x %d", tt.g, tt.sizes, nodes, per, err, tt.nodes, tt.per)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"os/user"
 	"slices"
 	"strconv"
@@ -142,37 +141,19 @@ func (b apiBackend) Update(ctx context.Context, id string, req api.UpdateRequest
 	return b.a.proposeOr(ctx, plan, err)
 }
 
-// spreadGPUs turns --gpus G without --nodes into the fewest nodes that can
-// hold G evenly: n nodes of G/n GPUs, the smallest n for which G/n is a
-// whole number no node's GPU count is below on n nodes. A G no such split
-// fits is left on one node, for the submit check to refuse with its
-// reason.
+// spreadGPUs spreads --gpus without --nodes over the nodes this agent
+// knows, but those that left (leader.SpreadGPUs).
 func (a *Agent) spreadGPUs(req *api.SubmitRequest) error {
-	g := req.GPUsTotal
-	if g < 0 || g > cluster.MaxNodesPerJob*cluster.MaxGPUsPerNode {
-		return invalid(fmt.Errorf("gpus_total %d: want 1 to %d", g, cluster.MaxNodesPerJob*cluster.MaxGPUsPerNode))
-	}
 	var sizes []int
 	for _, n := range a.knownNodes(a.state.View()) {
 		if n.Status != cluster.NodeLeft {
 			sizes = append(sizes, len(n.GPUs))
 		}
 	}
-	req.Nodes, req.GPUsPerNode = 1, g
-	for n := 1; n <= min(g, len(sizes)); n++ {
-		if g%n != 0 {
-			continue
-		}
-		per, enough := g/n, 0
-		for _, s := range sizes {
-			if s >= per {
-				enough++
-			}
-		}
-		if enough >= n {
-			req.Nodes, req.GPUsPerNode = n, per
-			return nil
-		}
+	nodes, per, err := leader.SpreadGPUs(req.GPUsTotal, sizes)
+	if err != nil {
+		return err
 	}
+	req.Nodes, req.GPUsPerNode = nodes, per
 	return nil
 }
