@@ -44,21 +44,13 @@ func ScopedRequestID(who cluster.Identity, rid string) string {
 // (zero fields take Slurm's defaults); an error names a field that does
 // not parse. It is pure.
 func SpecOf(req api.SubmitRequest, who cluster.Identity) (cluster.Spec, error) {
-	var begin time.Time
-	if req.Begin != "" {
-		t, err := time.Parse(time.RFC3339, req.Begin)
-		if err != nil {
-			return cluster.Spec{}, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("begin %.64q: want an RFC 3339 time", req.Begin))
-		}
-		begin = t.UTC()
+	begin, err := rfc3339("begin", req.Begin)
+	if err != nil {
+		return cluster.Spec{}, err
 	}
-	var deadline time.Time
-	if req.Deadline != "" {
-		t, err := time.Parse(time.RFC3339, req.Deadline)
-		if err != nil {
-			return cluster.Spec{}, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("deadline %.64q: want an RFC 3339 time", req.Deadline))
-		}
-		deadline = t.UTC()
+	deadline, err := rfc3339("deadline", req.Deadline)
+	if err != nil {
+		return cluster.Spec{}, err
 	}
 	name := req.Name
 	if name == "" && len(req.Command) > 0 {
@@ -117,4 +109,16 @@ func SpecOf(req api.SubmitRequest, who cluster.Identity) (cluster.Spec, error) {
 		Begin:      begin,
 		Deadline:   deadline,
 	}, nil
+}
+
+// rfc3339 is a submit's time field, in UTC; "" is none.
+func rfc3339(field, value string) (time.Time, error) {
+	if value == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, value)
+	if err != nil {
+		return time.Time{}, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("%s %.64q: want an RFC 3339 time", field, value))
+	}
+	return t.UTC(), nil
 }

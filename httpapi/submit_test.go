@@ -29,6 +29,12 @@ func TestSpecOfDefaults(t *testing.T) {
 	if _, err := SpecOf(api.SubmitRequest{Command: []string{"x"}, Begin: "tomorrow"}, cluster.Identity{}); err == nil || !strings.Contains(err.Error(), "begin") {
 		t.Errorf("begin tomorrow: %v; want refused naming begin", err)
 	}
+	if _, err := SpecOf(api.SubmitRequest{Command: []string{"x"}, Deadline: "friday"}, cluster.Identity{}); !errors.Is(err, cluster.ErrInvalid) || !strings.Contains(err.Error(), `deadline "friday": want an RFC 3339 time`) {
+		t.Errorf("deadline friday: %v; want invalid naming deadline", err)
+	}
+	if s, err := SpecOf(api.SubmitRequest{Command: []string{"x"}, Deadline: "2026-11-25T15:00:00+01:00"}, cluster.Identity{}); err != nil || !s.Deadline.Equal(time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)) || s.Deadline.Location() != time.UTC {
+		t.Errorf("deadline: %v, %v; want 14:00 UTC", s.Deadline, err)
+	}
 	neg, _ := SpecOf(api.SubmitRequest{Command: []string{"x"}, Nodes: -1}, cluster.Identity{})
 	if err := neg.Validate(); err == nil || !strings.Contains(err.Error(), "nodes -1") {
 		t.Errorf("negative nodes: Validate = %v; want an error naming nodes", err)

@@ -25,35 +25,14 @@ func (realClock) NewTicker(d time.Duration) (<-chan time.Time, func()) {
 	return t.C, t.Stop
 }
 
-// grantTable is the leader's record of the leases it granted, as the
-// agent keeps it (node's leaseTable): the latest end per node.
-type grantTable struct {
-	mu    sync.Mutex
-	until map[string]time.Time
-}
-
-func (g *grantTable) renew(node string, at time.Time, ttl time.Duration) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if end := at.Add(ttl); end.After(g.until[node]) {
-		g.until[node] = end
-	}
-}
-
-func (g *grantTable) HeldUntil(node string) time.Time {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.until[node]
-}
-
 // leaseNode is one node's agent as the heartbeat loop sees it, renewing
-// with whichever leader leads (a grantTable and the nodes it counts),
+// with whichever leader leads (its LeaseTable and the nodes it counts),
 // while it is not cut off; it records when it renewed and when it fenced.
 type leaseNode struct {
 	mu      sync.Mutex
 	name    string
 	nodes   int
-	leader  *grantTable
+	leader  *LeaseTable
 	cut     bool
 	lease   worker.Lease
 	sent    []time.Time // the renewals the leader answered
@@ -70,7 +49,7 @@ func (n *leaseNode) Heartbeat(context.Context) (worker.Grant, error) {
 		return worker.Grant{}, fmt.Errorf("leader unreachable")
 	}
 	g := GrantLease(n.nodes, n.ttl, n.perSec, MaxLeaseStretch)
-	n.leader.renew(n.name, time.Now(), g.TTL)
+	n.leader.Renew(n.name, time.Now(), g.TTL)
 	return worker.Grant{Index: 1, TTL: g.TTL, RenewEvery: g.RenewEvery}, nil
 }
 
@@ -131,7 +110,7 @@ func TestStretchedLeaseFencesBeforeDown(t *testing.T) {
 				s := h.s
 				var mu sync.Mutex
 				downs := map[string]time.Time{} // each leader's first NodeDown of each node, by "leader/node"
-				watch := func(table *grantTable, since time.Time, name string) LeaseWatch {
+				watch := func(table *LeaseTable, since time.Time, name string) LeaseWatch {
 					prop := proposerFunc(func(_ context.Context, _ fsm.CmdType, body any) (fsm.Result, error) {
 						if nd, ok := body.(fsm.NodeDown); ok {
 							mu.Lock()
@@ -146,7 +125,7 @@ func TestStretchedLeaseFencesBeforeDown(t *testing.T) {
 						Heartbeats: table, Self: "n00", Since: since, TTL: ttl, PerSecond: perSecond, Grace: grace,
 						Interval: time.Second}
 				}
-				old := &grantTable{until: map[string]time.Time{}}
+				old := &LeaseTable{}
 				node := &leaseNode{name: "n01", nodes: nodes, leader: old, ttl: ttl, perSec: perSecond, running: 1}
 				hb := worker.Heartbeater{Node: node, Clock: realClock{}, Log: slog.New(slog.DiscardHandler),
 					Interval: time.Second, TTL: ttl, MaxStretch: MaxLeaseStretch,
@@ -167,7 +146,7 @@ func TestStretchedLeaseFencesBeforeDown(t *testing.T) {
 				elected := time.Now()
 				if newLeader {
 					ocancel()
-					wg.Go(func() { watch(&grantTable{until: map[string]time.Time{}}, elected, "new").Run(ctx) })
+					wg.Go(func() { watch(&LeaseTable{}, elected, "new").Run(ctx) })
 				}
 				time.Sleep(200 * time.Second)
 				cancel()
