@@ -98,3 +98,17 @@ func SpreadGPUs(g int, sizes []int) (nodes, perNode int, err error) {
 	}
 	return 1, g, nil
 }
+
+// QueueFields checks a submit's queue-policy fields for c: a negative
+// nice raises priority, so only root may ask for one (Slurm's rule); a
+// QoS the policy on v does not name is accepted with a warning, which the
+// answer carries. It is pure.
+func QueueFields(v *fsm.View, spec cluster.Spec, c Caller) (warnings []string, err error) {
+	if spec.Nice < 0 && c.UID != 0 {
+		return nil, forbidden(fmt.Errorf("nice %d: %w: only root may set a negative nice", spec.Nice, cluster.ErrForbidden))
+	}
+	if p := QueuePolicy(v); spec.QoS != "" && !p.HasQoS(spec.QoS) {
+		warnings = append(warnings, fmt.Sprintf("--qos %s: the queue policy names no such QoS; the job gets QoS priority 0", spec.QoS))
+	}
+	return warnings, nil
+}

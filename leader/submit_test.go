@@ -131,3 +131,38 @@ func TestSpreadGPUs(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueFields: only root lowers a nice below zero (it raises
+// priority); a QoS the policy does not name is a warning, not a refusal.
+func TestQueueFields(t *testing.T) {
+	policy := &cluster.Policy{QoS: []cluster.QoSLevel{{Name: "high"}}}
+	v := fsm.PartialView(1, nil, nil, policy, nil, nil)
+	root := Caller{Identity: cluster.Identity{UID: 0, Proven: true}}
+	ada := Caller{Identity: cluster.Identity{User: "ada", UID: 1000, Proven: true}}
+	tests := []struct {
+		name     string
+		spec     cluster.Spec
+		c        Caller
+		warnings int
+		refused  bool
+	}{
+		{"plain", cluster.Spec{}, ada, 0, false},
+		{"a positive nice", cluster.Spec{Nice: 100}, ada, 0, false},
+		{"a negative nice by a user", cluster.Spec{Nice: -1}, ada, 0, true},
+		{"a negative nice by root", cluster.Spec{Nice: -1}, root, 0, false},
+		{"a known QoS", cluster.Spec{QoS: "high"}, ada, 0, false},
+		{"an unknown QoS", cluster.Spec{QoS: "gold"}, ada, 1, false},
+	}
+	for _, tt := range tests {
+		w, err := QueueFields(v, tt.spec, tt.c)
+		if tt.refused {
+			if !errors.Is(err, cluster.ErrForbidden) || !strings.Contains(err.Error(), "only root may set a negative nice") {
+				t.Errorf("%s: QueueFields = %v; want forbidden", tt.name, err)
+			}
+			continue
+		}
+		if err != nil || len(w) != tt.warnings {
+			t.Errorf("%s: QueueFields = %q, %v; want %d warnings", tt.name, w, err, tt.warnings)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/metrics"
 	"github.com/shoal-sched/shoal/worker"
 )
@@ -51,7 +52,7 @@ func (g agentGPUs) Sample() ([]worker.GPURun, map[worker.GPURun]worker.GPUShare,
 
 // ReportGPUUsage records run's usage so far with the leader.
 func (g agentGPUs) ReportGPUUsage(ctx context.Context, run worker.GPURun, u cluster.GPUUsage) error {
-	ev := taskEvent{Kind: "gpu-usage", Job: run.Job, Incarnation: run.Incarnation, Node: g.a.cfg.Name, GPUUsage: &u}
+	ev := taskEvent{Kind: leader.ReportGPUUsage, Job: run.Job, Incarnation: run.Incarnation, Node: g.a.cfg.Name, GPUUsage: &u}
 	if j, ok := g.a.state.View().Job(run.Job); ok && j.Incarnation == run.Incarnation {
 		if i := j.Alloc.Find(ev.Node); i >= 0 {
 			ev.Join = j.Alloc.Nodes[i].Join // the node's share it runs now (an elastic job took it back)

@@ -83,7 +83,7 @@ func (b apiBackend) submitSpec(req api.SubmitRequest, who cluster.Identity) (clu
 	if err != nil {
 		return cluster.Spec{}, nil, err
 	}
-	warnings, err := queueFieldsOf(b.a.state.View(), spec, who)
+	warnings, err := leader.QueueFields(b.a.state.View(), spec, leader.Caller{Identity: who})
 	if err != nil {
 		return cluster.Spec{}, nil, err
 	}

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -30,20 +29,6 @@ func (a *Agent) proposePolicy(ctx context.Context) {
 		return
 	}
 	a.log.Info("queue policy set from the --policy file")
-}
-
-// queueFieldsOf checks a submit's queue-policy fields for who: a negative
-// nice raises priority, so only root may ask for one (Slurm's rule); a QoS
-// the policy does not name is accepted with a warning.
-func queueFieldsOf(v *fsm.View, spec cluster.Spec, who cluster.Identity) ([]string, error) {
-	if spec.Nice < 0 && who.UID != 0 {
-		return nil, forbidden(fmt.Errorf("nice %d: %w: only root may set a negative nice", spec.Nice, ErrForbidden))
-	}
-	var warnings []string
-	if p := leader.QueuePolicy(v); spec.QoS != "" && !p.HasQoS(spec.QoS) {
-		warnings = append(warnings, fmt.Sprintf("--qos %s: the queue policy names no such QoS; the job gets QoS priority 0", spec.QoS))
-	}
-	return warnings, nil
 }
 
 // Policy is the queue policy in force.

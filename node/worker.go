@@ -199,12 +199,12 @@ type exitReporter struct{ a *Agent }
 func (r exitReporter) ReportExit(ctx context.Context, ex worker.Exit) error {
 	k := ex.Key
 	ev := taskEvent{
-		Kind: "exited", Job: k.Job, Incarnation: k.Incarnation, Node: r.a.cfg.Name, Join: k.Join,
+		Kind: leader.ReportExited, Job: k.Job, Incarnation: k.Incarnation, Node: r.a.cfg.Name, Join: k.Join,
 		ExitCode: ex.ExitCode, Cause: ex.Cause, Usage: ex.Usage,
 	}
 	run := worker.GPURun{Job: k.Job, Incarnation: k.Incarnation}
 	if k.Step != exec.NoStep {
-		ev.Kind, ev.Step = "step-exited", k.Step
+		ev.Kind, ev.Step = leader.ReportStepExited, k.Step
 	} else {
 		ev.GPUUsage = r.a.gpuUsage.Get(run)
 		// The job's own task ended here: its run ends here with it, and
@@ -214,7 +214,7 @@ func (r exitReporter) ReportExit(ctx context.Context, ex worker.Exit) error {
 	if err := r.a.sendTaskEvent(ctx, ev); err != nil {
 		return err
 	}
-	if ev.Kind == "exited" {
+	if ev.Kind == leader.ReportExited {
 		r.a.gpuUsage.Forget(run)
 	}
 	return nil
