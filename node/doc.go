@@ -11,7 +11,8 @@
 // beside their plans, behind plain interfaces this package implements
 // over raft, the FSM, gossip, the executor and the wall clock; here they
 // are only built and run:
-//   - in package leader: leadership (Lead: TakeoverOf), scheduling
+//   - in package leader: leadership (Lead: TakeoverOf; HandOver, a
+//     diverged leader's hand-off), scheduling
 //     (Scheduler: Pass and Preemption), lease expiry (LeaseWatch:
 //     ExpiredLeases) and the archive (Archiver: ArchiveDue);
 //   - in package consensus: raft membership (VoterReconciler: Candidates
@@ -28,8 +29,8 @@
 //   - in package topology: finding the node's place (Discoverer: its
 //     sources and Merge).
 //
-// One loop still runs here: a diverged leader's hand-off retry
-// (handOffLeadership). A node's own loops reach the leader through one
+// No loop runs here any more (a diverged leader's hand-off retry is
+// leader.HandOver). A node's own loops reach the leader through one
 // function, callLeader (locally when it leads).
 //
 // Leader-only loops (scheduling, leases, voter reconciliation, archive:

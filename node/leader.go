@@ -31,7 +31,7 @@ const (
 // lead is the agent's lead loop (leader.Lead) over its raft and state.
 func (a *Agent) lead() leader.Lead {
 	return leader.Lead{
-		Raft: a.raft, State: a.state, Lead: agentLeader{a}, Duties: agentLeader{a}, Clock: wallClock{},
+		Raft: a.raft, State: a.state, Lead: a.handOver(), Duties: agentLeader{a}, Clock: wallClock{},
 		Log: a.log, BarrierTimeout: barrierTimeout, RegisterTimeout: applyTimeout,
 	}
 }
@@ -53,22 +53,10 @@ func (l agentLeader) Loops(since time.Time) []func(context.Context) {
 	}
 }
 
-// handOffLeadership transfers leadership away from a diverged replica,
-// retrying every divergedHandOffInterval until it works or leadership is
-// lost (ctx ends). Until then nothing is scheduled from this replica.
-func (a *Agent) handOffLeadership(ctx context.Context) {
-	for {
-		err := a.raft.TransferLeadership(ctx)
-		if err == nil {
-			return
-		}
-		a.log.Error("hand leadership over from a diverged replica", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(divergedHandOffInterval):
-		}
-	}
+// handOver is a diverged leader's hand-off (leader.HandOver) over this
+// agent's raft.
+func (a *Agent) handOver() leader.HandOver {
+	return leader.HandOver{Raft: a.raft, Clock: wallClock{}, Log: a.log, Interval: divergedHandOffInterval}
 }
 
 // apply encodes and applies one command through raft.
@@ -95,7 +83,7 @@ func (a *Agent) apply(ctx context.Context, t fsm.CmdType, body any) (fsm.Result,
 // agent: its state, its raft, the wall clock and its metrics.
 func (a *Agent) scheduler() leader.Scheduler {
 	s := leader.Scheduler{
-		State: a.state, Propose: agentLeader{a}, Lead: agentLeader{a}, Clock: wallClock{},
+		State: a.state, Propose: agentLeader{a}, Lead: a.handOver(), Clock: wallClock{},
 		Metrics: agentLeader{a}, Log: a.log, Interval: a.cfg.ScheduleInterval, Gate: a.checkProtocol,
 		Agents: func(need int) bool { return everyAgentSpeaks(need, a.gossip.Members()) },
 	}
@@ -106,14 +94,12 @@ func (a *Agent) scheduler() leader.Scheduler {
 }
 
 // agentLeader is the agent as the leader loops see it: leader.Proposer,
-// leader.Leadership and leader.SchedulerMetrics.
+// leader.Duties and leader.SchedulerMetrics.
 type agentLeader struct{ a *Agent }
 
 func (l agentLeader) Apply(ctx context.Context, t fsm.CmdType, body any) (fsm.Result, error) {
 	return l.a.apply(ctx, t, body)
 }
-
-func (l agentLeader) HandOff(ctx context.Context) { l.a.handOffLeadership(ctx) }
 
 func (l agentLeader) Passed(d time.Duration)     { l.a.metrics.Passed(d) }
 func (l agentLeader) Placed()                    { l.a.placements.Add(1) }
