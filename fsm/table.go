@@ -61,7 +61,7 @@ import (
 //	   snapshots) hold elastic allocations.
 //	4  also a capability, with no command of its own: an agent at 4 can
 //	   be a worker, out of the raft configuration, following its jobs
-//	   from a server (node/follow.go, workersProtocol). The leader caps
+//	   from a server (leader.WorkersProtocol). The leader caps
 //	   the raft replicas only once every live agent announces 4.
 //	4  fields: srun's stdin relayed to the tasks (Spec.Stdin in SubmitJob
 //	   and StartStep: --input=all, Slurm's default, or -i N). An older

@@ -46,3 +46,36 @@ func ProtocolGate(t fsm.CmdType, need int, servers []ServerProtocol) error {
 	return fmt.Errorf("propose %s: %w: it needs protocol v%d; older servers: %s; upgrade them and retry",
 		t, fsm.ErrUnsupportedByCluster, need, strings.Join(older, ", "))
 }
+
+// WorkersProtocol is the first protocol version whose agents can be
+// workers (follow a server instead of their replica). An agent announcing
+// an older one, left out of the raft configuration, would run nothing and
+// lose its lease, so until every live member speaks it the leader keeps
+// every node a server (ReplicaCap). It is the protocol of the release
+// that brings workers (4, fsm/table.go), and stays 4 when later releases
+// bump fsm.ProtocolVersion.
+const WorkersProtocol = 4
+
+// EverySpeaks reports whether every live agent, raft server or worker,
+// announces protocol need or later (announced: what each live member
+// announces). It is pure.
+func EverySpeaks(need int, announced []int) bool {
+	for _, p := range announced {
+		if p < need {
+			return false
+		}
+	}
+	return true
+}
+
+// ReplicaCap is the raft nonvoters' cap (consensus.VoterConfig's
+// MaxNonvoters) for --raft-replicas replicas (negative for none): no cap
+// (0) while a live member announces a protocol older than
+// WorkersProtocol (a rolling upgrade from before workers), else the
+// replicas asked for. It is pure.
+func ReplicaCap(replicas int, announced []int) int {
+	if !EverySpeaks(WorkersProtocol, announced) {
+		return 0
+	}
+	return max(-1, replicas)
+}

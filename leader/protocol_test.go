@@ -45,3 +45,29 @@ func TestProtocolGate(t *testing.T) {
 		})
 	}
 }
+
+// TestReplicaCap: bounded membership (workers) waits until every live
+// agent can be a worker; a rolling upgrade from before workers keeps
+// every node a server; negative replicas mean none.
+func TestReplicaCap(t *testing.T) {
+	w := WorkersProtocol
+	for _, tt := range []struct {
+		replicas  int
+		announced []int
+		want      int
+		every     bool // EverySpeaks(WorkersProtocol)
+	}{
+		{2, []int{w, w + 1}, 2, true},
+		{-1, []int{w}, -1, true},
+		{-5, []int{w}, -1, true},
+		{2, []int{w, w - 1}, 0, false},
+		{2, nil, 2, true},
+	} {
+		if got := ReplicaCap(tt.replicas, tt.announced); got != tt.want {
+			t.Errorf("ReplicaCap(%d, %v) = %d; want %d", tt.replicas, tt.announced, got, tt.want)
+		}
+		if got := EverySpeaks(w, tt.announced); got != tt.every {
+			t.Errorf("EverySpeaks(%d, %v) = %v; want %v", w, tt.announced, got, tt.every)
+		}
+	}
+}

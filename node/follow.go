@@ -47,28 +47,6 @@ const (
 	removedGrace = 5 * time.Second
 )
 
-// workersProtocol is the first protocol version whose agents can be
-// workers (follow a server instead of their replica). An agent announcing
-// an older one, left out of the raft configuration, would run nothing and
-// lose its lease, so until every live member speaks it the leader keeps
-// every node a server (replicaCap). It is the protocol of the release
-// that brings workers (4, fsm/table.go), and stays 4 when later releases
-// bump fsm.ProtocolVersion.
-const workersProtocol = 4
-
-// replicaCap is consensus.VoterConfig.MaxNonvoters for --raft-replicas
-// replicas (Config.RaftReplicas: negative for none): no cap (0) while a
-// live member announces a protocol older than workersProtocol (a rolling
-// upgrade from before workers), else the replicas asked for. It is pure.
-func replicaCap(replicas int, members []gossip.Member) int {
-	for _, m := range members {
-		if m.Status == gossip.StatusAlive && announcedProtocol(m.Meta) < workersProtocol {
-			return 0
-		}
-	}
-	return max(-1, replicas)
-}
-
 // member reports whether this node is a raft server now: its raft knows
 // a leader, and the configuration names this node; and whether its own
 // configuration names it (also true of a server in an election, or of

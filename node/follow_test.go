@@ -9,6 +9,7 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/worker"
 )
 
@@ -93,7 +94,7 @@ func TestReplicaCap(t *testing.T) {
 	alive := func(name string, protocol int) gossip.Member {
 		return gossip.Member{Name: name, Status: gossip.StatusAlive, Meta: gossip.Meta{Protocol: protocol}}
 	}
-	older := alive("old", workersProtocol-1)
+	older := alive("old", leader.WorkersProtocol-1)
 	dead := older
 	dead.Status = gossip.StatusFailed
 	tests := []struct {
@@ -102,15 +103,15 @@ func TestReplicaCap(t *testing.T) {
 		members  []gossip.Member
 		want     int
 	}{
-		{"all new", 2, []gossip.Member{alive("a", workersProtocol), alive("b", workersProtocol)}, 2},
-		{"none asked", -1, []gossip.Member{alive("a", workersProtocol)}, -1},
-		{"an older agent alive: no cap", 2, []gossip.Member{alive("a", workersProtocol), older}, 0},
-		{"an unannounced agent: no cap", 2, []gossip.Member{alive("a", workersProtocol), alive("u", 0)}, 0},
-		{"an older agent dead: cap", 2, []gossip.Member{alive("a", workersProtocol), dead}, 2},
+		{"all new", 2, []gossip.Member{alive("a", leader.WorkersProtocol), alive("b", leader.WorkersProtocol)}, 2},
+		{"none asked", -1, []gossip.Member{alive("a", leader.WorkersProtocol)}, -1},
+		{"an older agent alive: no cap", 2, []gossip.Member{alive("a", leader.WorkersProtocol), older}, 0},
+		{"an unannounced agent: no cap", 2, []gossip.Member{alive("a", leader.WorkersProtocol), alive("u", 0)}, 0},
+		{"an older agent dead: cap", 2, []gossip.Member{alive("a", leader.WorkersProtocol), dead}, 2},
 	}
 	for _, tt := range tests {
-		if got := replicaCap(tt.replicas, tt.members); got != tt.want {
-			t.Errorf("%s: replicaCap(%d) = %d; want %d", tt.name, tt.replicas, got, tt.want)
+		if got := leader.ReplicaCap(tt.replicas, liveProtocols(tt.members)); got != tt.want {
+			t.Errorf("%s: ReplicaCap(%d, liveProtocols) = %d; want %d", tt.name, tt.replicas, got, tt.want)
 		}
 	}
 }

@@ -85,7 +85,7 @@ func (a *Agent) scheduler() leader.Scheduler {
 	s := leader.Scheduler{
 		State: a.state, Propose: agentLeader{a}, Lead: a.handOver(), Clock: wallClock{},
 		Metrics: agentLeader{a}, Log: a.log, Interval: a.cfg.ScheduleInterval, Gate: a.checkProtocol,
-		Agents: func(need int) bool { return everyAgentSpeaks(need, a.gossip.Members()) },
+		Agents: func(need int) bool { return leader.EverySpeaks(need, liveProtocols(a.gossip.Members())) },
 	}
 	if plantedDoubleBook { // a planted bug, test builds only: see planted_doublebook_off.go
 		s.Occupying = plantedHideNewest
@@ -148,7 +148,7 @@ func (p agentPeers) Gather() consensus.Gathered {
 			_, revoked := sec.RevokedAt(id)
 			return revoked
 		},
-		MaxNonvoters: replicaCap(p.a.cfg.RaftReplicas, members),
+		MaxNonvoters: leader.ReplicaCap(p.a.cfg.RaftReplicas, liveProtocols(members)),
 	}
 }
 

@@ -82,15 +82,17 @@ func protocolGateNeed(t fsm.CmdType, need int, members []gossip.Member, servers 
 	return leader.ProtocolGate(t, need, announced)
 }
 
-// everyAgentSpeaks reports whether every live gossip member, raft server
-// or worker, announces protocol need or later. It is pure.
-func everyAgentSpeaks(need int, members []gossip.Member) bool {
+// liveProtocols are the protocol versions the live gossip members
+// announce (announcedProtocol), as leader.EverySpeaks and ReplicaCap
+// take them.
+func liveProtocols(members []gossip.Member) []int {
+	var out []int
 	for _, m := range members {
-		if m.Status == gossip.StatusAlive && announcedProtocol(m.Meta) < need {
-			return false
+		if m.Status == gossip.StatusAlive {
+			out = append(out, announcedProtocol(m.Meta))
 		}
 	}
-	return true
+	return out
 }
 
 // announcedProtocol is the protocol version a member speaks: what it
