@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/shoal-sched/shoal/internal/clock"
 )
 
 // transfers fails its first fails attempts.
@@ -49,7 +51,7 @@ func TestHandOver(t *testing.T) {
 				}
 				f := &transfers{fails: tc.fails}
 				start := time.Now()
-				HandOver{Raft: f, Clock: realClock{}, Log: log, Interval: time.Second}.HandOff(ctx)
+				HandOver{Raft: f, Clock: clock.Wall{}, Log: log, Interval: time.Second}.HandOff(ctx)
 				if got := f.attempts.Load(); got != tc.attempts || time.Since(start) != tc.took {
 					t.Errorf("HandOff: %d attempts in %v; want %d in %v", got, time.Since(start), tc.attempts, tc.took)
 				}

@@ -11,19 +11,9 @@ import (
 
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/internal/clock"
 	"github.com/shoal-sched/shoal/worker"
 )
-
-// realClock is Clock and worker.LeaseClock on the time package, which
-// testing/synctest fakes inside its bubble.
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-func (realClock) NewTicker(d time.Duration) (<-chan time.Time, func()) {
-	t := time.NewTicker(d)
-	return t.C, t.Stop
-}
 
 // leaseNode is one node's agent as the heartbeat loop sees it, renewing
 // with whichever leader leads (its LeaseTable and the nodes it counts),
@@ -121,13 +111,13 @@ func TestStretchedLeaseFencesBeforeDown(t *testing.T) {
 						}
 						return fsm.Result{}, nil
 					})
-					return LeaseWatch{State: s, Propose: prop, Clock: realClock{}, Log: slog.New(slog.DiscardHandler),
+					return LeaseWatch{State: s, Propose: prop, Clock: clock.Wall{}, Log: slog.New(slog.DiscardHandler),
 						Heartbeats: table, Self: "n00", Since: since, TTL: ttl, PerSecond: perSecond, Grace: grace,
 						Interval: time.Second}
 				}
 				old := &LeaseTable{}
 				node := &leaseNode{name: "n01", nodes: nodes, leader: old, ttl: ttl, perSec: perSecond, running: 1}
-				hb := worker.Heartbeater{Node: node, Clock: realClock{}, Log: slog.New(slog.DiscardHandler),
+				hb := worker.Heartbeater{Node: node, Clock: clock.Wall{}, Log: slog.New(slog.DiscardHandler),
 					Interval: time.Second, TTL: ttl, MaxStretch: MaxLeaseStretch,
 					RenewAfter: func(g worker.Grant) time.Duration {
 						return worker.RenewAfter(g, nodes, time.Second, ttl, perSecond, 0)

@@ -25,6 +25,7 @@ import (
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/httpapi"
+	"github.com/shoal-sched/shoal/internal/clock"
 	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/metrics"
 	"github.com/shoal-sched/shoal/pki"
@@ -488,7 +489,7 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 func (a *Agent) bootstrapper() consensus.Bootstrapper {
 	return consensus.Bootstrapper{
 		Raft: a.raft, Peers: agentBootstrapPeers{a}, Self: a.cfg.Name, Expect: a.bootstrapExpect(),
-		Clock: wallClock{}, Log: a.log, Interval: bootstrapPoll,
+		Clock: clock.Wall{}, Log: a.log, Interval: bootstrapPoll,
 	}
 }
 

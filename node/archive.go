@@ -3,19 +3,20 @@ package node
 import (
 	"context"
 
+	"github.com/shoal-sched/shoal/internal/clock"
 	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/worker"
 )
 
 // archiver is the leader's archive loop (leader.Archiver) over this agent.
 func (a *Agent) archiver() leader.Archiver {
-	return leader.Archiver{State: a.state, Propose: agentLeader{a}, Clock: wallClock{}, Log: a.log}
+	return leader.Archiver{State: a.state, Propose: agentLeader{a}, Clock: clock.Wall{}, Log: a.log}
 }
 
 // cleaner is the output cleanup loop (worker.Cleaner) over this agent's
 // replica and executor.
 func (a *Agent) cleaner() worker.Cleaner {
-	return worker.Cleaner{Replica: retainedReplica{a}, Outputs: a.exec, Clock: wallClock{}, Log: a.log}
+	return worker.Cleaner{Replica: retainedReplica{a}, Outputs: a.exec, Clock: clock.Wall{}, Log: a.log}
 }
 
 // retainedReplica is worker.Replica over the FSM, or on a worker over

@@ -16,6 +16,7 @@ import (
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/internal/clock"
 	"github.com/shoal-sched/shoal/worker"
 )
 
@@ -120,7 +121,7 @@ func (a *Agent) view() *fsm.View {
 // membership, its remote view and its peers.
 func (a *Agent) follower() worker.Follower {
 	return worker.Follower{
-		Self: a.cfg.Name, Membership: agentFollow{a}, Upstream: agentFollow{a}, Clock: wallClock{}, Log: a.log,
+		Self: a.cfg.Name, Membership: agentFollow{a}, Upstream: agentFollow{a}, Clock: clock.Wall{}, Log: a.log,
 		Roll: rand.IntN, Poll: memberPoll, Grace: removedGrace,
 	}
 }
@@ -210,7 +211,7 @@ func (a *Agent) follow(ctx context.Context, node string, index uint64, digest st
 		return reply, nil // hints only
 	}
 	reply.Server = true
-	holder := worker.FollowHolder{Source: followSource{a}, Clock: wallClock{}, Poll: memberPoll}
+	holder := worker.FollowHolder{Source: followSource{a}, Clock: clock.Wall{}, Poll: memberPoll}
 	ans, err := holder.Hold(ctx, node, worker.FollowQuery{Index: index, Digest: digest, Lease: lease}, reply.Leader, wait)
 	switch {
 	case err != nil:

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/internal/clock"
 	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/metrics"
 	"github.com/shoal-sched/shoal/worker"
@@ -14,7 +15,7 @@ import (
 // gpuSampler is the GPU sampling loop (worker.GPUSampler) over this
 // agent's sampler, replica and leader.
 func (a *Agent) gpuSampler() worker.GPUSampler {
-	return worker.GPUSampler{GPUs: agentGPUs{a}, Usage: &a.gpuUsage, Clock: wallClock{}, Log: a.log,
+	return worker.GPUSampler{GPUs: agentGPUs{a}, Usage: &a.gpuUsage, Clock: clock.Wall{}, Log: a.log,
 		Interval: a.cfg.GPUSampleInterval, ReportInterval: a.cfg.GPUReportInterval}
 }
 

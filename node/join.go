@@ -13,6 +13,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/internal/clock"
 	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/pki"
 )
@@ -34,7 +35,7 @@ func (a *Agent) caOffer() (*api.ClusterCA, bool) {
 // caOfferer is the CA offer loop (pki.CAOfferer) over this agent,
 // offering offer (caOffer) every heartbeat interval.
 func (a *Agent) caOfferer(offer *api.ClusterCA) pki.CAOfferer {
-	return pki.CAOfferer{Cluster: caRecorder{a, offer}, Every: a.cfg.HeartbeatInterval, Clock: wallClock{}, Log: a.log}
+	return pki.CAOfferer{Cluster: caRecorder{a, offer}, Every: a.cfg.HeartbeatInterval, Clock: clock.Wall{}, Log: a.log}
 }
 
 // caRecorder is pki.ClusterCARecorder over the FSM and callLeader.

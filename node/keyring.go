@@ -8,6 +8,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/internal/clock"
 	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/pki"
 )
@@ -18,7 +19,7 @@ func (a *Agent) keyringFollower() pki.KeyringFollower {
 	return pki.KeyringFollower{Cluster: clusterKeyring{a}, Gossip: a.gossip, Path: a.cfg.tlsPaths().GossipKey, Log: a.log,
 		// A worker's view comes from a server (follow.go): its own
 		// replica's change never comes.
-		Recheck: memberPoll, Clock: wallClock{}}
+		Recheck: memberPoll, Clock: clock.Wall{}}
 }
 
 // clusterKeyring is pki.ClusterKeyring over the FSM.

@@ -11,6 +11,7 @@ import (
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/internal/clock"
 	"github.com/shoal-sched/shoal/leader"
 )
 
@@ -31,7 +32,7 @@ const (
 // lead is the agent's lead loop (leader.Lead) over its raft and state.
 func (a *Agent) lead() leader.Lead {
 	return leader.Lead{
-		Raft: a.raft, State: a.state, Lead: a.handOver(), Duties: agentLeader{a}, Clock: wallClock{},
+		Raft: a.raft, State: a.state, Lead: a.handOver(), Duties: agentLeader{a}, Clock: clock.Wall{},
 		Log: a.log, BarrierTimeout: barrierTimeout, RegisterTimeout: applyTimeout,
 	}
 }
@@ -56,7 +57,7 @@ func (l agentLeader) Loops(since time.Time) []func(context.Context) {
 // handOver is a diverged leader's hand-off (leader.HandOver) over this
 // agent's raft.
 func (a *Agent) handOver() leader.HandOver {
-	return leader.HandOver{Raft: a.raft, Clock: wallClock{}, Log: a.log, Interval: divergedHandOffInterval}
+	return leader.HandOver{Raft: a.raft, Clock: clock.Wall{}, Log: a.log, Interval: divergedHandOffInterval}
 }
 
 // apply encodes and applies one command through raft.
@@ -83,7 +84,7 @@ func (a *Agent) apply(ctx context.Context, t fsm.CmdType, body any) (fsm.Result,
 // agent: its state, its raft, the wall clock and its metrics.
 func (a *Agent) scheduler() leader.Scheduler {
 	s := leader.Scheduler{
-		State: a.state, Propose: agentLeader{a}, Lead: a.handOver(), Clock: wallClock{},
+		State: a.state, Propose: agentLeader{a}, Lead: a.handOver(), Clock: clock.Wall{},
 		Metrics: agentLeader{a}, Log: a.log, Interval: a.cfg.ScheduleInterval, Gate: a.checkProtocol,
 		Agents: func(need int) bool { return leader.EverySpeaks(need, liveProtocols(a.gossip.Members())) },
 	}
@@ -106,21 +107,11 @@ func (l agentLeader) Placed()                    { l.a.placements.Add(1) }
 func (l agentLeader) Started(wait time.Duration) { l.a.metrics.Started(wait) }
 func (l agentLeader) Preempted()                 { l.a.preemptions.Add(1) }
 
-// wallClock is leader.Clock on the real time.
-type wallClock struct{}
-
-func (wallClock) Now() time.Time                         { return time.Now() }
-func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-func (wallClock) NewTicker(d time.Duration) (<-chan time.Time, func()) {
-	t := time.NewTicker(d)
-	return t.C, t.Stop
-}
-
 // leaseWatch is the leader's lease loop (leader.LeaseWatch) over this
 // agent, for the leadership gained at since.
 func (a *Agent) leaseWatch(since time.Time) leader.LeaseWatch {
 	return leader.LeaseWatch{
-		State: a.state, Propose: agentLeader{a}, Clock: wallClock{}, Log: a.log, Heartbeats: &a.leases,
+		State: a.state, Propose: agentLeader{a}, Clock: clock.Wall{}, Log: a.log, Heartbeats: &a.leases,
 		Self: a.cfg.Name, Since: since, TTL: a.cfg.LeaseTTL, PerSecond: a.cfg.renewalsPerSecond(),
 		Grace: a.cfg.KillGrace + leaseMargin, Interval: leaseInterval,
 	}
@@ -131,7 +122,7 @@ func (a *Agent) leaseWatch(since time.Time) leader.LeaseWatch {
 func (a *Agent) voterReconciler() consensus.VoterReconciler {
 	return consensus.VoterReconciler{
 		Raft: a.raft, Peers: agentPeers{a}, Self: a.cfg.Name, MaxVoters: a.cfg.RaftVoters,
-		DeadServerGrace: a.cfg.DeadServerGrace, Clock: wallClock{}, Log: a.log, Interval: voterInterval,
+		DeadServerGrace: a.cfg.DeadServerGrace, Clock: clock.Wall{}, Log: a.log, Interval: voterInterval,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/internal/clock"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -12,7 +13,7 @@ import (
 // clients, which hold the old certificate, once a new one is in place.
 func (a *Agent) renewer() pki.Renewer {
 	return pki.Renewer{Bundle: a.sec.bundle, Paths: a.cfg.tlsPaths(), Signer: renewalSigner{a},
-		Renewed: a.peers.reset, Clock: wallClock{}, Log: a.log}
+		Renewed: a.peers.reset, Clock: clock.Wall{}, Log: a.log}
 }
 
 // renewalSigner is pki.RenewalSigner through callLeader.

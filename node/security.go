@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/internal/clock"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -193,7 +194,7 @@ func joinWithToken(ctx context.Context, cfg *Config, p pki.Paths, log *slog.Logg
 		ips = append(ips, ip.String())
 	}
 	j := pki.Joiner{Token: tok, Name: cfg.Name, IPs: ips, Paths: p,
-		Server: joinServer{pki.PinnedClientConfig(tok.CAFingerprint)}, Clock: wallClock{}, Log: log}
+		Server: joinServer{pki.PinnedClientConfig(tok.CAFingerprint)}, Clock: clock.Wall{}, Log: log}
 	return j.Run(ctx)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/exec"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/internal/clock"
 	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/slurm"
 	"github.com/shoal-sched/shoal/worker"
@@ -31,7 +32,7 @@ const (
 // tasks' supervisors and its executor.
 func (a *Agent) heartbeater() worker.Heartbeater {
 	return worker.Heartbeater{
-		Node: lessee{a}, Clock: wallClock{}, Log: a.log, Interval: a.cfg.HeartbeatInterval, TTL: a.cfg.LeaseTTL,
+		Node: lessee{a}, Clock: clock.Wall{}, Log: a.log, Interval: a.cfg.HeartbeatInterval, TTL: a.cfg.LeaseTTL,
 		MaxStretch: leader.MaxLeaseStretch,
 		// A restarted agent inherits what is left of its predecessor's
 		// lease, which its reattached tasks run under, rather than fencing
@@ -171,7 +172,7 @@ const drainOnStopReason = "agent stopping (--drain-on-stop)"
 // reporter is the worker's exit-report loop (worker.Reporter) over this
 // agent's executor and the leader, local or remote.
 func (a *Agent) reporter() worker.Reporter {
-	return worker.Reporter{Exits: exitLog{a.exec}, Leader: exitReporter{a}, Clock: wallClock{}, Log: a.log, Interval: reportInterval}
+	return worker.Reporter{Exits: exitLog{a.exec}, Leader: exitReporter{a}, Clock: clock.Wall{}, Log: a.log, Interval: reportInterval}
 }
 
 // exitLog is the executor as worker.ExitLog.
@@ -224,7 +225,7 @@ func (r exitReporter) ReportExit(ctx context.Context, ex worker.Exit) error {
 // replica, its executor and the leader, local or remote.
 func (a *Agent) driver() worker.Driver[*fsm.View] {
 	w := &agentWorker{a: a, signals: &signalLog{seen: map[exec.TaskKey]uint64{}}, limits: map[exec.TaskKey]time.Duration{}}
-	return worker.Driver[*fsm.View]{Name: a.cfg.Name, Node: w, Tasks: w, Clock: wallClock{}, Log: a.log, Interval: driveInterval}
+	return worker.Driver[*fsm.View]{Name: a.cfg.Name, Node: w, Tasks: w, Clock: clock.Wall{}, Log: a.log, Interval: driveInterval}
 }
 
 // agentWorker is the agent as the worker loop sees it: worker.Node and

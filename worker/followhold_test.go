@@ -10,6 +10,7 @@ import (
 
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/internal/clock"
 )
 
 // replica is a FollowSource whose view, leader and membership a test
@@ -53,16 +54,6 @@ func (r *replica) Member(context.Context) bool {
 	return r.member
 }
 
-// wall is the clock inside a synctest bubble.
-type wall struct{}
-
-func (wall) Now() time.Time                         { return time.Now() }
-func (wall) After(d time.Duration) <-chan time.Time { return time.After(d) }
-func (wall) NewTicker(d time.Duration) (<-chan time.Time, func()) {
-	t := time.NewTicker(d)
-	return t.C, t.Stop
-}
-
 // TestFollowHolder: a server holds a worker's follow query until its
 // state changes, its lease entry is applied, a new leader is known or its
 // wait is over; a server removed meanwhile ends it with hints only; the
@@ -99,7 +90,7 @@ func TestFollowHolder(t *testing.T) {
 				r := newReplica(10, onW1(5))
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
-				h := FollowHolder{Source: r, Clock: wall{}, Poll: time.Second}
+				h := FollowHolder{Source: r, Clock: clock.Wall{}, Poll: time.Second}
 				start := time.Now()
 				var got FollowAnswer
 				var err error
