@@ -12,7 +12,6 @@ import (
 func invalid(err error) error         { return cluster.Mark(cluster.ErrInvalid, err) }
 func unauthenticated(err error) error { return cluster.Mark(cluster.ErrUnauthenticated, err) }
 func forbidden(err error) error       { return cluster.Mark(cluster.ErrForbidden, err) }
-func notFound(err error) error        { return cluster.Mark(cluster.ErrNotFound, err) }
 func conflict(err error) error        { return cluster.Mark(cluster.ErrConflict, err) }
 func unavailable(err error) error     { return cluster.Mark(cluster.ErrUnavailable, err) }
 

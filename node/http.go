@@ -13,7 +13,6 @@ import (
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/leader"
-	"github.com/shoal-sched/shoal/placement"
 	"github.com/shoal-sched/shoal/ui"
 )
 
@@ -137,35 +136,14 @@ func (b apiBackend) Leave(req api.LeaveRequest, who cluster.Identity) (api.Leave
 }
 
 // Job is one job, if who may see it: by its id, or an array element as
-// N_TASK.
+// N_TASK (leader.ShowJob).
 func (b apiBackend) Job(ref cluster.JobRef, who cluster.Identity) (httpapi.JobRecord, error) {
 	v := b.a.state.View()
-	j, ok := v.Job(cluster.JobID(ref.ID))
-	if !ok {
-		j, ok = v.ArchivedJob(cluster.JobID(ref.ID))
+	j, shortage, err := leader.ShowJob(v, ref, viewerOf(v.Policy(), who))
+	if err != nil {
+		return httpapi.JobRecord{}, err
 	}
-	if !ok {
-		return httpapi.JobRecord{}, notFound(fmt.Errorf("job %s: no such job", ref.Raw))
-	}
-	if !leader.MaySee(v.Policy(), j, viewerOf(v.Policy(), who)) {
-		return httpapi.JobRecord{}, forbidden(fmt.Errorf("job %s: %w: it belongs to another user, and the policy keeps jobs private", ref.Raw, ErrForbidden))
-	}
-	if ref.Tasks != nil {
-		js, err := leader.Resolve(v, ref)
-		if err != nil {
-			return httpapi.JobRecord{}, err
-		}
-		j = js[0]
-	}
-	rec := httpapi.JobRecord{Job: j, Index: v.Index}
-	if j.State == cluster.JobPending && j.Reason == cluster.ReasonResources {
-		var parts []cluster.Partition
-		if p := v.Policy(); p != nil {
-			parts = p.Partitions
-		}
-		rec.ReasonDetail = placement.Shortage(placement.NewView(v.Nodes(), v.Jobs()).WithPartitions(parts).WithSwitchLinks(v.SwitchLinks()), j)
-	}
-	return rec, nil
+	return httpapi.JobRecord{Job: j, Index: v.Index, ReasonDetail: shortage}, nil
 }
 
 // Logs are job id's output from every node that holds some, if who may
@@ -198,17 +176,11 @@ func (b apiBackend) LocalLogs(id cluster.JobID, filter api.LogFilter) ([]api.Log
 }
 
 // jobFor is job id, live or archived, from this replica, once who may
-// verb it (mayTouch).
+// verb it (leader.JobToTouch).
 func (a *Agent) jobFor(id cluster.JobID, verb string, who cluster.Identity) (*fsm.View, *cluster.Job, error) {
 	v := a.state.View()
-	j, ok := v.Job(id)
-	if !ok {
-		j, ok = v.ArchivedJob(id)
-	}
-	if !ok {
-		return nil, nil, notFound(fmt.Errorf("job %d: no such job", id))
-	}
-	if err := mayTouch(v, verb, j, who); err != nil {
+	j, err := leader.JobToTouch(v, id, verb, callerOf(v.Policy(), who))
+	if err != nil {
 		return nil, nil, err
 	}
 	return v, j, nil

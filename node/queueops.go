@@ -49,11 +49,6 @@ func viewerOf(p *cluster.Policy, who cluster.Identity) leader.Caller {
 	return callerOf(p, who)
 }
 
-// mayTouch is leader.MayTouch over the replica's policy.
-func mayTouch(v *fsm.View, verb string, j *cluster.Job, who cluster.Identity) error {
-	return leader.MayTouch(v.Policy(), verb, j, callerOf(v.Policy(), who))
-}
-
 // propose carries out a queue plan: it proposes each command in order,
 // stamped with the time it is proposed, and ends at the first refusal the
 // plan does not pass over. It returns the jobs changed and the last
