@@ -2,6 +2,7 @@ package leader
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
@@ -58,4 +59,24 @@ func JobToTouch(v *fsm.View, id cluster.JobID, verb string, c Caller) (*cluster.
 		return nil, err
 	}
 	return j, nil
+}
+
+// ListJobs are the jobs c may see (MaySee): the live ones, or with all
+// every job the view holds, archived ones first (sacct reads finished
+// jobs past MinJobAge from the archive). It is pure.
+func ListJobs(v *fsm.View, all bool, c Caller) []*cluster.Job {
+	jobs := v.Jobs()
+	if all {
+		jobs = append(slices.Clone(v.Archived()), jobs...)
+	}
+	out := []*cluster.Job{}
+	for _, j := range jobs {
+		if !MaySee(v.Policy(), j, c) {
+			continue // the policy keeps jobs private
+		}
+		if all || !j.State.Terminal() {
+			out = append(out, j)
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package leader
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -99,6 +100,28 @@ func TestShowJobAndJobToTouch(t *testing.T) {
 		}
 		if err != nil || j.ID != tt.id {
 			t.Errorf("JobToTouch(%d) as %s = %v, %v; want the job", tt.id, tt.c.User, j, err)
+		}
+	}
+	ids := func(js []*cluster.Job) []cluster.JobID {
+		var out []cluster.JobID
+		for _, j := range js {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		c    Caller
+		all  bool
+		want []cluster.JobID
+	}{
+		{ada, false, []cluster.JobID{3, 4}},
+		{ada, true, []cluster.JobID{1, 3, 4}},
+		{bob, false, []cluster.JobID{2}},
+		{root, true, []cluster.JobID{1, 2, 3, 4}},
+		{op, false, []cluster.JobID{2, 3, 4}},
+	} {
+		if got := ids(ListJobs(v, tt.all, tt.c)); !slices.Equal(got, tt.want) {
+			t.Errorf("ListJobs(all %v) as %s = %v; want %v", tt.all, tt.c.User, got, tt.want)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/hex"
-	"slices"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -103,25 +102,10 @@ func (b apiBackend) CurrentLeader() (api.Leader, error) {
 func (b apiBackend) Members() []gossip.Member { return b.a.gossip.Members() }
 
 // Jobs are the jobs who may see: live ones, or with all every job the
-// replica holds, archived ones included.
+// replica holds, archived ones included (leader.ListJobs).
 func (b apiBackend) Jobs(who cluster.Identity, all bool) ([]*cluster.Job, uint64) {
 	v := b.a.state.View()
-	jobs := v.Jobs()
-	if all {
-		// Finished jobs past MinJobAge live in the archive: sacct reads them.
-		jobs = append(slices.Clone(v.Archived()), jobs...)
-	}
-	out := []*cluster.Job{}
-	c := viewerOf(v.Policy(), who)
-	for _, j := range jobs {
-		if !leader.MaySee(v.Policy(), j, c) {
-			continue // the policy keeps jobs private
-		}
-		if all || !j.State.Terminal() {
-			out = append(out, j)
-		}
-	}
-	return out, v.Index
+	return leader.ListJobs(v, all, viewerOf(v.Policy(), who)), v.Index
 }
 
 // Nodes are the replica's nodes with what their rendering needs.
