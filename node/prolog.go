@@ -107,26 +107,18 @@ func (a *Agent) runEpilog(ctx context.Context, ref worker.Ref) {
 	}
 }
 
-// forget drops the runs that no longer hold this node in v.
+// forget drops the runs that no longer hold this node in v
+// (worker.RunHolds).
 func (s *scriptRuns) forget(v *fsm.View, node string) {
 	s.lock()
 	defer s.mu.Unlock()
 	for _, m := range []map[worker.Ref]bool{s.prolog, s.epilog} {
 		for ref := range m {
-			if j, ok := v.Job(ref.Job); !ok || j.Incarnation != ref.Incarnation || !holds(j, node) {
+			if !worker.RunHolds(v, ref, node) {
 				delete(m, ref)
 			}
 		}
 	}
-}
-
-// holds reports whether job j's allocation still holds node.
-func holds(j *cluster.Job, node string) bool {
-	if j.Alloc == nil {
-		return false
-	}
-	i := j.Alloc.Find(node)
-	return i >= 0 && !j.Alloc.Nodes[i].Released
 }
 
 // leaderScriptFailed is the leader's side of a failed prolog or epilog:

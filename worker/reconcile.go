@@ -6,6 +6,7 @@ import (
 
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/exec/task"
+	"github.com/shoal-sched/shoal/fsm"
 )
 
 // Input is what Reconcile decides from.
@@ -280,4 +281,17 @@ func Fence(l Lease, inherited, now time.Time, running int) (end time.Time, fence
 		end = inherited
 	}
 	return end, now.After(end) && running > 0
+}
+
+// RunHolds reports whether run ref still holds node in view v: the job
+// is there, at that incarnation, and its allocation's latest entry for
+// node is not released. What a node keeps about a run (its prolog's and
+// epilog's outcome) is forgotten once it does not. It is pure.
+func RunHolds(v *fsm.View, ref Ref, node string) bool {
+	j, ok := v.Job(ref.Job)
+	if !ok || j.Incarnation != ref.Incarnation || j.Alloc == nil {
+		return false
+	}
+	i := j.Alloc.Find(node)
+	return i >= 0 && !j.Alloc.Nodes[i].Released
 }

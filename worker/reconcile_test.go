@@ -13,6 +13,7 @@ import (
 
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/exec/task"
+	"github.com/shoal-sched/shoal/fsm"
 )
 
 // TestScripts runs the scenarios in testdata. Each directive describes
@@ -458,4 +459,30 @@ func (f *fakeExits) ReportExit(_ context.Context, e Exit) error {
 	}
 	f.did = append(f.did, line)
 	return nil
+}
+
+// TestRunHolds: a run holds a node while its job is at that incarnation
+// and the node's latest entry is not released.
+func TestRunHolds(t *testing.T) {
+	job := func(inc uint64, nodes ...cluster.NodeAlloc) *cluster.Job {
+		return &cluster.Job{ID: 4, Incarnation: inc, State: cluster.JobRunning, Alloc: &cluster.Allocation{Nodes: nodes}}
+	}
+	ref := Ref{Job: 4, Incarnation: 2}
+	for _, tt := range []struct {
+		name string
+		jobs []*cluster.Job
+		want bool
+	}{
+		{"held", []*cluster.Job{job(2, cluster.NodeAlloc{Node: "n1"})}, true},
+		{"released", []*cluster.Job{job(2, cluster.NodeAlloc{Node: "n1", Released: true})}, false},
+		{"taken back after a release", []*cluster.Job{job(2, cluster.NodeAlloc{Node: "n1", Released: true}, cluster.NodeAlloc{Node: "n1", Join: 1})}, true},
+		{"not on this node", []*cluster.Job{job(2, cluster.NodeAlloc{Node: "n2"})}, false},
+		{"another run", []*cluster.Job{job(3, cluster.NodeAlloc{Node: "n1"})}, false},
+		{"not allocated", []*cluster.Job{{ID: 4, Incarnation: 2, State: cluster.JobPending}}, false},
+		{"gone", nil, false},
+	} {
+		if got := RunHolds(fsm.PartialView(5, tt.jobs, nil, nil, nil, nil), ref, "n1"); got != tt.want {
+			t.Errorf("%s: RunHolds = %v; want %v", tt.name, got, tt.want)
+		}
+	}
 }
