@@ -27,18 +27,12 @@ func (c waitClock) NewTicker(time.Duration) (<-chan time.Time, func()) { return 
 func TestArchiverArchivesFinishedJobs(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	h := &harness{s: fsm.New(), now: t0}
-	must := func(r fsm.Result, err error) {
-		t.Helper()
-		if err != nil || r.Err != nil {
-			t.Fatalf("apply: %v %v", err, r.Err)
-		}
-	}
-	must(h.apply(fsm.CmdSetPolicy, fsm.SetPolicy{Policy: cluster.Policy{MinJobAge: time.Minute}, Time: t0}))
+	h.must(t, fsm.CmdSetPolicy, fsm.SetPolicy{Policy: cluster.Policy{MinJobAge: time.Minute}, Time: t0})
 	sp := cluster.Spec{Name: "x", Command: []string{"true"}, User: "ada", UID: 1000, GID: 1000,
 		Request: cluster.Request{Nodes: 1}.WithDefaults()}
-	must(h.apply(fsm.CmdSubmitJob, fsm.SubmitJob{Spec: sp, Time: t0}))
-	must(h.apply(fsm.CmdSubmitJob, fsm.SubmitJob{Spec: sp, Time: t0}))
-	must(h.apply(fsm.CmdCancelJob, fsm.CancelJob{Job: 1, Time: t0}))
+	h.must(t, fsm.CmdSubmitJob, fsm.SubmitJob{Spec: sp, Time: t0})
+	h.must(t, fsm.CmdSubmitJob, fsm.SubmitJob{Spec: sp, Time: t0})
+	h.must(t, fsm.CmdCancelJob, fsm.CancelJob{Job: 1, Time: t0})
 
 	if _, due := ArchiveDue(h.s.View(), t0.Add(30*time.Second)); due {
 		t.Errorf("archive due 30 s after job 1 ended; MinJobAge is a minute")

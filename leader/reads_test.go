@@ -18,24 +18,18 @@ import (
 func TestShowJobAndJobToTouch(t *testing.T) {
 	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	h := &harness{s: fsm.New(), now: t0}
-	must := func(r fsm.Result, err error) {
-		t.Helper()
-		if err != nil || r.Err != nil {
-			t.Fatalf("apply: %v %v", err, r.Err)
-		}
-	}
 	spec := func(user string, uid int) cluster.Spec {
 		return cluster.Spec{Name: "x", Command: []string{"true"}, User: user, UID: uid, GID: uid,
 			Request: cluster.Request{Nodes: 1}.WithDefaults()}
 	}
-	must(h.apply(fsm.CmdSetPolicy, fsm.SetPolicy{Policy: cluster.Policy{PrivateJobs: true, Operators: []string{"op"}}, Time: t0}))
-	must(h.apply(fsm.CmdSubmitJob, fsm.SubmitJob{Spec: spec("ada", 1000), Time: t0})) // 1: ended and archived
-	must(h.apply(fsm.CmdCancelJob, fsm.CancelJob{Job: 1, Time: t0}))
-	must(h.apply(fsm.CmdArchiveJobs, fsm.ArchiveJobs{Before: t0.Add(time.Second), Time: t0.Add(time.Second)}))
-	must(h.apply(fsm.CmdSubmitJob, fsm.SubmitJob{Spec: spec("bob", 1001), Time: t0})) // 2: bob's, pending
+	h.must(t, fsm.CmdSetPolicy, fsm.SetPolicy{Policy: cluster.Policy{PrivateJobs: true, Operators: []string{"op"}}, Time: t0})
+	h.must(t, fsm.CmdSubmitJob, fsm.SubmitJob{Spec: spec("ada", 1000), Time: t0}) // 1: ended and archived
+	h.must(t, fsm.CmdCancelJob, fsm.CancelJob{Job: 1, Time: t0})
+	h.must(t, fsm.CmdArchiveJobs, fsm.ArchiveJobs{Before: t0.Add(time.Second), Time: t0.Add(time.Second)})
+	h.must(t, fsm.CmdSubmitJob, fsm.SubmitJob{Spec: spec("bob", 1001), Time: t0}) // 2: bob's, pending
 	arr := spec("ada", 1000)
 	arr.Array = &cluster.ArraySpec{Indices: []int{0, 1}}
-	must(h.apply(fsm.CmdSubmitJob, fsm.SubmitJob{Spec: arr, Time: t0})) // 3: an array of ada's
+	h.must(t, fsm.CmdSubmitJob, fsm.SubmitJob{Spec: arr, Time: t0}) // 3: an array of ada's
 	v := h.s.View()
 	if _, ok := v.ArchivedJob(1); !ok {
 		t.Fatal("job 1 was not archived")

@@ -70,6 +70,16 @@ type harness struct {
 	now   time.Time
 }
 
+// must applies one command (apply) and fails t unless the FSM accepted
+// it.
+func (h *harness) must(t testing.TB, ct fsm.CmdType, body any) {
+	t.Helper()
+	r, err := h.apply(ct, body)
+	if err != nil || r.Err != nil {
+		t.Fatalf("apply %s: %v %v", ct, err, r.Err)
+	}
+}
+
 // apply applies one command at the next index, one second later.
 func (h *harness) apply(t fsm.CmdType, body any) (fsm.Result, error) {
 	data, err := fsm.Encode(t, body)
