@@ -1,6 +1,7 @@
 package slurmcli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -167,6 +168,49 @@ func currentIdentity() api.Identity {
 // Connect returns the client of the agent a command talks to; a command
 // calls it once its arguments are parsed.
 type Connect func() (*api.Client, error)
+
+// reads names what a reporting command (sacct, sinfo, sreport, ...)
+// reads from the agent.
+type reads uint8
+
+const (
+	readJobs   reads = 1 << iota // every job, finished ones included
+	readNodes                    // the nodes
+	readPolicy                   // the queue policy
+)
+
+// agentReads is what readAgent read.
+type agentReads struct {
+	jobs   []api.Job
+	nodes  []api.Node
+	policy api.PolicyResponse
+}
+
+// readAgent connects to the agent and reads what want names, jobs, then
+// nodes, then the policy; the client stays usable for further calls.
+func readAgent(ctx context.Context, connect Connect, want reads) (*api.Client, agentReads, error) {
+	var r agentReads
+	c, err := connect()
+	if err != nil {
+		return nil, r, err
+	}
+	if want&readJobs != 0 {
+		if r.jobs, err = c.Jobs(ctx, true); err != nil {
+			return nil, r, err
+		}
+	}
+	if want&readNodes != 0 {
+		if r.nodes, err = c.Nodes(ctx); err != nil {
+			return nil, r, err
+		}
+	}
+	if want&readPolicy != 0 {
+		if r.policy, err = c.Policy(ctx); err != nil {
+			return nil, r, err
+		}
+	}
+	return c, r, nil
+}
 
 // orNull is Slurm's "(null)" for an empty field.
 func orNull(s string) string {

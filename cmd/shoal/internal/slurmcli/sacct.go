@@ -765,16 +765,12 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	c, err := connect()
-	if err != nil {
-		return err
-	}
-	jobs, err := c.Jobs(ctx, true)
+	_, in, err := readAgent(ctx, connect, readJobs)
 	if err != nil {
 		return err
 	}
 	var shown []api.Job
-	for _, j := range jobs {
+	for _, j := range in.jobs {
 		if q.match(j) {
 			shown = append(shown, j)
 		}

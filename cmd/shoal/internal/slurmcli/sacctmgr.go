@@ -472,15 +472,11 @@ func Sacctmgr(ctx context.Context, connect Connect, args []string, stdout, stder
 	if err != nil {
 		return err
 	}
-	c, err := connect()
+	_, in, err := readAgent(ctx, connect, readPolicy)
 	if err != nil {
 		return err
 	}
-	pol, err := c.Policy(ctx)
-	if err != nil {
-		return err
-	}
-	m, err := newMgrPolicy(pol.Policy)
+	m, err := newMgrPolicy(in.policy.Policy)
 	if err != nil {
 		return err
 	}

@@ -366,19 +366,11 @@ func Sinfo(ctx context.Context, connect Connect, args []string, stdout, stderr i
 			q.dead = true
 		}
 	}
-	c, err := connect()
+	_, in, err := readAgent(ctx, connect, readNodes|readPolicy)
 	if err != nil {
 		return err
 	}
-	nodes, err := c.Nodes(ctx)
-	if err != nil {
-		return err
-	}
-	pol, err := c.Policy(ctx)
-	if err != nil {
-		return err
-	}
-	all, err := sinfoNodes(nodes, pol.Policy)
+	all, err := sinfoNodes(in.nodes, in.policy.Policy)
 	if err != nil {
 		return err
 	}

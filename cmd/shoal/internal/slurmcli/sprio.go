@@ -282,15 +282,11 @@ func Sprio(ctx context.Context, connect Connect, args []string, stdout, stderr i
 			format = v.Value
 		}
 	}
-	c, err := connect()
+	c, in, err := readAgent(ctx, connect, readPolicy)
 	if err != nil {
 		return err
 	}
-	pol, err := c.Policy(ctx)
-	if err != nil {
-		return err
-	}
-	wt := pol.Policy.Weights
+	wt := in.policy.Policy.Weights
 	if format == "" {
 		format = sprioFormat(wt, len(users) > 0, norm, long)
 	}

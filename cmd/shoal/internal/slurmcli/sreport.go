@@ -766,23 +766,11 @@ func Sreport(ctx context.Context, connect Connect, args []string, stdout, stderr
 	if a.report, err = parseSreportCommand(rest, now); err != nil {
 		return err
 	}
-	c, err := connect()
+	_, got, err := readAgent(ctx, connect, readJobs|readNodes|readPolicy)
 	if err != nil {
 		return err
 	}
-	jobs, err := c.Jobs(ctx, true)
-	if err != nil {
-		return err
-	}
-	nodes, err := c.Nodes(ctx)
-	if err != nil {
-		return err
-	}
-	pol, err := c.Policy(ctx)
-	if err != nil {
-		return err
-	}
-	in := sreportInput{cluster: clusterName(pol.Policy.ClusterName), jobs: jobs, nodes: nodes, now: now, proper: properName}
+	in := sreportInput{cluster: clusterName(got.policy.Policy.ClusterName), jobs: got.jobs, nodes: got.nodes, now: now, proper: properName}
 	return renderSreport(stdout, a, in)
 }
 

@@ -20,7 +20,6 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
 	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
 	"github.com/shoal-sched/shoal/exec/task"
 	"github.com/shoal-sched/shoal/slurm"
@@ -112,18 +111,9 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 		return 1, err
 	}
 	spec.Command = withTaskHooks(opts, spec.Command)
-	var req api.StepRequest
-	step, err := startStepWaiting(ctx, c, job, opts.Immediate, stderr, func() (step api.StepResponse, err error) {
-		step, req, err = startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, localInput(opts), stderr)
-		return step, err
-	})
-	if errors.Is(err, exitcode.Code(1)) {
-		return 1, err
-	}
-	if err != nil {
+	return runStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, opts, stdout, stderr, func(err error) (int, error) {
 		return 1, fmt.Errorf("start step in job %d: %w", job, err)
-	}
-	return followStepInput(ctx, c, job, step, stepStdinOf(opts, req), followOptsOf(opts), stdout, stderr)
+	})
 }
 
 // ParseSrunOutside parses srun's options for a job of its own (shoal run).
