@@ -74,14 +74,7 @@ func TestSetPolicy(t *testing.T) {
 		})
 	}
 
-	snap, err := h.s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := New()
-	if err := r.Restore(snap); err != nil {
-		t.Fatalf("Restore: %v", err)
-	}
+	r := restored(t, h.s)
 	if rp := r.View().Policy(); rp == nil || !rp.Equal(&p) {
 		t.Fatalf("restored Policy() = %+v; want %+v", rp, p)
 	}
