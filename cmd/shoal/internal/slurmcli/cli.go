@@ -38,6 +38,19 @@ func cliArgs(cmd string, opts []slurm.Option, args []string, stderr io.Writer) (
 	return vals, rest, nil
 }
 
+// cliOptions is cliArgs for a command that takes options only: an
+// operand is an error.
+func cliOptions(cmd string, opts []slurm.Option, args []string, stderr io.Writer) ([]slurm.OptValue, error) {
+	vals, rest, err := cliArgs(cmd, opts, args, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", rest[0])
+	}
+	return vals, nil
+}
+
 // parseCLI scans a query command's arguments: the options in the order
 // given, and the operands. An error is a *slurm.UsageError worded as the
 // command prints it ("squeue: unrecognized option '--bogus'").

@@ -674,12 +674,9 @@ func parseUnits(s string) (int, error) {
 // every job in its replicated state, so the "accounting" is the queue with
 // finished jobs.
 func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr io.Writer) error {
-	vals, rest, err := cliArgs("sacct", sacctOpts, args, stderr)
+	vals, err := cliOptions("sacct", sacctOpts, args, stderr)
 	if err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected argument %q", rest[0])
 	}
 	now := time.Now()
 	v := slurmView{now: now, loc: time.Local}

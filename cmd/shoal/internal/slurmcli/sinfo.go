@@ -325,12 +325,9 @@ func (q sinfoQuery) match(n sinfoNode) bool {
 // Sinfo is sinfo: the partition view (one row per state), or with -N
 // one row per node.
 func Sinfo(ctx context.Context, connect Connect, args []string, stdout, stderr io.Writer) error {
-	vals, rest, err := cliArgs("sinfo", sinfoOpts, args, stderr)
+	vals, err := cliOptions("sinfo", sinfoOpts, args, stderr)
 	if err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected argument %q", rest[0])
 	}
 	var q sinfoQuery
 	for _, v := range vals {

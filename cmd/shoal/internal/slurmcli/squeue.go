@@ -215,12 +215,9 @@ func (q squeueQuery) match(j api.Job) bool {
 
 // Squeue is squeue: pending and running jobs in Slurm's columns.
 func Squeue(ctx context.Context, connect Connect, args []string, stdout, stderr io.Writer) error {
-	vals, rest, err := cliArgs("squeue", squeueOpts, args, stderr)
+	vals, err := cliOptions("squeue", squeueOpts, args, stderr)
 	if err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected argument %q", rest[0])
 	}
 	q := squeueQuery{format: os.Getenv("SQUEUE_FORMAT"), format2: os.Getenv("SQUEUE_FORMAT2")}
 	for _, v := range vals {

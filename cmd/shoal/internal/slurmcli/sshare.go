@@ -2,7 +2,6 @@ package slurmcli
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -240,12 +239,9 @@ func sshareOptions(vals []slurm.OptValue) (string, sacctLayout, sshareQuery) {
 // Sshare is sshare: the fair-share tree, -a, -A, -u, -U, -l, -o, -n, -P,
 // -p.
 func Sshare(ctx context.Context, connect Connect, args []string, stdout, stderr io.Writer) error {
-	vals, rest, err := cliArgs("sshare", sshareOpts, args, stderr)
+	vals, err := cliOptions("sshare", sshareOpts, args, stderr)
 	if err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected argument %q", rest[0])
 	}
 	format, layout, q := sshareOptions(vals)
 	if !q.all && len(q.users) == 0 {
