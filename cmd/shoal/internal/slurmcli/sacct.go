@@ -553,41 +553,18 @@ func sacctRows(jobs []api.Job, jobsOnly, dups bool) []sacctRow {
 
 // sacctQuery is what sacct was asked to show.
 type sacctQuery struct {
+	jobFilter
 	ids      []jobSel
-	users    []string
-	accounts []string // -A: only these accounts
-	qos      []string // -q: only these QoS levels
 	allUsers bool
 	states   map[string]bool
-	names    []string
-	nodes    []string // -N: jobs that ran on any of these nodes
-	parts    []string // -r: only these partitions
 	start    time.Time
 	end      time.Time
 	startSet bool // -S given: -j jobs must fall in the window too
 }
 
 func (q sacctQuery) match(j api.Job) bool {
-	switch {
-	case len(q.parts) > 0 && !slices.Contains(q.parts, jobPartition(j)):
-		return false
-	case len(q.ids) > 0:
-		if !selects(q.ids, j) {
-			return false
-		}
-	case !q.allUsers && len(q.users) > 0 && !slices.Contains(q.users, j.User):
-		return false
-	}
-	if len(q.nodes) > 0 && !onNodes(j, q.nodes) {
-		return false
-	}
-	if len(q.names) > 0 && !slices.Contains(q.names, j.Name) {
-		return false
-	}
-	if len(q.accounts) > 0 && !slices.Contains(q.accounts, j.Account) {
-		return false
-	}
-	if len(q.qos) > 0 && !slices.Contains(q.qos, j.QoS) {
+	// -j selects jobs whoever's they are.
+	if !q.matches(j, len(q.ids) == 0 && !q.allUsers) || len(q.ids) > 0 && !selects(q.ids, j) {
 		return false
 	}
 	if q.states != nil {
@@ -711,22 +688,12 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 			dups = true
 		case "delimiter":
 			layout.delimiter = o.Value
-		case "user":
-			q.users = append(q.users, resolveUsers(o.Value)...)
 		case "allusers":
 			q.allUsers = true
 		case "state":
 			if q.states, _, err = parseStates(o.Value); err != nil {
 				return err
 			}
-		case "name":
-			q.names = append(q.names, splitList(o.Value)...)
-		case "nodelist":
-			if q.nodes, err = expandNodeFilter(o.Value); err != nil {
-				return err
-			}
-		case "partition":
-			q.parts = append(q.parts, splitList(o.Value)...)
 		case "starttime":
 			if q.start, err = slurm.ParseDate(o.Value, now); err != nil {
 				return fmt.Errorf("-S: %w", err)
@@ -737,12 +704,12 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 				return fmt.Errorf("-E: %w", err)
 			}
 			endSet = true
-		case "accounts":
-			q.accounts = append(q.accounts, splitList(o.Value)...)
-		case "qos":
-			q.qos = append(q.qos, splitList(o.Value)...)
 		case "units":
 			if v.units, err = parseUnits(o.Value); err != nil {
+				return err
+			}
+		default:
+			if err := q.option(o); err != nil {
 				return err
 			}
 		}

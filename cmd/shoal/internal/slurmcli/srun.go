@@ -20,6 +20,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
 	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
 	"github.com/shoal-sched/shoal/exec/task"
 	"github.com/shoal-sched/shoal/slurm"
@@ -114,6 +115,25 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 	return runStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, opts, stdout, stderr, func(err error) (int, error) {
 		return 1, fmt.Errorf("start step in job %d: %w", job, err)
 	})
+}
+
+// runStep is srun's step in job's allocation: it starts req (waiting for
+// the step's resources as startStepWaiting does, relaying srun's stdin as
+// opts ask) and follows the step to its end. failed words a start that
+// failed other than by a refusal already printed.
+func runStep(ctx context.Context, c *api.Client, job uint64, req api.StepRequest, opts slurm.Options, stdout, stderr io.Writer, failed func(error) (int, error)) (int, error) {
+	var sent api.StepRequest
+	step, err := startStepWaiting(ctx, c, job, opts.Immediate, stderr, func() (step api.StepResponse, err error) {
+		step, sent, err = startStep(ctx, c, job, req, localInput(opts), stderr)
+		return step, err
+	})
+	if errors.Is(err, exitcode.Code(1)) {
+		return 1, err
+	}
+	if err != nil {
+		return failed(err)
+	}
+	return followStepInput(ctx, c, job, step, stepStdinOf(opts, sent), followOptsOf(opts), stdout, stderr)
 }
 
 // ParseSrunOutside parses srun's options for a job of its own (shoal run).

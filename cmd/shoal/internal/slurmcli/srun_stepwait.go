@@ -11,7 +11,6 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
-	"github.com/shoal-sched/shoal/slurm"
 )
 
 // stepWaitPoll bounds one blocking query on the job while a step waits
@@ -29,25 +28,6 @@ func busyLine(job uint64, tries int) string {
 		how = "still disabled"
 	}
 	return fmt.Sprintf("srun: Job %d step creation %s, retrying (Requested nodes are busy)\n", job, how)
-}
-
-// runStep is srun's step in job's allocation: it starts req (waiting for
-// the step's resources as startStepWaiting does, relaying srun's stdin as
-// opts ask) and follows the step to its end. failed words a start that
-// failed other than by a refusal already printed.
-func runStep(ctx context.Context, c *api.Client, job uint64, req api.StepRequest, opts slurm.Options, stdout, stderr io.Writer, failed func(error) (int, error)) (int, error) {
-	var sent api.StepRequest
-	step, err := startStepWaiting(ctx, c, job, opts.Immediate, stderr, func() (step api.StepResponse, err error) {
-		step, sent, err = startStep(ctx, c, job, req, localInput(opts), stderr)
-		return step, err
-	})
-	if errors.Is(err, exitcode.Code(1)) {
-		return 1, err
-	}
-	if err != nil {
-		return failed(err)
-	}
-	return followStepInput(ctx, c, job, step, stepStdinOf(opts, sent), followOptsOf(opts), stdout, stderr)
 }
 
 // startStepWaiting starts a step with start, and while other steps of
