@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 
 	"github.com/shoal-sched/shoal/api"
@@ -26,6 +27,23 @@ func printJSON(v any) error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// actRun is the RunE of a command that changes something through the
+// agent: act does it and says what it did, printed as a line.
+func actRun(g *globalFlags, act func(ctx context.Context, c *api.Client, args []string) (string, error)) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := g.client()
+		if err != nil {
+			return err
+		}
+		done, err := act(cmd.Context(), c, args)
+		if err != nil {
+			return err
+		}
+		fmt.Println(done)
+		return nil
+	}
 }
 
 // showRun is the RunE of a command that shows what get fetches: as JSON
