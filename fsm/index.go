@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -321,14 +322,6 @@ func (v ridView) sorted() []ridPair {
 		out = append(out, ridPair{RequestID: rid, Job: id})
 	}
 	out = append(out, v.tail...)
-	slices.SortFunc(out, func(a, b ridPair) int {
-		switch {
-		case a.RequestID < b.RequestID:
-			return -1
-		case a.RequestID > b.RequestID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b ridPair) int { return cmp.Compare(a.RequestID, b.RequestID) })
 	return out
 }
