@@ -154,18 +154,25 @@ func scanFormat(format string, allowAuto bool, text func(string), spec func(form
 
 // Elapsed is how long the job has run (squeue's TIME; shoal queue's too).
 func Elapsed(j api.Job, now time.Time) time.Duration {
-	start, err := time.Parse(time.RFC3339, j.StartTime)
-	if err != nil {
-		return 0
-	}
-	end := now
-	if e, err := time.Parse(time.RFC3339, j.EndTime); err == nil {
-		end = e
-	}
-	if end.Before(start) {
+	start, end, ok := runSpan(j, now)
+	if !ok || end.Before(start) {
 		return 0
 	}
 	return end.Sub(start).Truncate(time.Second)
+}
+
+// runSpan is when j held its allocation: from its start to its end, or
+// to now while it runs; ok is false for a job that never started.
+func runSpan(j api.Job, now time.Time) (start, end time.Time, ok bool) {
+	start, err := time.Parse(time.RFC3339, j.StartTime)
+	if err != nil {
+		return start, end, false
+	}
+	end = now
+	if e, err := time.Parse(time.RFC3339, j.EndTime); err == nil {
+		end = e
+	}
+	return start, end, true
 }
 
 // currentIdentity is who runs the command: the user of --me, and whose

@@ -243,13 +243,9 @@ func sreportUsage(jobs []api.Job, nodes []api.Node, start, end, now time.Time) (
 // jobSeconds is how long the job held its allocation within [start,
 // end): 0 for one that never started.
 func jobSeconds(j api.Job, start, end, now time.Time) int64 {
-	s, err := time.Parse(time.RFC3339, j.StartTime)
-	if err != nil {
+	s, e, ok := runSpan(j, now)
+	if !ok {
 		return 0
-	}
-	e := now
-	if t, err := time.Parse(time.RFC3339, j.EndTime); err == nil {
-		e = t
 	}
 	s, e = maxTime(s, start), minTime(e, end)
 	if !e.After(s) {

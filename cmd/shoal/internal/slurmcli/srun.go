@@ -32,6 +32,8 @@ const (
 	// srunCancelWait is how long srun waits for a step it cancelled
 	// (Ctrl-C) to end before it gives up on it.
 	srunCancelWait = 30 * time.Second
+	// jobReadTimeout bounds one read of the job srun runs in.
+	jobReadTimeout = 10 * time.Second
 )
 
 // Srun is srun: inside an allocation (SHOAL_JOB_ID or SLURM_JOB_ID set)
@@ -134,6 +136,13 @@ func runStep(ctx context.Context, c *api.Client, job uint64, req api.StepRequest
 		return failed(err)
 	}
 	return followStepInput(ctx, c, job, step, stepStdinOf(opts, sent), followOptsOf(opts), stdout, stderr)
+}
+
+// readJob reads job, bounding the read by jobReadTimeout.
+func readJob(ctx context.Context, c *api.Client, job uint64) (api.Job, error) {
+	ctx, cancel := context.WithTimeout(ctx, jobReadTimeout)
+	defer cancel()
+	return c.Job(ctx, job)
 }
 
 // ParseSrunOutside parses srun's options for a job of its own (shoal run).

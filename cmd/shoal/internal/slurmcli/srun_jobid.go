@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
@@ -40,9 +39,7 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 	if env, err := slurm.ParseJobID(jobIDEnv()); err == nil && env == job {
 		inc, _ = strconv.ParseUint(os.Getenv("SHOAL_INCARNATION"), 10, 64)
 	}
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	j, err := c.Job(rctx, job)
-	cancel()
+	j, err := readJob(ctx, c, job)
 	if refusal := stepRefusal(job, j, err); refusal != "" {
 		fmt.Fprint(stderr, refusal)
 		return 1, exitcode.Code(1)
