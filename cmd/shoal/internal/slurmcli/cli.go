@@ -20,6 +20,19 @@ import (
 // sacct, sprio, scontrol) share: their command lines go through slurm.Getopt (with
 // GNU's argument permutation) and their -o formats through scanFormat.
 
+// What the Slurm commands refuse alike: --help and --usage (Shoal's own
+// help instead) and -M/--clusters (Shoal runs one cluster).
+const (
+	seeHelp      = "see `shoal help`"
+	noFederation = "Shoal has no federation of clusters"
+)
+
+var (
+	optHelp     = slurm.Option{Long: "help", Arg: slurm.NoArg, Unsupported: seeHelp}
+	optUsage    = slurm.Option{Long: "usage", Arg: slurm.NoArg, Unsupported: seeHelp}
+	optClusters = slurm.Option{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: noFederation}
+)
+
 // cliArgs parses a query command's arguments and prints a usage error as
 // the command does; the returned error then only carries the exit code.
 // An option Shoal refuses is an error naming it.

@@ -47,11 +47,11 @@ var sacctOpts = []slurm.Option{
 	{Long: "accounts", Short: 'A', Arg: slurm.NeedArg},
 	{Long: "qos", Short: 'q', Arg: slurm.NeedArg},
 	{Long: "nodelist", Short: 'N', Arg: slurm.NeedArg},
-	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
+	optClusters,
 	{Long: "json", Arg: slurm.NoArg, Unsupported: "use `shoal job N --json`"},
 	{Long: "helpformat", Short: 'e', Arg: slurm.NoArg, Unsupported: "see the fields listed in `shoal slurm sacct --format` errors"},
-	{Long: "help", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
-	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	optHelp,
+	optUsage,
 }
 
 // sacctRow is one line of sacct: a job, its batch step, or one of its

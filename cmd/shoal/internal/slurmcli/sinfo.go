@@ -48,10 +48,10 @@ var sinfoOpts = []slurm.Option{
 	{Long: "iterate", Short: 'i', Arg: slurm.NeedArg, Unsupported: "run it under watch(1)"},
 	{Long: "sort", Short: 'S', Arg: slurm.NeedArg, Unsupported: "rows are listed by state, then by node name"},
 	{Long: "reservation", Short: 'T', Arg: slurm.NoArg, Unsupported: "Shoal has no reservations"},
-	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
+	optClusters,
 	{Long: "json", Arg: slurm.NoArg, Unsupported: "use `shoal nodes --json`"},
-	{Long: "help", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
-	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	optHelp,
+	optUsage,
 }
 
 // sinfoState is a node's state as sinfo prints it: compact (%t) and long

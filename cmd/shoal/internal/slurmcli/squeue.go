@@ -59,10 +59,10 @@ var squeueOpts = []slurm.Option{
 	{Long: "account", Short: 'A', Arg: slurm.NeedArg},
 	{Long: "qos", Short: 'q', Arg: slurm.NeedArg},
 	{Long: "nodelist", Short: 'w', Arg: slurm.NeedArg},
-	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
+	optClusters,
 	{Long: "json", Arg: slurm.NoArg, Unsupported: "use `shoal queue --json`"},
-	{Long: "help", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
-	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	optHelp,
+	optUsage,
 }
 
 // parseStates turns a squeue -t (or sacct -s) list of codes or names

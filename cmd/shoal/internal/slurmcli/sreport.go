@@ -340,12 +340,12 @@ var sreportOpts = []slurm.Option{
 	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
 	{Long: "all_clusters", Short: 'a', Arg: slurm.NoArg},
 	{Long: "local", Arg: slurm.NoArg},
-	{Long: "cluster", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
-	{Long: "federation", Arg: slurm.NoArg, Unsupported: "Shoal has no federation of clusters"},
+	{Long: "cluster", Short: 'M', Arg: slurm.NeedArg, Unsupported: noFederation},
+	{Long: "federation", Arg: slurm.NoArg, Unsupported: noFederation},
 	{Long: "sort", Short: 's', Arg: slurm.NeedArg, Unsupported: "reports are sorted by usage"},
 	{Long: "immediate", Short: 'i', Arg: slurm.NoArg},
-	{Long: "help", Short: 'h', Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
-	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	{Long: "help", Short: 'h', Arg: slurm.NoArg, Unsupported: seeHelp},
+	optUsage,
 }
 
 // sreportReport is one report's request: which, its window, its format

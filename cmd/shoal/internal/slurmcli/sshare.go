@@ -186,10 +186,10 @@ var sshareOpts = []slurm.Option{
 	{Long: "Users", Short: 'U', Arg: slurm.NoArg},
 	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
 	{Long: "partition", Short: 'm', Arg: slurm.NoArg, Unsupported: "Shoal's fair-share has no per-partition associations"},
-	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
+	optClusters,
 	{Long: "helpformat", Short: 'e', Arg: slurm.NoArg, Unsupported: "the fields are Slurm's: Account, User, RawShares, NormShares, RawUsage, NormUsage, EffectvUsage, FairShare"},
-	{Long: "help", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
-	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	optHelp,
+	optUsage,
 }
 
 // sshareOptions turns sshare's options into the format, the layout and
