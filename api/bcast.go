@@ -70,14 +70,7 @@ func (c *Client) Bcast(ctx context.Context, job uint64, f BcastFile, r io.Reader
 	if err != nil {
 		return fmt.Errorf("PUT %s: %w", path, err)
 	}
-	for k, v := range c.header {
-		req.Header[k] = v
-	}
-	if c.identity != nil {
-		req.Header.Set(HeaderUser, c.identity.User)
-		req.Header.Set(HeaderUID, strconv.Itoa(c.identity.UID))
-		req.Header.Set(HeaderGID, strconv.Itoa(c.identity.GID))
-	}
+	c.setHeaders(req)
 	req.Header.Set("Content-Type", "application/octet-stream")
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -743,7 +743,7 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("env: %d variables, want at most %d", len(s.Env), MaxEnvVars)
 	}
 	for i, kv := range s.Env {
-		if !validEnvPair(kv) {
+		if !ValidEnvPair(kv) {
 			return fmt.Errorf("env[%d] %q: want KEY=VALUE", i, kv)
 		}
 	}
@@ -813,7 +813,10 @@ func ValidateContainer(p string) error {
 	return nil
 }
 
-func validEnvPair(kv string) bool {
+// ValidEnvPair is the rule for an environment entry (Spec.Env,
+// StepSpec.Env): KEY=VALUE with a non-empty key and no NUL byte in the
+// key.
+func ValidEnvPair(kv string) bool {
 	for i := 0; i < len(kv); i++ {
 		if kv[i] == '=' {
 			return i > 0

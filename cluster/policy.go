@@ -343,11 +343,8 @@ func (p *Policy) Validate() error {
 	}
 	for i, a := range p.Accounts {
 		where := fmt.Sprintf("accounts[%d] %.64q", i, a.Name)
-		if err := policyName(a.Name); err != nil {
-			return fmt.Errorf("%s: name: %w", where, err)
-		}
-		if i > 0 && a.Name <= p.Accounts[i-1].Name {
-			return fmt.Errorf("%s: name not after %q, want ascending unique names", where, p.Accounts[i-1].Name)
+		if err := namedAt(where, p.Accounts, i, func(a AccountShare) string { return a.Name }); err != nil {
+			return err
 		}
 		if a.Shares < 0 || a.Shares > MaxPolicyShares {
 			return fmt.Errorf("%s: shares %d: want 0 to %d", where, a.Shares, int64(MaxPolicyShares))
@@ -357,11 +354,8 @@ func (p *Policy) Validate() error {
 		}
 		for k, u := range a.Users {
 			uw := fmt.Sprintf("%s: users[%d] %.64q", where, k, u.Name)
-			if err := policyName(u.Name); err != nil {
-				return fmt.Errorf("%s: name: %w", uw, err)
-			}
-			if k > 0 && u.Name <= a.Users[k-1].Name {
-				return fmt.Errorf("%s: name not after %q, want ascending unique names", uw, a.Users[k-1].Name)
+			if err := namedAt(uw, a.Users, k, func(u UserShare) string { return u.Name }); err != nil {
+				return err
 			}
 			if u.Shares < 0 || u.Shares > MaxPolicyShares {
 				return fmt.Errorf("%s: shares %d: want 0 to %d", uw, u.Shares, int64(MaxPolicyShares))
@@ -373,11 +367,8 @@ func (p *Policy) Validate() error {
 	}
 	for i, q := range p.QoS {
 		where := fmt.Sprintf("qos[%d] %.64q", i, q.Name)
-		if err := policyName(q.Name); err != nil {
-			return fmt.Errorf("%s: name: %w", where, err)
-		}
-		if i > 0 && q.Name <= p.QoS[i-1].Name {
-			return fmt.Errorf("%s: name not after %q, want ascending unique names", where, p.QoS[i-1].Name)
+		if err := namedAt(where, p.QoS, i, func(q QoSLevel) string { return q.Name }); err != nil {
+			return err
 		}
 		if q.Priority < 0 || q.Priority > MaxPolicyWeight {
 			return fmt.Errorf("%s: priority %d: want 0 to %d", where, q.Priority, int64(MaxPolicyWeight))
@@ -390,6 +381,18 @@ func (p *Policy) Validate() error {
 		return err
 	}
 	return p.validatePreempt()
+}
+
+// namedAt checks the name of list[i], an account, user or QoS level
+// (where, in errors): a valid name, after the name before it.
+func namedAt[T any](where string, list []T, i int, name func(T) string) error {
+	if err := policyName(name(list[i])); err != nil {
+		return fmt.Errorf("%s: name: %w", where, err)
+	}
+	if i > 0 && name(list[i]) <= name(list[i-1]) {
+		return fmt.Errorf("%s: name not after %q, want ascending unique names", where, name(list[i-1]))
+	}
+	return nil
 }
 
 // policyName checks an account, user or QoS name.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -80,15 +81,7 @@ func (s *Security) RevokedAt(name string) (time.Time, bool) {
 	if s == nil {
 		return time.Time{}, false
 	}
-	i, ok := slices.BinarySearchFunc(s.Revoked, name, func(r Revocation, n string) int {
-		switch {
-		case r.Name < n:
-			return -1
-		case r.Name > n:
-			return 1
-		}
-		return 0
-	})
+	i, ok := slices.BinarySearchFunc(s.Revoked, name, func(r Revocation, n string) int { return cmp.Compare(r.Name, n) })
 	if !ok {
 		return time.Time{}, false
 	}
@@ -100,14 +93,6 @@ func (s *Security) UserTokenRevoked(id string) bool {
 	if s == nil {
 		return false
 	}
-	_, ok := slices.BinarySearchFunc(s.RevokedUserTokens, id, func(r RevokedUserToken, id string) int {
-		switch {
-		case r.ID < id:
-			return -1
-		case r.ID > id:
-			return 1
-		}
-		return 0
-	})
+	_, ok := slices.BinarySearchFunc(s.RevokedUserTokens, id, func(r RevokedUserToken, id string) int { return cmp.Compare(r.ID, id) })
 	return ok
 }

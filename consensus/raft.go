@@ -354,6 +354,18 @@ func timeout(ctx context.Context) (context.Context, context.CancelFunc, time.Dur
 	return ctx, func() {}, max(time.Until(dl), time.Millisecond)
 }
 
+// do starts a raft operation with start, given the time left (ctx
+// bounded as timeout bounds it), and waits for it; what names it in the
+// error.
+func (r *Raft) do(ctx context.Context, what string, start func(d time.Duration) raft.Future) error {
+	ctx, cancel, d := timeout(ctx)
+	defer cancel()
+	if err := r.await(ctx, start(d)); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
 // await waits for f or for ctx. The goroutine that blocks on f is tracked
 // by r.wg; raft resolves every future by its shutdown at the latest.
 func (r *Raft) await(ctx context.Context, f raft.Future) error {
@@ -395,23 +407,17 @@ func (r *Raft) Apply(ctx context.Context, data []byte) (fsm.Result, uint64, erro
 // Barrier waits until every entry committed before it is applied here;
 // a new leader calls it before reading its state. Leader only.
 func (r *Raft) Barrier(ctx context.Context) error {
-	ctx, cancel, d := timeout(ctx)
-	defer cancel()
-	if err := r.await(ctx, r.raft.Barrier(d)); err != nil {
-		return fmt.Errorf("barrier: %w", err)
-	}
-	return nil
+	return r.do(ctx, "barrier", func(d time.Duration) raft.Future {
+		return r.raft.Barrier(d)
+	})
 }
 
 // VerifyLeader confirms with a quorum that this server is still the
 // leader.
 func (r *Raft) VerifyLeader(ctx context.Context) error {
-	ctx, cancel, _ := timeout(ctx)
-	defer cancel()
-	if err := r.await(ctx, r.raft.VerifyLeader()); err != nil {
-		return fmt.Errorf("verify leader: %w", err)
-	}
-	return nil
+	return r.do(ctx, "verify leader", func(_ time.Duration) raft.Future {
+		return r.raft.VerifyLeader()
+	})
 }
 
 // IsLeader reports whether this server believes it is the leader now.
@@ -458,55 +464,40 @@ func (r *Raft) State() string { return r.raft.State().String() }
 
 // AddVoter adds a server as a voter, or promotes a non-voter. Leader only.
 func (r *Raft) AddVoter(ctx context.Context, id, addr string) error {
-	ctx, cancel, d := timeout(ctx)
-	defer cancel()
-	if err := r.await(ctx, r.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, d)); err != nil {
-		return fmt.Errorf("add voter %s at %s: %w", id, addr, err)
-	}
-	return nil
+	return r.do(ctx, fmt.Sprintf("add voter %s at %s", id, addr), func(d time.Duration) raft.Future {
+		return r.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, d)
+	})
 }
 
 // AddNonvoter adds a server that replicates the log without a vote, or
 // updates a server's address. Leader only.
 func (r *Raft) AddNonvoter(ctx context.Context, id, addr string) error {
-	ctx, cancel, d := timeout(ctx)
-	defer cancel()
-	if err := r.await(ctx, r.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, d)); err != nil {
-		return fmt.Errorf("add nonvoter %s at %s: %w", id, addr, err)
-	}
-	return nil
+	return r.do(ctx, fmt.Sprintf("add nonvoter %s at %s", id, addr), func(d time.Duration) raft.Future {
+		return r.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, d)
+	})
 }
 
 // DemoteVoter takes a voter's vote away; it stays as a non-voter. Leader
 // only.
 func (r *Raft) DemoteVoter(ctx context.Context, id string) error {
-	ctx, cancel, d := timeout(ctx)
-	defer cancel()
-	if err := r.await(ctx, r.raft.DemoteVoter(raft.ServerID(id), 0, d)); err != nil {
-		return fmt.Errorf("demote voter %s: %w", id, err)
-	}
-	return nil
+	return r.do(ctx, fmt.Sprintf("demote voter %s", id), func(d time.Duration) raft.Future {
+		return r.raft.DemoteVoter(raft.ServerID(id), 0, d)
+	})
 }
 
 // RemoveServer removes a server from the configuration. Leader only.
 func (r *Raft) RemoveServer(ctx context.Context, id string) error {
-	ctx, cancel, d := timeout(ctx)
-	defer cancel()
-	if err := r.await(ctx, r.raft.RemoveServer(raft.ServerID(id), 0, d)); err != nil {
-		return fmt.Errorf("remove server %s: %w", id, err)
-	}
-	return nil
+	return r.do(ctx, fmt.Sprintf("remove server %s", id), func(d time.Duration) raft.Future {
+		return r.raft.RemoveServer(raft.ServerID(id), 0, d)
+	})
 }
 
 // TransferLeadership hands leadership to the most up-to-date voter and
 // waits until it took it. Leader only.
 func (r *Raft) TransferLeadership(ctx context.Context) error {
-	ctx, cancel, _ := timeout(ctx)
-	defer cancel()
-	if err := r.await(ctx, r.raft.LeadershipTransfer()); err != nil {
-		return fmt.Errorf("transfer leadership: %w", err)
-	}
-	return nil
+	return r.do(ctx, "transfer leadership", func(_ time.Duration) raft.Future {
+		return r.raft.LeadershipTransfer()
+	})
 }
 
 // Shutdown stops raft, the transport and the leadership forwarder, and

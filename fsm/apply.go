@@ -329,11 +329,7 @@ func (s *State) nodeGone(index uint64, name string, status cluster.NodeStatus, a
 				lostNode(j, c.Time)
 			}
 		}
-		j.ModifyIndex = index
-		s.res.release(j, i)
-		settleSteps(j, c.Time)
-		finishRequeue(j)
-		s.storeJob(pos, j)
+		s.storeReleased(index, pos, j, i, c.Time)
 	}
 	return Result{}
 }
@@ -366,6 +362,17 @@ func lostNode(j *cluster.Job, at time.Time) {
 	}
 	j.State = cluster.JobNodeFail
 	j.EndTime = at
+}
+
+// storeReleased stores j (at pos), modified at index, whose NodeAlloc i
+// was just released at t: it records the release in the resource index,
+// settles the steps and finishes a requeue that nothing holds up any more.
+func (s *State) storeReleased(index uint64, pos int, j *cluster.Job, i int, t time.Time) {
+	j.ModifyIndex = index
+	s.res.release(j, i)
+	settleSteps(j, t)
+	finishRequeue(j)
+	s.storeJob(pos, j)
 }
 
 // finishRequeue returns a REQUEUED job to the queue once none of its nodes
@@ -691,11 +698,7 @@ func (s *State) taskExited(index uint64, c TaskExited) Result {
 			j.EndTime = c.Time
 		}
 	}
-	j.ModifyIndex = index
-	s.res.release(j, i)
-	settleSteps(j, c.Time)
-	finishRequeue(j)
-	s.storeJob(pos, j)
+	s.storeReleased(index, pos, j, i, c.Time)
 	return Result{}
 }
 

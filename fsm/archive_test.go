@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/wire"
 )
 
 // TestArchiveJobs: finished jobs leave the live state for the archive,
@@ -91,18 +92,59 @@ func TestArchiveBounds(t *testing.T) {
 
 // restored returns a fresh state restored from s's snapshot, failing the
 // test unless the snapshot round-trips to the same bytes.
-func restored(t *testing.T, s *State) *State {
-	t.Helper()
-	snap, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+func restored(tb testing.TB, s *State) *State {
+	tb.Helper()
+	snap := mustSnapshot(tb, s)
 	r := New()
 	if err := r.Restore(snap); err != nil {
-		t.Fatal(err)
+		tb.Fatalf("Restore(Snapshot()) at %d: %v", s.Index(), err)
 	}
-	if again, _ := r.Snapshot(); !bytes.Equal(snap, again) {
-		t.Errorf("snapshot at %d does not round-trip to the same bytes", s.Index())
+	if again := mustSnapshot(tb, r); !bytes.Equal(snap, again) {
+		tb.Errorf("snapshot at %d does not round-trip to the same bytes", s.Index())
 	}
 	return r
+}
+
+// snapshotBodyOf decodes s's snapshot, for tests that corrupt it.
+func snapshotBodyOf(tb testing.TB, s *State) snapshotBody {
+	tb.Helper()
+	var b snapshotBody
+	if err := wire.Decode(mustSnapshot(tb, s)[1:], &b); err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// jobCorruption is an edit of the first job in a good snapshot that
+// Restore must refuse with an error containing errHas.
+type jobCorruption struct {
+	name   string
+	edit   func(j *cluster.Job)
+	errHas string
+}
+
+// checkJobCorruptions checks that Restore refuses each edit of good's
+// first job, changing nothing, and takes good unedited.
+func checkJobCorruptions(t *testing.T, good func() snapshotBody, tests []jobCorruption) {
+	t.Helper()
+	edit := func(f func(j *cluster.Job)) []byte {
+		b := good()
+		f(b.Jobs[0])
+		return encodeBody(t, b)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New()
+			err := s.Restore(edit(tt.edit))
+			if err == nil || !strings.Contains(err.Error(), tt.errHas) {
+				t.Fatalf("Restore(%s) = %v; want an error mentioning %q", tt.name, err, tt.errHas)
+			}
+			if s.Index() != 0 {
+				t.Errorf("a refused Restore changed the state")
+			}
+		})
+	}
+	if err := New().Restore(edit(func(*cluster.Job) {})); err != nil {
+		t.Errorf("Restore(unedited fixture) = %v; want nil", err)
+	}
 }

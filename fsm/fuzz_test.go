@@ -26,16 +26,7 @@ func fixtureSnapshot(tb testing.TB) []byte {
 	if r := h.must(tb, CmdAllocate, Allocate{Decisions: []Decision{place(3, "n2", []int{2}, "n3", []int{0})}}); len(r.Rejected) != 0 {
 		tb.Fatalf("fixture allocate rejected %v", r.Rejected)
 	}
-	return mustSnapshotTB(tb, h.s)
-}
-
-func mustSnapshotTB(tb testing.TB, s *State) []byte {
-	tb.Helper()
-	b, err := s.Snapshot()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
+	return mustSnapshot(tb, h.s)
 }
 
 // FuzzApply: no bytes from the log may panic Apply, every entry advances
@@ -95,17 +86,7 @@ func FuzzApply(f *testing.F) {
 		if (s.Diverged() != nil) != errors.Is(r.Err, ErrDiverged) {
 			t.Fatalf("Diverged() = %v but Apply returned %v", s.Diverged(), r.Err)
 		}
-		snap, err := s.Snapshot()
-		if err != nil {
-			t.Fatalf("Snapshot() after Apply(%x): %v", data, err)
-		}
-		back := New()
-		if err := back.Restore(snap); err != nil {
-			t.Fatalf("Restore(Snapshot()) after Apply(%x): %v", data, err)
-		}
-		if again := mustSnapshotTB(t, back); !bytes.Equal(snap, again) {
-			t.Fatalf("Snapshot -> Restore -> Snapshot differs after Apply(%x)", data)
-		}
+		restored(t, s)
 	})
 }
 
@@ -114,7 +95,7 @@ func FuzzApply(f *testing.F) {
 func FuzzRestore(f *testing.F) {
 	good := fixtureSnapshot(f)
 	f.Add(good)
-	f.Add(mustSnapshotTB(f, New()))
+	f.Add(mustSnapshot(f, New()))
 	f.Add(good[:len(good)/2])
 	f.Add([]byte{snapshotVersion})
 	f.Add([]byte{snapshotVersion, 0xdf, 0xff, 0xff, 0xff, 0xff})
@@ -128,12 +109,12 @@ func FuzzRestore(f *testing.F) {
 			}
 			return
 		}
-		once := mustSnapshotTB(t, s)
+		once := mustSnapshot(t, s)
 		back := New()
 		if err := back.Restore(once); err != nil {
 			t.Fatalf("Restore(Snapshot()) after Restore(%x): %v", data, err)
 		}
-		if twice := mustSnapshotTB(t, back); !bytes.Equal(once, twice) {
+		if twice := mustSnapshot(t, back); !bytes.Equal(once, twice) {
 			t.Fatalf("Snapshot not canonical after restoring %x", data)
 		}
 	})

@@ -262,22 +262,15 @@ func (g *Gates) after(typ string, t *cluster.Job, delay time.Duration) depState 
 			return depMet
 		}
 		return depWaiting
-	case cluster.DepAfterOK:
-		switch {
+	case cluster.DepAfterOK, cluster.DepAfterNotOK:
+		// Met once t ended as the type asks: succeeded, or did not.
+		switch succeeded := t.State == cluster.JobCompleted && t.ExitCode == 0; {
 		case !ended:
 			return depWaiting
-		case t.State == cluster.JobCompleted && t.ExitCode == 0:
+		case succeeded == (typ == cluster.DepAfterOK):
 			return depMet
 		}
 		return depNever
-	case cluster.DepAfterNotOK:
-		switch {
-		case !ended:
-			return depWaiting
-		case t.State == cluster.JobCompleted && t.ExitCode == 0:
-			return depNever
-		}
-		return depMet
 	}
 	return depNever // Validate admits no other type
 }

@@ -140,7 +140,7 @@ func TestGoldenLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := mustSnapshotTB(t, s); !bytes.Equal(b, snap) {
+	if b := mustSnapshot(t, s); !bytes.Equal(b, snap) {
 		t.Errorf("Snapshot() after replay differs from %s (%d bytes, want %d)", goldenSnapFile, len(b), len(snap))
 	}
 }
@@ -165,7 +165,7 @@ func TestGoldenSnapshotRestores(t *testing.T) {
 	if line := fmt.Sprintf("hash %x\n", sum); !strings.HasSuffix(string(want), line) || index != uint64(strings.Count(string(want), "\n")-1) {
 		t.Errorf("Restore(%s): index %d, %s; want the last index and hash of %s", goldenSnapFile, index, line, goldenWantFile)
 	}
-	if b := mustSnapshotTB(t, s); !bytes.Equal(b, snap) {
+	if b := mustSnapshot(t, s); !bytes.Equal(b, snap) {
 		t.Errorf("Snapshot() after Restore(%s) differs from it", goldenSnapFile)
 	}
 }
@@ -183,7 +183,7 @@ func writeGolden(t *testing.T) {
 	for _, f := range []struct {
 		path string
 		data []byte
-	}{{goldenLogFile, []byte(log.String())}, {goldenWantFile, []byte(want)}, {goldenSnapFile, mustSnapshotTB(t, s)}} {
+	}{{goldenLogFile, []byte(log.String())}, {goldenWantFile, []byte(want)}, {goldenSnapFile, mustSnapshot(t, s)}} {
 		if err := os.WriteFile(f.path, f.data, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -200,14 +200,14 @@ func TestNewerSnapshotFormatRefused(t *testing.T) {
 	}
 	h := newHarness()
 	h.must(t, CmdUpsertNode, UpsertNode{Node: gpuNode("n1", 1, "leaf0")})
-	before := mustSnapshotTB(t, h.s)
+	before := mustSnapshot(t, h.s)
 	newer := append([]byte{snapshotVersion + 1}, snap[1:]...)
 	err = h.s.Restore(newer)
 	want := fmt.Sprintf("format version %d is newer than this agent reads (%d, protocol v%d): upgrade it", snapshotVersion+1, snapshotVersion, ProtocolVersion)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Restore(format %d) error = %v; want one containing %q", snapshotVersion+1, err, want)
 	}
-	if after := mustSnapshotTB(t, h.s); !bytes.Equal(before, after) {
+	if after := mustSnapshot(t, h.s); !bytes.Equal(before, after) {
 		t.Fatal("a refused Restore changed the state")
 	}
 }

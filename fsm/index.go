@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -110,15 +111,8 @@ func (r *resources) hold(j *cluster.Job) error {
 		if na.Released {
 			continue
 		}
-		for _, g := range na.GPUs {
-			if other, ok := r.holder(na.Node, g); ok && other != j.ID {
-				return fmt.Errorf("job %d: gpu %d of node %q already held by job %d", j.ID, g, na.Node, other)
-			}
-		}
-		for _, c := range na.CPUs {
-			if other, ok := r.cpuHolder(na.Node, c); ok && other != j.ID {
-				return fmt.Errorf("job %d: cpu %d of node %q already held by job %d", j.ID, c, na.Node, other)
-			}
+		if err := r.checkFree(j.ID, na); err != nil {
+			return err
 		}
 	}
 	first, port := j.Alloc.Nodes[0].Node, j.Alloc.MasterPort
@@ -137,21 +131,29 @@ func (r *resources) hold(j *cluster.Job) error {
 	return nil
 }
 
+// checkFree refuses na's GPUs and CPUs if a job other than id holds one.
+func (r *resources) checkFree(id cluster.JobID, na cluster.NodeAlloc) error {
+	for _, g := range na.GPUs {
+		if other, ok := r.holder(na.Node, g); ok && other != id {
+			return fmt.Errorf("job %d: gpu %d of node %q already held by job %d", id, g, na.Node, other)
+		}
+	}
+	for _, c := range na.CPUs {
+		if other, ok := r.cpuHolder(na.Node, c); ok && other != id {
+			return fmt.Errorf("job %d: cpu %d of node %q already held by job %d", id, c, na.Node, other)
+		}
+	}
+	return nil
+}
+
 // holdAdded records NodeAllocs from on of j, added to its allocation
 // (GrowJob). Like hold it refuses, changing nothing, a GPU or CPU another
 // job holds.
 func (r *resources) holdAdded(j *cluster.Job, from int) error {
 	added := j.Alloc.Nodes[from:]
 	for _, na := range added {
-		for _, g := range na.GPUs {
-			if other, ok := r.holder(na.Node, g); ok && other != j.ID {
-				return fmt.Errorf("job %d: gpu %d of node %q already held by job %d", j.ID, g, na.Node, other)
-			}
-		}
-		for _, c := range na.CPUs {
-			if other, ok := r.cpuHolder(na.Node, c); ok && other != j.ID {
-				return fmt.Errorf("job %d: cpu %d of node %q already held by job %d", j.ID, c, na.Node, other)
-			}
+		if err := r.checkFree(j.ID, na); err != nil {
+			return err
 		}
 	}
 	for _, na := range added {
@@ -320,14 +322,6 @@ func (v ridView) sorted() []ridPair {
 		out = append(out, ridPair{RequestID: rid, Job: id})
 	}
 	out = append(out, v.tail...)
-	slices.SortFunc(out, func(a, b ridPair) int {
-		switch {
-		case a.RequestID < b.RequestID:
-			return -1
-		case a.RequestID > b.RequestID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b ridPair) int { return cmp.Compare(a.RequestID, b.RequestID) })
 	return out
 }

@@ -9,14 +9,20 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 )
 
+// packedSpec is -n5 -N2 --ntasks-per-node=4, packed: 4 and 1.
+func packedSpec() cluster.Spec {
+	sp := spec(2, 0)
+	sp.Request.NTasks, sp.Request.TasksPerNode, sp.Request.Pack = 5, 4, true
+	return sp
+}
+
 // TestPackedJobSteps: a packed job (-n5 -N2: 4 and 1) lays its steps out
 // over its shares, as Slurm's steps fill their job's CPUs: srun -n 4 runs
 // 3 and 1, srun alone the job's 4 and 1; Pack needs protocol 4.
 func TestPackedJobSteps(t *testing.T) {
 	h := newHarness()
 	withNodes("n1", "n2")(t, h)
-	sp := spec(2, 0)
-	sp.Request.NTasks, sp.Request.TasksPerNode, sp.Request.Pack = 5, 4, true
+	sp := packedSpec()
 	h.must(t, CmdSubmitJob, SubmitJob{RequestID: "p", Spec: sp})
 	if need := Needs(CmdSubmitJob, SubmitJob{Spec: sp}); need != 4 {
 		t.Errorf("Needs(packed submit) = %d; want 4", need)
@@ -87,8 +93,7 @@ func TestStepNTasksPerGPU(t *testing.T) {
 func TestDealtSteps(t *testing.T) {
 	h := newHarness()
 	withNodes("n1", "n2")(t, h)
-	sp := spec(2, 0)
-	sp.Request.NTasks, sp.Request.TasksPerNode, sp.Request.Pack = 5, 4, true
+	sp := packedSpec()
 	h.must(t, CmdSubmitJob, SubmitJob{RequestID: "p", Spec: sp})
 	even := spec(2, 0)
 	even.Request.TasksPerNode = 2

@@ -34,7 +34,7 @@ func TestSetPolicy(t *testing.T) {
 		t.Fatalf("Policy() of a new state = %+v; want nil", p)
 	}
 	h.must(t, CmdUpsertNode, UpsertNode{Node: gpuNode("n1", 2, "leaf0")})
-	before := digest(t, h.s)
+	before := stateDigest(t, h.s)
 
 	p := testPolicy()
 	h.must(t, CmdSetPolicy, SetPolicy{Policy: p})
@@ -74,21 +74,14 @@ func TestSetPolicy(t *testing.T) {
 		})
 	}
 
-	snap, err := h.s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := New()
-	if err := r.Restore(snap); err != nil {
-		t.Fatalf("Restore: %v", err)
-	}
+	r := restored(t, h.s)
 	if rp := r.View().Policy(); rp == nil || !rp.Equal(&p) {
 		t.Fatalf("restored Policy() = %+v; want %+v", rp, p)
 	}
-	if a, b := digest(t, h.s), digest(t, r); a != b {
+	if a, b := stateDigest(t, h.s), stateDigest(t, r); a != b {
 		t.Fatalf("digest after restore differs from the original's")
 	}
-	if digest(t, h.s) == before {
+	if stateDigest(t, h.s) == before {
 		t.Fatalf("a set policy does not show in the snapshot")
 	}
 }
@@ -116,13 +109,4 @@ func TestSetPolicyGarbage(t *testing.T) {
 	if CmdSetPolicy.String() != "SetPolicy" {
 		t.Errorf("String() = %q", CmdSetPolicy.String())
 	}
-}
-
-func digest(t *testing.T, s *State) [32]byte {
-	t.Helper()
-	_, d, err := s.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }

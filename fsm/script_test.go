@@ -447,23 +447,9 @@ func parseDecision(t *testing.T, d *datadriven.TestData, words []string) Decisio
 		p := Placement{Node: name}
 		list, cpus, _ := strings.Cut(list, ":")
 		cpus, mem, _ := strings.Cut(cpus, ":")
-		for _, r := range strings.Split(cpus, ",") {
-			if r == "" {
-				continue
-			}
-			lo, hi, isRange := strings.Cut(r, "-")
-			a, err1 := strconv.Atoi(lo)
-			b := a
-			var err2 error
-			if isRange {
-				b, err2 = strconv.Atoi(hi)
-			}
-			if err1 != nil || err2 != nil {
-				d.Fatalf(t, "allocate: %q: bad cpu list", w)
-			}
-			for c := a; c <= b; c++ {
-				p.CPUs = append(p.CPUs, c)
-			}
+		var err error
+		if p.CPUs, err = cluster.ParseCPUList(cpus); err != nil {
+			d.Fatalf(t, "allocate: %q: %v", w, err)
 		}
 		if mem != "" {
 			m, err := strconv.ParseUint(mem, 10, 64)

@@ -163,9 +163,18 @@ func validateToken(t cluster.JoinToken) error {
 	return nil
 }
 
-func (s *State) addJoinToken(c AddJoinToken) Result {
+// needCA refuses what (a command that needs the cluster's CA) while the
+// state holds none.
+func (s *State) needCA(what string) error {
 	if s.security == nil || len(s.security.CACert) == 0 {
-		return Result{Err: fmt.Errorf("add join token: %w: the cluster has no CA in its state yet", ErrInvalid)}
+		return fmt.Errorf("%s: %w: the cluster has no CA in its state yet", what, ErrInvalid)
+	}
+	return nil
+}
+
+func (s *State) addJoinToken(c AddJoinToken) Result {
+	if err := s.needCA("add join token"); err != nil {
+		return Result{Err: err}
 	}
 	if err := validateToken(c.Token); err != nil {
 		return Result{Err: fmt.Errorf("add join token: %w: %w", ErrInvalid, err)}
@@ -234,8 +243,8 @@ func (s *State) revokeNode(c RevokeNode) Result {
 }
 
 func (s *State) setGossipKeys(c SetGossipKeys) Result {
-	if s.security == nil || len(s.security.CACert) == 0 {
-		return Result{Err: fmt.Errorf("set gossip key: %w: the cluster has no CA in its state yet", ErrInvalid)}
+	if err := s.needCA("set gossip key"); err != nil {
+		return Result{Err: err}
 	}
 	if err := validateGossipKeys(c.Keys); err != nil {
 		return Result{Err: fmt.Errorf("set gossip keys: %w: %w", ErrInvalid, err)}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/wire"
 )
 
 func TestSignalJob(t *testing.T) {
@@ -99,14 +98,7 @@ func TestSignalJobKeepsTheLatest(t *testing.T) {
 		t.Errorf("a view taken after 3 requests now shows %+v", old.Signals)
 	}
 	// The state restores, and snapshots the same bytes again.
-	snap := mustSnapshot(t, h.s)
-	s := New()
-	if err := s.Restore(snap); err != nil {
-		t.Fatalf("Restore: %v", err)
-	}
-	if again := mustSnapshot(t, s); string(again) != string(snap) {
-		t.Errorf("snapshot after restore differs")
-	}
+	restored(t, h.s)
 }
 
 func TestRestoreRefusesCorruptSignals(t *testing.T) {
@@ -115,22 +107,9 @@ func TestRestoreRefusesCorruptSignals(t *testing.T) {
 		withRunning(t, h)
 		h.must(t, CmdSignalJob, SignalJob{Job: 1, Signal: 10, Time: t0})
 		h.must(t, CmdSignalJob, SignalJob{Job: 1, Signal: 12, Time: t0})
-		var b snapshotBody
-		if err := wire.Decode(mustSnapshot(t, h.s)[1:], &b); err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return snapshotBodyOf(t, h.s)
 	}
-	edit := func(f func(j *cluster.Job)) []byte {
-		b := good()
-		f(b.Jobs[0])
-		return encodeBody(t, b)
-	}
-	tests := []struct {
-		name   string
-		edit   func(j *cluster.Job)
-		errHas string
-	}{
+	checkJobCorruptions(t, good, []jobCorruption{
 		{"seq out of order", func(j *cluster.Job) { j.Signals[1].Seq = j.Signals[0].Seq }, "signals[1]: seq"},
 		{"seq past the job", func(j *cluster.Job) { j.Signals[1].Seq = j.ModifyIndex + 1 }, "modify index"},
 		{"signal out of range", func(j *cluster.Job) { j.Signals[0].Number = 99 }, "signals[0]: signal 99"},
@@ -143,19 +122,7 @@ func TestRestoreRefusesCorruptSignals(t *testing.T) {
 		}, "signal requests, want at most 16"},
 		{"bad --signal in the spec", func(j *cluster.Job) { j.Spec.Signal = &cluster.JobSignal{Number: 10, Before: -time.Second} }, "signal.before"},
 		{"--signal B: without a script", func(j *cluster.Job) { j.Spec.Signal = &cluster.JobSignal{Number: 10, BatchOnly: true} }, "batch_only"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := New()
-			err := s.Restore(edit(tt.edit))
-			if err == nil || !strings.Contains(err.Error(), tt.errHas) {
-				t.Fatalf("Restore(%s) = %v; want an error mentioning %q", tt.name, err, tt.errHas)
-			}
-		})
-	}
-	if err := New().Restore(edit(func(*cluster.Job) {})); err != nil {
-		t.Errorf("Restore(unedited fixture) = %v; want nil", err)
-	}
+	})
 }
 
 // TestSubmitValidatesSignal: a --signal SubmitJob would refuse.

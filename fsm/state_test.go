@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/wire"
 )
 
 func TestApplyDiverges(t *testing.T) {
@@ -166,21 +165,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	withRunning(t, h)
 	h.must(t, CmdTaskStarted, TaskStarted{Job: 1, Incarnation: 1, Node: "n1"})
 	h.must(t, CmdSetReasons, SetReasons{Reasons: []JobReason{{Job: 2, Reason: cluster.ReasonResources}}})
-	snap, err := h.s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := New()
-	if err := r.Restore(snap); err != nil {
-		t.Fatalf("Restore(Snapshot()) = %v", err)
-	}
-	again, err := r.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(snap, again) {
-		t.Fatalf("Snapshot after Restore differs from the original")
-	}
+	r := restored(t, h.s)
 	if a, b := stateDigest(t, h.s), stateDigest(t, r); a != b {
 		t.Errorf("Digest() = %x after restore; want %x", b, a)
 	}
@@ -213,10 +198,7 @@ func TestRestoreRefusesCorruptSnapshots(t *testing.T) {
 		h := newHarness()
 		withRunning(t, h)
 		v := h.s.View()
-		var b snapshotBody
-		if err := wire.Decode(mustSnapshot(t, h.s)[1:], &b); err != nil {
-			t.Fatal(err)
-		}
+		b := snapshotBodyOf(t, h.s)
 		if len(b.Jobs) != 2 || len(b.Nodes) != 3 || b.Index != v.Index {
 			t.Fatalf("fixture snapshot = %d jobs %d nodes; want 2, 3", len(b.Jobs), len(b.Nodes))
 		}
@@ -283,11 +265,11 @@ func TestRestoreRefusesCorruptSnapshots(t *testing.T) {
 	}
 }
 
-func mustSnapshot(t *testing.T, s *State) []byte {
-	t.Helper()
+func mustSnapshot(tb testing.TB, s *State) []byte {
+	tb.Helper()
 	b, err := s.Snapshot()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return b
 }

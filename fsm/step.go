@@ -101,7 +101,7 @@ func stepSpec(sp cluster.StepSpec, j *cluster.Job, stored bool) (cluster.StepSpe
 		return sp, fmt.Errorf("command: %d bytes, want at most %d", n, cluster.MaxCommandBytes)
 	}
 	for i, kv := range sp.Env {
-		if !validEnvPair(kv) {
+		if !cluster.ValidEnvPair(kv) {
 			return sp, fmt.Errorf("env[%d] %.64q: want KEY=VALUE", i, kv)
 		}
 	}
@@ -283,20 +283,6 @@ func stepAllocNodes(sp cluster.StepSpec, j *cluster.Job) []int {
 		out = append(out, j.Alloc.Find(name))
 	}
 	return out
-}
-
-// validEnvPair is cluster.Spec's rule for Env: KEY=VALUE with a non-empty
-// key and no NUL byte in the key.
-func validEnvPair(kv string) bool {
-	for i := 0; i < len(kv); i++ {
-		if kv[i] == '=' {
-			return i > 0
-		}
-		if kv[i] == 0 {
-			return false
-		}
-	}
-	return false
 }
 
 func (s *State) stepExited(index uint64, c StepExited) Result {

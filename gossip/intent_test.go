@@ -27,24 +27,13 @@ func TestDecodeMessageRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name string
-		in   []byte
-		want string
-	}{
+	checkRejects(t, "decodeMessage", func(b []byte) error { _, err := decodeMessage(b); return err }, []rejectCase{
 		{"empty", nil, "empty"},
 		{"unknown type", []byte{9, 0x80}, "unknown type 9"},
 		{"no body", []byte{byte(msgLeaveIntent)}, "decode leave intent"},
 		{"trailing", append(append([]byte{}, good...), 0xc0), "1 trailing bytes"},
 		{"empty name", []byte{byte(msgLeaveIntent), 0x80}, "node name of 0 bytes"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if _, err := decodeMessage(tt.in); err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("decodeMessage(%x) = %v; want error containing %q", tt.in, err, tt.want)
-			}
-		})
-	}
+	})
 }
 
 // User messages arrive from the network: never panic; what decodes

@@ -68,17 +68,23 @@ func TestMetaRoundTrip(t *testing.T) {
 			Block: "nvl72-0", Version: "0.1.0", Features: "ib,a100", BootstrapExpect: 3, HasRaftState: true, Protocol: 2},
 		{APIAddr: "[fe80::1%eth0]:7070"},
 	} {
-		b, err := m.Encode()
-		if err != nil {
-			t.Fatalf("Encode(%+v) error: %v", m, err)
-		}
-		got, err := DecodeMeta(b)
-		if err != nil {
-			t.Fatalf("DecodeMeta(Encode(%+v)) error: %v", m, err)
-		}
-		if diff := cmp.Diff(m, got); diff != "" {
-			t.Errorf("round trip (-want +got):\n%s", diff)
-		}
+		metaRoundTrip(t, m)
+	}
+}
+
+// metaRoundTrip checks that m encodes and decodes back to itself.
+func metaRoundTrip(t *testing.T, m Meta) {
+	t.Helper()
+	b, err := m.Encode()
+	if err != nil {
+		t.Fatalf("Encode(%+v) error: %v", m, err)
+	}
+	got, err := DecodeMeta(b)
+	if err != nil {
+		t.Fatalf("DecodeMeta(Encode(%+v)) error: %v", m, err)
+	}
+	if diff := cmp.Diff(m, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 }
 
@@ -141,23 +147,32 @@ func TestDecodeMetaRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name string
-		in   []byte
-		want string
-	}{
+	checkRejects(t, "DecodeMeta", func(b []byte) error { _, err := DecodeMeta(b); return err }, []rejectCase{
 		{"empty", nil, "empty"},
 		{"trailing", append(append([]byte{}, good...), 0xc0), "1 trailing bytes"},
 		{"not msgpack", []byte{0xc1}, "decode meta"},
 		{"truncated", good[:len(good)-1], "decode meta"},
 		{"wrong type", []byte{0x81, 0xa1, 'g', 0xa1, 'x'}, "decode meta"},
 		{"invalid value", neg, "GPUs is -3"},
-	}
+	})
+}
+
+// rejectCase is bytes from the network a decoder must refuse, with what
+// its error must say.
+type rejectCase struct {
+	name string
+	in   []byte
+	want string
+}
+
+// checkRejects checks that decode refuses each case's bytes with an error
+// containing the case's words.
+func checkRejects(t *testing.T, name string, decode func([]byte) error, tests []rejectCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := DecodeMeta(tt.in)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("DecodeMeta(%x) error = %v; want one containing %q", tt.in, err, tt.want)
+			if err := decode(tt.in); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("%s(%x) error = %v; want one containing %q", name, tt.in, err, tt.want)
 			}
 		})
 	}
@@ -182,17 +197,7 @@ func FuzzDecodeMeta(f *testing.F) {
 		if err != nil {
 			return
 		}
-		enc, err := m.Encode()
-		if err != nil {
-			t.Fatalf("decoded %+v but Encode failed: %v", m, err)
-		}
-		m2, err := DecodeMeta(enc)
-		if err != nil {
-			t.Fatalf("DecodeMeta(Encode(%+v)) error: %v", m, err)
-		}
-		if diff := cmp.Diff(m, m2); diff != "" {
-			t.Fatalf("round trip (-want +got):\n%s", diff)
-		}
+		metaRoundTrip(t, m)
 	})
 }
 

@@ -69,6 +69,12 @@ func fakeNVML(gpus []fakeGPU, initRet nvml.Return) *mock.Interface {
 			GetPowerUsageFunc:  func() (uint32, nvml.Return) { return g.powerMW, nvml.SUCCESS },
 		}
 	}
+	return mockNVML(devs, initRet, func(string) error { return nil })
+}
+
+// mockNVML is an NVML library whose Init returns initRet, holding devs,
+// whose symbol lookups answer lookup.
+func mockNVML(devs []nvml.Device, initRet nvml.Return, lookup func(sym string) error) *mock.Interface {
 	lib := &mock.Interface{
 		InitFunc:           func() nvml.Return { return initRet },
 		ShutdownFunc:       func() nvml.Return { return nvml.SUCCESS },
@@ -80,7 +86,7 @@ func fakeNVML(gpus []fakeGPU, initRet nvml.Return) *mock.Interface {
 			return devs[i], nvml.SUCCESS
 		},
 	}
-	ext := &mock.ExtendedInterface{LookupSymbolFunc: func(string) error { return nil }}
+	ext := &mock.ExtendedInterface{LookupSymbolFunc: lookup}
 	lib.ExtensionsFunc = func() nvml.ExtendedInterface { return ext }
 	return lib
 }
@@ -151,25 +157,12 @@ func fabricNVML(infos []nvml.GpuFabricInfo, ret nvml.Return, hasFabric bool) *mo
 	for i, fi := range infos {
 		devs[i] = &mock.Device{GetGpuFabricInfoFunc: func() (nvml.GpuFabricInfo, nvml.Return) { return fi, ret }}
 	}
-	lib := &mock.Interface{
-		InitFunc:           func() nvml.Return { return nvml.SUCCESS },
-		ShutdownFunc:       func() nvml.Return { return nvml.SUCCESS },
-		DeviceGetCountFunc: func() (int, nvml.Return) { return len(devs), nvml.SUCCESS },
-		DeviceGetHandleByIndexFunc: func(i int) (nvml.Device, nvml.Return) {
-			if i < 0 || i >= len(devs) {
-				return nil, nvml.ERROR_INVALID_ARGUMENT
-			}
-			return devs[i], nvml.SUCCESS
-		},
-	}
-	ext := &mock.ExtendedInterface{LookupSymbolFunc: func(sym string) error {
+	return mockNVML(devs, nvml.SUCCESS, func(sym string) error {
 		if sym == "nvmlDeviceGetGpuFabricInfo" && !hasFabric {
 			return errors.New("undefined symbol")
 		}
 		return nil
-	}}
-	lib.ExtensionsFunc = func() nvml.ExtendedInterface { return ext }
-	return lib
+	})
 }
 
 func TestDiscoverFabricBlockThroughNVML(t *testing.T) {

@@ -258,7 +258,7 @@ func Samples(r Reading) []Sample {
 
 	if r.Leader && r.View != nil {
 		pending, running := jobCounts(r.View.Jobs())
-		for _, reason := range sortedKeys(pending) {
+		for _, reason := range slices.Sorted(maps.Keys(pending)) {
 			add(SchedJobsPending, float64(pending[reason]), reason)
 		}
 		add(SchedJobsRunning, float64(running))
@@ -369,15 +369,6 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // Metrics is an agent's registry: the Reading-based collector, the

@@ -464,13 +464,13 @@ func (r *run) applied(ctx context.Context) (uint64, error) {
 	return st.AppliedIndex, nil
 }
 
-// follower returns an agent that does not lead.
-func (r *run) follower(ctx context.Context) (*localcluster.Agent, error) {
+// follower returns a client of an agent that does not lead.
+func (r *run) follower(ctx context.Context) (*api.Client, error) {
 	li, _, err := r.leader(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return r.agents[(li+1)%len(r.agents)], nil
+	return r.agents[(li+1)%len(r.agents)].Client(), nil
 }
 
 type restSample struct {
@@ -815,14 +815,13 @@ var reqSeq atomic.Uint64
 // then cancels them.
 func (r *run) throughput(ctx context.Context) error {
 	o := r.o
-	f, err := r.follower(ctx)
+	cl, err := r.follower(ctx)
 	if err != nil {
 		return err
 	}
+	defer cl.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(ctx, o.Wait)
 	defer cancel()
-	cl := f.Client()
-	defer cl.CloseIdleConnections()
 	var failed atomic.Int64
 	var firstErr error
 	var mu sync.Mutex
@@ -935,11 +934,10 @@ func waitJob(ctx context.Context, cl *api.Client, id uint64, limit time.Duration
 // follower, one at a time.
 func (r *run) latency(ctx context.Context) error {
 	o := r.o
-	f, err := r.follower(ctx)
+	cl, err := r.follower(ctx)
 	if err != nil {
 		return err
 	}
-	cl := f.Client()
 	defer cl.CloseIdleConnections()
 	var samples []time.Duration
 	i0, err := r.applied(ctx)
@@ -979,11 +977,10 @@ func (r *run) latency(ctx context.Context) error {
 // gang runs one job over GangNodes nodes, a rank on each.
 func (r *run) gang(ctx context.Context) error {
 	o := r.o
-	f, err := r.follower(ctx)
+	cl, err := r.follower(ctx)
 	if err != nil {
 		return err
 	}
-	cl := f.Client()
 	defer cl.CloseIdleConnections()
 	g := &r.rep.Gang
 	g.Nodes = o.GangNodes

@@ -105,14 +105,7 @@ func TestReplayHandComputed(t *testing.T) {
 // TestSummarizeHandComputed checks the metrics of the fifo schedule above,
 // computed by hand.
 func TestSummarizeHandComputed(t *testing.T) {
-	jobs, err := Parse(strings.NewReader(handTrace))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Replay(jobs, Options{Cluster: handCluster, Policy: placement.PolicyFIFO})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := replayHand(t, placement.PolicyFIFO)
 	got := Summarize(r, 0)
 	// Waits 0 0 25 74 73 72 71; JCTs 100 30 75 94 173 87 81; GPU-seconds
 	// 400+240+600+40+200+15+60 over 16 GPUs x 180 s; multi-node b (2
@@ -151,15 +144,22 @@ func TestReplayRejects(t *testing.T) {
 	}
 }
 
-func TestWritePlot(t *testing.T) {
+// replayHand replays handTrace on handCluster under policy.
+func replayHand(t *testing.T, policy placement.Policy) *Result {
+	t.Helper()
 	jobs, err := Parse(strings.NewReader(handTrace))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Replay(jobs, Options{Cluster: handCluster, Policy: placement.PolicyShoal})
+	r, err := Replay(jobs, Options{Cluster: handCluster, Policy: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+func TestWritePlot(t *testing.T) {
+	r := replayHand(t, placement.PolicyShoal)
 	var buf bytes.Buffer
 	if err := WritePlot(&buf, r, "hand"); err != nil {
 		t.Fatal(err)

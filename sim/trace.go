@@ -3,6 +3,7 @@ package sim
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"encoding/csv"
 	"errors"
@@ -138,15 +139,7 @@ func Parse(r io.Reader) ([]Job, error) {
 		seen[j.ID] = line
 		jobs = append(jobs, j)
 	}
-	slices.SortStableFunc(jobs, func(a, b Job) int {
-		switch {
-		case a.Submit < b.Submit:
-			return -1
-		case a.Submit > b.Submit:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(jobs, func(a, b Job) int { return cmp.Compare(a.Submit, b.Submit) })
 	return jobs, nil
 }
 

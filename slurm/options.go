@@ -393,6 +393,25 @@ func intOpt(name string, f func(o *Options) *int) func(*Options, string) error {
 	}
 }
 
+// parsedOpt returns an apply function that parses the value with parse
+// into *f (set even when parse fails, as parse leaves it).
+func parsedOpt[T any](parse func(string) (T, error), f func(o *Options) *T) func(*Options, string) error {
+	return func(o *Options, v string) error {
+		x, err := parse(v)
+		*f(o) = x
+		return err
+	}
+}
+
+// parsedPtrOpt is parsedOpt for an optional value: *f points to it.
+func parsedPtrOpt[T any](parse func(string) (T, error), f func(o *Options) **T) func(*Options, string) error {
+	return func(o *Options, v string) error {
+		x, err := parse(v)
+		*f(o) = &x
+		return err
+	}
+}
+
 func strOpt(f func(o *Options) *string) func(*Options, string) error {
 	return func(o *Options, v string) error {
 		*f(o) = v
@@ -486,21 +505,9 @@ func hostOpt(name string, list func(o *Options) *[]string, file func(o *Options)
 	}
 }
 
-func setTime(o *Options, v string) error {
-	d, err := ParseTime(v)
-	o.TimeLimit = d
-	return err
-}
-
 func setNodes(o *Options, v string) error {
 	lo, hi, err := ParseNodes(v)
 	o.Nodes = Nodes{Min: lo, Max: hi}
-	return err
-}
-
-func setGres(o *Options, v string) error {
-	g, err := ParseGres(v)
-	o.Gres = g
 	return err
 }
 
@@ -551,12 +558,6 @@ func setOpenMode(o *Options, v string) error {
 	return nil
 }
 
-func setExport(o *Options, v string) error {
-	e, err := ParseExport(v)
-	o.Export = &e
-	return err
-}
-
 func setNice(o *Options, v string) error {
 	if v == "" {
 		o.Nice = 100
@@ -568,24 +569,6 @@ func setNice(o *Options, v string) error {
 	}
 	o.Nice = int(n)
 	return nil
-}
-
-func setSwitches(o *Options, v string) error {
-	s, err := ParseSwitches(v)
-	o.Switches = &s
-	return err
-}
-
-func setArray(o *Options, v string) error {
-	a, err := ParseArray(v)
-	o.Array = &a
-	return err
-}
-
-func setDependency(o *Options, v string) error {
-	d, err := ParseDependency(v)
-	o.Dependency = &d
-	return err
 }
 
 // setGetUserEnv is --get-user-env[=TIMEOUT][S|L], as Slurm's

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Reasons quoted in warnings and rejections.
@@ -32,7 +33,7 @@ var optionTable = []optDef{
 	{long: "cpus-per-task", short: 'c', arg: needArg, cmds: cAll, apply: intOpt("cpus-per-task", func(o *Options) *int { return &o.CPUsPerTask })},
 	{long: "cpus-per-gpu", arg: needArg, cmds: cAll, apply: setCPUsPerGPU},
 	{long: "mincpus", arg: needArg, cmds: cAll, apply: intOpt("mincpus", func(o *Options) *int { return &o.MinCPUs })},
-	{long: "time", short: 't', arg: needArg, cmds: cAll, apply: setTime},
+	{long: "time", short: 't', arg: needArg, cmds: cAll, apply: parsedOpt(ParseTime, func(o *Options) *time.Duration { return &o.TimeLimit })},
 	{long: "job-name", short: 'J', arg: needArg, cmds: cAll, apply: strOpt(func(o *Options) *string { return &o.Name })},
 	{long: "output", short: 'o', arg: needArg, cmds: cSbatch | cSrun, apply: strOpt(func(o *Options) *string { return &o.Output })},
 	{long: "error", short: 'e', arg: needArg, cmds: cSbatch | cSrun, apply: strOpt(func(o *Options) *string { return &o.Error })},
@@ -45,7 +46,7 @@ var optionTable = []optDef{
 	{long: "gpus", short: 'G', arg: needArg, cmds: cAll, apply: gpuOpt("gpus", func(o *Options) *int { return &o.GPUs })},
 	{long: "gpus-per-node", arg: needArg, cmds: cAll, apply: gpuOpt("gpus-per-node", func(o *Options) *int { return &o.GPUsPerNode })},
 	{long: "gpus-per-task", arg: needArg, cmds: cAll, apply: gpuOpt("gpus-per-task", func(o *Options) *int { return &o.GPUsPerTask })},
-	{long: "gres", arg: needArg, cmds: cAll, apply: setGres},
+	{long: "gres", arg: needArg, cmds: cAll, apply: parsedOpt(ParseGres, func(o *Options) *[]Gres { return &o.Gres })},
 	{long: "mem", arg: needArg, cmds: cAll, apply: memOpt("mem", func(o *Options) *uint64 { return &o.Mem })},
 	{long: "mem-per-cpu", arg: needArg, cmds: cAll, apply: memOpt("mem-per-cpu", func(o *Options) *uint64 { return &o.MemPerCPU })},
 	{long: "mem-per-gpu", arg: needArg, cmds: cAll, apply: memOpt("mem-per-gpu", func(o *Options) *uint64 { return &o.MemPerGPU })},
@@ -55,7 +56,7 @@ var optionTable = []optDef{
 	{long: "signal", arg: needArg, cmds: cSbatch, apply: setSignal(cSbatch)},
 	{long: "signal", arg: needArg, cmds: cSrun | cSalloc, apply: setSignal(cSrun)},
 	{long: "open-mode", arg: needArg, cmds: cSbatch | cSrun, apply: setOpenMode},
-	{long: "export", arg: needArg, cmds: cSbatch | cSrun, apply: setExport},
+	{long: "export", arg: needArg, cmds: cSbatch | cSrun, apply: parsedPtrOpt(ParseExport, func(o *Options) **Export { return &o.Export })},
 	{long: "export-file", arg: needArg, cmds: cSbatch, apply: strOpt(func(o *Options) *string { return &o.ExportFile })},
 	{long: "chdir", short: 'D', arg: needArg, cmds: cAll, apply: strOpt(func(o *Options) *string { return &o.ChDir })},
 	{long: "parsable", arg: noArg, cmds: cSbatch, apply: flagOpt(func(o *Options) *bool { return &o.Parsable })},
@@ -66,9 +67,9 @@ var optionTable = []optDef{
 	{long: "test-only", arg: noArg, cmds: cSbatch | cSrun, apply: flagOpt(func(o *Options) *bool { return &o.TestOnly })},
 	{long: "hold", short: 'H', arg: noArg, cmds: cAll, apply: flagOpt(func(o *Options) *bool { return &o.Hold })},
 	{long: "nice", arg: optArg, cmds: cAll, apply: setNice},
-	{long: "switches", arg: needArg, cmds: cAll, apply: setSwitches},
-	{long: "array", short: 'a', arg: needArg, cmds: cSbatch, apply: setArray},
-	{long: "dependency", short: 'd', arg: needArg, cmds: cAll, apply: setDependency},
+	{long: "switches", arg: needArg, cmds: cAll, apply: parsedPtrOpt(ParseSwitches, func(o *Options) **Switches { return &o.Switches })},
+	{long: "array", short: 'a', arg: needArg, cmds: cSbatch, apply: parsedPtrOpt(ParseArray, func(o *Options) **Array { return &o.Array })},
+	{long: "dependency", short: 'd', arg: needArg, cmds: cAll, apply: parsedPtrOpt(ParseDependency, func(o *Options) **Dependency { return &o.Dependency })},
 	{long: "kill-on-bad-exit", short: 'K', arg: optArg, cmds: cSrun, apply: setKillOnBadExit},
 	{long: "label", short: 'l', arg: noArg, cmds: cSrun, apply: flagOpt(func(o *Options) *bool { return &o.Label })},
 	{long: "wait", short: 'W', arg: noArg, cmds: cSbatch, apply: flagOpt(func(o *Options) *bool { return &o.Wait })},

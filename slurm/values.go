@@ -716,6 +716,21 @@ func (p *constraintParser) expr(depth int) error {
 	}
 }
 
+// group reads a bracketed expression: the opening bracket at p.i, the
+// expression, and the closing one.
+func (p *constraintParser) group(depth int, closing byte) error {
+	open := p.s[p.i]
+	p.i++
+	if err := p.expr(depth + 1); err != nil {
+		return err
+	}
+	if p.i >= len(p.s) || p.s[p.i] != closing {
+		return fmt.Errorf("'%c' is not closed", open)
+	}
+	p.i++
+	return nil
+}
+
 func (p *constraintParser) term(depth int) error {
 	if p.i >= len(p.s) {
 		return fmt.Errorf("a feature is missing at the end")
@@ -727,25 +742,15 @@ func (p *constraintParser) term(depth int) error {
 		}
 		p.brackets++
 		p.inBrack = true
-		p.i++
-		if err := p.expr(depth + 1); err != nil {
+		if err := p.group(depth, ']'); err != nil {
 			return err
 		}
-		if p.i >= len(p.s) || p.s[p.i] != ']' {
-			return fmt.Errorf("'[' is not closed")
-		}
-		p.i++
 		p.inBrack = false
 		return nil
 	case '(':
-		p.i++
-		if err := p.expr(depth + 1); err != nil {
+		if err := p.group(depth, ')'); err != nil {
 			return err
 		}
-		if p.i >= len(p.s) || p.s[p.i] != ')' {
-			return fmt.Errorf("'(' is not closed")
-		}
-		p.i++
 		return p.count()
 	}
 	start := p.i

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -107,7 +108,7 @@ func parseJSONInterfaces(v any) ([]LLDPNeighbor, error) {
 	}
 	var out []LLDPNeighbor
 	for _, o := range objs {
-		for _, name := range sortedKeys(o) {
+		for _, name := range slices.Sorted(maps.Keys(o)) {
 			body, ok := o[name].(map[string]any)
 			if !ok {
 				return nil, fmt.Errorf("lldpcli output: interface %q: want an object, got %s", name, jsonKind(o[name]))
@@ -133,7 +134,7 @@ func parseJSONNeighbor(iface string, body map[string]any) (LLDPNeighbor, error) 
 			n.Bridge = bridgeCapable(ch["capability"])
 			break
 		}
-		names := sortedKeys(ch)
+		names := slices.Sorted(maps.Keys(ch))
 		if len(names) != 1 {
 			return n, fmt.Errorf("lldpcli output: interface %q: chassis: want one name, got %d", iface, len(names))
 		}
@@ -255,15 +256,6 @@ func bridgeCapable(v any) bool {
 func str(v any) string {
 	s, _ := v.(string)
 	return strings.TrimSpace(s)
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func jsonKind(v any) string {

@@ -87,31 +87,25 @@ func skipValue(b []byte, off, depth int) (int, error) {
 	case 0xd4, 0xd5, 0xd6, 0xd7, 0xd8: // fixext 1, 2, 4, 8, 16: type, data
 		return skipBytes(b, off, 1+(1<<(c-0xd4)))
 	case 0xdc: // array16
-		n, off, err := readLen(b, off, 2)
-		if err != nil {
-			return 0, err
-		}
-		return skipItems(b, off, n, 1, depth)
+		return skipContainer(b, off, 2, 1, depth)
 	case 0xdd: // array32
-		n, off, err := readLen(b, off, 4)
-		if err != nil {
-			return 0, err
-		}
-		return skipItems(b, off, n, 1, depth)
+		return skipContainer(b, off, 4, 1, depth)
 	case 0xde: // map16
-		n, off, err := readLen(b, off, 2)
-		if err != nil {
-			return 0, err
-		}
-		return skipItems(b, off, n, 2, depth)
+		return skipContainer(b, off, 2, 2, depth)
 	case 0xdf: // map32
-		n, off, err := readLen(b, off, 4)
-		if err != nil {
-			return 0, err
-		}
-		return skipItems(b, off, n, 2, depth)
+		return skipContainer(b, off, 4, 2, depth)
 	}
 	return 0, fmt.Errorf("msgpack: invalid code 0x%02x at offset %d", c, off-1)
+}
+
+// skipContainer skips a count field of width bytes and the container
+// entries (of per values each) it declares.
+func skipContainer(b []byte, off, width int, per uint64, depth int) (int, error) {
+	n, off, err := readLen(b, off, width)
+	if err != nil {
+		return 0, err
+	}
+	return skipItems(b, off, n, per, depth)
 }
 
 // skipItems skips n container entries of per values each. Every value

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 
 	"github.com/shoal-sched/shoal/api"
@@ -28,15 +29,46 @@ func printJSON(v any) error {
 	return enc.Encode(v)
 }
 
-// showRun is the RunE of a command that shows what get fetches: as JSON
-// with --json, else as show writes it.
-func showRun[T any](g *globalFlags, get func(*api.Client, context.Context) (T, error), show func(cmd *cobra.Command, v T) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, _ []string) error {
+// actRun is the RunE of a command that changes something through the
+// agent: act does it and says what it did, printed as a line.
+func actRun(g *globalFlags, act func(ctx context.Context, c *api.Client, args []string) (string, error)) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
 		c, err := g.client()
 		if err != nil {
 			return err
 		}
-		v, err := get(c, cmd.Context())
+		done, err := act(cmd.Context(), c, args)
+		if err != nil {
+			return err
+		}
+		fmt.Println(done)
+		return nil
+	}
+}
+
+// showRun is the RunE of a command that shows what get fetches: as JSON
+// with --json, else as show writes it.
+func showRun[T any](g *globalFlags, get func(*api.Client, context.Context) (T, error), show func(cmd *cobra.Command, v T) error) func(*cobra.Command, []string) error {
+	return showArgRun(g, func(string) (struct{}, error) { return struct{}{}, nil },
+		func(c *api.Client, ctx context.Context, _ struct{}) (T, error) { return get(c, ctx) }, show)
+}
+
+// showArgRun is showRun for a command whose argument, read by parse
+// before anything is fetched, names what get fetches.
+func showArgRun[A, T any](g *globalFlags, parse func(string) (A, error), get func(*api.Client, context.Context, A) (T, error), show func(cmd *cobra.Command, v T) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		var arg A
+		if len(args) > 0 {
+			var err error
+			if arg, err = parse(args[0]); err != nil {
+				return err
+			}
+		}
+		c, err := g.client()
+		if err != nil {
+			return err
+		}
+		v, err := get(c, cmd.Context(), arg)
 		if err != nil {
 			return err
 		}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
+	"github.com/shoal-sched/shoal/api"
 	"github.com/spf13/cobra"
 )
 
@@ -17,15 +19,9 @@ func newDrainCmd(g *globalFlags) *cobra.Command {
 			if reason == "" {
 				return errors.New("--reason: empty, want why the node is drained (it shows in shoal nodes)")
 			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			if err := c.Drain(cmd.Context(), args[0], reason); err != nil {
-				return err
-			}
-			fmt.Printf("Node %s drained: %s\n", args[0], reason)
-			return nil
+			return actRun(g, func(ctx context.Context, c *api.Client, args []string) (string, error) {
+				return fmt.Sprintf("Node %s drained: %s", args[0], reason), c.Drain(ctx, args[0], reason)
+			})(cmd, args)
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why the node is drained (required)")
@@ -37,16 +33,8 @@ func newResumeCmd(g *globalFlags) *cobra.Command {
 		Use:   "resume NODE",
 		Short: "Let jobs land on a drained node again (root only)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			if err := c.Resume(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Printf("Node %s resumed\n", args[0])
-			return nil
-		},
+		RunE: actRun(g, func(ctx context.Context, c *api.Client, args []string) (string, error) {
+			return fmt.Sprintf("Node %s resumed", args[0]), c.Resume(ctx, args[0])
+		}),
 	}
 }

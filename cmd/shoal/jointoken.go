@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -61,17 +62,10 @@ func newNodeCmd(g *globalFlags) *cobra.Command {
 		Use:   "revoke NAME",
 		Short: "Refuse node NAME's certificates from now on (root); it leaves raft, and its jobs are requeued when its lease ends",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			if _, err := c.Do(cmd.Context(), http.MethodPost, "/v1/nodes/"+url.PathEscape(args[0])+"/revoke", nil, nil); err != nil {
-				return err
-			}
-			fmt.Printf("Revoked node %s's certificates.\n", args[0])
-			return nil
-		},
+		RunE: actRun(g, func(ctx context.Context, c *api.Client, args []string) (string, error) {
+			_, err := c.Do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(args[0])+"/revoke", nil, nil)
+			return fmt.Sprintf("Revoked node %s's certificates.", args[0]), err
+		}),
 	}
 	cmd.AddCommand(revoke)
 	return cmd

@@ -69,18 +69,11 @@ with no downtime in three steps, letting each reach every node:
 			Use:   op + " KEY",
 			Short: map[string]string{"install": "Add KEY to every node's keyring", "use": "Make KEY (installed) the primary", "remove": "Remove KEY (not the primary) from every node's keyring"}[op],
 			Args:  cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				c, err := g.client()
-				if err != nil {
-					return err
-				}
+			RunE: actRun(g, func(ctx context.Context, c *api.Client, args []string) (string, error) {
 				var out api.Keyring
-				if _, err := c.Do(cmd.Context(), http.MethodPost, "/v1/keyring", api.KeyringRequest{Op: op, Key: args[0]}, &out); err != nil {
-					return err
-				}
-				fmt.Printf("%s: the cluster's keyring now has %d keys\n", op, len(out.Cluster))
-				return nil
-			},
+				_, err := c.Do(ctx, http.MethodPost, "/v1/keyring", api.KeyringRequest{Op: op, Key: args[0]}, &out)
+				return fmt.Sprintf("%s: the cluster's keyring now has %d keys", op, len(out.Cluster)), err
+			}),
 		})
 	}
 	return cmd

@@ -22,25 +22,10 @@ func newLogsCmd(g *globalFlags) *cobra.Command {
 		Use:   "logs ID",
 		Short: "Print a job's output from every rank, read through any agent",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := slurm.ParseJobID(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			chunks, err := c.Logs(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			if g.json {
-				return printJSON(chunks)
-			}
+		RunE: showArgRun(g, slurm.ParseJobID, (*api.Client).Logs, func(_ *cobra.Command, chunks []api.LogChunk) error {
 			printLogs(os.Stdout, os.Stderr, chunks, label, stderr)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVarP(&label, "label", "l", false, "prefix each line with its rank, like srun --label")
 	cmd.Flags().BoolVar(&stderr, "stderr", false, "also print the ranks' stderr (to stderr)")

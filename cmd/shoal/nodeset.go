@@ -1,12 +1,9 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-sched/shoal/api"
-	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
 )
 
@@ -34,12 +31,5 @@ func (n *nodeSetFlags) apply(req *api.SubmitRequest) error {
 	if req.Exclude, err = request.HostsArg("--exclude", n.exclude); err != nil {
 		return err
 	}
-	if n.constraint != "" {
-		if _, err := cluster.ParseConstraint(n.constraint); err != nil {
-			return fmt.Errorf("--constraint: %w", err)
-		}
-	}
-	req.Constraint = n.constraint
-	req.Exclusive = n.exclusive
-	return nil
+	return request.SetFeatures(req, n.constraint, n.exclusive)
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cmd/shoal/internal/report"
 	"github.com/shoal-sched/shoal/slurm"
 )
@@ -30,20 +32,17 @@ func newReportCmd(g *globalFlags) *cobra.Command {
 			if !from.Before(to) {
 				return fmt.Errorf("--start %s is not before --end %s", from.Format(time.RFC3339), to.Format(time.RFC3339))
 			}
-			c, err := g.client()
-			if err != nil {
-				return err
+			get := func(c *api.Client, ctx context.Context) (report.Report, error) {
+				jobs, err := c.Jobs(ctx, true)
+				if err != nil {
+					return report.Report{}, err
+				}
+				return report.Compute(jobs, from, to, now), nil
 			}
-			jobs, err := c.Jobs(cmd.Context(), true)
-			if err != nil {
-				return err
-			}
-			r := report.Compute(jobs, from, to, now)
-			if g.json {
-				return printJSON(r)
-			}
-			report.Print(os.Stdout, r)
-			return nil
+			return showRun(g, get, func(_ *cobra.Command, r report.Report) error {
+				report.Print(os.Stdout, r)
+				return nil
+			})(cmd, args)
 		},
 	}
 	f := cmd.Flags()

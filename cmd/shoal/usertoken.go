@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -62,17 +63,10 @@ func newTokenCmd(g *globalFlags) *cobra.Command {
 		Use:   "revoke TOKEN",
 		Short: "Refuse a user token from now until it expires (root)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			if _, err := c.Do(cmd.Context(), http.MethodPost, "/v1/tokens/revoke", api.RevokeUserTokenRequest{Token: args[0]}, nil); err != nil {
-				return err
-			}
-			fmt.Println("Revoked.")
-			return nil
-		},
+		RunE: actRun(g, func(ctx context.Context, c *api.Client, args []string) (string, error) {
+			_, err := c.Do(ctx, http.MethodPost, "/v1/tokens/revoke", api.RevokeUserTokenRequest{Token: args[0]}, nil)
+			return "Revoked.", err
+		}),
 	}
 	cmd.AddCommand(create, revoke)
 	return cmd

@@ -225,24 +225,22 @@ function lastLines(s, n) {
   return lines.slice(-n).join("\n");
 }
 
+// listOrError fetches a list that the page can show without: [list, null],
+// or [[], the error's message].
+async function listOrError(path) {
+  try {
+    return [(await api(path)).data || [], null];
+  } catch (e) {
+    return [[], e.message];
+  }
+}
+
 async function jobPage(id) {
   const job = await api("/v1/jobs/" + encodeURIComponent(id));
   const j = job.data;
   setStatus("job " + (j.job_id_string || j.id) + " · " + j.state);
-  let gpu = [];
-  let gpuErr = null;
-  try {
-    gpu = (await api("/v1/jobs/" + encodeURIComponent(id) + "/gpu")).data || [];
-  } catch (e) {
-    gpuErr = e.message;
-  }
-  let logs = [];
-  let logErr = null;
-  try {
-    logs = (await api("/v1/jobs/" + encodeURIComponent(id) + "/logs")).data || [];
-  } catch (e) {
-    logErr = e.message;
-  }
+  const [gpu, gpuErr] = await listOrError("/v1/jobs/" + encodeURIComponent(id) + "/gpu");
+  const [logs, logErr] = await listOrError("/v1/jobs/" + encodeURIComponent(id) + "/logs");
   const facts = [
     ["State", j.state + (j.reason ? " (" + j.reason + ")" : "")],
     ["Reason detail", j.reason_detail || ""],

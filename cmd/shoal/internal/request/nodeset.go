@@ -78,16 +78,25 @@ func nodeSetFromOptions(opts slurm.Options, req *api.SubmitRequest) error {
 	if req.NodeList, req.Exclude, err = HostLists(opts); err != nil {
 		return err
 	}
-	if opts.Constraint != "" {
-		if _, err := cluster.ParseConstraint(opts.Constraint); err != nil {
-			return fmt.Errorf("--constraint: %w", err)
-		}
+	if err := SetFeatures(req, opts.Constraint, opts.Exclusive); err != nil {
+		return err
 	}
-	req.Constraint = opts.Constraint
-	req.Exclusive = opts.Exclusive
 	if req.Nodes < len(req.NodeList) {
 		req.Nodes = len(req.NodeList)
 	}
+	return nil
+}
+
+// SetFeatures puts -C's feature expression, once its syntax checks, and
+// --exclusive into req: for sbatch, srun and salloc as for shoal submit.
+func SetFeatures(req *api.SubmitRequest, constraint string, exclusive bool) error {
+	if constraint != "" {
+		if _, err := cluster.ParseConstraint(constraint); err != nil {
+			return fmt.Errorf("--constraint: %w", err)
+		}
+	}
+	req.Constraint = constraint
+	req.Exclusive = exclusive
 	return nil
 }
 

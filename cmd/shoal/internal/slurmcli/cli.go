@@ -1,6 +1,7 @@
 package slurmcli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,19 @@ import (
 // sacct, sprio, scontrol) share: their command lines go through slurm.Getopt (with
 // GNU's argument permutation) and their -o formats through scanFormat.
 
+// What the Slurm commands refuse alike: --help and --usage (Shoal's own
+// help instead) and -M/--clusters (Shoal runs one cluster).
+const (
+	seeHelp      = "see `shoal help`"
+	noFederation = "Shoal has no federation of clusters"
+)
+
+var (
+	optHelp     = slurm.Option{Long: "help", Arg: slurm.NoArg, Unsupported: seeHelp}
+	optUsage    = slurm.Option{Long: "usage", Arg: slurm.NoArg, Unsupported: seeHelp}
+	optClusters = slurm.Option{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: noFederation}
+)
+
 // cliArgs parses a query command's arguments and prints a usage error as
 // the command does; the returned error then only carries the exit code.
 // An option Shoal refuses is an error naming it.
@@ -35,6 +49,19 @@ func cliArgs(cmd string, opts []slurm.Option, args []string, stderr io.Writer) (
 		}
 	}
 	return vals, rest, nil
+}
+
+// cliOptions is cliArgs for a command that takes options only: an
+// operand is an error.
+func cliOptions(cmd string, opts []slurm.Option, args []string, stderr io.Writer) ([]slurm.OptValue, error) {
+	vals, rest, err := cliArgs(cmd, opts, args, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", rest[0])
+	}
+	return vals, nil
 }
 
 // parseCLI scans a query command's arguments: the options in the order
@@ -140,18 +167,25 @@ func scanFormat(format string, allowAuto bool, text func(string), spec func(form
 
 // Elapsed is how long the job has run (squeue's TIME; shoal queue's too).
 func Elapsed(j api.Job, now time.Time) time.Duration {
-	start, err := time.Parse(time.RFC3339, j.StartTime)
-	if err != nil {
-		return 0
-	}
-	end := now
-	if e, err := time.Parse(time.RFC3339, j.EndTime); err == nil {
-		end = e
-	}
-	if end.Before(start) {
+	start, end, ok := runSpan(j, now)
+	if !ok || end.Before(start) {
 		return 0
 	}
 	return end.Sub(start).Truncate(time.Second)
+}
+
+// runSpan is when j held its allocation: from its start to its end, or
+// to now while it runs; ok is false for a job that never started.
+func runSpan(j api.Job, now time.Time) (start, end time.Time, ok bool) {
+	start, err := time.Parse(time.RFC3339, j.StartTime)
+	if err != nil {
+		return start, end, false
+	}
+	end = now
+	if e, err := time.Parse(time.RFC3339, j.EndTime); err == nil {
+		end = e
+	}
+	return start, end, true
 }
 
 // currentIdentity is who runs the command: the user of --me, and whose
@@ -167,6 +201,49 @@ func currentIdentity() api.Identity {
 // Connect returns the client of the agent a command talks to; a command
 // calls it once its arguments are parsed.
 type Connect func() (*api.Client, error)
+
+// reads names what a reporting command (sacct, sinfo, sreport, ...)
+// reads from the agent.
+type reads uint8
+
+const (
+	readJobs   reads = 1 << iota // every job, finished ones included
+	readNodes                    // the nodes
+	readPolicy                   // the queue policy
+)
+
+// agentReads is what readAgent read.
+type agentReads struct {
+	jobs   []api.Job
+	nodes  []api.Node
+	policy api.PolicyResponse
+}
+
+// readAgent connects to the agent and reads what want names, jobs, then
+// nodes, then the policy; the client stays usable for further calls.
+func readAgent(ctx context.Context, connect Connect, want reads) (*api.Client, agentReads, error) {
+	var r agentReads
+	c, err := connect()
+	if err != nil {
+		return nil, r, err
+	}
+	if want&readJobs != 0 {
+		if r.jobs, err = c.Jobs(ctx, true); err != nil {
+			return nil, r, err
+		}
+	}
+	if want&readNodes != 0 {
+		if r.nodes, err = c.Nodes(ctx); err != nil {
+			return nil, r, err
+		}
+	}
+	if want&readPolicy != 0 {
+		if r.policy, err = c.Policy(ctx); err != nil {
+			return nil, r, err
+		}
+	}
+	return c, r, nil
+}
 
 // orNull is Slurm's "(null)" for an empty field.
 func orNull(s string) string {

@@ -78,7 +78,7 @@ func TestNodeFilters(t *testing.T) {
 		t.Fatal(err)
 	}
 	on := func(ns ...string) api.Job { return api.Job{State: "RUNNING", Nodes: ns} }
-	q := squeueQuery{nodes: nodes}
+	q := squeueQuery{jobFilter: jobFilter{nodes: nodes}}
 	for _, tc := range []struct {
 		job  api.Job
 		want bool

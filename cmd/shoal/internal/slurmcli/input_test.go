@@ -58,14 +58,21 @@ func TestStepInput(t *testing.T) {
 
 // TestSrunInputRefused: --input with --pty is Slurm's error, before any
 // connection.
-func TestSrunInputRefused(t *testing.T) {
+// outsideJob clears srun's job environment for the test and returns a
+// Connect that fails the test: what it checks is refused before srun
+// reaches an agent.
+func outsideJob(t *testing.T) Connect {
 	for _, env := range []string{"SLURM_JOB_ID", "SHOAL_JOB_ID"} {
 		t.Setenv(env, "")
 	}
-	connect := func() (*api.Client, error) {
+	return func() (*api.Client, error) {
 		t.Fatal("connected")
 		return nil, nil
 	}
+}
+
+func TestSrunInputRefused(t *testing.T) {
+	connect := outsideJob(t)
 	for _, tc := range []struct {
 		args    []string
 		wantErr string

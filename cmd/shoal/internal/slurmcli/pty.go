@@ -183,9 +183,7 @@ func attachPty(ctx context.Context, c *api.Client, job uint64, step int, stderr 
 			return nil, fmt.Errorf("attach to the terminal of job %d: %w", job, err)
 		}
 		if step == task.NoStep {
-			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			j, jerr := c.Job(rctx, job)
-			cancel()
+			j, jerr := readJob(ctx, c, job)
 			if jerr == nil {
 				if !again {
 					pending.show(j)

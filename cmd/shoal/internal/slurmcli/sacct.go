@@ -47,11 +47,11 @@ var sacctOpts = []slurm.Option{
 	{Long: "accounts", Short: 'A', Arg: slurm.NeedArg},
 	{Long: "qos", Short: 'q', Arg: slurm.NeedArg},
 	{Long: "nodelist", Short: 'N', Arg: slurm.NeedArg},
-	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
+	optClusters,
 	{Long: "json", Arg: slurm.NoArg, Unsupported: "use `shoal job N --json`"},
 	{Long: "helpformat", Short: 'e', Arg: slurm.NoArg, Unsupported: "see the fields listed in `shoal slurm sacct --format` errors"},
-	{Long: "help", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
-	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	optHelp,
+	optUsage,
 }
 
 // sacctRow is one line of sacct: a job, its batch step, or one of its
@@ -553,41 +553,18 @@ func sacctRows(jobs []api.Job, jobsOnly, dups bool) []sacctRow {
 
 // sacctQuery is what sacct was asked to show.
 type sacctQuery struct {
+	jobFilter
 	ids      []jobSel
-	users    []string
-	accounts []string // -A: only these accounts
-	qos      []string // -q: only these QoS levels
 	allUsers bool
 	states   map[string]bool
-	names    []string
-	nodes    []string // -N: jobs that ran on any of these nodes
-	parts    []string // -r: only these partitions
 	start    time.Time
 	end      time.Time
 	startSet bool // -S given: -j jobs must fall in the window too
 }
 
 func (q sacctQuery) match(j api.Job) bool {
-	switch {
-	case len(q.parts) > 0 && !slices.Contains(q.parts, jobPartition(j)):
-		return false
-	case len(q.ids) > 0:
-		if !selects(q.ids, j) {
-			return false
-		}
-	case !q.allUsers && len(q.users) > 0 && !slices.Contains(q.users, j.User):
-		return false
-	}
-	if len(q.nodes) > 0 && !onNodes(j, q.nodes) {
-		return false
-	}
-	if len(q.names) > 0 && !slices.Contains(q.names, j.Name) {
-		return false
-	}
-	if len(q.accounts) > 0 && !slices.Contains(q.accounts, j.Account) {
-		return false
-	}
-	if len(q.qos) > 0 && !slices.Contains(q.qos, j.QoS) {
+	// -j selects jobs whoever's they are.
+	if !q.matches(j, len(q.ids) == 0 && !q.allUsers) || len(q.ids) > 0 && !selects(q.ids, j) {
 		return false
 	}
 	if q.states != nil {
@@ -674,12 +651,9 @@ func parseUnits(s string) (int, error) {
 // every job in its replicated state, so the "accounting" is the queue with
 // finished jobs.
 func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr io.Writer) error {
-	vals, rest, err := cliArgs("sacct", sacctOpts, args, stderr)
+	vals, err := cliOptions("sacct", sacctOpts, args, stderr)
 	if err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected argument %q", rest[0])
 	}
 	now := time.Now()
 	v := slurmView{now: now, loc: time.Local}
@@ -714,22 +688,12 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 			dups = true
 		case "delimiter":
 			layout.delimiter = o.Value
-		case "user":
-			q.users = append(q.users, resolveUsers(o.Value)...)
 		case "allusers":
 			q.allUsers = true
 		case "state":
 			if q.states, _, err = parseStates(o.Value); err != nil {
 				return err
 			}
-		case "name":
-			q.names = append(q.names, splitList(o.Value)...)
-		case "nodelist":
-			if q.nodes, err = expandNodeFilter(o.Value); err != nil {
-				return err
-			}
-		case "partition":
-			q.parts = append(q.parts, splitList(o.Value)...)
 		case "starttime":
 			if q.start, err = slurm.ParseDate(o.Value, now); err != nil {
 				return fmt.Errorf("-S: %w", err)
@@ -740,12 +704,12 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 				return fmt.Errorf("-E: %w", err)
 			}
 			endSet = true
-		case "accounts":
-			q.accounts = append(q.accounts, splitList(o.Value)...)
-		case "qos":
-			q.qos = append(q.qos, splitList(o.Value)...)
 		case "units":
 			if v.units, err = parseUnits(o.Value); err != nil {
+				return err
+			}
+		default:
+			if err := q.option(o); err != nil {
 				return err
 			}
 		}
@@ -765,16 +729,12 @@ func Sacct(ctx context.Context, connect Connect, args []string, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	c, err := connect()
-	if err != nil {
-		return err
-	}
-	jobs, err := c.Jobs(ctx, true)
+	_, in, err := readAgent(ctx, connect, readJobs)
 	if err != nil {
 		return err
 	}
 	var shown []api.Job
-	for _, j := range jobs {
+	for _, j := range in.jobs {
 		if q.match(j) {
 			shown = append(shown, j)
 		}

@@ -162,9 +162,9 @@ func TestSacctSelect(t *testing.T) {
 		want             []uint64
 	}{
 		{"today", sacctQuery{}, false, false, []uint64{1, 2, 3, 4}},
-		{"-A physics", sacctQuery{accounts: []string{"physics"}}, false, false, []uint64{3}},
-		{"-A physics,bio", sacctQuery{accounts: []string{"physics", "bio"}}, false, false, []uint64{3, 4}},
-		{"-q high", sacctQuery{qos: []string{"high"}}, false, false, []uint64{4}},
+		{"-A physics", sacctQuery{jobFilter: jobFilter{accounts: []string{"physics"}}}, false, false, []uint64{3}},
+		{"-A physics,bio", sacctQuery{jobFilter: jobFilter{accounts: []string{"physics", "bio"}}}, false, false, []uint64{3, 4}},
+		{"-q high", sacctQuery{jobFilter: jobFilter{qos: []string{"high"}}}, false, false, []uint64{4}},
 		{"-S 01:02", sacctQuery{start: at("2026-11-22T01:02:00Z")}, true, false, []uint64{1, 2, 3}},
 		{"-S 00:00 -E 00:59:30", sacctQuery{start: at("2026-11-22T00:00:00Z"), end: at("2026-11-22T00:59:30Z")}, true, true, []uint64{4}},
 		// -s alone: jobs in the state now.

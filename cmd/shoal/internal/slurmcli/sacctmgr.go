@@ -442,8 +442,8 @@ var sacctmgrOpts = []slurm.Option{
 	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
 	{Long: "oneliner", Short: 'o', Arg: slurm.NoArg, Unsupported: "Shoal prints tables"},
 	{Long: "associations", Short: 's', Arg: slurm.NoArg},
-	{Long: "help", Short: 'h', Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
-	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	{Long: "help", Short: 'h', Arg: slurm.NoArg, Unsupported: seeHelp},
+	optUsage,
 }
 
 // Sacctmgr is sacctmgr list|show user|account|association|qos over the
@@ -472,15 +472,11 @@ func Sacctmgr(ctx context.Context, connect Connect, args []string, stdout, stder
 	if err != nil {
 		return err
 	}
-	c, err := connect()
+	_, in, err := readAgent(ctx, connect, readPolicy)
 	if err != nil {
 		return err
 	}
-	pol, err := c.Policy(ctx)
-	if err != nil {
-		return err
-	}
-	m, err := newMgrPolicy(pol.Policy)
+	m, err := newMgrPolicy(in.policy.Policy)
 	if err != nil {
 		return err
 	}

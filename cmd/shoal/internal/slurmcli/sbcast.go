@@ -26,8 +26,8 @@ var sbcastOpts = []slurm.Option{
 	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
 	{Long: "exclude", Arg: slurm.NeedArg, Unsupported: "Shoal copies no shared libraries (--send-libs)"},
 	{Long: "send-libs", Arg: slurm.OptArg, Unsupported: "Shoal copies the file alone, not its shared libraries"},
-	{Long: "help", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
-	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	optHelp,
+	optUsage,
 }
 
 // Sbcast is sbcast: it copies SOURCE to DEST on every node of the job's

@@ -33,11 +33,11 @@ var scancelOpts = []slurm.Option{
 	{Long: "qos", Short: 'q', Arg: slurm.NeedArg},
 	{Long: "reservation", Short: 'R', Arg: slurm.NeedArg, Unsupported: "Shoal has no reservations"},
 	{Long: "nodelist", Short: 'w', Arg: slurm.NeedArg},
-	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
-	{Long: "sibling", Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
+	optClusters,
+	{Long: "sibling", Arg: slurm.NeedArg, Unsupported: noFederation},
 	{Long: "wckey", Arg: slurm.NeedArg, Unsupported: "Shoal has no accounting"},
-	{Long: "help", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
-	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	optHelp,
+	optUsage,
 }
 
 // scancelTarget is one job (or step, when step >= 0) named on the

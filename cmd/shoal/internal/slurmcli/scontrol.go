@@ -66,15 +66,11 @@ func Scontrol(ctx context.Context, connect Connect, args []string, out io.Writer
 			}
 			return scontrolShowJob(ctx, connect, show, args[2:], out)
 		case "partition", "partitions":
-			c, err := connect()
+			_, in, err := readAgent(ctx, connect, readPolicy)
 			if err != nil {
 				return err
 			}
-			pol, err := c.Policy(ctx)
-			if err != nil {
-				return err
-			}
-			return printPartitions(out, pol.Policy, args[2:])
+			return printPartitions(out, in.policy.Policy, args[2:])
 		case "node", "nodes":
 			return scontrolShowNodes(ctx, connect, args[2:], out)
 		}
@@ -170,16 +166,12 @@ func scontrolShowNodes(ctx context.Context, connect Connect, args []string, out 
 			return fmt.Errorf("show nodes: %w", err)
 		}
 	}
-	c, err := connect()
-	if err != nil {
-		return err
-	}
-	nodes, err := c.Nodes(ctx)
+	_, in, err := readAgent(ctx, connect, readNodes)
 	if err != nil {
 		return err
 	}
 	shown := 0
-	for _, n := range nodes {
+	for _, n := range in.nodes {
 		if want != nil && !slices.Contains(want, n.Name) {
 			continue
 		}

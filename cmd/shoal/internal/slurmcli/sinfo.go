@@ -48,10 +48,10 @@ var sinfoOpts = []slurm.Option{
 	{Long: "iterate", Short: 'i', Arg: slurm.NeedArg, Unsupported: "run it under watch(1)"},
 	{Long: "sort", Short: 'S', Arg: slurm.NeedArg, Unsupported: "rows are listed by state, then by node name"},
 	{Long: "reservation", Short: 'T', Arg: slurm.NoArg, Unsupported: "Shoal has no reservations"},
-	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
+	optClusters,
 	{Long: "json", Arg: slurm.NoArg, Unsupported: "use `shoal nodes --json`"},
-	{Long: "help", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
-	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	optHelp,
+	optUsage,
 }
 
 // sinfoState is a node's state as sinfo prints it: compact (%t) and long
@@ -325,12 +325,9 @@ func (q sinfoQuery) match(n sinfoNode) bool {
 // Sinfo is sinfo: the partition view (one row per state), or with -N
 // one row per node.
 func Sinfo(ctx context.Context, connect Connect, args []string, stdout, stderr io.Writer) error {
-	vals, rest, err := cliArgs("sinfo", sinfoOpts, args, stderr)
+	vals, err := cliOptions("sinfo", sinfoOpts, args, stderr)
 	if err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected argument %q", rest[0])
 	}
 	var q sinfoQuery
 	for _, v := range vals {
@@ -366,19 +363,11 @@ func Sinfo(ctx context.Context, connect Connect, args []string, stdout, stderr i
 			q.dead = true
 		}
 	}
-	c, err := connect()
+	_, in, err := readAgent(ctx, connect, readNodes|readPolicy)
 	if err != nil {
 		return err
 	}
-	nodes, err := c.Nodes(ctx)
-	if err != nil {
-		return err
-	}
-	pol, err := c.Policy(ctx)
-	if err != nil {
-		return err
-	}
-	all, err := sinfoNodes(nodes, pol.Policy)
+	all, err := sinfoNodes(in.nodes, in.policy.Policy)
 	if err != nil {
 		return err
 	}

@@ -56,9 +56,9 @@ var sprioOpts = []slurm.Option{
 	{Long: "partition", Short: 'p', Arg: slurm.NeedArg},
 	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
 	{Long: "sort", Short: 'S', Arg: slurm.NeedArg, Unsupported: "sprio lists jobs by id"},
-	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
-	{Long: "help", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
-	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	optClusters,
+	optHelp,
+	optUsage,
 }
 
 // sprioFormat is the -o format sprio prints without one, as Slurm
@@ -282,15 +282,11 @@ func Sprio(ctx context.Context, connect Connect, args []string, stdout, stderr i
 			format = v.Value
 		}
 	}
-	c, err := connect()
+	c, in, err := readAgent(ctx, connect, readPolicy)
 	if err != nil {
 		return err
 	}
-	pol, err := c.Policy(ctx)
-	if err != nil {
-		return err
-	}
-	wt := pol.Policy.Weights
+	wt := in.policy.Policy.Weights
 	if format == "" {
 		format = sprioFormat(wt, len(users) > 0, norm, long)
 	}

@@ -59,10 +59,10 @@ var squeueOpts = []slurm.Option{
 	{Long: "account", Short: 'A', Arg: slurm.NeedArg},
 	{Long: "qos", Short: 'q', Arg: slurm.NeedArg},
 	{Long: "nodelist", Short: 'w', Arg: slurm.NeedArg},
-	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
+	optClusters,
 	{Long: "json", Arg: slurm.NoArg, Unsupported: "use `shoal queue --json`"},
-	{Long: "help", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
-	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	optHelp,
+	optUsage,
 }
 
 // parseStates turns a squeue -t (or sacct -s) list of codes or names
@@ -171,17 +171,63 @@ func resolveUsers(list string) []string {
 	return out
 }
 
+// jobFilter is what squeue and sacct select jobs by besides their ids,
+// states and times.
+type jobFilter struct {
+	users    []string // -u
+	names    []string // -n (sacct: --name)
+	nodes    []string // -w (sacct: -N): jobs on any of these nodes
+	parts    []string // -p (sacct: -r): only these partitions
+	accounts []string // -A
+	qos      []string // -q
+}
+
+// option takes v when it is one of jobFilter's options (named as squeue
+// or sacct names it); it ignores any other.
+func (f *jobFilter) option(v slurm.OptValue) error {
+	var err error
+	switch v.Opt.Long {
+	case "user":
+		f.users = append(f.users, resolveUsers(v.Value)...)
+	case "name":
+		f.names = append(f.names, splitList(v.Value)...)
+	case "nodelist":
+		f.nodes, err = expandNodeFilter(v.Value)
+	case "partition":
+		f.parts = append(f.parts, splitList(v.Value)...)
+	case "account", "accounts":
+		f.accounts = append(f.accounts, splitList(v.Value)...)
+	case "qos":
+		f.qos = append(f.qos, splitList(v.Value)...)
+	}
+	return err
+}
+
+// matches says whether j passes every filter, its users only when byUser.
+func (f jobFilter) matches(j api.Job, byUser bool) bool {
+	switch {
+	case len(f.parts) > 0 && !slices.Contains(f.parts, jobPartition(j)):
+		return false
+	case byUser && len(f.users) > 0 && !slices.Contains(f.users, j.User):
+		return false
+	case len(f.accounts) > 0 && !slices.Contains(f.accounts, j.Account):
+		return false
+	case len(f.qos) > 0 && !slices.Contains(f.qos, j.QoS):
+		return false
+	case len(f.nodes) > 0 && !onNodes(j, f.nodes):
+		return false
+	case len(f.names) > 0 && !slices.Contains(f.names, j.Name):
+		return false
+	}
+	return true
+}
+
 // squeueQuery is what squeue was asked to show.
 type squeueQuery struct {
-	users     []string
-	names     []string
-	nodes     []string // -w: jobs on any of these nodes
+	jobFilter
 	ids       []jobSel
 	states    map[string]bool
 	allStates bool
-	parts     []string // -p: only these partitions
-	accounts  []string // -A
-	qos       []string // -q
 	noHeader  bool
 	long      bool
 	array     bool   // -r: one row per array element
@@ -191,17 +237,7 @@ type squeueQuery struct {
 
 func (q squeueQuery) match(j api.Job) bool {
 	switch {
-	case len(q.parts) > 0 && !slices.Contains(q.parts, jobPartition(j)):
-		return false
-	case len(q.users) > 0 && !slices.Contains(q.users, j.User):
-		return false
-	case len(q.accounts) > 0 && !slices.Contains(q.accounts, j.Account):
-		return false
-	case len(q.qos) > 0 && !slices.Contains(q.qos, j.QoS):
-		return false
-	case len(q.nodes) > 0 && !onNodes(j, q.nodes):
-		return false
-	case len(q.names) > 0 && !slices.Contains(q.names, j.Name):
+	case !q.matches(j, true):
 		return false
 	case len(q.ids) > 0 && !selects(q.ids, j):
 		return false
@@ -215,18 +251,13 @@ func (q squeueQuery) match(j api.Job) bool {
 
 // Squeue is squeue: pending and running jobs in Slurm's columns.
 func Squeue(ctx context.Context, connect Connect, args []string, stdout, stderr io.Writer) error {
-	vals, rest, err := cliArgs("squeue", squeueOpts, args, stderr)
+	vals, err := cliOptions("squeue", squeueOpts, args, stderr)
 	if err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected argument %q", rest[0])
 	}
 	q := squeueQuery{format: os.Getenv("SQUEUE_FORMAT"), format2: os.Getenv("SQUEUE_FORMAT2")}
 	for _, v := range vals {
 		switch v.Opt.Long {
-		case "user":
-			q.users = append(q.users, resolveUsers(v.Value)...)
 		case "me":
 			q.users = append(q.users, currentIdentity().User)
 		case "states":
@@ -237,18 +268,6 @@ func Squeue(ctx context.Context, connect Connect, args []string, stdout, stderr 
 			if q.ids, err = parseJobList(v.Value); err != nil {
 				return err
 			}
-		case "name":
-			q.names = append(q.names, splitList(v.Value)...)
-		case "nodelist":
-			if q.nodes, err = expandNodeFilter(v.Value); err != nil {
-				return err
-			}
-		case "partition":
-			q.parts = append(q.parts, splitList(v.Value)...)
-		case "account":
-			q.accounts = append(q.accounts, splitList(v.Value)...)
-		case "qos":
-			q.qos = append(q.qos, splitList(v.Value)...)
 		case "noheader":
 			q.noHeader = true
 		case "long":
@@ -259,6 +278,10 @@ func Squeue(ctx context.Context, connect Connect, args []string, stdout, stderr 
 			q.format, q.format2 = v.Value, ""
 		case "Format":
 			q.format2, q.format = v.Value, ""
+		default:
+			if err := q.option(v); err != nil {
+				return err
+			}
 		}
 	}
 	c, err := connect()

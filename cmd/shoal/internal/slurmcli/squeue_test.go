@@ -141,11 +141,11 @@ func TestSqueueFilter(t *testing.T) {
 		{"-t all", squeueQuery{allStates: true}, []uint64{1, 2, 3, 4}},
 		{"-t pd,R", squeueQuery{states: states}, []uint64{1, 2}},
 		{"-t CD", squeueQuery{states: map[string]bool{"COMPLETED": true}}, []uint64{3}},
-		{"-u ada", squeueQuery{users: []string{"ada"}}, []uint64{1}},
-		{"-u ada -t all", squeueQuery{users: []string{"ada"}, allStates: true}, []uint64{1, 3, 4}},
+		{"-u ada", squeueQuery{jobFilter: jobFilter{users: []string{"ada"}}}, []uint64{1}},
+		{"-u ada -t all", squeueQuery{jobFilter: jobFilter{users: []string{"ada"}}, allStates: true}, []uint64{1, 3, 4}},
 		{"-j 2,3", squeueQuery{ids: []jobSel{{2, -1}, {3, -1}}}, []uint64{2}},
-		{"-n pend", squeueQuery{names: []string{"pend"}}, []uint64{2}},
-		{"-p other", squeueQuery{parts: []string{"other"}}, nil},
+		{"-n pend", squeueQuery{jobFilter: jobFilter{names: []string{"pend"}}}, []uint64{2}},
+		{"-p other", squeueQuery{jobFilter: jobFilter{parts: []string{"other"}}}, nil},
 	} {
 		got := ids(tc.q)
 		if len(got) != len(tc.want) || !equalIDs(got, tc.want) {
@@ -240,10 +240,10 @@ func TestSqueueAccountQoS(t *testing.T) {
 		q    squeueQuery
 		want []uint64
 	}{
-		{squeueQuery{accounts: []string{"ml"}}, []uint64{1, 2}},
-		{squeueQuery{qos: []string{"gold"}}, []uint64{1, 3}},
-		{squeueQuery{accounts: []string{"ml"}, qos: []string{"gold"}}, []uint64{1}},
-		{squeueQuery{accounts: []string{"none"}}, nil},
+		{squeueQuery{jobFilter: jobFilter{accounts: []string{"ml"}}}, []uint64{1, 2}},
+		{squeueQuery{jobFilter: jobFilter{qos: []string{"gold"}}}, []uint64{1, 3}},
+		{squeueQuery{jobFilter: jobFilter{accounts: []string{"ml"}, qos: []string{"gold"}}}, []uint64{1}},
+		{squeueQuery{jobFilter: jobFilter{accounts: []string{"none"}}}, nil},
 	} {
 		var got []uint64
 		for _, j := range jobs {

@@ -164,6 +164,17 @@ type tresUse struct {
 	capacity                             int64 // count × the window up to now
 }
 
+// tresUsage are cluster utilization's usage columns, each a share of
+// what the cluster reported, by key.
+var tresUsage = map[string]func(tresUse) int64{
+	"alloc": func(u tresUse) int64 { return u.alloc },
+	"down":  func(u tresUse) int64 { return u.down },
+	"idle":  func(u tresUse) int64 { return u.idle },
+	"plan":  func(u tresUse) int64 { return u.plan },
+	"over":  func(u tresUse) int64 { return u.over },
+	"pdown": func(u tresUse) int64 { return u.pdown },
+}
+
 // reported is what the cluster reported: allocated, down and idle time
 // (cluster_utilization's tres_rec.alloc_secs).
 func (u tresUse) reported() int64 { return u.alloc + u.down + u.pdown + u.idle + u.plan }
@@ -232,13 +243,9 @@ func sreportUsage(jobs []api.Job, nodes []api.Node, start, end, now time.Time) (
 // jobSeconds is how long the job held its allocation within [start,
 // end): 0 for one that never started.
 func jobSeconds(j api.Job, start, end, now time.Time) int64 {
-	s, err := time.Parse(time.RFC3339, j.StartTime)
-	if err != nil {
+	s, e, ok := runSpan(j, now)
+	if !ok {
 		return 0
-	}
-	e := now
-	if t, err := time.Parse(time.RFC3339, j.EndTime); err == nil {
-		e = t
 	}
 	s, e = maxTime(s, start), minTime(e, end)
 	if !e.After(s) {
@@ -333,12 +340,12 @@ var sreportOpts = []slurm.Option{
 	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
 	{Long: "all_clusters", Short: 'a', Arg: slurm.NoArg},
 	{Long: "local", Arg: slurm.NoArg},
-	{Long: "cluster", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
-	{Long: "federation", Arg: slurm.NoArg, Unsupported: "Shoal has no federation of clusters"},
+	{Long: "cluster", Short: 'M', Arg: slurm.NeedArg, Unsupported: noFederation},
+	{Long: "federation", Arg: slurm.NoArg, Unsupported: noFederation},
 	{Long: "sort", Short: 's', Arg: slurm.NeedArg, Unsupported: "reports are sorted by usage"},
 	{Long: "immediate", Short: 'i', Arg: slurm.NoArg},
-	{Long: "help", Short: 'h', Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
-	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	{Long: "help", Short: 'h', Arg: slurm.NoArg, Unsupported: seeHelp},
+	optUsage,
 }
 
 // sreportReport is one report's request: which, its window, its format
@@ -561,16 +568,15 @@ func renderClusterUtilization(w io.Writer, a sreportArgs, in sreportInput, use m
 	}
 	// The usage columns are as wide as the largest value of the TRES
 	// shown needs.
-	var most tresUse
-	var mostReported int64
+	widest := map[string]int64{}
 	for _, t := range a.tres {
 		u := use[t]
-		most.alloc, most.down, most.idle = max(most.alloc, u.alloc), max(most.down, u.down), max(most.idle, u.idle)
-		most.plan, most.over, most.pdown = max(most.plan, u.plan), max(most.over, u.over), max(most.pdown, u.pdown)
-		mostReported = max(mostReported, u.reported())
+		for key, of := range tresUsage {
+			widest[key] = max(widest[key], of(u))
+		}
+		widest["reported"] = max(widest["reported"], u.reported())
 	}
-	widest := map[string]int64{"alloc": most.alloc, "down": most.down, "idle": most.idle, "plan": most.plan,
-		"over": most.over, "pdown": most.pdown, "reported": mostReported, "energy": most.alloc}
+	widest["energy"] = widest["alloc"]
 	for i := range cols {
 		if cols[i].field.usage {
 			cols[i].width = sreportUsageWidth(widest[cols[i].field.key], a.time)
@@ -589,22 +595,14 @@ func renderClusterUtilization(w io.Writer, a sreportArgs, in sreportInput, use m
 				row[i] = t
 			case "count":
 				row[i] = strconv.FormatInt(u.count, 10)
-			case "alloc":
-				row[i] = sreportValue(u.alloc, total, a.time)
-			case "down":
-				row[i] = sreportValue(u.down, total, a.time)
-			case "idle":
-				row[i] = sreportValue(u.idle, total, a.time)
-			case "plan":
-				row[i] = sreportValue(u.plan, total, a.time)
-			case "over":
-				row[i] = sreportValue(u.over, total, a.time)
-			case "pdown":
-				row[i] = sreportValue(u.pdown, total, a.time)
 			case "reported":
 				row[i] = sreportValue(total, u.capacity, a.time)
 			case "energy":
 				row[i] = sreportValue(0, 0, a.time)
+			default:
+				if of, ok := tresUsage[c.field.key]; ok {
+					row[i] = sreportValue(of(u), total, a.time)
+				}
 			}
 		}
 		rows = append(rows, row)
@@ -766,23 +764,11 @@ func Sreport(ctx context.Context, connect Connect, args []string, stdout, stderr
 	if a.report, err = parseSreportCommand(rest, now); err != nil {
 		return err
 	}
-	c, err := connect()
+	_, got, err := readAgent(ctx, connect, readJobs|readNodes|readPolicy)
 	if err != nil {
 		return err
 	}
-	jobs, err := c.Jobs(ctx, true)
-	if err != nil {
-		return err
-	}
-	nodes, err := c.Nodes(ctx)
-	if err != nil {
-		return err
-	}
-	pol, err := c.Policy(ctx)
-	if err != nil {
-		return err
-	}
-	in := sreportInput{cluster: clusterName(pol.Policy.ClusterName), jobs: jobs, nodes: nodes, now: now, proper: properName}
+	in := sreportInput{cluster: clusterName(got.policy.Policy.ClusterName), jobs: got.jobs, nodes: got.nodes, now: now, proper: properName}
 	return renderSreport(stdout, a, in)
 }
 

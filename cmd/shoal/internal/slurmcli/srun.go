@@ -32,6 +32,8 @@ const (
 	// srunCancelWait is how long srun waits for a step it cancelled
 	// (Ctrl-C) to end before it gives up on it.
 	srunCancelWait = 30 * time.Second
+	// jobReadTimeout bounds one read of the job srun runs in.
+	jobReadTimeout = 10 * time.Second
 )
 
 // Srun is srun: inside an allocation (SHOAL_JOB_ID or SLURM_JOB_ID set)
@@ -112,18 +114,35 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 		return 1, err
 	}
 	spec.Command = withTaskHooks(opts, spec.Command)
-	var req api.StepRequest
+	return runStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, opts, stdout, stderr, func(err error) (int, error) {
+		return 1, fmt.Errorf("start step in job %d: %w", job, err)
+	})
+}
+
+// runStep is srun's step in job's allocation: it starts req (waiting for
+// the step's resources as startStepWaiting does, relaying srun's stdin as
+// opts ask) and follows the step to its end. failed words a start that
+// failed other than by a refusal already printed.
+func runStep(ctx context.Context, c *api.Client, job uint64, req api.StepRequest, opts slurm.Options, stdout, stderr io.Writer, failed func(error) (int, error)) (int, error) {
+	var sent api.StepRequest
 	step, err := startStepWaiting(ctx, c, job, opts.Immediate, stderr, func() (step api.StepResponse, err error) {
-		step, req, err = startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, localInput(opts), stderr)
+		step, sent, err = startStep(ctx, c, job, req, localInput(opts), stderr)
 		return step, err
 	})
 	if errors.Is(err, exitcode.Code(1)) {
 		return 1, err
 	}
 	if err != nil {
-		return 1, fmt.Errorf("start step in job %d: %w", job, err)
+		return failed(err)
 	}
-	return followStepInput(ctx, c, job, step, stepStdinOf(opts, req), followOptsOf(opts), stdout, stderr)
+	return followStepInput(ctx, c, job, step, stepStdinOf(opts, sent), followOptsOf(opts), stdout, stderr)
+}
+
+// readJob reads job, bounding the read by jobReadTimeout.
+func readJob(ctx context.Context, c *api.Client, job uint64) (api.Job, error) {
+	ctx, cancel := context.WithTimeout(ctx, jobReadTimeout)
+	defer cancel()
+	return c.Job(ctx, job)
 }
 
 // ParseSrunOutside parses srun's options for a job of its own (shoal run).

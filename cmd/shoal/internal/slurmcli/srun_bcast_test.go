@@ -4,8 +4,6 @@ import (
 	"io"
 	"strings"
 	"testing"
-
-	"github.com/shoal-sched/shoal/api"
 )
 
 // TestSrunBcastOutside: srun --pty --bcast outside an allocation is
@@ -13,13 +11,7 @@ import (
 // nodes (without --pty, srun runs its command as a step of its own
 // allocation: TestSrunOwnStep).
 func TestSrunBcastOutside(t *testing.T) {
-	for _, env := range []string{"SLURM_JOB_ID", "SHOAL_JOB_ID"} {
-		t.Setenv(env, "")
-	}
-	connect := func() (*api.Client, error) {
-		t.Fatal("connected")
-		return nil, nil
-	}
+	connect := outsideJob(t)
 	for _, args := range [][]string{{"--bcast=/tmp/x", "--pty", "prog"}} {
 		code, err := Srun(t.Context(), connect, args, io.Discard, io.Discard)
 		if code != 1 || err == nil || !strings.Contains(err.Error(), "--bcast: not supported by Shoal for srun --pty outside an allocation") {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
@@ -83,9 +82,7 @@ func stepExclude(ctx context.Context, c *api.Client, job uint64, opts slurm.Opti
 	if err != nil || len(exclude) == 0 {
 		return spec, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	j, err := c.Job(rctx, job)
-	cancel()
+	j, err := readJob(ctx, c, job)
 	if err != nil {
 		return spec, fmt.Errorf("-x: job %d: %w", job, err)
 	}
@@ -104,9 +101,7 @@ func stepNoKill(ctx context.Context, c *api.Client, job uint64, opts slurm.Optio
 	if !opts.NoKill {
 		return false, nil
 	}
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	j, err := c.Job(rctx, job)
-	cancel()
+	j, err := readJob(ctx, c, job)
 	if err != nil {
 		return false, fmt.Errorf("--no-kill: job %d: %w", job, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
@@ -40,9 +39,7 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 	if env, err := slurm.ParseJobID(jobIDEnv()); err == nil && env == job {
 		inc, _ = strconv.ParseUint(os.Getenv("SHOAL_INCARNATION"), 10, 64)
 	}
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	j, err := c.Job(rctx, job)
-	cancel()
+	j, err := readJob(ctx, c, job)
 	if refusal := stepRefusal(job, j, err); refusal != "" {
 		fmt.Fprint(stderr, refusal)
 		return 1, exitcode.Code(1)
@@ -56,15 +53,7 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 	if err != nil {
 		return 1, err
 	}
-	var req api.StepRequest
-	step, err := startStepWaiting(ctx, c, job, opts.Immediate, stderr, func() (step api.StepResponse, err error) {
-		step, req, err = startStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, localInput(opts), stderr)
-		return step, err
-	})
-	if errors.Is(err, exitcode.Code(1)) {
-		return 1, err
-	}
-	if err != nil {
+	return runStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, opts, stdout, stderr, func(err error) (int, error) {
 		// Slurm's words; for a refusal, Shoal's reason after them.
 		var se *api.StatusError
 		if errors.As(err, &se) && se.Code == http.StatusForbidden {
@@ -73,8 +62,7 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 			fmt.Fprintf(stderr, "srun: error: Unable to create step for job %d: %v\n", job, err)
 		}
 		return 1, exitcode.Code(1)
-	}
-	return followStepInput(ctx, c, job, step, stepStdinOf(opts, req), followOptsOf(opts), stdout, stderr)
+	})
 }
 
 // jobIDEnv is the job srun's environment names: SHOAL_JOB_ID, else

@@ -2,7 +2,6 @@ package slurmcli
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -187,10 +186,10 @@ var sshareOpts = []slurm.Option{
 	{Long: "Users", Short: 'U', Arg: slurm.NoArg},
 	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
 	{Long: "partition", Short: 'm', Arg: slurm.NoArg, Unsupported: "Shoal's fair-share has no per-partition associations"},
-	{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: "Shoal has no federation of clusters"},
+	optClusters,
 	{Long: "helpformat", Short: 'e', Arg: slurm.NoArg, Unsupported: "the fields are Slurm's: Account, User, RawShares, NormShares, RawUsage, NormUsage, EffectvUsage, FairShare"},
-	{Long: "help", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
-	{Long: "usage", Arg: slurm.NoArg, Unsupported: "see `shoal help`"},
+	optHelp,
+	optUsage,
 }
 
 // sshareOptions turns sshare's options into the format, the layout and
@@ -240,12 +239,9 @@ func sshareOptions(vals []slurm.OptValue) (string, sacctLayout, sshareQuery) {
 // Sshare is sshare: the fair-share tree, -a, -A, -u, -U, -l, -o, -n, -P,
 // -p.
 func Sshare(ctx context.Context, connect Connect, args []string, stdout, stderr io.Writer) error {
-	vals, rest, err := cliArgs("sshare", sshareOpts, args, stderr)
+	vals, err := cliOptions("sshare", sshareOpts, args, stderr)
 	if err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected argument %q", rest[0])
 	}
 	format, layout, q := sshareOptions(vals)
 	if !q.all && len(q.users) == 0 {

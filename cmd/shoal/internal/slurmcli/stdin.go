@@ -172,9 +172,7 @@ func followStepInput(ctx context.Context, c *api.Client, job uint64, step api.St
 func openLocalInput(ctx context.Context, c *api.Client, job uint64, step int, in stepStdin) (*os.File, error) {
 	f := slurm.PatternFields{JobID: job, StepID: strconv.Itoa(step), ArrayTaskID: -1}
 	if strings.Contains(in.file, "%") {
-		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		j, err := c.Job(rctx, job)
-		cancel()
+		j, err := readJob(ctx, c, job)
 		if err != nil {
 			return nil, fmt.Errorf("--input %s: job %d: %w", in.file, job, err)
 		}
@@ -266,9 +264,7 @@ var errStepOver = errors.New("the tasks ended")
 // once it has ended.
 func awaitStdinNodes(ctx context.Context, c *api.Client, job uint64, step int) ([]string, error) {
 	for {
-		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		j, err := c.Job(rctx, job)
-		cancel()
+		j, err := readJob(ctx, c, job)
 		if err == nil {
 			if step == task.NoStep {
 				if len(j.StdinNodes) > 0 {
