@@ -1,9 +1,6 @@
 package stepd
 
 import (
-	"bufio"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -167,22 +164,7 @@ func TestEnvSpecEnv(t *testing.T) {
 // environment: srun -N2 --ntasks-per-node=2 --gres=gpu:2, task 1 (node n1,
 // local id 1) of job 1 "envcheck".
 func TestEnvGolden(t *testing.T) {
-	path := filepath.Join("..", "..", "..", "shared", "peers", "slurm", "env_golden", "envcheck.step0.task1.env")
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("golden environment: %v", err)
-	}
-	defer f.Close()
-	golden := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-			golden[k] = v
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	golden := readGolden(t, "envcheck.step0.task1.env")
 
 	l := task.Launch{
 		Topology: peerTopology,
