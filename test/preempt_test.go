@@ -23,6 +23,17 @@ i=0
 while [ $i -lt 600 ]; do sleep 0.2; i=$((i+1)); done
 `
 
+// preemptPolicy is a queue policy in which QoS high (priority 10) may
+// preempt QoS low (0), whose jobs get grace between SIGTERM and the end.
+func preemptPolicy(grace string) string {
+	return `{
+		"weights": {"age": 1, "qos": 1000},
+		"qos": {"low": 0, "high": 10},
+		"preempt": {"high": ["low"]},
+		"preempt_grace": "` + grace + `"
+	}`
+}
+
 // TestPreemption: a job of a QoS that may preempt another's, which finds
 // the GPUs taken by that QoS's jobs, makes room: the victims get SIGTERM,
 // run on through the grace time, then the one with --requeue is requeued
@@ -32,16 +43,7 @@ func TestPreemption(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 2})
 	a := c.Agents[0]
 	work := t.TempDir()
-	policy := filepath.Join(work, "policy.json")
-	if err := os.WriteFile(policy, []byte(`{
-		"weights": {"age": 1, "qos": 1000},
-		"qos": {"low": 0, "high": 10},
-		"preempt": {"high": ["low"]},
-		"preempt_grace": "2s"
-	}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mustShoal(t, a, "policy", "set", policy)
+	setPolicy(t, a, preemptPolicy("2s"))
 	records := filepath.Join(work, "rec")
 	script := filepath.Join(work, "low.sh")
 	if err := os.WriteFile(script, []byte(lowScript), 0o755); err != nil {
