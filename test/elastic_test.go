@@ -334,10 +334,8 @@ while [ ! -e A.go ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done`})...)
 // preemptor runs there, and the elastic job runs on; once the preemptor
 // is done the job takes the node back, and completes.
 func TestElasticShrinkForPreemption(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1})
-	a := c.Agents[0]
+	a := startPreemptible(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1}, "60s")
 	work := t.TempDir()
-	setPolicy(t, a, preemptPolicy("60s"))
 	ran := filepath.Join(work, "ran")
 	elastic := startTrapping(t, a, work, "-q", "low")
 	high := submit(t, a, "-q", "high", "--chdir", work, "--gpus-per-node", "1", "--",

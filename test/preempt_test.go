@@ -23,15 +23,19 @@ i=0
 while [ $i -lt 600 ]; do sleep 0.2; i=$((i+1)); done
 `
 
-// preemptPolicy is a queue policy in which QoS high (priority 10) may
-// preempt QoS low (0), whose jobs get grace between SIGTERM and the end.
-func preemptPolicy(grace string) string {
-	return `{
+// startPreemptible starts a cluster whose queue policy lets QoS high
+// (priority 10) preempt QoS low (0), whose jobs get grace between SIGTERM
+// and the end, and returns its first agent.
+func startPreemptible(t *testing.T, opts localcluster.Options, grace string) *localcluster.Agent {
+	t.Helper()
+	a := startCluster(t, opts).Agents[0]
+	setPolicy(t, a, `{
 		"weights": {"age": 1, "qos": 1000},
 		"qos": {"low": 0, "high": 10},
 		"preempt": {"high": ["low"]},
-		"preempt_grace": "` + grace + `"
-	}`
+		"preempt_grace": "`+grace+`"
+	}`)
+	return a
 }
 
 // TestPreemption: a job of a QoS that may preempt another's, which finds
@@ -40,10 +44,8 @@ func preemptPolicy(grace string) string {
 // (and runs again later) and the one without is cancelled Preempted; the
 // preemptor then runs, after both victims' SIGTERM.
 func TestPreemption(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 2})
-	a := c.Agents[0]
+	a := startPreemptible(t, localcluster.Options{Nodes: 1, GPUsPerNode: 2}, "2s")
 	work := t.TempDir()
-	setPolicy(t, a, preemptPolicy("2s"))
 	records := filepath.Join(work, "rec")
 	script := filepath.Join(work, "low.sh")
 	if err := os.WriteFile(script, []byte(lowScript), 0o755); err != nil {
