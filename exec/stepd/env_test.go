@@ -165,22 +165,9 @@ func TestEnvSpecEnv(t *testing.T) {
 // local id 1) of job 1 "envcheck".
 func TestEnvGolden(t *testing.T) {
 	golden := readGolden(t, "envcheck.step0.task1.env")
-
-	l := task.Launch{
-		Topology: peerTopology,
-		Job:      1, Incarnation: 1,
-		Spec: cluster.Spec{
-			Name: "envcheck", Command: []string{"env"}, WorkDir: "/tmp/slurmpeer/env",
-			User: "root", UID: 0, GID: 0,
-			Request:    cluster.Request{Nodes: 2, GPUsPerNode: 2, TasksPerNode: 2, Partition: "gpu"},
-			SubmitHost: "vm",
-		},
-		ClusterName: "shoalpeer",
-		Alloc: cluster.Allocation{Nodes: []cluster.NodeAlloc{
-			{Node: "n1", GPUs: []int{0, 1}}, {Node: "n2", GPUs: []int{0, 1}},
-		}, MasterPort: 29500},
-		NodeIndex: 0, MasterAddr: "n1", NodeList: "n[1-2]", NodeName: "n1",
-	}
+	// envcheck's job on n1, run as a command (srun env), not a script.
+	l := envcheckJob(0)
+	l.Spec.Command, l.Spec.Batch = []string{"env"}, nil
 	got := envMap(t, contractEnv(l, 1, "/root"))
 	// Names Shoal sets that this Slurm run did not: asked for without -c,
 	// and never requeued.
