@@ -330,24 +330,19 @@ func readValue(dir, name string) (uint64, error) {
 	return v, nil
 }
 
-func (h *v1) Remove(path string) error {
-	if err := validPath(path); err != nil {
-		return err
-	}
-	var errs []error
-	for _, d := range h.dirs(path) {
-		errs = append(errs, removeTree(d))
-	}
-	return errors.Join(errs...)
-}
+func (h *v1) Remove(path string) error { return h.eachDir(path, removeTree) }
 
-func (h *v1) Prune(path string) error {
+func (h *v1) Prune(path string) error { return h.eachDir(path, pruneDir) }
+
+// eachDir calls f on path's directory in every controller's tree, once
+// a directory, and joins the errors; path is checked first.
+func (h *v1) eachDir(path string, f func(dir string) error) error {
 	if err := validPath(path); err != nil {
 		return err
 	}
 	var errs []error
 	for _, d := range h.dirs(path) {
-		errs = append(errs, pruneDir(d))
+		errs = append(errs, f(d))
 	}
 	return errors.Join(errs...)
 }

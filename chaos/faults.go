@@ -134,6 +134,13 @@ func Plan(seed uint64, nodes int, kinds []Kind, n int) []Fault {
 	dur := func(lo, hi float64) time.Duration {
 		return time.Duration((lo + r.Float64()*(hi-lo)) * float64(time.Second))
 	}
+	// minority picks 1 to (nodes-1)/2 of the nodes (one at least), sorted.
+	minority := func() []int {
+		k := 1 + r.IntN(max(1, (nodes-1)/2))
+		picked := r.Perm(nodes)[:k]
+		slices.Sort(picked)
+		return picked
+	}
 	out := make([]Fault, 0, n)
 	for range n {
 		f := Fault{Kind: kinds[r.IntN(len(kinds))], Gap: dur(1, 3)}
@@ -147,10 +154,7 @@ func Plan(seed uint64, nodes int, kinds []Kind, n int) []Fault {
 		case Isolate:
 			f.Duration = dur(2, 10)
 		case Partition:
-			minority := 1 + r.IntN(max(1, (nodes-1)/2))
-			f.Targets = r.Perm(nodes)[:minority]
-			slices.Sort(f.Targets)
-			f.Duration = dur(3, 10)
+			f.Targets, f.Duration = minority(), dur(3, 10)
 		case OneWay:
 			f.Targets, f.Duration = []int{r.IntN(nodes)}, dur(2, 8)
 		case Flap:
@@ -159,9 +163,7 @@ func Plan(seed uint64, nodes int, kinds []Kind, n int) []Fault {
 			f.Duration = dur(0, 2)
 		case Slow:
 			// Up to a minority, so a majority still talks at full speed.
-			slowed := 1 + r.IntN(max(1, (nodes-1)/2))
-			f.Targets = r.Perm(nodes)[:slowed]
-			slices.Sort(f.Targets)
+			f.Targets = minority()
 			f.RateKbit = 64 << r.IntN(4) // 64 to 512 kbit/s
 			f.Latency = time.Duration(100+r.IntN(900)) * time.Millisecond
 			f.Duration = dur(3, 10)

@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"context"
 	"fmt"
 	"os"
 	osexec "os/exec"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/cgroup"
-	"github.com/shoal-sched/shoal/exec/internal/exectest"
 	"github.com/shoal-sched/shoal/exec/task"
 )
 
@@ -41,18 +39,8 @@ func newCgroupExec(t *testing.T, need cgroup.Controller) (*Executor, cgroup.Hier
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(t.Context(), Config{DataDir: t.TempDir(), NodeName: "n2", KillWait: time.Second, KillGrace: time.Second,
-		Logger: exectest.Logger(t), Cgroup: &r, HostCPUs: cgroup.Canonical(host), TaskPidsMax: 256})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
+	// Registered first, this runs once the executor is closed.
 	t.Cleanup(func() {
-		e.StopAll(task.CauseCancelled)
-		ctx, cancel := context.WithTimeout(context.Background(), waitBound)
-		defer cancel()
-		if err := e.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
-		}
 		if err := h.Kill("", 5*time.Second); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
@@ -60,6 +48,8 @@ func newCgroupExec(t *testing.T, need cgroup.Controller) (*Executor, cgroup.Hier
 			t.Errorf("cleanup: %v", err)
 		}
 	})
+	e := openExec(t, Config{DataDir: t.TempDir(), NodeName: "n2", KillWait: time.Second, KillGrace: time.Second,
+		Cgroup: &r, HostCPUs: cgroup.Canonical(host), TaskPidsMax: 256}, stopAndCheck)
 	return e, h
 }
 

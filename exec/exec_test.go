@@ -24,15 +24,39 @@ const waitBound = 20 * time.Second
 // fails, that every task it started is killed and reaped.
 func newTestExec(t *testing.T, dir string, grace time.Duration) *Executor {
 	t.Helper()
-	e, err := New(t.Context(), Config{DataDir: dir, NodeName: "n2", KillWait: grace, KillGrace: grace, Logger: exectest.Logger(t)})
+	return openExec(t, Config{DataDir: dir, NodeName: "n2", KillWait: grace, KillGrace: grace}, stopAndCheck)
+}
+
+// How openExec's executor is closed when the test ends, within waitBound.
+type execEnd int
+
+const (
+	// closeOnly closes it, the error ignored: for tasks that end by
+	// themselves (fenced by the watchdog).
+	closeOnly execEnd = iota
+	// stopThenClose stops its tasks first, the error ignored.
+	stopThenClose
+	// stopAndCheck stops its tasks first, and a task still running
+	// when the bound passes fails the test.
+	stopAndCheck
+)
+
+// openExec opens an executor with cfg, its Logger the test's, closed as
+// end says when the test ends.
+func openExec(t *testing.T, cfg Config, end execEnd) *Executor {
+	t.Helper()
+	cfg.Logger = exectest.Logger(t)
+	e, err := New(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() {
-		e.StopAll(task.CauseCancelled)
+		if end != closeOnly {
+			e.StopAll(task.CauseCancelled)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 		defer cancel()
-		if err := e.Close(ctx); err != nil {
+		if err := e.Close(ctx); err != nil && end == stopAndCheck {
 			t.Errorf("Close: %v", err)
 		}
 	})

@@ -69,11 +69,7 @@ func TestBatchInputRootFile(t *testing.T) {
 // "none" is /dev/null.
 func TestStepInput(t *testing.T) {
 	e := newTestExec(t, t.TempDir(), time.Second)
-	own := shLaunch(t, 75, 1, `touch own.ready; exec sleep 30`)
-	if err := e.Start(t.Context(), own); err != nil {
-		t.Fatal(err)
-	}
-	waitFile(t, filepath.Join(own.Spec.WorkDir, "own.ready"))
+	own := startOwnTask(t, e, 75)
 	for id, input := range []string{"in-%t.txt", "none"} {
 		step := withStep(own, id, 2, `echo "rank=$SLURM_PROCID read=$(cat)"`)
 		step.Step.Spec.WorkDir = t.TempDir()

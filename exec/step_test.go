@@ -128,15 +128,23 @@ func TestBatchOutputModes(t *testing.T) {
 	}
 }
 
-// TestStep runs a 2-task step beside the job's own task, and stops a
-// second step without touching either.
-func TestStep(t *testing.T) {
-	e := newTestExec(t, t.TempDir(), time.Second)
-	own := shLaunch(t, 30, 1, `touch own.ready; exec sleep 30`)
+// startOwnTask starts job's own task, one rank that sleeps, and waits
+// until it runs: the task steps are started beside.
+func startOwnTask(t *testing.T, e *Executor, job cluster.JobID) Launch {
+	t.Helper()
+	own := shLaunch(t, job, 1, `touch own.ready; exec sleep 30`)
 	if err := e.Start(t.Context(), own); err != nil {
 		t.Fatal(err)
 	}
 	waitFile(t, filepath.Join(own.Spec.WorkDir, "own.ready"))
+	return own
+}
+
+// TestStep runs a 2-task step beside the job's own task, and stops a
+// second step without touching either.
+func TestStep(t *testing.T) {
+	e := newTestExec(t, t.TempDir(), time.Second)
+	own := startOwnTask(t, e, 30)
 
 	step := withStep(own, 0, 2, `echo "rank=$RANK procid=$SLURM_PROCID step=$SLURM_STEP_ID world=$WORLD_SIZE pwd=$(pwd)"`)
 	step.Step.Spec.WorkDir = t.TempDir()

@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,17 +82,8 @@ func TestDetachAndReattach(t *testing.T) {
 func TestWatchdogFencesWithoutRenewal(t *testing.T) {
 	const ttl = 600 * time.Millisecond
 	dir := t.TempDir()
-	e, err := New(t.Context(), Config{DataDir: dir, NodeName: "n2", KillWait: 10 * time.Second,
-		KillGrace: 300 * time.Millisecond, LeaseTTL: ttl, Logger: exectest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		e.StopAll(task.CauseCancelled)
-		ctx, cancel := context.WithTimeout(context.Background(), waitBound)
-		defer cancel()
-		_ = e.Close(ctx)
-	})
+	e := openExec(t, Config{DataDir: dir, NodeName: "n2", KillWait: 10 * time.Second,
+		KillGrace: 300 * time.Millisecond, LeaseTTL: ttl}, stopThenClose)
 	if err := e.RenewLease(time.Now(), ttl); err != nil {
 		t.Fatal(err)
 	}
@@ -147,16 +137,8 @@ func TestWatchdogFencesWithoutRenewal(t *testing.T) {
 // TestWatchdogFencesWithoutLeaseRecord: a supervisor that cannot read the
 // lease at all fences at once rather than run unguarded.
 func TestWatchdogFencesWithoutLeaseRecord(t *testing.T) {
-	e, err := New(t.Context(), Config{DataDir: t.TempDir(), NodeName: "n2", KillWait: time.Second,
-		KillGrace: 300 * time.Millisecond, LeaseTTL: time.Hour, Logger: exectest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitBound)
-		defer cancel()
-		_ = e.Close(ctx)
-	})
+	e := openExec(t, Config{DataDir: t.TempDir(), NodeName: "n2", KillWait: time.Second,
+		KillGrace: 300 * time.Millisecond, LeaseTTL: time.Hour}, closeOnly)
 	l := shLaunch(t, 32, 1, `while :; do sleep 0.05; done`)
 	if err := e.Start(t.Context(), l); err != nil {
 		t.Fatalf("Start: %v", err)
@@ -213,16 +195,7 @@ func TestStopRecordReachesSupervisor(t *testing.T) {
 func TestRenewLeaseGrantedTTL(t *testing.T) {
 	const ttl = 10 * time.Second
 	dir := t.TempDir()
-	e, err := New(t.Context(), Config{DataDir: dir, NodeName: "n2", KillGrace: 300 * time.Millisecond, LeaseTTL: ttl,
-		Logger: exectest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitBound)
-		defer cancel()
-		_ = e.Close(ctx)
-	})
+	e := openExec(t, Config{DataDir: dir, NodeName: "n2", KillGrace: 300 * time.Millisecond, LeaseTTL: ttl}, closeOnly)
 	sent := time.Now()
 	if err := e.RenewLease(sent, 6*ttl); err != nil {
 		t.Fatal(err)

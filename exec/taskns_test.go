@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"context"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -23,19 +22,8 @@ import (
 func TestTaskNamespace(t *testing.T) {
 	requireRoot(t)
 	before := hostsMounts(t)
-	e, err := New(t.Context(), Config{DataDir: t.TempDir(), NodeName: "n2", KillWait: time.Second, KillGrace: time.Second,
-		Logger: exectest.Logger(t), TaskNamespace: []string{os.Args[0], stepd.TaskNamespaceCommand}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		e.StopAll(task.CauseCancelled)
-		ctx, cancel := context.WithTimeout(context.Background(), waitBound)
-		defer cancel()
-		if err := e.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	e := openExec(t, Config{DataDir: t.TempDir(), NodeName: "n2", KillWait: time.Second, KillGrace: time.Second,
+		TaskNamespace: []string{os.Args[0], stepd.TaskNamespaceCommand}}, stopAndCheck)
 	// The user must reach its work dir: t.TempDir's parent is root's alone.
 	work, err := os.MkdirTemp("", "shoal-taskns-")
 	if err != nil {
@@ -147,16 +135,8 @@ func TestTaskNamespaceHelperEnv(t *testing.T) {
 	exectest.MustBeRoot(t)
 	saved := filepath.Join(t.TempDir(), "helper.environ")
 	helper := []string{"/bin/sh", "-c", `cat /proc/$$/environ >` + saved}
-	e, err := New(t.Context(), Config{DataDir: t.TempDir(), NodeName: "n2", KillWait: time.Second, KillGrace: time.Second,
-		Logger: exectest.Logger(t), TaskNamespace: helper})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitBound)
-		defer cancel()
-		_ = e.Close(ctx)
-	})
+	e := openExec(t, Config{DataDir: t.TempDir(), NodeName: "n2", KillWait: time.Second, KillGrace: time.Second,
+		TaskNamespace: helper}, closeOnly)
 	l := shLaunch(t, 63, 1, "true")
 	l.Spec.Env = []string{"LD_PRELOAD=/nonexistent/evil.so", "LD_LIBRARY_PATH=/nonexistent", "GODEBUG=inittrace=1",
 		"GOTRACEBACK=crash", "JOB_SECRET=x"}

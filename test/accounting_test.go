@@ -31,14 +31,7 @@ func TestAccountingCommands(t *testing.T) {
 	}`)
 	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 2, ExtraArgs: []string{"--policy", policy}})
 	a := c.Agents[0]
-	eventually(t, 20*time.Second, "the --policy file's policy in force", func() error {
-		var p api.PolicyResponse
-		jsonOf(t, a, &p, "policy", "show")
-		if !p.Set || p.Policy.Accounts["physics"].Shares != 60 {
-			return fmt.Errorf("policy %+v", p)
-		}
-		return nil
-	})
+	waitPolicyFile(t, a, func(p api.PolicyResponse) bool { return p.Policy.Accounts["physics"].Shares == 60 })
 	shims := t.TempDir()
 	mustShoal(t, a, "install-shims", shims)
 	env := []string{"SHOAL_DATA_DIR=" + a.DataDir}

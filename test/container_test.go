@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/localcluster"
 )
 
@@ -77,6 +78,20 @@ func runtimeContainers(t *testing.T, prefix string) []string {
 	return ids
 }
 
+// bundleAndWork makes an OCI bundle (ociBundle) and a work directory
+// beside it, in a directory of their own (root's) under os.TempDir,
+// removed when the test ends.
+func bundleAndWork(t *testing.T) (bundle, work string) {
+	t.Helper()
+	base := sharedTempDir(t, "shoal-oci-", 0o700)
+	bundle = ociBundle(t, filepath.Join(base, "bundle"))
+	work = filepath.Join(base, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bundle, work
+}
+
 // TestContainer (issue 13): sbatch --container and srun --container run
 // each task in the OCI bundle, through the node's runtime, one container
 // per rank (two agents on this host run the ranks of one step): the
@@ -87,16 +102,7 @@ func runtimeContainers(t *testing.T, prefix string) []string {
 // to start with a reason naming the node, without hanging.
 func TestContainer(t *testing.T) {
 	mustRoot(t)
-	base, err := os.MkdirTemp("", "shoal-oci-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	bundle := ociBundle(t, filepath.Join(base, "bundle"))
-	work := filepath.Join(base, "work")
-	if err := os.Mkdir(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bundle, work := bundleAndWork(t)
 	c := startCluster(t, localcluster.Options{Nodes: 2, ExtraArgs: []string{"--oci-runtime", "crun"}})
 	a := c.Agents[0]
 	sh := newSlurmShims(t, a)
@@ -148,9 +154,7 @@ exit 3`
 	}
 
 	// A step of a job on the host: the step alone runs in the bundle.
-	host := sh.sbatch("-N2", "--chdir", work, "--wrap", "sleep 300")
-	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(host)) })
-	waitState(t, a, host, "RUNNING", "")
+	host := sh.allocation("-N2", "--chdir", work)
 	r = sh.srunIn(nil, []string{fmt.Sprintf("SLURM_JOB_ID=%d", host)}, "-N2", "-n2", "--container", bundle, "--chdir", work, "cat", "/marker")
 	if r.code != 0 || r.stdout != containerMarker+"\n"+containerMarker+"\n" {
 		t.Errorf("srun --container in a job: exit %d, stdout %q, stderr %q; want the marker twice", r.code, r.stdout, r.stderr)
@@ -260,17 +264,24 @@ func TestContainerUser(t *testing.T) {
 	u := newSecUser(t, "shoaloci")
 	base, work := secDirs(t, c, u)
 	bundle := ociBundle(t, filepath.Join(base, "bundle"))
-
-	script := `echo "uid=$(id -u) gid=$(id -g)"; cat /marker; grep -E '^(CapEff|NoNewPrivs):' /proc/self/status`
-	r := u.run(t, a, work, nil, "slurm", "sbatch", "--parsable", "--container", bundle, "--chdir", work, "--wrap", script)
-	if r.code != 0 {
-		t.Fatalf("sbatch --container as %s: exit %d %s", u.name, r.code, r.stderr)
+	// contained runs script in a bundle as u (sbatch --container) and
+	// returns the ended job and its output.
+	contained := func(bundle, script string) (api.Job, []byte) {
+		t.Helper()
+		r := u.run(t, a, work, nil, "slurm", "sbatch", "--parsable", "--container", bundle, "--chdir", work, "--wrap", script)
+		if r.code != 0 {
+			t.Fatalf("sbatch --container as %s: exit %d %s", u.name, r.code, r.stderr)
+		}
+		id := mustID(t, strings.TrimSpace(r.stdout))
+		j := waitJob(t, a, id, 2*time.Minute)
+		out, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("slurm-%d.out", id)))
+		return j, out
 	}
-	id := mustID(t, strings.TrimSpace(r.stdout))
-	if j := waitJob(t, a, id, 2*time.Minute); j.State != "COMPLETED" {
+
+	j, out := contained(bundle, `echo "uid=$(id -u) gid=$(id -g)"; cat /marker; grep -E '^(CapEff|NoNewPrivs):' /proc/self/status`)
+	if j.State != "COMPLETED" {
 		t.Errorf("sbatch --container as %s: %s exit %d; want COMPLETED", u.name, j.State, j.ExitCode)
 	}
-	out, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("slurm-%d.out", id)))
 	for _, want := range []string{fmt.Sprintf("uid=%d gid=%d", u.uid, u.gid), containerMarker,
 		"CapEff:\t0000000000000000", "NoNewPrivs:\t1"} {
 		if !strings.Contains(string(out), want) {
@@ -284,15 +295,9 @@ func TestContainerUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	hidden := ociBundle(t, filepath.Join(private, "bundle"))
-	r = u.run(t, a, work, nil, "slurm", "sbatch", "--parsable", "--container", hidden, "--chdir", work, "--wrap", "cat /marker")
-	if r.code != 0 {
-		t.Fatalf("sbatch --container as %s: exit %d %s", u.name, r.code, r.stderr)
-	}
-	id = mustID(t, strings.TrimSpace(r.stdout))
-	if j := waitJob(t, a, id, 2*time.Minute); j.State != "FAILED" {
+	if j, out = contained(hidden, "cat /marker"); j.State != "FAILED" {
 		t.Errorf("sbatch --container of a bundle %s cannot read: %s; want FAILED", u.name, j.State)
 	}
-	out, _ = os.ReadFile(filepath.Join(work, fmt.Sprintf("slurm-%d.out", id)))
 	want := fmt.Sprintf("--container %s: not an OCI bundle: open %s/config.json: permission denied", hidden, hidden)
 	if !strings.Contains(string(out), want) || strings.Contains(string(out), containerMarker) {
 		t.Errorf("sbatch --container of a bundle %s cannot read: output %q; want %q and no marker", u.name, out, want)
@@ -325,15 +330,9 @@ func TestContainerUser(t *testing.T) {
 	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r = u.run(t, a, work, nil, "slurm", "sbatch", "--parsable", "--container", binder, "--chdir", work, "--wrap", "cat /private/secret")
-	if r.code != 0 {
-		t.Fatalf("sbatch --container as %s: exit %d %s", u.name, r.code, r.stderr)
-	}
-	id = mustID(t, strings.TrimSpace(r.stdout))
-	if j := waitJob(t, a, id, 2*time.Minute); j.State != "FAILED" {
+	if j, out = contained(binder, "cat /private/secret"); j.State != "FAILED" {
 		t.Errorf("sbatch --container binding what %s cannot reach: %s; want FAILED", u.name, j.State)
 	}
-	out, _ = os.ReadFile(filepath.Join(work, fmt.Sprintf("slurm-%d.out", id)))
 	want = fmt.Sprintf("shoal stepd: error: node %s: --container %s: open %s: permission denied", a.Name, binder, inner)
 	if !strings.Contains(string(out), want) || strings.Contains(string(out), "root's") {
 		t.Errorf("sbatch --container binding what %s cannot reach: output %q; want %q and no listing", u.name, out, want)
@@ -347,16 +346,7 @@ func TestContainerUser(t *testing.T) {
 // with nothing left running.
 func TestContainerNoCgroups(t *testing.T) {
 	mustRoot(t)
-	base, err := os.MkdirTemp("", "shoal-oci-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	bundle := ociBundle(t, filepath.Join(base, "bundle"))
-	work := filepath.Join(base, "work")
-	if err := os.Mkdir(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bundle, work := bundleAndWork(t)
 	c := startCluster(t, localcluster.Options{Nodes: 1, ExtraArgs: []string{"--oci-runtime", "crun", "--cgroups", "off"}})
 	a := c.Agents[0]
 	sh := newSlurmShims(t, a)

@@ -67,16 +67,7 @@ func TestElasticBatch(t *testing.T) {
 	}
 	logged := func() string { data, _ := os.ReadFile(logf); return string(data) }
 
-	busy := submit(t, cli, "--name", "busy", "--chdir", work, "--gpus-per-node", "1", "--",
-		"/bin/sh", "-c", `i=0; while [ ! -e busy.go ] && [ $i -lt 900 ]; do sleep 0.2; i=$((i+1)); done`)
-	var bj api.Job
-	eventually(t, 30*time.Second, "the busy job running", func() error {
-		jsonOf(t, cli, &bj, "job", fmt.Sprint(busy))
-		if bj.State != "RUNNING" {
-			return fmt.Errorf("state %s", bj.State)
-		}
-		return nil
-	})
+	bj := startBusy(t, cli, work, 900)
 	script := filepath.Join(work, "job.sh")
 	if err := os.WriteFile(script, []byte(elasticBatchScript), 0o755); err != nil {
 		t.Fatal(err)

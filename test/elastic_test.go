@@ -1,7 +1,6 @@
 package test
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -165,19 +164,10 @@ func TestElasticPyTorch(t *testing.T) {
 func TestElasticJobNodes(t *testing.T) {
 	work := t.TempDir()
 	ran := filepath.Join(work, "ran")
-	count := func(n int) func() error {
-		return func() error {
-			data, _ := os.ReadFile(ran)
-			if got := strings.Count(string(data), "\n"); got != n {
-				return fmt.Errorf("%d starts, want %d:\n%s", got, n, data)
-			}
-			return nil
-		}
-	}
 	cmd := []string{"/bin/sh", "-c", `echo "$SLURMD_NODENAME $SLURM_JOB_NUM_NODES $SLURM_JOB_NODELIST $SLURM_NODEID" >> ran
 i=0
 while [ ! -e A.go ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done`}
-	j := elasticScenario(t, work, nil, cmd, count(2), count(3), func() {
+	j := elasticScenario(t, work, nil, cmd, startsIn(ran, 2), startsIn(ran, 3), func() {
 		if err := os.WriteFile(filepath.Join(work, "A.go"), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -215,36 +205,10 @@ func elasticScenario(t *testing.T, work string, agentArgs, cmd []string, atTwo, 
 	t.Helper()
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1, HostOf: ownLoopback, ExtraArgs: agentArgs})
 	cli := c.Agents[0]
-	busy := submit(t, cli, "--name", "busy", "--chdir", work, "--gpus-per-node", "1", "--",
-		"/bin/sh", "-c", `i=0; while [ ! -e busy.go ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done`)
-	var bj api.Job
-	eventually(t, 30*time.Second, "the busy job running", func() error {
-		jsonOf(t, cli, &bj, "job", fmt.Sprint(busy))
-		if bj.State != "RUNNING" {
-			return fmt.Errorf("state %s", bj.State)
-		}
-		return nil
-	})
+	bj := startBusy(t, cli, work, 1500)
 	id := submit(t, cli, append([]string{"--name", "elastic", "--chdir", work, "--nodes", "2-3", "--gpus-per-node", "1", "--"}, cmd...)...)
-	// job reads the elastic job; a failed read (an agent busy with an
-	// election) is retried by the eventually around it.
-	var j api.Job
-	job := func() error {
-		r := shoal(t, cli, "job", fmt.Sprint(id), "--json")
-		if r.code != 0 {
-			return fmt.Errorf("shoal job: exit %d: %s", r.code, r.stderr)
-		}
-		j = api.Job{}
-		return json.Unmarshal([]byte(r.stdout), &j)
-	}
-	eventually(t, 30*time.Second, "the elastic job running on 2 nodes", func() error {
-		if err := job(); err != nil {
-			return err
-		}
-		if j.State != "RUNNING" || j.NumNodes != 2 || !j.Elastic {
-			return fmt.Errorf("state %s on %v (elastic %v)", j.State, j.Nodes, j.Elastic)
-		}
-		return nil
+	j := waitJobWhere(t, cli, id, 30*time.Second, "the elastic job running on 2 nodes", func(j api.Job) bool {
+		return j.State == "RUNNING" && j.NumNodes == 2 && j.Elastic
 	})
 	if slices.Contains(j.Nodes, bj.Nodes[0]) {
 		t.Fatalf("elastic job on %v shares the busy job's node %s", j.Nodes, bj.Nodes[0])
@@ -255,46 +219,19 @@ func elasticScenario(t *testing.T, work string, agentArgs, cmd []string, atTwo, 
 	if err := os.WriteFile(filepath.Join(work, "busy.go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the elastic job grown to 3 nodes", func() error {
-		if err := job(); err != nil {
-			return err
-		}
-		if j.State != "RUNNING" || j.NumNodes != 3 || !slices.Contains(j.Nodes, bj.Nodes[0]) {
-			return fmt.Errorf("state %s on %v", j.State, j.Nodes)
-		}
-		return nil
+	j = waitJobWhere(t, cli, id, 60*time.Second, "the elastic job grown to 3 nodes", func(j api.Job) bool {
+		return j.State == "RUNNING" && j.NumNodes == 3 && slices.Contains(j.Nodes, bj.Nodes[0])
 	})
 	eventually(t, 3*time.Minute, "the job at work on 3 nodes", atThree)
 
-	// Kill the agent of a node the job may lose: not its first (rank 0
-	// and the rendezvous run there), not the leader (to keep the test
-	// about the job, not an election).
-	lead := leaderIndex(t, c, 0)
-	victim := -1
-	for i, a := range c.Agents {
-		if i != lead && a.Name != j.Nodes[0] && slices.Contains(j.Nodes, a.Name) {
-			victim = i
-			break
-		}
-	}
-	if victim < 0 {
-		t.Fatalf("no node to kill among %v (leader %s)", j.Nodes, c.Agents[lead].Name)
-	}
+	// Kill the agent of a node the job may lose.
+	victim, cli := elasticVictim(t, c, j, cli)
 	lost := c.Agents[victim].Name
-	if victim == 0 {
-		cli = c.Agents[lead]
-	}
 	if err := c.Kill(victim); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 3*time.Minute, "the elastic job shrunk to 2 nodes", func() error {
-		if err := job(); err != nil {
-			return err
-		}
-		if j.NumNodes != 2 || slices.Contains(j.Nodes, lost) {
-			return fmt.Errorf("state %s on %v", j.State, j.Nodes)
-		}
-		return nil
+	j = waitJobWhere(t, cli, id, 3*time.Minute, "the elastic job shrunk to 2 nodes", func(j api.Job) bool {
+		return j.NumNodes == 2 && !slices.Contains(j.Nodes, lost)
 	})
 	if j.State != "RUNNING" && j.State != "COMPLETED" {
 		r := shoal(t, cli, "logs", "--stderr", fmt.Sprint(id)) // torchrun logs to stderr
@@ -327,32 +264,59 @@ func elasticScenario(t *testing.T, work string, agentArgs, cmd []string, atTwo, 
 	return j
 }
 
-// TestElasticShrinkForPreemption: a job of a QoS that may preempt, finding
-// every node taken by an elastic job of a lower QoS that has more nodes
-// than its minimum, makes room by shrinking it rather than stopping it:
-// the node given up gets the job's SIGTERM, its tasks are stopped, the
-// preemptor runs there, and the elastic job runs on; once the preemptor
-// is done the job takes the node back, and completes.
-func TestElasticShrinkForPreemption(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1})
-	a := c.Agents[0]
-	work := t.TempDir()
-	policy := filepath.Join(work, "policy.json")
-	if err := os.WriteFile(policy, []byte(`{
-		"weights": {"age": 1, "qos": 1000},
-		"qos": {"low": 0, "high": 10},
-		"preempt": {"high": ["low"]},
-		"preempt_grace": "60s"
-	}`), 0o644); err != nil {
-		t.Fatal(err)
+// elasticVictim picks the agent of a node of elastic job j to lose:
+// neither j's first node (rank 0 and the rendezvous run there) nor the
+// leader (to keep the test about the job, not an election). It returns
+// its index, and the agent to ask from then on: cli, or the leader where
+// cli is the one lost.
+func elasticVictim(t *testing.T, c *localcluster.Cluster, j api.Job, cli *localcluster.Agent) (int, *localcluster.Agent) {
+	t.Helper()
+	lead := leaderIndex(t, c, 0)
+	for i, a := range c.Agents {
+		if i != lead && a.Name != j.Nodes[0] && slices.Contains(j.Nodes, a.Name) {
+			if a == cli {
+				cli = c.Agents[lead]
+			}
+			return i, cli
+		}
 	}
-	mustShoal(t, a, "policy", "set", policy)
+	t.Fatalf("no node to kill among %v (leader %s)", j.Nodes, c.Agents[lead].Name)
+	return -1, nil
+}
+
+// startBusy starts a job of one GPU in work that runs until busy.go is
+// there (or loops of 0.2 s pass), and returns it once it runs.
+func startBusy(t *testing.T, a *localcluster.Agent, work string, loops int) api.Job {
+	t.Helper()
+	busy := submit(t, a, "--name", "busy", "--chdir", work, "--gpus-per-node", "1", "--",
+		"/bin/sh", "-c", fmt.Sprintf(`i=0; while [ ! -e busy.go ] && [ $i -lt %d ]; do sleep 0.2; i=$((i+1)); done`, loops))
+	return waitJobWhere(t, a, busy, 30*time.Second, "the busy job running", func(j api.Job) bool { return j.State == "RUNNING" })
+}
+
+// startsIn is, for eventually, whether path has n lines: a command that
+// writes one line each time a node starts it, started n times.
+func startsIn(path string, n int) func() error {
+	return func() error {
+		data, _ := os.ReadFile(path)
+		if got := strings.Count(string(data), "\n"); got != n {
+			return fmt.Errorf("%d starts, want %d:\n%s", got, n, data)
+		}
+		return nil
+	}
+}
+
+// startTrapping submits an elastic job (-N 1-3, a GPU a node, args
+// added) in work whose every node writes "start NODE" to work/ran, and
+// "term NODE" on SIGTERM, and runs until A.go is there; it returns the
+// job once it started on 3 nodes.
+func startTrapping(t *testing.T, a *localcluster.Agent, work string, args ...string) uint64 {
+	t.Helper()
 	ran := filepath.Join(work, "ran")
-	elastic := submit(t, a, "-q", "low", "--chdir", work, "--nodes", "1-3", "--gpus-per-node", "1", "--",
+	id := submit(t, a, slices.Concat(args, []string{"--chdir", work, "--nodes", "1-3", "--gpus-per-node", "1", "--",
 		"/bin/sh", "-c", `echo "start $SLURMD_NODENAME" >> ran
 trap 'echo "term $SLURMD_NODENAME" >> ran; exit 0' TERM
 i=0
-while [ ! -e A.go ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done`)
+while [ ! -e A.go ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done`})...)
 	eventually(t, 30*time.Second, "the elastic job started on 3 nodes", func() error {
 		data, _ := os.ReadFile(ran)
 		if n := strings.Count(string(data), "start "); n != 3 {
@@ -360,6 +324,20 @@ while [ ! -e A.go ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done`)
 		}
 		return nil
 	})
+	return id
+}
+
+// TestElasticShrinkForPreemption: a job of a QoS that may preempt, finding
+// every node taken by an elastic job of a lower QoS that has more nodes
+// than its minimum, makes room by shrinking it rather than stopping it:
+// the node given up gets the job's SIGTERM, its tasks are stopped, the
+// preemptor runs there, and the elastic job runs on; once the preemptor
+// is done the job takes the node back, and completes.
+func TestElasticShrinkForPreemption(t *testing.T) {
+	a := startPreemptible(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1}, "60s")
+	work := t.TempDir()
+	ran := filepath.Join(work, "ran")
+	elastic := startTrapping(t, a, work, "-q", "low")
 	high := submit(t, a, "-q", "high", "--chdir", work, "--gpus-per-node", "1", "--",
 		"/bin/sh", "-c", `echo "high $SLURMD_NODENAME" >> ran`)
 	hj := waitJob(t, a, high, 60*time.Second)
@@ -405,18 +383,7 @@ func TestElasticScontrolShrink(t *testing.T) {
 	sh := newSlurmShims(t, a)
 	work := t.TempDir()
 	ran := filepath.Join(work, "ran")
-	id := submit(t, a, "--chdir", work, "--nodes", "1-3", "--gpus-per-node", "1", "--",
-		"/bin/sh", "-c", `echo "start $SLURMD_NODENAME" >> ran
-trap 'echo "term $SLURMD_NODENAME" >> ran; exit 0' TERM
-i=0
-while [ ! -e A.go ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done`)
-	eventually(t, 30*time.Second, "the elastic job started on 3 nodes", func() error {
-		data, _ := os.ReadFile(ran)
-		if n := strings.Count(string(data), "start "); n != 3 {
-			return fmt.Errorf("%d starts:\n%s", n, data)
-		}
-		return nil
-	})
+	id := startTrapping(t, a, work)
 	if r := sh.run("scontrol", "update", fmt.Sprintf("JobId=%d", id), "NumNodes=4"); r.code == 0 || !strings.Contains(r.stderr, "Requested operation not supported on this system") {
 		t.Errorf("scontrol update NumNodes=4 (grow): exit %d, stderr %q; want Slurm's refusal", r.code, r.stderr)
 	}
@@ -468,50 +435,13 @@ func TestElasticRejoin(t *testing.T) {
 i=0
 while [ ! -e A.go ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done`}
 	id := submit(t, cli, append([]string{"--name", "rejoin", "--chdir", work, "--nodes", "2-3", "--gpus-per-node", "1", "--"}, cmd...)...)
-	var j api.Job
-	job := func() error {
-		r := shoal(t, cli, "job", fmt.Sprint(id), "--json")
-		if r.code != 0 {
-			return fmt.Errorf("shoal job: exit %d: %s", r.code, r.stderr)
-		}
-		j = api.Job{}
-		return json.Unmarshal([]byte(r.stdout), &j)
-	}
-	starts := func(n int) func() error {
-		return func() error {
-			data, _ := os.ReadFile(ran)
-			if got := strings.Count(string(data), "\n"); got != n {
-				return fmt.Errorf("%d starts, want %d:\n%s", got, n, data)
-			}
-			return nil
-		}
-	}
-	eventually(t, 60*time.Second, "the elastic job running on 3 nodes", func() error {
-		if err := job(); err != nil {
-			return err
-		}
-		if j.State != "RUNNING" || j.NumNodes != 3 || !j.Elastic {
-			return fmt.Errorf("state %s on %v (elastic %v)", j.State, j.Nodes, j.Elastic)
-		}
-		return nil
+	j := waitJobWhere(t, cli, id, 60*time.Second, "the elastic job running on 3 nodes", func(j api.Job) bool {
+		return j.State == "RUNNING" && j.NumNodes == 3 && j.Elastic
 	})
-	eventually(t, 60*time.Second, "the command started on 3 nodes", starts(3))
+	eventually(t, 60*time.Second, "the command started on 3 nodes", startsIn(ran, 3))
 
-	lead := leaderIndex(t, c, 0)
-	victim := -1
-	for i, a := range c.Agents {
-		if i != lead && a.Name != j.Nodes[0] {
-			victim = i
-			break
-		}
-	}
-	if victim < 0 {
-		t.Fatalf("no node to kill among %v (leader %s)", j.Nodes, c.Agents[lead].Name)
-	}
+	victim, cli := elasticVictim(t, c, j, cli)
 	lost := c.Agents[victim].Name
-	if victim == 0 {
-		cli = c.Agents[lead]
-	}
 	before, _ := os.ReadFile(ran)
 	var place string
 	for l := range strings.Lines(string(before)) {
@@ -522,30 +452,18 @@ while [ ! -e A.go ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done`}
 	if err := c.Kill(victim); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 3*time.Minute, "the elastic job shrunk to 2 nodes", func() error {
-		if err := job(); err != nil {
-			return err
-		}
-		if j.State != "RUNNING" || j.NumNodes != 2 || slices.Contains(j.Nodes, lost) {
-			return fmt.Errorf("state %s on %v", j.State, j.Nodes)
-		}
-		return nil
+	waitJobWhere(t, cli, id, 3*time.Minute, "the elastic job shrunk to 2 nodes", func(j api.Job) bool {
+		return j.State == "RUNNING" && j.NumNodes == 2 && !slices.Contains(j.Nodes, lost)
 	})
 
 	// The agent comes back: the node is up again and the job takes it.
 	if err := c.Restart(victim); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 3*time.Minute, "the elastic job grown back to 3 nodes", func() error {
-		if err := job(); err != nil {
-			return err
-		}
-		if j.State != "RUNNING" || j.NumNodes != 3 || !slices.Contains(j.Nodes, lost) {
-			return fmt.Errorf("state %s on %v", j.State, j.Nodes)
-		}
-		return nil
+	waitJobWhere(t, cli, id, 3*time.Minute, "the elastic job grown back to 3 nodes", func(j api.Job) bool {
+		return j.State == "RUNNING" && j.NumNodes == 3 && slices.Contains(j.Nodes, lost)
 	})
-	eventually(t, 60*time.Second, "the command started again on "+lost, starts(4))
+	eventually(t, 60*time.Second, "the command started again on "+lost, startsIn(ran, 4))
 	data, _ := os.ReadFile(ran)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	if f := strings.Fields(lines[3]); len(f) != 4 || f[0] != lost || f[1] != "3" || f[3] != place {

@@ -9,6 +9,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +86,29 @@ func policyFile(t *testing.T, policy string) string {
 	return path
 }
 
+// sharedTempDir makes a directory of mode under os.TempDir, named from
+// prefix, removed when the test ends: unlike t.TempDir's, whose parent
+// is root's alone, other users can reach it.
+func sharedTempDir(t *testing.T, prefix string, mode os.FileMode) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// setPolicy puts a queue policy (JSON) in force with shoal policy set
+// through a.
+func setPolicy(t *testing.T, a *localcluster.Agent, policy string) {
+	t.Helper()
+	mustShoal(t, a, "policy", "set", policyFile(t, policy))
+}
+
 // waitPolicy waits until `shoal policy show` through a mentions text:
 // the policy an agent was started with (--policy) is in force.
 func waitPolicy(t *testing.T, a *localcluster.Agent, text string) {
@@ -92,6 +116,21 @@ func waitPolicy(t *testing.T, a *localcluster.Agent, text string) {
 	eventually(t, 20*time.Second, "the policy in force", func() error {
 		if out := mustShoal(t, a, "policy", "show"); !strings.Contains(out, text) {
 			return fmt.Errorf("policy: %s", out)
+		}
+		return nil
+	})
+}
+
+// waitPolicyFile waits until the policy of the --policy file that a's
+// cluster was started with is in force: `shoal policy show` through a
+// says a policy is set, and in says it is the file's.
+func waitPolicyFile(t *testing.T, a *localcluster.Agent, in func(p api.PolicyResponse) bool) {
+	t.Helper()
+	eventually(t, 20*time.Second, "the --policy file's policy in force", func() error {
+		var p api.PolicyResponse
+		jsonOf(t, a, &p, "policy", "show")
+		if !p.Set || !in(p) {
+			return fmt.Errorf("policy %+v", p)
 		}
 		return nil
 	})
@@ -269,19 +308,30 @@ func batch(t *testing.T, a *localcluster.Agent, args ...string) uint64 {
 // waitJob waits until job id reaches a terminal state and returns it.
 func waitJob(t *testing.T, a *localcluster.Agent, id uint64, timeout time.Duration) api.Job {
 	t.Helper()
+	return waitJobWhere(t, a, id, timeout, fmt.Sprintf("job %d to finish", id), func(j api.Job) bool {
+		return cluster.JobState(j.State).Terminal()
+	})
+}
+
+// waitJobWhere waits until job id, read through a, satisfies ok, and
+// returns it; a read that fails (an agent busy with an election) is
+// tried again, as eventually tries, until timeout.
+func waitJobWhere(t *testing.T, a *localcluster.Agent, id uint64, timeout time.Duration, what string, ok func(api.Job) bool) api.Job {
+	t.Helper()
 	var j api.Job
-	eventually(t, timeout, fmt.Sprintf("job %d to finish", id), func() error {
+	eventually(t, timeout, what, func() error {
 		r := shoal(t, a, "job", fmt.Sprint(id), "--json")
 		if r.code != 0 {
-			return fmt.Errorf("shoal job: %s", r.stderr)
+			return fmt.Errorf("shoal job: exit %d: %s", r.code, r.stderr)
 		}
+		j = api.Job{}
 		if err := json.Unmarshal([]byte(r.stdout), &j); err != nil {
 			return err
 		}
-		if cluster.JobState(j.State).Terminal() {
+		if ok(j) {
 			return nil
 		}
-		return fmt.Errorf("state %s (%s)", j.State, j.Reason)
+		return fmt.Errorf("state %s (%s) on %v, elastic %v", j.State, j.Reason, j.Nodes, j.Elastic)
 	})
 	return j
 }
@@ -315,6 +365,24 @@ func leaderIndex(t *testing.T, c *localcluster.Cluster, from int) int {
 	return -1
 }
 
+// restartOlder restarts agent 1 of c, or agent 2 where agent 1 leads
+// (asking agent 0), as a server of an older protocol version (its
+// --protocol-version): a cluster in the middle of a rolling upgrade.
+func restartOlder(t *testing.T, c *localcluster.Cluster, version string) {
+	t.Helper()
+	old := 1
+	if leaderIndex(t, c, 0) == old {
+		old = 2
+	}
+	if err := c.Kill(old); err != nil {
+		t.Fatal(err)
+	}
+	c.Agents[old].Args = append(slices.Clone(c.Agents[old].Args), "--protocol-version", version)
+	if err := c.Restart(old); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // nodesByName returns `shoal nodes --json` keyed by name.
 func nodesByName(t *testing.T, a *localcluster.Agent) map[string]api.Node {
 	t.Helper()
@@ -332,6 +400,7 @@ func nodesByName(t *testing.T, a *localcluster.Agent) map[string]api.Node {
 // them.
 type slurmShims struct {
 	t   *testing.T
+	a   *localcluster.Agent
 	dir string
 	env []string
 }
@@ -342,7 +411,18 @@ func newSlurmShims(t *testing.T, a *localcluster.Agent, env ...string) *slurmShi
 	t.Helper()
 	dir := t.TempDir()
 	mustShoal(t, a, "install-shims", dir)
-	return &slurmShims{t: t, dir: dir, env: append([]string{"SHOAL_DATA_DIR=" + a.DataDir}, env...)}
+	return &slurmShims{t: t, a: a, dir: dir, env: append([]string{"SHOAL_DATA_DIR=" + a.DataDir}, env...)}
+}
+
+// shimsOnPath links the shims for agent a into a new directory and
+// returns it, with an environment in which they run by name, as users
+// type them: SHOAL_DATA_DIR, PATH with the shims before /usr/bin:/bin,
+// then env.
+func shimsOnPath(t *testing.T, a *localcluster.Agent, env ...string) (shims string, withShims []string) {
+	t.Helper()
+	shims = t.TempDir()
+	mustShoal(t, a, "install-shims", shims)
+	return shims, append([]string{"SHOAL_DATA_DIR=" + a.DataDir, "PATH=" + shims + ":/usr/bin:/bin"}, env...)
 }
 
 // run runs Slurm command name with args.
@@ -370,5 +450,16 @@ func (s *slurmShims) sbatch(args ...string) uint64 {
 	if _, err := fmt.Sscan(out, &id); err != nil {
 		s.t.Fatalf("sbatch --parsable printed %q: want a job id", out)
 	}
+	return id
+}
+
+// allocation runs `sbatch --parsable args... --wrap "sleep 300"`, a job
+// that holds its nodes for steps, cancelled when the test ends, and
+// returns its id once it runs.
+func (s *slurmShims) allocation(args ...string) uint64 {
+	s.t.Helper()
+	id := s.sbatch(slices.Concat(args, []string{"--wrap", "sleep 300"})...)
+	s.t.Cleanup(func() { s.run("scancel", fmt.Sprint(id)) })
+	waitState(s.t, s.a, id, "RUNNING", "")
 	return id
 }

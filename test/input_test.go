@@ -111,9 +111,7 @@ func TestSrunInputLocal(t *testing.T) {
 	a := c.Agents[0]
 	sh := newSlurmShims(t, a)
 	work := t.TempDir()
-	id := sh.sbatch("-N2", "--chdir", work, "--wrap", "sleep 300")
-	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(id)) })
-	waitState(t, a, id, "RUNNING", "")
+	id := sh.allocation("-N2", "--chdir", work)
 	hidden := t.TempDir() // empty for the nodes; a tmpfs with the files for srun
 	srun := filepath.Join(sh.dir, "srun")
 	task := filepath.Join(work, "task.sh")

@@ -160,16 +160,8 @@ func TestSbatchAsUser(t *testing.T) {
 	}
 	c := startCluster(t, localcluster.Options{Nodes: 1})
 	a := c.Agents[0]
-	// A directory the job's user may write in (t.TempDir's parent is
-	// root's alone).
-	work, err := os.MkdirTemp("", "shoal-asuser-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(work) })
-	if err := os.Chmod(work, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	// A directory the job's user may write in.
+	work := sharedTempDir(t, "shoal-asuser-", 0o777)
 	sh := newSlurmShims(t, a)
 	jid := sh.sbatch("--uid=nobody", "--gid=nogroup", "--chdir", work, "-o", "as-%j.out", "--wrap", `echo "$(id -un) $(id -gn) $SLURM_JOB_USER"`)
 	if j := waitJob(t, a, jid, 60*time.Second); j.State != "COMPLETED" || j.User != "nobody" {

@@ -1,11 +1,7 @@
 package test
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -38,19 +34,7 @@ func TestStretchedLeaseFencedBySupervisor(t *testing.T) {
 		return m.metricIs(c.Agents[victim], "shoal_node_lease_ttl_seconds", ttl.Seconds())
 	})
 
-	recs := t.TempDir()
-	id := submit(t, c.Agents[0], "-w", c.Agents[victim].Name, "--gpus-per-node", "1",
-		"--", "/bin/sh", "-c", fmt.Sprintf(tickScript, recs, 600, "trap '' TERM"))
-	ticks := filepath.Join(recs, "ticks")
-	waitTicks(t, ticks)
-	pidText, err := os.ReadFile(filepath.Join(recs, "pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, ticks, pid := startTicker(t, c, victim, 600, "trap '' TERM")
 
 	time.Sleep(time.Until(pastFailover))
 	if err := c.Pause(victim); err != nil {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,30 +35,38 @@ var mpiLoopback = []string{"OMPI_MCA_btl=self,vader,tcp", "OMPI_MCA_btl_tcp_if_i
 // often type it: it takes the rank count and each node's slots from the
 // allocation's SLURM_* variables. 2 nodes x 2 ranks all-reduce, and the
 // ranks run on both nodes.
+// startMPI4py starts a cluster of two nodes, each on a loopback address
+// of its own, for an mpi4py program (Debian's python3-mpi4py, which it
+// requires): it returns the cluster, python, a work directory and the
+// program, written there.
+func startMPI4py(t *testing.T, program string) (c *localcluster.Cluster, python, work, prog string) {
+	t.Helper()
+	python = requirePython(t)
+	requireFile(t, "/usr/lib/python3/dist-packages/mpi4py/__init__.py", "python3-mpi4py")
+	c = startCluster(t, localcluster.Options{Nodes: 2, HostOf: ownLoopback})
+	work = t.TempDir()
+	prog = filepath.Join(work, "hello.py")
+	if err := os.WriteFile(prog, []byte(program), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return c, python, work, prog
+}
+
 func TestMPI4py(t *testing.T) {
 	requireRootForNamespaces(t)
 	requireFile(t, "/usr/bin/mpirun", "openmpi-bin")
-	python := requirePython(t)
-	requireFile(t, "/usr/lib/python3/dist-packages/mpi4py/__init__.py", "python3-mpi4py")
-	c := startCluster(t, localcluster.Options{Nodes: 2, HostOf: ownLoopback})
+	c, python, work, prog := startMPI4py(t, mpi4pyHello)
 	a := c.Agents[0]
-	work := t.TempDir()
-	prog := filepath.Join(work, "hello.py")
-	if err := os.WriteFile(prog, []byte(mpi4pyHello), 0o644); err != nil {
-		t.Fatal(err)
-	}
 
 	t.Run("salloc", func(t *testing.T) {
-		shims := t.TempDir()
-		mustShoal(t, a, "install-shims", shims)
 		// mpirun by name, as users type it (see TestMPIThroughSrun).
-		env := append([]string{"SHOAL_DATA_DIR=" + a.DataDir, "PATH=" + shims + ":/usr/bin:/bin"}, mpiLoopback...)
+		shims, env := shimsOnPath(t, a, mpiLoopback...)
 		r := runEnv(t, env, filepath.Join(shims, "salloc"), "-N", "2", "--ntasks-per-node=2", "--chdir", work,
 			"mpirun", "--allow-run-as-root", python, prog)
 		if r.code != 0 {
 			t.Fatalf("salloc mpirun: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 		}
-		checkMPIRanks(t, r.stdout+r.stderr)
+		checkRanks(t, r.stdout+r.stderr, 4, twoPerNode)
 	})
 
 	t.Run("sbatch", func(t *testing.T) {
@@ -80,26 +87,6 @@ echo "mpirun exit $?"
 		if j.State != "COMPLETED" || !strings.Contains(string(data), "mpirun exit 0") {
 			t.Fatalf("mpi4py batch job %s (exit %d):\n%s", j.State, j.ExitCode, data)
 		}
-		checkMPIRanks(t, string(data))
+		checkRanks(t, string(data), 4, twoPerNode)
 	})
-}
-
-// checkMPIRanks checks the ranks' lines in out: ranks 0..3 of 4, two on
-// each node (Open MPI fills a node's slots first), all with the sum 10.
-func checkMPIRanks(t *testing.T, out string) {
-	t.Helper()
-	var lines []string
-	for line := range strings.Lines(out) {
-		if strings.HasPrefix(line, "rank ") {
-			lines = append(lines, strings.TrimSpace(line))
-		}
-	}
-	slices.Sort(lines)
-	var want []string
-	for rank := range 4 {
-		want = append(want, fmt.Sprintf("rank %d of 4 on n%d sum 10", rank, rank/2+1))
-	}
-	if !slices.Equal(lines, want) {
-		t.Errorf("ranks said %q; want %q\n%s", lines, want, out)
-	}
 }

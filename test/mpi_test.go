@@ -89,7 +89,7 @@ func TestMPIThroughSrun(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("salloc mpirun: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
-	checkMPIRanks(t, r.stdout)
+	checkRanks(t, r.stdout, 4, twoPerNode) // Open MPI fills a node's slots first
 	if t.Failed() {
 		t.Logf("stderr: %s", r.stderr)
 	}
@@ -121,7 +121,7 @@ mpirun --allow-run-as-root -np 4 `+hello+`
 	if j.State != "COMPLETED" {
 		t.Fatalf("MPI batch job %s (exit %d):\n%s", j.State, j.ExitCode, data)
 	}
-	checkMPIRanks(t, string(data))
+	checkRanks(t, string(data), 4, twoPerNode)
 	var steps []string
 	for _, st := range j.Steps {
 		steps = append(steps, fmt.Sprintf("%s@%s", st.Name, strings.Join(st.Nodes, ",")))

@@ -29,11 +29,10 @@ func TestPartitions(t *testing.T) {
 	}
 	slices.Sort(names)
 	// gpu: the first two nodes, the default; debug: the third.
-	policy := policyFile(t, fmt.Sprintf(`{"partitions": {
+	setPolicy(t, a, fmt.Sprintf(`{"partitions": {
 		"gpu":   {"nodes": "%s,%s", "default": true, "default_time": "10:00", "max_time": "1:00:00"},
 		"debug": {"nodes": "%s", "max_time": "5:00"}
 	}}`, names[0], names[1], names[2]))
-	mustShoal(t, a, "policy", "set", policy)
 
 	slurmCmd := newSlurmShims(t, a).run
 	sbatch := func(args ...string) uint64 {

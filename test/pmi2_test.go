@@ -5,7 +5,6 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/shoal-sched/shoal/localcluster"
@@ -49,30 +48,19 @@ func TestSrunPMI2(t *testing.T) {
 	prog := buildMPICHProgram(t, work)
 	c := startCluster(t, localcluster.Options{Nodes: 2, HostOf: ownLoopback})
 	a := c.Agents[0]
-	shims := t.TempDir()
-	mustShoal(t, a, "install-shims", shims)
-	env := []string{"SHOAL_DATA_DIR=" + a.DataDir, "PATH=" + shims + ":/usr/bin:/bin"}
-	onNode := func(rank int) string { return fmt.Sprintf("n%d", rank/2+1) }
+	shims, env := shimsOnPath(t, a)
 
 	t.Run("two nodes", func(t *testing.T) {
 		r := runEnv(t, env, filepath.Join(shims, "salloc"), "-N", "2", "--ntasks-per-node=2", "--chdir", work,
 			"srun", "--mpi=pmi2", "-N", "2", "--ntasks-per-node=2", prog, "4")
-		if r.code != 0 {
-			logStepds(t, c)
-			t.Fatalf("salloc srun --mpi=pmi2: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
-		}
-		checkPMIxRanks(t, r.stdout, 4, onNode)
+		checkStep(t, c, r, "salloc srun --mpi=pmi2", 4, twoPerNode)
 	})
 
 	t.Run("outside an allocation", func(t *testing.T) {
 		// srun allocates and runs the ranks as step 0, as Slurm's srun.
 		r := runEnv(t, env, filepath.Join(shims, "srun"), "--mpi=pmi2", "-N", "2", "--ntasks-per-node=2",
 			"--chdir", work, prog, "4")
-		if r.code != 0 {
-			logStepds(t, c)
-			t.Fatalf("srun --mpi=pmi2: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
-		}
-		checkPMIxRanks(t, r.stdout, 4, onNode)
+		checkStep(t, c, r, "srun --mpi=pmi2", 4, twoPerNode)
 	})
 
 	t.Run("uneven and cyclic layouts", func(t *testing.T) {
@@ -84,16 +72,12 @@ func TestSrunPMI2(t *testing.T) {
 			n    int
 			node func(rank int) string
 		}{
-			{[]string{"-n", "3"}, 3, func(rank int) string { return fmt.Sprintf("n%d", rank/2+1) }},
+			{[]string{"-n", "3"}, 3, twoPerNode},
 			{[]string{"-n", "4", "-m", "cyclic"}, 4, func(rank int) string { return fmt.Sprintf("n%d", rank%2+1) }},
 		} {
 			args := append([]string{"-N", "2", "--ntasks-per-node=2", "--chdir", work, "srun", "--mpi=pmi2", "-N", "2"}, tc.args...)
 			r := runEnv(t, env, filepath.Join(shims, "salloc"), append(args, prog, fmt.Sprint(tc.n))...)
-			if r.code != 0 {
-				logStepds(t, c)
-				t.Fatalf("srun --mpi=pmi2 %q: exit %d\nstdout: %s\nstderr: %s", tc.args, r.code, r.stdout, r.stderr)
-			}
-			checkPMIxRanks(t, r.stdout, tc.n, tc.node)
+			checkStep(t, c, r, fmt.Sprintf("srun --mpi=pmi2 %q", tc.args), tc.n, tc.node)
 		}
 	})
 
@@ -110,11 +94,7 @@ func TestSrunPMI2(t *testing.T) {
 		}
 		r := runEnv(t, env, filepath.Join(shims, "srun"), "--mpi=pmi2", "-N", "2", "--ntasks-per-node=2",
 			"--chdir", work, client, "4", "(vector,(0,2,2))")
-		if r.code != 0 {
-			logStepds(t, c)
-			t.Fatalf("srun --mpi=pmi2 pmi2client: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
-		}
-		checkPMIxRanks(t, r.stdout, 4, onNode)
+		checkStep(t, c, r, "srun --mpi=pmi2 pmi2client", 4, twoPerNode)
 	})
 
 	t.Run("a rank lost before MPI_Init", func(t *testing.T) {
@@ -126,37 +106,10 @@ func TestSrunPMI2(t *testing.T) {
 		if err := os.WriteFile(lost, []byte("#!/bin/sh\n[ \"$SLURM_PROCID\" = 3 ] && exit 7\nexec "+prog+" 4\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		r := runEnv(t, env, filepath.Join(shims, "salloc"), "-N", "2", "--ntasks-per-node=2", "--chdir", work,
-			"srun", "--mpi=pmi2", lost)
-		// A code of its own: srun's, not the kill of runEnv's bound.
-		if r.code <= 0 || strings.Contains(r.stdout, "rank ") {
-			logStepds(t, c)
-			t.Fatalf("srun --mpi=pmi2 with a rank lost: exit %d; want a failed step and no rank past MPI_Init\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
-		}
+		checkRankLost(t, c, env, shims, work, "pmi2", lost)
 	})
 
 	t.Run("one node", func(t *testing.T) {
-		script := filepath.Join(work, "pmi2.sh")
-		if err := os.WriteFile(script, []byte(`#!/bin/sh
-#SBATCH -N 1
-#SBATCH -n 2
-#SBATCH --output=pmi2-%j.out
-export SLURM_MPI_TYPE=pmi2
-srun `+prog+` 2
-echo "srun exit $?"
-`), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		id := batch(t, a, "--chdir", work, "--export=ALL,PATH=/usr/bin:/bin", script)
-		j := waitJob(t, a, id, pmixWait)
-		data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("pmi2-%d.out", id)))
-		if j.State != "COMPLETED" || !strings.Contains(string(data), "srun exit 0") {
-			logStepds(t, c)
-			t.Fatalf("PMI-2 batch job %s (exit %d):\n%s", j.State, j.ExitCode, data)
-		}
-		if len(j.Nodes) != 1 {
-			t.Fatalf("job ran on %q; want one node", j.Nodes)
-		}
-		checkPMIxRanks(t, string(data), 2, func(int) string { return j.Nodes[0] })
+		checkOneNodeBatch(t, c, work, "pmi2", "SLURM_MPI_TYPE=pmi2", prog)
 	})
 }

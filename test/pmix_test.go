@@ -58,37 +58,21 @@ func requirePMIx(t *testing.T) {
 func TestSrunPMIx(t *testing.T) {
 	requireRootForNamespaces(t)
 	requirePMIx(t)
-	python := requirePython(t)
-	requireFile(t, "/usr/lib/python3/dist-packages/mpi4py/__init__.py", "python3-mpi4py")
-	c := startCluster(t, localcluster.Options{Nodes: 2, HostOf: ownLoopback})
+	c, python, work, prog := startMPI4py(t, pmixHello)
 	a := c.Agents[0]
-	work := t.TempDir()
-	prog := filepath.Join(work, "hello.py")
-	if err := os.WriteFile(prog, []byte(pmixHello), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	shims := t.TempDir()
-	mustShoal(t, a, "install-shims", shims)
-	env := append([]string{"SHOAL_DATA_DIR=" + a.DataDir, "PATH=" + shims + ":/usr/bin:/bin"}, mpiLoopback...)
+	shims, env := shimsOnPath(t, a, mpiLoopback...)
 
 	t.Run("two nodes", func(t *testing.T) {
 		r := runEnv(t, env, filepath.Join(shims, "salloc"), "-N", "2", "--ntasks-per-node=2", "--chdir", work,
 			"srun", "--mpi=pmix", "-N", "2", "-n", "4", python, prog, "4")
-		if r.code != 0 {
-			logStepds(t, c)
-			t.Fatalf("salloc srun --mpi=pmix: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
-		}
-		checkPMIxRanks(t, r.stdout, 4, func(rank int) string { return fmt.Sprintf("n%d", rank/2+1) })
+		checkStep(t, c, r, "salloc srun --mpi=pmix", 4, twoPerNode)
 	})
 
 	t.Run("outside an allocation", func(t *testing.T) {
 		// srun allocates and runs the ranks as step 0, as Slurm's srun.
 		r := runEnv(t, env, filepath.Join(shims, "srun"), "--mpi=pmix", "-N", "2", "--ntasks-per-node=2",
 			"--chdir", work, python, prog, "4")
-		if r.code != 0 {
-			t.Fatalf("srun --mpi=pmix: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
-		}
-		checkPMIxRanks(t, r.stdout, 4, func(rank int) string { return fmt.Sprintf("n%d", rank/2+1) })
+		checkStep(t, c, r, "srun --mpi=pmix", 4, twoPerNode)
 	})
 
 	t.Run("a node lost before the fence", func(t *testing.T) {
@@ -99,38 +83,69 @@ func TestSrunPMIx(t *testing.T) {
 		if err := os.WriteFile(lost, []byte("import os, sys\nif os.environ['SLURM_PROCID'] == '3':\n    sys.exit(7)\n"+pmixHello), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r := runEnv(t, env, filepath.Join(shims, "salloc"), "-N", "2", "--ntasks-per-node=2", "--chdir", work,
-			"srun", "--mpi=pmix", python, lost, "4")
-		// A code of its own: srun's, not the kill of runEnv's bound.
-		if r.code <= 0 || strings.Contains(r.stdout, "rank ") {
-			logStepds(t, c)
-			t.Fatalf("srun --mpi=pmix with a rank lost: exit %d; want a failed step and no rank past MPI_Init\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
-		}
+		checkRankLost(t, c, env, shims, work, "pmix", python, lost, "4")
 	})
 
 	t.Run("one node", func(t *testing.T) {
-		script := filepath.Join(work, "pmix.sh")
-		if err := os.WriteFile(script, []byte(`#!/bin/sh
+		checkOneNodeBatch(t, c, work, "pmix", "SLURM_MPI_TYPE=pmix_v4 "+strings.Join(mpiLoopback, " "), python+" "+prog)
+	})
+}
+
+// checkStep checks run r of a step's n ranks (what: its command, for
+// the message): a zero exit (else the supervisors' logs, and a failure),
+// and the ranks' lines (checkRanks).
+func checkStep(t *testing.T, c *localcluster.Cluster, r cliResult, what string, n int, host func(rank int) string) {
+	t.Helper()
+	if r.code != 0 {
+		logStepds(t, c)
+		t.Fatalf("%s: exit %d\nstdout: %s\nstderr: %s", what, r.code, r.stdout, r.stderr)
+	}
+	checkRanks(t, r.stdout, n, host)
+}
+
+// checkRankLost runs `srun --mpi=mpi argv` in a salloc of two nodes x
+// two ranks whose rank 3 exits before MPI_Init, and checks that the step
+// fails (srun's own code) with no rank past MPI_Init, rather than hangs.
+func checkRankLost(t *testing.T, c *localcluster.Cluster, env []string, shims, work, mpi string, argv ...string) {
+	t.Helper()
+	r := runEnv(t, env, filepath.Join(shims, "salloc"), append([]string{"-N", "2", "--ntasks-per-node=2", "--chdir", work,
+		"srun", "--mpi=" + mpi}, argv...)...)
+	// A code of its own: srun's, not the kill of runEnv's bound.
+	if r.code <= 0 || strings.Contains(r.stdout, "rank ") {
+		logStepds(t, c)
+		t.Fatalf("srun --mpi=%s with a rank lost: exit %d; want a failed step and no rank past MPI_Init\nstdout: %s\nstderr: %s", mpi, r.code, r.stdout, r.stderr)
+	}
+}
+
+// checkOneNodeBatch runs a batch script of one node and two ranks
+// through agent 0 of c that exports exports and runs `srun prog 2`
+// (its output in work/NAME-JOB.out), and checks that it completes,
+// srun with it, on one node, where both ranks ran prog.
+func checkOneNodeBatch(t *testing.T, c *localcluster.Cluster, work, name, exports, prog string) {
+	t.Helper()
+	script := filepath.Join(work, name+".sh")
+	if err := os.WriteFile(script, []byte(`#!/bin/sh
 #SBATCH -N 1
 #SBATCH -n 2
-#SBATCH --output=pmix-%j.out
-export SLURM_MPI_TYPE=pmix_v4 `+strings.Join(mpiLoopback, " ")+`
-srun `+python+` `+prog+` 2
+#SBATCH --output=`+name+`-%j.out
+export `+exports+`
+srun `+prog+` 2
 echo "srun exit $?"
 `), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		id := batch(t, a, "--chdir", work, "--export=ALL,PATH=/usr/bin:/bin", script)
-		j := waitJob(t, a, id, pmixWait)
-		data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("pmix-%d.out", id)))
-		if j.State != "COMPLETED" || !strings.Contains(string(data), "srun exit 0") {
-			t.Fatalf("PMIx batch job %s (exit %d):\n%s", j.State, j.ExitCode, data)
-		}
-		if len(j.Nodes) != 1 {
-			t.Fatalf("job ran on %q; want one node", j.Nodes)
-		}
-		checkPMIxRanks(t, string(data), 2, func(int) string { return j.Nodes[0] })
-	})
+		t.Fatal(err)
+	}
+	a := c.Agents[0]
+	id := batch(t, a, "--chdir", work, "--export=ALL,PATH=/usr/bin:/bin", script)
+	j := waitJob(t, a, id, pmixWait)
+	data, _ := os.ReadFile(filepath.Join(work, fmt.Sprintf("%s-%d.out", name, id)))
+	if j.State != "COMPLETED" || !strings.Contains(string(data), "srun exit 0") {
+		logStepds(t, c)
+		t.Fatalf("%s batch job %s (exit %d):\n%s", name, j.State, j.ExitCode, data)
+	}
+	if len(j.Nodes) != 1 {
+		t.Fatalf("job ran on %q; want one node", j.Nodes)
+	}
+	checkRanks(t, string(data), 2, func(int) string { return j.Nodes[0] })
 }
 
 // pmixWait bounds a PMIx batch job: Open MPI's start in each rank and
@@ -150,9 +165,13 @@ func logStepds(t *testing.T, c *localcluster.Cluster) {
 	}
 }
 
-// checkPMIxRanks checks the ranks' lines in out: ranks 0..n-1 of n, each
+// twoPerNode is the node of rank in a step of two nodes x two ranks in
+// blocks: n1, n1, n2, n2.
+func twoPerNode(rank int) string { return fmt.Sprintf("n%d", rank/2+1) }
+
+// checkRanks checks the ranks' lines in out: ranks 0..n-1 of n, each
 // on the node host names, all with the sum of 1..n.
-func checkPMIxRanks(t *testing.T, out string, n int, host func(rank int) string) {
+func checkRanks(t *testing.T, out string, n int, host func(rank int) string) {
 	t.Helper()
 	var lines []string
 	for line := range strings.Lines(out) {

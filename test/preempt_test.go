@@ -23,25 +23,29 @@ i=0
 while [ $i -lt 600 ]; do sleep 0.2; i=$((i+1)); done
 `
 
+// startPreemptible starts a cluster whose queue policy lets QoS high
+// (priority 10) preempt QoS low (0), whose jobs get grace between SIGTERM
+// and the end, and returns its first agent.
+func startPreemptible(t *testing.T, opts localcluster.Options, grace string) *localcluster.Agent {
+	t.Helper()
+	a := startCluster(t, opts).Agents[0]
+	setPolicy(t, a, `{
+		"weights": {"age": 1, "qos": 1000},
+		"qos": {"low": 0, "high": 10},
+		"preempt": {"high": ["low"]},
+		"preempt_grace": "`+grace+`"
+	}`)
+	return a
+}
+
 // TestPreemption: a job of a QoS that may preempt another's, which finds
 // the GPUs taken by that QoS's jobs, makes room: the victims get SIGTERM,
 // run on through the grace time, then the one with --requeue is requeued
 // (and runs again later) and the one without is cancelled Preempted; the
 // preemptor then runs, after both victims' SIGTERM.
 func TestPreemption(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 2})
-	a := c.Agents[0]
+	a := startPreemptible(t, localcluster.Options{Nodes: 1, GPUsPerNode: 2}, "2s")
 	work := t.TempDir()
-	policy := filepath.Join(work, "policy.json")
-	if err := os.WriteFile(policy, []byte(`{
-		"weights": {"age": 1, "qos": 1000},
-		"qos": {"low": 0, "high": 10},
-		"preempt": {"high": ["low"]},
-		"preempt_grace": "2s"
-	}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mustShoal(t, a, "policy", "set", policy)
 	records := filepath.Join(work, "rec")
 	script := filepath.Join(work, "low.sh")
 	if err := os.WriteFile(script, []byte(lowScript), 0o755); err != nil {

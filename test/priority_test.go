@@ -29,13 +29,8 @@ func TestFairShareOrdersTheQueue(t *testing.T) {
 	a := c.Agents[0]
 
 	// The leader proposed its file's policy.
-	eventually(t, 20*time.Second, "the --policy file's policy in force", func() error {
-		var p api.PolicyResponse
-		jsonOf(t, a, &p, "policy", "show")
-		if !p.Set || p.Policy.Weights.FairShare != 100000 || p.Policy.QoS["high"] != 10 {
-			return fmt.Errorf("policy %+v", p)
-		}
-		return nil
+	waitPolicyFile(t, a, func(p api.PolicyResponse) bool {
+		return p.Policy.Weights.FairShare == 100000 && p.Policy.QoS["high"] == 10
 	})
 
 	// Root, on the agent's socket, may act as any user.

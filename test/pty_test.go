@@ -32,10 +32,8 @@ func TestSrunPty(t *testing.T) {
 	}
 	c := startCluster(t, localcluster.Options{Nodes: 2})
 	a := c.Agents[1]
-	shims := t.TempDir()
-	mustShoal(t, a, "install-shims", shims)
 	other := c.Agents[0].Name
-	local := []string{"SHOAL_DATA_DIR=" + a.DataDir, "PATH=" + shims + ":/usr/bin:/bin"}
+	shims, local := shimsOnPath(t, a)
 
 	// A user token for nobody, and a client of n2's HTTPS API with it.
 	tok := userToken(t, a, "nobody")
@@ -253,9 +251,7 @@ func TestSrunPtyReattach(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3, ExtraArgs: []string{"--lease-ttl", "10s", "--keep-tasks-on-stop"}})
 	victim := nonLeader(t, c)
 	a := c.Agents[(victim+1)%len(c.Agents)] // srun's agent, not restarted
-	shims := t.TempDir()
-	mustShoal(t, a, "install-shims", shims)
-	local := []string{"SHOAL_DATA_DIR=" + a.DataDir, "PATH=" + shims + ":/usr/bin:/bin"}
+	_, local := shimsOnPath(t, a)
 	name := c.Agents[victim].Name
 	for _, tc := range []struct {
 		name string

@@ -88,8 +88,7 @@ func TestConsumableResources(t *testing.T) {
 	}
 
 	// A partition's defaults fill what a job leaves out.
-	policy := policyFile(t, `{"partitions": {"gpu": {"default": true, "def_mem_per_gpu": "2G", "def_cpu_per_gpu": 4, "max_mem_per_node": "6G"}}}`)
-	mustShoal(t, a, "policy", "set", policy)
+	setPolicy(t, a, `{"partitions": {"gpu": {"default": true, "def_mem_per_gpu": "2G", "def_cpu_per_gpu": 4, "max_mem_per_node": "6G"}}}`)
 	def := submit(t, a, "--gpus-per-node", "2", "--", "true")
 	if j := waitJob(t, a, def, 30*time.Second); j.State != "COMPLETED" || j.MemPerNodeMiB != 4096 || j.CPUsPerNode != 8 || j.CPUsPerGPU != 4 {
 		t.Errorf("a 2-GPU job in a partition with DefMemPerGPU 2G, DefCpuPerGPU 4: %s, %d MiB, %d CPUs (%d per GPU); want COMPLETED, 4096, 8 (4)",

@@ -19,9 +19,7 @@ import (
 func TestSalloc(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 2})
 	a := c.Agents[2]
-	shims := t.TempDir()
-	mustShoal(t, a, "install-shims", shims)
-	env := []string{"SHOAL_DATA_DIR=" + a.DataDir, "PATH=" + shims + ":/usr/bin:/bin"}
+	shims, env := shimsOnPath(t, a)
 
 	r := runEnv(t, env, filepath.Join(shims, "salloc"), "-N2", "--gpus-per-node=1", "-J", "inter", "sh", "-c",
 		`echo "alloc $SLURM_JOB_ID $SLURM_NNODES $SLURM_JOB_NODELIST"; srun sh -c 'echo "task $SLURM_PROCID on $SLURMD_NODENAME job $SLURM_JOB_ID"'; exit 7`)

@@ -25,9 +25,7 @@ func TestSbcast(t *testing.T) {
 	a := c.Agents[0]
 	sh := newSlurmShims(t, a)
 	work := t.TempDir()
-	id := sh.sbatch("-N2", "--chdir", work, "--wrap", "sleep 300")
-	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(id)) })
-	waitState(t, a, id, "RUNNING", "")
+	id := sh.allocation("-N2", "--chdir", work)
 
 	data := make([]byte, 3<<20)
 	rand.Read(data)
@@ -71,9 +69,7 @@ func TestSbcast(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root: sbatch --uid is root's")
 	}
-	other := sh.sbatch("--uid=nobody", "--gid=nogroup", "-N1", "--chdir", "/tmp", "-o", "/dev/null", "--wrap", "sleep 300")
-	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(other)) })
-	waitState(t, a, other, "RUNNING", "")
+	other := sh.allocation("--uid=nobody", "--gid=nogroup", "-N1", "--chdir", "/tmp", "-o", "/dev/null")
 	rootOnly := t.TempDir() // 0700, root's
 	r = sh.run("sbcast", "-j", fmt.Sprint(other), src, filepath.Join(rootOnly, "x"))
 	if _, err := os.Stat(filepath.Join(rootOnly, "x")); r.code != 1 || !strings.Contains(r.stderr, "permission denied") || err == nil {

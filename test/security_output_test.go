@@ -118,14 +118,7 @@ func secDirs(t *testing.T, c *localcluster.Cluster, u secUser) (base, work strin
 			}
 		}
 	}
-	base, err := os.MkdirTemp("", "shoal-sec-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base = sharedTempDir(t, "shoal-sec-", 0o755)
 	work = filepath.Join(base, "work")
 	if err := os.Mkdir(work, 0o755); err != nil {
 		t.Fatal(err)

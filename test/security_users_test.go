@@ -2,9 +2,7 @@ package test
 
 import (
 	"fmt"
-	"os"
 	osexec "os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -68,11 +66,7 @@ func TestUsersApart(t *testing.T) {
 	}
 
 	// With private_jobs, B sees only B's; A and the operator still see A's.
-	private := filepath.Join(t.TempDir(), "private.json")
-	if err := os.WriteFile(private, []byte(`{"operators": ["@shoalop"], "private_jobs": true}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mustShoal(t, a, "policy", "set", private)
+	setPolicy(t, a, `{"operators": ["@shoalop"], "private_jobs": true}`)
 	if r := userB.run(t, a, baseB, nil, "queue", "--all"); r.code != 0 || strings.Contains(r.stdout, "shoala") {
 		t.Errorf("B with private_jobs: shoal queue --all: exit %d %q; want none of A's jobs", r.code, r.stdout)
 	}

@@ -79,9 +79,8 @@ func TestSnakemakeSlurmExecutor(t *testing.T) {
 	// The account the executor is told to use must be one of the
 	// user's associations (sacctmgr -n -s list user $USER), and the
 	// partition one sinfo knows.
-	policy := policyFile(t, fmt.Sprintf(`{"accounts": {"bio": {"shares": 10, "users": {%q: 1}}},
+	setPolicy(t, a, fmt.Sprintf(`{"accounts": {"bio": {"shares": 10, "users": {%q: 1}}},
 		"partitions": {"work": {"default": true, "max_time": "1:00:00"}}}`, me.Username))
-	mustShoal(t, a, "policy", "set", policy)
 
 	work := t.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "Snakefile"), []byte(snakefile), 0o644); err != nil {

@@ -2,11 +2,9 @@ package test
 
 import (
 	"fmt"
-	"os"
 	"os/user"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/localcluster"
@@ -26,15 +24,8 @@ func TestSrunSallocAsUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A directory nobody may work in (t.TempDir's parent is root's alone).
-	work, err := os.MkdirTemp("", "shoal-srun-asuser-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(work) })
-	if err := os.Chmod(work, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	// A directory nobody may work in.
+	work := sharedTempDir(t, "shoal-srun-asuser-", 0o777)
 	sh := newSlurmShims(t, a)
 	sh.env = append(sh.env, "PATH="+sh.dir+":/usr/bin:/bin") // salloc's srun is the shim
 
@@ -49,15 +40,7 @@ func TestSrunSallocAsUser(t *testing.T) {
 	}
 
 	// A step of root's own job, asked for as nobody: another user's.
-	job := sh.sbatch("--chdir", work, "-o", "/dev/null", "--wrap", "sleep 300")
-	eventually(t, 60*time.Second, "root's job running", func() error {
-		var j api.Job
-		jsonOf(t, a, &j, "job", fmt.Sprint(job))
-		if j.State != "RUNNING" {
-			return fmt.Errorf("job %d %s", job, j.State)
-		}
-		return nil
-	})
+	job := sh.allocation("--chdir", work, "-o", "/dev/null")
 	r = sh.run("srun", "--uid=nobody", "--jobid", fmt.Sprint(job), "--chdir", work, "true")
 	if want := fmt.Sprintf("srun: error: Unable to create step for job %d: Access/permission denied", job); r.code != 1 || !strings.Contains(r.stderr, want) {
 		t.Errorf("srun --uid=nobody --jobid %d (root's job): exit %d %q; want 1 and %q", job, r.code, r.stderr, want)

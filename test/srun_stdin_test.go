@@ -43,9 +43,7 @@ func TestSrunStdin(t *testing.T) {
 	a := c.Agents[0]
 	sh := newSlurmShims(t, a)
 	work := t.TempDir()
-	id := sh.sbatch("-N2", "--chdir", work, "--wrap", "sleep 300")
-	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(id)) })
-	waitState(t, a, id, "RUNNING", "")
+	id := sh.allocation("-N2", "--chdir", work)
 	inJob := []string{"SLURM_JOB_ID=" + fmt.Sprint(id)}
 
 	// Every task reads it, to its end.
@@ -122,26 +120,10 @@ func TestSrunStdin(t *testing.T) {
 func TestSrunStdinOlderCluster(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3})
 	a := c.Agents[0]
-	old := 1
-	if leaderIndex(t, c, 0) == old {
-		old = 2
-	}
-	if err := c.Kill(old); err != nil {
-		t.Fatal(err)
-	}
-	c.Agents[old].Args = append(slices.Clone(c.Agents[old].Args), "--protocol-version", "3")
-	if err := c.Restart(old); err != nil {
-		t.Fatal(err)
-	}
+	restartOlder(t, c, "3")
 	sh := newSlurmShims(t, a)
 	work := t.TempDir()
-	out := sh.must("sbatch", "--parsable", "-N1", "-w", a.Name, "--chdir", work, "--wrap", "sleep 300")
-	var id uint64
-	if _, err := fmt.Sscan(out, &id); err != nil {
-		t.Fatalf("sbatch --parsable printed %q", out)
-	}
-	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(id)) })
-	waitState(t, a, id, "RUNNING", "")
+	id := sh.allocation("-N1", "-w", a.Name, "--chdir", work)
 	eventually(t, 60*time.Second, "srun without the relay", func() error {
 		r := sh.srunIn(strings.NewReader("hello\n"), []string{"SLURM_JOB_ID=" + fmt.Sprint(id)}, "--chdir", work, "sh", "-c", `echo "read=[$(cat)]"`)
 		if r.code != 0 || r.stdout != "read=[]\n" || !strings.Contains(r.stderr, "cannot relay srun's stdin") {

@@ -206,22 +206,10 @@ echo script done`)
 func TestStepSignalOlderCluster(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3})
 	a := c.Agents[0]
-	old := 1
-	if leaderIndex(t, c, 0) == old {
-		old = 2
-	}
-	if err := c.Kill(old); err != nil {
-		t.Fatal(err)
-	}
-	c.Agents[old].Args = append(slices.Clone(c.Agents[old].Args), "--protocol-version", "4")
-	if err := c.Restart(old); err != nil {
-		t.Fatal(err)
-	}
+	restartOlder(t, c, "4")
 	sh := newSlurmShims(t, a)
 	work := t.TempDir()
-	id := sh.sbatch("-N1", "-w", a.Name, "--chdir", work, "-o", "/dev/null", "--wrap", "sleep 300")
-	t.Cleanup(func() { sh.run("scancel", fmt.Sprint(id)) })
-	waitState(t, a, id, "RUNNING", "")
+	id := sh.allocation("-N1", "-w", a.Name, "--chdir", work, "-o", "/dev/null")
 	eventually(t, 60*time.Second, "the step with --signal refused for protocol 5", func() error {
 		r := sh.run("srun", "--jobid", fmt.Sprint(id), "--signal=USR1@10", "--chdir", work, "true")
 		if r.code == 0 || !strings.Contains(r.stderr, "not supported by every server of the cluster: it needs protocol v5") {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +21,28 @@ import (
 // only a SIGKILL ends it early).
 const tickScript = `echo $$ > %[1]s/pid; %[3]s
 i=0; while [ $i -lt %[2]d ]; do date +%%s%%N >> %[1]s/ticks; sleep 0.1; i=$((i+1)); done`
+
+// startTicker submits tickScript (n records, trap before them) as a job
+// of one GPU on agent victim's node, args added first, and waits until
+// its rank writes records; it returns the job, the record file and the
+// rank's pid.
+func startTicker(t *testing.T, c *localcluster.Cluster, victim, n int, trap string, args ...string) (id uint64, ticks string, pid int) {
+	t.Helper()
+	recs := t.TempDir()
+	id = submit(t, c.Agents[0], slices.Concat(args, []string{"-w", c.Agents[victim].Name, "--gpus-per-node", "1",
+		"--", "/bin/sh", "-c", fmt.Sprintf(tickScript, recs, n, trap)})...)
+	ticks = filepath.Join(recs, "ticks")
+	waitTicks(t, ticks)
+	pidText, err := os.ReadFile(filepath.Join(recs, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err = strconv.Atoi(strings.TrimSpace(string(pidText)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, ticks, pid
+}
 
 // waitTicks waits until the ranks of tickScript have written a few
 // records to ticks.
@@ -81,11 +104,7 @@ func testAgentRestartKeepsJob(t *testing.T, graceful bool) {
 	}
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1, ExtraArgs: args})
 	victim := nonLeader(t, c)
-	recs := t.TempDir()
-	id := submit(t, c.Agents[0], "--requeue", "-w", c.Agents[victim].Name, "--gpus-per-node", "1",
-		"--", "/bin/sh", "-c", fmt.Sprintf(tickScript, recs, 60, ""))
-	ticks := filepath.Join(recs, "ticks")
-	waitTicks(t, ticks)
+	id, ticks, _ := startTicker(t, c, victim, 60, "", "--requeue")
 	stop := c.Kill
 	if graceful {
 		stop = func(i int) error { return c.StopAgent(i, 10*time.Second) }
@@ -133,21 +152,9 @@ func TestStoppedAgentFencedBySupervisor(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1})
 	victim := nonLeader(t, c)
 	observer := (victim + 1) % len(c.Agents)
-	recs := t.TempDir()
 	// The rank ignores SIGTERM: it dies at the fence's SIGKILL, KillGrace
 	// after the lease ended.
-	id := submit(t, c.Agents[0], "-w", c.Agents[victim].Name, "--gpus-per-node", "1",
-		"--", "/bin/sh", "-c", fmt.Sprintf(tickScript, recs, 600, "trap '' TERM"))
-	ticks := filepath.Join(recs, "ticks")
-	waitTicks(t, ticks)
-	pidText, err := os.ReadFile(filepath.Join(recs, "pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, ticks, pid := startTicker(t, c, victim, 600, "trap '' TERM")
 
 	if err := c.Pause(victim); err != nil {
 		t.Fatal(err)

@@ -18,19 +18,8 @@ import (
 // ranks: a step whose environment, the job's under the step's, names
 // pmi2 in SLURM_MPI_TYPE (srun --mpi=pmi2 puts it there).
 func Wanted(l task.Launch) bool {
-	if l.Step == nil {
-		return false
-	}
-	v := ""
-	for _, env := range [][]string{l.Spec.Env, l.Step.Spec.Env} {
-		for _, kv := range env {
-			if s, ok := strings.CutPrefix(kv, pmix.MPIEnv+"="); ok {
-				v = s
-			}
-		}
-	}
-	t, err := slurm.ParseMPI(v)
-	return err == nil && t == slurm.MPIPMI2
+	t, ok := pmix.StepMPI(l)
+	return ok && t == slurm.MPIPMI2
 }
 
 // ProcessMapping is PMI_process_mapping of a step whose node i runs the

@@ -7,63 +7,56 @@ import (
 	"testing"
 )
 
-func TestParse1(t *testing.T) {
-	for _, tc := range []struct {
+// TestParse reads PMI-1's form (space-separated, Parse1) and PMI-2's
+// (';'-terminated, ";;" an escaped ';', Parse2).
+func TestParse(t *testing.T) {
+	type parseCase struct {
 		in   string
 		want Msg
 		err  string
-	}{
-		{in: "cmd=init pmi_version=1 pmi_subversion=1", want: Msg{Cmd: "init", Keys: []KV{{"pmi_version", "1"}, {"pmi_subversion", "1"}}}},
-		{in: "cmd=get_maxes", want: Msg{Cmd: "get_maxes"}},
-		{in: "cmd=put kvsname=7.0 key=bc-0 value=a=b=c", want: Msg{Cmd: "put", Keys: []KV{{"kvsname", "7.0"}, {"key", "bc-0"}, {"value", "a=b=c"}}}},
-		{in: "cmd=put  key=k   value= ", want: Msg{Cmd: "put", Keys: []KV{{"key", "k"}, {"value", ""}}}},
-		{in: "mcmd=spawn", want: Msg{Cmd: "mcmd:spawn"}},
-		{in: "", err: "empty command"},
-		{in: "key=k cmd=get", err: "want cmd"},
-		{in: "cmd=get key", err: "not key=value"},
-		{in: "cmd=get =v", err: "not key=value"},
-		{in: "cmd=", err: "empty cmd"},
-	} {
-		got, err := Parse1([]byte(tc.in))
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("Parse1(%q) = %v, %v; want an error with %q", tc.in, got, err, tc.err)
-			}
-			continue
-		}
-		if err != nil || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("Parse1(%q) = %#v, %v; want %#v", tc.in, got, err, tc.want)
-		}
 	}
-}
-
-func TestParse2(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want Msg
-		err  string
+	for _, p := range []struct {
+		name  string
+		parse func([]byte) (Msg, error)
+		cases []parseCase
 	}{
-		{in: "cmd=fullinit;pmirank=3;pmijobid=7.0;threaded=FALSE;", want: Msg{Cmd: "fullinit", Keys: []KV{{"pmirank", "3"}, {"pmijobid", "7.0"}, {"threaded", "FALSE"}}}},
-		{in: "cmd=kvs-fence", want: Msg{Cmd: "kvs-fence"}},
-		{in: "cmd=kvs-put;key=k;value=a;;b;;;", want: Msg{Cmd: "kvs-put", Keys: []KV{{"key", "k"}, {"value", "a;b;"}}}},
-		{in: "cmd=kvs-put;key=k;value=x=y;", want: Msg{Cmd: "kvs-put", Keys: []KV{{"key", "k"}, {"value", "x=y"}}}},
-		{in: "cmd=kvs-get;key=;", want: Msg{Cmd: "kvs-get", Keys: []KV{{"key", ""}}}},
-		{in: "", err: "empty command"},
-		{in: "key=k;cmd=x;", err: "want cmd"},
-		{in: "cmd=;", err: "empty cmd"},
-		{in: "cmd=x;junk", err: "not key=value"},
-		{in: "cmd=x;;=v;", want: Msg{Cmd: "x;=v"}},
-		{in: "cmd=x;a;b=c;", err: "holds ';'"},
+		{"Parse1", Parse1, []parseCase{
+			{in: "cmd=init pmi_version=1 pmi_subversion=1", want: Msg{Cmd: "init", Keys: []KV{{"pmi_version", "1"}, {"pmi_subversion", "1"}}}},
+			{in: "cmd=get_maxes", want: Msg{Cmd: "get_maxes"}},
+			{in: "cmd=put kvsname=7.0 key=bc-0 value=a=b=c", want: Msg{Cmd: "put", Keys: []KV{{"kvsname", "7.0"}, {"key", "bc-0"}, {"value", "a=b=c"}}}},
+			{in: "cmd=put  key=k   value= ", want: Msg{Cmd: "put", Keys: []KV{{"key", "k"}, {"value", ""}}}},
+			{in: "mcmd=spawn", want: Msg{Cmd: "mcmd:spawn"}},
+			{in: "", err: "empty command"},
+			{in: "key=k cmd=get", err: "want cmd"},
+			{in: "cmd=get key", err: "not key=value"},
+			{in: "cmd=get =v", err: "not key=value"},
+			{in: "cmd=", err: "empty cmd"},
+		}},
+		{"Parse2", Parse2, []parseCase{
+			{in: "cmd=fullinit;pmirank=3;pmijobid=7.0;threaded=FALSE;", want: Msg{Cmd: "fullinit", Keys: []KV{{"pmirank", "3"}, {"pmijobid", "7.0"}, {"threaded", "FALSE"}}}},
+			{in: "cmd=kvs-fence", want: Msg{Cmd: "kvs-fence"}},
+			{in: "cmd=kvs-put;key=k;value=a;;b;;;", want: Msg{Cmd: "kvs-put", Keys: []KV{{"key", "k"}, {"value", "a;b;"}}}},
+			{in: "cmd=kvs-put;key=k;value=x=y;", want: Msg{Cmd: "kvs-put", Keys: []KV{{"key", "k"}, {"value", "x=y"}}}},
+			{in: "cmd=kvs-get;key=;", want: Msg{Cmd: "kvs-get", Keys: []KV{{"key", ""}}}},
+			{in: "", err: "empty command"},
+			{in: "key=k;cmd=x;", err: "want cmd"},
+			{in: "cmd=;", err: "empty cmd"},
+			{in: "cmd=x;junk", err: "not key=value"},
+			{in: "cmd=x;;=v;", want: Msg{Cmd: "x;=v"}},
+			{in: "cmd=x;a;b=c;", err: "holds ';'"},
+		}},
 	} {
-		got, err := Parse2([]byte(tc.in))
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("Parse2(%q) = %v, %v; want an error with %q", tc.in, got, err, tc.err)
+		for _, tc := range p.cases {
+			got, err := p.parse([]byte(tc.in))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("%s(%q) = %v, %v; want an error with %q", p.name, tc.in, got, err, tc.err)
+				}
+				continue
 			}
-			continue
-		}
-		if err != nil || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("Parse2(%q) = %#v, %v; want %#v", tc.in, got, err, tc.want)
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("%s(%q) = %#v, %v; want %#v", p.name, tc.in, got, err, tc.want)
+			}
 		}
 	}
 }

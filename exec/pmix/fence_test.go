@@ -85,6 +85,9 @@ type pipeListener struct {
 	conns chan net.Conn
 	once  sync.Once
 	done  chan struct{}
+
+	mu      sync.Mutex
+	dialled []net.Conn // the members' ends, one a connection made
 }
 
 func newPipeListener() *pipeListener {
@@ -107,8 +110,8 @@ func (l *pipeListener) Close() error {
 
 func (l *pipeListener) Addr() net.Addr { return &net.UnixAddr{Name: "pipe", Net: "unix"} }
 
-// dial connects a member; each connection it made is kept in conns.
-func (l *pipeListener) dial(conns *[]net.Conn, mu *sync.Mutex) Dial {
+// dial connects a member; each connection it made is kept in dialled.
+func (l *pipeListener) dial() Dial {
 	return func(ctx context.Context) (io.ReadWriteCloser, error) {
 		a, b := net.Pipe()
 		select {
@@ -118,11 +121,32 @@ func (l *pipeListener) dial(conns *[]net.Conn, mu *sync.Mutex) Dial {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		mu.Lock()
-		*conns = append(*conns, a)
-		mu.Unlock()
+		l.mu.Lock()
+		l.dialled = append(l.dialled, a)
+		l.mu.Unlock()
 		return a, nil
 	}
+}
+
+// connected is how many connections the members made so far.
+func (l *pipeListener) connected() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.dialled)
+}
+
+// threeNodes starts a coordinator (node 0) and members for nodes 1 and 2
+// of namespace "ns" on one pipeListener, all closed when the test ends.
+func threeNodes(t *testing.T) (*pipeListener, *Coordinator, *Member, *Member) {
+	t.Helper()
+	ln := newPipeListener()
+	c := NewCoordinator("ns", 3, ln, quiet)
+	t.Cleanup(c.Close)
+	m1 := NewMember("ns", 1, ln.dial(), quiet)
+	t.Cleanup(m1.Close)
+	m2 := NewMember("ns", 2, ln.dial(), quiet)
+	t.Cleanup(m2.Close)
+	return ln, c, m1, m2
 }
 
 type fenceResult struct {
@@ -141,15 +165,7 @@ var quiet = slog.New(slog.DiscardHandler)
 // TestCoordinatorMembers: three nodes' servers fence twice through the
 // coordinator; every node gets every node's data, in node order.
 func TestCoordinatorMembers(t *testing.T) {
-	ln := newPipeListener()
-	var mu sync.Mutex
-	var conns []net.Conn
-	c := NewCoordinator("ns", 3, ln, quiet)
-	defer c.Close()
-	m1 := NewMember("ns", 1, ln.dial(&conns, &mu), quiet)
-	defer m1.Close()
-	m2 := NewMember("ns", 2, ln.dial(&conns, &mu), quiet)
-	defer m2.Close()
+	_, c, m1, m2 := threeNodes(t)
 	for _, round := range [][3]string{{"a", "bb", "ccc"}, {"", "x", ""}} {
 		r2 := fence(m2, round[2])
 		r0 := fence(c, round[0])
@@ -168,21 +184,12 @@ func TestCoordinatorMembers(t *testing.T) {
 // everywhere, cleanly: the waiting servers get ErrFence (their ranks an
 // error), and later fences fail at once instead of hanging.
 func TestFenceNodeLost(t *testing.T) {
-	ln := newPipeListener()
-	var mu sync.Mutex
-	var conns []net.Conn
-	c := NewCoordinator("ns", 3, ln, quiet)
-	defer c.Close()
-	m1 := NewMember("ns", 1, ln.dial(&conns, &mu), quiet)
-	defer m1.Close()
-	m2 := NewMember("ns", 2, ln.dial(&conns, &mu), quiet)
+	ln, c, m1, m2 := threeNodes(t)
 	r1 := fence(m1, "b")
 	// Node 2's supervisor dies before its ranks fence, once both members
 	// are connected (they connect as they start).
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
-		mu.Lock()
-		n := len(conns)
-		mu.Unlock()
+		n := ln.connected()
 		if n == 2 {
 			break
 		}
@@ -276,11 +283,9 @@ func FuzzReadFrame(f *testing.F) {
 // coordinator's fence fails at once rather than after FenceTimeout.
 func TestMemberClosedFirst(t *testing.T) {
 	ln := newPipeListener()
-	var mu sync.Mutex
-	var conns []net.Conn
 	c := NewCoordinator("ns", 2, ln, quiet)
 	defer c.Close()
-	dial := ln.dial(&conns, &mu)
+	dial := ln.dial()
 	var closing atomic.Pointer[Member]
 	m := NewMember("ns", 1, func(ctx context.Context) (io.ReadWriteCloser, error) {
 		// The first node's supervisor is reachable only once this
@@ -306,10 +311,8 @@ func TestMemberClosedFirst(t *testing.T) {
 // next fence fails at once rather than waiting FenceTimeout.
 func TestFenceCoordinatorLost(t *testing.T) {
 	ln := newPipeListener()
-	var mu sync.Mutex
-	var conns []net.Conn
 	c := NewCoordinator("ns", 2, ln, quiet)
-	m := NewMember("ns", 1, ln.dial(&conns, &mu), quiet)
+	m := NewMember("ns", 1, ln.dial(), quiet)
 	defer m.Close()
 	r1, r0 := fence(m, "b"), fence(c, "a")
 	for i, ch := range []<-chan fenceResult{r0, r1} {
@@ -327,15 +330,7 @@ func TestFenceCoordinatorLost(t *testing.T) {
 // on every node that joined it, on fake time; not before.
 func TestFenceTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ln := newPipeListener()
-		var mu sync.Mutex
-		var conns []net.Conn
-		c := NewCoordinator("ns", 3, ln, quiet)
-		defer c.Close()
-		m1 := NewMember("ns", 1, ln.dial(&conns, &mu), quiet)
-		defer m1.Close()
-		m2 := NewMember("ns", 2, ln.dial(&conns, &mu), quiet)
-		defer m2.Close()
+		_, c, m1, _ := threeNodes(t)
 		r0, r1 := fence(c, "a"), fence(m1, "b") // node 2's ranks never fence
 		time.Sleep(FenceTimeout - time.Second)
 		synctest.Wait()

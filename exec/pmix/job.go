@@ -21,8 +21,16 @@ const MPIEnv = "SLURM_MPI_TYPE"
 // one) whose environment, the job's under the step's, names a PMIx type
 // in MPIEnv.
 func Wanted(l task.Launch) bool {
+	t, ok := StepMPI(l)
+	return ok && slurm.UsesPMIx(t)
+}
+
+// StepMPI is the MPI type (slurm.ParseMPI's) that the step of l names in
+// MPIEnv, the job's environment under the step's; ok is false for a
+// task that is no step, and for a type ParseMPI refuses.
+func StepMPI(l task.Launch) (t string, ok bool) {
 	if l.Step == nil {
-		return false
+		return "", false
 	}
 	v := ""
 	for _, env := range [][]string{l.Spec.Env, l.Step.Spec.Env} {
@@ -33,7 +41,7 @@ func Wanted(l task.Launch) bool {
 		}
 	}
 	t, err := slurm.ParseMPI(v)
-	return err == nil && slurm.UsesPMIx(t)
+	return t, err == nil
 }
 
 // Job is the PMIx namespace of one step: every rank, where it runs, and

@@ -1,9 +1,6 @@
 package stepd
 
 import (
-	"bufio"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -167,38 +164,10 @@ func TestEnvSpecEnv(t *testing.T) {
 // environment: srun -N2 --ntasks-per-node=2 --gres=gpu:2, task 1 (node n1,
 // local id 1) of job 1 "envcheck".
 func TestEnvGolden(t *testing.T) {
-	path := filepath.Join("..", "..", "..", "shared", "peers", "slurm", "env_golden", "envcheck.step0.task1.env")
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("golden environment: %v", err)
-	}
-	defer f.Close()
-	golden := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-			golden[k] = v
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-
-	l := task.Launch{
-		Topology: peerTopology,
-		Job:      1, Incarnation: 1,
-		Spec: cluster.Spec{
-			Name: "envcheck", Command: []string{"env"}, WorkDir: "/tmp/slurmpeer/env",
-			User: "root", UID: 0, GID: 0,
-			Request:    cluster.Request{Nodes: 2, GPUsPerNode: 2, TasksPerNode: 2, Partition: "gpu"},
-			SubmitHost: "vm",
-		},
-		ClusterName: "shoalpeer",
-		Alloc: cluster.Allocation{Nodes: []cluster.NodeAlloc{
-			{Node: "n1", GPUs: []int{0, 1}}, {Node: "n2", GPUs: []int{0, 1}},
-		}, MasterPort: 29500},
-		NodeIndex: 0, MasterAddr: "n1", NodeList: "n[1-2]", NodeName: "n1",
-	}
+	golden := readGolden(t, "envcheck.step0.task1.env")
+	// envcheck's job on n1, run as a command (srun env), not a script.
+	l := envcheckJob(0)
+	l.Spec.Command, l.Spec.Batch = []string{"env"}, nil
 	got := envMap(t, contractEnv(l, 1, "/root"))
 	// Names Shoal sets that this Slurm run did not: asked for without -c,
 	// and never requeued.

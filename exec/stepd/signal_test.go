@@ -1,7 +1,6 @@
 package stepd
 
 import (
-	"slices"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -137,30 +136,14 @@ func TestSuperviseKillWaitAndWarning(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				f := &fakeRanks{start: time.Now(), exits: make(chan rankExit, 2),
-					live: map[int]bool{0: true, 1: true}}
+				f := newFakeRanks(false)
 				stop := make(chan string, 1)
-				done := make(chan outcome, 1)
-				s := supervision{ranks: 2, exits: f.exits, stop: stop, timeLimit: tt.limit,
-					grace: wait, fenceGrace: fence, signal: f.signal}
+				s := supervision{stop: stop, timeLimit: tt.limit, grace: wait, fenceGrace: fence}
 				if tt.early >= 0 {
 					s.early = tt.early
 					s.earlySignal = func() { f.signal(syscall.SIGUSR1) }
 				}
-				go func() { done <- supervise(s) }()
-				tt.act(f, stop)
-				var got outcome
-				select {
-				case got = <-done:
-				case <-time.After(time.Hour):
-					t.Fatalf("supervise did not return within an hour of fake time; signals %q", f.signals)
-				}
-				if got != tt.want {
-					t.Errorf("supervise(...) = %+v; want %+v", got, tt.want)
-				}
-				if !slices.Equal(f.signals, tt.signals) {
-					t.Errorf("signals = %q; want %q", f.signals, tt.signals)
-				}
+				checkSupervise(t, f, s, func() { tt.act(f, stop) }, tt.want, tt.signals)
 			})
 		})
 	}

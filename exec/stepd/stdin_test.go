@@ -13,32 +13,48 @@ import (
 	"github.com/shoal-sched/shoal/exec/task"
 )
 
+// openStdinHere opens a stdin server in a fresh task directory, made the
+// cwd (the sockets are bound there); it returns the directory.
+func openStdinHere(t *testing.T) (string, *stdinServer) {
+	t.Helper()
+	dir := t.TempDir()
+	t.Chdir(dir)
+	s, err := openStdin(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, s
+}
+
+// startRank starts argv as a rank reading one of s's pipes; what it
+// writes is gathered in the builder.
+func startRank(t *testing.T, s *stdinServer, argv ...string) (*osexec.Cmd, *strings.Builder) {
+	t.Helper()
+	r, err := s.pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := new(strings.Builder)
+	cmd := osexec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout = r, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	return cmd, out
+}
+
 // Ranks that read srun's stdin get what one raw client of stdin.sock
 // (an agent of the previous protocol) sends, each its own copy, and its
 // end as their EOF; a rank that does not read does not stop the others,
 // and the sockets go with close.
 func TestStdinServer(t *testing.T) {
-	dir := t.TempDir()
-	t.Chdir(dir) // the socket is bound in the task directory, the cwd
-	s, err := openStdin(slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, s := openStdinHere(t)
 	var cmds []*osexec.Cmd
 	var outs []*strings.Builder
 	for _, script := range []string{"cat", "cat", "exec 0<&-; sleep 0.1"} {
-		r, err := s.pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out strings.Builder
-		cmd := osexec.Command("sh", "-c", script)
-		cmd.Stdin, cmd.Stdout = r, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		r.Close()
-		cmds, outs = append(cmds, cmd), append(outs, &out)
+		cmd, out := startRank(t, s, "sh", "-c", script)
+		cmds, outs = append(cmds, cmd), append(outs, out)
 	}
 	s.serve()
 	if fi, err := os.Stat(task.StdinSock); err != nil || fi.Mode().Perm() != 0o600 {
@@ -77,27 +93,12 @@ func TestStdinServer(t *testing.T) {
 // there, and its end frame is the ranks' EOF (StdinDone comes back,
 // and to a connection after it).
 func TestStdinServerResume(t *testing.T) {
-	dir := t.TempDir()
-	t.Chdir(dir)
-	s, err := openStdin(slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, s := openStdinHere(t)
 	var cmds []*osexec.Cmd
 	var outs []*strings.Builder
 	for range 2 {
-		r, err := s.pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out strings.Builder
-		cmd := osexec.Command("cat")
-		cmd.Stdin, cmd.Stdout = r, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		r.Close()
-		cmds, outs = append(cmds, cmd), append(outs, &out)
+		cmd, out := startRank(t, s, "cat")
+		cmds, outs = append(cmds, cmd), append(outs, out)
 	}
 	s.serve()
 	data := []byte(strings.Repeat("0123456789abcdef", 64<<10)) // 1 MiB
@@ -174,24 +175,9 @@ func TestStdinServerResume(t *testing.T) {
 // A resumable connection that breaks and is not made again within the
 // wait ends the ranks' input (srun gone).
 func TestStdinServerResumeExpires(t *testing.T) {
-	dir := t.TempDir()
-	t.Chdir(dir)
-	s, err := openStdin(slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, s := openStdinHere(t)
 	s.resumeWait = 100 * time.Millisecond
-	r, err := s.pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	cmd := osexec.Command("cat")
-	cmd.Stdin, cmd.Stdout = r, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r.Close()
+	cmd, out := startRank(t, s, "cat")
 	s.serve()
 	c, err := task.DialStdin(dir, true)
 	if err != nil {
@@ -221,11 +207,7 @@ func TestStdinServerResumeExpires(t *testing.T) {
 // A task whose ranks end before srun attaches: close ends the server,
 // with no connection and pipes nobody reads.
 func TestStdinServerUnused(t *testing.T) {
-	t.Chdir(t.TempDir())
-	s, err := openStdin(slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := openStdinHere(t)
 	r, err := s.pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -241,12 +223,7 @@ func TestStdinServerUnused(t *testing.T) {
 // Ranks that end while a resumable connection is served: close tells the
 // client StdinDone, so srun stops sending to this node.
 func TestStdinServerRanksGone(t *testing.T) {
-	dir := t.TempDir()
-	t.Chdir(dir)
-	s, err := openStdin(slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, s := openStdinHere(t)
 	r, err := s.pipe()
 	if err != nil {
 		t.Fatal(err)

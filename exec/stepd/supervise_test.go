@@ -37,6 +37,35 @@ func (f *fakeRanks) signal(sig syscall.Signal) {
 	}
 }
 
+// newFakeRanks is two live ranks whose fake clock starts now.
+func newFakeRanks(honour bool) *fakeRanks {
+	return &fakeRanks{start: time.Now(), exits: make(chan rankExit, 2),
+		live: map[int]bool{0: true, 1: true}, honour: honour}
+}
+
+// checkSupervise runs supervise(s) over f's two ranks (s's ranks, exits
+// and signal are f's) inside a synctest bubble, calls act while it runs,
+// and checks the outcome and the signals the ranks got, in order.
+func checkSupervise(t *testing.T, f *fakeRanks, s supervision, act func(), want outcome, signals []string) {
+	t.Helper()
+	s.ranks, s.exits, s.signal = 2, f.exits, f.signal
+	done := make(chan outcome, 1)
+	go func() { done <- supervise(s) }()
+	act()
+	var got outcome
+	select {
+	case got = <-done:
+	case <-time.After(time.Hour):
+		t.Fatalf("supervise did not return within an hour of fake time; signals %q", f.signals)
+	}
+	if got != want {
+		t.Errorf("supervise(...) = %+v; want %+v", got, want)
+	}
+	if !slices.Equal(f.signals, signals) {
+		t.Errorf("signals = %q; want %q", f.signals, signals)
+	}
+}
+
 func (f *fakeRanks) exit(i, code int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -85,27 +114,10 @@ func TestSupervise(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				f := &fakeRanks{start: time.Now(), exits: make(chan rankExit, 2),
-					live: map[int]bool{0: true, 1: true}, honour: tt.honour}
+				f := newFakeRanks(tt.honour)
 				stop := make(chan string, 1)
-				done := make(chan outcome, 1)
-				go func() {
-					done <- supervise(supervision{ranks: 2, exits: f.exits, stop: stop,
-						timeLimit: tt.limit, grace: 10 * time.Second, signal: f.signal, initial: tt.initial})
-				}()
-				tt.act(f, stop)
-				var got outcome
-				select {
-				case got = <-done:
-				case <-time.After(time.Hour):
-					t.Fatalf("supervise did not return within an hour of fake time; signals %q", f.signals)
-				}
-				if got != tt.want {
-					t.Errorf("supervise(...) = %+v; want %+v", got, tt.want)
-				}
-				if !slices.Equal(f.signals, tt.signals) {
-					t.Errorf("signals = %q; want %q", f.signals, tt.signals)
-				}
+				s := supervision{stop: stop, timeLimit: tt.limit, grace: 10 * time.Second, initial: tt.initial}
+				checkSupervise(t, f, s, func() { tt.act(f, stop) }, tt.want, tt.signals)
 			})
 		})
 	}
@@ -135,34 +147,22 @@ func TestSuperviseNewTimeLimit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				start := time.Now()
-				f := &fakeRanks{start: start, exits: make(chan rankExit, 2), live: map[int]bool{0: true, 1: true}, honour: true}
+				f := newFakeRanks(true)
 				limits := make(chan time.Time, 1)
-				done := make(chan outcome, 1)
-				go func() {
-					done <- supervise(supervision{ranks: 2, exits: f.exits, stop: make(chan string), limit: limits,
-						timeLimit: time.Minute, grace: 10 * time.Second, signal: f.signal})
-				}()
-				time.Sleep(tt.after)
-				var deadline time.Time
-				if tt.limit > 0 {
-					deadline = start.Add(tt.limit)
-				}
-				limits <- deadline
-				if tt.exitAt > 0 {
-					time.Sleep(tt.exitAt - tt.after)
-					f.exit(0, 0)
-					f.exit(1, 0)
-				}
-				var got outcome
-				select {
-				case got = <-done:
-				case <-time.After(time.Hour):
-					t.Fatalf("supervise did not return within an hour of fake time; signals %q", f.signals)
-				}
-				if got != tt.want || !slices.Equal(f.signals, tt.signals) {
-					t.Errorf("supervise = %+v, signals %q; want %+v, %q", got, f.signals, tt.want, tt.signals)
-				}
+				s := supervision{stop: make(chan string), limit: limits, timeLimit: time.Minute, grace: 10 * time.Second}
+				checkSupervise(t, f, s, func() {
+					time.Sleep(tt.after)
+					var deadline time.Time
+					if tt.limit > 0 {
+						deadline = f.start.Add(tt.limit)
+					}
+					limits <- deadline
+					if tt.exitAt > 0 {
+						time.Sleep(tt.exitAt - tt.after)
+						f.exit(0, 0)
+						f.exit(1, 0)
+					}
+				}, tt.want, tt.signals)
 			})
 		})
 	}

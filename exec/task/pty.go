@@ -44,20 +44,12 @@ var ErrPtyFrame = errors.New("malformed terminal frame")
 
 // AppendPtyData appends data frames carrying p (split at MaxPtyData).
 func AppendPtyData(b, p []byte) []byte {
-	for len(p) > 0 {
-		n := min(len(p), MaxPtyData)
-		b = append(b, PtyData)
-		b = binary.BigEndian.AppendUint16(b, uint16(n))
-		b = append(b, p[:n]...)
-		p = p[n:]
-	}
-	return b
+	return appendDataFrames(b, PtyData, 2, MaxPtyData, p)
 }
 
 // AppendPtyResize appends a window size frame.
 func AppendPtyResize(b []byte, rows, cols uint16) []byte {
-	b = append(b, PtyResize)
-	b = binary.BigEndian.AppendUint16(b, 4)
+	b = appendFrameHeader(b, PtyResize, 2, 4)
 	b = binary.BigEndian.AppendUint16(b, rows)
 	return binary.BigEndian.AppendUint16(b, cols)
 }
@@ -67,15 +59,11 @@ func AppendPtyResize(b []byte, rows, cols uint16) []byte {
 // clean end between frames, and an error marked ErrPtyFrame for a
 // malformed one.
 func ReadPtyFrame(r io.Reader, buf []byte) (PtyFrame, error) {
-	var hdr [3]byte
-	if _, err := io.ReadFull(r, hdr[:1]); err != nil {
+	typ, n, err := readFrameHeader(r, 2, ErrPtyFrame)
+	if err != nil {
 		return PtyFrame{}, err
 	}
-	if _, err := io.ReadFull(r, hdr[1:]); err != nil {
-		return PtyFrame{}, fmt.Errorf("%w: header cut short: %w", ErrPtyFrame, err)
-	}
-	f := PtyFrame{Type: hdr[0]}
-	n := int(binary.BigEndian.Uint16(hdr[1:]))
+	f := PtyFrame{Type: typ}
 	switch f.Type {
 	case PtyData:
 		if n < 1 || n > MaxPtyData || n > len(buf) {
@@ -88,14 +76,15 @@ func ReadPtyFrame(r io.Reader, buf []byte) (PtyFrame, error) {
 	default:
 		return f, fmt.Errorf("%w: type %q: want 'd' or 'w'", ErrPtyFrame, f.Type)
 	}
-	if _, err := io.ReadFull(r, buf[:n]); err != nil {
-		return f, fmt.Errorf("%w: payload cut short: %w", ErrPtyFrame, err)
+	payload, err := readFramePayload(r, buf, n, ErrPtyFrame)
+	if err != nil {
+		return f, err
 	}
 	if f.Type == PtyResize {
-		f.Rows, f.Cols = binary.BigEndian.Uint16(buf), binary.BigEndian.Uint16(buf[2:])
+		f.Rows, f.Cols = binary.BigEndian.Uint16(payload), binary.BigEndian.Uint16(payload[2:])
 		return f, nil
 	}
-	f.Data = buf[:n]
+	f.Data = payload
 	return f, nil
 }
 

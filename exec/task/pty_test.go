@@ -64,26 +64,39 @@ func FuzzReadPtyFrame(f *testing.F) {
 	f.Add([]byte{'d', 0, 0})
 	f.Add([]byte{'w', 0, 4, 0, 1})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		r := bytes.NewReader(in)
 		buf := make([]byte, MaxPtyData)
-		var again []byte
-		for range len(in) + 1 {
-			start := len(in) - r.Len()
+		checkFramesRoundTrip(t, in, func(r io.Reader, again []byte) ([]byte, error) {
 			fr, err := ReadPtyFrame(r, buf)
 			if err != nil {
-				return
+				return nil, err
 			}
 			switch fr.Type {
 			case PtyData:
-				again = AppendPtyData(again[:0], fr.Data)
+				return AppendPtyData(again, fr.Data), nil
 			case PtyResize:
-				again = AppendPtyResize(again[:0], fr.Rows, fr.Cols)
-			default:
-				t.Fatalf("decoded type %q", fr.Type)
+				return AppendPtyResize(again, fr.Rows, fr.Cols), nil
 			}
-			if end := len(in) - r.Len(); !bytes.Equal(again, in[start:end]) {
-				t.Fatalf("frame %+v re-encodes to %x, read from %x", fr, again, in[start:end])
-			}
-		}
+			t.Fatalf("decoded type %q", fr.Type)
+			return nil, nil
+		})
 	})
+}
+
+// checkFramesRoundTrip decodes in frame by frame with next, which
+// appends each frame it decodes, encoded again, to again: each must be
+// the bytes it was read from. It stops at the first error.
+func checkFramesRoundTrip(t *testing.T, in []byte, next func(r io.Reader, again []byte) ([]byte, error)) {
+	t.Helper()
+	r := bytes.NewReader(in)
+	var again []byte
+	for range len(in) + 1 {
+		start := len(in) - r.Len()
+		var err error
+		if again, err = next(r, again[:0]); err != nil {
+			return
+		}
+		if end := len(in) - r.Len(); !bytes.Equal(again, in[start:end]) {
+			t.Fatalf("frame %x re-encodes to %x", in[start:end], again)
+		}
+	}
 }

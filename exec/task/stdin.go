@@ -53,37 +53,26 @@ var ErrStdinFrame = errors.New("malformed stdin frame")
 
 // AppendStdinData appends data frames carrying p (split at MaxStdinData).
 func AppendStdinData(b, p []byte) []byte {
-	for len(p) > 0 {
-		n := min(len(p), MaxStdinData)
-		b = append(b, StdinData)
-		b = binary.BigEndian.AppendUint32(b, uint32(n))
-		b = append(b, p[:n]...)
-		p = p[n:]
-	}
-	return b
+	return appendDataFrames(b, StdinData, 4, MaxStdinData, p)
 }
 
 // AppendStdinEnd appends the end-of-stream frame.
 func AppendStdinEnd(b []byte) []byte {
-	return binary.BigEndian.AppendUint32(append(b, StdinEnd), 0)
+	return appendFrameHeader(b, StdinEnd, 4, 0)
 }
 
 // ReadStdinFrame reads one frame from r into buf's storage (buf needs
 // MaxStdinData bytes). It returns io.EOF at a clean end between frames,
 // and an error marked ErrStdinFrame for a malformed or cut one.
 func ReadStdinFrame(r io.Reader, buf []byte) (StdinFrame, error) {
-	var hdr [5]byte
-	if _, err := io.ReadFull(r, hdr[:1]); err != nil {
+	typ, n, err := readFrameHeader(r, 4, ErrStdinFrame)
+	if err != nil {
 		return StdinFrame{}, err
 	}
-	if _, err := io.ReadFull(r, hdr[1:]); err != nil {
-		return StdinFrame{}, fmt.Errorf("%w: header cut short: %w", ErrStdinFrame, err)
-	}
-	f := StdinFrame{Type: hdr[0]}
-	n := binary.BigEndian.Uint32(hdr[1:])
+	f := StdinFrame{Type: typ}
 	switch f.Type {
 	case StdinData:
-		if n < 1 || n > MaxStdinData || int(n) > len(buf) {
+		if n < 1 || n > MaxStdinData || n > len(buf) {
 			return f, fmt.Errorf("%w: data length %d: want 1 to %d", ErrStdinFrame, n, min(MaxStdinData, len(buf)))
 		}
 	case StdinEnd:
@@ -94,10 +83,9 @@ func ReadStdinFrame(r io.Reader, buf []byte) (StdinFrame, error) {
 	default:
 		return f, fmt.Errorf("%w: type %q: want 'd' or 'e'", ErrStdinFrame, f.Type)
 	}
-	if _, err := io.ReadFull(r, buf[:n]); err != nil {
-		return f, fmt.Errorf("%w: payload cut short: %w", ErrStdinFrame, err)
+	if f.Data, err = readFramePayload(r, buf, n, ErrStdinFrame); err != nil {
+		return f, err
 	}
-	f.Data = buf[:n]
 	return f, nil
 }
 

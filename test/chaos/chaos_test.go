@@ -37,21 +37,55 @@ func seeds(t *testing.T) []uint64 {
 	return out
 }
 
+// chaosDuration is ciDuration, or $SHOAL_CHAOS_DURATION.
+func chaosDuration(t *testing.T) time.Duration {
+	t.Helper()
+	s := os.Getenv("SHOAL_CHAOS_DURATION")
+	if s == "" {
+		return ciDuration
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatalf("SHOAL_CHAOS_DURATION %q: %v", s, err)
+	}
+	return d
+}
+
+// testLog is a logger, of level and above, that writes to the test log.
+func testLog(t *testing.T, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
+}
+
+// checkRun fails t when the run could not be made (with what it has),
+// logs each fault and its recovery, and reports each violation; if t has
+// failed by its end, it says where the run's files are kept.
+func checkRun(t *testing.T, res chaos.Result, err error) {
+	t.Helper()
+	if err != nil {
+		out, _ := json.MarshalIndent(res, "", "  ")
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("data dirs, agent logs and records kept in %s", res.Dir)
+		}
+	})
+	for _, ev := range res.Events {
+		t.Logf("  %s  %s  recovered in %.1fs %s", ev.Start.Format("15:04:05.000"), ev.Fault, ev.RecoverS, ev.Err)
+	}
+	for _, v := range res.Violations {
+		t.Errorf("%s", v)
+	}
+}
+
 // TestChaosSchedule runs 5 agents in network namespaces through each CI
 // seed's fault schedule (every kind of fault) under a workload, and fails
 // on any violation of DESIGN's five invariants, or any check that could
 // not be made.
 func TestChaosSchedule(t *testing.T) {
 	requireNetNS(t)
-	dur := ciDuration
-	if s := os.Getenv("SHOAL_CHAOS_DURATION"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			t.Fatalf("SHOAL_CHAOS_DURATION %q: %v", s, err)
-		}
-		dur = d
-	}
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	dur := chaosDuration(t)
+	log := testLog(t, slog.LevelInfo)
 	for _, seed := range seeds(t) {
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), dur+4*time.Minute)
@@ -60,23 +94,11 @@ func TestChaosSchedule(t *testing.T) {
 				Binary: shoalBin, Nodes: 5, Duration: dur, Kinds: chaos.AllKinds,
 				Net: chaos.NetNamespaces, Log: log,
 			}, seed)
-			out, _ := json.MarshalIndent(res, "", "  ")
-			if err != nil {
-				t.Fatalf("seed %d: %v\n%s", seed, err, out)
-			}
+			checkRun(t, res, err)
 			t.Logf("seed %d: %d faults, %d submitted, %d acknowledged, %d completed, jobs %v, max recovery %.1fs",
 				seed, res.Faults, res.Submitted, res.Acknowledged, res.Completed, res.Jobs, res.MaxRecoverS)
-			for _, ev := range res.Events {
-				t.Logf("  %s  %s  recovered in %.1fs %s", ev.Start.Format("15:04:05.000"), ev.Fault, ev.RecoverS, ev.Err)
-			}
-			for _, v := range res.Violations {
-				t.Errorf("%s", v)
-			}
 			if res.Faults == 0 || res.Acknowledged == 0 || res.Completed == 0 {
 				t.Errorf("seed %d ran %d faults, %d acknowledged submits, %d completed jobs: want some of each", seed, res.Faults, res.Acknowledged, res.Completed)
-			}
-			if t.Failed() {
-				t.Logf("data dirs, agent logs and records kept in %s", res.Dir)
 			}
 		})
 	}
@@ -106,19 +128,12 @@ func (w testWriter) Write(p []byte) (int, error) {
 // test.TestStretchedLeaseFencedBySupervisor fails on it.
 func TestChaosStretchedLease(t *testing.T) {
 	requireNetNS(t)
-	dur := ciDuration
-	if s := os.Getenv("SHOAL_CHAOS_DURATION"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			t.Fatalf("SHOAL_CHAOS_DURATION %q: %v", s, err)
-		}
-		dur = d
-	}
+	dur := chaosDuration(t)
 	seedList := []uint64{1}
 	if os.Getenv("SHOAL_CHAOS_SEEDS") != "" {
 		seedList = seeds(t)
 	}
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := testLog(t, slog.LevelInfo)
 	for _, seed := range seedList {
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), dur+5*time.Minute)
@@ -134,23 +149,11 @@ func TestChaosStretchedLease(t *testing.T) {
 				SubmitGap: [2]time.Duration{6 * time.Second, 10 * time.Second}, Requeue: 1,
 				TerminalBound: 2 * time.Minute,
 			}, seed)
-			out, _ := json.MarshalIndent(res, "", "  ")
-			if err != nil {
-				t.Fatalf("seed %d: %v\n%s", seed, err, out)
-			}
+			checkRun(t, res, err)
 			t.Logf("seed %d: %d faults, %d submitted, %d acknowledged, %d completed, jobs %v, max recovery %.1fs",
 				seed, res.Faults, res.Submitted, res.Acknowledged, res.Completed, res.Jobs, res.MaxRecoverS)
-			for _, ev := range res.Events {
-				t.Logf("  %s  %s  recovered in %.1fs %s", ev.Start.Format("15:04:05.000"), ev.Fault, ev.RecoverS, ev.Err)
-			}
-			for _, v := range res.Violations {
-				t.Errorf("%s", v)
-			}
 			if res.Faults == 0 || res.Acknowledged == 0 {
 				t.Errorf("seed %d ran %d faults, %d acknowledged submits: want some of each", seed, res.Faults, res.Acknowledged)
-			}
-			if t.Failed() {
-				t.Logf("data dirs, agent logs and records kept in %s", res.Dir)
 			}
 		})
 	}

@@ -26,7 +26,7 @@ func TestDivergedReplicaDoesNotLead(t *testing.T) {
 		t.Fatalf("go build -tags failpoint_diverge: %v\n%s", err, out)
 	}
 	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := testLog(t, slog.LevelWarn)
 	h := startHarness(t, chaos.Options{Binary: bin, Nodes: 3, Dir: shortDir(t), Net: chaos.NetLoopback, Log: log})
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

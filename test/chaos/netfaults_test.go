@@ -148,7 +148,7 @@ var (
 func TestSlowAndLossNetNS(t *testing.T) {
 	requireNetNS(t)
 	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := testLog(t, slog.LevelWarn)
 	h := startHarness(t, chaos.Options{Binary: shoalBin, Nodes: 3, Dir: shortDir(t), Net: chaos.NetNamespaces, Log: log})
 	const from, to = 0, 1
 

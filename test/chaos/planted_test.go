@@ -69,7 +69,7 @@ var plantedSeeds = []uint64{1, 2, 3}
 func TestPlantedBugsAreCaught(t *testing.T) {
 	requireNetNS(t)
 	binDir := t.TempDir()
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := testLog(t, slog.LevelWarn)
 	for _, bug := range plantedBugs {
 		t.Run(bug.tag, func(t *testing.T) {
 			bin := filepath.Join(binDir, "shoal-"+bug.tag)

@@ -2,7 +2,6 @@ package chaos_test
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"os"
 	osexec "os/exec"
@@ -84,7 +83,7 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Skip("builds an older shoal and runs a cluster for 30s")
 	}
 	old := oldBinary(t)
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := testLog(t, slog.LevelInfo)
 	const dur = 30 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), dur+4*time.Minute)
 	defer cancel()
@@ -98,25 +97,15 @@ func TestRollingUpgrade(t *testing.T) {
 		Binary: shoalBin, UpgradeFrom: old, Nodes: 3, Duration: dur, Log: log,
 		RankTicks: [2]int{2, 8}, SubmitGap: [2]time.Duration{time.Second, 2500 * time.Millisecond},
 	}, 1)
-	out, _ := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	checkRun(t, res, err)
 	t.Logf("%s mode: %d submitted, %d acknowledged, %d completed, jobs %v", res.Mode, res.Submitted, res.Acknowledged, res.Completed, res.Jobs)
 	upgraded := 0
 	for _, ev := range res.Events {
-		t.Logf("  %s  %s  recovered in %.1fs %s", ev.Start.Format("15:04:05.000"), ev.Fault, ev.RecoverS, ev.Err)
 		if ev.Err == "" {
 			upgraded++
 		}
 	}
-	for _, v := range res.Violations {
-		t.Errorf("%s", v)
-	}
 	if upgraded != 3 || res.Acknowledged == 0 || res.Completed == 0 {
 		t.Errorf("%d of 3 agents upgraded, %d acknowledged submits, %d completed jobs: want all, some and some", upgraded, res.Acknowledged, res.Completed)
-	}
-	if t.Failed() {
-		t.Logf("data dirs, agent logs and records kept in %s", res.Dir)
 	}
 }
