@@ -20,6 +20,8 @@ type Summary struct {
 	P50Wait float64 `json:"p50_wait_s"`
 	P95Wait float64 `json:"p95_wait_s"`
 	P99Wait float64 `json:"p99_wait_s"`
+	// MaxWait is the longest wait.
+	MaxWait float64 `json:"max_wait_s"`
 	// AvgJCT is the mean of end minus submit.
 	AvgJCT float64 `json:"avg_jct_s"`
 	// Makespan is the last end minus the first submit.
@@ -83,6 +85,7 @@ func Summarize(r *Result, wall time.Duration) Summary {
 		slices.Sort(waits)
 		s.AvgWait, s.AvgJCT = sumWait/float64(n), sumJCT/float64(n)
 		s.P50Wait, s.P95Wait, s.P99Wait = nearestRank(waits, 50), nearestRank(waits, 95), nearestRank(waits, 99)
+		s.MaxWait = float64(waits[n-1])
 		s.Makespan = float64(last - first)
 	}
 	if s.Makespan > 0 {

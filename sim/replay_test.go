@@ -118,7 +118,7 @@ func TestSummarizeHandComputed(t *testing.T) {
 	// 400+240+600+40+200+15+60 over 16 GPUs x 180 s; multi-node b (2
 	// leaves), c (2 leaves), h (1 leaf).
 	want := Summary{Policy: "fifo", Nodes: 4, GPUsPerNode: 4, LeafSize: 2, Jobs: 8, Unplaceable: 1,
-		AvgWait: 315.0 / 7, P50Wait: 71, P95Wait: 74, P99Wait: 74, AvgJCT: 640.0 / 7, Makespan: 180,
+		AvgWait: 315.0 / 7, P50Wait: 71, P95Wait: 74, P99Wait: 74, MaxWait: 74, AvgJCT: 640.0 / 7, Makespan: 180,
 		GPUUtil: 1555.0 / 2880, MultiNodeJobs: 3, OneLeafFrac: 1.0 / 3, MeanLeavesMulti: 2, Passes: r.Passes}
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })); diff != "" {
 		t.Errorf("Summarize() diff (-want +got):\n%s", diff)
