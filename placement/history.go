@@ -267,9 +267,9 @@ func runOf(j *cluster.Job) (runEntry, bool) {
 }
 
 // userKey and shapeKey are the keys the Predictor files a finished job
-// under: its user (none when empty) and its shape.
+// under: its user, or when it names none its shape.
 func userKey(j *cluster.Job) (string, bool) { return j.Spec.User, j.Spec.User != "" }
-func shapeKey(j *cluster.Job) (shape, bool) { return shapeOf(j.Spec.Request), true }
+func shapeKey(j *cluster.Job) (shape, bool) { return shapeOf(j.Spec.Request), j.Spec.User == "" }
 
 // updateRuns is users (never modified), the finished jobs by key, with
 // added's in and removed's out: only the keys they name are copied.

@@ -112,20 +112,20 @@ func QSSFOrder(queue []*cluster.Job, now time.Time, opts Options) []cluster.JobI
 // recent jobs like it, for Options.Estimates: what a live cluster knows
 // (Helios' QSSF predicts from user and job-name history; Shoal keeps no
 // names). Limits are poor estimates, but how much of them jobs use can
-// be learnt: Predictor keeps, per user and per shape (node count, GPUs
-// per node and the limit's power-of-two class), the used fractions (run
-// time over limit, at most 1) of the last PredictorWindow finished jobs;
-// Observe each finished job in the order they end. Predict is the job's
-// limit times the mean used fraction of its user's jobs, or for a job
-// that names no user (the Alibaba trace has none) of its shape's; with
-// no such history, the limit itself. With exact limits that is the limit.
-// A user without history gets the limit, not the shape's fraction: on
-// the Helios and Philly traces with noisy limits other users' habits
-// predicted a newcomer's jobs worse than the limit did (BENCHMARKS.md).
-// A job without a limit gets the mean of the last run times of its user
-// (of its shape, with no user: limitless jobs of its size), or 0
-// (unknown). The zero Predictor is ready to use; it keeps O(users +
-// shapes) memory.
+// be learnt: Predictor keeps the used fractions (run time over limit, at
+// most 1) of the last PredictorWindow finished jobs of each user, and of
+// each shape (node count, GPUs per node and the limit's power-of-two
+// class) among the jobs that name no user (the Alibaba trace names
+// none; live jobs always do); Observe each finished job in the order
+// they end. Predict is the job's limit times the mean used fraction of
+// its user's jobs, or for a job without a user of its shape's; with no
+// such history, the limit itself. With exact limits that is the limit.
+// A new user's job gets its limit, not the fraction of other users' jobs
+// of its shape: on the Helios and Philly traces with noisy limits that
+// predicted worse than the limit (BENCHMARKS.md). A job without a limit
+// gets the mean of the last run times of its user (of its shape, without
+// a user: limitless jobs of its size), or 0 (unknown). The zero
+// Predictor is ready to use; it keeps O(users + shapes) memory.
 type Predictor struct {
 	users  map[string]*recentRuns
 	shapes map[shape]*recentRuns
@@ -165,13 +165,15 @@ type recentRuns struct {
 }
 
 // Observe records that a job of user (empty: none, as in a trace without
-// users) with request req ran for ran; req.TimeLimit 0 means none.
+// users: it is filed under its shape) with request req ran for ran;
+// req.TimeLimit 0 means none.
 func (p *Predictor) Observe(user string, req cluster.Request, ran time.Duration) {
 	if user != "" {
 		if p.users == nil {
 			p.users = make(map[string]*recentRuns)
 		}
 		observe(p.users, user, ran, req.TimeLimit)
+		return
 	}
 	if p.shapes == nil {
 		p.shapes = make(map[shape]*recentRuns)

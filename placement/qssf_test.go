@@ -310,7 +310,7 @@ func TestPredictor(t *testing.T) {
 		// Shapes: where the user tells nothing.
 		{name: "no user: the shape's used fraction", seen: []obs{{"", 1, 1, h, 4 * h}}, user: "", limit: 4 * h, want: h},
 		{name: "a user without history: the limit, not the shape's", seen: []obs{{"v", 1, 1, h, 4 * h}}, user: "u", limit: 4 * h, want: 4 * h},
-		{name: "users' jobs count for the shape", seen: []obs{{"v", 1, 1, h, 4 * h}}, user: "", limit: 4 * h, want: h},
+		{name: "users' jobs do not count for the shape", seen: []obs{{"v", 1, 1, h, 4 * h}}, user: "", limit: 4 * h, want: 4 * h},
 		{name: "a user with only limitless jobs: the limit", seen: []obs{{"u", 1, 1, 9 * h, 0}, {"", 1, 1, h, 4 * h}}, user: "u", limit: 4 * h, want: 4 * h},
 		{name: "a shape is the node count", seen: []obs{{"", 2, 1, h, 4 * h}}, limit: 4 * h, want: 4 * h},
 		{name: "a shape is the GPUs per node", seen: []obs{{"", 1, 8, h, 4 * h}}, limit: 4 * h, want: 4 * h},
