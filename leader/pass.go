@@ -172,8 +172,8 @@ func Pass(in PassInput) (Plan, error) {
 // the multifactor order of prs (pol's Scheduler "shoal"), or under "qssf"
 // placement.QSSFOrder's inputs — that order as its base and tie-break,
 // each job's fair-share factor from prs, pol's StarveAfter and AgingHalf,
-// and each pending job's run time predicted from its user's finished
-// jobs, archived (hist, the History of the archive; nil for none) and
+// and each pending job's run time predicted from the finished jobs of
+// its user and of its shape, archived (hist, the History of the archive; nil for none) and
 // live: placement.PredictorWith, which is PredictorFrom over both.
 // It is pure: the pass's time reaches QSSFOrder through PlaceWith.
 func QueueOptions(pol cluster.Policy, prs []placement.Priority, hist *placement.History, live, pending []*cluster.Job) placement.Options {
@@ -190,7 +190,7 @@ func QueueOptions(pol cluster.Policy, prs []placement.Priority, hist *placement.
 	pred := placement.PredictorWith(hist, live)
 	opts.Estimates = make(map[cluster.JobID]time.Duration, len(pending))
 	for _, j := range pending {
-		if est := pred.Predict(j.Spec.User, j.Spec.Request.TimeLimit); est > 0 {
+		if est := pred.Predict(j.Spec.User, j.Spec.Request); est > 0 {
 			opts.Estimates[j.ID] = est
 		}
 	}

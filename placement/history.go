@@ -12,8 +12,8 @@ import (
 // (fsm.View.Archived: finished jobs no longer live) and can carry to the
 // next pass instead of deriving it again from every record: for each
 // archived job, the association and GPU-time its fair-share usage is
-// computed from; for each user, the archived jobs the run-time Predictor
-// learns from, in order of end. None of it depends on the time of a pass
+// computed from; for each user and each job shape, the archived jobs the
+// run-time Predictor learns from, in order of end. None of it depends on the time of a pass
 // or on the policy, so neither a new now nor a new half-life, weights or
 // shares make it stale; only the archive's records do. The decayed usage
 // itself depends on now (each job's share of it is 2^(-(now-t)/h) of
@@ -45,8 +45,10 @@ type History struct {
 	// undecayed is the usage without decay (a zero half-life), summed as
 	// fairShares sums it, valid at every now from its latest end on.
 	undecayed *flatUsage
-	// users are each user's archived finished jobs, for the Predictor.
-	users map[string]*userHistory
+	// users are each user's archived finished jobs, shapes each shape's
+	// (shapeOf), for the Predictor.
+	users  map[string]*runHistory
+	shapes map[shape]*runHistory
 	// pending are archived records that are still pending (none in an
 	// archive the FSM keeps), for Priorities' queue.
 	pending []*cluster.Job
@@ -101,10 +103,10 @@ type assocSlot struct {
 	refs int
 }
 
-// userHistory is one user's archived finished jobs (started and ended),
-// in ascending (end, id) order, the order PredictorFrom observes them in;
-// used are how many of them have a time limit.
-type userHistory struct {
+// runHistory is one user's (one shape's) archived finished jobs (started
+// and ended), in ascending (end, id) order, the order PredictorFrom
+// observes them in; used are how many of them have a time limit.
+type runHistory struct {
 	runs []runEntry
 	used int
 	// tailRuns are the last PredictorWindow of runs, tailUsed the last
@@ -201,7 +203,8 @@ func NewHistory(prev *History, archive []*cluster.Job) *History {
 	if h.dead > len(h.assocs)/2+64 {
 		return buildHistory(archive) // too many associations gone: renumber
 	}
-	h.users = updateUsers(prev.users, added, removed)
+	h.users = updateRuns(prev.users, added, removed, userKey)
+	h.shapes = updateRuns(prev.shapes, added, removed, shapeKey)
 	h.undecayed = flatten(h.terms, len(h.assocs))
 	h.pending = slices.DeleteFunc(slices.Clone(prev.pending), func(j *cluster.Job) bool { return slices.Contains(removed, j) })
 	for _, j := range added {
@@ -234,7 +237,8 @@ func buildHistory(archive []*cluster.Job) *History {
 			h.pending = append(h.pending, j)
 		}
 	}
-	h.users = updateUsers(nil, archive, nil)
+	h.users = updateRuns(nil, archive, nil, userKey)
+	h.shapes = updateRuns(nil, archive, nil, shapeKey)
 	h.undecayed = flatten(h.terms, len(h.assocs))
 	return h
 }
@@ -254,43 +258,52 @@ func termOf(j *cluster.Job, slot int32) usageTerm {
 }
 
 // runOf is j as the Predictor observes it, or false when PredictorFrom
-// skips it (it did not both run and end, or names no user).
+// skips it (it did not both run and end).
 func runOf(j *cluster.Job) (runEntry, bool) {
-	if j == nil || j.Spec.User == "" || !j.State.Terminal() || j.StartTime.IsZero() || j.EndTime.IsZero() {
+	if j == nil || !j.State.Terminal() || j.StartTime.IsZero() || j.EndTime.IsZero() {
 		return runEntry{}, false
 	}
 	return runEntry{end: j.EndTime, id: j.ID, ran: j.EndTime.Sub(j.StartTime), limit: j.Spec.Request.TimeLimit}, true
 }
 
-// updateUsers is users (never modified) with added's finished jobs in
-// and removed's out: only the users they name are copied.
-func updateUsers(users map[string]*userHistory, added, removed []*cluster.Job) map[string]*userHistory {
+// userKey and shapeKey are the keys the Predictor files a finished job
+// under: its user, or when it names none its shape.
+func userKey(j *cluster.Job) (string, bool) { return j.Spec.User, j.Spec.User != "" }
+func shapeKey(j *cluster.Job) (shape, bool) { return shapeOf(j.Spec.Request), j.Spec.User == "" }
+
+// updateRuns is users (never modified), the finished jobs by key, with
+// added's in and removed's out: only the keys they name are copied.
+func updateRuns[K comparable](users map[K]*runHistory, added, removed []*cluster.Job, key func(*cluster.Job) (K, bool)) map[K]*runHistory {
 	type change struct{ add, del []runEntry }
-	changes := map[string]*change{}
-	at := func(user string) *change {
-		c := changes[user]
+	changes := map[K]*change{}
+	at := func(k K) *change {
+		c := changes[k]
 		if c == nil {
 			c = &change{}
-			changes[user] = c
+			changes[k] = c
 		}
 		return c
 	}
 	for _, j := range added {
 		if r, ok := runOf(j); ok {
-			c := at(j.Spec.User)
-			c.add = append(c.add, r)
+			if k, ok := key(j); ok {
+				c := at(k)
+				c.add = append(c.add, r)
+			}
 		}
 	}
 	for _, j := range removed {
 		if r, ok := runOf(j); ok {
-			c := at(j.Spec.User)
-			c.del = append(c.del, r)
+			if k, ok := key(j); ok {
+				c := at(k)
+				c.del = append(c.del, r)
+			}
 		}
 	}
 	if len(changes) == 0 {
 		return users
 	}
-	out := make(map[string]*userHistory, len(users)+len(changes))
+	out := make(map[K]*runHistory, len(users)+len(changes))
 	for u, uh := range users {
 		if changes[u] == nil {
 			out[u] = uh
@@ -327,7 +340,7 @@ func updateUsers(users map[string]*userHistory, added, removed []*cluster.Job) m
 			}
 			runs = append(append(runs, kept...), c.add...)
 		}
-		uh := &userHistory{runs: runs, tailRuns: runs[max(len(runs)-PredictorWindow, 0):]}
+		uh := &runHistory{runs: runs, tailRuns: runs[max(len(runs)-PredictorWindow, 0):]}
 		for k, r := range runs {
 			if r.limit > 0 {
 				uh.used++
@@ -360,43 +373,53 @@ func ascendingIDs(jobs []*cluster.Job) bool {
 }
 
 // PredictorWith is PredictorFrom(append(archive, live...)) for h, the
-// History of archive: the same Predictor, from h's per-user runs and the
-// live records (few: finished jobs wait MinJobAge to be archived), in
-// O(users + live) instead of sorting every record. It is pure.
+// History of archive: the same Predictor, from h's per-user and
+// per-shape runs and the live records (few: finished jobs wait MinJobAge
+// to be archived), in O(users + shapes + live) instead of sorting every
+// record. It is pure.
 func PredictorWith(h *History, live []*cluster.Job) *Predictor {
 	if h == nil {
 		return PredictorFrom(live)
 	}
-	fresh := map[string][]runEntry{}
-	for _, j := range live {
-		if r, ok := runOf(j); ok {
-			fresh[j.Spec.User] = append(fresh[j.Spec.User], r)
-		}
-	}
-	p := &Predictor{users: make(map[string]*userRuns, len(h.users)+len(fresh))}
-	for user, uh := range h.users {
-		p.users[user] = uh.ring(fresh[user])
-	}
-	for user, rs := range fresh {
-		if h.users[user] == nil {
-			p.users[user] = (&userHistory{}).ring(rs)
-		}
-	}
-	if len(p.users) == 0 {
-		p.users = nil // as PredictorFrom leaves a Predictor that saw nobody
-	}
-	return p
+	return &Predictor{users: ringsWith(h.users, live, userKey), shapes: ringsWith(h.shapes, live, shapeKey)}
 }
 
-// ring is the userRuns Predictor.Observe leaves after the user's
+// ringsWith are the Predictor's rings by key from hist, the archived
+// runs by key, and the live records; nil when no key has a run, as
+// PredictorFrom leaves a map it never filled.
+func ringsWith[K comparable](hist map[K]*runHistory, live []*cluster.Job, key func(*cluster.Job) (K, bool)) map[K]*recentRuns {
+	fresh := map[K][]runEntry{}
+	for _, j := range live {
+		if r, ok := runOf(j); ok {
+			if k, ok := key(j); ok {
+				fresh[k] = append(fresh[k], r)
+			}
+		}
+	}
+	if len(hist)+len(fresh) == 0 {
+		return nil
+	}
+	out := make(map[K]*recentRuns, len(hist)+len(fresh))
+	for k, uh := range hist {
+		out[k] = uh.ring(fresh[k])
+	}
+	for k, rs := range fresh {
+		if hist[k] == nil {
+			out[k] = (&runHistory{}).ring(rs)
+		}
+	}
+	return out
+}
+
+// ring is the recentRuns Predictor.Observe leaves after the user's
 // archived runs and fresh ones (in any order) observed in (end, id)
 // order: the last PredictorWindow runs of the merged sequence, and the
 // last PredictorWindow of those with a limit, are the last of uh's tails
 // and fresh merged; the n-th observed (from 0) sits at n mod
 // PredictorWindow, as Observe's rings leave it.
-func (uh *userHistory) ring(fresh []runEntry) *userRuns {
+func (uh *runHistory) ring(fresh []runEntry) *recentRuns {
 	slices.SortFunc(fresh, compareRuns)
-	u := &userRuns{nRuns: len(uh.runs) + len(fresh), nUsed: uh.used}
+	u := &recentRuns{nRuns: len(uh.runs) + len(fresh), nUsed: uh.used}
 	var freshUsed []runEntry
 	for _, r := range fresh {
 		if r.limit > 0 {

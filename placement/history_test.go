@@ -140,7 +140,7 @@ func checkIdentity(t *rapid.T, what string, pol cluster.Policy, h *History, live
 	wantPred, gotPred := PredictorFrom(records), PredictorWith(h, live)
 	if !reflect.DeepEqual(gotPred, wantPred) {
 		t.Fatalf("%s: PredictorWith != PredictorFrom over every record (-want +got):\n%s", what,
-			gocmp.Diff(wantPred, gotPred, gocmp.AllowUnexported(Predictor{}, userRuns{})))
+			gocmp.Diff(wantPred, gotPred, gocmp.AllowUnexported(Predictor{}, recentRuns{})))
 	}
 	var pending []*cluster.Job
 	for _, j := range records {
@@ -155,7 +155,7 @@ func checkIdentity(t *rapid.T, what string, pol cluster.Policy, h *History, live
 			opts.FairShare[pr.Job] = pr.Factors.FairShare
 		}
 		for _, j := range pending {
-			if est := pred.Predict(j.Spec.User, j.Spec.Request.TimeLimit); est > 0 {
+			if est := pred.Predict(j.Spec.User, j.Spec.Request); est > 0 {
 				opts.Estimates[j.ID] = est
 			}
 		}
@@ -179,7 +179,7 @@ func TestNewHistoryUnchanged(t *testing.T) {
 	if !reflect.DeepEqual(PredictorWith(h, nil), before) {
 		t.Errorf("NewHistory changed the History it was given")
 	}
-	if got, want := PredictorWith(h2, nil).Predict("ann", 6*time.Hour), 3*time.Hour; got != want {
+	if got, want := PredictorWith(h2, nil).Predict("ann", cluster.Request{Nodes: 1, GPUsPerNode: 1, TimeLimit: 6 * time.Hour}), 3*time.Hour; got != want {
 		t.Errorf("after archiving: Predict(ann, 6h) = %s; want %s", got, want)
 	}
 }

@@ -37,7 +37,7 @@ func BenchmarkQSSFInputs(b *testing.B) {
 		pred := PredictorFrom(jobs)
 		opts.Estimates = make(map[cluster.JobID]time.Duration, len(pending))
 		for _, j := range pending {
-			opts.Estimates[j.ID] = pred.Predict(j.Spec.User, j.Spec.Request.TimeLimit)
+			opts.Estimates[j.ID] = pred.Predict(j.Spec.User, j.Spec.Request)
 		}
 		if ids := QSSFOrder(pending, now, opts); len(ids) != benchPending {
 			b.Fatalf("%d ordered; want %d", len(ids), benchPending)
@@ -135,7 +135,7 @@ func BenchmarkQSSFInputsWarm(b *testing.B) {
 		pred := PredictorWith(NewHistory(h, archive), live)
 		opts.Estimates = make(map[cluster.JobID]time.Duration, len(live))
 		for _, j := range live {
-			opts.Estimates[j.ID] = pred.Predict(j.Spec.User, j.Spec.Request.TimeLimit)
+			opts.Estimates[j.ID] = pred.Predict(j.Spec.User, j.Spec.Request)
 		}
 		if ids := QSSFOrder(live, now, opts); len(ids) != benchPending {
 			b.Fatalf("%d ordered; want %d", len(ids), benchPending)

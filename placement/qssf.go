@@ -2,6 +2,7 @@ package placement
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -107,47 +108,85 @@ func QSSFOrder(queue []*cluster.Job, now time.Time, opts Options) []cluster.JobI
 	return ids
 }
 
-// Predictor predicts a job's run time from its time limit and its
-// user's recent jobs, for Options.Estimates: what a live cluster knows
+// Predictor predicts a job's run time from its time limit and the
+// recent jobs like it, for Options.Estimates: what a live cluster knows
 // (Helios' QSSF predicts from user and job-name history; Shoal keeps no
-// names). Users' limits are poor estimates but each user tends to
-// overestimate alike, so Predictor learns, per user, how much of its
-// limit a job actually used: Observe each finished job in the order they
-// end, and Predict is the job's limit times the mean of the user's last
-// PredictorWindow used fractions (run time over limit, at most 1). With
-// exact limits that is the limit itself; a user without history gets
-// the limit; a job without a limit gets the mean of the user's last run
-// times, or 0 (unknown) without history. The zero Predictor is ready to
-// use; it keeps O(users) memory.
+// names). Limits are poor estimates, but how much of them jobs use can
+// be learnt: Predictor keeps the used fractions (run time over limit, at
+// most 1) of the last PredictorWindow finished jobs of each user, and of
+// each shape (node count, GPUs per node and the limit's power-of-two
+// class) among the jobs that name no user (the Alibaba trace names
+// none; live jobs always do); Observe each finished job in the order
+// they end. Predict is the job's limit times the mean used fraction of
+// its user's jobs, or for a job without a user of its shape's; with no
+// such history, the limit itself. With exact limits that is the limit.
+// A new user's job gets its limit, not the fraction of other users' jobs
+// of its shape: on the Helios and Philly traces with noisy limits that
+// predicted worse than the limit (BENCHMARKS.md). A job without a limit
+// gets the mean of the last run times of its user (of its shape, without
+// a user: limitless jobs of its size), or 0 (unknown). The zero
+// Predictor is ready to use; it keeps O(users + shapes) memory.
 type Predictor struct {
-	users map[string]*userRuns
+	users  map[string]*recentRuns
+	shapes map[shape]*recentRuns
 }
 
-// PredictorWindow is how many of a user's latest jobs Predictor keeps.
+// PredictorWindow is how many of a user's (a shape's) latest jobs
+// Predictor keeps.
 const PredictorWindow = 8
 
-// userRuns is a user's last jobs, each in a ring.
-type userRuns struct {
+// shape is what Predictor groups the jobs of no user by: the gang's size
+// and the limit's class (limitClass).
+type shape struct {
+	nodes, gpusPerNode, limitClass int
+}
+
+// shapeOf is req's shape.
+func shapeOf(req cluster.Request) shape {
+	return shape{nodes: req.Nodes, gpusPerNode: req.GPUsPerNode, limitClass: limitClass(req.TimeLimit)}
+}
+
+// limitClass is 0 for no limit, else 1 + the bit length of the limit in
+// whole seconds: limits within a factor of two of each other (the round
+// values users ask for: 1 h, 2 h, 4 h, 1 d, 7 d) mostly share a class.
+func limitClass(limit time.Duration) int {
+	if limit <= 0 {
+		return 0
+	}
+	return 1 + bits.Len64(uint64(limit/time.Second))
+}
+
+// recentRuns is one user's or shape's last jobs, each in a ring.
+type recentRuns struct {
 	used  [PredictorWindow]float64 // run time over limit, jobs with a limit
 	runs  [PredictorWindow]time.Duration
 	nUsed int // jobs with a limit observed, all time
 	nRuns int // jobs observed, all time
 }
 
-// Observe records that one of user's jobs, with time limit limit (0:
-// none), ran for ran. An empty user (a trace without users) is not
-// recorded.
-func (p *Predictor) Observe(user string, ran, limit time.Duration) {
-	if user == "" {
+// Observe records that a job of user (empty: none, as in a trace without
+// users: it is filed under its shape) with request req ran for ran;
+// req.TimeLimit 0 means none.
+func (p *Predictor) Observe(user string, req cluster.Request, ran time.Duration) {
+	if user != "" {
+		if p.users == nil {
+			p.users = make(map[string]*recentRuns)
+		}
+		observe(p.users, user, ran, req.TimeLimit)
 		return
 	}
-	if p.users == nil {
-		p.users = make(map[string]*userRuns)
+	if p.shapes == nil {
+		p.shapes = make(map[shape]*recentRuns)
 	}
-	u := p.users[user]
+	observe(p.shapes, shapeOf(req), ran, req.TimeLimit)
+}
+
+// observe adds a run to m[k]'s rings.
+func observe[K comparable](m map[K]*recentRuns, k K, ran, limit time.Duration) {
+	u := m[k]
 	if u == nil {
-		u = &userRuns{}
-		p.users[user] = u
+		u = &recentRuns{}
+		m[k] = u
 	}
 	ran = max(ran, 0)
 	u.runs[u.nRuns%PredictorWindow] = ran
@@ -158,34 +197,51 @@ func (p *Predictor) Observe(user string, ran, limit time.Duration) {
 	}
 }
 
-// Predict is the predicted run time of a job of user with time limit
-// limit (0: none); see Predictor. It is never more than a positive
-// limit, and at least 1 s when known.
-func (p *Predictor) Predict(user string, limit time.Duration) time.Duration {
-	u := p.users[user]
-	if user == "" || u == nil {
-		return limit
+// Predict is the predicted run time of a job of user (empty: none) with
+// request req: from the user's history, or with no user from the shape's;
+// see Predictor. It is never more than a positive limit,
+// and at least 1 s when known.
+func (p *Predictor) Predict(user string, req cluster.Request) time.Duration {
+	limit := req.TimeLimit
+	if user != "" {
+		if est, ok := p.users[user].predict(limit); ok {
+			return est
+		}
+		return max(limit, 0)
+	}
+	if est, ok := p.shapes[shapeOf(req)].predict(limit); ok {
+		return est
+	}
+	return max(limit, 0)
+}
+
+// predict is u's prediction for a job with limit limit, or false when u
+// (nil: never seen) has no run that tells: limit times the mean used
+// fraction, or without a limit the mean run time.
+func (u *recentRuns) predict(limit time.Duration) (time.Duration, bool) {
+	if u == nil {
+		return 0, false
 	}
 	if limit > 0 {
 		k := min(u.nUsed, PredictorWindow)
 		if k == 0 {
-			return limit
+			return 0, false
 		}
 		sum := 0.0
 		for _, f := range u.used[:k] { // summed in ring order: deterministic
 			sum += f
 		}
-		return min(max(time.Duration(float64(limit)*(sum/float64(k))), time.Second), limit)
+		return min(max(time.Duration(float64(limit)*(sum/float64(k))), time.Second), limit), true
 	}
 	k := min(u.nRuns, PredictorWindow)
 	if k == 0 {
-		return 0
+		return 0, false
 	}
 	var sum time.Duration
 	for _, r := range u.runs[:k] {
 		sum += r
 	}
-	return max(sum/time.Duration(k), time.Second)
+	return max(sum/time.Duration(k), time.Second), true
 }
 
 // PredictorFrom builds a Predictor from job records, as the leader has
@@ -203,7 +259,7 @@ func PredictorFrom(jobs []*cluster.Job) *Predictor {
 	})
 	p := &Predictor{}
 	for _, j := range done {
-		p.Observe(j.Spec.User, j.EndTime.Sub(j.StartTime), j.Spec.Request.TimeLimit)
+		p.Observe(j.Spec.User, j.Spec.Request, j.EndTime.Sub(j.StartTime))
 	}
 	return p
 }

@@ -276,43 +276,60 @@ func TestQSSFOrderProperties(t *testing.T) {
 	})
 }
 
-// TestPredictor covers Predict after a series of Observe calls.
+// TestPredictor covers Predict after a series of Observe calls: by
+// user, or for a job without one by shape (nodes, GPUs per node, limit
+// class), else the limit.
 func TestPredictor(t *testing.T) {
 	h := time.Hour
 	type obs struct {
 		user       string
+		nodes, gpn int
 		ran, limit time.Duration
 	}
 	tests := []struct {
-		name  string
-		seen  []obs
-		user  string
-		limit time.Duration
-		want  time.Duration
+		name       string
+		seen       []obs
+		user       string
+		nodes, gpn int
+		limit      time.Duration
+		want       time.Duration
 	}{
 		{name: "no history: the limit", user: "u", limit: 5 * h, want: 5 * h},
 		{name: "no history, no limit: unknown", user: "u", want: 0},
-		{name: "exact limits give the limit", seen: []obs{{"u", h, h}, {"u", 2 * h, 2 * h}}, user: "u", limit: 7 * h, want: 7 * h},
-		{name: "a user who uses a quarter of the limit", seen: []obs{{"u", h, 4 * h}, {"u", 2 * h, 8 * h}},
+		{name: "exact limits give the limit", seen: []obs{{"u", 1, 1, h, h}, {"u", 1, 1, 2 * h, 2 * h}}, user: "u", limit: 7 * h, want: 7 * h},
+		{name: "a user who uses a quarter of the limit", seen: []obs{{"u", 1, 1, h, 4 * h}, {"u", 1, 1, 2 * h, 8 * h}},
 			user: "u", limit: 12 * h, want: 3 * h},
-		{name: "mean of used fractions", seen: []obs{{"u", h, 4 * h}, {"u", 3 * h, 4 * h}}, user: "u", limit: 10 * h, want: 5 * h},
-		{name: "other users do not count", seen: []obs{{"v", h, 4 * h}}, user: "u", limit: 10 * h, want: 10 * h},
-		{name: "a run past its limit counts as all of it", seen: []obs{{"u", 5 * h, h}}, user: "u", limit: 3 * h, want: 3 * h},
-		{name: "at least 1 s", seen: []obs{{"u", 0, h}}, user: "u", limit: 10 * h, want: time.Second},
-		{name: "no limit: mean run time", seen: []obs{{"u", h, 0}, {"u", 3 * h, 4 * h}}, user: "u", want: 2 * h},
-		{name: "no user: the limit", seen: []obs{{"", h, 4 * h}}, user: "", limit: 4 * h, want: 4 * h},
+		{name: "mean of used fractions", seen: []obs{{"u", 1, 1, h, 4 * h}, {"u", 1, 1, 3 * h, 4 * h}}, user: "u", limit: 10 * h, want: 5 * h},
+		{name: "another user's job of another shape does not count", seen: []obs{{"v", 2, 1, h, 4 * h}}, user: "u", limit: 10 * h, want: 10 * h},
+		{name: "a run past its limit counts as all of it", seen: []obs{{"u", 1, 1, 5 * h, h}}, user: "u", limit: 3 * h, want: 3 * h},
+		{name: "at least 1 s", seen: []obs{{"u", 1, 1, 0, h}}, user: "u", limit: 10 * h, want: time.Second},
+		{name: "no limit: mean run time", seen: []obs{{"u", 1, 1, h, 0}, {"u", 1, 1, 3 * h, 4 * h}}, user: "u", want: 2 * h},
 		{name: "only the last PredictorWindow jobs count",
-			seen: append(slices.Repeat([]obs{{"u", h, 4 * h}}, 3), slices.Repeat([]obs{{"u", 2 * h, 2 * h}}, PredictorWindow)...),
+			seen: append(slices.Repeat([]obs{{"u", 1, 1, h, 4 * h}}, 3), slices.Repeat([]obs{{"u", 1, 1, 2 * h, 2 * h}}, PredictorWindow)...),
 			user: "u", limit: 6 * h, want: 6 * h},
+		// Shapes: where the user tells nothing.
+		{name: "no user: the shape's used fraction", seen: []obs{{"", 1, 1, h, 4 * h}}, user: "", limit: 4 * h, want: h},
+		{name: "a user without history: the limit, not the shape's", seen: []obs{{"v", 1, 1, h, 4 * h}}, user: "u", limit: 4 * h, want: 4 * h},
+		{name: "users' jobs do not count for the shape", seen: []obs{{"v", 1, 1, h, 4 * h}}, user: "", limit: 4 * h, want: 4 * h},
+		{name: "a user with only limitless jobs: the limit", seen: []obs{{"u", 1, 1, 9 * h, 0}, {"", 1, 1, h, 4 * h}}, user: "u", limit: 4 * h, want: 4 * h},
+		{name: "a shape is the node count", seen: []obs{{"", 2, 1, h, 4 * h}}, limit: 4 * h, want: 4 * h},
+		{name: "a shape is the GPUs per node", seen: []obs{{"", 1, 8, h, 4 * h}}, limit: 4 * h, want: 4 * h},
+		{name: "limits in one power-of-two class share a shape", seen: []obs{{"", 1, 1, h, 5 * h}}, limit: 6 * h, want: 72 * time.Minute},
+		{name: "a limit in another class does not", seen: []obs{{"", 1, 1, h, 4 * h}}, limit: 10 * h, want: 10 * h},
+		{name: "no limit, no user: the shape's mean run time", seen: []obs{{"", 1, 1, h, 0}, {"", 1, 1, 3 * h, 0}}, want: 2 * h},
+		{name: "no limit: limited jobs are another shape", seen: []obs{{"", 1, 1, h, 4 * h}}, want: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var p Predictor
-			for _, o := range tt.seen {
-				p.Observe(o.user, o.ran, o.limit)
+			req := func(nodes, gpn int, limit time.Duration) cluster.Request {
+				return cluster.Request{Nodes: max(nodes, 1), GPUsPerNode: max(gpn, 1), TimeLimit: limit}
 			}
-			if got := p.Predict(tt.user, tt.limit); got != tt.want {
-				t.Errorf("Predict(%q, %s) = %s, want %s", tt.user, tt.limit, got, tt.want)
+			for _, o := range tt.seen {
+				p.Observe(o.user, req(o.nodes, o.gpn, o.limit), o.ran)
+			}
+			if got := p.Predict(tt.user, req(tt.nodes, tt.gpn, tt.limit)); got != tt.want {
+				t.Errorf("Predict(%q, %d x %d, %s) = %s, want %s", tt.user, tt.nodes, tt.gpn, tt.limit, got, tt.want)
 			}
 		})
 	}
@@ -337,7 +354,7 @@ func TestPredictorFrom(t *testing.T) {
 	}
 	jobs = append(jobs, ended(1, cluster.JobFailed, 2*h, 2*h, t0),
 		ended(99, cluster.JobRunning, h, 100*h, time.Time{}), nil)
-	if got := PredictorFrom(jobs).Predict("u", 10*h); got != 5*h {
+	if got := PredictorFrom(jobs).Predict("u", cluster.Request{Nodes: 1, GPUsPerNode: 1, TimeLimit: 10 * h}); got != 5*h {
 		t.Errorf("PredictorFrom(...).Predict(u, 10h) = %s, want 5h", got)
 	}
 }

@@ -20,6 +20,15 @@ type Summary struct {
 	P50Wait float64 `json:"p50_wait_s"`
 	P95Wait float64 `json:"p95_wait_s"`
 	P99Wait float64 `json:"p99_wait_s"`
+	// MaxWait is the longest wait.
+	MaxWait float64 `json:"max_wait_s"`
+	// AvgBSld and P99BSld are the mean and nearest-rank p99 of the
+	// bounded slowdown, (wait + run) / max(run, BSldBound): how many times
+	// its run time a job spent in the system, short jobs counted as
+	// BSldBound long (Feitelson's bounded slowdown), so that a fair
+	// policy is one where no job's wait is long against its own run.
+	AvgBSld float64 `json:"avg_bsld"`
+	P99BSld float64 `json:"p99_bsld"`
 	// AvgJCT is the mean of end minus submit.
 	AvgJCT float64 `json:"avg_jct_s"`
 	// Makespan is the last end minus the first submit.
@@ -40,6 +49,10 @@ type Summary struct {
 	DecisionsPerSec float64 `json:"decisions_per_s"`
 }
 
+// BSldBound is the run time below which bounded slowdown counts a job
+// as running this long (10 s, as in the literature).
+const BSldBound = 10
+
 // Summarize computes r's metrics; wall is the real time Replay took, for
 // DecisionsPerSec (Replay never reads the clock itself).
 func Summarize(r *Result, wall time.Duration) Summary {
@@ -48,6 +61,7 @@ func Summarize(r *Result, wall time.Duration) Summary {
 		Jobs: len(r.Jobs), Passes: r.Passes, WallSeconds: wall.Seconds()}
 	var (
 		waits              []int64
+		slowdowns          []float64
 		sumWait, sumJCT    float64
 		gpuSeconds         float64
 		first, last        int64
@@ -68,6 +82,7 @@ func Summarize(r *Result, wall time.Duration) Summary {
 		waits = append(waits, w)
 		sumWait += float64(w)
 		sumJCT += float64(o.End - o.Job.Submit)
+		slowdowns = append(slowdowns, float64(w+o.End-o.Start)/float64(max(o.End-o.Start, BSldBound)))
 		gpuSeconds += float64(gpusHeld(o)) * float64(o.End-o.Start)
 		if len(o.Nodes) > 1 {
 			s.MultiNodeJobs++
@@ -83,6 +98,14 @@ func Summarize(r *Result, wall time.Duration) Summary {
 		slices.Sort(waits)
 		s.AvgWait, s.AvgJCT = sumWait/float64(n), sumJCT/float64(n)
 		s.P50Wait, s.P95Wait, s.P99Wait = nearestRank(waits, 50), nearestRank(waits, 95), nearestRank(waits, 99)
+		s.MaxWait = float64(waits[n-1])
+		sum := 0.0
+		for _, x := range slowdowns { // in trace order: deterministic
+			sum += x
+		}
+		s.AvgBSld = sum / float64(n)
+		slices.Sort(slowdowns)
+		s.P99BSld = nearestRank(slowdowns, 99)
 		s.Makespan = float64(last - first)
 	}
 	if s.Makespan > 0 {
@@ -102,7 +125,7 @@ func Summarize(r *Result, wall time.Duration) Summary {
 
 // nearestRank is the p-th percentile of sorted xs by the nearest-rank
 // method: the smallest value with at least p% of xs at or below it.
-func nearestRank(sorted []int64, p int) float64 {
+func nearestRank[T int64 | float64](sorted []T, p int) float64 {
 	k := (p*len(sorted) + 99) / 100 // ceil(p/100 * n)
 	return float64(sorted[max(k, 1)-1])
 }

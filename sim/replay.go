@@ -143,8 +143,9 @@ func Replay(jobs []Job, opts Options) (*Result, error) {
 	view := placement.NewView(nodes, nil)
 	popts := placement.Options{Policy: opts.Policy, OmitReasons: true,
 		StarveAfter: opts.StarveAfter, AgingHalf: opts.AgingHalf}
-	// QSSF predicts run times from each user's finished jobs, as the
-	// leader would from its job records (placement.PredictorFrom).
+	// QSSF predicts run times from the finished jobs of each user and
+	// shape, as the leader would from its job records
+	// (placement.PredictorFrom).
 	qssf := opts.Policy == placement.PolicyQSSF
 	var predictor placement.Predictor
 	if qssf {
@@ -177,7 +178,7 @@ func Replay(jobs []Job, opts Options) (*Result, error) {
 			cjobs[e.job].State, cjobs[e.job].EndTime = cluster.JobCompleted, at(now)
 			if qssf {
 				o := &res.Jobs[e.job]
-				predictor.Observe(o.Job.User, time.Duration(o.End-o.Start)*time.Second, o.Request.TimeLimit)
+				predictor.Observe(o.Job.User, o.Request, time.Duration(o.End-o.Start)*time.Second)
 			}
 		}
 		for ; next < len(jobs) && jobs[next].Submit == now; next++ {
@@ -189,7 +190,7 @@ func Replay(jobs []Job, opts Options) (*Result, error) {
 			if qssf {
 				clear(popts.Estimates)
 				for _, j := range pending {
-					popts.Estimates[j.ID] = predictor.Predict(j.Spec.User, j.Spec.Request.TimeLimit)
+					popts.Estimates[j.ID] = predictor.Predict(j.Spec.User, j.Spec.Request)
 				}
 			}
 			if opts.FairShare {

@@ -109,9 +109,11 @@ func TestSummarizeHandComputed(t *testing.T) {
 	got := Summarize(r, 0)
 	// Waits 0 0 25 74 73 72 71; JCTs 100 30 75 94 173 87 81; GPU-seconds
 	// 400+240+600+40+200+15+60 over 16 GPUs x 180 s; multi-node b (2
-	// leaves), c (2 leaves), h (1 leaf).
+	// leaves), c (2 leaves), h (1 leaf). Runs 100 30 50 20 100 15 10, so
+	// bounded slowdowns JCT/run (no run under 10 s).
 	want := Summary{Policy: "fifo", Nodes: 4, GPUsPerNode: 4, LeafSize: 2, Jobs: 8, Unplaceable: 1,
-		AvgWait: 315.0 / 7, P50Wait: 71, P95Wait: 74, P99Wait: 74, AvgJCT: 640.0 / 7, Makespan: 180,
+		AvgWait: 315.0 / 7, P50Wait: 71, P95Wait: 74, P99Wait: 74, MaxWait: 74, AvgJCT: 640.0 / 7, Makespan: 180,
+		AvgBSld: (100.0/100 + 30.0/30 + 75.0/50 + 94.0/20 + 173.0/100 + 87.0/15 + 81.0/10) / 7, P99BSld: 81.0 / 10,
 		GPUUtil: 1555.0 / 2880, MultiNodeJobs: 3, OneLeafFrac: 1.0 / 3, MeanLeavesMulti: 2, Passes: r.Passes}
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })); diff != "" {
 		t.Errorf("Summarize() diff (-want +got):\n%s", diff)

@@ -40,7 +40,8 @@ func newSimCmd() *cobra.Command {
 		Long: `Replays a trace (the CSV format of ../shared/traces/README.md, optionally
 gzipped) in simulated time through the placement code the leader runs, and
 prints: jobs, unplaceable jobs (that could never fit the cluster), queueing
-delay (average, p50, p95, p99), average job completion time, makespan, GPU
+delay (average, p50, p95, p99, max), bounded slowdown (average and p99 of
+(wait + run) / max(run, 10 s)), average job completion time, makespan, GPU
 utilization, the fraction of multi-node jobs under one leaf switch and the
 mean number of leaves of the others, and decisions per second of real time.
 
@@ -177,6 +178,8 @@ func printSummary(out io.Writer, o simOptions, s sim.Summary) error {
 		{"p50 wait", secs(s.P50Wait)},
 		{"p95 wait", secs(s.P95Wait)},
 		{"p99 wait", secs(s.P99Wait)},
+		{"max wait", secs(s.MaxWait)},
+		{"bounded slowdown (avg, p99)", fmt.Sprintf("%.2f, %.2f", s.AvgBSld, s.P99BSld)},
 		{"avg JCT", secs(s.AvgJCT)},
 		{"makespan", secs(s.Makespan)},
 		{"GPU utilization", fmt.Sprintf("%.3f", s.GPUUtil)},

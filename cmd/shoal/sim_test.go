@@ -36,7 +36,7 @@ func TestSimCommand(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatalf("--json output %q: %v", out.String(), err)
 	}
-	for _, k := range []string{"jobs", "unplaceable", "avg_wait_s", "p50_wait_s", "p95_wait_s", "p99_wait_s",
+	for _, k := range []string{"jobs", "unplaceable", "avg_wait_s", "p50_wait_s", "p95_wait_s", "p99_wait_s", "max_wait_s", "avg_bsld", "p99_bsld",
 		"avg_jct_s", "makespan_s", "gpu_util", "one_leaf_frac", "mean_leaves_multi", "decisions_per_s"} {
 		if _, ok := got[k]; !ok {
 			t.Errorf("--json output lacks %q: %s", k, out.String())
@@ -65,7 +65,7 @@ func TestSimCommand(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"policy", "qssf", "time limits", "noisy", "fair share", "unplaceable", "p99 wait", "GPU utilization", "one-leaf fraction", "decisions/s"} {
+	for _, want := range []string{"policy", "qssf", "time limits", "noisy", "fair share", "unplaceable", "p99 wait", "max wait", "bounded slowdown", "GPU utilization", "one-leaf fraction", "decisions/s"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table output lacks %q:\n%s", want, out.String())
 		}
