@@ -15,6 +15,7 @@ import (
 
 	"github.com/shoal-sched/shoal/cgroup"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec/rankexec"
 	"github.com/shoal-sched/shoal/exec/stepd"
 	"github.com/shoal-sched/shoal/exec/task"
 )
@@ -31,8 +32,8 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == stepd.TaskNamespaceCommand {
-		os.Exit(stepd.TaskNamespaceMain(os.Args[2:]))
+	if code, ok := rankexec.Main(os.Args); ok {
+		os.Exit(code)
 	}
 	if len(os.Args) > 1 && os.Args[1] == task.StepdArg { // every task's supervisor
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
