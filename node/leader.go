@@ -100,7 +100,8 @@ func (a *Agent) scheduler() leader.Scheduler {
 	s := leader.Scheduler{
 		State: a.state, Propose: agentLeader{a}, Lead: agentLeader{a}, Clock: wallClock{},
 		Metrics: agentLeader{a}, Log: a.log, Interval: a.cfg.ScheduleInterval, Gate: a.checkProtocol,
-		Agents: func(need int) bool { return everyAgentSpeaks(need, a.gossip.Members()) },
+		Agents:   func(need int) bool { return everyAgentSpeaks(need, a.gossip.Members()) },
+		Announce: a.raft.AnnounceCommit,
 	}
 	if plantedDoubleBook { // a planted bug, test builds only: see planted_doublebook_off.go
 		s.Occupying = plantedHideNewest
