@@ -142,7 +142,13 @@ func testRecoveryAfterAgentKill(t *testing.T, step, killSupervisor bool) {
 	}
 	t.Cleanup(func() { _ = childProc.Kill(); childProc.Release() })
 	taskDir := filepath.Join(dir, "jobs", key.DirName())
+	// The background child may write its pid before the supervisor has
+	// recorded the rank it forked: wait for the record, bounded.
 	procs, errs := task.ReadProcs(taskDir)
+	for deadline := time.Now().Add(waitBound); len(procs) == 0 && len(errs) == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		procs, errs = task.ReadProcs(taskDir)
+	}
 	if len(procs) != 1 || len(errs) != 0 {
 		t.Fatalf("proc records = %+v, %v; want one", procs, errs)
 	}
