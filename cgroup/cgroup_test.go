@@ -304,7 +304,8 @@ func TestCPUSet(t *testing.T) {
 
 // A job given GPU 0 opens /dev/nvidia0 (which has no driver here, so the
 // open fails past the cgroup check, not with EPERM) and gets EPERM on
-// nvidia1.
+// nvidia1 and on the last minor, nvidia253 (v1 writes the deny list
+// one rule per write on one open file: a list cut short shows there).
 func TestDevices(t *testing.T) {
 	testDevices(t, requireHierarchy(t, Devices))
 }
@@ -314,28 +315,31 @@ func TestDevices(t *testing.T) {
 func testDevices(t *testing.T, h Hierarchy) {
 	t.Helper()
 	dir := t.TempDir()
-	for minor := range 2 {
+	for _, minor := range []int{0, 1, nvidiaMaxMinor} {
 		p := filepath.Join(dir, "nvidia"+strconv.Itoa(minor))
 		if err := unix.Mknod(p, unix.S_IFCHR|0o666, int(unix.Mkdev(nvidiaMajor, uint32(minor)))); err != nil {
 			t.Fatalf("mknod %s: %v", p, err)
 		}
 	}
-	nv0, nv1 := filepath.Join(dir, "nvidia0"), filepath.Join(dir, "nvidia1")
+	nv0, nv1, nvLast := filepath.Join(dir, "nvidia0"), filepath.Join(dir, "nvidia1"), filepath.Join(dir, "nvidia"+strconv.Itoa(nvidiaMaxMinor))
 	create(t, h, "free", Limits{})
-	cmd, out := startIn(t, h, "free", "open", nv0, nv1)
-	if a, b := readLine(t, out), readLine(t, out); a == "EPERM" || b == "EPERM" {
-		t.Fatalf("without confinement: %q, %q; the device nodes themselves refuse", a, b)
+	cmd, out := startIn(t, h, "free", "open", nv0, nv1, nvLast)
+	if a, b, c := readLine(t, out), readLine(t, out), readLine(t, out); a == "EPERM" || b == "EPERM" || c == "EPERM" {
+		t.Fatalf("without confinement: %q, %q, %q; the device nodes themselves refuse", a, b, c)
 	}
 	waitBounded(t, cmd, 10*time.Second)
 
 	create(t, h, "gpujob", Limits{ConfineGPUs: true, GPUs: []int{0}})
 	create(t, h, "gpujob/task", Limits{})
-	cmd, out = startIn(t, h, "gpujob/task", "open", nv0, nv1)
+	cmd, out = startIn(t, h, "gpujob/task", "open", nv0, nv1, nvLast)
 	if got := readLine(t, out); got == "EPERM" {
 		t.Errorf("open nvidia0 with GPU 0 given: %s", got)
 	}
 	if got := readLine(t, out); got != "EPERM" {
 		t.Errorf("open nvidia1 with GPU 0 given: %s; want EPERM", got)
+	}
+	if got := readLine(t, out); got != "EPERM" {
+		t.Errorf("open %s with GPU 0 given: %s; want EPERM", nvLast, got)
 	}
 	waitBounded(t, cmd, 10*time.Second)
 }

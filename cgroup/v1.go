@@ -156,13 +156,16 @@ func (h *v1) Create(path string, l Limits) error {
 		// With the parent's default of "allow all", a deny list is what
 		// confines: one entry per GPU minor not given (an allow cannot
 		// carve an exception out of a wildcard deny).
+		// One open for all of them: each write is one rule to the kernel,
+		// and the opens were most of a task's cgroup setup.
+		var deny []string
 		for m := 0; m <= nvidiaMaxMinor; m++ {
-			if slices.Contains(l.GPUs, m) {
-				continue
+			if !slices.Contains(l.GPUs, m) {
+				deny = append(deny, fmt.Sprintf("c %d:%d rwm", nvidiaMajor, m))
 			}
-			if err := writeFile(d, "devices.deny", fmt.Sprintf("c %d:%d rwm", nvidiaMajor, m)); err != nil {
-				return fmt.Errorf("cgroup %s: deny GPU %d: %w", path, m, err)
-			}
+		}
+		if err := writeEach(d, "devices.deny", deny); err != nil {
+			return fmt.Errorf("cgroup %s: deny GPUs: %w", path, err)
 		}
 	}
 	return nil

@@ -683,3 +683,43 @@ func TestStreamLayer(t *testing.T) {
 		t.Errorf("no dials through the StreamLayer")
 	}
 }
+
+// TestAnnounceCommit: hashicorp/raft tells followers the commit index
+// only with AppendEntries, so with nothing more to send they learn it a
+// CommitTimeout later (here an hour: never, in this test); AnnounceCommit
+// makes them learn it at once, so a node an allocation names starts its
+// tasks without that wait (leader.Scheduler.Announce).
+func TestAnnounceCommit(t *testing.T) {
+	timing := FastTiming()
+	timing.CommitTimeout = time.Hour
+	nodes := newCluster(t, 3, timing)
+	waitFor(t, "a submit every follower has applied, under a stable leader", func() bool {
+		leader := waitLeader(t, nodes)
+		_, index := submit(t, nodes, fmt.Sprintf("req-%d", leader.r.raft.CurrentTerm()))
+		lagging := false
+		for _, n := range nodes {
+			lagging = lagging || n.r.AppliedIndex() < index
+		}
+		if !lagging {
+			// Something else (an election's entry) carried the commit: the
+			// test proves nothing this time round.
+			t.Logf("every follower applied index %d without an announce; again", index)
+			return false
+		}
+		leader.r.AnnounceCommit()
+		deadline := time.Now().Add(waitLimit)
+		for _, n := range nodes {
+			for n.r.AppliedIndex() < index && leader.r.IsLeader() && time.Now().Before(deadline) {
+				time.Sleep(pollEvery)
+			}
+			if n.r.AppliedIndex() < index {
+				if !leader.r.IsLeader() {
+					t.Logf("leadership moved; again")
+					return false
+				}
+				t.Fatalf("%s applied index %d after the announce; want %d", n.id, n.r.AppliedIndex(), index)
+			}
+		}
+		return true
+	})
+}

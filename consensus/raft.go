@@ -412,6 +412,22 @@ func (r *Raft) Barrier(ctx context.Context) error {
 	})
 }
 
+// announceWait bounds how long AnnounceCommit waits to hand its barrier
+// to raft (its apply channel is buffered: normally no wait at all).
+const announceWait = 50 * time.Millisecond
+
+// AnnounceCommit makes the followers learn the commit index now instead
+// of with the leader's next entry or after raft's CommitTimeout (a random
+// 50 to 100 ms with DefaultTiming): hashicorp/raft's heartbeats do not
+// carry the commit index, only AppendEntries do. It proposes a barrier,
+// which the leader replicates at once with its commit index, and returns
+// without waiting for it. A barrier reaches no state machine
+// (CommandsAppliedBy counts around it). Leader only; elsewhere raft
+// refuses it, which is of no consequence.
+func (r *Raft) AnnounceCommit() {
+	_ = r.raft.Barrier(announceWait)
+}
+
 // VerifyLeader confirms with a quorum that this server is still the
 // leader.
 func (r *Raft) VerifyLeader(ctx context.Context) error {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/shoal-sched/shoal/cgroup"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec/pmix"
 	"github.com/shoal-sched/shoal/exec/task"
 )
 
@@ -94,6 +95,11 @@ type Config struct {
 	// package stepd); this binary with task.StepdArg when empty. Every task
 	// runs under a supervisor process of its own, which outlives the agent.
 	StepdCommand []string
+	// StepdLightCommand, when set, runs the supervisor of every task that
+	// serves no PMIx (pmix.Wanted false) instead of StepdCommand: the small
+	// shoal-slurm, which links neither libpmix nor the agent's packages,
+	// starts in about half the time (BENCHMARKS.md, "Task start").
+	StepdLightCommand []string
 	// LeaseTTL, when positive, arms the supervisors' fencing watchdog: a
 	// task is fenced once the TTL passed to RenewLease with the last
 	// heartbeat (LeaseTTL, or what the leader granted) has passed since
@@ -196,6 +202,7 @@ type tracked struct {
 	dir    string
 	start  time.Time
 	script bool          // a batch script: its end stops the job's steps here
+	pmix   bool          // its supervisor serves PMIx (pmix.Wanted)
 	done   chan struct{} // closed once the task left running
 	// wait is the agent's connection to the supervisor, waiting for the
 	// task's end (under Executor.mu).
@@ -324,6 +331,7 @@ func (e *Executor) Start(ctx context.Context, l Launch) error {
 		dir:    dir,
 		start:  time.Now(),
 		script: p.Script,
+		pmix:   pmix.Wanted(l),
 		done:   make(chan struct{}),
 	}
 	if err := e.writeStart(t, l, p); err != nil {

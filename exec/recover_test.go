@@ -15,6 +15,7 @@ import (
 
 	"github.com/shoal-sched/shoal/cgroup"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec/rankexec"
 	"github.com/shoal-sched/shoal/exec/stepd"
 	"github.com/shoal-sched/shoal/exec/task"
 )
@@ -31,8 +32,8 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == stepd.TaskNamespaceCommand {
-		os.Exit(stepd.TaskNamespaceMain(os.Args[2:]))
+	if code, ok := rankexec.Main(os.Args); ok {
+		os.Exit(code)
 	}
 	if len(os.Args) > 1 && os.Args[1] == task.StepdArg { // every task's supervisor
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
@@ -141,7 +142,13 @@ func testRecoveryAfterAgentKill(t *testing.T, step, killSupervisor bool) {
 	}
 	t.Cleanup(func() { _ = childProc.Kill(); childProc.Release() })
 	taskDir := filepath.Join(dir, "jobs", key.DirName())
+	// The background child may write its pid before the supervisor has
+	// recorded the rank it forked: wait for the record, bounded.
 	procs, errs := task.ReadProcs(taskDir)
+	for deadline := time.Now().Add(waitBound); len(procs) == 0 && len(errs) == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		procs, errs = task.ReadProcs(taskDir)
+	}
 	if len(procs) != 1 || len(errs) != 0 {
 		t.Fatalf("proc records = %+v, %v; want one", procs, errs)
 	}

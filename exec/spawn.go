@@ -46,7 +46,7 @@ func (e *Executor) spawnStepd(t *tracked) (task.LaunchResult, error) {
 		w.Close()
 		return task.LaunchResult{}, err
 	}
-	argv := append(slices.Clone(e.cfg.StepdCommand), t.dir)
+	argv := append(slices.Clone(e.stepdCommand(t)), t.dir)
 	cmd := osexec.Command(argv[0], argv[1:]...)
 	cmd.Env = stepdEnv(t.key, e.cfg.NodeName)
 	cmd.Dir = "/"
@@ -71,6 +71,16 @@ func (e *Executor) spawnStepd(t *tracked) (task.LaunchResult, error) {
 			t.key, filepath.Join(t.dir, task.StepdLog), err)
 	}
 	return res, nil
+}
+
+// stepdCommand is the argv prefix that runs t's supervisor: the light
+// one, when configured, unless t serves PMIx (which only the agent's
+// binary, linked with libpmix, can).
+func (e *Executor) stepdCommand(t *tracked) []string {
+	if len(e.cfg.StepdLightCommand) > 0 && !t.pmix {
+		return e.cfg.StepdLightCommand
+	}
+	return e.cfg.StepdCommand
 }
 
 // ctl sends a request to t's supervisor on a connection of its own.

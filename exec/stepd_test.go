@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/exec/internal/exectest"
+	"github.com/shoal-sched/shoal/exec/pmix"
 	"github.com/shoal-sched/shoal/exec/task"
 )
 
@@ -218,5 +220,32 @@ func TestRenewLeaseGrantedTTL(t *testing.T) {
 	}
 	if !task.LeaseExpired(filepath.Join(dir, task.LeaseFile)) {
 		t.Error("the supervisors' lease still runs after its granted TTL")
+	}
+}
+
+// TestStepdCommand: a task that serves no PMIx starts under the light
+// supervisor when one is configured; a PMIx step, which needs the
+// agent's binary (linked with libpmix), never does.
+func TestStepdCommand(t *testing.T) {
+	full, light := []string{"/bin/shoal", task.StepdArg}, []string{"/bin/shoal-slurm", task.StepdArg}
+	pmixStep := Launch{Step: &cluster.Step{Spec: cluster.StepSpec{Env: []string{"SLURM_MPI_TYPE=pmix"}}}}
+	pmi2Step := Launch{Step: &cluster.Step{Spec: cluster.StepSpec{Env: []string{"SLURM_MPI_TYPE=pmi2"}}}}
+	for _, tc := range []struct {
+		name  string
+		light []string
+		l     Launch
+		want  []string
+	}{
+		{"batch script, light configured", light, Launch{}, light},
+		{"pmi2 step, light configured", light, pmi2Step, light},
+		{"pmix step, light configured", light, pmixStep, full},
+		{"batch script, no light", nil, Launch{}, full},
+		{"pmix step, no light", nil, pmixStep, full},
+	} {
+		e := &Executor{cfg: Config{StepdCommand: full, StepdLightCommand: tc.light}}
+		tr := &tracked{pmix: pmix.Wanted(tc.l)}
+		if got := e.stepdCommand(tr); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: stepdCommand = %q; want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -304,8 +304,9 @@ func (h *harness) pass(apply, elastic, rejoin bool) (string, error) {
 	// Act as the agent does: the leader's own Scheduler, proposing to
 	// this harness's FSM at the pass's time.
 	rec := &recorder{h: h}
+	announced := 0
 	s := Scheduler{State: h.s, Propose: rec, Clock: fixedClock(now), Metrics: rec,
-		Log: slog.New(slog.DiscardHandler)}
+		Log: slog.New(slog.DiscardHandler), Announce: func() { announced++ }}
 	if !elastic {
 		s.Gate = func(context.Context, fsm.CmdType, int) error { return fsm.ErrUnsupportedByCluster }
 	}
@@ -329,6 +330,9 @@ func (h *harness) pass(apply, elastic, rejoin bool) (string, error) {
 	errs := rec.errs
 	for _, e := range errs {
 		fmt.Fprintf(&b, "fsm: %s\n", e)
+	}
+	if announced > 0 { // the followers learn the commit at once (Scheduler.Announce)
+		fmt.Fprintf(&b, "announce commit\n")
 	}
 	return cmp.Or(b.String(), "nothing\n"), nil
 }

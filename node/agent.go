@@ -232,19 +232,20 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		return nil, err
 	}
 	a.exec, err = exec.New(ctx, exec.Config{
-		OCIRuntime:    ociRuntime,
-		Cgroup:        a.cgroup.root,
-		HostCPUs:      a.cgroup.hostCPUs,
-		TaskPidsMax:   cfg.TaskPidsMax,
-		TaskNamespace: a.cfg.TaskHelper,
-		TaskExec:      cfg.TaskExec,
-		AgentSocket:   absPath(sock),
-		DataDir:       filepath.Join(cfg.DataDir, "exec"),
-		NodeName:      cfg.Name,
-		KillGrace:     cfg.KillGrace,
-		KillWait:      cfg.KillWait,
-		LeaseTTL:      cfg.watchdogTTL(),
-		Logger:        log.With("component", "exec"),
+		OCIRuntime:        ociRuntime,
+		Cgroup:            a.cgroup.root,
+		HostCPUs:          a.cgroup.hostCPUs,
+		TaskPidsMax:       cfg.TaskPidsMax,
+		TaskNamespace:     a.cfg.TaskHelper,
+		TaskExec:          cfg.TaskExec,
+		StepdLightCommand: cfg.TaskStepd,
+		AgentSocket:       absPath(sock),
+		DataDir:           filepath.Join(cfg.DataDir, "exec"),
+		NodeName:          cfg.Name,
+		KillGrace:         cfg.KillGrace,
+		KillWait:          cfg.KillWait,
+		LeaseTTL:          cfg.watchdogTTL(),
+		Logger:            log.With("component", "exec"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start executor: %w", err)

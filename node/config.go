@@ -156,6 +156,10 @@ type Config struct {
 	// learn their pid (the shoal binary and stepd.TaskExecCommand); empty:
 	// ranks start directly and lack SLURM_TASK_PID.
 	TaskExec []string
+	// TaskStepd, when set, is the argv prefix of the supervisor of tasks
+	// that serve no PMIx (exec.Config.StepdLightCommand: shoal-slurm's
+	// stepd); empty: this binary supervises every task.
+	TaskStepd []string
 
 	// Security: TLS material, or the explicit choice to run without.
 	Security

@@ -86,7 +86,8 @@ func (a *Agent) scheduler() leader.Scheduler {
 	s := leader.Scheduler{
 		State: a.state, Propose: agentLeader{a}, Lead: a.handOver(), Clock: clock.Wall{},
 		Metrics: agentLeader{a}, Log: a.log, Interval: a.cfg.ScheduleInterval, Gate: a.checkProtocol,
-		Agents: func(need int) bool { return leader.EverySpeaks(need, liveProtocols(a.gossip.Members())) },
+		Agents:   func(need int) bool { return leader.EverySpeaks(need, liveProtocols(a.gossip.Members())) },
+		Announce: a.raft.AnnounceCommit,
 	}
 	if plantedDoubleBook { // a planted bug, test builds only: see planted_doublebook_off.go
 		s.Occupying = plantedHideNewest

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
 	"os"
+	osexec "os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -17,7 +19,8 @@ import (
 	"github.com/shoal-sched/shoal/cgroup"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
-	"github.com/shoal-sched/shoal/exec/stepd"
+	"github.com/shoal-sched/shoal/exec/rankexec"
+	"github.com/shoal-sched/shoal/exec/task"
 	"github.com/shoal-sched/shoal/gpu"
 	"github.com/shoal-sched/shoal/node"
 	"github.com/shoal-sched/shoal/pki"
@@ -141,8 +144,10 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 				cfg.Policy = &p
 			}
 			if exe, err := os.Executable(); err == nil {
-				cfg.TaskHelper = []string{exe, stepd.TaskNamespaceCommand}
-				cfg.TaskExec = []string{exe, stepd.TaskExecCommand}
+				rank, light := smallTaskBinary(exe, log)
+				cfg.TaskHelper = []string{rank, rankexec.NamespaceCommand}
+				cfg.TaskExec = []string{rank, rankexec.ExecCommand}
+				cfg.TaskStepd = light
 			}
 			if inProc == nil {
 				stopProfile, err := startCPUProfile(os.Getenv(cpuProfileEnv), cfg.Name, log)
@@ -405,4 +410,38 @@ func cpuLayout(cpus, sockets, cores, threads int, host []cgroup.HostCPU) (int, i
 		cpus = sockets * cores * threads
 	}
 	return cpus, sockets, cores, threads
+}
+
+// taskProbeWait bounds each probe of shoal-slurm at an agent's start.
+const taskProbeWait = 5 * time.Second
+
+// smallTaskBinary is shoal-slurm beside self when it serves the ranks'
+// exec shim and namespace helper (package rankexec; an older one does
+// not), else self; stepd is shoal-slurm's supervisor command when it may
+// supervise tasks too (built with cgo, so it resolves groups as self
+// does), else nil. A task's start then costs the small binary's starts,
+// not the agent's (BENCHMARKS.md, "Task start").
+func smallTaskBinary(self string, log *slog.Logger) (rank string, stepd []string) {
+	shim := slurm.ShimTarget(self)
+	if shim == self {
+		return self, nil
+	}
+	probe := func(args ...string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), taskProbeWait)
+		defer cancel()
+		out, err := osexec.CommandContext(ctx, shim, args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%s %s: %w: %s", shim, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
+	if err := probe(rankexec.ExecCommand, "--probe"); err != nil {
+		log.Info("tasks start through this binary, not "+slurm.ShimBinary, "err", err)
+		return self, nil
+	}
+	if err := probe(task.StepdArg, task.StepdProbe); err != nil {
+		log.Info("tasks are supervised by this binary, not "+slurm.ShimBinary, "err", err)
+		return shim, nil
+	}
+	return shim, []string{shim, task.StepdArg}
 }

@@ -16,20 +16,17 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
-	"github.com/shoal-sched/shoal/exec/stepd"
+	"github.com/shoal-sched/shoal/exec/rankexec"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
 func main() {
-	// The task namespace helper execs a rank's program at once: no signal
-	// handlers, no flag parsing of the rank's argv.
-	if len(os.Args) > 1 && os.Args[1] == stepd.TaskNamespaceCommand {
-		os.Exit(stepd.TaskNamespaceMain(os.Args[2:]))
-	}
-	if len(os.Args) > 1 && os.Args[1] == stepd.TaskExecCommand {
-		os.Exit(stepd.TaskExecMain(os.Args[2:]))
+	// The task namespace helper and the exec shim exec a rank's program at
+	// once: no signal handlers, no flag parsing of the rank's argv.
+	if code, ok := rankexec.Main(os.Args); ok {
+		os.Exit(code)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/shoal-sched/shoal/exec/rankexec"
 	"github.com/shoal-sched/shoal/exec/task"
 )
 
@@ -79,33 +80,6 @@ const (
 // controller keeps a child within its parent's exceptions): with Shoal's
 // cgroups on v1, runc runs no container.
 var OCIRuntimes = []string{"crun", "runc"}
-
-// detachUnifiedFlag, before the exec shim's "--", makes it detach the
-// cgroup v2 mount of a hybrid host (see detachHybridUnified).
-const detachUnifiedFlag = "--detach-hybrid-unified"
-
-// hybridUnified is where a hybrid host (cgroup v1 controllers, a cgroup
-// v2 mount beside them) mounts cgroup v2.
-const hybridUnified = "/sys/fs/cgroup/unified"
-
-// detachHybridUnified detaches the cgroup v2 mount of a hybrid host in
-// this process's mount namespace (the runtime's own, private one): crun
-// 1.8 refuses a hybrid hierarchy whose v2 mount holds controllers, even
-// with its cgroup manager disabled, and runs on the v1 controllers
-// without it. A host that is not hybrid is left alone.
-func detachHybridUnified() error {
-	var root, unified unix.Statfs_t
-	if unix.Statfs("/sys/fs/cgroup", &root) != nil || root.Type != unix.TMPFS_MAGIC {
-		return nil
-	}
-	if unix.Statfs(hybridUnified, &unified) != nil || unified.Type != unix.CGROUP2_SUPER_MAGIC {
-		return nil
-	}
-	if err := unix.Unmount(hybridUnified, unix.MNT_DETACH); err != nil {
-		return fmt.Errorf("detach %s for the OCI runtime: %w", hybridUnified, err)
-	}
-	return nil
-}
 
 // ociMount is a bind mount the supervisor adds to a container.
 type ociMount struct {
@@ -402,7 +376,7 @@ func (r ociRuntime) wrap(cmd *osexec.Cmd, shim []string) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Unshareflags |= syscall.CLONE_NEWNS // and Go makes it private
-	cmd.Args = append(append(append(slices.Clone(shim), detachUnifiedFlag, "--"), cmd.Path), cmd.Args...)
+	cmd.Args = append(append(append(slices.Clone(shim), rankexec.DetachUnifiedFlag, "--"), cmd.Path), cmd.Args...)
 	cmd.Path = shim[0]
 }
 

@@ -38,8 +38,8 @@
 // cgroup.go and package cgroup). With a task namespace helper, each rank
 // also gets a UTS and mount namespace of its own, named after the node,
 // with an /etc/hosts of the cluster's nodes (Launch.Hosts; see taskns.go;
-// the helper, TaskNamespaceMain, is this package's too). Otherwise, with
-// an exec shim in stepd.json (TaskExecMain; see taskexec.go), each rank
+// the helper is package rankexec's NamespaceMain). Otherwise, with
+// an exec shim in stepd.json (rankexec.ExecMain; see taskexec.go), each rank
 // is forked into it, already as the user, and it execs the rank's
 // program in place with the rank's own pid as SLURM_TASK_PID.
 //

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/shoal-sched/shoal/exec/rankexec"
 	"github.com/shoal-sched/shoal/exec/task"
 )
 
@@ -25,9 +26,10 @@ import (
 // namespace whose hostname is the node's name and whose /etc/hosts maps
 // every node name to its agent's address, as on a real cluster. Go cannot
 // run code between fork and exec, so the rank is forked (as root, in the
-// new namespaces) into a helper, the shoal binary's hidden subcommand
-// TaskNamespaceCommand, which sets the hostname, bind-mounts the hosts
-// file, takes the job's user's ids and execs the rank's program.
+// new namespaces) into a helper, the hidden subcommand
+// TaskNamespaceCommand (package rankexec), which sets the hostname,
+// bind-mounts the hosts file, takes the job's user's ids and execs the
+// rank's program.
 //
 // The helper runs as root, so it must not run with the task's
 // environment: LD_PRELOAD or LD_LIBRARY_PATH would make the dynamic
@@ -38,13 +40,9 @@ import (
 // descriptor (a memfd, --env-fd), which it applies only at the final
 // exec, after dropping to the user's ids.
 
-// TaskNamespaceCommand is the hidden subcommand of the shoal binary that
-// runs TaskNamespaceMain.
-const TaskNamespaceCommand = "__task-namespace"
-
-// maxEnvBytes bounds a task environment the helper reads (Linux refuses
-// much smaller ones at exec).
-const maxEnvBytes = 64 << 20
+// TaskNamespaceCommand is the hidden subcommand that runs the task
+// namespace helper (rankexec.NamespaceMain).
+const TaskNamespaceCommand = rankexec.NamespaceCommand
 
 // inTaskNamespace makes cmd, a rank's command as the supervisor builds
 // it, run in its own UTS and mount namespace through helper
@@ -157,36 +155,6 @@ func envMemfd(env []string) (*os.File, error) {
 	return f, nil
 }
 
-// readEnvFD reads the task environment envMemfd wrote from descriptor fd
-// and closes it, so the rank does not inherit it.
-func readEnvFD(fd int) ([]string, error) {
-	f := os.NewFile(uintptr(fd), "task-env")
-	if f == nil {
-		return nil, fmt.Errorf("environment descriptor %d: invalid", fd)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxEnvBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read environment from descriptor %d: %w", fd, err)
-	}
-	if len(b) > maxEnvBytes {
-		return nil, fmt.Errorf("environment on descriptor %d: over %d bytes", fd, maxEnvBytes)
-	}
-	return parseEnvBlock(b), nil
-}
-
-// parseEnvBlock splits a NUL-separated environment; empty entries are
-// dropped.
-func parseEnvBlock(b []byte) []string {
-	var env []string
-	for kv := range bytes.SplitSeq(b, []byte{0}) {
-		if len(kv) > 0 {
-			env = append(env, string(kv))
-		}
-	}
-	return env
-}
-
 // hostsContent is a task's /etc/hosts: localhost, each node name at its
 // agent's address (an entry whose address is not an IP, or whose name is
 // empty or has blanks, is left out: /etc/hosts cannot say it), then the
@@ -213,196 +181,6 @@ func hostsContent(hosts []task.Host, log *slog.Logger) []byte {
 	return b.Bytes()
 }
 
-// taskNamespaceArgs is what the helper's command line says.
-type taskNamespaceArgs struct {
-	hostname, hosts, dir string
-	cred                 *syscall.Credential
-	pdeathsig            syscall.Signal
-	envFD                int      // the task's environment; -1: none given
-	probe                bool     // set up, then exit 0 instead of exec
-	argv                 []string // path, then the program's argv
-}
-
-func parseTaskNamespaceArgs(args []string) (taskNamespaceArgs, error) {
-	a := taskNamespaceArgs{envFD: -1}
-	var uid, gid = -1, -1
-	var groups []uint32
-	for len(args) > 0 {
-		flag := args[0]
-		args = args[1:]
-		switch flag {
-		case "--":
-			a.argv = args
-			args = nil
-			continue
-		case "--probe":
-			a.probe = true
-			continue
-		}
-		if len(args) == 0 {
-			return a, fmt.Errorf("%s: missing value", flag)
-		}
-		v := args[0]
-		args = args[1:]
-		var err error
-		switch flag {
-		case "--hostname":
-			a.hostname = v
-		case "--hosts":
-			a.hosts = v
-		case "--dir":
-			a.dir = v
-		case "--uid":
-			uid, err = parseID(v)
-		case "--gid":
-			gid, err = parseID(v)
-		case "--groups":
-			for g := range strings.SplitSeq(v, ",") {
-				if g == "" {
-					continue
-				}
-				var n int
-				if n, err = parseID(g); err != nil {
-					break
-				}
-				groups = append(groups, uint32(n))
-			}
-		case "--env-fd":
-			a.envFD, err = strconv.Atoi(v)
-			if err == nil && a.envFD < 3 {
-				err = errors.New("want 3 or more (0 to 2 are the rank's stdio)")
-			}
-		case "--pdeathsig":
-			var n int
-			n, err = strconv.Atoi(v)
-			if err == nil && (n <= 0 || n >= 65) {
-				err = errors.New("not a signal number")
-			}
-			a.pdeathsig = syscall.Signal(n)
-		default:
-			return a, fmt.Errorf("unknown option %q", flag)
-		}
-		if err != nil {
-			return a, fmt.Errorf("%s %q: %w", flag, v, err)
-		}
-	}
-	switch {
-	case a.hostname == "":
-		return a, errors.New("--hostname: missing")
-	case a.hosts == "":
-		return a, errors.New("--hosts: missing")
-	case (uid < 0) != (gid < 0):
-		return a, errors.New("--uid and --gid: give both or neither")
-	case !a.probe && len(a.argv) < 2:
-		return a, errors.New("after --: want the program's path and its argv")
-	case !a.probe && a.envFD < 0:
-		// Never fall back to the helper's own environment: the task's
-		// must not reach a root process's.
-		return a, errors.New("--env-fd: missing")
-	}
-	if uid >= 0 {
-		a.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: groups}
-	}
-	return a, nil
-}
-
-func parseID(s string) (int, error) {
-	n, err := strconv.ParseUint(s, 10, 32)
-	return int(n), err
-}
-
-// TaskNamespaceMain is the helper: run by a supervisor as root in a rank's new
-// UTS and mount namespaces with the arguments inTaskNamespace wrote, it
-// reads the task's environment from --env-fd (closing it), makes every
-// mount a slave of the host's (so its own mounts never reach the host,
-// while the host's later mounts still reach the job), bind-mounts the
-// task's hosts file on /etc/hosts, sets the hostname, switches to the
-// job's user, re-arms the parent-death signal and execs the rank's program
-// with the task's environment (never this process's own). It returns only
-// on failure, with the code a shell would give (126, 127) or 1 for a setup
-// failure, after a message on stderr, which is the rank's.
-func TaskNamespaceMain(args []string) int {
-	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(os.Stderr, "shoal: task namespace: "+format+"\n", a...)
-		return code
-	}
-	a, err := parseTaskNamespaceArgs(args)
-	if err != nil {
-		return fail(1, "%v", err)
-	}
-	var env []string
-	if a.envFD >= 0 {
-		if env, err = readEnvFD(a.envFD); err != nil {
-			return fail(1, "%v", err)
-		}
-	}
-	ppid := os.Getppid()
-	// Run by hand or forked without the clone flags, the helper would
-	// rename the host and mount over its /etc/hosts.
-	for _, ns := range []string{"uts", "mnt"} {
-		own, err1 := os.Readlink("/proc/self/ns/" + ns)
-		parent, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", ppid, ns))
-		if err := errors.Join(err1, err2); err != nil {
-			return fail(1, "%s namespace: %v", ns, err)
-		}
-		if own == parent {
-			return fail(1, "not in a %s namespace of its own (%s): refusing to change the host's", ns, own)
-		}
-	}
-	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_SLAVE, ""); err != nil {
-		return fail(1, "make mounts private: %v", err)
-	}
-	if err := syscall.Mount(a.hosts, "/etc/hosts", "", syscall.MS_BIND, ""); err != nil {
-		return fail(1, "bind %s on /etc/hosts: %v", a.hosts, err)
-	}
-	if err := syscall.Sethostname([]byte(a.hostname)); err != nil {
-		return fail(1, "set hostname %q: %v", a.hostname, err)
-	}
-	if c := a.cred; c != nil {
-		groups := make([]int, 0, len(c.Groups)+1)
-		for _, g := range c.Groups {
-			groups = append(groups, int(g))
-		}
-		if len(groups) == 0 {
-			groups = append(groups, int(c.Gid))
-		}
-		if err := syscall.Setgroups(groups); err != nil {
-			return fail(1, "setgroups: %v", err)
-		}
-		if err := syscall.Setresgid(int(c.Gid), int(c.Gid), int(c.Gid)); err != nil {
-			return fail(1, "setresgid %d: %v", c.Gid, err)
-		}
-		if err := syscall.Setresuid(int(c.Uid), int(c.Uid), int(c.Uid)); err != nil {
-			return fail(1, "setresuid %d: %v", c.Uid, err)
-		}
-	}
-	if a.pdeathsig != 0 {
-		if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(a.pdeathsig), 0); e != 0 {
-			return fail(1, "set parent-death signal: %v", e)
-		}
-		if os.Getppid() != ppid { // the supervisor died before the signal was armed
-			return 128 + int(a.pdeathsig)
-		}
-	}
-	if a.dir != "" {
-		if err := syscall.Chdir(a.dir); err != nil {
-			return fail(1, "chdir %s: %v", a.dir, err)
-		}
-	}
-	if a.probe {
-		return 0
-	}
-	// The rank keeps this process's pid through the exec: it is the
-	// task's pid, which Slurm gives every task as SLURM_TASK_PID.
-	env = withTaskPID(env, os.Getpid())
-	err = syscall.Exec(a.argv[0], a.argv[1:], env)
-	code := 126
-	if errors.Is(err, syscall.ENOENT) {
-		code = 127
-	}
-	return fail(code, "exec %s: %v", a.argv[0], err)
-}
-
 // ProbeTaskNamespace runs helper (the argv prefix of exec.Config.TaskNamespace)
 // once in new namespaces, as a rank would, without running anything
 // after the setup: an agent calls it to learn whether this machine lets
@@ -419,15 +197,4 @@ func ProbeTaskNamespace(helper []string, hostname string) error {
 		return fmt.Errorf("task namespace probe: %w: %s", err, bytes.TrimSpace(out))
 	}
 	return nil
-}
-
-// withTaskPID is env with SLURM_TASK_PID=pid in place of any other.
-func withTaskPID(env []string, pid int) []string {
-	out := make([]string, 0, len(env)+1)
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "SLURM_TASK_PID=") {
-			out = append(out, kv)
-		}
-	}
-	return append(out, "SLURM_TASK_PID="+strconv.Itoa(pid))
 }

@@ -12,74 +12,9 @@ import (
 	"testing"
 
 	"github.com/shoal-sched/shoal/exec/internal/exectest"
+	"github.com/shoal-sched/shoal/exec/rankexec"
 	"github.com/shoal-sched/shoal/exec/task"
 )
-
-func TestParseTaskNamespaceArgs(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		want    taskNamespaceArgs
-		wantErr string
-	}{
-		{
-			name: "root rank",
-			args: []string{"--hostname", "n1", "--hosts", "/d/hosts", "--env-fd", "3", "--dir", "/w", "--", "/bin/sh", "sh", "-c", "x"},
-			want: taskNamespaceArgs{hostname: "n1", hosts: "/d/hosts", dir: "/w", envFD: 3, argv: []string{"/bin/sh", "sh", "-c", "x"}},
-		},
-		{
-			name: "user rank",
-			args: []string{"--hostname", "n2", "--hosts", "/h", "--uid", "1000", "--gid", "100", "--groups", "100,27",
-				"--pdeathsig", "9", "--env-fd", "4", "--", "/dev/fd/3", "/dev/fd/3", "--", "a"},
-			want: taskNamespaceArgs{hostname: "n2", hosts: "/h", pdeathsig: syscall.SIGKILL, envFD: 4,
-				cred: &syscall.Credential{Uid: 1000, Gid: 100, Groups: []uint32{100, 27}},
-				argv: []string{"/dev/fd/3", "/dev/fd/3", "--", "a"}},
-		},
-		{
-			name: "probe",
-			args: []string{"--probe", "--hostname", "n1", "--hosts", "/etc/hosts"},
-			want: taskNamespaceArgs{hostname: "n1", hosts: "/etc/hosts", probe: true, envFD: -1},
-		},
-		// The task's environment never falls back to the helper's own.
-		{name: "no env fd", args: []string{"--hostname", "n1", "--hosts", "/h", "--", "/bin/true", "true"}, wantErr: "--env-fd: missing"},
-		{name: "env fd on stdio", args: []string{"--hostname", "n1", "--hosts", "/h", "--env-fd", "2", "--", "/bin/true", "true"}, wantErr: `--env-fd "2"`},
-		{name: "bad env fd", args: []string{"--hostname", "n1", "--hosts", "/h", "--env-fd", "x"}, wantErr: `--env-fd "x"`},
-		{name: "no hostname", args: []string{"--hosts", "/h", "--", "/bin/true", "true"}, wantErr: "--hostname: missing"},
-		{name: "no hosts", args: []string{"--hostname", "n1", "--", "/bin/true", "true"}, wantErr: "--hosts: missing"},
-		{name: "no program", args: []string{"--hostname", "n1", "--hosts", "/h", "--", "/bin/true"}, wantErr: "after --"},
-		{name: "uid alone", args: []string{"--hostname", "n1", "--hosts", "/h", "--uid", "5", "--", "/bin/true", "true"}, wantErr: "--uid and --gid"},
-		{name: "bad uid", args: []string{"--hostname", "n1", "--hosts", "/h", "--uid", "-5", "--gid", "1"}, wantErr: `--uid "-5"`},
-		{name: "bad group", args: []string{"--hostname", "n1", "--hosts", "/h", "--groups", "1,x"}, wantErr: `--groups "1,x"`},
-		{name: "bad signal", args: []string{"--hostname", "n1", "--hosts", "/h", "--pdeathsig", "99"}, wantErr: `--pdeathsig "99"`},
-		{name: "missing value", args: []string{"--hostname"}, wantErr: "--hostname: missing value"},
-		{name: "unknown", args: []string{"--mount", "x"}, wantErr: `unknown option "--mount"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseTaskNamespaceArgs(tt.args)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v; want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.hostname != tt.want.hostname || got.hosts != tt.want.hosts || got.dir != tt.want.dir ||
-				got.pdeathsig != tt.want.pdeathsig || got.probe != tt.want.probe || got.envFD != tt.want.envFD ||
-				!slices.Equal(got.argv, tt.want.argv) {
-				t.Errorf("got %+v; want %+v", got, tt.want)
-			}
-			if (got.cred == nil) != (tt.want.cred == nil) {
-				t.Fatalf("cred = %+v; want %+v", got.cred, tt.want.cred)
-			}
-			if c, w := got.cred, tt.want.cred; c != nil && (c.Uid != w.Uid || c.Gid != w.Gid || !slices.Equal(c.Groups, w.Groups)) {
-				t.Errorf("cred = %+v; want %+v", c, w)
-			}
-		})
-	}
-}
 
 func TestHostsContent(t *testing.T) {
 	got := string(hostsContent([]task.Host{
@@ -154,12 +89,12 @@ func TestInTaskNamespaceCmd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := parseEnvBlock(b); !slices.Equal(got, taskEnv) {
+	if got := rankexec.ParseEnvBlock(b); !slices.Equal(got, taskEnv) {
 		t.Errorf("environment on the descriptor = %q; want %q", got, taskEnv)
 	}
-	got, err := parseTaskNamespaceArgs(cmd.Args[2:])
-	if err != nil || got.cred == nil || got.cred.Uid != 1000 || got.envFD != 4 ||
-		!slices.Equal(got.argv, []string{"/dev/fd/3", "/dev/fd/3", "a b"}) {
+	got, err := rankexec.ParseNamespaceArgs(cmd.Args[2:])
+	if err != nil || got.Cred == nil || got.Cred.Uid != 1000 || got.EnvFD != 4 ||
+		!slices.Equal(got.Argv, []string{"/dev/fd/3", "/dev/fd/3", "a b"}) {
 		t.Errorf("the helper reads back %+v, %v", got, err)
 	}
 	if data := exectest.ReadFile(t, filepath.Join(dir, task.HostsFile)); !strings.Contains(data, "10.0.0.1\tn1\n") {
@@ -186,13 +121,13 @@ func TestEnvFD(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	got, err := readEnvFD(fd)
+	got, err := rankexec.ReadEnvFD(fd)
 	if err != nil || !slices.Equal(got, env) {
-		t.Errorf("readEnvFD = %q, %v; want %q", got, err, env)
+		t.Errorf("ReadEnvFD = %q, %v; want %q", got, err, env)
 	}
 	// (The number may have been reused since: look at what it names.)
 	if target, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd)); err == nil && strings.Contains(target, "shoal-task-env") {
-		t.Errorf("descriptor %d (%s) still open after readEnvFD: the rank would inherit it", fd, target)
+		t.Errorf("descriptor %d (%s) still open after ReadEnvFD: the rank would inherit it", fd, target)
 	}
 	if _, err := envMemfd([]string{"A=\x00b"}); err == nil {
 		t.Error("envMemfd took an entry with a NUL byte")

@@ -24,6 +24,11 @@ import (
 // call stepd.Main itself when its os.Args[1] is StepdArg.
 const StepdArg = "stepd"
 
+// StepdProbe, as `shoal-slurm stepd StepdProbe`, asks whether that binary
+// may supervise tasks in the agent's stead (exec.Config.StepdLightCommand);
+// it exits 0 if so.
+const StepdProbe = "--probe"
+
 // Files of the supervisor in a task directory.
 const (
 	StepdFile = "stepd.json" // its input, written before it starts
