@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,16 +27,18 @@ import (
 	"github.com/shoal-sched/shoal/internal/clock"
 	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/metrics"
-	"github.com/shoal-sched/shoal/pki"
 	"github.com/shoal-sched/shoal/worker"
 )
 
-// Agent is one running Shoal node.
+// Agent is one running Shoal node: the components below, built by New
+// from the configuration and the data dir, started by Run in order and
+// stopped by shutdown.
 type Agent struct {
-	cfg  Config
-	log  *slog.Logger
-	dir  *datadir.Dir
-	self cluster.Node
+	// core is what every component shares (core.go): the configuration,
+	// the node's record, security, the replica, raft, gossip and the
+	// ways to read and write the cluster's state.
+	*core
+	dir *datadir.Dir
 	// cgroup is the tasks' confinement (--cgroups); its root nil: none.
 	cgroup cgroupSetup
 
@@ -45,19 +46,11 @@ type Agent struct {
 	// for the given time first (<0: the agent's own --drain-on-stop).
 	leaveReq chan time.Duration
 
-	// sec is the node's TLS material; its bundle is nil with --insecure.
-	sec *security
-
-	state  *fsm.State
-	raft   *consensus.Raft
-	gossip *gossip.Gossip
-	exec   *exec.Executor
+	exec *exec.Executor
 
 	httpLn net.Listener
 	unixLn net.Listener
 	server *http.Server
-
-	peers peerClients
 
 	leases leader.LeaseTable
 	// lease is this node's lease (lessee.Lease): when the last heartbeat
@@ -69,19 +62,10 @@ type Agent struct {
 	// renewal.
 	lease atomic.Pointer[worker.Lease]
 
-	// ready is set once the replica has caught up after start (caughtUp).
-	ready atomic.Bool
-	// remote is what this node knows from the servers while it is a
-	// worker, outside the raft configuration (follow.go).
-	remote worker.Remote
-	// membership caches whether this node is a raft server (member).
-	membership membershipCache
 	// http is the HTTP API's front (authentication, leader forwarding,
 	// the read floor); this agent is its backend (apiBackend).
 	http *httpapi.Server
-	// metrics is the /metrics exposition (metrics.go); the counters
-	// below are read into it at scrape time.
-	metrics                          *metrics.Metrics
+	// The counters below are read into the metrics at scrape time.
 	placements, preemptions, fencing atomic.Uint64
 	// renewals counts the heartbeats this agent answered as leader.
 	renewals atomic.Uint64
@@ -94,9 +78,6 @@ type Agent struct {
 	// shimDir holds srun, scontrol and sbatch links to this binary, put
 	// first on the PATH of batch scripts and steps.
 	shimDir string
-	// topo is the node's place now: the operator's, merged with what
-	// discovery found (topology.go).
-	topo currentTopology
 	// crash is Crash's (crash.go).
 	crash crash
 }
@@ -109,7 +90,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("node", cfg.Name)
-	a = &Agent{cfg: cfg, log: log, leaveReq: make(chan time.Duration, 1), crash: crash{done: make(chan struct{})}}
+	a = &Agent{core: &core{cfg: cfg, log: log}, leaveReq: make(chan time.Duration, 1), crash: crash{done: make(chan struct{})}}
 	a.topo.set(cfg.Topology)
 	var closers []func()
 	defer func() {
@@ -272,41 +253,6 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	}
 	a.server.RegisterOnShutdown(a.http.CloseRelays)
 	return a, nil
-}
-
-func (a *Agent) meta(hasRaftState bool) gossip.Meta {
-	topo := a.topology()
-	m := gossip.Meta{
-		APIAddr:         a.cfg.apiAdvert(),
-		RaftAddr:        a.cfg.raftAdvert(),
-		GPUs:            len(a.cfg.GPUs),
-		CPUs:            a.cfg.CPUs,
-		MemoryMiB:       a.cfg.MemoryMiB,
-		Switch:          topo.Switch,
-		SwitchParent:    topo.SwitchParent,
-		Block:           topo.Block,
-		Features:        strings.Join(a.cfg.Features, ","),
-		Version:         a.cfg.Version[:min(len(a.cfg.Version), gossip.MaxVersionLen)],
-		Protocol:        a.cfg.protocol(),
-		BootstrapExpect: a.bootstrapExpect(),
-		HasRaftState:    hasRaftState,
-		LeaseStretch:    leader.MaxLeaseStretch,
-	}
-	if len(a.cfg.GPUs) > 0 {
-		// Gossip only summarises the model; the FSM's record has it whole.
-		m.GPUModel = a.cfg.GPUs[0].Model[:min(len(a.cfg.GPUs[0].Model), gossip.MaxModelLen)]
-		m.GPUMemoryMiB = a.cfg.GPUs[0].MemoryMiB
-	}
-	return m
-}
-
-// bootstrapExpect is the --bootstrap-expect in force: a lone agent (no
-// --join, no --bootstrap-expect) is a one-node cluster.
-func (a *Agent) bootstrapExpect() int {
-	if a.cfg.BootstrapExpect == 0 && len(a.cfg.Join) == 0 {
-		return 1
-	}
-	return a.cfg.BootstrapExpect
 }
 
 // Name is the node's name.
@@ -525,141 +471,10 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// peerClients caches one API client per peer: its name and address.
-type peerClients struct {
-	mu      sync.Mutex
-	clients map[string]*api.Client
-	// bundle, when set, is the node certificate peers are dialled with;
-	// each peer must present a certificate naming it.
-	bundle *pki.Bundle
-}
-
-func (p *peerClients) get(name, addr string) (*api.Client, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	key := name + "@" + addr
-	if c, ok := p.clients[key]; ok {
-		return c, nil
-	}
-	var c *api.Client
-	var err error
-	if p.bundle != nil {
-		c, err = api.NewTLSClient("https://"+addr, p.bundle.ClientConfig(name))
-	} else {
-		c, err = api.NewClient("http://" + addr)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(p.clients) >= maxPeerClients {
-		clear(p.clients) // nodes come and go; idle connections close on their own
-	}
-	p.clients[key] = c
-	return c, nil
-}
-
-// reset drops every cached client and closes its idle connections: a TLS
-// connection keeps the certificate it was opened with, so after a renewal
-// new ones must be made.
-func (p *peerClients) reset() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.clients {
-		c.CloseIdleConnections()
-	}
-	clear(p.clients)
-}
-
 // maxHTTPConns bounds the TCP connections the API serves at once; more
 // wait in the kernel's backlog. The Unix socket has no such cap: only
 // local users reach it.
 const maxHTTPConns = 4096
-
-// maxPeerClients bounds the peer client cache.
-const maxPeerClients = 1024
-
-// errNoLeader is returned when no leader is known to forward to.
-var errNoLeader = cluster.Mark(cluster.ErrUnavailable, errors.New("no raft leader yet: the cluster is forming or has lost its quorum; retry"))
-
-// leaderAPI returns the leader's name and API address, and whether we are
-// it.
-func (a *Agent) leaderAPI() (name, addr string, self bool, err error) {
-	if a.raft.IsLeader() {
-		return a.cfg.Name, a.cfg.apiAdvert(), true, nil
-	}
-	id, _ := a.raft.Leader()
-	if id == "" {
-		// A worker's raft knows no leader: the servers it follows name it.
-		if name, addr := a.remote.LeaderHint(); name != "" && name != a.cfg.Name && addr != "" {
-			return name, addr, false, nil
-		}
-		a.remote.Kick()
-		return "", "", false, errNoLeader
-	}
-	if id == a.cfg.Name {
-		return id, a.cfg.apiAdvert(), true, nil
-	}
-	for _, m := range a.gossip.Members() {
-		if m.Name == id && m.Meta.APIAddr != "" {
-			return id, m.Meta.APIAddr, false, nil
-		}
-	}
-	if n, ok := a.state.View().Node(id); ok && n.APIAddr != "" {
-		return id, n.APIAddr, false, nil
-	}
-	return "", "", false, fmt.Errorf("leader %s: API address unknown: %w", id, errNoLeader)
-}
-
-// noReply is the reply of the leader's internal calls that answer
-// nothing.
-type noReply struct{}
-
-// callLeader is the one place a node's own loops talk to the leader: when
-// this node leads, local runs here; otherwise req is posted to path on
-// the leader's internal API and its JSON answer is the reply.
-func callLeader[Req, Reply any](ctx context.Context, a *Agent, path string, req Req, local func(context.Context, Req) (Reply, error)) (Reply, error) {
-	var reply Reply
-	_, _, self, err := a.leaderAPI()
-	if err != nil {
-		return reply, err
-	}
-	if self {
-		return local(ctx, req)
-	}
-	c, err := a.leaderClient()
-	if err != nil {
-		return reply, err
-	}
-	var out any = &reply
-	if _, none := out.(*noReply); none {
-		out = nil
-	}
-	if _, err := c.Do(ctx, http.MethodPost, path, req, out); err != nil {
-		a.remote.Kick() // a worker's leader hint may be stale: ask the servers again
-		return reply, err
-	}
-	return reply, nil
-}
-
-// noReplyFrom adapts a leader-side function that answers nothing to
-// callLeader.
-func noReplyFrom[Req any](f func(context.Context, Req) error) func(context.Context, Req) (noReply, error) {
-	return func(ctx context.Context, r Req) (noReply, error) { return noReply{}, f(ctx, r) }
-}
-
-// leaderClient returns a client for the leader that marks requests as
-// forwarded by this node.
-func (a *Agent) leaderClient() (*api.Client, error) {
-	name, addr, _, err := a.leaderAPI()
-	if err != nil {
-		return nil, err
-	}
-	c, err := a.peers.get(name, addr)
-	if err != nil {
-		return nil, err
-	}
-	return c.WithHeader(api.HeaderForwardedBy, a.cfg.Name), nil
-}
 
 // absPath is p made absolute (a supervisor runs in its task directory),
 // or p where that fails.

@@ -48,73 +48,11 @@ const (
 	removedGrace = 5 * time.Second
 )
 
-// member reports whether this node is a raft server now: its raft knows
-// a leader, and the configuration names this node; and whether its own
-// configuration names it (also true of a server in an election, or of
-// one removed: a server removed from the configuration never hears of it,
-// as the leader stops replicating to it, but it loses its leader within
-// an election timeout).
-func (a *Agent) member(ctx context.Context) (member, inConfig bool) {
-	r := &a.membership
-	r.mu.Lock()
-	if time.Since(r.memberAt) < memberCache {
-		member, inConfig = r.member, r.inConfig
-		r.mu.Unlock()
-		return member, inConfig
-	}
-	r.mu.Unlock()
-	member, inConfig = a.readMember(ctx)
-	r.mu.Lock()
-	r.member, r.inConfig, r.memberAt = member, inConfig, time.Now()
-	r.mu.Unlock()
-	return member, inConfig
-}
-
-// readMember is member without the cache.
-func (a *Agent) readMember(ctx context.Context) (member, inConfig bool) {
-	ctx, cancel := context.WithTimeout(ctx, memberTimeout)
-	defer cancel()
-	servers, err := a.raft.Servers(ctx)
-	if err != nil {
-		return false, false
-	}
-	for _, s := range servers {
-		inConfig = inConfig || s.ID == a.cfg.Name
-	}
-	if a.raft.IsLeader() {
-		return true, true
-	}
-	id, _ := a.raft.Leader()
-	return inConfig && id != "", inConfig
-}
-
-// outside reports whether this node acts as a worker: it is not a raft
-// server with a leader, and either it follows a server already or its
-// own configuration does not name it. A server in an election (no remote
-// view) keeps reading its replica, as before.
-func (a *Agent) outside(ctx context.Context) bool {
-	member, inConfig := a.member(ctx)
-	return !member && (a.remote.Current() != nil || !inConfig)
-}
-
 // membershipCache is Agent.member's answer at memberAt.
 type membershipCache struct {
 	mu               sync.Mutex
 	member, inConfig bool
 	memberAt         time.Time
-}
-
-// view is the newest state this node knows: its replica's, or, when a
-// server sent a newer one (this node is a worker), that one, which holds
-// only this node's jobs, their nodes, the policy and the security state.
-// Loops that wait on its Changed must also poll (a worker's replica never
-// changes; a server's remote view never comes).
-func (a *Agent) view() *fsm.View {
-	v := a.state.View()
-	if r := a.remote.Current(); r != nil && r.Index > v.Index {
-		return r
-	}
-	return v
 }
 
 // follower is this node's follow loop (worker.Follower) over its raft

@@ -31,42 +31,6 @@ func (a *Agent) routes() http.Handler {
 // errCatchingUp answers reads while the replica is behind the cluster.
 var errCatchingUp = errors.New("this agent's replica is catching up with the cluster; retry in a moment")
 
-// readable returns nil when reads may be served, or an error while the
-// replica has not yet caught up with the log it had before a restart: an
-// empty or stale answer then would look like lost jobs.
-func (a *Agent) readable() error {
-	if err := a.state.Diverged(); err != nil {
-		// This replica could not apply a committed entry: what it holds is
-		// not the cluster's state, so it must not answer for it.
-		return cluster.Mark(fsm.ErrDiverged, fmt.Errorf("this agent's replica diverged and serves no reads; ask another agent: %w", err))
-	}
-	if !a.caughtUp() {
-		return unavailable(errCatchingUp)
-	}
-	return nil
-}
-
-// caughtUp reports whether this replica has once applied every command
-// the cluster had committed when it first heard from a leader (the
-// entries its state machine never sees — no-ops, barriers,
-// configuration changes — need no applying). It stays true
-// while this node is a raft server (the follow loop clears it when the node
-// becomes a worker, whose replica falls behind).
-func (a *Agent) caughtUp() bool {
-	if a.ready.Load() {
-		return true
-	}
-	if id, _ := a.raft.Leader(); id == "" {
-		return false
-	}
-	commit := a.raft.CommitIndex()
-	if commit == 0 || !a.raft.CommandsAppliedBy(a.state.Index(), commit) {
-		return false
-	}
-	a.ready.Store(true)
-	return true
-}
-
 // submitSpec checks a submit's request for who and returns the spec it
 // asks for, and warnings for the caller.
 func (b apiBackend) submitSpec(req api.SubmitRequest, who cluster.Identity) (cluster.Spec, []string, error) {

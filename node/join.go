@@ -54,7 +54,7 @@ func (c caRecorder) HasClusterCA() bool {
 func (c caRecorder) OfferClusterCA(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
-	_, err := callLeader(ctx, c.a, "/v1/internal/cluster-ca", *c.offer, noReplyFrom(c.a.recordClusterCA))
+	_, err := callLeader(ctx, c.a.core, "/v1/internal/cluster-ca", *c.offer, noReplyFrom(c.a.recordClusterCA))
 	return err
 }
 

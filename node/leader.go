@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -58,26 +57,6 @@ func (l agentLeader) Loops(since time.Time) []func(context.Context) {
 // agent's raft.
 func (a *Agent) handOver() leader.HandOver {
 	return leader.HandOver{Raft: a.raft, Clock: clock.Wall{}, Log: a.log, Interval: divergedHandOffInterval}
-}
-
-// apply encodes and applies one command through raft.
-func (a *Agent) apply(ctx context.Context, t fsm.CmdType, body any) (fsm.Result, error) {
-	data, err := fsm.Encode(t, body)
-	if err != nil {
-		return fsm.Result{}, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
-	defer cancel()
-	if err := a.mayPropose(ctx, t, fsm.Needs(t, body)); err != nil { // versions.go
-		return fsm.Result{}, err
-	}
-	start := time.Now()
-	res, _, err := a.raft.Apply(ctx, data)
-	a.metrics.Applied(time.Since(start))
-	if err != nil {
-		return res, fmt.Errorf("apply %s: %w", t, err)
-	}
-	return res, nil
 }
 
 // scheduler is the leader's scheduling loop (leader.Scheduler) over this

@@ -23,7 +23,7 @@ func (s renewalSigner) SignRenewal(ctx context.Context, csr []byte) ([]byte, err
 	a := s.a
 	rctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
-	resp, err := callLeader(rctx, a, "/v1/internal/renew", api.RenewRequest{CSR: string(csr)},
+	resp, err := callLeader(rctx, a.core, "/v1/internal/renew", api.RenewRequest{CSR: string(csr)},
 		func(context.Context, api.RenewRequest) (api.RenewResponse, error) {
 			req, _, err := pki.ParseCSR(csr)
 			if err != nil {

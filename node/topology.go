@@ -35,17 +35,6 @@ func (c *currentTopology) set(t cluster.Topology) {
 	c.t = t
 }
 
-// topology is the node's place now.
-func (a *Agent) topology() cluster.Topology { return a.topo.get() }
-
-// selfNode is the node's record as its heartbeat announces it: a.self
-// with the place it has now.
-func (a *Agent) selfNode() cluster.Node {
-	n := a.self
-	n.Topology = a.topology()
-	return n
-}
-
 // discoverer is the topology discovery loop (topology.Discoverer) over
 // this agent's place and gossip. Without sources
 // (--discover-topology=off) the node announces the operator's place and

@@ -91,7 +91,7 @@ func (c *Config) watchdogTTL() time.Duration {
 func (a *Agent) heartbeat(ctx context.Context) (worker.Grant, error) {
 	ctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
 	defer cancel()
-	reply, err := callLeader(ctx, a, "/v1/internal/heartbeat", api.Heartbeat{Node: a.selfNode()},
+	reply, err := callLeader(ctx, a.core, "/v1/internal/heartbeat", api.Heartbeat{Node: a.selfNode()},
 		func(ctx context.Context, hb api.Heartbeat) (api.HeartbeatReply, error) {
 			return a.leaderHeartbeat(ctx, hb.Node)
 		})
@@ -113,13 +113,13 @@ func (a *Agent) startAllowed(v *fsm.View) bool {
 func (a *Agent) sendTaskEvent(ctx context.Context, ev taskEvent) error {
 	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
 	defer cancel()
-	_, err := callLeader(ctx, a, "/v1/internal/task", ev, noReplyFrom(a.leaderTaskEvent))
+	_, err := callLeader(ctx, a.core, "/v1/internal/task", ev, noReplyFrom(a.leaderTaskEvent))
 	return err
 }
 
 // announceLeave tells the leader this node is going away.
 func (a *Agent) announceLeave(ctx context.Context) error {
-	_, err := callLeader(ctx, a, "/v1/internal/leave", api.Heartbeat{Node: cluster.Node{Name: a.cfg.Name}},
+	_, err := callLeader(ctx, a.core, "/v1/internal/leave", api.Heartbeat{Node: cluster.Node{Name: a.cfg.Name}},
 		noReplyFrom(func(ctx context.Context, hb api.Heartbeat) error { return a.leaderNodeLeft(ctx, hb.Node.Name) }))
 	return err
 }
@@ -151,7 +151,7 @@ func (a *Agent) drainBeforeStop(ctx context.Context, wait time.Duration) {
 
 // announceDrain asks the leader to drain this node before it stops.
 func (a *Agent) announceDrain(ctx context.Context) error {
-	_, err := callLeader(ctx, a, "/v1/internal/drain", api.Heartbeat{Node: cluster.Node{Name: a.cfg.Name}},
+	_, err := callLeader(ctx, a.core, "/v1/internal/drain", api.Heartbeat{Node: cluster.Node{Name: a.cfg.Name}},
 		noReplyFrom(func(ctx context.Context, hb api.Heartbeat) error { return a.drainSelf(ctx, hb.Node.Name) }))
 	return err
 }
