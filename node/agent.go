@@ -25,7 +25,6 @@ import (
 	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/internal/clock"
-	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/metrics"
 	"github.com/shoal-sched/shoal/worker"
 )
@@ -52,7 +51,9 @@ type Agent struct {
 	unixLn net.Listener
 	server *http.Server
 
-	leases leader.LeaseTable
+	// lead is what this node does while it leads (leader.go).
+	lead *leaderSide
+
 	// lease is this node's lease (lessee.Lease): when the last heartbeat
 	// the leader acknowledged was sent, the TTL the leader granted with it
 	// (the fence deadline is their sum), and the leader's applied index
@@ -65,10 +66,9 @@ type Agent struct {
 	// http is the HTTP API's front (authentication, leader forwarding,
 	// the read floor); this agent is its backend (apiBackend).
 	http *httpapi.Server
-	// The counters below are read into the metrics at scrape time.
-	placements, preemptions, fencing atomic.Uint64
-	// renewals counts the heartbeats this agent answered as leader.
-	renewals atomic.Uint64
+	// fencing counts the times this node fenced its ranks; read into the
+	// metrics at scrape time.
+	fencing atomic.Uint64
 	// gpuSample is the last GPU sample (agentGPUs); nil before it.
 	gpuSample atomic.Pointer[metrics.GPUReading]
 	// gpuUsage is what each job's GPUs here did so far (gpuSampler).
@@ -235,6 +235,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		return nil, err
 	}
 	a.peers = peerClients{clients: map[string]*api.Client{}, bundle: a.sec.bundle}
+	a.lead = &leaderSide{core: a.core}
 	a.http = httpapi.NewServer(apiBackend{a}, a.log)
 	a.metrics = a.newMetrics()
 	a.server = &http.Server{
@@ -312,7 +313,7 @@ func (a *Agent) Run(parent context.Context) error {
 		})
 	}
 	wg.Go(func() { a.bootstrapper().Run(ctx) })
-	wg.Go(func() { a.lead().Run(ctx) })
+	wg.Go(func() { a.lead.leadLoop().Run(ctx) })
 	wg.Go(func() { a.heartbeater().Run(ctx) })
 	wg.Go(func() { a.driver().Run(ctx) })
 	wg.Go(func() { a.follower().Run(ctx) })

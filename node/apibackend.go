@@ -124,22 +124,22 @@ func (b apiBackend) IsLeader() bool { return b.a.raft.IsLeader() }
 
 // Heartbeat renews a node's lease (leader only).
 func (b apiBackend) Heartbeat(ctx context.Context, n cluster.Node) (api.HeartbeatReply, error) {
-	return b.a.leaderHeartbeat(ctx, n)
+	return b.a.lead.leaderHeartbeat(ctx, n)
 }
 
 // TaskEvent records a task's start or exit (leader only).
 func (b apiBackend) TaskEvent(ctx context.Context, ev api.TaskEvent) error {
-	return b.a.leaderTaskEvent(ctx, ev)
+	return b.a.lead.leaderTaskEvent(ctx, ev)
 }
 
 // NodeLeft records that a node's agent left (leader only).
 func (b apiBackend) NodeLeft(ctx context.Context, node string) error {
-	return b.a.leaderNodeLeft(ctx, node)
+	return b.a.lead.leaderNodeLeft(ctx, node)
 }
 
 // DrainSelf drains a node at its agent's request (leader only).
 func (b apiBackend) DrainSelf(ctx context.Context, node string) error {
-	return b.a.drainSelf(ctx, node)
+	return b.a.lead.drainSelf(ctx, node)
 }
 
 // Index is the replica's applied index.
@@ -147,5 +147,5 @@ func (b apiBackend) Index() uint64 { return b.a.state.Index() }
 
 // SetDrain drains or resumes a node for who (leader only).
 func (b apiBackend) SetDrain(ctx context.Context, node string, drain bool, reason string, who cluster.Identity) error {
-	return b.a.leaderSetDrain(ctx, node, drain, reason, who)
+	return b.a.lead.leaderSetDrain(ctx, node, drain, reason, who)
 }

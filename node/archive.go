@@ -9,8 +9,8 @@ import (
 )
 
 // archiver is the leader's archive loop (leader.Archiver) over this agent.
-func (a *Agent) archiver() leader.Archiver {
-	return leader.Archiver{State: a.state, Propose: agentLeader{a}, Clock: clock.Wall{}, Log: a.log}
+func (l *leaderSide) archiver() leader.Archiver {
+	return leader.Archiver{State: l.state, Propose: l, Clock: clock.Wall{}, Log: l.log}
 }
 
 // cleaner is the output cleanup loop (worker.Cleaner) over this agent's

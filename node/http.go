@@ -38,7 +38,7 @@ func (b apiBackend) submitSpec(req api.SubmitRequest, who cluster.Identity) (clu
 		return cluster.Spec{}, nil, err
 	}
 	if req.GPUsTotal > 0 {
-		if err := b.a.spreadGPUs(&req); err != nil {
+		if err := b.a.lead.spreadGPUs(&req); err != nil {
 			return cluster.Spec{}, nil, err
 		}
 	}
@@ -60,9 +60,9 @@ func (b apiBackend) Submit(ctx context.Context, req api.SubmitRequest, who clust
 		return api.SubmitResponse{}, err
 	}
 	if plantedEarlyAck { // a planted bug, test builds only: see planted_earlyack_off.go
-		return b.a.plantedAckEarly(httpapi.ScopedRequestID(who, req.RequestID), spec), nil
+		return b.a.lead.plantedAckEarly(httpapi.ScopedRequestID(who, req.RequestID), spec), nil
 	}
-	res, err := b.a.leaderSubmit(ctx, httpapi.ScopedRequestID(who, req.RequestID), spec)
+	res, err := b.a.lead.leaderSubmit(ctx, httpapi.ScopedRequestID(who, req.RequestID), spec)
 	if err != nil {
 		return api.SubmitResponse{}, err
 	}
@@ -75,7 +75,7 @@ func (b apiBackend) TestOnly(req api.SubmitRequest, who cluster.Identity) (api.T
 	if err != nil {
 		return api.TestOnlyResponse{}, err
 	}
-	return b.a.leaderTestOnly(spec)
+	return b.a.lead.leaderTestOnly(spec)
 }
 
 // Leave is `shoal leave`: this agent stops as SIGTERM stops it (with

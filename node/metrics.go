@@ -30,10 +30,10 @@ func (a *Agent) readMetrics() metrics.Reading {
 		ProbeFailures:     a.gossip.ProbeFailures(),
 		HealthScore:       a.gossip.HealthScore(),
 		TasksRunning:      len(a.exec.Running()),
-		Placements:        a.placements.Load(),
-		Preemptions:       a.preemptions.Load(),
+		Placements:        a.lead.placements.Load(),
+		Preemptions:       a.lead.preemptions.Load(),
 		Fencings:          a.fencing.Load(),
-		LeaseRenewals:     a.renewals.Load(),
+		LeaseRenewals:     a.lead.renewals.Load(),
 		RaftLeaderChanges: st.LeaderChanges,
 		Raft: metrics.RaftReading{
 			Term: st.Term, LastIndex: st.LastIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,

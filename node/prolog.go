@@ -128,13 +128,13 @@ func (s *scriptRuns) forget(v *fsm.View, node string) {
 // (--no-requeue), as Slurm's controller does: its hold is a user's
 // (Slurm's WAIT_HELD_USER, "launch failed requeued held"), so the
 // job's owner may release it.
-func (a *Agent) leaderScriptFailed(ctx context.Context, ev taskEvent) error {
+func (l *leaderSide) leaderScriptFailed(ctx context.Context, ev taskEvent) error {
 	reason := prolog.PrologError
 	if ev.Kind == leader.ReportEpilogFailed {
 		reason = prolog.EpilogError
 	}
 	now := time.Now()
-	res, err := a.apply(ctx, fsm.CmdSetDrain, fsm.SetDrain{Node: ev.Node, Drain: true, Reason: reason, Time: now})
+	res, err := l.apply(ctx, fsm.CmdSetDrain, fsm.SetDrain{Node: ev.Node, Drain: true, Reason: reason, Time: now})
 	if err != nil {
 		return err
 	}
@@ -144,15 +144,15 @@ func (a *Agent) leaderScriptFailed(ctx context.Context, ev taskEvent) error {
 	if ev.Kind != leader.ReportPrologFailed {
 		return nil
 	}
-	if !leader.RequeueAfterProlog(a.state.View(), ev.Job, ev.Incarnation) {
+	if !leader.RequeueAfterProlog(l.state.View(), ev.Job, ev.Incarnation) {
 		return nil // already moved on
 	}
-	res, err = a.apply(ctx, fsm.CmdRequeueJob, fsm.RequeueJob{Job: ev.Job, Hold: cluster.HoldUser, Time: now})
+	res, err = l.apply(ctx, fsm.CmdRequeueJob, fsm.RequeueJob{Job: ev.Job, Hold: cluster.HoldUser, Time: now})
 	if err != nil {
 		return err
 	}
 	if errors.Is(res.Err, fsm.ErrWrongState) {
-		res, err = a.apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: ev.Job, Time: now})
+		res, err = l.apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: ev.Job, Time: now})
 		if err != nil {
 			return err
 		}

@@ -73,7 +73,7 @@ func (b apiBackend) StartStep(ctx context.Context, id cluster.JobID, req api.Ste
 	if err != nil {
 		return api.StepResponse{}, err
 	}
-	_, res, err := a.propose(ctx, plan)
+	_, res, err := a.lead.propose(ctx, plan)
 	if err != nil {
 		return api.StepResponse{}, err
 	}
@@ -87,6 +87,6 @@ func (b apiBackend) StartStep(ctx context.Context, id cluster.JobID, req api.Ste
 func (b apiBackend) CancelStep(ctx context.Context, id cluster.JobID, step int, who cluster.Identity) error {
 	v := b.a.state.View()
 	plan, err := leader.PlanCancelStep(v, id, step, callerOf(v.Policy(), who))
-	_, err = b.a.proposeOr(ctx, plan, err)
+	_, err = b.a.lead.proposeOr(ctx, plan, err)
 	return err
 }

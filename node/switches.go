@@ -22,7 +22,7 @@ func (b apiBackend) SwitchReports() ([]cluster.SwitchReport, uint64) {
 // leader.PlanReportSwitch).
 func (b apiBackend) ReportSwitch(ctx context.Context, r cluster.SwitchReport, who cluster.Identity) error {
 	plan, err := leader.PlanReportSwitch(r, leader.Caller{Identity: who})
-	if _, err = b.a.proposeOr(ctx, plan, err); err != nil {
+	if _, err = b.a.lead.proposeOr(ctx, plan, err); err != nil {
 		return err
 	}
 	r = plan.Proposals[0].Cmd.(fsm.ReportSwitch).Report

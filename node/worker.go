@@ -93,7 +93,7 @@ func (a *Agent) heartbeat(ctx context.Context) (worker.Grant, error) {
 	defer cancel()
 	reply, err := callLeader(ctx, a.core, "/v1/internal/heartbeat", api.Heartbeat{Node: a.selfNode()},
 		func(ctx context.Context, hb api.Heartbeat) (api.HeartbeatReply, error) {
-			return a.leaderHeartbeat(ctx, hb.Node)
+			return a.lead.leaderHeartbeat(ctx, hb.Node)
 		})
 	return worker.Grant{Index: reply.Index, TTL: reply.TTL, RenewEvery: reply.RenewEvery}, err
 }
@@ -113,14 +113,14 @@ func (a *Agent) startAllowed(v *fsm.View) bool {
 func (a *Agent) sendTaskEvent(ctx context.Context, ev taskEvent) error {
 	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
 	defer cancel()
-	_, err := callLeader(ctx, a.core, "/v1/internal/task", ev, noReplyFrom(a.leaderTaskEvent))
+	_, err := callLeader(ctx, a.core, "/v1/internal/task", ev, noReplyFrom(a.lead.leaderTaskEvent))
 	return err
 }
 
 // announceLeave tells the leader this node is going away.
 func (a *Agent) announceLeave(ctx context.Context) error {
 	_, err := callLeader(ctx, a.core, "/v1/internal/leave", api.Heartbeat{Node: cluster.Node{Name: a.cfg.Name}},
-		noReplyFrom(func(ctx context.Context, hb api.Heartbeat) error { return a.leaderNodeLeft(ctx, hb.Node.Name) }))
+		noReplyFrom(func(ctx context.Context, hb api.Heartbeat) error { return a.lead.leaderNodeLeft(ctx, hb.Node.Name) }))
 	return err
 }
 
@@ -152,13 +152,13 @@ func (a *Agent) drainBeforeStop(ctx context.Context, wait time.Duration) {
 // announceDrain asks the leader to drain this node before it stops.
 func (a *Agent) announceDrain(ctx context.Context) error {
 	_, err := callLeader(ctx, a.core, "/v1/internal/drain", api.Heartbeat{Node: cluster.Node{Name: a.cfg.Name}},
-		noReplyFrom(func(ctx context.Context, hb api.Heartbeat) error { return a.drainSelf(ctx, hb.Node.Name) }))
+		noReplyFrom(func(ctx context.Context, hb api.Heartbeat) error { return a.lead.drainSelf(ctx, hb.Node.Name) }))
 	return err
 }
 
 // drainSelf is the leader's side of announceDrain.
-func (a *Agent) drainSelf(ctx context.Context, node string) error {
-	res, err := a.apply(ctx, fsm.CmdSetDrain, fsm.SetDrain{Node: node, Drain: true, Reason: drainOnStopReason, Time: time.Now()})
+func (l *leaderSide) drainSelf(ctx context.Context, node string) error {
+	res, err := l.apply(ctx, fsm.CmdSetDrain, fsm.SetDrain{Node: node, Drain: true, Reason: drainOnStopReason, Time: time.Now()})
 	if err != nil {
 		return err
 	}
