@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/netutil"
@@ -25,8 +24,6 @@ import (
 	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/internal/clock"
-	"github.com/shoal-sched/shoal/metrics"
-	"github.com/shoal-sched/shoal/worker"
 )
 
 // Agent is one running Shoal node: the components below, built by New
@@ -45,7 +42,8 @@ type Agent struct {
 	// for the given time first (<0: the agent's own --drain-on-stop).
 	leaveReq chan time.Duration
 
-	exec *exec.Executor
+	// work is what this node does as a worker: runs its tasks (worker.go).
+	work *workerSide
 
 	httpLn net.Listener
 	unixLn net.Listener
@@ -54,30 +52,9 @@ type Agent struct {
 	// lead is what this node does while it leads (leader.go).
 	lead *leaderSide
 
-	// lease is this node's lease (lessee.Lease): when the last heartbeat
-	// the leader acknowledged was sent, the TTL the leader granted with it
-	// (the fence deadline is their sum), and the leader's applied index
-	// in that acknowledgement, from which ranks start only on a replica at
-	// least that far (startAllowed). Nil until the first: a starting
-	// agent holds no lease. One pointer, so a reader sees the three of one
-	// renewal.
-	lease atomic.Pointer[worker.Lease]
-
 	// http is the HTTP API's front (authentication, leader forwarding,
 	// the read floor); this agent is its backend (apiBackend).
 	http *httpapi.Server
-	// fencing counts the times this node fenced its ranks; read into the
-	// metrics at scrape time.
-	fencing atomic.Uint64
-	// gpuSample is the last GPU sample (agentGPUs); nil before it.
-	gpuSample atomic.Pointer[metrics.GPUReading]
-	// gpuUsage is what each job's GPUs here did so far (gpuSampler).
-	gpuUsage worker.GPUUsage
-	// scripts are the runs whose --prolog or --epilog ran here (prolog.go).
-	scripts scriptRuns
-	// shimDir holds srun, scontrol and sbatch links to this binary, put
-	// first on the PATH of batch scripts and steps.
-	shimDir string
 	// crash is Crash's (crash.go).
 	crash crash
 }
@@ -212,7 +189,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	if err != nil {
 		return nil, err
 	}
-	a.exec, err = exec.New(ctx, exec.Config{
+	ex, err := exec.New(ctx, exec.Config{
 		OCIRuntime:    ociRuntime,
 		Cgroup:        a.cgroup.root,
 		HostCPUs:      a.cgroup.hostCPUs,
@@ -231,11 +208,13 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		return nil, fmt.Errorf("start executor: %w", err)
 	}
 
-	if a.shimDir, err = makeShimDir(cfg.DataDir); err != nil {
+	shimDir, err := makeShimDir(cfg.DataDir)
+	if err != nil {
 		return nil, err
 	}
 	a.peers = peerClients{clients: map[string]*api.Client{}, bundle: a.sec.bundle}
 	a.lead = &leaderSide{core: a.core}
+	a.work = &workerSide{core: a.core, lead: a.lead, exec: ex, socket: sock, shimDir: shimDir}
 	a.http = httpapi.NewServer(apiBackend{a}, a.log)
 	a.metrics = a.newMetrics()
 	a.server = &http.Server{
@@ -292,7 +271,7 @@ func (a *Agent) Run(parent context.Context) error {
 			}
 		}
 		if d > 0 && !a.cfg.KeepTasksOnStop {
-			a.drainBeforeStop(ctx, d)
+			a.work.drainBeforeStop(ctx, d)
 		}
 		cancel(cause)
 	})
@@ -314,10 +293,10 @@ func (a *Agent) Run(parent context.Context) error {
 	}
 	wg.Go(func() { a.bootstrapper().Run(ctx) })
 	wg.Go(func() { a.lead.leadLoop().Run(ctx) })
-	wg.Go(func() { a.heartbeater().Run(ctx) })
-	wg.Go(func() { a.driver().Run(ctx) })
-	wg.Go(func() { a.follower().Run(ctx) })
-	wg.Go(func() { a.reporter().Run(ctx) })
+	wg.Go(func() { a.work.heartbeater().Run(ctx) })
+	wg.Go(func() { a.work.driver().Run(ctx) })
+	wg.Go(func() { a.work.follower().Run(ctx) })
+	wg.Go(func() { a.work.reporter().Run(ctx) })
 	wg.Go(func() { gossip.LogEvents(ctx, a.gossip.Events(), a.log) })
 	if a.sec.bundle != nil { // TLS on
 		wg.Go(func() { a.renewer().Run(ctx) })
@@ -326,10 +305,10 @@ func (a *Agent) Run(parent context.Context) error {
 	if offer, ok := a.caOffer(); ok {
 		wg.Go(func() { a.caOfferer(offer).Run(ctx) })
 	}
-	wg.Go(func() { a.cleaner().Run(ctx) })
+	wg.Go(func() { a.work.cleaner().Run(ctx) })
 	wg.Go(func() { a.discoverer().Run(ctx, a.topology()) })
 	if a.cfg.GPUSampler != nil {
-		wg.Go(func() { a.gpuSampler().Run(ctx) })
+		wg.Go(func() { a.work.gpuSampler().Run(ctx) })
 	}
 	if failpointDiverge { // a fault injected in test builds only: see failpoint_diverge_off.go
 		wg.Go(func() { a.failpointDivergeLoop(ctx) })
@@ -377,11 +356,11 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 	}
 	keep := a.cfg.KeepTasksOnStop
 	if keep {
-		a.log.Info("stopping for a restart: tasks run on under their supervisors", "tasks", len(a.exec.Running()))
+		a.log.Info("stopping for a restart: tasks run on under their supervisors", "tasks", len(a.work.exec.Running()))
 	} else {
-		a.exec.StopAll(fsm.CauseFenced)
+		a.work.exec.StopAll(fsm.CauseFenced)
 		waitCtx, cancelWait := context.WithTimeout(context.Background(), a.cfg.KillGrace+2*time.Second)
-		for len(a.exec.Running()) > 0 && waitCtx.Err() == nil {
+		for len(a.work.exec.Running()) > 0 && waitCtx.Err() == nil {
 			time.Sleep(50 * time.Millisecond)
 		}
 		cancelWait()
@@ -390,14 +369,14 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 	// now (what is not acknowledged is reported again after a restart),
 	// then take no new work, rather than once our lease expires.
 	reportCtx, cancelReport := context.WithTimeout(context.Background(), 5*time.Second)
-	reports := a.reporter()
-	for reports.Round(reportCtx); len(a.exec.PendingExits()) > 0 && sleepCtx(reportCtx, 100*time.Millisecond); {
+	reports := a.work.reporter()
+	for reports.Round(reportCtx); len(a.work.exec.PendingExits()) > 0 && sleepCtx(reportCtx, 100*time.Millisecond); {
 		reports.Round(reportCtx)
 	}
 	if !keep {
-		err := a.announceLeave(reportCtx)
+		err := a.work.announceLeave(reportCtx)
 		for err != nil && sleepCtx(reportCtx, 100*time.Millisecond) {
-			err = a.announceLeave(reportCtx)
+			err = a.work.announceLeave(reportCtx)
 		}
 		if err != nil {
 			a.log.Warn("announce leave; the leader will find out when the lease expires", "err", err)
@@ -418,10 +397,10 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 	}
 	_ = a.gossip.Shutdown()
 	if keep {
-		a.exec.Detach()
+		a.work.exec.Detach()
 	} else {
 		closeCtx, cancelClose := context.WithTimeout(context.Background(), 2*time.Second)
-		if err := a.exec.Close(closeCtx); err == nil {
+		if err := a.work.exec.Close(closeCtx); err == nil {
 			removeCgroupTree(a.cgroup.root, a.log)
 		}
 		cancelClose()

@@ -63,9 +63,9 @@ func (a *Agent) shutdownCrashed(wg *sync.WaitGroup) {
 	a.log.Info("agent crashed: stopping without a goodbye")
 	wg.Wait()
 	<-a.crash.raftDown
-	a.exec.StopAll(fsm.CauseFenced)
+	a.work.exec.StopAll(fsm.CauseFenced)
 	closeCtx, cancelClose := context.WithTimeout(context.Background(), a.cfg.KillGrace+2*time.Second)
-	if err := a.exec.Close(closeCtx); err == nil {
+	if err := a.work.exec.Close(closeCtx); err == nil {
 		removeCgroupTree(a.cgroup.root, a.log)
 	}
 	cancelClose()

@@ -39,7 +39,7 @@ func (b apiBackend) JobGPU(ctx context.Context, id cluster.JobID, who cluster.Id
 
 // LocalGPU is this node's series of job id, one per run sampled here.
 func (b apiBackend) LocalGPU(id cluster.JobID) []api.JobGPU {
-	series := b.a.gpuUsage.SeriesOf(id)
+	series := b.a.work.gpuUsage.SeriesOf(id)
 	out := make([]api.JobGPU, 0, len(series))
 	for _, inc := range slices.Sorted(maps.Keys(series)) {
 		out = append(out, api.JobGPU{Node: b.a.cfg.Name, Incarnation: inc, Series: series[inc]})

@@ -121,7 +121,7 @@ func (b apiBackend) Logs(ctx context.Context, id cluster.JobID, filter api.LogFi
 	for _, name := range j.Alloc.Hosts() {
 		var chunks []api.LogChunk
 		if name == b.a.cfg.Name {
-			chunks, err = b.a.localLogs(id, filter)
+			chunks, err = b.a.work.localLogs(id, filter)
 		} else {
 			err = b.a.askNode(ctx, v, name, fmt.Sprintf("/v1/internal/logs/%d%s", id, filter.Query()), &chunks)
 		}
@@ -136,7 +136,7 @@ func (b apiBackend) Logs(ctx context.Context, id cluster.JobID, filter api.LogFi
 
 // LocalLogs are job id's output files on this node.
 func (b apiBackend) LocalLogs(id cluster.JobID, filter api.LogFilter) ([]api.LogChunk, error) {
-	return b.a.localLogs(id, filter)
+	return b.a.work.localLogs(id, filter)
 }
 
 // jobFor is job id, live or archived, from this replica, once who may

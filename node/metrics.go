@@ -29,10 +29,10 @@ func (a *Agent) readMetrics() metrics.Reading {
 		Members:           a.gossip.Members(),
 		ProbeFailures:     a.gossip.ProbeFailures(),
 		HealthScore:       a.gossip.HealthScore(),
-		TasksRunning:      len(a.exec.Running()),
+		TasksRunning:      len(a.work.exec.Running()),
 		Placements:        a.lead.placements.Load(),
 		Preemptions:       a.lead.preemptions.Load(),
-		Fencings:          a.fencing.Load(),
+		Fencings:          a.work.fencing.Load(),
 		LeaseRenewals:     a.lead.renewals.Load(),
 		RaftLeaderChanges: st.LeaderChanges,
 		Raft: metrics.RaftReading{
@@ -42,8 +42,8 @@ func (a *Agent) readMetrics() metrics.Reading {
 	if a.readable() == nil {
 		r.View = a.state.View()
 	}
-	r.GPU = a.gpuSample.Load()
-	if l := a.lease.Load(); l != nil {
+	r.GPU = a.work.gpuSample.Load()
+	if l := a.work.lease.Load(); l != nil {
 		r.LastRenew, r.LeaseTTL = l.Renewed, l.TTL
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), raftConfigTimeout)

@@ -32,7 +32,7 @@ func (b apiBackend) DialPty(ctx context.Context, id cluster.JobID, step int, who
 	// Not started here yet (the step was just recorded), or already
 	// gone: the client asks again while the job runs.
 	upstream, err := a.relayTo(ctx, v, node, who, forwarded, fmt.Sprintf("job %d's terminal", id),
-		func() (io.ReadWriteCloser, error) { return a.exec.DialPty(key) },
+		func() (io.ReadWriteCloser, error) { return a.work.exec.DialPty(key) },
 		func(ctx context.Context, c *api.Client) (io.ReadWriteCloser, error) {
 			return c.AttachPty(ctx, uint64(id), step)
 		})
@@ -59,7 +59,7 @@ func (b apiBackend) DialStdin(ctx context.Context, id cluster.JobID, step int, n
 	}
 	return a.relayTo(ctx, v, node, who, forwarded, fmt.Sprintf("job %d's tasks reading stdin", id),
 		func() (io.ReadWriteCloser, error) {
-			c, err := a.exec.DialStdin(key, resume)
+			c, err := a.work.exec.DialStdin(key, resume)
 			if errors.Is(err, exec.ErrNoResume) {
 				// A supervisor of an earlier agent: the client asks
 				// again without resuming.
@@ -96,7 +96,7 @@ func (b apiBackend) DialPMIx(ctx context.Context, id cluster.JobID, step int, wh
 		return nil, "", err
 	}
 	upstream, err := a.relayTo(ctx, v, node, who, forwarded, fmt.Sprintf("the PMIx fences of step %d.%d", id, step),
-		func() (io.ReadWriteCloser, error) { return a.exec.DialPMIx(key) },
+		func() (io.ReadWriteCloser, error) { return a.work.exec.DialPMIx(key) },
 		func(ctx context.Context, c *api.Client) (io.ReadWriteCloser, error) {
 			return c.AttachPMIx(ctx, uint64(id), step)
 		})

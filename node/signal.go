@@ -37,16 +37,16 @@ type signalLog struct {
 
 // deliverSignals sends the signal requests of view v that running tasks
 // have not had yet (worker.SignalsDue decides which).
-func (a *Agent) deliverSignals(v *fsm.View, sl *signalLog) {
-	due, next := worker.SignalsDue(v.Index, v.Job, a.exec.Running(), sl.seen)
+func (w *workerSide) deliverSignals(v *fsm.View, sl *signalLog) {
+	due, next := worker.SignalsDue(v.Index, v.Job, w.exec.Running(), sl.seen)
 	sl.seen = next
 	for _, d := range due {
 		sig := syscall.Signal(d.Number)
-		if err := a.exec.Signal(d.Key, sig, d.ShellOnly); err != nil {
-			a.log.Warn("deliver signal", "job", uint64(d.Key.Job), "step", d.Key.Step, "signal", sig.String(), "err", err)
+		if err := w.exec.Signal(d.Key, sig, d.ShellOnly); err != nil {
+			w.log.Warn("deliver signal", "job", uint64(d.Key.Job), "step", d.Key.Step, "signal", sig.String(), "err", err)
 			continue
 		}
-		a.log.Info("signal delivered", "job", uint64(d.Key.Job), "incarnation", d.Key.Incarnation, "step", d.Key.Step,
+		w.log.Info("signal delivered", "job", uint64(d.Key.Job), "incarnation", d.Key.Incarnation, "step", d.Key.Step,
 			"signal", sig.String(), "shell_only", d.ShellOnly, "seq", d.Seq)
 	}
 }
