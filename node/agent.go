@@ -215,7 +215,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	a.peers = peerClients{clients: map[string]*api.Client{}, bundle: a.sec.bundle}
 	a.lead = &leaderSide{core: a.core}
 	a.work = &workerSide{core: a.core, lead: a.lead, exec: ex, socket: sock, shimDir: shimDir}
-	a.http = httpapi.NewServer(apiBackend{a}, a.log)
+	a.http = httpapi.NewServer(apiBackend{core: a.core, lead: a.lead, work: a.work, leave: a.leaveReq}, a.log)
 	a.metrics = a.newMetrics()
 	a.server = &http.Server{
 		Handler:     a.http.Handler(a.routes()),
@@ -412,10 +412,10 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 
 // bootstrapper is the agent's bootstrap loop (consensus.Bootstrapper)
 // over its raft and gossip.
-func (a *Agent) bootstrapper() consensus.Bootstrapper {
+func (c *core) bootstrapper() consensus.Bootstrapper {
 	return consensus.Bootstrapper{
-		Raft: a.raft, Peers: agentBootstrapPeers{a}, Self: a.cfg.Name, Expect: a.bootstrapExpect(),
-		Clock: clock.Wall{}, Log: a.log, Interval: bootstrapPoll,
+		Raft: c.raft, Peers: agentBootstrapPeers{c}, Self: c.cfg.Name, Expect: c.bootstrapExpect(),
+		Clock: clock.Wall{}, Log: c.log, Interval: bootstrapPoll,
 	}
 }
 
@@ -424,11 +424,11 @@ const bootstrapPoll = 250 * time.Millisecond
 
 // agentBootstrapPeers is gossip as the bootstrap loop sees it
 // (consensus.BootstrapPeers).
-type agentBootstrapPeers struct{ a *Agent }
+type agentBootstrapPeers struct{ c *core }
 
 func (p agentBootstrapPeers) BootstrapMembers() []consensus.BootstrapMember {
 	var ms []consensus.BootstrapMember
-	for _, m := range p.a.gossip.Members() {
+	for _, m := range p.c.gossip.Members() {
 		ms = append(ms, consensus.BootstrapMember{
 			ID: m.Name, RaftAddr: m.Meta.RaftAddr, Expect: m.Meta.BootstrapExpect,
 			HasRaftState: m.Meta.HasRaftState, Alive: m.Status == gossip.StatusAlive,
@@ -438,7 +438,7 @@ func (p agentBootstrapPeers) BootstrapMembers() []consensus.BootstrapMember {
 }
 
 func (p agentBootstrapPeers) AnnounceRaftState(ctx context.Context) error {
-	return p.a.gossip.UpdateMeta(ctx, p.a.meta(true))
+	return p.c.gossip.UpdateMeta(ctx, p.c.meta(true))
 }
 
 // sleepCtx sleeps for d and reports whether ctx is still live.

@@ -21,19 +21,18 @@ import (
 // node, else, unless a peer asked (forwarded), through that node's
 // agent.
 func (b apiBackend) Bcast(ctx context.Context, id cluster.JobID, f api.BcastFile, r io.Reader, who cluster.Identity, forwarded bool) error {
-	a := b.a
-	v, j, err := a.relayJob(id, "copy a file to the nodes of", who, forwarded)
+	v, j, err := b.relayJob(id, "copy a file to the nodes of", who, forwarded)
 	if err != nil {
 		return err
 	}
-	here, err := worker.BcastHere(j, f.Node, a.cfg.Name, forwarded)
+	here, err := worker.BcastHere(j, f.Node, b.cfg.Name, forwarded)
 	switch {
 	case err != nil:
 		return err
 	case here:
 		return writeBcast(j, f, r)
 	}
-	return a.relayPeer(v, f.Node, who, func(c *api.Client) error { return c.Bcast(ctx, uint64(id), f, r) })
+	return b.relayPeer(v, f.Node, who, func(c *api.Client) error { return c.Bcast(ctx, uint64(id), f, r) })
 }
 
 // writeBcast writes r to f.Path here as job j's user (who must be able

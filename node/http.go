@@ -38,7 +38,7 @@ func (b apiBackend) submitSpec(req api.SubmitRequest, who cluster.Identity) (clu
 		return cluster.Spec{}, nil, err
 	}
 	if req.GPUsTotal > 0 {
-		if err := b.a.lead.spreadGPUs(&req); err != nil {
+		if err := b.lead.spreadGPUs(&req); err != nil {
 			return cluster.Spec{}, nil, err
 		}
 	}
@@ -46,7 +46,7 @@ func (b apiBackend) submitSpec(req api.SubmitRequest, who cluster.Identity) (clu
 	if err != nil {
 		return cluster.Spec{}, nil, err
 	}
-	warnings, err := leader.QueueFields(b.a.state.View(), spec, leader.Caller{Identity: who})
+	warnings, err := leader.QueueFields(b.state.View(), spec, leader.Caller{Identity: who})
 	if err != nil {
 		return cluster.Spec{}, nil, err
 	}
@@ -60,9 +60,9 @@ func (b apiBackend) Submit(ctx context.Context, req api.SubmitRequest, who clust
 		return api.SubmitResponse{}, err
 	}
 	if plantedEarlyAck { // a planted bug, test builds only: see planted_earlyack_off.go
-		return b.a.lead.plantedAckEarly(httpapi.ScopedRequestID(who, req.RequestID), spec), nil
+		return b.lead.plantedAckEarly(httpapi.ScopedRequestID(who, req.RequestID), spec), nil
 	}
-	res, err := b.a.lead.leaderSubmit(ctx, httpapi.ScopedRequestID(who, req.RequestID), spec)
+	res, err := b.lead.leaderSubmit(ctx, httpapi.ScopedRequestID(who, req.RequestID), spec)
 	if err != nil {
 		return api.SubmitResponse{}, err
 	}
@@ -75,7 +75,7 @@ func (b apiBackend) TestOnly(req api.SubmitRequest, who cluster.Identity) (api.T
 	if err != nil {
 		return api.TestOnlyResponse{}, err
 	}
-	return b.a.lead.leaderTestOnly(spec)
+	return b.lead.leaderTestOnly(spec)
 }
 
 // Leave is `shoal leave`: this agent stops as SIGTERM stops it (with
@@ -93,16 +93,16 @@ func (b apiBackend) Leave(req api.LeaveRequest, who cluster.Identity) (api.Leave
 		wait = time.Duration(*req.DrainWaitS) * time.Second
 	}
 	select {
-	case b.a.leaveReq <- wait:
+	case b.leave <- wait:
 	default: // already leaving
 	}
-	return api.LeaveResponse{Node: b.a.cfg.Name}, nil
+	return api.LeaveResponse{Node: b.cfg.Name}, nil
 }
 
 // Job is one job, if who may see it: by its id, or an array element as
 // N_TASK (leader.ShowJob).
 func (b apiBackend) Job(ref cluster.JobRef, who cluster.Identity) (httpapi.JobRecord, error) {
-	v := b.a.state.View()
+	v := b.state.View()
 	j, shortage, err := leader.ShowJob(v, ref, viewerOf(v.Policy(), who))
 	if err != nil {
 		return httpapi.JobRecord{}, err
@@ -113,17 +113,17 @@ func (b apiBackend) Job(ref cluster.JobRef, who cluster.Identity) (httpapi.JobRe
 // Logs are job id's output from every node that holds some, if who may
 // read it.
 func (b apiBackend) Logs(ctx context.Context, id cluster.JobID, filter api.LogFilter, who cluster.Identity) ([]api.LogChunk, uint64, error) {
-	v, j, err := b.a.jobFor(id, "read the output of", who)
+	v, j, err := b.jobFor(id, "read the output of", who)
 	if err != nil {
 		return nil, 0, err
 	}
 	out := []api.LogChunk{}
 	for _, name := range j.Alloc.Hosts() {
 		var chunks []api.LogChunk
-		if name == b.a.cfg.Name {
-			chunks, err = b.a.work.localLogs(id, filter)
+		if name == b.cfg.Name {
+			chunks, err = b.work.localLogs(id, filter)
 		} else {
-			err = b.a.askNode(ctx, v, name, fmt.Sprintf("/v1/internal/logs/%d%s", id, filter.Query()), &chunks)
+			err = b.askNode(ctx, v, name, fmt.Sprintf("/v1/internal/logs/%d%s", id, filter.Query()), &chunks)
 		}
 		if err != nil {
 			out = append(out, api.LogChunk{Node: name, Error: err.Error()})
@@ -136,13 +136,13 @@ func (b apiBackend) Logs(ctx context.Context, id cluster.JobID, filter api.LogFi
 
 // LocalLogs are job id's output files on this node.
 func (b apiBackend) LocalLogs(id cluster.JobID, filter api.LogFilter) ([]api.LogChunk, error) {
-	return b.a.work.localLogs(id, filter)
+	return b.work.localLogs(id, filter)
 }
 
 // jobFor is job id, live or archived, from this replica, once who may
 // verb it (leader.JobToTouch).
-func (a *Agent) jobFor(id cluster.JobID, verb string, who cluster.Identity) (*fsm.View, *cluster.Job, error) {
-	v := a.state.View()
+func (b apiBackend) jobFor(id cluster.JobID, verb string, who cluster.Identity) (*fsm.View, *cluster.Job, error) {
+	v := b.state.View()
 	j, err := leader.JobToTouch(v, id, verb, callerOf(v.Policy(), who))
 	if err != nil {
 		return nil, nil, err
@@ -152,12 +152,12 @@ func (a *Agent) jobFor(id cluster.JobID, verb string, who cluster.Identity) (*fs
 
 // askNode GETs path (an /v1/internal/ read) from another node's agent
 // into out.
-func (a *Agent) askNode(ctx context.Context, v *fsm.View, node, path string, out any) error {
+func (b apiBackend) askNode(ctx context.Context, v *fsm.View, node, path string, out any) error {
 	n, ok := v.Node(node)
 	if !ok || n.APIAddr == "" {
 		return fmt.Errorf("node %s: address unknown", node)
 	}
-	c, err := a.peers.get(node, n.APIAddr)
+	c, err := b.peers.get(node, n.APIAddr)
 	if err != nil {
 		return err
 	}
@@ -170,15 +170,15 @@ func (a *Agent) askNode(ctx context.Context, v *fsm.View, node, path string, out
 }
 
 // raftRoles maps server IDs to leader, voter or nonvoter.
-func (a *Agent) raftRoles(ctx context.Context) map[string]string {
+func (b apiBackend) raftRoles(ctx context.Context) map[string]string {
 	roles := map[string]string{}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	servers, err := a.raft.Servers(ctx)
+	servers, err := b.raft.Servers(ctx)
 	if err != nil {
 		return roles
 	}
-	leader, _ := a.raft.Leader()
+	leader, _ := b.raft.Leader()
 	for _, s := range servers {
 		roles[s.ID] = string(s.Suffrage)
 		if s.ID == leader {

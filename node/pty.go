@@ -17,8 +17,7 @@ import (
 // else, unless a peer asked (forwarded), through the agent of its node.
 // It names the node.
 func (b apiBackend) DialPty(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
-	a := b.a
-	v, j, err := a.relayJob(id, "attach to the terminal of", who, forwarded)
+	v, j, err := b.relayJob(id, "attach to the terminal of", who, forwarded)
 	if err != nil {
 		return nil, "", err
 	}
@@ -31,8 +30,8 @@ func (b apiBackend) DialPty(ctx context.Context, id cluster.JobID, step int, who
 	}
 	// Not started here yet (the step was just recorded), or already
 	// gone: the client asks again while the job runs.
-	upstream, err := a.relayTo(ctx, v, node, who, forwarded, fmt.Sprintf("job %d's terminal", id),
-		func() (io.ReadWriteCloser, error) { return a.work.exec.DialPty(key) },
+	upstream, err := b.relayTo(ctx, v, node, who, forwarded, fmt.Sprintf("job %d's terminal", id),
+		func() (io.ReadWriteCloser, error) { return b.work.exec.DialPty(key) },
 		func(ctx context.Context, c *api.Client) (io.ReadWriteCloser, error) {
 			return c.AttachPty(ctx, uint64(id), step)
 		})
@@ -45,8 +44,7 @@ func (b apiBackend) DialPty(ctx context.Context, id cluster.JobID, step int, who
 // when node is this one, else, unless a peer asked (forwarded), through
 // node's agent.
 func (b apiBackend) DialStdin(ctx context.Context, id cluster.JobID, step int, node string, resume bool, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, error) {
-	a := b.a
-	v, j, err := a.relayJob(id, "send input to", who, forwarded)
+	v, j, err := b.relayJob(id, "send input to", who, forwarded)
 	if err != nil {
 		return nil, err
 	}
@@ -57,9 +55,9 @@ func (b apiBackend) DialStdin(ctx context.Context, id cluster.JobID, step int, n
 		}
 		return nil, err
 	}
-	return a.relayTo(ctx, v, node, who, forwarded, fmt.Sprintf("job %d's tasks reading stdin", id),
+	return b.relayTo(ctx, v, node, who, forwarded, fmt.Sprintf("job %d's tasks reading stdin", id),
 		func() (io.ReadWriteCloser, error) {
-			c, err := a.work.exec.DialStdin(key, resume)
+			c, err := b.work.exec.DialStdin(key, resume)
 			if errors.Is(err, exec.ErrNoResume) {
 				// A supervisor of an earlier agent: the client asks
 				// again without resuming.
@@ -80,8 +78,7 @@ func (b apiBackend) DialStdin(ctx context.Context, id cluster.JobID, step int, n
 // supervisors ask as the agent's user): to the supervisor there when it
 // is this node, else, unless a peer asked (forwarded), through its agent.
 func (b apiBackend) DialPMIx(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
-	a := b.a
-	v, j, err := a.relayJob(id, "join the PMIx fences of", who, forwarded)
+	v, j, err := b.relayJob(id, "join the PMIx fences of", who, forwarded)
 	if err != nil {
 		return nil, "", err
 	}
@@ -95,8 +92,8 @@ func (b apiBackend) DialPMIx(ctx context.Context, id cluster.JobID, step int, wh
 		}
 		return nil, "", err
 	}
-	upstream, err := a.relayTo(ctx, v, node, who, forwarded, fmt.Sprintf("the PMIx fences of step %d.%d", id, step),
-		func() (io.ReadWriteCloser, error) { return a.work.exec.DialPMIx(key) },
+	upstream, err := b.relayTo(ctx, v, node, who, forwarded, fmt.Sprintf("the PMIx fences of step %d.%d", id, step),
+		func() (io.ReadWriteCloser, error) { return b.work.exec.DialPMIx(key) },
 		func(ctx context.Context, c *api.Client) (io.ReadWriteCloser, error) {
 			return c.AttachPMIx(ctx, uint64(id), step)
 		})

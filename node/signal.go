@@ -17,12 +17,12 @@ import (
 // request in the job (leader.PlanSignal), and every node running a task
 // of it delivers it.
 func (b apiBackend) Signal(ctx context.Context, id cluster.JobID, req api.SignalRequest, who cluster.Identity) error {
-	v := b.a.state.View()
+	v := b.state.View()
 	plan, err := leader.PlanSignal(v, id, req.Signal, req.BatchOnly, callerOf(v.Policy(), who))
-	if _, err = b.a.lead.proposeOr(ctx, plan, err); err != nil {
+	if _, err = b.lead.proposeOr(ctx, plan, err); err != nil {
 		return err
 	}
-	b.a.log.Info("signal requested", "job", uint64(id), "signal", syscall.Signal(req.Signal).String(), "batch_only", req.BatchOnly, "by", who.User)
+	b.log.Info("signal requested", "job", uint64(id), "signal", syscall.Signal(req.Signal).String(), "batch_only", req.BatchOnly, "by", who.User)
 	return nil
 }
 
