@@ -26,35 +26,38 @@ import (
 	"github.com/shoal-sched/shoal/internal/clock"
 )
 
-// Agent is one running Shoal node: the components below, built by New
-// from the configuration and the data dir, started by Run in order and
-// stopped by shutdown.
+// Agent is one running Shoal node: its configuration and data dir, the
+// components New builds from them, each from explicit dependencies, and
+// the order Run starts them in and shutdown stops them:
+//
+//	core        the node's hold on the cluster: its record, security,
+//	            replica, raft, gossip, the view it follows as a worker,
+//	            peer clients; every node's bootstrap, security and
+//	            topology loops (core.go)
+//	leaderSide  what the node does while it leads (leader.go)
+//	workerSide  what it does with its own tasks (worker.go)
+//	apiBackend  what the HTTP API calls (apibackend.go)
+//	http        the HTTP API's front over apiBackend (package httpapi)
 type Agent struct {
-	// core is what every component shares (core.go): the configuration,
-	// the node's record, security, the replica, raft, gossip and the
-	// ways to read and write the cluster's state.
+	// core is shared by every component; the agent's own start and
+	// shutdown use its raft, gossip and log.
 	*core
+	lead *leaderSide
+	work *workerSide
+	http *httpapi.Server
+
 	dir *datadir.Dir
 	// cgroup is the tasks' confinement (--cgroups); its root nil: none.
 	cgroup cgroupSetup
+	// httpLn (TCP, TLS unless --insecure) and unixLn (the socket) are
+	// what server serves http on.
+	httpLn, unixLn net.Listener
+	server         *http.Server
 
-	// leaveReq carries `shoal leave`: stop as SIGTERM would, draining
-	// for the given time first (<0: the agent's own --drain-on-stop).
+	// leaveReq carries `shoal leave` (apiBackend.Leave): stop as SIGTERM
+	// would, draining for the given time first (<0: the agent's own
+	// --drain-on-stop).
 	leaveReq chan time.Duration
-
-	// work is what this node does as a worker: runs its tasks (worker.go).
-	work *workerSide
-
-	httpLn net.Listener
-	unixLn net.Listener
-	server *http.Server
-
-	// lead is what this node does while it leads (leader.go).
-	lead *leaderSide
-
-	// http is the HTTP API's front (authentication, leader forwarding,
-	// the read floor); this agent is its backend (apiBackend).
-	http *httpapi.Server
 	// crash is Crash's (crash.go).
 	crash crash
 }

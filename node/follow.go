@@ -37,7 +37,7 @@ const (
 	// memberPoll is how often a raft server checks it still is one.
 	memberPoll = time.Second
 	// memberTimeout bounds reading the raft configuration; memberCache is
-	// how long Agent.member reuses its answer (every read and follow query
+	// how long core.member reuses its answer (every read and follow query
 	// asks it).
 	memberTimeout = 2 * time.Second
 	memberCache   = 250 * time.Millisecond
@@ -48,7 +48,7 @@ const (
 	removedGrace = 5 * time.Second
 )
 
-// membershipCache is Agent.member's answer at memberAt.
+// membershipCache is core.member's answer at memberAt.
 type membershipCache struct {
 	mu               sync.Mutex
 	member, inConfig bool
