@@ -41,7 +41,7 @@ import (
 type Agent struct {
 	// core is shared by every component; the agent's own start and
 	// shutdown use its raft, gossip and log.
-	*core
+	core *core
 	lead *leaderSide
 	work *workerSide
 	http *httpapi.Server
@@ -70,8 +70,9 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("node", cfg.Name)
-	a = &Agent{core: &core{cfg: cfg, log: log}, leaveReq: make(chan time.Duration, 1), crash: crash{done: make(chan struct{})}}
-	a.topo.set(cfg.Topology)
+	c := &core{cfg: cfg, log: log}
+	a = &Agent{core: c, leaveReq: make(chan time.Duration, 1), crash: crash{done: make(chan struct{})}}
+	c.topo.set(cfg.Topology)
 	var closers []func()
 	defer func() {
 		if err != nil {
@@ -86,7 +87,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	}
 	closers = append(closers, a.dir.Close)
 
-	a.self = cluster.Node{
+	c.self = cluster.Node{
 		Name:       cfg.Name,
 		APIAddr:    cfg.apiAdvert(),
 		RaftAddr:   cfg.raftAdvert(),
@@ -99,10 +100,10 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		Version:    cfg.Version,
 	}
 	// The CPU layout, so the leader places CPUs by socket.
-	a.self.Sockets, a.self.CoresPerSocket, a.self.ThreadsPerCore = cfg.Sockets, cfg.CoresPerSocket, cfg.ThreadsPerCore
+	c.self.Sockets, c.self.CoresPerSocket, c.self.ThreadsPerCore = cfg.Sockets, cfg.CoresPerSocket, cfg.ThreadsPerCore
 
 	_, statErr := os.Stat(filepath.Join(cfg.DataDir, "raft"))
-	if a.sec, err = setupSecurity(ctx, &a.cfg, statErr == nil, log); err != nil {
+	if c.sec, err = setupSecurity(ctx, &c.cfg, statErr == nil, log); err != nil {
 		return nil, err
 	}
 
@@ -111,7 +112,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	}
 	closers = append(closers, func() { a.httpLn.Close() })
 	a.httpLn = netutil.LimitListener(a.httpLn, maxHTTPConns)
-	if b := a.sec.bundle; b != nil {
+	if b := c.sec.bundle; b != nil {
 		// The API on TCP is TLS only: nodes present their certificate,
 		// users a token over a server they verify against the CA.
 		a.httpLn = tls.NewListener(a.httpLn, b.ServerConfig(false))
@@ -136,52 +137,52 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	}
 	closers = append(closers, func() { a.unixLn.Close() })
 
-	a.state = fsm.New()
-	if b := a.sec.bundle; b != nil {
-		b.SetRevoked(a.revokedCheck)
+	c.state = fsm.New()
+	if b := c.sec.bundle; b != nil {
+		b.SetRevoked(c.revokedCheck)
 	}
 	rc := consensus.Config{
 		ID:            cfg.Name,
 		DataDir:       cfg.DataDir,
 		BindAddr:      cfg.raftBind(),
 		AdvertiseAddr: cfg.raftAdvert(),
-		FSM:           a.state,
+		FSM:           c.state,
 		Logger:        log.With("component", "raft"),
 		Timing:        cfg.RaftTiming,
 	}
-	if b := a.sec.bundle; b != nil {
+	if b := c.sec.bundle; b != nil {
 		// Raft is mutual TLS: only nodes certified by the cluster CA can
 		// send or receive entries, votes or snapshots.
 		if rc.StreamLayer, err = consensus.NewTLSStream(cfg.raftBind(), cfg.raftAdvert(), b.ServerConfig(true), b.ClientConfig("")); err != nil {
 			return nil, fmt.Errorf("--raft-port %d: %w", cfg.RaftPort, err)
 		}
 	}
-	a.raft, err = consensus.Open(ctx, rc)
+	c.raft, err = consensus.Open(ctx, rc)
 	if err != nil {
 		if rc.StreamLayer != nil {
 			rc.StreamLayer.Close()
 		}
 		return nil, fmt.Errorf("open raft: %w", err)
 	}
-	closers = append(closers, func() { _ = a.raft.Shutdown() })
+	closers = append(closers, func() { _ = c.raft.Shutdown() })
 
-	a.gossip, err = gossip.New(gossip.Config{
+	c.gossip, err = gossip.New(gossip.Config{
 		Name:          cfg.Name,
 		BindAddr:      cfg.BindAddr,
 		BindPort:      cfg.GossipPort,
 		AdvertiseAddr: cfg.AdvertiseAddr,
 		AdvertisePort: cfg.GossipPort,
-		Meta:          a.meta(a.raft.HasState()),
-		Keys:          a.sec.gossipKeys,
+		Meta:          c.meta(c.raft.HasState()),
+		Keys:          c.sec.gossipKeys,
 		Logger:        log.With("component", "gossip"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start gossip on port %d: %w", cfg.GossipPort, err)
 	}
-	closers = append(closers, func() { _ = a.gossip.Shutdown() })
+	closers = append(closers, func() { _ = c.gossip.Shutdown() })
 
-	// From here on a.cfg.TaskHelper is set only if tasks get namespaces.
-	if a.cfg.TaskHelper, err = cfg.taskNamespace(log); err != nil {
+	// From here on c.cfg.TaskHelper is set only if tasks get namespaces.
+	if c.cfg.TaskHelper, err = cfg.taskNamespace(log); err != nil {
 		return nil, err
 	}
 	protectFromOOM(log)
@@ -197,7 +198,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		Cgroup:        a.cgroup.root,
 		HostCPUs:      a.cgroup.hostCPUs,
 		TaskPidsMax:   cfg.TaskPidsMax,
-		TaskNamespace: a.cfg.TaskHelper,
+		TaskNamespace: c.cfg.TaskHelper,
 		TaskExec:      cfg.TaskExec,
 		AgentSocket:   absPath(sock),
 		DataDir:       filepath.Join(cfg.DataDir, "exec"),
@@ -215,11 +216,11 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	if err != nil {
 		return nil, err
 	}
-	a.peers = peerClients{clients: map[string]*api.Client{}, bundle: a.sec.bundle}
+	c.peers = peerClients{clients: map[string]*api.Client{}, bundle: c.sec.bundle}
 	a.lead = &leaderSide{core: a.core}
 	a.work = &workerSide{core: a.core, lead: a.lead, exec: ex, socket: sock, shimDir: shimDir}
-	a.http = httpapi.NewServer(apiBackend{core: a.core, lead: a.lead, work: a.work, leave: a.leaveReq}, a.log)
-	a.metrics = a.newMetrics()
+	a.http = httpapi.NewServer(apiBackend{core: a.core, lead: a.lead, work: a.work, leave: a.leaveReq}, c.log)
+	c.metrics = a.newMetrics()
 	a.server = &http.Server{
 		Handler:     a.http.Handler(a.routes()),
 		ConnContext: httpapi.PeerCredConnContext,
@@ -239,12 +240,12 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 }
 
 // Name is the node's name.
-func (a *Agent) Name() string { return a.cfg.Name }
+func (a *Agent) Name() string { return a.core.cfg.Name }
 
 // SocketPath is the agent's Unix socket.
 func (a *Agent) SocketPath() string {
-	if a.cfg.SocketPath != "" {
-		return a.cfg.SocketPath
+	if a.core.cfg.SocketPath != "" {
+		return a.core.cfg.SocketPath
 	}
 	return a.dir.SocketPath()
 }
@@ -252,13 +253,14 @@ func (a *Agent) SocketPath() string {
 // Run runs the agent until ctx ends or a fatal error (such as a name
 // conflict found while joining), then shuts everything down.
 func (a *Agent) Run(parent context.Context) error {
+	c := a.core
 	// The agent's loops run until the stop is carried out, which with
 	// DrainOnStop is a while after parent ends.
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	defer cancel(nil)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		d, cause := a.cfg.DrainOnStop, error(nil)
+		d, cause := c.cfg.DrainOnStop, error(nil)
 		select {
 		case <-ctx.Done():
 			return
@@ -268,12 +270,12 @@ func (a *Agent) Run(parent context.Context) error {
 			cancel(errCrashed)
 			return
 		case wait := <-a.leaveReq:
-			a.log.Info("leaving on request (shoal leave)")
+			c.log.Info("leaving on request (shoal leave)")
 			if wait >= 0 {
 				d = wait
 			}
 		}
-		if d > 0 && !a.cfg.KeepTasksOnStop {
+		if d > 0 && !c.cfg.KeepTasksOnStop {
 			a.work.drainBeforeStop(ctx, d)
 		}
 		cancel(cause)
@@ -287,38 +289,38 @@ func (a *Agent) Run(parent context.Context) error {
 			}
 		})
 	}
-	if len(a.cfg.Join) > 0 {
+	if len(c.cfg.Join) > 0 {
 		wg.Go(func() {
-			if err := a.gossip.Join(ctx, a.cfg.Join); err != nil && ctx.Err() == nil {
-				cancel(fmt.Errorf("join %v: %w", a.cfg.Join, err))
+			if err := c.gossip.Join(ctx, c.cfg.Join); err != nil && ctx.Err() == nil {
+				cancel(fmt.Errorf("join %v: %w", c.cfg.Join, err))
 			}
 		})
 	}
-	wg.Go(func() { a.bootstrapper().Run(ctx) })
+	wg.Go(func() { c.bootstrapper().Run(ctx) })
 	wg.Go(func() { a.lead.leadLoop().Run(ctx) })
 	wg.Go(func() { a.work.heartbeater().Run(ctx) })
 	wg.Go(func() { a.work.driver().Run(ctx) })
 	wg.Go(func() { a.work.follower().Run(ctx) })
 	wg.Go(func() { a.work.reporter().Run(ctx) })
-	wg.Go(func() { gossip.LogEvents(ctx, a.gossip.Events(), a.log) })
-	if a.sec.bundle != nil { // TLS on
-		wg.Go(func() { a.renewer().Run(ctx) })
-		wg.Go(func() { a.keyringFollower().Run(ctx) })
+	wg.Go(func() { gossip.LogEvents(ctx, c.gossip.Events(), c.log) })
+	if c.sec.bundle != nil { // TLS on
+		wg.Go(func() { c.renewer().Run(ctx) })
+		wg.Go(func() { c.keyringFollower().Run(ctx) })
 	}
-	if offer, ok := a.caOffer(); ok {
-		wg.Go(func() { a.caOfferer(offer).Run(ctx) })
+	if offer, ok := c.caOffer(); ok {
+		wg.Go(func() { c.caOfferer(offer).Run(ctx) })
 	}
 	wg.Go(func() { a.work.cleaner().Run(ctx) })
-	wg.Go(func() { a.discoverer().Run(ctx, a.topology()) })
-	if a.cfg.GPUSampler != nil {
+	wg.Go(func() { c.discoverer().Run(ctx, c.topology()) })
+	if c.cfg.GPUSampler != nil {
 		wg.Go(func() { a.work.gpuSampler().Run(ctx) })
 	}
 	if failpointDiverge { // a fault injected in test builds only: see failpoint_diverge_off.go
 		wg.Go(func() { a.failpointDivergeLoop(ctx) })
 	}
 
-	a.log.Info("agent started", "api", a.cfg.apiAdvert(), "raft", a.cfg.raftAdvert(),
-		"gossip", a.cfg.gossipAdvert(), "socket", a.SocketPath(), "gpus", len(a.cfg.GPUs))
+	c.log.Info("agent started", "api", c.cfg.apiAdvert(), "raft", c.cfg.raftAdvert(),
+		"gossip", c.cfg.gossipAdvert(), "socket", a.SocketPath(), "gpus", len(c.cfg.GPUs))
 	<-ctx.Done()
 	cause := context.Cause(ctx)
 	if errors.Is(cause, context.Canceled) {
@@ -340,29 +342,30 @@ func (a *Agent) Run(parent context.Context) error {
 // if none renews the lease within the TTL the leader granted its last
 // renewal, the supervisors fence them.
 func (a *Agent) shutdown(wg *sync.WaitGroup) {
+	c := a.core
 	if a.crashed() {
 		a.shutdownCrashed(wg)
 		return
 	}
-	a.log.Info("agent stopping")
+	c.log.Info("agent stopping")
 	// Hand leadership over first, so the cluster keeps a leader while we
 	// stop (no election timeout to wait out) and our exit reports below
 	// reach it.
-	if a.raft.IsLeader() {
+	if c.raft.IsLeader() {
 		tctx, cancelTransfer := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := a.raft.TransferLeadership(tctx); err != nil {
-			a.log.Warn("hand leadership over", "err", err)
+		if err := c.raft.TransferLeadership(tctx); err != nil {
+			c.log.Warn("hand leadership over", "err", err)
 		} else {
-			a.log.Info("handed leadership over")
+			c.log.Info("handed leadership over")
 		}
 		cancelTransfer()
 	}
-	keep := a.cfg.KeepTasksOnStop
+	keep := c.cfg.KeepTasksOnStop
 	if keep {
-		a.log.Info("stopping for a restart: tasks run on under their supervisors", "tasks", len(a.work.exec.Running()))
+		c.log.Info("stopping for a restart: tasks run on under their supervisors", "tasks", len(a.work.exec.Running()))
 	} else {
 		a.work.exec.StopAll(fsm.CauseFenced)
-		waitCtx, cancelWait := context.WithTimeout(context.Background(), a.cfg.KillGrace+2*time.Second)
+		waitCtx, cancelWait := context.WithTimeout(context.Background(), c.cfg.KillGrace+2*time.Second)
 		for len(a.work.exec.Running()) > 0 && waitCtx.Err() == nil {
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -382,11 +385,11 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 			err = a.work.announceLeave(reportCtx)
 		}
 		if err != nil {
-			a.log.Warn("announce leave; the leader will find out when the lease expires", "err", err)
+			c.log.Warn("announce leave; the leader will find out when the lease expires", "err", err)
 		}
 		leaveCtx, cancelLeave := context.WithTimeout(context.Background(), 2*time.Second)
-		if err := a.gossip.Leave(leaveCtx); err != nil {
-			a.log.Warn("gossip leave", "err", err)
+		if err := c.gossip.Leave(leaveCtx); err != nil {
+			c.log.Warn("gossip leave", "err", err)
 		}
 		cancelLeave()
 	}
@@ -395,22 +398,22 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 	_ = a.server.Shutdown(shutCtx)
 	cancelShut()
 	wg.Wait()
-	if err := a.raft.Shutdown(); err != nil {
-		a.log.Warn("raft shutdown", "err", err)
+	if err := c.raft.Shutdown(); err != nil {
+		c.log.Warn("raft shutdown", "err", err)
 	}
-	_ = a.gossip.Shutdown()
+	_ = c.gossip.Shutdown()
 	if keep {
 		a.work.exec.Detach()
 	} else {
 		closeCtx, cancelClose := context.WithTimeout(context.Background(), 2*time.Second)
 		if err := a.work.exec.Close(closeCtx); err == nil {
-			removeCgroupTree(a.cgroup.root, a.log)
+			removeCgroupTree(a.cgroup.root, c.log)
 		}
 		cancelClose()
 	}
 	_ = os.Remove(a.SocketPath())
 	a.dir.Close()
-	a.log.Info("agent stopped")
+	c.log.Info("agent stopped")
 }
 
 // bootstrapper is the agent's bootstrap loop (consensus.Bootstrapper)

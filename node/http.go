@@ -25,7 +25,7 @@ const (
 // routes is the API's route table (httpapi.Server.Routes) with this
 // agent's own handlers.
 func (a *Agent) routes() http.Handler {
-	return a.http.Routes(httpapi.Handlers{Metrics: a.metrics.Handler(), UI: ui.Handler()})
+	return a.http.Routes(httpapi.Handlers{Metrics: a.core.metrics.Handler(), UI: ui.Handler()})
 }
 
 // errCatchingUp answers reads while the replica is behind the cluster.
