@@ -23,7 +23,6 @@ import (
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/httpapi"
-	"github.com/shoal-sched/shoal/internal/clock"
 )
 
 // Agent is one running Shoal node: its configuration and data dir, the
@@ -414,37 +413,6 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 	_ = os.Remove(a.SocketPath())
 	a.dir.Close()
 	c.log.Info("agent stopped")
-}
-
-// bootstrapper is the agent's bootstrap loop (consensus.Bootstrapper)
-// over its raft and gossip.
-func (c *core) bootstrapper() consensus.Bootstrapper {
-	return consensus.Bootstrapper{
-		Raft: c.raft, Peers: agentBootstrapPeers{c}, Self: c.cfg.Name, Expect: c.bootstrapExpect(),
-		Clock: clock.Wall{}, Log: c.log, Interval: bootstrapPoll,
-	}
-}
-
-// bootstrapPoll is how often the bootstrap loop looks at gossip.
-const bootstrapPoll = 250 * time.Millisecond
-
-// agentBootstrapPeers is gossip as the bootstrap loop sees it
-// (consensus.BootstrapPeers).
-type agentBootstrapPeers struct{ c *core }
-
-func (p agentBootstrapPeers) BootstrapMembers() []consensus.BootstrapMember {
-	var ms []consensus.BootstrapMember
-	for _, m := range p.c.gossip.Members() {
-		ms = append(ms, consensus.BootstrapMember{
-			ID: m.Name, RaftAddr: m.Meta.RaftAddr, Expect: m.Meta.BootstrapExpect,
-			HasRaftState: m.Meta.HasRaftState, Alive: m.Status == gossip.StatusAlive,
-		})
-	}
-	return ms
-}
-
-func (p agentBootstrapPeers) AnnounceRaftState(ctx context.Context) error {
-	return p.c.gossip.UpdateMeta(ctx, p.c.meta(true))
 }
 
 // sleepCtx sleeps for d and reports whether ctx is still live.

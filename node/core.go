@@ -16,6 +16,7 @@ import (
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/internal/clock"
 	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/metrics"
 	"github.com/shoal-sched/shoal/pki"
@@ -376,4 +377,35 @@ func (c *core) checkProtocol(ctx context.Context, t fsm.CmdType, need int) error
 		return fmt.Errorf("propose %s: read raft configuration for the protocol check: %w", t, err)
 	}
 	return protocolGateNeed(t, need, c.gossip.Members(), servers)
+}
+
+// bootstrapper is the agent's bootstrap loop (consensus.Bootstrapper)
+// over its raft and gossip.
+func (c *core) bootstrapper() consensus.Bootstrapper {
+	return consensus.Bootstrapper{
+		Raft: c.raft, Peers: agentBootstrapPeers{c}, Self: c.cfg.Name, Expect: c.bootstrapExpect(),
+		Clock: clock.Wall{}, Log: c.log, Interval: bootstrapPoll,
+	}
+}
+
+// bootstrapPoll is how often the bootstrap loop looks at gossip.
+const bootstrapPoll = 250 * time.Millisecond
+
+// agentBootstrapPeers is gossip as the bootstrap loop sees it
+// (consensus.BootstrapPeers).
+type agentBootstrapPeers struct{ c *core }
+
+func (p agentBootstrapPeers) BootstrapMembers() []consensus.BootstrapMember {
+	var ms []consensus.BootstrapMember
+	for _, m := range p.c.gossip.Members() {
+		ms = append(ms, consensus.BootstrapMember{
+			ID: m.Name, RaftAddr: m.Meta.RaftAddr, Expect: m.Meta.BootstrapExpect,
+			HasRaftState: m.Meta.HasRaftState, Alive: m.Status == gossip.StatusAlive,
+		})
+	}
+	return ms
+}
+
+func (p agentBootstrapPeers) AnnounceRaftState(ctx context.Context) error {
+	return p.c.gossip.UpdateMeta(ctx, p.c.meta(true))
 }
