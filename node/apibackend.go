@@ -16,32 +16,48 @@ import (
 // apiBackend is what the HTTP API's front (httpapi.Server) calls
 // (httpapi.Backend): it gathers the state, calls the plan of package
 // leader or worker that decides a request, and carries it out through
-// lead (proposing commands), work (this node's tasks and outputs) or a
-// relay to the node that holds what the request is about.
+// lead (proposing commands). The security requests are securityAPI's,
+// the ones relayed to the node that holds what they are about relayAPI's.
 type apiBackend struct {
 	*core
 	lead *leaderSide
-	work *workerSide
 	// leave carries `shoal leave` to the agent's Run.
 	leave chan<- time.Duration
+	securityAPI
+	relayAPI
+}
+
+// securityAPI is the API's side of the cluster's security state over
+// core: the TLS peer and the user tokens a caller proves itself with,
+// joins, renewals, revocations, join and user tokens, the gossip keyring
+// and the CA offer (join.go, keyring.go, usertoken.go).
+type securityAPI struct{ *core }
+
+// relayAPI is the API's side of what lives on a job's nodes: its output,
+// its GPU use, a terminal, stdin, a PMIx fence and sbcast, served here
+// from work or relayed to the node that holds it (relay.go, pty.go,
+// bcast.go, gpuseries.go, http.go's Logs).
+type relayAPI struct {
+	*core
+	work *workerSide
 }
 
 var _ httpapi.Backend = apiBackend{}
 
 // Secure reports whether the agent runs with TLS.
-func (b apiBackend) Secure() bool { return b.sec.bundle != nil }
+func (s securityAPI) Secure() bool { return s.sec.bundle != nil }
 
 // PeerNode names the cluster node a mutual-TLS peer proves to be.
-func (b apiBackend) PeerNode(cs *tls.ConnectionState) (string, bool) {
-	if b.sec.bundle == nil {
+func (s securityAPI) PeerNode(cs *tls.ConnectionState) (string, bool) {
+	if s.sec.bundle == nil {
 		return "", false
 	}
-	return b.sec.bundle.PeerNode(cs)
+	return s.sec.bundle.PeerNode(cs)
 }
 
 // TokenState is the security record user tokens are checked against:
 // the replica's, or a worker's remote view's.
-func (b apiBackend) TokenState() *cluster.Security { return b.view().Security() }
+func (s securityAPI) TokenState() *cluster.Security { return s.view().Security() }
 
 // Leads reports whether this agent leads, or why no leader is known.
 func (b apiBackend) Leads() (bool, error) {

@@ -112,18 +112,18 @@ func (b apiBackend) Job(ref cluster.JobRef, who cluster.Identity) (httpapi.JobRe
 
 // Logs are job id's output from every node that holds some, if who may
 // read it.
-func (b apiBackend) Logs(ctx context.Context, id cluster.JobID, filter api.LogFilter, who cluster.Identity) ([]api.LogChunk, uint64, error) {
-	v, j, err := b.jobFor(id, "read the output of", who)
+func (r relayAPI) Logs(ctx context.Context, id cluster.JobID, filter api.LogFilter, who cluster.Identity) ([]api.LogChunk, uint64, error) {
+	v, j, err := r.jobFor(id, "read the output of", who)
 	if err != nil {
 		return nil, 0, err
 	}
 	out := []api.LogChunk{}
 	for _, name := range j.Alloc.Hosts() {
 		var chunks []api.LogChunk
-		if name == b.cfg.Name {
-			chunks, err = b.work.localLogs(id, filter)
+		if name == r.cfg.Name {
+			chunks, err = r.work.localLogs(id, filter)
 		} else {
-			err = b.askNode(ctx, v, name, fmt.Sprintf("/v1/internal/logs/%d%s", id, filter.Query()), &chunks)
+			err = r.askNode(ctx, v, name, fmt.Sprintf("/v1/internal/logs/%d%s", id, filter.Query()), &chunks)
 		}
 		if err != nil {
 			out = append(out, api.LogChunk{Node: name, Error: err.Error()})
@@ -135,14 +135,14 @@ func (b apiBackend) Logs(ctx context.Context, id cluster.JobID, filter api.LogFi
 }
 
 // LocalLogs are job id's output files on this node.
-func (b apiBackend) LocalLogs(id cluster.JobID, filter api.LogFilter) ([]api.LogChunk, error) {
-	return b.work.localLogs(id, filter)
+func (r relayAPI) LocalLogs(id cluster.JobID, filter api.LogFilter) ([]api.LogChunk, error) {
+	return r.work.localLogs(id, filter)
 }
 
 // jobFor is job id, live or archived, from this replica, once who may
 // verb it (leader.JobToTouch).
-func (b apiBackend) jobFor(id cluster.JobID, verb string, who cluster.Identity) (*fsm.View, *cluster.Job, error) {
-	v := b.state.View()
+func (r relayAPI) jobFor(id cluster.JobID, verb string, who cluster.Identity) (*fsm.View, *cluster.Job, error) {
+	v := r.state.View()
 	j, err := leader.JobToTouch(v, id, verb, callerOf(v.Policy(), who))
 	if err != nil {
 		return nil, nil, err
@@ -152,12 +152,12 @@ func (b apiBackend) jobFor(id cluster.JobID, verb string, who cluster.Identity) 
 
 // askNode GETs path (an /v1/internal/ read) from another node's agent
 // into out.
-func (b apiBackend) askNode(ctx context.Context, v *fsm.View, node, path string, out any) error {
+func (r relayAPI) askNode(ctx context.Context, v *fsm.View, node, path string, out any) error {
 	n, ok := v.Node(node)
 	if !ok || n.APIAddr == "" {
 		return fmt.Errorf("node %s: address unknown", node)
 	}
-	c, err := b.peers.get(node, n.APIAddr)
+	c, err := r.peers.get(node, n.APIAddr)
 	if err != nil {
 		return err
 	}

@@ -102,8 +102,8 @@ func (c *core) recordClusterCA(ctx context.Context, offer api.ClusterCA) error {
 }
 
 // RecordClusterCA records a node's offer of the CA (see caOfferer; leader).
-func (b apiBackend) RecordClusterCA(ctx context.Context, offer api.ClusterCA) error {
-	return b.recordClusterCA(ctx, offer)
+func (s securityAPI) RecordClusterCA(ctx context.Context, offer api.ClusterCA) error {
+	return s.recordClusterCA(ctx, offer)
 }
 
 // clusterCA returns the CA, with its key, from the replicated state.
@@ -130,22 +130,22 @@ func (c *core) revokedCheck(name string, issued time.Time) bool {
 }
 
 // CreateJoinToken is `shoal join-token create` (root only, leader).
-func (b apiBackend) CreateJoinToken(ctx context.Context, req api.JoinTokenRequest, who cluster.Identity) (api.JoinTokenResponse, error) {
+func (s securityAPI) CreateJoinToken(ctx context.Context, req api.JoinTokenRequest, who cluster.Identity) (api.JoinTokenResponse, error) {
 	ttl, uses, err := leader.JoinTokenTerms(req.TTLS, req.Uses, leader.Caller{Identity: who})
 	if err != nil {
 		return api.JoinTokenResponse{}, err
 	}
-	v := b.state.View()
+	v := s.state.View()
 	ca, _, err := clusterCA(v)
 	if err != nil {
 		return api.JoinTokenResponse{}, err
 	}
-	tok, err := pki.NewJoinToken(ca.Fingerprint(), leader.JoinAddrs(b.cfg.apiAdvert(), v.Nodes()))
+	tok, err := pki.NewJoinToken(ca.Fingerprint(), leader.JoinAddrs(s.cfg.apiAdvert(), v.Nodes()))
 	if err != nil {
 		return api.JoinTokenResponse{}, err
 	}
 	now := time.Now()
-	res, err := b.apply(ctx, fsm.CmdAddJoinToken, fsm.AddJoinToken{Token: cluster.JoinToken{
+	res, err := s.apply(ctx, fsm.CmdAddJoinToken, fsm.AddJoinToken{Token: cluster.JoinToken{
 		ID: tok.ID, SecretHash: pki.SecretHash(tok.Secret), Created: now, Expires: now.Add(ttl), UsesLeft: uses,
 	}, Time: now})
 	if err == nil {
@@ -158,8 +158,8 @@ func (b apiBackend) CreateJoinToken(ctx context.Context, req api.JoinTokenReques
 }
 
 // CanSign returns nil when this agent signs joins: not with --insecure.
-func (b apiBackend) CanSign() error {
-	if b.sec.bundle == nil {
+func (s securityAPI) CanSign() error {
+	if s.sec.bundle == nil {
 		return conflict(errors.New("join: this agent runs --insecure and signs nothing"))
 	}
 	return nil
@@ -169,7 +169,7 @@ func (b apiBackend) CanSign() error {
 // Anyone may ask (they have no certificate yet): the token is the proof.
 // A token that does not match is turned away before anything is written
 // to the log, so strangers cannot make the cluster do work.
-func (b apiBackend) Join(ctx context.Context, req api.JoinRequest) (api.JoinResponse, error) {
+func (s securityAPI) Join(ctx context.Context, req api.JoinRequest) (api.JoinResponse, error) {
 	csr, name, err := pki.ParseCSR([]byte(req.CSR))
 	if err != nil {
 		return api.JoinResponse{}, invalid(fmt.Errorf("csr: %w", err))
@@ -178,10 +178,10 @@ func (b apiBackend) Join(ctx context.Context, req api.JoinRequest) (api.JoinResp
 	if err != nil {
 		return api.JoinResponse{}, err
 	}
-	if err := leader.AdmitJoin(b.state.View(), req.TokenID, pki.SecretHash(req.Secret), name, time.Now()); err != nil {
+	if err := leader.AdmitJoin(s.state.View(), req.TokenID, pki.SecretHash(req.Secret), name, time.Now()); err != nil {
 		return api.JoinResponse{}, err
 	}
-	res, err := b.apply(ctx, fsm.CmdUseJoinToken, fsm.UseJoinToken{
+	res, err := s.apply(ctx, fsm.CmdUseJoinToken, fsm.UseJoinToken{
 		ID: req.TokenID, SecretHash: pki.SecretHash(req.Secret), Node: name, Time: time.Now(),
 	})
 	if err == nil {
@@ -193,15 +193,15 @@ func (b apiBackend) Join(ctx context.Context, req api.JoinRequest) (api.JoinResp
 	if err != nil {
 		return api.JoinResponse{}, fsmError(err)
 	}
-	ca, gossipKeys, err := clusterCA(b.state.View())
+	ca, gossipKeys, err := clusterCA(s.state.View())
 	if err != nil {
 		return api.JoinResponse{}, err
 	}
-	cert, err := ca.SignNode(pki.NodeRequest{Name: name, PublicKey: csr.PublicKey, IPs: ips, Lifetime: b.cfg.CertLifetime}, time.Now())
+	cert, err := ca.SignNode(pki.NodeRequest{Name: name, PublicKey: csr.PublicKey, IPs: ips, Lifetime: s.cfg.CertLifetime}, time.Now())
 	if err != nil {
 		return api.JoinResponse{}, invalid(err)
 	}
-	b.log.Info("signed a joining node's certificate", "joiner", name, "token", req.TokenID, "expires", cert.NotAfter.Format(time.RFC3339))
+	s.log.Info("signed a joining node's certificate", "joiner", name, "token", req.TokenID, "expires", cert.NotAfter.Format(time.RFC3339))
 	return api.JoinResponse{
 		Cert: string(pki.EncodeCert(cert)), CA: string(pki.EncodeCert(ca.Cert)), GossipKeys: encodeKeys(gossipKeys),
 	}, nil
@@ -209,8 +209,8 @@ func (b apiBackend) Join(ctx context.Context, req api.JoinRequest) (api.JoinResp
 
 // Renew signs node name's next certificate for key (leader; the API
 // checked that name asks).
-func (b apiBackend) Renew(name string, key crypto.PublicKey) (*x509.Certificate, error) {
-	return b.signRenewal(name, key)
+func (s securityAPI) Renew(name string, key crypto.PublicKey) (*x509.Certificate, error) {
+	return s.signRenewal(name, key)
 }
 
 // signRenewal signs node name's next certificate with the cluster CA in
@@ -241,11 +241,11 @@ func (c *core) signRenewal(name string, pub crypto.PublicKey) (*x509.Certificate
 // Revoke is `shoal node revoke NAME` (root only): the node's
 // certificates issued until now are refused from now on, and it leaves
 // the raft configuration.
-func (b apiBackend) Revoke(ctx context.Context, name string, who cluster.Identity) error {
-	if err := leader.MayRevoke(name, b.cfg.Name, leader.Caller{Identity: who}); err != nil {
+func (s securityAPI) Revoke(ctx context.Context, name string, who cluster.Identity) error {
+	if err := leader.MayRevoke(name, s.cfg.Name, leader.Caller{Identity: who}); err != nil {
 		return err
 	}
-	res, err := b.apply(ctx, fsm.CmdRevokeNode, fsm.RevokeNode{Name: name, Time: time.Now()})
+	res, err := s.apply(ctx, fsm.CmdRevokeNode, fsm.RevokeNode{Name: name, Time: time.Now()})
 	if err == nil {
 		err = res.Err
 	}
@@ -254,10 +254,10 @@ func (b apiBackend) Revoke(ctx context.Context, name string, who cluster.Identit
 	}
 	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
 	defer cancel()
-	if err := b.raft.RemoveServer(ctx, name); err != nil {
-		b.log.Warn("remove a revoked node from raft", "revoked", name, "err", err)
+	if err := s.raft.RemoveServer(ctx, name); err != nil {
+		s.log.Warn("remove a revoked node from raft", "revoked", name, "err", err)
 	}
-	b.log.Warn("revoked a node's certificates", "revoked", name, "by", who.User)
+	s.log.Warn("revoked a node's certificates", "revoked", name, "by", who.User)
 	return nil
 }
 
