@@ -35,7 +35,8 @@ import (
 //	            topology loops (core.go)
 //	leaderSide  what the node does while it leads (leader.go)
 //	workerSide  what it does with its own tasks (worker.go)
-//	apiBackend  what the HTTP API calls (apibackend.go)
+//	apiBackend  what the HTTP API calls (apibackend.go), with its
+//	            securityAPI and relayAPI
 //	http        the HTTP API's front over apiBackend (package httpapi)
 type Agent struct {
 	// core is shared by every component; the agent's own start and

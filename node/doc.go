@@ -33,10 +33,12 @@
 //     output cleanup. It reaches the leader through callLeader, running
 //     the leaderSide it was given when this node leads.
 //   - apiBackend (apibackend.go, http.go, queueops.go, steps.go,
-//     signal.go, policy.go, switches.go, join.go, keyring.go,
-//     usertoken.go, gpuseries.go, relay.go, pty.go, bcast.go): what the
-//     HTTP API's front (httpapi.Server) calls, over core, leaderSide and
-//     workerSide.
+//     signal.go, policy.go, switches.go): what the HTTP API's front
+//     (httpapi.Server) calls, over core and leaderSide, with two parts
+//     embedded: securityAPI (join.go, keyring.go, usertoken.go: joins,
+//     renewals, revocations, tokens, the keyring, over core) and relayAPI
+//     (relay.go, pty.go, bcast.go, gpuseries.go, http.go's Logs: what
+//     lives on a job's nodes, served from workerSide or relayed).
 //
 // Every control loop is gather → decide → act: take a consistent FSM
 // view, call a pure function, and act on the result. The loops live
