@@ -10,9 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/netutil"
@@ -25,78 +23,41 @@ import (
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/httpapi"
-	"github.com/shoal-sched/shoal/internal/clock"
-	"github.com/shoal-sched/shoal/leader"
-	"github.com/shoal-sched/shoal/metrics"
-	"github.com/shoal-sched/shoal/pki"
-	"github.com/shoal-sched/shoal/worker"
 )
 
-// Agent is one running Shoal node.
+// Agent is one running Shoal node: its configuration and data dir, the
+// components New builds from them, each from explicit dependencies, and
+// the order Run starts them in and shutdown stops them:
+//
+//	core        the node's hold on the cluster: its record, security,
+//	            replica, raft, gossip, the view it follows as a worker,
+//	            peer clients; every node's bootstrap, security and
+//	            topology loops (core.go)
+//	leaderSide  what the node does while it leads (leader.go)
+//	workerSide  what it does with its own tasks (worker.go)
+//	apiBackend  what the HTTP API calls (apibackend.go), with its
+//	            securityAPI and relayAPI
+//	http        the HTTP API's front over apiBackend (package httpapi)
 type Agent struct {
-	cfg  Config
-	log  *slog.Logger
-	dir  *datadir.Dir
-	self cluster.Node
+	// core is shared by every component; the agent's own start and
+	// shutdown use its raft, gossip and log.
+	core *core
+	lead *leaderSide
+	work *workerSide
+	http *httpapi.Server
+
+	dir *datadir.Dir
 	// cgroup is the tasks' confinement (--cgroups); its root nil: none.
 	cgroup cgroupSetup
+	// httpLn (TCP, TLS unless --insecure) and unixLn (the socket) are
+	// what server serves http on.
+	httpLn, unixLn net.Listener
+	server         *http.Server
 
-	// leaveReq carries `shoal leave`: stop as SIGTERM would, draining
-	// for the given time first (<0: the agent's own --drain-on-stop).
+	// leaveReq carries `shoal leave` (apiBackend.Leave): stop as SIGTERM
+	// would, draining for the given time first (<0: the agent's own
+	// --drain-on-stop).
 	leaveReq chan time.Duration
-
-	// sec is the node's TLS material; its bundle is nil with --insecure.
-	sec *security
-
-	state  *fsm.State
-	raft   *consensus.Raft
-	gossip *gossip.Gossip
-	exec   *exec.Executor
-
-	httpLn net.Listener
-	unixLn net.Listener
-	server *http.Server
-
-	peers peerClients
-
-	leases leader.LeaseTable
-	// lease is this node's lease (lessee.Lease): when the last heartbeat
-	// the leader acknowledged was sent, the TTL the leader granted with it
-	// (the fence deadline is their sum), and the leader's applied index
-	// in that acknowledgement, from which ranks start only on a replica at
-	// least that far (startAllowed). Nil until the first: a starting
-	// agent holds no lease. One pointer, so a reader sees the three of one
-	// renewal.
-	lease atomic.Pointer[worker.Lease]
-
-	// ready is set once the replica has caught up after start (caughtUp).
-	ready atomic.Bool
-	// remote is what this node knows from the servers while it is a
-	// worker, outside the raft configuration (follow.go).
-	remote worker.Remote
-	// membership caches whether this node is a raft server (member).
-	membership membershipCache
-	// http is the HTTP API's front (authentication, leader forwarding,
-	// the read floor); this agent is its backend (apiBackend).
-	http *httpapi.Server
-	// metrics is the /metrics exposition (metrics.go); the counters
-	// below are read into it at scrape time.
-	metrics                          *metrics.Metrics
-	placements, preemptions, fencing atomic.Uint64
-	// renewals counts the heartbeats this agent answered as leader.
-	renewals atomic.Uint64
-	// gpuSample is the last GPU sample (agentGPUs); nil before it.
-	gpuSample atomic.Pointer[metrics.GPUReading]
-	// gpuUsage is what each job's GPUs here did so far (gpuSampler).
-	gpuUsage worker.GPUUsage
-	// scripts are the runs whose --prolog or --epilog ran here (prolog.go).
-	scripts scriptRuns
-	// shimDir holds srun, scontrol and sbatch links to this binary, put
-	// first on the PATH of batch scripts and steps.
-	shimDir string
-	// topo is the node's place now: the operator's, merged with what
-	// discovery found (topology.go).
-	topo currentTopology
 	// crash is Crash's (crash.go).
 	crash crash
 }
@@ -109,8 +70,9 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("node", cfg.Name)
-	a = &Agent{cfg: cfg, log: log, leaveReq: make(chan time.Duration, 1), crash: crash{done: make(chan struct{})}}
-	a.topo.set(cfg.Topology)
+	c := &core{cfg: cfg, log: log}
+	a = &Agent{core: c, leaveReq: make(chan time.Duration, 1), crash: crash{done: make(chan struct{})}}
+	c.topo.set(cfg.Topology)
 	var closers []func()
 	defer func() {
 		if err != nil {
@@ -125,7 +87,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	}
 	closers = append(closers, a.dir.Close)
 
-	a.self = cluster.Node{
+	c.self = cluster.Node{
 		Name:       cfg.Name,
 		APIAddr:    cfg.apiAdvert(),
 		RaftAddr:   cfg.raftAdvert(),
@@ -138,10 +100,10 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		Version:    cfg.Version,
 	}
 	// The CPU layout, so the leader places CPUs by socket.
-	a.self.Sockets, a.self.CoresPerSocket, a.self.ThreadsPerCore = cfg.Sockets, cfg.CoresPerSocket, cfg.ThreadsPerCore
+	c.self.Sockets, c.self.CoresPerSocket, c.self.ThreadsPerCore = cfg.Sockets, cfg.CoresPerSocket, cfg.ThreadsPerCore
 
 	_, statErr := os.Stat(filepath.Join(cfg.DataDir, "raft"))
-	if a.sec, err = setupSecurity(ctx, &a.cfg, statErr == nil, log); err != nil {
+	if c.sec, err = setupSecurity(ctx, &c.cfg, statErr == nil, log); err != nil {
 		return nil, err
 	}
 
@@ -150,7 +112,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	}
 	closers = append(closers, func() { a.httpLn.Close() })
 	a.httpLn = netutil.LimitListener(a.httpLn, maxHTTPConns)
-	if b := a.sec.bundle; b != nil {
+	if b := c.sec.bundle; b != nil {
 		// The API on TCP is TLS only: nodes present their certificate,
 		// users a token over a server they verify against the CA.
 		a.httpLn = tls.NewListener(a.httpLn, b.ServerConfig(false))
@@ -175,52 +137,52 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	}
 	closers = append(closers, func() { a.unixLn.Close() })
 
-	a.state = fsm.New()
-	if b := a.sec.bundle; b != nil {
-		b.SetRevoked(a.revokedCheck)
+	c.state = fsm.New()
+	if b := c.sec.bundle; b != nil {
+		b.SetRevoked(c.revokedCheck)
 	}
 	rc := consensus.Config{
 		ID:            cfg.Name,
 		DataDir:       cfg.DataDir,
 		BindAddr:      cfg.raftBind(),
 		AdvertiseAddr: cfg.raftAdvert(),
-		FSM:           a.state,
+		FSM:           c.state,
 		Logger:        log.With("component", "raft"),
 		Timing:        cfg.RaftTiming,
 	}
-	if b := a.sec.bundle; b != nil {
+	if b := c.sec.bundle; b != nil {
 		// Raft is mutual TLS: only nodes certified by the cluster CA can
 		// send or receive entries, votes or snapshots.
 		if rc.StreamLayer, err = consensus.NewTLSStream(cfg.raftBind(), cfg.raftAdvert(), b.ServerConfig(true), b.ClientConfig("")); err != nil {
 			return nil, fmt.Errorf("--raft-port %d: %w", cfg.RaftPort, err)
 		}
 	}
-	a.raft, err = consensus.Open(ctx, rc)
+	c.raft, err = consensus.Open(ctx, rc)
 	if err != nil {
 		if rc.StreamLayer != nil {
 			rc.StreamLayer.Close()
 		}
 		return nil, fmt.Errorf("open raft: %w", err)
 	}
-	closers = append(closers, func() { _ = a.raft.Shutdown() })
+	closers = append(closers, func() { _ = c.raft.Shutdown() })
 
-	a.gossip, err = gossip.New(gossip.Config{
+	c.gossip, err = gossip.New(gossip.Config{
 		Name:          cfg.Name,
 		BindAddr:      cfg.BindAddr,
 		BindPort:      cfg.GossipPort,
 		AdvertiseAddr: cfg.AdvertiseAddr,
 		AdvertisePort: cfg.GossipPort,
-		Meta:          a.meta(a.raft.HasState()),
-		Keys:          a.sec.gossipKeys,
+		Meta:          c.meta(c.raft.HasState()),
+		Keys:          c.sec.gossipKeys,
 		Logger:        log.With("component", "gossip"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start gossip on port %d: %w", cfg.GossipPort, err)
 	}
-	closers = append(closers, func() { _ = a.gossip.Shutdown() })
+	closers = append(closers, func() { _ = c.gossip.Shutdown() })
 
-	// From here on a.cfg.TaskHelper is set only if tasks get namespaces.
-	if a.cfg.TaskHelper, err = cfg.taskNamespace(log); err != nil {
+	// From here on c.cfg.TaskHelper is set only if tasks get namespaces.
+	if c.cfg.TaskHelper, err = cfg.taskNamespace(log); err != nil {
 		return nil, err
 	}
 	protectFromOOM(log)
@@ -231,12 +193,12 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	if err != nil {
 		return nil, err
 	}
-	a.exec, err = exec.New(ctx, exec.Config{
+	ex, err := exec.New(ctx, exec.Config{
 		OCIRuntime:        ociRuntime,
 		Cgroup:            a.cgroup.root,
 		HostCPUs:          a.cgroup.hostCPUs,
 		TaskPidsMax:       cfg.TaskPidsMax,
-		TaskNamespace:     a.cfg.TaskHelper,
+		TaskNamespace:     c.cfg.TaskHelper,
 		TaskExec:          cfg.TaskExec,
 		StepdLightCommand: cfg.TaskStepd,
 		AgentSocket:       absPath(sock),
@@ -251,12 +213,16 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 		return nil, fmt.Errorf("start executor: %w", err)
 	}
 
-	if a.shimDir, err = makeShimDir(cfg.DataDir); err != nil {
+	shimDir, err := makeShimDir(cfg.DataDir)
+	if err != nil {
 		return nil, err
 	}
-	a.peers = peerClients{clients: map[string]*api.Client{}, bundle: a.sec.bundle}
-	a.http = httpapi.NewServer(apiBackend{a}, a.log)
-	a.metrics = a.newMetrics()
+	c.peers = peerClients{clients: map[string]*api.Client{}, bundle: c.sec.bundle}
+	a.lead = &leaderSide{core: a.core}
+	a.work = &workerSide{core: a.core, lead: a.lead, exec: ex, socket: sock, shimDir: shimDir}
+	a.http = httpapi.NewServer(apiBackend{core: c, lead: a.lead, leave: a.leaveReq,
+		securityAPI: securityAPI{c}, relayAPI: relayAPI{core: c, work: a.work}}, c.log)
+	c.metrics = a.newMetrics()
 	a.server = &http.Server{
 		Handler:     a.http.Handler(a.routes()),
 		ConnContext: httpapi.PeerCredConnContext,
@@ -275,48 +241,13 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	return a, nil
 }
 
-func (a *Agent) meta(hasRaftState bool) gossip.Meta {
-	topo := a.topology()
-	m := gossip.Meta{
-		APIAddr:         a.cfg.apiAdvert(),
-		RaftAddr:        a.cfg.raftAdvert(),
-		GPUs:            len(a.cfg.GPUs),
-		CPUs:            a.cfg.CPUs,
-		MemoryMiB:       a.cfg.MemoryMiB,
-		Switch:          topo.Switch,
-		SwitchParent:    topo.SwitchParent,
-		Block:           topo.Block,
-		Features:        strings.Join(a.cfg.Features, ","),
-		Version:         a.cfg.Version[:min(len(a.cfg.Version), gossip.MaxVersionLen)],
-		Protocol:        a.cfg.protocol(),
-		BootstrapExpect: a.bootstrapExpect(),
-		HasRaftState:    hasRaftState,
-		LeaseStretch:    leader.MaxLeaseStretch,
-	}
-	if len(a.cfg.GPUs) > 0 {
-		// Gossip only summarises the model; the FSM's record has it whole.
-		m.GPUModel = a.cfg.GPUs[0].Model[:min(len(a.cfg.GPUs[0].Model), gossip.MaxModelLen)]
-		m.GPUMemoryMiB = a.cfg.GPUs[0].MemoryMiB
-	}
-	return m
-}
-
-// bootstrapExpect is the --bootstrap-expect in force: a lone agent (no
-// --join, no --bootstrap-expect) is a one-node cluster.
-func (a *Agent) bootstrapExpect() int {
-	if a.cfg.BootstrapExpect == 0 && len(a.cfg.Join) == 0 {
-		return 1
-	}
-	return a.cfg.BootstrapExpect
-}
-
 // Name is the node's name.
-func (a *Agent) Name() string { return a.cfg.Name }
+func (a *Agent) Name() string { return a.core.cfg.Name }
 
 // SocketPath is the agent's Unix socket.
 func (a *Agent) SocketPath() string {
-	if a.cfg.SocketPath != "" {
-		return a.cfg.SocketPath
+	if a.core.cfg.SocketPath != "" {
+		return a.core.cfg.SocketPath
 	}
 	return a.dir.SocketPath()
 }
@@ -324,13 +255,14 @@ func (a *Agent) SocketPath() string {
 // Run runs the agent until ctx ends or a fatal error (such as a name
 // conflict found while joining), then shuts everything down.
 func (a *Agent) Run(parent context.Context) error {
+	c := a.core
 	// The agent's loops run until the stop is carried out, which with
 	// DrainOnStop is a while after parent ends.
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	defer cancel(nil)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		d, cause := a.cfg.DrainOnStop, error(nil)
+		d, cause := c.cfg.DrainOnStop, error(nil)
 		select {
 		case <-ctx.Done():
 			return
@@ -340,13 +272,13 @@ func (a *Agent) Run(parent context.Context) error {
 			cancel(errCrashed)
 			return
 		case wait := <-a.leaveReq:
-			a.log.Info("leaving on request (shoal leave)")
+			c.log.Info("leaving on request (shoal leave)")
 			if wait >= 0 {
 				d = wait
 			}
 		}
-		if d > 0 && !a.cfg.KeepTasksOnStop {
-			a.drainBeforeStop(ctx, d)
+		if d > 0 && !c.cfg.KeepTasksOnStop {
+			a.work.drainBeforeStop(ctx, d)
 		}
 		cancel(cause)
 	})
@@ -359,38 +291,38 @@ func (a *Agent) Run(parent context.Context) error {
 			}
 		})
 	}
-	if len(a.cfg.Join) > 0 {
+	if len(c.cfg.Join) > 0 {
 		wg.Go(func() {
-			if err := a.gossip.Join(ctx, a.cfg.Join); err != nil && ctx.Err() == nil {
-				cancel(fmt.Errorf("join %v: %w", a.cfg.Join, err))
+			if err := c.gossip.Join(ctx, c.cfg.Join); err != nil && ctx.Err() == nil {
+				cancel(fmt.Errorf("join %v: %w", c.cfg.Join, err))
 			}
 		})
 	}
-	wg.Go(func() { a.bootstrapper().Run(ctx) })
-	wg.Go(func() { a.lead().Run(ctx) })
-	wg.Go(func() { a.heartbeater().Run(ctx) })
-	wg.Go(func() { a.driver().Run(ctx) })
-	wg.Go(func() { a.follower().Run(ctx) })
-	wg.Go(func() { a.reporter().Run(ctx) })
-	wg.Go(func() { gossip.LogEvents(ctx, a.gossip.Events(), a.log) })
-	if a.sec.bundle != nil { // TLS on
-		wg.Go(func() { a.renewer().Run(ctx) })
-		wg.Go(func() { a.keyringFollower().Run(ctx) })
+	wg.Go(func() { c.bootstrapper().Run(ctx) })
+	wg.Go(func() { a.lead.leadLoop().Run(ctx) })
+	wg.Go(func() { a.work.heartbeater().Run(ctx) })
+	wg.Go(func() { a.work.driver().Run(ctx) })
+	wg.Go(func() { a.work.follower().Run(ctx) })
+	wg.Go(func() { a.work.reporter().Run(ctx) })
+	wg.Go(func() { gossip.LogEvents(ctx, c.gossip.Events(), c.log) })
+	if c.sec.bundle != nil { // TLS on
+		wg.Go(func() { c.renewer().Run(ctx) })
+		wg.Go(func() { c.keyringFollower().Run(ctx) })
 	}
-	if offer, ok := a.caOffer(); ok {
-		wg.Go(func() { a.caOfferer(offer).Run(ctx) })
+	if offer, ok := c.caOffer(); ok {
+		wg.Go(func() { c.caOfferer(offer).Run(ctx) })
 	}
-	wg.Go(func() { a.cleaner().Run(ctx) })
-	wg.Go(func() { a.discoverer().Run(ctx, a.topology()) })
-	if a.cfg.GPUSampler != nil {
-		wg.Go(func() { a.gpuSampler().Run(ctx) })
+	wg.Go(func() { a.work.cleaner().Run(ctx) })
+	wg.Go(func() { c.discoverer().Run(ctx, c.topology()) })
+	if c.cfg.GPUSampler != nil {
+		wg.Go(func() { a.work.gpuSampler().Run(ctx) })
 	}
 	if failpointDiverge { // a fault injected in test builds only: see failpoint_diverge_off.go
 		wg.Go(func() { a.failpointDivergeLoop(ctx) })
 	}
 
-	a.log.Info("agent started", "api", a.cfg.apiAdvert(), "raft", a.cfg.raftAdvert(),
-		"gossip", a.cfg.gossipAdvert(), "socket", a.SocketPath(), "gpus", len(a.cfg.GPUs))
+	c.log.Info("agent started", "api", c.cfg.apiAdvert(), "raft", c.cfg.raftAdvert(),
+		"gossip", c.cfg.gossipAdvert(), "socket", a.SocketPath(), "gpus", len(c.cfg.GPUs))
 	<-ctx.Done()
 	cause := context.Cause(ctx)
 	if errors.Is(cause, context.Canceled) {
@@ -412,30 +344,31 @@ func (a *Agent) Run(parent context.Context) error {
 // if none renews the lease within the TTL the leader granted its last
 // renewal, the supervisors fence them.
 func (a *Agent) shutdown(wg *sync.WaitGroup) {
+	c := a.core
 	if a.crashed() {
 		a.shutdownCrashed(wg)
 		return
 	}
-	a.log.Info("agent stopping")
+	c.log.Info("agent stopping")
 	// Hand leadership over first, so the cluster keeps a leader while we
 	// stop (no election timeout to wait out) and our exit reports below
 	// reach it.
-	if a.raft.IsLeader() {
+	if c.raft.IsLeader() {
 		tctx, cancelTransfer := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := a.raft.TransferLeadership(tctx); err != nil {
-			a.log.Warn("hand leadership over", "err", err)
+		if err := c.raft.TransferLeadership(tctx); err != nil {
+			c.log.Warn("hand leadership over", "err", err)
 		} else {
-			a.log.Info("handed leadership over")
+			c.log.Info("handed leadership over")
 		}
 		cancelTransfer()
 	}
-	keep := a.cfg.KeepTasksOnStop
+	keep := c.cfg.KeepTasksOnStop
 	if keep {
-		a.log.Info("stopping for a restart: tasks run on under their supervisors", "tasks", len(a.exec.Running()))
+		c.log.Info("stopping for a restart: tasks run on under their supervisors", "tasks", len(a.work.exec.Running()))
 	} else {
-		a.exec.StopAll(fsm.CauseFenced)
-		waitCtx, cancelWait := context.WithTimeout(context.Background(), a.cfg.KillGrace+2*time.Second)
-		for len(a.exec.Running()) > 0 && waitCtx.Err() == nil {
+		a.work.exec.StopAll(fsm.CauseFenced)
+		waitCtx, cancelWait := context.WithTimeout(context.Background(), c.cfg.KillGrace+2*time.Second)
+		for len(a.work.exec.Running()) > 0 && waitCtx.Err() == nil {
 			time.Sleep(50 * time.Millisecond)
 		}
 		cancelWait()
@@ -444,21 +377,21 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 	// now (what is not acknowledged is reported again after a restart),
 	// then take no new work, rather than once our lease expires.
 	reportCtx, cancelReport := context.WithTimeout(context.Background(), 5*time.Second)
-	reports := a.reporter()
-	for reports.Round(reportCtx); len(a.exec.PendingExits()) > 0 && sleepCtx(reportCtx, 100*time.Millisecond); {
+	reports := a.work.reporter()
+	for reports.Round(reportCtx); len(a.work.exec.PendingExits()) > 0 && sleepCtx(reportCtx, 100*time.Millisecond); {
 		reports.Round(reportCtx)
 	}
 	if !keep {
-		err := a.announceLeave(reportCtx)
+		err := a.work.announceLeave(reportCtx)
 		for err != nil && sleepCtx(reportCtx, 100*time.Millisecond) {
-			err = a.announceLeave(reportCtx)
+			err = a.work.announceLeave(reportCtx)
 		}
 		if err != nil {
-			a.log.Warn("announce leave; the leader will find out when the lease expires", "err", err)
+			c.log.Warn("announce leave; the leader will find out when the lease expires", "err", err)
 		}
 		leaveCtx, cancelLeave := context.WithTimeout(context.Background(), 2*time.Second)
-		if err := a.gossip.Leave(leaveCtx); err != nil {
-			a.log.Warn("gossip leave", "err", err)
+		if err := c.gossip.Leave(leaveCtx); err != nil {
+			c.log.Warn("gossip leave", "err", err)
 		}
 		cancelLeave()
 	}
@@ -467,53 +400,22 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 	_ = a.server.Shutdown(shutCtx)
 	cancelShut()
 	wg.Wait()
-	if err := a.raft.Shutdown(); err != nil {
-		a.log.Warn("raft shutdown", "err", err)
+	if err := c.raft.Shutdown(); err != nil {
+		c.log.Warn("raft shutdown", "err", err)
 	}
-	_ = a.gossip.Shutdown()
+	_ = c.gossip.Shutdown()
 	if keep {
-		a.exec.Detach()
+		a.work.exec.Detach()
 	} else {
 		closeCtx, cancelClose := context.WithTimeout(context.Background(), 2*time.Second)
-		if err := a.exec.Close(closeCtx); err == nil {
-			removeCgroupTree(a.cgroup.root, a.log)
+		if err := a.work.exec.Close(closeCtx); err == nil {
+			removeCgroupTree(a.cgroup.root, c.log)
 		}
 		cancelClose()
 	}
 	_ = os.Remove(a.SocketPath())
 	a.dir.Close()
-	a.log.Info("agent stopped")
-}
-
-// bootstrapper is the agent's bootstrap loop (consensus.Bootstrapper)
-// over its raft and gossip.
-func (a *Agent) bootstrapper() consensus.Bootstrapper {
-	return consensus.Bootstrapper{
-		Raft: a.raft, Peers: agentBootstrapPeers{a}, Self: a.cfg.Name, Expect: a.bootstrapExpect(),
-		Clock: clock.Wall{}, Log: a.log, Interval: bootstrapPoll,
-	}
-}
-
-// bootstrapPoll is how often the bootstrap loop looks at gossip.
-const bootstrapPoll = 250 * time.Millisecond
-
-// agentBootstrapPeers is gossip as the bootstrap loop sees it
-// (consensus.BootstrapPeers).
-type agentBootstrapPeers struct{ a *Agent }
-
-func (p agentBootstrapPeers) BootstrapMembers() []consensus.BootstrapMember {
-	var ms []consensus.BootstrapMember
-	for _, m := range p.a.gossip.Members() {
-		ms = append(ms, consensus.BootstrapMember{
-			ID: m.Name, RaftAddr: m.Meta.RaftAddr, Expect: m.Meta.BootstrapExpect,
-			HasRaftState: m.Meta.HasRaftState, Alive: m.Status == gossip.StatusAlive,
-		})
-	}
-	return ms
-}
-
-func (p agentBootstrapPeers) AnnounceRaftState(ctx context.Context) error {
-	return p.a.gossip.UpdateMeta(ctx, p.a.meta(true))
+	c.log.Info("agent stopped")
 }
 
 // sleepCtx sleeps for d and reports whether ctx is still live.
@@ -526,141 +428,10 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// peerClients caches one API client per peer: its name and address.
-type peerClients struct {
-	mu      sync.Mutex
-	clients map[string]*api.Client
-	// bundle, when set, is the node certificate peers are dialled with;
-	// each peer must present a certificate naming it.
-	bundle *pki.Bundle
-}
-
-func (p *peerClients) get(name, addr string) (*api.Client, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	key := name + "@" + addr
-	if c, ok := p.clients[key]; ok {
-		return c, nil
-	}
-	var c *api.Client
-	var err error
-	if p.bundle != nil {
-		c, err = api.NewTLSClient("https://"+addr, p.bundle.ClientConfig(name))
-	} else {
-		c, err = api.NewClient("http://" + addr)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(p.clients) >= maxPeerClients {
-		clear(p.clients) // nodes come and go; idle connections close on their own
-	}
-	p.clients[key] = c
-	return c, nil
-}
-
-// reset drops every cached client and closes its idle connections: a TLS
-// connection keeps the certificate it was opened with, so after a renewal
-// new ones must be made.
-func (p *peerClients) reset() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.clients {
-		c.CloseIdleConnections()
-	}
-	clear(p.clients)
-}
-
 // maxHTTPConns bounds the TCP connections the API serves at once; more
 // wait in the kernel's backlog. The Unix socket has no such cap: only
 // local users reach it.
 const maxHTTPConns = 4096
-
-// maxPeerClients bounds the peer client cache.
-const maxPeerClients = 1024
-
-// errNoLeader is returned when no leader is known to forward to.
-var errNoLeader = cluster.Mark(cluster.ErrUnavailable, errors.New("no raft leader yet: the cluster is forming or has lost its quorum; retry"))
-
-// leaderAPI returns the leader's name and API address, and whether we are
-// it.
-func (a *Agent) leaderAPI() (name, addr string, self bool, err error) {
-	if a.raft.IsLeader() {
-		return a.cfg.Name, a.cfg.apiAdvert(), true, nil
-	}
-	id, _ := a.raft.Leader()
-	if id == "" {
-		// A worker's raft knows no leader: the servers it follows name it.
-		if name, addr := a.remote.LeaderHint(); name != "" && name != a.cfg.Name && addr != "" {
-			return name, addr, false, nil
-		}
-		a.remote.Kick()
-		return "", "", false, errNoLeader
-	}
-	if id == a.cfg.Name {
-		return id, a.cfg.apiAdvert(), true, nil
-	}
-	for _, m := range a.gossip.Members() {
-		if m.Name == id && m.Meta.APIAddr != "" {
-			return id, m.Meta.APIAddr, false, nil
-		}
-	}
-	if n, ok := a.state.View().Node(id); ok && n.APIAddr != "" {
-		return id, n.APIAddr, false, nil
-	}
-	return "", "", false, fmt.Errorf("leader %s: API address unknown: %w", id, errNoLeader)
-}
-
-// noReply is the reply of the leader's internal calls that answer
-// nothing.
-type noReply struct{}
-
-// callLeader is the one place a node's own loops talk to the leader: when
-// this node leads, local runs here; otherwise req is posted to path on
-// the leader's internal API and its JSON answer is the reply.
-func callLeader[Req, Reply any](ctx context.Context, a *Agent, path string, req Req, local func(context.Context, Req) (Reply, error)) (Reply, error) {
-	var reply Reply
-	_, _, self, err := a.leaderAPI()
-	if err != nil {
-		return reply, err
-	}
-	if self {
-		return local(ctx, req)
-	}
-	c, err := a.leaderClient()
-	if err != nil {
-		return reply, err
-	}
-	var out any = &reply
-	if _, none := out.(*noReply); none {
-		out = nil
-	}
-	if _, err := c.Do(ctx, http.MethodPost, path, req, out); err != nil {
-		a.remote.Kick() // a worker's leader hint may be stale: ask the servers again
-		return reply, err
-	}
-	return reply, nil
-}
-
-// noReplyFrom adapts a leader-side function that answers nothing to
-// callLeader.
-func noReplyFrom[Req any](f func(context.Context, Req) error) func(context.Context, Req) (noReply, error) {
-	return func(ctx context.Context, r Req) (noReply, error) { return noReply{}, f(ctx, r) }
-}
-
-// leaderClient returns a client for the leader that marks requests as
-// forwarded by this node.
-func (a *Agent) leaderClient() (*api.Client, error) {
-	name, addr, _, err := a.leaderAPI()
-	if err != nil {
-		return nil, err
-	}
-	c, err := a.peers.get(name, addr)
-	if err != nil {
-		return nil, err
-	}
-	return c.WithHeader(api.HeaderForwardedBy, a.cfg.Name), nil
-}
 
 // absPath is p made absolute (a supervisor runs in its task directory),
 // or p where that fails.

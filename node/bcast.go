@@ -16,24 +16,23 @@ import (
 	"github.com/shoal-sched/shoal/worker"
 )
 
-// Bcast writes what r holds to file f on a node of job id's allocation
+// Bcast writes what body holds to file f on a node of job id's allocation
 // (sbcast), for who (the job's owner or root): here when f names this
 // node, else, unless a peer asked (forwarded), through that node's
 // agent.
-func (b apiBackend) Bcast(ctx context.Context, id cluster.JobID, f api.BcastFile, r io.Reader, who cluster.Identity, forwarded bool) error {
-	a := b.a
-	v, j, err := a.relayJob(id, "copy a file to the nodes of", who, forwarded)
+func (r relayAPI) Bcast(ctx context.Context, id cluster.JobID, f api.BcastFile, body io.Reader, who cluster.Identity, forwarded bool) error {
+	v, j, err := r.relayJob(id, "copy a file to the nodes of", who, forwarded)
 	if err != nil {
 		return err
 	}
-	here, err := worker.BcastHere(j, f.Node, a.cfg.Name, forwarded)
+	here, err := worker.BcastHere(j, f.Node, r.cfg.Name, forwarded)
 	switch {
 	case err != nil:
 		return err
 	case here:
-		return writeBcast(j, f, r)
+		return writeBcast(j, f, body)
 	}
-	return a.relayPeer(v, f.Node, who, func(c *api.Client) error { return c.Bcast(ctx, uint64(id), f, r) })
+	return r.relayPeer(v, f.Node, who, func(c *api.Client) error { return c.Bcast(ctx, uint64(id), f, body) })
 }
 
 // writeBcast writes r to f.Path here as job j's user (who must be able

@@ -30,17 +30,18 @@ type crash struct {
 // stopped and the executor closed, as their supervisors' lease watchdogs
 // would fence them. Safe to call more than once and concurrently with Run.
 func (a *Agent) Crash() {
+	c := a.core
 	a.crash.once.Do(func() {
 		_ = a.server.Close()
-		_ = a.gossip.Shutdown()
+		_ = c.gossip.Shutdown()
 		// Raft stops talking at once, but its shutdown waits for its
 		// goroutines, which may wait on the agent's loops: those stop
 		// once done is closed. Owned by shutdownCrashed, which waits.
 		a.crash.raftDown = make(chan struct{})
 		go func() {
 			defer close(a.crash.raftDown)
-			if err := a.raft.Shutdown(); err != nil {
-				a.log.Warn("raft shutdown (crash)", "err", err)
+			if err := c.raft.Shutdown(); err != nil {
+				c.log.Warn("raft shutdown (crash)", "err", err)
 			}
 		}()
 		close(a.crash.done)
@@ -60,16 +61,17 @@ func (a *Agent) crashed() bool {
 // shutdownCrashed is shutdown after Crash: the network side is gone
 // already; the loops end, the ranks stop, nothing is announced.
 func (a *Agent) shutdownCrashed(wg *sync.WaitGroup) {
-	a.log.Info("agent crashed: stopping without a goodbye")
+	c := a.core
+	c.log.Info("agent crashed: stopping without a goodbye")
 	wg.Wait()
 	<-a.crash.raftDown
-	a.exec.StopAll(fsm.CauseFenced)
-	closeCtx, cancelClose := context.WithTimeout(context.Background(), a.cfg.KillGrace+2*time.Second)
-	if err := a.exec.Close(closeCtx); err == nil {
-		removeCgroupTree(a.cgroup.root, a.log)
+	a.work.exec.StopAll(fsm.CauseFenced)
+	closeCtx, cancelClose := context.WithTimeout(context.Background(), c.cfg.KillGrace+2*time.Second)
+	if err := a.work.exec.Close(closeCtx); err == nil {
+		removeCgroupTree(a.cgroup.root, c.log)
 	}
 	cancelClose()
 	_ = os.Remove(a.SocketPath())
 	a.dir.Close()
-	a.log.Info("agent stopped")
+	c.log.Info("agent stopped")
 }

@@ -1,10 +1,44 @@
 // Package node is the Shoal agent: it wires gossip, consensus, the FSM,
 // the leader's control loops, the executor and the HTTP API into one
-// process, the one every machine of a cluster runs. It composes: its
-// configuration, security and data dir, start (New, Run) and shutdown,
-// and the adapters that hand raft, the FSM, gossip, the executor and the
-// clock to the packages that decide (leader, worker, httpapi, consensus,
-// pki, topology). What it still decides is listed in README's Layout.
+// process, the one every machine of a cluster runs.
+//
+// The agent (agent.go: Agent, New, Run, shutdown; config.go, security.go,
+// cgroups.go, crash.go) only composes: it reads its configuration, opens
+// the data dir, sets up security, the listeners, raft, gossip, the
+// task namespaces, cgroups and the executor, builds the components from
+// them, starts their loops in order and stops them in order. The
+// components, each a type with its own fields, built from explicit
+// dependencies:
+//
+//   - core (core.go): what every component shares, the node's hold on the
+//     cluster: its configuration and record, security, the replica, raft,
+//     gossip, the view it follows while a worker (worker.Remote) and the
+//     peer clients; the one way to read the state (view, readable), to
+//     propose (apply, behind the protocol gate: versions.go) and to reach
+//     the leader (callLeader, locally when it leads); and the loops every
+//     node runs over them alone: bootstrap, certificate renewal
+//     (renew.go), the gossip keyring (keyring.go), the CA offer (join.go),
+//     topology discovery (topology.go), the server's side of a worker's
+//     follow query (follow.go).
+//   - leaderSide (leader.go, with archive.go, policy.go, pack.go,
+//     queueops.go, prolog.go's leaderScriptFailed): what a node does while
+//     it leads. It is leader.Duties, leader.Proposer and
+//     leader.SchedulerMetrics; it runs the lead loop and the
+//     leader-only loops, answers the nodes' heartbeats, task reports and
+//     leaves, and carries out the API's submits and queue plans.
+//   - workerSide (worker.go, with follow.go's agentFollow, prolog.go,
+//     signal.go, gpuusage.go, archive.go's cleaner): what a node does with
+//     its own tasks, leader or not: the heartbeat and its lease, the
+//     executor driver, exit reports, following a server, GPU sampling and
+//     output cleanup. It reaches the leader through callLeader, running
+//     the leaderSide it was given when this node leads.
+//   - apiBackend (apibackend.go, http.go, queueops.go, steps.go,
+//     signal.go, policy.go, switches.go): what the HTTP API's front
+//     (httpapi.Server) calls, over core and leaderSide, with two parts
+//     embedded: securityAPI (join.go, keyring.go, usertoken.go: joins,
+//     renewals, revocations, tokens, the keyring, over core) and relayAPI
+//     (relay.go, pty.go, bcast.go, gpuseries.go, http.go's Logs: what
+//     lives on a job's nodes, served from workerSide or relayed).
 //
 // Every control loop is gather → decide → act: take a consistent FSM
 // view, call a pure function, and act on the result. The loops live
@@ -34,7 +68,7 @@
 // function, callLeader (locally when it leads).
 //
 // Leader-only loops (scheduling, leases, voter reconciliation, archive:
-// agentLeader.Loops) are started by leader.Lead when this node gains
+// leaderSide.Loops) are started by leader.Lead when this node gains
 // leadership and stopped, and waited for, when it loses it. A replica that
 // diverged (its FSM could not apply a committed entry) never leads:
 // elected, it hands leadership over. Loops every node runs (heartbeats,
@@ -127,10 +161,10 @@
 // blocking query, reaches the leader through the servers' hints
 // (leaderAPI), and its API forwards reads of the state to the leader. The
 // executor driver, the keyring, token and revocation checks and the output
-// cleanup read Agent.view or the remote view while it is one.
+// cleanup read core.view or the remote view while it is one.
 //
 // Rolling upgrades (versions.go). Every agent announces its protocol
-// version in gossip; Agent.apply, the one place commands are proposed,
+// version in gossip; core.apply, the one place commands are proposed,
 // refuses (fsm.ErrUnsupportedByCluster, HTTP 409) a command type that a
 // raft server alive in gossip announces too old a protocol for
 // (leader.ProtocolGate decides over what node gathers).

@@ -20,7 +20,7 @@ const failpointDivergeFile = "failpoint-diverge"
 // replica diverged: applying an entry at an index already applied is the
 // one refusal the FSM has for a log that went back.
 func (a *Agent) failpointDivergeLoop(ctx context.Context) {
-	path := filepath.Join(a.cfg.DataDir, failpointDivergeFile)
+	path := filepath.Join(a.core.cfg.DataDir, failpointDivergeFile)
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -32,8 +32,8 @@ func (a *Agent) failpointDivergeLoop(ctx context.Context) {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		res := a.state.Apply(a.state.Index(), nil)
-		a.log.Error("failpoint: replica diverged on purpose", "err", res.Err)
+		res := a.core.state.Apply(a.core.state.Index(), nil)
+		a.core.log.Error("failpoint: replica diverged on purpose", "err", res.Err)
 		return
 	}
 }

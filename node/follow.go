@@ -37,7 +37,7 @@ const (
 	// memberPoll is how often a raft server checks it still is one.
 	memberPoll = time.Second
 	// memberTimeout bounds reading the raft configuration; memberCache is
-	// how long Agent.member reuses its answer (every read and follow query
+	// how long core.member reuses its answer (every read and follow query
 	// asks it).
 	memberTimeout = 2 * time.Second
 	memberCache   = 250 * time.Millisecond
@@ -48,99 +48,37 @@ const (
 	removedGrace = 5 * time.Second
 )
 
-// member reports whether this node is a raft server now: its raft knows
-// a leader, and the configuration names this node; and whether its own
-// configuration names it (also true of a server in an election, or of
-// one removed: a server removed from the configuration never hears of it,
-// as the leader stops replicating to it, but it loses its leader within
-// an election timeout).
-func (a *Agent) member(ctx context.Context) (member, inConfig bool) {
-	r := &a.membership
-	r.mu.Lock()
-	if time.Since(r.memberAt) < memberCache {
-		member, inConfig = r.member, r.inConfig
-		r.mu.Unlock()
-		return member, inConfig
-	}
-	r.mu.Unlock()
-	member, inConfig = a.readMember(ctx)
-	r.mu.Lock()
-	r.member, r.inConfig, r.memberAt = member, inConfig, time.Now()
-	r.mu.Unlock()
-	return member, inConfig
-}
-
-// readMember is member without the cache.
-func (a *Agent) readMember(ctx context.Context) (member, inConfig bool) {
-	ctx, cancel := context.WithTimeout(ctx, memberTimeout)
-	defer cancel()
-	servers, err := a.raft.Servers(ctx)
-	if err != nil {
-		return false, false
-	}
-	for _, s := range servers {
-		inConfig = inConfig || s.ID == a.cfg.Name
-	}
-	if a.raft.IsLeader() {
-		return true, true
-	}
-	id, _ := a.raft.Leader()
-	return inConfig && id != "", inConfig
-}
-
-// outside reports whether this node acts as a worker: it is not a raft
-// server with a leader, and either it follows a server already or its
-// own configuration does not name it. A server in an election (no remote
-// view) keeps reading its replica, as before.
-func (a *Agent) outside(ctx context.Context) bool {
-	member, inConfig := a.member(ctx)
-	return !member && (a.remote.Current() != nil || !inConfig)
-}
-
-// membershipCache is Agent.member's answer at memberAt.
+// membershipCache is core.member's answer at memberAt.
 type membershipCache struct {
 	mu               sync.Mutex
 	member, inConfig bool
 	memberAt         time.Time
 }
 
-// view is the newest state this node knows: its replica's, or, when a
-// server sent a newer one (this node is a worker), that one, which holds
-// only this node's jobs, their nodes, the policy and the security state.
-// Loops that wait on its Changed must also poll (a worker's replica never
-// changes; a server's remote view never comes).
-func (a *Agent) view() *fsm.View {
-	v := a.state.View()
-	if r := a.remote.Current(); r != nil && r.Index > v.Index {
-		return r
-	}
-	return v
-}
-
 // follower is this node's follow loop (worker.Follower) over its raft
 // membership, its remote view and its peers.
-func (a *Agent) follower() worker.Follower {
+func (w *workerSide) follower() worker.Follower {
 	return worker.Follower{
-		Self: a.cfg.Name, Membership: agentFollow{a}, Upstream: agentFollow{a}, Clock: clock.Wall{}, Log: a.log,
+		Self: w.cfg.Name, Membership: agentFollow{w}, Upstream: agentFollow{w}, Clock: clock.Wall{}, Log: w.log,
 		Roll: rand.IntN, Poll: memberPoll, Grace: removedGrace,
 	}
 }
 
 // agentFollow is the agent as its follow loop sees it: worker.Membership
 // and worker.Upstream.
-type agentFollow struct{ a *Agent }
+type agentFollow struct{ w *workerSide }
 
-func (f agentFollow) Member(ctx context.Context) (member, inConfig bool) { return f.a.member(ctx) }
-func (f agentFollow) Following() bool                                    { return f.a.remote.Current() != nil }
-func (f agentFollow) Drop()                                              { f.a.remote.Drop() }
-func (f agentFollow) Behind()                                            { f.a.ready.Store(false) }
-func (f agentFollow) Known() worker.Known                                { return f.a.remote.Known() }
-func (f agentFollow) PassOver(name string, at time.Time)                 { f.a.remote.PassOver(name, at) }
+func (f agentFollow) Member(ctx context.Context) (member, inConfig bool) { return f.w.member(ctx) }
+func (f agentFollow) Following() bool                                    { return f.w.remote.Current() != nil }
+func (f agentFollow) Drop()                                              { f.w.remote.Drop() }
+func (f agentFollow) Behind()                                            { f.w.ready.Store(false) }
+func (f agentFollow) Known() worker.Known                                { return f.w.remote.Known() }
+func (f agentFollow) PassOver(name string, at time.Time)                 { f.w.remote.PassOver(name, at) }
 
 // Alive are the live gossip members and their API addresses.
 func (f agentFollow) Alive() []worker.Server {
 	var alive []worker.Server
-	for _, m := range f.a.gossip.Members() {
+	for _, m := range f.w.gossip.Members() {
 		if m.Status == gossip.StatusAlive {
 			alive = append(alive, worker.Server{Name: m.Name, APIAddr: m.Meta.APIAddr})
 		}
@@ -151,7 +89,7 @@ func (f agentFollow) Alive() []worker.Server {
 // Follow makes one follow call to s (GET /v1/internal/follow) and takes
 // its answer in.
 func (f agentFollow) Follow(ctx context.Context, s worker.Server, hintsOnly bool) (worker.FollowOutcome, error) {
-	a, r := f.a, &f.a.remote
+	a, r := f.w, &f.w.remote
 	c, err := a.peers.get(s.Name, s.APIAddr)
 	if err != nil {
 		return worker.OutcomeNoClient, err
@@ -205,21 +143,21 @@ func decodeFollowReply(reply api.FollowReply) (worker.Reply, error) {
 // follow is a server's side of GET /v1/internal/follow (api.FollowReply):
 // the hints, and, from a server, the worker's state once
 // worker.FollowHolder says.
-func (a *Agent) follow(ctx context.Context, node string, index uint64, digest string, lease uint64, wait time.Duration) (api.FollowReply, error) {
-	reply := a.followHints(ctx, node)
-	if member, _ := a.member(ctx); !member || a.readable() != nil {
+func (c *core) follow(ctx context.Context, node string, index uint64, digest string, lease uint64, wait time.Duration) (api.FollowReply, error) {
+	reply := c.followHints(ctx, node)
+	if member, _ := c.member(ctx); !member || c.readable() != nil {
 		return reply, nil // hints only
 	}
 	reply.Server = true
-	holder := worker.FollowHolder{Source: followSource{a}, Clock: clock.Wall{}, Poll: memberPoll}
+	holder := worker.FollowHolder{Source: followSource{c}, Clock: clock.Wall{}, Poll: memberPoll}
 	ans, err := holder.Hold(ctx, node, worker.FollowQuery{Index: index, Digest: digest, Lease: lease}, reply.Leader, wait)
 	switch {
 	case err != nil:
 		return reply, err
 	case ans.Removed:
-		return a.followHints(ctx, node), nil // hints only
+		return c.followHints(ctx, node), nil // hints only
 	case ans.Rehint:
-		hints := a.followHints(ctx, node)
+		hints := c.followHints(ctx, node)
 		reply.Leader, reply.LeaderAddr, reply.Servers, reply.Member = hints.Leader, hints.LeaderAddr, hints.Servers, hints.Member
 	}
 	data, err := encodeFollowState(ans.State, node)
@@ -232,29 +170,29 @@ func (a *Agent) follow(ctx context.Context, node string, index uint64, digest st
 
 // followSource is the agent's replica and place as a held follow query
 // sees them (worker.FollowSource).
-type followSource struct{ a *Agent }
+type followSource struct{ c *core }
 
-func (f followSource) View() *fsm.View { return f.a.state.View() }
+func (f followSource) View() *fsm.View { return f.c.state.View() }
 func (f followSource) Leader() string {
-	name, _, _, _ := f.a.leaderAPI()
+	name, _, _, _ := f.c.leaderAPI()
 	return name
 }
 func (f followSource) Member(ctx context.Context) bool {
-	member, _ := f.a.member(ctx)
+	member, _ := f.c.member(ctx)
 	return member
 }
 
 // followHints are the leader and the servers this node knows, and
 // whether node is one of them (worker.FollowHints).
-func (a *Agent) followHints(ctx context.Context, node string) api.FollowReply {
+func (c *core) followHints(ctx context.Context, node string) api.FollowReply {
 	var reply api.FollowReply
-	if name, addr, _, err := a.leaderAPI(); err == nil {
+	if name, addr, _, err := c.leaderAPI(); err == nil {
 		reply.Leader, reply.LeaderAddr = name, addr
 	}
 	ctx, cancel := context.WithTimeout(ctx, memberTimeout)
 	defer cancel()
-	servers, err := a.raft.Servers(ctx)
-	id, _ := a.raft.Leader()
+	servers, err := c.raft.Servers(ctx)
+	id, _ := c.raft.Leader()
 	knowsLeader := err == nil && id != "" // else not a server, or one cut off
 	var config []worker.ConfigServer
 	apiAddr := map[string]string{}
@@ -262,11 +200,11 @@ func (a *Agent) followHints(ctx context.Context, node string) api.FollowReply {
 		for _, s := range servers {
 			config = append(config, worker.ConfigServer{Name: s.ID, Voter: s.Suffrage == consensus.Voter})
 		}
-		for _, m := range a.gossip.Members() {
+		for _, m := range c.gossip.Members() {
 			apiAddr[m.Name] = m.Meta.APIAddr
 		}
 	}
-	hints, member := worker.FollowHints(node, knowsLeader, config, apiAddr, a.remote.Servers())
+	hints, member := worker.FollowHints(node, knowsLeader, config, apiAddr, c.remote.Servers())
 	reply.Member = member
 	for _, h := range hints {
 		reply.Servers = append(reply.Servers, api.FollowServer(h))

@@ -13,8 +13,8 @@ import (
 // JobGPU is what job id's GPUs did over time on each of its nodes, asked
 // of those nodes (the series are theirs, never replicated). A node that
 // cannot answer has an entry with Error.
-func (b apiBackend) JobGPU(ctx context.Context, id cluster.JobID, who cluster.Identity) ([]api.JobGPU, uint64, error) {
-	v, j, err := b.a.jobFor(id, "read the GPU use of", who)
+func (r relayAPI) JobGPU(ctx context.Context, id cluster.JobID, who cluster.Identity) ([]api.JobGPU, uint64, error) {
+	v, j, err := r.jobFor(id, "read the GPU use of", who)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -23,12 +23,12 @@ func (b apiBackend) JobGPU(ctx context.Context, id cluster.JobID, who cluster.Id
 		return out, v.Index, nil
 	}
 	for _, name := range j.Alloc.Hosts() {
-		if name == b.a.cfg.Name {
-			out = append(out, b.LocalGPU(id)...)
+		if name == r.cfg.Name {
+			out = append(out, r.LocalGPU(id)...)
 			continue
 		}
 		var got []api.JobGPU
-		if err := b.a.askNode(ctx, v, name, fmt.Sprintf("/v1/internal/gpu/%d", id), &got); err != nil {
+		if err := r.askNode(ctx, v, name, fmt.Sprintf("/v1/internal/gpu/%d", id), &got); err != nil {
 			out = append(out, api.JobGPU{Node: name, Incarnation: j.Incarnation, Error: err.Error()})
 			continue
 		}
@@ -38,11 +38,11 @@ func (b apiBackend) JobGPU(ctx context.Context, id cluster.JobID, who cluster.Id
 }
 
 // LocalGPU is this node's series of job id, one per run sampled here.
-func (b apiBackend) LocalGPU(id cluster.JobID) []api.JobGPU {
-	series := b.a.gpuUsage.SeriesOf(id)
+func (r relayAPI) LocalGPU(id cluster.JobID) []api.JobGPU {
+	series := r.work.gpuUsage.SeriesOf(id)
 	out := make([]api.JobGPU, 0, len(series))
 	for _, inc := range slices.Sorted(maps.Keys(series)) {
-		out = append(out, api.JobGPU{Node: b.a.cfg.Name, Incarnation: inc, Series: series[inc]})
+		out = append(out, api.JobGPU{Node: r.cfg.Name, Incarnation: inc, Series: series[inc]})
 	}
 	return out
 }

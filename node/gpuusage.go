@@ -14,14 +14,14 @@ import (
 
 // gpuSampler is the GPU sampling loop (worker.GPUSampler) over this
 // agent's sampler, replica and leader.
-func (a *Agent) gpuSampler() worker.GPUSampler {
-	return worker.GPUSampler{GPUs: agentGPUs{a}, Usage: &a.gpuUsage, Clock: clock.Wall{}, Log: a.log,
-		Interval: a.cfg.GPUSampleInterval, ReportInterval: a.cfg.GPUReportInterval}
+func (w *workerSide) gpuSampler() worker.GPUSampler {
+	return worker.GPUSampler{GPUs: agentGPUs{w}, Usage: &w.gpuUsage, Clock: clock.Wall{}, Log: w.log,
+		Interval: w.cfg.GPUSampleInterval, ReportInterval: w.cfg.GPUReportInterval}
 }
 
 // agentGPUs is worker.GPUs over Config.GPUSampler; each sample is also
 // kept for /metrics (readMetrics).
-type agentGPUs struct{ a *Agent }
+type agentGPUs struct{ w *workerSide }
 
 func gpuRun(ref metrics.JobRef) worker.GPURun {
 	return worker.GPURun{Job: ref.ID, Incarnation: ref.Incarnation}
@@ -29,7 +29,7 @@ func gpuRun(ref metrics.JobRef) worker.GPURun {
 
 // Sample reads the GPUs with the jobs that hold them in the replica.
 func (g agentGPUs) Sample() ([]worker.GPURun, map[worker.GPURun]worker.GPUShare, worker.LiveJobs, error) {
-	a := g.a
+	a := g.w
 	v := a.state.View()
 	holders := metrics.GPUHolders(v.Jobs(), a.cfg.Name)
 	indices := slices.Sorted(maps.Keys(holders))
@@ -53,13 +53,13 @@ func (g agentGPUs) Sample() ([]worker.GPURun, map[worker.GPURun]worker.GPUShare,
 
 // ReportGPUUsage records run's usage so far with the leader.
 func (g agentGPUs) ReportGPUUsage(ctx context.Context, run worker.GPURun, u cluster.GPUUsage) error {
-	ev := taskEvent{Kind: leader.ReportGPUUsage, Job: run.Job, Incarnation: run.Incarnation, Node: g.a.cfg.Name, GPUUsage: &u}
-	if j, ok := g.a.state.View().Job(run.Job); ok && j.Incarnation == run.Incarnation {
+	ev := taskEvent{Kind: leader.ReportGPUUsage, Job: run.Job, Incarnation: run.Incarnation, Node: g.w.cfg.Name, GPUUsage: &u}
+	if j, ok := g.w.state.View().Job(run.Job); ok && j.Incarnation == run.Incarnation {
 		if i := j.Alloc.Find(ev.Node); i >= 0 {
 			ev.Join = j.Alloc.Nodes[i].Join // the node's share it runs now (an elastic job took it back)
 		}
 	}
-	return g.a.sendTaskEvent(ctx, ev)
+	return g.w.sendTaskEvent(ctx, ev)
 }
 
-func (g agentGPUs) Close() error { return g.a.cfg.GPUSampler.Close() }
+func (g agentGPUs) Close() error { return g.w.cfg.GPUSampler.Close() }

@@ -25,47 +25,11 @@ const (
 // routes is the API's route table (httpapi.Server.Routes) with this
 // agent's own handlers.
 func (a *Agent) routes() http.Handler {
-	return a.http.Routes(httpapi.Handlers{Metrics: a.metrics.Handler(), UI: ui.Handler()})
+	return a.http.Routes(httpapi.Handlers{Metrics: a.core.metrics.Handler(), UI: ui.Handler()})
 }
 
 // errCatchingUp answers reads while the replica is behind the cluster.
 var errCatchingUp = errors.New("this agent's replica is catching up with the cluster; retry in a moment")
-
-// readable returns nil when reads may be served, or an error while the
-// replica has not yet caught up with the log it had before a restart: an
-// empty or stale answer then would look like lost jobs.
-func (a *Agent) readable() error {
-	if err := a.state.Diverged(); err != nil {
-		// This replica could not apply a committed entry: what it holds is
-		// not the cluster's state, so it must not answer for it.
-		return cluster.Mark(fsm.ErrDiverged, fmt.Errorf("this agent's replica diverged and serves no reads; ask another agent: %w", err))
-	}
-	if !a.caughtUp() {
-		return unavailable(errCatchingUp)
-	}
-	return nil
-}
-
-// caughtUp reports whether this replica has once applied every command
-// the cluster had committed when it first heard from a leader (the
-// entries its state machine never sees — no-ops, barriers,
-// configuration changes — need no applying). It stays true
-// while this node is a raft server (the follow loop clears it when the node
-// becomes a worker, whose replica falls behind).
-func (a *Agent) caughtUp() bool {
-	if a.ready.Load() {
-		return true
-	}
-	if id, _ := a.raft.Leader(); id == "" {
-		return false
-	}
-	commit := a.raft.CommitIndex()
-	if commit == 0 || !a.raft.CommandsAppliedBy(a.state.Index(), commit) {
-		return false
-	}
-	a.ready.Store(true)
-	return true
-}
 
 // submitSpec checks a submit's request for who and returns the spec it
 // asks for, and warnings for the caller.
@@ -74,7 +38,7 @@ func (b apiBackend) submitSpec(req api.SubmitRequest, who cluster.Identity) (clu
 		return cluster.Spec{}, nil, err
 	}
 	if req.GPUsTotal > 0 {
-		if err := b.a.spreadGPUs(&req); err != nil {
+		if err := b.lead.spreadGPUs(&req); err != nil {
 			return cluster.Spec{}, nil, err
 		}
 	}
@@ -82,7 +46,7 @@ func (b apiBackend) submitSpec(req api.SubmitRequest, who cluster.Identity) (clu
 	if err != nil {
 		return cluster.Spec{}, nil, err
 	}
-	warnings, err := leader.QueueFields(b.a.state.View(), spec, leader.Caller{Identity: who})
+	warnings, err := leader.QueueFields(b.state.View(), spec, leader.Caller{Identity: who})
 	if err != nil {
 		return cluster.Spec{}, nil, err
 	}
@@ -96,9 +60,9 @@ func (b apiBackend) Submit(ctx context.Context, req api.SubmitRequest, who clust
 		return api.SubmitResponse{}, err
 	}
 	if plantedEarlyAck { // a planted bug, test builds only: see planted_earlyack_off.go
-		return b.a.plantedAckEarly(httpapi.ScopedRequestID(who, req.RequestID), spec), nil
+		return b.lead.plantedAckEarly(httpapi.ScopedRequestID(who, req.RequestID), spec), nil
 	}
-	res, err := b.a.leaderSubmit(ctx, httpapi.ScopedRequestID(who, req.RequestID), spec)
+	res, err := b.lead.leaderSubmit(ctx, httpapi.ScopedRequestID(who, req.RequestID), spec)
 	if err != nil {
 		return api.SubmitResponse{}, err
 	}
@@ -111,7 +75,7 @@ func (b apiBackend) TestOnly(req api.SubmitRequest, who cluster.Identity) (api.T
 	if err != nil {
 		return api.TestOnlyResponse{}, err
 	}
-	return b.a.leaderTestOnly(spec)
+	return b.lead.leaderTestOnly(spec)
 }
 
 // Leave is `shoal leave`: this agent stops as SIGTERM stops it (with
@@ -129,16 +93,16 @@ func (b apiBackend) Leave(req api.LeaveRequest, who cluster.Identity) (api.Leave
 		wait = time.Duration(*req.DrainWaitS) * time.Second
 	}
 	select {
-	case b.a.leaveReq <- wait:
+	case b.leave <- wait:
 	default: // already leaving
 	}
-	return api.LeaveResponse{Node: b.a.cfg.Name}, nil
+	return api.LeaveResponse{Node: b.cfg.Name}, nil
 }
 
 // Job is one job, if who may see it: by its id, or an array element as
 // N_TASK (leader.ShowJob).
 func (b apiBackend) Job(ref cluster.JobRef, who cluster.Identity) (httpapi.JobRecord, error) {
-	v := b.a.state.View()
+	v := b.state.View()
 	j, shortage, err := leader.ShowJob(v, ref, viewerOf(v.Policy(), who))
 	if err != nil {
 		return httpapi.JobRecord{}, err
@@ -148,18 +112,18 @@ func (b apiBackend) Job(ref cluster.JobRef, who cluster.Identity) (httpapi.JobRe
 
 // Logs are job id's output from every node that holds some, if who may
 // read it.
-func (b apiBackend) Logs(ctx context.Context, id cluster.JobID, filter api.LogFilter, who cluster.Identity) ([]api.LogChunk, uint64, error) {
-	v, j, err := b.a.jobFor(id, "read the output of", who)
+func (r relayAPI) Logs(ctx context.Context, id cluster.JobID, filter api.LogFilter, who cluster.Identity) ([]api.LogChunk, uint64, error) {
+	v, j, err := r.jobFor(id, "read the output of", who)
 	if err != nil {
 		return nil, 0, err
 	}
 	out := []api.LogChunk{}
 	for _, name := range j.Alloc.Hosts() {
 		var chunks []api.LogChunk
-		if name == b.a.cfg.Name {
-			chunks, err = b.a.localLogs(id, filter)
+		if name == r.cfg.Name {
+			chunks, err = r.work.localLogs(id, filter)
 		} else {
-			err = b.a.askNode(ctx, v, name, fmt.Sprintf("/v1/internal/logs/%d%s", id, filter.Query()), &chunks)
+			err = r.askNode(ctx, v, name, fmt.Sprintf("/v1/internal/logs/%d%s", id, filter.Query()), &chunks)
 		}
 		if err != nil {
 			out = append(out, api.LogChunk{Node: name, Error: err.Error()})
@@ -171,14 +135,14 @@ func (b apiBackend) Logs(ctx context.Context, id cluster.JobID, filter api.LogFi
 }
 
 // LocalLogs are job id's output files on this node.
-func (b apiBackend) LocalLogs(id cluster.JobID, filter api.LogFilter) ([]api.LogChunk, error) {
-	return b.a.localLogs(id, filter)
+func (r relayAPI) LocalLogs(id cluster.JobID, filter api.LogFilter) ([]api.LogChunk, error) {
+	return r.work.localLogs(id, filter)
 }
 
 // jobFor is job id, live or archived, from this replica, once who may
 // verb it (leader.JobToTouch).
-func (a *Agent) jobFor(id cluster.JobID, verb string, who cluster.Identity) (*fsm.View, *cluster.Job, error) {
-	v := a.state.View()
+func (r relayAPI) jobFor(id cluster.JobID, verb string, who cluster.Identity) (*fsm.View, *cluster.Job, error) {
+	v := r.state.View()
 	j, err := leader.JobToTouch(v, id, verb, callerOf(v.Policy(), who))
 	if err != nil {
 		return nil, nil, err
@@ -188,12 +152,12 @@ func (a *Agent) jobFor(id cluster.JobID, verb string, who cluster.Identity) (*fs
 
 // askNode GETs path (an /v1/internal/ read) from another node's agent
 // into out.
-func (a *Agent) askNode(ctx context.Context, v *fsm.View, node, path string, out any) error {
+func (r relayAPI) askNode(ctx context.Context, v *fsm.View, node, path string, out any) error {
 	n, ok := v.Node(node)
 	if !ok || n.APIAddr == "" {
 		return fmt.Errorf("node %s: address unknown", node)
 	}
-	c, err := a.peers.get(node, n.APIAddr)
+	c, err := r.peers.get(node, n.APIAddr)
 	if err != nil {
 		return err
 	}
@@ -206,15 +170,15 @@ func (a *Agent) askNode(ctx context.Context, v *fsm.View, node, path string, out
 }
 
 // raftRoles maps server IDs to leader, voter or nonvoter.
-func (a *Agent) raftRoles(ctx context.Context) map[string]string {
+func (b apiBackend) raftRoles(ctx context.Context) map[string]string {
 	roles := map[string]string{}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	servers, err := a.raft.Servers(ctx)
+	servers, err := b.raft.Servers(ctx)
 	if err != nil {
 		return roles
 	}
-	leader, _ := a.raft.Leader()
+	leader, _ := b.raft.Leader()
 	for _, s := range servers {
 		roles[s.ID] = string(s.Suffrage)
 		if s.ID == leader {

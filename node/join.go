@@ -19,34 +19,34 @@ import (
 )
 
 // caOffer is what a node holding the CA's key offers the cluster's state.
-func (a *Agent) caOffer() (*api.ClusterCA, bool) {
-	b := a.sec.bundle
+func (c *core) caOffer() (*api.ClusterCA, bool) {
+	b := c.sec.bundle
 	if b == nil || b.CA.Key == nil {
 		return nil, false
 	}
 	keyPEM, err := pki.EncodeKey(b.CA.Key)
 	if err != nil {
-		a.log.Warn("record the cluster CA", "err", err)
+		c.log.Warn("record the cluster CA", "err", err)
 		return nil, false
 	}
-	return &api.ClusterCA{CACert: string(pki.EncodeCert(b.CA.Cert)), CAKey: string(keyPEM), GossipKey: pki.EncodeGossipKey(a.sec.gossipKeys[0])}, true
+	return &api.ClusterCA{CACert: string(pki.EncodeCert(b.CA.Cert)), CAKey: string(keyPEM), GossipKey: pki.EncodeGossipKey(c.sec.gossipKeys[0])}, true
 }
 
 // caOfferer is the CA offer loop (pki.CAOfferer) over this agent,
 // offering offer (caOffer) every heartbeat interval.
-func (a *Agent) caOfferer(offer *api.ClusterCA) pki.CAOfferer {
-	return pki.CAOfferer{Cluster: caRecorder{a, offer}, Every: a.cfg.HeartbeatInterval, Clock: clock.Wall{}, Log: a.log}
+func (c *core) caOfferer(offer *api.ClusterCA) pki.CAOfferer {
+	return pki.CAOfferer{Cluster: caRecorder{c, offer}, Every: c.cfg.HeartbeatInterval, Clock: clock.Wall{}, Log: c.log}
 }
 
 // caRecorder is pki.ClusterCARecorder over the FSM and callLeader.
 type caRecorder struct {
-	a     *Agent
+	c     *core
 	offer *api.ClusterCA
 }
 
 // HasClusterCA reports whether the replicated state holds the CA.
 func (c caRecorder) HasClusterCA() bool {
-	sec := c.a.view().Security() // a worker's comes from a server (follow.go)
+	sec := c.c.view().Security() // a worker's comes from a server (follow.go)
 	return sec != nil && len(sec.CACert) > 0
 }
 
@@ -54,15 +54,15 @@ func (c caRecorder) HasClusterCA() bool {
 func (c caRecorder) OfferClusterCA(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
-	_, err := callLeader(ctx, c.a, "/v1/internal/cluster-ca", *c.offer, noReplyFrom(c.a.recordClusterCA))
+	_, err := callLeader(ctx, c.c, "/v1/internal/cluster-ca", *c.offer, noReplyFrom(c.c.recordClusterCA))
 	return err
 }
 
 // recordClusterCA applies an offered CA after checking that it is the CA
 // this leader itself trusts and that the key is the CA's: a node cannot
 // slip another CA into the state.
-func (a *Agent) recordClusterCA(ctx context.Context, offer api.ClusterCA) error {
-	b := a.sec.bundle
+func (c *core) recordClusterCA(ctx context.Context, offer api.ClusterCA) error {
+	b := c.sec.bundle
 	if b == nil {
 		return conflict(errors.New("this agent runs --insecure"))
 	}
@@ -88,7 +88,7 @@ func (a *Agent) recordClusterCA(ctx context.Context, offer api.ClusterCA) error 
 	if err != nil {
 		return err
 	}
-	res, err := a.apply(ctx, fsm.CmdSetClusterCA, fsm.SetClusterCA{
+	res, err := c.apply(ctx, fsm.CmdSetClusterCA, fsm.SetClusterCA{
 		CACert: []byte(offer.CACert), CAKey: []byte(offer.CAKey), GossipKey: gossipKey, TokenKey: tokenKey, Time: time.Now(),
 	})
 	if err == nil {
@@ -97,13 +97,13 @@ func (a *Agent) recordClusterCA(ctx context.Context, offer api.ClusterCA) error 
 	if err != nil {
 		return fsmError(err)
 	}
-	a.log.Info("recorded the cluster CA in the replicated state: any leader can now sign join requests", "ca_fingerprint", b.CA.Fingerprint())
+	c.log.Info("recorded the cluster CA in the replicated state: any leader can now sign join requests", "ca_fingerprint", b.CA.Fingerprint())
 	return nil
 }
 
 // RecordClusterCA records a node's offer of the CA (see caOfferer; leader).
-func (b apiBackend) RecordClusterCA(ctx context.Context, offer api.ClusterCA) error {
-	return b.a.recordClusterCA(ctx, offer)
+func (s securityAPI) RecordClusterCA(ctx context.Context, offer api.ClusterCA) error {
+	return s.recordClusterCA(ctx, offer)
 }
 
 // clusterCA returns the CA, with its key, from the replicated state.
@@ -124,29 +124,28 @@ func clusterCA(v *fsm.View) (*pki.CA, [][]byte, error) {
 }
 
 // revokedCheck is the bundle's revocation check: the replicated list.
-func (a *Agent) revokedCheck(name string, issued time.Time) bool {
-	at, ok := a.view().Security().RevokedAt(name)
+func (c *core) revokedCheck(name string, issued time.Time) bool {
+	at, ok := c.view().Security().RevokedAt(name)
 	return ok && issued.Before(at)
 }
 
 // CreateJoinToken is `shoal join-token create` (root only, leader).
-func (b apiBackend) CreateJoinToken(ctx context.Context, req api.JoinTokenRequest, who cluster.Identity) (api.JoinTokenResponse, error) {
-	a := b.a
+func (s securityAPI) CreateJoinToken(ctx context.Context, req api.JoinTokenRequest, who cluster.Identity) (api.JoinTokenResponse, error) {
 	ttl, uses, err := leader.JoinTokenTerms(req.TTLS, req.Uses, leader.Caller{Identity: who})
 	if err != nil {
 		return api.JoinTokenResponse{}, err
 	}
-	v := a.state.View()
+	v := s.state.View()
 	ca, _, err := clusterCA(v)
 	if err != nil {
 		return api.JoinTokenResponse{}, err
 	}
-	tok, err := pki.NewJoinToken(ca.Fingerprint(), leader.JoinAddrs(a.cfg.apiAdvert(), v.Nodes()))
+	tok, err := pki.NewJoinToken(ca.Fingerprint(), leader.JoinAddrs(s.cfg.apiAdvert(), v.Nodes()))
 	if err != nil {
 		return api.JoinTokenResponse{}, err
 	}
 	now := time.Now()
-	res, err := a.apply(ctx, fsm.CmdAddJoinToken, fsm.AddJoinToken{Token: cluster.JoinToken{
+	res, err := s.apply(ctx, fsm.CmdAddJoinToken, fsm.AddJoinToken{Token: cluster.JoinToken{
 		ID: tok.ID, SecretHash: pki.SecretHash(tok.Secret), Created: now, Expires: now.Add(ttl), UsesLeft: uses,
 	}, Time: now})
 	if err == nil {
@@ -159,8 +158,8 @@ func (b apiBackend) CreateJoinToken(ctx context.Context, req api.JoinTokenReques
 }
 
 // CanSign returns nil when this agent signs joins: not with --insecure.
-func (b apiBackend) CanSign() error {
-	if b.a.sec.bundle == nil {
+func (s securityAPI) CanSign() error {
+	if s.sec.bundle == nil {
 		return conflict(errors.New("join: this agent runs --insecure and signs nothing"))
 	}
 	return nil
@@ -170,8 +169,7 @@ func (b apiBackend) CanSign() error {
 // Anyone may ask (they have no certificate yet): the token is the proof.
 // A token that does not match is turned away before anything is written
 // to the log, so strangers cannot make the cluster do work.
-func (b apiBackend) Join(ctx context.Context, req api.JoinRequest) (api.JoinResponse, error) {
-	a := b.a
+func (s securityAPI) Join(ctx context.Context, req api.JoinRequest) (api.JoinResponse, error) {
 	csr, name, err := pki.ParseCSR([]byte(req.CSR))
 	if err != nil {
 		return api.JoinResponse{}, invalid(fmt.Errorf("csr: %w", err))
@@ -180,10 +178,10 @@ func (b apiBackend) Join(ctx context.Context, req api.JoinRequest) (api.JoinResp
 	if err != nil {
 		return api.JoinResponse{}, err
 	}
-	if err := leader.AdmitJoin(a.state.View(), req.TokenID, pki.SecretHash(req.Secret), name, time.Now()); err != nil {
+	if err := leader.AdmitJoin(s.state.View(), req.TokenID, pki.SecretHash(req.Secret), name, time.Now()); err != nil {
 		return api.JoinResponse{}, err
 	}
-	res, err := a.apply(ctx, fsm.CmdUseJoinToken, fsm.UseJoinToken{
+	res, err := s.apply(ctx, fsm.CmdUseJoinToken, fsm.UseJoinToken{
 		ID: req.TokenID, SecretHash: pki.SecretHash(req.Secret), Node: name, Time: time.Now(),
 	})
 	if err == nil {
@@ -195,15 +193,15 @@ func (b apiBackend) Join(ctx context.Context, req api.JoinRequest) (api.JoinResp
 	if err != nil {
 		return api.JoinResponse{}, fsmError(err)
 	}
-	ca, gossipKeys, err := clusterCA(a.state.View())
+	ca, gossipKeys, err := clusterCA(s.state.View())
 	if err != nil {
 		return api.JoinResponse{}, err
 	}
-	cert, err := ca.SignNode(pki.NodeRequest{Name: name, PublicKey: csr.PublicKey, IPs: ips, Lifetime: a.cfg.CertLifetime}, time.Now())
+	cert, err := ca.SignNode(pki.NodeRequest{Name: name, PublicKey: csr.PublicKey, IPs: ips, Lifetime: s.cfg.CertLifetime}, time.Now())
 	if err != nil {
 		return api.JoinResponse{}, invalid(err)
 	}
-	a.log.Info("signed a joining node's certificate", "joiner", name, "token", req.TokenID, "expires", cert.NotAfter.Format(time.RFC3339))
+	s.log.Info("signed a joining node's certificate", "joiner", name, "token", req.TokenID, "expires", cert.NotAfter.Format(time.RFC3339))
 	return api.JoinResponse{
 		Cert: string(pki.EncodeCert(cert)), CA: string(pki.EncodeCert(ca.Cert)), GossipKeys: encodeKeys(gossipKeys),
 	}, nil
@@ -211,15 +209,15 @@ func (b apiBackend) Join(ctx context.Context, req api.JoinRequest) (api.JoinResp
 
 // Renew signs node name's next certificate for key (leader; the API
 // checked that name asks).
-func (b apiBackend) Renew(name string, key crypto.PublicKey) (*x509.Certificate, error) {
-	return b.a.signRenewal(name, key)
+func (s securityAPI) Renew(name string, key crypto.PublicKey) (*x509.Certificate, error) {
+	return s.signRenewal(name, key)
 }
 
 // signRenewal signs node name's next certificate with the cluster CA in
 // the replicated state, keeping the addresses its current one names.
-func (a *Agent) signRenewal(name string, pub crypto.PublicKey) (*x509.Certificate, error) {
-	v := a.state.View()
-	if err := leader.MayRenew(v, name, a.cfg.Name); err != nil {
+func (c *core) signRenewal(name string, pub crypto.PublicKey) (*x509.Certificate, error) {
+	v := c.state.View()
+	if err := leader.MayRenew(v, name, c.cfg.Name); err != nil {
 		return nil, err
 	}
 	ca, _, err := clusterCA(v)
@@ -237,18 +235,17 @@ func (a *Agent) signRenewal(name string, pub crypto.PublicKey) (*x509.Certificat
 	if !slices.ContainsFunc(ips, net.IP.IsLoopback) {
 		ips = append(ips, net.IPv4(127, 0, 0, 1))
 	}
-	return ca.SignNode(pki.NodeRequest{Name: name, PublicKey: pub, IPs: ips, Lifetime: a.cfg.CertLifetime}, time.Now())
+	return ca.SignNode(pki.NodeRequest{Name: name, PublicKey: pub, IPs: ips, Lifetime: c.cfg.CertLifetime}, time.Now())
 }
 
 // Revoke is `shoal node revoke NAME` (root only): the node's
 // certificates issued until now are refused from now on, and it leaves
 // the raft configuration.
-func (b apiBackend) Revoke(ctx context.Context, name string, who cluster.Identity) error {
-	a := b.a
-	if err := leader.MayRevoke(name, a.cfg.Name, leader.Caller{Identity: who}); err != nil {
+func (s securityAPI) Revoke(ctx context.Context, name string, who cluster.Identity) error {
+	if err := leader.MayRevoke(name, s.cfg.Name, leader.Caller{Identity: who}); err != nil {
 		return err
 	}
-	res, err := a.apply(ctx, fsm.CmdRevokeNode, fsm.RevokeNode{Name: name, Time: time.Now()})
+	res, err := s.apply(ctx, fsm.CmdRevokeNode, fsm.RevokeNode{Name: name, Time: time.Now()})
 	if err == nil {
 		err = res.Err
 	}
@@ -257,10 +254,10 @@ func (b apiBackend) Revoke(ctx context.Context, name string, who cluster.Identit
 	}
 	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
 	defer cancel()
-	if err := a.raft.RemoveServer(ctx, name); err != nil {
-		a.log.Warn("remove a revoked node from raft", "revoked", name, "err", err)
+	if err := s.raft.RemoveServer(ctx, name); err != nil {
+		s.log.Warn("remove a revoked node from raft", "revoked", name, "err", err)
 	}
-	a.log.Warn("revoked a node's certificates", "revoked", name, "by", who.User)
+	s.log.Warn("revoked a node's certificates", "revoked", name, "by", who.User)
 	return nil
 }
 

@@ -15,18 +15,18 @@ import (
 
 // keyringFollower is the keyring loop (pki.KeyringFollower) over this
 // agent's replica and gossip.
-func (a *Agent) keyringFollower() pki.KeyringFollower {
-	return pki.KeyringFollower{Cluster: clusterKeyring{a}, Gossip: a.gossip, Path: a.cfg.tlsPaths().GossipKey, Log: a.log,
+func (c *core) keyringFollower() pki.KeyringFollower {
+	return pki.KeyringFollower{Cluster: clusterKeyring{c}, Gossip: c.gossip, Path: c.cfg.tlsPaths().GossipKey, Log: c.log,
 		// A worker's view comes from a server (follow.go): its own
 		// replica's change never comes.
 		Recheck: memberPoll, Clock: clock.Wall{}}
 }
 
 // clusterKeyring is pki.ClusterKeyring over the FSM.
-type clusterKeyring struct{ a *Agent }
+type clusterKeyring struct{ c *core }
 
 func (c clusterKeyring) GossipKeys() ([][]byte, <-chan struct{}) {
-	v := c.a.view()
+	v := c.c.view()
 	if sec := v.Security(); sec != nil {
 		return sec.GossipKeys, v.Changed()
 	}
@@ -43,12 +43,12 @@ func encodeKeys(keys [][]byte) []string {
 
 // Keyring is the gossip keyring, the cluster's and this agent's
 // (leader.MayReadKeyring: root only, the keys are secrets).
-func (b apiBackend) Keyring(who cluster.Identity) (api.Keyring, uint64, error) {
+func (s securityAPI) Keyring(who cluster.Identity) (api.Keyring, uint64, error) {
 	if err := leader.MayReadKeyring(leader.Caller{Identity: who}); err != nil {
 		return api.Keyring{}, 0, err
 	}
-	v := b.a.view()
-	out := api.Keyring{Cluster: []string{}, Local: encodeKeys(b.a.gossip.Keys())}
+	v := s.view()
+	out := api.Keyring{Cluster: []string{}, Local: encodeKeys(s.gossip.Keys())}
 	if sec := v.Security(); sec != nil {
 		out.Cluster = encodeKeys(sec.GossipKeys)
 	}
@@ -56,7 +56,7 @@ func (b apiBackend) Keyring(who cluster.Identity) (api.Keyring, uint64, error) {
 }
 
 // ChangeKeyring is `shoal keyring install|use|remove KEY` (root, leader).
-func (b apiBackend) ChangeKeyring(ctx context.Context, req api.KeyringRequest, who cluster.Identity) (api.Keyring, error) {
+func (s securityAPI) ChangeKeyring(ctx context.Context, req api.KeyringRequest, who cluster.Identity) (api.Keyring, error) {
 	if err := leader.MayChangeKeyring(leader.Caller{Identity: who}); err != nil {
 		return api.Keyring{}, err
 	}
@@ -64,7 +64,7 @@ func (b apiBackend) ChangeKeyring(ctx context.Context, req api.KeyringRequest, w
 	if err != nil {
 		return api.Keyring{}, invalid(fmt.Errorf("key: %w", err))
 	}
-	current, err := leader.ClusterKeyring(b.a.state.View().Security())
+	current, err := leader.ClusterKeyring(s.state.View().Security())
 	if err != nil {
 		return api.Keyring{}, err
 	}
@@ -72,13 +72,13 @@ func (b apiBackend) ChangeKeyring(ctx context.Context, req api.KeyringRequest, w
 	if err != nil {
 		return api.Keyring{}, invalid(err)
 	}
-	res, err := b.a.apply(ctx, fsm.CmdSetGossipKeys, fsm.SetGossipKeys{Keys: keys, Time: time.Now()})
+	res, err := s.apply(ctx, fsm.CmdSetGossipKeys, fsm.SetGossipKeys{Keys: keys, Time: time.Now()})
 	if err == nil {
 		err = res.Err
 	}
 	if err != nil {
 		return api.Keyring{}, fsmError(err)
 	}
-	b.a.log.Info("changed the gossip keyring", "op", req.Op, "keys", len(keys), "by", who.User)
+	s.log.Info("changed the gossip keyring", "op", req.Op, "keys", len(keys), "by", who.User)
 	return api.Keyring{Cluster: encodeKeys(keys)}, nil
 }

@@ -3,7 +3,7 @@ package node
 import (
 	"context"
 	"errors"
-	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -29,65 +29,59 @@ const (
 	divergedHandOffInterval = time.Second
 )
 
-// lead is the agent's lead loop (leader.Lead) over its raft and state.
-func (a *Agent) lead() leader.Lead {
+// leaderSide is what this node does while it leads: the lead loop and
+// the leader-only loops it starts (scheduling, leases, voter
+// reconciliation, the archive), and the leader's side of what the nodes
+// and the API ask of it (heartbeats, task reports, submits, queue
+// plans), each carried out by proposing commands. It is leader.Duties,
+// leader.Proposer and leader.SchedulerMetrics.
+type leaderSide struct {
+	*core
+	// leases is the latest end of every lease this leader granted.
+	leases leader.LeaseTable
+	// The counters read into the metrics at scrape time: placements and
+	// preemptions this leader made, heartbeats it answered.
+	placements, preemptions, renewals atomic.Uint64
+}
+
+// leadLoop is the lead loop (leader.Lead) over its raft and state.
+func (l *leaderSide) leadLoop() leader.Lead {
 	return leader.Lead{
-		Raft: a.raft, State: a.state, Lead: a.handOver(), Duties: agentLeader{a}, Clock: clock.Wall{},
-		Log: a.log, BarrierTimeout: barrierTimeout, RegisterTimeout: applyTimeout,
+		Raft: l.raft, State: l.state, Lead: l.handOver(), Duties: l, Clock: clock.Wall{},
+		Log: l.log, BarrierTimeout: barrierTimeout, RegisterTimeout: applyTimeout,
 	}
 }
 
 // RegisterSelf heartbeats this node to itself as leader (leader.Duties).
-func (l agentLeader) RegisterSelf(ctx context.Context) error {
-	_, err := l.a.leaderHeartbeat(ctx, l.a.selfNode())
+func (l *leaderSide) RegisterSelf(ctx context.Context) error {
+	_, err := l.leaderHeartbeat(ctx, l.selfNode())
 	return err
 }
 
-func (l agentLeader) ProposePolicy(ctx context.Context) { l.a.proposePolicy(ctx) }
+func (l *leaderSide) ProposePolicy(ctx context.Context) { l.proposePolicy(ctx) }
 
 // Loops are the leader-only loops (leader.Duties): scheduling, leases,
 // membership and the archive.
-func (l agentLeader) Loops(since time.Time) []func(context.Context) {
-	a := l.a
+func (l *leaderSide) Loops(since time.Time) []func(context.Context) {
 	return []func(context.Context){
-		a.scheduler().Run, a.leaseWatch(since).Run, a.voterReconciler().Run, a.archiver().Run,
+		l.scheduler().Run, l.leaseWatch(since).Run, l.voterReconciler().Run, l.archiver().Run,
 	}
 }
 
 // handOver is a diverged leader's hand-off (leader.HandOver) over this
 // agent's raft.
-func (a *Agent) handOver() leader.HandOver {
-	return leader.HandOver{Raft: a.raft, Clock: clock.Wall{}, Log: a.log, Interval: divergedHandOffInterval}
-}
-
-// apply encodes and applies one command through raft.
-func (a *Agent) apply(ctx context.Context, t fsm.CmdType, body any) (fsm.Result, error) {
-	data, err := fsm.Encode(t, body)
-	if err != nil {
-		return fsm.Result{}, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
-	defer cancel()
-	if err := a.mayPropose(ctx, t, fsm.Needs(t, body)); err != nil { // versions.go
-		return fsm.Result{}, err
-	}
-	start := time.Now()
-	res, _, err := a.raft.Apply(ctx, data)
-	a.metrics.Applied(time.Since(start))
-	if err != nil {
-		return res, fmt.Errorf("apply %s: %w", t, err)
-	}
-	return res, nil
+func (l *leaderSide) handOver() leader.HandOver {
+	return leader.HandOver{Raft: l.raft, Clock: clock.Wall{}, Log: l.log, Interval: divergedHandOffInterval}
 }
 
 // scheduler is the leader's scheduling loop (leader.Scheduler) over this
 // agent: its state, its raft, the wall clock and its metrics.
-func (a *Agent) scheduler() leader.Scheduler {
+func (l *leaderSide) scheduler() leader.Scheduler {
 	s := leader.Scheduler{
-		State: a.state, Propose: agentLeader{a}, Lead: a.handOver(), Clock: clock.Wall{},
-		Metrics: agentLeader{a}, Log: a.log, Interval: a.cfg.ScheduleInterval, Gate: a.checkProtocol,
-		Agents:   func(need int) bool { return leader.EverySpeaks(need, liveProtocols(a.gossip.Members())) },
-		Announce: a.raft.AnnounceCommit,
+		State: l.state, Propose: l, Lead: l.handOver(), Clock: clock.Wall{},
+		Metrics: l, Log: l.log, Interval: l.cfg.ScheduleInterval, Gate: l.checkProtocol,
+		Agents:   func(need int) bool { return leader.EverySpeaks(need, liveProtocols(l.gossip.Members())) },
+		Announce: l.raft.AnnounceCommit,
 	}
 	if plantedDoubleBook { // a planted bug, test builds only: see planted_doublebook_off.go
 		s.Occupying = plantedHideNewest
@@ -95,52 +89,48 @@ func (a *Agent) scheduler() leader.Scheduler {
 	return s
 }
 
-// agentLeader is the agent as the leader loops see it: leader.Proposer,
-// leader.Duties and leader.SchedulerMetrics.
-type agentLeader struct{ a *Agent }
-
-func (l agentLeader) Apply(ctx context.Context, t fsm.CmdType, body any) (fsm.Result, error) {
-	return l.a.apply(ctx, t, body)
+func (l *leaderSide) Apply(ctx context.Context, t fsm.CmdType, body any) (fsm.Result, error) {
+	return l.apply(ctx, t, body)
 }
 
-func (l agentLeader) Passed(d time.Duration)     { l.a.metrics.Passed(d) }
-func (l agentLeader) Placed()                    { l.a.placements.Add(1) }
-func (l agentLeader) Started(wait time.Duration) { l.a.metrics.Started(wait) }
-func (l agentLeader) Preempted()                 { l.a.preemptions.Add(1) }
+func (l *leaderSide) Passed(d time.Duration)     { l.metrics.Passed(d) }
+func (l *leaderSide) Placed()                    { l.placements.Add(1) }
+func (l *leaderSide) Started(wait time.Duration) { l.metrics.Started(wait) }
+func (l *leaderSide) Preempted()                 { l.preemptions.Add(1) }
 
 // leaseWatch is the leader's lease loop (leader.LeaseWatch) over this
 // agent, for the leadership gained at since.
-func (a *Agent) leaseWatch(since time.Time) leader.LeaseWatch {
+func (l *leaderSide) leaseWatch(since time.Time) leader.LeaseWatch {
 	return leader.LeaseWatch{
-		State: a.state, Propose: agentLeader{a}, Clock: clock.Wall{}, Log: a.log, Heartbeats: &a.leases,
-		Self: a.cfg.Name, Since: since, TTL: a.cfg.LeaseTTL, PerSecond: a.cfg.renewalsPerSecond(),
-		Grace: a.cfg.KillGrace + leaseMargin, Interval: leaseInterval,
+		State: l.state, Propose: l, Clock: clock.Wall{}, Log: l.log, Heartbeats: &l.leases,
+		Self: l.cfg.Name, Since: since, TTL: l.cfg.LeaseTTL, PerSecond: l.cfg.renewalsPerSecond(),
+		Grace: l.cfg.KillGrace + leaseMargin, Interval: leaseInterval,
 	}
 }
 
 // voterReconciler is the leader's membership loop
 // (consensus.VoterReconciler) over this agent's raft and gossip.
-func (a *Agent) voterReconciler() consensus.VoterReconciler {
+func (l *leaderSide) voterReconciler() consensus.VoterReconciler {
 	return consensus.VoterReconciler{
-		Raft: a.raft, Peers: agentPeers{a}, Self: a.cfg.Name, MaxVoters: a.cfg.RaftVoters,
-		DeadServerGrace: a.cfg.DeadServerGrace, Clock: clock.Wall{}, Log: a.log, Interval: voterInterval,
+		Raft: l.raft, Peers: agentPeers{l.core}, Self: l.cfg.Name, MaxVoters: l.cfg.RaftVoters,
+		DeadServerGrace: l.cfg.DeadServerGrace, Clock: clock.Wall{}, Log: l.log, Interval: voterInterval,
 	}
 }
 
 // agentPeers is the agent's gossip and security state as the membership
 // loop gathers them (consensus.Peers).
-type agentPeers struct{ a *Agent }
+type agentPeers struct{ c *core }
 
 func (p agentPeers) Gather() consensus.Gathered {
-	members := p.a.gossip.Members()
-	sec := p.a.state.View().Security()
+	members := p.c.gossip.Members()
+	sec := p.c.state.View().Security()
 	return consensus.Gathered{
 		Members: raftMembers(members),
 		Revoked: func(id string) bool {
 			_, revoked := sec.RevokedAt(id)
 			return revoked
 		},
-		MaxNonvoters: leader.ReplicaCap(p.a.cfg.RaftReplicas, liveProtocols(members)),
+		MaxNonvoters: leader.ReplicaCap(p.c.cfg.RaftReplicas, liveProtocols(members)),
 	}
 }
 
@@ -160,25 +150,25 @@ func raftMembers(members []gossip.Member) []consensus.Member {
 var ErrForbidden = cluster.ErrForbidden
 
 // leaderSubmit validates a submit against the cluster and applies it.
-func (a *Agent) leaderSubmit(ctx context.Context, requestID string, spec cluster.Spec) (fsm.Result, error) {
-	v := a.state.View()
+func (l *leaderSide) leaderSubmit(ctx context.Context, requestID string, spec cluster.Spec) (fsm.Result, error) {
+	v := l.state.View()
 	if requestID != "" {
 		if id, ok := v.JobByRequestID(requestID); ok {
 			return fsm.Result{JobID: id, Duplicate: true}, nil
 		}
 	}
-	spec = a.packSubmit(ctx, v, spec) // pack.go
-	if b := spec.Batch; b != nil && b.Elastic && a.checkProtocol(ctx, fsm.CmdSubmitJob, fsm.Needs(fsm.CmdSubmitJob, fsm.SubmitJob{Spec: spec})) != nil {
+	spec = l.packSubmit(ctx, v, spec) // pack.go
+	if b := spec.Batch; b != nil && b.Elastic && l.checkProtocol(ctx, fsm.CmdSubmitJob, fsm.Needs(fsm.CmdSubmitJob, fsm.SubmitJob{Spec: spec})) != nil {
 		// A server of protocol 4 would refuse its elastic allocation: it
 		// runs at the size it starts with, as batch jobs did.
 		nb := *b
 		nb.Elastic = false
 		spec.Batch = &nb
 	}
-	if _, err := leader.CheckSubmit(v, a.knownNodes(v), spec); err != nil {
+	if _, err := leader.CheckSubmit(v, l.knownNodes(v), spec); err != nil {
 		return fsm.Result{}, err
 	}
-	res, err := a.apply(ctx, fsm.CmdSubmitJob, fsm.SubmitJob{RequestID: requestID, Spec: spec, Time: time.Now()})
+	res, err := l.apply(ctx, fsm.CmdSubmitJob, fsm.SubmitJob{RequestID: requestID, Spec: spec, Time: time.Now()})
 	if err != nil {
 		return res, err
 	}
@@ -192,9 +182,9 @@ func (a *Agent) leaderSubmit(ctx context.Context, requestID string, spec cluster
 }
 
 // leaderTestOnly is sbatch --test-only (leader.PlanTestOnly).
-func (a *Agent) leaderTestOnly(spec cluster.Spec) (api.TestOnlyResponse, error) {
-	v := a.state.View()
-	t, err := leader.PlanTestOnly(v, a.knownNodes(v), spec, time.Now())
+func (l *leaderSide) leaderTestOnly(spec cluster.Spec) (api.TestOnlyResponse, error) {
+	v := l.state.View()
+	t, err := leader.PlanTestOnly(v, l.knownNodes(v), spec, time.Now())
 	if err != nil && t.Job == 0 {
 		return api.TestOnlyResponse{}, err
 	}
@@ -209,9 +199,9 @@ func (a *Agent) leaderTestOnly(spec cluster.Spec) (api.TestOnlyResponse, error) 
 // have not registered yet (a forming cluster, a node just started): a
 // submit is judged against the cluster as it is about to be, not refused
 // because a heartbeat has not landed.
-func (a *Agent) knownNodes(v *fsm.View) []*cluster.Node {
+func (l *leaderSide) knownNodes(v *fsm.View) []*cluster.Node {
 	nodes := v.Nodes()
-	for _, m := range a.gossip.Members() {
+	for _, m := range l.gossip.Members() {
 		if m.Status != gossip.StatusAlive {
 			continue
 		}
@@ -230,33 +220,33 @@ func (a *Agent) knownNodes(v *fsm.View) []*cluster.Node {
 
 // leaderSetDrain drains or resumes a node on behalf of who (root only:
 // leader.PlanSetDrain).
-func (a *Agent) leaderSetDrain(ctx context.Context, node string, drain bool, reason string, who cluster.Identity) error {
-	v := a.state.View()
+func (l *leaderSide) leaderSetDrain(ctx context.Context, node string, drain bool, reason string, who cluster.Identity) error {
+	v := l.state.View()
 	plan, err := leader.PlanSetDrain(v, node, drain, reason, callerOf(v.Policy(), who))
-	if _, err = a.proposeOr(ctx, plan, err); err != nil {
+	if _, err = l.proposeOr(ctx, plan, err); err != nil {
 		return err
 	}
 	verb := "resume"
 	if drain {
 		verb = "drain"
 	}
-	a.log.Info("node "+verb+"ed", "node", node, "reason", reason, "by", who.User)
+	l.log.Info("node "+verb+"ed", "node", node, "reason", reason, "by", who.User)
 	return nil
 }
 
 // leaderNodeLeft marks a node that is stopping gracefully as left.
-func (a *Agent) leaderNodeLeft(ctx context.Context, node string) error {
-	if _, ok := a.state.View().Node(node); !ok {
+func (l *leaderSide) leaderNodeLeft(ctx context.Context, node string) error {
+	if _, ok := l.state.View().Node(node); !ok {
 		return nil // never registered: nothing to mark
 	}
-	res, err := a.apply(ctx, fsm.CmdNodeLeft, fsm.NodeLeft{Node: node, Time: time.Now()})
+	res, err := l.apply(ctx, fsm.CmdNodeLeft, fsm.NodeLeft{Node: node, Time: time.Now()})
 	if err != nil {
 		return err
 	}
 	if res.Err != nil {
 		return invalid(res.Err)
 	}
-	a.log.Info("node left", "node", node)
+	l.log.Info("node left", "node", node)
 	return nil
 }
 
@@ -269,20 +259,20 @@ func (a *Agent) leaderNodeLeft(ctx context.Context, node string) error {
 // and with the lease it granted (leader.GrantLease over the nodes the log
 // holds), recorded before the answer leaves so the lease loop never
 // judges the node by less than it was told.
-func (a *Agent) leaderHeartbeat(ctx context.Context, n cluster.Node) (api.HeartbeatReply, error) {
-	plan, err := leader.PlanHeartbeat(a.state.View(), n, a.cfg.LeaseTTL, a.cfg.renewalsPerSecond(), agreedStretch(a.gossip.Members()))
+func (l *leaderSide) leaderHeartbeat(ctx context.Context, n cluster.Node) (api.HeartbeatReply, error) {
+	plan, err := leader.PlanHeartbeat(l.state.View(), n, l.cfg.LeaseTTL, l.cfg.renewalsPerSecond(), agreedStretch(l.gossip.Members()))
 	if err != nil {
 		return api.HeartbeatReply{}, err
 	}
-	a.leases.Renew(n.Name, time.Now(), plan.Grant.TTL)
-	a.renewals.Add(1)
+	l.leases.Renew(n.Name, time.Now(), plan.Grant.TTL)
+	l.renewals.Add(1)
 	reply := func() api.HeartbeatReply {
-		return api.HeartbeatReply{Index: a.state.Index(), TTL: plan.Grant.TTL, RenewEvery: plan.Grant.RenewEvery}
+		return api.HeartbeatReply{Index: l.state.Index(), TTL: plan.Grant.TTL, RenewEvery: plan.Grant.RenewEvery}
 	}
 	if !plan.Upsert {
 		return reply(), nil
 	}
-	res, err := a.apply(ctx, fsm.CmdUpsertNode, fsm.UpsertNode{Node: n, Time: time.Now()})
+	res, err := l.apply(ctx, fsm.CmdUpsertNode, fsm.UpsertNode{Node: n, Time: time.Now()})
 	if err != nil {
 		return api.HeartbeatReply{}, err
 	}
@@ -290,7 +280,7 @@ func (a *Agent) leaderHeartbeat(ctx context.Context, n cluster.Node) (api.Heartb
 		return api.HeartbeatReply{}, invalid(res.Err)
 	}
 	if plan.Register {
-		a.log.Info("node registered", "node", n.Name, "gpus", len(n.GPUs), "switch", n.Topology.Switch)
+		l.log.Info("node registered", "node", n.Name, "gpus", len(n.GPUs), "switch", n.Topology.Switch)
 	}
 	return reply(), nil
 }
@@ -310,9 +300,9 @@ func agreedStretch(members []gossip.Member) int {
 // leaderTaskEvent turns a node's task report into commands
 // (leader.PlanTaskReport; a prolog's or epilog's failure:
 // leaderScriptFailed).
-func (a *Agent) leaderTaskEvent(ctx context.Context, ev taskEvent) error {
+func (l *leaderSide) leaderTaskEvent(ctx context.Context, ev taskEvent) error {
 	if ev.Kind == leader.ReportPrologFailed || ev.Kind == leader.ReportEpilogFailed {
-		return a.leaderScriptFailed(ctx, ev)
+		return l.leaderScriptFailed(ctx, ev)
 	}
 	plan, err := leader.PlanTaskReport(leader.TaskReport(ev), time.Now())
 	if err != nil {
@@ -320,14 +310,14 @@ func (a *Agent) leaderTaskEvent(ctx context.Context, ev taskEvent) error {
 	}
 	var res fsm.Result
 	if plan.Type != 0 {
-		res, err = a.apply(ctx, plan.Type, plan.Cmd)
+		res, err = l.apply(ctx, plan.Type, plan.Cmd)
 	}
 	if err == nil && res.Err == nil && plan.GPUUsage != nil {
-		res, err = a.apply(ctx, fsm.CmdRecordGPUUsage, *plan.GPUUsage)
+		res, err = l.apply(ctx, fsm.CmdRecordGPUUsage, *plan.GPUUsage)
 		if errors.Is(err, fsm.ErrUnsupportedByCluster) {
 			// Agents of an older protocol still serve: the usage is not
 			// recorded until every server is upgraded, the exit is.
-			a.log.Debug("GPU usage not recorded: the cluster does not speak its protocol yet", "job", uint64(ev.Job))
+			l.log.Debug("GPU usage not recorded: the cluster does not speak its protocol yet", "job", uint64(ev.Job))
 			return nil
 		}
 	}

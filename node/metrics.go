@@ -21,34 +21,35 @@ func (a *Agent) newMetrics() *metrics.Metrics {
 // readMetrics gathers a metrics.Reading; metrics.Samples decides what it
 // exports.
 func (a *Agent) readMetrics() metrics.Reading {
-	st := a.raft.Stats()
+	c := a.core
+	st := c.raft.Stats()
 	r := metrics.Reading{
 		Now:               time.Now(),
-		Node:              a.cfg.Name,
-		Leader:            a.raft.IsLeader(),
-		Members:           a.gossip.Members(),
-		ProbeFailures:     a.gossip.ProbeFailures(),
-		HealthScore:       a.gossip.HealthScore(),
-		TasksRunning:      len(a.exec.Running()),
-		Placements:        a.placements.Load(),
-		Preemptions:       a.preemptions.Load(),
-		Fencings:          a.fencing.Load(),
-		LeaseRenewals:     a.renewals.Load(),
+		Node:              c.cfg.Name,
+		Leader:            c.raft.IsLeader(),
+		Members:           c.gossip.Members(),
+		ProbeFailures:     c.gossip.ProbeFailures(),
+		HealthScore:       c.gossip.HealthScore(),
+		TasksRunning:      len(a.work.exec.Running()),
+		Placements:        a.lead.placements.Load(),
+		Preemptions:       a.lead.preemptions.Load(),
+		Fencings:          a.work.fencing.Load(),
+		LeaseRenewals:     a.lead.renewals.Load(),
 		RaftLeaderChanges: st.LeaderChanges,
 		Raft: metrics.RaftReading{
 			Term: st.Term, LastIndex: st.LastIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
 		},
 	}
-	if a.readable() == nil {
-		r.View = a.state.View()
+	if c.readable() == nil {
+		r.View = c.state.View()
 	}
-	r.GPU = a.gpuSample.Load()
-	if l := a.lease.Load(); l != nil {
+	r.GPU = a.work.gpuSample.Load()
+	if l := a.work.lease.Load(); l != nil {
 		r.LastRenew, r.LeaseTTL = l.Renewed, l.TTL
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), raftConfigTimeout)
 	defer cancel()
-	if servers, err := a.raft.Servers(ctx); err == nil {
+	if servers, err := c.raft.Servers(ctx); err == nil {
 		r.RaftConfigReadable = true
 		for _, s := range servers {
 			if s.Suffrage == consensus.Voter {

@@ -14,7 +14,7 @@ import (
 // and 1), sized by the CPUs of the nodes its partition has, when the
 // packed job fits them and every raft server applies Pack (protocol 4);
 // otherwise spec as it is, laid out evenly.
-func (a *Agent) packSubmit(ctx context.Context, v *fsm.View, spec cluster.Spec) cluster.Spec {
+func (l *leaderSide) packSubmit(ctx context.Context, v *fsm.View, spec cluster.Spec) cluster.Spec {
 	if spec.Validate() != nil {
 		return spec // leader.CheckSubmit says why
 	}
@@ -22,7 +22,7 @@ func (a *Agent) packSubmit(ctx context.Context, v *fsm.View, spec cluster.Spec) 
 	if err != nil {
 		return spec
 	}
-	nodes := a.knownNodes(v)
+	nodes := l.knownNodes(v)
 	if part != nil && len(part.Nodes) > 0 {
 		nodes = slices.DeleteFunc(slices.Clone(nodes), func(n *cluster.Node) bool { return !part.Has(n.Name) })
 	}
@@ -41,7 +41,7 @@ func (a *Agent) packSubmit(ctx context.Context, v *fsm.View, spec cluster.Spec) 
 	if err != nil || placement.Check(nodes, resolved.Request) != nil {
 		return spec
 	}
-	if a.checkProtocol(ctx, fsm.CmdSubmitJob, fsm.Needs(fsm.CmdSubmitJob, fsm.SubmitJob{Spec: packed})) != nil {
+	if l.checkProtocol(ctx, fsm.CmdSubmitJob, fsm.Needs(fsm.CmdSubmitJob, fsm.SubmitJob{Spec: packed})) != nil {
 		return spec // an older server would lay the ranks out evenly
 	}
 	return packed

@@ -19,6 +19,6 @@ import (
 const plantedEarlyAck = false
 
 // plantedAckEarly is never called without the tag.
-func (a *Agent) plantedAckEarly(string, cluster.Spec) api.SubmitResponse {
+func (l *leaderSide) plantedAckEarly(string, cluster.Spec) api.SubmitResponse {
 	return api.SubmitResponse{}
 }

@@ -15,8 +15,8 @@ const plantedEarlyAck = true
 // plantedAckEarly acknowledges a submit before it is committed: it answers
 // with the id the next job would get in this replica's view (or the id of
 // a job the request id already made) and applies the submit afterwards.
-func (a *Agent) plantedAckEarly(requestID string, spec cluster.Spec) api.SubmitResponse {
-	v := a.state.View()
+func (l *leaderSide) plantedAckEarly(requestID string, spec cluster.Spec) api.SubmitResponse {
+	v := l.state.View()
 	if id, ok := v.JobByRequestID(requestID); ok {
 		return api.SubmitResponse{ID: uint64(id), Duplicate: true}
 	}
@@ -25,8 +25,8 @@ func (a *Agent) plantedAckEarly(requestID string, spec cluster.Spec) api.SubmitR
 		next = jobs[len(jobs)-1].ID + 1
 	}
 	go func() {
-		if _, err := a.leaderSubmit(context.Background(), requestID, spec); err != nil {
-			a.log.Warn("planted early ack: submit acknowledged but not applied", "request_id", requestID, "err", err)
+		if _, err := l.leaderSubmit(context.Background(), requestID, spec); err != nil {
+			l.log.Warn("planted early ack: submit acknowledged but not applied", "request_id", requestID, "err", err)
 		}
 	}()
 	return api.SubmitResponse{ID: uint64(next)}

@@ -39,35 +39,35 @@ func (s *scriptRuns) lock() {
 // first task here, and says whether the task may start. A prolog that
 // fails (or runs past --prolog-epilog-timeout) drains the node with
 // Slurm's "Prolog error" and requeues the job held, through the leader.
-func (a *Agent) runProlog(ctx context.Context, j *cluster.Job) bool {
-	if a.cfg.Prolog == "" {
+func (w *workerSide) runProlog(ctx context.Context, j *cluster.Job) bool {
+	if w.cfg.Prolog == "" {
 		return true
 	}
 	ref := worker.Ref{Job: j.ID, Incarnation: j.Incarnation}
-	if i := j.Alloc.Find(a.cfg.Name); i >= 0 {
+	if i := j.Alloc.Find(w.cfg.Name); i >= 0 {
 		ref.Join = j.Alloc.Nodes[i].Join // a node taken back runs it again
 	}
-	a.scripts.lock()
-	defer a.scripts.mu.Unlock()
-	if ok, ran := a.scripts.prolog[ref]; ran {
+	w.scripts.lock()
+	defer w.scripts.mu.Unlock()
+	if ok, ran := w.scripts.prolog[ref]; ran {
 		return ok
 	}
-	r := prolog.Run(ctx, a.cfg.Prolog, prolog.Env(prolog.Prolog, j, a.cfg.Name), a.cfg.PrologEpilogTimeout)
+	r := prolog.Run(ctx, w.cfg.Prolog, prolog.Env(prolog.Prolog, j, w.cfg.Name), w.cfg.PrologEpilogTimeout)
 	if ctx.Err() != nil {
 		return false // the agent is stopping: the next one runs it
 	}
 	d := prolog.Verdict(prolog.Prolog, r)
-	a.scripts.prolog[ref] = d.Start
+	w.scripts.prolog[ref] = d.Start
 	if d.Start {
-		a.log.Info("prolog done", "job", uint64(j.ID), "incarnation", j.Incarnation)
+		w.log.Info("prolog done", "job", uint64(j.ID), "incarnation", j.Incarnation)
 		return true
 	}
-	a.log.Error("prolog failed: draining this node, requeueing the job held", "job", uint64(j.ID),
+	w.log.Error("prolog failed: draining this node, requeueing the job held", "job", uint64(j.ID),
 		"code", r.Code, "timed_out", r.TimedOut, "err", r.Err, "output", r.Output)
-	if err := a.sendTaskEvent(ctx, taskEvent{Kind: leader.ReportPrologFailed, Job: j.ID, Incarnation: j.Incarnation,
-		Node: a.cfg.Name, ExitCode: r.Code, Cause: d.Drain}); err != nil {
-		a.log.Warn("report the prolog's failure", "job", uint64(j.ID), "err", err)
-		delete(a.scripts.prolog, ref) // the next round runs it, and reports, again
+	if err := w.sendTaskEvent(ctx, taskEvent{Kind: leader.ReportPrologFailed, Job: j.ID, Incarnation: j.Incarnation,
+		Node: w.cfg.Name, ExitCode: r.Code, Cause: d.Drain}); err != nil {
+		w.log.Warn("report the prolog's failure", "job", uint64(j.ID), "err", err)
+		delete(w.scripts.prolog, ref) // the next round runs it, and reports, again
 	}
 	return false
 }
@@ -76,34 +76,34 @@ func (a *Agent) runProlog(ctx context.Context, j *cluster.Job) bool {
 // node's resources of it are released (the job ended here: completed,
 // failed, cancelled or requeued). One that fails drains the node with
 // Slurm's "Epilog error"; the release goes on.
-func (a *Agent) runEpilog(ctx context.Context, ref worker.Ref) {
-	if a.cfg.Epilog == "" {
+func (w *workerSide) runEpilog(ctx context.Context, ref worker.Ref) {
+	if w.cfg.Epilog == "" {
 		return
 	}
-	a.scripts.lock()
-	defer a.scripts.mu.Unlock()
-	if _, ran := a.scripts.epilog[ref]; ran {
+	w.scripts.lock()
+	defer w.scripts.mu.Unlock()
+	if _, ran := w.scripts.epilog[ref]; ran {
 		return
 	}
-	j, ok := a.state.View().Job(ref.Job)
+	j, ok := w.state.View().Job(ref.Job)
 	if !ok {
 		return
 	}
-	r := prolog.Run(ctx, a.cfg.Epilog, prolog.Env(prolog.Epilog, j, a.cfg.Name), a.cfg.PrologEpilogTimeout)
+	r := prolog.Run(ctx, w.cfg.Epilog, prolog.Env(prolog.Epilog, j, w.cfg.Name), w.cfg.PrologEpilogTimeout)
 	if ctx.Err() != nil {
 		return
 	}
 	d := prolog.Verdict(prolog.Epilog, r)
-	a.scripts.epilog[ref] = d.Drain == ""
+	w.scripts.epilog[ref] = d.Drain == ""
 	if d.Drain == "" {
-		a.log.Info("epilog done", "job", uint64(ref.Job), "incarnation", ref.Incarnation)
+		w.log.Info("epilog done", "job", uint64(ref.Job), "incarnation", ref.Incarnation)
 		return
 	}
-	a.log.Error("epilog failed: draining this node", "job", uint64(ref.Job),
+	w.log.Error("epilog failed: draining this node", "job", uint64(ref.Job),
 		"code", r.Code, "timed_out", r.TimedOut, "err", r.Err, "output", r.Output)
-	if err := a.sendTaskEvent(ctx, taskEvent{Kind: leader.ReportEpilogFailed, Job: ref.Job, Incarnation: ref.Incarnation,
-		Node: a.cfg.Name, ExitCode: r.Code, Cause: d.Drain}); err != nil {
-		a.log.Warn("report the epilog's failure", "job", uint64(ref.Job), "err", err)
+	if err := w.sendTaskEvent(ctx, taskEvent{Kind: leader.ReportEpilogFailed, Job: ref.Job, Incarnation: ref.Incarnation,
+		Node: w.cfg.Name, ExitCode: r.Code, Cause: d.Drain}); err != nil {
+		w.log.Warn("report the epilog's failure", "job", uint64(ref.Job), "err", err)
 	}
 }
 
@@ -128,13 +128,13 @@ func (s *scriptRuns) forget(v *fsm.View, node string) {
 // (--no-requeue), as Slurm's controller does: its hold is a user's
 // (Slurm's WAIT_HELD_USER, "launch failed requeued held"), so the
 // job's owner may release it.
-func (a *Agent) leaderScriptFailed(ctx context.Context, ev taskEvent) error {
+func (l *leaderSide) leaderScriptFailed(ctx context.Context, ev taskEvent) error {
 	reason := prolog.PrologError
 	if ev.Kind == leader.ReportEpilogFailed {
 		reason = prolog.EpilogError
 	}
 	now := time.Now()
-	res, err := a.apply(ctx, fsm.CmdSetDrain, fsm.SetDrain{Node: ev.Node, Drain: true, Reason: reason, Time: now})
+	res, err := l.apply(ctx, fsm.CmdSetDrain, fsm.SetDrain{Node: ev.Node, Drain: true, Reason: reason, Time: now})
 	if err != nil {
 		return err
 	}
@@ -144,15 +144,15 @@ func (a *Agent) leaderScriptFailed(ctx context.Context, ev taskEvent) error {
 	if ev.Kind != leader.ReportPrologFailed {
 		return nil
 	}
-	if !leader.RequeueAfterProlog(a.state.View(), ev.Job, ev.Incarnation) {
+	if !leader.RequeueAfterProlog(l.state.View(), ev.Job, ev.Incarnation) {
 		return nil // already moved on
 	}
-	res, err = a.apply(ctx, fsm.CmdRequeueJob, fsm.RequeueJob{Job: ev.Job, Hold: cluster.HoldUser, Time: now})
+	res, err = l.apply(ctx, fsm.CmdRequeueJob, fsm.RequeueJob{Job: ev.Job, Hold: cluster.HoldUser, Time: now})
 	if err != nil {
 		return err
 	}
 	if errors.Is(res.Err, fsm.ErrWrongState) {
-		res, err = a.apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: ev.Job, Time: now})
+		res, err = l.apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: ev.Job, Time: now})
 		if err != nil {
 			return err
 		}

@@ -16,9 +16,8 @@ import (
 // (the job's owner or root): to its supervisor when the rank runs here,
 // else, unless a peer asked (forwarded), through the agent of its node.
 // It names the node.
-func (b apiBackend) DialPty(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
-	a := b.a
-	v, j, err := a.relayJob(id, "attach to the terminal of", who, forwarded)
+func (r relayAPI) DialPty(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
+	v, j, err := r.relayJob(id, "attach to the terminal of", who, forwarded)
 	if err != nil {
 		return nil, "", err
 	}
@@ -31,8 +30,8 @@ func (b apiBackend) DialPty(ctx context.Context, id cluster.JobID, step int, who
 	}
 	// Not started here yet (the step was just recorded), or already
 	// gone: the client asks again while the job runs.
-	upstream, err := a.relayTo(ctx, v, node, who, forwarded, fmt.Sprintf("job %d's terminal", id),
-		func() (io.ReadWriteCloser, error) { return a.exec.DialPty(key) },
+	upstream, err := r.relayTo(ctx, v, node, who, forwarded, fmt.Sprintf("job %d's terminal", id),
+		func() (io.ReadWriteCloser, error) { return r.work.exec.DialPty(key) },
 		func(ctx context.Context, c *api.Client) (io.ReadWriteCloser, error) {
 			return c.AttachPty(ctx, uint64(id), step)
 		})
@@ -44,9 +43,8 @@ func (b apiBackend) DialPty(ctx context.Context, id cluster.JobID, step int, who
 // (api.StdinResumeProtocol or api.StdinProtocol): to their supervisor
 // when node is this one, else, unless a peer asked (forwarded), through
 // node's agent.
-func (b apiBackend) DialStdin(ctx context.Context, id cluster.JobID, step int, node string, resume bool, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, error) {
-	a := b.a
-	v, j, err := a.relayJob(id, "send input to", who, forwarded)
+func (r relayAPI) DialStdin(ctx context.Context, id cluster.JobID, step int, node string, resume bool, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, error) {
+	v, j, err := r.relayJob(id, "send input to", who, forwarded)
 	if err != nil {
 		return nil, err
 	}
@@ -57,9 +55,9 @@ func (b apiBackend) DialStdin(ctx context.Context, id cluster.JobID, step int, n
 		}
 		return nil, err
 	}
-	return a.relayTo(ctx, v, node, who, forwarded, fmt.Sprintf("job %d's tasks reading stdin", id),
+	return r.relayTo(ctx, v, node, who, forwarded, fmt.Sprintf("job %d's tasks reading stdin", id),
 		func() (io.ReadWriteCloser, error) {
-			c, err := a.exec.DialStdin(key, resume)
+			c, err := r.work.exec.DialStdin(key, resume)
 			if errors.Is(err, exec.ErrNoResume) {
 				// A supervisor of an earlier agent: the client asks
 				// again without resuming.
@@ -79,9 +77,8 @@ func (b apiBackend) DialStdin(ctx context.Context, id cluster.JobID, step int, n
 // fences on the step's first node, for who (root or the job's owner: the
 // supervisors ask as the agent's user): to the supervisor there when it
 // is this node, else, unless a peer asked (forwarded), through its agent.
-func (b apiBackend) DialPMIx(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
-	a := b.a
-	v, j, err := a.relayJob(id, "join the PMIx fences of", who, forwarded)
+func (r relayAPI) DialPMIx(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
+	v, j, err := r.relayJob(id, "join the PMIx fences of", who, forwarded)
 	if err != nil {
 		return nil, "", err
 	}
@@ -95,8 +92,8 @@ func (b apiBackend) DialPMIx(ctx context.Context, id cluster.JobID, step int, wh
 		}
 		return nil, "", err
 	}
-	upstream, err := a.relayTo(ctx, v, node, who, forwarded, fmt.Sprintf("the PMIx fences of step %d.%d", id, step),
-		func() (io.ReadWriteCloser, error) { return a.exec.DialPMIx(key) },
+	upstream, err := r.relayTo(ctx, v, node, who, forwarded, fmt.Sprintf("the PMIx fences of step %d.%d", id, step),
+		func() (io.ReadWriteCloser, error) { return r.work.exec.DialPMIx(key) },
 		func(ctx context.Context, c *api.Client) (io.ReadWriteCloser, error) {
 			return c.AttachPMIx(ctx, uint64(id), step)
 		})

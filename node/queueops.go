@@ -53,14 +53,14 @@ func viewerOf(p *cluster.Policy, who cluster.Identity) leader.Caller {
 // stamped with the time it is proposed, and ends at the first refusal the
 // plan does not pass over. It returns the jobs changed and the last
 // command's result.
-func (a *Agent) propose(ctx context.Context, plan leader.QueuePlan) (api.JobsChanged, fsm.Result, error) {
+func (l *leaderSide) propose(ctx context.Context, plan leader.QueuePlan) (api.JobsChanged, fsm.Result, error) {
 	ids := []uint64{}
 	var last fsm.Result
 	for _, p := range plan.Proposals {
 		if p.Refused != nil {
 			return api.JobsChanged{}, fsm.Result{}, p.Refused
 		}
-		res, err := a.apply(ctx, p.Type, p.Stamp(time.Now()))
+		res, err := l.apply(ctx, p.Type, p.Stamp(time.Now()))
 		if err != nil {
 			return api.JobsChanged{}, fsm.Result{}, err
 		}
@@ -78,69 +78,69 @@ func (a *Agent) propose(ctx context.Context, plan leader.QueuePlan) (api.JobsCha
 }
 
 // proposeOr carries out the plan planned, unless planning refused.
-func (a *Agent) proposeOr(ctx context.Context, plan leader.QueuePlan, err error) (api.JobsChanged, error) {
+func (l *leaderSide) proposeOr(ctx context.Context, plan leader.QueuePlan, err error) (api.JobsChanged, error) {
 	if err != nil {
 		return api.JobsChanged{}, err
 	}
-	changed, _, err := a.propose(ctx, plan)
+	changed, _, err := l.propose(ctx, plan)
 	return changed, err
 }
 
 // Cancel cancels a job, an array element, or every live element of an
 // array (its bare id, as scancel does), for who (leader: leader.PlanCancel).
 func (b apiBackend) Cancel(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error) {
-	v := b.a.state.View()
+	v := b.state.View()
 	plan, err := leader.PlanCancel(v, ref, callerOf(v.Policy(), who))
-	return b.a.proposeOr(ctx, plan, err)
+	return b.lead.proposeOr(ctx, plan, err)
 }
 
 // Hold holds pending jobs (scontrol hold, uhold: leader.PlanHold).
 func (b apiBackend) Hold(ctx context.Context, ref cluster.JobRef, userHold bool, who cluster.Identity) (api.JobsChanged, error) {
-	v := b.a.state.View()
+	v := b.state.View()
 	plan, err := leader.PlanHold(v, ref, userHold, callerOf(v.Policy(), who))
-	return b.a.proposeOr(ctx, plan, err)
+	return b.lead.proposeOr(ctx, plan, err)
 }
 
 // Release releases held jobs (leader.PlanRelease).
 func (b apiBackend) Release(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error) {
-	v := b.a.state.View()
+	v := b.state.View()
 	plan, err := leader.PlanRelease(v, ref, callerOf(v.Policy(), who))
-	return b.a.proposeOr(ctx, plan, err)
+	return b.lead.proposeOr(ctx, plan, err)
 }
 
 // Requeue requeues running or ended jobs (scontrol requeue, requeuehold:
 // leader.PlanRequeue).
 func (b apiBackend) Requeue(ctx context.Context, ref cluster.JobRef, held bool, who cluster.Identity) (api.JobsChanged, error) {
-	v := b.a.state.View()
+	v := b.state.View()
 	plan, err := leader.PlanRequeue(v, ref, held, callerOf(v.Policy(), who))
-	return b.a.proposeOr(ctx, plan, err)
+	return b.lead.proposeOr(ctx, plan, err)
 }
 
 // SetPriority is `scontrol update JobId=N Priority=P` (root only:
 // leader.PlanSetPriority).
 func (b apiBackend) SetPriority(ctx context.Context, id string, req api.PriorityRequest, who cluster.Identity) (api.JobsChanged, error) {
-	v := b.a.state.View()
+	v := b.state.View()
 	plan, err := leader.PlanSetPriority(v, id, req.Priority, callerOf(v.Policy(), who))
-	return b.a.proposeOr(ctx, plan, err)
+	return b.lead.proposeOr(ctx, plan, err)
 }
 
 // Update is `scontrol update JobId=N Field=Value ...` (leader.PlanUpdate;
 // the FSM decides with fsm.PlanJobUpdate).
 func (b apiBackend) Update(ctx context.Context, id string, req api.UpdateRequest, who cluster.Identity) (api.JobsChanged, error) {
-	v := b.a.state.View()
+	v := b.state.View()
 	u := leader.JobUpdate{
 		Fields:     fsm.JobUpdate{Nodes: req.Nodes, Partition: req.Partition, QoS: req.QoS, Name: req.Name, Comment: req.Comment, Nice: req.Nice},
 		TimeLimitS: req.TimeLimitS, TimeLimitAddS: req.TimeLimitAddS, Dependency: req.Dependency,
 	}
 	plan, err := leader.PlanUpdate(v, id, u, callerOf(v.Policy(), who))
-	return b.a.proposeOr(ctx, plan, err)
+	return b.lead.proposeOr(ctx, plan, err)
 }
 
 // spreadGPUs spreads --gpus without --nodes over the nodes this agent
 // knows, but those that left (leader.SpreadGPUs).
-func (a *Agent) spreadGPUs(req *api.SubmitRequest) error {
+func (l *leaderSide) spreadGPUs(req *api.SubmitRequest) error {
 	var sizes []int
-	for _, n := range a.knownNodes(a.state.View()) {
+	for _, n := range l.knownNodes(l.state.View()) {
 		if n.Status != cluster.NodeLeft {
 			sizes = append(sizes, len(n.GPUs))
 		}

@@ -11,29 +11,28 @@ import (
 // renewer is the certificate renewal loop (pki.Renewer) over this agent:
 // it signs through the leader (itself, when it leads) and drops the peer
 // clients, which hold the old certificate, once a new one is in place.
-func (a *Agent) renewer() pki.Renewer {
-	return pki.Renewer{Bundle: a.sec.bundle, Paths: a.cfg.tlsPaths(), Signer: renewalSigner{a},
-		Renewed: a.peers.reset, Clock: clock.Wall{}, Log: a.log}
+func (c *core) renewer() pki.Renewer {
+	return pki.Renewer{Bundle: c.sec.bundle, Paths: c.cfg.tlsPaths(), Signer: renewalSigner{c},
+		Renewed: c.peers.reset, Clock: clock.Wall{}, Log: c.log}
 }
 
 // renewalSigner is pki.RenewalSigner through callLeader.
-type renewalSigner struct{ a *Agent }
+type renewalSigner struct{ c *core }
 
 func (s renewalSigner) SignRenewal(ctx context.Context, csr []byte) ([]byte, error) {
-	a := s.a
 	rctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
-	resp, err := callLeader(rctx, a, "/v1/internal/renew", api.RenewRequest{CSR: string(csr)},
+	resp, err := callLeader(rctx, s.c, "/v1/internal/renew", api.RenewRequest{CSR: string(csr)},
 		func(context.Context, api.RenewRequest) (api.RenewResponse, error) {
 			req, _, err := pki.ParseCSR(csr)
 			if err != nil {
 				return api.RenewResponse{}, err
 			}
-			c, err := a.signRenewal(a.cfg.Name, req.PublicKey)
+			cert, err := s.c.signRenewal(s.c.cfg.Name, req.PublicKey)
 			if err != nil {
 				return api.RenewResponse{}, err
 			}
-			return api.RenewResponse{Cert: string(pki.EncodeCert(c))}, nil
+			return api.RenewResponse{Cert: string(pki.EncodeCert(cert))}, nil
 		})
 	return []byte(resp.Cert), err
 }

@@ -17,12 +17,12 @@ import (
 // request in the job (leader.PlanSignal), and every node running a task
 // of it delivers it.
 func (b apiBackend) Signal(ctx context.Context, id cluster.JobID, req api.SignalRequest, who cluster.Identity) error {
-	v := b.a.state.View()
+	v := b.state.View()
 	plan, err := leader.PlanSignal(v, id, req.Signal, req.BatchOnly, callerOf(v.Policy(), who))
-	if _, err = b.a.proposeOr(ctx, plan, err); err != nil {
+	if _, err = b.lead.proposeOr(ctx, plan, err); err != nil {
 		return err
 	}
-	b.a.log.Info("signal requested", "job", uint64(id), "signal", syscall.Signal(req.Signal).String(), "batch_only", req.BatchOnly, "by", who.User)
+	b.log.Info("signal requested", "job", uint64(id), "signal", syscall.Signal(req.Signal).String(), "batch_only", req.BatchOnly, "by", who.User)
 	return nil
 }
 
@@ -37,16 +37,16 @@ type signalLog struct {
 
 // deliverSignals sends the signal requests of view v that running tasks
 // have not had yet (worker.SignalsDue decides which).
-func (a *Agent) deliverSignals(v *fsm.View, sl *signalLog) {
-	due, next := worker.SignalsDue(v.Index, v.Job, a.exec.Running(), sl.seen)
+func (w *workerSide) deliverSignals(v *fsm.View, sl *signalLog) {
+	due, next := worker.SignalsDue(v.Index, v.Job, w.exec.Running(), sl.seen)
 	sl.seen = next
 	for _, d := range due {
 		sig := syscall.Signal(d.Number)
-		if err := a.exec.Signal(d.Key, sig, d.ShellOnly); err != nil {
-			a.log.Warn("deliver signal", "job", uint64(d.Key.Job), "step", d.Key.Step, "signal", sig.String(), "err", err)
+		if err := w.exec.Signal(d.Key, sig, d.ShellOnly); err != nil {
+			w.log.Warn("deliver signal", "job", uint64(d.Key.Job), "step", d.Key.Step, "signal", sig.String(), "err", err)
 			continue
 		}
-		a.log.Info("signal delivered", "job", uint64(d.Key.Job), "incarnation", d.Key.Incarnation, "step", d.Key.Step,
+		w.log.Info("signal delivered", "job", uint64(d.Key.Job), "incarnation", d.Key.Incarnation, "step", d.Key.Step,
 			"signal", sig.String(), "shell_only", d.ShellOnly, "seq", d.Seq)
 	}
 }

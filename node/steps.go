@@ -64,29 +64,28 @@ func makeShimDir(dataDir string) (string, error) {
 // leader.PlanStartStep). Its tasks are dealt over the job's CPUs, as
 // Slurm's srun, when every server speaks the protocol that records it.
 func (b apiBackend) StartStep(ctx context.Context, id cluster.JobID, req api.StepRequest, who cluster.Identity) (api.StepResponse, error) {
-	a := b.a
-	v := a.state.View()
+	v := b.state.View()
 	dealt := req.Spec
 	dealt.Dealt = true
 	plan, err := leader.PlanStartStep(v, id, req.Incarnation, req.Spec,
-		a.checkProtocol(ctx, fsm.CmdStartStep, fsm.Needs(fsm.CmdStartStep, fsm.StartStep{Job: id, Spec: dealt})) == nil, callerOf(v.Policy(), who))
+		b.checkProtocol(ctx, fsm.CmdStartStep, fsm.Needs(fsm.CmdStartStep, fsm.StartStep{Job: id, Spec: dealt})) == nil, callerOf(v.Policy(), who))
 	if err != nil {
 		return api.StepResponse{}, err
 	}
-	_, res, err := a.propose(ctx, plan)
+	_, res, err := b.lead.propose(ctx, plan)
 	if err != nil {
 		return api.StepResponse{}, err
 	}
 	inc := plan.Proposals[0].Cmd.(fsm.StartStep).Incarnation
-	a.log.Info("step started", "job", uint64(id), "step", res.StepID, "by", who.User)
+	b.log.Info("step started", "job", uint64(id), "step", res.StepID, "by", who.User)
 	return api.StepResponse{Step: res.StepID, Incarnation: inc}, nil
 }
 
 // CancelStep cancels step of job id for who (leader:
 // leader.PlanCancelStep).
 func (b apiBackend) CancelStep(ctx context.Context, id cluster.JobID, step int, who cluster.Identity) error {
-	v := b.a.state.View()
+	v := b.state.View()
 	plan, err := leader.PlanCancelStep(v, id, step, callerOf(v.Policy(), who))
-	_, err = b.a.proposeOr(ctx, plan, err)
+	_, err = b.lead.proposeOr(ctx, plan, err)
 	return err
 }

@@ -35,35 +35,24 @@ func (c *currentTopology) set(t cluster.Topology) {
 	c.t = t
 }
 
-// topology is the node's place now.
-func (a *Agent) topology() cluster.Topology { return a.topo.get() }
-
-// selfNode is the node's record as its heartbeat announces it: a.self
-// with the place it has now.
-func (a *Agent) selfNode() cluster.Node {
-	n := a.self
-	n.Topology = a.topology()
-	return n
-}
-
 // discoverer is the topology discovery loop (topology.Discoverer) over
 // this agent's place and gossip. Without sources
 // (--discover-topology=off) the node announces the operator's place and
 // the loop returns at once.
-func (a *Agent) discoverer() topology.Discoverer {
-	return topology.Discoverer{Sources: a.cfg.TopologySources, Interval: a.cfg.TopologyInterval,
-		Operator: a.cfg.Topology, Place: announcedPlace{a}, Log: a.log}
+func (c *core) discoverer() topology.Discoverer {
+	return topology.Discoverer{Sources: c.cfg.TopologySources, Interval: c.cfg.TopologyInterval,
+		Operator: c.cfg.Topology, Place: announcedPlace{c}, Log: c.log}
 }
 
 // announcedPlace is topology.Place over the agent's current place and
 // its gossip.
-type announcedPlace struct{ a *Agent }
+type announcedPlace struct{ c *core }
 
-func (p announcedPlace) Set(t cluster.Topology) { p.a.topo.set(t) }
+func (p announcedPlace) Set(t cluster.Topology) { p.c.topo.set(t) }
 
 func (p announcedPlace) Gossiped() (cluster.Topology, bool) {
-	for _, m := range p.a.gossip.Members() {
-		if m.Name == p.a.cfg.Name {
+	for _, m := range p.c.gossip.Members() {
+		if m.Name == p.c.cfg.Name {
 			return cluster.Topology{Switch: m.Meta.Switch, SwitchParent: m.Meta.SwitchParent, Block: m.Meta.Block}, true
 		}
 	}
@@ -71,7 +60,7 @@ func (p announcedPlace) Gossiped() (cluster.Topology, bool) {
 }
 
 func (p announcedPlace) Regossip(ctx context.Context) error {
-	err := p.a.gossip.UpdateMeta(ctx, p.a.meta(p.a.hasRaftState()))
+	err := p.c.gossip.UpdateMeta(ctx, p.c.meta(p.c.hasRaftState()))
 	if errors.Is(err, gossip.ErrShutdown) {
 		return nil // the agent is stopping
 	}
@@ -80,10 +69,10 @@ func (p announcedPlace) Regossip(ctx context.Context) error {
 
 // hasRaftState is what the node's gossip meta says of its raft state:
 // on disk, or a leader seen (as the bootstrap loop announces it).
-func (a *Agent) hasRaftState() bool {
-	if a.raft.HasState() {
+func (c *core) hasRaftState() bool {
+	if c.raft.HasState() {
 		return true
 	}
-	id, _ := a.raft.Leader()
+	id, _ := c.raft.Leader()
 	return id != ""
 }

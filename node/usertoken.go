@@ -17,8 +17,8 @@ import (
 
 // CreateUserToken is `shoal token create --user U` (leader.UserTokenTerms
 // decides who may, with which key and for how long).
-func (b apiBackend) CreateUserToken(ctx context.Context, req api.UserTokenRequest, who cluster.Identity) (api.UserTokenResponse, error) {
-	key, ttl, err := leader.UserTokenTerms(b.a.state.View().Security(), req.TTLS, leader.Caller{Identity: who})
+func (s securityAPI) CreateUserToken(ctx context.Context, req api.UserTokenRequest, who cluster.Identity) (api.UserTokenResponse, error) {
+	key, ttl, err := leader.UserTokenTerms(s.state.View().Security(), req.TTLS, leader.Caller{Identity: who})
 	if err != nil {
 		return api.UserTokenResponse{}, err
 	}
@@ -27,14 +27,14 @@ func (b apiBackend) CreateUserToken(ctx context.Context, req api.UserTokenReques
 	if err != nil {
 		return api.UserTokenResponse{}, invalid(err)
 	}
-	b.a.log.Info("issued a user token", "user", req.User, "uid", req.UID, "token", id, "by", who.User, "expires", now.Add(ttl).Format(time.RFC3339))
+	s.log.Info("issued a user token", "user", req.User, "uid", req.UID, "token", id, "by", who.User, "expires", now.Add(ttl).Format(time.RFC3339))
 	return api.UserTokenResponse{Token: tok, ID: id, Expires: api.FormatTime(now.Add(ttl))}, nil
 }
 
 // RevokeUserToken refuses a user token from now until it expires
 // (leader.RevokeUserTokenKey: root only).
-func (b apiBackend) RevokeUserToken(ctx context.Context, req api.RevokeUserTokenRequest, who cluster.Identity) error {
-	key, err := leader.RevokeUserTokenKey(b.a.state.View().Security(), leader.Caller{Identity: who})
+func (s securityAPI) RevokeUserToken(ctx context.Context, req api.RevokeUserTokenRequest, who cluster.Identity) error {
+	key, err := leader.RevokeUserTokenKey(s.state.View().Security(), leader.Caller{Identity: who})
 	if err != nil {
 		return err
 	}
@@ -45,13 +45,13 @@ func (b apiBackend) RevokeUserToken(ctx context.Context, req api.RevokeUserToken
 	if err != nil {
 		return invalid(fmt.Errorf("token: %w", err))
 	}
-	res, err := b.a.apply(ctx, fsm.CmdRevokeUserToken, fsm.RevokeUserToken{ID: c.ID, Expires: c.ExpiresAt.Time, Time: time.Now()})
+	res, err := s.apply(ctx, fsm.CmdRevokeUserToken, fsm.RevokeUserToken{ID: c.ID, Expires: c.ExpiresAt.Time, Time: time.Now()})
 	if err == nil {
 		err = res.Err
 	}
 	if err != nil {
 		return fsmError(err)
 	}
-	b.a.log.Warn("revoked a user token", "user", c.User, "token", c.ID, "by", who.User)
+	s.log.Warn("revoked a user token", "user", c.User, "token", c.ID, "by", who.User)
 	return nil
 }

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/shoal-sched/shoal/consensus"
@@ -24,36 +23,6 @@ import (
 // joins nobody — can still meet a newer entry. Its FSM then stops with
 // "upgrade it" (fsm.ErrUnknownCommand) instead of skipping the entry. An
 // upgrade's stale metadata errs the safe way: refused a little longer.
-
-// mayPropose is the check before this agent proposes a command of type t:
-// its own replica must not have diverged (a replica that could not apply
-// an entry, an older one among them, proposes against state it no longer
-// has), and every server must speak t's protocol (checkProtocol). A diverged
-// replica does not lead either (the lead loop, leader.Lead, hands leadership over).
-func (a *Agent) mayPropose(ctx context.Context, t fsm.CmdType, need int) error {
-	if err := a.state.Diverged(); err != nil {
-		// It wraps fsm.ErrDiverged: 500 as for reads (readable), not 503,
-		// which clients retry here.
-		return fmt.Errorf("propose %s: this agent's replica diverged and proposes nothing; ask another agent: %w", t, err)
-	}
-	return a.checkProtocol(ctx, t, need)
-}
-
-// checkProtocol is the gate on this leader's proposal of a command of type
-// t: gather the members and the raft configuration, then decide with
-// protocolGate. Types of the oldest protocol are spoken by every agent
-// that can announce anything, so they skip the gathering: the hot
-// commands (heartbeats, allocations, task reports) never ask raft.
-func (a *Agent) checkProtocol(ctx context.Context, t fsm.CmdType, need int) error {
-	if t.Known() && need <= fsm.ProtocolOldest {
-		return nil
-	}
-	servers, err := a.raft.Servers(ctx)
-	if err != nil {
-		return fmt.Errorf("propose %s: read raft configuration for the protocol check: %w", t, err)
-	}
-	return protocolGateNeed(t, need, a.gossip.Members(), servers)
-}
 
 // protocolGate decides whether a command of type t may be proposed to a
 // raft group of servers whose gossip members are members. It is pure.
