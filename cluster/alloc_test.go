@@ -18,6 +18,22 @@ func TestCPUList(t *testing.T) {
 	}
 }
 
+func TestIndexCSV(t *testing.T) {
+	for _, tc := range []struct {
+		in   []int
+		want string
+	}{
+		{nil, ""},
+		{[]int{3}, "3"},
+		{[]int{2, 0, 1}, "2,0,1"},
+		{[]int{0, 1, 2, 3}, "0,1,2,3"},
+	} {
+		if got := IndexCSV(tc.in); got != tc.want {
+			t.Errorf("IndexCSV(%v) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 func TestParseCPUList(t *testing.T) {
 	for _, s := range []string{"", "3", "0-3", "0-3,8,10-11"} {
 		got, err := ParseCPUList(s)

@@ -503,7 +503,7 @@ func show(v *View) string {
 			port = strconv.Itoa(j.Alloc.MasterPort)
 			var parts []string
 			for _, na := range j.Alloc.Nodes {
-				s := fmt.Sprintf("%s[%s]:%s", na.Node, joinInts(na.GPUs), na.State)
+				s := fmt.Sprintf("%s[%s]:%s", na.Node, cluster.IndexCSV(na.GPUs), na.State)
 				if na.State == cluster.TaskExited {
 					s += fmt.Sprintf("(%d)", na.ExitCode)
 				}
@@ -526,7 +526,7 @@ func show(v *View) string {
 		if n.Drain {
 			status += fmt.Sprintf("+drain(%s)", n.DrainReason)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", n.Name, status, len(n.GPUs), orDash(joinInts(v.FreeGPUs(n.Name))), n.Topology.Switch)
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", n.Name, status, len(n.GPUs), orDash(cluster.IndexCSV(v.FreeGPUs(n.Name))), n.Topology.Switch)
 	}
 	w.Flush()
 	return b.String()
@@ -555,14 +555,6 @@ func showSteps(b *strings.Builder, v *View) {
 		}
 	}
 	w.Flush()
-}
-
-func joinInts(xs []int) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = strconv.Itoa(x)
-	}
-	return strings.Join(parts, ",")
 }
 
 func orDash(s string) string {
