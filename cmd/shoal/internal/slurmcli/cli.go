@@ -21,7 +21,8 @@ import (
 // GNU's argument permutation) and their -o formats through scanFormat.
 
 // What the Slurm commands refuse alike: --help and --usage (Shoal's own
-// help instead) and -M/--clusters (Shoal runs one cluster).
+// help instead) and -M/--clusters (Shoal runs one cluster); and the
+// options several of them take with the same letter and meaning.
 const (
 	seeHelp      = "see `shoal help`"
 	noFederation = "Shoal has no federation of clusters"
@@ -31,6 +32,14 @@ var (
 	optHelp     = slurm.Option{Long: "help", Arg: slurm.NoArg, Unsupported: seeHelp}
 	optUsage    = slurm.Option{Long: "usage", Arg: slurm.NoArg, Unsupported: seeHelp}
 	optClusters = slurm.Option{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: noFederation}
+
+	optVerbose   = slurm.Option{Long: "verbose", Short: 'v', Arg: slurm.NoArg}
+	optFormat    = slurm.Option{Long: "format", Short: 'o', Arg: slurm.NeedArg}
+	optUser      = slurm.Option{Long: "user", Short: 'u', Arg: slurm.NeedArg}
+	optPartition = slurm.Option{Long: "partition", Short: 'p', Arg: slurm.NeedArg}
+	optLong      = slurm.Option{Long: "long", Short: 'l', Arg: slurm.NoArg}
+	optParsable  = slurm.Option{Long: "parsable", Short: 'p', Arg: slurm.NoArg}
+	optParsable2 = slurm.Option{Long: "parsable2", Short: 'P', Arg: slurm.NoArg}
 )
 
 // cliArgs parses a query command's arguments and prints a usage error as

@@ -31,10 +31,10 @@ const (
 
 var sinfoOpts = []slurm.Option{
 	{Long: "Node", Short: 'N', Arg: slurm.NoArg},
-	{Long: "long", Short: 'l', Arg: slurm.NoArg},
+	optLong,
 	{Long: "noheader", Short: 'h', Arg: slurm.NoArg},
-	{Long: "format", Short: 'o', Arg: slurm.NeedArg},
-	{Long: "partition", Short: 'p', Arg: slurm.NeedArg},
+	optFormat,
+	optPartition,
 	{Long: "nodes", Short: 'n', Arg: slurm.NeedArg},
 	{Long: "states", Short: 't', Arg: slurm.NeedArg},
 	{Long: "summarize", Short: 's', Arg: slurm.NoArg},
@@ -42,7 +42,7 @@ var sinfoOpts = []slurm.Option{
 	{Long: "dead", Short: 'd', Arg: slurm.NoArg},
 	{Long: "all", Short: 'a', Arg: slurm.NoArg},
 	{Long: "exact", Short: 'e', Arg: slurm.NoArg},
-	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
+	optVerbose,
 	{Long: "Format", Short: 'O', Arg: slurm.NeedArg, Unsupported: "use -o"},
 	{Long: "list-reasons", Short: 'R', Arg: slurm.NoArg, Unsupported: "shoal nodes shows each drained node's reason"},
 	{Long: "iterate", Short: 'i', Arg: slurm.NeedArg, Unsupported: "run it under watch(1)"},
