@@ -122,6 +122,37 @@ type formatSpec struct {
 	raw    string
 }
 
+// formatCol is one column of a -o table (squeue, sinfo, sprio): literal
+// text, or a field whose cells are fitted to width (0: as wide as the
+// value), right- or left-aligned; auto (sinfo's "#") asks the printer to
+// widen it to the widest value.
+type formatCol[F any] struct {
+	field   *F
+	width   int
+	auto    bool
+	right   bool
+	literal string
+}
+
+// specCol is the column of a field a -o specification names.
+func specCol[F any](field *F, f formatSpec) formatCol[F] {
+	return formatCol[F]{field: field, width: f.width, auto: f.auto, right: f.right}
+}
+
+// printFormatLine prints one line of a -o table: each column's literal,
+// or the cell of its field fitted to the column.
+func printFormatLine[F any](w io.Writer, cols []formatCol[F], cell func(*F) string) {
+	var b strings.Builder
+	for _, c := range cols {
+		if c.field == nil {
+			b.WriteString(c.literal)
+			continue
+		}
+		b.WriteString(fitField(cell(c.field), c.width, c.right))
+	}
+	fmt.Fprintln(w, b.String())
+}
+
 // scanFormat splits a Slurm -o format into literal text ("%%" is a "%")
 // and field specifications, handing each to text or spec in order; the
 // commands differ only in what they do with a letter they do not know.

@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
@@ -192,22 +191,18 @@ func factorField(header string, weight func(cluster.Weights) int64, value func(*
 
 // sprioCol is one piece of a parsed -o format: literal text, or a field
 // with its width and alignment.
-type sprioCol struct {
-	text  string
-	field *sprioField
-	spec  formatSpec
-}
+type sprioCol = formatCol[sprioField]
 
 // parseSprioFormat parses sprio -o ("%.15i %9r %.10Y ..."). An unknown
 // letter is an error, as Slurm's "Invalid job format specification".
 func parseSprioFormat(format string) ([]sprioCol, error) {
 	var cols []sprioCol
-	err := scanFormat(format, false, func(s string) { cols = append(cols, sprioCol{text: s}) }, func(f formatSpec) error {
+	err := scanFormat(format, false, func(s string) { cols = append(cols, sprioCol{literal: s}) }, func(f formatSpec) error {
 		fld, ok := sprioFields[f.letter]
 		if !ok {
 			return slurmErrorf("Invalid job format specification: %s", f.raw)
 		}
-		cols = append(cols, sprioCol{field: &fld, spec: f})
+		cols = append(cols, specCol(&fld, f))
 		return nil
 	})
 	return cols, err
@@ -218,17 +213,7 @@ func parseSprioFormat(format string) ([]sprioCol, error) {
 // a row per job. A cell is fitted as _print_str: right-aligned with ".",
 // cut to its width.
 func printSprio(w io.Writer, cols []sprioCol, ps []api.Priority, wt cluster.Weights, header, weights bool) {
-	line := func(cell func(f *sprioField) string) {
-		var b strings.Builder
-		for _, c := range cols {
-			if c.field == nil {
-				b.WriteString(c.text)
-				continue
-			}
-			b.WriteString(fitField(cell(c.field), c.spec.width, c.spec.right))
-		}
-		fmt.Fprintln(w, b.String())
-	}
+	line := func(cell func(f *sprioField) string) { printFormatLine(w, cols, cell) }
 	if header {
 		line(func(f *sprioField) string { return f.header })
 	}
