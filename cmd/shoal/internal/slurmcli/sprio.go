@@ -116,46 +116,25 @@ var sprioFields = map[byte]sprioField{
 		}
 		return strconv.FormatUint(p.Job, 10)
 	}},
-	'r': {"PARTITION", func(p *api.Priority, _ cluster.Weights) string {
-		if p == nil {
-			return ""
-		}
+	'r': jobField("PARTITION", func(p *api.Priority) string {
 		if p.PartitionName == "" {
 			return ShoalPartition
 		}
 		return p.PartitionName
-	}},
-	'u': {"USER", func(p *api.Priority, _ cluster.Weights) string {
-		if p == nil {
-			return ""
-		}
-		return p.User
-	}},
+	}),
+	'u': jobField("USER", func(p *api.Priority) string { return p.User }),
 	'c': {"CLUSTER", func(p *api.Priority, _ cluster.Weights) string { return "" }},
-	'Y': {"PRIORITY", func(p *api.Priority, _ cluster.Weights) string {
-		if p == nil {
-			return ""
-		}
-		return strconv.FormatInt(p.Priority, 10)
-	}},
-	'y': {"PRIORITY", func(p *api.Priority, _ cluster.Weights) string {
-		if p == nil {
-			return ""
-		}
+	'Y': jobField("PRIORITY", func(p *api.Priority) string { return strconv.FormatInt(p.Priority, 10) }),
+	'y': jobField("PRIORITY", func(p *api.Priority) string {
 		return strconv.FormatFloat(float64(p.Priority)/float64(math.MaxUint32), 'f', 14, 64)
-	}},
+	}),
 	'S': {"SITE", func(p *api.Priority, _ cluster.Weights) string {
 		if p == nil {
 			return "1"
 		}
 		return "0"
 	}},
-	'N': {"NICE", func(p *api.Priority, _ cluster.Weights) string {
-		if p == nil {
-			return ""
-		}
-		return strconv.Itoa(p.Nice)
-	}},
+	'N': jobField("NICE", func(p *api.Priority) string { return strconv.Itoa(p.Nice) }),
 	't': {"TRES", func(*api.Priority, cluster.Weights) string { return "" }},
 	'T': {"TRES", func(*api.Priority, cluster.Weights) string { return "" }},
 	'a': factorField("AGE", func(w cluster.Weights) int64 { return w.Age }, func(p *api.Priority) float64 { return p.Factors.Age }, false),
@@ -170,6 +149,17 @@ var sprioFields = map[byte]sprioField{
 	'P': factorField("PARTITION", func(w cluster.Weights) int64 { return w.Partition }, func(p *api.Priority) float64 { return p.Partition }, true),
 	'q': factorField("QOS", func(w cluster.Weights) int64 { return w.QoS }, func(p *api.Priority) float64 { return p.Factors.QoS }, false),
 	'Q': factorField("QOS", func(w cluster.Weights) int64 { return w.QoS }, func(p *api.Priority) float64 { return p.QoS }, true),
+}
+
+// jobField is a column of the job's own (not a factor): cell's value for
+// a job, blank on the weights row.
+func jobField(header string, cell func(p *api.Priority) string) sprioField {
+	return sprioField{header, func(p *api.Priority, _ cluster.Weights) string {
+		if p == nil {
+			return ""
+		}
+		return cell(p)
+	}}
 }
 
 // factorField is a factor's column: weighted as "%.0f", or the factor
