@@ -248,25 +248,21 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			fmt.Fprintf(&b, "link %s: %s\n", sw, strings.Join(links[sw], " "))
 		}
 		return cmp.Or(b.String(), "none\n")
-	case "places":
+	case "places", "alloc":
 		j, ok := h.s.View().Job(jobArg())
 		if !ok || j.Alloc == nil {
 			return "no allocation\n"
 		}
 		var b strings.Builder
-		for i, na := range j.Alloc.Nodes {
-			if j.Alloc.Live(i) {
-				fmt.Fprintf(&b, "%s=%d ", na.Node, j.Alloc.SlotOf(i))
+		if d.Cmd == "places" {
+			for i, na := range j.Alloc.Nodes {
+				if j.Alloc.Live(i) {
+					fmt.Fprintf(&b, "%s=%d ", na.Node, j.Alloc.SlotOf(i))
+				}
 			}
+			fmt.Fprintf(&b, "join=%d\n", j.Alloc.JoinSlot())
+			return b.String()
 		}
-		fmt.Fprintf(&b, "join=%d\n", j.Alloc.JoinSlot())
-		return b.String()
-	case "alloc":
-		j, ok := h.s.View().Job(jobArg())
-		if !ok || j.Alloc == nil {
-			return "no allocation\n"
-		}
-		var b strings.Builder
 		for _, na := range j.Alloc.Nodes {
 			fmt.Fprintf(&b, "%s gpus=%v cpus=%s mem=%d released=%v", na.Node, na.GPUs, cmp.Or(cluster.CPUList(na.CPUs), "-"), na.MemMiB, na.Released)
 			if j.Alloc.Elastic {
