@@ -298,6 +298,20 @@ func (a *Allocation) Rejoinable(node string) bool {
 	return i >= 0 && a.Elastic && !a.Live(i) && a.Nodes[i].Released
 }
 
+// IndexCSV writes indices (GPUs, ranks) comma-separated, in the order
+// given ("0,1,2"), as CUDA_VISIBLE_DEVICES, SLURM_JOB_GPUS, SLURM_GTIDS and
+// scontrol's GPUs= show them; "" for none.
+func IndexCSV(xs []int) string {
+	var b []byte
+	for i, x := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(x), 10)
+	}
+	return string(b)
+}
+
 // CPUList writes CPU positions, ascending, in the Linux cpulist form
 // ("0-3,8,10-11"), as cpusets and Slurm's CPU_IDs show them; "" for none.
 func CPUList(cpus []int) string {

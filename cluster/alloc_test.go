@@ -2,19 +2,28 @@ package cluster
 
 import "testing"
 
-func TestCPUList(t *testing.T) {
+// TestIndexLists: CPUList's runs and IndexCSV's plain list of the same
+// indices.
+func TestIndexLists(t *testing.T) {
 	for _, tc := range []struct {
-		in   []int
-		want string
+		in            []int
+		cpus, indices string
 	}{
-		{nil, ""},
-		{[]int{3}, "3"},
-		{[]int{0, 1, 2, 3}, "0-3"},
-		{[]int{0, 1, 2, 3, 8, 10, 11}, "0-3,8,10-11"},
+		{nil, "", ""},
+		{[]int{3}, "3", "3"},
+		{[]int{0, 1, 2, 3}, "0-3", "0,1,2,3"},
+		{[]int{0, 1, 2, 3, 8, 10, 11}, "0-3,8,10-11", "0,1,2,3,8,10,11"},
 	} {
-		if got := CPUList(tc.in); got != tc.want {
-			t.Errorf("CPUList(%v) = %q; want %q", tc.in, got, tc.want)
+		if got := CPUList(tc.in); got != tc.cpus {
+			t.Errorf("CPUList(%v) = %q; want %q", tc.in, got, tc.cpus)
 		}
+		if got := IndexCSV(tc.in); got != tc.indices {
+			t.Errorf("IndexCSV(%v) = %q; want %q", tc.in, got, tc.indices)
+		}
+	}
+	// IndexCSV keeps the order it is given (GPUs as a task sees them).
+	if got := IndexCSV([]int{2, 0, 1}); got != "2,0,1" {
+		t.Errorf("IndexCSV([2 0 1]) = %q; want \"2,0,1\"", got)
 	}
 }
 

@@ -137,8 +137,5 @@ func (v *View) Archived() []*cluster.Job { return v.archive[:len(v.archive):len(
 
 // ArchivedJob returns archived job id.
 func (v *View) ArchivedJob(id cluster.JobID) (*cluster.Job, bool) {
-	if i, ok := findJob(v.archive, id); ok {
-		return v.archive[i], true
-	}
-	return nil, false
+	return jobIn(v.archive, id)
 }

@@ -26,20 +26,12 @@ func (s *State) setPolicy(index uint64, c SetPolicy) Result {
 // canonPolicy makes p's empty lists nil, so a policy encodes to the same
 // snapshot bytes however it arrived (log entry or snapshot).
 func canonPolicy(p *cluster.Policy) *cluster.Policy {
-	if len(p.Accounts) == 0 {
-		p.Accounts = nil
-	}
+	p.Accounts = nilIfEmpty(p.Accounts)
 	for i := range p.Accounts {
-		if len(p.Accounts[i].Users) == 0 {
-			p.Accounts[i].Users = nil
-		}
+		p.Accounts[i].Users = nilIfEmpty(p.Accounts[i].Users)
 	}
-	if len(p.QoS) == 0 {
-		p.QoS = nil
-	}
-	if len(p.Operators) == 0 {
-		p.Operators = nil
-	}
+	p.QoS = nilIfEmpty(p.QoS)
+	p.Operators = nilIfEmpty(p.Operators)
 	return p
 }
 

@@ -248,25 +248,21 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			fmt.Fprintf(&b, "link %s: %s\n", sw, strings.Join(links[sw], " "))
 		}
 		return cmp.Or(b.String(), "none\n")
-	case "places":
+	case "places", "alloc":
 		j, ok := h.s.View().Job(jobArg())
 		if !ok || j.Alloc == nil {
 			return "no allocation\n"
 		}
 		var b strings.Builder
-		for i, na := range j.Alloc.Nodes {
-			if j.Alloc.Live(i) {
-				fmt.Fprintf(&b, "%s=%d ", na.Node, j.Alloc.SlotOf(i))
+		if d.Cmd == "places" {
+			for i, na := range j.Alloc.Nodes {
+				if j.Alloc.Live(i) {
+					fmt.Fprintf(&b, "%s=%d ", na.Node, j.Alloc.SlotOf(i))
+				}
 			}
+			fmt.Fprintf(&b, "join=%d\n", j.Alloc.JoinSlot())
+			return b.String()
 		}
-		fmt.Fprintf(&b, "join=%d\n", j.Alloc.JoinSlot())
-		return b.String()
-	case "alloc":
-		j, ok := h.s.View().Job(jobArg())
-		if !ok || j.Alloc == nil {
-			return "no allocation\n"
-		}
-		var b strings.Builder
 		for _, na := range j.Alloc.Nodes {
 			fmt.Fprintf(&b, "%s gpus=%v cpus=%s mem=%d released=%v", na.Node, na.GPUs, cmp.Or(cluster.CPUList(na.CPUs), "-"), na.MemMiB, na.Released)
 			if j.Alloc.Elastic {
@@ -503,7 +499,7 @@ func show(v *View) string {
 			port = strconv.Itoa(j.Alloc.MasterPort)
 			var parts []string
 			for _, na := range j.Alloc.Nodes {
-				s := fmt.Sprintf("%s[%s]:%s", na.Node, joinInts(na.GPUs), na.State)
+				s := fmt.Sprintf("%s[%s]:%s", na.Node, cluster.IndexCSV(na.GPUs), na.State)
 				if na.State == cluster.TaskExited {
 					s += fmt.Sprintf("(%d)", na.ExitCode)
 				}
@@ -526,7 +522,7 @@ func show(v *View) string {
 		if n.Drain {
 			status += fmt.Sprintf("+drain(%s)", n.DrainReason)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", n.Name, status, len(n.GPUs), orDash(joinInts(v.FreeGPUs(n.Name))), n.Topology.Switch)
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", n.Name, status, len(n.GPUs), orDash(cluster.IndexCSV(v.FreeGPUs(n.Name))), n.Topology.Switch)
 	}
 	w.Flush()
 	return b.String()
@@ -555,14 +551,6 @@ func showSteps(b *strings.Builder, v *View) {
 		}
 	}
 	w.Flush()
-}
-
-func joinInts(xs []int) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = strconv.Itoa(x)
-	}
-	return strings.Join(parts, ",")
 }
 
 func orDash(s string) string {

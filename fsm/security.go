@@ -333,15 +333,9 @@ func validateSecurity(sec *cluster.Security) error {
 // canonSecurity makes empty lists nil, so a record encodes the same
 // however it arrived.
 func canonSecurity(sec *cluster.Security) *cluster.Security {
-	if len(sec.JoinTokens) == 0 {
-		sec.JoinTokens = nil
-	}
-	if len(sec.Revoked) == 0 {
-		sec.Revoked = nil
-	}
-	if len(sec.RevokedUserTokens) == 0 {
-		sec.RevokedUserTokens = nil
-	}
+	sec.JoinTokens = nilIfEmpty(sec.JoinTokens)
+	sec.Revoked = nilIfEmpty(sec.Revoked)
+	sec.RevokedUserTokens = nilIfEmpty(sec.RevokedUserTokens)
 	return sec
 }
 

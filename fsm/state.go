@@ -229,6 +229,14 @@ func findJob(jobs []*cluster.Job, id cluster.JobID) (int, bool) {
 	})
 }
 
+// jobIn returns job id of jobs (ascending by ID, as findJob takes them).
+func jobIn(jobs []*cluster.Job, id cluster.JobID) (*cluster.Job, bool) {
+	if i, ok := findJob(jobs, id); ok {
+		return jobs[i], true
+	}
+	return nil, false
+}
+
 // findNode returns the position of node name in nodes, or where it would
 // be inserted.
 func findNode(nodes []*cluster.Node, name string) (int, bool) {

@@ -50,10 +50,7 @@ func (s *State) reportSwitch(c ReportSwitch) Result {
 // canonSwitch is a stored copy of r, empty lists nil, so a report
 // encodes to the same snapshot bytes however it arrived.
 func canonSwitch(r cluster.SwitchReport) *cluster.SwitchReport {
-	r.Neighbors = slices.Clone(r.Neighbors)
-	if len(r.Neighbors) == 0 {
-		r.Neighbors = nil
-	}
+	r.Neighbors = nilIfEmpty(slices.Clone(r.Neighbors))
 	return &r
 }
 

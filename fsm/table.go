@@ -226,36 +226,24 @@ var commands = [...]command{
 var fields = []field{
 	// An older replica would drop it and refuse the job's elastic
 	// allocation.
-	{name: "SubmitJob.Spec.Batch.Elastic", since: 5, uses: func(body any) bool {
-		c, ok := body.(SubmitJob)
-		return ok && c.Spec.Batch != nil && c.Spec.Batch.Elastic
-	}},
+	{name: "SubmitJob.Spec.Batch.Elastic", since: 5, uses: when(func(c SubmitJob) bool {
+		return c.Spec.Batch != nil && c.Spec.Batch.Elastic
+	})},
 	// An older replica would drop Rejoin and refuse to grow the job by
 	// a node it had, where the others grow it.
-	{name: "GrowJob.Rejoin", since: 5, uses: func(body any) bool {
-		c, ok := body.(GrowJob)
-		return ok && c.Rejoin
-	}},
+	{name: "GrowJob.Rejoin", since: 5, uses: when(func(c GrowJob) bool { return c.Rejoin })},
 	// An older replica would drop Elastic and, once the job loses a
 	// node, end or requeue it where the others let it go on.
-	{name: "Allocate.Decisions.Elastic", since: 4, uses: func(body any) bool {
-		c, ok := body.(Allocate)
-		return ok && slices.ContainsFunc(c.Decisions, func(d Decision) bool { return d.Elastic })
-	}},
-	{name: "SubmitJob.Spec.Request.NTasks/Distribution/MinCPUs", since: 3, uses: func(body any) bool {
-		c, ok := body.(SubmitJob)
+	{name: "Allocate.Decisions.Elastic", since: 4, uses: when(func(c Allocate) bool {
+		return slices.ContainsFunc(c.Decisions, func(d Decision) bool { return d.Elastic })
+	})},
+	{name: "SubmitJob.Spec.Request.NTasks/Distribution/MinCPUs", since: 3, uses: when(func(c SubmitJob) bool {
 		r := c.Spec.Request
-		return ok && (r.NTasks != 0 || r.Distribution != "" || r.MinCPUs != 0)
-	}},
-	{name: "StartStep.Spec.Distribution", since: 3, uses: func(body any) bool {
-		c, ok := body.(StartStep)
-		return ok && c.Spec.Distribution != ""
-	}},
+		return r.NTasks != 0 || r.Distribution != "" || r.MinCPUs != 0
+	})},
+	{name: "StartStep.Spec.Distribution", since: 3, uses: when(func(c StartStep) bool { return c.Spec.Distribution != "" })},
 	// An older replica would drop Begin and start the job at once.
-	{name: "SubmitJob.Spec.Begin", since: 3, uses: func(body any) bool {
-		c, ok := body.(SubmitJob)
-		return ok && !c.Spec.Begin.IsZero()
-	}},
+	{name: "SubmitJob.Spec.Begin", since: 3, uses: when(func(c SubmitJob) bool { return !c.Spec.Begin.IsZero() })},
 	// An older replica would drop Deadline and run the job past it, and
 	// refuse the CancelJob that ends it DEADLINE.
 	{name: "SubmitJob.Spec.Deadline, CancelJob.Reason DeadLine", since: 3, uses: func(body any) bool {
@@ -269,112 +257,95 @@ var fields = []field{
 	}},
 	// An older replica would drop NoKill and end the job when it loses a
 	// node, where the others keep it running.
-	{name: "SubmitJob.Spec.NoKill", since: 3, uses: func(body any) bool {
-		c, ok := body.(SubmitJob)
-		return ok && c.Spec.NoKill
-	}},
+	{name: "SubmitJob.Spec.NoKill", since: 3, uses: when(func(c SubmitJob) bool { return c.Spec.NoKill })},
 	// An older replica would drop Input and run the batch script, or
 	// the step's tasks, on /dev/null instead of the file asked for.
-	{name: "SubmitJob.Spec.Batch.Input, StartStep.Spec.Input", since: 3, uses: func(body any) bool {
-		switch c := body.(type) {
-		case SubmitJob:
-			return c.Spec.Batch != nil && c.Spec.Batch.Input != ""
-		case StartStep:
-			return c.Spec.Input != ""
-		}
-		return false
-	}},
+	{name: "SubmitJob.Spec.Batch.Input, StartStep.Spec.Input", since: 3, uses: jobOrStep(
+		func(s cluster.Spec) bool { return s.Batch != nil && s.Batch.Input != "" },
+		func(s cluster.StepSpec) bool { return s.Input != "" })},
 	// An older replica would drop Output and Error and send the step's
 	// output to srun instead of to the files asked for.
-	{name: "StartStep.Spec.Output, StartStep.Spec.Error", since: 3, uses: func(body any) bool {
-		c, ok := body.(StartStep)
-		return ok && (c.Spec.Output != "" || c.Spec.Error != "")
-	}},
+	{name: "StartStep.Spec.Output, StartStep.Spec.Error", since: 3, uses: when(func(c StartStep) bool {
+		return c.Spec.Output != "" || c.Spec.Error != ""
+	})},
 	// An older replica would drop Pty and its node would start rank 0
 	// with no terminal for srun --pty to attach to.
-	{name: "SubmitJob.Spec.Pty, StartStep.Spec.Pty", since: 3, uses: func(body any) bool {
-		switch c := body.(type) {
-		case SubmitJob:
-			return c.Spec.Pty
-		case StartStep:
-			return c.Spec.Pty
-		}
-		return false
-	}},
+	{name: "SubmitJob.Spec.Pty, StartStep.Spec.Pty", since: 3, uses: jobOrStep(
+		func(s cluster.Spec) bool { return s.Pty },
+		func(s cluster.StepSpec) bool { return s.Pty })},
 	// An older replica would drop Stdin and start the tasks on
 	// /dev/null: srun would find no stdin to relay to.
-	{name: "SubmitJob.Spec.Stdin, StartStep.Spec.Stdin", since: 4, uses: func(body any) bool {
-		switch c := body.(type) {
-		case SubmitJob:
-			return c.Spec.Stdin != ""
-		case StartStep:
-			return c.Spec.Stdin != ""
-		}
-		return false
-	}},
+	{name: "SubmitJob.Spec.Stdin, StartStep.Spec.Stdin", since: 4, uses: jobOrStep(
+		func(s cluster.Spec) bool { return s.Stdin != "" },
+		func(s cluster.StepSpec) bool { return s.Stdin != "" })},
 	// An older replica would drop NTasksPerGPU: it would run one task
 	// per node, each seeing every GPU of its node.
-	{name: "StartStep.Spec.NTasksPerGPU", since: 4, uses: func(body any) bool {
-		c, ok := body.(StartStep)
-		return ok && c.Spec.NTasksPerGPU != 0
-	}},
+	{name: "StartStep.Spec.NTasksPerGPU", since: 4, uses: when(func(c StartStep) bool { return c.Spec.NTasksPerGPU != 0 })},
 	// An older replica would drop a step's Signal and NoKill: its record
 	// of the step would differ, its nodes would not send the signal, and
 	// it would cancel an elastic batch job's step that loses a node where
 	// the others run it on.
-	{name: "StartStep.Spec.Signal, StartStep.Spec.NoKill", since: 5, uses: func(body any) bool {
-		c, ok := body.(StartStep)
-		return ok && (c.Spec.Signal != nil || c.Spec.NoKill)
-	}},
+	{name: "StartStep.Spec.Signal, StartStep.Spec.NoKill", since: 5, uses: when(func(c StartStep) bool {
+		return c.Spec.Signal != nil || c.Spec.NoKill
+	})},
 	// An older replica would drop Container and run the tasks on the
 	// host, outside the bundle asked for.
-	{name: "SubmitJob.Spec.Container, StartStep.Spec.Container", since: 5, uses: func(body any) bool {
-		switch c := body.(type) {
-		case SubmitJob:
-			return c.Spec.Container != ""
-		case StartStep:
-			return c.Spec.Container != ""
-		}
-		return false
-	}},
+	{name: "SubmitJob.Spec.Container, StartStep.Spec.Container", since: 5, uses: jobOrStep(
+		func(s cluster.Spec) bool { return s.Container != "" },
+		func(s cluster.StepSpec) bool { return s.Container != "" })},
 	// An older replica would drop Tasks, lay the ranks out by the
 	// request alone and refuse the CPUs the decision holds.
-	{name: "Allocate.Decisions.Nodes.Tasks", since: 5, uses: func(body any) bool {
-		c, ok := body.(Allocate)
+	{name: "Allocate.Decisions.Nodes.Tasks", since: 5, uses: when(func(c Allocate) bool {
 		for _, d := range c.Decisions {
 			for _, p := range d.Nodes {
-				if ok && p.Tasks != 0 {
+				if p.Tasks != 0 {
 					return true
 				}
 			}
 		}
 		return false
-	}},
+	})},
 	// An older replica would drop Dealt and lay the step out evenly.
-	{name: "StartStep.Spec.Dealt", since: 5, uses: func(body any) bool {
-		c, ok := body.(StartStep)
-		return ok && c.Spec.Dealt
-	}},
+	{name: "StartStep.Spec.Dealt", since: 5, uses: when(func(c StartStep) bool { return c.Spec.Dealt })},
 	// An older replica would drop Exclusive (and GPUs, GPUsPerNode,
 	// Exact, CPUsPerTask): it would start the step beside the others where the
 	// others make it wait, and its record of the step would hold nothing.
-	{name: "StartStep.Spec.Exclusive/GPUs/GPUsPerNode/Exact/CPUsPerTask", since: 5, uses: func(body any) bool {
-		c, ok := body.(StartStep)
-		return ok && (c.Spec.Exclusive || c.Spec.GPUs != 0 || c.Spec.GPUsPerNode != 0 || c.Spec.Exact || c.Spec.CPUsPerTask != 0)
-	}},
+	{name: "StartStep.Spec.Exclusive/GPUs/GPUsPerNode/Exact/CPUsPerTask", since: 5, uses: when(func(c StartStep) bool {
+		s := c.Spec
+		return s.Exclusive || s.GPUs != 0 || s.GPUsPerNode != 0 || s.Exact || s.CPUsPerTask != 0
+	})},
 	// An older replica would drop Pack and lay the ranks out evenly.
-	{name: "SubmitJob.Spec.Request.Pack", since: 4, uses: func(body any) bool {
-		c, ok := body.(SubmitJob)
-		return ok && c.Spec.Request.Pack
-	}},
+	{name: "SubmitJob.Spec.Request.Pack", since: 4, uses: when(func(c SubmitJob) bool { return c.Spec.Request.Pack })},
 	// An older replica would drop the queue order and its tunables: its
 	// policy (and snapshot) would differ, and as leader it would order
 	// the queue by multifactor priority.
-	{name: "SetPolicy.Policy.Scheduler/StarveAfter/AgingHalf", since: 3, uses: func(body any) bool {
-		c, ok := body.(SetPolicy)
+	{name: "SetPolicy.Policy.Scheduler/StarveAfter/AgingHalf", since: 3, uses: when(func(c SetPolicy) bool {
 		p := c.Policy
-		return ok && (p.Scheduler != "" || p.StarveAfter != 0 || p.AgingHalf != 0)
-	}},
+		return p.Scheduler != "" || p.StarveAfter != 0 || p.AgingHalf != 0
+	})},
+}
+
+// when builds a field row's uses for one command type: body is a C and
+// sets the field as f says.
+func when[C any](f func(C) bool) func(body any) bool {
+	return func(body any) bool {
+		c, ok := body.(C)
+		return ok && f(c)
+	}
+}
+
+// jobOrStep builds a field row's uses for a field that both a SubmitJob's
+// spec and a StartStep's spec carry: job and step say whether each sets it.
+func jobOrStep(job func(cluster.Spec) bool, step func(cluster.StepSpec) bool) func(body any) bool {
+	return func(body any) bool {
+		switch c := body.(type) {
+		case SubmitJob:
+			return job(c.Spec)
+		case StartStep:
+			return step(c.Spec)
+		}
+		return false
+	}
 }
 
 // field is one row of the field table.

@@ -31,10 +31,7 @@ func (v *View) Jobs() []*cluster.Job { return v.jobs[:len(v.jobs):len(v.jobs)] }
 
 // Job returns job id.
 func (v *View) Job(id cluster.JobID) (*cluster.Job, bool) {
-	if i, ok := findJob(v.jobs, id); ok {
-		return v.jobs[i], true
-	}
-	return nil, false
+	return jobIn(v.jobs, id)
 }
 
 // Nodes returns every node in ascending name order. Callers must not

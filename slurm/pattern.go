@@ -64,10 +64,7 @@ func ExpandOutputPattern(pattern string, f PatternFields) string {
 			b.WriteByte(c)
 			continue
 		}
-		j := i + 1
-		for j < len(pattern) && pattern[j] >= '0' && pattern[j] <= '9' {
-			j++
-		}
+		j := digitsEnd(pattern, i+1)
 		if j >= len(pattern) {
 			b.WriteString(pattern[i:])
 			break
@@ -136,10 +133,7 @@ func PerTaskPattern(pattern string) bool {
 		if pattern[i] != '%' {
 			continue
 		}
-		j := i + 1
-		for j < len(pattern) && pattern[j] >= '0' && pattern[j] <= '9' {
-			j++
-		}
+		j := digitsEnd(pattern, i+1)
 		if j >= len(pattern) {
 			return false
 		}

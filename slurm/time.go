@@ -179,10 +179,7 @@ func ParseDate(s string, now time.Time) (time.Time, error) {
 			return bad()
 		}
 		rest = strings.TrimSpace(rest[1:])
-		i := 0
-		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
-			i++
-		}
+		i := digitsEnd(rest, 0)
 		n, ok := timeField(rest[:i])
 		if !ok {
 			return bad()

@@ -121,6 +121,15 @@ func (a Array) String() string {
 	return b.String()
 }
 
+// digitsEnd returns the end of the run of ASCII digits in s that starts
+// at i (i itself when s[i] is no digit).
+func digitsEnd(s string, i int) int {
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
 // decimal parses a non-empty run of at most 18 ASCII digits (no sign, no
 // spaces), so the value always fits an int64 with room to add to it.
 func decimal(s string) (int64, bool) {
@@ -403,10 +412,7 @@ func ParseMemory(s string) (uint64, error) {
 	bad := func() (uint64, error) {
 		return 0, fmt.Errorf("memory size %q: %s", clip(s), memoryForms)
 	}
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
+	i := digitsEnd(s, 0)
 	v, ok := decimal(s[:i])
 	if !ok {
 		return bad()
@@ -772,9 +778,7 @@ func (p *constraintParser) count() error {
 	}
 	p.i++
 	start := p.i
-	for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
-		p.i++
-	}
+	p.i = digitsEnd(p.s, p.i)
 	if v, ok := decimal(p.s[start:p.i]); !ok || v < 1 {
 		return fmt.Errorf("'*' must be followed by a positive count")
 	}

@@ -396,3 +396,24 @@ func TestWrapScript(t *testing.T) {
 		t.Errorf("WrapScript(hostname) = %q; want %q", s, want)
 	}
 }
+
+func TestDigitsEnd(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		i    int
+		want int
+	}{
+		{"", 0, 0},
+		{"x", 0, 0},
+		{"123", 0, 3},
+		{"12G", 0, 2},
+		{"%12j", 1, 3},
+		{"%j", 1, 1},
+		{"*7", 1, 2},
+		{"9", 1, 1},
+	} {
+		if got := digitsEnd(tc.s, tc.i); got != tc.want {
+			t.Errorf("digitsEnd(%q, %d) = %d; want %d", tc.s, tc.i, got, tc.want)
+		}
+	}
+}

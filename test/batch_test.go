@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/localcluster"
 )
 
@@ -76,7 +77,7 @@ func TestBatchScriptWithSteps(t *testing.T) {
 	slices.Sort(tasks)
 	for rank := range 4 {
 		node := j.Nodes[rank/2]
-		want := fmt.Sprintf("%d: task %d of 4 on %s step 0 rank %d gpus %s", rank, rank, node, rank, joinInts(j.GPUs[node]))
+		want := fmt.Sprintf("%d: task %d of 4 on %s step 0 rank %d gpus %s", rank, rank, node, rank, cluster.IndexCSV(j.GPUs[node]))
 		if rank >= len(tasks) || tasks[rank] != want {
 			t.Errorf("step 0 task line %d = %q; want %q (all: %q)", rank, at(tasks, rank), want, tasks)
 		}

@@ -14,9 +14,7 @@ import (
 // (squeue, scontrol's EligibleTime is the begin time) and starts once the
 // time has come, not before.
 func TestSbatchBegin(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1})
-	a := c.Agents[0]
-	sh := newSlurmShims(t, a)
+	a, sh := startWithShims(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1})
 	before := time.Now()
 	id := sh.sbatch("--begin=now+5", "--chdir=/tmp", "--output=/dev/null", "--wrap", "true")
 	var j api.Job
@@ -46,9 +44,7 @@ func TestSbatchBegin(t *testing.T) {
 // job, when it cannot start within the time given, with Slurm's error
 // and exit code 1; with resources free they run.
 func TestImmediate(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1})
-	a := c.Agents[0]
-	sh := newSlurmShims(t, a)
+	a, sh := startWithShims(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1})
 	if out := sh.must("srun", "--immediate", "echo", "ran-at-once"); out != "ran-at-once" {
 		t.Errorf("srun --immediate with resources free printed %q", out)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/localcluster"
 )
 
@@ -137,7 +138,7 @@ func TestGangJob(t *testing.T) {
 		want := map[string]string{
 			"RANK": fmt.Sprint(rank), "WORLD_SIZE": "4", "LOCAL_RANK": fmt.Sprint(local), "LOCAL_WORLD_SIZE": "2",
 			"NODE_RANK": fmt.Sprint(nodeRank), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": fmt.Sprint(j.MasterPort),
-			"CUDA_VISIBLE_DEVICES": joinInts(j.GPUs[node]),
+			"CUDA_VISIBLE_DEVICES": cluster.IndexCSV(j.GPUs[node]),
 			"SLURM_JOB_ID":         fmt.Sprint(id), "SLURM_JOB_NAME": "gang", "SLURM_JOB_NODELIST": nodelist,
 			"SLURM_NNODES": "2", "SLURM_JOB_NUM_NODES": "2", "SLURM_NTASKS": "4", "SLURM_NTASKS_PER_NODE": "2",
 			"SLURM_PROCID": fmt.Sprint(rank), "SLURM_LOCALID": fmt.Sprint(local), "SLURM_NODEID": fmt.Sprint(nodeRank),
@@ -158,14 +159,6 @@ func keys[V any](m map[int]V) []int {
 	}
 	sort.Ints(ks)
 	return ks
-}
-
-func joinInts(xs []int) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = strconv.Itoa(x)
-	}
-	return strings.Join(parts, ",")
 }
 
 // TestLeaderKill: kill -9 of the leader elects a new one; no acknowledged

@@ -207,9 +207,7 @@ func containerGone(t *testing.T, prefix, cmdline string) {
 // not a hang), and its error file says why, naming the node, as
 // slurmstepd's errors do.
 func TestContainerNoRuntime(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 1, ExtraArgs: []string{"--oci-runtime", "none"}})
-	a := c.Agents[0]
-	sh := newSlurmShims(t, a)
+	a, sh := startWithShims(t, localcluster.Options{Nodes: 1, ExtraArgs: []string{"--oci-runtime", "none"}})
 	work := t.TempDir()
 	id := sh.sbatch("--container=/nonexistent/bundle", "--chdir", work, "--wrap", "true")
 	j := waitJob(t, a, id, 2*time.Minute)
@@ -347,9 +345,7 @@ func TestContainerUser(t *testing.T) {
 func TestContainerNoCgroups(t *testing.T) {
 	mustRoot(t)
 	bundle, work := bundleAndWork(t)
-	c := startCluster(t, localcluster.Options{Nodes: 1, ExtraArgs: []string{"--oci-runtime", "crun", "--cgroups", "off"}})
-	a := c.Agents[0]
-	sh := newSlurmShims(t, a)
+	a, sh := startWithShims(t, localcluster.Options{Nodes: 1, ExtraArgs: []string{"--oci-runtime", "crun", "--cgroups", "off"}})
 
 	// SIGTERM, forwarded: the trap of the container's pid 1 runs.
 	trapper := sh.sbatch("--container="+bundle, "--chdir", work, "--wrap",

@@ -14,9 +14,7 @@ import (
 // longer could ends DEADLINE with reason DeadLine, as squeue, scontrol and
 // sacct show; a job with no --time starts with the time left to it.
 func TestDeadline(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1})
-	a := c.Agents[0]
-	sh := newSlurmShims(t, a)
+	a, sh := startWithShims(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1})
 
 	r := sh.run("sbatch", "--deadline=now+30", "--time=1", "--chdir=/tmp", "--output=/dev/null", "--wrap", "true")
 	if r.code == 0 || !strings.Contains(r.stderr, "Requested time limit is invalid (missing or exceeds some limit)") {

@@ -378,9 +378,7 @@ func TestElasticShrinkForPreemption(t *testing.T) {
 // refused with Slurm's words, and sacct -D shows the size history as
 // Slurm's accounting records it (a RESIZING record per earlier size).
 func TestElasticScontrolShrink(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1})
-	a := c.Agents[0]
-	sh := newSlurmShims(t, a)
+	a, sh := startWithShims(t, localcluster.Options{Nodes: 3, GPUsPerNode: 1})
 	work := t.TempDir()
 	ran := filepath.Join(work, "ran")
 	id := startTrapping(t, a, work)

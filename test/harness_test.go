@@ -414,6 +414,14 @@ func newSlurmShims(t *testing.T, a *localcluster.Agent, env ...string) *slurmShi
 	return &slurmShims{t: t, a: a, dir: dir, env: append([]string{"SHOAL_DATA_DIR=" + a.DataDir}, env...)}
 }
 
+// startWithShims starts a cluster and links the shims of its first
+// agent, which it returns: the setup the shim tests begin with.
+func startWithShims(t *testing.T, opts localcluster.Options) (*localcluster.Agent, *slurmShims) {
+	t.Helper()
+	a := startCluster(t, opts).Agents[0]
+	return a, newSlurmShims(t, a)
+}
+
 // shimsOnPath links the shims for agent a into a new directory and
 // returns it, with an environment in which they run by name, as users
 // type them: SHOAL_DATA_DIR, PATH with the shims before /usr/bin:/bin,

@@ -107,9 +107,7 @@ func TestSrunInputLocal(t *testing.T) {
 	if _, err := osexec.LookPath("unshare"); err != nil {
 		t.Fatalf("unshare (util-linux) is needed: %v", err)
 	}
-	c := startCluster(t, localcluster.Options{Nodes: 2})
-	a := c.Agents[0]
-	sh := newSlurmShims(t, a)
+	_, sh := startWithShims(t, localcluster.Options{Nodes: 2})
 	work := t.TempDir()
 	id := sh.allocation("-N2", "--chdir", work)
 	hidden := t.TempDir() // empty for the nodes; a tmpfs with the files for srun

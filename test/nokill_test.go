@@ -21,15 +21,12 @@ import (
 func TestNoKill(t *testing.T) {
 	t.Parallel() // mostly waits, touches nothing global (harness_test.go)
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 2})
-	lead := leaderIndex(t, c, 0)
 	// The job's first node is the first of its nodes by name, as Slurm
 	// orders a nodelist: it must stay, and the other one (killed) must not
 	// be the leader. So kill the last-named agent that does not lead, keep
 	// the first-named one (never that one), and send commands through the
 	// third agent's shims.
-	first, second, third := noKillNodes(c, lead)
-	cli := c.Agents[third]
-	sh := newSlurmShims(t, cli)
+	first, second, cli, sh := noKillNodes(t, c)
 	work := t.TempDir()
 	script := filepath.Join(work, "job.sh")
 	if err := os.WriteFile(script, []byte(`#!/bin/sh
@@ -87,18 +84,20 @@ echo done
 	}
 }
 
-// noKillNodes picks, from a 3-agent cluster whose leader is agent lead,
-// a job's two nodes and the agent that talks to it: first, the
-// first-named agent (a job's first node, by name as Slurm orders a
-// nodelist: it must stay); second, the last-named one that does not
-// lead (the one to kill); third, the one left (its shims send the
-// commands).
-func noKillNodes(c *localcluster.Cluster, lead int) (first, second, third int) {
+// noKillNodes picks, from a 3-agent cluster, a job's two nodes and the
+// agent that talks to it: first, the first-named agent (a job's first
+// node, by name as Slurm orders a nodelist: it must stay); second, the
+// last-named one that does not lead (the one to kill); cli, the one left,
+// with its shims (they send the commands).
+func noKillNodes(t *testing.T, c *localcluster.Cluster) (first, second int, cli *localcluster.Agent, sh *slurmShims) {
+	t.Helper()
+	lead := leaderIndex(t, c, 0)
 	byName := []int{0, 1, 2}
 	slices.SortFunc(byName, func(x, y int) int { return strings.Compare(c.Agents[x].Name, c.Agents[y].Name) })
 	first, second = byName[0], byName[2]
 	if second == lead {
 		second = byName[1]
 	}
-	return first, second, 3 - first - second
+	cli = c.Agents[3-first-second]
+	return first, second, cli, newSlurmShims(t, cli)
 }

@@ -36,9 +36,7 @@ func TestPrologEpilog(t *testing.T) {
 	if err := os.WriteFile(script, []byte(fmt.Sprintf(prologScript, dir, dir)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := startCluster(t, localcluster.Options{Nodes: 2, ExtraArgs: []string{"--prolog", script, "--epilog", script, "--prolog-epilog-timeout", "30s"}})
-	a := c.Agents[0]
-	sh := newSlurmShims(t, a)
+	a, sh := startWithShims(t, localcluster.Options{Nodes: 2, ExtraArgs: []string{"--prolog", script, "--epilog", script, "--prolog-epilog-timeout", "30s"}})
 	work := t.TempDir()
 	me, err := user.Current()
 	if err != nil {

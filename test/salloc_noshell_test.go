@@ -19,9 +19,7 @@ import (
 // granted and leaves the job (named no-shell, as Slurm names it) holding
 // it, so srun --jobid runs on it until scancel ends it.
 func TestSallocNoShell(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1})
-	a := c.Agents[0]
-	sh := newSlurmShims(t, a)
+	a, sh := startWithShims(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1})
 	r := sh.run("salloc", "--no-shell", "--gpus-per-node=1")
 	var id uint64
 	_, granted, _ := strings.Cut(r.stderr, "salloc: Granted")
@@ -47,9 +45,7 @@ func TestSallocNoShell(t *testing.T) {
 // signal given) when the allocation is revoked, here by scancel, where
 // salloc without -K sends SIGHUP.
 func TestSallocKillCommand(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1})
-	a := c.Agents[0]
-	sh := newSlurmShims(t, a)
+	_, sh := startWithShims(t, localcluster.Options{Nodes: 1, GPUsPerNode: 1})
 	for _, tt := range []struct{ opt, sig string }{{"--kill-command", "TERM"}, {"-KUSR1", "USR1"}} {
 		marker := filepath.Join(t.TempDir(), "marker")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

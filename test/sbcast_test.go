@@ -21,9 +21,7 @@ import (
 // the job's tasks then read it. (The loopback cluster's nodes share one
 // file system: -f lets the second node's copy replace the first's.)
 func TestSbcast(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 2})
-	a := c.Agents[0]
-	sh := newSlurmShims(t, a)
+	_, sh := startWithShims(t, localcluster.Options{Nodes: 2})
 	work := t.TempDir()
 	id := sh.allocation("-N2", "--chdir", work)
 

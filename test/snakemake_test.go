@@ -72,9 +72,7 @@ func TestSnakemakeSlurmExecutor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := startCluster(t, localcluster.Options{Nodes: 2, GPUsPerNode: 2})
-	a := c.Agents[0]
-	sh := newSlurmShims(t, a)
+	a, sh := startWithShims(t, localcluster.Options{Nodes: 2, GPUsPerNode: 2})
 
 	// The account the executor is told to use must be one of the
 	// user's associations (sacctmgr -n -s list user $USER), and the

@@ -15,9 +15,7 @@ import (
 // in cluster Utilization's allocated GPU-seconds (at least its elapsed
 // time × 2) and in user TopUsage under its user.
 func TestSreport(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 2})
-	a := c.Agents[0]
-	sh := newSlurmShims(t, a)
+	a, sh := startWithShims(t, localcluster.Options{Nodes: 1, GPUsPerNode: 2})
 	me, err := user.Current()
 	if err != nil {
 		t.Fatal(err)

@@ -17,9 +17,7 @@ import (
 // names, reads its input file, runs the broadcast copy; srun releases the
 // allocation.
 func TestSrunOwnStep(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 2})
-	a := c.Agents[0]
-	sh := newSlurmShims(t, a)
+	a, sh := startWithShims(t, localcluster.Options{Nodes: 2})
 	work := t.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "in.txt"), []byte("from-file\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -39,9 +39,7 @@ func (s *slurmShims) srunIn(stdin io.Reader, env []string, args ...string) cliRe
 // the tasks' EOF; srun whose stdin never ends returns once its tasks do;
 // and srun outside an allocation relays it to its job's tasks.
 func TestSrunStdin(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 2})
-	a := c.Agents[0]
-	sh := newSlurmShims(t, a)
+	_, sh := startWithShims(t, localcluster.Options{Nodes: 2})
 	work := t.TempDir()
 	id := sh.allocation("-N2", "--chdir", work)
 	inJob := []string{"SLURM_JOB_ID=" + fmt.Sprint(id)}

@@ -108,13 +108,10 @@ wait`)
 // step's task on the node left keeps running and answers the test after
 // the loss.
 func testStepNoKill(t *testing.T, c *localcluster.Cluster) {
-	lead := leaderIndex(t, c, 0)
 	// As TestNoKill: the job's first node (the first by name, where the
 	// script runs) stays; the killed one is not the leader; the shims run
 	// on the third agent.
-	first, second, third := noKillNodes(c, lead)
-	cli := c.Agents[third]
-	sh := newSlurmShims(t, cli)
+	first, second, cli, sh := noKillNodes(t, c)
 	work := t.TempDir()
 	out := filepath.Join(work, "out")
 	// Each task says it is ready, then waits (at most 120 s) to be poked

@@ -28,9 +28,7 @@ import (
 // and end (before they exit, so before their GPU is free again) to one
 // file, which is replayed.
 func TestStepsHoldGPUs(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 1, GPUsPerNode: 8})
-	a := c.Agents[0]
-	sh := newSlurmShims(t, a)
+	a, sh := startWithShims(t, localcluster.Options{Nodes: 1, GPUsPerNode: 8})
 	work := t.TempDir()
 	out := filepath.Join(work, "out")
 	task := `echo "start $0 $CUDA_VISIBLE_DEVICES $SLURM_STEP_GPUS $GPU_DEVICE_ORDINAL" >> log; touch started-$0

@@ -53,6 +53,14 @@ func showRun[T any](g *globalFlags, get func(*api.Client, context.Context) (T, e
 		func(c *api.Client, ctx context.Context, _ struct{}) (T, error) { return get(c, ctx) }, show)
 }
 
+// showCmd is a command of no arguments, use, that shows what get
+// fetches: as JSON with --json, else as show writes it.
+func showCmd[T any](g *globalFlags, use, short string, get func(*api.Client, context.Context) (T, error), show func(cmd *cobra.Command, v T) error) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs, RunE: showRun(g, get, show)}
+	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON")
+	return cmd
+}
+
 // showArgRun is showRun for a command whose argument, read by parse
 // before anything is fetched, names what get fetches.
 func showArgRun[A, T any](g *globalFlags, parse func(string) (A, error), get func(*api.Client, context.Context, A) (T, error), show func(cmd *cobra.Command, v T) error) func(*cobra.Command, []string) error {

@@ -24,32 +24,26 @@ with no downtime in three steps, letting each reach every node:
   shoal keyring use $K          # every node sends with K
   shoal keyring remove OLDKEY   # the old key is refused from now on`,
 	}
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "Print the cluster's keyring (primary first) and this agent's",
-		Args:  cobra.NoArgs,
-		RunE: showRun(g, func(c *api.Client, ctx context.Context) (api.Keyring, error) {
-			var out api.Keyring
-			_, err := c.Do(ctx, http.MethodGet, "/v1/keyring", nil, &out)
-			return out, err
-		}, func(_ *cobra.Command, out api.Keyring) error {
-			for i, k := range out.Cluster {
-				role := "installed"
-				if i == 0 {
-					role = "primary"
-				}
-				local := "not yet here"
-				for _, l := range out.Local {
-					if l == k {
-						local = "here"
-					}
-				}
-				fmt.Printf("%s  %-9s  %s\n", k, role, local)
+	list := showCmd(g, "list", "Print the cluster's keyring (primary first) and this agent's", func(c *api.Client, ctx context.Context) (api.Keyring, error) {
+		var out api.Keyring
+		_, err := c.Do(ctx, http.MethodGet, "/v1/keyring", nil, &out)
+		return out, err
+	}, func(_ *cobra.Command, out api.Keyring) error {
+		for i, k := range out.Cluster {
+			role := "installed"
+			if i == 0 {
+				role = "primary"
 			}
-			return nil
-		}),
-	}
-	list.Flags().BoolVar(&g.json, "json", false, "print JSON")
+			local := "not yet here"
+			for _, l := range out.Local {
+				if l == k {
+					local = "here"
+				}
+			}
+			fmt.Printf("%s  %-9s  %s\n", k, role, local)
+		}
+		return nil
+	})
 	generate := &cobra.Command{
 		Use:   "generate",
 		Short: "Print a new random gossip key (base64 of 32 bytes)",

@@ -10,35 +10,21 @@ import (
 )
 
 func newMembersCmd(g *globalFlags) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "members",
-		Short: "List the gossip members this agent sees, with their status",
-		Args:  cobra.NoArgs,
-		RunE: showRun(g, (*api.Client).Members, func(cmd *cobra.Command, ms []api.Member) error {
-			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tADDRESS\tSTATUS\tAPI\tGPUS\tSWITCH\tVERSION")
-			for _, m := range ms {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.Name, m.Address, m.Status, m.APIAddr, m.GPUs, dash(m.Switch), m.Version)
-			}
-			return tw.Flush()
-		}),
-	}
-	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON")
-	return cmd
+	return showCmd(g, "members", "List the gossip members this agent sees, with their status", (*api.Client).Members, func(cmd *cobra.Command, ms []api.Member) error {
+		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tADDRESS\tSTATUS\tAPI\tGPUS\tSWITCH\tVERSION")
+		for _, m := range ms {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.Name, m.Address, m.Status, m.APIAddr, m.GPUs, dash(m.Switch), m.Version)
+		}
+		return tw.Flush()
+	})
 }
 
 func newLeaderCmd(g *globalFlags) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "leader",
-		Short: "Show the current raft leader",
-		Args:  cobra.NoArgs,
-		RunE: showRun(g, (*api.Client).Leader, func(cmd *cobra.Command, l api.Leader) error {
-			fmt.Printf("%s %s\n", l.Name, l.Address)
-			return nil
-		}),
-	}
-	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON")
-	return cmd
+	return showCmd(g, "leader", "Show the current raft leader", (*api.Client).Leader, func(cmd *cobra.Command, l api.Leader) error {
+		fmt.Printf("%s %s\n", l.Name, l.Address)
+		return nil
+	})
 }
 
 func newVersionCmd() *cobra.Command {

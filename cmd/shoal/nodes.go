@@ -13,17 +13,10 @@ import (
 )
 
 func newNodesCmd(g *globalFlags) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "nodes",
-		Short: "List the cluster's nodes, their GPUs, switches and raft roles (like sinfo -N)",
-		Args:  cobra.NoArgs,
-		RunE: showRun(g, (*api.Client).Nodes, func(cmd *cobra.Command, nodes []api.Node) error {
-			printNodes(os.Stdout, nodes)
-			return nil
-		}),
-	}
-	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON")
-	return cmd
+	return showCmd(g, "nodes", "List the cluster's nodes, their GPUs, switches and raft roles (like sinfo -N)", (*api.Client).Nodes, func(cmd *cobra.Command, nodes []api.Node) error {
+		printNodes(os.Stdout, nodes)
+		return nil
+	})
 }
 
 func printNodes(w io.Writer, nodes []api.Node) {

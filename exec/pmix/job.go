@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/exec/task"
 	"github.com/shoal-sched/shoal/slurm"
 )
@@ -161,17 +161,9 @@ func (j Job) NodeMap() string { return strings.Join(j.Nodes, ",") }
 func (j Job) ProcMap() string {
 	parts := make([]string, len(j.Ranks))
 	for i, rs := range j.Ranks {
-		parts[i] = joinRanks(rs)
+		parts[i] = cluster.IndexCSV(rs)
 	}
 	return strings.Join(parts, ";")
-}
-
-func joinRanks(rs []int) string {
-	s := make([]string, len(rs))
-	for i, r := range rs {
-		s[i] = strconv.Itoa(r)
-	}
-	return strings.Join(s, ",")
 }
 
 // Infos is what the server registers for the namespace on this node
@@ -198,7 +190,7 @@ func (j Job) Infos(tmpdir string) []Info {
 		{keyNodeSize, uint32(len(local))},
 		{keyNodeMap, j.NodeMap()},
 		{keyProcMap, j.ProcMap()},
-		{keyLocalPeers, joinRanks(local)},
+		{keyLocalPeers, cluster.IndexCSV(local)},
 		{keyLocalLdr, Rank(slices.Min(local))},
 		{keyAppNum, uint32(0)},
 		{keyAppLdr, Rank(0)},

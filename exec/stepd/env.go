@@ -109,7 +109,7 @@ func contractEnv(l task.Launch, localRank int, home string) []string {
 	tpn := l.LocalTasks()
 	total := req.Ranks(nnodes)
 	gpus := nodeGPUs(l, l.NodeIndex)
-	gpuList := joinInts(gpus)
+	gpuList := cluster.IndexCSV(gpus)
 	rank := l.Rank(localRank)
 	itoa := strconv.Itoa
 
@@ -192,7 +192,7 @@ func stepEnv(l task.Launch, localRank int, home string) []string {
 	set("LOCAL_WORLD_SIZE", itoa(sn.Tasks))
 	set("NODE_RANK", itoa(idx))
 	set("GROUP_RANK", itoa(idx))
-	set("CUDA_VISIBLE_DEVICES", joinInts(taskGPUs))
+	set("CUDA_VISIBLE_DEVICES", cluster.IndexCSV(taskGPUs))
 
 	if l.Spec.Batch != nil { // srun inherits it from the batch shell
 		set("ENVIRONMENT", "BATCH")
@@ -204,10 +204,10 @@ func stepEnv(l task.Launch, localRank int, home string) []string {
 	set("SLURM_PROCID", itoa(rank))
 	set("SLURM_LOCALID", itoa(localRank))
 	set("SLURM_NODEID", itoa(idx))
-	set("SLURM_GTIDS", joinInts(l.Ranks()))
+	set("SLURM_GTIDS", cluster.IndexCSV(l.Ranks()))
 	set("SLURM_DISTRIBUTION", st.Spec.Dist().Name(total, len(st.Nodes)))
 	if len(gpus) > 0 {
-		set("SLURM_STEP_GPUS", joinInts(taskGPUs))
+		set("SLURM_STEP_GPUS", cluster.IndexCSV(taskGPUs))
 	}
 	if st.Spec.Exclusive {
 		// The step's GPUs on the node, as Slurm counts them for a step.
@@ -252,7 +252,7 @@ func batchEnv(l task.Launch, home string) []string {
 	set := func(k, v string) { env[k] = v }
 	jobVars(env, l, 0)
 
-	set("CUDA_VISIBLE_DEVICES", joinInts(gpus))
+	set("CUDA_VISIBLE_DEVICES", cluster.IndexCSV(gpus))
 	set("ENVIRONMENT", "BATCH")
 	set("SLURM_NNODES", itoa(nnodes))
 	set("SLURM_NTASKS", itoa(total))
@@ -348,7 +348,7 @@ func jobVars(env map[string]string, l task.Launch, i int) {
 	set("SLURM_TOPOLOGY_ADDR_PATTERN", pattern)
 	set("SLURM_GPUS_ON_NODE", itoa(len(gpus)))
 	if len(gpus) > 0 { // Slurm sets the GPU lists only when GPUs were given
-		set("SLURM_JOB_GPUS", joinInts(gpus))
+		set("SLURM_JOB_GPUS", cluster.IndexCSV(gpus))
 	}
 	set("SLURM_CPUS_PER_TASK", itoa(req.CPUsPerTask))
 	// The job's CPUs on each node: what its allocation holds there (an
@@ -466,15 +466,4 @@ func jobName(s cluster.Spec) string {
 		return s.Name
 	}
 	return filepath.Base(s.Command[0])
-}
-
-func joinInts(xs []int) string {
-	var b strings.Builder
-	for i, x := range xs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(x))
-	}
-	return b.String()
 }

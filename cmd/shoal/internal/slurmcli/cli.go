@@ -21,7 +21,8 @@ import (
 // GNU's argument permutation) and their -o formats through scanFormat.
 
 // What the Slurm commands refuse alike: --help and --usage (Shoal's own
-// help instead) and -M/--clusters (Shoal runs one cluster).
+// help instead) and -M/--clusters (Shoal runs one cluster); and the
+// options several of them take with the same letter and meaning.
 const (
 	seeHelp      = "see `shoal help`"
 	noFederation = "Shoal has no federation of clusters"
@@ -31,6 +32,14 @@ var (
 	optHelp     = slurm.Option{Long: "help", Arg: slurm.NoArg, Unsupported: seeHelp}
 	optUsage    = slurm.Option{Long: "usage", Arg: slurm.NoArg, Unsupported: seeHelp}
 	optClusters = slurm.Option{Long: "clusters", Short: 'M', Arg: slurm.NeedArg, Unsupported: noFederation}
+
+	optVerbose   = slurm.Option{Long: "verbose", Short: 'v', Arg: slurm.NoArg}
+	optFormat    = slurm.Option{Long: "format", Short: 'o', Arg: slurm.NeedArg}
+	optUser      = slurm.Option{Long: "user", Short: 'u', Arg: slurm.NeedArg}
+	optPartition = slurm.Option{Long: "partition", Short: 'p', Arg: slurm.NeedArg}
+	optLong      = slurm.Option{Long: "long", Short: 'l', Arg: slurm.NoArg}
+	optParsable  = slurm.Option{Long: "parsable", Short: 'p', Arg: slurm.NoArg}
+	optParsable2 = slurm.Option{Long: "parsable2", Short: 'P', Arg: slurm.NoArg}
 )
 
 // cliArgs parses a query command's arguments and prints a usage error as
@@ -111,6 +120,37 @@ type formatSpec struct {
 	width  int  // 0: as wide as the value
 	letter byte // 0 when the format ends before one
 	raw    string
+}
+
+// formatCol is one column of a -o table (squeue, sinfo, sprio): literal
+// text, or a field whose cells are fitted to width (0: as wide as the
+// value), right- or left-aligned; auto (sinfo's "#") asks the printer to
+// widen it to the widest value.
+type formatCol[F any] struct {
+	field   *F
+	width   int
+	auto    bool
+	right   bool
+	literal string
+}
+
+// specCol is the column of a field a -o specification names.
+func specCol[F any](field *F, f formatSpec) formatCol[F] {
+	return formatCol[F]{field: field, width: f.width, auto: f.auto, right: f.right}
+}
+
+// printFormatLine prints one line of a -o table: each column's literal,
+// or the cell of its field fitted to the column.
+func printFormatLine[F any](w io.Writer, cols []formatCol[F], cell func(*F) string) {
+	var b strings.Builder
+	for _, c := range cols {
+		if c.field == nil {
+			b.WriteString(c.literal)
+			continue
+		}
+		b.WriteString(fitField(cell(c.field), c.width, c.right))
+	}
+	fmt.Fprintln(w, b.String())
 }
 
 // scanFormat splits a Slurm -o format into literal text ("%%" is a "%")

@@ -434,12 +434,12 @@ func mgrSelect(rows []mgrRow, conds map[string][]string) []mgrRow {
 // sacctmgrOpts are sacctmgr's options (before or after the command).
 var sacctmgrOpts = []slurm.Option{
 	{Long: "noheader", Short: 'n', Arg: slurm.NoArg},
-	{Long: "parsable", Short: 'p', Arg: slurm.NoArg},
-	{Long: "parsable2", Short: 'P', Arg: slurm.NoArg},
+	optParsable,
+	optParsable2,
 	{Long: "immediate", Short: 'i', Arg: slurm.NoArg},
 	{Long: "quiet", Short: 'Q', Arg: slurm.NoArg},
 	{Long: "readonly", Short: 'r', Arg: slurm.NoArg},
-	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
+	optVerbose,
 	{Long: "oneliner", Short: 'o', Arg: slurm.NoArg, Unsupported: "Shoal prints tables"},
 	{Long: "associations", Short: 's', Arg: slurm.NoArg},
 	{Long: "help", Short: 'h', Arg: slurm.NoArg, Unsupported: seeHelp},

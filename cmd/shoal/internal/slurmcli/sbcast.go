@@ -23,7 +23,7 @@ var sbcastOpts = []slurm.Option{
 	{Long: "fanout", Short: 'F', Arg: slurm.NeedArg},
 	{Long: "size", Short: 's', Arg: slurm.NeedArg},
 	{Long: "timeout", Short: 't', Arg: slurm.NeedArg},
-	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
+	optVerbose,
 	{Long: "exclude", Arg: slurm.NeedArg, Unsupported: "Shoal copies no shared libraries (--send-libs)"},
 	{Long: "send-libs", Arg: slurm.OptArg, Unsupported: "Shoal copies the file alone, not its shared libraries"},
 	optHelp,

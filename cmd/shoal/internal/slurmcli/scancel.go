@@ -16,14 +16,14 @@ import (
 )
 
 var scancelOpts = []slurm.Option{
-	{Long: "user", Short: 'u', Arg: slurm.NeedArg},
+	optUser,
 	{Long: "me", Arg: slurm.NoArg},
 	{Long: "name", Short: 'n', Arg: slurm.NeedArg},
 	{Long: "jobname", Arg: slurm.NeedArg},
 	{Long: "state", Short: 't', Arg: slurm.NeedArg},
-	{Long: "partition", Short: 'p', Arg: slurm.NeedArg},
+	optPartition,
 	{Long: "quiet", Short: 'Q', Arg: slurm.NoArg},
-	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
+	optVerbose,
 	{Long: "hurry", Short: 'H', Arg: slurm.NoArg},
 	{Long: "full", Short: 'f', Arg: slurm.NoArg},
 	{Long: "signal", Short: 's', Arg: slurm.NeedArg},

@@ -235,7 +235,7 @@ func shoalLines(j api.Job) []string {
 		ls = append(ls, fmt.Sprintf("ArrayTaskThrottle=%d", j.ArrayThrottle))
 	}
 	for i, t := range j.Tasks {
-		ls = append(ls, fmt.Sprintf("Node[%d]=%s GPUs=%s CPU_IDs=%s Mem=%d State=%s ExitCode=%d", i, t.Node, joinInts(t.GPUs), orNone(t.CPUs), t.MemMiB, t.State, t.ExitCode))
+		ls = append(ls, fmt.Sprintf("Node[%d]=%s GPUs=%s CPU_IDs=%s Mem=%d State=%s ExitCode=%d", i, t.Node, cluster.IndexCSV(t.GPUs), orNone(t.CPUs), t.MemMiB, t.State, t.ExitCode))
 	}
 	for _, s := range j.Steps {
 		ls = append(ls, fmt.Sprintf("Step=%d.%d Name=%s State=%s ExitCode=%d NTasks=%d Nodes=%s Command=%s",
@@ -289,13 +289,4 @@ func orNone(s string) string {
 		return "None"
 	}
 	return s
-}
-
-// joinInts renders GPU indices as "0,1,2".
-func joinInts(xs []int) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = fmt.Sprint(x)
-	}
-	return strings.Join(parts, ",")
 }

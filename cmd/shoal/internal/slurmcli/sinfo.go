@@ -31,10 +31,10 @@ const (
 
 var sinfoOpts = []slurm.Option{
 	{Long: "Node", Short: 'N', Arg: slurm.NoArg},
-	{Long: "long", Short: 'l', Arg: slurm.NoArg},
+	optLong,
 	{Long: "noheader", Short: 'h', Arg: slurm.NoArg},
-	{Long: "format", Short: 'o', Arg: slurm.NeedArg},
-	{Long: "partition", Short: 'p', Arg: slurm.NeedArg},
+	optFormat,
+	optPartition,
 	{Long: "nodes", Short: 'n', Arg: slurm.NeedArg},
 	{Long: "states", Short: 't', Arg: slurm.NeedArg},
 	{Long: "summarize", Short: 's', Arg: slurm.NoArg},
@@ -42,7 +42,7 @@ var sinfoOpts = []slurm.Option{
 	{Long: "dead", Short: 'd', Arg: slurm.NoArg},
 	{Long: "all", Short: 'a', Arg: slurm.NoArg},
 	{Long: "exact", Short: 'e', Arg: slurm.NoArg},
-	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
+	optVerbose,
 	{Long: "Format", Short: 'O', Arg: slurm.NeedArg, Unsupported: "use -o"},
 	{Long: "list-reasons", Short: 'R', Arg: slurm.NoArg, Unsupported: "shoal nodes shows each drained node's reason"},
 	{Long: "iterate", Short: 'i', Arg: slurm.NeedArg, Unsupported: "run it under watch(1)"},
@@ -252,13 +252,7 @@ func sinfoFieldByLetter(c byte) *sinfoField {
 }
 
 // sinfoCol is a parsed piece of an sinfo format.
-type sinfoCol struct {
-	field   *sinfoField
-	width   int
-	auto    bool // "#": as wide as the widest value
-	right   bool
-	literal string
-}
+type sinfoCol = formatCol[sinfoField]
 
 // parseSinfoFormat parses %[.][#|width]letter fields and text; an unknown
 // letter is an error, as in sinfo.
@@ -274,7 +268,7 @@ func parseSinfoFormat(format string) ([]sinfoCol, error) {
 		if field == nil {
 			return slurmErrorf("Invalid node format specification: %c", f.letter)
 		}
-		cols = append(cols, sinfoCol{field: field, width: f.width, auto: f.auto, right: f.right})
+		cols = append(cols, specCol(field, f))
 		return nil
 	})
 	if err != nil {
@@ -448,31 +442,19 @@ func printSinfo(w io.Writer, cols []sinfoCol, rows [][]sinfoNode, header bool) {
 		}
 		return f.one(ns[0])
 	}
-	widths := make([]int, len(cols))
+	cols = slices.Clone(cols)
 	for i, c := range cols {
-		widths[i] = c.width
 		if c.auto {
-			widths[i] = sinfoMinAutoWidth
+			cols[i].width = sinfoMinAutoWidth
 			for _, r := range rows {
-				widths[i] = max(widths[i], len(value(c.field, r)))
+				cols[i].width = max(cols[i].width, len(value(c.field, r)))
 			}
 		}
-	}
-	line := func(cell func(f *sinfoField) string) {
-		var b strings.Builder
-		for i, c := range cols {
-			if c.field == nil {
-				b.WriteString(c.literal)
-				continue
-			}
-			b.WriteString(fitField(cell(c.field), widths[i], c.right))
-		}
-		fmt.Fprintln(w, b.String())
 	}
 	if header {
-		line(func(f *sinfoField) string { return f.header })
+		printFormatLine(w, cols, func(f *sinfoField) string { return f.header })
 	}
 	for _, r := range rows {
-		line(func(f *sinfoField) string { return value(f, r) })
+		printFormatLine(w, cols, func(f *sinfoField) string { return value(f, r) })
 	}
 }

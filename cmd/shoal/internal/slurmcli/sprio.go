@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
@@ -46,15 +45,15 @@ func clip10(s string) string {
 // sprioOpts are the sprio options Shoal takes.
 var sprioOpts = []slurm.Option{
 	{Long: "jobs", Short: 'j', Arg: slurm.NeedArg},
-	{Long: "user", Short: 'u', Arg: slurm.NeedArg},
+	optUser,
 	{Long: "users", Arg: slurm.NeedArg},
 	{Long: "noheader", Short: 'h', Arg: slurm.NoArg},
 	{Long: "norm", Short: 'n', Arg: slurm.NoArg},
-	{Long: "long", Short: 'l', Arg: slurm.NoArg},
+	optLong,
 	{Long: "weights", Short: 'w', Arg: slurm.NoArg},
-	{Long: "format", Short: 'o', Arg: slurm.NeedArg},
-	{Long: "partition", Short: 'p', Arg: slurm.NeedArg},
-	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
+	optFormat,
+	optPartition,
+	optVerbose,
 	{Long: "sort", Short: 'S', Arg: slurm.NeedArg, Unsupported: "sprio lists jobs by id"},
 	optClusters,
 	optHelp,
@@ -117,46 +116,25 @@ var sprioFields = map[byte]sprioField{
 		}
 		return strconv.FormatUint(p.Job, 10)
 	}},
-	'r': {"PARTITION", func(p *api.Priority, _ cluster.Weights) string {
-		if p == nil {
-			return ""
-		}
+	'r': jobField("PARTITION", func(p *api.Priority) string {
 		if p.PartitionName == "" {
 			return ShoalPartition
 		}
 		return p.PartitionName
-	}},
-	'u': {"USER", func(p *api.Priority, _ cluster.Weights) string {
-		if p == nil {
-			return ""
-		}
-		return p.User
-	}},
+	}),
+	'u': jobField("USER", func(p *api.Priority) string { return p.User }),
 	'c': {"CLUSTER", func(p *api.Priority, _ cluster.Weights) string { return "" }},
-	'Y': {"PRIORITY", func(p *api.Priority, _ cluster.Weights) string {
-		if p == nil {
-			return ""
-		}
-		return strconv.FormatInt(p.Priority, 10)
-	}},
-	'y': {"PRIORITY", func(p *api.Priority, _ cluster.Weights) string {
-		if p == nil {
-			return ""
-		}
+	'Y': jobField("PRIORITY", func(p *api.Priority) string { return strconv.FormatInt(p.Priority, 10) }),
+	'y': jobField("PRIORITY", func(p *api.Priority) string {
 		return strconv.FormatFloat(float64(p.Priority)/float64(math.MaxUint32), 'f', 14, 64)
-	}},
+	}),
 	'S': {"SITE", func(p *api.Priority, _ cluster.Weights) string {
 		if p == nil {
 			return "1"
 		}
 		return "0"
 	}},
-	'N': {"NICE", func(p *api.Priority, _ cluster.Weights) string {
-		if p == nil {
-			return ""
-		}
-		return strconv.Itoa(p.Nice)
-	}},
+	'N': jobField("NICE", func(p *api.Priority) string { return strconv.Itoa(p.Nice) }),
 	't': {"TRES", func(*api.Priority, cluster.Weights) string { return "" }},
 	'T': {"TRES", func(*api.Priority, cluster.Weights) string { return "" }},
 	'a': factorField("AGE", func(w cluster.Weights) int64 { return w.Age }, func(p *api.Priority) float64 { return p.Factors.Age }, false),
@@ -171,6 +149,17 @@ var sprioFields = map[byte]sprioField{
 	'P': factorField("PARTITION", func(w cluster.Weights) int64 { return w.Partition }, func(p *api.Priority) float64 { return p.Partition }, true),
 	'q': factorField("QOS", func(w cluster.Weights) int64 { return w.QoS }, func(p *api.Priority) float64 { return p.Factors.QoS }, false),
 	'Q': factorField("QOS", func(w cluster.Weights) int64 { return w.QoS }, func(p *api.Priority) float64 { return p.QoS }, true),
+}
+
+// jobField is a column of the job's own (not a factor): cell's value for
+// a job, blank on the weights row.
+func jobField(header string, cell func(p *api.Priority) string) sprioField {
+	return sprioField{header, func(p *api.Priority, _ cluster.Weights) string {
+		if p == nil {
+			return ""
+		}
+		return cell(p)
+	}}
 }
 
 // factorField is a factor's column: weighted as "%.0f", or the factor
@@ -192,22 +181,18 @@ func factorField(header string, weight func(cluster.Weights) int64, value func(*
 
 // sprioCol is one piece of a parsed -o format: literal text, or a field
 // with its width and alignment.
-type sprioCol struct {
-	text  string
-	field *sprioField
-	spec  formatSpec
-}
+type sprioCol = formatCol[sprioField]
 
 // parseSprioFormat parses sprio -o ("%.15i %9r %.10Y ..."). An unknown
 // letter is an error, as Slurm's "Invalid job format specification".
 func parseSprioFormat(format string) ([]sprioCol, error) {
 	var cols []sprioCol
-	err := scanFormat(format, false, func(s string) { cols = append(cols, sprioCol{text: s}) }, func(f formatSpec) error {
+	err := scanFormat(format, false, func(s string) { cols = append(cols, sprioCol{literal: s}) }, func(f formatSpec) error {
 		fld, ok := sprioFields[f.letter]
 		if !ok {
 			return slurmErrorf("Invalid job format specification: %s", f.raw)
 		}
-		cols = append(cols, sprioCol{field: &fld, spec: f})
+		cols = append(cols, specCol(&fld, f))
 		return nil
 	})
 	return cols, err
@@ -218,17 +203,7 @@ func parseSprioFormat(format string) ([]sprioCol, error) {
 // a row per job. A cell is fitted as _print_str: right-aligned with ".",
 // cut to its width.
 func printSprio(w io.Writer, cols []sprioCol, ps []api.Priority, wt cluster.Weights, header, weights bool) {
-	line := func(cell func(f *sprioField) string) {
-		var b strings.Builder
-		for _, c := range cols {
-			if c.field == nil {
-				b.WriteString(c.text)
-				continue
-			}
-			b.WriteString(fitField(cell(c.field), c.spec.width, c.spec.right))
-		}
-		fmt.Fprintln(w, b.String())
-	}
+	line := func(cell func(f *sprioField) string) { printFormatLine(w, cols, cell) }
 	if header {
 		line(func(f *sprioField) string { return f.header })
 	}

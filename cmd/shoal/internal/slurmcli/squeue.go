@@ -39,19 +39,19 @@ const (
 )
 
 var squeueOpts = []slurm.Option{
-	{Long: "user", Short: 'u', Arg: slurm.NeedArg},
+	optUser,
 	{Long: "me", Arg: slurm.NoArg},
 	{Long: "states", Short: 't', Arg: slurm.NeedArg},
 	{Long: "jobs", Short: 'j', Arg: slurm.NeedArg},
 	{Long: "name", Short: 'n', Arg: slurm.NeedArg},
-	{Long: "partition", Short: 'p', Arg: slurm.NeedArg},
+	optPartition,
 	{Long: "noheader", Short: 'h', Arg: slurm.NoArg},
-	{Long: "long", Short: 'l', Arg: slurm.NoArg},
-	{Long: "format", Short: 'o', Arg: slurm.NeedArg},
+	optLong,
+	optFormat,
 	{Long: "Format", Short: 'O', Arg: slurm.NeedArg},
 	{Long: "all", Short: 'a', Arg: slurm.NoArg},
 	{Long: "array", Short: 'r', Arg: slurm.NoArg},
-	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
+	optVerbose,
 	{Long: "sort", Short: 'S', Arg: slurm.NeedArg, Unsupported: "jobs are listed by state, then in queue order"},
 	{Long: "iterate", Short: 'i', Arg: slurm.NeedArg, Unsupported: "run it under watch(1)"},
 	{Long: "steps", Short: 's', Arg: slurm.OptArg, Unsupported: "sacct -j N lists a job's steps"},
@@ -512,12 +512,7 @@ func jobReason(j api.Job) string {
 
 // squeueCol is one piece of a parsed squeue format: a field with its
 // width and alignment, or literal text.
-type squeueCol struct {
-	field   *squeueField
-	width   int // 0: as wide as the value
-	right   bool
-	literal string
-}
+type squeueCol = formatCol[squeueField]
 
 // parseSqueueFormat parses squeue -o: %[.][width]letter fields and text.
 // Like squeue it reports a specification it does not know and prints it
@@ -542,7 +537,7 @@ func parseSqueueFormat(format string) ([]squeueCol, []string) {
 			text(f.raw)
 			return nil
 		}
-		cols = append(cols, squeueCol{field: field, width: f.width, right: f.right})
+		cols = append(cols, specCol(field, f))
 		return nil
 	})
 	return cols, bad
@@ -591,22 +586,11 @@ func parseSqueueFormat2(format string) ([]squeueCol, error) {
 
 // printSqueue prints the header (when asked) and one line per job.
 func printSqueue(w io.Writer, cols []squeueCol, jobs []api.Job, v slurmView, header bool) {
-	line := func(value func(f *squeueField) string) {
-		var b strings.Builder
-		for _, c := range cols {
-			if c.field == nil {
-				b.WriteString(c.literal)
-				continue
-			}
-			b.WriteString(fitField(value(c.field), c.width, c.right))
-		}
-		fmt.Fprintln(w, b.String())
-	}
 	if header {
-		line(func(f *squeueField) string { return f.header })
+		printFormatLine(w, cols, func(f *squeueField) string { return f.header })
 	}
 	for _, j := range jobs {
-		line(func(f *squeueField) string { return f.value(j, v) })
+		printFormatLine(w, cols, func(f *squeueField) string { return f.value(j, v) })
 	}
 }
 

@@ -332,12 +332,12 @@ func sreportUsageWidth(n int64, t sreportTime) int {
 // sreportOpts are sreport's options (sreport.c's "aM:hnpPQs:t:T:vV").
 var sreportOpts = []slurm.Option{
 	{Long: "noheader", Short: 'n', Arg: slurm.NoArg},
-	{Long: "parsable", Short: 'p', Arg: slurm.NoArg},
-	{Long: "parsable2", Short: 'P', Arg: slurm.NoArg},
+	optParsable,
+	optParsable2,
 	{Long: "quiet", Short: 'Q', Arg: slurm.NoArg},
 	{Long: "time-format", Short: 't', Arg: slurm.NeedArg},
 	{Long: "tres", Short: 'T', Arg: slurm.NeedArg},
-	{Long: "verbose", Short: 'v', Arg: slurm.NoArg},
+	optVerbose,
 	{Long: "all_clusters", Short: 'a', Arg: slurm.NoArg},
 	{Long: "local", Arg: slurm.NoArg},
 	{Long: "cluster", Short: 'M', Arg: slurm.NeedArg, Unsupported: noFederation},

@@ -3,8 +3,6 @@ package slurmcli
 import (
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
@@ -77,31 +75,15 @@ func planWait(wait time.Duration, firstEnd time.Time, job uint64, step int, node
 }
 
 // taskRanges writes ranks as Slurm's srun lists tasks: "task 0",
-// "tasks 1-2,4".
+// "tasks 1-2,4" (runs as the cpulist form writes them).
 func taskRanges(ranks []int) string {
 	r := slices.Clone(ranks)
 	slices.Sort(r)
 	r = slices.Compact(r)
-	var b strings.Builder
-	for i := 0; i < len(r); {
-		j := i
-		for j+1 < len(r) && r[j+1] == r[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(r[i]))
-		if j > i {
-			b.WriteByte('-')
-			b.WriteString(strconv.Itoa(r[j]))
-		}
-		i = j + 1
-	}
 	if len(r) == 1 {
-		return "task " + b.String()
+		return "task " + cluster.CPUList(r)
 	}
-	return "tasks " + b.String()
+	return "tasks " + cluster.CPUList(r)
 }
 
 // recordedLayout is an allocation of nodes nodes carrying the job's
