@@ -275,7 +275,7 @@ func (a *Agent) meta(hasRaftState bool) gossip.Meta {
 	topo := a.topology()
 	m := gossip.Meta{
 		APIAddr:         a.cfg.apiAdvert(),
-		RaftAddr:        a.cfg.raftAdvert(),
+		RaftAddr:        a.cfg.raftSeat(),
 		GPUs:            len(a.cfg.GPUs),
 		CPUs:            a.cfg.CPUs,
 		MemoryMiB:       a.cfg.MemoryMiB,
