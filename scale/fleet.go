@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"runtime/pprof"
 	"sync"
 	"syscall"
@@ -255,6 +256,9 @@ func startHybrid(ctx context.Context, o Options) (*hybridFleet, error) {
 	if err := lowerPriority(o.WorkerNice); err != nil {
 		f.stop()
 		return nil, err
+	}
+	if o.WorkerGCPercent > 0 {
+		debug.SetGCPercent(o.WorkerGCPercent)
 	}
 	if f.in, err = spawnFleet(ctx, o, c, o.Servers); err != nil {
 		f.stop()

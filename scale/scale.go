@@ -96,6 +96,12 @@ type Options struct {
 	// WorkerNice is the nice value a Hybrid run's process takes (0: it
 	// keeps its own).
 	WorkerNice int
+	// WorkerGCPercent, in a Hybrid run, is this process's GOGC from the
+	// workers' start on (0: as it is). Hundreds of agents in one process
+	// hold a large heap that changes fast (gossip's messages): at the
+	// default 100, 300 workers spent most of their CPU collecting and
+	// lost their gossip probes' deadlines (BENCHMARKS.md).
+	WorkerGCPercent int
 	// RestProfile, when set with Spawn, is where a CPU profile of the
 	// process over the at-rest window is written; its samples carry an
 	// "agent" label (go tool pprof -tags, -tagfocus agent=NAME).
@@ -109,10 +115,11 @@ type Report struct {
 	InProcess   bool `json:"in_process"`
 	// Hybrid: the servers ran as processes, the workers in one process
 	// at nice WorkerNice (Options.Hybrid).
-	Hybrid      bool `json:"hybrid,omitempty"`
-	WorkerNice  int  `json:"worker_nice,omitempty"`
-	WantVoters  int  `json:"want_voters"`
-	WantServers int  `json:"want_servers"`
+	Hybrid          bool `json:"hybrid,omitempty"`
+	WorkerNice      int  `json:"worker_nice,omitempty"`
+	WorkerGCPercent int  `json:"worker_gc_percent,omitempty"`
+	WantVoters      int  `json:"want_voters"`
+	WantServers     int  `json:"want_servers"`
 	// Steps are the steps that completed, in order; figures of the others
 	// are zero.
 	Steps []string `json:"steps"`
@@ -264,7 +271,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	r := &run{o: opts, rep: Report{Nodes: opts.Nodes, GPUsPerNode: opts.GPUsPerNode, WantVoters: opts.Voters, WantServers: opts.Servers,
 		InProcess: opts.Spawn != nil, Hybrid: opts.Hybrid}}
 	if opts.Hybrid {
-		r.rep.WorkerNice = opts.WorkerNice
+		r.rep.WorkerNice, r.rep.WorkerGCPercent = opts.WorkerNice, opts.WorkerGCPercent
 	}
 	err := r.run(ctx)
 	return r.rep, err
@@ -954,8 +961,9 @@ func (r *run) throughput(ctx context.Context) error {
 }
 
 // timestamps reads the `date +%s.%N` lines a job's ranks printed.
-func timestamps(ctx context.Context, cl *api.Client, id uint64) ([]time.Time, error) {
-	chunks, err := call(ctx, 10*time.Second, func(ctx context.Context) ([]api.LogChunk, error) { return cl.Logs(ctx, id) })
+// limit bounds the call: a job's logs are gathered from each of its nodes.
+func timestamps(ctx context.Context, cl *api.Client, id uint64, limit time.Duration) ([]time.Time, error) {
+	chunks, err := call(ctx, limit, func(ctx context.Context) ([]api.LogChunk, error) { return cl.Logs(ctx, id) })
 	if err != nil {
 		return nil, err
 	}
@@ -1034,7 +1042,7 @@ func (r *run) latency(ctx context.Context) error {
 		if j.State != "COMPLETED" {
 			return fmt.Errorf("job %d ended %s", res.ID, j.State)
 		}
-		ts, err := timestamps(ctx, cl, res.ID)
+		ts, err := timestamps(ctx, cl, res.ID, 10*time.Second)
 		if err != nil {
 			return err
 		}
@@ -1079,7 +1087,9 @@ func (r *run) gang(ctx context.Context) error {
 	if n := len(j.Nodes); n != o.GangNodes {
 		return fmt.Errorf("gang job %d ran on %d nodes, want %d", res.ID, n, o.GangNodes)
 	}
-	ts, err := timestamps(ctx, cl, res.ID)
+	// A second a node at least: 64 workers at a low priority took more
+	// than 10 s to hand their logs over on a loaded box.
+	ts, err := timestamps(ctx, cl, res.ID, min(o.Wait, max(10*time.Second, time.Duration(o.GangNodes)*time.Second)))
 	if err != nil {
 		return err
 	}

@@ -125,6 +125,7 @@ failure. Prints a table, and the figures as JSON to --json.`,
 	f.BoolVar(&inProcess, "in-process", false, "run the agents in this process, each with its own ports, data dir, memberlist and raft transport, instead of as processes: many more fit one machine; per-agent CPU is then not measured (see --rest-profile)")
 	f.BoolVar(&o.Hybrid, "hybrid", false, "run the raft servers (the first --servers agents) as processes and the workers in this process at --worker-nice, never given a raft seat")
 	f.IntVar(&o.WorkerNice, "worker-nice", 19, "with --hybrid: the nice value of this process, the workers' (0 keeps it)")
+	f.IntVar(&o.WorkerGCPercent, "worker-gogc", 400, "with --hybrid: this process's GOGC once the workers start (0 keeps $GOGC): hundreds of agents' garbage collection otherwise starves their gossip")
 	f.DurationVar(&o.StartEvery, "start-every", 0, "with --in-process: space the agents' starts by this much (a join storm on a few cores delays raft heartbeats)")
 	f.StringVar(&o.RestProfile, "rest-profile", "", "with --in-process: write a CPU profile of the at-rest window here, its samples labelled by agent (go tool pprof -tagfocus agent=NAME)")
 	return cmd
