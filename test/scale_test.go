@@ -66,24 +66,7 @@ func TestScale(t *testing.T) {
 // after the leader's crash a survivor names a new one.
 func TestScaleInProcess(t *testing.T) {
 	const nodes = 12
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	out := filepath.Join(dir, "report.json")
-	cmd := exec.CommandContext(ctx, shoalBin, "bench", "scale", "--in-process", "--nodes", strconv.Itoa(nodes),
-		"--gpus-per-node", "2", "--leaf-size", "4", "--submits", "20", "--clients", "2", "--latency-runs", "2",
-		"--settle", "1s", "--rest", "2s", "--wait", "2m", "--dev-timing", "--dir", filepath.Join(dir, "agents"), "--json", out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("shoal bench scale --in-process: %v\n%s", err, b)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep scale.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("report: %v\n%s", err, b)
-	}
+	rep := benchScale(t, "--in-process", nodes)
 	if want := []string{"formation", "rest", "throughput", "latency", "gang", "failover"}; !slices.Equal(rep.Steps, want) || !rep.InProcess {
 		t.Errorf("steps %q, in process %t; want %q in process", rep.Steps, rep.InProcess, want)
 	}
@@ -111,24 +94,7 @@ func TestScaleInProcess(t *testing.T) {
 // leader (a process) every survivor names a new one.
 func TestScaleHybrid(t *testing.T) {
 	const nodes, servers = 12, 7
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	out := filepath.Join(dir, "report.json")
-	cmd := exec.CommandContext(ctx, shoalBin, "bench", "scale", "--hybrid", "--nodes", strconv.Itoa(nodes),
-		"--gpus-per-node", "2", "--leaf-size", "4", "--submits", "20", "--clients", "2", "--latency-runs", "2",
-		"--settle", "1s", "--rest", "2s", "--wait", "2m", "--dev-timing", "--dir", filepath.Join(dir, "agents"), "--json", out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("shoal bench scale --hybrid: %v\n%s", err, b)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep scale.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("report: %v\n%s", err, b)
-	}
+	rep := benchScale(t, "--hybrid", nodes)
 	if want := []string{"formation", "rest", "throughput", "latency", "gang", "failover"}; !slices.Equal(rep.Steps, want) || !rep.Hybrid || rep.WorkerNice != 19 {
 		t.Errorf("steps %q, hybrid %t, nice %d; want %q, hybrid, nice 19", rep.Steps, rep.Hybrid, rep.WorkerNice, want)
 	}
@@ -151,4 +117,30 @@ func TestScaleHybrid(t *testing.T) {
 	if fo := rep.Failover; fo.NewLeader == "" || fo.NewLeader == fo.OldLeader {
 		t.Errorf("failover %+v: want a new leader", fo)
 	}
+}
+
+// benchScale runs `shoal bench scale` in mode (--in-process, --hybrid)
+// with nodes agents, small enough for CI, as a user would, and returns
+// its JSON report.
+func benchScale(t *testing.T, mode string, nodes int) scale.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "report.json")
+	cmd := exec.CommandContext(ctx, shoalBin, "bench", "scale", mode, "--nodes", strconv.Itoa(nodes),
+		"--gpus-per-node", "2", "--leaf-size", "4", "--submits", "20", "--clients", "2", "--latency-runs", "2",
+		"--settle", "1s", "--rest", "2s", "--wait", "2m", "--dev-timing", "--dir", filepath.Join(dir, "agents"), "--json", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("shoal bench scale %s: %v\n%s", mode, err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep scale.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, b)
+	}
+	return rep
 }
