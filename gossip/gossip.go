@@ -205,6 +205,14 @@ func New(cfg Config) (*Gossip, error) {
 	}
 	mc.BindPort = cfg.BindPort
 	mc.AdvertiseAddr = cfg.AdvertiseAddr
+	// No LZW on what this node sends: memberlist compresses every packet
+	// with a new compress/lzw writer, whose 64 KiB table is allocated per
+	// packet. At rest in a 200-agent cluster that was a fifth of every
+	// agent's CPU, and most of its garbage collection (BENCHMARKS.md,
+	// "1,000 agents"), to save bytes a LAN does not miss. Compressed
+	// packets from older agents are still read (memberlist decodes them
+	// whatever this setting), so the change is compatible both ways.
+	mc.EnableCompression = false
 	mc.AdvertisePort = cfg.AdvertisePort
 	if mc.AdvertisePort == 0 {
 		// memberlist fills it in itself only when BindPort is 0 too.

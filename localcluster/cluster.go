@@ -488,7 +488,9 @@ func (c *Cluster) ready(ctx context.Context, want int) error {
 // FreePorts finds n distinct ports on host free for both TCP and UDP
 // (gossip uses both on one port).
 func FreePorts(host string, n int) ([]int, error) {
-	const maxTries = 1000
+	// Bounded, and enough for 1,000 agents' 3,000 ports (a port taken for
+	// UDP costs a try).
+	maxTries := 2*n + 1000
 	var ports []int
 	var held []net.Listener
 	defer func() {

@@ -135,6 +135,14 @@ type Config struct {
 	// RaftVoters (--raft-voters) caps the voters; 0 means 3, or 5 once
 	// five nodes are up (consensus.VoterConfig.MaxVoters).
 	RaftVoters int
+	// RaftIneligible (--raft-eligible=false) keeps this node out of the
+	// raft configuration for good: it never announces its raft address,
+	// so neither bootstrap nor the leader's plan counts it, and it is
+	// always a worker (as a Nomad client). For nodes an operator wants
+	// off the consensus path (a busy or low-priority host; the scale
+	// harness's workers, which share one low-priority process). It
+	// needs --join: such a node cannot bootstrap a cluster.
+	RaftIneligible bool
 	// ScheduleInterval bounds how long a pending job waits for a pass when
 	// nothing changes.
 	ScheduleInterval time.Duration
@@ -284,6 +292,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--advertise %q: want an IP address", c.AdvertiseAddr)
 	case c.BootstrapExpect < 0:
 		return fmt.Errorf("--bootstrap-expect %d: want 0 or more", c.BootstrapExpect)
+	case c.RaftIneligible && (c.BootstrapExpect > 0 || len(c.Join) == 0):
+		return errors.New("--raft-eligible=false: want --join and no --bootstrap-expect (a node that never holds a raft seat cannot bootstrap a cluster)")
 	case c.KillGrace < 0:
 		return fmt.Errorf("--kill-grace %s: want more than 0", c.KillGrace)
 	case c.KillWait < 0:
@@ -398,6 +408,16 @@ func (c *Config) httpAddr() string { return net.JoinHostPort(c.BindAddr, strconv
 func (c *Config) raftBind() string { return net.JoinHostPort(c.BindAddr, strconv.Itoa(c.RaftPort)) }
 func (c *Config) raftAdvert() string {
 	return net.JoinHostPort(c.AdvertiseAddr, strconv.Itoa(c.RaftPort))
+}
+
+// raftSeat is the raft address gossip announces: none from a node that
+// may not hold a raft seat (RaftIneligible), which bootstrap and the
+// leader's membership plan then pass over (consensus.Candidates).
+func (c *Config) raftSeat() string {
+	if c.RaftIneligible {
+		return ""
+	}
+	return c.raftAdvert()
 }
 func (c *Config) apiAdvert() string {
 	return net.JoinHostPort(c.AdvertiseAddr, strconv.Itoa(c.HTTPPort))

@@ -189,7 +189,7 @@ func (c *core) meta(hasRaftState bool) gossip.Meta {
 	topo := c.topology()
 	m := gossip.Meta{
 		APIAddr:         c.cfg.apiAdvert(),
-		RaftAddr:        c.cfg.raftAdvert(),
+		RaftAddr:        c.cfg.raftSeat(),
 		GPUs:            len(c.cfg.GPUs),
 		CPUs:            c.cfg.CPUs,
 		MemoryMiB:       c.cfg.MemoryMiB,

@@ -34,6 +34,10 @@ func TestConfigValidate(t *testing.T) {
 		{"bind not an IP", func(c *Config) { c.BindAddr = "host" }, `--bind "host"`},
 		{"advertise not an IP", func(c *Config) { c.AdvertiseAddr = "x" }, `--advertise "x"`},
 		{"negative expect", func(c *Config) { c.BootstrapExpect = -1 }, "--bootstrap-expect -1"},
+		{"no raft seat, joining", func(c *Config) { c.RaftIneligible, c.Join = true, []string{"10.0.0.1"} }, ""},
+		{"no raft seat, alone", func(c *Config) { c.RaftIneligible = true }, "--raft-eligible=false: want --join"},
+		{"no raft seat, bootstrapping", func(c *Config) { c.RaftIneligible, c.Join, c.BootstrapExpect = true, []string{"10.0.0.1"}, 3 },
+			"--raft-eligible=false: want --join and no --bootstrap-expect"},
 		{"lease shorter than 3 heartbeats", func(c *Config) { c.LeaseTTL = 2 * time.Second }, "--lease-ttl 2s"},
 		{"negative renewals a second", func(c *Config) { c.RenewalsPerSecond = -1 }, "--lease-renewals-per-second -1"},
 		{"port zero", func(c *Config) { c.RaftPort = 70000 }, "--raft-port 70000"},
@@ -125,5 +129,20 @@ func TestRaftMembers(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("raftMembers = %+v; want %+v", got, want)
+	}
+}
+
+// TestRaftSeat: a node that may not hold a raft seat announces no raft
+// address, so bootstrap and the leader's membership plan pass it over
+// (consensus.Candidates) and it stays a worker (DESIGN: membership and
+// roles).
+func TestRaftSeat(t *testing.T) {
+	c := validConfig()
+	if got, want := c.raftSeat(), c.raftAdvert(); got != want {
+		t.Fatalf("raftSeat() = %q; want %q", got, want)
+	}
+	c.RaftIneligible = true
+	if got := c.raftSeat(); got != "" {
+		t.Fatalf("raftSeat() with RaftIneligible = %q; want none", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"runtime/pprof"
 	"sync"
 	"syscall"
@@ -26,9 +27,11 @@ type fleet interface {
 	running(i int) bool
 	// pid is the process agent i runs in (in-process: this one, for all).
 	pid(i int) int
+	// shared reports whether agent i shares its process (this one) with
+	// other agents: its CPU and memory are not its own to measure.
+	shared(i int) bool
 	kill(i int) error // kill -9, or Crash in-process
 	stop()
-	inProcess() bool
 }
 
 // procFleet is agents as `shoal agent` processes.
@@ -49,14 +52,17 @@ func (f *procFleet) agents() []*localcluster.Agent { return f.c.Agents }
 func (f *procFleet) running(i int) bool            { return f.c.Agents[i].Running() }
 func (f *procFleet) pid(i int) int                 { return f.c.Agents[i].Pid() }
 func (f *procFleet) kill(i int) error              { return f.c.Kill(i) }
-func (f *procFleet) inProcess() bool               { return false }
+func (f *procFleet) shared(int) bool               { return false }
+func (f *procFleet) stop()                         { stopProcs(f.c) }
 
-func (f *procFleet) stop() {
+// stopProcs stops c's agent processes, and whatever each left in its
+// process group.
+func stopProcs(c *localcluster.Cluster) {
 	var pids []int
-	for _, a := range f.c.Agents {
+	for _, a := range c.Agents {
 		pids = append(pids, a.Pid())
 	}
-	f.c.Stop(10 * time.Second)
+	c.Stop(10 * time.Second)
 	// Each agent leads a process group of its own: whatever it left
 	// there (supervisors, ranks) goes too.
 	for _, pid := range pids {
@@ -90,11 +96,20 @@ func startInProcess(ctx context.Context, o Options) (*inprocFleet, error) {
 	if err != nil {
 		return nil, err
 	}
+	return spawnFleet(ctx, o, c, 0)
+}
+
+// spawnFleet runs c's agents from first on in this process (those before
+// are not its to run).
+func spawnFleet(ctx context.Context, o Options, c *localcluster.Cluster, first int) (*inprocFleet, error) {
 	n := len(c.Agents)
 	f := &inprocFleet{c: c, cancel: make([]context.CancelFunc, n), done: make([]chan struct{}, n),
 		crash: make([]func(), n), killed: make([]bool, n), errs: make([]error, n), logs: make([]*os.File, n)}
 	sem := make(chan struct{}, spawnParallel)
 	for i, a := range c.Agents {
+		if i < first {
+			continue
+		}
 		if err := os.MkdirAll(a.DataDir, 0o755); err != nil {
 			f.stop()
 			return nil, fmt.Errorf("agent %s: %w", a.Name, err)
@@ -111,7 +126,7 @@ func startInProcess(ctx context.Context, o Options) (*inprocFleet, error) {
 			f.stop()
 			return nil, ctx.Err()
 		}
-		if i > 0 && o.StartEvery > 0 {
+		if i > first && o.StartEvery > 0 {
 			select {
 			case <-time.After(o.StartEvery):
 			case <-ctx.Done():
@@ -150,7 +165,7 @@ func startInProcess(ctx context.Context, o Options) (*inprocFleet, error) {
 
 func (f *inprocFleet) agents() []*localcluster.Agent { return f.c.Agents }
 func (f *inprocFleet) pid(int) int                   { return os.Getpid() }
-func (f *inprocFleet) inProcess() bool               { return true }
+func (f *inprocFleet) shared(int) bool               { return true }
 
 func (f *inprocFleet) running(i int) bool {
 	f.mu.Lock()
@@ -204,4 +219,83 @@ func (f *inprocFleet) stop() {
 			l.Close()
 		}
 	}
+}
+
+// hybridFleet is the first servers agents as `shoal agent` processes at
+// normal priority, and every other one in this process, which runs at a
+// low CPU priority (Options.WorkerNice) with --raft-eligible=false: the
+// servers' raft heartbeats never wait behind the workers' goroutines, and
+// no worker is ever given a raft seat (where it would be starved).
+type hybridFleet struct {
+	c       *localcluster.Cluster
+	servers int
+	in      *inprocFleet // agents from servers on
+}
+
+func startHybrid(ctx context.Context, o Options) (*hybridFleet, error) {
+	c, err := localcluster.Start(ctx, localcluster.Options{
+		Binary: o.Binary, Dir: o.Dir, Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode, LeafSize: o.LeafSize,
+		ExtraArgs: o.ExtraArgs, Insecure: o.Insecure, Prepare: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range c.Agents[o.Servers:] {
+		a.Args = append(a.Args, "--raft-eligible=false")
+	}
+	f := &hybridFleet{c: c, servers: o.Servers}
+	for i := range o.Servers {
+		if err := c.StartAgent(i); err != nil {
+			f.stop()
+			return nil, err
+		}
+	}
+	// The servers started at this process's priority; from here on it,
+	// and whatever it starts (the workers' supervisors and ranks), runs
+	// at the workers'.
+	if err := lowerPriority(o.WorkerNice); err != nil {
+		f.stop()
+		return nil, err
+	}
+	if o.WorkerGCPercent > 0 {
+		debug.SetGCPercent(o.WorkerGCPercent)
+	}
+	if f.in, err = spawnFleet(ctx, o, c, o.Servers); err != nil {
+		f.stop()
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *hybridFleet) agents() []*localcluster.Agent { return f.c.Agents }
+func (f *hybridFleet) shared(i int) bool             { return i >= f.servers }
+
+func (f *hybridFleet) running(i int) bool {
+	if f.shared(i) {
+		return f.in.running(i)
+	}
+	return f.c.Agents[i].Running()
+}
+
+func (f *hybridFleet) pid(i int) int {
+	if f.shared(i) {
+		return os.Getpid()
+	}
+	return f.c.Agents[i].Pid()
+}
+
+func (f *hybridFleet) kill(i int) error {
+	if f.shared(i) {
+		return f.in.kill(i)
+	}
+	return f.c.Kill(i)
+}
+
+// stop ends the workers first (they would otherwise spend the servers'
+// last seconds looking for a leader), then the servers.
+func (f *hybridFleet) stop() {
+	if f.in != nil {
+		f.in.stop()
+	}
+	stopProcs(f.c) // the workers are no processes of c's: passed over
 }

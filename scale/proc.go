@@ -178,6 +178,8 @@ type Layout struct {
 	Nonvoters int `json:"nonvoters"`
 	Workers   int `json:"workers"` // nodes that are no raft server ("none")
 	Up        int `json:"up"`      // nodes not DOWN
+	// Servers are the voters' and nonvoters' names, in the nodes' order.
+	Servers []string `json:"servers,omitempty"`
 }
 
 // CountLayout counts nodes' raft roles.
@@ -187,8 +189,10 @@ func CountLayout(nodes []api.Node) Layout {
 		switch n.Raft {
 		case "leader", "voter":
 			l.Voters++
+			l.Servers = append(l.Servers, n.Name)
 		case "nonvoter":
 			l.Nonvoters++
+			l.Servers = append(l.Servers, n.Name)
 		default:
 			l.Workers++
 		}

@@ -1,6 +1,7 @@
 package scale
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -132,7 +133,7 @@ func TestLayout(t *testing.T) {
 		{Name: "n6", Raft: "nonvoter", State: "DOWN"},
 	}
 	l := CountLayout(nodes)
-	if want := (Layout{Voters: 3, Nonvoters: 2, Workers: 1, Up: 5}); l != want {
+	if want := (Layout{Voters: 3, Nonvoters: 2, Workers: 1, Up: 5, Servers: []string{"n1", "n2", "n3", "n4", "n6"}}); !reflect.DeepEqual(l, want) {
 		t.Fatalf("CountLayout = %+v; want %+v", l, want)
 	}
 	for _, tc := range []struct {

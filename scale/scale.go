@@ -85,6 +85,23 @@ type Options struct {
 	// agent, and a join storm on a few shared cores delays the voters'
 	// raft heartbeats past their timeouts.
 	StartEvery time.Duration
+	// Hybrid, with Spawn, runs the first Servers agents as processes
+	// (Binary) and every other one in this process with
+	// --raft-eligible=false, so the raft servers are the processes and
+	// the workers share this one; once the servers started, this process
+	// lowers its CPU priority to WorkerNice, so the servers' raft
+	// heartbeats never wait behind the workers' goroutines on a few
+	// shared cores.
+	Hybrid bool
+	// WorkerNice is the nice value a Hybrid run's process takes (0: it
+	// keeps its own).
+	WorkerNice int
+	// WorkerGCPercent, in a Hybrid run, is this process's GOGC from the
+	// workers' start on (0: as it is). Hundreds of agents in one process
+	// hold a large heap that changes fast (gossip's messages): at the
+	// default 100, 300 workers spent most of their CPU collecting and
+	// lost their gossip probes' deadlines (BENCHMARKS.md).
+	WorkerGCPercent int
 	// RestProfile, when set with Spawn, is where a CPU profile of the
 	// process over the at-rest window is written; its samples carry an
 	// "agent" label (go tool pprof -tags, -tagfocus agent=NAME).
@@ -96,8 +113,13 @@ type Report struct {
 	Nodes       int  `json:"nodes"`
 	GPUsPerNode int  `json:"gpus_per_node"`
 	InProcess   bool `json:"in_process"`
-	WantVoters  int  `json:"want_voters"`
-	WantServers int  `json:"want_servers"`
+	// Hybrid: the servers ran as processes, the workers in one process
+	// at nice WorkerNice (Options.Hybrid).
+	Hybrid          bool `json:"hybrid,omitempty"`
+	WorkerNice      int  `json:"worker_nice,omitempty"`
+	WorkerGCPercent int  `json:"worker_gc_percent,omitempty"`
+	WantVoters      int  `json:"want_voters"`
+	WantServers     int  `json:"want_servers"`
 	// Steps are the steps that completed, in order; figures of the others
 	// are zero.
 	Steps []string `json:"steps"`
@@ -116,9 +138,16 @@ type Report struct {
 	Leader string `json:"leader"`
 	// In-process runs: the process's RSS and Go heap in use, at rest (the
 	// RSS per agent above is then ProcessRSSMiB / Nodes, and the leader's
-	// and a follower's CPU -1: one process).
-	ProcessRSSMiB    float64 `json:"process_rss_mib,omitempty"`
-	HeapInuseMiB     float64 `json:"heap_inuse_mib,omitempty"`
+	// and a follower's CPU -1: one process). Hybrid runs: the workers'
+	// process's, and the RSS per agent above the servers' processes'.
+	ProcessRSSMiB float64 `json:"process_rss_mib,omitempty"`
+	HeapInuseMiB  float64 `json:"heap_inuse_mib,omitempty"`
+	// SharedAgents are the agents that ran in this process, SharedRSSMiB
+	// its RSS divided by them and SharedCPUPercent its CPU at rest (of
+	// one core; in a hybrid run, the workers').
+	SharedAgents     int     `json:"shared_agents,omitempty"`
+	SharedRSSMiB     float64 `json:"shared_rss_mib,omitempty"`
+	SharedCPUPercent float64 `json:"shared_cpu_percent,omitempty"`
 	LeaderCPUPercent float64 `json:"leader_cpu_percent"` // of one core
 	// FollowerCPUPercentMedian is a non-leader agent's, the median.
 	FollowerCPUPercentMedian float64 `json:"follower_cpu_percent_median"`
@@ -207,6 +236,13 @@ func (o *Options) defaults() error {
 	o.Settle = cmp.Or(o.Settle, 10*time.Second)
 	o.Rest = cmp.Or(o.Rest, 10*time.Second)
 	o.Wait = cmp.Or(o.Wait, 5*time.Minute)
+	if o.Hybrid && (o.Spawn == nil || o.Binary == "") {
+		return errors.New("hybrid: want Spawn (the workers) and Binary (the servers)")
+	}
+	if o.Hybrid && (o.Servers < min(3, o.Nodes) || o.Servers >= o.Nodes) {
+		// The first three bootstrap (localcluster), so they are servers.
+		return fmt.Errorf("hybrid: servers %d: want 3 to %d (nodes-1)", o.Servers, o.Nodes-1)
+	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -233,7 +269,10 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		return Report{}, err
 	}
 	r := &run{o: opts, rep: Report{Nodes: opts.Nodes, GPUsPerNode: opts.GPUsPerNode, WantVoters: opts.Voters, WantServers: opts.Servers,
-		InProcess: opts.Spawn != nil}}
+		InProcess: opts.Spawn != nil, Hybrid: opts.Hybrid}}
+	if opts.Hybrid {
+		r.rep.WorkerNice, r.rep.WorkerGCPercent = opts.WorkerNice, opts.WorkerGCPercent
+	}
 	err := r.run(ctx)
 	return r.rep, err
 }
@@ -250,10 +289,17 @@ func (r *run) run(ctx context.Context) (err error) {
 	o := r.o
 	r.t0 = time.Now()
 	o.Logf("starting %d agents", o.Nodes)
+	// ~20 descriptors an agent, and a server one per worker it serves.
+	if err := raiseFileLimit(uint64(max(20000, 32*o.Nodes))); err != nil {
+		return err
+	}
 	var f fleet
-	if o.Spawn != nil {
+	switch {
+	case o.Hybrid:
+		f, err = startHybrid(ctx, o)
+	case o.Spawn != nil:
 		f, err = startInProcess(ctx, o)
-	} else {
+	default:
 		f, err = startProcs(ctx, o)
 	}
 	if err != nil {
@@ -352,7 +398,10 @@ func (r *run) formation(ctx context.Context) error {
 	}
 	converged := make([]bool, len(r.agents))
 	var mu sync.Mutex
-	err := poll(ctx, o.Wait, 250*time.Millisecond, "gossip convergence", func(ctx context.Context) (bool, error) {
+	// Each round asks every agent not converged yet for its members: at
+	// 1,000 agents, a million members listed.
+	every := max(250*time.Millisecond, time.Duration(o.Nodes)*time.Millisecond)
+	err := poll(ctx, o.Wait, every, "gossip convergence", func(ctx context.Context) (bool, error) {
 		var todo []*localcluster.Agent
 		for i, a := range r.agents {
 			if !converged[i] {
@@ -391,7 +440,7 @@ func (r *run) formation(ctx context.Context) error {
 	r.rep.GossipConvergedS = r.since()
 	o.Logf("gossip converged after %.1f s", r.rep.GossipConvergedS)
 
-	err = poll(ctx, o.Wait, 250*time.Millisecond, "layout", func(ctx context.Context) (bool, error) {
+	err = poll(ctx, o.Wait, every, "layout", func(ctx context.Context) (bool, error) {
 		noteLeader(ctx)
 		nodes, err := r.nodes(ctx)
 		if err != nil {
@@ -474,59 +523,82 @@ func (r *run) follower(ctx context.Context) (*api.Client, error) {
 }
 
 type restSample struct {
-	// ticks is every agent's CPU time, or in-process the process's alone
-	// (one entry); 0 when unreadable.
-	ticks []uint64
+	// ticks is the CPU time of every process the agents run in (procs),
+	// by pid; 0 when unreadable.
+	ticks map[int]uint64
 	tcp   map[string]tcpBytes
 	lo    uint64
 	at    time.Time
 }
 
-// cpuPercent is entry i's CPU between two samples, in percent of a core.
-func cpuPercent(a, b restSample, i int) float64 {
+// cpuPercent is process pid's CPU between two samples, in percent of a
+// core.
+func cpuPercent(a, b restSample, pid int) float64 {
 	secs := b.at.Sub(a.at).Seconds()
-	if secs <= 0 || b.ticks[i] < a.ticks[i] {
+	if secs <= 0 || b.ticks[pid] < a.ticks[pid] {
 		return 0
 	}
-	return float64(b.ticks[i]-a.ticks[i]) / clockTicks / secs * 100
+	return float64(b.ticks[pid]-a.ticks[pid]) / clockTicks / secs * 100
 }
 
 // cpuPercents is agent li's CPU and all agents' together; the leader's
-// is -1 in-process (one process: not told apart).
+// is -1 when it shares its process (not told apart).
 func (r *run) cpuPercents(a, b restSample, li int) (leader, all float64) {
-	for i := range b.ticks {
-		all += cpuPercent(a, b, i)
+	for pid := range b.ticks {
+		all += cpuPercent(a, b, pid)
 	}
-	if r.f.inProcess() {
+	if r.f.shared(li) {
 		return -1, all
 	}
-	return cpuPercent(a, b, li), all
+	return cpuPercent(a, b, r.f.pid(li)), all
 }
 
-// sample reads every agent's CPU time (in-process, the process's), the
-// TCP sockets of agent li (none when li < 0) and the loopback counter.
+// procs are the processes the agents run in, each once: an agent's own,
+// and this one when some run in it.
+func (r *run) procs() []int {
+	var pids []int
+	self := false
+	for i := range r.agents {
+		if r.f.shared(i) {
+			self = true
+			continue
+		}
+		pids = append(pids, r.f.pid(i))
+	}
+	if self {
+		pids = append(pids, os.Getpid())
+	}
+	return pids
+}
+
+// sharedAgents counts the agents that run in this process.
+func (r *run) sharedAgents() int {
+	n := 0
+	for i := range r.agents {
+		if r.f.shared(i) {
+			n++
+		}
+	}
+	return n
+}
+
+// sample reads the CPU time of every process the agents run in, the TCP
+// sockets of agent li (none when li < 0) and the loopback counter.
 func (r *run) sample(li int) restSample {
-	s := restSample{at: time.Now()}
-	ticks := func(pid int) uint64 {
+	s := restSample{at: time.Now(), ticks: map[int]uint64{}}
+	for _, pid := range r.procs() {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
-			return 0
+			s.ticks[pid] = 0
+			continue
 		}
-		t, _ := parseStatTicks(string(b))
-		return t
-	}
-	if r.f.inProcess() {
-		s.ticks = []uint64{ticks(os.Getpid())}
-	} else {
-		for i := range r.agents {
-			s.ticks = append(s.ticks, ticks(r.f.pid(i)))
-		}
+		s.ticks[pid], _ = parseStatTicks(string(b))
 	}
 	if li < 0 {
 		return s
 	}
 	if out, err := osexec.Command("ss", "-tinpH").Output(); err == nil {
-		if r.f.inProcess() {
+		if r.f.shared(li) {
 			s.tcp = parseSSPorts(string(out), r.leaderPorts(li))
 		} else {
 			s.tcp = parseSS(string(out), r.f.pid(li))
@@ -601,22 +673,25 @@ func (r *run) rest(ctx context.Context) error {
 	}
 	secs := b.at.Sub(a.at).Seconds()
 	r.rep.RestS = secs
-	for i := range a.ticks {
-		if a.ticks[i] == 0 || b.ticks[i] < a.ticks[i] {
-			return fmt.Errorf("agent %s: no CPU time readable from /proc", r.agents[i].Name)
+	for pid, t := range a.ticks {
+		if t == 0 || b.ticks[pid] < t {
+			return fmt.Errorf("process %d: no CPU time readable from /proc", pid)
 		}
 	}
 	r.rep.LeaderCPUPercent, r.rep.ClusterCPUPercent = r.cpuPercents(a, b, li)
 	r.rep.FollowerCPUPercentMedian = -1
-	if !r.f.inProcess() {
-		var follower []float64
-		for i := range r.agents {
-			if i != li {
-				follower = append(follower, cpuPercent(a, b, i))
-			}
+	var follower []float64
+	for i := range r.agents {
+		if i != li && !r.f.shared(i) {
+			follower = append(follower, cpuPercent(a, b, r.f.pid(i)))
 		}
+	}
+	if len(follower) > 0 {
 		slices.Sort(follower)
 		r.rep.FollowerCPUPercentMedian = follower[len(follower)/2]
+	}
+	if r.rep.SharedAgents = r.sharedAgents(); r.rep.SharedAgents > 0 {
+		r.rep.SharedCPUPercent = cpuPercent(a, b, os.Getpid())
 	}
 	total := r.rep.ClusterCPUPercent
 	r.rep.LeaderTCPBytesPerS = -1
@@ -638,7 +713,22 @@ func (r *run) rest(ctx context.Context) error {
 		}
 		return float64(v) / (1 << 20), nil
 	}
-	if r.f.inProcess() {
+	r.rep.RSSMiBLeader = -1
+	var rss []float64
+	for i, ag := range r.agents {
+		if r.f.shared(i) {
+			continue
+		}
+		mib, err := rssOf(r.f.pid(i), ag.Name)
+		if err != nil {
+			return err
+		}
+		rss = append(rss, mib)
+		if i == li {
+			r.rep.RSSMiBLeader = mib
+		}
+	}
+	if n := r.rep.SharedAgents; n > 0 {
 		mib, err := rssOf(os.Getpid(), "all")
 		if err != nil {
 			return err
@@ -646,22 +736,13 @@ func (r *run) rest(ctx context.Context) error {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		r.rep.ProcessRSSMiB, r.rep.HeapInuseMiB = mib, float64(ms.HeapInuse)/(1<<20)
-		per := mib / float64(len(r.agents))
-		r.rep.RSSMiBMedian, r.rep.RSSMiBMax, r.rep.RSSMiBLeader = per, per, -1
-	} else {
-		var rss []float64
-		for i, ag := range r.agents {
-			mib, err := rssOf(r.f.pid(i), ag.Name)
-			if err != nil {
-				return err
-			}
-			rss = append(rss, mib)
-			if i == li {
-				r.rep.RSSMiBLeader = mib
-			}
-		}
+		r.rep.SharedRSSMiB = mib / float64(n)
+	}
+	if len(rss) > 0 {
 		slices.Sort(rss)
 		r.rep.RSSMiBMedian, r.rep.RSSMiBMax = rss[len(rss)/2], rss[len(rss)-1]
+	} else { // every agent in this process
+		r.rep.RSSMiBMedian, r.rep.RSSMiBMax = r.rep.SharedRSSMiB, r.rep.SharedRSSMiB
 	}
 	if err := r.scrape(ctx, r.agents[li]); err != nil {
 		return err
@@ -673,7 +754,7 @@ func (r *run) rest(ctx context.Context) error {
 // restProfile starts the CPU profile of the at-rest window when asked
 // (in-process runs) and returns what stops it.
 func (r *run) restProfile() (stop func(), err error) {
-	if r.o.RestProfile == "" || !r.f.inProcess() {
+	if r.o.RestProfile == "" || r.sharedAgents() == 0 {
 		return func() {}, nil
 	}
 	f, err := os.Create(r.o.RestProfile)
@@ -879,8 +960,9 @@ func (r *run) throughput(ctx context.Context) error {
 }
 
 // timestamps reads the `date +%s.%N` lines a job's ranks printed.
-func timestamps(ctx context.Context, cl *api.Client, id uint64) ([]time.Time, error) {
-	chunks, err := call(ctx, 10*time.Second, func(ctx context.Context) ([]api.LogChunk, error) { return cl.Logs(ctx, id) })
+// limit bounds the call: a job's logs are gathered from each of its nodes.
+func timestamps(ctx context.Context, cl *api.Client, id uint64, limit time.Duration) ([]time.Time, error) {
+	chunks, err := call(ctx, limit, func(ctx context.Context) ([]api.LogChunk, error) { return cl.Logs(ctx, id) })
 	if err != nil {
 		return nil, err
 	}
@@ -958,7 +1040,7 @@ func (r *run) latency(ctx context.Context) error {
 		if j.State != "COMPLETED" {
 			return fmt.Errorf("job %d ended %s", res.ID, j.State)
 		}
-		ts, err := timestamps(ctx, cl, res.ID)
+		ts, err := timestamps(ctx, cl, res.ID, 10*time.Second)
 		if err != nil {
 			return err
 		}
@@ -1002,7 +1084,9 @@ func (r *run) gang(ctx context.Context) error {
 	if n := len(j.Nodes); n != o.GangNodes {
 		return fmt.Errorf("gang job %d ran on %d nodes, want %d", res.ID, n, o.GangNodes)
 	}
-	ts, err := timestamps(ctx, cl, res.ID)
+	// A second a node at least: 64 workers at a low priority took more
+	// than 10 s to hand their logs over on a loaded box.
+	ts, err := timestamps(ctx, cl, res.ID, min(o.Wait, max(10*time.Second, time.Duration(o.GangNodes)*time.Second)))
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,24 +66,7 @@ func TestScale(t *testing.T) {
 // after the leader's crash a survivor names a new one.
 func TestScaleInProcess(t *testing.T) {
 	const nodes = 12
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	out := filepath.Join(dir, "report.json")
-	cmd := exec.CommandContext(ctx, shoalBin, "bench", "scale", "--in-process", "--nodes", strconv.Itoa(nodes),
-		"--gpus-per-node", "2", "--leaf-size", "4", "--submits", "20", "--clients", "2", "--latency-runs", "2",
-		"--settle", "1s", "--rest", "2s", "--wait", "2m", "--dev-timing", "--dir", filepath.Join(dir, "agents"), "--json", out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("shoal bench scale --in-process: %v\n%s", err, b)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep scale.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("report: %v\n%s", err, b)
-	}
+	rep := benchScale(t, "--in-process", nodes)
 	if want := []string{"formation", "rest", "throughput", "latency", "gang", "failover"}; !slices.Equal(rep.Steps, want) || !rep.InProcess {
 		t.Errorf("steps %q, in process %t; want %q in process", rep.Steps, rep.InProcess, want)
 	}
@@ -98,4 +82,65 @@ func TestScaleInProcess(t *testing.T) {
 	if rep.ProcessRSSMiB <= 0 || rep.LeaderTCPBytesPerS <= 0 {
 		t.Errorf("process RSS %v MiB, leader TCP %v bytes/s; want both measured", rep.ProcessRSSMiB, rep.LeaderTCPBytesPerS)
 	}
+}
+
+// TestScaleHybrid runs `shoal bench scale --hybrid` with 12 agents: the
+// first 7 as processes, the other 5 in the harness's process at nice 19
+// with --raft-eligible=false. The raft layout must settle on the seven
+// processes alone (5 voters, 2 nonvoters; that such a node is never
+// given a seat, DESIGN: membership and roles, is TestRaftSeat's and
+// consensus' Candidates tests': here the servers also start first), the
+// gang runs on workers and servers alike, and after kill -9 of the
+// leader (a process) every survivor names a new one.
+func TestScaleHybrid(t *testing.T) {
+	const nodes, servers = 12, 7
+	rep := benchScale(t, "--hybrid", nodes)
+	if want := []string{"formation", "rest", "throughput", "latency", "gang", "failover"}; !slices.Equal(rep.Steps, want) || !rep.Hybrid || rep.WorkerNice != 19 {
+		t.Errorf("steps %q, hybrid %t, nice %d; want %q, hybrid, nice 19", rep.Steps, rep.Hybrid, rep.WorkerNice, want)
+	}
+	l := rep.Layout
+	if l.Voters != 5 || l.Nonvoters != 2 || l.Workers != nodes-servers || l.Up != nodes {
+		t.Errorf("layout %+v; want 5 voters, 2 nonvoters, %d workers, %d up", l, nodes-servers, nodes)
+	}
+	for _, s := range l.Servers {
+		if n, err := strconv.Atoi(strings.TrimPrefix(s, "n")); err != nil || n > servers {
+			t.Errorf("raft server %s; want only n1 to n%d (the processes)", s, servers)
+		}
+	}
+	if rep.SharedAgents != nodes-servers || rep.ProcessRSSMiB <= 0 || rep.RSSMiBLeader <= 0 {
+		t.Errorf("%d agents in the harness's process, its RSS %v MiB, the leader's %v MiB; want %d and both measured",
+			rep.SharedAgents, rep.ProcessRSSMiB, rep.RSSMiBLeader, nodes-servers)
+	}
+	if g := rep.Gang; g.State != "COMPLETED" || g.Ranks != nodes/2 {
+		t.Errorf("gang %+v; want COMPLETED with a rank on each of %d nodes", g, nodes/2)
+	}
+	if fo := rep.Failover; fo.NewLeader == "" || fo.NewLeader == fo.OldLeader {
+		t.Errorf("failover %+v: want a new leader", fo)
+	}
+}
+
+// benchScale runs `shoal bench scale` in mode (--in-process, --hybrid)
+// with nodes agents, small enough for CI, as a user would, and returns
+// its JSON report.
+func benchScale(t *testing.T, mode string, nodes int) scale.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "report.json")
+	cmd := exec.CommandContext(ctx, shoalBin, "bench", "scale", mode, "--nodes", strconv.Itoa(nodes),
+		"--gpus-per-node", "2", "--leaf-size", "4", "--submits", "20", "--clients", "2", "--latency-runs", "2",
+		"--settle", "1s", "--rest", "2s", "--wait", "2m", "--dev-timing", "--dir", filepath.Join(dir, "agents"), "--json", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("shoal bench scale %s: %v\n%s", mode, err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep scale.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, b)
+	}
+	return rep
 }

@@ -42,6 +42,8 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 		devTiming  bool
 		// raftReplicas is --raft-replicas: 0 means none (Config's -1).
 		raftReplicas int
+		// raftEligible is --raft-eligible (Config's RaftIneligible negated).
+		raftEligible bool
 		logLevel     string
 		logJSON      bool
 		// policyFile is --policy: the queue policy this agent proposes
@@ -122,6 +124,7 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 				return fmt.Errorf("--raft-replicas %d: want 0 or more", raftReplicas)
 			}
 			cfg.RaftReplicas = raftReplicas
+			cfg.RaftIneligible = !raftEligible
 			if raftReplicas == 0 {
 				cfg.RaftReplicas = -1 // Config's "none"; its 0 is the default
 			}
@@ -209,6 +212,7 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.DurationVar(&cfg.DeadServerGrace, "dead-server-grace", node.DefaultDeadServerGrace, "how long a failed raft voter stays before it is replaced")
 	f.IntVar(&cfg.RaftVoters, "raft-voters", 0, "raft voters, odd (default 0: 3, or 5 from five nodes up)")
 	f.IntVar(&raftReplicas, "raft-replicas", node.DefaultRaftReplicas, "non-voter raft replicas kept beside the 3 or 5 voters; every other node is a worker that follows its jobs from a server")
+	f.BoolVar(&raftEligible, "raft-eligible", true, "whether this node may hold a raft seat (voter or replica); false: it is always a worker that follows its jobs from a server, and needs --join")
 	f.BoolVar(&devTiming, "dev-timing", false, "fast raft timeouts for loopback clusters (shoal dev, tests); not for real networks")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	// Hidden: tests stand in for an agent of an older protocol with it.

@@ -44,7 +44,12 @@ ports, memberlist and raft transport and simulated GPUs, and measures:
 With --in-process the agents run in this process instead (the same
 command lines, each its own ports, data dir, memberlist and raft
 transport); the at-rest figures are then the process's CPU and RSS, and
---rest-profile splits the CPU by agent.
+--rest-profile splits the CPU by agent. With --hybrid the raft servers
+(the first --servers agents) run as processes and every other agent runs
+in this process, which never holds a raft seat (--raft-eligible=false)
+and lowers its CPU priority to --worker-nice once the servers started:
+the way to start more agents than one process's scheduling delay lets
+the raft voters keep their leader.
 Every wait is bounded by --wait; every agent is stopped at the end, and on
 failure. Prints a table, and the figures as JSON to --json.`,
 		Args: cobra.NoArgs,
@@ -54,7 +59,7 @@ failure. Prints a table, and the figures as JSON to --json.`,
 				return err
 			}
 			o.Binary = self
-			if inProcess {
+			if o.Hybrid || inProcess {
 				o.Spawn = spawnAgent
 				// $SHOAL_CPUPROFILE profiles the whole run, every agent's
 				// samples labelled with its name (one profile at a time).
@@ -118,6 +123,9 @@ failure. Prints a table, and the figures as JSON to --json.`,
 	f.StringVar(&dir, "dir", "", "directory for the agents' data and logs, kept (default: a temporary one, removed)")
 	f.BoolVar(&keep, "keep", false, "keep the temporary directory (the agents' logs)")
 	f.BoolVar(&inProcess, "in-process", false, "run the agents in this process, each with its own ports, data dir, memberlist and raft transport, instead of as processes: many more fit one machine; per-agent CPU is then not measured (see --rest-profile)")
+	f.BoolVar(&o.Hybrid, "hybrid", false, "run the raft servers (the first --servers agents) as processes and the workers in this process at --worker-nice, never given a raft seat")
+	f.IntVar(&o.WorkerNice, "worker-nice", 19, "with --hybrid: the nice value of this process, the workers' (0 keeps it)")
+	f.IntVar(&o.WorkerGCPercent, "worker-gogc", 400, "with --hybrid: this process's GOGC once the workers start (0 keeps $GOGC): hundreds of agents' garbage collection otherwise starves their gossip")
 	f.DurationVar(&o.StartEvery, "start-every", 0, "with --in-process: space the agents' starts by this much (a join storm on a few cores delays raft heartbeats)")
 	f.StringVar(&o.RestProfile, "rest-profile", "", "with --in-process: write a CPU profile of the at-rest window here, its samples labelled by agent (go tool pprof -tagfocus agent=NAME)")
 	return cmd
@@ -158,7 +166,12 @@ func writeScaleTable(w io.Writer, r scale.Report) {
 	row(fmt.Sprintf("raft layout settled (%d voters, %d servers)", r.WantVoters, r.WantServers), "%.2f s (%d voters, %d nonvoters, %d workers)",
 		r.LayoutSettledS, r.Layout.Voters, r.Layout.Nonvoters, r.Layout.Workers)
 	if done("rest") {
-		if r.InProcess {
+		if r.Hybrid {
+			row("RSS per server process, median / max / leader", "%.0f / %.0f / %.0f MiB", r.RSSMiBMedian, r.RSSMiBMax, r.RSSMiBLeader)
+			row(fmt.Sprintf("RSS of the %d workers' process / per worker; Go heap in use", r.SharedAgents), "%.0f / %.1f MiB; %.0f MiB", r.ProcessRSSMiB, r.SharedRSSMiB, r.HeapInuseMiB)
+			row(fmt.Sprintf("CPU at rest over %.0f s, leader / other server median / workers' process (nice %d) / all", r.RestS, r.WorkerNice), "%.1f%% / %.1f%% / %.0f%% / %.0f%% of a core",
+				r.LeaderCPUPercent, r.FollowerCPUPercentMedian, r.SharedCPUPercent, r.ClusterCPUPercent)
+		} else if r.InProcess {
 			row("RSS of the process / per agent; Go heap in use", "%.0f / %.1f MiB; %.0f MiB", r.ProcessRSSMiB, r.RSSMiBMedian, r.HeapInuseMiB)
 			row(fmt.Sprintf("CPU at rest over %.0f s, the process (leader %s)", r.RestS, r.Leader), "%.0f%% of a core", r.ClusterCPUPercent)
 		} else {
@@ -180,7 +193,7 @@ func writeScaleTable(w io.Writer, r scale.Report) {
 	if done("throughput") {
 		row("raft entries per held submit", "%.2f", r.RaftEntriesPerSubmit)
 		row(fmt.Sprintf("submits/s through a follower, %d Go clients, held jobs", r.SubmitClients), "%.1f (%d failed)", r.SubmitsPerS, r.SubmitsFailed)
-		if r.InProcess {
+		if r.InProcess && !r.Hybrid {
 			row("CPU while submitting, the process", "%.0f%% of a core", r.SubmitsClusterCPUPercent)
 		} else {
 			row("CPU while submitting: leader / all agents", "%.0f%% / %.0f%% of a core", r.SubmitsLeaderCPUPercent, r.SubmitsClusterCPUPercent)
