@@ -381,9 +381,13 @@ type LeaveRequest struct {
 	DrainWaitS *int64 `json:"drain_wait_s,omitempty"`
 }
 
-// LeaveResponse answers it: the node that is leaving.
+// LeaveResponse answers it: the node that is leaving, and the agent's
+// process id, so that a caller on the same host (through the Unix socket)
+// can wait for the process itself to exit: the agent stops answering
+// before it has closed its tasks, raft and data dir.
 type LeaveResponse struct {
 	Node string `json:"node"`
+	PID  int    `json:"pid,omitempty"`
 }
 
 // TestOnlyResponse answers POST /v1/jobs?test_only=1 (sbatch

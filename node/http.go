@@ -96,7 +96,7 @@ func (b apiBackend) Leave(req api.LeaveRequest, who cluster.Identity) (api.Leave
 	case b.leave <- wait:
 	default: // already leaving
 	}
-	return api.LeaveResponse{Node: b.cfg.Name}, nil
+	return api.LeaveResponse{Node: b.cfg.Name, PID: os.Getpid()}, nil
 }
 
 // Job is one job, if who may see it: by its id, or an array element as

@@ -52,7 +52,11 @@ func newLeaveCmd(g *globalFlags) *cobra.Command {
 				rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
 				_, err := c.Status(rctx)
 				rcancel()
-				if err != nil && !errors.As(err, new(*api.StatusError)) {
+				// Through the Unix socket the agent is on this host: it
+				// stops answering before it has closed its tasks, raft
+				// and data dir, so wait for its process to exit too.
+				local := c.Base() == "http://unix" && res.PID > 0
+				if err != nil && !errors.As(err, new(*api.StatusError)) && (!local || !processAlive(res.PID)) {
 					fmt.Printf("agent %s has stopped\n", res.Node)
 					return nil
 				}
