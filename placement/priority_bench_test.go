@@ -92,14 +92,7 @@ func benchQueue() (cluster.Policy, []*cluster.Job) {
 // live. Same priorities, bit for bit (TestHistoryIdentity).
 func BenchmarkPrioritiesWarm(b *testing.B) {
 	p, jobs := benchQueue()
-	archive, live := jobs[:len(jobs)-benchPending], jobs[len(jobs)-benchPending:]
-	h := NewHistory(nil, archive)
-	b.ReportAllocs()
-	for b.Loop() {
-		if ps := PrioritiesWith(p, NewHistory(h, archive), live, 80000, now); len(ps) != benchPending {
-			b.Fatalf("%d priorities; want %d", len(ps), benchPending)
-		}
-	}
+	benchPrioritiesWarm(b, p, jobs)
 }
 
 // BenchmarkPrioritiesWarmNoDecay is BenchmarkPrioritiesWarm under a
@@ -108,6 +101,12 @@ func BenchmarkPrioritiesWarm(b *testing.B) {
 func BenchmarkPrioritiesWarmNoDecay(b *testing.B) {
 	p, jobs := benchQueue()
 	p.HalfLife = 0
+	benchPrioritiesWarm(b, p, jobs)
+}
+
+// benchPrioritiesWarm times PrioritiesWith under policy p over the
+// pending tail of jobs, the rest archived and digested once before.
+func benchPrioritiesWarm(b *testing.B, p cluster.Policy, jobs []*cluster.Job) {
 	archive, live := jobs[:len(jobs)-benchPending], jobs[len(jobs)-benchPending:]
 	h := NewHistory(nil, archive)
 	b.ReportAllocs()

@@ -47,22 +47,22 @@ func newLeaveCmd(g *globalFlags) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), drain+timeout)
 			defer cancel()
+			// Through the Unix socket the agent is on this host: it stops
+			// answering before it has closed its tasks, raft and data dir,
+			// so wait for its process to exit too.
+			local := c.Base() == "http://unix" && res.PID > 0
 			for {
 				// The agent answers until it has stopped.
 				rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
 				_, err := c.Status(rctx)
 				rcancel()
-				// Through the Unix socket the agent is on this host: it
-				// stops answering before it has closed its tasks, raft
-				// and data dir, so wait for its process to exit too.
-				local := c.Base() == "http://unix" && res.PID > 0
 				if err != nil && !errors.As(err, new(*api.StatusError)) && (!local || !processAlive(res.PID)) {
 					fmt.Printf("agent %s has stopped\n", res.Node)
 					return nil
 				}
 				select {
 				case <-ctx.Done():
-					return fmt.Errorf("agent %s still answers after %s", res.Node, drain+timeout)
+					return fmt.Errorf("agent %s has not stopped after %s", res.Node, drain+timeout)
 				case <-time.After(200 * time.Millisecond):
 				}
 			}
