@@ -17,7 +17,7 @@
 // every committed command entry to State.Apply with its raft index, takes
 // snapshots as State.Snapshot bytes and restores them with State.Restore.
 // It never decodes commands, never reads the FSM's contents, and never
-// decides what to propose; the agent (package node) does that. It knows
+// decides what to propose; the agent (package agent) does that. It knows
 // nothing of gossip either: PlanVoters and BootstrapSet take plain values
 // the caller gathered from gossip, and are pure (no clock, no I/O), so the
 // leader's reconcile loop is gather (gossip + Servers) → PlanVoters →

@@ -39,7 +39,7 @@
 // # What it must never touch
 //
 // The raft log, the FSM and the network: exec neither reads cluster state
-// nor reports exits. The agent (package node) calls Start for allocations
+// nor reports exits. The agent (package agent) calls Start for allocations
 // naming this node, Stop/StopAll on cancel or lost lease, reports
 // PendingExits through the leader and calls Ack once one is committed.
 // exec never forks, signals or waits for a rank itself; it kills only

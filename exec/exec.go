@@ -77,7 +77,7 @@ type Config struct {
 	// KillGrace is that time for cause "fenced" (the node lost its lease,
 	// or the agent stops), also for a task already stopping for another
 	// cause, and never more than KillWait; DefaultKillGrace when zero. The
-	// leader's lease expiry counts on it (see package node).
+	// leader's lease expiry counts on it (see package agent).
 	KillGrace time.Duration
 	// Logger receives exec's logs; slog.Default() when nil.
 	Logger *slog.Logger

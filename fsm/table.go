@@ -14,7 +14,7 @@ import (
 // snapshot format introduced at N or before. Agents announce the version
 // they speak over gossip, and the leader proposes a command type only
 // once every raft server alive in gossip announces at least the version
-// that introduced it (package node), so an older replica never meets an
+// that introduced it (package agent), so an older replica never meets an
 // entry it cannot apply during a rolling upgrade. If one does anyway (a
 // server that was down during the check, a downgrade), Apply marks it
 // diverged with a message that says to upgrade it, rather than skip the

@@ -13,7 +13,7 @@
 // and the worker's) returns plain errors wrapped around sentinels and never
 // an HTTP type.
 //
-// The agent (package node) composes it: it builds a Server with itself as
+// The agent (package agent) composes it: it builds a Server with itself as
 // the Backend (the leader's and the worker's side: JobWrites, JobReads,
 // Queue, Admin, Terminals, Internal, ...), which take and return plain
 // values, the caller as a cluster.Identity (Caller.Who), and marked

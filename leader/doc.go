@@ -38,7 +38,7 @@
 //
 // The loops (Scheduler, LeaseWatch, Archiver) gather and act only
 // through the plain interfaces of loop.go — State, Proposer, Leadership,
-// Clock — which the agent (package node) implements over its FSM, raft
+// Clock — which the agent (package agent) implements over its FSM, raft
 // and the wall clock. They start no goroutine: the agent runs each one
 // while it leads and cancels it on losing leadership.
 package leader

@@ -8,7 +8,7 @@ import (
 )
 
 // What the leader's loops need from the agent that runs them, as plain
-// interfaces: the agent (package node) implements them over raft, the
+// interfaces: the agent (package agent) implements them over raft, the
 // FSM and the wall clock; tests can implement them over a fake cluster.
 
 // State is the replicated state a loop reads.

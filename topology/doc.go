@@ -9,7 +9,7 @@
 // sources found with what the operator configured (--switch,
 // --switch-parent, --block, topology.conf), field by field, the operator
 // winning; and Discoverer, the loop that runs the sources now and then and
-// announces the merged place through a Place the agent (package node)
+// announces the merged place through a Place the agent (package agent)
 // implements over its gossip. The leader builds the switch tree from the
 // places the nodes announce (cluster.LeafParents).
 package topology

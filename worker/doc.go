@@ -21,7 +21,7 @@
 // only through plain interfaces — Node (the replica's view, the lease,
 // starting a task, reporting to the leader, local or remote), Tasks and
 // ExitLog (the executor), ExitReporter, Lessee (renewing the lease,
-// fencing) and Clock — which the agent (package node) implements. Each
+// fencing) and Clock — which the agent (package agent) implements. Each
 // Driver round acts stops first, so that a slow or unreachable leader
 // never holds up stopping a task that is no longer wanted. They start no
 // goroutine: the agent runs them. The scenarios, a round's actions

@@ -10,7 +10,7 @@ import (
 )
 
 // What the worker's loop needs from the agent that runs it, as plain
-// interfaces: the agent (package node) implements them over its FSM
+// interfaces: the agent (package agent) implements them over its FSM
 // replica, its executor, the leader client and the wall clock.
 
 // View is one state of the replica a round decides from.

@@ -16,13 +16,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shoal-sched/shoal/agent"
 	"github.com/shoal-sched/shoal/cgroup"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/exec/rankexec"
 	"github.com/shoal-sched/shoal/exec/task"
 	"github.com/shoal-sched/shoal/gpu"
-	"github.com/shoal-sched/shoal/node"
 	"github.com/shoal-sched/shoal/pki"
 	"github.com/shoal-sched/shoal/slurm"
 	"github.com/shoal-sched/shoal/topology"
@@ -30,7 +30,7 @@ import (
 
 func newAgentCmd(g *globalFlags) *cobra.Command {
 	var (
-		cfg       node.Config
+		cfg       agent.Config
 		join      []string
 		gpus      string
 		gpuModel  string
@@ -159,7 +159,7 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 				}
 				defer stopProfile()
 			}
-			a, err := node.New(cmd.Context(), cfg)
+			a, err := agent.New(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
@@ -173,22 +173,22 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.StringVar(&cfg.Name, "name", "", "this node's name, unique in the cluster (default: the host name)")
 	f.StringVar(&cfg.BindAddr, "bind", "127.0.0.1", "IP address to listen on")
 	f.StringVar(&cfg.AdvertiseAddr, "advertise", "", "IP address other nodes use to reach this one (default: --bind)")
-	f.IntVar(&cfg.HTTPPort, "http-port", node.DefaultHTTPPort, "HTTP API port")
-	f.IntVar(&cfg.RaftPort, "raft-port", node.DefaultRaftPort, "Raft port")
-	f.IntVar(&cfg.GossipPort, "gossip-port", node.DefaultGossipPort, "gossip port (TCP and UDP)")
+	f.IntVar(&cfg.HTTPPort, "http-port", agent.DefaultHTTPPort, "HTTP API port")
+	f.IntVar(&cfg.RaftPort, "raft-port", agent.DefaultRaftPort, "Raft port")
+	f.IntVar(&cfg.GossipPort, "gossip-port", agent.DefaultGossipPort, "gossip port (TCP and UDP)")
 	f.StringSliceVar(&join, "join", nil, "gossip address of any member, host or host:port (repeatable or comma-separated; port defaults to 7072)")
 	f.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many nodes started with the same value have met")
 	f.StringVar(&gpus, "gpus", "auto", "GPUs this node offers: auto (NVML) or N simulated GPUs")
 	f.StringVar(&gpuModel, "gpu-model", "SimGPU-80GB", "model name of simulated GPUs")
 	f.StringVar(&gpuMemory, "gpu-memory", "80G", "memory of each simulated GPU")
 	f.Float64Var(&simGPULoad, "sim-gpu-load", 0, "utilization, in percent, every simulated GPU a job holds reports to the GPU metrics (0 to 100)")
-	f.DurationVar(&cfg.GPUReportInterval, "gpu-report-interval", node.DefaultGPUReportInterval, "how often running jobs' GPU usage so far is recorded in the cluster's state (always with their exit)")
-	f.DurationVar(&cfg.GPUSampleInterval, "gpu-sample-interval", node.DefaultGPUSampleInterval, "how often the GPUs' utilization, memory, temperature and power are sampled for /metrics")
+	f.DurationVar(&cfg.GPUReportInterval, "gpu-report-interval", agent.DefaultGPUReportInterval, "how often running jobs' GPU usage so far is recorded in the cluster's state (always with their exit)")
+	f.DurationVar(&cfg.GPUSampleInterval, "gpu-sample-interval", agent.DefaultGPUSampleInterval, "how often the GPUs' utilization, memory, temperature and power are sampled for /metrics")
 	f.IntVar(&cfg.CPUs, "cpus", 0, "CPUs this node offers (default: detected), like slurm.conf CPUs=")
 	f.IntVar(&cfg.Sockets, "sockets", 0, "CPU sockets of this node, like slurm.conf Sockets= (default: detected; --cpus must be sockets × cores × threads)")
 	f.IntVar(&cfg.CoresPerSocket, "cores-per-socket", 0, "cores per socket, like slurm.conf CoresPerSocket= (default: detected, or 1 when --sockets is given)")
 	f.IntVar(&cfg.ThreadsPerCore, "threads-per-core", 0, "hardware threads per core, like slurm.conf ThreadsPerCore= (default: detected, or 1 when --sockets is given)")
-	f.StringVar(&cfg.Cgroups, "cgroups", node.CgroupsAuto, "confine tasks to their CPUs, memory and GPUs with cgroups: auto (what the host has; says what is missing), required (refuse to start without them) or off")
+	f.StringVar(&cfg.Cgroups, "cgroups", agent.CgroupsAuto, "confine tasks to their CPUs, memory and GPUs with cgroups: auto (what the host has; says what is missing), required (refuse to start without them) or off")
 	f.StringVar(&cfg.OCIRuntime, "oci-runtime", "", "the OCI runtime that runs --container tasks, runc or crun (a name on PATH or a path); default: the first of crun and runc on PATH; none: this node runs no containers (such tasks fail to start, naming the node)")
 	f.Int64Var(&cfg.TaskPidsMax, "task-pids-max", 0, "most processes and threads one task may have on this node (cgroup pids.max); 0: no bound (threads count: a training job's data loaders run thousands)")
 	f.StringVar(&memory, "memory", "", "memory this node offers, e.g. 512G (default: detected), like slurm.conf RealMemory=")
@@ -197,21 +197,21 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.StringVar(&cfg.Topology.Block, "block", "", "this node's NVLink block (domain)")
 	f.StringVar(&topoFile, "topology-conf", "", "a Slurm topology.conf (SwitchName= ... Nodes=/Switches=, BlockName= ... Nodes=) to read this node's switch, parent and block from; --switch, --switch-parent and --block win")
 	f.StringVar(&discover, "discover-topology", "auto", "find this node's place by itself: auto (the leaf switch from lldpd's neighbour on the interface holding --advertise/--bind, leaf and parent from ibnetdiscover, the NVLink block from NVML) or off; --switch, --switch-parent, --block and --topology-conf win, field by field")
-	f.DurationVar(&cfg.TopologyInterval, "topology-interval", node.DefaultTopologyInterval, "how often topology discovery runs again (a re-cabled node is seen within it)")
+	f.DurationVar(&cfg.TopologyInterval, "topology-interval", agent.DefaultTopologyInterval, "how often topology discovery runs again (a re-cabled node is seen within it)")
 	f.StringVar(&lldpSocket, "lldp-socket", "", "lldpd's control socket, for lldpcli -u (default: lldpcli's own, /run/lldpd.socket)")
 	f.StringVar(&features, "features", "", "this node's features for jobs' --constraint, comma-separated (like slurm.conf Features=)")
-	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", node.DefaultLeaseTTL, "how long this node's allocations survive without contact with the leader")
-	f.DurationVar(&cfg.KillGrace, "kill-grace", node.DefaultKillGrace, "time between SIGTERM and SIGKILL when this node fences its ranks (lost lease, agent stopping); part of the lease bound")
-	f.DurationVar(&cfg.KillWait, "kill-wait", node.DefaultKillWait, "time between SIGTERM and SIGKILL at a time limit, on cancel or when a rank failed (Slurm's KillWait)")
+	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", agent.DefaultLeaseTTL, "how long this node's allocations survive without contact with the leader")
+	f.DurationVar(&cfg.KillGrace, "kill-grace", agent.DefaultKillGrace, "time between SIGTERM and SIGKILL when this node fences its ranks (lost lease, agent stopping); part of the lease bound")
+	f.DurationVar(&cfg.KillWait, "kill-wait", agent.DefaultKillWait, "time between SIGTERM and SIGKILL at a time limit, on cancel or when a rank failed (Slurm's KillWait)")
 	f.DurationVar(&cfg.DrainOnStop, "drain-on-stop", 0, "on SIGTERM, drain this node and wait up to this long for its jobs to end before stopping what is left (requeued) and leaving (default 0: stop them at once)")
 	f.StringVar(&cfg.Prolog, "prolog", "", "program run as root before a job's first task on this node, with SLURM_JOB_ID, SLURM_JOB_USER, SLURM_JOB_UID, SLURM_JOB_NODELIST, ... in its environment (slurm.conf Prolog=); one that fails drains the node (\"Prolog error\") and requeues the job held")
 	f.StringVar(&cfg.Epilog, "epilog", "", "program run as root once a job has ended on this node (completed, failed or cancelled), with the prolog's environment (slurm.conf Epilog=); one that fails drains the node (\"Epilog error\")")
-	f.DurationVar(&cfg.PrologEpilogTimeout, "prolog-epilog-timeout", node.DefaultPrologEpilogTimeout, "how long --prolog and --epilog may run before they are killed, which counts as their failure (slurm.conf PrologEpilogTimeout=); 0: no bound")
+	f.DurationVar(&cfg.PrologEpilogTimeout, "prolog-epilog-timeout", agent.DefaultPrologEpilogTimeout, "how long --prolog and --epilog may run before they are killed, which counts as their failure (slurm.conf PrologEpilogTimeout=); 0: no bound")
 	f.BoolVar(&cfg.KeepTasksOnStop, "keep-tasks-on-stop", false, "on SIGTERM, stop for a restart: tasks run on under their supervisors and the next agent on this data dir reattaches to them (default: stop them and leave)")
-	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", node.DefaultHeartbeatInterval, "lease renewal interval")
-	f.DurationVar(&cfg.DeadServerGrace, "dead-server-grace", node.DefaultDeadServerGrace, "how long a failed raft voter stays before it is replaced")
+	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat", agent.DefaultHeartbeatInterval, "lease renewal interval")
+	f.DurationVar(&cfg.DeadServerGrace, "dead-server-grace", agent.DefaultDeadServerGrace, "how long a failed raft voter stays before it is replaced")
 	f.IntVar(&cfg.RaftVoters, "raft-voters", 0, "raft voters, odd (default 0: 3, or 5 from five nodes up)")
-	f.IntVar(&raftReplicas, "raft-replicas", node.DefaultRaftReplicas, "non-voter raft replicas kept beside the 3 or 5 voters; every other node is a worker that follows its jobs from a server")
+	f.IntVar(&raftReplicas, "raft-replicas", agent.DefaultRaftReplicas, "non-voter raft replicas kept beside the 3 or 5 voters; every other node is a worker that follows its jobs from a server")
 	f.BoolVar(&raftEligible, "raft-eligible", true, "whether this node may hold a raft seat (voter or replica); false: it is always a worker that follows its jobs from a server, and needs --join")
 	f.BoolVar(&devTiming, "dev-timing", false, "fast raft timeouts for loopback clusters (shoal dev, tests); not for real networks")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
@@ -222,7 +222,7 @@ func newAgentCmd(g *globalFlags) *cobra.Command {
 	f.IntVar(&cfg.RenewalsPerSecond, "lease-renewals-per-second", 0, "bound on lease renewals a second at the leader, which stretches leases as the cluster grows (default 50)")
 	_ = f.MarkHidden("lease-renewals-per-second") // the flag is defined just above: cannot fail
 	f.BoolVar(&logJSON, "log-json", false, "log JSON lines instead of text")
-	f.StringVar(&cfg.TaskHostname, "task-hostname", node.TaskHostnameAuto, "run each task with the node's name as hostname and an /etc/hosts naming the cluster's nodes, in namespaces of its own (needs root): auto (when the host's name is not the node's), on or off")
+	f.StringVar(&cfg.TaskHostname, "task-hostname", agent.TaskHostnameAuto, "run each task with the node's name as hostname and an /etc/hosts naming the cluster's nodes, in namespaces of its own (needs root): auto (when the host's name is not the node's), on or off")
 	f.StringVar(&cfg.SocketPath, "socket", "", "the CLI's Unix socket (default <data-dir>/shoal.sock; the CLI also looks in /run/shoal/shoal.sock)")
 	f.StringVar(&cfg.TLS.CA, "tls-ca", "", "the cluster CA certificate (PEM; default <data-dir>/tls/ca.pem)")
 	f.StringVar(&cfg.TLS.Cert, "tls-cert", "", "this node's certificate, signed by the cluster CA and naming --name (PEM; default <data-dir>/tls/node.pem)")
@@ -325,7 +325,7 @@ const pollInterval = 200 * time.Millisecond
 // topologyFromConf fills the node's switch, its parent and its block from
 // a Slurm topology.conf, where the flags did not give them. A node the
 // file does not name is an error: a typo would otherwise scatter jobs.
-func topologyFromConf(cmd *cobra.Command, cfg *node.Config, file string) error {
+func topologyFromConf(cmd *cobra.Command, cfg *agent.Config, file string) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return fmt.Errorf("--topology-conf: %w", err)
@@ -356,7 +356,7 @@ func topologyFromConf(cmd *cobra.Command, cfg *node.Config, file string) error {
 // bind) address (the leaf), then the InfiniBand fabric (leaf and parent)
 // and NVML's GPU fabric (the block). Merge takes each field from the
 // first source that knows it, in this order.
-func topologySources(mode string, cfg *node.Config, lldpSocket string) ([]topology.Source, error) {
+func topologySources(mode string, cfg *agent.Config, lldpSocket string) ([]topology.Source, error) {
 	switch mode {
 	case "off":
 		return nil, nil
@@ -388,7 +388,7 @@ func topologySources(mode string, cfg *node.Config, lldpSocket string) ([]topolo
 // host's count or not given (then it is the host's count), and none (all
 // zero) for a node that claims another count (a simulated node); given
 // part of a layout, the rest is 1 and --cpus, when not given, their
-// product. node.Config.validate refuses an inconsistent result.
+// product. agent.Config.validate refuses an inconsistent result.
 func cpuLayout(cpus, sockets, cores, threads int, host []cgroup.HostCPU) (int, int, int, int) {
 	if sockets == 0 && cores == 0 && threads == 0 {
 		if len(host) == 0 {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoal-sched/shoal/agent"
 	"github.com/shoal-sched/shoal/cgroup"
-	"github.com/shoal-sched/shoal/node"
 	"github.com/shoal-sched/shoal/topology"
 )
 
@@ -106,7 +106,7 @@ func TestTopologySources(t *testing.T) {
 		{"on", "10.0.0.5", "", nil, true},
 	}
 	for _, tt := range tests {
-		cfg := node.Config{BindAddr: tt.bind, AdvertiseAddr: tt.advertise, TopologyInterval: time.Second}
+		cfg := agent.Config{BindAddr: tt.bind, AdvertiseAddr: tt.advertise, TopologyInterval: time.Second}
 		got, err := topologySources(tt.mode, &cfg, "/s")
 		if (err != nil) != tt.wantErr {
 			t.Errorf("topologySources(%q, bind %q) error %v; want error %v", tt.mode, tt.bind, err, tt.wantErr)

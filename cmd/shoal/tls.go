@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/shoal-sched/shoal/node"
+	"github.com/shoal-sched/shoal/agent"
 	"github.com/shoal-sched/shoal/pki"
 )
 
@@ -46,7 +46,7 @@ nobody does the same by itself. Certify the other nodes with
 			if _, err := os.Stat(p.Cert); err == nil {
 				return fmt.Errorf("%s already exists: this data dir is certified already", p.Cert)
 			}
-			b, err := node.InitTLS(p, cluster, name, advertise, time.Now())
+			b, err := agent.InitTLS(p, cluster, name, advertise, time.Now())
 			if err != nil {
 				return err
 			}

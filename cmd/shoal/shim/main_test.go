@@ -24,7 +24,7 @@ func TestLinksNoAgent(t *testing.T) {
 		"gonum.org/v1/plot",
 		"github.com/spf13/cobra",
 		"github.com/NVIDIA/go-nvml/pkg/nvml",
-		"github.com/shoal-sched/shoal/node",
+		"github.com/shoal-sched/shoal/agent",
 		"github.com/shoal-sched/shoal/fsm",
 		"github.com/shoal-sched/shoal/metrics",
 	}
