@@ -2,15 +2,11 @@ package httpapi
 
 import (
 	"context"
-	"crypto"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/pki"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -25,31 +21,6 @@ type Queue interface {
 	// user ("": all); FairShare the fair-share tree.
 	Priorities(job uint64, user string) ([]api.Priority, uint64)
 	FairShare() ([]api.ShareAssoc, uint64)
-}
-
-// Admin are root's writes on the cluster's trust material and nodes, and
-// the requests a node or a joining machine makes of the leader.
-type Admin interface {
-	CreateUserToken(ctx context.Context, req api.UserTokenRequest, who cluster.Identity) (api.UserTokenResponse, error)
-	RevokeUserToken(ctx context.Context, req api.RevokeUserTokenRequest, who cluster.Identity) error
-	// Keyring is the gossip keyring, the cluster's and this agent's
-	// (root only), and the replica's index.
-	Keyring(who cluster.Identity) (api.Keyring, uint64, error)
-	ChangeKeyring(ctx context.Context, req api.KeyringRequest, who cluster.Identity) (api.Keyring, error)
-	CreateJoinToken(ctx context.Context, req api.JoinTokenRequest, who cluster.Identity) (api.JoinTokenResponse, error)
-	// CanSign returns nil when this agent signs joins (it runs TLS).
-	CanSign() error
-	// Join signs a joining node's certificate for a join token (leader).
-	Join(ctx context.Context, req api.JoinRequest) (api.JoinResponse, error)
-	// Revoke refuses node name's certificates and removes it from raft.
-	Revoke(ctx context.Context, name string, who cluster.Identity) error
-	// Renew signs node name's next certificate for key (leader).
-	Renew(name string, key crypto.PublicKey) (*x509.Certificate, error)
-	// RecordClusterCA records a node's offer of the CA (leader).
-	RecordClusterCA(ctx context.Context, offer api.ClusterCA) error
-	// Leave stops this agent (DrainWaitS: draining first); only root or
-	// the agent's own user may.
-	Leave(req api.LeaveRequest, who cluster.Identity) (api.LeaveResponse, error)
 }
 
 // HandlePolicy is GET /v1/policy.
@@ -96,115 +67,6 @@ func (s *Server) HandleFairShare(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, index, out)
 }
 
-// HandleCreateUserToken is POST /v1/tokens (shoal token create).
-func (s *Server) HandleCreateUserToken(w http.ResponseWriter, r *http.Request) {
-	bodyWrite(s, w, r, s.b.CreateUserToken)
-}
-
-// HandleRevokeUserToken is POST /v1/tokens/revoke.
-func (s *Server) HandleRevokeUserToken(w http.ResponseWriter, r *http.Request) {
-	bodyWrite(s, w, r, noAnswer(s.b.RevokeUserToken))
-}
-
-// HandleKeyring is GET /v1/keyring (root only: the keys are secrets).
-func (s *Server) HandleKeyring(w http.ResponseWriter, r *http.Request) {
-	out, index, err := s.b.Keyring(CallerOf(r).Who())
-	if err != nil {
-		WriteError(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, index, out)
-}
-
-// HandleChangeKeyring is POST /v1/keyring (shoal keyring install|use|remove).
-func (s *Server) HandleChangeKeyring(w http.ResponseWriter, r *http.Request) {
-	bodyWrite(s, w, r, s.b.ChangeKeyring)
-}
-
-// HandleCreateJoinToken is POST /v1/join-tokens (shoal join-token create).
-func (s *Server) HandleCreateJoinToken(w http.ResponseWriter, r *http.Request) {
-	bodyWrite(s, w, r, s.b.CreateJoinToken)
-}
-
-// HandleJoin is POST /v1/join: anyone may ask (a joining machine has no
-// certificate yet): the join token is the proof, checked by the leader.
-func (s *Server) HandleJoin(w http.ResponseWriter, r *http.Request) {
-	if err := s.b.CanSign(); err != nil {
-		WriteError(w, err)
-		return
-	}
-	var req api.JoinRequest
-	if err := DecodeBody(r, &req); err != nil {
-		WriteError(w, err)
-		return
-	}
-	if s.Forward(w, r, Caller{Identity: Nobody}, req) {
-		return
-	}
-	out, err := s.b.Join(r.Context(), req)
-	s.writeResult(w, out, err)
-}
-
-// HandleRevoke is POST /v1/nodes/{name}/revoke (shoal node revoke).
-func (s *Server) HandleRevoke(w http.ResponseWriter, r *http.Request) {
-	who, here := s.AcceptWrite(w, r, nil)
-	if !here {
-		return
-	}
-	s.writeResult(w, struct{}{}, s.b.Revoke(r.Context(), r.PathValue("name"), who.Who()))
-}
-
-// HandleRenew is POST /v1/internal/renew: a node renews its certificate
-// (the CSR names it, and only it may ask), at the leader.
-func (s *Server) HandleRenew(w http.ResponseWriter, r *http.Request) {
-	var req api.RenewRequest
-	if err := DecodeBody(r, &req); err != nil {
-		WriteError(w, err)
-		return
-	}
-	csr, name, err := pki.ParseCSR([]byte(req.CSR))
-	if err != nil {
-		WriteError(w, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("csr: %w", err)))
-		return
-	}
-	if err := s.RequireNode(r, name); err != nil {
-		WriteError(w, err)
-		return
-	}
-	if !s.b.IsLeader() {
-		WriteError(w, cluster.Mark(cluster.ErrUnavailable, errNotLeader))
-		return
-	}
-	cert, err := s.b.Renew(name, csr.PublicKey)
-	if err != nil {
-		WriteError(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, 0, api.RenewResponse{Cert: string(pki.EncodeCert(cert))})
-}
-
-// errNotLeader answers a node's request that reached a follower.
-var errNotLeader = errors.New("not the leader")
-
-// HandleClusterCA is POST /v1/internal/cluster-ca: a node that holds the
-// CA's key offers it to the leader.
-func (s *Server) HandleClusterCA(w http.ResponseWriter, r *http.Request) {
-	var offer api.ClusterCA
-	if err := DecodeBody(r, &offer); err != nil {
-		WriteError(w, err)
-		return
-	}
-	if err := s.RequireNode(r, ""); err != nil {
-		WriteError(w, err)
-		return
-	}
-	if !s.b.IsLeader() {
-		WriteError(w, cluster.Mark(cluster.ErrUnavailable, errNotLeader))
-		return
-	}
-	s.writeResult(w, struct{}{}, s.b.RecordClusterCA(r.Context(), offer))
-}
-
 // HandleAgentLeave is POST /v1/agent/leave (shoal leave): this agent
 // stops; never forwarded.
 func (s *Server) HandleAgentLeave(w http.ResponseWriter, r *http.Request) {
@@ -224,4 +86,91 @@ func (s *Server) HandleAgentLeave(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WriteJSON(w, http.StatusAccepted, 0, out)
+}
+
+// NodeRecords is one view's nodes and what NodesOf needs to render them.
+type NodeRecords struct {
+	Index uint64
+	Nodes []*cluster.Node
+	// Jobs are the live jobs: their allocations make nodes busy.
+	Jobs []*cluster.Job
+	// FreeGPUs is how many GPUs of each node no job holds.
+	FreeGPUs map[string]int
+	// Roles maps raft server IDs to leader, voter or nonvoter.
+	Roles map[string]string
+}
+
+// HandleNodes is GET /v1/nodes: a blocking query.
+func (s *Server) HandleNodes(w http.ResponseWriter, r *http.Request) {
+	if err := s.WaitIndex(r); err != nil {
+		WriteError(w, err)
+		return
+	}
+	rec := s.b.Nodes(r.Context())
+	WriteJSON(w, http.StatusOK, rec.Index, NodesOf(rec))
+}
+
+// Writes are the changes the leader carries out for a caller. A write
+// reaches them only through AcceptWrite: proven caller, decoded body, and
+// on a follower forwarded to the leader instead.
+type Writes interface {
+	// Index is the replica's applied index, the X-Shoal-Index of a
+	// write's answer.
+	Index() uint64
+	// SetDrain drains node (saying why) or resumes it, for who.
+	SetDrain(ctx context.Context, node string, drain bool, reason string, who cluster.Identity) error
+}
+
+// HandleDrain is POST /v1/nodes/{name}/drain.
+func (s *Server) HandleDrain(w http.ResponseWriter, r *http.Request) {
+	var req api.DrainRequest
+	who, here := s.AcceptWrite(w, r, &req)
+	if !here {
+		return
+	}
+	s.setDrain(w, r, true, req.Reason, who)
+}
+
+// HandleResume is POST /v1/nodes/{name}/resume (no body).
+func (s *Server) HandleResume(w http.ResponseWriter, r *http.Request) {
+	who, here := s.AcceptWrite(w, r, nil)
+	if !here {
+		return
+	}
+	s.setDrain(w, r, false, "", who)
+}
+
+func (s *Server) setDrain(w http.ResponseWriter, r *http.Request, drain bool, reason string, who Caller) {
+	if err := s.b.SetDrain(r.Context(), r.PathValue("name"), drain, reason, who.Who()); err != nil {
+		WriteError(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, s.b.Index(), struct{}{})
+}
+
+// Switches are the switches' own LLDP reports (`shoal topology report`),
+// read from this agent's replica and recorded by root through the
+// leader.
+type Switches interface {
+	// SwitchReports are the reports, ascending by switch, and the
+	// replica's index.
+	SwitchReports() ([]cluster.SwitchReport, uint64)
+	// ReportSwitch records a switch's report (root only).
+	ReportSwitch(ctx context.Context, r cluster.SwitchReport, who cluster.Identity) error
+}
+
+// HandleSwitchReports is GET /v1/topology/switches.
+func (s *Server) HandleSwitchReports(w http.ResponseWriter, r *http.Request) {
+	if err := s.WaitReadable(r.Context()); err != nil {
+		WriteError(w, err)
+		return
+	}
+	out, index := s.b.SwitchReports()
+	WriteJSON(w, http.StatusOK, index, out)
+}
+
+// HandleReportSwitch is POST /v1/topology/switches: root records what a
+// switch's lldpd sees.
+func (s *Server) HandleReportSwitch(w http.ResponseWriter, r *http.Request) {
+	bodyWrite(s, w, r, noAnswer(s.b.ReportSwitch))
 }

@@ -154,3 +154,34 @@ func MemberOf(m gossip.Member) api.Member {
 	return api.Member{Name: m.Name, Address: m.Addr, Status: string(m.Status), APIAddr: m.Meta.APIAddr,
 		GPUs: m.Meta.GPUs, Switch: m.Meta.Switch, Version: m.Meta.Version}
 }
+
+// NodesOf renders the nodes of a view as sinfo and shoal nodes show them.
+func NodesOf(rec NodeRecords) []api.Node {
+	out := []api.Node{}
+	busy := map[string]bool{}
+	cpus, mem := map[string]int{}, map[string]uint64{}
+	for _, j := range rec.Jobs {
+		if j.Alloc == nil {
+			continue
+		}
+		for _, n := range j.Alloc.Nodes {
+			if !n.Released {
+				busy[n.Node] = true
+				cpus[n.Node] += len(n.CPUs)
+				mem[n.Node] += n.MemMiB
+			}
+		}
+	}
+	for _, n := range rec.Nodes {
+		free := rec.FreeGPUs[n.Name]
+		out = append(out, api.Node{
+			Name: n.Name, State: NodeState(n, free, busy[n.Name]), GPUs: len(n.GPUs), GPUsFree: free,
+			GPUModel: GPUModel(n), CPUs: n.CPUs, MemoryMiB: n.MemoryMiB,
+			Switch: n.Topology.Switch, SwitchParent: n.Topology.SwitchParent, Block: n.Topology.Block,
+			Raft: RoleOr(rec.Roles, n.Name), Address: n.APIAddr, Reason: n.DrainReason, Version: n.Version,
+			Features: n.Features, CPUsAlloc: cpus[n.Name], MemAllocMiB: mem[n.Name],
+			Sockets: n.Sockets, CoresPerSocket: n.CoresPerSocket, ThreadsPerCore: n.ThreadsPerCore,
+		})
+	}
+	return out
+}

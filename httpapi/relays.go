@@ -1,0 +1,140 @@
+package httpapi
+
+import (
+	"cmp"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cluster"
+)
+
+// HandleLogs is GET /v1/jobs/{id}/logs: the job's output from every node
+// that holds some, in order of run, step, rank and stream.
+func (s *Server) HandleLogs(w http.ResponseWriter, r *http.Request) {
+	id, filter, err := logsOf(r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	if err := s.WaitReadable(r.Context()); err != nil {
+		WriteError(w, err)
+		return
+	}
+	out, index, err := s.b.Logs(r.Context(), id, filter, CallerOf(r).Who())
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	slices.SortStableFunc(out, func(x, y api.LogChunk) int {
+		if x.Incarnation != y.Incarnation {
+			return int(x.Incarnation) - int(y.Incarnation)
+		}
+		if x.Step != y.Step {
+			return x.Step - y.Step
+		}
+		if x.Rank != y.Rank {
+			return x.Rank - y.Rank
+		}
+		return strings.Compare(x.Stream, y.Stream)
+	})
+	WriteJSON(w, http.StatusOK, index, out)
+}
+
+// HandleLocalLogs is GET /v1/internal/logs/{id}: this node's share of a
+// job's output, for the agent that serves HandleLogs (nodes only).
+func (s *Server) HandleLocalLogs(w http.ResponseWriter, r *http.Request) {
+	if err := s.RequireNode(r, ""); err != nil {
+		WriteError(w, err)
+		return
+	}
+	id, filter, err := logsOf(r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	out, err := s.b.LocalLogs(id, filter)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, 0, out)
+}
+
+// HandleJobGPU is GET /v1/jobs/{id}/gpu: what the job's GPUs did over
+// time on each of its nodes (asked of those nodes: the series are theirs,
+// never replicated), in order of run and node.
+func (s *Server) HandleJobGPU(w http.ResponseWriter, r *http.Request) {
+	id, err := PathJobID(r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	if err := s.WaitReadable(r.Context()); err != nil {
+		WriteError(w, err)
+		return
+	}
+	out, index, err := s.b.JobGPU(r.Context(), id, CallerOf(r).Who())
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	slices.SortStableFunc(out, func(x, y api.JobGPU) int {
+		return cmp.Or(cmp.Compare(x.Incarnation, y.Incarnation), cmp.Compare(x.Node, y.Node))
+	})
+	WriteJSON(w, http.StatusOK, index, out)
+}
+
+// HandleLocalGPU is GET /v1/internal/gpu/{id}: this node's series of a
+// job's GPU use, for the agent that serves HandleJobGPU (nodes only).
+func (s *Server) HandleLocalGPU(w http.ResponseWriter, r *http.Request) {
+	if err := s.RequireNode(r, ""); err != nil {
+		WriteError(w, err)
+		return
+	}
+	id, err := PathJobID(r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, 0, s.b.LocalGPU(id))
+}
+
+// logsOf is the job and the filter of a logs request.
+func logsOf(r *http.Request) (cluster.JobID, api.LogFilter, error) {
+	id, err := PathJobID(r)
+	if err != nil {
+		return 0, api.LogFilter{}, err
+	}
+	filter, err := ParseLogFilter(r)
+	return id, filter, err
+}
+
+// ParseLogFilter reads ?step=S&from=KEY:OFFSET... (api.LogFilter.Query's
+// inverse).
+func ParseLogFilter(r *http.Request) (api.LogFilter, error) {
+	var f api.LogFilter
+	q := r.URL.Query()
+	if s := q.Get("step"); s != "" {
+		step, err := strconv.Atoi(s)
+		if err != nil || step < -1 {
+			return f, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("step %q: want a step id, or -1 for the job's own tasks", s))
+		}
+		f.Step = &step
+	}
+	for _, kv := range q["from"] {
+		i := strings.LastIndexByte(kv, ':')
+		off, err := strconv.ParseInt(kv[i+1:], 10, 64)
+		if i < 0 || err != nil || off < 0 {
+			return f, cluster.Mark(cluster.ErrInvalid, fmt.Errorf("from %q: want NODE/INCARNATION/RANK/STREAM:OFFSET", kv))
+		}
+		if f.From == nil {
+			f.From = map[string]int64{}
+		}
+		f.From[kv[:i]] = off
+	}
+	return f, nil
+}
