@@ -65,22 +65,6 @@ func (b apiBackend) Leads() (bool, error) {
 	return self, err
 }
 
-// LeaderClient is a client for the leader, marking requests as forwarded
-// by this node.
-func (b apiBackend) LeaderClient() (*api.Client, error) { return b.leaderClient() }
-
-// Outside reports whether this node is a worker, outside the raft
-// configuration: its replica reads go to the leader.
-func (b apiBackend) Outside() bool { return b.outside(context.Background()) }
-
-// Follow is a server's side of a worker's follow query.
-func (b apiBackend) Follow(ctx context.Context, node string, index uint64, digest string, lease uint64, wait time.Duration) (api.FollowReply, error) {
-	return b.follow(ctx, node, index, digest, lease, wait)
-}
-
-// Readable returns nil when the replica may answer reads.
-func (b apiBackend) Readable() error { return b.readable() }
-
 // Applied is the replica's applied index and a channel closed when it
 // applies more.
 func (b apiBackend) Applied() (uint64, <-chan struct{}) {
@@ -104,7 +88,7 @@ func (b apiBackend) Status() api.Status {
 	if err := b.state.Diverged(); err != nil {
 		st.Diverged = err.Error()
 	}
-	st.Worker = b.outside(context.Background())
+	st.Worker = b.Outside()
 	st.Security = "insecure"
 	if b := b.sec.bundle; b != nil {
 		st.Security, st.CertExpires = "tls", api.FormatTime(b.NotAfter())
@@ -147,22 +131,22 @@ func (b apiBackend) IsLeader() bool { return b.raft.IsLeader() }
 
 // Heartbeat renews a node's lease (leader only).
 func (b apiBackend) Heartbeat(ctx context.Context, n cluster.Node) (api.HeartbeatReply, error) {
-	return b.lead.leaderHeartbeat(ctx, n)
+	return b.lead.Heartbeat(ctx, n)
 }
 
 // TaskEvent records a task's start or exit (leader only).
 func (b apiBackend) TaskEvent(ctx context.Context, ev api.TaskEvent) error {
-	return b.lead.leaderTaskEvent(ctx, ev)
+	return b.lead.TaskEvent(ctx, ev)
 }
 
 // NodeLeft records that a node's agent left (leader only).
 func (b apiBackend) NodeLeft(ctx context.Context, node string) error {
-	return b.lead.leaderNodeLeft(ctx, node)
+	return b.lead.NodeLeft(ctx, node)
 }
 
 // DrainSelf drains a node at its agent's request (leader only).
 func (b apiBackend) DrainSelf(ctx context.Context, node string) error {
-	return b.lead.drainSelf(ctx, node)
+	return b.lead.DrainSelf(ctx, node)
 }
 
 // Index is the replica's applied index.

@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"context"
-
 	"github.com/shoal-sched/shoal/internal/clock"
 	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/worker"
@@ -26,7 +24,7 @@ type retainedReplica struct{ c *core }
 
 func (r retainedReplica) Retained() worker.Retained {
 	a := r.c
-	if a.outside(context.Background()) {
+	if a.Outside() {
 		if v := a.remote.Current(); v != nil {
 			return worker.Retained{Jobs: v, Retention: v.Policy().Retention(), Trusted: true, Partial: true, Changed: v.Changed()}
 		}

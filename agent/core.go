@@ -26,7 +26,7 @@ import (
 // core is what every component of the agent shares: the node's
 // configuration and record, its security, its replica and raft, gossip,
 // the remote view it follows while it is a worker, and its peer clients;
-// and the one way each reads the cluster's state (view, readable) and
+// and the one way each reads the cluster's state (view, Readable) and
 // writes it (apply on the leader, callLeader from anywhere).
 type core struct {
 	cfg  Config
@@ -150,7 +150,7 @@ func callLeader[Req, Reply any](ctx context.Context, c *core, path string, req R
 	if self {
 		return local(ctx, req)
 	}
-	cl, err := c.leaderClient()
+	cl, err := c.LeaderClient()
 	if err != nil {
 		return reply, err
 	}
@@ -171,9 +171,9 @@ func noReplyFrom[Req any](f func(context.Context, Req) error) func(context.Conte
 	return func(ctx context.Context, r Req) (noReply, error) { return noReply{}, f(ctx, r) }
 }
 
-// leaderClient returns a client for the leader that marks requests as
+// LeaderClient returns a client for the leader that marks requests as
 // forwarded by this node.
-func (c *core) leaderClient() (*api.Client, error) {
+func (c *core) LeaderClient() (*api.Client, error) {
 	name, addr, _, err := c.leaderAPI()
 	if err != nil {
 		return nil, err
@@ -260,12 +260,12 @@ func (c *core) readMember(ctx context.Context) (member, inConfig bool) {
 	return inConfig && id != "", inConfig
 }
 
-// outside reports whether this node acts as a worker: it is not a raft
+// Outside reports whether this node acts as a worker: it is not a raft
 // server with a leader, and either it follows a server already or its
 // own configuration does not name it. A server in an election (no remote
 // view) keeps reading its replica, as before.
-func (c *core) outside(ctx context.Context) bool {
-	member, inConfig := c.member(ctx)
+func (c *core) Outside() bool {
+	member, inConfig := c.member(context.Background())
 	return !member && (c.remote.Current() != nil || !inConfig)
 }
 
@@ -282,10 +282,10 @@ func (c *core) view() *fsm.View {
 	return v
 }
 
-// readable returns nil when reads may be served, or an error while the
+// Readable returns nil when reads may be served, or an error while the
 // replica has not yet caught up with the log it had before a restart: an
 // empty or stale answer then would look like lost jobs.
-func (c *core) readable() error {
+func (c *core) Readable() error {
 	if err := c.state.Diverged(); err != nil {
 		// This replica could not apply a committed entry: what it holds is
 		// not the cluster's state, so it must not answer for it.
@@ -356,7 +356,7 @@ func (c *core) selfNode() cluster.Node {
 // replica does not lead either (the lead loop, leader.Lead, hands leadership over).
 func (c *core) mayPropose(ctx context.Context, t fsm.CmdType, need int) error {
 	if err := c.state.Diverged(); err != nil {
-		// It wraps fsm.ErrDiverged: 500 as for reads (readable), not 503,
+		// It wraps fsm.ErrDiverged: 500 as for reads (Readable), not 503,
 		// which clients retry here.
 		return fmt.Errorf("propose %s: this agent's replica diverged and proposes nothing; ask another agent: %w", t, err)
 	}

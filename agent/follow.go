@@ -140,12 +140,12 @@ func decodeFollowReply(reply api.FollowReply) (worker.Reply, error) {
 	return took, nil
 }
 
-// follow is a server's side of GET /v1/internal/follow (api.FollowReply):
+// Follow is a server's side of GET /v1/internal/follow (api.FollowReply):
 // the hints, and, from a server, the worker's state once
 // worker.FollowHolder says.
-func (c *core) follow(ctx context.Context, node string, index uint64, digest string, lease uint64, wait time.Duration) (api.FollowReply, error) {
+func (c *core) Follow(ctx context.Context, node string, index uint64, digest string, lease uint64, wait time.Duration) (api.FollowReply, error) {
 	reply := c.followHints(ctx, node)
-	if member, _ := c.member(ctx); !member || c.readable() != nil {
+	if member, _ := c.member(ctx); !member || c.Readable() != nil {
 		return reply, nil // hints only
 	}
 	reply.Server = true

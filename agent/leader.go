@@ -54,7 +54,7 @@ func (l *leaderSide) leadLoop() leader.Lead {
 
 // RegisterSelf heartbeats this node to itself as leader (leader.Duties).
 func (l *leaderSide) RegisterSelf(ctx context.Context) error {
-	_, err := l.leaderHeartbeat(ctx, l.selfNode())
+	_, err := l.Heartbeat(ctx, l.selfNode())
 	return err
 }
 
@@ -234,8 +234,8 @@ func (l *leaderSide) leaderSetDrain(ctx context.Context, node string, drain bool
 	return nil
 }
 
-// leaderNodeLeft marks a node that is stopping gracefully as left.
-func (l *leaderSide) leaderNodeLeft(ctx context.Context, node string) error {
+// NodeLeft marks a node that is stopping gracefully as left.
+func (l *leaderSide) NodeLeft(ctx context.Context, node string) error {
 	if _, ok := l.state.View().Node(node); !ok {
 		return nil // never registered: nothing to mark
 	}
@@ -250,7 +250,7 @@ func (l *leaderSide) leaderNodeLeft(ctx context.Context, node string) error {
 	return nil
 }
 
-// leaderHeartbeat renews a node's lease and registers or updates its
+// Heartbeat renews a node's lease and registers or updates its
 // record when what it announces changed (leader.PlanHeartbeat).
 //
 // It answers with the leader's applied index, which the node must reach
@@ -259,7 +259,7 @@ func (l *leaderSide) leaderNodeLeft(ctx context.Context, node string) error {
 // and with the lease it granted (leader.GrantLease over the nodes the log
 // holds), recorded before the answer leaves so the lease loop never
 // judges the node by less than it was told.
-func (l *leaderSide) leaderHeartbeat(ctx context.Context, n cluster.Node) (api.HeartbeatReply, error) {
+func (l *leaderSide) Heartbeat(ctx context.Context, n cluster.Node) (api.HeartbeatReply, error) {
 	plan, err := leader.PlanHeartbeat(l.state.View(), n, l.cfg.LeaseTTL, l.cfg.renewalsPerSecond(), agreedStretch(l.gossip.Members()))
 	if err != nil {
 		return api.HeartbeatReply{}, err
@@ -297,10 +297,10 @@ func agreedStretch(members []gossip.Member) int {
 	return leader.AgreedStretch(announced)
 }
 
-// leaderTaskEvent turns a node's task report into commands
+// TaskEvent turns a node's task report into commands
 // (leader.PlanTaskReport; a prolog's or epilog's failure:
 // leaderScriptFailed).
-func (l *leaderSide) leaderTaskEvent(ctx context.Context, ev taskEvent) error {
+func (l *leaderSide) TaskEvent(ctx context.Context, ev taskEvent) error {
 	if ev.Kind == leader.ReportPrologFailed || ev.Kind == leader.ReportEpilogFailed {
 		return l.leaderScriptFailed(ctx, ev)
 	}

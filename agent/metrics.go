@@ -40,7 +40,7 @@ func (a *Agent) readMetrics() metrics.Reading {
 			Term: st.Term, LastIndex: st.LastIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
 		},
 	}
-	if c.readable() == nil {
+	if c.Readable() == nil {
 		r.View = c.state.View()
 	}
 	r.GPU = a.work.gpuSample.Load()

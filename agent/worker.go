@@ -131,7 +131,7 @@ func (w *workerSide) heartbeat(ctx context.Context) (worker.Grant, error) {
 	defer cancel()
 	reply, err := callLeader(ctx, w.core, "/v1/internal/heartbeat", api.Heartbeat{Node: w.selfNode()},
 		func(ctx context.Context, hb api.Heartbeat) (api.HeartbeatReply, error) {
-			return w.lead.leaderHeartbeat(ctx, hb.Node)
+			return w.lead.Heartbeat(ctx, hb.Node)
 		})
 	return worker.Grant{Index: reply.Index, TTL: reply.TTL, RenewEvery: reply.RenewEvery}, err
 }
@@ -151,14 +151,14 @@ func (w *workerSide) startAllowed(v *fsm.View) bool {
 func (w *workerSide) sendTaskEvent(ctx context.Context, ev taskEvent) error {
 	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
 	defer cancel()
-	_, err := callLeader(ctx, w.core, "/v1/internal/task", ev, noReplyFrom(w.lead.leaderTaskEvent))
+	_, err := callLeader(ctx, w.core, "/v1/internal/task", ev, noReplyFrom(w.lead.TaskEvent))
 	return err
 }
 
 // announceLeave tells the leader this node is going away.
 func (w *workerSide) announceLeave(ctx context.Context) error {
 	_, err := callLeader(ctx, w.core, "/v1/internal/leave", api.Heartbeat{Node: cluster.Node{Name: w.cfg.Name}},
-		noReplyFrom(func(ctx context.Context, hb api.Heartbeat) error { return w.lead.leaderNodeLeft(ctx, hb.Node.Name) }))
+		noReplyFrom(func(ctx context.Context, hb api.Heartbeat) error { return w.lead.NodeLeft(ctx, hb.Node.Name) }))
 	return err
 }
 
@@ -190,12 +190,12 @@ func (w *workerSide) drainBeforeStop(ctx context.Context, wait time.Duration) {
 // announceDrain asks the leader to drain this node before it stops.
 func (w *workerSide) announceDrain(ctx context.Context) error {
 	_, err := callLeader(ctx, w.core, "/v1/internal/drain", api.Heartbeat{Node: cluster.Node{Name: w.cfg.Name}},
-		noReplyFrom(func(ctx context.Context, hb api.Heartbeat) error { return w.lead.drainSelf(ctx, hb.Node.Name) }))
+		noReplyFrom(func(ctx context.Context, hb api.Heartbeat) error { return w.lead.DrainSelf(ctx, hb.Node.Name) }))
 	return err
 }
 
-// drainSelf is the leader's side of announceDrain.
-func (l *leaderSide) drainSelf(ctx context.Context, node string) error {
+// DrainSelf is the leader's side of announceDrain.
+func (l *leaderSide) DrainSelf(ctx context.Context, node string) error {
 	res, err := l.apply(ctx, fsm.CmdSetDrain, fsm.SetDrain{Node: node, Drain: true, Reason: drainOnStopReason, Time: time.Now()})
 	if err != nil {
 		return err
@@ -285,7 +285,7 @@ type agentWorker struct {
 func (w *agentWorker) Current() (*fsm.View, bool) {
 	var v *fsm.View
 	ready := false
-	if !w.outside(context.Background()) {
+	if !w.Outside() {
 		v = w.state.View()
 		ready = w.caughtUp() && w.state.Diverged() == nil
 	} else if v = w.remote.Current(); v != nil {
