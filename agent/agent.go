@@ -220,8 +220,7 @@ func New(ctx context.Context, cfg Config) (a *Agent, err error) {
 	c.peers = peerClients{clients: map[string]*api.Client{}, bundle: c.sec.bundle}
 	a.lead = &leaderSide{core: a.core}
 	a.work = &workerSide{core: a.core, lead: a.lead, exec: ex, socket: sock, shimDir: shimDir}
-	a.http = httpapi.NewServer(apiBackend{core: c, lead: a.lead, leave: a.leaveReq,
-		securityAPI: securityAPI{c}, relayAPI: relayAPI{core: c, work: a.work}}, c.log)
+	a.http = httpapi.NewServer(apiRoles(c, a.lead, a.work, a.leaveReq), c.log)
 	c.metrics = a.newMetrics()
 	a.server = &http.Server{
 		Handler:     a.http.Handler(a.routes()),

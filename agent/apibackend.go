@@ -3,46 +3,58 @@ package agent
 import (
 	"context"
 	"crypto/tls"
-	"encoding/hex"
 	"time"
 
-	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/gossip"
 	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/leader"
 )
 
-// apiBackend is what the HTTP API's front (httpapi.Server) calls
-// (httpapi.Backend): it gathers the state, calls the plan of package
-// leader or worker that decides a request, and carries it out through
-// lead (proposing commands). The security requests are securityAPI's,
-// the ones relayed to the node that holds what they are about relayAPI's.
+// apiRoles are the parts of the agent the HTTP API (httpapi.Server)
+// calls, each the component whose role it naturally is: core answers for
+// the node's hold on the cluster (forwarding, the read floor, its status
+// and a worker's follow query), leaderSide for the nodes' internal calls
+// to the leader, securityAPI for callers' proofs and the cluster's trust
+// material, relayAPI for what lives on a job's nodes, and apiBackend for
+// the job queue and the nodes' administration, which read the replica
+// and propose through the leader.
+func apiRoles(c *core, lead *leaderSide, work *workerSide, leave chan<- time.Duration) httpapi.Roles {
+	sec := securityAPI{c}
+	b := apiBackend{core: c, lead: lead, leave: leave}
+	return httpapi.Roles{
+		Cluster: c, Info: c, Internal: lead,
+		Auth: sec, Security: sec,
+		Relays: relayAPI{core: c, work: work},
+		Queue:  b, Admin: b,
+	}
+}
+
+// apiBackend is the API's job queue (httpapi.Queue) and the nodes'
+// administration (httpapi.Admin): it gathers the state, calls the plan of
+// package leader that decides a request, and carries it out through lead
+// (proposing commands); `shoal leave` goes to the agent's Run.
 type apiBackend struct {
 	*core
 	lead *leaderSide
 	// leave carries `shoal leave` to the agent's Run.
 	leave chan<- time.Duration
-	securityAPI
-	relayAPI
 }
 
 // securityAPI is the API's side of the cluster's security state over
-// core: the TLS peer and the user tokens a caller proves itself with,
-// joins, renewals, revocations, join and user tokens, the gossip keyring
-// and the CA offer (join.go, keyring.go, usertoken.go).
+// core (httpapi.Authority and httpapi.Security): the TLS peer and the
+// user tokens a caller proves itself with, joins, renewals, revocations,
+// join and user tokens, the gossip keyring and the CA offer (join.go,
+// keyring.go, usertoken.go).
 type securityAPI struct{ *core }
 
-// relayAPI is the API's side of what lives on a job's nodes: its output,
-// its GPU use, a terminal, stdin, a PMIx fence and sbcast, served here
-// from work or relayed to the node that holds it (relay.go, pty.go,
-// bcast.go, gpuseries.go, http.go's Logs).
+// relayAPI is the API's side of what lives on a job's nodes
+// (httpapi.Relays): its output, its GPU use, a terminal, stdin, a PMIx
+// fence and sbcast, served here from work or relayed to the node that
+// holds it (relay.go, pty.go, bcast.go, gpuseries.go, http.go's Logs).
 type relayAPI struct {
 	*core
 	work *workerSide
 }
-
-var _ httpapi.Backend = apiBackend{}
 
 // Secure reports whether the agent runs with TLS.
 func (s securityAPI) Secure() bool { return s.sec.bundle != nil }
@@ -58,55 +70,6 @@ func (s securityAPI) PeerNode(cs *tls.ConnectionState) (string, bool) {
 // TokenState is the security record user tokens are checked against:
 // the replica's, or a worker's remote view's.
 func (s securityAPI) TokenState() *cluster.Security { return s.view().Security() }
-
-// Leads reports whether this agent leads, or why no leader is known.
-func (b apiBackend) Leads() (bool, error) {
-	_, _, self, err := b.leaderAPI()
-	return self, err
-}
-
-// Applied is the replica's applied index and a channel closed when it
-// applies more.
-func (b apiBackend) Applied() (uint64, <-chan struct{}) {
-	v := b.state.View()
-	return v.Index, v.Changed()
-}
-
-// Status is this agent's own status.
-func (b apiBackend) Status() api.Status {
-	v := b.state.View()
-	leader, _ := b.raft.Leader()
-	if leader == "" {
-		leader, _ = b.remote.LeaderHint() // a worker: the leader the servers name
-	}
-	hashIndex, sum := b.state.Hash()
-	st := api.Status{
-		Name: b.cfg.Name, Version: b.cfg.Version, RaftState: b.raft.State(), Leader: leader,
-		AppliedIndex: v.Index, Nodes: len(v.Nodes()), Jobs: len(v.Jobs()),
-		StateHash: hex.EncodeToString(sum[:]), HashIndex: hashIndex,
-	}
-	if err := b.state.Diverged(); err != nil {
-		st.Diverged = err.Error()
-	}
-	st.Worker = b.Outside()
-	st.Security = "insecure"
-	if b := b.sec.bundle; b != nil {
-		st.Security, st.CertExpires = "tls", api.FormatTime(b.NotAfter())
-	}
-	return st
-}
-
-// CurrentLeader names the leader and its API address.
-func (b apiBackend) CurrentLeader() (api.Leader, error) {
-	id, addr, _, err := b.leaderAPI()
-	if err != nil {
-		return api.Leader{}, err
-	}
-	return api.Leader{Name: id, Address: addr}, nil
-}
-
-// Members are the cluster's gossip members as this agent sees them.
-func (b apiBackend) Members() []gossip.Member { return b.gossip.Members() }
 
 // Jobs are the jobs who may see: live ones, or with all every job the
 // replica holds, archived ones included (leader.ListJobs).
@@ -126,33 +89,18 @@ func (b apiBackend) Nodes(ctx context.Context) httpapi.NodeRecords {
 	return rec
 }
 
-// IsLeader reports whether this agent is the raft leader now.
-func (b apiBackend) IsLeader() bool { return b.raft.IsLeader() }
-
-// Heartbeat renews a node's lease (leader only).
-func (b apiBackend) Heartbeat(ctx context.Context, n cluster.Node) (api.HeartbeatReply, error) {
-	return b.lead.Heartbeat(ctx, n)
-}
-
-// TaskEvent records a task's start or exit (leader only).
-func (b apiBackend) TaskEvent(ctx context.Context, ev api.TaskEvent) error {
-	return b.lead.TaskEvent(ctx, ev)
-}
-
-// NodeLeft records that a node's agent left (leader only).
-func (b apiBackend) NodeLeft(ctx context.Context, node string) error {
-	return b.lead.NodeLeft(ctx, node)
-}
-
-// DrainSelf drains a node at its agent's request (leader only).
-func (b apiBackend) DrainSelf(ctx context.Context, node string) error {
-	return b.lead.DrainSelf(ctx, node)
-}
-
-// Index is the replica's applied index.
-func (b apiBackend) Index() uint64 { return b.state.Index() }
-
-// SetDrain drains or resumes a node for who (leader only).
+// SetDrain drains or resumes a node on behalf of who (root only:
+// leader.PlanSetDrain).
 func (b apiBackend) SetDrain(ctx context.Context, node string, drain bool, reason string, who cluster.Identity) error {
-	return b.lead.leaderSetDrain(ctx, node, drain, reason, who)
+	v := b.state.View()
+	plan, err := leader.PlanSetDrain(v, node, drain, reason, callerOf(v.Policy(), who))
+	if _, err = b.lead.proposeOr(ctx, plan, err); err != nil {
+		return err
+	}
+	verb := "resume"
+	if drain {
+		verb = "drain"
+	}
+	b.log.Info("node "+verb+"ed", "node", node, "reason", reason, "by", who.User)
+	return nil
 }

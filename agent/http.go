@@ -10,6 +10,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/exec"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/leader"
@@ -121,7 +122,7 @@ func (r relayAPI) Logs(ctx context.Context, id cluster.JobID, filter api.LogFilt
 	for _, name := range j.Alloc.Hosts() {
 		var chunks []api.LogChunk
 		if name == r.cfg.Name {
-			chunks, err = r.work.localLogs(id, filter)
+			chunks, err = r.LocalLogs(id, filter)
 		} else {
 			err = r.askNode(ctx, v, name, fmt.Sprintf("/v1/internal/logs/%d%s", id, filter.Query()), &chunks)
 		}
@@ -134,9 +135,28 @@ func (r relayAPI) Logs(ctx context.Context, id cluster.JobID, filter api.LogFilt
 	return out, v.Index, nil
 }
 
-// LocalLogs are job id's output files on this node.
+// LocalLogs are job id's output files on this node: its ranks' output.
 func (r relayAPI) LocalLogs(id cluster.JobID, filter api.LogFilter) ([]api.LogChunk, error) {
-	return r.work.localLogs(id, filter)
+	files, err := r.work.exec.LogFiles(id)
+	if err != nil {
+		return nil, fmt.Errorf("logs of job %d on %s: %w", id, r.cfg.Name, err)
+	}
+	out := make([]api.LogChunk, 0, len(files))
+	for _, f := range files {
+		if filter.Step != nil && f.Step != *filter.Step {
+			continue
+		}
+		c := api.LogChunk{Node: r.cfg.Name, Incarnation: f.Incarnation, Step: f.Step, Rank: f.Rank, Stream: f.Stream}
+		// ReadLog reads a file the job chose only as its user and only if
+		// it is still the one its task opened: the agent runs as root.
+		data, offset, size, err := exec.ReadLog(f, filter.From[api.LogKey(c)], maxLogBytes)
+		if err != nil {
+			c.Error = err.Error()
+		}
+		c.Data, c.Offset, c.Size = string(data), offset, size
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // jobFor is job id, live or archived, from this replica, once who may

@@ -218,22 +218,6 @@ func (l *leaderSide) knownNodes(v *fsm.View) []*cluster.Node {
 	return nodes
 }
 
-// leaderSetDrain drains or resumes a node on behalf of who (root only:
-// leader.PlanSetDrain).
-func (l *leaderSide) leaderSetDrain(ctx context.Context, node string, drain bool, reason string, who cluster.Identity) error {
-	v := l.state.View()
-	plan, err := leader.PlanSetDrain(v, node, drain, reason, callerOf(v.Policy(), who))
-	if _, err = l.proposeOr(ctx, plan, err); err != nil {
-		return err
-	}
-	verb := "resume"
-	if drain {
-		verb = "drain"
-	}
-	l.log.Info("node "+verb+"ed", "node", node, "reason", reason, "by", who.User)
-	return nil
-}
-
 // NodeLeft marks a node that is stopping gracefully as left.
 func (l *leaderSide) NodeLeft(ctx context.Context, node string) error {
 	if _, ok := l.state.View().Node(node); !ok {

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"net"
 	"sync/atomic"
@@ -461,28 +460,4 @@ func (w *workerSide) masterAddr(v *fsm.View, first string) string {
 		}
 	}
 	return first // resolvable as a host name on a real cluster
-}
-
-// localLogs reads this node's rank output of a job.
-func (w *workerSide) localLogs(id cluster.JobID, filter api.LogFilter) ([]api.LogChunk, error) {
-	files, err := w.exec.LogFiles(id)
-	if err != nil {
-		return nil, fmt.Errorf("logs of job %d on %s: %w", id, w.cfg.Name, err)
-	}
-	out := make([]api.LogChunk, 0, len(files))
-	for _, f := range files {
-		if filter.Step != nil && f.Step != *filter.Step {
-			continue
-		}
-		c := api.LogChunk{Node: w.cfg.Name, Incarnation: f.Incarnation, Step: f.Step, Rank: f.Rank, Stream: f.Stream}
-		// ReadLog reads a file the job chose only as its user and only if
-		// it is still the one its task opened: the agent runs as root.
-		data, offset, size, err := exec.ReadLog(f, filter.From[api.LogKey(c)], maxLogBytes)
-		if err != nil {
-			c.Error = err.Error()
-		}
-		c.Data, c.Offset, c.Size = string(data), offset, size
-		out = append(out, c)
-	}
-	return out, nil
 }

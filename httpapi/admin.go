@@ -10,9 +10,17 @@ import (
 	"github.com/shoal-sched/shoal/slurm"
 )
 
-// Queue is the queue policy and what it computes, read from this agent's
-// replica once it is readable, and replaced by root through the leader.
-type Queue interface {
+// Admin is the cluster's nodes and queue policy: the node records, root's
+// drains and resumes, the policy and what it computes (priorities, fair
+// share), the switches' own LLDP reports (`shoal topology report`), and
+// stopping this agent. Reads come once the replica is readable; writes
+// only through AcceptWrite (proven caller, decoded body, a follower
+// forwards), and the leader decides who may make them.
+type Admin interface {
+	// Nodes is what GET /v1/nodes renders.
+	Nodes(ctx context.Context) NodeRecords
+	// SetDrain drains node (saying why) or resumes it, for who.
+	SetDrain(ctx context.Context, node string, drain bool, reason string, who cluster.Identity) error
 	// Policy is the queue policy in force and the replica's index.
 	Policy() (api.PolicyResponse, uint64)
 	// SetPolicy replaces the policy (root only).
@@ -21,6 +29,14 @@ type Queue interface {
 	// user ("": all); FairShare the fair-share tree.
 	Priorities(job uint64, user string) ([]api.Priority, uint64)
 	FairShare() ([]api.ShareAssoc, uint64)
+	// SwitchReports are the reports, ascending by switch, and the
+	// replica's index.
+	SwitchReports() ([]cluster.SwitchReport, uint64)
+	// ReportSwitch records a switch's report (root only).
+	ReportSwitch(ctx context.Context, r cluster.SwitchReport, who cluster.Identity) error
+	// Leave stops this agent (DrainWaitS: draining first); only root or
+	// the agent's own user may. Never forwarded.
+	Leave(req api.LeaveRequest, who cluster.Identity) (api.LeaveResponse, error)
 }
 
 // HandlePolicy is GET /v1/policy.
@@ -29,13 +45,13 @@ func (s *Server) HandlePolicy(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	out, index := s.b.Policy()
+	out, index := s.Admin.Policy()
 	WriteJSON(w, http.StatusOK, index, out)
 }
 
 // HandleSetPolicy is POST /v1/policy: root replaces the policy.
 func (s *Server) HandleSetPolicy(w http.ResponseWriter, r *http.Request) {
-	bodyWrite(s, w, r, noAnswer(s.b.SetPolicy))
+	bodyWrite(s, w, r, noAnswer(s.Admin.SetPolicy))
 }
 
 // HandlePriority is GET /v1/priority[?job=N][&user=U] (sprio).
@@ -53,7 +69,7 @@ func (s *Server) HandlePriority(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	out, index := s.b.Priorities(job, r.URL.Query().Get("user"))
+	out, index := s.Admin.Priorities(job, r.URL.Query().Get("user"))
 	WriteJSON(w, http.StatusOK, index, out)
 }
 
@@ -63,7 +79,7 @@ func (s *Server) HandleFairShare(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	out, index := s.b.FairShare()
+	out, index := s.Admin.FairShare()
 	WriteJSON(w, http.StatusOK, index, out)
 }
 
@@ -80,7 +96,7 @@ func (s *Server) HandleAgentLeave(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	out, err := s.b.Leave(req, who.Who())
+	out, err := s.Admin.Leave(req, who.Who())
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -106,19 +122,8 @@ func (s *Server) HandleNodes(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	rec := s.b.Nodes(r.Context())
+	rec := s.Admin.Nodes(r.Context())
 	WriteJSON(w, http.StatusOK, rec.Index, NodesOf(rec))
-}
-
-// Writes are the changes the leader carries out for a caller. A write
-// reaches them only through AcceptWrite: proven caller, decoded body, and
-// on a follower forwarded to the leader instead.
-type Writes interface {
-	// Index is the replica's applied index, the X-Shoal-Index of a
-	// write's answer.
-	Index() uint64
-	// SetDrain drains node (saying why) or resumes it, for who.
-	SetDrain(ctx context.Context, node string, drain bool, reason string, who cluster.Identity) error
 }
 
 // HandleDrain is POST /v1/nodes/{name}/drain.
@@ -141,22 +146,11 @@ func (s *Server) HandleResume(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) setDrain(w http.ResponseWriter, r *http.Request, drain bool, reason string, who Caller) {
-	if err := s.b.SetDrain(r.Context(), r.PathValue("name"), drain, reason, who.Who()); err != nil {
+	if err := s.Admin.SetDrain(r.Context(), r.PathValue("name"), drain, reason, who.Who()); err != nil {
 		WriteError(w, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, s.b.Index(), struct{}{})
-}
-
-// Switches are the switches' own LLDP reports (`shoal topology report`),
-// read from this agent's replica and recorded by root through the
-// leader.
-type Switches interface {
-	// SwitchReports are the reports, ascending by switch, and the
-	// replica's index.
-	SwitchReports() ([]cluster.SwitchReport, uint64)
-	// ReportSwitch records a switch's report (root only).
-	ReportSwitch(ctx context.Context, r cluster.SwitchReport, who cluster.Identity) error
+	WriteJSON(w, http.StatusOK, s.Cluster.Index(), struct{}{})
 }
 
 // HandleSwitchReports is GET /v1/topology/switches.
@@ -165,12 +159,12 @@ func (s *Server) HandleSwitchReports(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	out, index := s.b.SwitchReports()
+	out, index := s.Admin.SwitchReports()
 	WriteJSON(w, http.StatusOK, index, out)
 }
 
 // HandleReportSwitch is POST /v1/topology/switches: root records what a
 // switch's lldpd sees.
 func (s *Server) HandleReportSwitch(w http.ResponseWriter, r *http.Request) {
-	bodyWrite(s, w, r, noAnswer(s.b.ReportSwitch))
+	bodyWrite(s, w, r, noAnswer(s.Admin.ReportSwitch))
 }

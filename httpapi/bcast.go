@@ -1,23 +1,12 @@
 package httpapi
 
 import (
-	"context"
-	"io"
 	"net/http"
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 )
-
-// Files are the files the agent writes on a job's nodes (sbcast).
-type Files interface {
-	// Bcast writes what r holds to f on a node of job id's allocation,
-	// for who (the job's owner or root), as the job's user: here when f
-	// names this node, else through that node's agent, but only here
-	// when forwarded (a peer asked).
-	Bcast(ctx context.Context, id cluster.JobID, f api.BcastFile, r io.Reader, who cluster.Identity, forwarded bool) error
-}
 
 // HandleBcast is PUT /v1/jobs/{id}/bcast?node=N&path=P&mode=M[&force=1]
 // [&mtime=T]: the body is written to P on node N of the job's
@@ -40,7 +29,7 @@ func (s *Server) HandleBcast(w http.ResponseWriter, r *http.Request) {
 	// The server's read deadline bounds a request's headers and small
 	// bodies, not a file: the body is read as long as it flows.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
-	if err := s.b.Bcast(r.Context(), id, f, r.Body, who.Who(), r.Header.Get(api.HeaderForwardedBy) != ""); err != nil {
+	if err := s.Relays.Bcast(r.Context(), id, f, r.Body, who.Who(), r.Header.Get(api.HeaderForwardedBy) != ""); err != nil {
 		WriteError(w, err)
 		return
 	}

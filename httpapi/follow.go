@@ -13,19 +13,6 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 )
 
-// Workers are what the API asks of the agent about nodes outside the raft
-// configuration, which follow their jobs from a server.
-type Workers interface {
-	// Outside reports whether this agent is a worker: its replica is not
-	// in the raft configuration, and reads of it go to the leader.
-	Outside() bool
-	// Follow is a server's side of GET /v1/internal/follow
-	// (api.FollowReply): it waits up to wait for node's jobs to differ
-	// from digest, or for the replica to reach lease while index is
-	// behind it.
-	Follow(ctx context.Context, node string, index uint64, digest string, lease uint64, wait time.Duration) (api.FollowReply, error)
-}
-
 // HandleFollow is GET /v1/internal/follow: a worker's blocking query for
 // its own jobs. Only the node itself may ask.
 func (s *Server) HandleFollow(w http.ResponseWriter, r *http.Request) {
@@ -55,7 +42,7 @@ func (s *Server) HandleFollow(w http.ResponseWriter, r *http.Request) {
 		}
 		wait = d
 	}
-	reply, err := s.b.Follow(r.Context(), node, nums[0], q.Get("digest"), nums[1], min(wait, MaxWait))
+	reply, err := s.Info.Follow(r.Context(), node, nums[0], q.Get("digest"), nums[1], min(wait, MaxWait))
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -68,11 +55,11 @@ func (s *Server) HandleFollow(w http.ResponseWriter, r *http.Request) {
 // replica kept current), from the leader, with the caller's identity.
 func (s *Server) replicaRead(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(api.HeaderForwardedBy) != "" || !s.b.Outside() {
+		if r.Header.Get(api.HeaderForwardedBy) != "" || !s.Cluster.Outside() {
 			h(w, r)
 			return
 		}
-		c, err := s.b.LeaderClient()
+		c, err := s.Cluster.LeaderClient()
 		if err != nil {
 			WriteError(w, err)
 			return

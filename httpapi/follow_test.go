@@ -12,22 +12,31 @@ import (
 	"github.com/shoal-sched/shoal/api"
 )
 
-// workerBackend is an agent outside the raft configuration whose leader
-// answers at leaderURL; its own replica must never be read.
-type workerBackend struct {
-	leaderBackend
+// working is the Cluster of an agent outside the raft configuration
+// whose leader answers at leaderURL; its own replica must never be read.
+type working struct {
+	leading
 	leaderURL string
 }
 
-func (workerBackend) Outside() bool { return true }
-func (workerBackend) Secure() bool  { return true }
-func (workerBackend) Readable() error {
+func (working) Outside() bool { return true }
+func (working) Readable() error {
 	panic("a worker's replica was read")
 }
-func (workerBackend) Follow(_ context.Context, node string, index uint64, digest string, lease uint64, wait time.Duration) (api.FollowReply, error) {
+
+// secure is the Authority of an agent that runs TLS.
+type secure struct{ Authority }
+
+func (secure) Secure() bool { return true }
+
+// following is the Info of a server that answers a follow query with
+// what it was asked, and no state.
+type following struct{ Info }
+
+func (following) Follow(_ context.Context, node string, index uint64, digest string, lease uint64, wait time.Duration) (api.FollowReply, error) {
 	return api.FollowReply{Leader: "s1", Index: index + lease, Digest: digest + node + wait.String()}, nil
 }
-func (b workerBackend) LeaderClient() (*api.Client, error) {
+func (b working) LeaderClient() (*api.Client, error) {
 	c, err := api.NewClient(b.leaderURL)
 	if err != nil {
 		return nil, err
@@ -48,7 +57,7 @@ func TestWorkerReadsGoToTheLeader(t *testing.T) {
 		_, _ = w.Write([]byte(`[{"id":5}]`))
 	}))
 	defer leader.Close()
-	b := workerBackend{leaderURL: leader.URL}
+	b := Roles{Cluster: working{leaderURL: leader.URL}, Auth: secure{}, Info: following{}}
 	w, body := serve(t, b, "GET", "/v1/jobs?all=1", "")
 	if w.Code != http.StatusOK || body != `[{"id":5}]` || w.Header().Get(api.HeaderIndex) != "77" {
 		t.Errorf("GET /v1/jobs through a worker = %d %s index %q; want the leader's answer at 77", w.Code, body, w.Header().Get(api.HeaderIndex))

@@ -13,8 +13,6 @@ import (
 // the leader answers (a follower says 503 and the agent retries), and only
 // a node may speak for its own records (RequireNode).
 type Internal interface {
-	// IsLeader reports whether this agent is the raft leader now.
-	IsLeader() bool
 	// Heartbeat renews node's lease and returns the leader's answer: its
 	// applied index when it did and the lease it granted.
 	Heartbeat(ctx context.Context, node cluster.Node) (api.HeartbeatReply, error)
@@ -32,7 +30,7 @@ func (s *Server) HandleHeartbeat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	reply, err := s.b.Heartbeat(r.Context(), hb.Node)
+	reply, err := s.Internal.Heartbeat(r.Context(), hb.Node)
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -46,7 +44,7 @@ func (s *Server) HandleTaskEvent(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.b.TaskEvent(r.Context(), ev); err != nil {
+	if err := s.Internal.TaskEvent(r.Context(), ev); err != nil {
 		WriteError(w, err)
 		return
 	}
@@ -55,13 +53,13 @@ func (s *Server) HandleTaskEvent(w http.ResponseWriter, r *http.Request) {
 
 // HandleLeave is POST /v1/internal/leave: an agent leaves the cluster.
 func (s *Server) HandleLeave(w http.ResponseWriter, r *http.Request) {
-	s.nodeRequest(w, r, s.b.NodeLeft)
+	s.nodeRequest(w, r, s.Internal.NodeLeft)
 }
 
 // HandleDrainSelf is POST /v1/internal/drain: an agent stopping with
 // --drain-on-stop drains its node first.
 func (s *Server) HandleDrainSelf(w http.ResponseWriter, r *http.Request) {
-	s.nodeRequest(w, r, s.b.DrainSelf)
+	s.nodeRequest(w, r, s.Internal.DrainSelf)
 }
 
 // nodeRequest is the leader's side of an agent's request about its own
@@ -100,7 +98,7 @@ func (s *Server) leaderFor(r *http.Request, node string) error {
 	if err := s.RequireNode(r, node); err != nil {
 		return err
 	}
-	if !s.b.IsLeader() {
+	if !s.Cluster.IsLeader() {
 		return cluster.Mark(cluster.ErrUnavailable, consensus.ErrNotLeader)
 	}
 	return nil

@@ -11,10 +11,13 @@ import (
 	"github.com/shoal-sched/shoal/slurm"
 )
 
-// JobWrites are the changes to jobs the leader carries out for a caller.
-// They reach the leader only through AcceptWrite (proven caller, decoded
-// body, a follower forwards), and the leader decides who may do what.
-type JobWrites interface {
+// Queue is the job queue: submits (and sbatch --test-only), the changes
+// to jobs the leader carries out for a caller, and the jobs a caller may
+// see. Writes reach it only through AcceptWrite (proven caller, decoded
+// body, a follower forwards) and the leader decides who may do what;
+// reads come once the replica is readable (WaitIndex), each from one
+// consistent view.
+type Queue interface {
 	// Submit queues a job; TestOnly checks it as a submit would and
 	// says when and where it could start, without queueing it.
 	Submit(ctx context.Context, req api.SubmitRequest, who cluster.Identity) (api.SubmitResponse, error)
@@ -34,24 +37,12 @@ type JobWrites interface {
 	CancelStep(ctx context.Context, id cluster.JobID, step int, who cluster.Identity) error
 	// Signal asks the nodes running job id to signal its tasks.
 	Signal(ctx context.Context, id cluster.JobID, req api.SignalRequest, who cluster.Identity) error
-}
-
-// JobReads are the reads of one job from this agent's replica, made once
-// the replica is readable (WaitReadable, WaitIndex).
-type JobReads interface {
+	// Jobs are the jobs who may see: the live ones, or with all the
+	// finished and archived ones too (sacct); index is the view's.
+	Jobs(who cluster.Identity, all bool) (jobs []*cluster.Job, index uint64)
 	// Job is the job ref names (one array element at most), if who may
 	// see it.
 	Job(ref cluster.JobRef, who cluster.Identity) (JobRecord, error)
-	// Logs are job id's output files from the nodes that hold them, if
-	// who may read them, and the replica's index.
-	Logs(ctx context.Context, id cluster.JobID, filter api.LogFilter, who cluster.Identity) ([]api.LogChunk, uint64, error)
-	// LocalLogs are job id's output files on this node.
-	LocalLogs(id cluster.JobID, filter api.LogFilter) ([]api.LogChunk, error)
-	// JobGPU is what job id's GPUs did over time on each of its nodes,
-	// if who may read it, and the replica's index.
-	JobGPU(ctx context.Context, id cluster.JobID, who cluster.Identity) ([]api.JobGPU, uint64, error)
-	// LocalGPU is job id's GPU series sampled on this node.
-	LocalGPU(id cluster.JobID) []api.JobGPU
 }
 
 // JobRecord is one job with what its rendering needs.
@@ -81,9 +72,9 @@ func (s *Server) HandleSubmit(w http.ResponseWriter, r *http.Request) {
 	var out any
 	var err error
 	if r.URL.Query().Get("test_only") != "" {
-		out, err = s.b.TestOnly(req, who.Who())
+		out, err = s.Queue.TestOnly(req, who.Who())
 	} else {
-		out, err = s.b.Submit(r.Context(), req, who.Who())
+		out, err = s.Queue.Submit(r.Context(), req, who.Who())
 	}
 	s.writeResult(w, out, err)
 }
@@ -95,7 +86,7 @@ func (s *Server) writeResult(w http.ResponseWriter, out any, err error) {
 		WriteError(w, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, s.b.Index(), out)
+	WriteJSON(w, http.StatusOK, s.Cluster.Index(), out)
 }
 
 // bodyWrite is the front of a write whose body is a Req: AcceptWrite
@@ -131,7 +122,7 @@ func (s *Server) HandleCancel(w http.ResponseWriter, r *http.Request) {
 	if !here {
 		return
 	}
-	out, err := s.b.Cancel(r.Context(), ref, who.Who())
+	out, err := s.Queue.Cancel(r.Context(), ref, who.Who())
 	s.writeResult(w, out, err)
 }
 
@@ -155,34 +146,34 @@ func (s *Server) jobsWrite(w http.ResponseWriter, r *http.Request, do func(conte
 func (s *Server) HandleHold(w http.ResponseWriter, r *http.Request) {
 	user := r.URL.Query().Get("kind") == "user"
 	s.jobsWrite(w, r, func(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error) {
-		return s.b.Hold(ctx, ref, user, who)
+		return s.Queue.Hold(ctx, ref, user, who)
 	})
 }
 
 // HandleRelease is POST /v1/jobs/{id}/release.
 func (s *Server) HandleRelease(w http.ResponseWriter, r *http.Request) {
-	s.jobsWrite(w, r, s.b.Release)
+	s.jobsWrite(w, r, s.Queue.Release)
 }
 
 // HandleRequeue is POST /v1/jobs/{id}/requeue (?hold=1: requeuehold).
 func (s *Server) HandleRequeue(w http.ResponseWriter, r *http.Request) {
 	hold := r.URL.Query().Get("hold") != ""
 	s.jobsWrite(w, r, func(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error) {
-		return s.b.Requeue(ctx, ref, hold, who)
+		return s.Queue.Requeue(ctx, ref, hold, who)
 	})
 }
 
 // HandleSetPriority is POST /v1/jobs/{id}/priority.
 func (s *Server) HandleSetPriority(w http.ResponseWriter, r *http.Request) {
 	bodyWrite(s, w, r, func(ctx context.Context, req api.PriorityRequest, who cluster.Identity) (api.JobsChanged, error) {
-		return s.b.SetPriority(ctx, r.PathValue("id"), req, who)
+		return s.Queue.SetPriority(ctx, r.PathValue("id"), req, who)
 	})
 }
 
 // HandleUpdate is POST /v1/jobs/{id}/update (scontrol update JobId=).
 func (s *Server) HandleUpdate(w http.ResponseWriter, r *http.Request) {
 	bodyWrite(s, w, r, func(ctx context.Context, req api.UpdateRequest, who cluster.Identity) (api.JobsChanged, error) {
-		return s.b.Update(ctx, r.PathValue("id"), req, who)
+		return s.Queue.Update(ctx, r.PathValue("id"), req, who)
 	})
 }
 
@@ -194,7 +185,7 @@ func (s *Server) HandleStartStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	bodyWrite(s, w, r, func(ctx context.Context, req api.StepRequest, who cluster.Identity) (api.StepResponse, error) {
-		return s.b.StartStep(ctx, id, req, who)
+		return s.Queue.StartStep(ctx, id, req, who)
 	})
 }
 
@@ -214,7 +205,7 @@ func (s *Server) HandleCancelStep(w http.ResponseWriter, r *http.Request) {
 	if !here {
 		return
 	}
-	s.writeResult(w, struct{}{}, s.b.CancelStep(r.Context(), id, step, who.Who()))
+	s.writeResult(w, struct{}{}, s.Queue.CancelStep(r.Context(), id, step, who.Who()))
 }
 
 // HandleSignal is POST /v1/jobs/{id}/signal: a signal to a running job's
@@ -226,7 +217,7 @@ func (s *Server) HandleSignal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	bodyWrite(s, w, r, func(ctx context.Context, req api.SignalRequest, who cluster.Identity) (struct{}, error) {
-		return struct{}{}, s.b.Signal(ctx, id, req, who)
+		return struct{}{}, s.Queue.Signal(ctx, id, req, who)
 	})
 }
 
@@ -246,7 +237,7 @@ func (s *Server) HandleJob(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	rec, err := s.b.Job(ref, CallerOf(r).Who())
+	rec, err := s.Queue.Job(ref, CallerOf(r).Who())
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -256,23 +247,13 @@ func (s *Server) HandleJob(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, rec.Index, out)
 }
 
-// Records is what the list endpoints read from the agent's replica. Each
-// call reads one consistent view, after the Server's blocking query.
-type Records interface {
-	// Jobs are the jobs who may see: the live ones, or with all the
-	// finished and archived ones too (sacct); index is the view's.
-	Jobs(who cluster.Identity, all bool) (jobs []*cluster.Job, index uint64)
-	// Nodes is what GET /v1/nodes renders.
-	Nodes(ctx context.Context) NodeRecords
-}
-
 // HandleJobs is GET /v1/jobs[?all=1]: a blocking query.
 func (s *Server) HandleJobs(w http.ResponseWriter, r *http.Request) {
 	if err := s.WaitIndex(r); err != nil {
 		WriteError(w, err)
 		return
 	}
-	jobs, index := s.b.Jobs(CallerOf(r).Who(), r.URL.Query().Get("all") != "")
+	jobs, index := s.Queue.Jobs(CallerOf(r).Who(), r.URL.Query().Get("all") != "")
 	out := []api.Job{}
 	for _, j := range jobs {
 		out = append(out, JobOf(j))

@@ -15,42 +15,58 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 )
 
-// leaderBackend is an agent that leads and whose replica is readable;
-// each test sets the calls it expects (any other panics: the embedded
-// Backend is nil).
-type leaderBackend struct {
-	Backend
-	hold func(ref cluster.JobRef, userHold bool, who cluster.Identity) (api.JobsChanged, error)
-	logs func(id cluster.JobID, f api.LogFilter, who cluster.Identity) ([]api.LogChunk, uint64, error)
-	sig  func(id cluster.JobID, req api.SignalRequest, who cluster.Identity) error
-}
+// leading is the Cluster of an agent that leads and whose replica is
+// readable at index 42; any other call panics (the embedded Cluster is
+// nil).
+type leading struct{ Cluster }
 
-func (leaderBackend) Leads() (bool, error) { return true, nil }
-func (leaderBackend) Readable() error      { return nil }
-func (leaderBackend) Outside() bool        { return false }
-func (leaderBackend) Index() uint64        { return 42 }
-func (leaderBackend) Applied() (uint64, <-chan struct{}) {
+func (leading) Leads() (bool, error) { return true, nil }
+func (leading) Readable() error      { return nil }
+func (leading) Outside() bool        { return false }
+func (leading) Index() uint64        { return 42 }
+func (leading) Applied() (uint64, <-chan struct{}) {
 	return 42, make(chan struct{})
 }
-func (b leaderBackend) Hold(_ context.Context, ref cluster.JobRef, userHold bool, who cluster.Identity) (api.JobsChanged, error) {
-	return b.hold(ref, userHold, who)
+
+// queue is a Queue whose test sets the calls it expects (any other
+// panics: the embedded Queue is nil).
+type queue struct {
+	Queue
+	hold   func(ref cluster.JobRef, userHold bool, who cluster.Identity) (api.JobsChanged, error)
+	sig    func(id cluster.JobID, req api.SignalRequest, who cluster.Identity) error
+	cancel func(ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error)
 }
-func (b leaderBackend) Logs(_ context.Context, id cluster.JobID, f api.LogFilter, who cluster.Identity) ([]api.LogChunk, uint64, error) {
-	return b.logs(id, f, who)
+
+func (q queue) Hold(_ context.Context, ref cluster.JobRef, userHold bool, who cluster.Identity) (api.JobsChanged, error) {
+	return q.hold(ref, userHold, who)
 }
-func (b leaderBackend) Signal(_ context.Context, id cluster.JobID, req api.SignalRequest, who cluster.Identity) error {
-	return b.sig(id, req, who)
+func (q queue) Signal(_ context.Context, id cluster.JobID, req api.SignalRequest, who cluster.Identity) error {
+	return q.sig(id, req, who)
+}
+func (q queue) Cancel(_ context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error) {
+	return q.cancel(ref, who)
+}
+
+// outputs is a Relays whose test sets the logs it serves.
+type outputs struct {
+	Relays
+	logs func(id cluster.JobID, f api.LogFilter, who cluster.Identity) ([]api.LogChunk, uint64, error)
+}
+
+func (r outputs) Logs(_ context.Context, id cluster.JobID, f api.LogFilter, who cluster.Identity) ([]api.LogChunk, uint64, error) {
+	return r.logs(id, f, who)
 }
 
 var ada = Caller{Identity: api.Identity{User: "ada", UID: 1000, GID: 100}, Proven: true, How: "peercred", Local: true}
 
-// serve sends one request as ada through the route table of b.
-func serve(t *testing.T, b Backend, method, target, body string) (*httptest.ResponseRecorder, string) {
+// serve sends one request as ada through the route table of a Server
+// over roles.
+func serve(t *testing.T, roles Roles, method, target, body string) (*httptest.ResponseRecorder, string) {
 	t.Helper()
 	h := Handlers{Metrics: http.NotFoundHandler(), UI: http.NotFoundHandler()}
 	r := WithCaller(httptest.NewRequest(method, target, strings.NewReader(body)), ada)
 	w := httptest.NewRecorder()
-	NewServer(b, slog.New(slog.DiscardHandler)).Routes(h).ServeHTTP(w, r)
+	NewServer(roles, slog.New(slog.DiscardHandler)).Routes(h).ServeHTTP(w, r)
 	return w, strings.TrimSpace(w.Body.String())
 }
 
@@ -60,10 +76,10 @@ func TestJobWriteReachesTheLeader(t *testing.T) {
 	var got cluster.JobRef
 	var gotUser bool
 	var gotWho cluster.Identity
-	b := leaderBackend{hold: func(ref cluster.JobRef, userHold bool, who cluster.Identity) (api.JobsChanged, error) {
+	b := Roles{Cluster: leading{}, Queue: queue{hold: func(ref cluster.JobRef, userHold bool, who cluster.Identity) (api.JobsChanged, error) {
 		got, gotUser, gotWho = ref, userHold, who
 		return api.JobsChanged{ID: ref.ID, IDs: []uint64{13, 14}}, nil
-	}}
+	}}}
 	w, body := serve(t, b, "POST", "/v1/jobs/12_[1-2]/hold?kind=user", "")
 	if w.Code != http.StatusOK || body != `{"id":12,"ids":[13,14]}` || w.Header().Get(api.HeaderIndex) != "42" {
 		t.Errorf("hold = %d %s index %q; want 200 with the changed ids at index 42", w.Code, body, w.Header().Get(api.HeaderIndex))
@@ -78,9 +94,9 @@ func TestJobWriteReachesTheLeader(t *testing.T) {
 
 // Refusals keep their messages, and their kind picks the status.
 func TestJobRefusals(t *testing.T) {
-	b := leaderBackend{sig: func(cluster.JobID, api.SignalRequest, cluster.Identity) error {
+	b := Roles{Cluster: leading{}, Queue: queue{sig: func(cluster.JobID, api.SignalRequest, cluster.Identity) error {
 		return cluster.Mark(cluster.ErrForbidden, errors.New("signal job 7: forbidden"))
-	}}
+	}}}
 	for _, tc := range []struct {
 		method, target, body string
 		code                 int
@@ -103,7 +119,7 @@ func TestJobRefusals(t *testing.T) {
 // with the filter the query gave.
 func TestLogsOrderAndFilter(t *testing.T) {
 	var got api.LogFilter
-	b := leaderBackend{logs: func(id cluster.JobID, f api.LogFilter, who cluster.Identity) ([]api.LogChunk, uint64, error) {
+	b := Roles{Cluster: leading{}, Relays: outputs{logs: func(id cluster.JobID, f api.LogFilter, who cluster.Identity) ([]api.LogChunk, uint64, error) {
 		got = f
 		return []api.LogChunk{
 			{Node: "n2", Incarnation: 2, Rank: 0, Stream: "out"},
@@ -111,7 +127,7 @@ func TestLogsOrderAndFilter(t *testing.T) {
 			{Node: "n1", Incarnation: 1, Rank: 0, Stream: "out"},
 			{Node: "n1", Incarnation: 1, Rank: 0, Stream: "err"},
 		}, 40, nil
-	}}
+	}}}
 	w, body := serve(t, b, "GET", "/v1/jobs/3/logs?step=0&from=n1/1/0/out:5", "")
 	var out []api.LogChunk
 	if err := json.Unmarshal([]byte(body), &out); err != nil || w.Code != http.StatusOK {
@@ -133,17 +149,18 @@ func TestLogsOrderAndFilter(t *testing.T) {
 	}
 }
 
-// insecureBackend is an agent running --insecure: it signs nothing.
-type insecureBackend struct{ leaderBackend }
+// insecure is the Security of an agent running --insecure: it signs
+// nothing.
+type insecure struct{ Security }
 
-func (insecureBackend) CanSign() error {
+func (insecure) CanSign() error {
 	return cluster.Mark(cluster.ErrConflict, errors.New("join: this agent runs --insecure and signs nothing"))
 }
 
 // The fronts of joins, renewals, terminals and srun's stdin refuse
 // before they reach the agent, with the messages they always had.
 func TestAdminRefusals(t *testing.T) {
-	b := insecureBackend{}
+	b := Roles{Cluster: leading{}, Security: insecure{}}
 	for _, tc := range []struct {
 		method, target, body string
 		code                 int

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -15,30 +14,12 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 )
 
-// Terminals are the srun --pty terminals the agent reaches.
-type Terminals interface {
-	// DialPty connects to the terminal of rank 0 of job id's own task
-	// (step -1) or of a step, for who: here or through the agent of the
-	// node that runs it, but only here when forwarded (a peer asked). It
-	// names that node.
-	DialPty(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (conn io.ReadWriteCloser, node string, err error)
-	// DialStdin connects to the stdin of the ranks on node of job id's
-	// own task (step -1) or of a step that read srun's, resumable
-	// (api.StdinResumeProtocol) or raw, for who: here or through that
-	// node's agent, but only here when forwarded.
-	DialStdin(ctx context.Context, id cluster.JobID, step int, node string, resume bool, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, error)
-	// DialPMIx connects to the fences of a PMIx step (srun --mpi=pmix)
-	// on its first node, for who: here or through that node's agent, but
-	// only here when forwarded. It names that node.
-	DialPMIx(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error)
-}
-
 // HandlePty is GET /v1/jobs/{id}/pty[?step=S]: it takes the connection
 // over (api.PtyProtocol) and relays it to the terminal of the job's or
 // step's rank 0 until either side ends.
 func (s *Server) HandlePty(w http.ResponseWriter, r *http.Request) {
 	s.handleRelay(w, r, api.PtyProtocol, "terminal", func(id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
-		return s.b.DialPty(r.Context(), id, step, who, forwarded)
+		return s.Relays.DialPty(r.Context(), id, step, who, forwarded)
 	})
 }
 
@@ -60,7 +41,7 @@ func (s *Server) HandleStdin(w http.ResponseWriter, r *http.Request) {
 	}
 	resume := protocol == api.StdinResumeProtocol
 	s.handleRelay(w, r, protocol, "stdin", func(id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
-		c, err := s.b.DialStdin(r.Context(), id, step, node, resume, who, forwarded)
+		c, err := s.Relays.DialStdin(r.Context(), id, step, node, resume, who, forwarded)
 		return c, node, err
 	})
 }
@@ -70,7 +51,7 @@ func (s *Server) HandleStdin(w http.ResponseWriter, r *http.Request) {
 // its first node, for the step's supervisors on the other nodes.
 func (s *Server) HandlePMIx(w http.ResponseWriter, r *http.Request) {
 	s.handleRelay(w, r, api.PMIxProtocol, "pmix", func(id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error) {
-		return s.b.DialPMIx(r.Context(), id, step, who, forwarded)
+		return s.Relays.DialPMIx(r.Context(), id, step, who, forwarded)
 	})
 }
 
@@ -124,7 +105,7 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request, protocol, w
 	if err := brw.Flush(); err != nil {
 		return
 	}
-	remove, ok := s.relays.add(closers{conn, upstream})
+	remove, ok := s.sessions.add(closers{conn, upstream})
 	if !ok {
 		return // the agent is stopping
 	}
@@ -137,7 +118,7 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request, protocol, w
 // CloseRelays ends the terminal relays in progress and refuses new ones:
 // http.Server.Shutdown does not track connections taken over from it, so
 // the agent registers this with RegisterOnShutdown.
-func (s *Server) CloseRelays() { s.relays.closeAll() }
+func (s *Server) CloseRelays() { s.sessions.closeAll() }
 
 // hijacked is a taken-over connection whose first bytes may wait in the
 // server's reader.

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"cmp"
+	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -11,6 +13,44 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 )
+
+// Relays are what lives on a job's nodes: its output, its GPU series,
+// a terminal, srun's stdin, a PMIx fence and sbcast's copies, served by
+// the agent that holds them or relayed to it. The job-wide reads (Logs,
+// JobGPU) come once the replica is readable; the dials and Bcast come
+// through AcceptRelay (proven caller, readable replica); the Local reads
+// answer the agent that gathers them (nodes only).
+type Relays interface {
+	// Logs are job id's output files from the nodes that hold them, if
+	// who may read them, and the replica's index.
+	Logs(ctx context.Context, id cluster.JobID, filter api.LogFilter, who cluster.Identity) ([]api.LogChunk, uint64, error)
+	// LocalLogs are job id's output files on this node.
+	LocalLogs(id cluster.JobID, filter api.LogFilter) ([]api.LogChunk, error)
+	// JobGPU is what job id's GPUs did over time on each of its nodes,
+	// if who may read it, and the replica's index.
+	JobGPU(ctx context.Context, id cluster.JobID, who cluster.Identity) ([]api.JobGPU, uint64, error)
+	// LocalGPU is job id's GPU series sampled on this node.
+	LocalGPU(id cluster.JobID) []api.JobGPU
+	// DialPty connects to the terminal of rank 0 of job id's own task
+	// (step -1) or of a step, for who: here or through the agent of the
+	// node that runs it, but only here when forwarded (a peer asked). It
+	// names that node.
+	DialPty(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (conn io.ReadWriteCloser, node string, err error)
+	// DialStdin connects to the stdin of the ranks on node of job id's
+	// own task (step -1) or of a step that read srun's, resumable
+	// (api.StdinResumeProtocol) or raw, for who: here or through that
+	// node's agent, but only here when forwarded.
+	DialStdin(ctx context.Context, id cluster.JobID, step int, node string, resume bool, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, error)
+	// DialPMIx connects to the fences of a PMIx step (srun --mpi=pmix)
+	// on its first node, for who: here or through that node's agent, but
+	// only here when forwarded. It names that node.
+	DialPMIx(ctx context.Context, id cluster.JobID, step int, who cluster.Identity, forwarded bool) (io.ReadWriteCloser, string, error)
+	// Bcast writes what r holds to f on a node of job id's allocation,
+	// for who (the job's owner or root), as the job's user: here when f
+	// names this node, else through that node's agent, but only here
+	// when forwarded (a peer asked).
+	Bcast(ctx context.Context, id cluster.JobID, f api.BcastFile, r io.Reader, who cluster.Identity, forwarded bool) error
+}
 
 // HandleLogs is GET /v1/jobs/{id}/logs: the job's output from every node
 // that holds some, in order of run, step, rank and stream.
@@ -24,7 +64,7 @@ func (s *Server) HandleLogs(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	out, index, err := s.b.Logs(r.Context(), id, filter, CallerOf(r).Who())
+	out, index, err := s.Relays.Logs(r.Context(), id, filter, CallerOf(r).Who())
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -56,7 +96,7 @@ func (s *Server) HandleLocalLogs(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	out, err := s.b.LocalLogs(id, filter)
+	out, err := s.Relays.LocalLogs(id, filter)
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -77,7 +117,7 @@ func (s *Server) HandleJobGPU(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	out, index, err := s.b.JobGPU(r.Context(), id, CallerOf(r).Who())
+	out, index, err := s.Relays.JobGPU(r.Context(), id, CallerOf(r).Who())
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -100,7 +140,7 @@ func (s *Server) HandleLocalGPU(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, 0, s.b.LocalGPU(id))
+	WriteJSON(w, http.StatusOK, 0, s.Relays.LocalGPU(id))
 }
 
 // logsOf is the job and the filter of a logs request.

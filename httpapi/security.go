@@ -13,9 +13,11 @@ import (
 	"github.com/shoal-sched/shoal/pki"
 )
 
-// Admin are root's writes on the cluster's trust material and nodes, and
-// the requests a node or a joining machine makes of the leader.
-type Admin interface {
+// Security is the cluster's trust material: root's user and join
+// tokens, revocations and the gossip keyring, and what a joining
+// machine or a node asks of the leader (a join, a renewal, the CA's
+// offer).
+type Security interface {
 	CreateUserToken(ctx context.Context, req api.UserTokenRequest, who cluster.Identity) (api.UserTokenResponse, error)
 	RevokeUserToken(ctx context.Context, req api.RevokeUserTokenRequest, who cluster.Identity) error
 	// Keyring is the gossip keyring, the cluster's and this agent's
@@ -33,24 +35,21 @@ type Admin interface {
 	Renew(name string, key crypto.PublicKey) (*x509.Certificate, error)
 	// RecordClusterCA records a node's offer of the CA (leader).
 	RecordClusterCA(ctx context.Context, offer api.ClusterCA) error
-	// Leave stops this agent (DrainWaitS: draining first); only root or
-	// the agent's own user may.
-	Leave(req api.LeaveRequest, who cluster.Identity) (api.LeaveResponse, error)
 }
 
 // HandleCreateUserToken is POST /v1/tokens (shoal token create).
 func (s *Server) HandleCreateUserToken(w http.ResponseWriter, r *http.Request) {
-	bodyWrite(s, w, r, s.b.CreateUserToken)
+	bodyWrite(s, w, r, s.Security.CreateUserToken)
 }
 
 // HandleRevokeUserToken is POST /v1/tokens/revoke.
 func (s *Server) HandleRevokeUserToken(w http.ResponseWriter, r *http.Request) {
-	bodyWrite(s, w, r, noAnswer(s.b.RevokeUserToken))
+	bodyWrite(s, w, r, noAnswer(s.Security.RevokeUserToken))
 }
 
 // HandleKeyring is GET /v1/keyring (root only: the keys are secrets).
 func (s *Server) HandleKeyring(w http.ResponseWriter, r *http.Request) {
-	out, index, err := s.b.Keyring(CallerOf(r).Who())
+	out, index, err := s.Security.Keyring(CallerOf(r).Who())
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -60,18 +59,18 @@ func (s *Server) HandleKeyring(w http.ResponseWriter, r *http.Request) {
 
 // HandleChangeKeyring is POST /v1/keyring (shoal keyring install|use|remove).
 func (s *Server) HandleChangeKeyring(w http.ResponseWriter, r *http.Request) {
-	bodyWrite(s, w, r, s.b.ChangeKeyring)
+	bodyWrite(s, w, r, s.Security.ChangeKeyring)
 }
 
 // HandleCreateJoinToken is POST /v1/join-tokens (shoal join-token create).
 func (s *Server) HandleCreateJoinToken(w http.ResponseWriter, r *http.Request) {
-	bodyWrite(s, w, r, s.b.CreateJoinToken)
+	bodyWrite(s, w, r, s.Security.CreateJoinToken)
 }
 
 // HandleJoin is POST /v1/join: anyone may ask (a joining machine has no
 // certificate yet): the join token is the proof, checked by the leader.
 func (s *Server) HandleJoin(w http.ResponseWriter, r *http.Request) {
-	if err := s.b.CanSign(); err != nil {
+	if err := s.Security.CanSign(); err != nil {
 		WriteError(w, err)
 		return
 	}
@@ -83,7 +82,7 @@ func (s *Server) HandleJoin(w http.ResponseWriter, r *http.Request) {
 	if s.Forward(w, r, Caller{Identity: Nobody}, req) {
 		return
 	}
-	out, err := s.b.Join(r.Context(), req)
+	out, err := s.Security.Join(r.Context(), req)
 	s.writeResult(w, out, err)
 }
 
@@ -93,7 +92,7 @@ func (s *Server) HandleRevoke(w http.ResponseWriter, r *http.Request) {
 	if !here {
 		return
 	}
-	s.writeResult(w, struct{}{}, s.b.Revoke(r.Context(), r.PathValue("name"), who.Who()))
+	s.writeResult(w, struct{}{}, s.Security.Revoke(r.Context(), r.PathValue("name"), who.Who()))
 }
 
 // HandleRenew is POST /v1/internal/renew: a node renews its certificate
@@ -113,11 +112,11 @@ func (s *Server) HandleRenew(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	if !s.b.IsLeader() {
+	if !s.Cluster.IsLeader() {
 		WriteError(w, cluster.Mark(cluster.ErrUnavailable, errNotLeader))
 		return
 	}
-	cert, err := s.b.Renew(name, csr.PublicKey)
+	cert, err := s.Security.Renew(name, csr.PublicKey)
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -140,9 +139,9 @@ func (s *Server) HandleClusterCA(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	if !s.b.IsLeader() {
+	if !s.Cluster.IsLeader() {
 		WriteError(w, cluster.Mark(cluster.ErrUnavailable, errNotLeader))
 		return
 	}
-	s.writeResult(w, struct{}{}, s.b.RecordClusterCA(r.Context(), offer))
+	s.writeResult(w, struct{}{}, s.Security.RecordClusterCA(r.Context(), offer))
 }

@@ -28,66 +28,72 @@ const (
 	readFloorWait = 5 * time.Second
 )
 
-// Leader is what forwarding asks of the agent.
-type Leader interface {
+// Cluster is this agent's hold on the cluster that every group of routes
+// leans on: forwarding writes (who leads, a client for it), the read
+// floor and blocking reads (how far the replica is), a worker's reads
+// (Outside) and the internal routes only the leader answers (IsLeader).
+type Cluster interface {
 	// Leads reports whether this agent is the leader; an error when no
 	// leader is known (marked cluster.ErrUnavailable).
 	Leads() (bool, error)
 	// LeaderClient is a client for the leader that marks requests as
 	// forwarded by this agent (api.HeaderForwardedBy).
 	LeaderClient() (*api.Client, error)
-}
-
-// Replica is what reads ask of the agent's copy of the replicated state.
-type Replica interface {
+	// IsLeader reports whether this agent is the raft leader now.
+	IsLeader() bool
+	// Outside reports whether this node is a worker, outside the raft
+	// configuration: its reads of the replicated state go to the leader.
+	Outside() bool
 	// Readable returns nil when the replica may answer reads, else why
 	// not (it diverged, or it is catching up with the cluster).
 	Readable() error
 	// Applied returns the index the replica has applied and a channel
 	// closed once it applies more.
 	Applied() (index uint64, changed <-chan struct{})
+	// Index is the replica's applied index, the X-Shoal-Index of a
+	// write's answer (Applied without building a view).
+	Index() uint64
 }
 
-// Backend is the agent behind the API.
-type Backend interface {
-	Authority
-	Leader
-	Replica
-	Info
-	Records
-	Internal
-	Writes
-	Terminals
-	Files
-	JobWrites
-	JobReads
-	Queue
-	Admin
-	Workers
-	Switches
+// Roles are the parts of the agent the API calls: one interface per
+// group of routes, each declared beside its routes, taking and returning
+// plain values, the caller as a cluster.Identity, and marked errors. A
+// test sets only the roles the routes it sends reach (Cluster nearly
+// always: forwarding and the read floor).
+type Roles struct {
+	Cluster  Cluster   // forwarding, the read floor, blocking reads (server.go)
+	Auth     Authority // who a request acts for (caller.go)
+	Info     Info      // this agent's status, leader and members; a worker's follow query (reads.go, follow.go)
+	Queue    Queue     // jobs: submits, reads, queue operations, steps, signals (jobs.go)
+	Admin    Admin     // nodes: records, drains, policy, priorities, switches, leave (admin.go)
+	Security Security  // joins, renewals, revocations, tokens, the keyring (security.go)
+	Relays   Relays    // what lives on a job's nodes: output, GPU series, terminals, stdin, PMIx, sbcast (relays.go)
+	Internal Internal  // a node agent's calls to the leader (internal.go)
 }
 
 // Server is the agent's HTTP front: authentication, leader forwarding and
-// the read floor (read your writes through the same agent).
+// the read floor (read your writes through the same agent), over the
+// agent's Roles.
 type Server struct {
-	b Backend
+	Roles
 	// readFloor is the highest leader index of a write this agent
 	// forwarded and acknowledged; reads wait for the replica to reach it.
 	readFloor atomic.Uint64
-	// relays are the srun --pty sessions in progress.
-	relays relays
-	log    *slog.Logger
+	// sessions are the srun --pty sessions in progress.
+	sessions relays
+	log      *slog.Logger
 }
 
-// NewServer returns the API front of b, logging terminal sessions to log.
-func NewServer(b Backend, log *slog.Logger) *Server { return &Server{b: b, log: log} }
+// NewServer returns the API front of the agent's roles, logging terminal
+// sessions to log.
+func NewServer(roles Roles, log *slog.Logger) *Server { return &Server{Roles: roles, log: log} }
 
 // Handler wraps routes with authentication.
-func (s *Server) Handler(routes http.Handler) http.Handler { return Authenticate(s.b, routes) }
+func (s *Server) Handler(routes http.Handler) http.Handler { return Authenticate(s.Auth, routes) }
 
 // RequireNode refuses a request about node name that does not come from
 // that node itself (see the package function).
-func (s *Server) RequireNode(r *http.Request, name string) error { return RequireNode(s.b, r, name) }
+func (s *Server) RequireNode(r *http.Request, name string) error { return RequireNode(s.Auth, r, name) }
 
 // AcceptRelay is the common front of the requests served on the node that
 // holds a job's tasks, or relayed to it (a terminal, srun's stdin, an
@@ -133,7 +139,7 @@ func (s *Server) AcceptWrite(w http.ResponseWriter, r *http.Request, body any) (
 // Forward sends a write to the leader when this node is not it. It
 // returns handled=true when it answered the request itself.
 func (s *Server) Forward(w http.ResponseWriter, r *http.Request, who Caller, body any) (handled bool) {
-	self, err := s.b.Leads()
+	self, err := s.Cluster.Leads()
 	if err != nil {
 		WriteError(w, err)
 		return true
@@ -147,7 +153,7 @@ func (s *Server) Forward(w http.ResponseWriter, r *http.Request, who Caller, bod
 		WriteError(w, cluster.Mark(cluster.ErrUnavailable, errors.New("leadership moved while forwarding; retry")))
 		return true
 	}
-	c, err := s.b.LeaderClient()
+	c, err := s.Cluster.LeaderClient()
 	if err != nil {
 		WriteError(w, err)
 		return true
@@ -188,14 +194,14 @@ func (s *Server) RaiseReadFloor(index uint64) {
 // readable, and it has applied every write this agent acknowledged, so a
 // client reads its own writes through the same agent.
 func (s *Server) WaitReadable(ctx context.Context) error {
-	if err := s.b.Readable(); err != nil {
+	if err := s.Cluster.Readable(); err != nil {
 		return err
 	}
 	floor := s.readFloor.Load()
 	ctx, cancel := context.WithTimeout(ctx, readFloorWait)
 	defer cancel()
 	for {
-		index, changed := s.b.Applied()
+		index, changed := s.Cluster.Applied()
 		if index >= floor {
 			return nil
 		}
@@ -233,7 +239,7 @@ func (s *Server) WaitIndex(r *http.Request) error {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
-		applied, changed := s.b.Applied()
+		applied, changed := s.Cluster.Applied()
 		if applied > index {
 			return nil
 		}
