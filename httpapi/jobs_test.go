@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/consensus"
+	"github.com/shoal-sched/shoal/fsm"
 )
 
 // leading is the Cluster of an agent that leads and whose replica is
@@ -179,6 +182,51 @@ func TestAdminRefusals(t *testing.T) {
 		var e api.Error
 		if err := json.Unmarshal([]byte(body), &e); err != nil || w.Code != tc.code || !strings.HasPrefix(e.Error, tc.msg) {
 			t.Errorf("%s %s = %d %s; want %d %q", tc.method, tc.target, w.Code, body, tc.code, tc.msg)
+		}
+	}
+}
+
+// A cancel the queue refuses answers, through both of its routes, with
+// the status its sentinel maps to (the one table, errors.go) and the
+// queue's message unchanged; a reference the route cannot parse never
+// reaches the queue. Only the Queue role is faked, over a Cluster that
+// leads: the route needs nothing else of the agent.
+func TestCancelRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name, id string
+		err      error
+		code     int
+		msg      string
+	}{
+		{"no such job", "9", cluster.Mark(cluster.ErrNotFound, errors.New("job 9: no such job")), http.StatusNotFound, "job 9: no such job"},
+		{"not the owner", "9", fmt.Errorf("cancel job 9: %w", cluster.ErrForbidden), http.StatusForbidden, "cancel job 9: " + cluster.ErrForbidden.Error()},
+		{"upgrade unfinished", "9", fmt.Errorf("cancel job 9: %w", fsm.ErrUnsupportedByCluster), http.StatusConflict, "cancel job 9: " + fsm.ErrUnsupportedByCluster.Error()},
+		{"leadership lost", "9", cluster.Mark(cluster.ErrUnavailable, consensus.ErrNotLeader), http.StatusServiceUnavailable, consensus.ErrNotLeader.Error()},
+		{"unmarked", "9", errors.New("propose: disk full"), http.StatusInternalServerError, "propose: disk full"},
+		{"bad reference", "x", nil, http.StatusBadRequest, `job id "x": `},
+	} {
+		for _, route := range []struct{ method, target string }{
+			{"DELETE", "/v1/jobs/" + tc.id},
+			{"POST", "/v1/jobs/" + tc.id + "/cancel"},
+		} {
+			t.Run(tc.name+"/"+route.method, func(t *testing.T) {
+				called := false
+				q := queue{cancel: func(ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error) {
+					called = true
+					if ref.Raw != tc.id || who.User != ada.User {
+						t.Errorf("Cancel got ref %q for %q; want %q for %q", ref.Raw, who.User, tc.id, ada.User)
+					}
+					return api.JobsChanged{}, tc.err
+				}}
+				w, body := serve(t, Roles{Cluster: leading{}, Queue: q}, route.method, route.target, "")
+				var e api.Error
+				if err := json.Unmarshal([]byte(body), &e); err != nil || w.Code != tc.code || !strings.HasPrefix(e.Error, tc.msg) {
+					t.Errorf("%s %s = %d %s; want %d %q", route.method, route.target, w.Code, body, tc.code, tc.msg)
+				}
+				if called != (tc.err != nil) {
+					t.Errorf("%s %s reached the queue: %v; want %v", route.method, route.target, called, tc.err != nil)
+				}
+			})
 		}
 	}
 }
