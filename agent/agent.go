@@ -35,9 +35,11 @@ import (
 //	            topology loops (core.go)
 //	leaderSide  what the node does while it leads (leader.go)
 //	workerSide  what it does with its own tasks (worker.go)
-//	apiBackend  what the HTTP API calls (apibackend.go), with its
-//	            securityAPI and relayAPI
-//	http        the HTTP API's front over apiBackend (package httpapi)
+//	apiBackend  the HTTP API's job queue and nodes' administration,
+//	            beside securityAPI and relayAPI (apibackend.go)
+//	http        the HTTP API's front over the roles apiRoles hands it:
+//	            core, leaderSide, securityAPI, relayAPI and apiBackend
+//	            (package httpapi)
 type Agent struct {
 	// core is shared by every component; the agent's own start and
 	// shutdown use its raft, gossip and log.

@@ -13,32 +13,40 @@
 //   - core (core.go): what every component shares, the node's hold on the
 //     cluster: its configuration and record, security, the replica, raft,
 //     gossip, the view it follows while a worker (worker.Remote) and the
-//     peer clients; the one way to read the state (view, readable), to
+//     peer clients; the one way to read the state (view, Readable), to
 //     propose (apply, behind the protocol gate: versions.go) and to reach
 //     the leader (callLeader, locally when it leads); and the loops every
 //     node runs over them alone: bootstrap, certificate renewal
 //     (renew.go), the gossip keyring (keyring.go), the CA offer (join.go),
 //     topology discovery (topology.go), the server's side of a worker's
-//     follow query (follow.go).
+//     follow query (follow.go). To the HTTP API it is httpapi.Cluster
+//     (who leads, the replica's progress: clusterapi.go, core.go) and
+//     httpapi.Info (status, leader, members, the follow query).
 //   - leaderSide (leader.go, with archive.go, policy.go, pack.go,
 //     queueops.go, prolog.go's leaderScriptFailed): what a node does while
 //     it leads. It is leader.Duties, leader.Proposer and
 //     leader.SchedulerMetrics; it runs the lead loop and the
-//     leader-only loops, answers the nodes' heartbeats, task reports and
-//     leaves, and carries out the API's submits and queue plans.
+//     leader-only loops, answers the nodes' heartbeats, task reports,
+//     leaves and drains at stop (httpapi.Internal: Heartbeat, TaskEvent,
+//     NodeLeft, DrainSelf), and carries out the API's submits and queue
+//     plans.
 //   - workerSide (worker.go, with follow.go's agentFollow, prolog.go,
 //     signal.go, gpuusage.go, archive.go's cleaner): what a node does with
 //     its own tasks, leader or not: the heartbeat and its lease, the
 //     executor driver, exit reports, following a server, GPU sampling and
 //     output cleanup. It reaches the leader through callLeader, running
 //     the leaderSide it was given when this node leads.
-//   - apiBackend (apibackend.go, http.go, queueops.go, steps.go,
-//     signal.go, policy.go, switches.go): what the HTTP API's front
-//     (httpapi.Server) calls, over core and leaderSide, with two parts
-//     embedded: securityAPI (join.go, keyring.go, usertoken.go: joins,
-//     renewals, revocations, tokens, the keyring, over core) and relayAPI
-//     (relay.go, pty.go, bcast.go, gpuseries.go, http.go's Logs: what
-//     lives on a job's nodes, served from workerSide or relayed).
+//   - the HTTP API's other parts (apibackend.go: apiRoles hands each
+//     role of httpapi.Roles to the component whose role it is):
+//     securityAPI (join.go, keyring.go, usertoken.go, over core) is
+//     httpapi.Authority and httpapi.Security: callers' proofs, joins,
+//     renewals, revocations, tokens, the keyring; relayAPI (relay.go,
+//     pty.go, bcast.go, gpuseries.go, http.go's Logs and LocalLogs) is
+//     httpapi.Relays: what lives on a job's nodes, served from workerSide
+//     or relayed; and apiBackend (apibackend.go, http.go, queueops.go,
+//     steps.go, signal.go, policy.go, switches.go), over core and
+//     leaderSide, is httpapi.Queue and httpapi.Admin: it reads the replica
+//     and carries out through leaderSide what package leader decides.
 //
 // Every control loop is gather → decide → act: take a consistent FSM
 // view, call a pure function, and act on the result. The loops live
@@ -111,25 +119,25 @@
 //
 // The HTTP API (package httpapi) serves every route: it proves the caller,
 // forwards writes to the leader and renders answers, and reaches this
-// agent only through apiBackend, whose methods take the caller as a
-// cluster.Identity and return marked errors. The requests that act on
-// jobs are decided in package leader, as pure plans over a view and the
-// caller (leader.Caller: callerOf looks up the operator groups): cancel,
-// hold, release, requeue, priority and update (PlanCancel, PlanHold,
-// PlanRelease, PlanRequeue, PlanSetPriority, PlanUpdate), signals
-// (PlanSignal), steps (PlanStartStep, PlanCancelStep), who may touch or
-// see a job (MayTouch, MaySee), and root's drains, policies and switch
-// reports (PlanSetDrain, PlanSetPolicy, PlanReportSwitch), a node's task
-// reports (PlanTaskReport) and a submit's check (CheckSubmit,
-// PlanTestOnly), its body decoded by httpapi.SpecOf; queueops.go,
-// steps.go, signal.go, leader.go, policy.go and switches.go only gather
-// and carry a plan out (propose: each command in order,
-// stamped with the wall clock, each refusal read by QueuePlan.Refusal).
-// Which signal requests a node sends its tasks is worker.SignalsDue; which
-// job a relayed request (a terminal, stdin, sbcast, a PMIx fence) is for,
-// which node and task it reaches, and where a copy is written,
-// worker.RelayJob, PtyTarget, StdinTarget, PMIxTarget and BcastHere
-// (relay.go, pty.go and bcast.go relay and write).
+// agent only through its roles (httpapi.Roles, built by apiRoles), whose
+// methods take the caller as a cluster.Identity and return marked errors.
+// The requests that act on jobs are decided in package leader, as pure
+// plans over a view and the caller (leader.Caller: callerOf looks up the
+// operator groups): cancel, hold, release, requeue, priority and update
+// (PlanCancel, PlanHold, PlanRelease, PlanRequeue, PlanSetPriority,
+// PlanUpdate), signals (PlanSignal), steps (PlanStartStep,
+// PlanCancelStep), who may touch or see a job (MayTouch, MaySee), and
+// root's drains, policies and switch reports (PlanSetDrain, PlanSetPolicy,
+// PlanReportSwitch), a node's task reports (PlanTaskReport) and a submit's
+// check (CheckSubmit, PlanTestOnly), its body decoded by httpapi.SpecOf;
+// queueops.go, steps.go, signal.go, leader.go, apibackend.go, policy.go
+// and switches.go only gather and carry a plan out (propose: each command
+// in order, stamped with the wall clock, each refusal read by
+// QueuePlan.Refusal). Which signal requests a node sends its tasks is
+// worker.SignalsDue; which job a relayed request (a terminal, stdin,
+// sbcast, a PMIx fence) is for, which node and task it reaches, and where
+// a copy is written, worker.RelayJob, PtyTarget, StdinTarget, PMIxTarget
+// and BcastHere (relay.go, pty.go and bcast.go relay and write).
 //
 // Identity (httpapi's caller.go, security.go). Unless --insecure, every node holds a
 // certificate from the cluster CA (pki): raft is mutual TLS, the API on

@@ -13,12 +13,40 @@
 // and the worker's) returns plain errors wrapped around sentinels and never
 // an HTTP type.
 //
-// The agent (package agent) composes it: it builds a Server with itself as
-// the Backend (the leader's and the worker's side: JobWrites, JobReads,
-// Queue, Admin, Terminals, Internal, ...), which take and return plain
-// values, the caller as a cluster.Identity (Caller.Who), and marked
-// errors. Routes serves every path itself except the two the agent hands
+// The agent (package agent) composes it: it builds a Server from its
+// Roles, one small interface per group of routes, declared beside those
+// routes, each served by the agent's component whose role it is:
+//
+//   - Cluster (server.go): forwarding, the read floor, blocking reads, a
+//     worker's reads, the leader-only checks; the agent's core.
+//   - Authority (caller.go): what proves a caller (the TLS peer, the
+//     token state); securityAPI.
+//   - Info (reads.go, follow.go): this agent's status, the leader, the
+//     gossip members, a worker's follow query; core.
+//   - Queue (jobs.go): submits, job reads, queue operations, steps,
+//     signals; apiBackend.
+//   - Admin (admin.go): node records, drains, the policy, priorities and
+//     fair share, switch reports, stopping this agent; apiBackend.
+//   - Security (security.go): joins, renewals, revocations, user and join
+//     tokens, the gossip keyring, the CA offer; securityAPI.
+//   - Relays (relays.go, pty.go, bcast.go): a job's output and GPU
+//     series, terminals, stdin, PMIx fences, sbcast; relayAPI.
+//   - Internal (internal.go): the nodes' heartbeats, task reports, leaves
+//     and drains at stop; leaderSide.
+//
+// They take and return plain values, the caller as a cluster.Identity
+// (Caller.Who), and marked errors; a test fakes only the roles its routes
+// reach. Routes serves every path itself except the two the agent hands
 // in (Handlers: metrics and the web view).
+//
+// What it imports of Shoal, and why: api (the wire types), cluster (the
+// records it renders, identities, the sentinels), slurm (ParseJobID: one
+// parser of job ids), pki (checking a user token, a renewal's CSR and
+// certificate), gossip (the member record Info returns), and fsm and
+// consensus for the sentinels its status table maps (fsm's
+// ErrUnsupportedByCluster, ErrLimit and ErrDiverged, consensus's
+// ErrNotLeader). Never placement, leader, worker or exec: what decides
+// lives behind the roles.
 //
 // Contracts that are not obvious:
 //
