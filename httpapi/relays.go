@@ -60,27 +60,29 @@ func (s *Server) HandleLogs(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
+	jobWide(s, w, r, func(ctx context.Context, who cluster.Identity) ([]api.LogChunk, uint64, error) {
+		return s.Relays.Logs(ctx, id, filter, who)
+	}, func(x, y api.LogChunk) int {
+		return cmp.Or(cmp.Compare(x.Incarnation, y.Incarnation), cmp.Compare(x.Step, y.Step),
+			cmp.Compare(x.Rank, y.Rank), strings.Compare(x.Stream, y.Stream))
+	})
+}
+
+// jobWide answers a read of what lives on every node of a job, once the
+// replica is readable: read's answer for the caller, in order, at the
+// index read gives.
+func jobWide[T any](s *Server, w http.ResponseWriter, r *http.Request,
+	read func(context.Context, cluster.Identity) ([]T, uint64, error), order func(x, y T) int) {
 	if err := s.WaitReadable(r.Context()); err != nil {
 		WriteError(w, err)
 		return
 	}
-	out, index, err := s.Relays.Logs(r.Context(), id, filter, CallerOf(r).Who())
+	out, index, err := read(r.Context(), CallerOf(r).Who())
 	if err != nil {
 		WriteError(w, err)
 		return
 	}
-	slices.SortStableFunc(out, func(x, y api.LogChunk) int {
-		if x.Incarnation != y.Incarnation {
-			return int(x.Incarnation) - int(y.Incarnation)
-		}
-		if x.Step != y.Step {
-			return x.Step - y.Step
-		}
-		if x.Rank != y.Rank {
-			return x.Rank - y.Rank
-		}
-		return strings.Compare(x.Stream, y.Stream)
-	})
+	slices.SortStableFunc(out, order)
 	WriteJSON(w, http.StatusOK, index, out)
 }
 
@@ -113,19 +115,11 @@ func (s *Server) HandleJobGPU(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	if err := s.WaitReadable(r.Context()); err != nil {
-		WriteError(w, err)
-		return
-	}
-	out, index, err := s.Relays.JobGPU(r.Context(), id, CallerOf(r).Who())
-	if err != nil {
-		WriteError(w, err)
-		return
-	}
-	slices.SortStableFunc(out, func(x, y api.JobGPU) int {
+	jobWide(s, w, r, func(ctx context.Context, who cluster.Identity) ([]api.JobGPU, uint64, error) {
+		return s.Relays.JobGPU(ctx, id, who)
+	}, func(x, y api.JobGPU) int {
 		return cmp.Or(cmp.Compare(x.Incarnation, y.Incarnation), cmp.Compare(x.Node, y.Node))
 	})
-	WriteJSON(w, http.StatusOK, index, out)
 }
 
 // HandleLocalGPU is GET /v1/internal/gpu/{id}: this node's series of a

@@ -68,9 +68,34 @@ func Impurities(fset *token.FileSet, f *ast.File, allowed []string) []string {
 // Check parses every non-test Go file in dir and returns the impurities
 // found and how many files it read.
 func Check(dir string, allowed []string) (bad []string, files int, err error) {
+	files, err = eachFile(dir, func(fset *token.FileSet, f *ast.File) {
+		bad = append(bad, Impurities(fset, f, allowed)...)
+	})
+	return bad, files, err
+}
+
+// Imports returns every import path of dir's non-test Go files, each
+// with where it is first imported, and how many files it read: for a
+// package's test that it imports only what its doc.go allows.
+func Imports(dir string) (imports map[string]string, files int, err error) {
+	imports = map[string]string{}
+	files, err = eachFile(dir, func(fset *token.FileSet, f *ast.File) {
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if _, seen := imports[path]; !seen {
+				imports[path] = fset.Position(imp.Pos()).String()
+			}
+		}
+	})
+	return imports, files, err
+}
+
+// eachFile parses every non-test Go file in dir, in name order, and
+// calls each with it; it returns how many files it read.
+func eachFile(dir string, each func(*token.FileSet, *ast.File)) (files int, err error) {
 	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	fset := token.NewFileSet()
 	for _, name := range names {
@@ -79,14 +104,14 @@ func Check(dir string, allowed []string) (bad []string, files int, err error) {
 		}
 		src, err := os.ReadFile(name)
 		if err != nil {
-			return nil, files, fmt.Errorf("purity: %w", err)
+			return files, fmt.Errorf("purity: %w", err)
 		}
 		f, err := parser.ParseFile(fset, name, src, parser.SkipObjectResolution)
 		if err != nil {
-			return nil, files, fmt.Errorf("purity: %w", err)
+			return files, fmt.Errorf("purity: %w", err)
 		}
-		bad = append(bad, Impurities(fset, f, allowed)...)
+		each(fset, f)
 		files++
 	}
-	return bad, files, nil
+	return files, nil
 }

@@ -3,6 +3,7 @@ package purity
 import (
 	"go/parser"
 	"go/token"
+	"strings"
 	"testing"
 )
 
@@ -49,5 +50,18 @@ func TestCheckReadsADirectory(t *testing.T) {
 	// This package itself reads files, so it is not pure: the check says so.
 	if len(bad) == 0 {
 		t.Errorf("Check(.) found nothing in a package that imports os")
+	}
+}
+
+func TestImportsReadsADirectory(t *testing.T) {
+	imports, files, err := Imports(".")
+	if err != nil || files != 1 {
+		t.Fatalf("Imports(.) = %d files, %v; want 1 file", files, err)
+	}
+	if where := imports["go/parser"]; !strings.HasPrefix(where, "purity.go:") {
+		t.Errorf("Imports(.)[go/parser] = %q; want a place in purity.go", where)
+	}
+	if where, ok := imports["testing"]; ok {
+		t.Errorf("Imports(.) read a test file: testing at %s", where)
 	}
 }
