@@ -54,15 +54,15 @@ func (c caRecorder) HasClusterCA() bool {
 func (c caRecorder) OfferClusterCA(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
-	_, err := callLeader(ctx, c.c, "/v1/internal/cluster-ca", *c.offer, noReplyFrom(c.c.recordClusterCA))
+	_, err := callLeader(ctx, c.c, "/v1/internal/cluster-ca", *c.offer, noReplyFrom(securityAPI{c.c}.RecordClusterCA))
 	return err
 }
 
-// recordClusterCA applies an offered CA after checking that it is the CA
-// this leader itself trusts and that the key is the CA's: a node cannot
-// slip another CA into the state.
-func (c *core) recordClusterCA(ctx context.Context, offer api.ClusterCA) error {
-	b := c.sec.bundle
+// RecordClusterCA applies a node's offer of the CA (see caOfferer;
+// leader) after checking that it is the CA this leader itself trusts and
+// that the key is the CA's: a node cannot slip another CA into the state.
+func (s securityAPI) RecordClusterCA(ctx context.Context, offer api.ClusterCA) error {
+	b := s.sec.bundle
 	if b == nil {
 		return conflict(errors.New("this agent runs --insecure"))
 	}
@@ -88,7 +88,7 @@ func (c *core) recordClusterCA(ctx context.Context, offer api.ClusterCA) error {
 	if err != nil {
 		return err
 	}
-	res, err := c.apply(ctx, fsm.CmdSetClusterCA, fsm.SetClusterCA{
+	res, err := s.apply(ctx, fsm.CmdSetClusterCA, fsm.SetClusterCA{
 		CACert: []byte(offer.CACert), CAKey: []byte(offer.CAKey), GossipKey: gossipKey, TokenKey: tokenKey, Time: time.Now(),
 	})
 	if err == nil {
@@ -97,13 +97,8 @@ func (c *core) recordClusterCA(ctx context.Context, offer api.ClusterCA) error {
 	if err != nil {
 		return fsmError(err)
 	}
-	c.log.Info("recorded the cluster CA in the replicated state: any leader can now sign join requests", "ca_fingerprint", b.CA.Fingerprint())
+	s.log.Info("recorded the cluster CA in the replicated state: any leader can now sign join requests", "ca_fingerprint", b.CA.Fingerprint())
 	return nil
-}
-
-// RecordClusterCA records a node's offer of the CA (see caOfferer; leader).
-func (s securityAPI) RecordClusterCA(ctx context.Context, offer api.ClusterCA) error {
-	return s.recordClusterCA(ctx, offer)
 }
 
 // clusterCA returns the CA, with its key, from the replicated state.
@@ -207,17 +202,12 @@ func (s securityAPI) Join(ctx context.Context, req api.JoinRequest) (api.JoinRes
 	}, nil
 }
 
-// Renew signs node name's next certificate for key (leader; the API
-// checked that name asks).
-func (s securityAPI) Renew(name string, key crypto.PublicKey) (*x509.Certificate, error) {
-	return s.signRenewal(name, key)
-}
-
-// signRenewal signs node name's next certificate with the cluster CA in
-// the replicated state, keeping the addresses its current one names.
-func (c *core) signRenewal(name string, pub crypto.PublicKey) (*x509.Certificate, error) {
-	v := c.state.View()
-	if err := leader.MayRenew(v, name, c.cfg.Name); err != nil {
+// Renew signs node name's next certificate with the cluster CA in the
+// replicated state, keeping the addresses its current one names (leader;
+// the API checked that name asks).
+func (s securityAPI) Renew(name string, pub crypto.PublicKey) (*x509.Certificate, error) {
+	v := s.state.View()
+	if err := leader.MayRenew(v, name, s.cfg.Name); err != nil {
 		return nil, err
 	}
 	ca, _, err := clusterCA(v)
@@ -235,7 +225,7 @@ func (c *core) signRenewal(name string, pub crypto.PublicKey) (*x509.Certificate
 	if !slices.ContainsFunc(ips, net.IP.IsLoopback) {
 		ips = append(ips, net.IPv4(127, 0, 0, 1))
 	}
-	return ca.SignNode(pki.NodeRequest{Name: name, PublicKey: pub, IPs: ips, Lifetime: c.cfg.CertLifetime}, time.Now())
+	return ca.SignNode(pki.NodeRequest{Name: name, PublicKey: pub, IPs: ips, Lifetime: s.cfg.CertLifetime}, time.Now())
 }
 
 // Revoke is `shoal node revoke NAME` (root only): the node's

@@ -28,7 +28,7 @@ func (s renewalSigner) SignRenewal(ctx context.Context, csr []byte) ([]byte, err
 			if err != nil {
 				return api.RenewResponse{}, err
 			}
-			cert, err := s.c.signRenewal(s.c.cfg.Name, req.PublicKey)
+			cert, err := securityAPI{s.c}.Renew(s.c.cfg.Name, req.PublicKey)
 			if err != nil {
 				return api.RenewResponse{}, err
 			}
