@@ -144,7 +144,7 @@ func (s *Server) Forward(w http.ResponseWriter, r *http.Request, who Caller, bod
 	if r.Header.Get(api.HeaderForwardedBy) != "" {
 		// Forwarded to us, but we are not the leader (any more): let the
 		// original node's client retry rather than bounce between nodes.
-		WriteError(w, cluster.Mark(cluster.ErrUnavailable, errors.New("leadership moved while forwarding; retry")))
+		WriteError(w, cluster.Mark(cluster.ErrUnavailable, errors.New(api.LeadershipMovedMessage+"; retry")))
 		return true
 	}
 	c, err := s.b.LeaderClient()
