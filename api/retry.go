@@ -15,9 +15,10 @@ import (
 // fail in two ways:
 //
 //   - The answer proves it was never proposed: the agent knew no leader
-//     (NoLeaderMessage), or the agent it was forwarded to led no more
-//     (LeadershipMovedMessage). Both are answered before anything reaches
-//     raft, so every write is sent again after them.
+//     (NoLeaderMessage), could not connect to the one it knew
+//     (LeaderUnreachableMessage), or the agent it was forwarded to led no
+//     more (LeadershipMovedMessage). All are answered before anything
+//     reaches raft, so every write is sent again after them.
 //   - Its outcome is unknown: the forward got no answer (502; the leader
 //     may have died after committing it), the leader lost its leadership
 //     while committing it, or an array's later command after its first
@@ -29,12 +30,16 @@ import (
 // (Forwarding): the client that sent them to that agent retries, through
 // it, and it finds the new leader each time.
 
-// Texts of the two answers that prove a write was never proposed: the
-// agent's (agent.errNoLeader) and the forward's (httpapi.Server.Forward).
+// Texts of the answers that prove a write was never proposed: the agent's
+// (agent.errNoLeader) and the forward's (httpapi.Server.Forward).
 const (
-	NoLeaderMessage        = "no raft leader yet"
-	LeadershipMovedMessage = "leadership moved while forwarding"
+	NoLeaderMessage          = "no raft leader yet"
+	LeaderUnreachableMessage = "could not connect to the leader"
+	LeadershipMovedMessage   = "leadership moved while forwarding"
 )
+
+// neverProposed are those texts.
+var neverProposed = []string{NoLeaderMessage, LeaderUnreachableMessage, LeadershipMovedMessage}
 
 // Repeat is what a second copy of a write does once the first has been
 // applied, decided per operation from what the FSM does on a repeat.
@@ -66,7 +71,7 @@ type outcome int
 
 const (
 	final       outcome = iota // the answer stands: a success, a refusal, a transport error
-	notProposed                // refused before reaching raft: no leader, leadership moved
+	notProposed                // refused before reaching raft: neverProposed
 	unknown                    // may or may not have been applied: 502, 503, 504
 )
 
@@ -78,8 +83,10 @@ func outcomeOf(err error) outcome {
 	}
 	switch se.Code {
 	case http.StatusServiceUnavailable:
-		if strings.Contains(se.Message, NoLeaderMessage) || strings.Contains(se.Message, LeadershipMovedMessage) {
-			return notProposed
+		for _, m := range neverProposed {
+			if strings.Contains(se.Message, m) {
+				return notProposed
+			}
 		}
 		return unknown
 	case http.StatusBadGateway, http.StatusGatewayTimeout:

@@ -17,6 +17,7 @@ import (
 var (
 	errNoLeader = &StatusError{Code: http.StatusServiceUnavailable, Message: NoLeaderMessage + ": the cluster is forming or has lost its quorum; retry"}
 	errMoved    = &StatusError{Code: http.StatusServiceUnavailable, Message: LeadershipMovedMessage + "; retry"}
+	errNoDial   = &StatusError{Code: http.StatusServiceUnavailable, Message: "forward to leader: " + LeaderUnreachableMessage + ": dial tcp 127.0.0.1:4: connect: connection refused; retry"}
 	errLost     = &StatusError{Code: http.StatusServiceUnavailable, Message: "apply cancel-job: not the raft leader (no leader known): leadership lost while committing log"}
 	errNoAnswer = &StatusError{Code: http.StatusBadGateway, Message: "forward to leader: POST /v1/jobs/7/signal: EOF"}
 	errTimedOut = &StatusError{Code: http.StatusGatewayTimeout, Message: "apply cancel-job: context deadline exceeded"}
@@ -40,6 +41,7 @@ func TestRetryAfter(t *testing.T) {
 		{"no leader, once", http.MethodPost, Once, errNoLeader, 1, 0, 25 * time.Millisecond},
 		{"moved, once", http.MethodPost, Once, errMoved, 2, 0, 50 * time.Millisecond},
 		{"moved, idempotent", http.MethodDelete, Idempotent, errMoved, 3, 0, 100 * time.Millisecond},
+		{"leader unreachable, once", http.MethodPost, Once, errNoDial, 1, 0, 25 * time.Millisecond},
 		{"lost commit, once", http.MethodPost, Once, errLost, 1, 0, 0},
 		{"lost commit, idempotent", http.MethodDelete, Idempotent, errLost, 1, 0, 25 * time.Millisecond},
 		{"forward unanswered, once", http.MethodPost, Once, errNoAnswer, 1, 0, 0},
@@ -86,6 +88,9 @@ func TestWriteAcrossLeaderChange(t *testing.T) {
 		{"signal after leadership moved", func(c *Client) error {
 			return c.Signal(context.Background(), 7, SignalRequest{Signal: 10})
 		}, []error{errMoved, nil}, 2, ""},
+		{"signal after the leader could not be reached", func(c *Client) error {
+			return c.Signal(context.Background(), 7, SignalRequest{Signal: 10})
+		}, []error{errNoDial, errNoLeader, nil}, 3, ""},
 		{"signal with its outcome unknown", func(c *Client) error {
 			return c.Signal(context.Background(), 7, SignalRequest{Signal: 10})
 		}, []error{errNoAnswer, nil}, 1, "EOF (not sent again: it may have taken effect, and a second copy could act twice)"},
