@@ -103,7 +103,8 @@ func (p *peerClients) reset() {
 const maxPeerClients = 1024
 
 // errNoLeader is returned when no leader is known to forward to.
-var errNoLeader = cluster.Mark(cluster.ErrUnavailable, errors.New("no raft leader yet: the cluster is forming or has lost its quorum; retry"))
+// Clients send any write again after it (api.NoLeaderMessage).
+var errNoLeader = cluster.Mark(cluster.ErrUnavailable, errors.New(api.NoLeaderMessage+": the cluster is forming or has lost its quorum; retry"))
 
 // leaderAPI returns the leader's name and API address, and whether we are
 // it.
@@ -172,7 +173,8 @@ func noReplyFrom[Req any](f func(context.Context, Req) error) func(context.Conte
 }
 
 // LeaderClient returns a client for the leader that marks requests as
-// forwarded by this node.
+// forwarded by this node and sends each once (api.Client.Forwarding):
+// the caller's own client, or loop, sends it again.
 func (c *core) LeaderClient() (*api.Client, error) {
 	name, addr, _, err := c.leaderAPI()
 	if err != nil {
@@ -182,7 +184,7 @@ func (c *core) LeaderClient() (*api.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cl.WithHeader(api.HeaderForwardedBy, c.cfg.Name), nil
+	return cl.Forwarding(c.cfg.Name), nil
 }
 
 func (c *core) meta(hasRaftState bool) gossip.Meta {

@@ -92,6 +92,9 @@ type Client struct {
 	http     *http.Client
 	identity *Identity
 	header   http.Header
+	// forwarding: an agent passing requests on, which sends nothing again
+	// (Forwarding).
+	forwarding bool
 }
 
 // NewClient returns a client for addr: "unix:///path/shoal.sock",
@@ -155,6 +158,17 @@ func (c *Client) WithIdentity(id Identity) *Client {
 	return &cc
 }
 
+// Forwarding returns a copy of c for agent node passing requests on (to
+// the leader): each is marked forwarded by node, and sent once, whatever
+// the answer. The client that sent it to node retries it, through node,
+// which looks up the leader afresh each time; node retrying it against the
+// leader it knew would only repeat the answer until that one leads again.
+func (c *Client) Forwarding(node string) *Client {
+	cc := c.WithHeader(HeaderForwardedBy, node)
+	cc.forwarding = true
+	return cc
+}
+
 // WithToken returns a copy of c that sends a user token (from 'shoal
 // token create') with every request.
 func (c *Client) WithToken(token string) *Client {
@@ -176,16 +190,18 @@ func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 // Base is the URL the client sends to.
 func (c *Client) Base() string { return c.base }
 
-// noLeaderWait is how long Do retries a write that found no leader to
-// forward to: an election takes about a second, and such a write never
-// reached a leader, so sending it again cannot apply it twice.
-const noLeaderWait = 20 * time.Second
-
 // Do sends a request and decodes a JSON answer into out (when non-nil). It
-// returns the answer's X-Shoal-Index. A write answered "no raft leader
-// yet" (an election under way) is sent again, with backoff, for up to
-// noLeaderWait.
+// returns the answer's X-Shoal-Index. A write is sent again, with backoff,
+// across a leader change as retry.go says for a write of kind Once: only
+// after an answer proving it was never proposed.
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) (uint64, error) {
+	return c.Write(ctx, Once, method, path, in, out)
+}
+
+// Write is Do for a write whose second copy does what r says: an
+// Idempotent one is also sent again when a leader change left the
+// outcome of an attempt unknown (retry.go).
+func (c *Client) Write(ctx context.Context, r Repeat, method, path string, in, out any) (uint64, error) {
 	var payload []byte
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -194,19 +210,24 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) (uint
 		}
 		payload = b
 	}
-	deadline := time.Now().Add(noLeaderWait)
+	start := time.Now()
+	var lost error // the first attempt whose outcome is unknown
 	for attempt := 1; ; attempt++ {
 		index, err := c.do(ctx, method, path, payload, in != nil, out)
-		var se *StatusError
-		backoff := FailoverBackoff(attempt)
-		if method == http.MethodGet || !errors.As(err, &se) || se.Code != http.StatusServiceUnavailable ||
-			!strings.Contains(se.Message, "no raft leader yet") || time.Now().Add(backoff).After(deadline) {
+		if err == nil || c.forwarding {
 			return index, err
+		}
+		if lost == nil && outcomeOf(err) == unknown {
+			lost = err
+		}
+		wait, again := retryAfter(method, r, err, attempt, time.Since(start))
+		if !again {
+			return index, explain(method, r, err, lost)
 		}
 		select {
 		case <-ctx.Done():
 			return index, err
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -221,7 +242,8 @@ const (
 // that a leader change may explain: 25 ms, 50 ms, then 100 ms each. A
 // failover takes under a second, so a write sent during one learns of the
 // new leader within 100 ms of it; the retry carries the same request id
-// (Submit), or found no leader at all (Do), so it never applies twice.
+// (Submit), or was never proposed, or is harmless to repeat (Write), so it
+// never acts twice.
 // Ten tries a second per waiting client cost an agent nothing.
 func FailoverBackoff(attempt int) time.Duration {
 	d := failoverBackoffFirst
@@ -275,9 +297,13 @@ func (c *Client) do(ctx context.Context, method, path string, payload []byte, ha
 // request id (a retry never yields two jobs) for up to retryFor.
 func (c *Client) Submit(ctx context.Context, req SubmitRequest, retryFor time.Duration) (SubmitResponse, error) {
 	var out SubmitResponse
+	r := Once
+	if req.RequestID != "" {
+		r = Idempotent // the FSM answers a repeat with the job the id made
+	}
 	deadline := time.Now().Add(retryFor)
 	for attempt := 1; ; attempt++ {
-		_, err := c.Do(ctx, http.MethodPost, "/v1/jobs", req, &out)
+		_, err := c.Write(ctx, r, http.MethodPost, "/v1/jobs", req, &out)
 		if err == nil {
 			return out, nil
 		}
@@ -330,16 +356,18 @@ func (c *Client) Jobs(ctx context.Context, all bool) ([]Job, error) {
 	return js, err
 }
 
-// Cancel cancels a job.
+// Cancel cancels a job. Idempotent: a cancelled job stays cancelled (a
+// repeat is answered "already finished").
 func (c *Client) Cancel(ctx context.Context, id uint64) error {
-	_, err := c.Do(ctx, http.MethodDelete, fmt.Sprintf("/v1/jobs/%d", id), nil, nil)
+	_, err := c.Write(ctx, Idempotent, http.MethodDelete, fmt.Sprintf("/v1/jobs/%d", id), nil, nil)
 	return err
 }
 
-// TestOnly asks when and where req could start, without submitting it.
+// TestOnly asks when and where req could start, without submitting it
+// (Idempotent: it changes nothing).
 func (c *Client) TestOnly(ctx context.Context, req SubmitRequest) (TestOnlyResponse, error) {
 	var out TestOnlyResponse
-	_, err := c.Do(ctx, http.MethodPost, "/v1/jobs?test_only=1", req, &out)
+	_, err := c.Write(ctx, Idempotent, http.MethodPost, "/v1/jobs?test_only=1", req, &out)
 	return out, err
 }
 
@@ -352,39 +380,41 @@ func (c *Client) JobByRef(ctx context.Context, ref string) (Job, error) {
 }
 
 // CancelRef cancels a job, an array element ("12_3"), some elements
-// ("12_[1-3]"), or every live element of array 12 ("12").
+// ("12_[1-3]"), or every live element of array 12 ("12"). Idempotent, as
+// Cancel; a repeat passes over an array's elements already finished.
 func (c *Client) CancelRef(ctx context.Context, ref string) (JobsChanged, error) {
 	var out JobsChanged
-	_, err := c.Do(ctx, http.MethodDelete, "/v1/jobs/"+url.PathEscape(ref), nil, &out)
+	_, err := c.Write(ctx, Idempotent, http.MethodDelete, "/v1/jobs/"+url.PathEscape(ref), nil, &out)
 	return out, err
 }
 
 // Hold holds pending jobs named as CancelRef names them: an
 // administrator's hold when root asks, unless user is set (scontrol
-// uhold).
+// uhold). Idempotent: the FSM takes a hold the job has as a no-op.
 func (c *Client) Hold(ctx context.Context, ref string, user bool) (JobsChanged, error) {
-	return c.jobWrite(ctx, ref, "hold", user, "kind=user")
+	return c.jobWrite(ctx, Idempotent, ref, "hold", user, "kind=user")
 }
 
-// Release releases held jobs.
+// Release releases held jobs. Idempotent, as Hold.
 func (c *Client) Release(ctx context.Context, ref string) (JobsChanged, error) {
-	return c.jobWrite(ctx, ref, "release", false, "")
+	return c.jobWrite(ctx, Idempotent, ref, "release", false, "")
 }
 
 // Requeue sends running or ended jobs back to the queue, held with hold
-// (scontrol requeuehold).
+// (scontrol requeuehold). Once: by the time a second copy arrives the
+// requeued job may run again, and it would requeue that run.
 func (c *Client) Requeue(ctx context.Context, ref string, hold bool) (JobsChanged, error) {
-	return c.jobWrite(ctx, ref, "requeue", hold, "hold=1")
+	return c.jobWrite(ctx, Once, ref, "requeue", hold, "hold=1")
 }
 
 // jobWrite is POST /v1/jobs/{ref}/{verb}, with query when withQuery.
-func (c *Client) jobWrite(ctx context.Context, ref, verb string, withQuery bool, query string) (JobsChanged, error) {
+func (c *Client) jobWrite(ctx context.Context, r Repeat, ref, verb string, withQuery bool, query string) (JobsChanged, error) {
 	path := "/v1/jobs/" + url.PathEscape(ref) + "/" + verb
 	if withQuery {
 		path += "?" + query
 	}
 	var out JobsChanged
-	_, err := c.Do(ctx, http.MethodPost, path, nil, &out)
+	_, err := c.Write(ctx, r, http.MethodPost, path, nil, &out)
 	return out, err
 }
 
@@ -396,9 +426,10 @@ type PriorityRequest struct {
 }
 
 // SetPriority sets an administrator's priority on jobs (root only).
+// Idempotent: the priority is absolute.
 func (c *Client) SetPriority(ctx context.Context, ref string, priority int64) (JobsChanged, error) {
 	var out JobsChanged
-	_, err := c.Do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(ref)+"/priority", PriorityRequest{Priority: priority}, &out)
+	_, err := c.Write(ctx, Idempotent, http.MethodPost, "/v1/jobs/"+url.PathEscape(ref)+"/priority", PriorityRequest{Priority: priority}, &out)
 	return out, err
 }
 
@@ -420,10 +451,16 @@ type UpdateRequest struct {
 	Nice       *int    `json:"nice,omitempty"`
 }
 
-// UpdateJob changes fields of jobs (scontrol update JobId=).
+// UpdateJob changes fields of jobs (scontrol update JobId=). Idempotent
+// when every field is absolute; Once with TimeLimitAddS, which a second
+// copy would add again.
 func (c *Client) UpdateJob(ctx context.Context, ref string, req UpdateRequest) (JobsChanged, error) {
+	r := Idempotent
+	if req.TimeLimitAddS != nil {
+		r = Once
+	}
 	var out JobsChanged
-	_, err := c.Do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(ref)+"/update", req, &out)
+	_, err := c.Write(ctx, r, http.MethodPost, "/v1/jobs/"+url.PathEscape(ref)+"/update", req, &out)
 	return out, err
 }
 
@@ -443,14 +480,16 @@ func (c *Client) JobGPU(ctx context.Context, id uint64) ([]JobGPU, error) {
 }
 
 // Drain keeps new jobs off a node; running ones finish. Root only.
+// Idempotent: a drain already in place is a no-op.
 func (c *Client) Drain(ctx context.Context, node, reason string) error {
-	_, err := c.Do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(node)+"/drain", DrainRequest{Reason: reason}, nil)
+	_, err := c.Write(ctx, Idempotent, http.MethodPost, "/v1/nodes/"+url.PathEscape(node)+"/drain", DrainRequest{Reason: reason}, nil)
 	return err
 }
 
-// Resume lets jobs land on a drained node again. Root only.
+// Resume lets jobs land on a drained node again. Root only. Idempotent,
+// as Drain.
 func (c *Client) Resume(ctx context.Context, node string) error {
-	_, err := c.Do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(node)+"/resume", nil, nil)
+	_, err := c.Write(ctx, Idempotent, http.MethodPost, "/v1/nodes/"+url.PathEscape(node)+"/resume", nil, nil)
 	return err
 }
 
@@ -482,16 +521,18 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	return out, err
 }
 
-// StartStep starts an srun step in a running job and returns its id.
+// StartStep starts an srun step in a running job and returns its id. Once:
+// a second copy would start a second step.
 func (c *Client) StartStep(ctx context.Context, job uint64, req StepRequest) (StepResponse, error) {
 	var out StepResponse
 	_, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/v1/jobs/%d/steps", job), req, &out)
 	return out, err
 }
 
-// CancelStep stops a running step.
+// CancelStep stops a running step. Idempotent: a cancelled step stays
+// cancelled (a repeat is answered "already finished").
 func (c *Client) CancelStep(ctx context.Context, job uint64, step int) error {
-	_, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/v1/jobs/%d/steps/%d/cancel", job, step), nil, nil)
+	_, err := c.Write(ctx, Idempotent, http.MethodPost, fmt.Sprintf("/v1/jobs/%d/steps/%d/cancel", job, step), nil, nil)
 	return err
 }
 
@@ -565,8 +606,8 @@ func (c *Client) SwitchReports(ctx context.Context) ([]cluster.SwitchReport, err
 }
 
 // ReportSwitch records what a switch's lldpd sees (root; `shoal topology
-// report`).
+// report`). Idempotent: a report replaces the switch's last.
 func (c *Client) ReportSwitch(ctx context.Context, r cluster.SwitchReport) error {
-	_, err := c.Do(ctx, http.MethodPost, "/v1/topology/switches", r, nil)
+	_, err := c.Write(ctx, Idempotent, http.MethodPost, "/v1/topology/switches", r, nil)
 	return err
 }

@@ -7,6 +7,10 @@
 // them without knowing Go's zero time.
 //
 // The client reaches an agent over its Unix socket ("unix:///path") or
-// TCP ("http://host:port"). It never retries on its own except where a
-// request id makes the retry safe (Submit).
+// TCP ("http://host:port"). It sends a request again on its own only
+// across a leader change, and only when that cannot make it act twice
+// (retry.go): any write an agent refused before proposing it, and an
+// Idempotent write (cancel, hold, drain, a submit with its request id)
+// whose outcome the change left unknown. Each client method says which
+// its write is.
 package api

@@ -72,9 +72,10 @@ func (c *Client) Policy(ctx context.Context) (PolicyResponse, error) {
 	return out, err
 }
 
-// SetPolicy replaces the queue policy. Root only.
+// SetPolicy replaces the queue policy. Root only. Idempotent: it
+// replaces the whole policy.
 func (c *Client) SetPolicy(ctx context.Context, p cluster.PolicyFile) error {
-	_, err := c.Do(ctx, http.MethodPost, "/v1/policy", p, nil)
+	_, err := c.Write(ctx, Idempotent, http.MethodPost, "/v1/policy", p, nil)
 	return err
 }
 

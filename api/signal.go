@@ -18,7 +18,8 @@ type SignalRequest struct {
 }
 
 // Signal asks every node running a task of job to send it sig. It returns
-// once the request is committed; the nodes deliver it within moments.
+// once the request is committed; the nodes deliver it within moments. Once:
+// each copy is delivered.
 func (c *Client) Signal(ctx context.Context, job uint64, req SignalRequest) error {
 	_, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/v1/jobs/%d/signal", job), req, nil)
 	return err

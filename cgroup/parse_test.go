@@ -146,6 +146,30 @@ func TestStatFiles(t *testing.T) {
 	}
 }
 
+// TestScaleCPUTimes: v1's tick-sampled user and system split is scaled
+// to the measured total as the kernel's cputime_adjust does, the total
+// kept exactly.
+func TestScaleCPUTimes(t *testing.T) {
+	const ms = time.Millisecond
+	for _, tc := range []struct {
+		total, user, system time.Duration
+		wantUser, wantSys   time.Duration
+	}{
+		{537 * ms, 48 * ms, 352 * ms, 537*ms - 472560*time.Microsecond, 472560 * time.Microsecond},
+		{500 * ms, 300 * ms, 300 * ms, 250 * ms, 250 * ms},
+		{500 * ms, 0, 0, 500 * ms, 0},
+		{500 * ms, 10 * ms, 0, 500 * ms, 0},
+		{500 * ms, 0, 10 * ms, 0, 500 * ms},
+		{0, 10 * ms, 10 * ms, 0, 0},
+		{1<<63 - 1, 1<<63 - 1, 1<<63 - 1, (1<<63 - 1) - (1<<63-1)/2, (1<<63 - 1) / 2},
+	} {
+		u, s := scaleCPUTimes(tc.total, tc.user, tc.system)
+		if u != tc.wantUser || s != tc.wantSys || (tc.total > 0 && u+s != tc.total) {
+			t.Errorf("scaleCPUTimes(%s, %s, %s) = %s, %s; want %s, %s", tc.total, tc.user, tc.system, u, s, tc.wantUser, tc.wantSys)
+		}
+	}
+}
+
 // twoSockets is a 2-socket, 2-core, 2-thread host numbered as Linux does
 // on most servers: thread 0 of every core first.
 var twoSockets = []HostCPU{

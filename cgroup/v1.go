@@ -3,6 +3,7 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"slices"
@@ -308,8 +309,38 @@ func (h *v1) Stats(path string) (Stats, error) {
 		} else if err := readCPUTimes(&s, path, d, "cpuacct.stat", parseCPUAcctStat); err != nil {
 			return s, err
 		}
+		// That split is sampled at the scheduler's tick, not measured:
+		// whatever runs when a tick fires is charged the whole tick, so
+		// a task sharing a CPU is counted short or long (412 ms for 500
+		// ms burned at load 15). cpuacct.usage is the tasks' run time as
+		// the scheduler measured it, in ns: scale the split to it, as
+		// the kernel does for getrusage and v2's cpu.stat.
+		total, err := readValue(d, "cpuacct.usage")
+		if err != nil {
+			return s, fmt.Errorf("cgroup %s: %w", path, err)
+		}
+		s.UserCPU, s.SystemCPU = scaleCPUTimes(time.Duration(total), s.UserCPU, s.SystemCPU)
 	}
 	return s, nil
+}
+
+// scaleCPUTimes splits total (measured) in the ratio of user to system
+// (sampled), as the kernel's cputime_adjust does: all of it to user when
+// system is 0, all to system when user is 0.
+func scaleCPUTimes(total, user, system time.Duration) (time.Duration, time.Duration) {
+	switch {
+	case total <= 0:
+		return 0, 0
+	case system <= 0:
+		return total, 0
+	case user <= 0:
+		return 0, total
+	}
+	// total*system fits 128 bits and the quotient is at most total, so
+	// Div64 cannot overflow.
+	hi, lo := bits.Mul64(uint64(total), uint64(system))
+	sys, _ := bits.Div64(hi, lo, uint64(user)+uint64(system))
+	return total - time.Duration(sys), time.Duration(sys)
 }
 
 // userHZ is the unit of cpuacct.stat: USER_HZ, 100 on every Linux ABI.

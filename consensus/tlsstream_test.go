@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,27 +76,81 @@ func TestTLSStream(t *testing.T) {
 	_, index := submit(t, nodes, "over-tls")
 	waitConverged(t, nodes, index)
 
-	// A rogue server with a certificate of its own CA, bootstrapped with a
-	// higher term's worth of elections, cannot reach any of them.
+	// A rogue server with a certificate of its own CA, bootstrapped as s1
+	// with s2 and s3 for peers, campaigns again and again: were one of its
+	// vote requests to reach them, its higher term would unseat their
+	// leader. Once it has tried each peer a few times (a count of its
+	// dials, not a time), none of its dials may have connected; on the
+	// first that does, the test fails at once.
 	rogueCA, err := pki.NewCA("rogue", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rogue := &testNode{id: "s1", dir: t.TempDir(), stream: tlsNodeStream(t, rogueCA, "s1")}
+	var rogueDials *dialCounter
+	rogueStream := tlsNodeStream(t, rogueCA, "s1")
+	rogue := &testNode{id: "s1", dir: t.TempDir(), stream: func(tb testing.TB, addr string) raft.StreamLayer {
+		rogueDials = &dialCounter{StreamLayer: rogueStream(tb, addr)}
+		return rogueDials
+	}}
 	rogue.open(t, FastTiming())
 	rs := append([]Server{{ID: "s1", Addr: rogue.addr, Suffrage: Voter}}, servers[1:]...)
 	if err := rogue.r.Bootstrap(rs); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second) // many election timeouts of the rogue
-	for _, n := range nodes {
-		if id, _ := n.r.Leader(); id == "" {
-			t.Errorf("%s lost its leader to a rogue server", n.id)
+	const rogueTries = 3 // dials to each peer: campaigns of the rogue's
+	waitFor(t, fmt.Sprintf("the rogue to connect, or to fail to dial each peer %d times", rogueTries), func() bool {
+		if rogueDials.connected() > 0 {
+			return true
 		}
+		for _, s := range servers[1:] {
+			if rogueDials.failedTo(s.Addr) < rogueTries {
+				return false
+			}
+		}
+		return true
+	})
+	if n := rogueDials.connected(); n != 0 {
+		t.Errorf("the rogue server connected %d times to servers of another CA", n)
 	}
 	_, index = submit(t, nodes, "after-rogue")
 	waitConverged(t, nodes, index)
 	if got := rogue.st.Index(); got >= index {
 		t.Errorf("rogue replica applied index %d of the cluster's log", got)
 	}
+}
+
+// dialCounter is a stream layer that counts its dials: those that
+// connected, and those that failed by address.
+type dialCounter struct {
+	raft.StreamLayer
+	mu     sync.Mutex
+	ok     int
+	failed map[string]int
+}
+
+func (d *dialCounter) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	c, err := d.StreamLayer.Dial(addr, timeout)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		if d.failed == nil {
+			d.failed = map[string]int{}
+		}
+		d.failed[string(addr)]++
+	} else {
+		d.ok++
+	}
+	return c, err
+}
+
+func (d *dialCounter) connected() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ok
+}
+
+func (d *dialCounter) failedTo(addr string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.failed[addr]
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -150,7 +151,7 @@ func (s *Server) Forward(w http.ResponseWriter, r *http.Request, who Caller, bod
 	if r.Header.Get(api.HeaderForwardedBy) != "" {
 		// Forwarded to us, but we are not the leader (any more): let the
 		// original node's client retry rather than bounce between nodes.
-		WriteError(w, cluster.Mark(cluster.ErrUnavailable, errors.New("leadership moved while forwarding; retry")))
+		WriteError(w, cluster.Mark(cluster.ErrUnavailable, errors.New(api.LeadershipMovedMessage+"; retry")))
 		return true
 	}
 	c, err := s.Cluster.LeaderClient()
@@ -164,7 +165,15 @@ func (s *Server) Forward(w http.ResponseWriter, r *http.Request, who Caller, bod
 	index, err := c.WithIdentity(who.Identity).Do(ctx, r.Method, r.URL.RequestURI(), body, &out)
 	if err != nil {
 		var se *api.StatusError
-		if !errors.As(err, &se) {
+		var op *net.OpError
+		switch {
+		case errors.As(err, &se): // the leader's own answer
+		case errors.As(err, &op) && op.Op == "dial":
+			// Nothing was sent (net/http resends a request only when
+			// nothing of it was written): the client may send any write
+			// again (api.LeaderUnreachableMessage).
+			err = cluster.Mark(cluster.ErrUnavailable, fmt.Errorf("forward to leader: %s: %w; retry", api.LeaderUnreachableMessage, err))
+		default:
 			err = cluster.Mark(ErrUpstream, fmt.Errorf("forward to leader: %w", err))
 		}
 		WriteError(w, err)
