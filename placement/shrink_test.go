@@ -14,9 +14,7 @@ import (
 func TestPreempt(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	running := func(id cluster.JobID, ran time.Duration, byNode ...any) *cluster.Job {
-		j := holding(id, cluster.JobRunning, false, byNode...)
-		j.StartTime = now.Add(-ran)
-		return j
+		return runningSince(now, id, ran, byNode...)
 	}
 	// elastic: a running elastic job with minimum min.
 	elastic := func(id cluster.JobID, min int, ran time.Duration, byNode ...any) *cluster.Job {
@@ -103,37 +101,13 @@ func TestPreempt(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var cands []*cluster.Job
-			for _, j := range tt.jobs {
-				if tt.cands == nil || slices.Contains(tt.cands, j.ID) {
-					cands = append(cands, j)
-				}
-			}
 			v := NewView(nodes, tt.jobs)
-			got, ok := Preempt(v, tt.want, cands, now)
+			got, ok := Preempt(v, tt.want, among(tt.jobs, tt.cands), now)
 			if ok != tt.ok || !slices.Equal(got.Shrinks, tt.shrinks) || !slices.Equal(got.Victims, tt.victims) {
 				t.Fatalf("Preempt = %+v, %v; want shrinks %v victims %v, %v", got, ok, tt.shrinks, tt.victims, tt.ok)
 			}
-			if !ok {
-				return
-			}
-			// Without the victims and the nodes given up, the job fits.
-			var rest []*cluster.Job
-			for _, j := range tt.jobs {
-				if slices.Contains(got.Victims, j.ID) {
-					continue
-				}
-				c := *j
-				c.Alloc = j.Alloc.Clone()
-				for _, s := range got.Shrinks {
-					if s.Job == j.ID {
-						c.Alloc.Nodes[c.Alloc.Find(s.Node)].Released = true
-					}
-				}
-				rest = append(rest, &c)
-			}
-			if res := Place(NewView(nodes, rest), []*cluster.Job{tt.want}, now); len(res.Decisions) != 1 {
-				t.Errorf("with %+v the job still does not fit: %v", got, res.Reasons)
+			if ok {
+				checkFitsAfter(t, nodes, tt.jobs, tt.want, got, now)
 			}
 		})
 	}
