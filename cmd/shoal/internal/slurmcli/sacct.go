@@ -74,18 +74,9 @@ type sacctField struct {
 // set.
 func (v slurmView) sacctTime(s string) string { return v.date(s, "Unknown") }
 
-// sacctElapsed is secs2time_str: [D-]HH:MM:SS.
-func sacctElapsed(d time.Duration) string {
-	t := int64(d / time.Second)
-	if t < 0 {
-		t = 0
-	}
-	s, m, h, days := t%60, t/60%60, t/3600%24, t/86400
-	if days > 0 {
-		return fmt.Sprintf("%d-%02d:%02d:%02d", days, h, m, s)
-	}
-	return fmt.Sprintf("%02d:%02d:%02d", h, m, s)
-}
+// sacctElapsed is secs2time_str: [D-]HH:MM:SS, a negative duration
+// (clock steps) as 00:00:00.
+func sacctElapsed(d time.Duration) string { return slurm.FormatHMS(max(d, 0)) }
 
 // sacctExitCode renders an exit code as sacct's "code:signal". Shoal
 // records a rank killed by a signal as 128+signal, as a shell does, so
