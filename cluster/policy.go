@@ -420,20 +420,11 @@ func (p *Policy) Clone() *Policy {
 		return nil
 	}
 	c := *p
-	c.Accounts = slices.Clone(p.Accounts)
-	for i := range c.Accounts {
-		c.Accounts[i].Users = slices.Clone(p.Accounts[i].Users)
-	}
+	c.Accounts = cloneEach(p.Accounts, func(a *AccountShare) { a.Users = slices.Clone(a.Users) })
 	c.QoS = slices.Clone(p.QoS)
 	c.Operators = slices.Clone(p.Operators)
-	c.Preempt = slices.Clone(p.Preempt)
-	for i := range c.Preempt {
-		c.Preempt[i].Preempts = slices.Clone(p.Preempt[i].Preempts)
-	}
-	c.Partitions = slices.Clone(p.Partitions)
-	for i := range c.Partitions {
-		c.Partitions[i].Nodes = slices.Clone(p.Partitions[i].Nodes)
-	}
+	c.Preempt = cloneEach(p.Preempt, func(r *PreemptRule) { r.Preempts = slices.Clone(r.Preempts) })
+	c.Partitions = cloneEach(p.Partitions, func(q *Partition) { q.Nodes = slices.Clone(q.Nodes) })
 	return &c
 }
 
