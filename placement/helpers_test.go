@@ -70,8 +70,38 @@ func runningSince(now time.Time, id cluster.JobID, ran time.Duration, byNode ...
 	return j
 }
 
-// among returns the jobs whose ids are in ids (a preemption test's
-// candidates); nil ids: all of them.
+// preemptCase is a case of TestVictims or TestPreempt: with jobs
+// running, the plan to make room for want from the candidates cands (of
+// jobs; nil: all), and whether there is one.
+type preemptCase struct {
+	name    string
+	jobs    []*cluster.Job
+	want    *cluster.Job
+	cands   []cluster.JobID
+	shrinks []Shrink
+	victims []cluster.JobID
+	ok      bool
+}
+
+// runPreemptCases checks plan (Victims or Preempt, named name) against
+// each case on nodes at now: the plan expected, and want fitting once it
+// is carried out.
+func runPreemptCases(t *testing.T, nodes []*cluster.Node, now time.Time, tests []preemptCase, name string, plan func(v *View, job *cluster.Job, cands []*cluster.Job) (Plan, bool)) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := plan(NewView(nodes, tt.jobs), tt.want, among(tt.jobs, tt.cands))
+			if ok != tt.ok || !slices.Equal(got.Shrinks, tt.shrinks) || !slices.Equal(got.Victims, tt.victims) {
+				t.Fatalf("%s = %+v, %v; want shrinks %v victims %v, %v", name, got, ok, tt.shrinks, tt.victims, tt.ok)
+			}
+			if ok {
+				checkFitsAfter(t, nodes, tt.jobs, tt.want, got, now)
+			}
+		})
+	}
+}
+
+// among returns the jobs whose ids are in ids; nil ids: all of them.
 func among(jobs []*cluster.Job, ids []cluster.JobID) []*cluster.Job {
 	var out []*cluster.Job
 	for _, j := range jobs {

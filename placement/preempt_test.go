@@ -1,7 +1,6 @@
 package placement
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -16,14 +15,7 @@ func TestVictims(t *testing.T) {
 		return runningSince(now, id, ran, byNode...)
 	}
 	nodes := cat(mkLeaf("a", 2, 4, "a", "s0"), mkLeaf("b", 2, 4, "b", "s0"))
-	tests := []struct {
-		name    string
-		jobs    []*cluster.Job
-		want    *cluster.Job
-		cands   []cluster.JobID // of jobs; nil: all
-		victims []cluster.JobID
-		ok      bool
-	}{{
+	tests := []preemptCase{{
 		name: "the cheaper of two that each free enough",
 		jobs: []*cluster.Job{
 			running(1, 10*time.Hour, "a1", seq(0, 3)),
@@ -73,16 +65,8 @@ func TestVictims(t *testing.T) {
 		cands: []cluster.JobID{1},
 		ok:    false,
 	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v := NewView(nodes, tt.jobs)
-			got, ok := Victims(v, tt.want, among(tt.jobs, tt.cands), now)
-			if ok != tt.ok || !slices.Equal(got, tt.victims) {
-				t.Fatalf("Victims = %v, %v; want %v, %v", got, ok, tt.victims, tt.ok)
-			}
-			if ok {
-				checkFitsAfter(t, nodes, tt.jobs, tt.want, Plan{Victims: got}, now)
-			}
-		})
-	}
+	runPreemptCases(t, nodes, now, tests, "Victims", func(v *View, job *cluster.Job, cands []*cluster.Job) (Plan, bool) {
+		victims, ok := Victims(v, job, cands, now)
+		return Plan{Victims: victims}, ok
+	})
 }

@@ -1,7 +1,6 @@
 package placement
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -24,15 +23,7 @@ func TestPreempt(t *testing.T) {
 		return j
 	}
 	nodes := cat(mkLeaf("a", 2, 4, "a", "s0"), mkLeaf("b", 2, 4, "b", "s0"))
-	tests := []struct {
-		name    string
-		jobs    []*cluster.Job
-		want    *cluster.Job
-		cands   []cluster.JobID // of jobs; nil: all
-		shrinks []Shrink
-		victims []cluster.JobID
-		ok      bool
-	}{{
+	tests := []preemptCase{{
 		name: "shrinking alone makes room: nobody stopped, though a cheaper victim would do",
 		jobs: []*cluster.Job{
 			elastic(1, 2, 10*time.Hour, "a1", seq(0, 3), "a2", seq(0, 3), "b1", seq(0, 3)),
@@ -99,16 +90,7 @@ func TestPreempt(t *testing.T) {
 		cands: []cluster.JobID{1},
 		ok:    false,
 	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v := NewView(nodes, tt.jobs)
-			got, ok := Preempt(v, tt.want, among(tt.jobs, tt.cands), now)
-			if ok != tt.ok || !slices.Equal(got.Shrinks, tt.shrinks) || !slices.Equal(got.Victims, tt.victims) {
-				t.Fatalf("Preempt = %+v, %v; want shrinks %v victims %v, %v", got, ok, tt.shrinks, tt.victims, tt.ok)
-			}
-			if ok {
-				checkFitsAfter(t, nodes, tt.jobs, tt.want, got, now)
-			}
-		})
-	}
+	runPreemptCases(t, nodes, now, tests, "Preempt", func(v *View, job *cluster.Job, cands []*cluster.Job) (Plan, bool) {
+		return Preempt(v, job, cands, now)
+	})
 }
