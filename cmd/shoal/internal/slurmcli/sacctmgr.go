@@ -116,7 +116,7 @@ func parseMgrFormat(format string) ([]mgrCol, error) {
 	return parseFieldList(splitList(format), false, "format", func(name string) (*mgrField, int, error) {
 		for i := range mgrFields {
 			c := &mgrFields[i]
-			if len(name) >= c.min && len(name) <= len(c.name) && strings.EqualFold(c.name[:len(name)], name) {
+			if abbreviates(name, c.name, c.min) {
 				return c, c.width, nil
 			}
 		}

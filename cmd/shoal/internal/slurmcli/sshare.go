@@ -87,7 +87,7 @@ func parseSshareFormat(format string) ([]sshareCol, error) {
 	return parseFieldList(splitList(format), false, "-o", func(name string) (*sshareField, int, error) {
 		for i := range sshareFields {
 			f := &sshareFields[i]
-			if name != "" && len(name) <= len(f.name) && strings.EqualFold(f.name[:len(name)], name) {
+			if abbreviates(name, f.name, 1) {
 				return f, f.width, nil
 			}
 		}
