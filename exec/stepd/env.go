@@ -114,41 +114,47 @@ func contractEnv(l task.Launch, localRank int, home string) []string {
 	gpus := nodeGPUs(l, l.NodeIndex)
 	gpuList := cluster.IndexCSV(gpus)
 	rank := l.Rank(localRank)
-	itoa := strconv.Itoa
 
 	env := userEnv(l, nil, home, false)
 	set := func(k, v string) { env[k] = v }
 	jobVars(env, l, l.NodeIndex)
 
-	// The torch.distributed / torchrun contract.
-	set("WORLD_SIZE", itoa(total))
-	set("RANK", itoa(rank))
-	set("LOCAL_RANK", itoa(localRank))
-	set("LOCAL_WORLD_SIZE", itoa(tpn))
-	set("NODE_RANK", itoa(l.NodeIndex))
-	set("GROUP_RANK", itoa(l.NodeIndex))
+	rankVars(env, rankPlace{nodes: nnodes, node: l.NodeIndex, total: total, counts: counts, rank: rank, local: localRank, localTasks: tpn})
 	set("CUDA_VISIBLE_DEVICES", gpuList)
-
-	// Slurm's names, formatted as slurmstepd formats them.
-	set("SLURM_NNODES", itoa(nnodes))
-	set("SLURM_NTASKS", itoa(total))
-	set("SLURM_NPROCS", itoa(total))
-	set("SLURM_TASKS_PER_NODE", slurm.TasksPerNode(counts))
-	set("SLURM_PROCID", itoa(rank))
-	set("SLURM_LOCALID", itoa(localRank))
-	set("SLURM_NODEID", itoa(l.NodeIndex))
 	if len(gpus) > 0 {
 		set("SLURM_STEP_GPUS", gpuList)
 	}
-
-	// Shoal's own names.
-	set("SHOAL_NNODES", itoa(nnodes))
-	set("SHOAL_NTASKS", itoa(total))
-	set("SHOAL_PROCID", itoa(rank))
-	set("SHOAL_LOCALID", itoa(localRank))
-	set("SHOAL_NODEID", itoa(l.NodeIndex))
 	gpuAliases(env)
 	return sortedEnv(env)
+}
+
+// rankPlace is where a rank stands among a job's (or a step's) ranks.
+type rankPlace struct {
+	nodes, node int   // how many nodes; this one's index
+	total       int   // ranks in all
+	counts      []int // tasks on each node
+	rank, local int   // global rank; index on this node
+	localTasks  int   // tasks on this node
+}
+
+// rankVars sets the names a rank's place goes by: the torch.distributed
+// (torchrun) contract's, Slurm's (formatted as slurmstepd formats them)
+// and Shoal's own.
+func rankVars(env map[string]string, p rankPlace) {
+	itoa, total := strconv.Itoa, p.total
+	for k, v := range map[string]string{
+		"WORLD_SIZE": itoa(total), "RANK": itoa(p.rank), "LOCAL_RANK": itoa(p.local),
+		"LOCAL_WORLD_SIZE": itoa(p.localTasks), "NODE_RANK": itoa(p.node), "GROUP_RANK": itoa(p.node),
+
+		"SLURM_NNODES": itoa(p.nodes), "SLURM_NTASKS": itoa(total), "SLURM_NPROCS": itoa(total),
+		"SLURM_TASKS_PER_NODE": slurm.TasksPerNode(p.counts), "SLURM_PROCID": itoa(p.rank),
+		"SLURM_LOCALID": itoa(p.local), "SLURM_NODEID": itoa(p.node),
+
+		"SHOAL_NNODES": itoa(p.nodes), "SHOAL_NTASKS": itoa(total), "SHOAL_PROCID": itoa(p.rank),
+		"SHOAL_LOCALID": itoa(p.local), "SHOAL_NODEID": itoa(p.node),
+	} {
+		env[k] = v
+	}
 }
 
 // stepEnv is contractEnv for a rank of a step.
@@ -189,24 +195,12 @@ func stepEnv(l task.Launch, localRank int, home string) []string {
 		}
 	}
 
-	set("WORLD_SIZE", itoa(total))
-	set("RANK", itoa(rank))
-	set("LOCAL_RANK", itoa(localRank))
-	set("LOCAL_WORLD_SIZE", itoa(sn.Tasks))
-	set("NODE_RANK", itoa(idx))
-	set("GROUP_RANK", itoa(idx))
+	rankVars(env, rankPlace{nodes: len(st.Nodes), node: idx, total: total, counts: counts, rank: rank, local: localRank, localTasks: sn.Tasks})
 	set("CUDA_VISIBLE_DEVICES", cluster.IndexCSV(taskGPUs))
 
 	if l.Spec.Batch != nil { // srun inherits it from the batch shell
 		set("ENVIRONMENT", "BATCH")
 	}
-	set("SLURM_NNODES", itoa(len(st.Nodes)))
-	set("SLURM_NTASKS", itoa(total))
-	set("SLURM_NPROCS", itoa(total))
-	set("SLURM_TASKS_PER_NODE", slurm.TasksPerNode(counts))
-	set("SLURM_PROCID", itoa(rank))
-	set("SLURM_LOCALID", itoa(localRank))
-	set("SLURM_NODEID", itoa(idx))
 	set("SLURM_GTIDS", cluster.IndexCSV(l.Ranks()))
 	set("SLURM_DISTRIBUTION", st.Spec.Dist().Name(total, len(st.Nodes)))
 	if len(gpus) > 0 {
@@ -233,11 +227,6 @@ func stepEnv(l task.Launch, localRank int, home string) []string {
 	set("SLURM_STEP_NUM_TASKS", itoa(total))
 	set("SLURM_STEP_TASKS_PER_NODE", slurm.TasksPerNode(counts))
 
-	set("SHOAL_NNODES", itoa(len(st.Nodes)))
-	set("SHOAL_NTASKS", itoa(total))
-	set("SHOAL_PROCID", itoa(rank))
-	set("SHOAL_LOCALID", itoa(localRank))
-	set("SHOAL_NODEID", itoa(idx))
 	set("SHOAL_STEP_ID", itoa(st.ID))
 	gpuAliases(env)
 	return sortedEnv(env)
