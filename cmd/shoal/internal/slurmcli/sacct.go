@@ -25,13 +25,13 @@ const sacctDefaultFormat = "JobID,JobName,Partition,Account,AllocCPUS,State,Exit
 const sacctBriefFormat = "JobID,State,ExitCode"
 
 var sacctOpts = []slurm.Option{
-	{Long: "jobs", Short: 'j', Arg: slurm.NeedArg},
+	optJobs,
 	optFormat,
 	{Long: "allocations", Short: 'X', Arg: slurm.NoArg},
 	optParsable,
 	optParsable2,
 	{Long: "delimiter", Arg: slurm.NeedArg},
-	{Long: "noheader", Short: 'n', Arg: slurm.NoArg},
+	optNoheader,
 	optUser,
 	{Long: "allusers", Short: 'a', Arg: slurm.NoArg},
 	{Long: "state", Short: 's', Arg: slurm.NeedArg},
@@ -45,7 +45,7 @@ var sacctOpts = []slurm.Option{
 	{Long: "long", Short: 'l', Arg: slurm.NoArg, Unsupported: "name the fields with --format (MaxRSS, AveRSS, TotalCPU, UserCPU, SystemCPU, ReqMem, AllocTRES, TRESUsageInTot are there)"},
 	{Long: "units", Arg: slurm.NeedArg},
 	{Long: "accounts", Short: 'A', Arg: slurm.NeedArg},
-	{Long: "qos", Short: 'q', Arg: slurm.NeedArg},
+	optQoS,
 	{Long: "nodelist", Short: 'N', Arg: slurm.NeedArg},
 	optClusters,
 	{Long: "json", Arg: slurm.NoArg, Unsupported: "use `shoal job N --json`"},

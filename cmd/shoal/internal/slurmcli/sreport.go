@@ -331,10 +331,10 @@ func sreportUsageWidth(n int64, t sreportTime) int {
 
 // sreportOpts are sreport's options (sreport.c's "aM:hnpPQs:t:T:vV").
 var sreportOpts = []slurm.Option{
-	{Long: "noheader", Short: 'n', Arg: slurm.NoArg},
+	optNoheader,
 	optParsable,
 	optParsable2,
-	{Long: "quiet", Short: 'Q', Arg: slurm.NoArg},
+	optQuiet,
 	{Long: "time-format", Short: 't', Arg: slurm.NeedArg},
 	{Long: "tres", Short: 'T', Arg: slurm.NeedArg},
 	optVerbose,

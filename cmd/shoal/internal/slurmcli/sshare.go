@@ -178,7 +178,7 @@ var sshareOpts = []slurm.Option{
 	{Long: "all", Short: 'a', Arg: slurm.NoArg},
 	{Long: "accounts", Short: 'A', Arg: slurm.NeedArg},
 	optLong,
-	{Long: "noheader", Short: 'n', Arg: slurm.NoArg},
+	optNoheader,
 	optFormat,
 	optParsable,
 	optParsable2,
