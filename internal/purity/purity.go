@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"testing"
 )
 
 // forbidden reports whether an import reads the outside world or shared
@@ -93,11 +92,20 @@ func Check(dir string, allowed []string) (bad []string, files int, err error) {
 	return bad, files, nil
 }
 
+// T is the part of *testing.T that Test uses (this package imports no
+// testing: it reads no test file, and its own test checks that).
+type T interface {
+	Helper()
+	Error(args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // Test is a package's purity test: it fails t for each impurity of the
 // non-test Go files in the working directory (the package under test),
 // and when it read fewer than minFiles of them (a check that read nothing
 // would pass). allowed is as for Impurities.
-func Test(t testing.TB, minFiles int, allowed ...string) {
+func Test(t T, minFiles int, allowed ...string) {
 	t.Helper()
 	bad, files, err := Check(".", allowed)
 	if err != nil {
