@@ -408,15 +408,27 @@ func (a *Agent) shutdown(wg *sync.WaitGroup) {
 	if keep {
 		a.work.exec.Detach()
 	} else {
-		closeCtx, cancelClose := context.WithTimeout(context.Background(), 2*time.Second)
-		if err := a.work.exec.Close(closeCtx); err == nil {
-			removeCgroupTree(a.cgroup.root, c.log)
-		}
-		cancelClose()
+		a.closeTasks(2 * time.Second)
 	}
+	a.stopped()
+}
+
+// closeTasks gives the executor up to wait to stop and reap every task,
+// then removes the agent's cgroup tree if it did.
+func (a *Agent) closeTasks(wait time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := a.work.exec.Close(ctx); err == nil {
+		removeCgroupTree(a.cgroup.root, a.core.log)
+	}
+}
+
+// stopped is the last step of either shutdown: the socket goes and the
+// data directory is closed.
+func (a *Agent) stopped() {
 	_ = os.Remove(a.SocketPath())
 	a.dir.Close()
-	c.log.Info("agent stopped")
+	a.core.log.Info("agent stopped")
 }
 
 // sleepCtx sleeps for d and reports whether ctx is still live.

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -221,60 +222,34 @@ func (c *Config) setDefaults() {
 			c.AdvertiseAddr = "127.0.0.1"
 		}
 	}
-	if c.HTTPPort == 0 {
-		c.HTTPPort = DefaultHTTPPort
+	// Unset (zero) fields take their defaults.
+	c.HTTPPort = cmp.Or(c.HTTPPort, DefaultHTTPPort)
+	c.RaftPort = cmp.Or(c.RaftPort, DefaultRaftPort)
+	c.GossipPort = cmp.Or(c.GossipPort, DefaultGossipPort)
+	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, DefaultHeartbeatInterval)
+	c.LeaseTTL = cmp.Or(c.LeaseTTL, DefaultLeaseTTL)
+	c.KillGrace = cmp.Or(c.KillGrace, DefaultKillGrace)
+	c.KillWait = cmp.Or(c.KillWait, DefaultKillWait)
+	c.DeadServerGrace = cmp.Or(c.DeadServerGrace, DefaultDeadServerGrace)
+	c.RaftReplicas = cmp.Or(c.RaftReplicas, DefaultRaftReplicas)
+	c.ScheduleInterval = cmp.Or(c.ScheduleInterval, DefaultScheduleInterval)
+	c.RaftTiming = cmp.Or(c.RaftTiming, consensus.DefaultTiming())
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Version = cmp.Or(c.Version, "dev")
+	c.TaskHostname = cmp.Or(c.TaskHostname, TaskHostnameAuto)
+	c.Cgroups = cmp.Or(c.Cgroups, CgroupsAuto)
+	// Sampling intervals must be positive: 0 or less is the default.
+	c.GPUSampleInterval = positiveOr(c.GPUSampleInterval, DefaultGPUSampleInterval)
+	c.GPUReportInterval = positiveOr(c.GPUReportInterval, DefaultGPUReportInterval)
+	c.TopologyInterval = positiveOr(c.TopologyInterval, DefaultTopologyInterval)
+}
+
+// positiveOr is d unless v is positive.
+func positiveOr(v, d time.Duration) time.Duration {
+	if v <= 0 {
+		return d
 	}
-	if c.GPUSampleInterval <= 0 {
-		c.GPUSampleInterval = DefaultGPUSampleInterval
-	}
-	if c.GPUReportInterval <= 0 {
-		c.GPUReportInterval = DefaultGPUReportInterval
-	}
-	if c.TopologyInterval <= 0 {
-		c.TopologyInterval = DefaultTopologyInterval
-	}
-	if c.RaftPort == 0 {
-		c.RaftPort = DefaultRaftPort
-	}
-	if c.GossipPort == 0 {
-		c.GossipPort = DefaultGossipPort
-	}
-	if c.HeartbeatInterval == 0 {
-		c.HeartbeatInterval = DefaultHeartbeatInterval
-	}
-	if c.LeaseTTL == 0 {
-		c.LeaseTTL = DefaultLeaseTTL
-	}
-	if c.KillGrace == 0 {
-		c.KillGrace = DefaultKillGrace
-	}
-	if c.KillWait == 0 {
-		c.KillWait = DefaultKillWait
-	}
-	if c.DeadServerGrace == 0 {
-		c.DeadServerGrace = DefaultDeadServerGrace
-	}
-	if c.RaftReplicas == 0 {
-		c.RaftReplicas = DefaultRaftReplicas
-	}
-	if c.ScheduleInterval == 0 {
-		c.ScheduleInterval = DefaultScheduleInterval
-	}
-	if c.RaftTiming == (consensus.Timing{}) {
-		c.RaftTiming = consensus.DefaultTiming()
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Version == "" {
-		c.Version = "dev"
-	}
-	if c.TaskHostname == "" {
-		c.TaskHostname = TaskHostnameAuto
-	}
-	if c.Cgroups == "" {
-		c.Cgroups = CgroupsAuto
-	}
+	return v
 }
 
 // validate names the first bad field, as the flag the user typed.

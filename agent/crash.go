@@ -1,9 +1,7 @@
 package agent
 
 import (
-	"context"
 	"errors"
-	"os"
 	"sync"
 	"time"
 
@@ -66,12 +64,6 @@ func (a *Agent) shutdownCrashed(wg *sync.WaitGroup) {
 	wg.Wait()
 	<-a.crash.raftDown
 	a.work.exec.StopAll(fsm.CauseFenced)
-	closeCtx, cancelClose := context.WithTimeout(context.Background(), c.cfg.KillGrace+2*time.Second)
-	if err := a.work.exec.Close(closeCtx); err == nil {
-		removeCgroupTree(a.cgroup.root, c.log)
-	}
-	cancelClose()
-	_ = os.Remove(a.SocketPath())
-	a.dir.Close()
-	c.log.Info("agent stopped")
+	a.closeTasks(c.cfg.KillGrace + 2*time.Second)
+	a.stopped()
 }

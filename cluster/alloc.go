@@ -218,14 +218,8 @@ func (a *Allocation) Clone() *Allocation {
 	for i, n := range a.Nodes {
 		n.GPUs = append([]int(nil), n.GPUs...)
 		n.CPUs = append([]int(nil), n.CPUs...)
-		if n.Usage != nil {
-			u := *n.Usage
-			n.Usage = &u
-		}
-		if n.GPUUsage != nil {
-			g := *n.GPUUsage
-			n.GPUUsage = &g
-		}
+		n.Usage = clonePtr(n.Usage)
+		n.GPUUsage = clonePtr(n.GPUUsage)
 		c.Nodes[i] = n
 	}
 	c.Resizes = append([]Resize(nil), a.Resizes...)

@@ -903,21 +903,12 @@ func (j *Job) Clone() *Job {
 		b.Args = append([]string(nil), b.Args...)
 		c.Spec.Batch = &b
 	}
-	if j.Spec.Signal != nil {
-		sig := *j.Spec.Signal
-		c.Spec.Signal = &sig
-	}
+	c.Spec.Signal = clonePtr(j.Spec.Signal)
 	c.Signals = append([]SignalRequest(nil), j.Signals...)
 	c.Spec.Dependency = j.Spec.Dependency.Clone()
 	c.Spec.Array = j.Spec.Array.Clone()
-	if j.Array != nil {
-		a := *j.Array
-		c.Array = &a
-	}
-	if j.Preempt != nil {
-		p := *j.Preempt
-		c.Preempt = &p
-	}
+	c.Array = clonePtr(j.Array)
+	c.Preempt = clonePtr(j.Preempt)
 	c.Alloc = j.Alloc.Clone()
 	if j.Steps != nil {
 		c.Steps = make([]Step, len(j.Steps))
@@ -925,10 +916,7 @@ func (j *Job) Clone() *Job {
 			st.Spec.Command = append([]string(nil), st.Spec.Command...)
 			st.Spec.Env = append([]string(nil), st.Spec.Env...)
 			st.Spec.NodeList = append([]string(nil), st.Spec.NodeList...)
-			if st.Spec.Signal != nil {
-				sig := *st.Spec.Signal
-				st.Spec.Signal = &sig
-			}
+			st.Spec.Signal = clonePtr(st.Spec.Signal)
 			st.Nodes = append([]StepNode(nil), st.Nodes...)
 			c.Steps[i] = st
 		}

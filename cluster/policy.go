@@ -277,6 +277,18 @@ func DefaultPolicy() Policy {
 	}
 }
 
+// within names field unless v is 0 to max; zero, when set, says what 0
+// means ("want 0 (no limit) to 240h").
+func within[T int | int64 | time.Duration](field string, v, max T, zero string) error {
+	if v >= 0 && v <= max {
+		return nil
+	}
+	if zero != "" {
+		zero = " (" + zero + ")"
+	}
+	return fmt.Errorf("%s %v: want 0%s to %v", field, v, zero, max)
+}
+
 // Validate checks the policy and names the first bad field. Accounts,
 // their users and QoS levels must be sorted by name without repeats (the
 // canonical form ParsePolicyJSON makes).
@@ -285,8 +297,8 @@ func (p *Policy) Validate() error {
 		name string
 		v    int64
 	}{{"age", p.Weights.Age}, {"fair_share", p.Weights.FairShare}, {"job_size", p.Weights.JobSize}, {"qos", p.Weights.QoS}, {"partition", p.Weights.Partition}} {
-		if w.v < 0 || w.v > MaxPolicyWeight {
-			return fmt.Errorf("weights.%s %d: want 0 to %d", w.name, w.v, int64(MaxPolicyWeight))
+		if err := within("weights."+w.name, w.v, MaxPolicyWeight, ""); err != nil {
+			return err
 		}
 	}
 	if len(p.Operators) > MaxPolicyOperators {
@@ -300,8 +312,8 @@ func (p *Policy) Validate() error {
 			return fmt.Errorf("operators[%d] %q: not after %q, want ascending unique names", i, u, p.Operators[i-1])
 		}
 	}
-	if p.MinJobAge < 0 || p.MinJobAge > MaxPolicyDuration {
-		return fmt.Errorf("min_job_age %s: want 0 (the default, %s) to %s", p.MinJobAge, DefaultMinJobAge, MaxPolicyDuration)
+	if err := within("min_job_age", p.MinJobAge, MaxPolicyDuration, "the default, "+DefaultMinJobAge.String()); err != nil {
+		return err
 	}
 	if p.Scheduler == SchedulerShoal {
 		return fmt.Errorf("scheduler %q: not canonical, want \"\" for the default", p.Scheduler)
@@ -309,34 +321,26 @@ func (p *Policy) Validate() error {
 	if p.Scheduler != "" && p.Scheduler != SchedulerQSSF {
 		return fmt.Errorf("scheduler %q: want %s (the default) or %s", p.Scheduler, SchedulerShoal, SchedulerQSSF)
 	}
-	if p.StarveAfter < 0 || p.StarveAfter > MaxPolicyDuration {
-		return fmt.Errorf("starve_after %s: want 0 (the default, 240h) to %s", p.StarveAfter, MaxPolicyDuration)
-	}
-	if p.AgingHalf < 0 || p.AgingHalf > MaxPolicyDuration {
-		return fmt.Errorf("aging_half %s: want 0 (the default, 1h) to %s", p.AgingHalf, MaxPolicyDuration)
+	if err := cmp.Or(
+		within("starve_after", p.StarveAfter, MaxPolicyDuration, "the default, 240h"),
+		within("aging_half", p.AgingHalf, MaxPolicyDuration, "the default, 1h"),
+	); err != nil {
+		return err
 	}
 	if p.ClusterName != "" {
 		if err := policyName(p.ClusterName); err != nil {
 			return fmt.Errorf("cluster_name: %w", err)
 		}
 	}
-	if p.OutputRetention < 0 || p.OutputRetention > MaxPolicyDuration {
-		return fmt.Errorf("output_retention %s: want 0 (the default, %s) to %s", p.OutputRetention, DefaultOutputRetention, MaxPolicyDuration)
-	}
-	if p.ArchiveMax < 0 || p.ArchiveMax > 10000000 {
-		return fmt.Errorf("archive_max %d: want 0 (the default, %d) to %d", p.ArchiveMax, DefaultArchiveMax, 10000000)
-	}
-	if p.MaxSubmitJobs < 0 || p.MaxSubmitJobs > MaxJobCountLimit {
-		return fmt.Errorf("max_submit_jobs %d: want 0 (the default, %d) to %d", p.MaxSubmitJobs, DefaultMaxSubmitJobs, MaxJobCountLimit)
-	}
-	if p.MaxJobCount < 0 || p.MaxJobCount > MaxJobCountLimit {
-		return fmt.Errorf("max_job_count %d: want 0 (the default, %d) to %d", p.MaxJobCount, DefaultMaxJobCount, MaxJobCountLimit)
-	}
-	if p.MaxAge < 0 || p.MaxAge > MaxPolicyDuration {
-		return fmt.Errorf("max_age %s: want 0 to %s", p.MaxAge, MaxPolicyDuration)
-	}
-	if p.HalfLife < 0 || p.HalfLife > MaxPolicyDuration {
-		return fmt.Errorf("half_life %s: want 0 (no decay) to %s", p.HalfLife, MaxPolicyDuration)
+	if err := cmp.Or(
+		within("output_retention", p.OutputRetention, MaxPolicyDuration, "the default, "+DefaultOutputRetention.String()),
+		within("archive_max", p.ArchiveMax, 10000000, fmt.Sprint("the default, ", DefaultArchiveMax)),
+		within("max_submit_jobs", p.MaxSubmitJobs, MaxJobCountLimit, fmt.Sprint("the default, ", DefaultMaxSubmitJobs)),
+		within("max_job_count", p.MaxJobCount, MaxJobCountLimit, fmt.Sprint("the default, ", DefaultMaxJobCount)),
+		within("max_age", p.MaxAge, MaxPolicyDuration, ""),
+		within("half_life", p.HalfLife, MaxPolicyDuration, "no decay"),
+	); err != nil {
+		return err
 	}
 	if len(p.Accounts) > MaxPolicyAccounts {
 		return fmt.Errorf("accounts: %d, want at most %d", len(p.Accounts), MaxPolicyAccounts)
@@ -346,8 +350,8 @@ func (p *Policy) Validate() error {
 		if err := namedAt(where, p.Accounts, i, func(a AccountShare) string { return a.Name }); err != nil {
 			return err
 		}
-		if a.Shares < 0 || a.Shares > MaxPolicyShares {
-			return fmt.Errorf("%s: shares %d: want 0 to %d", where, a.Shares, int64(MaxPolicyShares))
+		if err := within(where+": shares", a.Shares, MaxPolicyShares, ""); err != nil {
+			return err
 		}
 		if len(a.Users) > MaxPolicyUsers {
 			return fmt.Errorf("%s: users: %d, want at most %d", where, len(a.Users), MaxPolicyUsers)
@@ -357,8 +361,8 @@ func (p *Policy) Validate() error {
 			if err := namedAt(uw, a.Users, k, func(u UserShare) string { return u.Name }); err != nil {
 				return err
 			}
-			if u.Shares < 0 || u.Shares > MaxPolicyShares {
-				return fmt.Errorf("%s: shares %d: want 0 to %d", uw, u.Shares, int64(MaxPolicyShares))
+			if err := within(uw+": shares", u.Shares, MaxPolicyShares, ""); err != nil {
+				return err
 			}
 		}
 	}
@@ -370,11 +374,11 @@ func (p *Policy) Validate() error {
 		if err := namedAt(where, p.QoS, i, func(q QoSLevel) string { return q.Name }); err != nil {
 			return err
 		}
-		if q.Priority < 0 || q.Priority > MaxPolicyWeight {
-			return fmt.Errorf("%s: priority %d: want 0 to %d", where, q.Priority, int64(MaxPolicyWeight))
-		}
-		if q.MaxGPUsPerUser < 0 || q.MaxGPUsPerUser > MaxNodesPerJob*MaxGPUsPerNode {
-			return fmt.Errorf("%s: max_gpus_per_user %d: want 0 (no cap) to %d", where, q.MaxGPUsPerUser, MaxNodesPerJob*MaxGPUsPerNode)
+		if err := cmp.Or(
+			within(where+": priority", q.Priority, MaxPolicyWeight, ""),
+			within(where+": max_gpus_per_user", q.MaxGPUsPerUser, MaxNodesPerJob*MaxGPUsPerNode, "no cap"),
+		); err != nil {
+			return err
 		}
 	}
 	if err := validatePartitions(p.Partitions); err != nil {
@@ -420,20 +424,11 @@ func (p *Policy) Clone() *Policy {
 		return nil
 	}
 	c := *p
-	c.Accounts = slices.Clone(p.Accounts)
-	for i := range c.Accounts {
-		c.Accounts[i].Users = slices.Clone(p.Accounts[i].Users)
-	}
+	c.Accounts = cloneEach(p.Accounts, func(a *AccountShare) { a.Users = slices.Clone(a.Users) })
 	c.QoS = slices.Clone(p.QoS)
 	c.Operators = slices.Clone(p.Operators)
-	c.Preempt = slices.Clone(p.Preempt)
-	for i := range c.Preempt {
-		c.Preempt[i].Preempts = slices.Clone(p.Preempt[i].Preempts)
-	}
-	c.Partitions = slices.Clone(p.Partitions)
-	for i := range c.Partitions {
-		c.Partitions[i].Nodes = slices.Clone(p.Partitions[i].Nodes)
-	}
+	c.Preempt = cloneEach(p.Preempt, func(r *PreemptRule) { r.Preempts = slices.Clone(r.Preempts) })
+	c.Partitions = cloneEach(p.Partitions, func(q *Partition) { q.Nodes = slices.Clone(q.Nodes) })
 	return &c
 }
 

@@ -190,3 +190,38 @@ func FuzzParsePolicyJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestPolicyRanges: each bounded number of the policy is named, with its
+// bounds and what 0 means, when it is out of range.
+func TestPolicyRanges(t *testing.T) {
+	for _, tc := range []struct {
+		bad  func(p *Policy)
+		want string
+	}{
+		{func(p *Policy) { p.Weights.QoS = -1 }, "weights.qos -1: want 0 to 4294967296"},
+		{func(p *Policy) { p.Weights.Partition = 1 << 33 }, "weights.partition 8589934592: want 0 to 4294967296"},
+		{func(p *Policy) { p.MinJobAge = -time.Second }, "min_job_age -1s: want 0 (the default, 5m0s) to 87600h0m0s"},
+		{func(p *Policy) { p.StarveAfter = -time.Second }, "starve_after -1s: want 0 (the default, 240h) to 87600h0m0s"},
+		{func(p *Policy) { p.AgingHalf = MaxPolicyDuration + 1 }, "aging_half 87600h0m0.000000001s: want 0 (the default, 1h) to 87600h0m0s"},
+		{func(p *Policy) { p.OutputRetention = -time.Hour }, "output_retention -1h0m0s: want 0 (the default, 24h0m0s) to 87600h0m0s"},
+		{func(p *Policy) { p.ArchiveMax = -1 }, "archive_max -1: want 0 (the default, 200000) to 10000000"},
+		{func(p *Policy) { p.MaxSubmitJobs = MaxJobCountLimit + 1 }, "max_submit_jobs 10000001: want 0 (the default, 10000) to 10000000"},
+		{func(p *Policy) { p.MaxJobCount = -1 }, "max_job_count -1: want 0 (the default, 100000) to 10000000"},
+		{func(p *Policy) { p.MaxAge = -1 }, "max_age -1ns: want 0 to 87600h0m0s"},
+		{func(p *Policy) { p.HalfLife = -1 }, "half_life -1ns: want 0 (no decay) to 87600h0m0s"},
+		{func(p *Policy) { p.Accounts = []AccountShare{{Name: "bio", Shares: -1}} }, `accounts[0] "bio": shares -1: want 0 to 4294967296`},
+		{func(p *Policy) {
+			p.Accounts = []AccountShare{{Name: "bio", Users: []UserShare{{Name: "ada", Shares: -2}}}}
+		},
+			`accounts[0] "bio": users[0] "ada": shares -2: want 0 to 4294967296`},
+		{func(p *Policy) { p.QoS = []QoSLevel{{Name: "high", Priority: -1}} }, `qos[0] "high": priority -1: want 0 to 4294967296`},
+		{func(p *Policy) { p.QoS = []QoSLevel{{Name: "high", MaxGPUsPerUser: -1}} }, `qos[0] "high": max_gpus_per_user -1: want 0 (no cap) to 102400000`},
+		{func(p *Policy) { p.PreemptGrace = -time.Minute }, "preempt_grace -1m0s: want 0 to 87600h0m0s"},
+	} {
+		p := DefaultPolicy()
+		tc.bad(&p)
+		if err := p.Validate(); err == nil || err.Error() != tc.want {
+			t.Errorf("Validate() = %v; want %s", err, tc.want)
+		}
+	}
+}

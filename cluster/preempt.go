@@ -33,8 +33,8 @@ type PreemptRule struct {
 // validatePreempt checks the policy's preemption rules: sorted by QoS
 // without repeats, each naming known levels other than itself.
 func (p *Policy) validatePreempt() error {
-	if p.PreemptGrace < 0 || p.PreemptGrace > MaxPolicyDuration {
-		return fmt.Errorf("preempt_grace %s: want 0 to %s", p.PreemptGrace, MaxPolicyDuration)
+	if err := within("preempt_grace", p.PreemptGrace, MaxPolicyDuration, ""); err != nil {
+		return err
 	}
 	if len(p.Preempt) > MaxPolicyQoS {
 		return fmt.Errorf("preempt: %d rules, want at most %d", len(p.Preempt), MaxPolicyQoS)

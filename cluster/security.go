@@ -61,16 +61,10 @@ func (s *Security) Clone() *Security {
 	}
 	c := *s
 	c.CACert, c.CAKey = slices.Clone(s.CACert), slices.Clone(s.CAKey)
-	c.GossipKeys = slices.Clone(s.GossipKeys)
-	for i := range c.GossipKeys {
-		c.GossipKeys[i] = slices.Clone(c.GossipKeys[i])
-	}
+	c.GossipKeys = cloneEach(s.GossipKeys, func(k *[]byte) { *k = slices.Clone(*k) })
 	c.TokenKey = slices.Clone(s.TokenKey)
 	c.RevokedUserTokens = slices.Clone(s.RevokedUserTokens)
-	c.JoinTokens = slices.Clone(s.JoinTokens)
-	for i := range c.JoinTokens {
-		c.JoinTokens[i].SecretHash = slices.Clone(c.JoinTokens[i].SecretHash)
-	}
+	c.JoinTokens = cloneEach(s.JoinTokens, func(t *JoinToken) { t.SecretHash = slices.Clone(t.SecretHash) })
 	c.Revoked = slices.Clone(s.Revoked)
 	return &c
 }

@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -149,27 +150,13 @@ func FastTiming() Timing {
 // withDefaults fills t's zero fields from DefaultTiming.
 func (t Timing) withDefaults() Timing {
 	d := DefaultTiming()
-	if t.HeartbeatTimeout == 0 {
-		t.HeartbeatTimeout = d.HeartbeatTimeout
-	}
-	if t.ElectionTimeout == 0 {
-		t.ElectionTimeout = d.ElectionTimeout
-	}
-	if t.LeaderLeaseTimeout == 0 {
-		t.LeaderLeaseTimeout = min(d.LeaderLeaseTimeout, t.HeartbeatTimeout)
-	}
-	if t.CommitTimeout == 0 {
-		t.CommitTimeout = d.CommitTimeout
-	}
-	if t.SnapshotThreshold == 0 {
-		t.SnapshotThreshold = d.SnapshotThreshold
-	}
-	if t.SnapshotInterval == 0 {
-		t.SnapshotInterval = d.SnapshotInterval
-	}
-	if t.TrailingLogs == 0 {
-		t.TrailingLogs = d.TrailingLogs
-	}
+	t.HeartbeatTimeout = cmp.Or(t.HeartbeatTimeout, d.HeartbeatTimeout)
+	t.ElectionTimeout = cmp.Or(t.ElectionTimeout, d.ElectionTimeout)
+	t.LeaderLeaseTimeout = cmp.Or(t.LeaderLeaseTimeout, min(d.LeaderLeaseTimeout, t.HeartbeatTimeout))
+	t.CommitTimeout = cmp.Or(t.CommitTimeout, d.CommitTimeout)
+	t.SnapshotThreshold = cmp.Or(t.SnapshotThreshold, d.SnapshotThreshold)
+	t.SnapshotInterval = cmp.Or(t.SnapshotInterval, d.SnapshotInterval)
+	t.TrailingLogs = cmp.Or(t.TrailingLogs, d.TrailingLogs)
 	return t
 }
 

@@ -11,15 +11,5 @@ import (
 // and only msgpack, the domain types and wire from outside the standard
 // library — never raft or memberlist.
 func TestPurity(t *testing.T) {
-	allowed := []string{"github.com/vmihailenco/msgpack/v5", "github.com/shoal-sched/shoal/cluster", "github.com/shoal-sched/shoal/wire"}
-	bad, files, err := purity.Check(".", allowed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range bad {
-		t.Error(b)
-	}
-	if files < 5 {
-		t.Fatalf("checked %d files; want the whole package", files)
-	}
+	purity.Test(t, 5, "github.com/vmihailenco/msgpack/v5", "github.com/shoal-sched/shoal/cluster", "github.com/shoal-sched/shoal/wire")
 }

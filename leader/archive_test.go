@@ -21,6 +21,19 @@ func (c waitClock) Now() time.Time                                     { return 
 func (c waitClock) After(time.Duration) <-chan time.Time               { return c.wake }
 func (c waitClock) NewTicker(time.Duration) (<-chan time.Time, func()) { return c.wake, func() {} }
 
+// twoRounds runs loop, sends now on ticks twice (unbuffered, the second
+// send is taken only once the first round has finished: proposed all it
+// decided), then stops loop and waits for it to return.
+func twoRounds(loop func(context.Context), ticks chan<- time.Time, now time.Time) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); loop(ctx) }()
+	ticks <- now
+	ticks <- now
+	cancel()
+	<-done
+}
+
 // TestArchiverArchivesFinishedJobs runs the archive loop for two rounds:
 // the first archives the job that ended longer than MinJobAge ago, with
 // ArchiveDue's cut-off, the second finds nothing more to archive.
@@ -49,15 +62,7 @@ func TestArchiverArchivesFinishedJobs(t *testing.T) {
 	now := t0.Add(2 * time.Minute)
 	clock := waitClock{now: now, wake: make(chan time.Time)}
 	a := Archiver{State: h.s, Propose: prop, Clock: clock, Log: slog.New(slog.DiscardHandler)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); a.Run(ctx) }()
-	// wake is unbuffered: each send is taken once the round before it
-	// has finished.
-	clock.wake <- now
-	clock.wake <- now
-	cancel()
-	<-done
+	twoRounds(a.Run, clock.wake, now)
 
 	if len(archives) != 1 || !archives[0].Before.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("proposed %+v; want one ArchiveJobs before %v", archives, t0.Add(time.Minute))

@@ -58,15 +58,7 @@ func TestLeaseWatchDeclaresExpiredNodesDown(t *testing.T) {
 		Self:       "n1", Since: now.Add(-10 * time.Minute), TTL: 10 * time.Second, PerSecond: 50, Grace: 20 * time.Second,
 		Interval: time.Second,
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); w.Run(ctx) }()
-	// The ticker is unbuffered: the second tick is taken only once the
-	// first round has proposed everything it decided.
-	clock.tick <- now
-	clock.tick <- now
-	cancel()
-	<-done
+	twoRounds(w.Run, clock.tick, now)
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -145,22 +145,22 @@ func (s Scheduler) Pass(ctx context.Context, v *fsm.View, hist *placement.Histor
 
 // act applies p, the plan a pass made from v at now.
 func (s Scheduler) act(ctx context.Context, v *fsm.View, p Plan, now time.Time) error {
-	for _, id := range p.Cancel {
-		r, err := s.Propose.Apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: id, Reason: cluster.ReasonDependencyNever, Time: now})
-		if err != nil {
-			return err
-		}
-		if r.Err == nil {
-			s.Log.Info("job cancelled: its dependency can never be satisfied", "job", uint64(id))
-		}
-	}
-	for _, id := range p.Deadline {
-		r, err := s.Propose.Apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: id, Reason: cluster.ReasonDeadline, Time: now})
-		if err != nil {
-			return err
-		}
-		if r.Err == nil {
-			s.Log.Info("job ended DEADLINE: it could no longer end by its deadline", "job", uint64(id))
+	for _, c := range []struct {
+		jobs   []cluster.JobID
+		reason string
+		log    string
+	}{
+		{p.Cancel, cluster.ReasonDependencyNever, "job cancelled: its dependency can never be satisfied"},
+		{p.Deadline, cluster.ReasonDeadline, "job ended DEADLINE: it could no longer end by its deadline"},
+	} {
+		for _, id := range c.jobs {
+			r, err := s.Propose.Apply(ctx, fsm.CmdCancelJob, fsm.CancelJob{Job: id, Reason: c.reason, Time: now})
+			if err != nil {
+				return err
+			}
+			if r.Err == nil {
+				s.Log.Info(c.log, "job", uint64(id))
+			}
 		}
 	}
 	if err := s.applyReasons(ctx, p.WaitReasons); err != nil {

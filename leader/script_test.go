@@ -150,38 +150,30 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 	case "node-down":
 		return result(h.apply(fsm.CmdNodeDown, fsm.NodeDown{Node: words[0], Time: h.now}))
 	case "submit":
-		nodes, err := num("nodes", 1)
-		if err != nil {
-			return "", err
-		}
-		gpus, err := num("gpus", 0)
-		if err != nil {
-			return "", err
-		}
-		limit, err := num("time", 0)
-		if err != nil {
-			return "", err
-		}
-		uid, err := num("uid", 1000)
-		if err != nil {
-			return "", err
+		var nodes, gpus, limit, uid, maxNodes, deadline, array int
+		for _, a := range []struct {
+			key string
+			def int
+			to  *int
+		}{
+			{"nodes", 1, &nodes}, {"gpus", 0, &gpus}, {"time", 0, &limit}, {"uid", 1000, &uid},
+			{"max", 0, &maxNodes}, {"deadline", 0, &deadline}, {"array", 0, &array},
+		} {
+			v, err := num(a.key, a.def)
+			if err != nil {
+				return "", err
+			}
+			*a.to = v
 		}
 		sp := cluster.Spec{Name: "train", Command: []string{"python", "train.py"}, User: cmp.Or(args["user"], "ada"), UID: uid, GID: 1000,
-			Request: cluster.Request{Nodes: nodes, GPUsPerNode: gpus, TimeLimit: time.Duration(limit) * time.Second}.WithDefaults(),
+			Request: cluster.Request{Nodes: nodes, NodesMax: maxNodes, GPUsPerNode: gpus, TimeLimit: time.Duration(limit) * time.Second}.WithDefaults(),
 			QoS:     args["qos"], Hold: args["hold"] == "yes", Requeue: args["requeue"] != "no"}
-		if sp.Request.NodesMax, err = num("max", 0); err != nil {
-			return "", err
+		if deadline > 0 {
+			sp.Deadline = h.now.Add(time.Duration(deadline) * time.Second) // seconds after this submit's time
 		}
-		if dl, err := num("deadline", 0); err != nil {
-			return "", err
-		} else if dl > 0 {
-			sp.Deadline = h.now.Add(time.Duration(dl) * time.Second) // seconds after this submit's time
-		}
-		if n, err := num("array", 0); err != nil {
-			return "", err
-		} else if n > 0 {
+		if array > 0 {
 			sp.Array = &cluster.ArraySpec{}
-			for i := range n {
+			for i := range array {
 				sp.Array.Indices = append(sp.Array.Indices, i)
 			}
 		}

@@ -3,9 +3,6 @@ package placement
 import (
 	"math"
 	"testing"
-	"time"
-
-	"github.com/shoal-sched/shoal/cluster"
 )
 
 // TestFairShareTree: sshare's tree is the fair-share the priorities use:
@@ -13,20 +10,7 @@ import (
 // (carol, unlisted in bio), accounts before their users, and each user's
 // FairShare the factor its pending jobs get.
 func TestFairShareTree(t *testing.T) {
-	p := cluster.Policy{
-		Weights: cluster.Weights{FairShare: 1000},
-		Accounts: []cluster.AccountShare{
-			{Name: "bio", Shares: 40},
-			{Name: "physics", Shares: 60, Users: []cluster.UserShare{{Name: "alice", Shares: 2}, {Name: "bob", Shares: 1}}},
-		},
-	}
-	jobs := []*cluster.Job{
-		used(1, "alice", "physics", 1, 100*time.Second, 0),
-		used(2, "carol", "bio", 3, 100*time.Second, 0),
-		pjob(3, cluster.JobPending, "alice", "physics", 1, 1),
-		pjob(4, cluster.JobPending, "bob", "physics", 1, 1),
-		pjob(5, cluster.JobPending, "carol", "bio", 1, 1),
-	}
+	p, jobs := physicsAndBio()
 	got := FairShareTree(p, jobs, now)
 	want := []ShareAssoc{
 		{Account: "bio", RawShares: 40, NormShares: 0.4, RawUsage: 300, EffectvUsage: 0.75, FairShare: math.Exp2(-0.75 / 0.4)},

@@ -1,7 +1,6 @@
 package placement
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -13,19 +12,10 @@ import (
 func TestVictims(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	running := func(id cluster.JobID, ran time.Duration, byNode ...any) *cluster.Job {
-		j := holding(id, cluster.JobRunning, false, byNode...)
-		j.StartTime = now.Add(-ran)
-		return j
+		return runningSince(now, id, ran, byNode...)
 	}
 	nodes := cat(mkLeaf("a", 2, 4, "a", "s0"), mkLeaf("b", 2, 4, "b", "s0"))
-	tests := []struct {
-		name    string
-		jobs    []*cluster.Job
-		want    *cluster.Job
-		cands   []cluster.JobID // of jobs; nil: all
-		victims []cluster.JobID
-		ok      bool
-	}{{
+	tests := []preemptCase{{
 		name: "the cheaper of two that each free enough",
 		jobs: []*cluster.Job{
 			running(1, 10*time.Hour, "a1", seq(0, 3)),
@@ -75,33 +65,8 @@ func TestVictims(t *testing.T) {
 		cands: []cluster.JobID{1},
 		ok:    false,
 	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var cands []*cluster.Job
-			for _, j := range tt.jobs {
-				if tt.cands == nil || slices.Contains(tt.cands, j.ID) {
-					cands = append(cands, j)
-				}
-			}
-			v := NewView(nodes, tt.jobs)
-			got, ok := Victims(v, tt.want, cands, now)
-			if ok != tt.ok || !slices.Equal(got, tt.victims) {
-				t.Fatalf("Victims = %v, %v; want %v, %v", got, ok, tt.victims, tt.ok)
-			}
-			if !ok {
-				return
-			}
-			// With the victims gone, the job does fit.
-			var rest []*cluster.Job
-			for _, j := range tt.jobs {
-				if !slices.Contains(got, j.ID) {
-					rest = append(rest, j)
-				}
-			}
-			res := Place(NewView(nodes, rest), []*cluster.Job{tt.want}, now)
-			if len(res.Decisions) != 1 {
-				t.Errorf("without %v the job still does not fit: %v", got, res.Reasons)
-			}
-		})
-	}
+	runPreemptCases(t, nodes, now, tests, "Victims", func(v *View, job *cluster.Job, cands []*cluster.Job) (Plan, bool) {
+		victims, ok := Victims(v, job, cands, now)
+		return Plan{Victims: victims}, ok
+	})
 }

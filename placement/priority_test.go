@@ -189,15 +189,11 @@ func TestPriorityFactors(t *testing.T) {
 	}
 }
 
-// TestFairShareAccounts: the classic formula with accounts and users
-// within them, by hand. physics has 60 shares (alice 2, bob 1), bio 40
-// (carol, unlisted: 1 of 1). Usage (no decay): alice 100 GPU-s, carol
-// 300, bob none: total 400.
-//
-//	alice: S = 0.6 × 2/3 = 0.4, U = 0.25: F = 2^-0.625 = 0.64841977...
-//	bob:   S = 0.6 × 1/3 = 0.2, U = 0:    F = 1
-//	carol: S = 0.4 × 1/1 = 0.4, U = 0.75: F = 2^-1.875 = 0.27262693...
-func TestFairShareAccounts(t *testing.T) {
+// physicsAndBio is the fair-share fixture TestFairShareAccounts works by
+// hand: physics has 60 shares (alice 2, bob 1), bio 40 (carol, unlisted);
+// alice used 100 GPU-s, carol 300, bob none, and each has a pending job
+// (3, 4 and 5).
+func physicsAndBio() (cluster.Policy, []*cluster.Job) {
 	p := cluster.Policy{
 		Weights: cluster.Weights{FairShare: 1000},
 		Accounts: []cluster.AccountShare{
@@ -212,6 +208,19 @@ func TestFairShareAccounts(t *testing.T) {
 		pjob(4, cluster.JobPending, "bob", "physics", 1, 1),
 		pjob(5, cluster.JobPending, "carol", "bio", 1, 1),
 	}
+	return p, jobs
+}
+
+// TestFairShareAccounts: the classic formula with accounts and users
+// within them, by hand. physics has 60 shares (alice 2, bob 1), bio 40
+// (carol, unlisted: 1 of 1). Usage (no decay): alice 100 GPU-s, carol
+// 300, bob none: total 400.
+//
+//	alice: S = 0.6 × 2/3 = 0.4, U = 0.25: F = 2^-0.625 = 0.64841977...
+//	bob:   S = 0.6 × 1/3 = 0.2, U = 0:    F = 1
+//	carol: S = 0.4 × 1/1 = 0.4, U = 0.75: F = 2^-1.875 = 0.27262693...
+func TestFairShareAccounts(t *testing.T) {
+	p, jobs := physicsAndBio()
 	ps := Priorities(p, jobs, 8, now)
 	for _, want := range []struct {
 		id cluster.JobID

@@ -1,7 +1,6 @@
 package placement
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -14,9 +13,7 @@ import (
 func TestPreempt(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	running := func(id cluster.JobID, ran time.Duration, byNode ...any) *cluster.Job {
-		j := holding(id, cluster.JobRunning, false, byNode...)
-		j.StartTime = now.Add(-ran)
-		return j
+		return runningSince(now, id, ran, byNode...)
 	}
 	// elastic: a running elastic job with minimum min.
 	elastic := func(id cluster.JobID, min int, ran time.Duration, byNode ...any) *cluster.Job {
@@ -26,15 +23,7 @@ func TestPreempt(t *testing.T) {
 		return j
 	}
 	nodes := cat(mkLeaf("a", 2, 4, "a", "s0"), mkLeaf("b", 2, 4, "b", "s0"))
-	tests := []struct {
-		name    string
-		jobs    []*cluster.Job
-		want    *cluster.Job
-		cands   []cluster.JobID // of jobs; nil: all
-		shrinks []Shrink
-		victims []cluster.JobID
-		ok      bool
-	}{{
+	tests := []preemptCase{{
 		name: "shrinking alone makes room: nobody stopped, though a cheaper victim would do",
 		jobs: []*cluster.Job{
 			elastic(1, 2, 10*time.Hour, "a1", seq(0, 3), "a2", seq(0, 3), "b1", seq(0, 3)),
@@ -101,40 +90,7 @@ func TestPreempt(t *testing.T) {
 		cands: []cluster.JobID{1},
 		ok:    false,
 	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var cands []*cluster.Job
-			for _, j := range tt.jobs {
-				if tt.cands == nil || slices.Contains(tt.cands, j.ID) {
-					cands = append(cands, j)
-				}
-			}
-			v := NewView(nodes, tt.jobs)
-			got, ok := Preempt(v, tt.want, cands, now)
-			if ok != tt.ok || !slices.Equal(got.Shrinks, tt.shrinks) || !slices.Equal(got.Victims, tt.victims) {
-				t.Fatalf("Preempt = %+v, %v; want shrinks %v victims %v, %v", got, ok, tt.shrinks, tt.victims, tt.ok)
-			}
-			if !ok {
-				return
-			}
-			// Without the victims and the nodes given up, the job fits.
-			var rest []*cluster.Job
-			for _, j := range tt.jobs {
-				if slices.Contains(got.Victims, j.ID) {
-					continue
-				}
-				c := *j
-				c.Alloc = j.Alloc.Clone()
-				for _, s := range got.Shrinks {
-					if s.Job == j.ID {
-						c.Alloc.Nodes[c.Alloc.Find(s.Node)].Released = true
-					}
-				}
-				rest = append(rest, &c)
-			}
-			if res := Place(NewView(nodes, rest), []*cluster.Job{tt.want}, now); len(res.Decisions) != 1 {
-				t.Errorf("with %+v the job still does not fit: %v", got, res.Reasons)
-			}
-		})
-	}
+	runPreemptCases(t, nodes, now, tests, "Preempt", func(v *View, job *cluster.Job, cands []*cluster.Job) (Plan, bool) {
+		return Preempt(v, job, cands, now)
+	})
 }

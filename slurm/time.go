@@ -93,6 +93,13 @@ func FormatTime(d time.Duration) string {
 	return FormatElapsed(d)
 }
 
+// clock splits d's whole seconds into days, hours, minutes and seconds,
+// the fields of Slurm's secs2time_str.
+func clock(d time.Duration) (days, hours, mins, secs int64) {
+	t := int64(d / time.Second)
+	return t / 86400, t / 3600 % 24, t / 60 % 60, t % 60
+}
+
 // FormatElapsed formats a duration as squeue's TIME column does (Slurm's
 // secs2time_str): M:SS, H:MM:SS or D-HH:MM:SS, so 0 is "0:00". Fractions
 // of a second are dropped; a negative duration is "INVALID".
@@ -100,8 +107,7 @@ func FormatElapsed(d time.Duration) string {
 	if d < 0 {
 		return "INVALID"
 	}
-	t := int64(d / time.Second)
-	sec, min, hour, days := t%60, t/60%60, t/3600%24, t/86400
+	days, hour, min, sec := clock(d)
 	switch {
 	case days > 0:
 		return fmt.Sprintf("%d-%02d:%02d:%02d", days, hour, min, sec)
@@ -120,9 +126,8 @@ func FormatCPUTime(d time.Duration) string {
 	if d < 0 {
 		d = 0
 	}
-	secs := int64(d / time.Second)
+	days, h, m, s := clock(d)
 	ms := int64(d%time.Second) / int64(time.Millisecond)
-	s, m, h, days := secs%60, secs/60%60, secs/3600%24, secs/86400
 	switch {
 	case days > 0:
 		return fmt.Sprintf("%d-%02d:%02d:%02d", days, h, m, s)
@@ -360,8 +365,7 @@ func FormatHMS(d time.Duration) string {
 	if d < 0 {
 		return "INVALID"
 	}
-	t := int64(d / time.Second)
-	sec, min, hour, days := t%60, t/60%60, t/3600%24, t/86400
+	days, hour, min, sec := clock(d)
 	if days > 0 {
 		return fmt.Sprintf("%d-%02d:%02d:%02d", days, hour, min, sec)
 	}

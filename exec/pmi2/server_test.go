@@ -66,6 +66,22 @@ func dialRank(t *testing.T, s *Server, local int) *client {
 
 func (c *client) deadline() { _ = c.c.SetDeadline(time.Now().Add(time.Minute)) } // a bound on a hang
 
+// exchange is one question a rank's client asks and the answer it wants.
+type exchange struct {
+	c         *client
+	ask, want string
+}
+
+// exchanges asks each question in order, with ask (ask1 or ask2).
+func exchanges(t *testing.T, ask func(c *client, q string) string, xs []exchange) {
+	t.Helper()
+	for _, x := range xs {
+		if got := ask(x.c, x.ask); got != x.want {
+			t.Errorf("%s: %q; want %q", x.ask, got, x.want)
+		}
+	}
+}
+
 // ask1 sends a PMI-1 line and reads the answer line.
 func (c *client) ask1(line string) string {
 	c.t.Helper()
@@ -141,10 +157,7 @@ func TestPMI1(t *testing.T) {
 		t.Errorf("Env = %q; want %q", got, want)
 	}
 	a, b := dialRank(t, s, 0), dialRank(t, s, 1)
-	for _, tc := range []struct {
-		c         *client
-		ask, want string
-	}{
+	exchanges(t, (*client).ask1, []exchange{
 		{a, "cmd=init pmi_version=1 pmi_subversion=1", "cmd=response_to_init rc=0 pmi_version=1 pmi_subversion=1"},
 		{b, "cmd=init pmi_version=1 pmi_subversion=1", "cmd=response_to_init rc=0 pmi_version=1 pmi_subversion=1"},
 		{a, "cmd=get_maxes", "cmd=maxes rc=0 kvsname_max=256 keylen_max=64 vallen_max=1024"},
@@ -161,11 +174,7 @@ func TestPMI1(t *testing.T) {
 		{a, "cmd=publish_name service=s port=p", "cmd=publish_result rc=-1 info=fail"},
 		{a, "cmd=lookup_name service=s", "cmd=lookup_result rc=-1 info=fail"},
 		{a, "cmd=unpublish_name service=s", "cmd=unpublish_result rc=-1 info=fail"},
-	} {
-		if got := tc.c.ask1(tc.ask); got != tc.want {
-			t.Errorf("%s: %q; want %q", tc.ask, got, tc.want)
-		}
-	}
+	})
 	// The fence: a's barrier_in waits for b's.
 	out := make(chan string, 1)
 	go func() { out <- a.ask1("cmd=barrier_in") }()
@@ -178,17 +187,13 @@ func TestPMI1(t *testing.T) {
 	if want := encodeKVS(map[string]string{"bc-2": "addr2", "bc-3": "addr3", "shared": "node1"}); len(f.got) != 1 || string(f.got[0]) != string(want) {
 		t.Errorf("fenced %q; want %q", f.got, want)
 	}
-	for _, tc := range []struct{ ask, want string }{
-		{"cmd=get kvsname=7.0 key=bc-0", "cmd=get_result rc=0 value=addr0"},
-		{"cmd=get kvsname=7.0 key=bc-3", "cmd=get_result rc=0 value=addr3"},
+	exchanges(t, (*client).ask1, []exchange{
+		{a, "cmd=get kvsname=7.0 key=bc-0", "cmd=get_result rc=0 value=addr0"},
+		{a, "cmd=get kvsname=7.0 key=bc-3", "cmd=get_result rc=0 value=addr3"},
 		// The later node's put wins.
-		{"cmd=get kvsname=7.0 key=shared", "cmd=get_result rc=0 value=node1"},
-		{"cmd=finalize", "cmd=finalize_ack rc=0"},
-	} {
-		if got := a.ask1(tc.ask); got != tc.want {
-			t.Errorf("%s: %q; want %q", tc.ask, got, tc.want)
-		}
-	}
+		{a, "cmd=get kvsname=7.0 key=shared", "cmd=get_result rc=0 value=node1"},
+		{a, "cmd=finalize", "cmd=finalize_ack rc=0"},
+	})
 	// A command no one serves ends the connection (the client would
 	// wait for an answer forever); with no fence open, nothing fails
 	// yet.
@@ -207,16 +212,11 @@ func TestPMI2(t *testing.T) {
 	f := &fakeFencer{after: encodeKVS(map[string]string{"bc-2": "x;y"})}
 	s, fails := startTest(t, testJob(t, 0, []int{0, 1}, []int{2}), f)
 	a, b := dialRank(t, s, 0), dialRank(t, s, 1)
-	if got := a.ask1("cmd=init pmi_version=2 pmi_subversion=0"); got != "cmd=response_to_init rc=0 pmi_version=2 pmi_subversion=0" {
-		t.Errorf("init: %q", got)
-	}
-	if got := b.ask1("cmd=init pmi_version=2 pmi_subversion=0"); got != "cmd=response_to_init rc=0 pmi_version=2 pmi_subversion=0" {
-		t.Errorf("init: %q", got)
-	}
-	for _, tc := range []struct {
-		c         *client
-		ask, want string
-	}{
+	exchanges(t, (*client).ask1, []exchange{
+		{a, "cmd=init pmi_version=2 pmi_subversion=0", "cmd=response_to_init rc=0 pmi_version=2 pmi_subversion=0"},
+		{b, "cmd=init pmi_version=2 pmi_subversion=0", "cmd=response_to_init rc=0 pmi_version=2 pmi_subversion=0"},
+	})
+	exchanges(t, (*client).ask2, []exchange{
 		{a, "cmd=fullinit;pmijobid=7.0;pmirank=0;threaded=FALSE;", "cmd=fullinit-response;rc=0;pmi-version=2;pmi-subversion=0;rank=0;size=3;appnum=-1;debugged=FALSE;pmiverbose=FALSE;"},
 		{b, "cmd=fullinit;pmijobid=7.0;pmirank=1;threaded=TRUE;", "cmd=fullinit-response;rc=0;pmi-version=2;pmi-subversion=0;rank=1;size=3;appnum=-1;debugged=FALSE;pmiverbose=FALSE;"},
 		{a, "cmd=job-getid;", "cmd=job-getid-response;rc=0;jobid=7.0;"},
@@ -232,11 +232,7 @@ func TestPMI2(t *testing.T) {
 		{a, "cmd=name-publish;name=n;port=p;", "cmd=name-publish-response;rc=-1;errmsg=name-publish is not served;"},
 		{a, "cmd=spawn;ncmds=1;", "cmd=spawn-response;rc=-1;errmsg=spawn is not served;"},
 		{a, "cmd=fullinit;pmijobid=7.0;pmirank=5;threaded=FALSE;", "cmd=fullinit-response;rc=-1;errmsg=fullinit: pmirank 5, this is rank 0;"},
-	} {
-		if got := tc.c.ask2(tc.ask); got != tc.want {
-			t.Errorf("%s: %q; want %q", tc.ask, got, tc.want)
-		}
-	}
+	})
 	// info-getnodeattr with wait: answered once another rank puts it.
 	b.send2("cmd=info-getnodeattr;key=later;wait=TRUE;")
 	if got := a.ask2("cmd=info-putnodeattr;key=later;value=v;"); got != "cmd=info-putnodeattr-response;rc=0;" {
@@ -252,15 +248,11 @@ func TestPMI2(t *testing.T) {
 	if got := a.read2(); got != "cmd=kvs-fence-response;rc=0;" {
 		t.Errorf("kvs-fence: %q", got)
 	}
-	for _, tc := range []struct{ ask, want string }{
-		{"cmd=kvs-get;jobid=7.0;srcid=-1;key=bc-1;", "cmd=kvs-get-response;rc=0;found=TRUE;value=addr1;"},
-		{"cmd=kvs-get;jobid=7.0;srcid=-1;key=bc-2;", "cmd=kvs-get-response;rc=0;found=TRUE;value=x;;y;"},
-		{"cmd=finalize;", "cmd=finalize-response;rc=0;"},
-	} {
-		if got := a.ask2(tc.ask); got != tc.want {
-			t.Errorf("%s: %q; want %q", tc.ask, got, tc.want)
-		}
-	}
+	exchanges(t, (*client).ask2, []exchange{
+		{a, "cmd=kvs-get;jobid=7.0;srcid=-1;key=bc-1;", "cmd=kvs-get-response;rc=0;found=TRUE;value=addr1;"},
+		{a, "cmd=kvs-get;jobid=7.0;srcid=-1;key=bc-2;", "cmd=kvs-get-response;rc=0;found=TRUE;value=x;;y;"},
+		{a, "cmd=finalize;", "cmd=finalize-response;rc=0;"},
+	})
 	if fails.n() != 0 {
 		t.Errorf("failures %v", fails.errs)
 	}

@@ -19,37 +19,40 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // only sometimes (SLURM_RESTART_COUNT, the GPU lists). A submitter's value
 // for any of them is dropped so that a stale copy from the submit shell
 // (sbatch exports the caller's environment) never reaches a rank.
-var contractKeys = map[string]bool{
-	"MASTER_ADDR": true, "MASTER_PORT": true, "WORLD_SIZE": true, "RANK": true,
-	"LOCAL_RANK": true, "LOCAL_WORLD_SIZE": true, "NODE_RANK": true,
-	"GROUP_RANK": true, "CUDA_VISIBLE_DEVICES": true, "CUDA_DEVICE_ORDER": true,
+var contractKeys = func() map[string]bool {
+	set := map[string]bool{}
+	for _, k := range []string{
+		"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK",
+		"LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "CUDA_VISIBLE_DEVICES",
+		"CUDA_DEVICE_ORDER",
 
-	"SLURM_JOB_ID": true, "SLURM_JOBID": true, "SLURM_JOB_NAME": true,
-	"SLURM_JOB_NODELIST": true, "SLURM_NODELIST": true, "SLURM_NNODES": true,
-	"SLURM_JOB_NUM_NODES": true, "SLURM_NTASKS": true, "SLURM_NPROCS": true,
-	"SLURM_NTASKS_PER_NODE": true, "SLURM_TASKS_PER_NODE": true,
-	"SLURM_PROCID": true, "SLURM_LOCALID": true, "SLURM_NODEID": true,
-	"SLURM_GPUS_ON_NODE": true, "SLURM_JOB_GPUS": true, "SLURM_STEP_GPUS": true,
-	"SLURM_CPUS_PER_TASK": true, "SLURM_SUBMIT_DIR": true, "SLURMD_NODENAME": true,
-	"SLURM_JOB_USER": true, "SLURM_JOB_UID": true, "SLURM_JOB_GID": true,
-	"SLURM_ARRAY_JOB_ID": true, "SLURM_ARRAY_TASK_ID": true, "SLURM_ARRAY_TASK_COUNT": true,
-	"SLURM_ARRAY_TASK_MIN": true, "SLURM_ARRAY_TASK_MAX": true, "SLURM_ARRAY_TASK_STEP": true,
-	"SLURM_RESTART_COUNT": true, "SLURM_GTIDS": true, "SLURM_GPUS_PER_TASK": true,
-	"SLURMD_TRES_BIND": true, "SLURM_STEP_ID": true, "SLURM_STEPID": true,
-	"SLURM_STEP_NODELIST": true, "SLURM_STEP_NUM_NODES": true,
-	"SLURM_STEP_NUM_TASKS": true, "SLURM_STEP_TASKS_PER_NODE": true,
-	"ENVIRONMENT": true, "GPU_DEVICE_ORDINAL": true, "ROCR_VISIBLE_DEVICES": true,
-	"SLURM_CPUS_ON_NODE": true, "SLURM_JOB_CPUS_PER_NODE": true, "SLURM_JOB_PARTITION": true,
-	"SLURM_JOB_ACCOUNT": true, "SLURM_JOB_QOS": true, "SLURM_MEM_PER_NODE": true,
-	"SLURM_CLUSTER_NAME": true, "SLURM_GPUS_PER_NODE": true, "SLURM_GPUS": true,
-	"SLURM_SUBMIT_HOST": true, "SLURM_DISTRIBUTION": true, "SLURM_TOPOLOGY_ADDR": true,
-	"SLURM_TOPOLOGY_ADDR_PATTERN": true, "SLURM_TASK_PID": true, "SLURM_CONTAINER": true,
+		"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_NAME", "SLURM_JOB_NODELIST",
+		"SLURM_NODELIST", "SLURM_NNODES", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS",
+		"SLURM_NPROCS", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
+		"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_GPUS_ON_NODE",
+		"SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "SLURM_CPUS_PER_TASK",
+		"SLURM_SUBMIT_DIR", "SLURMD_NODENAME", "SLURM_JOB_USER", "SLURM_JOB_UID",
+		"SLURM_JOB_GID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID",
+		"SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX",
+		"SLURM_ARRAY_TASK_STEP", "SLURM_RESTART_COUNT", "SLURM_GTIDS",
+		"SLURM_GPUS_PER_TASK", "SLURMD_TRES_BIND", "SLURM_STEP_ID", "SLURM_STEPID",
+		"SLURM_STEP_NODELIST", "SLURM_STEP_NUM_NODES", "SLURM_STEP_NUM_TASKS",
+		"SLURM_STEP_TASKS_PER_NODE", "ENVIRONMENT", "GPU_DEVICE_ORDINAL",
+		"ROCR_VISIBLE_DEVICES", "SLURM_CPUS_ON_NODE", "SLURM_JOB_CPUS_PER_NODE",
+		"SLURM_JOB_PARTITION", "SLURM_JOB_ACCOUNT", "SLURM_JOB_QOS",
+		"SLURM_MEM_PER_NODE", "SLURM_CLUSTER_NAME", "SLURM_GPUS_PER_NODE",
+		"SLURM_GPUS", "SLURM_SUBMIT_HOST", "SLURM_DISTRIBUTION",
+		"SLURM_TOPOLOGY_ADDR", "SLURM_TOPOLOGY_ADDR_PATTERN", "SLURM_TASK_PID",
+		"SLURM_CONTAINER",
 
-	"SHOAL_JOB_ID": true, "SHOAL_JOB_NAME": true, "SHOAL_NODELIST": true,
-	"SHOAL_NNODES": true, "SHOAL_NTASKS": true, "SHOAL_PROCID": true,
-	"SHOAL_LOCALID": true, "SHOAL_NODEID": true, "SHOAL_NODE_NAME": true,
-	"SHOAL_INCARNATION": true, "SHOAL_STEP_ID": true,
-}
+		"SHOAL_JOB_ID", "SHOAL_JOB_NAME", "SHOAL_NODELIST", "SHOAL_NNODES",
+		"SHOAL_NTASKS", "SHOAL_PROCID", "SHOAL_LOCALID", "SHOAL_NODEID",
+		"SHOAL_NODE_NAME", "SHOAL_INCARNATION", "SHOAL_STEP_ID",
+	} {
+		set[k] = true
+	}
+	return set
+}()
 
 // Env returns the complete environment of one rank, sorted by key, as
 // KEY=VALUE strings. localRank is the rank's index on this node, from 0 to
@@ -111,41 +114,47 @@ func contractEnv(l task.Launch, localRank int, home string) []string {
 	gpus := nodeGPUs(l, l.NodeIndex)
 	gpuList := cluster.IndexCSV(gpus)
 	rank := l.Rank(localRank)
-	itoa := strconv.Itoa
 
 	env := userEnv(l, nil, home, false)
 	set := func(k, v string) { env[k] = v }
 	jobVars(env, l, l.NodeIndex)
 
-	// The torch.distributed / torchrun contract.
-	set("WORLD_SIZE", itoa(total))
-	set("RANK", itoa(rank))
-	set("LOCAL_RANK", itoa(localRank))
-	set("LOCAL_WORLD_SIZE", itoa(tpn))
-	set("NODE_RANK", itoa(l.NodeIndex))
-	set("GROUP_RANK", itoa(l.NodeIndex))
+	rankVars(env, rankPlace{nodes: nnodes, node: l.NodeIndex, total: total, counts: counts, rank: rank, local: localRank, localTasks: tpn})
 	set("CUDA_VISIBLE_DEVICES", gpuList)
-
-	// Slurm's names, formatted as slurmstepd formats them.
-	set("SLURM_NNODES", itoa(nnodes))
-	set("SLURM_NTASKS", itoa(total))
-	set("SLURM_NPROCS", itoa(total))
-	set("SLURM_TASKS_PER_NODE", slurm.TasksPerNode(counts))
-	set("SLURM_PROCID", itoa(rank))
-	set("SLURM_LOCALID", itoa(localRank))
-	set("SLURM_NODEID", itoa(l.NodeIndex))
 	if len(gpus) > 0 {
 		set("SLURM_STEP_GPUS", gpuList)
 	}
-
-	// Shoal's own names.
-	set("SHOAL_NNODES", itoa(nnodes))
-	set("SHOAL_NTASKS", itoa(total))
-	set("SHOAL_PROCID", itoa(rank))
-	set("SHOAL_LOCALID", itoa(localRank))
-	set("SHOAL_NODEID", itoa(l.NodeIndex))
 	gpuAliases(env)
 	return sortedEnv(env)
+}
+
+// rankPlace is where a rank stands among a job's (or a step's) ranks.
+type rankPlace struct {
+	nodes, node int   // how many nodes; this one's index
+	total       int   // ranks in all
+	counts      []int // tasks on each node
+	rank, local int   // global rank; index on this node
+	localTasks  int   // tasks on this node
+}
+
+// rankVars sets the names a rank's place goes by: the torch.distributed
+// (torchrun) contract's, Slurm's (formatted as slurmstepd formats them)
+// and Shoal's own.
+func rankVars(env map[string]string, p rankPlace) {
+	itoa, total := strconv.Itoa, p.total
+	for k, v := range map[string]string{
+		"WORLD_SIZE": itoa(total), "RANK": itoa(p.rank), "LOCAL_RANK": itoa(p.local),
+		"LOCAL_WORLD_SIZE": itoa(p.localTasks), "NODE_RANK": itoa(p.node), "GROUP_RANK": itoa(p.node),
+
+		"SLURM_NNODES": itoa(p.nodes), "SLURM_NTASKS": itoa(total), "SLURM_NPROCS": itoa(total),
+		"SLURM_TASKS_PER_NODE": slurm.TasksPerNode(p.counts), "SLURM_PROCID": itoa(p.rank),
+		"SLURM_LOCALID": itoa(p.local), "SLURM_NODEID": itoa(p.node),
+
+		"SHOAL_NNODES": itoa(p.nodes), "SHOAL_NTASKS": itoa(total), "SHOAL_PROCID": itoa(p.rank),
+		"SHOAL_LOCALID": itoa(p.local), "SHOAL_NODEID": itoa(p.node),
+	} {
+		env[k] = v
+	}
 }
 
 // stepEnv is contractEnv for a rank of a step.
@@ -186,24 +195,12 @@ func stepEnv(l task.Launch, localRank int, home string) []string {
 		}
 	}
 
-	set("WORLD_SIZE", itoa(total))
-	set("RANK", itoa(rank))
-	set("LOCAL_RANK", itoa(localRank))
-	set("LOCAL_WORLD_SIZE", itoa(sn.Tasks))
-	set("NODE_RANK", itoa(idx))
-	set("GROUP_RANK", itoa(idx))
+	rankVars(env, rankPlace{nodes: len(st.Nodes), node: idx, total: total, counts: counts, rank: rank, local: localRank, localTasks: sn.Tasks})
 	set("CUDA_VISIBLE_DEVICES", cluster.IndexCSV(taskGPUs))
 
 	if l.Spec.Batch != nil { // srun inherits it from the batch shell
 		set("ENVIRONMENT", "BATCH")
 	}
-	set("SLURM_NNODES", itoa(len(st.Nodes)))
-	set("SLURM_NTASKS", itoa(total))
-	set("SLURM_NPROCS", itoa(total))
-	set("SLURM_TASKS_PER_NODE", slurm.TasksPerNode(counts))
-	set("SLURM_PROCID", itoa(rank))
-	set("SLURM_LOCALID", itoa(localRank))
-	set("SLURM_NODEID", itoa(idx))
 	set("SLURM_GTIDS", cluster.IndexCSV(l.Ranks()))
 	set("SLURM_DISTRIBUTION", st.Spec.Dist().Name(total, len(st.Nodes)))
 	if len(gpus) > 0 {
@@ -230,11 +227,6 @@ func stepEnv(l task.Launch, localRank int, home string) []string {
 	set("SLURM_STEP_NUM_TASKS", itoa(total))
 	set("SLURM_STEP_TASKS_PER_NODE", slurm.TasksPerNode(counts))
 
-	set("SHOAL_NNODES", itoa(len(st.Nodes)))
-	set("SHOAL_NTASKS", itoa(total))
-	set("SHOAL_PROCID", itoa(rank))
-	set("SHOAL_LOCALID", itoa(localRank))
-	set("SHOAL_NODEID", itoa(idx))
 	set("SHOAL_STEP_ID", itoa(st.ID))
 	gpuAliases(env)
 	return sortedEnv(env)

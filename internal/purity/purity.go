@@ -1,7 +1,8 @@
 // Package purity checks that a package's non-test Go files are pure in
 // the sense DESIGN.md asks of fsm and placement: no clock reads, no I/O or
 // global randomness imports, no goroutines, and no non-standard imports
-// beyond an allow-list. Their purity tests call Check on themselves.
+// beyond an allow-list. Their purity tests call Test (or Check) on
+// themselves.
 package purity
 
 import (
@@ -114,4 +115,31 @@ func eachFile(dir string, each func(*token.FileSet, *ast.File)) (files int, err 
 		files++
 	}
 	return files, nil
+}
+
+// T is the part of *testing.T that Test uses (this package imports no
+// testing: it reads no test file, and its own test checks that).
+type T interface {
+	Helper()
+	Error(args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// Test is a package's purity test: it fails t for each impurity of the
+// non-test Go files in the working directory (the package under test),
+// and when it read fewer than minFiles of them (a check that read nothing
+// would pass). allowed is as for Impurities.
+func Test(t T, minFiles int, allowed ...string) {
+	t.Helper()
+	bad, files, err := Check(".", allowed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bad {
+		t.Error(b)
+	}
+	if files < minFiles {
+		t.Fatalf("checked %d files; want every non-test file of the package (%d or more)", files, minFiles)
+	}
 }

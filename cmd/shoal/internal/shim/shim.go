@@ -44,6 +44,26 @@ func Is(argv0 string) (string, bool) {
 	return "", false
 }
 
+// commands are the Slurm commands that exit 1 on any error and 0
+// otherwise, by name; Run plays sbatch, srun and salloc, whose exit codes
+// say more, itself.
+var commands = map[string]func(ctx context.Context, connect slurmcli.Connect, args []string, stdout, stderr io.Writer) error{
+	"scontrol": func(ctx context.Context, connect slurmcli.Connect, args []string, stdout, _ io.Writer) error {
+		return slurmcli.Scontrol(ctx, connect, args, stdout)
+	},
+	"scancel": func(ctx context.Context, connect slurmcli.Connect, args []string, _, stderr io.Writer) error {
+		return slurmcli.Scancel(ctx, connect, args, stderr)
+	},
+	"squeue":   slurmcli.Squeue,
+	"sbcast":   slurmcli.Sbcast,
+	"sinfo":    slurmcli.Sinfo,
+	"sacct":    slurmcli.Sacct,
+	"sprio":    slurmcli.Sprio,
+	"sacctmgr": slurmcli.Sacctmgr,
+	"sshare":   slurmcli.Sshare,
+	"sreport":  slurmcli.Sreport,
+}
+
 // Run runs Slurm command name with its own argument syntax and returns
 // the process exit code; version is what --version prints.
 func Run(ctx context.Context, connect slurmcli.Connect, name string, args []string, version string, stdout, stderr io.Writer) int {
@@ -63,49 +83,15 @@ func Run(ctx context.Context, connect slurmcli.Connect, name string, args []stri
 		code, err = slurmcli.Srun(ctx, connect, args, stdout, stderr)
 	case "salloc":
 		code, err = slurmcli.Salloc(ctx, connect, args, stderr)
-	case "scontrol":
-		err = slurmcli.Scontrol(ctx, connect, args, stdout)
-		if err != nil {
-			code = 1
-		}
-	case "squeue":
-		if err = slurmcli.Squeue(ctx, connect, args, stdout, stderr); err != nil {
-			code = 1
-		}
-	case "scancel":
-		if err = slurmcli.Scancel(ctx, connect, args, stderr); err != nil {
-			code = 1
-		}
-	case "sbcast":
-		if err = slurmcli.Sbcast(ctx, connect, args, stdout, stderr); err != nil {
-			code = 1
-		}
-	case "sinfo":
-		if err = slurmcli.Sinfo(ctx, connect, args, stdout, stderr); err != nil {
-			code = 1
-		}
-	case "sacct":
-		if err = slurmcli.Sacct(ctx, connect, args, stdout, stderr); err != nil {
-			code = 1
-		}
-	case "sprio":
-		if err = slurmcli.Sprio(ctx, connect, args, stdout, stderr); err != nil {
-			code = 1
-		}
-	case "sacctmgr":
-		if err = slurmcli.Sacctmgr(ctx, connect, args, stdout, stderr); err != nil {
-			code = 1
-		}
-	case "sshare":
-		if err = slurmcli.Sshare(ctx, connect, args, stdout, stderr); err != nil {
-			code = 1
-		}
-	case "sreport":
-		if err = slurmcli.Sreport(ctx, connect, args, stdout, stderr); err != nil {
-			code = 1
-		}
 	default:
-		err, code = fmt.Errorf("unknown command %q", name), 1
+		run, ok := commands[name]
+		if !ok {
+			err, code = fmt.Errorf("unknown command %q", name), 1
+			break
+		}
+		if err = run(ctx, connect, args, stdout, stderr); err != nil {
+			code = 1
+		}
 	}
 	if hr := (*slurm.HelpRequest)(nil); errors.As(err, &hr) {
 		// --help, --usage, --version: answered, and nothing runs.

@@ -3,6 +3,7 @@ package shim
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -49,5 +50,21 @@ func TestRunUnknown(t *testing.T) {
 	}
 	if errOut.Len() == 0 {
 		t.Error("Run(sattach): nothing on stderr")
+	}
+}
+
+// TestRunEveryName: Run plays every name in Names: a bad option is that
+// command's error, never an unknown command (no agent is reached).
+func TestRunEveryName(t *testing.T) {
+	for _, name := range Names {
+		var out, errOut bytes.Buffer
+		code := Run(t.Context(), nil, name, []string{"--no-such-option"}, "v9", &out, &errOut)
+		if code != 1 || strings.Contains(errOut.String(), "unknown command") {
+			t.Errorf("Run(%s --no-such-option) = %d, stderr %q; want 1 and the command's own error", name, code, errOut.String())
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := Run(t.Context(), nil, "sattach", nil, "v9", &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "unknown command") {
+		t.Errorf("Run(sattach) = %d, stderr %q; want 1 and unknown command", code, errOut.String())
 	}
 }

@@ -40,6 +40,13 @@ var (
 	optLong      = slurm.Option{Long: "long", Short: 'l', Arg: slurm.NoArg}
 	optParsable  = slurm.Option{Long: "parsable", Short: 'p', Arg: slurm.NoArg}
 	optParsable2 = slurm.Option{Long: "parsable2", Short: 'P', Arg: slurm.NoArg}
+	optQuiet     = slurm.Option{Long: "quiet", Short: 'Q', Arg: slurm.NoArg}
+	optJobs      = slurm.Option{Long: "jobs", Short: 'j', Arg: slurm.NeedArg}
+	optQoS       = slurm.Option{Long: "qos", Short: 'q', Arg: slurm.NeedArg}
+	// optNoheader is sacct's, sacctmgr's, sreport's and sshare's -n;
+	// optNoheaderH sinfo's, squeue's and sprio's -h.
+	optNoheader  = slurm.Option{Long: "noheader", Short: 'n', Arg: slurm.NoArg}
+	optNoheaderH = slurm.Option{Long: "noheader", Short: 'h', Arg: slurm.NoArg}
 )
 
 // cliArgs parses a query command's arguments and prints a usage error as

@@ -163,3 +163,11 @@ func printFieldCols[F, R any](w io.Writer, cols []fieldCol[F], rows []R, l sacct
 	}
 	printFields(w, pcols, cells, l)
 }
+
+// abbreviates reports whether word abbreviates name, as Slurm's tools
+// take field, report and unit names (xstrncasecmp(word, name,
+// max(len(word), min)) == 0): a case-folded prefix of name, at least min
+// letters long.
+func abbreviates(word, name string, min int) bool {
+	return len(word) >= min && len(word) <= len(name) && strings.EqualFold(word, name[:len(word)])
+}

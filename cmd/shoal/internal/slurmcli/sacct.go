@@ -25,13 +25,13 @@ const sacctDefaultFormat = "JobID,JobName,Partition,Account,AllocCPUS,State,Exit
 const sacctBriefFormat = "JobID,State,ExitCode"
 
 var sacctOpts = []slurm.Option{
-	{Long: "jobs", Short: 'j', Arg: slurm.NeedArg},
+	optJobs,
 	optFormat,
 	{Long: "allocations", Short: 'X', Arg: slurm.NoArg},
 	optParsable,
 	optParsable2,
 	{Long: "delimiter", Arg: slurm.NeedArg},
-	{Long: "noheader", Short: 'n', Arg: slurm.NoArg},
+	optNoheader,
 	optUser,
 	{Long: "allusers", Short: 'a', Arg: slurm.NoArg},
 	{Long: "state", Short: 's', Arg: slurm.NeedArg},
@@ -45,7 +45,7 @@ var sacctOpts = []slurm.Option{
 	{Long: "long", Short: 'l', Arg: slurm.NoArg, Unsupported: "name the fields with --format (MaxRSS, AveRSS, TotalCPU, UserCPU, SystemCPU, ReqMem, AllocTRES, TRESUsageInTot are there)"},
 	{Long: "units", Arg: slurm.NeedArg},
 	{Long: "accounts", Short: 'A', Arg: slurm.NeedArg},
-	{Long: "qos", Short: 'q', Arg: slurm.NeedArg},
+	optQoS,
 	{Long: "nodelist", Short: 'N', Arg: slurm.NeedArg},
 	optClusters,
 	{Long: "json", Arg: slurm.NoArg, Unsupported: "use `shoal job N --json`"},
@@ -74,18 +74,9 @@ type sacctField struct {
 // set.
 func (v slurmView) sacctTime(s string) string { return v.date(s, "Unknown") }
 
-// sacctElapsed is secs2time_str: [D-]HH:MM:SS.
-func sacctElapsed(d time.Duration) string {
-	t := int64(d / time.Second)
-	if t < 0 {
-		t = 0
-	}
-	s, m, h, days := t%60, t/60%60, t/3600%24, t/86400
-	if days > 0 {
-		return fmt.Sprintf("%d-%02d:%02d:%02d", days, h, m, s)
-	}
-	return fmt.Sprintf("%02d:%02d:%02d", h, m, s)
-}
+// sacctElapsed is secs2time_str: [D-]HH:MM:SS, a negative duration
+// (clock steps) as 00:00:00.
+func sacctElapsed(d time.Duration) string { return slurm.FormatHMS(max(d, 0)) }
 
 // sacctExitCode renders an exit code as sacct's "code:signal". Shoal
 // records a rank killed by a signal as 128+signal, as a shell does, so

@@ -82,6 +82,19 @@ func TestSacctExitCode(t *testing.T) {
 	}
 }
 
+// TestSacctElapsed: sacct's Elapsed is FormatHMS but never INVALID (a
+// clock step shows as zero).
+func TestSacctElapsed(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		-time.Hour: "00:00:00", -time.Millisecond: "00:00:00", 0: "00:00:00",
+		61 * time.Second: "00:01:01", 25*time.Hour + 1500*time.Millisecond: "1-01:00:01",
+	} {
+		if got := sacctElapsed(d); got != want {
+			t.Errorf("sacctElapsed(%v) = %s; want %s", d, got, want)
+		}
+	}
+}
+
 // TestSacctUsage: the usage the nodes' cgroups counted, in sacct's
 // formats: sizes as convert_num_unit writes them, CPU times as
 // _elapsed_time does, the allocation's CPUs, memory and GPUs.

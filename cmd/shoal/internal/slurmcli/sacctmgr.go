@@ -116,7 +116,7 @@ func parseMgrFormat(format string) ([]mgrCol, error) {
 	return parseFieldList(splitList(format), false, "format", func(name string) (*mgrField, int, error) {
 		for i := range mgrFields {
 			c := &mgrFields[i]
-			if len(name) >= c.min && len(name) <= len(c.name) && strings.EqualFold(c.name[:len(name)], name) {
+			if abbreviates(name, c.name, c.min) {
 				return c, c.width, nil
 			}
 		}
@@ -433,11 +433,11 @@ func mgrSelect(rows []mgrRow, conds map[string][]string) []mgrRow {
 
 // sacctmgrOpts are sacctmgr's options (before or after the command).
 var sacctmgrOpts = []slurm.Option{
-	{Long: "noheader", Short: 'n', Arg: slurm.NoArg},
+	optNoheader,
 	optParsable,
 	optParsable2,
 	{Long: "immediate", Short: 'i', Arg: slurm.NoArg},
-	{Long: "quiet", Short: 'Q', Arg: slurm.NoArg},
+	optQuiet,
 	{Long: "readonly", Short: 'r', Arg: slurm.NoArg},
 	optVerbose,
 	{Long: "oneliner", Short: 'o', Arg: slurm.NoArg, Unsupported: "Shoal prints tables"},

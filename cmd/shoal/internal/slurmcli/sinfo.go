@@ -32,7 +32,7 @@ const (
 var sinfoOpts = []slurm.Option{
 	{Long: "Node", Short: 'N', Arg: slurm.NoArg},
 	optLong,
-	{Long: "noheader", Short: 'h', Arg: slurm.NoArg},
+	optNoheaderH,
 	optFormat,
 	optPartition,
 	{Long: "nodes", Short: 'n', Arg: slurm.NeedArg},

@@ -44,10 +44,10 @@ func clip10(s string) string {
 
 // sprioOpts are the sprio options Shoal takes.
 var sprioOpts = []slurm.Option{
-	{Long: "jobs", Short: 'j', Arg: slurm.NeedArg},
+	optJobs,
 	optUser,
 	{Long: "users", Arg: slurm.NeedArg},
-	{Long: "noheader", Short: 'h', Arg: slurm.NoArg},
+	optNoheaderH,
 	{Long: "norm", Short: 'n', Arg: slurm.NoArg},
 	optLong,
 	{Long: "weights", Short: 'w', Arg: slurm.NoArg},

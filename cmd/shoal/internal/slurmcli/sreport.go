@@ -78,7 +78,7 @@ var sreportTimeNames = []struct {
 // parseSreportTime resolves -t.
 func parseSreportTime(s string) (sreportTime, string, error) {
 	for _, n := range sreportTimeNames {
-		if len(s) >= n.min && len(s) <= len(n.name) && strings.EqualFold(s, n.name[:len(s)]) {
+		if abbreviates(s, n.name, n.min) {
 			return n.format, n.words, nil
 		}
 	}
@@ -331,10 +331,10 @@ func sreportUsageWidth(n int64, t sreportTime) int {
 
 // sreportOpts are sreport's options (sreport.c's "aM:hnpPQs:t:T:vV").
 var sreportOpts = []slurm.Option{
-	{Long: "noheader", Short: 'n', Arg: slurm.NoArg},
+	optNoheader,
 	optParsable,
 	optParsable2,
-	{Long: "quiet", Short: 'Q', Arg: slurm.NoArg},
+	optQuiet,
 	{Long: "time-format", Short: 't', Arg: slurm.NeedArg},
 	{Long: "tres", Short: 'T', Arg: slurm.NeedArg},
 	optVerbose,
@@ -375,12 +375,6 @@ func sreportEq(a string) (string, string, bool) {
 	return strings.ToLower(k), v, ok
 }
 
-// sreportMatch is xstrncasecmp(word, name, max(len(word), min)) == 0.
-// That is: word is a prefix of name, at least min letters long.
-func sreportMatch(word, name string, min int) bool {
-	return len(word) >= min && len(word) <= len(name) && strings.EqualFold(word, name[:len(word)])
-}
-
 // sreportLead is xstrncasecmp(word, name, n) == 0, as sreport.c picks a
 // report: word's first n letters are name's.
 func sreportLead(word, name string, n int) bool {
@@ -394,9 +388,9 @@ func parseSreportCommand(words []string, now time.Time) (sreportReport, error) {
 		return r, fmt.Errorf("want a report: `cluster Utilization` or `user TopUsage`")
 	}
 	switch {
-	case sreportMatch(words[0], "cluster", 2) && sreportLead(words[1], "Utilization", 2):
+	case abbreviates(words[0], "cluster", 2) && sreportLead(words[1], "Utilization", 2):
 		r.kind = "cluster"
-	case sreportMatch(words[0], "user", 1) && sreportLead(words[1], "Top", 1):
+	case abbreviates(words[0], "user", 1) && sreportLead(words[1], "Top", 1):
 		r.kind = "user"
 	default:
 		return r, fmt.Errorf("report %q: Shoal has `cluster Utilization` and `user TopUsage`", clipArg(words[0]+" "+words[1]))
@@ -407,25 +401,25 @@ func parseSreportCommand(words []string, now time.Time) (sreportReport, error) {
 		switch {
 		case !eq && r.kind == "cluster":
 			// A bare word names clusters: this one is the only one.
-		case !eq && (sreportMatch(k, "all_clusters", 1) || sreportMatch(k, "group", 1)):
+		case !eq && (abbreviates(k, "all_clusters", 1) || abbreviates(k, "group", 1)):
 		case !eq:
 			r.users = append(r.users, splitList(a)...)
-		case r.kind == "user" && sreportMatch(k, "users", 1):
+		case r.kind == "user" && abbreviates(k, "users", 1):
 			r.users = append(r.users, splitList(v)...)
-		case r.kind == "user" && (sreportMatch(k, "accounts", 2) || sreportMatch(k, "acct", 4)):
+		case r.kind == "user" && (abbreviates(k, "accounts", 2) || abbreviates(k, "acct", 4)):
 			r.accounts = append(r.accounts, splitList(v)...)
-		case sreportMatch(k, "clusters", 1):
-		case sreportMatch(k, "end", 1):
+		case abbreviates(k, "clusters", 1):
+		case abbreviates(k, "end", 1):
 			if r.end, err = slurm.ParseDate(v, now); err != nil {
 				return r, fmt.Errorf("end=: %w", err)
 			}
-		case sreportMatch(k, "start", 1):
+		case abbreviates(k, "start", 1):
 			if r.start, err = slurm.ParseDate(v, now); err != nil {
 				return r, fmt.Errorf("start=: %w", err)
 			}
-		case sreportMatch(k, "format", 1):
+		case abbreviates(k, "format", 1):
 			r.format = append(r.format, splitList(v)...)
-		case r.kind == "user" && sreportMatch(k, "topcount", 1):
+		case r.kind == "user" && abbreviates(k, "topcount", 1):
 			n, err := strconv.ParseUint(v, 10, 31)
 			if err != nil {
 				return r, fmt.Errorf("TopCount=: %q is not a count", clipArg(v))
@@ -498,7 +492,7 @@ func parseSreportFormat(fields []sreportField, words []string, t sreportTime) ([
 	return parseFieldList(words, true, "format=", func(name string) (*sreportField, int, error) {
 		for i := range fields {
 			for k, n := range fields[i].names {
-				if sreportMatch(name, n, fields[i].min[k]) {
+				if abbreviates(name, n, fields[i].min[k]) {
 					if t.perCent() {
 						return &fields[i], fields[i].perWidth, nil
 					}

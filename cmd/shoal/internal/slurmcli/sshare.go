@@ -87,7 +87,7 @@ func parseSshareFormat(format string) ([]sshareCol, error) {
 	return parseFieldList(splitList(format), false, "-o", func(name string) (*sshareField, int, error) {
 		for i := range sshareFields {
 			f := &sshareFields[i]
-			if name != "" && len(name) <= len(f.name) && strings.EqualFold(f.name[:len(name)], name) {
+			if abbreviates(name, f.name, 1) {
 				return f, f.width, nil
 			}
 		}
@@ -178,7 +178,7 @@ var sshareOpts = []slurm.Option{
 	{Long: "all", Short: 'a', Arg: slurm.NoArg},
 	{Long: "accounts", Short: 'A', Arg: slurm.NeedArg},
 	optLong,
-	{Long: "noheader", Short: 'n', Arg: slurm.NoArg},
+	optNoheader,
 	optFormat,
 	optParsable,
 	optParsable2,
