@@ -92,14 +92,25 @@ func TestQSSFOrder(t *testing.T) {
 			FairShare: map[cluster.JobID]float64{1: 0.25, 2: 1, 3: 1, 4: 1}},
 		want: []cluster.JobID{4, 2, 3, 1},
 	}, {
-		name: "fair share is floored at 1/64: far over its share still ranks",
+		name: "fair share is floored at 1/4: far over its share still ranks",
 		queue: []*cluster.Job{
 			submitted(1, 1, 1, h, t0),
-			submitted(2, 1, 8, 10*h, t0),
+			submitted(2, 1, 1, 5*h, t0),
+			submitted(3, 1, 1, 3*h, t0),
 		},
 		now:  t0,
-		opts: Options{FairShare: map[cluster.JobID]float64{1: 0, 2: 1}},
-		want: []cluster.JobID{1, 2}, // 64 GPU-h against 80
+		opts: Options{FairShare: map[cluster.JobID]float64{1: 0, 2: 1, 3: 1}},
+		want: []cluster.JobID{3, 1, 2}, // 4 GPU-h (1 h at 1/4) between 3 and 5
+	}, {
+		name: "a factor above the floor divides as it is",
+		queue: []*cluster.Job{
+			submitted(1, 1, 1, 2*h, t0),
+			submitted(2, 1, 1, 3*h, t0),
+			submitted(3, 1, 1, 5*h, t0),
+		},
+		now:  t0,
+		opts: Options{FairShare: map[cluster.JobID]float64{1: 0.5, 2: 1, 3: 1}},
+		want: []cluster.JobID{2, 1, 3}, // 4 GPU-h (2 h at 1/2) between 3 and 5
 	}, {
 		name: "nil and repeated jobs are dropped",
 		queue: []*cluster.Job{
