@@ -124,10 +124,8 @@ func (c *core) leaderAPI() (name, addr string, self bool, err error) {
 	if id == c.cfg.Name {
 		return id, c.cfg.apiAdvert(), true, nil
 	}
-	for _, m := range c.gossip.Members() {
-		if m.Name == id && m.Meta.APIAddr != "" {
-			return id, m.Meta.APIAddr, false, nil
-		}
+	if m, ok := c.gossip.Member(id); ok && m.Meta.APIAddr != "" {
+		return id, m.Meta.APIAddr, false, nil
 	}
 	if n, ok := c.state.View().Node(id); ok && n.APIAddr != "" {
 		return id, n.APIAddr, false, nil

@@ -63,7 +63,7 @@
 //     exit reports (Reporter: Exits), the heartbeat with its fencing
 //     (Heartbeater: Fence), the output cleanup (Cleaner: OutputsToForget),
 //     GPU sampling (GPUSampler: GPUReportDue) and following a server
-//     (Follower: PickServer, NextFollowStep, AfterFollow);
+//     (Follower: PickKnown, PickMember, NextFollowStep, AfterFollow);
 //   - in package pki: certificate renewal (Renewer: RenewNext), the gossip
 //     keyring (KeyringFollower: FollowKeyring), the CA offer (CAOfferer)
 //     and a join with a token (Joiner: JoinRetries);

@@ -80,7 +80,7 @@ func (f agentFollow) Alive() []worker.Server {
 	var alive []worker.Server
 	for _, m := range f.w.gossip.Members() {
 		if m.Status == gossip.StatusAlive {
-			alive = append(alive, worker.Server{Name: m.Name, APIAddr: m.Meta.APIAddr})
+			alive = append(alive, worker.Server{Name: m.Name, APIAddr: m.Meta.APIAddr, Raft: m.Meta.RaftAddr != ""})
 		}
 	}
 	return alive

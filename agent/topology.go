@@ -51,12 +51,11 @@ type announcedPlace struct{ c *core }
 func (p announcedPlace) Set(t cluster.Topology) { p.c.topo.set(t) }
 
 func (p announcedPlace) Gossiped() (cluster.Topology, bool) {
-	for _, m := range p.c.gossip.Members() {
-		if m.Name == p.c.cfg.Name {
-			return cluster.Topology{Switch: m.Meta.Switch, SwitchParent: m.Meta.SwitchParent, Block: m.Meta.Block}, true
-		}
+	m, ok := p.c.gossip.Member(p.c.cfg.Name)
+	if !ok {
+		return cluster.Topology{}, false
 	}
-	return cluster.Topology{}, false
+	return cluster.Topology{Switch: m.Meta.Switch, SwitchParent: m.Meta.SwitchParent, Block: m.Meta.Block}, true
 }
 
 func (p announcedPlace) Regossip(ctx context.Context) error {

@@ -81,7 +81,7 @@ func (w *workerSide) heartbeater() worker.Heartbeater {
 		// spreads them as the cluster grows so it sees a bounded number a
 		// second; under an older leader, by the cluster's size in gossip.
 		RenewAfter: func(g worker.Grant) time.Duration {
-			return worker.RenewAfter(g, len(w.gossip.Members()), w.cfg.HeartbeatInterval, w.cfg.LeaseTTL,
+			return worker.RenewAfter(g, w.gossip.NumMembers(), w.cfg.HeartbeatInterval, w.cfg.LeaseTTL,
 				w.cfg.renewalsPerSecond(), rand.Float64())
 		},
 	}

@@ -24,7 +24,14 @@
 //   - Members is built from those callbacks, not from memberlist's node
 //     table (reading that table's fields races with memberlist). As a
 //     consequence suspicion is not visible: a suspect node stays alive
-//     until memberlist declares it failed.
+//     until memberlist declares it failed. Each callback does O(1) work
+//     (every node sees every other node's join, so anything per member
+//     there is O(N²) per node as a cluster forms); the sorted list
+//     Members returns is rebuilt only after a change, and Member and
+//     NumMembers answer without it.
+//   - Failed members are dialled again (a push/pull) to heal one-way
+//     partitions; the alive members share those dials, so the cluster
+//     dials each failed member about once a round, not once per node.
 //   - A node's undecodable metadata is logged and shown as the zero Meta;
 //     nothing here panics on bytes from the network.
 //   - memberlist's own log lines ("[WARN] memberlist: ...") are parsed into

@@ -158,9 +158,19 @@ type Gossip struct {
 	// mu guards the fields below. memberlist calls our delegates while it
 	// holds its own node lock, so code holding mu must never call into
 	// memberlist (lock order: memberlist's lock, then mu).
-	mu       sync.Mutex
-	meta     []byte
-	members  map[string]*memberEntry
+	mu      sync.Mutex
+	meta    []byte
+	members map[string]*memberEntry
+	// sorted is members as Members returns them (by name), rebuilt only
+	// after a change: nil when stale. reapAt is when the first failed or
+	// left member is due to be forgotten (zero: none is). Callers such as
+	// a worker's follow loop ask for the member list far more often than
+	// it changes, and in a forming cluster of N nodes each node sees N
+	// joins: sorting, or counting the alive members, on every call or
+	// event made that O(N²) per node (BENCHMARKS.md, "Toward 1,000
+	// agents").
+	sorted   []Member
+	reapAt   time.Time
 	leaving  map[string]time.Time   // leave intents by node, with when we heard them
 	closed   bool                   // events channel closed
 	conflict string                 // address of a node using our name, seen since the last Join began
@@ -172,6 +182,10 @@ type Gossip struct {
 type memberEntry struct {
 	m     Member
 	since time.Time // when it became failed or left
+	// raw is the metadata m.Meta was decoded from: an event that brings
+	// the same bytes again (a rejoin, a refuted suspicion) is not decoded
+	// again.
+	raw []byte
 }
 
 // New creates the memberlist instance: it is bound and listening when New
@@ -348,19 +362,65 @@ func (g *Gossip) Dropped() uint64 { return g.dropped.Load() }
 // Failed and left members are kept with their status until memberlist
 // forgets them (its GossipToTheDeadTime after the change).
 func (g *Gossip) Members() []Member {
-	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	out := make([]Member, 0, len(g.members))
+	g.reapLocked(time.Now())
+	if g.sorted == nil {
+		g.sorted = make([]Member, 0, len(g.members))
+		for _, e := range g.members {
+			g.sorted = append(g.sorted, e.m)
+		}
+		slices.SortFunc(g.sorted, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return slices.Clone(g.sorted)
+}
+
+// Member returns the member named name, as Members would list it.
+func (g *Gossip) Member(name string) (Member, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.reapLocked(time.Now())
+	e, ok := g.members[name]
+	if !ok {
+		return Member{}, false
+	}
+	return e.m, true
+}
+
+// NumMembers is how many members Members would list.
+func (g *Gossip) NumMembers() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.reapLocked(time.Now())
+	return len(g.members)
+}
+
+// reapLocked forgets the failed and left members older than reapAfter
+// at now; the caller holds g.mu.
+func (g *Gossip) reapLocked(now time.Time) {
+	if g.reapAt.IsZero() || now.Before(g.reapAt) {
+		return
+	}
+	g.reapAt = time.Time{}
 	for name, e := range g.members {
-		if e.m.Status != StatusAlive && now.Sub(e.since) > g.reapAfter {
-			delete(g.members, name)
+		if e.m.Status == StatusAlive {
 			continue
 		}
-		out = append(out, e.m)
+		due := e.since.Add(g.reapAfter)
+		if now.After(due) {
+			delete(g.members, name)
+			g.sorted = nil
+			continue
+		}
+		g.noteReap(due)
 	}
-	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
-	return out
+}
+
+// noteReap makes reapAt no later than due; the caller holds g.mu.
+func (g *Gossip) noteReap(due time.Time) {
+	if g.reapAt.IsZero() || due.Before(g.reapAt) {
+		g.reapAt = due
+	}
 }
 
 // Join contacts the given members, retrying with exponential backoff
@@ -636,12 +696,12 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool) {}
 
 // NotifyJoin implements memberlist.EventDelegate.
 func (d *delegate) NotifyJoin(n *memberlist.Node) {
-	d.g.record(EventJoin, d.g.toMember(n, StatusAlive))
+	d.g.record(EventJoin, n, StatusAlive)
 }
 
 // NotifyUpdate implements memberlist.EventDelegate.
 func (d *delegate) NotifyUpdate(n *memberlist.Node) {
-	d.g.record(EventUpdate, d.g.toMember(n, StatusAlive))
+	d.g.record(EventUpdate, n, StatusAlive)
 }
 
 // NotifyLeave implements memberlist.EventDelegate. The departure is a
@@ -654,10 +714,10 @@ func (d *delegate) NotifyLeave(n *memberlist.Node) {
 	delete(g.leaving, n.Name)
 	g.mu.Unlock()
 	if ok && now.Sub(heard) <= leaveIntentTTL {
-		g.record(EventLeave, g.toMember(n, StatusLeft))
+		g.record(EventLeave, n, StatusLeft)
 		return
 	}
-	g.record(EventFail, g.toMember(n, StatusFailed))
+	g.record(EventFail, n, StatusFailed)
 }
 
 // NotifyConflict implements memberlist.ConflictDelegate: memberlist saw an
@@ -675,9 +735,14 @@ func (d *delegate) NotifyConflict(existing, other *memberlist.Node) {
 }
 
 // toMember copies n (owned by memberlist) into a Member, decoding its
-// metadata. Undecodable metadata is logged and left zero.
-func (g *Gossip) toMember(n *memberlist.Node, st MemberStatus) Member {
+// metadata unless old (the entry so far, nil for none) was decoded from
+// the same bytes. Undecodable metadata is logged and left zero.
+func (g *Gossip) toMember(n *memberlist.Node, st MemberStatus, old *memberEntry) Member {
 	m := Member{Name: n.Name, Addr: n.Address(), Status: st}
+	if old != nil && len(n.Meta) > 0 && bytes.Equal(old.raw, n.Meta) {
+		m.Meta = old.m.Meta
+		return m
+	}
 	if st == StatusAlive || len(n.Meta) > 0 {
 		meta, err := DecodeMeta(n.Meta)
 		if err != nil {
@@ -692,26 +757,29 @@ func (g *Gossip) toMember(n *memberlist.Node, st MemberStatus) Member {
 }
 
 // record updates the member table and queues an event without blocking.
-func (g *Gossip) record(kind EventKind, m Member) {
+// It does O(1) work besides the event (no pass over the members: each
+// node records every other node's join).
+func (g *Gossip) record(kind EventKind, n *memberlist.Node, st MemberStatus) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	e := &memberEntry{m: m}
+	old, had := g.members[n.Name]
+	m := g.toMember(n, st, old)
+	e := &memberEntry{m: m, raw: slices.Clone(n.Meta)}
+	if m.Meta == (Meta{}) {
+		e.raw = nil // nothing decoded: decode again next time
+	}
 	now := time.Now()
 	g.noteLost(m, now)
 	if m.Status != StatusAlive {
 		e.since = now
-		if old, ok := g.members[m.Name]; ok && m.Meta == (Meta{}) {
+		if had && m.Meta == (Meta{}) {
 			e.m.Meta = old.m.Meta
 		}
+		g.noteReap(now.Add(g.reapAfter))
 	}
 	g.members[m.Name] = e
-	var alive int32
-	for _, x := range g.members {
-		if x.m.Status == StatusAlive {
-			alive++
-		}
-	}
-	g.numAlive.Store(alive)
+	g.sorted = nil
+	g.numAlive.Add(aliveDelta(had && old.m.Status == StatusAlive, m.Status == StatusAlive))
 	g.log.Debug("member event", "node", m.Name, "addr", m.Addr, "event", kind.String())
 	if g.closed {
 		return
@@ -722,4 +790,16 @@ func (g *Gossip) record(kind EventKind, m Member) {
 		n := g.dropped.Add(1)
 		g.log.Warn("event buffer full; dropping event", "node", m.Name, "event", kind.String(), "dropped", n)
 	}
+}
+
+// aliveDelta is how a member's change from (was alive) to (is alive)
+// moves the count of alive members.
+func aliveDelta(was, is bool) int32 {
+	switch {
+	case is && !was:
+		return 1
+	case was && !is:
+		return -1
+	}
+	return 0
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -532,5 +533,72 @@ func TestKeyRotation(t *testing.T) {
 	waitFor(t, 5*time.Second, "a sees fresh", func() bool { return aliveNames(a) == "a,b,fresh" })
 	if err := startNode(t, "plain").SetKeys([][]byte{k2}); err == nil {
 		t.Errorf("SetKeys on an unencrypted node succeeded")
+	}
+}
+
+// TestMemberTable: the member table Members, Member and NumMembers read
+// follows every event, with the alive count (the broadcast queue's
+// size) kept by each event rather than counted over the table, and the
+// sorted list rebuilt only after a change; a failed member keeps its
+// metadata and is forgotten reapAfter after it failed.
+func TestMemberTable(t *testing.T) {
+	g := &Gossip{log: slog.New(slog.DiscardHandler), name: "a", reapAfter: time.Hour,
+		events: make(chan Event, 16), members: map[string]*memberEntry{}, lost: map[string]*lostMember{}, leaving: map[string]time.Time{}}
+	meta, err := Meta{APIAddr: "127.0.0.1:7070", GPUs: 8}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := func(name string) *memberlist.Node {
+		return &memberlist.Node{Name: name, Addr: net.IPv4(127, 0, 0, 1), Port: 7072, Meta: meta}
+	}
+	names := func() []string {
+		var out []string
+		for _, m := range g.Members() {
+			out = append(out, m.Name+":"+string(m.Status))
+		}
+		return out
+	}
+	steps := []struct {
+		kind  EventKind
+		node  string
+		st    MemberStatus
+		alive int32
+		want  []string
+	}{
+		{EventJoin, "c", StatusAlive, 1, []string{"c:alive"}},
+		{EventJoin, "a", StatusAlive, 2, []string{"a:alive", "c:alive"}},
+		{EventJoin, "b", StatusAlive, 3, []string{"a:alive", "b:alive", "c:alive"}},
+		{EventUpdate, "b", StatusAlive, 3, []string{"a:alive", "b:alive", "c:alive"}},
+		{EventFail, "c", StatusFailed, 2, []string{"a:alive", "b:alive", "c:failed"}},
+		{EventFail, "c", StatusFailed, 2, []string{"a:alive", "b:alive", "c:failed"}},
+		{EventJoin, "c", StatusAlive, 3, []string{"a:alive", "b:alive", "c:alive"}},
+		{EventLeave, "b", StatusLeft, 2, []string{"a:alive", "b:left", "c:alive"}},
+	}
+	for i, s := range steps {
+		n := node(s.node)
+		if s.st != StatusAlive {
+			n.Meta = nil // memberlist may announce a departure without metadata
+		}
+		g.record(s.kind, n, s.st)
+		if got := names(); !slices.Equal(got, s.want) || g.numAlive.Load() != s.alive || g.NumMembers() != len(s.want) {
+			t.Errorf("step %d (%s %s): members %v, %d alive, NumMembers %d; want %v, %d alive", i, s.kind, s.node, got, g.numAlive.Load(), g.NumMembers(), s.want, s.alive)
+		}
+		if m, ok := g.Member(s.node); !ok || m.Status != s.st || m.Meta.GPUs != 8 {
+			t.Errorf("step %d: Member(%s) = %+v, %v; want %s with its metadata", i, s.node, m, ok, s.st)
+		}
+	}
+	g.mu.Lock()
+	g.reapLocked(time.Now().Add(2 * time.Hour))
+	g.mu.Unlock()
+	if got := names(); !slices.Equal(got, []string{"a:alive", "c:alive"}) {
+		t.Errorf("after reapAfter: members %v; want the left member forgotten", got)
+	}
+	if _, ok := g.Member("b"); ok || g.NumMembers() != 2 {
+		t.Errorf("after reapAfter: Member(b) found or NumMembers %d; want forgotten, 2", g.NumMembers())
+	}
+	list := g.Members()
+	list[0].Name = "mutated"
+	if again := g.Members(); again[0].Name != "a" {
+		t.Errorf("a caller's change to Members' answer reached the table: %v", again[0].Name)
 	}
 }

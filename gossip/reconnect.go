@@ -2,6 +2,7 @@ package gossip
 
 import (
 	"cmp"
+	"math/rand/v2"
 	"slices"
 	"time"
 )
@@ -39,9 +40,11 @@ type lostMember struct {
 }
 
 // planReconnect chooses whom to dial now: the failed members not given up
-// on, least recently tried first (then by name), at most max. It also
-// names those failed for longer than timeout, to forget. It is pure.
-func planReconnect(lost []lostMember, now time.Time, timeout time.Duration, max int) (dial []lostMember, forget []string) {
+// on, least recently tried first (then by name), as many as
+// reconnectDials says for alive live members (this node included) and
+// roll, at most max. It also names those failed for longer than timeout,
+// to forget. It is pure.
+func planReconnect(lost []lostMember, now time.Time, timeout time.Duration, max, alive int, roll float64) (dial []lostMember, forget []string) {
 	var live []lostMember
 	for _, l := range lost {
 		if now.Sub(l.since) > timeout {
@@ -54,7 +57,24 @@ func planReconnect(lost []lostMember, now time.Time, timeout time.Duration, max 
 		return cmp.Or(a.tried.Compare(b.tried), cmp.Compare(a.name, b.name))
 	})
 	slices.Sort(forget)
-	return live[:min(len(live), max)], forget
+	return live[:reconnectDials(len(live), alive, roll, max)], forget
+}
+
+// reconnectDials is how many of failed members one of alive nodes dials
+// in a round, roll in [0, 1): the cluster as a whole dials each failed
+// member about once a round (failed/alive each, the fraction by roll), as
+// Serf does, at most max. Each dial is a push/pull of the whole member
+// list; when every node dialled every failed member, a suspicion storm
+// in a cluster of N made O(N) push/pulls of O(N) bytes per failed member
+// a round, and made the storm worse (BENCHMARKS.md, "Toward 1,000
+// agents"). A node alone (alive 1) dials them all, up to max.
+func reconnectDials(failed, alive int, roll float64, max int) int {
+	alive = cmp.Or(alive, 1)
+	n := failed / alive
+	if roll < float64(failed%alive)/float64(alive) {
+		n++
+	}
+	return min(n, max)
 }
 
 // noteLost keeps the lost-member table in step with a membership change;
@@ -90,7 +110,7 @@ func (g *Gossip) reconnectLoop(interval, timeout time.Duration) {
 		for _, l := range g.lost {
 			lost = append(lost, *l)
 		}
-		dial, forget := planReconnect(lost, now, timeout, maxReconnectsPerRound)
+		dial, forget := planReconnect(lost, now, timeout, maxReconnectsPerRound, int(g.numAlive.Load()), rand.Float64())
 		for _, name := range forget {
 			delete(g.lost, name)
 		}

@@ -10,8 +10,10 @@ import (
 )
 
 // TestPlanReconnect: failed members are dialled least recently tried
-// first, at most max a round, and forgotten after the timeout (DESIGN:
-// membership heals after a partition without an operator).
+// first, at most max a round, the alive members sharing the dials (each
+// failed member about once a round, by the whole cluster), and forgotten
+// after the timeout (DESIGN: membership heals after a partition without
+// an operator).
 func TestPlanReconnect(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	lm := func(name string, failedAgo, triedAgo time.Duration) lostMember {
@@ -25,6 +27,8 @@ func TestPlanReconnect(t *testing.T) {
 		name       string
 		lost       []lostMember
 		max        int
+		alive      int     // live members, this node included (0: 1)
+		roll       float64 // the round's roll
 		wantDial   []string
 		wantForget []string
 	}{
@@ -39,10 +43,20 @@ func TestPlanReconnect(t *testing.T) {
 			lost:       []lostMember{lm("old", 2*time.Hour, time.Second), lm("new", time.Second, -1)},
 			wantDial:   []string{"new"},
 			wantForget: []string{"old"}},
+		{name: "one of two alive: a roll under one half dials the failed one", max: 3, alive: 2, roll: 0.4,
+			lost: []lostMember{lm("a", time.Minute, -1)}, wantDial: []string{"a"}},
+		{name: "one of two alive: a roll over one half leaves it to the other", max: 3, alive: 2, roll: 0.6,
+			lost: []lostMember{lm("a", time.Minute, -1)}},
+		{name: "a storm: 3 failed of 9 live, each node dials one with a chance of a third", max: 3, alive: 9, roll: 0.2,
+			lost:     []lostMember{lm("c", time.Minute, -1), lm("b", time.Minute, -1), lm("a", time.Minute, -1)},
+			wantDial: []string{"a"}},
+		{name: "more failed than alive: a share each, bounded", max: 3, alive: 2, roll: 0.9,
+			lost:     []lostMember{lm("a", time.Minute, -1), lm("b", time.Minute, -1), lm("c", time.Minute, -1), lm("d", time.Minute, -1), lm("e", time.Minute, -1)},
+			wantDial: []string{"a", "b"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dial, forget := planReconnect(tt.lost, t0, time.Hour, tt.max)
+			dial, forget := planReconnect(tt.lost, t0, time.Hour, tt.max, tt.alive, tt.roll)
 			var names []string
 			for _, l := range dial {
 				names = append(names, l.name)

@@ -22,6 +22,10 @@ const (
 // Server is a node a worker may send its follow query to.
 type Server struct {
 	Name, APIAddr string
+	// Raft says the node announces a raft address: it may hold a raft
+	// seat, and a server knows the others and the leader. Set on live
+	// members (Upstream.Alive), not on the servers the hints name.
+	Raft bool
 }
 
 // Known is where a worker last heard the servers and the leader are.
@@ -34,14 +38,22 @@ type Known struct {
 	Failed map[string]time.Time
 }
 
-// PickServer is the follow loop's choice of a node to ask, at now: the
-// servers last named, the leader last and each one spared for
-// ServerBackoff after it failed, starting at a place that depends on
-// this node's name (self) so that the workers spread over the servers;
-// failing that, one of the live members (alive, with an API address),
-// chosen by roll (roll(n) is in [0, n)), which answers with hints at
-// least. An empty name means no node to ask. It is pure but for roll.
+// PickServer is the follow loop's choice of a node to ask, at now: a
+// server PickKnown chooses, failing that a live member PickMember
+// chooses. An empty name means no node to ask. It is pure but for roll.
 func PickServer(self string, known Known, alive []Server, now time.Time, roll func(n int) int) Server {
+	if s, ok := PickKnown(self, known, now); ok {
+		return s
+	}
+	return PickMember(self, alive, roll)
+}
+
+// PickKnown chooses among the servers last named, at now: the leader
+// last and each one spared for ServerBackoff after it failed, starting at
+// a place that depends on this node's name (self) so that the workers
+// spread over the servers. ok is false when none is left to ask. It is
+// pure.
+func PickKnown(self string, known Known, now time.Time) (s Server, ok bool) {
 	h := fnv.New32a()
 	h.Write([]byte(self))
 	start := int(h.Sum32())
@@ -55,16 +67,31 @@ func PickServer(self string, known Known, alive []Server, now time.Time, roll fu
 			leader = s
 			continue
 		}
-		return s
+		return s, true
 	}
-	if leader.Name != "" {
-		return leader
-	}
-	var others []Server
+	return leader, leader.Name != ""
+}
+
+// PickMember chooses one of the live members (alive, with an API
+// address, not self) by roll (roll(n) is in [0, n)): one announcing a
+// raft address when there is one, since a raft server answers with the
+// leader and the servers, where a worker that knows none yet answers
+// with nothing (and, in a forming cluster of hundreds of workers, asking
+// them at random made every worker open a TLS connection to worker after
+// worker). An empty name means no node to ask. It is pure but for roll.
+func PickMember(self string, alive []Server, roll func(n int) int) Server {
+	var raft, others []Server
 	for _, m := range alive {
-		if m.Name != self && m.APIAddr != "" {
+		switch {
+		case m.Name == self || m.APIAddr == "":
+		case m.Raft:
+			raft = append(raft, m)
+		default:
 			others = append(others, m)
 		}
+	}
+	if len(raft) > 0 {
+		return raft[roll(len(raft))]
 	}
 	if len(others) == 0 {
 		return Server{}
@@ -232,7 +259,12 @@ func (f Follower) Run(ctx context.Context) {
 // Once makes one follow call, and returns how long to pause before the
 // next.
 func (f Follower) Once(ctx context.Context, hintsOnly bool) (time.Duration, error) {
-	s := PickServer(f.Self, f.Upstream.Known(), f.Upstream.Alive(), f.Clock.Now(), f.Roll)
+	// The live members only when no server named is left to ask: a
+	// worker follows a server, and the member list is long.
+	s, ok := PickKnown(f.Self, f.Upstream.Known(), f.Clock.Now())
+	if !ok {
+		s = PickMember(f.Self, f.Upstream.Alive(), f.Roll)
+	}
 	outcome, err := OutcomeNoServer, ErrNoServer
 	if s.APIAddr != "" {
 		outcome, err = f.Upstream.Follow(ctx, s, hintsOnly)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 )
@@ -35,6 +36,10 @@ func TestPickServer(t *testing.T) {
 		{"both failed: a live member", Known{Leader: "s1", Servers: servers,
 			Failed: map[string]time.Time{"s1": followNow, "s2": followNow}}, alive, followNow, "w2"},
 		{"a server without an address is skipped", Known{Servers: []Server{{Name: "s3"}}}, nil, followNow, ""},
+		{"no servers known: a member announcing raft first", Known{},
+			append(slices.Clone(alive), Server{Name: "r1", APIAddr: "r1:7070", Raft: true}), followNow, "r1"},
+		{"a raft member is still passed over for a known server", Known{Servers: servers},
+			[]Server{{Name: "r1", APIAddr: "r1:7070", Raft: true}}, followNow, "s2"},
 	}
 	for _, tt := range tests {
 		if got := PickServer("w1", tt.known, tt.alive, tt.now, first); got.Name != tt.want {
@@ -115,6 +120,8 @@ func TestAfterFollow(t *testing.T) {
 // fakeUpstream answers follow calls with outcome and records the rest.
 type fakeUpstream struct {
 	known     Known
+	alive     []Server
+	listed    int // calls of Alive
 	outcome   FollowOutcome
 	asked     []string
 	passed    []string
@@ -127,7 +134,7 @@ func (u *fakeUpstream) Following() bool { return u.following }
 func (u *fakeUpstream) Drop()           { u.dropped++ }
 func (u *fakeUpstream) Behind()         { u.behind++ }
 func (u *fakeUpstream) Known() Known    { return u.known }
-func (u *fakeUpstream) Alive() []Server { return nil }
+func (u *fakeUpstream) Alive() []Server { u.listed++; return u.alive }
 func (u *fakeUpstream) Follow(_ context.Context, s Server, _ bool) (FollowOutcome, error) {
 	u.asked = append(u.asked, s.Name)
 	if u.outcome == OutcomeFailed {
@@ -149,9 +156,17 @@ func TestFollowerOnce(t *testing.T) {
 	if pause, err := f.Once(context.Background(), false); err != nil || pause != 0 || len(u.passed) != 0 {
 		t.Errorf("served: pause %v, err %v, passed over %v; want 0, none, none", pause, err, u.passed)
 	}
+	if u.listed != 0 {
+		t.Errorf("a server was known, yet the live members were listed %d times; want 0", u.listed)
+	}
 	u.known = Known{}
-	if _, err := f.Once(context.Background(), false); !errors.Is(err, ErrNoServer) {
-		t.Errorf("nobody to ask: err %v; want ErrNoServer", err)
+	if _, err := f.Once(context.Background(), false); !errors.Is(err, ErrNoServer) || u.listed != 1 {
+		t.Errorf("nobody to ask: err %v, members listed %d times; want ErrNoServer, once", err, u.listed)
+	}
+	u.alive, u.asked = []Server{{Name: "w2", APIAddr: "w2:7070"}}, nil
+	f.Roll = func(int) int { return 0 }
+	if _, err := f.Once(context.Background(), false); err != nil || !slices.Equal(u.asked, []string{"w2"}) {
+		t.Errorf("no server known: err %v, asked %v; want none, w2", err, u.asked)
 	}
 }
 
