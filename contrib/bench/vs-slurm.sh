@@ -34,7 +34,9 @@
 # Shoal columns' submits. The clients' figure includes the shell loop and
 # timeout(1) around every call, printed alone as "loop floor" (the same loop
 # running /bin/true). Without a writable cgroup hierarchy the CPU rows say
-# "-".
+# "-". Measured on cgroup v1 only: on v2 the agents' cgroup holds the
+# agents themselves, so they cannot enable controllers below it and may
+# run their tasks without cgroup limits there.
 # Knobs (environment): N=500 ROUNDS=10 CLIENTS=4 NODES=4 BIN=bin/shoal
 #   PEER=../shared/peers/slurm SLURMPEER_DIR=/tmp/slurmpeer
 # The Slurm peer is left as found: brought down at the end only if this
