@@ -81,7 +81,7 @@ func (l *leaderSide) scheduler() leader.Scheduler {
 		State: l.state, Propose: l, Lead: l.handOver(), Clock: clock.Wall{},
 		Metrics: l, Log: l.log, Interval: l.cfg.ScheduleInterval, Gate: l.checkProtocol,
 		Agents:   func(need int) bool { return leader.EverySpeaks(need, liveProtocols(l.gossip.Members())) },
-		Announce: l.raft.AnnounceCommit,
+		Announce: l.raft.AnnounceCommit, Self: l.cfg.Name,
 	}
 	if plantedDoubleBook { // a planted bug, test builds only: see planted_doublebook_off.go
 		s.Occupying = plantedHideNewest

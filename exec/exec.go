@@ -492,7 +492,13 @@ func (e *Executor) writeStart(t *tracked, l Launch, p task.Plan) error {
 	if e.cfg.LeaseTTL > 0 {
 		sc.Lease = filepath.Join(e.cfg.DataDir, task.LeaseFile)
 	}
-	if err := task.WriteJSON(t.dir, task.StepdFile, sc); err != nil {
+	// The supervisor's input need not survive a power loss: only this
+	// boot's supervisor and cgroups read it (reattach, killLostCgroup),
+	// and a missing or torn file reads as a task that cannot be
+	// reattached, as it is after a reboot. The start record is durable,
+	// and its directory's sync makes this file's name durable too: three
+	// syncs before the supervisor starts, not five.
+	if err := task.WriteJSONVolatile(t.dir, task.StepdFile, sc); err != nil {
 		return err
 	}
 	return task.WriteJSON(t.dir, task.StartFile, task.StartRecord{

@@ -60,8 +60,12 @@ type Scheduler struct {
 	// leader's next entry or raft's commit timeout (50 to 100 ms on a
 	// LAN): a pass that placed jobs and applied nothing after them calls
 	// it, so the nodes an allocation names start its tasks without that
-	// wait. It must not block.
+	// wait, unless every node it placed on is Self. It must not block.
 	Announce func()
+	// Self is the leader's own node: its FSM applies an allocation the
+	// moment it commits, so a pass that placed jobs on it alone announces
+	// nothing (a barrier is a raft entry every server writes and syncs).
+	Self string
 	// Agents says whether every live agent, servers and workers, speaks
 	// protocol need; nil says yes. A node an elastic job takes back runs
 	// its new entry only if it knows entries (fsm's GrowJob.Rejoin).
@@ -169,7 +173,7 @@ func (s Scheduler) act(ctx context.Context, v *fsm.View, p Plan, now time.Time) 
 	if err := s.endPreemptions(ctx, p.EndPreemptions, now); err != nil {
 		return err
 	}
-	placed := false
+	placed := false // on some node other than Self
 	for batch := range slices.Chunk(p.Allocations, MaxDecisionsPerApply) {
 		r, err := s.Propose.Apply(ctx, fsm.CmdAllocate, fsm.Allocate{Time: now, Consumable: true, Decisions: batch})
 		if err != nil {
@@ -182,7 +186,7 @@ func (s Scheduler) act(ctx context.Context, v *fsm.View, p Plan, now time.Time) 
 		}
 		for _, d := range batch {
 			if !slices.ContainsFunc(r.Rejected, func(x fsm.Rejection) bool { return x.Job == d.Job }) {
-				placed = true
+				placed = placed || elsewhere(d, s.Self)
 				s.Log.Info("job placed", "job", uint64(d.Job), "nodes", len(d.Nodes))
 				s.Metrics.Placed()
 				if j, ok := v.Job(d.Job); ok {
@@ -198,7 +202,7 @@ func (s Scheduler) act(ctx context.Context, v *fsm.View, p Plan, now time.Time) 
 		return err
 	}
 	// Entries applied after the allocations carry their commit to the
-	// followers already.
+	// followers already; an allocation on Self alone needs none.
 	if placed && len(p.Reasons) == 0 && len(p.Grows) == 0 && s.Announce != nil {
 		s.Announce()
 	}
@@ -211,6 +215,12 @@ func (s Scheduler) act(ctx context.Context, v *fsm.View, p Plan, now time.Time) 
 		return s.startPreemptions(ctx, pre, now)
 	}
 	return nil
+}
+
+// elsewhere reports whether d places its job on a node other than self:
+// a node that learns of the allocation only when it learns the commit.
+func elsewhere(d fsm.Decision, self string) bool {
+	return slices.ContainsFunc(d.Nodes, func(p fsm.Placement) bool { return p.Node != self })
 }
 
 // applyReasons records changed pending reasons in bounded batches.

@@ -227,7 +227,7 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 		h.now = h.now.Add(time.Duration(s) * time.Second)
 		return "", nil
 	case "pass":
-		return h.pass(args["apply"] != "no", args["elastic"] != "no", args["rejoin"] != "no")
+		return h.pass(args["apply"] != "no", args["elastic"] != "no", args["rejoin"] != "no", args["self"])
 	case "leases":
 		return h.leases(args)
 	case "jobs":
@@ -238,8 +238,9 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
 }
 
-// pass runs Pass and, when apply, acts on its plan in the agent's order.
-func (h *harness) pass(apply, elastic, rejoin bool) (string, error) {
+// pass runs Pass and, when apply, acts on its plan in the agent's order,
+// as the leader on node self (Scheduler.Self; empty: none of the nodes).
+func (h *harness) pass(apply, elastic, rejoin bool, self string) (string, error) {
 	now := h.now
 	p, err := Pass(PassInput{View: h.s.View(), Now: now, Elastic: elastic, Rejoin: elastic && rejoin})
 	if err != nil {
@@ -298,7 +299,7 @@ func (h *harness) pass(apply, elastic, rejoin bool) (string, error) {
 	rec := &recorder{h: h}
 	announced := 0
 	s := Scheduler{State: h.s, Propose: rec, Clock: fixedClock(now), Metrics: rec,
-		Log: slog.New(slog.DiscardHandler), Announce: func() { announced++ }}
+		Log: slog.New(slog.DiscardHandler), Announce: func() { announced++ }, Self: self}
 	if !elastic {
 		s.Gate = func(context.Context, fsm.CmdType, int) error { return fsm.ErrUnsupportedByCluster }
 	}

@@ -144,7 +144,17 @@ func parseKey(job, incarnation, step string) (Key, bool) {
 // WriteJSON writes v to dir/name atomically and durably: a temporary file
 // is written and synced, renamed over name, and the directory synced, so a
 // crash leaves either the old file or the complete new one.
-func WriteJSON(dir, name string, v any) error {
+func WriteJSON(dir, name string, v any) error { return writeJSON(dir, name, v, true) }
+
+// WriteJSONVolatile writes v to dir/name atomically but not durably: a
+// reader on the running system sees the old file or the complete new one,
+// while a power loss may leave either, or neither, or an empty file. It is
+// for what only processes and cgroups of this boot read (a supervisor's
+// input), which a power loss ends too; a later durable write in the same
+// directory (WriteJSON) makes its name durable as well.
+func WriteJSONVolatile(dir, name string, v any) error { return writeJSON(dir, name, v, false) }
+
+func writeJSON(dir, name string, v any, durable bool) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", name, err)
@@ -155,7 +165,7 @@ func WriteJSON(dir, name string, v any) error {
 	}
 	tmp := f.Name()
 	_, werr := f.Write(append(b, '\n'))
-	if werr == nil {
+	if werr == nil && durable {
 		werr = f.Sync()
 	}
 	if cerr := f.Close(); werr == nil {
@@ -167,6 +177,9 @@ func WriteJSON(dir, name string, v any) error {
 	if werr != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), werr)
+	}
+	if !durable {
+		return nil
 	}
 	return SyncDir(dir)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -138,4 +139,43 @@ func FuzzParseDirName(f *testing.F) {
 			t.Errorf("ParseDirName(%q) = %v, whose DirName is %q", name, k, k.DirName())
 		}
 	})
+}
+
+// TestWriteJSON: both writers replace a record whole and leave no
+// temporary file behind (what a supervisor or a restarted agent reads is
+// always a complete record; DESIGN: task records survive agent restarts).
+func TestWriteJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write func(dir, name string, v any) error
+	}{
+		{"durable", WriteJSON},
+		{"volatile", WriteJSONVolatile},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, code := range []int{1, 2} {
+				if err := tc.write(dir, ExitFile, ExitRecord{ExitCode: code}); err != nil {
+					t.Fatal(err)
+				}
+				var got ExitRecord
+				if err := ReadJSON(dir, ExitFile, &got); err != nil {
+					t.Fatal(err)
+				}
+				if got.ExitCode != code {
+					t.Fatalf("after writing exit code %d, read %d", code, got.ExitCode)
+				}
+			}
+			ents, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ents) != 1 || ents[0].Name() != ExitFile {
+				t.Fatalf("dir holds %v; want only %s", ents, ExitFile)
+			}
+			if err := tc.write(filepath.Join(dir, "missing"), ExitFile, ExitRecord{}); err == nil {
+				t.Fatal("writing into a missing directory succeeded")
+			}
+		})
+	}
 }
