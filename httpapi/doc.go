@@ -42,11 +42,12 @@
 // What it imports of Shoal, and why: api (the wire types), cluster (the
 // records it renders, identities, the sentinels), slurm (ParseJobID: one
 // parser of job ids), pki (checking a user token, a renewal's CSR and
-// certificate), gossip (the member record Info returns), and fsm and
-// consensus for the sentinels its status table maps (fsm's
-// ErrUnsupportedByCluster, ErrLimit and ErrDiverged, consensus's
-// ErrNotLeader). Never placement, leader, worker or exec: what decides
-// lives behind the roles.
+// certificate) and gossip (the member record Info returns). Never
+// placement, leader, worker or exec: what decides lives behind the roles;
+// nor fsm or consensus: the sentinels its status table maps that those
+// packages return (fsm.ErrLimit, fsm.ErrDiverged,
+// fsm.ErrUnsupportedByCluster, consensus.ErrNotLeader) are cluster's
+// (cluster.ErrLimit and its siblings) under another name.
 //
 // Contracts that are not obvious:
 //

@@ -9,15 +9,15 @@ import (
 
 // allowedImports are what httpapi may import of Shoal, and why (doc.go):
 // it owns only HTTP, so never what decides (placement, leader, worker,
-// exec) nor the agent that composes it.
+// exec), nor the replicated state machine or raft (fsm, consensus: the
+// sentinels its status table maps live in cluster), nor the agent that
+// composes it.
 var allowedImports = map[string]string{
-	"api":       "the wire types",
-	"cluster":   "records, identities, sentinels",
-	"slurm":     "ParseJobID",
-	"pki":       "user tokens, a renewal's CSR and certificate",
-	"gossip":    "the member record Info returns",
-	"fsm":       "sentinels of the status table",
-	"consensus": "ErrNotLeader, a sentinel of the status table",
+	"api":     "the wire types",
+	"cluster": "records, identities, sentinels",
+	"slurm":   "ParseJobID",
+	"pki":     "user tokens, a renewal's CSR and certificate",
+	"gossip":  "the member record Info returns",
 }
 
 func TestImportsNothingOfScheduling(t *testing.T) {
