@@ -9,15 +9,14 @@ import (
 
 // allowedImports are what httpapi may import of Shoal, and why (doc.go):
 // it owns only HTTP, so never what decides (placement, leader, worker,
-// exec), nor the replicated state machine or raft (fsm, consensus: the
-// sentinels its status table maps live in cluster), nor the agent that
-// composes it.
+// exec), nor the replicated state machine, raft or gossip (fsm,
+// consensus, gossip: the sentinels its status table maps live in cluster,
+// Info renders the members itself), nor the agent that composes it.
 var allowedImports = map[string]string{
 	"api":     "the wire types",
 	"cluster": "records, identities, sentinels",
 	"slurm":   "ParseJobID",
 	"pki":     "user tokens, a renewal's CSR and certificate",
-	"gossip":  "the member record Info returns",
 }
 
 func TestImportsNothingOfScheduling(t *testing.T) {
