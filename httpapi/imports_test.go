@@ -31,3 +31,34 @@ func TestImportsNothingOfScheduling(t *testing.T) {
 		}
 	}
 }
+
+// refusedBelow are what no package httpapi imports, directly or through
+// Shoal's packages, may import: raft and its store, and memberlist
+// (doc.go: neither is among its dependencies).
+var refusedBelow = []string{"github.com/hashicorp/raft", "go.etcd.io/bbolt", "github.com/hashicorp/memberlist"}
+
+func TestDependsOnNeitherRaftNorGossip(t *testing.T) {
+	const shoal = "github.com/shoal-sched/shoal/"
+	via := map[string]string{".": "httpapi"} // Shoal package dir -> the chain that reached it
+	for queue := []string{"."}; len(queue) > 0; queue = queue[1:] {
+		dir := queue[0]
+		imports, files, err := purity.Imports(dir)
+		if err != nil || files == 0 {
+			t.Fatalf("purity.Imports(%s) = %d files, %v", dir, files, err)
+		}
+		for path, where := range imports {
+			if pkg, ok := strings.CutPrefix(path, shoal); ok {
+				if next := "../" + pkg; via[next] == "" {
+					via[next] = via[dir] + " -> " + pkg
+					queue = append(queue, next)
+				}
+				continue
+			}
+			for _, bad := range refusedBelow {
+				if path == bad || strings.HasPrefix(path, bad+"/") {
+					t.Errorf("%s (%s) imports %s: httpapi must not depend on raft or gossip", via[dir], where, path)
+				}
+			}
+		}
+	}
+}
