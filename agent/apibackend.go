@@ -50,7 +50,7 @@ type securityAPI struct{ *core }
 // relayAPI is the API's side of what lives on a job's nodes
 // (httpapi.Relays): its output, its GPU use, a terminal, stdin, a PMIx
 // fence and sbcast, served here from work or relayed to the node that
-// holds it (relay.go, pty.go, bcast.go, gpuseries.go, http.go's Logs).
+// holds it (relay.go, pty.go, bcast.go, gpuseries.go).
 type relayAPI struct {
 	*core
 	work *workerSide

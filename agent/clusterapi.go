@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 
 	"github.com/shoal-sched/shoal/api"
-	"github.com/shoal-sched/shoal/gossip"
 )
 
 // core's side of the HTTP API: it is httpapi.Cluster (who leads, the
@@ -59,7 +58,15 @@ func (c *core) CurrentLeader() (api.Leader, error) {
 }
 
 // Members are the cluster's gossip members as this agent sees them.
-func (c *core) Members() []gossip.Member { return c.gossip.Members() }
+func (c *core) Members() []api.Member {
+	ms := c.gossip.Members()
+	out := make([]api.Member, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, api.Member{Name: m.Name, Address: m.Addr, Status: string(m.Status), APIAddr: m.Meta.APIAddr,
+			GPUs: m.Meta.GPUs, Switch: m.Meta.Switch, Version: m.Meta.Version})
+	}
+	return out
+}
 
 // IsLeader reports whether this agent is the raft leader now.
 func (c *core) IsLeader() bool { return c.raft.IsLeader() }

@@ -41,9 +41,9 @@
 //     securityAPI (join.go, keyring.go, usertoken.go, over core) is
 //     httpapi.Authority and httpapi.Security: callers' proofs, joins,
 //     renewals, revocations, tokens, the keyring; relayAPI (relay.go,
-//     pty.go, bcast.go, gpuseries.go, http.go's Logs and LocalLogs) is
-//     httpapi.Relays: what lives on a job's nodes, served from workerSide
-//     or relayed; and apiBackend (apibackend.go, http.go, queueops.go,
+//     with a job's output: Logs and LocalLogs; pty.go, bcast.go,
+//     gpuseries.go) is httpapi.Relays: what lives on a job's nodes, served
+//     from workerSide or relayed; and apiBackend (apibackend.go, http.go, queueops.go,
 //     steps.go, signal.go, policy.go, switches.go), over core and
 //     leaderSide, is httpapi.Queue and httpapi.Admin: it reads the replica
 //     and carries out through leaderSide what package leader decides.

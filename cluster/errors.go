@@ -23,6 +23,28 @@ var (
 	ErrUnavailable = errors.New("unavailable for now")
 )
 
+// Reasons narrower than a kind, each defined once here and re-exported by
+// the package that produces it under its own name (fsm.ErrLimit,
+// fsm.ErrDiverged, fsm.ErrUnsupportedByCluster, consensus.ErrNotLeader are
+// these very values), so errors.Is matches either name and the HTTP API
+// maps them to statuses without importing the FSM or raft.
+var (
+	// ErrLimit: a submit would pass a job-count limit of the policy
+	// (MaxSubmitJobs, MaxJobCount). The state is unchanged.
+	ErrLimit = errors.New("job limit reached")
+	// ErrDiverged: a replica could not decode or apply a committed entry;
+	// it can no longer be trusted to match the others.
+	ErrDiverged = errors.New("replica diverged: cannot apply log entry")
+	// ErrUnsupported: the leader will not propose a command type that some
+	// raft server does not announce it understands (a rolling upgrade is
+	// not finished). Nothing was proposed; retry once every server is
+	// upgraded.
+	ErrUnsupported = errors.New("command not supported by every server of the cluster")
+	// ErrNotLeader: an operation only the raft leader can perform reached
+	// a server that is not (or stopped being) the leader.
+	ErrNotLeader = errors.New("not the raft leader")
+)
+
 // Mark returns err marked with kind: errors.Is(err, kind) holds, and its
 // message is err's own. A nil err stays nil.
 func Mark(kind, err error) error {

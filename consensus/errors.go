@@ -5,14 +5,17 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/shoal-sched/shoal/cluster"
 )
 
 var (
 	// ErrNotLeader is wrapped by every operation that only the leader can
 	// perform when this server is not the leader (or stopped being it while
 	// the operation ran). The error is a *NotLeaderError naming the leader
-	// this server knows of, so callers can forward.
-	ErrNotLeader = errors.New("not the raft leader")
+	// this server knows of, so callers can forward. It is
+	// cluster.ErrNotLeader.
+	ErrNotLeader = cluster.ErrNotLeader
 	// ErrShutdown is wrapped by operations on a Raft that was shut down.
 	ErrShutdown = errors.New("raft is shut down")
 	// ErrAlreadyBootstrapped is returned by Bootstrap when this server

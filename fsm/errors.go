@@ -1,6 +1,10 @@
 package fsm
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/shoal-sched/shoal/cluster"
+)
 
 // Sentinels for what callers branch on. Apply wraps them with the command
 // and the identity that failed; test with errors.Is.
@@ -27,17 +31,19 @@ var (
 	// record, a task report that cannot be true). The state is unchanged.
 	ErrInvalid = errors.New("invalid command")
 	// ErrLimit: a submit would pass a job-count limit of the policy
-	// (MaxSubmitJobs, MaxJobCount). The state is unchanged.
-	ErrLimit = errors.New("job limit reached")
+	// (MaxSubmitJobs, MaxJobCount). The state is unchanged. It is
+	// cluster.ErrLimit.
+	ErrLimit = cluster.ErrLimit
 	// ErrDiverged: the entry could not be decoded or applied at all. The
-	// replica can no longer be trusted to match the others.
-	ErrDiverged = errors.New("replica diverged: cannot apply log entry")
+	// replica can no longer be trusted to match the others. It is
+	// cluster.ErrDiverged.
+	ErrDiverged = cluster.ErrDiverged
 	// ErrUnknownCommand: an entry's type byte is not in this build's
 	// command table; Apply wraps it in ErrDiverged.
 	ErrUnknownCommand = errors.New("unknown command type")
 	// ErrUnsupportedByCluster: the leader will not propose a command type
 	// that some raft server does not announce it understands (a rolling
 	// upgrade is not finished). Nothing was proposed; retry once every
-	// server is upgraded.
-	ErrUnsupportedByCluster = errors.New("command not supported by every server of the cluster")
+	// server is upgraded. It is cluster.ErrUnsupported.
+	ErrUnsupportedByCluster = cluster.ErrUnsupported
 )

@@ -22,7 +22,7 @@
 //   - Authority (caller.go): what proves a caller (the TLS peer, the
 //     token state); securityAPI.
 //   - Info (reads.go, follow.go): this agent's status, the leader, the
-//     gossip members, a worker's follow query; core.
+//     gossip members (as api.Member), a worker's follow query; core.
 //   - Queue (jobs.go): submits, job reads, queue operations, steps,
 //     signals; apiBackend.
 //   - Admin (admin.go): node records, drains, the policy, priorities and
@@ -41,12 +41,14 @@
 //
 // What it imports of Shoal, and why: api (the wire types), cluster (the
 // records it renders, identities, the sentinels), slurm (ParseJobID: one
-// parser of job ids), pki (checking a user token, a renewal's CSR and
-// certificate), gossip (the member record Info returns), and fsm and
-// consensus for the sentinels its status table maps (fsm's
-// ErrUnsupportedByCluster, ErrLimit and ErrDiverged, consensus's
-// ErrNotLeader). Never placement, leader, worker or exec: what decides
-// lives behind the roles.
+// parser of job ids) and pki (checking a user token, a renewal's CSR and
+// certificate). Never placement, leader, worker or exec: what decides
+// lives behind the roles; nor fsm, consensus or gossip, so neither raft
+// nor memberlist is among its dependencies: the sentinels its status
+// table maps that fsm and consensus return (fsm.ErrLimit,
+// fsm.ErrDiverged, fsm.ErrUnsupportedByCluster, consensus.ErrNotLeader)
+// are cluster's (cluster.ErrLimit and its siblings) under another name,
+// and Info hands over the gossip members already rendered.
 //
 // Contracts that are not obvious:
 //

@@ -7,8 +7,6 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/consensus"
-	"github.com/shoal-sched/shoal/fsm"
 )
 
 // ErrUpstream marks an error of a request this agent passed on (to the
@@ -26,12 +24,12 @@ var statuses = []struct {
 	{cluster.ErrForbidden, http.StatusForbidden},
 	{cluster.ErrNotFound, http.StatusNotFound},
 	{cluster.ErrConflict, http.StatusConflict},
-	{fsm.ErrUnsupportedByCluster, http.StatusConflict}, // a rolling upgrade is not finished
-	{fsm.ErrLimit, http.StatusTooManyRequests},
-	{fsm.ErrDiverged, http.StatusInternalServerError},
+	{cluster.ErrUnsupported, http.StatusConflict}, // a rolling upgrade is not finished
+	{cluster.ErrLimit, http.StatusTooManyRequests},
+	{cluster.ErrDiverged, http.StatusInternalServerError},
 	{ErrUpstream, http.StatusBadGateway},
 	{cluster.ErrUnavailable, http.StatusServiceUnavailable},
-	{consensus.ErrNotLeader, http.StatusServiceUnavailable},
+	{cluster.ErrNotLeader, http.StatusServiceUnavailable},
 	{context.DeadlineExceeded, http.StatusGatewayTimeout},
 }
 

@@ -9,8 +9,6 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/consensus"
-	"github.com/shoal-sched/shoal/fsm"
 )
 
 // Every refusal answers with the status the API has always given it; the
@@ -28,10 +26,10 @@ func TestStatus(t *testing.T) {
 		{"forbidden", fmt.Errorf("cancel job 3: %w", cluster.ErrForbidden), http.StatusForbidden},
 		{"not found", inner, http.StatusNotFound},
 		{"conflict", cluster.Mark(cluster.ErrConflict, errors.New("x")), http.StatusConflict},
-		{"limit", cluster.Mark(fsm.ErrLimit, fmt.Errorf("submit: %w", fsm.ErrLimit)), http.StatusTooManyRequests},
+		{"limit", cluster.Mark(cluster.ErrLimit, fmt.Errorf("submit: %w", cluster.ErrLimit)), http.StatusTooManyRequests},
 		{"upstream", cluster.Mark(ErrUpstream, errors.New("forward to leader: eof")), http.StatusBadGateway},
 		{"unavailable", cluster.Mark(cluster.ErrUnavailable, errors.New("x")), http.StatusServiceUnavailable},
-		{"not leader", fmt.Errorf("apply: %w", consensus.ErrNotLeader), http.StatusServiceUnavailable},
+		{"not leader", fmt.Errorf("apply: %w", cluster.ErrNotLeader), http.StatusServiceUnavailable},
 		{"deadline", fmt.Errorf("apply: %w", context.DeadlineExceeded), http.StatusGatewayTimeout},
 		{"forwarded", &api.StatusError{Code: http.StatusTeapot, Message: "x"}, http.StatusTeapot},
 		{"outermost wins", cluster.Mark(cluster.ErrInvalid, inner), http.StatusBadRequest},

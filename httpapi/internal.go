@@ -6,7 +6,6 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/consensus"
 )
 
 // Internal is what node agents ask of the leader over /v1/internal: only
@@ -99,7 +98,7 @@ func (s *Server) leaderFor(r *http.Request, node string) error {
 		return err
 	}
 	if !s.Cluster.IsLeader() {
-		return cluster.Mark(cluster.ErrUnavailable, consensus.ErrNotLeader)
+		return cluster.Mark(cluster.ErrUnavailable, cluster.ErrNotLeader)
 	}
 	return nil
 }

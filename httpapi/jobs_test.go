@@ -14,8 +14,6 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/consensus"
-	"github.com/shoal-sched/shoal/fsm"
 )
 
 // leading is the Cluster of an agent that leads and whose replica is
@@ -200,8 +198,8 @@ func TestCancelRefusals(t *testing.T) {
 	}{
 		{"no such job", "9", cluster.Mark(cluster.ErrNotFound, errors.New("job 9: no such job")), http.StatusNotFound, "job 9: no such job"},
 		{"not the owner", "9", fmt.Errorf("cancel job 9: %w", cluster.ErrForbidden), http.StatusForbidden, "cancel job 9: " + cluster.ErrForbidden.Error()},
-		{"upgrade unfinished", "9", fmt.Errorf("cancel job 9: %w", fsm.ErrUnsupportedByCluster), http.StatusConflict, "cancel job 9: " + fsm.ErrUnsupportedByCluster.Error()},
-		{"leadership lost", "9", cluster.Mark(cluster.ErrUnavailable, consensus.ErrNotLeader), http.StatusServiceUnavailable, consensus.ErrNotLeader.Error()},
+		{"upgrade unfinished", "9", fmt.Errorf("cancel job 9: %w", cluster.ErrUnsupported), http.StatusConflict, "cancel job 9: " + cluster.ErrUnsupported.Error()},
+		{"leadership lost", "9", cluster.Mark(cluster.ErrUnavailable, cluster.ErrNotLeader), http.StatusServiceUnavailable, cluster.ErrNotLeader.Error()},
 		{"unmarked", "9", errors.New("propose: disk full"), http.StatusInternalServerError, "propose: disk full"},
 		{"bad reference", "x", nil, http.StatusBadRequest, `job id "x": `},
 	} {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/shoal-sched/shoal/api"
-	"github.com/shoal-sched/shoal/gossip"
 )
 
 // Info is what the agent tells about itself and the cluster it is in:
@@ -18,8 +17,9 @@ type Info interface {
 	// CurrentLeader names the leader and its API address, or says why
 	// none is known (marked cluster.ErrUnavailable).
 	CurrentLeader() (api.Leader, error)
-	// Members are the cluster's gossip members as this agent sees them.
-	Members() []gossip.Member
+	// Members are the cluster's gossip members as this agent sees them,
+	// rendered.
+	Members() []api.Member
 	// Follow is a server's side of GET /v1/internal/follow
 	// (api.FollowReply): it waits up to wait for node's jobs to differ
 	// from digest, or for the replica to reach lease while index is
@@ -46,9 +46,6 @@ func (s *Server) HandleLeader(w http.ResponseWriter, r *http.Request) {
 
 // HandleMembers is GET /v1/members.
 func (s *Server) HandleMembers(w http.ResponseWriter, r *http.Request) {
-	out := []api.Member{}
-	for _, m := range s.Info.Members() {
-		out = append(out, MemberOf(m))
-	}
+	out := append([]api.Member{}, s.Info.Members()...) // [] rather than null when none
 	WriteJSON(w, http.StatusOK, 0, out)
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
-	"github.com/shoal-sched/shoal/gossip"
 )
 
 // restarts is how many times a job was requeued: each start after the
@@ -147,12 +146,6 @@ func RoleOr(roles map[string]string, name string) string {
 		return r
 	}
 	return "none"
-}
-
-// MemberOf renders a gossip member.
-func MemberOf(m gossip.Member) api.Member {
-	return api.Member{Name: m.Name, Address: m.Addr, Status: string(m.Status), APIAddr: m.Meta.APIAddr,
-		GPUs: m.Meta.GPUs, Switch: m.Meta.Switch, Version: m.Meta.Version}
 }
 
 // NodesOf renders the nodes of a view as sinfo and shoal nodes show them.
