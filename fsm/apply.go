@@ -18,8 +18,11 @@ func (s *State) submit(index uint64, c SubmitJob) Result {
 			ErrInvalid, len(c.RequestID), cluster.MaxRequestIDBytes)}
 	}
 	if c.RequestID != "" {
-		if id, ok := s.rids.get(c.RequestID); ok {
-			return Result{JobID: id, Duplicate: true}
+		if p, ok := s.rids.get(c.RequestID); ok {
+			if p.isStep() {
+				return Result{Err: fmt.Errorf("submit: %w: request_id %.64q: already used by another request", ErrInvalid, c.RequestID)}
+			}
+			return Result{JobID: p.Job, Duplicate: true}
 		}
 	}
 	what := "submit"
@@ -89,7 +92,7 @@ func (s *State) submit(index uint64, c SubmitJob) Result {
 		s.live.change(nil, j)
 	}
 	if c.RequestID != "" {
-		s.rids.add(c.RequestID, first)
+		s.rids.add(ridPair{RequestID: c.RequestID, Job: first})
 	}
 	return Result{JobID: first}
 }

@@ -201,11 +201,16 @@ type SetDrain struct {
 // StartStep starts an srun step in a running job incarnation: the step's
 // command runs as Spec.TasksPerNode ranks on each of the allocation's first
 // Spec.Nodes nodes. The result's StepID names it.
+//
+// RequestID (protocol 6) deduplicates client retries as SubmitJob's does:
+// a second StartStep with a RequestID already seen answers the first's
+// step (Result.JobID, StepID, Duplicate) and changes nothing.
 type StartStep struct {
 	Job         cluster.JobID    `msgpack:"job"`
 	Incarnation uint64           `msgpack:"incarnation"`
 	Spec        cluster.StepSpec `msgpack:"spec"`
 	Time        time.Time        `msgpack:"time"`
+	RequestID   string           `msgpack:"request_id,omitempty"`
 }
 
 // StepExited reports that every task of a step on a node is dead.

@@ -249,50 +249,59 @@ func (r *resources) liveJobs(node string) []cluster.JobID {
 // past it the base is rebuilt, so a lookup scans at most this many.
 const ridTableTail = 1024
 
+// ridPair is what one client request id made: a SubmitJob's job, or
+// (Incarnation set, protocol 6) the step a StartStep started in a run of
+// Job. The HTTP API scopes the two kinds of ids apart.
 type ridPair struct {
-	RequestID string        `msgpack:"request_id"`
-	Job       cluster.JobID `msgpack:"job"`
+	RequestID   string        `msgpack:"request_id"`
+	Job         cluster.JobID `msgpack:"job"`
+	Step        int           `msgpack:"step,omitempty"`
+	Incarnation uint64        `msgpack:"incarnation,omitempty"`
 }
 
-// ridTable maps request IDs to jobs. Views share it without copying: base
-// is immutable once built and tail is append-only, so a view keeps the
-// base pointer and a prefix of tail.
+// isStep reports whether p names a step (a running job's incarnation is
+// at least 1) rather than a submitted job.
+func (p ridPair) isStep() bool { return p.Incarnation != 0 }
+
+// ridTable maps request IDs to what they made. Views share it without
+// copying: base is immutable once built and tail is append-only, so a
+// view keeps the base pointer and a prefix of tail.
 type ridTable struct {
-	base    map[string]cluster.JobID
+	base    map[string]ridPair
 	tail    []ridPair
-	tailMap map[string]cluster.JobID // the state's own index of tail
+	tailMap map[string]ridPair // the state's own index of tail
 }
 
 func newRIDTable(pairs []ridPair) ridTable {
-	base := make(map[string]cluster.JobID, len(pairs))
+	base := make(map[string]ridPair, len(pairs))
 	for _, p := range pairs {
-		base[p.RequestID] = p.Job
+		base[p.RequestID] = p
 	}
-	return ridTable{base: base, tailMap: map[string]cluster.JobID{}}
+	return ridTable{base: base, tailMap: map[string]ridPair{}}
 }
 
-func (t *ridTable) get(rid string) (cluster.JobID, bool) {
-	if id, ok := t.tailMap[rid]; ok {
-		return id, true
+func (t *ridTable) get(rid string) (ridPair, bool) {
+	if p, ok := t.tailMap[rid]; ok {
+		return p, true
 	}
-	id, ok := t.base[rid]
-	return id, ok
+	p, ok := t.base[rid]
+	return p, ok
 }
 
-func (t *ridTable) add(rid string, id cluster.JobID) {
+func (t *ridTable) add(p ridPair) {
 	if len(t.tail) >= ridTableTail {
 		base := maps.Clone(t.base)
 		if base == nil {
-			base = map[string]cluster.JobID{}
+			base = map[string]ridPair{}
 		}
-		for _, p := range t.tail {
-			base[p.RequestID] = p.Job
+		for _, q := range t.tail {
+			base[q.RequestID] = q
 		}
 		// Fresh tail and base: views keep the old ones untouched.
-		t.base, t.tail, t.tailMap = base, nil, map[string]cluster.JobID{}
+		t.base, t.tail, t.tailMap = base, nil, map[string]ridPair{}
 	}
-	t.tail = append(t.tail, ridPair{RequestID: rid, Job: id})
-	t.tailMap[rid] = id
+	t.tail = append(t.tail, p)
+	t.tailMap[p.RequestID] = p
 }
 
 // freeze returns a read-only copy sharing storage with t.
@@ -301,25 +310,25 @@ func (t *ridTable) freeze() ridView {
 }
 
 type ridView struct {
-	base map[string]cluster.JobID
+	base map[string]ridPair
 	tail []ridPair
 }
 
-func (v ridView) get(rid string) (cluster.JobID, bool) {
+func (v ridView) get(rid string) (ridPair, bool) {
 	for _, p := range v.tail {
 		if p.RequestID == rid {
-			return p.Job, true
+			return p, true
 		}
 	}
-	id, ok := v.base[rid]
-	return id, ok
+	p, ok := v.base[rid]
+	return p, ok
 }
 
 // sorted returns every pair in ascending request ID order.
 func (v ridView) sorted() []ridPair {
 	out := make([]ridPair, 0, len(v.base)+len(v.tail))
-	for rid, id := range v.base {
-		out = append(out, ridPair{RequestID: rid, Job: id})
+	for _, p := range v.base {
+		out = append(out, p)
 	}
 	out = append(out, v.tail...)
 	slices.SortFunc(out, func(a, b ridPair) int { return cmp.Compare(a.RequestID, b.RequestID) })

@@ -51,9 +51,10 @@ import (
 //	preempted job=J                          the job's preemption and signals
 //	reasons J=REASON ...                     SetReasons
 //	step job=J [nodes=N] [tpn=T] [n=NTASKS] [gpt=G] [cmd=(a,b)] [on=(n1,n2)] [inc=I]
-//	     [excl=yes] [gpus=G] [gpn=G] [exact=yes] [c=C]
+//	     [excl=yes] [gpus=G] [gpn=G] [exact=yes] [c=C] [rid=R]
 //	                                         StartStep (cmd defaults to hostname;
-//	                                         excl: Exclusive, holding --gpus, --exact, -c)
+//	                                         excl: Exclusive, holding --gpus, --exact, -c;
+//	                                         rid: its request id)
 //	holds job=J                              what the job's live step nodes hold
 //	step-exited job=J step=S node=N [code=C] [cause=X] [inc=I]
 //	cancel-step job=J step=S                 CancelStep
@@ -356,9 +357,12 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			}
 		}
 		sp.GPUs, sp.GPUsPerNode, sp.CPUsPerTask = intArg("gpus", 0), intArg("gpn", 0), intArg("c", 0)
-		r := h.apply(t, CmdStartStep, StartStep{Job: id, Incarnation: incArg(id), Spec: sp})
-		if r.Err != nil {
+		r := h.apply(t, CmdStartStep, StartStep{Job: id, Incarnation: incArg(id), Spec: sp, RequestID: strArg("rid", "")})
+		switch {
+		case r.Err != nil:
 			return resultString(r)
+		case r.Duplicate:
+			return fmt.Sprintf("duplicate of step %d.%d\n", r.JobID, r.StepID)
 		}
 		return fmt.Sprintf("step %d.%d\n", id, r.StepID)
 	case "holds":

@@ -13,6 +13,18 @@ import (
 const maxWorkDirBytes = 4096
 
 func (s *State) startStep(index uint64, c StartStep) Result {
+	if len(c.RequestID) > cluster.MaxRequestIDBytes {
+		return Result{Err: fmt.Errorf("start step: %w: request_id: %d bytes, want at most %d",
+			ErrInvalid, len(c.RequestID), cluster.MaxRequestIDBytes)}
+	}
+	if c.RequestID != "" {
+		if p, ok := s.rids.get(c.RequestID); ok {
+			if !p.isStep() || p.Job != c.Job {
+				return Result{Err: fmt.Errorf("start step: %w: request_id %.64q: already used by another request", ErrInvalid, c.RequestID)}
+			}
+			return Result{JobID: p.Job, StepID: p.Step, Duplicate: true}
+		}
+	}
 	pos, old := s.job(c.Job)
 	if old == nil {
 		return Result{Err: fmt.Errorf("start step: job %d: %w", c.Job, ErrUnknownJob)}
@@ -70,6 +82,9 @@ func (s *State) startStep(index uint64, c StartStep) Result {
 	j.Steps = append(old.Steps[:len(old.Steps):len(old.Steps)], st)
 	j.ModifyIndex = index
 	s.storeJob(pos, &j)
+	if c.RequestID != "" {
+		s.rids.add(ridPair{RequestID: c.RequestID, Job: c.Job, Step: st.ID, Incarnation: st.Incarnation})
+	}
 	return Result{StepID: st.ID}
 }
 

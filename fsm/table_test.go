@@ -125,6 +125,7 @@ func TestNeeds(t *testing.T) {
 		{CmdStartStep, StartStep{Spec: cluster.StepSpec{NoKill: true}}, 5},
 		{CmdSubmitJob, SubmitJob{Spec: cluster.Spec{Container: "/b"}}, 5},
 		{CmdStartStep, StartStep{Spec: cluster.StepSpec{Container: "/b"}}, 5},
+		{CmdStartStep, StartStep{RequestID: "s1/r"}, 6}, {CmdSubmitJob, SubmitJob{RequestID: "u1/r"}, 1},
 	} {
 		if got := Needs(tt.t, tt.body); got != tt.want {
 			t.Errorf("Needs(%s, %+v) = %d; want %d", tt.t, tt.body, got, tt.want)

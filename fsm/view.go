@@ -51,7 +51,24 @@ func (v *View) JobByRequestID(id string) (cluster.JobID, bool) {
 	if id == "" {
 		return 0, false
 	}
-	return v.rids.get(id)
+	p, ok := v.rids.get(id)
+	if !ok || p.isStep() {
+		return 0, false
+	}
+	return p.Job, true
+}
+
+// StepByRequestID returns the step a StartStep with request id started:
+// its job, the job's incarnation it ran in, and its id.
+func (v *View) StepByRequestID(id string) (job cluster.JobID, incarnation uint64, step int, ok bool) {
+	if id == "" {
+		return 0, 0, 0, false
+	}
+	p, ok := v.rids.get(id)
+	if !ok || !p.isStep() {
+		return 0, 0, 0, false
+	}
+	return p.Job, p.Incarnation, p.Step, true
 }
 
 // Changed returns a channel closed once the state moves past v.Index (an
