@@ -9,6 +9,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/slurm"
 )
@@ -62,13 +63,25 @@ func makeShimDir(dataDir string) (string, error) {
 
 // StartStep starts an srun step for its job's owner (or root) (leader:
 // leader.PlanStartStep). Its tasks are dealt over the job's CPUs, as
-// Slurm's srun, when every server speaks the protocol that records it.
+// Slurm's srun, when every server speaks the protocol that records it;
+// its request id is kept (and a repeat answered with the step the id
+// started) when every server speaks the protocol that deduplicates it.
 func (b apiBackend) StartStep(ctx context.Context, id cluster.JobID, req api.StepRequest, who cluster.Identity) (api.StepResponse, error) {
+	if err := httpapi.CheckRequestID(req.RequestID); err != nil {
+		return api.StepResponse{}, err
+	}
+	rid := httpapi.ScopedStepRequestID(who, req.RequestID)
 	v := b.state.View()
+	if out, ok := stepOfRequest(v, id, rid); ok {
+		return out, nil
+	}
 	dealt := req.Spec
 	dealt.Dealt = true
-	plan, err := leader.PlanStartStep(v, id, req.Incarnation, req.Spec,
-		b.checkProtocol(ctx, fsm.CmdStartStep, fsm.Needs(fsm.CmdStartStep, fsm.StartStep{Job: id, Spec: dealt})) == nil, callerOf(v.Policy(), who))
+	gate := func(body fsm.StartStep) error {
+		return b.checkProtocol(ctx, fsm.CmdStartStep, fsm.Needs(fsm.CmdStartStep, body))
+	}
+	rid = stepRequestID(id, rid, gate)
+	plan, err := leader.PlanStartStep(v, id, req.Incarnation, req.Spec, gate(fsm.StartStep{Job: id, Spec: dealt}) == nil, rid, callerOf(v.Policy(), who))
 	if err != nil {
 		return api.StepResponse{}, err
 	}
@@ -76,9 +89,37 @@ func (b apiBackend) StartStep(ctx context.Context, id cluster.JobID, req api.Ste
 	if err != nil {
 		return api.StepResponse{}, err
 	}
+	if res.Duplicate {
+		// A copy that reached the log while this one was planned.
+		if out, ok := stepOfRequest(b.state.View(), id, rid); ok {
+			return out, nil
+		}
+	}
 	inc := plan.Proposals[0].Cmd.(fsm.StartStep).Incarnation
 	b.log.Info("step started", "job", uint64(id), "step", res.StepID, "by", who.User)
 	return api.StepResponse{Step: res.StepID, Incarnation: inc}, nil
+}
+
+// stepRequestID is the request id a step of job id is proposed with: rid
+// when gate (the protocol gate, for a StartStep carrying it) lets it
+// through, else none, as a server of protocol 5 or less would drop it and
+// start a resent copy again where the others answer the first.
+func stepRequestID(id cluster.JobID, rid string, gate func(fsm.StartStep) error) string {
+	if rid == "" || gate(fsm.StartStep{Job: id, RequestID: rid}) != nil {
+		return ""
+	}
+	return rid
+}
+
+// stepOfRequest answers a step request whose id (scoped) already started
+// a step of job id: that step. An id another request used is left to the
+// FSM, which refuses it.
+func stepOfRequest(v *fsm.View, id cluster.JobID, rid string) (api.StepResponse, bool) {
+	job, inc, step, ok := v.StepByRequestID(rid)
+	if !ok || job != id {
+		return api.StepResponse{}, false
+	}
+	return api.StepResponse{Step: step, Incarnation: inc}, true
 }
 
 // CancelStep cancels step of job id for who (leader:

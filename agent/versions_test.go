@@ -99,3 +99,38 @@ func TestValidProtocol(t *testing.T) {
 		t.Errorf("Config{}.protocol() = %d; want this build's %d", got, fsm.ProtocolVersion)
 	}
 }
+
+// TestStepRequestIDGate: a step's request id rides in its proposal only
+// once every raft server alive in gossip speaks protocol 6; with one at 5,
+// which would drop it and start a resent copy again where the others
+// answer the first, it is dropped (DESIGN invariant 5: replicas agree).
+func TestStepRequestIDGate(t *testing.T) {
+	voters := []consensus.Server{{ID: "n1", Suffrage: consensus.Voter}, {ID: "n2", Suffrage: consensus.Voter}, {ID: "n3", Suffrage: consensus.Voter}}
+	members := func(protocols ...int) []gossip.Member {
+		var out []gossip.Member
+		for i, p := range protocols {
+			out = append(out, gossip.Member{Name: voters[i].ID, Status: gossip.StatusAlive, Meta: gossip.Meta{Protocol: p}})
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name    string
+		members []gossip.Member
+		rid     string
+		want    string
+	}{
+		{"every server speaks 6", members(6, 6, 6), "s1000/a", "s1000/a"},
+		{"one server speaks 5", members(6, 5, 6), "s1000/a", ""},
+		{"one server built before versions", members(6, 0, 6), "s1000/a", ""},
+		{"no id", members(6, 6, 6), "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			gate := func(body fsm.StartStep) error {
+				return protocolGateNeed(fsm.CmdStartStep, fsm.Needs(fsm.CmdStartStep, body), tt.members, voters)
+			}
+			if got := stepRequestID(1, tt.rid, gate); got != tt.want {
+				t.Fatalf("stepRequestID(%q) = %q; want %q", tt.rid, got, tt.want)
+			}
+		})
+	}
+}

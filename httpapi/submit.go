@@ -11,14 +11,15 @@ import (
 
 // A submit's body as the leader takes it: checked (CheckSubmitRequest),
 // turned into the spec it asks for (SpecOf), its client request id made
-// the caller's own (ScopedRequestID).
+// the caller's own (ScopedRequestID). A step's request id is checked
+// (CheckRequestID) and scoped (ScopedStepRequestID) the same way.
 
 // CheckSubmitRequest refuses what a submit's body may not hold before
 // anything is looked up: a request id too long to scope, a negative time
 // limit.
 func CheckSubmitRequest(req api.SubmitRequest) error {
-	if len(req.RequestID) > MaxClientRequestID {
-		return cluster.Mark(cluster.ErrInvalid, fmt.Errorf("request_id: %d bytes, want at most %d", len(req.RequestID), MaxClientRequestID))
+	if err := CheckRequestID(req.RequestID); err != nil {
+		return err
 	}
 	if req.TimeLimitS < 0 {
 		return cluster.Mark(cluster.ErrInvalid, fmt.Errorf("time_limit_s %d: want 0 (unlimited) or more", req.TimeLimitS))
@@ -30,14 +31,33 @@ func CheckSubmitRequest(req api.SubmitRequest) error {
 // user scope ScopedRequestID adds.
 const MaxClientRequestID = cluster.MaxRequestIDBytes - 16
 
+// CheckRequestID refuses a client request id too long to scope.
+func CheckRequestID(rid string) error {
+	if len(rid) > MaxClientRequestID {
+		return cluster.Mark(cluster.ErrInvalid, fmt.Errorf("request_id: %d bytes, want at most %d", len(rid), MaxClientRequestID))
+	}
+	return nil
+}
+
 // ScopedRequestID makes a client's request id the caller's own: the FSM
 // deduplicates by it, and another user who sends the same id must get a
 // job of their own, not a reference to someone else's.
 func ScopedRequestID(who cluster.Identity, rid string) string {
+	return scoped("u", who, rid)
+}
+
+// ScopedStepRequestID is ScopedRequestID for srun's step: its own scope
+// ("s"), so a step's id never names a submit's job, nor a submit's a step.
+func ScopedStepRequestID(who cluster.Identity, rid string) string {
+	return scoped("s", who, rid)
+}
+
+// scoped is rid in kind's scope of the caller's, or "" for none.
+func scoped(kind string, who cluster.Identity, rid string) string {
 	if rid == "" {
 		return ""
 	}
-	return fmt.Sprintf("u%d/%s", who.UID, rid)
+	return fmt.Sprintf("%s%d/%s", kind, who.UID, rid)
 }
 
 // SpecOf builds the spec a submit asks for, as the proven caller who

@@ -386,8 +386,11 @@ func PlanSignal(v *fsm.View, id cluster.JobID, signal int, batchOnly bool, c Cal
 // tasks dealt over the job's CPUs as Slurm's srun, and holding the GPUs
 // and CPUs it asks for unless --overlap, when dealt (every server speaks
 // the protocol that records both), else laid out evenly and sharing the
-// allocation.
-func PlanStartStep(v *fsm.View, id cluster.JobID, incarnation uint64, spec cluster.StepSpec, dealt bool, c Caller) (QueuePlan, error) {
+// allocation. requestID, when set, is the client's (scoped) request id the
+// FSM deduplicates by; the caller leaves it empty unless every server
+// speaks the protocol that knows it (fsm.Needs of a StartStep carrying
+// it, through ProtocolGate).
+func PlanStartStep(v *fsm.View, id cluster.JobID, incarnation uint64, spec cluster.StepSpec, dealt bool, requestID string, c Caller) (QueuePlan, error) {
 	j, ok := v.Job(id)
 	if !ok {
 		return QueuePlan{}, notFound(fmt.Errorf("job %d: no such job", id))
@@ -406,7 +409,7 @@ func PlanStartStep(v *fsm.View, id cluster.JobID, incarnation uint64, spec clust
 		spec.Exclusive, spec.GPUs, spec.GPUsPerNode, spec.Exact, spec.CPUsPerTask = false, 0, 0, false, 0
 	}
 	return QueuePlan{ID: uint64(id), op: opStartStep, Proposals: []Proposal{{Job: id, Type: fsm.CmdStartStep,
-		Cmd: fsm.StartStep{Job: id, Incarnation: incarnation, Spec: spec}}}}, nil
+		Cmd: fsm.StartStep{Job: id, Incarnation: incarnation, Spec: spec, RequestID: requestID}}}}, nil
 }
 
 // PlanCancelStep cancels step of job id, for its owner, root or an

@@ -99,7 +99,7 @@ func (h *harness) op(words []string, args map[string]string, num func(string, in
 		case "signal":
 			plan, err = PlanSignal(v, j, cmp.Or(n, 10), args["batch"] == "yes", c)
 		case "step":
-			plan, err = PlanStartStep(v, j, uint64(n), cluster.StepSpec{Command: []string{"hostname"}}, args["dealt"] != "no", c)
+			plan, err = PlanStartStep(v, j, uint64(n), cluster.StepSpec{Command: []string{"hostname"}}, args["dealt"] != "no", args["rid"], c)
 		case "cancel-step":
 			plan, err = PlanCancelStep(v, j, n, c)
 		}
@@ -143,7 +143,11 @@ func (h *harness) op(words []string, args map[string]string, num func(string, in
 			return b.String(), nil
 		}
 		if p.Type == fsm.CmdStartStep {
-			fmt.Fprintf(&b, "job %d: step %d\n", p.Job, res.StepID)
+			dup := ""
+			if res.Duplicate {
+				dup = " (duplicate: nothing changed)"
+			}
+			fmt.Fprintf(&b, "job %d: step %d%s\n", p.Job, res.StepID, dup)
 		}
 		ids = append(ids, strconv.FormatUint(uint64(p.Job), 10))
 	}
@@ -196,7 +200,11 @@ func describe(cmd any) string {
 	case fsm.SignalJob:
 		return fmt.Sprintf("signal %d batch_only=%t", c.Signal, c.BatchOnly)
 	case fsm.StartStep:
-		return fmt.Sprintf("start step incarnation=%d dealt=%t", c.Incarnation, c.Spec.Dealt)
+		s := fmt.Sprintf("start step incarnation=%d dealt=%t", c.Incarnation, c.Spec.Dealt)
+		if c.RequestID != "" {
+			s += " request_id=" + c.RequestID
+		}
+		return s
 	case fsm.CancelStep:
 		return fmt.Sprintf("cancel step %d", c.Step)
 	}
