@@ -521,11 +521,16 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	return out, err
 }
 
-// StartStep starts an srun step in a running job and returns its id. Once:
-// a second copy would start a second step.
+// StartStep starts an srun step in a running job and returns its id.
+// Idempotent with a request id (the FSM answers a repeat with the step the
+// id started); Once without, as a second copy would start a second step.
 func (c *Client) StartStep(ctx context.Context, job uint64, req StepRequest) (StepResponse, error) {
+	r := Once
+	if req.RequestID != "" {
+		r = Idempotent
+	}
 	var out StepResponse
-	_, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/v1/jobs/%d/steps", job), req, &out)
+	_, err := c.Write(ctx, r, http.MethodPost, fmt.Sprintf("/v1/jobs/%d/steps", job), req, &out)
 	return out, err
 }
 

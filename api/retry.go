@@ -47,14 +47,14 @@ type Repeat int
 
 const (
 	// Once: a second copy may act again (a signal delivered twice, a
-	// requeue of the job's next run, a second step, a relative time limit
-	// added twice). Sent again only after an answer proving that no copy
+	// requeue of the job's next run, a second step where the step carries
+	// no request id, a relative time limit added twice). Sent again only after an answer proving that no copy
 	// was proposed.
 	Once Repeat = iota
 	// Idempotent: a second copy leaves the state the first left (a
 	// cancelled job stays cancelled, a hold or drain already in place or an
 	// absolute value already set is a no-op, a submit's request id yields
-	// its job), though it may be answered differently (a job already
+	// its job, a step's its step), though it may be answered differently (a job already
 	// finished: 409). Also sent again when the first's outcome is unknown.
 	Idempotent
 )

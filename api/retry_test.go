@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/shoal-sched/shoal/cluster"
 )
 
 // Answers an agent gives a write during a leader change.
@@ -101,6 +103,14 @@ func TestWriteAcrossLeaderChange(t *testing.T) {
 			_, err := c.UpdateJob(context.Background(), "7", UpdateRequest{TimeLimitAddS: &add})
 			return err
 		}, []error{errNoAnswer, nil}, 1, "not sent again"},
+		{"srun step with its request id after a timed-out commit", func(c *Client) error {
+			_, err := c.StartStep(context.Background(), 7, StepRequest{Spec: cluster.StepSpec{Command: []string{"hostname"}}, RequestID: "r1"})
+			return err
+		}, []error{errTimedOut, errLost, nil}, 3, ""},
+		{"srun step without a request id with its outcome unknown", func(c *Client) error {
+			_, err := c.StartStep(context.Background(), 7, StepRequest{Spec: cluster.StepSpec{Command: []string{"hostname"}}})
+			return err
+		}, []error{errTimedOut, nil}, 1, "not sent again"},
 		{"absolute time limit after a lost commit", func(c *Client) error {
 			limit := int64(60)
 			_, err := c.UpdateJob(context.Background(), "7", UpdateRequest{TimeLimitS: &limit})

@@ -358,6 +358,11 @@ type StepRequest struct {
 	// (SHOAL_INCARNATION in the caller's environment).
 	Incarnation uint64           `json:"incarnation"`
 	Spec        cluster.StepSpec `json:"spec"`
+	// RequestID makes the step safe to send again after a leader change:
+	// the same id never starts two steps once every raft server speaks
+	// protocol 6. Until then the leader drops it, and a copy sent again
+	// after an unknown outcome could start a second step.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // StepResponse answers POST /v1/jobs/{id}/steps.

@@ -74,8 +74,9 @@ func srunPty(ctx context.Context, connect Connect, opts slurm.Options, command [
 	if spec.Command, err = bcastCommand(ctx, c, job, opts, spec.Command, spec.WorkDir); err != nil {
 		return 1, err
 	}
+	req := api.StepRequest{Incarnation: inc, Spec: spec, RequestID: request.NewID()}
 	step, err := startStepWaiting(ctx, c, job, opts.Immediate, stderr, func() (api.StepResponse, error) {
-		return c.StartStep(ctx, job, api.StepRequest{Incarnation: inc, Spec: spec})
+		return c.StartStep(ctx, job, req)
 	})
 	if errors.Is(err, exitcode.Code(1)) {
 		return 1, err

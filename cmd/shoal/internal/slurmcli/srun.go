@@ -114,7 +114,7 @@ func Srun(ctx context.Context, connect Connect, args []string, stdout, stderr io
 		return 1, err
 	}
 	spec.Command = withTaskHooks(opts, spec.Command)
-	return runStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, opts, stdout, stderr, func(err error) (int, error) {
+	return runStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec, RequestID: request.NewID()}, opts, stdout, stderr, func(err error) (int, error) {
 		return 1, fmt.Errorf("start step in job %d: %w", job, err)
 	})
 }

@@ -53,7 +53,7 @@ func srunInJob(ctx context.Context, connect Connect, opts slurm.Options, command
 	if err != nil {
 		return 1, err
 	}
-	return runStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec}, opts, stdout, stderr, func(err error) (int, error) {
+	return runStep(ctx, c, job, api.StepRequest{Incarnation: inc, Spec: spec, RequestID: request.NewID()}, opts, stdout, stderr, func(err error) (int, error) {
 		// Slurm's words; for a refusal, Shoal's reason after them.
 		var se *api.StatusError
 		if errors.As(err, &se) && se.Code == http.StatusForbidden {

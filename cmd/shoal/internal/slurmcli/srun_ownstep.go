@@ -101,7 +101,7 @@ func runOwnJobAsStep(ctx context.Context, connect Connect, opts slurm.Options, c
 		return 1, err
 	}
 	spec.Command = withTaskHooks(opts, spec.Command)
-	step, sreq, err := startStep(ctx, c, job, api.StepRequest{Incarnation: j.Incarnation, Spec: spec}, localInput(opts), stderr)
+	step, sreq, err := startStep(ctx, c, job, api.StepRequest{Incarnation: j.Incarnation, Spec: spec, RequestID: request.NewID()}, localInput(opts), stderr)
 	if err != nil {
 		return 1, fmt.Errorf("start step in job %d: %w", job, err)
 	}
