@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 
@@ -80,6 +81,7 @@ func (b apiBackend) StartStep(ctx context.Context, id cluster.JobID, req api.Ste
 	gate := func(body fsm.StartStep) error {
 		return b.checkProtocol(ctx, fsm.CmdStartStep, fsm.Needs(fsm.CmdStartStep, body))
 	}
+	asked := rid
 	rid = stepRequestID(id, rid, gate)
 	plan, err := leader.PlanStartStep(v, id, req.Incarnation, req.Spec, gate(fsm.StartStep{Job: id, Spec: dealt}) == nil, rid, callerOf(v.Policy(), who))
 	if err != nil {
@@ -87,7 +89,7 @@ func (b apiBackend) StartStep(ctx context.Context, id cluster.JobID, req api.Ste
 	}
 	_, res, err := b.lead.propose(ctx, plan)
 	if err != nil {
-		return api.StepResponse{}, err
+		return api.StepResponse{}, stepOutcome(err, asked != rid)
 	}
 	if res.Duplicate {
 		// A copy that reached the log while this one was planned.
@@ -109,6 +111,20 @@ func stepRequestID(id cluster.JobID, rid string, gate func(fsm.StartStep) error)
 		return ""
 	}
 	return rid
+}
+
+// stepOutcome is the error a step's proposal that failed with err answers
+// with. Where its request id was dropped (stepRequestID), an outcome the
+// client would take as unknown (502, 503, 504), and so send the step again
+// as its id allows, is made final: the copy would start a second step.
+func stepOutcome(err error, dropped bool) error {
+	switch httpapi.Status(err) {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		if dropped {
+			return fmt.Errorf("%v (not sent again: it may have started, and a server older than protocol 6 cannot tell a second copy from a new step)", err)
+		}
+	}
+	return err
 }
 
 // stepOfRequest answers a step request whose id (scoped) already started

@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -9,6 +12,7 @@ import (
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
+	"github.com/shoal-sched/shoal/httpapi"
 )
 
 // TestProtocolGate: the leader proposes a command type only when every raft
@@ -130,6 +134,34 @@ func TestStepRequestIDGate(t *testing.T) {
 			}
 			if got := stepRequestID(1, tt.rid, gate); got != tt.want {
 				t.Fatalf("stepRequestID(%q) = %q; want %q", tt.rid, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestStepOutcome: a step proposed without the request id the client sent
+// (a server speaks protocol 5) answers an unknown outcome as final, so the
+// client does not send again a copy that could start a second step.
+func TestStepOutcome(t *testing.T) {
+	lost := cluster.Mark(cluster.ErrNotLeader, errors.New("apply StartStep: leadership lost while committing"))
+	timedOut := fmt.Errorf("apply StartStep: %w", context.DeadlineExceeded)
+	busy := cluster.Mark(cluster.ErrConflict, errors.New("step busy"))
+	for _, tt := range []struct {
+		name    string
+		err     error
+		dropped bool
+		want    int
+	}{
+		{"lost, id kept", lost, false, http.StatusServiceUnavailable},
+		{"lost, id dropped", lost, true, http.StatusInternalServerError},
+		{"timed out, id dropped", timedOut, true, http.StatusInternalServerError},
+		{"timed out, id kept", timedOut, false, http.StatusGatewayTimeout},
+		{"refused, id dropped", busy, true, http.StatusConflict},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := stepOutcome(tt.err, tt.dropped)
+			if got := httpapi.Status(err); got != tt.want {
+				t.Fatalf("Status(stepOutcome(%v, %t)) = %d; want %d", tt.err, tt.dropped, got, tt.want)
 			}
 		})
 	}

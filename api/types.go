@@ -360,8 +360,10 @@ type StepRequest struct {
 	Spec        cluster.StepSpec `json:"spec"`
 	// RequestID makes the step safe to send again after a leader change:
 	// the same id never starts two steps once every raft server speaks
-	// protocol 6. Until then the leader drops it, and a copy sent again
-	// after an unknown outcome could start a second step.
+	// protocol 6. Until then the leader drops it and answers an unknown
+	// outcome as final (500), but a leader that dies before answering
+	// leaves its forwarder a 502, after which a copy sent again could
+	// start a second step.
 	RequestID string `json:"request_id,omitempty"`
 }
 
