@@ -13,17 +13,8 @@ import (
 const maxNodeNameBytes = 253
 
 func (s *State) submit(index uint64, c SubmitJob) Result {
-	if len(c.RequestID) > cluster.MaxRequestIDBytes {
-		return Result{Err: fmt.Errorf("submit: %w: request_id: %d bytes, want at most %d",
-			ErrInvalid, len(c.RequestID), cluster.MaxRequestIDBytes)}
-	}
-	if c.RequestID != "" {
-		if p, ok := s.rids.get(c.RequestID); ok {
-			if p.isStep() {
-				return Result{Err: fmt.Errorf("submit: %w: request_id %.64q: already used by another request", ErrInvalid, c.RequestID)}
-			}
-			return Result{JobID: p.Job, Duplicate: true}
-		}
+	if p, ok, err := s.seenRequest("submit", ridSubmit, 0, c.RequestID); err != nil || ok {
+		return Result{JobID: p.Job, Duplicate: ok, Err: err}
 	}
 	what := "submit"
 	if c.RequestID != "" {

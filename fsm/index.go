@@ -249,19 +249,48 @@ func (r *resources) liveJobs(node string) []cluster.JobID {
 // past it the base is rebuilt, so a lookup scans at most this many.
 const ridTableTail = 1024
 
-// ridPair is what one client request id made: a SubmitJob's job, or
-// (Incarnation set, protocol 6) the step a StartStep started in a run of
-// Job. The HTTP API scopes the two kinds of ids apart.
+// ridPair is what one client request id did: a SubmitJob's job (Kind
+// empty) or, from protocol 6, the step a StartStep started in
+// incarnation Incarnation of Job (ridStep), or a SignalJob's request to
+// Job (ridSignal). The HTTP API scopes the kinds of ids apart.
 type ridPair struct {
 	RequestID   string        `msgpack:"request_id"`
 	Job         cluster.JobID `msgpack:"job"`
+	Kind        string        `msgpack:"kind,omitempty"`
 	Step        int           `msgpack:"step,omitempty"`
 	Incarnation uint64        `msgpack:"incarnation,omitempty"`
 }
 
-// isStep reports whether p names a step (a running job's incarnation is
-// at least 1) rather than a submitted job.
-func (p ridPair) isStep() bool { return p.Incarnation != 0 }
+// Kinds of ridPair.
+const (
+	ridSubmit = ""
+	ridStep   = "step"
+	ridSignal = "signal"
+)
+
+// validRIDKind reports whether k is a kind this build records.
+func validRIDKind(k string) bool { return k == ridSubmit || k == ridStep || k == ridSignal }
+
+// seenRequest looks request id rid of a command of kind on job (0: any)
+// up, for what (the refusal's prefix): the pair a first copy recorded, or
+// an error where rid is too long or another request (another kind, or
+// the same kind on another job) used it.
+func (s *State) seenRequest(what, kind string, job cluster.JobID, rid string) (ridPair, bool, error) {
+	if len(rid) > cluster.MaxRequestIDBytes {
+		return ridPair{}, false, fmt.Errorf("%s: %w: request_id: %d bytes, want at most %d", what, ErrInvalid, len(rid), cluster.MaxRequestIDBytes)
+	}
+	if rid == "" {
+		return ridPair{}, false, nil
+	}
+	p, ok := s.rids.get(rid)
+	if !ok {
+		return ridPair{}, false, nil
+	}
+	if p.Kind != kind || (job != 0 && p.Job != job) {
+		return ridPair{}, false, fmt.Errorf("%s: %w: request_id %.64q: already used by another request", what, ErrInvalid, rid)
+	}
+	return p, true, nil
+}
 
 // ridTable maps request IDs to what they made. Views share it without
 // copying: base is immutable once built and tail is append-only, so a

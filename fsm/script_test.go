@@ -43,6 +43,8 @@ import (
 //	cancel job=J [reason=R]
 //	hold job=J [by=user|admin] / release job=J   SetHold
 //	requeue job=J [hold=user|admin]          RequeueJob
+//	signal job=J [sig=N] [rid=R]             SignalJob (sig defaults to 10)
+//	signals job=J                            the job's signal requests: number@seq
 //	gates                                    Gates.Admit for every pending job
 //	policy + input: a policy file (JSON)     SetPolicy
 //	spec job=J                               the job's partition and time limit
@@ -316,6 +318,18 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			sigs = append(sigs, fmt.Sprintf("%d(batch=%v,everywhere=%v)", r.Number, r.BatchOnly, r.Everywhere))
 		}
 		return fmt.Sprintf("by %d until %s, signals %s\n", j.Preempt.By, offset(j.Preempt.Deadline), strings.Join(sigs, " "))
+	case "signal":
+		return resultString(h.apply(t, CmdSignalJob, SignalJob{Job: jobArg(), Signal: intArg("sig", 10), RequestID: strArg("rid", "")}))
+	case "signals":
+		j, ok := h.s.View().Job(jobArg())
+		if !ok {
+			return "no such job\n"
+		}
+		var sigs []string
+		for _, r := range j.Signals {
+			sigs = append(sigs, fmt.Sprintf("%d@%d", r.Number, r.Seq))
+		}
+		return fmt.Sprintf("signals [%s]\n", strings.Join(sigs, " "))
 	case "hold":
 		return resultString(h.apply(t, CmdSetHold, SetHold{Job: jobArg(), Hold: strArg("by", cluster.HoldUser)}))
 	case "release":

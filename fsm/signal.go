@@ -13,14 +13,22 @@ import (
 // entry's index; the job keeps the latest cluster.MaxSignalRequests.
 // BatchOnly sends it to a batch job's script alone; otherwise it goes to
 // every step task and to the ranks of a job that has no script.
+//
+// RequestID (protocol 6) deduplicates client retries as SubmitJob's does:
+// a second SignalJob with a RequestID already seen is answered as the
+// first was (Duplicate) and records no second request.
 type SignalJob struct {
 	Job       cluster.JobID `msgpack:"job"`
 	Signal    int           `msgpack:"signal"`
 	BatchOnly bool          `msgpack:"batch_only"`
 	Time      time.Time     `msgpack:"time"`
+	RequestID string        `msgpack:"request_id,omitempty"`
 }
 
 func (s *State) signalJob(index uint64, c SignalJob) Result {
+	if p, ok, err := s.seenRequest("signal", ridSignal, c.Job, c.RequestID); err != nil || ok {
+		return Result{JobID: p.Job, Duplicate: ok, Err: err}
+	}
 	pos, old := s.job(c.Job)
 	if old == nil {
 		return Result{Err: fmt.Errorf("signal job %d: %w", c.Job, ErrUnknownJob)}
@@ -47,6 +55,9 @@ func (s *State) signalJob(index uint64, c SignalJob) Result {
 	})
 	j.ModifyIndex = index
 	s.storeJob(pos, &j)
+	if c.RequestID != "" {
+		s.rids.add(ridPair{RequestID: c.RequestID, Job: c.Job, Kind: ridSignal})
+	}
 	return Result{}
 }
 

@@ -161,9 +161,13 @@ func decodeSnapshot(data []byte) (*State, error) {
 			return nil, fmt.Errorf("request_ids[%d]: %d bytes, want 1 to %d", i, len(p.RequestID), cluster.MaxRequestIDBytes)
 		case p.Job == 0 || p.Job > body.LastJobID:
 			return nil, fmt.Errorf("request_ids[%d]: job %d, want 1 to last job id %d", i, p.Job, body.LastJobID)
-		case p.Step < 0 || p.Step >= cluster.MaxStepsPerJob || (p.Step != 0 && p.Incarnation == 0):
+		case !validRIDKind(p.Kind):
+			return nil, fmt.Errorf("request_ids[%d]: kind %.64q, want %q, %q or %q", i, p.Kind, ridSubmit, ridStep, ridSignal)
+		case p.Kind == ridStep && (p.Step < 0 || p.Step >= cluster.MaxStepsPerJob || p.Incarnation == 0):
 			return nil, fmt.Errorf("request_ids[%d]: step %d of incarnation %d, want 0 to %d of an incarnation from 1",
 				i, p.Step, p.Incarnation, cluster.MaxStepsPerJob-1)
+		case p.Kind != ridStep && (p.Step != 0 || p.Incarnation != 0):
+			return nil, fmt.Errorf("request_ids[%d]: a %q request with step %d of incarnation %d, want none", i, p.Kind, p.Step, p.Incarnation)
 		case i > 0 && p.RequestID <= body.RequestIDs[i-1].RequestID:
 			return nil, fmt.Errorf("request_ids[%d]: %.64q not after %.64q, want ascending unique ids", i, p.RequestID, body.RequestIDs[i-1].RequestID)
 		}

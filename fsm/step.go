@@ -13,17 +13,8 @@ import (
 const maxWorkDirBytes = 4096
 
 func (s *State) startStep(index uint64, c StartStep) Result {
-	if len(c.RequestID) > cluster.MaxRequestIDBytes {
-		return Result{Err: fmt.Errorf("start step: %w: request_id: %d bytes, want at most %d",
-			ErrInvalid, len(c.RequestID), cluster.MaxRequestIDBytes)}
-	}
-	if c.RequestID != "" {
-		if p, ok := s.rids.get(c.RequestID); ok {
-			if !p.isStep() || p.Job != c.Job {
-				return Result{Err: fmt.Errorf("start step: %w: request_id %.64q: already used by another request", ErrInvalid, c.RequestID)}
-			}
-			return Result{JobID: p.Job, StepID: p.Step, Duplicate: true}
-		}
+	if p, ok, err := s.seenRequest("start step", ridStep, c.Job, c.RequestID); err != nil || ok {
+		return Result{JobID: p.Job, StepID: p.Step, Duplicate: ok, Err: err}
 	}
 	pos, old := s.job(c.Job)
 	if old == nil {
@@ -83,7 +74,7 @@ func (s *State) startStep(index uint64, c StartStep) Result {
 	j.ModifyIndex = index
 	s.storeJob(pos, &j)
 	if c.RequestID != "" {
-		s.rids.add(ridPair{RequestID: c.RequestID, Job: c.Job, Step: st.ID, Incarnation: st.Incarnation})
+		s.rids.add(ridPair{RequestID: c.RequestID, Job: c.Job, Kind: ridStep, Step: st.ID, Incarnation: st.Incarnation})
 	}
 	return Result{StepID: st.ID}
 }

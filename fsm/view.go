@@ -52,7 +52,7 @@ func (v *View) JobByRequestID(id string) (cluster.JobID, bool) {
 		return 0, false
 	}
 	p, ok := v.rids.get(id)
-	if !ok || p.isStep() {
+	if !ok || p.Kind != ridSubmit {
 		return 0, false
 	}
 	return p.Job, true
@@ -65,10 +65,22 @@ func (v *View) StepByRequestID(id string) (job cluster.JobID, incarnation uint64
 		return 0, 0, 0, false
 	}
 	p, ok := v.rids.get(id)
-	if !ok || !p.isStep() {
+	if !ok || p.Kind != ridStep {
 		return 0, 0, 0, false
 	}
 	return p.Job, p.Incarnation, p.Step, true
+}
+
+// SignalByRequestID returns the job a SignalJob with request id signalled.
+func (v *View) SignalByRequestID(id string) (cluster.JobID, bool) {
+	if id == "" {
+		return 0, false
+	}
+	p, ok := v.rids.get(id)
+	if !ok || p.Kind != ridSignal {
+		return 0, false
+	}
+	return p.Job, true
 }
 
 // Changed returns a channel closed once the state moves past v.Index (an
