@@ -8,6 +8,7 @@ import (
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/exec"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/leader"
 	"github.com/shoal-sched/shoal/worker"
 )
@@ -17,10 +18,19 @@ import (
 // request in the job (leader.PlanSignal), and every node running a task
 // of it delivers it.
 func (b apiBackend) Signal(ctx context.Context, id cluster.JobID, req api.SignalRequest, who cluster.Identity) error {
-	v := b.state.View()
-	plan, err := leader.PlanSignal(v, id, req.Signal, req.BatchOnly, callerOf(v.Policy(), who))
-	if _, err = b.lead.proposeOr(ctx, plan, err); err != nil {
+	if err := httpapi.CheckRequestID(req.RequestID); err != nil {
 		return err
+	}
+	rid := httpapi.ScopedWriteRequestID("signal", who, req.RequestID)
+	v := b.state.View()
+	if job, ok := v.SignalByRequestID(rid); ok && job == id {
+		return nil // a copy already committed: answered as it was
+	}
+	asked := rid
+	rid = keptRequestID(rid, fsm.CmdSignalJob, fsm.SignalJob{Job: id, RequestID: rid}, b.gate(ctx))
+	plan, err := leader.PlanSignal(v, id, req.Signal, req.BatchOnly, rid, callerOf(v.Policy(), who))
+	if _, err = b.lead.proposeOr(ctx, plan, err); err != nil {
+		return droppedOutcome(err, asked != rid, "deliver the signal again")
 	}
 	b.log.Info("signal requested", "job", uint64(id), "signal", syscall.Signal(req.Signal).String(), "batch_only", req.BatchOnly, "by", who.User)
 	return nil

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 
@@ -71,25 +70,24 @@ func (b apiBackend) StartStep(ctx context.Context, id cluster.JobID, req api.Ste
 	if err := httpapi.CheckRequestID(req.RequestID); err != nil {
 		return api.StepResponse{}, err
 	}
-	rid := httpapi.ScopedStepRequestID(who, req.RequestID)
+	rid := httpapi.ScopedWriteRequestID("step", who, req.RequestID)
 	v := b.state.View()
 	if out, ok := stepOfRequest(v, id, rid); ok {
 		return out, nil
 	}
 	dealt := req.Spec
 	dealt.Dealt = true
-	gate := func(body fsm.StartStep) error {
-		return b.checkProtocol(ctx, fsm.CmdStartStep, fsm.Needs(fsm.CmdStartStep, body))
-	}
+	gate := b.gate(ctx)
 	asked := rid
-	rid = stepRequestID(id, rid, gate)
-	plan, err := leader.PlanStartStep(v, id, req.Incarnation, req.Spec, gate(fsm.StartStep{Job: id, Spec: dealt}) == nil, rid, callerOf(v.Policy(), who))
+	rid = keptRequestID(rid, fsm.CmdStartStep, fsm.StartStep{Job: id, RequestID: rid}, gate)
+	plan, err := leader.PlanStartStep(v, id, req.Incarnation, req.Spec,
+		gate(fsm.CmdStartStep, fsm.Needs(fsm.CmdStartStep, fsm.StartStep{Job: id, Spec: dealt})) == nil, rid, callerOf(v.Policy(), who))
 	if err != nil {
 		return api.StepResponse{}, err
 	}
 	_, res, err := b.lead.propose(ctx, plan)
 	if err != nil {
-		return api.StepResponse{}, stepOutcome(err, asked != rid)
+		return api.StepResponse{}, droppedOutcome(err, asked != rid, "start a second step")
 	}
 	if res.Duplicate {
 		// A copy that reached the log while this one was planned.
@@ -100,31 +98,6 @@ func (b apiBackend) StartStep(ctx context.Context, id cluster.JobID, req api.Ste
 	inc := plan.Proposals[0].Cmd.(fsm.StartStep).Incarnation
 	b.log.Info("step started", "job", uint64(id), "step", res.StepID, "by", who.User)
 	return api.StepResponse{Step: res.StepID, Incarnation: inc}, nil
-}
-
-// stepRequestID is the request id a step of job id is proposed with: rid
-// when gate (the protocol gate, for a StartStep carrying it) lets it
-// through, else none, as a server of protocol 5 or less would drop it and
-// start a resent copy again where the others answer the first.
-func stepRequestID(id cluster.JobID, rid string, gate func(fsm.StartStep) error) string {
-	if rid == "" || gate(fsm.StartStep{Job: id, RequestID: rid}) != nil {
-		return ""
-	}
-	return rid
-}
-
-// stepOutcome is the error a step's proposal that failed with err answers
-// with. Where its request id was dropped (stepRequestID), an outcome the
-// client would take as unknown (502, 503, 504), and so send the step again
-// as its id allows, is made final: the copy would start a second step.
-func stepOutcome(err error, dropped bool) error {
-	switch httpapi.Status(err) {
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		if dropped {
-			return fmt.Errorf("%v (not sent again: it may have started, and a server older than protocol 6 cannot tell a second copy from a new step)", err)
-		}
-	}
-	return err
 }
 
 // stepOfRequest answers a step request whose id (scoped) already started

@@ -1,10 +1,7 @@
 package agent
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -12,7 +9,6 @@ import (
 	"github.com/shoal-sched/shoal/consensus"
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/gossip"
-	"github.com/shoal-sched/shoal/httpapi"
 )
 
 // TestProtocolGate: the leader proposes a command type only when every raft
@@ -101,68 +97,5 @@ func TestValidProtocol(t *testing.T) {
 	}
 	if got := (&Config{}).protocol(); got != fsm.ProtocolVersion {
 		t.Errorf("Config{}.protocol() = %d; want this build's %d", got, fsm.ProtocolVersion)
-	}
-}
-
-// TestStepRequestIDGate: a step's request id rides in its proposal only
-// once every raft server alive in gossip speaks protocol 6; with one at 5,
-// which would drop it and start a resent copy again where the others
-// answer the first, it is dropped (DESIGN invariant 5: replicas agree).
-func TestStepRequestIDGate(t *testing.T) {
-	voters := []consensus.Server{{ID: "n1", Suffrage: consensus.Voter}, {ID: "n2", Suffrage: consensus.Voter}, {ID: "n3", Suffrage: consensus.Voter}}
-	members := func(protocols ...int) []gossip.Member {
-		var out []gossip.Member
-		for i, p := range protocols {
-			out = append(out, gossip.Member{Name: voters[i].ID, Status: gossip.StatusAlive, Meta: gossip.Meta{Protocol: p}})
-		}
-		return out
-	}
-	for _, tt := range []struct {
-		name    string
-		members []gossip.Member
-		rid     string
-		want    string
-	}{
-		{"every server speaks 6", members(6, 6, 6), "s1000/a", "s1000/a"},
-		{"one server speaks 5", members(6, 5, 6), "s1000/a", ""},
-		{"one server built before versions", members(6, 0, 6), "s1000/a", ""},
-		{"no id", members(6, 6, 6), "", ""},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			gate := func(body fsm.StartStep) error {
-				return protocolGateNeed(fsm.CmdStartStep, fsm.Needs(fsm.CmdStartStep, body), tt.members, voters)
-			}
-			if got := stepRequestID(1, tt.rid, gate); got != tt.want {
-				t.Fatalf("stepRequestID(%q) = %q; want %q", tt.rid, got, tt.want)
-			}
-		})
-	}
-}
-
-// TestStepOutcome: a step proposed without the request id the client sent
-// (a server speaks protocol 5) answers an unknown outcome as final, so the
-// client does not send again a copy that could start a second step.
-func TestStepOutcome(t *testing.T) {
-	lost := cluster.Mark(cluster.ErrNotLeader, errors.New("apply StartStep: leadership lost while committing"))
-	timedOut := fmt.Errorf("apply StartStep: %w", context.DeadlineExceeded)
-	busy := cluster.Mark(cluster.ErrConflict, errors.New("step busy"))
-	for _, tt := range []struct {
-		name    string
-		err     error
-		dropped bool
-		want    int
-	}{
-		{"lost, id kept", lost, false, http.StatusServiceUnavailable},
-		{"lost, id dropped", lost, true, http.StatusInternalServerError},
-		{"timed out, id dropped", timedOut, true, http.StatusInternalServerError},
-		{"timed out, id kept", timedOut, false, http.StatusGatewayTimeout},
-		{"refused, id dropped", busy, true, http.StatusConflict},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			err := stepOutcome(tt.err, tt.dropped)
-			if got := httpapi.Status(err); got != tt.want {
-				t.Fatalf("Status(stepOutcome(%v, %t)) = %d; want %d", tt.err, tt.dropped, got, tt.want)
-			}
-		})
 	}
 }

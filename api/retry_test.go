@@ -96,6 +96,9 @@ func TestWriteAcrossLeaderChange(t *testing.T) {
 		{"signal with its outcome unknown", func(c *Client) error {
 			return c.Signal(context.Background(), 7, SignalRequest{Signal: 10})
 		}, []error{errNoAnswer, nil}, 1, "EOF (not sent again: it may have taken effect, and a second copy could act twice)"},
+		{"signal with its request id after a lost answer", func(c *Client) error {
+			return c.Signal(context.Background(), 7, SignalRequest{Signal: 10, RequestID: "r1"})
+		}, []error{errNoAnswer, errTimedOut, nil}, 3, ""},
 		{"requeue with its outcome unknown", func(c *Client) error { _, err := c.Requeue(context.Background(), "7", false); return err },
 			[]error{errLost, nil}, 1, "not sent again"},
 		{"relative time limit with its outcome unknown", func(c *Client) error {

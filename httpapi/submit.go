@@ -11,8 +11,8 @@ import (
 
 // A submit's body as the leader takes it: checked (CheckSubmitRequest),
 // turned into the spec it asks for (SpecOf), its client request id made
-// the caller's own (ScopedRequestID). A step's request id is checked
-// (CheckRequestID) and scoped (ScopedStepRequestID) the same way.
+// the caller's own (ScopedRequestID). Another write's request id is
+// checked (CheckRequestID) and scoped (ScopedWriteRequestID) the same way.
 
 // CheckSubmitRequest refuses what a submit's body may not hold before
 // anything is looked up: a request id too long to scope, a negative time
@@ -46,10 +46,11 @@ func ScopedRequestID(who cluster.Identity, rid string) string {
 	return scoped("u", who, rid)
 }
 
-// ScopedStepRequestID is ScopedRequestID for srun's step: its own scope
-// ("s"), so a step's id never names a submit's job, nor a submit's a step.
-func ScopedStepRequestID(who cluster.Identity, rid string) string {
-	return scoped("s", who, rid)
+// ScopedWriteRequestID is ScopedRequestID for a write of kind (srun's
+// "step", scancel's "signal"): in a scope of its own, so a step's id never
+// names a submit's job, nor a signal's a step.
+func ScopedWriteRequestID(kind string, who cluster.Identity, rid string) string {
+	return scoped(kind, who, rid)
 }
 
 // scoped is rid in kind's scope of the caller's, or "" for none.

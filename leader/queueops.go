@@ -368,8 +368,9 @@ func PlanUpdate(v *fsm.View, id string, u JobUpdate, c Caller) (QueuePlan, error
 }
 
 // PlanSignal records a signal request in a running job (scancel
-// --signal), for its owner, root or an operator.
-func PlanSignal(v *fsm.View, id cluster.JobID, signal int, batchOnly bool, c Caller) (QueuePlan, error) {
+// --signal), for its owner, root or an operator. requestID is as
+// PlanStartStep's.
+func PlanSignal(v *fsm.View, id cluster.JobID, signal int, batchOnly bool, requestID string, c Caller) (QueuePlan, error) {
 	j, ok := v.Job(id)
 	if !ok {
 		return QueuePlan{}, notFound(fmt.Errorf("job %d: %w", id, fsm.ErrUnknownJob))
@@ -378,7 +379,7 @@ func PlanSignal(v *fsm.View, id cluster.JobID, signal int, batchOnly bool, c Cal
 		return QueuePlan{}, err
 	}
 	return QueuePlan{ID: uint64(id), op: opSignal, Proposals: []Proposal{{Job: id, Type: fsm.CmdSignalJob,
-		Cmd: fsm.SignalJob{Job: id, Signal: signal, BatchOnly: batchOnly}}}}, nil
+		Cmd: fsm.SignalJob{Job: id, Signal: signal, BatchOnly: batchOnly, RequestID: requestID}}}}, nil
 }
 
 // PlanStartStep starts an srun step for its job's owner (or root): in

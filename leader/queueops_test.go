@@ -97,7 +97,7 @@ func (h *harness) op(words []string, args map[string]string, num func(string, in
 		}
 		switch words[0] {
 		case "signal":
-			plan, err = PlanSignal(v, j, cmp.Or(n, 10), args["batch"] == "yes", c)
+			plan, err = PlanSignal(v, j, cmp.Or(n, 10), args["batch"] == "yes", args["rid"], c)
 		case "step":
 			plan, err = PlanStartStep(v, j, uint64(n), cluster.StepSpec{Command: []string{"hostname"}}, args["dealt"] != "no", args["rid"], c)
 		case "cancel-step":
@@ -143,11 +143,11 @@ func (h *harness) op(words []string, args map[string]string, num func(string, in
 			return b.String(), nil
 		}
 		if p.Type == fsm.CmdStartStep {
-			dup := ""
-			if res.Duplicate {
-				dup = " (duplicate: nothing changed)"
-			}
-			fmt.Fprintf(&b, "job %d: step %d%s\n", p.Job, res.StepID, dup)
+			fmt.Fprintf(&b, "job %d: step %d\n", p.Job, res.StepID)
+		}
+		if res.Duplicate {
+			fmt.Fprintf(&b, "job %d: duplicate: nothing changed\n", p.Job)
+			continue
 		}
 		ids = append(ids, strconv.FormatUint(uint64(p.Job), 10))
 	}
@@ -198,7 +198,11 @@ func describe(cmd any) string {
 		}
 		return fmt.Sprintf("update uid=%d admin=%t %s", c.UID, c.Admin, strings.Join(fs, " "))
 	case fsm.SignalJob:
-		return fmt.Sprintf("signal %d batch_only=%t", c.Signal, c.BatchOnly)
+		s := fmt.Sprintf("signal %d batch_only=%t", c.Signal, c.BatchOnly)
+		if c.RequestID != "" {
+			s += " request_id=" + c.RequestID
+		}
+		return s
 	case fsm.StartStep:
 		s := fmt.Sprintf("start step incarnation=%d dealt=%t", c.Incarnation, c.Spec.Dealt)
 		if c.RequestID != "" {

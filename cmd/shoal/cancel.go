@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shoal-sched/shoal/api"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
 	"github.com/shoal-sched/shoal/cmd/shoal/internal/slurmcli"
 	"github.com/shoal-sched/shoal/slurm"
 )
@@ -53,6 +54,7 @@ only, as scancel --signal SIG [--batch] does.`,
 				id, err := slurm.ParseJobID(a)
 				if err == nil {
 					if sig.Signal != 0 {
+						sig.RequestID = request.NewID() // one request per job: sent again across a failover, delivered once
 						err = c.Signal(cmd.Context(), id, sig)
 					} else {
 						err = c.Cancel(cmd.Context(), id)

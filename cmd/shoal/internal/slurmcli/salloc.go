@@ -136,7 +136,7 @@ func Salloc(ctx context.Context, connect Connect, args []string, stderr io.Write
 	fmt.Fprintf(stderr, "salloc: Relinquishing job allocation %d\n", res.ID)
 	rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.Signal(rctx, res.ID, api.SignalRequest{Signal: int(syscall.SIGTERM), BatchOnly: true}); err != nil && !api.IsConflict(err) {
+	if err := c.Signal(rctx, res.ID, api.SignalRequest{Signal: int(syscall.SIGTERM), BatchOnly: true, RequestID: request.NewID()}); err != nil && !api.IsConflict(err) {
 		// The holder could not be told to end: cancel it instead.
 		if _, cerr := c.CancelRef(rctx, strconv.FormatUint(res.ID, 10)); cerr != nil {
 			fmt.Fprintf(stderr, "salloc: error: release job %d: %v\n", res.ID, errors.Join(err, cerr))

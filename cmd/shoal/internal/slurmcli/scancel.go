@@ -12,6 +12,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cmd/shoal/internal/exitcode"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -308,5 +309,6 @@ func scancelSignal(ctx context.Context, c *api.Client, t scancelTarget, sig api.
 	case strings.Contains(t.arg, "_"):
 		return slurmErrorf("Invalid job id %s: signalling array elements is not supported by Shoal yet; signal the element's own job id", t.arg)
 	}
+	sig.RequestID = request.NewID() // one request per job: sent again across a failover, delivered once
 	return c.Signal(ctx, t.job, sig)
 }

@@ -113,7 +113,7 @@ func runOwnJobAsStep(ctx context.Context, connect Connect, opts slurm.Options, c
 func releaseOwnAllocation(c *api.Client, job uint64, stderr io.Writer) {
 	rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.Signal(rctx, job, api.SignalRequest{Signal: int(syscall.SIGTERM), BatchOnly: true}); err != nil && !api.IsConflict(err) {
+	if err := c.Signal(rctx, job, api.SignalRequest{Signal: int(syscall.SIGTERM), BatchOnly: true, RequestID: request.NewID()}); err != nil && !api.IsConflict(err) {
 		if _, cerr := c.CancelRef(rctx, strconv.FormatUint(job, 10)); cerr != nil {
 			fmt.Fprintf(stderr, "srun: error: release job %d: %v\n", job, errors.Join(err, cerr))
 		}
