@@ -2,6 +2,10 @@ package test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,5 +58,55 @@ func TestCancelDuringFailover(t *testing.T) {
 	}
 	if j := waitJob(t, survivor, id, 30*time.Second); j.State != "CANCELLED" {
 		t.Errorf("job %d = %s; want CANCELLED", id, j.State)
+	}
+}
+
+// TestSignalDuringFailover: a shoal cancel --signal sent through a
+// survivor right after the leader is killed (-9) waits through the
+// failover and returns once the new leader has committed it, as Slurm's
+// scancel waits for its backup controller; a copy the client sent again
+// with the same request id (api.Idempotent with one) is delivered once.
+// USR2, sent after, is a later entry: once its trap has run, a second
+// USR1 request would have been delivered too (nodes deliver in log order).
+func TestSignalDuringFailover(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 8})
+	old := leaderIndex(t, c, 0)
+	survivor := c.Agents[(old+1)%3]
+	dir := t.TempDir()
+	log := filepath.Join(dir, "trapped")
+	// echo is the shell's own: a second signal cannot kill it mid-write.
+	id := submit(t, survivor, "-w", survivor.Name, "--gpus-per-node", "1", "--", "sh", "-c",
+		fmt.Sprintf(`trap 'echo usr1 >> %[1]s' USR1; trap 'echo usr2 >> %[1]s' USR2; touch %[2]s/ready; while :; do sleep 0.1; done`, log, dir))
+	eventually(t, 30*time.Second, "the job's rank running", func() error {
+		_, err := os.Stat(filepath.Join(dir, "ready"))
+		return err
+	})
+	if err := c.Kill(old); err != nil {
+		t.Fatal(err)
+	}
+	if r := shoal(t, survivor, "cancel", "--signal", "USR1", fmt.Sprint(id)); r.code != 0 {
+		t.Fatalf("shoal cancel --signal USR1 %d during the failover: exit %d: %s", id, r.code, r.stderr)
+	}
+	if l := leaderIndex(t, c, (old+1)%3); l == old {
+		t.Fatalf("the signal returned while %s, killed, still leads", c.Agents[old].Name)
+	}
+	trapped := func(want string) {
+		eventually(t, 30*time.Second, "the rank to trap "+want, func() error {
+			b, err := os.ReadFile(log)
+			if err != nil || !strings.Contains(string(b), want) {
+				return fmt.Errorf("trapped %q (%v)", b, err)
+			}
+			return nil
+		})
+	}
+	trapped("usr1")
+	mustShoal(t, survivor, "cancel", "--signal", "USR2", fmt.Sprint(id))
+	trapped("usr2")
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(b)); !slices.Equal(got, []string{"usr1", "usr2"}) {
+		t.Errorf("traps ran %q; want usr1 once, then usr2", got)
 	}
 }
