@@ -21,7 +21,7 @@ func (b apiBackend) Signal(ctx context.Context, id cluster.JobID, req api.Signal
 	if err := httpapi.CheckRequestID(req.RequestID); err != nil {
 		return err
 	}
-	rid := httpapi.ScopedWriteRequestID("signal", who, req.RequestID)
+	rid := httpapi.ScopedWriteRequestID(httpapi.ScopeSignal, who, req.RequestID)
 	v := b.state.View()
 	if job, ok := v.SignalByRequestID(rid); ok && job == id {
 		return nil // a copy already committed: answered as it was

@@ -70,7 +70,7 @@ func (b apiBackend) StartStep(ctx context.Context, id cluster.JobID, req api.Ste
 	if err := httpapi.CheckRequestID(req.RequestID); err != nil {
 		return api.StepResponse{}, err
 	}
-	rid := httpapi.ScopedWriteRequestID("step", who, req.RequestID)
+	rid := httpapi.ScopedWriteRequestID(httpapi.ScopeStep, who, req.RequestID)
 	v := b.state.View()
 	if out, ok := stepOfRequest(v, id, rid); ok {
 		return out, nil

@@ -46,9 +46,17 @@ func ScopedRequestID(who cluster.Identity, rid string) string {
 	return scoped("u", who, rid)
 }
 
-// ScopedWriteRequestID is ScopedRequestID for a write of kind (srun's
-// "step", scancel's "signal"): in a scope of its own, so a step's id never
-// names a submit's job, nor a signal's a step.
+// Scopes of request ids other than submits' ("u"), one letter each so
+// that a scope (a letter, a uid of at most 10 digits, a slash) fits
+// MaxClientRequestID's margin.
+const (
+	ScopeStep   = "s" // srun's step
+	ScopeSignal = "k" // scancel --signal
+)
+
+// ScopedWriteRequestID is ScopedRequestID for a write of kind (ScopeStep,
+// ScopeSignal): in a scope of its own, so a step's id never names a
+// submit's job, nor a signal's a step.
 func ScopedWriteRequestID(kind string, who cluster.Identity, rid string) string {
 	return scoped(kind, who, rid)
 }

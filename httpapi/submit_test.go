@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +65,15 @@ func TestCheckSubmitRequest(t *testing.T) {
 	}
 	if got := ScopedRequestID(cluster.Identity{UID: 1000}, ""); got != "" {
 		t.Errorf("ScopedRequestID of no id = %q; want none", got)
+	}
+	// The longest id a client may send, in every scope, for the largest
+	// uid, fits what the FSM takes; the scopes keep kinds apart.
+	longest, root := strings.Repeat("r", MaxClientRequestID), cluster.Identity{UID: math.MaxUint32}
+	seen := map[string]bool{}
+	for _, scoped := range []string{ScopedRequestID(root, longest), ScopedWriteRequestID(ScopeStep, root, longest), ScopedWriteRequestID(ScopeSignal, root, longest)} {
+		if len(scoped) > cluster.MaxRequestIDBytes || seen[scoped] {
+			t.Errorf("scoped id %.24q...: %d bytes (want at most %d), or in a scope already used", scoped, len(scoped), cluster.MaxRequestIDBytes)
+		}
+		seen[scoped] = true
 	}
 }
