@@ -46,10 +46,15 @@ type SetHold struct {
 // requeue): a running one's nodes stop its tasks and it pends again once
 // every node has released; Hold, when set, pends it held (scontrol
 // requeuehold).
+//
+// RequestID (protocol 6) deduplicates client retries as SubmitJob's does:
+// a second RequeueJob with a RequestID already seen is answered as the
+// first was (Duplicate) and does not requeue the job's next run.
 type RequeueJob struct {
-	Job  cluster.JobID `msgpack:"job"`
-	Hold string        `msgpack:"hold"`
-	Time time.Time     `msgpack:"time"`
+	Job       cluster.JobID `msgpack:"job"`
+	Hold      string        `msgpack:"hold"`
+	Time      time.Time     `msgpack:"time"`
+	RequestID string        `msgpack:"request_id,omitempty"`
 }
 
 // UpsertNode records a node's announced resources and marks it up. Drain

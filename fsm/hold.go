@@ -31,6 +31,9 @@ func (s *State) setHold(index uint64, c SetHold) Result {
 }
 
 func (s *State) requeueJob(index uint64, c RequeueJob) Result {
+	if p, ok, err := s.seenRequest("requeue", ridRequeue, c.Job, c.RequestID); err != nil || ok {
+		return Result{JobID: p.Job, Duplicate: ok, Err: err}
+	}
 	pos, old := s.job(c.Job)
 	switch {
 	case old == nil:
@@ -53,5 +56,8 @@ func (s *State) requeueJob(index uint64, c RequeueJob) Result {
 	settleSteps(j, c.Time)
 	finishRequeue(j) // at once when nothing is held any more
 	s.storeJob(pos, j)
+	if c.RequestID != "" {
+		s.rids.add(ridPair{RequestID: c.RequestID, Job: c.Job, Kind: ridRequeue})
+	}
 	return Result{}
 }

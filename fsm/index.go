@@ -251,8 +251,9 @@ const ridTableTail = 1024
 
 // ridPair is what one client request id did: a SubmitJob's job (Kind
 // empty) or, from protocol 6, the step a StartStep started in
-// incarnation Incarnation of Job (ridStep), or a SignalJob's request to
-// Job (ridSignal). The HTTP API scopes the kinds of ids apart.
+// incarnation Incarnation of Job (ridStep), a SignalJob's request to Job
+// (ridSignal) or a RequeueJob's (ridRequeue). The HTTP API scopes the
+// kinds of ids apart.
 type ridPair struct {
 	RequestID   string        `msgpack:"request_id"`
 	Job         cluster.JobID `msgpack:"job"`
@@ -263,13 +264,16 @@ type ridPair struct {
 
 // Kinds of ridPair.
 const (
-	ridSubmit = ""
-	ridStep   = "step"
-	ridSignal = "signal"
+	ridSubmit  = ""
+	ridStep    = "step"
+	ridSignal  = "signal"
+	ridRequeue = "requeue"
 )
 
 // validRIDKind reports whether k is a kind this build records.
-func validRIDKind(k string) bool { return k == ridSubmit || k == ridStep || k == ridSignal }
+func validRIDKind(k string) bool {
+	return k == ridSubmit || k == ridStep || k == ridSignal || k == ridRequeue
+}
 
 // seenRequest looks request id rid of a command of kind on job (0: any)
 // up, for what (the refusal's prefix): the pair a first copy recorded, or

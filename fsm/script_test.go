@@ -42,7 +42,7 @@ import (
 //	exited job=J node=N [code=C] [cause=X] [inc=I]
 //	cancel job=J [reason=R]
 //	hold job=J [by=user|admin] / release job=J   SetHold
-//	requeue job=J [hold=user|admin]          RequeueJob
+//	requeue job=J [hold=user|admin] [rid=R]  RequeueJob
 //	signal job=J [sig=N] [rid=R]             SignalJob (sig defaults to 10)
 //	signals job=J                            the job's signal requests: number@seq
 //	gates                                    Gates.Admit for every pending job
@@ -335,7 +335,7 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 	case "release":
 		return resultString(h.apply(t, CmdSetHold, SetHold{Job: jobArg()}))
 	case "requeue":
-		return resultString(h.apply(t, CmdRequeueJob, RequeueJob{Job: jobArg(), Hold: strArg("hold", "")}))
+		return resultString(h.apply(t, CmdRequeueJob, RequeueJob{Job: jobArg(), Hold: strArg("hold", ""), RequestID: strArg("rid", "")}))
 	case "gates":
 		// What Gates says of every pending job, in ID order, at the time
 		// the next entry would carry.

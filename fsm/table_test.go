@@ -126,7 +126,8 @@ func TestNeeds(t *testing.T) {
 		{CmdSubmitJob, SubmitJob{Spec: cluster.Spec{Container: "/b"}}, 5},
 		{CmdStartStep, StartStep{Spec: cluster.StepSpec{Container: "/b"}}, 5},
 		{CmdStartStep, StartStep{RequestID: "s1/r"}, 6}, {CmdSubmitJob, SubmitJob{RequestID: "u1/r"}, 1},
-		{CmdSignalJob, SignalJob{RequestID: "g1/r"}, 6}, {CmdSignalJob, SignalJob{Signal: 10}, 1},
+		{CmdSignalJob, SignalJob{RequestID: "k1/r"}, 6}, {CmdSignalJob, SignalJob{Signal: 10}, 1},
+		{CmdRequeueJob, RequeueJob{RequestID: "r1/r"}, 6}, {CmdRequeueJob, RequeueJob{Job: 1}, 1},
 	} {
 		if got := Needs(tt.t, tt.body); got != tt.want {
 			t.Errorf("Needs(%s, %+v) = %d; want %d", tt.t, tt.body, got, tt.want)
