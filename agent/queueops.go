@@ -10,6 +10,7 @@ import (
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
 	"github.com/shoal-sched/shoal/fsm"
+	"github.com/shoal-sched/shoal/httpapi"
 	"github.com/shoal-sched/shoal/leader"
 )
 
@@ -110,10 +111,29 @@ func (b apiBackend) Release(ctx context.Context, ref cluster.JobRef, who cluster
 
 // Requeue requeues running or ended jobs (scontrol requeue, requeuehold:
 // leader.PlanRequeue).
-func (b apiBackend) Requeue(ctx context.Context, ref cluster.JobRef, held bool, who cluster.Identity) (api.JobsChanged, error) {
+//
+// Its request id, when every server speaks the protocol that keeps it
+// (keptRequestID) and the reference names one job, lets the FSM answer a
+// repeat as the first; otherwise the requeue is sent once.
+func (b apiBackend) Requeue(ctx context.Context, ref cluster.JobRef, held bool, requestID string, who cluster.Identity) (api.JobsChanged, error) {
+	if err := httpapi.CheckRequestID(requestID); err != nil {
+		return api.JobsChanged{}, err
+	}
+	rid := httpapi.ScopedWriteRequestID(httpapi.ScopeRequeue, who, requestID)
 	v := b.state.View()
-	plan, err := leader.PlanRequeue(v, ref, held, callerOf(v.Policy(), who))
-	return b.lead.proposeOr(ctx, plan, err)
+	kept := keptRequestID(rid, fsm.CmdRequeueJob, fsm.RequeueJob{RequestID: rid}, b.gate(ctx))
+	plan, err := leader.PlanRequeue(v, ref, held, kept, callerOf(v.Policy(), who))
+	if err != nil {
+		return api.JobsChanged{}, err
+	}
+	carried := false
+	if len(plan.Proposals) == 1 {
+		c, ok := plan.Proposals[0].Cmd.(fsm.RequeueJob)
+		carried = ok && c.RequestID != ""
+	}
+	changed, _, err := b.lead.propose(ctx, plan)
+	dropped := rid != "" && !carried
+	return changed, droppedOutcome(err, dropped, "requeue the job's next run")
 }
 
 // SetPriority is `scontrol update JobId=N Priority=P` (root only:

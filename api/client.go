@@ -401,10 +401,22 @@ func (c *Client) Release(ctx context.Context, ref string) (JobsChanged, error) {
 }
 
 // Requeue sends running or ended jobs back to the queue, held with hold
-// (scontrol requeuehold). Once: by the time a second copy arrives the
-// requeued job may run again, and it would requeue that run.
-func (c *Client) Requeue(ctx context.Context, ref string, hold bool) (JobsChanged, error) {
-	return c.jobWrite(ctx, Once, ref, "requeue", hold, "hold=1")
+// (scontrol requeuehold). Idempotent with a request id (the FSM answers a
+// repeat as the first, for a reference to one job once every server
+// speaks protocol 6; otherwise the agent answers a lost commit as final);
+// Once without: by the time a second copy arrives the requeued job may
+// run again, and it would requeue that run.
+func (c *Client) Requeue(ctx context.Context, ref string, hold bool, requestID string) (JobsChanged, error) {
+	q := url.Values{}
+	if hold {
+		q.Set("hold", "1")
+	}
+	r := Once
+	if requestID != "" {
+		q.Set("request_id", requestID)
+		r = Idempotent
+	}
+	return c.jobWrite(ctx, r, ref, "requeue", len(q) > 0, q.Encode())
 }
 
 // jobWrite is POST /v1/jobs/{ref}/{verb}, with query when withQuery.

@@ -99,8 +99,12 @@ func TestWriteAcrossLeaderChange(t *testing.T) {
 		{"signal with its request id after a lost answer", func(c *Client) error {
 			return c.Signal(context.Background(), 7, SignalRequest{Signal: 10, RequestID: "r1"})
 		}, []error{errNoAnswer, errTimedOut, nil}, 3, ""},
-		{"requeue with its outcome unknown", func(c *Client) error { _, err := c.Requeue(context.Background(), "7", false); return err },
+		{"requeue with its outcome unknown", func(c *Client) error { _, err := c.Requeue(context.Background(), "7", false, ""); return err },
 			[]error{errLost, nil}, 1, "not sent again"},
+		{"requeue with its request id after a timed-out commit", func(c *Client) error {
+			_, err := c.Requeue(context.Background(), "7", true, "r1")
+			return err
+		}, []error{errTimedOut, nil}, 2, ""},
 		{"relative time limit with its outcome unknown", func(c *Client) error {
 			add := int64(60)
 			_, err := c.UpdateJob(context.Background(), "7", UpdateRequest{TimeLimitAddS: &add})

@@ -27,7 +27,7 @@ type Queue interface {
 	Cancel(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error)
 	Hold(ctx context.Context, ref cluster.JobRef, userHold bool, who cluster.Identity) (api.JobsChanged, error)
 	Release(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error)
-	Requeue(ctx context.Context, ref cluster.JobRef, hold bool, who cluster.Identity) (api.JobsChanged, error)
+	Requeue(ctx context.Context, ref cluster.JobRef, hold bool, requestID string, who cluster.Identity) (api.JobsChanged, error)
 	// SetPriority and Update take the job reference as given: the leader
 	// refuses the caller or the fields before it parses the reference.
 	SetPriority(ctx context.Context, id string, req api.PriorityRequest, who cluster.Identity) (api.JobsChanged, error)
@@ -155,11 +155,13 @@ func (s *Server) HandleRelease(w http.ResponseWriter, r *http.Request) {
 	s.jobsWrite(w, r, s.Queue.Release)
 }
 
-// HandleRequeue is POST /v1/jobs/{id}/requeue (?hold=1: requeuehold).
+// HandleRequeue is POST /v1/jobs/{id}/requeue (?hold=1: requeuehold;
+// ?request_id=R: the client's request id).
 func (s *Server) HandleRequeue(w http.ResponseWriter, r *http.Request) {
-	hold := r.URL.Query().Get("hold") != ""
+	q := r.URL.Query()
+	hold, rid := q.Get("hold") != "", q.Get("request_id")
 	s.jobsWrite(w, r, func(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error) {
-		return s.Queue.Requeue(ctx, ref, hold, who)
+		return s.Queue.Requeue(ctx, ref, hold, rid, who)
 	})
 }
 

@@ -50,12 +50,13 @@ func ScopedRequestID(who cluster.Identity, rid string) string {
 // that a scope (a letter, a uid of at most 10 digits, a slash) fits
 // MaxClientRequestID's margin.
 const (
-	ScopeStep   = "s" // srun's step
-	ScopeSignal = "k" // scancel --signal
+	ScopeStep    = "s" // srun's step
+	ScopeSignal  = "k" // scancel --signal
+	ScopeRequeue = "r" // scontrol requeue
 )
 
 // ScopedWriteRequestID is ScopedRequestID for a write of kind (ScopeStep,
-// ScopeSignal): in a scope of its own, so a step's id never names a
+// ScopeSignal, ScopeRequeue): in a scope of its own, so a step's id never names a
 // submit's job, nor a signal's a step.
 func ScopedWriteRequestID(kind string, who cluster.Identity, rid string) string {
 	return scoped(kind, who, rid)

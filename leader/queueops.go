@@ -276,8 +276,9 @@ func PlanRelease(v *fsm.View, ref cluster.JobRef, c Caller) (QueuePlan, error) {
 
 // PlanRequeue requeues running or ended jobs (scontrol requeue; with
 // held, requeuehold: held by the user, or by the administrator when root
-// asks).
-func PlanRequeue(v *fsm.View, ref cluster.JobRef, held bool, c Caller) (QueuePlan, error) {
+// asks). requestID is as PlanStartStep's, for a reference that names one
+// job; with several it is dropped.
+func PlanRequeue(v *fsm.View, ref cluster.JobRef, held bool, requestID string, c Caller) (QueuePlan, error) {
 	hold := cluster.HoldNone
 	if held {
 		hold = cluster.HoldUser
@@ -285,9 +286,16 @@ func PlanRequeue(v *fsm.View, ref cluster.JobRef, held bool, c Caller) (QueuePla
 			hold = cluster.HoldAdmin
 		}
 	}
-	return eachJob(v, ref, c, "requeue", func(j *cluster.Job) Proposal {
+	plan, err := eachJob(v, ref, c, "requeue", func(j *cluster.Job) Proposal {
 		return Proposal{Job: j.ID, Type: fsm.CmdRequeueJob, Cmd: fsm.RequeueJob{Job: j.ID, Hold: hold}}
 	})
+	if err == nil && !plan.several && requestID != "" {
+		// One job: the request is its requeue. Several (an array's
+		// elements) would need an id each; the request is sent once.
+		p := &plan.Proposals[0]
+		p.Cmd = fsm.RequeueJob{Job: p.Job, Hold: hold, RequestID: requestID}
+	}
+	return plan, err
 }
 
 // eachLiveJob plans one command per job the reference id names, passing

@@ -53,7 +53,7 @@ func (h *harness) op(words []string, args map[string]string, num func(string, in
 		case "release":
 			plan, err = PlanRelease(v, r, c)
 		case "requeue":
-			plan, err = PlanRequeue(v, r, args["held"] == "yes", c)
+			plan, err = PlanRequeue(v, r, args["held"] == "yes", args["rid"], c)
 		}
 		if err != nil {
 			return refusal(err), nil
@@ -176,7 +176,11 @@ func describe(cmd any) string {
 	case fsm.SetHold:
 		return fmt.Sprintf("hold=%q", c.Hold)
 	case fsm.RequeueJob:
-		return fmt.Sprintf("requeue hold=%q", c.Hold)
+		s := fmt.Sprintf("requeue hold=%q", c.Hold)
+		if c.RequestID != "" {
+			s += " request_id=" + c.RequestID
+		}
+		return s
 	case fsm.SetJobPriority:
 		return fmt.Sprintf("priority %d", c.Priority)
 	case fsm.UpdateJob:

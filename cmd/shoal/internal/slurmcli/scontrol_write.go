@@ -14,6 +14,7 @@ import (
 
 	"github.com/shoal-sched/shoal/api"
 	"github.com/shoal-sched/shoal/cluster"
+	"github.com/shoal-sched/shoal/cmd/shoal/internal/request"
 	"github.com/shoal-sched/shoal/slurm"
 )
 
@@ -75,7 +76,9 @@ func runScontrolWrite(ctx context.Context, connect Connect, args []string) (bool
 		case "release":
 			changed, err = c.Release(ctx, ref)
 		default:
-			changed, err = c.Requeue(ctx, ref, verb == "requeuehold")
+			// One request per reference: sent again across a failover, it
+			// requeues one run (the id is dropped for an array's elements).
+			changed, err = c.Requeue(ctx, ref, verb == "requeuehold", request.NewID())
 		}
 		if err != nil {
 			return true, fmt.Errorf("%s job %s: %w", verb, ref, err)
