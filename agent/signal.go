@@ -23,10 +23,7 @@ func (b apiBackend) Signal(ctx context.Context, id cluster.JobID, req api.Signal
 	}
 	rid := httpapi.ScopedWriteRequestID(httpapi.ScopeSignal, who, req.RequestID)
 	v := b.state.View()
-	if job, ok := v.SignalByRequestID(rid); ok && job == id {
-		return nil // a copy already committed: answered as it was
-	}
-	asked := rid
+	asked := rid // a copy already committed is answered by the FSM as it was
 	rid = keptRequestID(rid, fsm.CmdSignalJob, fsm.SignalJob{Job: id, RequestID: rid}, b.gate(ctx))
 	plan, err := leader.PlanSignal(v, id, req.Signal, req.BatchOnly, rid, callerOf(v.Policy(), who))
 	if _, err = b.lead.proposeOr(ctx, plan, err); err != nil {

@@ -48,39 +48,27 @@ func (v *View) Node(name string) (*cluster.Node, bool) {
 
 // JobByRequestID returns the job a SubmitJob with request id made.
 func (v *View) JobByRequestID(id string) (cluster.JobID, bool) {
-	if id == "" {
-		return 0, false
-	}
-	p, ok := v.rids.get(id)
-	if !ok || p.Kind != ridSubmit {
-		return 0, false
-	}
-	return p.Job, true
+	p, ok := v.byRequestID(id, ridSubmit)
+	return p.Job, ok
 }
 
 // StepByRequestID returns the step a StartStep with request id started:
 // its job, the job's incarnation it ran in, and its id.
 func (v *View) StepByRequestID(id string) (job cluster.JobID, incarnation uint64, step int, ok bool) {
-	if id == "" {
-		return 0, 0, 0, false
-	}
-	p, ok := v.rids.get(id)
-	if !ok || p.Kind != ridStep {
-		return 0, 0, 0, false
-	}
-	return p.Job, p.Incarnation, p.Step, true
+	p, ok := v.byRequestID(id, ridStep)
+	return p.Job, p.Incarnation, p.Step, ok
 }
 
-// SignalByRequestID returns the job a SignalJob with request id signalled.
-func (v *View) SignalByRequestID(id string) (cluster.JobID, bool) {
+// byRequestID returns what a command of kind with request id did.
+func (v *View) byRequestID(id, kind string) (ridPair, bool) {
 	if id == "" {
-		return 0, false
+		return ridPair{}, false
 	}
 	p, ok := v.rids.get(id)
-	if !ok || p.Kind != ridSignal {
-		return 0, false
+	if !ok || p.Kind != kind {
+		return ridPair{}, false
 	}
-	return p.Job, true
+	return p, true
 }
 
 // Changed returns a channel closed once the state moves past v.Index (an
