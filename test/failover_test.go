@@ -110,3 +110,36 @@ func TestSignalDuringFailover(t *testing.T) {
 		t.Errorf("traps ran %q; want usr1 once, then usr2", got)
 	}
 }
+
+// TestRequeueDuringFailover: a scontrol requeue sent through a survivor
+// right after the leader is killed (-9) waits through the failover and
+// returns once the new leader has committed it; a copy the client sent
+// again with the same request id does not requeue the job's next run.
+// requeuehold, sent after, is a later entry: once it has applied, a
+// second requeue would have counted a restart too.
+func TestRequeueDuringFailover(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 8})
+	old := leaderIndex(t, c, 0)
+	survivor := c.Agents[(old+1)%3]
+	shims := newSlurmShims(t, survivor)
+	id := mustID(t, shims.must("sbatch", "--parsable", "--requeue", "-w", survivor.Name, "--gpus-per-node", "1",
+		"--chdir", t.TempDir(), "--wrap", "exec sleep 300"))
+	waitState(t, survivor, id, "RUNNING", "")
+	if err := c.Kill(old); err != nil {
+		t.Fatal(err)
+	}
+	shims.must("scontrol", "requeue", fmt.Sprint(id))
+	if l := leaderIndex(t, c, (old+1)%3); l == old {
+		t.Fatalf("the requeue returned while %s, killed, still leads", c.Agents[old].Name)
+	}
+	eventually(t, 60*time.Second, "the requeued job running again", func() error {
+		if j := waitState(t, survivor, id, "RUNNING", ""); j.Incarnation != 2 {
+			return fmt.Errorf("job %d: incarnation %d", id, j.Incarnation)
+		}
+		return nil
+	})
+	shims.must("scontrol", "requeuehold", fmt.Sprint(id))
+	if j := waitState(t, survivor, id, "PENDING", "JobHeldAdmin"); j.RestartCount != 2 {
+		t.Errorf("job %d after a requeue during the failover and a requeuehold: %d restarts; want 2", id, j.RestartCount)
+	}
+}
