@@ -252,8 +252,8 @@ const ridTableTail = 1024
 // ridPair is what one client request id did: a SubmitJob's job (Kind
 // empty) or, from protocol 6, the step a StartStep started in
 // incarnation Incarnation of Job (ridStep), a SignalJob's request to Job
-// (ridSignal) or a RequeueJob's (ridRequeue). The HTTP API scopes the
-// kinds of ids apart.
+// (ridSignal), a RequeueJob's (ridRequeue) or an UpdateJob's (ridUpdate).
+// The HTTP API scopes the kinds of ids apart.
 type ridPair struct {
 	RequestID   string        `msgpack:"request_id"`
 	Job         cluster.JobID `msgpack:"job"`
@@ -268,11 +268,12 @@ const (
 	ridStep    = "step"
 	ridSignal  = "signal"
 	ridRequeue = "requeue"
+	ridUpdate  = "update"
 )
 
 // validRIDKind reports whether k is a kind this build records.
 func validRIDKind(k string) bool {
-	return k == ridSubmit || k == ridStep || k == ridSignal || k == ridRequeue
+	return k == ridSubmit || k == ridStep || k == ridSignal || k == ridRequeue || k == ridUpdate
 }
 
 // seenRequest looks request id rid of a command of kind on job (0: any)

@@ -37,6 +37,7 @@ import (
 //	shrink job=J node=N [inc=I]              ShrinkJob
 //	places job=J                             live nodes' places (SlotOf) and JoinSlot
 //	update-nodes job=J nodes=K               UpdateJob NumNodes=K, as root
+//	update-time job=J add=S [rid=R]          UpdateJob TimeLimit=+S seconds, as root
 //	resizes job=J                            the elastic allocation's live nodes and resizes
 //	started job=J node=N [inc=I]             TaskStarted (inc defaults to the job's)
 //	exited job=J node=N [code=C] [cause=X] [inc=I]
@@ -205,6 +206,9 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 			inc = j.Incarnation
 		}
 		return resultString(h.apply(t, CmdShrinkJob, ShrinkJob{Job: id, Incarnation: inc, Node: strArg("node", "")}))
+	case "update-time":
+		add := time.Duration(intArg("add", 0)) * time.Second
+		return resultString(h.apply(t, CmdUpdateJob, UpdateJob{Job: jobArg(), Admin: true, Fields: JobUpdate{TimeLimitAdd: &add}, Time: h.now, RequestID: strArg("rid", "")}))
 	case "update-nodes":
 		n := intArg("nodes", 0)
 		return resultString(h.apply(t, CmdUpdateJob, UpdateJob{Job: jobArg(), Admin: true, Fields: JobUpdate{Nodes: &n}, Time: h.now}))

@@ -162,7 +162,7 @@ func decodeSnapshot(data []byte) (*State, error) {
 		case p.Job == 0 || p.Job > body.LastJobID:
 			return nil, fmt.Errorf("request_ids[%d]: job %d, want 1 to last job id %d", i, p.Job, body.LastJobID)
 		case !validRIDKind(p.Kind):
-			return nil, fmt.Errorf("request_ids[%d]: kind %.64q, want %q, %q, %q or %q", i, p.Kind, ridSubmit, ridStep, ridSignal, ridRequeue)
+			return nil, fmt.Errorf("request_ids[%d]: kind %.64q, want %q, %q, %q, %q or %q", i, p.Kind, ridSubmit, ridStep, ridSignal, ridRequeue, ridUpdate)
 		case p.Kind == ridStep && (p.Step < 0 || p.Step >= cluster.MaxStepsPerJob || p.Incarnation == 0):
 			return nil, fmt.Errorf("request_ids[%d]: step %d of incarnation %d, want 0 to %d of an incarnation from 1",
 				i, p.Step, p.Incarnation, cluster.MaxStepsPerJob-1)

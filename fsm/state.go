@@ -16,11 +16,10 @@ import (
 // same Result for the same entry.
 type Result struct {
 	// JobID is, for SubmitJob, the new job's ID, or the existing one for a
-	// duplicate RequestID (for a duplicate StartStep, SignalJob or
-	// RequeueJob, its job's).
+	// duplicate RequestID (for a duplicate of the others, its job's).
 	JobID cluster.JobID
-	// Duplicate is true for a SubmitJob, StartStep, SignalJob or
-	// RequeueJob whose RequestID was already seen: nothing changed.
+	// Duplicate is true for a SubmitJob, StartStep, SignalJob, RequeueJob
+	// or UpdateJob whose RequestID was already seen: nothing changed.
 	Duplicate bool
 	// Err is set when the command was refused as a whole (unknown job,
 	// invalid spec...); the state is unchanged. It wraps ErrDiverged when

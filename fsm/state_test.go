@@ -245,7 +245,7 @@ func TestRestoreRefusesCorruptSnapshots(t *testing.T) {
 		{"rid unknown job", edit(func(b *snapshotBody) { b.RequestIDs[0].Job = 99 }), "job 99"},
 		{"rids out of order", edit(func(b *snapshotBody) { b.RequestIDs[0], b.RequestIDs[1] = b.RequestIDs[1], b.RequestIDs[0] }), "ascending unique"},
 		{"empty rid", edit(func(b *snapshotBody) { b.RequestIDs[0].RequestID = "" }), "want 1 to"},
-		{"rid of an unknown kind", edit(func(b *snapshotBody) { b.RequestIDs[0].Kind = "update" }), "kind \"update\""},
+		{"rid of an unknown kind", edit(func(b *snapshotBody) { b.RequestIDs[0].Kind = "hold" }), "kind \"hold\""},
 		{"step rid without its incarnation", edit(func(b *snapshotBody) { b.RequestIDs[0].Kind = ridStep }), "of an incarnation from 1"},
 		{"submit rid with a step", edit(func(b *snapshotBody) { b.RequestIDs[0].Step = 2 }), "want none"},
 	}

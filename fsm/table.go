@@ -123,16 +123,17 @@ import (
 //	   refuses it, ErrStepBusy, while other steps hold them). An older
 //	   replica would drop them and start every step at once, sharing the
 //	   allocation; the leader clears them while a server speaks 4.
-//	6  fields: StartStep.RequestID, SignalJob.RequestID and
-//	   RequeueJob.RequestID, a client's request id that makes srun's
-//	   step, scancel --signal and scontrol requeue (of one job) safe to
-//	   send again after a leader change (as SubmitJob's): a second copy
+//	6  fields: StartStep.RequestID, SignalJob.RequestID,
+//	   RequeueJob.RequestID and UpdateJob.RequestID, a client's request
+//	   id that makes srun's step, scancel --signal, scontrol requeue and
+//	   scontrol update TimeLimit=+N (of one job) safe to send again after
+//	   a leader change (as SubmitJob's): a second copy
 //	   with an id already seen is answered as the first (its step) and
 //	   changes nothing (the id is kept in the request id table,
 //	   snapshots' "request_ids", with its kind and, for a step, the step
 //	   and incarnation it started). An older replica would drop it and
-//	   start a second step, record the signal again or requeue the job's
-//	   next run, where the others answer the first. The leader drops the
+//	   start a second step, record the signal again, requeue the job's
+//	   next run or add the time again, where the others answer the first. The leader drops the
 //	   id while a server speaks 5 or less (the write is then sent once,
 //	   as before).
 //
@@ -326,6 +327,9 @@ var fields = []field{
 	// An older replica would drop RequestID and requeue the job's next
 	// run again where the others answer the first.
 	{name: "RequeueJob.RequestID", since: 6, uses: when(func(c RequeueJob) bool { return c.RequestID != "" })},
+	// An older replica would drop RequestID and add a relative time
+	// limit again where the others answer the first.
+	{name: "UpdateJob.RequestID", since: 6, uses: when(func(c UpdateJob) bool { return c.RequestID != "" })},
 	// An older replica would drop Dealt and lay the step out evenly.
 	{name: "StartStep.Spec.Dealt", since: 5, uses: when(func(c StartStep) bool { return c.Spec.Dealt })},
 	// An older replica would drop Exclusive (and GPUs, GPUsPerNode,

@@ -128,6 +128,7 @@ func TestNeeds(t *testing.T) {
 		{CmdStartStep, StartStep{RequestID: "s1/r"}, 6}, {CmdSubmitJob, SubmitJob{RequestID: "u1/r"}, 1},
 		{CmdSignalJob, SignalJob{RequestID: "k1/r"}, 6}, {CmdSignalJob, SignalJob{Signal: 10}, 1},
 		{CmdRequeueJob, RequeueJob{RequestID: "r1/r"}, 6}, {CmdRequeueJob, RequeueJob{Job: 1}, 1},
+		{CmdUpdateJob, UpdateJob{RequestID: "t1/r"}, 6}, {CmdUpdateJob, UpdateJob{Job: 1}, 3},
 	} {
 		if got := Needs(tt.t, tt.body); got != tt.want {
 			t.Errorf("Needs(%s, %+v) = %d; want %d", tt.t, tt.body, got, tt.want)

@@ -13,12 +13,17 @@ import (
 // UpdateJob is `scontrol update JobId=N Field=Value ...`: it changes the
 // fields Fields sets, all or none. Admin says the caller is root; UID is
 // the caller's.
+//
+// RequestID (protocol 6) deduplicates client retries as SubmitJob's does:
+// a second UpdateJob with a RequestID already seen is answered as the
+// first was (Duplicate) and does not add a relative time limit again.
 type UpdateJob struct {
-	Job    cluster.JobID `msgpack:"job"`
-	UID    int           `msgpack:"uid"`
-	Admin  bool          `msgpack:"admin"`
-	Fields JobUpdate     `msgpack:"fields"`
-	Time   time.Time     `msgpack:"time"`
+	Job       cluster.JobID `msgpack:"job"`
+	UID       int           `msgpack:"uid"`
+	Admin     bool          `msgpack:"admin"`
+	Fields    JobUpdate     `msgpack:"fields"`
+	Time      time.Time     `msgpack:"time"`
+	RequestID string        `msgpack:"request_id,omitempty"`
 }
 
 // JobUpdate holds the fields an update sets; nil ones stay as they are.
@@ -188,6 +193,9 @@ func PlanJobUpdate(j *cluster.Job, c UpdateJob, pol *cluster.Policy, depends fun
 }
 
 func (s *State) updateJob(index uint64, c UpdateJob) Result {
+	if p, ok, err := s.seenRequest("update", ridUpdate, c.Job, c.RequestID); err != nil || ok {
+		return Result{JobID: p.Job, Duplicate: ok, Err: err}
+	}
 	pos, old := s.job(c.Job)
 	if old == nil {
 		return Result{Err: fmt.Errorf("update job %d: %w", c.Job, ErrUnknownJob)}
@@ -207,5 +215,8 @@ func (s *State) updateJob(index uint64, c UpdateJob) Result {
 	}
 	j.ModifyIndex = index
 	s.storeJob(pos, j)
+	if c.RequestID != "" {
+		s.rids.add(ridPair{RequestID: c.RequestID, Job: c.Job, Kind: ridUpdate})
+	}
 	return Result{}
 }
