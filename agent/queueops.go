@@ -126,14 +126,8 @@ func (b apiBackend) Requeue(ctx context.Context, ref cluster.JobRef, held bool, 
 	if err != nil {
 		return api.JobsChanged{}, err
 	}
-	carried := false
-	if len(plan.Proposals) == 1 {
-		c, ok := plan.Proposals[0].Cmd.(fsm.RequeueJob)
-		carried = ok && c.RequestID != ""
-	}
 	changed, _, err := b.lead.propose(ctx, plan)
-	dropped := rid != "" && !carried
-	return changed, droppedOutcome(err, dropped, "requeue the job's next run")
+	return changed, droppedOutcome(err, rid != plan.RequestID, "requeue the job's next run")
 }
 
 // SetPriority is `scontrol update JobId=N Priority=P` (root only:
@@ -145,15 +139,25 @@ func (b apiBackend) SetPriority(ctx context.Context, id string, req api.Priority
 }
 
 // Update is `scontrol update JobId=N Field=Value ...` (leader.PlanUpdate;
-// the FSM decides with fsm.PlanJobUpdate).
+// the FSM decides with fsm.PlanJobUpdate). Its request id is kept as
+// Requeue's.
 func (b apiBackend) Update(ctx context.Context, id string, req api.UpdateRequest, who cluster.Identity) (api.JobsChanged, error) {
+	if err := httpapi.CheckRequestID(req.RequestID); err != nil {
+		return api.JobsChanged{}, err
+	}
+	rid := httpapi.ScopedWriteRequestID(httpapi.ScopeUpdate, who, req.RequestID)
 	v := b.state.View()
 	u := leader.JobUpdate{
 		Fields:     fsm.JobUpdate{Nodes: req.Nodes, Partition: req.Partition, QoS: req.QoS, Name: req.Name, Comment: req.Comment, Nice: req.Nice},
 		TimeLimitS: req.TimeLimitS, TimeLimitAddS: req.TimeLimitAddS, Dependency: req.Dependency,
+		RequestID: keptRequestID(rid, fsm.CmdUpdateJob, fsm.UpdateJob{RequestID: rid}, b.gate(ctx)),
 	}
 	plan, err := leader.PlanUpdate(v, id, u, callerOf(v.Policy(), who))
-	return b.lead.proposeOr(ctx, plan, err)
+	if err != nil {
+		return api.JobsChanged{}, err
+	}
+	changed, _, err := b.lead.propose(ctx, plan)
+	return changed, droppedOutcome(err, rid != plan.RequestID, "add the time again")
 }
 
 // spreadGPUs spreads --gpus without --nodes over the nodes this agent

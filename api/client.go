@@ -461,14 +461,17 @@ type UpdateRequest struct {
 	Name       *string `json:"name,omitempty"`
 	Comment    *string `json:"comment,omitempty"`
 	Nice       *int    `json:"nice,omitempty"`
+	// RequestID makes an update of one job safe to send again after a
+	// leader change, as Requeue's.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // UpdateJob changes fields of jobs (scontrol update JobId=). Idempotent
-// when every field is absolute; Once with TimeLimitAddS, which a second
-// copy would add again.
+// when every field is absolute, or with a request id; Once with
+// TimeLimitAddS and no id, which a second copy would add again.
 func (c *Client) UpdateJob(ctx context.Context, ref string, req UpdateRequest) (JobsChanged, error) {
 	r := Idempotent
-	if req.TimeLimitAddS != nil {
+	if req.TimeLimitAddS != nil && req.RequestID == "" {
 		r = Once
 	}
 	var out JobsChanged

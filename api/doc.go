@@ -10,8 +10,8 @@
 // TCP ("http://host:port"). It sends a request again on its own only
 // across a leader change, and only when that cannot make it act twice
 // (retry.go): any write an agent refused before proposing it, and an
-// Idempotent write (cancel, hold, drain, a submit, an srun step, a signal
-// or a requeue with its request id) whose outcome the change left
-// unknown. Each client
+// Idempotent write (cancel, hold, drain; a submit, an srun step, a
+// signal, a requeue or a relative time limit with its request id) whose
+// outcome the change left unknown. Each client
 // method says which its write is.
 package api

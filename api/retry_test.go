@@ -118,6 +118,11 @@ func TestWriteAcrossLeaderChange(t *testing.T) {
 			_, err := c.StartStep(context.Background(), 7, StepRequest{Spec: cluster.StepSpec{Command: []string{"hostname"}}})
 			return err
 		}, []error{errTimedOut, nil}, 1, "not sent again"},
+		{"relative time limit with its request id after a lost commit", func(c *Client) error {
+			add := int64(60)
+			_, err := c.UpdateJob(context.Background(), "7", UpdateRequest{TimeLimitAddS: &add, RequestID: "r1"})
+			return err
+		}, []error{errNoAnswer, nil}, 2, ""},
 		{"absolute time limit after a lost commit", func(c *Client) error {
 			limit := int64(60)
 			_, err := c.UpdateJob(context.Background(), "7", UpdateRequest{TimeLimitS: &limit})

@@ -53,10 +53,11 @@ const (
 	ScopeStep    = "s" // srun's step
 	ScopeSignal  = "k" // scancel --signal
 	ScopeRequeue = "r" // scontrol requeue
+	ScopeUpdate  = "t" // scontrol update (TimeLimit=+N)
 )
 
 // ScopedWriteRequestID is ScopedRequestID for a write of kind (ScopeStep,
-// ScopeSignal, ScopeRequeue): in a scope of its own, so a step's id never names a
+// ScopeSignal, ScopeRequeue, ScopeUpdate): in a scope of its own, so a step's id never names a
 // submit's job, nor a signal's a step.
 func ScopedWriteRequestID(kind string, who cluster.Identity, rid string) string {
 	return scoped(kind, who, rid)

@@ -70,7 +70,8 @@ func TestCheckSubmitRequest(t *testing.T) {
 	// uid, fits what the FSM takes; the scopes keep kinds apart.
 	longest, root := strings.Repeat("r", MaxClientRequestID), cluster.Identity{UID: math.MaxUint32}
 	seen := map[string]bool{}
-	for _, scoped := range []string{ScopedRequestID(root, longest), ScopedWriteRequestID(ScopeStep, root, longest), ScopedWriteRequestID(ScopeSignal, root, longest), ScopedWriteRequestID(ScopeRequeue, root, longest)} {
+	for _, scoped := range []string{ScopedRequestID(root, longest), ScopedWriteRequestID(ScopeStep, root, longest), ScopedWriteRequestID(ScopeSignal, root, longest), ScopedWriteRequestID(ScopeRequeue, root, longest),
+		ScopedWriteRequestID(ScopeUpdate, root, longest)} {
 		if len(scoped) > cluster.MaxRequestIDBytes || seen[scoped] {
 			t.Errorf("scoped id %.24q...: %d bytes (want at most %d), or in a scope already used", scoped, len(scoped), cluster.MaxRequestIDBytes)
 		}

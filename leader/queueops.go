@@ -156,8 +156,23 @@ const (
 type QueuePlan struct {
 	ID        uint64
 	Proposals []Proposal
+	// RequestID is the client's request id the plan's one proposal
+	// carries (carryRequestID); "" where it carries none.
+	RequestID string
 	op        opKind
 	several   bool // the reference named several jobs (an array)
+}
+
+// carryRequestID puts requestID in the plan's proposal where the
+// reference named one job (set returns the command with the id), and
+// records it in RequestID. Several jobs (an array's elements) would need
+// an id each: their requests are sent once.
+func (p *QueuePlan) carryRequestID(requestID string, set func(cmd any, rid string) any) {
+	if requestID == "" || p.several || len(p.Proposals) != 1 {
+		return
+	}
+	p.Proposals[0].Cmd = set(p.Proposals[0].Cmd, requestID)
+	p.RequestID = requestID
 }
 
 // Refusal says what the FSM's refusal err of one of the plan's proposals
@@ -289,12 +304,11 @@ func PlanRequeue(v *fsm.View, ref cluster.JobRef, held bool, requestID string, c
 	plan, err := eachJob(v, ref, c, "requeue", func(j *cluster.Job) Proposal {
 		return Proposal{Job: j.ID, Type: fsm.CmdRequeueJob, Cmd: fsm.RequeueJob{Job: j.ID, Hold: hold}}
 	})
-	if err == nil && !plan.several && requestID != "" {
-		// One job: the request is its requeue. Several (an array's
-		// elements) would need an id each; the request is sent once.
-		p := &plan.Proposals[0]
-		p.Cmd = fsm.RequeueJob{Job: p.Job, Hold: hold, RequestID: requestID}
-	}
+	plan.carryRequestID(requestID, func(cmd any, rid string) any {
+		c := cmd.(fsm.RequeueJob)
+		c.RequestID = rid
+		return c
+	})
 	return plan, err
 }
 
@@ -338,6 +352,8 @@ type JobUpdate struct {
 	TimeLimitS    *int64
 	TimeLimitAddS *int64
 	Dependency    *string // "" drops the dependency
+	// RequestID is as PlanRequeue's.
+	RequestID string
 }
 
 // PlanUpdate is `scontrol update JobId=N Field=Value ...`: the FSM decides
@@ -370,9 +386,15 @@ func PlanUpdate(v *fsm.View, id string, u JobUpdate, c Caller) (QueuePlan, error
 			f.Dependency = cluster.DependencyFromSlurm(d)
 		}
 	}
-	return eachLiveJob(v, id, opUpdate, func(j *cluster.Job) Proposal {
+	plan, err := eachLiveJob(v, id, opUpdate, func(j *cluster.Job) Proposal {
 		return Proposal{Job: j.ID, Type: fsm.CmdUpdateJob, Cmd: fsm.UpdateJob{Job: j.ID, UID: c.UID, Admin: c.UID == 0, Fields: f}}
 	})
+	plan.carryRequestID(u.RequestID, func(cmd any, rid string) any {
+		c := cmd.(fsm.UpdateJob)
+		c.RequestID = rid
+		return c
+	})
+	return plan, err
 }
 
 // PlanSignal records a signal request in a running job (scancel

@@ -83,6 +83,7 @@ func (h *harness) op(words []string, args map[string]string, num func(string, in
 		if name, ok := args["name"]; ok {
 			u.Fields.Name = &name
 		}
+		u.RequestID = args["rid"]
 		if plan, err = PlanUpdate(v, id, u, c); err != nil {
 			return refusal(err), nil
 		}
@@ -199,6 +200,9 @@ func describe(cmd any) string {
 		}
 		if f := c.Fields.Name; f != nil {
 			fs = append(fs, "name="+*f)
+		}
+		if c.RequestID != "" {
+			fs = append(fs, "request_id="+c.RequestID)
 		}
 		return fmt.Sprintf("update uid=%d admin=%t %s", c.UID, c.Admin, strings.Join(fs, " "))
 	case fsm.SignalJob:

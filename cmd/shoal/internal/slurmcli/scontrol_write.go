@@ -234,7 +234,12 @@ func scontrolUpdateJob(ctx context.Context, connect Connect, job string, fields 
 		if req == (api.UpdateRequest{}) {
 			continue
 		}
-		if _, err := c.UpdateJob(ctx, ref, req); err != nil {
+		// One request per reference: sent again across a failover, it
+		// adds a relative time limit once (the id is dropped for an
+		// array's elements).
+		one := req
+		one.RequestID = request.NewID()
+		if _, err := c.UpdateJob(ctx, ref, one); err != nil {
 			return fmt.Errorf("update JobId=%s: %w", ref, err)
 		}
 	}
