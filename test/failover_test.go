@@ -143,3 +143,32 @@ func TestRequeueDuringFailover(t *testing.T) {
 		t.Errorf("job %d after a requeue during the failover and a requeuehold: %d restarts; want 2", id, j.RestartCount)
 	}
 }
+
+// TestStepDuringFailover: an srun step started through a survivor right
+// after the leader is killed (-9) waits through the failover and runs
+// once the new leader has committed it: a copy the client sent again with
+// the same request id starts no second step.
+func TestStepDuringFailover(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 8})
+	old := leaderIndex(t, c, 0)
+	survivor := c.Agents[(old+1)%3]
+	shims := newSlurmShims(t, survivor)
+	id := mustID(t, shims.must("sbatch", "--parsable", "-w", survivor.Name, "--gpus-per-node", "1",
+		"--chdir", t.TempDir(), "--wrap", "exec sleep 300"))
+	waitState(t, survivor, id, "RUNNING", "")
+	if err := c.Kill(old); err != nil {
+		t.Fatal(err)
+	}
+	r := shims.run("srun", "--jobid", fmt.Sprint(id), "--overlap", "echo", "step-ran")
+	if r.code != 0 || strings.Count(r.stdout, "step-ran") != 1 {
+		t.Fatalf("srun --jobid %d during the failover: exit %d, stdout %q, stderr %s", id, r.code, r.stdout, r.stderr)
+	}
+	if l := leaderIndex(t, c, (old+1)%3); l == old {
+		t.Fatalf("srun returned while %s, killed, still leads", c.Agents[old].Name)
+	}
+	var j api.Job
+	jsonOf(t, survivor, &j, "job", fmt.Sprint(id))
+	if len(j.Steps) != 1 {
+		t.Errorf("job %d has %d steps after one srun; want 1: %+v", id, len(j.Steps), j.Steps)
+	}
+}
