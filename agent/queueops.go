@@ -157,7 +157,9 @@ func (b apiBackend) Update(ctx context.Context, id string, req api.UpdateRequest
 		return api.JobsChanged{}, err
 	}
 	changed, _, err := b.lead.propose(ctx, plan)
-	return changed, droppedOutcome(err, rid != plan.RequestID, "add the time again")
+	// Only a relative time limit acts twice without its id: an update of
+	// absolute values is sent again by the client with or without one.
+	return changed, droppedOutcome(err, req.TimeLimitAddS != nil && rid != plan.RequestID, "add the time again")
 }
 
 // spreadGPUs spreads --gpus without --nodes over the nodes this agent

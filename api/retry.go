@@ -47,16 +47,17 @@ type Repeat int
 
 const (
 	// Once: a second copy may act again (where they carry no request id:
-	// a signal delivered twice, a second step, a requeue of the job's next
-	// run, a relative time limit added twice). Sent again only after an answer proving that no copy
-	// was proposed.
+	// a signal delivered twice, a second step, a requeue of the job's
+	// next run, a relative time limit added twice). Sent again only after
+	// an answer proving that no copy was proposed.
 	Once Repeat = iota
 	// Idempotent: a second copy leaves the state the first left (a
 	// cancelled job stays cancelled, a hold or drain already in place or an
 	// absolute value already set is a no-op, a submit's request id yields
 	// its job, a step's its step, a signal's, a requeue's or an
-	// update's nothing more), though it may be answered differently (a job already
-	// finished: 409). Also sent again when the first's outcome is unknown.
+	// update's nothing more), though it may be answered differently (a
+	// job already finished: 409). Also sent again when the first's
+	// outcome is unknown.
 	Idempotent
 )
 
