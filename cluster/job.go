@@ -199,6 +199,13 @@ const (
 	MaxRequestIDBytes = 128
 )
 
+// RequestIDRetention is how long a request id is kept once the archive
+// loop has seen it (fsm.ArchiveJobs with ForgetRequests). A client sends
+// a write again for about 20 seconds after its first copy at most (api's
+// failover bound), so ten minutes leaves a wide margin for a slow client
+// or a long leader election.
+const RequestIDRetention = 10 * time.Minute
+
 // Validate checks the request's fields one by one and names the first bad
 // one in its error. It fills no defaults; see WithDefaults.
 func (r Request) Validate() error {

@@ -20,16 +20,35 @@ const MaxArchiveLimit = 10000000
 // elements, or while a node still holds its GPUs. The archive keeps the
 // newest policy ArchiveMax records (by job id), compacted (no environment,
 // no script).
+//
+// With ForgetRequests (protocol 7) it also ages the request id table
+// (submits', steps', signals', requeues', updates'): an id not seen by an
+// earlier ForgetRequests is stamped with Time, and one stamped more than
+// cluster.RequestIDRetention before Time is forgotten. A client sends a
+// write again only within seconds of its first copy, so no copy of such a
+// request can still arrive, and without this the table would grow with
+// every request for the cluster's life. Stamping here rather than when an
+// id is recorded keeps what a protocol 6 replica records the same.
 type ArchiveJobs struct {
-	Before time.Time `msgpack:"before"`
-	Time   time.Time `msgpack:"time"`
+	Before         time.Time `msgpack:"before"`
+	Time           time.Time `msgpack:"time"`
+	ForgetRequests bool      `msgpack:"forget_requests,omitempty"`
 }
 
 func (s *State) archiveJobs(c ArchiveJobs) Result {
 	keep, moved := archivePlan(s.jobs, c.Before)
-	if len(moved) == 0 {
-		return Result{}
+	if len(moved) > 0 {
+		s.moveToArchive(keep, moved)
 	}
+	if c.ForgetRequests {
+		s.forgetRequests(c.Time)
+	}
+	return Result{}
+}
+
+// moveToArchive makes keep the live jobs and adds moved, compacted, to the
+// archive, which keeps the newest policy ArchiveLimit records.
+func (s *State) moveToArchive(keep, moved []*cluster.Job) {
 	archive := make([]*cluster.Job, 0, len(s.archive)+len(moved))
 	archive = append(archive, s.archive...)
 	for _, j := range moved {
@@ -41,7 +60,29 @@ func (s *State) archiveJobs(c ArchiveJobs) Result {
 	}
 	s.archive = nilIfEmpty(archive)
 	s.jobs = nilIfEmpty(keep)
-	return Result{}
+}
+
+// forgetRequests stamps the request ids that have no stamp yet with now
+// and drops those stamped more than cluster.RequestIDRetention before it.
+// The table is rebuilt only when one changes.
+func (s *State) forgetRequests(now time.Time) {
+	cutoff := now.Add(-cluster.RequestIDRetention)
+	all := s.rids.freeze().sorted()
+	kept := make([]ridPair, 0, len(all))
+	changed := false
+	for _, p := range all {
+		switch {
+		case p.At.IsZero():
+			p.At, changed = now, true
+		case p.At.Before(cutoff):
+			changed = true
+			continue
+		}
+		kept = append(kept, p)
+	}
+	if changed {
+		s.rids = newRIDTable(kept)
+	}
 }
 
 // archivePlan splits jobs into those that stay live and those that may be

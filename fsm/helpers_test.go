@@ -48,6 +48,9 @@ func stamp(body any, now time.Time) any {
 	case SubmitJob:
 		c.Time = now
 		return c
+	case ArchiveJobs:
+		c.Time = now
+		return c
 	case CancelJob:
 		c.Time = now
 		return c

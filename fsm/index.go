@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
 )
@@ -260,6 +261,9 @@ type ridPair struct {
 	Kind        string        `msgpack:"kind,omitempty"`
 	Step        int           `msgpack:"step,omitempty"`
 	Incarnation uint64        `msgpack:"incarnation,omitempty"`
+	// At is when ArchiveJobs with ForgetRequests first saw the id
+	// (protocol 7); it is forgotten cluster.RequestIDRetention later.
+	At time.Time `msgpack:"at,omitempty"`
 }
 
 // Kinds of ridPair.

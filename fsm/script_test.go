@@ -61,6 +61,10 @@ import (
 //	holds job=J                              what the job's live step nodes hold
 //	step-exited job=J step=S node=N [code=C] [cause=X] [inc=I]
 //	cancel-step job=J step=S                 CancelStep
+//	archive age=S [forget=yes]               ArchiveJobs of jobs that ended S seconds
+//	                                         before now (forget: ForgetRequests)
+//	wait s=N                                 N seconds pass (no entry)
+//	rids                                     the request id table: id kind job [step] [at]
 //	raw hex=BYTES                            an arbitrary entry
 //	show                                     jobs, steps (if any) and nodes as tables
 //	roundtrip                                Snapshot -> Restore -> Snapshot
@@ -418,6 +422,27 @@ func runScript(t *testing.T, h *harness, d *datadriven.TestData) string {
 		return resultString(h.apply(t, CmdSetReasons, c))
 	case "drain", "resume":
 		return resultString(h.apply(t, CmdSetDrain, SetDrain{Node: positional(), Drain: d.Cmd == "drain", Reason: strArg("reason", "")}))
+	case "archive":
+		return resultString(h.apply(t, CmdArchiveJobs, ArchiveJobs{
+			Before:         h.now.Add(time.Second - time.Duration(intArg("age", 0))*time.Second), // as of the entry's own time
+			ForgetRequests: strArg("forget", "") == "yes",
+		}))
+	case "wait":
+		h.now = h.now.Add(time.Duration(intArg("s", 0)) * time.Second)
+		return "ok\n"
+	case "rids":
+		var b strings.Builder
+		for _, p := range h.s.View().rids.sorted() {
+			fmt.Fprintf(&b, "%s %s job %d", p.RequestID, cmp.Or(p.Kind, "submit"), p.Job)
+			if p.Kind == ridStep {
+				fmt.Fprintf(&b, " step %d.%d", p.Incarnation, p.Step)
+			}
+			if !p.At.IsZero() {
+				fmt.Fprintf(&b, " at +%ds", int(p.At.Sub(t0)/time.Second))
+			}
+			b.WriteString("\n")
+		}
+		return cmp.Or(b.String(), "none\n")
 	case "raw":
 		b, err := hex.DecodeString(strArg("hex", ""))
 		if err != nil {

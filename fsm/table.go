@@ -136,6 +136,14 @@ import (
 //	   next run or add the time again, where the others answer the first. The leader drops the
 //	   id while a server speaks 5 or less (the write is then sent once,
 //	   as before).
+//	7  field: ArchiveJobs.ForgetRequests, which ages the request id
+//	   table: an id is stamped (its "at" in snapshots) by the first such
+//	   entry after it was recorded and forgotten by the first one
+//	   cluster.RequestIDRetention after that (before it, the table kept
+//	   every id for the cluster's life). An older replica would drop it
+//	   and keep the ids: its state would differ, and it would answer a
+//	   late copy of such a request as a duplicate where the others apply
+//	   it. The leader sets it only once every server speaks 7.
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,
@@ -143,7 +151,7 @@ import (
 const (
 	// ProtocolVersion is the protocol this build speaks: the highest
 	// version in commands and snapshotFormats.
-	ProtocolVersion = 6
+	ProtocolVersion = 7
 	// ProtocolOldest is the lowest version an agent may announce. A
 	// command type introduced at it needs no check.
 	ProtocolOldest = 1
@@ -330,6 +338,9 @@ var fields = []field{
 	// An older replica would drop RequestID and add a relative time
 	// limit again where the others answer the first.
 	{name: "UpdateJob.RequestID", since: 6, uses: when(func(c UpdateJob) bool { return c.RequestID != "" })},
+	// An older replica would drop ForgetRequests and keep ids the others
+	// forget.
+	{name: "ArchiveJobs.ForgetRequests", since: 7, uses: when(func(c ArchiveJobs) bool { return c.ForgetRequests })},
 	// An older replica would drop Dealt and lay the step out evenly.
 	{name: "StartStep.Spec.Dealt", since: 5, uses: when(func(c StartStep) bool { return c.Spec.Dealt })},
 	// An older replica would drop Exclusive (and GPUs, GPUsPerNode,

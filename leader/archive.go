@@ -30,21 +30,40 @@ func ArchiveDue(v *fsm.View, now time.Time) (before time.Time, due bool) {
 
 // Archiver is the leader's archive loop: it moves finished jobs older
 // than MinJobAge to the accounting archive (ArchiveDue decides when),
-// looking again every half MinJobAge (between a second and 30 seconds).
-// It runs while this node leads.
+// looking again every half MinJobAge (between a second and 30 seconds),
+// and with each move ages the request id table (ArchiveJobs'
+// ForgetRequests) once every server speaks the protocol that does. It
+// runs while this node leads.
 type Archiver struct {
 	State   State
 	Propose Proposer
 	Clock   Clock
 	Log     *slog.Logger
+	// Gate is the protocol gate on proposing an entry of type t that
+	// needs protocol need: nil when every server speaks it.
+	Gate func(ctx context.Context, t fsm.CmdType, need int) error
+}
+
+// ArchiveCommand is the ArchiveJobs the loop proposes at now for cut-off
+// before: with ForgetRequests where gate lets it through, else without
+// (a server older than protocol 7 would keep the ids the others forget).
+// It is pure but for gate.
+func ArchiveCommand(before, now time.Time, gate func(t fsm.CmdType, need int) error) fsm.ArchiveJobs {
+	c := fsm.ArchiveJobs{Before: before, Time: now, ForgetRequests: true}
+	if gate(fsm.CmdArchiveJobs, fsm.Needs(fsm.CmdArchiveJobs, c)) != nil {
+		c.ForgetRequests = false
+	}
+	return c
 }
 
 // Run archives until ctx ends.
 func (a Archiver) Run(ctx context.Context) {
 	for {
 		v := a.State.View()
-		if before, due := ArchiveDue(v, a.Clock.Now()); due {
-			res, err := a.Propose.Apply(ctx, fsm.CmdArchiveJobs, fsm.ArchiveJobs{Before: before, Time: a.Clock.Now()})
+		now := a.Clock.Now()
+		if before, due := ArchiveDue(v, now); due {
+			gate := func(t fsm.CmdType, need int) error { return a.Gate(ctx, t, need) }
+			res, err := a.Propose.Apply(ctx, fsm.CmdArchiveJobs, ArchiveCommand(before, now, gate))
 			if err == nil {
 				err = res.Err
 			}

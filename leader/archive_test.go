@@ -61,11 +61,12 @@ func TestArchiverArchivesFinishedJobs(t *testing.T) {
 	})
 	now := t0.Add(2 * time.Minute)
 	clock := waitClock{now: now, wake: make(chan time.Time)}
-	a := Archiver{State: h.s, Propose: prop, Clock: clock, Log: slog.New(slog.DiscardHandler)}
+	speaks := func(context.Context, fsm.CmdType, int) error { return nil }
+	a := Archiver{State: h.s, Propose: prop, Clock: clock, Log: slog.New(slog.DiscardHandler), Gate: speaks}
 	twoRounds(a.Run, clock.wake, now)
 
-	if len(archives) != 1 || !archives[0].Before.Equal(t0.Add(time.Minute)) {
-		t.Fatalf("proposed %+v; want one ArchiveJobs before %v", archives, t0.Add(time.Minute))
+	if len(archives) != 1 || !archives[0].Before.Equal(t0.Add(time.Minute)) || !archives[0].ForgetRequests {
+		t.Fatalf("proposed %+v; want one ArchiveJobs before %v forgetting request ids", archives, t0.Add(time.Minute))
 	}
 	if _, ok := h.s.View().ArchivedJob(1); !ok {
 		t.Errorf("job 1 is not archived")
@@ -75,5 +76,32 @@ func TestArchiverArchivesFinishedJobs(t *testing.T) {
 	}
 	if len(rec.errs) > 0 {
 		t.Errorf("the FSM refused: %q", rec.errs)
+	}
+}
+
+// TestArchiveCommand: the archive loop asks the FSM to age request ids
+// only where every server speaks the protocol that does (7): an older
+// server would keep the ids, and its state would differ.
+func TestArchiveCommand(t *testing.T) {
+	before, now := time.Unix(100, 0), time.Unix(400, 0)
+	for _, tc := range []struct {
+		name   string
+		oldest int
+		forget bool
+	}{
+		{"every server speaks 7", 7, true},
+		{"a server speaks 6", 6, false},
+		{"a server speaks 2", 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gate := func(ct fsm.CmdType, need int) error {
+				return ProtocolGate(ct, need, []ServerProtocol{{ID: "n1", Protocol: 7}, {ID: "n2", Protocol: tc.oldest}})
+			}
+			got := ArchiveCommand(before, now, gate)
+			want := fsm.ArchiveJobs{Before: before, Time: now, ForgetRequests: tc.forget}
+			if got != want {
+				t.Errorf("ArchiveCommand = %+v; want %+v", got, want)
+			}
+		})
 	}
 }
