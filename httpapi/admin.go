@@ -41,12 +41,7 @@ type Admin interface {
 
 // HandlePolicy is GET /v1/policy.
 func (s *Server) HandlePolicy(w http.ResponseWriter, r *http.Request) {
-	if err := s.WaitReadable(r.Context()); err != nil {
-		WriteError(w, err)
-		return
-	}
-	out, index := s.Admin.Policy()
-	WriteJSON(w, http.StatusOK, index, out)
+	readableRead(s, w, r, s.Admin.Policy)
 }
 
 // HandleSetPolicy is POST /v1/policy: root replaces the policy.
@@ -65,22 +60,14 @@ func (s *Server) HandlePriority(w http.ResponseWriter, r *http.Request) {
 		}
 		job = n
 	}
-	if err := s.WaitReadable(r.Context()); err != nil {
-		WriteError(w, err)
-		return
-	}
-	out, index := s.Admin.Priorities(job, r.URL.Query().Get("user"))
-	WriteJSON(w, http.StatusOK, index, out)
+	readableRead(s, w, r, func() ([]api.Priority, uint64) {
+		return s.Admin.Priorities(job, r.URL.Query().Get("user"))
+	})
 }
 
 // HandleFairShare is GET /v1/fairshare (sshare).
 func (s *Server) HandleFairShare(w http.ResponseWriter, r *http.Request) {
-	if err := s.WaitReadable(r.Context()); err != nil {
-		WriteError(w, err)
-		return
-	}
-	out, index := s.Admin.FairShare()
-	WriteJSON(w, http.StatusOK, index, out)
+	readableRead(s, w, r, s.Admin.FairShare)
 }
 
 // HandleAgentLeave is POST /v1/agent/leave (shoal leave): this agent
@@ -155,12 +142,7 @@ func (s *Server) setDrain(w http.ResponseWriter, r *http.Request, drain bool, re
 
 // HandleSwitchReports is GET /v1/topology/switches.
 func (s *Server) HandleSwitchReports(w http.ResponseWriter, r *http.Request) {
-	if err := s.WaitReadable(r.Context()); err != nil {
-		WriteError(w, err)
-		return
-	}
-	out, index := s.Admin.SwitchReports()
-	WriteJSON(w, http.StatusOK, index, out)
+	readableRead(s, w, r, s.Admin.SwitchReports)
 }
 
 // HandleReportSwitch is POST /v1/topology/switches: root records what a

@@ -109,6 +109,17 @@ func noAnswer[Req any](do func(context.Context, Req, cluster.Identity) error) fu
 	}
 }
 
+// readableRead is the front of a read of the replica: once it is readable
+// (WaitReadable), read's answer at the index read gives.
+func readableRead[T any](s *Server, w http.ResponseWriter, r *http.Request, read func() (T, uint64)) {
+	if err := s.WaitReadable(r.Context()); err != nil {
+		WriteError(w, err)
+		return
+	}
+	out, index := read()
+	WriteJSON(w, http.StatusOK, index, out)
+}
+
 // HandleCancel is DELETE /v1/jobs/{id} and POST /v1/jobs/{id}/cancel: a
 // job, an array element, or every live element of an array (its bare id,
 // as scancel does).

@@ -317,9 +317,9 @@ func (r *run) run(ctx context.Context) (err error) {
 	}{
 		{"formation", r.formation},
 		{"rest", r.rest},
-		{"throughput", r.throughput},
-		{"latency", r.latency},
-		{"gang", r.gang},
+		{"throughput", r.viaFollower(r.throughput)},
+		{"latency", r.viaFollower(r.latency)},
+		{"gang", r.viaFollower(r.gang)},
 		{"failover", r.failover},
 	}
 	for _, s := range steps {
@@ -520,6 +520,19 @@ func (r *run) follower(ctx context.Context) (*api.Client, error) {
 		return nil, err
 	}
 	return r.agents[(li+1)%len(r.agents)].Client(), nil
+}
+
+// viaFollower makes a step of fn, which talks to the cluster through cl, a
+// client of a follower chosen when the step starts.
+func (r *run) viaFollower(fn func(context.Context, *api.Client) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		cl, err := r.follower(ctx)
+		if err != nil {
+			return err
+		}
+		defer cl.CloseIdleConnections()
+		return fn(ctx, cl)
+	}
 }
 
 type restSample struct {
@@ -894,13 +907,8 @@ var reqSeq atomic.Uint64
 
 // throughput submits held jobs through a follower from several clients,
 // then cancels them.
-func (r *run) throughput(ctx context.Context) error {
+func (r *run) throughput(ctx context.Context, cl *api.Client) error {
 	o := r.o
-	cl, err := r.follower(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(ctx, o.Wait)
 	defer cancel()
 	var failed atomic.Int64
@@ -1014,13 +1022,8 @@ func waitJob(ctx context.Context, cl *api.Client, id uint64, limit time.Duration
 
 // latency submits 2-node jobs that print their start time through a
 // follower, one at a time.
-func (r *run) latency(ctx context.Context) error {
+func (r *run) latency(ctx context.Context, cl *api.Client) error {
 	o := r.o
-	cl, err := r.follower(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.CloseIdleConnections()
 	var samples []time.Duration
 	i0, err := r.applied(ctx)
 	if err != nil {
@@ -1057,13 +1060,8 @@ func (r *run) latency(ctx context.Context) error {
 }
 
 // gang runs one job over GangNodes nodes, a rank on each.
-func (r *run) gang(ctx context.Context) error {
+func (r *run) gang(ctx context.Context, cl *api.Client) error {
 	o := r.o
-	cl, err := r.follower(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.CloseIdleConnections()
 	g := &r.rep.Gang
 	g.Nodes = o.GangNodes
 	t0 := time.Now()
