@@ -56,7 +56,7 @@
 //   - in package leader: leadership (Lead: TakeoverOf; HandOver, a
 //     diverged leader's hand-off), scheduling
 //     (Scheduler: Pass and Preemption), lease expiry (LeaseWatch:
-//     ExpiredLeases) and the archive (Archiver: ArchiveDue);
+//     ExpiredLeases) and the archive (Archiver: PlanArchive);
 //   - in package consensus: raft membership (VoterReconciler: Candidates
 //     and PlanVoters) and bootstrap (Bootstrapper: BootstrapNow);
 //   - in package worker: the executor driver (Driver: Reconcile), the

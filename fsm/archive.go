@@ -62,21 +62,22 @@ func (s *State) moveToArchive(keep, moved []*cluster.Job) {
 	s.jobs = nilIfEmpty(keep)
 }
 
-// forgetRequests stamps the request ids that have no stamp yet with now
-// and drops those stamped more than cluster.RequestIDRetention before it.
-// The table is rebuilt only when one changes.
+// forgetRequests ages the request id table at now (ridAging): the ids
+// not seen before are stamped with now, those stamped more than
+// cluster.RequestIDRetention before it are dropped. The table is rebuilt
+// only when one changes.
 func (s *State) forgetRequests(now time.Time) {
-	cutoff := now.Add(-cluster.RequestIDRetention)
 	all := s.rids.freeze().sorted()
 	kept := make([]ridPair, 0, len(all))
 	changed := false
 	for _, p := range all {
-		switch {
-		case p.At.IsZero():
-			p.At, changed = now, true
-		case p.At.Before(cutoff):
+		stamp, forget := ridAging(p, now)
+		if forget {
 			changed = true
 			continue
+		}
+		if stamp {
+			p.At, changed = now, true
 		}
 		kept = append(kept, p)
 	}

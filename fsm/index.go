@@ -3,6 +3,7 @@ package fsm
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"time"
@@ -362,13 +363,46 @@ func (v ridView) get(rid string) (ridPair, bool) {
 	return p, ok
 }
 
+// all yields every pair, in no order.
+func (v ridView) all() iter.Seq[ridPair] {
+	return func(yield func(ridPair) bool) {
+		for _, p := range v.base {
+			if !yield(p) {
+				return
+			}
+		}
+		for _, p := range v.tail {
+			if !yield(p) {
+				return
+			}
+		}
+	}
+}
+
 // sorted returns every pair in ascending request ID order.
 func (v ridView) sorted() []ridPair {
-	out := make([]ridPair, 0, len(v.base)+len(v.tail))
-	for _, p := range v.base {
-		out = append(out, p)
-	}
-	out = append(out, v.tail...)
+	out := slices.AppendSeq(make([]ridPair, 0, len(v.base)+len(v.tail)), v.all())
 	slices.SortFunc(out, func(a, b ridPair) int { return cmp.Compare(a.RequestID, b.RequestID) })
 	return out
+}
+
+// ridAging is what ArchiveJobs with ForgetRequests at now does to p: stamp
+// it (not seen before) or forget it (stamped more than
+// cluster.RequestIDRetention before now); neither, it stays as it is.
+func ridAging(p ridPair, now time.Time) (stamp, forget bool) {
+	if p.At.IsZero() {
+		return true, false
+	}
+	return false, p.At.Before(now.Add(-cluster.RequestIDRetention))
+}
+
+// RequestIDsDue reports whether ArchiveJobs with ForgetRequests at now
+// would change the request id table: an id to stamp or one to forget.
+func (v *View) RequestIDsDue(now time.Time) bool {
+	for p := range v.rids.all() {
+		if stamp, forget := ridAging(p, now); stamp || forget {
+			return true
+		}
+	}
+	return false
 }

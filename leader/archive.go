@@ -31,29 +31,32 @@ func ArchiveDue(v *fsm.View, now time.Time) (before time.Time, due bool) {
 // Archiver is the leader's archive loop: it moves finished jobs older
 // than MinJobAge to the accounting archive (ArchiveDue decides when),
 // looking again every half MinJobAge (between a second and 30 seconds),
-// and with each move ages the request id table (ArchiveJobs'
-// ForgetRequests) once every server speaks the protocol that does. It
-// runs while this node leads.
+// and ages the request id table (PlanArchive decides). It runs while this
+// node leads.
 type Archiver struct {
 	State   State
 	Propose Proposer
 	Clock   Clock
 	Log     *slog.Logger
 	// Gate is the protocol gate on proposing an entry of type t that
-	// needs protocol need: nil when every server speaks it.
+	// needs protocol need: it returns nil when every server speaks it.
 	Gate func(ctx context.Context, t fsm.CmdType, need int) error
 }
 
-// ArchiveCommand is the ArchiveJobs the loop proposes at now for cut-off
-// before: with ForgetRequests where gate lets it through, else without
-// (a server older than protocol 7 would keep the ids the others forget).
-// It is pure but for gate.
-func ArchiveCommand(before, now time.Time, gate func(t fsm.CmdType, need int) error) fsm.ArchiveJobs {
+// PlanArchive is the archive loop's decision at now: the ArchiveJobs to
+// propose, and whether to propose it — when a finished job is due to
+// leave the live state (ArchiveDue), or when a request id is due to be
+// stamped or forgotten (fsm.View.RequestIDsDue), so ids age on an idle
+// cluster too. The entry asks the FSM to age the ids (ForgetRequests)
+// only where gate lets it through: a server older than protocol 7 would
+// keep the ids the others forget. It is pure but for gate.
+func PlanArchive(v *fsm.View, now time.Time, gate func(t fsm.CmdType, need int) error) (fsm.ArchiveJobs, bool) {
+	before, due := ArchiveDue(v, now)
 	c := fsm.ArchiveJobs{Before: before, Time: now, ForgetRequests: true}
 	if gate(fsm.CmdArchiveJobs, fsm.Needs(fsm.CmdArchiveJobs, c)) != nil {
 		c.ForgetRequests = false
 	}
-	return c
+	return c, due || c.ForgetRequests && v.RequestIDsDue(now)
 }
 
 // Run archives until ctx ends.
@@ -61,9 +64,9 @@ func (a Archiver) Run(ctx context.Context) {
 	for {
 		v := a.State.View()
 		now := a.Clock.Now()
-		if before, due := ArchiveDue(v, now); due {
-			gate := func(t fsm.CmdType, need int) error { return a.Gate(ctx, t, need) }
-			res, err := a.Propose.Apply(ctx, fsm.CmdArchiveJobs, ArchiveCommand(before, now, gate))
+		gate := func(t fsm.CmdType, need int) error { return a.Gate(ctx, t, need) }
+		if c, due := PlanArchive(v, now, gate); due {
+			res, err := a.Propose.Apply(ctx, fsm.CmdArchiveJobs, c)
 			if err == nil {
 				err = res.Err
 			}

@@ -79,28 +79,51 @@ func TestArchiverArchivesFinishedJobs(t *testing.T) {
 	}
 }
 
-// TestArchiveCommand: the archive loop asks the FSM to age request ids
-// only where every server speaks the protocol that does (7): an older
-// server would keep the ids, and its state would differ.
-func TestArchiveCommand(t *testing.T) {
-	before, now := time.Unix(100, 0), time.Unix(400, 0)
+// TestPlanArchive: the archive loop proposes when a finished job is due
+// or, once every server speaks protocol 7, when a request id is to be
+// stamped or forgotten; it asks the FSM to age ids only then (an older
+// server would keep them, and its state would differ).
+func TestPlanArchive(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	speaking := func(oldest int) func(fsm.CmdType, int) error {
+		return func(ct fsm.CmdType, need int) error {
+			return ProtocolGate(ct, need, []ServerProtocol{{ID: "n1", Protocol: 7}, {ID: "n2", Protocol: oldest}})
+		}
+	}
+	sp := cluster.Spec{Name: "x", Command: []string{"true"}, User: "ada", UID: 1000, GID: 1000,
+		Request: cluster.Request{Nodes: 1}.WithDefaults()}
+	empty := &harness{s: fsm.New(), now: t0}
+	withID := &harness{s: fsm.New(), now: t0}
+	withID.must(t, fsm.CmdSubmitJob, fsm.SubmitJob{Spec: sp, RequestID: "u1000/a", Time: t0})
+	stamped := &harness{s: fsm.New(), now: t0}
+	stamped.must(t, fsm.CmdSubmitJob, fsm.SubmitJob{Spec: sp, RequestID: "u1000/a", Time: t0})
+	stamped.must(t, fsm.CmdArchiveJobs, fsm.ArchiveJobs{Before: t0, Time: t0, ForgetRequests: true})
+	finished := &harness{s: fsm.New(), now: t0}
+	finished.must(t, fsm.CmdSubmitJob, fsm.SubmitJob{Spec: sp, Time: t0})
+	finished.must(t, fsm.CmdCancelJob, fsm.CancelJob{Job: 1, Time: t0})
+
 	for _, tc := range []struct {
-		name   string
-		oldest int
-		forget bool
+		name        string
+		h           *harness
+		at          time.Duration // after t0
+		oldest      int
+		due, forget bool
 	}{
-		{"every server speaks 7", 7, true},
-		{"a server speaks 6", 6, false},
-		{"a server speaks 2", 2, false},
+		{"nothing to do", empty, time.Hour, 7, false, true},
+		{"an id to stamp", withID, time.Minute, 7, true, true},
+		{"an id to stamp, a server at 6", withID, time.Minute, 6, false, false},
+		{"a stamped id, retention not over", stamped, cluster.RequestIDRetention, 7, false, true},
+		{"a stamped id past retention", stamped, cluster.RequestIDRetention + time.Second, 7, true, true},
+		{"a stamped id past retention, a server at 6", stamped, cluster.RequestIDRetention + time.Second, 6, false, false},
+		{"a finished job, a server at 6", finished, cluster.DefaultMinJobAge + time.Second, 6, true, false},
+		{"a finished job not due yet", finished, time.Minute, 6, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			gate := func(ct fsm.CmdType, need int) error {
-				return ProtocolGate(ct, need, []ServerProtocol{{ID: "n1", Protocol: 7}, {ID: "n2", Protocol: tc.oldest}})
-			}
-			got := ArchiveCommand(before, now, gate)
-			want := fsm.ArchiveJobs{Before: before, Time: now, ForgetRequests: tc.forget}
-			if got != want {
-				t.Errorf("ArchiveCommand = %+v; want %+v", got, want)
+			now := t0.Add(tc.at)
+			c, due := PlanArchive(tc.h.s.View(), now, speaking(tc.oldest))
+			want := fsm.ArchiveJobs{Before: now.Add(-cluster.DefaultMinJobAge), Time: now, ForgetRequests: tc.forget}
+			if due != tc.due || c != want {
+				t.Errorf("PlanArchive = %+v, %v; want %+v, %v", c, due, want, tc.due)
 			}
 		})
 	}

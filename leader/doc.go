@@ -14,7 +14,8 @@
 //     resources, judged on the state after the pass's allocations;
 //   - ExpiredLeases: the nodes to declare down;
 //   - ArchiveDue: whether finished jobs are due for the archive, and the
-//     cut-off;
+//     cut-off; PlanArchive: the archive entry, also due when request ids
+//     are to be stamped or forgotten;
 //   - Priorities: every pending job's multifactor priority, in queue
 //     order (the pass and `shoal priority` share it);
 //   - the queue operations a caller asks of the leader (queueops.go):
