@@ -33,16 +33,15 @@ func keptRequestID(rid string, t fsm.CmdType, withID any, gate func(t fsm.CmdTyp
 }
 
 // droppedOutcome is the error a write whose proposal failed with err
-// answers with. Where the write's request id was dropped (keptRequestID;
-// or leader.QueuePlan.RequestID empty, for a reference to several jobs),
-// an outcome the client would take as unknown (502, 503, 504), and so
+// answers with. Where the write's request id was dropped (keptRequestID:
+// a server older than the protocol that keeps it), an outcome the client would take as unknown (502, 503, 504), and so
 // send the write again as its id allows, is made final, as a second copy
 // could act again (again: what it would do). It is pure.
 func droppedOutcome(err error, dropped bool, again string) error {
 	switch httpapi.Status(err) {
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		if dropped {
-			return fmt.Errorf("%v (not sent again: it may have taken effect, and its request id could not be kept (a server older than protocol 6, or several jobs), so a second copy could %s)", err, again)
+			return fmt.Errorf("%v (not sent again: it may have taken effect, and its request id could not be kept (a server older than protocol 6), so a second copy could %s)", err, again)
 		}
 	}
 	return err

@@ -402,8 +402,8 @@ func (c *Client) Release(ctx context.Context, ref string) (JobsChanged, error) {
 
 // Requeue sends running or ended jobs back to the queue, held with hold
 // (scontrol requeuehold). Idempotent with a request id (the FSM answers a
-// repeat as the first, for a reference to one job once every server
-// speaks protocol 6; otherwise the agent answers a lost commit as final);
+// repeat as the first, each element's for an array, once every server
+// speaks protocol 6; until then the agent answers a lost commit as final);
 // Once without: by the time a second copy arrives the requeued job may
 // run again, and it would requeue that run.
 func (c *Client) Requeue(ctx context.Context, ref string, hold bool, requestID string) (JobsChanged, error) {
@@ -461,8 +461,8 @@ type UpdateRequest struct {
 	Name       *string `json:"name,omitempty"`
 	Comment    *string `json:"comment,omitempty"`
 	Nice       *int    `json:"nice,omitempty"`
-	// RequestID makes an update of one job safe to send again after a
-	// leader change, as Requeue's.
+	// RequestID makes an update safe to send again after a leader
+	// change, as Requeue's.
 	RequestID string `json:"request_id,omitempty"`
 }
 

@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -163,16 +165,34 @@ type QueuePlan struct {
 	several   bool // the reference named several jobs (an array)
 }
 
-// carryRequestID puts requestID in the plan's proposal where the
-// reference named one job (set returns the command with the id), and
-// records it in RequestID. Several jobs (an array's elements) would need
-// an id each: their requests are sent once.
+// carryRequestID puts requestID in the plan's proposals (set returns
+// the command with an id) and records it in RequestID: as it is where the
+// reference named one job, else each element's own (ElementRequestID),
+// as the FSM keeps one job's request per id.
 func (p *QueuePlan) carryRequestID(requestID string, set func(cmd any, rid string) any) {
-	if requestID == "" || p.several || len(p.Proposals) != 1 {
+	if requestID == "" {
 		return
 	}
-	p.Proposals[0].Cmd = set(p.Proposals[0].Cmd, requestID)
+	for i, q := range p.Proposals {
+		rid := requestID
+		if p.several {
+			rid = ElementRequestID(requestID, q.Job)
+		}
+		p.Proposals[i].Cmd = set(q.Cmd, rid)
+	}
 	p.RequestID = requestID
+}
+
+// ElementRequestID is the request id of array element job's write within
+// a request with id rid that names several jobs: derived from both, so a
+// second copy of the request derives the same ids and the FSM answers
+// each element's as the first. It has no "/", which every scoped client
+// id has (httpapi.ScopedRequestID), so it never names a request of one
+// job; a hash keeps it within cluster.MaxRequestIDBytes however long rid
+// is.
+func ElementRequestID(rid string, job cluster.JobID) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", rid, job))
+	return "e" + hex.EncodeToString(sum[:20])
 }
 
 // Refusal says what the FSM's refusal err of one of the plan's proposals
@@ -291,8 +311,8 @@ func PlanRelease(v *fsm.View, ref cluster.JobRef, c Caller) (QueuePlan, error) {
 
 // PlanRequeue requeues running or ended jobs (scontrol requeue; with
 // held, requeuehold: held by the user, or by the administrator when root
-// asks). requestID is as PlanStartStep's, for a reference that names one
-// job; with several it is dropped.
+// asks). requestID is as PlanStartStep's; with a reference to several
+// jobs each element's proposal carries its own (ElementRequestID).
 func PlanRequeue(v *fsm.View, ref cluster.JobRef, held bool, requestID string, c Caller) (QueuePlan, error) {
 	hold := cluster.HoldNone
 	if held {

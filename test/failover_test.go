@@ -144,6 +144,42 @@ func TestRequeueDuringFailover(t *testing.T) {
 	}
 }
 
+// TestArrayRequeueDuringFailover: `scontrol requeue` of a whole array
+// through a survivor right after the leader is killed (-9) waits through
+// the failover and requeues each element once: each element's write
+// carries an id of its own, derived from the request's, so a copy the
+// client sent again requeues no element's next run.
+func TestArrayRequeueDuringFailover(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 8})
+	old := leaderIndex(t, c, 0)
+	survivor := c.Agents[(old+1)%3]
+	shims := newSlurmShims(t, survivor)
+	id := mustID(t, shims.must("sbatch", "--parsable", "--requeue", "--array=0-1", "-w", survivor.Name, "--gpus-per-node", "1",
+		"--chdir", t.TempDir(), "--wrap", "exec sleep 300"))
+	elements := []uint64{id, id + 1} // an array's elements follow its id without a gap
+	for _, e := range elements {
+		waitState(t, survivor, e, "RUNNING", "")
+	}
+	if err := c.Kill(old); err != nil {
+		t.Fatal(err)
+	}
+	shims.must("scontrol", "requeue", fmt.Sprint(id))
+	for _, e := range elements {
+		eventually(t, 60*time.Second, fmt.Sprintf("element %d running again", e), func() error {
+			if j := waitState(t, survivor, e, "RUNNING", ""); j.Incarnation != 2 {
+				return fmt.Errorf("job %d: incarnation %d", e, j.Incarnation)
+			}
+			return nil
+		})
+	}
+	shims.must("scontrol", "requeuehold", fmt.Sprint(id))
+	for _, e := range elements {
+		if j := waitState(t, survivor, e, "PENDING", "JobHeldAdmin"); j.RestartCount != 2 {
+			t.Errorf("element %d after a requeue during the failover and a requeuehold: %d restarts; want 2", e, j.RestartCount)
+		}
+	}
+}
+
 // TestStepDuringFailover: an srun step started through a survivor right
 // after the leader is killed (-9) waits through the failover and runs
 // once the new leader has committed it: a copy the client sent again with

@@ -77,7 +77,7 @@ func runScontrolWrite(ctx context.Context, connect Connect, args []string) (bool
 			changed, err = c.Release(ctx, ref)
 		default:
 			// One request per reference: sent again across a failover, it
-			// requeues one run (the id is dropped for an array's elements).
+			// requeues one run (of each element, for an array).
 			changed, err = c.Requeue(ctx, ref, verb == "requeuehold", request.NewID())
 		}
 		if err != nil {
@@ -235,8 +235,8 @@ func scontrolUpdateJob(ctx context.Context, connect Connect, job string, fields 
 			continue
 		}
 		// One request per reference: sent again across a failover, it
-		// adds a relative time limit once (the id is dropped for an
-		// array's elements).
+		// adds a relative time limit once (to each element, for an
+		// array).
 		one := req
 		one.RequestID = request.NewID()
 		if _, err := c.UpdateJob(ctx, ref, one); err != nil {
