@@ -128,7 +128,7 @@ func (b apiBackend) Requeue(ctx context.Context, ref cluster.JobRef, held bool, 
 		return api.JobsChanged{}, err
 	}
 	changed, _, err := b.lead.propose(ctx, plan)
-	return changed, droppedOutcome(err, rid != plan.RequestID, "requeue the job's next run")
+	return changed, droppedOutcome(err, rid != plan.RequestID, httpapi.RequeueWrite)
 }
 
 // SetPriority is `scontrol update JobId=N Priority=P` (root only:
@@ -158,9 +158,7 @@ func (b apiBackend) Update(ctx context.Context, id string, req api.UpdateRequest
 		return api.JobsChanged{}, err
 	}
 	changed, _, err := b.lead.propose(ctx, plan)
-	// Only a relative time limit acts twice without its id: an update of
-	// absolute values is sent again by the client with or without one.
-	return changed, droppedOutcome(err, req.TimeLimitAddS != nil && rid != plan.RequestID, "add the time again")
+	return changed, droppedOutcome(err, httpapi.UpdateWrite.ActsTwice(&req) && rid != plan.RequestID, httpapi.UpdateWrite)
 }
 
 // spreadGPUs spreads --gpus without --nodes over the nodes this agent

@@ -2,11 +2,10 @@ package agent
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 
 	"github.com/shoal-sched/shoal/fsm"
 	"github.com/shoal-sched/shoal/httpapi"
+	"github.com/shoal-sched/shoal/leader"
 )
 
 // Request ids of writes other than submits (srun's step, scancel
@@ -32,17 +31,28 @@ func keptRequestID(rid string, t fsm.CmdType, withID any, gate func(t fsm.CmdTyp
 	return rid
 }
 
-// droppedOutcome is the error a write whose proposal failed with err
-// answers with. Where the write's request id was dropped (keptRequestID:
-// a server older than the protocol that keeps it), an outcome the client would take as unknown (502, 503, 504), and so
-// send the write again as its id allows, is made final, as a second copy
-// could act again (again: what it would do). It is pure.
-func droppedOutcome(err error, dropped bool, again string) error {
-	switch httpapi.Status(err) {
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		if dropped {
-			return fmt.Errorf("%v (not sent again: it may have taken effect, and its request id could not be kept (a server older than protocol 6), so a second copy could %s)", err, again)
-		}
+// droppedOutcome is the error write w whose proposal failed with err
+// answers with: where its request id was dropped (keptRequestID: a server
+// older than the protocol that keeps it), an outcome the client would take
+// as unknown is made final (httpapi.DroppedIDOutcome). It is pure.
+func droppedOutcome(err error, dropped bool, w httpapi.IDWrite) error {
+	if !dropped {
+		return err
 	}
-	return err
+	return httpapi.DroppedIDOutcome(err, w)
+}
+
+// KeepsRequestIDs reports whether the leader keeps the request id of an
+// httpapi.IDWrite, as this agent sees the cluster: every live agent
+// announces the protocol the four writes' ids need. Live agents include
+// every live raft server, whose versions the leader's gate checks
+// (keptRequestID), and gossip alone tells them, so a worker, whose raft
+// configuration is stale, answers as a server does.
+func (c *core) KeepsRequestIDs() bool {
+	need := max(
+		fsm.Needs(fsm.CmdStartStep, fsm.StartStep{RequestID: "-"}),
+		fsm.Needs(fsm.CmdSignalJob, fsm.SignalJob{RequestID: "-"}),
+		fsm.Needs(fsm.CmdRequeueJob, fsm.RequeueJob{RequestID: "-"}),
+		fsm.Needs(fsm.CmdUpdateJob, fsm.UpdateJob{RequestID: "-"}))
+	return leader.EverySpeaks(need, liveProtocols(c.gossip.Members()))
 }

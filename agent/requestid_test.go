@@ -74,7 +74,7 @@ func TestDroppedOutcome(t *testing.T) {
 		{"refused, id dropped", busy, true, http.StatusConflict},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			err := droppedOutcome(tt.err, tt.dropped, "start a second step")
+			err := droppedOutcome(tt.err, tt.dropped, httpapi.StepWrite)
 			if got := httpapi.Status(err); got != tt.want {
 				t.Fatalf("Status(droppedOutcome(%v, %t)) = %d; want %d", tt.err, tt.dropped, got, tt.want)
 			}

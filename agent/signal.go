@@ -27,7 +27,7 @@ func (b apiBackend) Signal(ctx context.Context, id cluster.JobID, req api.Signal
 	rid = keptRequestID(rid, fsm.CmdSignalJob, fsm.SignalJob{Job: id, RequestID: rid}, b.gate(ctx))
 	plan, err := leader.PlanSignal(v, id, req.Signal, req.BatchOnly, rid, callerOf(v.Policy(), who))
 	if _, err = b.lead.proposeOr(ctx, plan, err); err != nil {
-		return droppedOutcome(err, asked != rid, "deliver the signal again")
+		return droppedOutcome(err, asked != rid, httpapi.SignalWrite)
 	}
 	b.log.Info("signal requested", "job", uint64(id), "signal", syscall.Signal(req.Signal).String(), "batch_only", req.BatchOnly, "by", who.User)
 	return nil

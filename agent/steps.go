@@ -87,7 +87,7 @@ func (b apiBackend) StartStep(ctx context.Context, id cluster.JobID, req api.Ste
 	}
 	_, res, err := b.lead.propose(ctx, plan)
 	if err != nil {
-		return api.StepResponse{}, droppedOutcome(err, asked != rid, "start a second step")
+		return api.StepResponse{}, droppedOutcome(err, asked != rid, httpapi.StepWrite)
 	}
 	if res.Duplicate {
 		// A copy that reached the log while this one was planned.

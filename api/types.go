@@ -360,10 +360,9 @@ type StepRequest struct {
 	Spec        cluster.StepSpec `json:"spec"`
 	// RequestID makes the step safe to send again after a leader change:
 	// the same id never starts two steps once every raft server speaks
-	// protocol 6. Until then the leader drops it and answers an unknown
-	// outcome as final (500), but a leader that dies before answering
-	// leaves its forwarder a 502, after which a copy sent again could
-	// start a second step.
+	// protocol 6. Until then the leader drops it and an unknown outcome
+	// is answered as final (500), by the leader or, when the leader died
+	// before answering, by the agent that forwarded the request.
 	RequestID string `json:"request_id,omitempty"`
 }
 

@@ -171,7 +171,7 @@ func (s *Server) HandleRelease(w http.ResponseWriter, r *http.Request) {
 func (s *Server) HandleRequeue(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	hold, rid := q.Get("hold") != "", q.Get("request_id")
-	s.jobsWrite(w, r, func(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error) {
+	s.jobsWrite(w, withIDWrite(r, RequeueWrite), func(ctx context.Context, ref cluster.JobRef, who cluster.Identity) (api.JobsChanged, error) {
 		return s.Queue.Requeue(ctx, ref, hold, rid, who)
 	})
 }
@@ -185,7 +185,7 @@ func (s *Server) HandleSetPriority(w http.ResponseWriter, r *http.Request) {
 
 // HandleUpdate is POST /v1/jobs/{id}/update (scontrol update JobId=).
 func (s *Server) HandleUpdate(w http.ResponseWriter, r *http.Request) {
-	bodyWrite(s, w, r, func(ctx context.Context, req api.UpdateRequest, who cluster.Identity) (api.JobsChanged, error) {
+	bodyWrite(s, w, withIDWrite(r, UpdateWrite), func(ctx context.Context, req api.UpdateRequest, who cluster.Identity) (api.JobsChanged, error) {
 		return s.Queue.Update(ctx, r.PathValue("id"), req, who)
 	})
 }
@@ -197,7 +197,7 @@ func (s *Server) HandleStartStep(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	bodyWrite(s, w, r, func(ctx context.Context, req api.StepRequest, who cluster.Identity) (api.StepResponse, error) {
+	bodyWrite(s, w, withIDWrite(r, StepWrite), func(ctx context.Context, req api.StepRequest, who cluster.Identity) (api.StepResponse, error) {
 		return s.Queue.StartStep(ctx, id, req, who)
 	})
 }
@@ -229,7 +229,7 @@ func (s *Server) HandleSignal(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	bodyWrite(s, w, r, func(ctx context.Context, req api.SignalRequest, who cluster.Identity) (struct{}, error) {
+	bodyWrite(s, w, withIDWrite(r, SignalWrite), func(ctx context.Context, req api.SignalRequest, who cluster.Identity) (struct{}, error) {
 		return struct{}{}, s.Queue.Signal(ctx, id, req, who)
 	})
 }

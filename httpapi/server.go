@@ -54,6 +54,10 @@ type Cluster interface {
 	// Index is the replica's applied index, the X-Shoal-Index of a
 	// write's answer (Applied without building a view).
 	Index() uint64
+	// KeepsRequestIDs reports whether, as this agent sees the cluster,
+	// the leader keeps the request id of an IDWrite: every live agent
+	// speaks the protocol that does.
+	KeepsRequestIDs() bool
 }
 
 // Roles are the parts of the agent the API calls: one interface per
@@ -175,6 +179,9 @@ func (s *Server) Forward(w http.ResponseWriter, r *http.Request, who Caller, bod
 			err = cluster.Mark(cluster.ErrUnavailable, fmt.Errorf("forward to leader: %s: %w; retry", api.LeaderUnreachableMessage, err))
 		default:
 			err = cluster.Mark(ErrUpstream, fmt.Errorf("forward to leader: %w", err))
+			if iw, ok := idWriteOf(r); ok && iw.ActsTwice(body) && !s.Cluster.KeepsRequestIDs() {
+				err = DroppedIDOutcome(err, iw)
+			}
 		}
 		WriteError(w, err)
 		return true
