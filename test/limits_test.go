@@ -75,18 +75,7 @@ func TestMinJobAgeOlderCluster(t *testing.T) {
 	policy := policyFile(t, `{"min_job_age": "1s"}`)
 	c := startCluster(t, localcluster.Options{Nodes: 3, ExtraArgs: []string{"--policy", policy}})
 	a := c.Agents[0]
-	restartOlder(t, c, "4")
-	sh := newSlurmShims(t, a)
-	work := t.TempDir()
-	id := sh.allocation("-N1", "-w", a.Name, "--chdir", work, "-o", "/dev/null")
-	// The gate sees the older server once a protocol 5 step is refused.
-	eventually(t, 60*time.Second, "a step with --signal refused for protocol 5", func() error {
-		r := sh.run("srun", "--jobid", fmt.Sprint(id), "--signal=USR1@10", "--chdir", work, "true")
-		if r.code == 0 || !strings.Contains(r.stderr, "it needs protocol v5") {
-			return fmt.Errorf("exit %d, stderr %s", r.code, r.stderr)
-		}
-		return nil
-	})
+	_, id, _ := protocol4Allocation(t, c)
 	mustShoal(t, a, "cancel", fmt.Sprint(id))
 	eventually(t, 60*time.Second, "the cancelled job out of the live state", func() error {
 		if out := mustShoal(t, a, "status"); !strings.Contains(out, "Jobs=0") {

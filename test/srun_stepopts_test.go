@@ -195,13 +195,13 @@ echo script done`)
 	}
 }
 
-// TestStepSignalOlderCluster: while a server speaks a protocol older
-// than a step's own --signal (5; a rolling upgrade), a step with it is
-// refused with the 409 that names the protocol, since an older replica
-// would drop the signal; a step without it still starts, and steps share
-// the allocation (none holds its CPUs and GPUs or waits for another's).
-func TestStepSignalOlderCluster(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 3})
+// protocol4Allocation restarts a server of c (not agent 0) announcing
+// protocol 4 and returns shims on agent 0, an allocation of one node
+// there and its work directory, once the leader's protocol gate sees the
+// older server: srun --signal, a step of protocol 5, is refused with
+// the gate's message.
+func protocol4Allocation(t *testing.T, c *localcluster.Cluster) (*slurmShims, uint64, string) {
+	t.Helper()
 	a := c.Agents[0]
 	restartOlder(t, c, "4")
 	sh := newSlurmShims(t, a)
@@ -214,6 +214,18 @@ func TestStepSignalOlderCluster(t *testing.T) {
 		}
 		return nil
 	})
+	return sh, id, work
+}
+
+// TestStepSignalOlderCluster: while a server speaks a protocol older
+// than a step's own --signal (5; a rolling upgrade), a step with it is
+// refused with the 409 that names the protocol, since an older replica
+// would drop the signal; a step without it still starts, and steps share
+// the allocation (none holds its CPUs and GPUs or waits for another's).
+func TestStepSignalOlderCluster(t *testing.T) {
+	c := startCluster(t, localcluster.Options{Nodes: 3})
+	a := c.Agents[0]
+	sh, id, work := protocol4Allocation(t, c)
 	if r := sh.run("srun", "--jobid", fmt.Sprint(id), "--chdir", work, "true"); r.code != 0 {
 		t.Errorf("srun --jobid %d true (no --signal): exit %d %s", id, r.code, r.stderr)
 	}
