@@ -8,7 +8,7 @@ import (
 
 // archiver is the leader's archive loop (leader.Archiver) over this agent.
 func (l *leaderSide) archiver() leader.Archiver {
-	return leader.Archiver{State: l.state, Propose: l, Clock: clock.Wall{}, Log: l.log, Gate: l.checkProtocol}
+	return leader.Archiver{State: l.state, Propose: l, Clock: clock.Wall{}, Log: l.log, Gate: l.checkProtocolEvery}
 }
 
 // cleaner is the output cleanup loop (worker.Cleaner) over this agent's

@@ -379,6 +379,16 @@ func (c *core) checkProtocol(ctx context.Context, t fsm.CmdType, need int) error
 	return protocolGateNeed(t, need, c.gossip.Members(), servers)
 }
 
+// checkProtocolEvery is checkProtocol counting every raft server, alive
+// in gossip or not (protocolGateEvery).
+func (c *core) checkProtocolEvery(ctx context.Context, t fsm.CmdType, need int) error {
+	servers, err := c.raft.Servers(ctx)
+	if err != nil {
+		return fmt.Errorf("propose %s: read raft configuration for the protocol check: %w", t, err)
+	}
+	return protocolGateEvery(t, need, c.gossip.Members(), servers)
+}
+
 // bootstrapper is the agent's bootstrap loop (consensus.Bootstrapper)
 // over its raft and gossip.
 func (c *core) bootstrapper() consensus.Bootstrapper {

@@ -122,8 +122,9 @@ func (b apiBackend) Requeue(ctx context.Context, ref cluster.JobRef, held bool, 
 	}
 	rid := httpapi.ScopedWriteRequestID(httpapi.ScopeRequeue, who, requestID)
 	v := b.state.View()
-	kept := keptRequestID(rid, fsm.CmdRequeueJob, fsm.RequeueJob{RequestID: rid}, b.gate(ctx))
-	plan, err := leader.PlanRequeue(v, ref, held, kept, callerOf(v.Policy(), who))
+	gate := b.gate(ctx)
+	kept := keptRequestID(rid, fsm.CmdRequeueJob, fsm.RequeueJob{RequestID: rid}, gate)
+	plan, err := leader.PlanRequeue(v, ref, held, kept, elementIDs(kept, fsm.CmdRequeueJob, gate), callerOf(v.Policy(), who))
 	if err != nil {
 		return api.JobsChanged{}, err
 	}
@@ -148,11 +149,13 @@ func (b apiBackend) Update(ctx context.Context, id string, req api.UpdateRequest
 	}
 	rid := httpapi.ScopedWriteRequestID(httpapi.ScopeUpdate, who, req.RequestID)
 	v := b.state.View()
+	gate := b.gate(ctx)
 	u := leader.JobUpdate{
 		Fields:     fsm.JobUpdate{Nodes: req.Nodes, Partition: req.Partition, QoS: req.QoS, Name: req.Name, Comment: req.Comment, Nice: req.Nice},
 		TimeLimitS: req.TimeLimitS, TimeLimitAddS: req.TimeLimitAddS, Dependency: req.Dependency,
-		RequestID: keptRequestID(rid, fsm.CmdUpdateJob, fsm.UpdateJob{RequestID: rid}, b.gate(ctx)),
+		RequestID: keptRequestID(rid, fsm.CmdUpdateJob, fsm.UpdateJob{RequestID: rid}, gate),
 	}
+	u.ElementIDs = elementIDs(u.RequestID, fsm.CmdUpdateJob, gate)
 	plan, err := leader.PlanUpdate(v, id, u, callerOf(v.Policy(), who))
 	if err != nil {
 		return api.JobsChanged{}, err

@@ -31,6 +31,14 @@ func keptRequestID(rid string, t fsm.CmdType, withID any, gate func(t fsm.CmdTyp
 	return rid
 }
 
+// elementIDs reports whether a request of type t with the kept request id
+// gives an array's elements ids of their own: every server speaks
+// leader.ElementIDsProtocol (a leader of an older one would drop the id
+// of a copy sent again). It is pure but for gate.
+func elementIDs(kept string, t fsm.CmdType, gate func(t fsm.CmdType, need int) error) bool {
+	return kept != "" && gate(t, leader.ElementIDsProtocol) == nil
+}
+
 // droppedOutcome is the error write w whose proposal failed with err
 // answers with: where its request id was dropped (keptRequestID: a server
 // older than the protocol that keeps it), an outcome the client would take
@@ -44,15 +52,18 @@ func droppedOutcome(err error, dropped bool, w httpapi.IDWrite) error {
 
 // KeepsRequestIDs reports whether the leader keeps the request id of an
 // httpapi.IDWrite, as this agent sees the cluster: every live agent
-// announces the protocol the four writes' ids need. Live agents include
-// every live raft server, whose versions the leader's gate checks
-// (keptRequestID), and gossip alone tells them, so a worker, whose raft
+// announces the protocol the four writes' ids need, and the one whose
+// leaders give an array's elements theirs (the forwarder does not know
+// whether a requeue names several jobs). Live agents include every live
+// raft server, whose versions the leader's gate checks (keptRequestID,
+// elementIDs), and gossip alone tells them, so a worker, whose raft
 // configuration is stale, answers as a server does.
 func (c *core) KeepsRequestIDs() bool {
 	need := max(
 		fsm.Needs(fsm.CmdStartStep, fsm.StartStep{RequestID: "-"}),
 		fsm.Needs(fsm.CmdSignalJob, fsm.SignalJob{RequestID: "-"}),
 		fsm.Needs(fsm.CmdRequeueJob, fsm.RequeueJob{RequestID: "-"}),
-		fsm.Needs(fsm.CmdUpdateJob, fsm.UpdateJob{RequestID: "-"}))
+		fsm.Needs(fsm.CmdUpdateJob, fsm.UpdateJob{RequestID: "-"}),
+		leader.ElementIDsProtocol)
 	return leader.EverySpeaks(need, liveProtocols(c.gossip.Members()))
 }

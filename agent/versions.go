@@ -36,6 +36,23 @@ func protocolGate(t fsm.CmdType, members []gossip.Member, servers []consensus.Se
 // protocol need (fsm.Needs: the type's, or a later field's): the servers
 // alive in gossip, with what each announces, for leader.ProtocolGate.
 func protocolGateNeed(t fsm.CmdType, need int, members []gossip.Member, servers []consensus.Server) error {
+	return serverProtocols(t, need, members, servers, false)
+}
+
+// protocolGateEvery is protocolGateNeed counting every raft server: one
+// that gossip does not show alive speaks nothing (v0). It gates what the
+// leader proposes of itself, with no user waiting on it (the archive
+// loop's aging of request ids): that waits for a server that is down,
+// which could come back on an older binary and meet the entry, rather
+// than go on without it.
+func protocolGateEvery(t fsm.CmdType, need int, members []gossip.Member, servers []consensus.Server) error {
+	return serverProtocols(t, need, members, servers, true)
+}
+
+// serverProtocols gathers what the servers announce for
+// leader.ProtocolGate: those alive in gossip, and with every the others
+// as v0.
+func serverProtocols(t fsm.CmdType, need int, members []gossip.Member, servers []consensus.Server, every bool) error {
 	alive := make(map[string]gossip.Meta, len(members))
 	for _, m := range members {
 		if m.Status == gossip.StatusAlive {
@@ -46,6 +63,8 @@ func protocolGateNeed(t fsm.CmdType, need int, members []gossip.Member, servers 
 	for _, s := range servers {
 		if meta, ok := alive[s.ID]; ok {
 			announced = append(announced, leader.ServerProtocol{ID: s.ID, Protocol: announcedProtocol(meta)})
+		} else if every {
+			announced = append(announced, leader.ServerProtocol{ID: s.ID})
 		}
 	}
 	return leader.ProtocolGate(t, need, announced)

@@ -86,6 +86,42 @@ func TestProtocolGateField(t *testing.T) {
 	}
 }
 
+// TestProtocolGateEvery: the gate on what the leader proposes of itself
+// (the archive loop's aging of request ids, protocol 7) counts a server
+// gossip does not show alive as speaking nothing, where the gate on a
+// user's request passes it over.
+func TestProtocolGateEvery(t *testing.T) {
+	servers := []consensus.Server{{ID: "n1", Suffrage: consensus.Voter}, {ID: "n2", Suffrage: consensus.Voter}, {ID: "n3", Suffrage: consensus.Voter}}
+	aging := fsm.ArchiveJobs{ForgetRequests: true}
+	need := fsm.Needs(fsm.CmdArchiveJobs, aging)
+	for _, tt := range []struct {
+		name       string
+		n3         gossip.Member
+		user, self string // "" for nil, else a part of the refusal
+	}{
+		{"every server alive at 7", gossip.Member{Name: "n3", Status: gossip.StatusAlive, Meta: gossip.Meta{Protocol: 7}}, "", ""},
+		{"n3 alive at 6", gossip.Member{Name: "n3", Status: gossip.StatusAlive, Meta: gossip.Meta{Protocol: 6}}, "n3 (v6)", "n3 (v6)"},
+		{"n3 failed", gossip.Member{Name: "n3", Status: gossip.StatusFailed, Meta: gossip.Meta{Protocol: 7}}, "", "n3 (v0)"},
+		{"n3 not in gossip", gossip.Member{Name: "n9", Status: gossip.StatusAlive, Meta: gossip.Meta{Protocol: 7}}, "", "n3 (v0)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			members := []gossip.Member{
+				{Name: "n1", Status: gossip.StatusAlive, Meta: gossip.Meta{Protocol: 7}},
+				{Name: "n2", Status: gossip.StatusAlive, Meta: gossip.Meta{Protocol: 7}}, tt.n3}
+			for _, g := range []struct {
+				name string
+				gate func(fsm.CmdType, int, []gossip.Member, []consensus.Server) error
+				want string
+			}{{"protocolGateNeed", protocolGateNeed, tt.user}, {"protocolGateEvery", protocolGateEvery, tt.self}} {
+				err := g.gate(fsm.CmdArchiveJobs, need, members, servers)
+				if (err == nil) != (g.want == "") || err != nil && !strings.Contains(err.Error(), g.want) {
+					t.Errorf("%s = %v; want %q", g.name, err, g.want)
+				}
+			}
+		})
+	}
+}
+
 func TestValidProtocol(t *testing.T) {
 	for _, tt := range []struct {
 		p  int

@@ -262,7 +262,9 @@ type Status struct {
 
 // SubmitRequest is the body of POST /v1/jobs.
 type SubmitRequest struct {
-	// RequestID makes retries safe: the same id never yields two jobs.
+	// RequestID makes retries safe: the same id yields its first job
+	// while that job is live, and for ten minutes at least
+	// (cluster.RequestIDRetention); after both, a new one.
 	RequestID    string   `json:"request_id"`
 	Name         string   `json:"name"`
 	Command      []string `json:"command"`

@@ -200,10 +200,12 @@ const (
 )
 
 // RequestIDRetention is how long a request id is kept once the archive
-// loop has seen it (fsm.ArchiveJobs with ForgetRequests). A client sends
-// a write again for about 20 seconds after its first copy at most (api's
-// failover bound), so ten minutes leaves a wide margin for a slow client
-// or a long leader election.
+// loop has seen it (fsm.ArchiveJobs with ForgetRequests; a submit's id
+// also while its job is live). Shoal's clients send a write again for
+// about a minute at most after its first copy (a submit retries for 30 s,
+// each attempt through a failover for up to 20 s), so ten minutes leaves
+// a wide margin for a slow client or a long election. The leaders' clocks
+// must agree within that margin, as time limits already ask.
 const RequestIDRetention = 10 * time.Minute
 
 // Validate checks the request's fields one by one and names the first bad

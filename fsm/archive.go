@@ -24,11 +24,13 @@ const MaxArchiveLimit = 10000000
 // With ForgetRequests (protocol 7) it also ages the request id table
 // (submits', steps', signals', requeues', updates'): an id not seen by an
 // earlier ForgetRequests is stamped with Time, and one stamped more than
-// cluster.RequestIDRetention before Time is forgotten. A client sends a
-// write again only within seconds of its first copy, so no copy of such a
-// request can still arrive, and without this the table would grow with
-// every request for the cluster's life. Stamping here rather than when an
-// id is recorded keeps what a protocol 6 replica records the same.
+// cluster.RequestIDRetention before Time is forgotten — a submit's only
+// once its job has left the live state too, as its id may be the user's
+// own (ridAging). Shoal's clients send a write again only within about a
+// minute of its first copy, so no copy of theirs can still arrive, and
+// without this the table would grow with every request for the
+// cluster's life. Stamping here rather than when an id is recorded keeps
+// what a protocol 6 replica records the same.
 type ArchiveJobs struct {
 	Before         time.Time `msgpack:"before"`
 	Time           time.Time `msgpack:"time"`
@@ -36,6 +38,9 @@ type ArchiveJobs struct {
 }
 
 func (s *State) archiveJobs(c ArchiveJobs) Result {
+	if c.ForgetRequests && c.Time.IsZero() {
+		return Result{Err: fmt.Errorf("archive jobs: %w: forget_requests with no time", ErrInvalid)}
+	}
 	keep, moved := archivePlan(s.jobs, c.Before)
 	if len(moved) > 0 {
 		s.moveToArchive(keep, moved)
@@ -64,14 +69,16 @@ func (s *State) moveToArchive(keep, moved []*cluster.Job) {
 
 // forgetRequests ages the request id table at now (ridAging): the ids
 // not seen before are stamped with now, those stamped more than
-// cluster.RequestIDRetention before it are dropped. The table is rebuilt
-// only when one changes.
+// cluster.RequestIDRetention before it are dropped (a submit's once its
+// job has left the live state too). The table is rebuilt only when one
+// changes.
 func (s *State) forgetRequests(now time.Time) {
-	all := s.rids.freeze().sorted()
-	kept := make([]ridPair, 0, len(all))
+	live := func(id cluster.JobID) bool { _, j := s.job(id); return j != nil }
+	table := s.rids.freeze()
+	kept := make([]ridPair, 0, len(table.base)+len(table.tail))
 	changed := false
-	for _, p := range all {
-		stamp, forget := ridAging(p, now)
+	for p := range table.all() { // into a map: the order does not matter
+		stamp, forget := ridAging(p, now, live)
 		if forget {
 			changed = true
 			continue

@@ -2,7 +2,9 @@ package fsm
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/shoal-sched/shoal/cluster"
 )
@@ -52,5 +54,35 @@ func BenchmarkView(b *testing.B) {
 		if v := h.s.View(); len(v.Jobs()) != jobs {
 			b.Fatalf("view has %d jobs; want %d", len(v.Jobs()), jobs)
 		}
+	}
+}
+
+// BenchmarkForgetRequests is one aging pass (ArchiveJobs with
+// ForgetRequests) over a table of n stamped request ids, a twentieth of
+// them new (to stamp) and a twentieth old enough to forget: what every
+// replica spends applying it. BENCHMARKS.md, "Request ids".
+func BenchmarkForgetRequests(b *testing.B) {
+	for _, n := range []int{10_000, 30_000, 200_000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			now := t0.Add(time.Hour)
+			pairs := make([]ridPair, n)
+			for i := range pairs {
+				p := ridPair{RequestID: fmt.Sprintf("s1000/%032x", i), Job: cluster.JobID(i + 1), Kind: ridStep, At: now.Add(-time.Minute)}
+				switch i % 20 {
+				case 0:
+					p.At = time.Time{}
+				case 1:
+					p.At = now.Add(-cluster.RequestIDRetention - time.Second)
+				}
+				pairs[i] = p
+			}
+			table := newRIDTable(pairs)
+			s := New()
+			b.ResetTimer()
+			for b.Loop() {
+				s.rids = table
+				s.forgetRequests(now)
+			}
+		})
 	}
 }

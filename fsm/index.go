@@ -388,19 +388,24 @@ func (v ridView) sorted() []ridPair {
 
 // ridAging is what ArchiveJobs with ForgetRequests at now does to p: stamp
 // it (not seen before) or forget it (stamped more than
-// cluster.RequestIDRetention before now); neither, it stays as it is.
-func ridAging(p ridPair, now time.Time) (stamp, forget bool) {
+// cluster.RequestIDRetention before now and, for a submit's, its job no
+// longer live: live says which are); neither, it stays as it is. A
+// submit's id may be the user's own (shoal submit --request-id), which a
+// workflow tool can send again long after the first, so it names its job
+// for as long as the job is in the live state.
+func ridAging(p ridPair, now time.Time, live func(cluster.JobID) bool) (stamp, forget bool) {
 	if p.At.IsZero() {
 		return true, false
 	}
-	return false, p.At.Before(now.Add(-cluster.RequestIDRetention))
+	return false, p.At.Before(now.Add(-cluster.RequestIDRetention)) && (p.Kind != ridSubmit || !live(p.Job))
 }
 
 // RequestIDsDue reports whether ArchiveJobs with ForgetRequests at now
 // would change the request id table: an id to stamp or one to forget.
 func (v *View) RequestIDsDue(now time.Time) bool {
+	live := func(id cluster.JobID) bool { _, ok := v.Job(id); return ok }
 	for p := range v.rids.all() {
-		if stamp, forget := ridAging(p, now); stamp || forget {
+		if stamp, forget := ridAging(p, now, live); stamp || forget {
 			return true
 		}
 	}

@@ -143,7 +143,14 @@ import (
 //	   every id for the cluster's life). An older replica would drop it
 //	   and keep the ids: its state would differ, and it would answer a
 //	   late copy of such a request as a duplicate where the others apply
-//	   it. The leader sets it only once every server speaks 7.
+//	   it. The leader sets it only once every raft server, alive or not,
+//	   speaks 7 (agent's protocolGateEvery: the entry is the leader's
+//	   own, with no user waiting). Snapshots carry the stamps as the ids'
+//	   "at", which an older replica restoring one (a downgrade) drops: it
+//	   would stamp those ids again, later than the others.
+//	7  also a capability, with no command of its own: leaders give an
+//	   array's elements request ids of their own (leader.ElementIDsProtocol),
+//	   which a leader of 6 would drop from a copy sent again.
 //
 // Version numbers arrived after both sets had shipped: an agent that
 // announces none was built before them and speaks ProtocolUnannounced,

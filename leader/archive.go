@@ -71,7 +71,7 @@ func (a Archiver) Run(ctx context.Context) {
 				err = res.Err
 			}
 			if err != nil && ctx.Err() == nil {
-				a.Log.Warn("archive finished jobs", "err", err)
+				a.Log.Warn("archive finished jobs and age request ids", "err", err)
 			}
 		}
 		wait := min(max(v.Policy().ArchiveAge()/2, archiveIntervalMin), archiveIntervalMax)

@@ -95,9 +95,15 @@ func TestPlanArchive(t *testing.T) {
 	empty := &harness{s: fsm.New(), now: t0}
 	withID := &harness{s: fsm.New(), now: t0}
 	withID.must(t, fsm.CmdSubmitJob, fsm.SubmitJob{Spec: sp, RequestID: "u1000/a", Time: t0})
+	// A stamped id whose job has left the live state, and one whose job
+	// is still pending (a submit's id names its job while it is live).
 	stamped := &harness{s: fsm.New(), now: t0}
 	stamped.must(t, fsm.CmdSubmitJob, fsm.SubmitJob{Spec: sp, RequestID: "u1000/a", Time: t0})
-	stamped.must(t, fsm.CmdArchiveJobs, fsm.ArchiveJobs{Before: t0, Time: t0, ForgetRequests: true})
+	stamped.must(t, fsm.CmdCancelJob, fsm.CancelJob{Job: 1, Time: t0})
+	stamped.must(t, fsm.CmdArchiveJobs, fsm.ArchiveJobs{Before: t0.Add(time.Second), Time: t0, ForgetRequests: true})
+	pending := &harness{s: fsm.New(), now: t0}
+	pending.must(t, fsm.CmdSubmitJob, fsm.SubmitJob{Spec: sp, RequestID: "u1000/a", Time: t0})
+	pending.must(t, fsm.CmdArchiveJobs, fsm.ArchiveJobs{Before: t0, Time: t0, ForgetRequests: true})
 	finished := &harness{s: fsm.New(), now: t0}
 	finished.must(t, fsm.CmdSubmitJob, fsm.SubmitJob{Spec: sp, Time: t0})
 	finished.must(t, fsm.CmdCancelJob, fsm.CancelJob{Job: 1, Time: t0})
@@ -115,6 +121,7 @@ func TestPlanArchive(t *testing.T) {
 		{"a stamped id, retention not over", stamped, cluster.RequestIDRetention, 7, false, true},
 		{"a stamped id past retention", stamped, cluster.RequestIDRetention + time.Second, 7, true, true},
 		{"a stamped id past retention, a server at 6", stamped, cluster.RequestIDRetention + time.Second, 6, false, false},
+		{"a stamped submit id past retention, its job pending", pending, cluster.RequestIDRetention + time.Second, 7, false, true},
 		{"a finished job, a server at 6", finished, cluster.DefaultMinJobAge + time.Second, 6, true, false},
 		{"a finished job not due yet", finished, time.Minute, 6, false, false},
 	} {

@@ -56,6 +56,15 @@ func ProtocolGate(t fsm.CmdType, need int, servers []ServerProtocol) error {
 // bump fsm.ProtocolVersion.
 const WorkersProtocol = 4
 
+// ElementIDsProtocol is the first protocol whose leaders give each
+// element of an array its own request id (ElementRequestID) when a
+// request names several jobs; a leader of an older one drops the id of
+// such a request, so a copy sent again after a newer leader committed the
+// first would act again on it. Until every server speaks it, such a
+// request carries no id (and a lost answer to it is final). Like
+// WorkersProtocol, a capability with no command of its own.
+const ElementIDsProtocol = 7
+
 // EverySpeaks reports whether every live agent, raft server or worker,
 // announces protocol need or later (announced: what each live member
 // announces). It is pure.

@@ -167,10 +167,12 @@ type QueuePlan struct {
 
 // carryRequestID puts requestID in the plan's proposals (set returns
 // the command with an id) and records it in RequestID: as it is where the
-// reference named one job, else each element's own (ElementRequestID),
-// as the FSM keeps one job's request per id.
-func (p *QueuePlan) carryRequestID(requestID string, set func(cmd any, rid string) any) {
-	if requestID == "" {
+// reference named one job, else, with elementIDs (every server speaks
+// ElementIDsProtocol), each element's own (ElementRequestID), as the FSM
+// keeps one job's request per id; without, a request to several jobs
+// carries none.
+func (p *QueuePlan) carryRequestID(requestID string, elementIDs bool, set func(cmd any, rid string) any) {
+	if requestID == "" || p.several && !elementIDs {
 		return
 	}
 	for i, q := range p.Proposals {
@@ -312,8 +314,9 @@ func PlanRelease(v *fsm.View, ref cluster.JobRef, c Caller) (QueuePlan, error) {
 // PlanRequeue requeues running or ended jobs (scontrol requeue; with
 // held, requeuehold: held by the user, or by the administrator when root
 // asks). requestID is as PlanStartStep's; with a reference to several
-// jobs each element's proposal carries its own (ElementRequestID).
-func PlanRequeue(v *fsm.View, ref cluster.JobRef, held bool, requestID string, c Caller) (QueuePlan, error) {
+// jobs each element's proposal carries its own (ElementRequestID) where
+// elementIDs (every server speaks ElementIDsProtocol), else none.
+func PlanRequeue(v *fsm.View, ref cluster.JobRef, held bool, requestID string, elementIDs bool, c Caller) (QueuePlan, error) {
 	hold := cluster.HoldNone
 	if held {
 		hold = cluster.HoldUser
@@ -324,7 +327,7 @@ func PlanRequeue(v *fsm.View, ref cluster.JobRef, held bool, requestID string, c
 	plan, err := eachJob(v, ref, c, "requeue", func(j *cluster.Job) Proposal {
 		return Proposal{Job: j.ID, Type: fsm.CmdRequeueJob, Cmd: fsm.RequeueJob{Job: j.ID, Hold: hold}}
 	})
-	plan.carryRequestID(requestID, func(cmd any, rid string) any {
+	plan.carryRequestID(requestID, elementIDs, func(cmd any, rid string) any {
 		c := cmd.(fsm.RequeueJob)
 		c.RequestID = rid
 		return c
@@ -372,8 +375,10 @@ type JobUpdate struct {
 	TimeLimitS    *int64
 	TimeLimitAddS *int64
 	Dependency    *string // "" drops the dependency
-	// RequestID is as PlanRequeue's.
-	RequestID string
+	// RequestID and ElementIDs are as PlanRequeue's requestID and
+	// elementIDs.
+	RequestID  string
+	ElementIDs bool
 }
 
 // PlanUpdate is `scontrol update JobId=N Field=Value ...`: the FSM decides
@@ -409,7 +414,7 @@ func PlanUpdate(v *fsm.View, id string, u JobUpdate, c Caller) (QueuePlan, error
 	plan, err := eachLiveJob(v, id, opUpdate, func(j *cluster.Job) Proposal {
 		return Proposal{Job: j.ID, Type: fsm.CmdUpdateJob, Cmd: fsm.UpdateJob{Job: j.ID, UID: c.UID, Admin: c.UID == 0, Fields: f}}
 	})
-	plan.carryRequestID(u.RequestID, func(cmd any, rid string) any {
+	plan.carryRequestID(u.RequestID, u.ElementIDs, func(cmd any, rid string) any {
 		c := cmd.(fsm.UpdateJob)
 		c.RequestID = rid
 		return c

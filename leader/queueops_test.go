@@ -53,7 +53,7 @@ func (h *harness) op(words []string, args map[string]string, num func(string, in
 		case "release":
 			plan, err = PlanRelease(v, r, c)
 		case "requeue":
-			plan, err = PlanRequeue(v, r, args["held"] == "yes", args["rid"], c)
+			plan, err = PlanRequeue(v, r, args["held"] == "yes", args["rid"], args["elements"] != "no", c)
 		}
 		if err != nil {
 			return refusal(err), nil
@@ -83,7 +83,7 @@ func (h *harness) op(words []string, args map[string]string, num func(string, in
 		if name, ok := args["name"]; ok {
 			u.Fields.Name = &name
 		}
-		u.RequestID = args["rid"]
+		u.RequestID, u.ElementIDs = args["rid"], args["elements"] != "no"
 		if plan, err = PlanUpdate(v, id, u, c); err != nil {
 			return refusal(err), nil
 		}

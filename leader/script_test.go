@@ -42,6 +42,8 @@ import (
 //	jobs                                     every job: state, reason, nodes
 //	op VERB job=REF uid=U [user=NAME] [group=yes] [apply=no] [held=yes] [uhold=yes]
 //	   [priority=P] [signal=N] [batch=yes] [step=S] [inc=I] [limit=S] [add=S] [dep=SPEC]
+//	   [rid=R] [elements=no]                 R: the request id (elements=no: a server
+//	                                         older than ElementIDsProtocol)
 //	                                         a queue operation's plan (cancel, hold, uhold,
 //	                                         release, requeue, priority, update, signal,
 //	                                         step, cancel-step) for the caller uid (user

@@ -146,9 +146,11 @@ func TestRequeueDuringFailover(t *testing.T) {
 
 // TestArrayRequeueDuringFailover: `scontrol requeue` of a whole array
 // through a survivor right after the leader is killed (-9) waits through
-// the failover and requeues each element once: each element's write
-// carries an id of its own, derived from the request's, so a copy the
-// client sent again requeues no element's next run.
+// the failover and requeues each element once. The kill comes before the
+// request, so what the client sends again are attempts never proposed; a
+// copy sent after a lost commit, which each element's own request id
+// (leader.ElementRequestID) answers as the first, is
+// leader/testdata/queueops/arrays's.
 func TestArrayRequeueDuringFailover(t *testing.T) {
 	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 8})
 	old := leaderIndex(t, c, 0)

@@ -151,7 +151,7 @@ func submitCmd(send func(cmd *cobra.Command, req api.SubmitRequest, parsable boo
 	f.IntVarP(&req.CPUsPerTask, "cpus-per-task", "c", 1, "CPUs per rank (exported as SLURM_CPUS_PER_TASK)")
 	f.StringVarP(&timeLimit, "time", "t", "", "time limit: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED")
 	f.StringVarP(&req.WorkDir, "chdir", "D", "", "working directory of the ranks (default: the current directory)")
-	f.StringVar(&req.RequestID, "request-id", "", "idempotency key: submits with the same id make one job (default: random)")
+	f.StringVar(&req.RequestID, "request-id", "", "idempotency key: submits with the same id make one job while it is live (and for ten minutes at least; default: random)")
 	f.BoolVar(&parsable, "parsable", false, "print only the job id")
 	f.BoolVar(&req.Requeue, "requeue", false, "if the job loses a node, put it back in the queue to run again (SLURM_RESTART_COUNT counts the restarts)")
 	f.Bool("no-requeue", false, "end the job NODE_FAIL if it loses a node (the default for submit)")
