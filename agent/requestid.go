@@ -34,7 +34,9 @@ func keptRequestID(rid string, t fsm.CmdType, withID any, gate func(t fsm.CmdTyp
 // elementIDs reports whether a request of type t with the kept request id
 // gives an array's elements ids of their own: every server speaks
 // leader.ElementIDsProtocol (a leader of an older one would drop the id
-// of a copy sent again). It is pure but for gate.
+// of a copy sent again). gate counts only the servers alive in gossip, as
+// for a user's request: a leader just killed, whose answer the copy
+// replaces, must not take the ids from it. It is pure but for gate.
 func elementIDs(kept string, t fsm.CmdType, gate func(t fsm.CmdType, need int) error) bool {
 	return kept != "" && gate(t, leader.ElementIDsProtocol) == nil
 }
@@ -50,20 +52,22 @@ func droppedOutcome(err error, dropped bool, w httpapi.IDWrite) error {
 	return httpapi.DroppedIDOutcome(err, w)
 }
 
-// KeepsRequestIDs reports whether the leader keeps the request id of an
-// httpapi.IDWrite, as this agent sees the cluster: every live agent
-// announces the protocol the four writes' ids need, and the one whose
-// leaders give an array's elements theirs (the forwarder does not know
-// whether a requeue names several jobs). Live agents include every live
-// raft server, whose versions the leader's gate checks (keptRequestID,
-// elementIDs), and gossip alone tells them, so a worker, whose raft
-// configuration is stale, answers as a server does.
-func (c *core) KeepsRequestIDs() bool {
+// KeepsRequestIDs reports whether the leader keeps the request id of
+// write w, as this agent sees the cluster: every live agent announces the
+// protocol the write's id needs and, for one that may name an array's
+// elements, the one whose leaders derive theirs (the forwarder does not
+// know whether the reference names several jobs). Live agents include
+// every live raft server, whose versions the leader's gate checks
+// (keptRequestID, elementIDs), and gossip alone tells them, so a worker,
+// whose raft configuration is stale, answers as a server does.
+func (c *core) KeepsRequestIDs(w httpapi.IDWrite) bool {
 	need := max(
 		fsm.Needs(fsm.CmdStartStep, fsm.StartStep{RequestID: "-"}),
 		fsm.Needs(fsm.CmdSignalJob, fsm.SignalJob{RequestID: "-"}),
 		fsm.Needs(fsm.CmdRequeueJob, fsm.RequeueJob{RequestID: "-"}),
-		fsm.Needs(fsm.CmdUpdateJob, fsm.UpdateJob{RequestID: "-"}),
-		leader.ElementIDsProtocol)
+		fsm.Needs(fsm.CmdUpdateJob, fsm.UpdateJob{RequestID: "-"}))
+	if w.Elements {
+		need = max(need, leader.ElementIDsProtocol)
+	}
 	return leader.EverySpeaks(need, liveProtocols(c.gossip.Members()))
 }

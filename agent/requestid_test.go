@@ -81,3 +81,33 @@ func TestDroppedOutcome(t *testing.T) {
 		})
 	}
 }
+
+// TestElementIDs: a request with a kept id gives an array's elements ids
+// of their own only once every server speaks leader.ElementIDsProtocol;
+// otherwise the plan carries none for several jobs and droppedOutcome
+// makes a lost answer final.
+func TestElementIDs(t *testing.T) {
+	voters := []consensus.Server{{ID: "n1", Suffrage: consensus.Voter}, {ID: "n2", Suffrage: consensus.Voter}}
+	at := func(p int) []gossip.Member {
+		return []gossip.Member{{Name: "n1", Status: gossip.StatusAlive, Meta: gossip.Meta{Protocol: 7}},
+			{Name: "n2", Status: gossip.StatusAlive, Meta: gossip.Meta{Protocol: p}}}
+	}
+	for _, tt := range []struct {
+		name   string
+		kept   string
+		n2     int
+		want   bool
+		reason string
+	}{
+		{"every server at 7", "r1000/a", 7, true, ""},
+		{"a server at 6", "r1000/a", 6, false, "its leader would drop a copy's ids"},
+		{"no id kept", "", 7, false, "nothing to derive from"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			gate := func(ct fsm.CmdType, need int) error { return protocolGateNeed(ct, need, at(tt.n2), voters) }
+			if got := elementIDs(tt.kept, fsm.CmdRequeueJob, gate); got != tt.want {
+				t.Errorf("elementIDs = %v; want %v (%s)", got, tt.want, tt.reason)
+			}
+		})
+	}
+}

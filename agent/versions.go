@@ -50,7 +50,7 @@ func protocolGateEvery(t fsm.CmdType, need int, members []gossip.Member, servers
 }
 
 // serverProtocols gathers what the servers announce for
-// leader.ProtocolGate: those alive in gossip, and with every the others
+// leader.ProtocolGate: those alive in gossip and, with every, the others
 // as v0.
 func serverProtocols(t fsm.CmdType, need int, members []gossip.Member, servers []consensus.Server, every bool) error {
 	alive := make(map[string]gossip.Meta, len(members))

@@ -71,26 +71,26 @@ func (s *State) moveToArchive(keep, moved []*cluster.Job) {
 // not seen before are stamped with now, those stamped more than
 // cluster.RequestIDRetention before it are dropped (a submit's once its
 // job has left the live state too). The table is rebuilt only when one
-// changes.
+// changes (an entry proposed for a job stuck due for the archive finds
+// none, and copies nothing).
 func (s *State) forgetRequests(now time.Time) {
 	live := func(id cluster.JobID) bool { _, j := s.job(id); return j != nil }
 	table := s.rids.freeze()
+	if !table.agingDue(now, live) {
+		return
+	}
 	kept := make([]ridPair, 0, len(table.base)+len(table.tail))
-	changed := false
 	for p := range table.all() { // into a map: the order does not matter
 		stamp, forget := ridAging(p, now, live)
 		if forget {
-			changed = true
 			continue
 		}
 		if stamp {
-			p.At, changed = now, true
+			p.At = now
 		}
 		kept = append(kept, p)
 	}
-	if changed {
-		s.rids = newRIDTable(kept)
-	}
+	s.rids = newRIDTable(kept)
 }
 
 // archivePlan splits jobs into those that stay live and those that may be

@@ -403,8 +403,13 @@ func ridAging(p ridPair, now time.Time, live func(cluster.JobID) bool) (stamp, f
 // RequestIDsDue reports whether ArchiveJobs with ForgetRequests at now
 // would change the request id table: an id to stamp or one to forget.
 func (v *View) RequestIDsDue(now time.Time) bool {
-	live := func(id cluster.JobID) bool { _, ok := v.Job(id); return ok }
-	for p := range v.rids.all() {
+	return v.rids.agingDue(now, func(id cluster.JobID) bool { _, ok := v.Job(id); return ok })
+}
+
+// agingDue reports whether an id of the table is to be stamped or
+// forgotten at now (ridAging, with live).
+func (v ridView) agingDue(now time.Time, live func(cluster.JobID) bool) bool {
+	for p := range v.all() {
 		if stamp, forget := ridAging(p, now, live); stamp || forget {
 			return true
 		}

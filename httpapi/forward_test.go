@@ -18,7 +18,7 @@ type follower struct {
 	keeps      bool
 }
 
-func (b follower) KeepsRequestIDs() bool { return b.keeps }
+func (b follower) KeepsRequestIDs(IDWrite) bool { return b.keeps }
 
 func (follower) Leads() (bool, error) { return false, nil }
 func (b follower) LeaderClient() (*api.Client, error) {

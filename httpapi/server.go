@@ -55,9 +55,9 @@ type Cluster interface {
 	// write's answer (Applied without building a view).
 	Index() uint64
 	// KeepsRequestIDs reports whether, as this agent sees the cluster,
-	// the leader keeps the request id of an IDWrite: every live agent
+	// the leader keeps the request id of write w: every live agent
 	// speaks the protocol that does.
-	KeepsRequestIDs() bool
+	KeepsRequestIDs(w IDWrite) bool
 }
 
 // Roles are the parts of the agent the API calls: one interface per
@@ -179,7 +179,7 @@ func (s *Server) Forward(w http.ResponseWriter, r *http.Request, who Caller, bod
 			err = cluster.Mark(cluster.ErrUnavailable, fmt.Errorf("forward to leader: %s: %w; retry", api.LeaderUnreachableMessage, err))
 		default:
 			err = cluster.Mark(ErrUpstream, fmt.Errorf("forward to leader: %w", err))
-			if iw, ok := idWriteOf(r); ok && iw.ActsTwice(body) && !s.Cluster.KeepsRequestIDs() {
+			if iw, ok := idWriteOf(r); ok && iw.ActsTwice(body) && !s.Cluster.KeepsRequestIDs(iw) {
 				err = DroppedIDOutcome(err, iw)
 			}
 		}

@@ -11,12 +11,13 @@ import (
 // The protocol version gate of rolling upgrades: the leader proposes a
 // command type only once every raft server that gossip shows alive
 // announces at least the version that introduced it (or a later field of
-// it: fsm.Needs). The agent gathers the servers and what they announce;
-// ProtocolGate decides.
+// it: fsm.Needs); what it proposes of itself, once every raft server,
+// alive or not, does. The agent gathers the servers and what they
+// announce; ProtocolGate decides.
 
-// ServerProtocol is a raft server that gossip shows alive, and the
-// protocol version it announces (fsm.ProtocolUnannounced for an agent
-// built before protocol versions).
+// ServerProtocol is a raft server and the protocol version it announces
+// (fsm.ProtocolUnannounced for an agent built before protocol versions; 0
+// for one the caller counts though gossip does not show it alive).
 type ServerProtocol struct {
 	ID       string
 	Protocol int
@@ -26,9 +27,9 @@ type ServerProtocol struct {
 // need may be proposed to servers: refused, with
 // fsm.ErrUnsupportedByCluster and the older servers named in order, while
 // one announces less; refused too for a type this agent does not know.
-// Servers gossip does not show alive are left out by the caller: a server
-// down for good would otherwise block every new type until it is
-// removed. It is pure.
+// Which servers count is the caller's choice: for a user's request, those
+// gossip shows alive (a server down for good would otherwise block every
+// new type until it is removed). It is pure.
 func ProtocolGate(t fsm.CmdType, need int, servers []ServerProtocol) error {
 	if !t.Known() || need == 0 {
 		return fmt.Errorf("propose %s: %w: this agent does not know the type", t, fsm.ErrUnsupportedByCluster)
