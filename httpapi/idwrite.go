@@ -11,12 +11,12 @@ import (
 // Writes whose request id the leader drops while a raft server speaks a
 // protocol older than the one that keeps it (6; for a requeue or update
 // of an array's elements, 7): an srun step, scancel --signal, scontrol
-// requeue and a relative scontrol update. The client
-// sends such a write again after an answer that leaves its outcome unknown
-// (502, 503, 504), as its id allows; without the id a second copy could
-// act twice, so that answer is made final (DroppedIDOutcome) by the agent
-// that knows the id was dropped: the leader, or a follower whose forward
-// to a leader lost its answer.
+// requeue and a relative scontrol update. The client sends such a write
+// again after an answer that leaves its outcome unknown (502, 503, 504),
+// as its id allows; without the id a second copy could act twice, so that
+// answer is made final (DroppedIDOutcome) by the agent that knows the id
+// was dropped: the leader, or a follower whose forward to a leader lost
+// its answer.
 
 // IDWrite is one such write.
 type IDWrite struct {
