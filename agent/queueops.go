@@ -113,9 +113,9 @@ func (b apiBackend) Release(ctx context.Context, ref cluster.JobRef, who cluster
 // leader.PlanRequeue).
 //
 // Its request id (an array's elements: one each, derived from it), when
-// every server speaks the protocol that keeps it (keptRequestID), lets
-// the FSM answer a repeat as the first; otherwise the requeue is sent
-// once.
+// every server speaks the protocol that keeps it (keptRequestID; for an
+// array's elements, leader.ElementIDsProtocol: elementIDs), lets the FSM
+// answer a repeat as the first; otherwise the requeue is sent once.
 func (b apiBackend) Requeue(ctx context.Context, ref cluster.JobRef, held bool, requestID string, who cluster.Identity) (api.JobsChanged, error) {
 	if err := httpapi.CheckRequestID(requestID); err != nil {
 		return api.JobsChanged{}, err

@@ -111,74 +111,61 @@ func TestSignalDuringFailover(t *testing.T) {
 	}
 }
 
-// TestRequeueDuringFailover: a scontrol requeue sent through a survivor
+// TestRequeueDuringFailover: `scontrol requeue` through a survivor
 // right after the leader is killed (-9) waits through the failover and
 // returns once the new leader has committed it; a copy the client sent
 // again with the same request id does not requeue the job's next run.
 // requeuehold, sent after, is a later entry: once it has applied, a
-// second requeue would have counted a restart too.
-func TestRequeueDuringFailover(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 8})
-	old := leaderIndex(t, c, 0)
-	survivor := c.Agents[(old+1)%3]
-	shims := newSlurmShims(t, survivor)
-	id := mustID(t, shims.must("sbatch", "--parsable", "--requeue", "-w", survivor.Name, "--gpus-per-node", "1",
-		"--chdir", t.TempDir(), "--wrap", "exec sleep 300"))
-	waitState(t, survivor, id, "RUNNING", "")
-	if err := c.Kill(old); err != nil {
-		t.Fatal(err)
-	}
-	shims.must("scontrol", "requeue", fmt.Sprint(id))
-	if l := leaderIndex(t, c, (old+1)%3); l == old {
-		t.Fatalf("the requeue returned while %s, killed, still leads", c.Agents[old].Name)
-	}
-	eventually(t, 60*time.Second, "the requeued job running again", func() error {
-		if j := waitState(t, survivor, id, "RUNNING", ""); j.Incarnation != 2 {
-			return fmt.Errorf("job %d: incarnation %d", id, j.Incarnation)
-		}
-		return nil
-	})
-	shims.must("scontrol", "requeuehold", fmt.Sprint(id))
-	if j := waitState(t, survivor, id, "PENDING", "JobHeldAdmin"); j.RestartCount != 2 {
-		t.Errorf("job %d after a requeue during the failover and a requeuehold: %d restarts; want 2", id, j.RestartCount)
-	}
-}
-
-// TestArrayRequeueDuringFailover: `scontrol requeue` of a whole array
-// through a survivor right after the leader is killed (-9) waits through
-// the failover and requeues each element once. The kill comes before the
-// request, so what the client sends again are attempts never proposed; a
-// copy sent after a lost commit, which each element's own request id
+// second requeue would have counted a restart too. For a whole array each
+// element is requeued once. The kill comes before the request, so what
+// the client sends again are attempts never proposed; a copy sent after a
+// lost commit, which each element's own request id
 // (leader.ElementRequestID) answers as the first, is
 // leader/testdata/queueops/arrays's.
-func TestArrayRequeueDuringFailover(t *testing.T) {
-	c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 8})
-	old := leaderIndex(t, c, 0)
-	survivor := c.Agents[(old+1)%3]
-	shims := newSlurmShims(t, survivor)
-	id := mustID(t, shims.must("sbatch", "--parsable", "--requeue", "--array=0-1", "-w", survivor.Name, "--gpus-per-node", "1",
-		"--chdir", t.TempDir(), "--wrap", "exec sleep 300"))
-	elements := []uint64{id, id + 1} // an array's elements follow its id without a gap
-	for _, e := range elements {
-		waitState(t, survivor, e, "RUNNING", "")
-	}
-	if err := c.Kill(old); err != nil {
-		t.Fatal(err)
-	}
-	shims.must("scontrol", "requeue", fmt.Sprint(id))
-	for _, e := range elements {
-		eventually(t, 60*time.Second, fmt.Sprintf("element %d running again", e), func() error {
-			if j := waitState(t, survivor, e, "RUNNING", ""); j.Incarnation != 2 {
-				return fmt.Errorf("job %d: incarnation %d", e, j.Incarnation)
+func TestRequeueDuringFailover(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		elements int
+	}{
+		{"one job", nil, 1},
+		{"an array", []string{"--array=0-1"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startCluster(t, localcluster.Options{Nodes: 3, GPUsPerNode: 8})
+			old := leaderIndex(t, c, 0)
+			survivor := c.Agents[(old+1)%3]
+			shims := newSlurmShims(t, survivor)
+			args := append([]string{"--parsable", "--requeue", "-w", survivor.Name, "--gpus-per-node", "1",
+				"--chdir", t.TempDir(), "--wrap", "exec sleep 300"}, tc.args...)
+			id := mustID(t, shims.must("sbatch", args...))
+			var jobs []uint64 // an array's elements follow its id without a gap
+			for e := range tc.elements {
+				jobs = append(jobs, id+uint64(e))
+				waitState(t, survivor, id+uint64(e), "RUNNING", "")
 			}
-			return nil
+			if err := c.Kill(old); err != nil {
+				t.Fatal(err)
+			}
+			shims.must("scontrol", "requeue", fmt.Sprint(id))
+			if l := leaderIndex(t, c, (old+1)%3); l == old {
+				t.Fatalf("the requeue returned while %s, killed, still leads", c.Agents[old].Name)
+			}
+			for _, j := range jobs {
+				eventually(t, 60*time.Second, fmt.Sprintf("job %d running again", j), func() error {
+					if got := waitState(t, survivor, j, "RUNNING", ""); got.Incarnation != 2 {
+						return fmt.Errorf("job %d: incarnation %d", j, got.Incarnation)
+					}
+					return nil
+				})
+			}
+			shims.must("scontrol", "requeuehold", fmt.Sprint(id))
+			for _, j := range jobs {
+				if got := waitState(t, survivor, j, "PENDING", "JobHeldAdmin"); got.RestartCount != 2 {
+					t.Errorf("job %d after a requeue during the failover and a requeuehold: %d restarts; want 2", j, got.RestartCount)
+				}
+			}
 		})
-	}
-	shims.must("scontrol", "requeuehold", fmt.Sprint(id))
-	for _, e := range elements {
-		if j := waitState(t, survivor, e, "PENDING", "JobHeldAdmin"); j.RestartCount != 2 {
-			t.Errorf("element %d after a requeue during the failover and a requeuehold: %d restarts; want 2", e, j.RestartCount)
-		}
 	}
 }
 
